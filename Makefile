@@ -1,0 +1,109 @@
+# tokscope — terminal chat for local LLaMA-family GGUF models.
+#
+#   make            build ./tokscope (-O2 -march=native; NATIVE=0 for portable code)
+#   make run        install missing Debian packages, build, start the TUI on MODEL
+#   make test       install missing Debian packages, build, run every test suite
+#   make bench      tokens/s benchmark (see tests/bench.sh)
+#   make lint       cppcheck + clang-tidy over our sources
+#
+# BUILD=dir puts objects elsewhere (parallel builds in one tree do not collide).
+
+NATIVE  ?= 1
+BUILD   ?= build
+BIN     ?= tokscope
+CC      ?= cc
+OPT     ?= -O2 -g
+MODEL   ?= $(firstword $(wildcard ../shared/models/stories260K.gguf))
+
+ifeq ($(NATIVE),1)
+ARCHFLAGS := -march=native
+else
+ARCHFLAGS :=
+endif
+
+NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
+NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+
+CFLAGS   += $(OPT) $(ARCHFLAGS) -std=gnu11 -Wall -Wextra -pthread -MMD -MP
+CPPFLAGS += -Iengine -Iui -Iapp -D_GNU_SOURCE
+LDLIBS   += $(NCURSES_LIBS) -lreadline -liniparser -lpcre2-8 -lopenblas -lm -lpthread
+
+# Debian packages the build, the tests and `make run` need.
+DEB_PKGS := gcc make pkg-config libncursesw5-dev libreadline-dev libopenblas-dev \
+            libiniparser-dev libcmocka-dev libpcre2-dev tmux python3
+
+ENGINE_SRC := $(sort $(wildcard engine/*.c))
+UI_SRC     := $(sort $(wildcard ui/*.c))
+APP_SRC    := $(sort $(filter-out app/main.c,$(wildcard app/*.c)))
+LIB_SRC    := $(ENGINE_SRC) $(UI_SRC) $(APP_SRC)
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+
+.PHONY: all deps run test test-only bench lint format clean
+
+all: $(BIN)
+
+$(BUILD)/libtokscope.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(BUILD)/app/main.o $(BUILD)/libtokscope.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/ui/%.o: ui/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libtokscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -o $@ $< $(BUILD)/libtokscope.a -lcmocka $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libtokscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtokscope.a $(LDLIBS)
+
+# Installs only what is missing; silent and instant when everything is there.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	./$(BIN) $(if $(MODEL),-m $(MODEL))
+
+test: deps
+	@$(MAKE) --no-print-directory test-only
+
+test-only: $(BIN) $(UNIT_BIN) $(TOOL_BIN)
+	@BUILD=$(BUILD) BIN=$(BIN) sh tests/run.sh
+
+bench: $(BIN)
+	@BIN=$(BIN) sh tests/bench.sh
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --inline-suppr --suppress=missingIncludeSystem -Iengine -Iui -Iapp \
+	  engine ui app
+	clang-tidy --quiet $(LIB_SRC) app/main.c -- $(CPPFLAGS) $(NCURSES_CFLAGS) -std=gnu11
+
+format:
+	clang-format -i engine/*.[ch] ui/*.[ch] app/*.[ch] tests/unit/*.[ch]
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

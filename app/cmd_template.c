@@ -1,0 +1,12 @@
+/* Placeholder until the owning issue lands. */
+#include <stdio.h>
+
+#include "commands.h"
+
+int cmd_template(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "tokscope: 'template' is not implemented yet\n");
+    return 2;
+}

@@ -1,0 +1,12 @@
+/* Placeholder until the owning issue lands. */
+#include <stdio.h>
+
+#include "commands.h"
+
+int cmd_tui(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "tokscope: 'tui' is not implemented yet\n");
+    return 2;
+}

@@ -1,0 +1,41 @@
+/* Chat templates: the model's own Jinja2 template (tokenizer.chat_template)
+ * rendered by a Jinja2-subset interpreter (engine/jinja*.c), and built-in
+ * formats for models without one. */
+#ifndef TOKSCOPE_CHAT_H
+#define TOKSCOPE_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct chat_message {
+    const char *role; /* "system", "user", "assistant" */
+    const char *content;
+} chat_message;
+
+typedef struct chat_render_params {
+    const char *bos_token;   /* "" when NULL */
+    const char *eos_token;
+    bool add_generation_prompt;
+    const char *date;        /* "YYYY-MM-DD" for strftime_now; NULL = today */
+} chat_render_params;
+
+/* Renders a Jinja2 template. Returns a malloc'd string, or NULL with a message
+ * in err (a template's raise_exception message is copied as it is; other
+ * errors name the line:column in the template). */
+char *chat_render_jinja(const char *tmpl, const chat_message *msgs, size_t n, const chat_render_params *p,
+                        char *err, size_t errlen);
+
+/* Built-in formats: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain. */
+extern const char *const chat_builtin_names[];
+char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
+                          char *err, size_t errlen);
+/* Best built-in for a template text (by its markers), "chatml" as last resort. */
+const char *chat_detect_builtin(const char *tmpl);
+
+/* What the app uses: the template text when given (falls back to the detected
+ * built-in with a warning in `warn` if rendering fails for a reason other than
+ * raise_exception), else the built-in `builtin` (NULL -> detected/"chatml"). */
+char *chat_render(const char *tmpl, const char *builtin, const chat_message *msgs, size_t n,
+                  const chat_render_params *p, char *warn, size_t warnlen, char *err, size_t errlen);
+
+#endif

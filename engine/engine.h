@@ -1,0 +1,133 @@
+/* The engine thread: a pthread that owns the model, the forward context (KV
+ * cache), the position counter and the sampler. The UI talks to it only
+ * through commands (engine_send) and reads what happened as events
+ * (engine_poll). The engine writes a byte to engine_event_fd() whenever it
+ * posts an event, so the UI can poll() that fd together with stdin.
+ *
+ * Conversations are owned by the UI: a submit carries the whole message list.
+ * The engine renders it with the chat template, tokenizes it, keeps the
+ * longest prefix its KV cache already holds, evaluates only the rest and then
+ * generates. Switching conversations, /regen and /edit therefore reuse the
+ * cache for whatever prefix is shared. */
+#ifndef TOKSCOPE_ENGINE_H
+#define TOKSCOPE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat.h"
+#include "sampler.h"
+
+#define ENGINE_TEXT_MAX 64   /* bytes of a token's piece carried in an event */
+#define ENGINE_MSG_MAX 256
+
+typedef struct engine engine;
+
+typedef struct engine_params {
+    const char *model_path;  /* loaded at start (may be NULL: send ENGINE_CMD_LOAD later) */
+    uint32_t n_ctx;          /* 0 = min(n_ctx_train, 4096) */
+    int32_t n_threads;       /* 0 = all cores */
+    bool no_kv_cache;        /* recompute the whole sequence every step (debugging) */
+    const char *template_name; /* built-in format to force; NULL = model's template */
+    bool context_shift;      /* on overflow drop the oldest half (true) or stop with an error */
+    sampler_params sampling;
+} engine_params;
+
+engine_params engine_default_params(void);
+
+enum engine_cmd_type {
+    ENGINE_CMD_LOAD,       /* path */
+    ENGINE_CMD_SUBMIT,     /* messages: render, prefill the new suffix, generate */
+    ENGINE_CMD_STOP,       /* stop generation after the current token */
+    ENGINE_CMD_SET_PARAMS, /* sampling: applied before the next draw */
+    ENGINE_CMD_SET_TEMPLATE, /* name: built-in format, or NULL/"" for the model's own */
+    ENGINE_CMD_RESET,      /* forget the cache (next submit prefills from position 0) */
+    ENGINE_CMD_QUIT,
+};
+
+typedef struct engine_cmd {
+    enum engine_cmd_type type;
+    char *path;             /* LOAD; owned by the queue after send */
+    char *name;             /* SET_TEMPLATE */
+    chat_message *messages; /* SUBMIT: deep-copied by engine_send */
+    size_t n_messages;
+    int32_t conv_id;        /* SUBMIT: echoed in events */
+    sampler_params sampling; /* SET_PARAMS */
+} engine_cmd;
+
+enum engine_event_type {
+    ENGINE_EV_LOAD_PROGRESS, /* progress 0..1 */
+    ENGINE_EV_LOADED,        /* model info filled */
+    ENGINE_EV_PREFILL,       /* done / total tokens of the prompt suffix */
+    ENGINE_EV_TOKEN,
+    ENGINE_EV_DONE,
+    ENGINE_EV_CONTEXT_SHIFT, /* n_dropped tokens removed, message says what */
+    ENGINE_EV_ERROR,         /* message */
+    ENGINE_EV_QUIT,
+};
+
+enum engine_done_reason {
+    ENGINE_DONE_EOG,       /* model ended its turn */
+    ENGINE_DONE_LENGTH,    /* n_predict reached */
+    ENGINE_DONE_STOPPED,   /* user stop */
+    ENGINE_DONE_STOP_STRING,
+    ENGINE_DONE_CTX_FULL,
+    ENGINE_DONE_ERROR,
+};
+
+typedef struct engine_model_info {
+    char name[128];
+    char arch[32];
+    char file_type[32];
+    char template_name[64]; /* "model" (own Jinja template) or the built-in name */
+    uint32_t n_ctx, n_ctx_train, n_layer, n_embd;
+    int32_t n_vocab;
+    uint64_t n_params;
+} engine_model_info;
+
+typedef struct engine_token_candidate {
+    int32_t id;
+    float logit, p_raw, p_post;
+    char text[ENGINE_TEXT_MAX]; /* the token's piece, raw bytes, NUL-terminated (may be cut) */
+} engine_token_candidate;
+
+typedef struct engine_event {
+    enum engine_event_type type;
+    int32_t conv_id;
+    float progress;             /* LOAD_PROGRESS */
+    int32_t done, total;        /* PREFILL */
+    /* TOKEN */
+    int32_t token, pos;         /* pos: where this token sits in the sequence */
+    char text[ENGINE_TEXT_MAX]; /* bytes this token adds to the reply (complete UTF-8 held back) */
+    int32_t text_len;
+    float logit, p_raw, p_post, entropy_raw, entropy_post;
+    int32_t n_top;
+    engine_token_candidate top[SAMPLER_MAX_TOP];
+    /* DONE */
+    enum engine_done_reason reason;
+    int32_t n_prompt, n_gen;    /* tokens evaluated / generated this turn */
+    double prompt_tps, gen_tps;
+    int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
+    int32_t n_dropped;          /* CONTEXT_SHIFT */
+    engine_model_info info;     /* LOADED */
+    char message[ENGINE_MSG_MAX]; /* ERROR, CONTEXT_SHIFT, DONE (ERROR reason) */
+} engine_event;
+
+/* Starts the thread (and loads params->model_path if set). NULL + err on failure. */
+engine *engine_start(const engine_params *p, char *err, size_t errlen);
+/* Queues a command; never blocks on the engine's work. Takes ownership of the
+ * strings in cmd and deep-copies messages. */
+void engine_send(engine *e, engine_cmd *cmd);
+/* Convenience senders. */
+void engine_submit(engine *e, int32_t conv_id, const chat_message *msgs, size_t n);
+void engine_stop(engine *e);
+void engine_set_params(engine *e, const sampler_params *p);
+/* Non-blocking: true and fills ev when an event is pending. */
+bool engine_poll(engine *e, engine_event *ev);
+/* Readable when events are pending (drain it with engine_poll). */
+int engine_event_fd(const engine *e);
+/* Sends QUIT, stops any generation within one token, joins the thread, frees. */
+void engine_shutdown(engine *e);
+
+#endif

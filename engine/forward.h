@@ -1,0 +1,43 @@
+/* Forward pass of the llama architecture with a per-layer KV cache.
+ *
+ * The caller owns the position counter: every call says where its tokens sit
+ * (start_pos). The cache rows [0, start_pos) must already hold the keys and
+ * values of the tokens before them; rows [start_pos, start_pos+n) are
+ * (over)written. Nothing here derives a position from how full the cache is. */
+#ifndef TOKSCOPE_FORWARD_H
+#define TOKSCOPE_FORWARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "tensor.h"
+
+typedef struct forward_params {
+    uint32_t n_ctx;          /* cache length in positions; 0 = min(n_ctx_train, 4096) */
+    uint32_t n_batch;        /* most tokens per internal batch; 0 = 512 */
+    int32_t n_threads;       /* 0 = number of online CPUs */
+    enum tensor_type kv_type; /* TENSOR_TYPE_F16 (default, like the reference) or F32 */
+} forward_params;
+
+forward_params forward_default_params(void);
+
+typedef struct forward_ctx forward_ctx;
+
+forward_ctx *forward_build(const model *m, const forward_params *p, char *err, size_t errlen);
+void forward_free(forward_ctx *f);
+uint32_t forward_n_ctx(const forward_ctx *f);
+
+/* Evaluates tokens[0..n) at positions start_pos..start_pos+n-1.
+ * logits: n_vocab floats per output row. all_logits: one row per token (n rows);
+ * otherwise only the last token's row. Returns 0, or -1 with err set (position
+ * past n_ctx, token id out of range). */
+int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
+                 bool all_logits, char *err, size_t errlen);
+
+/* Called between internal batches during forward_eval (prefill progress,
+ * cancellation). Return false to abort the evaluation (forward_eval returns -1). */
+typedef bool (*forward_progress_fn)(void *user, int32_t done, int32_t total);
+void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user);
+
+#endif

@@ -1,0 +1,73 @@
+/* Sampler chain, reference-compatible with llama.cpp's common sampling:
+ * penalties -> top-k -> typical -> top-p -> min-p -> temperature -> draw.
+ * temp <= 0 is greedy (argmax of the penalised logits). */
+#ifndef TOKSCOPE_SAMPLER_H
+#define TOKSCOPE_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SAMPLER_MAX_TOP 64      /* most candidates a step reports */
+#define SAMPLER_MAX_STOP 8      /* stop strings */
+#define SAMPLER_STOP_LEN 64
+
+typedef struct sampler_params {
+    float temp;              /* 0.8 */
+    int32_t top_k;           /* 40; <= 0 disables */
+    float top_p;             /* 0.95; 1 disables */
+    float min_p;             /* 0.05; 0 disables */
+    float typical_p;         /* 1.0 disables */
+    float repeat_penalty;    /* 1.0 disables */
+    int32_t repeat_last_n;   /* 64; 0 disables, -1 = whole context */
+    float frequency_penalty; /* 0 */
+    float presence_penalty;  /* 0 */
+    uint64_t seed;           /* used when seed_set */
+    bool seed_set;           /* false: seeded from time/urandom at build */
+    int32_t n_predict;       /* -1 = until end of turn or context full */
+    int32_t n_top;           /* candidates reported per step (default 10, <= SAMPLER_MAX_TOP) */
+    int32_t n_stop;
+    char stop[SAMPLER_MAX_STOP][SAMPLER_STOP_LEN];
+} sampler_params;
+
+sampler_params sampler_default_params(void);
+
+typedef struct sampler_candidate {
+    int32_t id;
+    float logit;  /* raw logit from the model */
+    float p_raw;  /* softmax of the raw logits */
+    float p_post; /* probability after the whole chain (0 if filtered out) */
+} sampler_candidate;
+
+typedef struct sampler_step {
+    int32_t token;      /* chosen */
+    float logit;        /* chosen token's raw logit */
+    float p_raw, p_post;
+    float entropy_raw;  /* nats, over the whole vocab */
+    float entropy_post; /* nats, over the survivors */
+    int32_t n_survivors;
+    int32_t n_top;                       /* entries in top[] */
+    sampler_candidate top[SAMPLER_MAX_TOP]; /* by raw logit, descending */
+} sampler_step;
+
+typedef struct sampler sampler;
+
+sampler *sampler_build(const sampler_params *p, int32_t n_vocab);
+void sampler_free(sampler *s);
+/* New parameters take effect at the next sampler_sample. A new seed (seed_set)
+ * reseeds the PRNG. */
+void sampler_set_params(sampler *s, const sampler_params *p);
+const sampler_params *sampler_get_params(const sampler *s);
+/* Penalty history: every token of the context (prompt and generated) is accepted. */
+void sampler_accept(sampler *s, int32_t token);
+void sampler_reset_history(sampler *s);
+/* Draws one token from logits[n_vocab] (not modified). step may be NULL. */
+int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step);
+
+/* Parse "name value" for the parameters above (used by /set, config, CLI). */
+bool sampler_params_set(sampler_params *p, const char *name, const char *value, char *err, size_t errlen);
+/* Names of the settable parameters, NULL-terminated, in panel order. */
+extern const char *const sampler_param_names[];
+/* Formats the value of a named parameter. */
+bool sampler_params_get(const sampler_params *p, const char *name, char *buf, size_t cap);
+
+#endif

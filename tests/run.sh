@@ -1,0 +1,59 @@
+#!/bin/sh
+# Runs every suite: cmocka unit tests, golden tests against ../shared, and the
+# end-to-end tests; ends with one line "N passed, N failed".
+BUILD=${BUILD:-build}
+export BIN=${BIN:-tokscope}
+export TOKSCOPE_TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
+OUT=tests/out
+export OUT
+mkdir -p "$OUT"
+total_pass=0
+total_fail=0
+total_skip=0
+
+add() { # suite pass fail skip
+    printf '%-32s %4d passed, %d failed%s\n' "$1" "$2" "$3" "$([ "$4" -gt 0 ] && echo ", $4 skipped")"
+    total_pass=$((total_pass + $2)); total_fail=$((total_fail + $3)); total_skip=$((total_skip + $4))
+}
+
+if [ "${CI:-}" = true ] && [ ! -d "$TOKSCOPE_TESTDATA/models" ]; then
+    echo "CI: test data not found at $TOKSCOPE_TESTDATA"
+    total_fail=$((total_fail + 1))
+fi
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    log="$OUT/$name.log"
+    timeout 600 "$t" >"$log" 2>&1
+    rc=$?
+    ran=$(sed -n 's/^\[==========\] Running \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+    p=$(grep -c '^\[       OK \]' "$log")
+    s=$(grep -c '^\[  SKIPPED \]' "$log")
+    f=$((ran - p - s))
+    if [ "$rc" -ne 0 ] && [ "$f" -le 0 ]; then f=1; fi
+    [ "$f" -gt 0 ] && { grep -E '^\[  (FAILED|ERROR) +\]|Failure|error:' "$log" | head -n 20; echo "  (full log: $log)"; }
+    add "unit/$name" "$p" "$f" "$s"
+done
+
+for t in tests/golden/*.sh tests/e2e/*.sh; do
+    [ -f "$t" ] || continue
+    name=$(echo "$t" | sed 's|^tests/||; s|\.sh$||')
+    log="$OUT/$(echo "$name" | tr / _).log"
+    timeout 900 sh "$t" >"$log" 2>&1
+    rc=$?
+    p=$(grep -c '^ok - ' "$log")
+    f=$(grep -c '^not ok - ' "$log")
+    s=$(grep -c '^skip - ' "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$t exited with status $rc"; fi
+    [ "$f" -gt 0 ] && { grep -A3 '^not ok - ' "$log" | head -n 30; echo "  (full log: $log)"; }
+    add "$name" "$p" "$f" "$s"
+done
+
+echo
+if [ "$total_skip" -gt 0 ]; then
+    echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+else
+    echo "$total_pass passed, $total_fail failed"
+fi
+[ "$total_fail" -eq 0 ]
