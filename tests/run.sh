@@ -2,6 +2,7 @@
 # Runs every suite: cmocka unit tests, golden tests against ../shared, and the
 # end-to-end tests; ends with one line "N passed, N failed".
 BUILD=${BUILD:-build}
+export BUILD
 export BIN=${BIN:-tokscope}
 export TOKSCOPE_TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 OUT=tests/out
