@@ -15,6 +15,7 @@ static const struct {
     {"logits", cmd_logits, "logits -m MODEL (-p PROMPT | --tokens 1,2,3) [-n N] [-k K] ..."},
     {"compare", cmd_compare, "compare -m MODEL GOLDEN.jsonl [--one-by-one] [--batch B]"},
     {"template", cmd_template, "template [-m MODEL | --template FILE.jinja] MESSAGES.json"},
+    {"bench", cmd_bench, "bench -m MODEL [-p N] [-n N] [-r REPS] [-t THREADS]"},
 };
 
 static void usage(FILE *f)
