@@ -5,6 +5,7 @@
 #define TOKSCOPE_SAMPLER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SAMPLER_MAX_TOP 64      /* most candidates a step reports */
