@@ -42,4 +42,20 @@ const char *model_get_arch(const model *m);
 size_t model_get_weight_bytes(const model *m);
 const char *model_file_type_name(uint32_t file_type); /* "Q4_K_M", ... */
 
+/* The weights the forward pass reads (views into the GGUF mapping). */
+typedef struct model_layer {
+    const gguf_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    const gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+} model_layer;
+
+typedef struct model_weights {
+    const gguf_tensor *tok_embd, *output_norm;
+    const gguf_tensor *output; /* == tok_embd when the embeddings are tied */
+    model_layer *layers;       /* n_layer */
+} model_weights;
+
+const model_weights *model_get_weights(const model *m);
+/* True when any matmul weight is a quantized block type (not F32/F16/BF16). */
+bool model_is_quantized(const model *m);
+
 #endif
