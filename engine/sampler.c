@@ -1,13 +1,45 @@
-/* Sampler chain (placeholder bodies; real implementation follows). */
+/* Sampler chain, following llama.cpp's common sampler (src/llama-sampling.cpp):
+ * penalties -> top-k -> typical -> top-p -> min-p -> temperature -> draw.
+ *
+ * One step works on a candidate array (id, logit, p) preallocated for the
+ * whole vocabulary: no allocation per step. Tokens with a -inf (or NaN) logit
+ * can never be drawn and are dropped up front. top-k uses a partial selection
+ * (O(n)) and sorts only the k survivors; a full sort happens only when top-k
+ * is off and typical or top-p needs sorted candidates. */
 #include "sampler.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
+
+typedef struct cand {
+    int32_t id;
+    float logit;
+    float p;
+} cand;
+
+typedef struct scored {
+    float score;
+    int32_t i;
+} scored;
+
+#define HIST_MAX (1 << 20) /* penalty history kept (tokens); oldest half dropped beyond */
+
 struct sampler {
     sampler_params p;
     int32_t n_vocab;
+    rng rng;
+    cand *cur;      /* [n_vocab] working candidates */
+    cand *tmp;      /* [n_vocab] scratch for typical */
+    scored *sc;     /* [n_vocab] scratch for typical */
+    float *post;    /* [n_vocab] p_post by id during a step, zero otherwise */
+    int32_t *count; /* [n_vocab] penalty counts during a step, zero otherwise */
+    int32_t *hist;
+    size_t n_hist, cap_hist;
 };
 
 const char *const sampler_param_names[] = {"temp", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
@@ -25,52 +57,563 @@ sampler_params sampler_default_params(void)
     p.typical_p = 1.0f;
     p.repeat_penalty = 1.0f;
     p.repeat_last_n = 64;
+    p.frequency_penalty = 0.0f;
+    p.presence_penalty = 0.0f;
+    p.seed_set = false;
     p.n_predict = -1;
     p.n_top = 10;
     return p;
 }
 
+static void sampler_apply_seed(sampler *s)
+{
+    rng_seed(&s->rng, s->p.seed_set ? s->p.seed : rng_random_seed());
+}
+
 sampler *sampler_build(const sampler_params *p, int32_t n_vocab)
 {
+    if (n_vocab <= 0)
+        return NULL;
     sampler *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->p = p ? *p : sampler_default_params();
     s->n_vocab = n_vocab;
+    s->cur = malloc((size_t)n_vocab * sizeof *s->cur);
+    s->tmp = malloc((size_t)n_vocab * sizeof *s->tmp);
+    s->sc = malloc((size_t)n_vocab * sizeof *s->sc);
+    s->post = calloc((size_t)n_vocab, sizeof *s->post);
+    s->count = calloc((size_t)n_vocab, sizeof *s->count);
+    s->cap_hist = 1024;
+    s->hist = malloc(s->cap_hist * sizeof *s->hist);
+    if (!s->cur || !s->tmp || !s->sc || !s->post || !s->count || !s->hist) {
+        sampler_free(s);
+        return NULL;
+    }
+    sampler_apply_seed(s);
     return s;
 }
 
-void sampler_free(sampler *s) { free(s); }
-void sampler_set_params(sampler *s, const sampler_params *p) { s->p = *p; }
+void sampler_free(sampler *s)
+{
+    if (!s)
+        return;
+    free(s->cur);
+    free(s->tmp);
+    free(s->sc);
+    free(s->post);
+    free(s->count);
+    free(s->hist);
+    free(s);
+}
+
+void sampler_set_params(sampler *s, const sampler_params *p)
+{
+    bool reseed = p->seed_set && (!s->p.seed_set || p->seed != s->p.seed);
+    s->p = *p;
+    if (reseed)
+        sampler_apply_seed(s);
+}
+
 const sampler_params *sampler_get_params(const sampler *s) { return &s->p; }
-void sampler_accept(sampler *s, int32_t token) { (void)s; (void)token; }
-void sampler_reset_history(sampler *s) { (void)s; }
+
+void sampler_accept(sampler *s, int32_t token)
+{
+    if (token < 0 || token >= s->n_vocab)
+        return;
+    if (s->n_hist == s->cap_hist) {
+        if (s->cap_hist >= HIST_MAX) {
+            size_t keep = s->n_hist / 2;
+            memmove(s->hist, s->hist + (s->n_hist - keep), keep * sizeof *s->hist);
+            s->n_hist = keep;
+        } else {
+            int32_t *h = realloc(s->hist, 2 * s->cap_hist * sizeof *h);
+            if (!h)
+                return;
+            s->hist = h;
+            s->cap_hist *= 2;
+        }
+    }
+    s->hist[s->n_hist++] = token;
+}
+
+void sampler_reset_history(sampler *s) { s->n_hist = 0; }
+
+/* ---- chain steps ------------------------------------------------------- */
+
+static int cand_cmp_desc(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int scored_cmp_asc(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Rearranges a[0..n) so that a[0..k) hold the k largest logits (unordered). */
+static void select_top(cand *a, int32_t n, int32_t k)
+{
+    int32_t lo = 0, hi = n - 1, target = k - 1;
+    while (hi > lo) {
+        int32_t mid = lo + (hi - lo) / 2;
+        float x = a[lo].logit, y = a[mid].logit, z = a[hi].logit;
+        float pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i].logit > pivot)
+                i++;
+            while (a[j].logit < pivot)
+                j--;
+            if (i <= j) {
+                cand t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (target <= j)
+            hi = j;
+        else if (target >= i)
+            lo = i;
+        else
+            break;
+    }
+}
+
+/* Softmax of cur[0..n) into .p; returns the entropy (nats). */
+static float softmax_cand(cand *c, int32_t n)
+{
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (c[i].logit > mx)
+            mx = c[i].logit;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        float e = expf(c[i].logit - mx);
+        c[i].p = e;
+        sum += e;
+    }
+    double h = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        c[i].p = (float)(c[i].p / sum);
+        if (c[i].p > 0.0f)
+            h -= (double)c[i].p * log(c[i].p);
+    }
+    return (float)h;
+}
+
+static void apply_penalties(sampler *s, int32_t n)
+{
+    const sampler_params *p = &s->p;
+    if (p->repeat_last_n == 0 || s->n_hist == 0 ||
+        (p->repeat_penalty == 1.0f && p->frequency_penalty == 0.0f && p->presence_penalty == 0.0f))
+        return;
+    size_t last = p->repeat_last_n < 0 ? s->n_hist : (size_t)p->repeat_last_n;
+    if (last > s->n_hist)
+        last = s->n_hist;
+    const int32_t *h = s->hist + (s->n_hist - last);
+    for (size_t i = 0; i < last; i++)
+        s->count[h[i]]++;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t c = s->count[s->cur[i].id];
+        if (c == 0)
+            continue;
+        float *l = &s->cur[i].logit;
+        if (*l <= 0.0f)
+            *l *= p->repeat_penalty;
+        else
+            *l /= p->repeat_penalty;
+        *l -= (float)c * p->frequency_penalty + p->presence_penalty;
+    }
+    for (size_t i = 0; i < last; i++)
+        s->count[h[i]] = 0;
+}
+
+/* Locally typical sampling: keep the candidates whose information content is
+ * closest to the entropy until their mass exceeds typical_p. */
+static int32_t apply_typical(sampler *s, int32_t n, float tp)
+{
+    cand *c = s->cur;
+    float ent = softmax_cand(c, n);
+    for (int32_t i = 0; i < n; i++) {
+        s->sc[i].score = fabsf(-logf(c[i].p) - ent);
+        s->sc[i].i = i;
+    }
+    qsort(s->sc, (size_t)n, sizeof *s->sc, scored_cmp_asc);
+    float cum = 0.0f;
+    int32_t last = n;
+    for (int32_t i = 0; i < n; i++) {
+        cum += c[s->sc[i].i].p;
+        if (cum > tp) {
+            last = i + 1;
+            break;
+        }
+    }
+    for (int32_t i = 0; i < last; i++)
+        s->tmp[i] = c[s->sc[i].i];
+    memcpy(c, s->tmp, (size_t)last * sizeof *c);
+    return last;
+}
+
+static int32_t apply_top_p(cand *c, int32_t n, float tp)
+{
+    softmax_cand(c, n);
+    float cum = 0.0f;
+    for (int32_t i = 0; i < n; i++) {
+        cum += c[i].p;
+        if (cum >= tp)
+            return i + 1;
+    }
+    return n;
+}
+
+static int32_t apply_min_p(cand *c, int32_t n, float mp)
+{
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (c[i].logit > mx)
+            mx = c[i].logit;
+    const float min_logit = mx + logf(mp);
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (c[i].logit >= min_logit)
+            c[m++] = c[i];
+    return m;
+}
+
+/* Keeps the n_top largest raw logits in top[] (descending), one pass. */
+static int32_t collect_top(const float *logits, int32_t n_vocab, int32_t n_top, sampler_candidate *top)
+{
+    int32_t m = 0;
+    for (int32_t id = 0; id < n_vocab; id++) {
+        float l = logits[id];
+        if (isnan(l))
+            continue;
+        if (m == n_top && !(l > top[m - 1].logit))
+            continue;
+        int32_t j = m < n_top ? m++ : m - 1;
+        while (j > 0 && top[j - 1].logit < l) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j].id = id;
+        top[j].logit = l;
+    }
+    return m;
+}
 
 int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
 {
-    int32_t best = 0;
-    for (int32_t i = 1; i < s->n_vocab; i++)
-        if (logits[i] > logits[best])
-            best = i;
-    if (step) {
-        memset(step, 0, sizeof *step);
-        step->token = best;
-        step->logit = logits[best];
+    const sampler_params *p = &s->p;
+    const int32_t nv = s->n_vocab;
+    cand *c = s->cur;
+
+    /* raw distribution: max, partition sum and entropy in two passes */
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < nv; i++)
+        if (logits[i] > mx)
+            mx = logits[i];
+    double sum = 0.0, wsum = 0.0;
+    int32_t n = 0;
+    if (mx > -INFINITY) {
+        for (int32_t i = 0; i < nv; i++) {
+            float l = logits[i];
+            if (!(l > -INFINITY)) /* -inf and NaN can never be drawn */
+                continue;
+            float d = l - mx;
+            float e = expf(d);
+            sum += e;
+            wsum += (double)e * d;
+            c[n].id = i;
+            c[n].logit = l;
+            n++;
+        }
     }
-    return best;
+    if (n == 0) { /* nothing drawable: report token 0 with zero probabilities */
+        if (step) {
+            memset(step, 0, sizeof *step);
+            step->logit = logits[0];
+            step->rank = 0;
+        }
+        return 0;
+    }
+
+    apply_penalties(s, n);
+
+    bool sorted = false;
+    if (p->top_k > 0 && p->top_k < n) {
+        select_top(c, n, p->top_k);
+        n = p->top_k;
+        qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+        sorted = true;
+    }
+    if (p->typical_p < 1.0f && n > 1) {
+        n = apply_typical(s, n, p->typical_p);
+        sorted = false;
+    }
+    if (p->top_p < 1.0f && n > 1) {
+        if (!sorted)
+            qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+        sorted = true;
+        n = apply_top_p(c, n, p->top_p);
+    }
+    if (p->min_p > 0.0f && n > 1)
+        n = apply_min_p(c, n, p->min_p);
+
+    int32_t chosen;
+    float ent_post = 0.0f;
+    if (p->temp <= 0.0f) {
+        /* greedy: the largest surviving logit (first on ties, like argmax) */
+        int32_t best = 0;
+        for (int32_t i = 1; i < n; i++)
+            if (c[i].logit > c[best].logit || (c[i].logit == c[best].logit && c[i].id < c[best].id))
+                best = i;
+        c[0] = c[best];
+        c[0].p = 1.0f;
+        n = 1;
+        chosen = 0;
+        (void)rng_next(&s->rng); /* one draw per step whatever the settings */
+    } else {
+        for (int32_t i = 0; i < n; i++)
+            c[i].logit /= p->temp;
+        ent_post = softmax_cand(c, n);
+        double u = rng_uniform(&s->rng), cum = 0.0;
+        chosen = n - 1;
+        for (int32_t i = 0; i < n; i++) {
+            cum += c[i].p;
+            if (u < cum) {
+                chosen = i;
+                break;
+            }
+        }
+        /* never land on a zero-probability survivor through rounding */
+        while (chosen > 0 && c[chosen].p == 0.0f)
+            chosen--;
+    }
+    const int32_t token = c[chosen].id;
+
+    if (step) {
+        const float inv = (float)(1.0 / sum);
+        step->token = token;
+        step->logit = logits[token];
+        step->p_raw = expf(logits[token] - mx) * inv;
+        step->p_post = c[chosen].p;
+        step->entropy_raw = (float)(log(sum) - wsum / sum);
+        step->entropy_post = ent_post;
+        step->n_survivors = n;
+        int32_t rank = 0;
+        for (int32_t i = 0; i < nv; i++)
+            rank += logits[i] > logits[token];
+        step->rank = rank;
+        int32_t n_top = p->n_top < 0 ? 0 : p->n_top > SAMPLER_MAX_TOP ? SAMPLER_MAX_TOP : p->n_top;
+        for (int32_t i = 0; i < n; i++)
+            s->post[c[i].id] = c[i].p;
+        step->n_top = collect_top(logits, nv, n_top, step->top);
+        for (int32_t i = 0; i < step->n_top; i++) {
+            sampler_candidate *t = &step->top[i];
+            t->p_raw = t->logit > -INFINITY ? expf(t->logit - mx) * inv : 0.0f;
+            t->p_post = s->post[t->id];
+        }
+        for (int32_t i = 0; i < n; i++)
+            s->post[c[i].id] = 0.0f;
+    }
+    return token;
+}
+
+/* ---- parameters by name ------------------------------------------------- */
+
+static bool parse_float(const char *v, float lo, float hi, float *out, const char *name, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    double d = v ? strtod(v, &end) : 0.0;
+    if (!v || end == v || errno || !isfinite(d)) {
+        snprintf(err, errlen, "%s: '%s' is not a number", name, v ? v : "");
+        return false;
+    }
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    if (*end) {
+        snprintf(err, errlen, "%s: '%s' is not a number", name, v);
+        return false;
+    }
+    if (d < lo || d > hi) {
+        snprintf(err, errlen, "%s must be in [%g, %g], got %s", name, lo, hi, v);
+        return false;
+    }
+    *out = (float)d;
+    return true;
+}
+
+static bool parse_int(const char *v, long long lo, long long hi, long long *out, const char *name, char *err,
+                      size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || end == v || errno) {
+        snprintf(err, errlen, "%s: '%s' is not an integer", name, v ? v : "");
+        return false;
+    }
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    if (*end) {
+        snprintf(err, errlen, "%s: '%s' is not an integer", name, v);
+        return false;
+    }
+    if (x < lo || x > hi) {
+        snprintf(err, errlen, "%s must be in [%lld, %lld], got %s", name, lo, hi, v);
+        return false;
+    }
+    *out = x;
+    return true;
 }
 
 bool sampler_params_set(sampler_params *p, const char *name, const char *value, char *err, size_t errlen)
 {
-    (void)p; (void)value;
-    snprintf(err, errlen, "unknown parameter '%s'", name);
+    long long i;
+    if (!name) {
+        snprintf(err, errlen, "missing parameter name");
+        return false;
+    }
+    if (!strcmp(name, "temp") || !strcmp(name, "temperature"))
+        return parse_float(value, 0.0f, 100.0f, &p->temp, "temp", err, errlen);
+    if (!strcmp(name, "top_k")) {
+        if (!parse_int(value, -1, 1000000000, &i, name, err, errlen))
+            return false;
+        p->top_k = (int32_t)i;
+        return true;
+    }
+    if (!strcmp(name, "top_p"))
+        return parse_float(value, 0.0f, 1.0f, &p->top_p, name, err, errlen);
+    if (!strcmp(name, "min_p"))
+        return parse_float(value, 0.0f, 1.0f, &p->min_p, name, err, errlen);
+    if (!strcmp(name, "typical_p"))
+        return parse_float(value, 0.0f, 1.0f, &p->typical_p, name, err, errlen);
+    if (!strcmp(name, "repeat_penalty")) {
+        float f;
+        if (!parse_float(value, 0.0f, 10.0f, &f, name, err, errlen))
+            return false;
+        if (f <= 0.0f) {
+            snprintf(err, errlen, "repeat_penalty must be > 0 (1 disables)");
+            return false;
+        }
+        p->repeat_penalty = f;
+        return true;
+    }
+    if (!strcmp(name, "repeat_last_n")) {
+        if (!parse_int(value, -1, 1 << 24, &i, name, err, errlen))
+            return false;
+        p->repeat_last_n = (int32_t)i;
+        return true;
+    }
+    if (!strcmp(name, "frequency_penalty"))
+        return parse_float(value, -10.0f, 10.0f, &p->frequency_penalty, name, err, errlen);
+    if (!strcmp(name, "presence_penalty"))
+        return parse_float(value, -10.0f, 10.0f, &p->presence_penalty, name, err, errlen);
+    if (!strcmp(name, "seed")) {
+        if (value && (!strcmp(value, "random") || !strcmp(value, "-1"))) {
+            p->seed_set = false;
+            return true;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long x = value ? strtoull(value, &end, 10) : 0;
+        if (!value || end == value || errno || *end || value[0] == '-') {
+            snprintf(err, errlen, "seed: '%s' is not a non-negative integer (or 'random')", value ? value : "");
+            return false;
+        }
+        p->seed = x;
+        p->seed_set = true;
+        return true;
+    }
+    if (!strcmp(name, "n_predict")) {
+        if (!parse_int(value, -1, 1 << 30, &i, name, err, errlen))
+            return false;
+        p->n_predict = (int32_t)i;
+        return true;
+    }
+    if (!strcmp(name, "n_top")) {
+        if (!parse_int(value, 0, SAMPLER_MAX_TOP, &i, name, err, errlen))
+            return false;
+        p->n_top = (int32_t)i;
+        return true;
+    }
+    if (!strcmp(name, "stop")) {
+        if (!value || !*value) { /* empty value clears the list */
+            p->n_stop = 0;
+            return true;
+        }
+        if (strlen(value) >= SAMPLER_STOP_LEN) {
+            snprintf(err, errlen, "stop string too long (at most %d bytes)", SAMPLER_STOP_LEN - 1);
+            return false;
+        }
+        for (int32_t k = 0; k < p->n_stop; k++)
+            if (!strcmp(p->stop[k], value))
+                return true;
+        if (p->n_stop >= SAMPLER_MAX_STOP) {
+            snprintf(err, errlen, "too many stop strings (at most %d)", SAMPLER_MAX_STOP);
+            return false;
+        }
+        snprintf(p->stop[p->n_stop++], SAMPLER_STOP_LEN, "%s", value);
+        return true;
+    }
+    snprintf(err, errlen, "unknown sampling parameter '%s'", name);
     return false;
 }
 
 bool sampler_params_get(const sampler_params *p, const char *name, char *buf, size_t cap)
 {
-    (void)p; (void)name;
-    if (cap)
-        buf[0] = 0;
-    return false;
+    if (!buf || cap == 0)
+        return false;
+    buf[0] = 0;
+    if (!name)
+        return false;
+    if (!strcmp(name, "temp") || !strcmp(name, "temperature"))
+        snprintf(buf, cap, "%g", (double)p->temp);
+    else if (!strcmp(name, "top_k"))
+        snprintf(buf, cap, "%d", (int)p->top_k);
+    else if (!strcmp(name, "top_p"))
+        snprintf(buf, cap, "%g", (double)p->top_p);
+    else if (!strcmp(name, "min_p"))
+        snprintf(buf, cap, "%g", (double)p->min_p);
+    else if (!strcmp(name, "typical_p"))
+        snprintf(buf, cap, "%g", (double)p->typical_p);
+    else if (!strcmp(name, "repeat_penalty"))
+        snprintf(buf, cap, "%g", (double)p->repeat_penalty);
+    else if (!strcmp(name, "repeat_last_n"))
+        snprintf(buf, cap, "%d", (int)p->repeat_last_n);
+    else if (!strcmp(name, "frequency_penalty"))
+        snprintf(buf, cap, "%g", (double)p->frequency_penalty);
+    else if (!strcmp(name, "presence_penalty"))
+        snprintf(buf, cap, "%g", (double)p->presence_penalty);
+    else if (!strcmp(name, "seed")) {
+        if (p->seed_set)
+            snprintf(buf, cap, "%llu", (unsigned long long)p->seed);
+        else
+            snprintf(buf, cap, "random");
+    } else if (!strcmp(name, "n_predict"))
+        snprintf(buf, cap, "%d", (int)p->n_predict);
+    else if (!strcmp(name, "n_top"))
+        snprintf(buf, cap, "%d", (int)p->n_top);
+    else if (!strcmp(name, "stop")) {
+        /* "a" "b": each stop string quoted, space-separated */
+        size_t off = 0;
+        for (int32_t k = 0; k < p->n_stop && off < cap; k++) {
+            int w = snprintf(buf + off, cap - off, "%s\"%s\"", k ? " " : "", p->stop[k]);
+            if (w < 0)
+                break;
+            off += (size_t)w;
+        }
+    } else
+        return false;
+    return true;
 }

@@ -22,7 +22,7 @@ typedef struct sampler_params {
     int32_t repeat_last_n;   /* 64; 0 disables, -1 = whole context */
     float frequency_penalty; /* 0 */
     float presence_penalty;  /* 0 */
-    uint64_t seed;           /* used when seed_set */
+    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set) */
     bool seed_set;           /* false: seeded from time/urandom at build */
     int32_t n_predict;       /* -1 = until end of turn or context full */
     int32_t n_top;           /* candidates reported per step (default 10, <= SAMPLER_MAX_TOP) */
@@ -46,6 +46,8 @@ typedef struct sampler_step {
     float entropy_raw;  /* nats, over the whole vocab */
     float entropy_post; /* nats, over the survivors */
     int32_t n_survivors;
+    int32_t rank;       /* chosen token's rank by raw logit (0 = top1); its info is in the
+                           fields above even when it is not in top[] */
     int32_t n_top;                       /* entries in top[] */
     sampler_candidate top[SAMPLER_MAX_TOP]; /* by raw logit, descending */
 } sampler_step;
@@ -64,7 +66,9 @@ void sampler_reset_history(sampler *s);
 /* Draws one token from logits[n_vocab] (not modified). step may be NULL. */
 int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step);
 
-/* Parse "name value" for the parameters above (used by /set, config, CLI). */
+/* Parse "name value" for the parameters above (used by /set, config, CLI).
+ * Besides sampler_param_names: "n_top" (0..SAMPLER_MAX_TOP) and "stop" (adds a
+ * stop string; an empty value clears them all). */
 bool sampler_params_set(sampler_params *p, const char *name, const char *value, char *err, size_t errlen);
 /* Names of the settable parameters, NULL-terminated, in panel order. */
 extern const char *const sampler_param_names[];
