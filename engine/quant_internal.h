@@ -1,0 +1,263 @@
+/* Internals of the block kernels (engine/quant_*.c): ggml's block layouts,
+ * fp16 helpers, and the per-type kernel table. Exposed so that tests can call
+ * the scalar reference kernels next to the SIMD ones. */
+#ifndef TOKSCOPE_QUANT_INTERNAL_H
+#define TOKSCOPE_QUANT_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tensor.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+/* ---- block layouts: byte-for-byte ggml's block_* (ggml-common.h) ---- */
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+
+typedef struct {
+    uint16_t d; /* fp16 scale */
+    uint8_t qs[QK4_0 / 2]; /* element j in low nibble of qs[j], j+16 in high */
+} block_q4_0;
+
+typedef struct {
+    uint16_t d, m; /* fp16 scale and min */
+    uint8_t qs[QK4_1 / 2];
+} block_q4_1;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qh[4]; /* 5th bit of element j in bit j (little endian u32) */
+    uint8_t qs[QK5_0 / 2];
+} block_q5_0;
+
+typedef struct {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[QK5_1 / 2];
+} block_q5_1;
+
+typedef struct {
+    uint16_t d;
+    int8_t qs[QK8_0];
+} block_q8_0;
+
+typedef struct {
+    uint16_t d; /* fp16 scale */
+    uint16_t s; /* fp16 of d * sum(qs) */
+    int8_t qs[QK8_1];
+} block_q8_1;
+
+typedef struct {
+    uint8_t scales[QK_K / 16]; /* low 4 bits scale, high 4 bits min, per 16 */
+    uint8_t qs[QK_K / 4];      /* 2-bit quants */
+    uint16_t d, dmin;
+} block_q2_K;
+
+typedef struct {
+    uint8_t hmask[QK_K / 8]; /* high bit, set = no -4 offset */
+    uint8_t qs[QK_K / 4];    /* low 2 bits */
+    uint8_t scales[12];      /* 16 6-bit signed (offset 32) scales, packed */
+    uint16_t d;
+} block_q3_K;
+
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12]; /* 8 6-bit scales + 8 6-bit mins (get_scale_min_k4) */
+    uint8_t qs[QK_K / 2];
+} block_q4_K;
+
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[QK_K / 8];
+    uint8_t qs[QK_K / 2];
+} block_q5_K;
+
+typedef struct {
+    uint8_t ql[QK_K / 2];     /* low 4 bits */
+    uint8_t qh[QK_K / 4];     /* high 2 bits */
+    int8_t scales[QK_K / 16]; /* 8-bit signed scales per 16 */
+    uint16_t d;
+} block_q6_K;
+
+typedef struct {
+    float d;
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16]; /* sum of qs per 16 */
+} block_q8_K;
+
+_Static_assert(sizeof(block_q4_0) == 18, "q4_0 size");
+_Static_assert(sizeof(block_q4_1) == 20, "q4_1 size");
+_Static_assert(sizeof(block_q5_0) == 22, "q5_0 size");
+_Static_assert(sizeof(block_q5_1) == 24, "q5_1 size");
+_Static_assert(sizeof(block_q8_0) == 34, "q8_0 size");
+_Static_assert(sizeof(block_q8_1) == 36, "q8_1 size");
+_Static_assert(sizeof(block_q2_K) == 84, "q2_K size");
+_Static_assert(sizeof(block_q3_K) == 110, "q3_K size");
+_Static_assert(sizeof(block_q4_K) == 144, "q4_K size");
+_Static_assert(sizeof(block_q5_K) == 176, "q5_K size");
+_Static_assert(sizeof(block_q6_K) == 210, "q6_K size");
+_Static_assert(sizeof(block_q8_K) == 292, "q8_K size");
+
+/* ---- fp16 / bf16 ---- */
+
+/* Bit-exact software conversions (round to nearest even, NaN kept quiet). */
+float quant_fp16_to_fp32_soft(uint16_t h);
+uint16_t quant_fp32_to_fp16_soft(float f);
+
+static inline float fp16_to_f32(uint16_t h)
+{
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return quant_fp16_to_fp32_soft(h);
+#endif
+}
+
+static inline uint16_t f32_to_fp16(float f)
+{
+#if defined(__F16C__)
+    return _cvtss_sh(f, 0); /* 0 = round to nearest even */
+#else
+    return quant_fp32_to_fp16_soft(f);
+#endif
+}
+
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) /* NaN: keep it NaN, make it quiet */
+        return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+/* ggml's nearest_int: round half to even via the float adder (|x| < 2^22). */
+static inline int quant_nearest_int(float x)
+{
+    float v = x + 12582912.f;
+    int32_t i;
+    memcpy(&i, &v, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* K-quant 6-bit scale/min j (0..7) of a q4_K/q5_K block. */
+static inline void quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* q3_K: the 16 signed 6-bit scales (already minus 32). */
+static inline void quant_q3k_scales(const uint8_t *s, int8_t out[16])
+{
+    for (int j = 0; j < 16; j++) {
+        int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+        int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+        out[j] = (int8_t)((lo | (hi << 4)) - 32);
+    }
+}
+
+/* ---- kernel table ---- */
+
+typedef void (*quant_dequantize_fn)(const void *src, float *dst, int64_t n);
+typedef void (*quant_quantize_fn)(const float *src, void *dst, int64_t n);
+typedef float (*quant_vec_dot_fn)(int64_t n, const void *w, const void *act);
+/* out[r] = dot(row r, act) for r < rows; rows of row_size bytes. */
+typedef void (*quant_matvec_fn)(int64_t n, const void *w, size_t row_size, int64_t rows,
+                                const void *act, float *out);
+
+struct quant_kernels {
+    quant_dequantize_fn dequantize;
+    quant_quantize_fn quantize;        /* fastest available */
+    quant_quantize_fn quantize_scalar; /* portable reference */
+    quant_vec_dot_fn vec_dot;          /* fastest available */
+    quant_vec_dot_fn vec_dot_scalar;   /* portable reference */
+    quant_matvec_fn matvec;            /* NULL: loop over vec_dot */
+};
+
+/* NULL for types without kernels. */
+const struct quant_kernels *quant_kernels_get(enum tensor_type type);
+
+/* Scalar vec_dot for `type` (its dot type as activation); 0 if unsupported. */
+float quant_vec_dot_scalar(enum tensor_type type, int64_t n, const void *w, const void *act);
+/* Scalar quantizer (reference rounding). */
+void quant_quantize_row_scalar(enum tensor_type type, const float *src, void *dst, int64_t n);
+
+/* ---- per-file kernels ---- */
+
+/* quant_fp.c */
+void quant_dequantize_f32(const void *src, float *dst, int64_t n);
+void quant_quantize_f32(const float *src, void *dst, int64_t n);
+float quant_dot_f32_scalar(int64_t n, const void *w, const void *act);
+void quant_dequantize_f16(const void *src, float *dst, int64_t n);
+void quant_quantize_f16_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_f16_scalar(int64_t n, const void *w, const void *act);
+void quant_dequantize_bf16(const void *src, float *dst, int64_t n);
+void quant_quantize_bf16_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_bf16_scalar(int64_t n, const void *w, const void *act);
+
+/* quant_legacy.c */
+void quant_dequantize_q4_0(const void *src, float *dst, int64_t n);
+void quant_dequantize_q4_1(const void *src, float *dst, int64_t n);
+void quant_dequantize_q5_0(const void *src, float *dst, int64_t n);
+void quant_dequantize_q5_1(const void *src, float *dst, int64_t n);
+void quant_dequantize_q8_0(const void *src, float *dst, int64_t n);
+void quant_dequantize_q8_1(const void *src, float *dst, int64_t n);
+void quant_quantize_q4_0(const float *src, void *dst, int64_t n);
+void quant_quantize_q4_1(const float *src, void *dst, int64_t n);
+void quant_quantize_q5_0(const float *src, void *dst, int64_t n);
+void quant_quantize_q5_1(const float *src, void *dst, int64_t n);
+void quant_quantize_q8_0_scalar(const float *src, void *dst, int64_t n);
+void quant_quantize_q8_1_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_q4_0_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q4_1_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q5_0_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q5_1_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q8_0_scalar(int64_t n, const void *w, const void *act);
+
+/* quant_k.c */
+void quant_dequantize_q2_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q3_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q4_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q5_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q6_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q8_K(const void *src, float *dst, int64_t n);
+void quant_quantize_q2_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q3_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q4_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q5_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q6_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q8_K_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_q2_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q3_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q4_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q5_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q6_K_scalar(int64_t n, const void *w, const void *act);
+
+/* quant_simd.c: fills in the fast entries of a table built from the scalar
+ * kernels (leaves them alone when the build has no usable SIMD). */
+void quant_simd_install(enum tensor_type type, struct quant_kernels *k);
+
+#endif
