@@ -1,35 +1,607 @@
-/* Forward pass (placeholder bodies; the real pass follows). */
+/* Forward pass of the llama architecture, numerically aligned with the
+ * reference CPU backend (llama.cpp/ggml):
+ *  - activations are converted to the weight's dot type before every matmul
+ *    (Q8_0 / Q8_1 / Q8_K / F16 / BF16 / F32, see tensor_dot_type);
+ *  - RMS norm sums squares in double, scales by 1/sqrtf(mean + eps), then
+ *    multiplies by the weight;
+ *  - RoPE "NORM" mode rotates adjacent pairs; theta is built by repeated
+ *    multiplication with base^(-2/n_rot) like ggml's rope cache;
+ *  - K and V are stored in the cache in F16 (default), and attention follows
+ *    ggml's flash-attention kernel for short query batches: Q rounded to F16,
+ *    K.Q in F16 products, online softmax with the V accumulator kept in F16.
+ *
+ * Layout per batch of n tokens: every activation buffer holds n rows. The
+ * weights stay in the GGUF mapping. All buffers are allocated once in
+ * forward_build; forward_eval allocates nothing. */
 #include "forward.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "threadpool.h"
+
+#if defined(__F16C__) && defined(__FMA__) && defined(__AVX2__)
+#include <immintrin.h>
+#define FWD_F16C 1
+#endif
+
+/* Below this many multiply-adds a job runs on the calling thread: waking the
+ * pool would cost more than the work. */
+#define MT_MIN_WORK (1 << 15)
+
+typedef uint16_t fp16_t;
+
+static inline float h2f(fp16_t h)
+{
+#ifdef FWD_F16C
+    return _cvtsh_ss(h);
+#else
+    return tensor_fp16_to_fp32(h);
+#endif
+}
+
+static inline fp16_t f2h(float f)
+{
+#ifdef FWD_F16C
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return tensor_fp32_to_fp16(f);
+#endif
+}
+
+/* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
+struct mm_seg {
+    const gguf_tensor *w;
+    const uint8_t *act;
+    size_t act_stride; /* bytes between activation rows */
+    float *out;
+    int64_t out_stride;
+    int64_t rows;
+};
+
+struct mm_job {
+    struct mm_seg seg[3];
+    int n_seg;
+    int64_t total_rows;
+    int n_tok;
+    int64_t n_in;
+};
+
+struct attn_job {
+    forward_ctx *f;
+    uint32_t layer;
+    int n_tok;
+    int32_t start_pos;
+};
+
+struct forward_ctx {
+    const model *m;
+    model_hparams hp;
+    const model_weights *w;
+    forward_params p;
+    int64_t kv_dim;
+    size_t kv_elt;     /* bytes per cached element */
+    uint8_t **k_cache; /* [n_layer] -> n_ctx rows of kv_dim */
+    uint8_t **v_cache;
+    /* activations, n_batch rows each */
+    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
+    uint8_t *act[3]; /* quantized activation rows, one buffer per distinct dot type in a job */
+    size_t act_cap;  /* bytes per act buffer */
+    float *rope;     /* n_rot: cos, sin pairs */
+    /* per-thread attention scratch */
+    fp16_t *qh;      /* n_threads * head_dim */
+    fp16_t *acc16;   /* n_threads * head_dim */
+    float *acc32;    /* n_threads * head_dim */
+    threadpool *tp;
+    int n_threads;
+    forward_progress_fn progress;
+    void *progress_user;
+};
 
 forward_params forward_default_params(void)
 {
-    forward_params p = {0, 0, 0, TENSOR_TYPE_F16};
+    forward_params p;
+    memset(&p, 0, sizeof p);
+    p.n_ctx = 0;
+    p.n_batch = 0;
+    p.n_threads = 0;
+    p.kv_type = TENSOR_TYPE_F16;
     return p;
 }
 
-forward_ctx *forward_build(const model *m, const forward_params *p, char *err, size_t errlen)
+void forward_free(forward_ctx *f)
 {
-    (void)m;
-    (void)p;
-    snprintf(err, errlen, "forward pass not implemented yet");
-    return NULL;
+    if (!f)
+        return;
+    if (f->tp)
+        threadpool_free(f->tp);
+    for (uint32_t l = 0; l < f->hp.n_layer; l++) {
+        if (f->k_cache)
+            free(f->k_cache[l]);
+        if (f->v_cache)
+            free(f->v_cache[l]);
+    }
+    free(f->k_cache);
+    free(f->v_cache);
+    free(f->x);
+    free(f->xb);
+    free(f->xb2);
+    free(f->q);
+    free(f->k);
+    free(f->v);
+    free(f->hb);
+    free(f->hb2);
+    for (int i = 0; i < 3; i++)
+        free(f->act[i]);
+    free(f->rope);
+    free(f->qh);
+    free(f->acc16);
+    free(f->acc32);
+    free(f);
 }
 
-void forward_free(forward_ctx *f) { (void)f; }
-uint32_t forward_n_ctx(const forward_ctx *f)
+forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, size_t errlen)
 {
-    (void)f;
-    return 0;
+    forward_params p = pp ? *pp : forward_default_params();
+    const model_hparams *hp = model_get_hparams(m);
+    if (p.n_ctx == 0)
+        p.n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (p.n_ctx > (1u << 20)) {
+        snprintf(err, errlen, "context size %u is too large (at most %u)", p.n_ctx, 1u << 20);
+        return NULL;
+    }
+    if (p.n_batch == 0)
+        p.n_batch = 512;
+    if (p.n_batch > p.n_ctx)
+        p.n_batch = p.n_ctx;
+    if (p.n_batch > 4096)
+        p.n_batch = 4096;
+    if (p.n_threads <= 0)
+        p.n_threads = threadpool_default_threads();
+    if (p.n_threads > 256)
+        p.n_threads = 256;
+    if (p.kv_type != TENSOR_TYPE_F16 && p.kv_type != TENSOR_TYPE_F32) {
+        snprintf(err, errlen, "KV cache type must be F16 or F32");
+        return NULL;
+    }
+    forward_ctx *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    f->m = m;
+    f->hp = *hp;
+    f->w = model_get_weights(m);
+    f->p = p;
+    f->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    f->kv_elt = p.kv_type == TENSOR_TYPE_F16 ? 2 : 4;
+    f->n_threads = p.n_threads;
+
+    const size_t B = p.n_batch, E = hp->n_embd, KV = (size_t)f->kv_dim, F = hp->n_ff;
+    const size_t maxin = E > F ? E : F;
+    bool ok = true;
+    f->k_cache = calloc(hp->n_layer, sizeof *f->k_cache);
+    f->v_cache = calloc(hp->n_layer, sizeof *f->v_cache);
+    ok = f->k_cache && f->v_cache;
+    for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+        /* calloc: rows never written read as zeros, never as garbage */
+        f->k_cache[l] = calloc((size_t)p.n_ctx * KV, f->kv_elt);
+        f->v_cache[l] = calloc((size_t)p.n_ctx * KV, f->kv_elt);
+        ok = f->k_cache[l] && f->v_cache[l];
+    }
+    if (ok) {
+        f->x = malloc(B * E * sizeof(float));
+        f->xb = malloc(B * E * sizeof(float));
+        f->xb2 = malloc(B * E * sizeof(float));
+        f->q = malloc(B * E * sizeof(float));
+        f->k = malloc(B * KV * sizeof(float));
+        f->v = malloc(B * KV * sizeof(float));
+        f->hb = malloc(B * F * sizeof(float));
+        f->hb2 = malloc(B * F * sizeof(float));
+        f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
+        for (int i = 0; i < 3; i++)
+            f->act[i] = malloc(f->act_cap);
+        f->rope = malloc(hp->n_rot * sizeof(float));
+        f->qh = malloc((size_t)p.n_threads * hp->head_dim * sizeof(fp16_t));
+        f->acc16 = malloc((size_t)p.n_threads * hp->head_dim * sizeof(fp16_t));
+        f->acc32 = malloc((size_t)p.n_threads * hp->head_dim * sizeof(float));
+        ok = f->x && f->xb && f->xb2 && f->q && f->k && f->v && f->hb && f->hb2 && f->act[0] && f->act[1] &&
+             f->act[2] && f->rope && f->qh && f->acc16 && f->acc32;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "out of memory allocating the KV cache and buffers (n_ctx %u, n_batch %u)", p.n_ctx,
+                 p.n_batch);
+        forward_free(f);
+        return NULL;
+    }
+    f->tp = threadpool_create(p.n_threads);
+    if (!f->tp) {
+        snprintf(err, errlen, "cannot create the thread pool");
+        forward_free(f);
+        return NULL;
+    }
+    f->n_threads = threadpool_n_threads(f->tp);
+    return f;
+}
+
+uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
+
+void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
+{
+    f->progress = fn;
+    f->progress_user = user;
+}
+
+/* ---- small row ops --------------------------------------------------------- */
+
+static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (x[i] * scale) * w[i];
+}
+
+/* cos/sin pairs for position pos, like ggml_rope_cache_init (mode NORM). */
+static void rope_table(float *cs, int32_t pos, uint32_t n_rot, float base, float freq_scale)
+{
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (uint32_t i = 0; i < n_rot; i += 2) {
+        const float t = freq_scale * theta;
+        cs[i] = cosf(t);
+        cs[i + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+}
+
+static void rope_apply(float *x, const float *cs, uint32_t n_rot)
+{
+    for (uint32_t i = 0; i < n_rot; i += 2) {
+        const float x0 = x[i], x1 = x[i + 1];
+        x[i] = x0 * cs[i] - x1 * cs[i + 1];
+        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
+    }
+}
+
+/* ---- matmul ---------------------------------------------------------------- */
+
+static void mm_worker(void *arg, int ith, int nth)
+{
+    const struct mm_job *job = arg;
+    const int64_t r0 = job->total_rows * ith / nth, r1 = job->total_rows * (ith + 1) / nth;
+    int64_t base = 0;
+    for (int s = 0; s < job->n_seg; s++) {
+        const struct mm_seg *sg = &job->seg[s];
+        const int64_t lo = r0 > base ? r0 - base : 0;
+        const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
+        base += sg->rows;
+        if (lo >= hi)
+            continue;
+        const enum tensor_type type = (enum tensor_type)sg->w->type;
+        const size_t rb = tensor_row_size(type, job->n_in);
+        const uint8_t *wd = sg->w->data;
+        if (job->n_tok == 1) {
+            tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
+            continue;
+        }
+        /* Each weight row is read once and dotted with every token's row. */
+        for (int64_t r = lo; r < hi; r++) {
+            const uint8_t *wr = wd + (size_t)r * rb;
+            for (int t = 0; t < job->n_tok; t++)
+                sg->out[t * sg->out_stride + r] = tensor_vec_dot(type, job->n_in, wr, sg->act + t * sg->act_stride);
+        }
+    }
+}
+
+/* Converts n_tok rows of x (n_in floats each, stride n_in) to dot_type into
+ * buffer slot; returns the row pointer base and stride. F32 uses x directly. */
+static const uint8_t *prep_act(forward_ctx *f, int slot, enum tensor_type dot, const float *x, int n_tok,
+                               int64_t n_in, size_t *stride)
+{
+    if (dot == TENSOR_TYPE_F32) {
+        *stride = (size_t)n_in * sizeof(float);
+        return (const uint8_t *)x;
+    }
+    const size_t rs = tensor_row_size(dot, n_in);
+    for (int t = 0; t < n_tok; t++)
+        tensor_quantize_row(dot, x + (size_t)t * n_in, f->act[slot] + (size_t)t * rs, n_in);
+    *stride = rs;
+    return f->act[slot];
+}
+
+/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in). */
+static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
+                   float *const *outs, const int64_t *out_strides)
+{
+    struct mm_job job;
+    memset(&job, 0, sizeof job);
+    job.n_seg = n_seg;
+    job.n_tok = n_tok;
+    job.n_in = n_in;
+    enum tensor_type dots[3];
+    const uint8_t *acts[3];
+    size_t strides[3];
+    int n_dots = 0;
+    for (int s = 0; s < n_seg; s++) {
+        const enum tensor_type dot = tensor_dot_type((enum tensor_type)ws[s]->type);
+        int d = 0;
+        while (d < n_dots && dots[d] != dot)
+            d++;
+        if (d == n_dots) {
+            dots[d] = dot;
+            acts[d] = prep_act(f, d, dot, x, n_tok, n_in, &strides[d]);
+            n_dots++;
+        }
+        job.seg[s].w = ws[s];
+        job.seg[s].act = acts[d];
+        job.seg[s].act_stride = strides[d];
+        job.seg[s].out = outs[s];
+        job.seg[s].out_stride = out_strides[s];
+        job.seg[s].rows = ws[s]->ne[1];
+        job.total_rows += ws[s]->ne[1];
+    }
+    const int64_t work = job.total_rows * n_in * n_tok;
+    const int nth = work < MT_MIN_WORK ? 1 : f->n_threads;
+    threadpool_run(f->tp, nth, mm_worker, &job);
+}
+
+/* ---- attention ------------------------------------------------------------- */
+
+/* One query row of one head against cache rows [0, n_kv): ggml's one-chunk
+ * flash attention with F16 K/V. */
+static void attend_f16(const float *q, const fp16_t *kc, const fp16_t *vc, int64_t kv_stride, int32_t n_kv, int hd,
+                       float scale, fp16_t *qh, fp16_t *acc, float *out)
+{
+    for (int i = 0; i < hd; i++) {
+        qh[i] = f2h(q[i]);
+        acc[i] = 0;
+    }
+    float S = 0.0f, M = -INFINITY;
+    for (int32_t ic = 0; ic < n_kv; ic++) {
+        const fp16_t *kr = kc + (int64_t)ic * kv_stride;
+        const fp16_t *vr = vc + (int64_t)ic * kv_stride;
+        double d = 0.0;
+        for (int i = 0; i < hd; i++)
+            d += (double)(h2f(kr[i]) * h2f(qh[i])); /* product of two halves is exact in float */
+        const float s = (float)d * scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            int i = 0;
+#ifdef FWD_F16C
+            const __m256 vm = _mm256_set1_ps(ms);
+            for (; i + 8 <= hd; i += 8) {
+                __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
+                _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_mul_ps(a, vm), _MM_FROUND_TO_NEAREST_INT));
+            }
+#endif
+            for (; i < hd; i++)
+                acc[i] = f2h(h2f(acc[i]) * ms);
+        } else {
+            vs = expf(s - M);
+        }
+        int i = 0;
+#ifdef FWD_F16C
+        const __m256 vv = _mm256_set1_ps(vs);
+        for (; i + 8 <= hd; i += 8) {
+            __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
+            __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + i)));
+            _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_fmadd_ps(x, vv, a), _MM_FROUND_TO_NEAREST_INT));
+        }
+#endif
+        for (; i < hd; i++)
+            acc[i] = f2h(fmaf(h2f(vr[i]), vs, h2f(acc[i])));
+        S = S * ms + vs;
+    }
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int i = 0; i < hd; i++)
+        out[i] = h2f(acc[i]) * inv;
+}
+
+/* Same with an F32 cache (F32 accumulator, no rounding of Q). */
+static void attend_f32(const float *q, const float *kc, const float *vc, int64_t kv_stride, int32_t n_kv, int hd,
+                       float scale, float *acc, float *out)
+{
+    for (int i = 0; i < hd; i++)
+        acc[i] = 0.0f;
+    float S = 0.0f, M = -INFINITY;
+    for (int32_t ic = 0; ic < n_kv; ic++) {
+        const float *kr = kc + (int64_t)ic * kv_stride;
+        const float *vr = vc + (int64_t)ic * kv_stride;
+        double d = 0.0;
+        for (int i = 0; i < hd; i++)
+            d += (double)(kr[i] * q[i]);
+        const float s = (float)d * scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            for (int i = 0; i < hd; i++)
+                acc[i] *= ms;
+        } else {
+            vs = expf(s - M);
+        }
+        for (int i = 0; i < hd; i++)
+            acc[i] = fmaf(vr[i], vs, acc[i]);
+        S = S * ms + vs;
+    }
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int i = 0; i < hd; i++)
+        out[i] = acc[i] * inv;
+}
+
+static void attn_worker(void *arg, int ith, int nth)
+{
+    const struct attn_job *job = arg;
+    forward_ctx *f = job->f;
+    const int hd = (int)f->hp.head_dim;
+    const int n_head = (int)f->hp.n_head;
+    const int group = n_head / (int)f->hp.n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int64_t total = (int64_t)job->n_tok * n_head;
+    const int64_t i0 = total * ith / nth, i1 = total * (ith + 1) / nth;
+    for (int64_t i = i0; i < i1; i++) {
+        const int t = (int)(i / n_head), h = (int)(i % n_head);
+        const int kvh = h / group;
+        const int32_t n_kv = job->start_pos + t + 1; /* causal: this token and all before it */
+        const float *q = f->q + (size_t)t * f->hp.n_embd + (size_t)h * hd;
+        float *out = f->xb2 + (size_t)t * f->hp.n_embd + (size_t)h * hd;
+        if (f->p.kv_type == TENSOR_TYPE_F16) {
+            const fp16_t *kc = (const fp16_t *)f->k_cache[job->layer] + (size_t)kvh * hd;
+            const fp16_t *vc = (const fp16_t *)f->v_cache[job->layer] + (size_t)kvh * hd;
+            attend_f16(q, kc, vc, f->kv_dim, n_kv, hd, scale, f->qh + (size_t)ith * hd, f->acc16 + (size_t)ith * hd,
+                       out);
+        } else {
+            const float *kc = (const float *)f->k_cache[job->layer] + (size_t)kvh * hd;
+            const float *vc = (const float *)f->v_cache[job->layer] + (size_t)kvh * hd;
+            attend_f32(q, kc, vc, f->kv_dim, n_kv, hd, scale, f->acc32 + (size_t)ith * hd, out);
+        }
+    }
+}
+
+/* ---- one batch ------------------------------------------------------------- */
+
+static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
+{
+    const int64_t KV = f->kv_dim;
+    if (f->p.kv_type == TENSOR_TYPE_F16) {
+        fp16_t *kd = (fp16_t *)f->k_cache[l] + (size_t)pos * KV;
+        fp16_t *vd = (fp16_t *)f->v_cache[l] + (size_t)pos * KV;
+        for (int64_t i = 0; i < KV; i++) {
+            kd[i] = f2h(k[i]);
+            vd[i] = f2h(v[i]);
+        }
+    } else {
+        memcpy((float *)f->k_cache[l] + (size_t)pos * KV, k, (size_t)KV * sizeof(float));
+        memcpy((float *)f->v_cache[l] + (size_t)pos * KV, v, (size_t)KV * sizeof(float));
+    }
+}
+
+/* Evaluates n <= n_batch tokens at start_pos. Writes logits for rows
+ * [out_first, n) into out (n_vocab floats each). */
+static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t start_pos, float *out, int out_first)
+{
+    const model_hparams *hp = &f->hp;
+    const model_weights *w = f->w;
+    const int64_t E = hp->n_embd, KV = f->kv_dim, F = hp->n_ff;
+    const uint32_t hd = hp->head_dim;
+
+    const gguf_tensor *emb = w->tok_embd;
+    const size_t erb = tensor_row_size((enum tensor_type)emb->type, E);
+    for (int t = 0; t < n; t++)
+        tensor_dequantize_row((enum tensor_type)emb->type, (const uint8_t *)emb->data + (size_t)tokens[t] * erb,
+                              f->x + (size_t)t * E, E);
+
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        const model_layer *L = &w->layers[l];
+        for (int t = 0; t < n; t++)
+            rmsnorm(f->xb + (size_t)t * E, f->x + (size_t)t * E, L->attn_norm->data, E, hp->rms_eps);
+        {
+            const gguf_tensor *ws[3] = {L->wq, L->wk, L->wv};
+            float *outs[3] = {f->q, f->k, f->v};
+            const int64_t strides[3] = {E, KV, KV};
+            matmul(f, f->xb, n, E, 3, ws, outs, strides);
+        }
+        for (int t = 0; t < n; t++) {
+            rope_table(f->rope, start_pos + t, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
+            for (uint32_t h = 0; h < hp->n_head; h++)
+                rope_apply(f->q + (size_t)t * E + h * hd, f->rope, hp->n_rot);
+            for (uint32_t h = 0; h < hp->n_head_kv; h++)
+                rope_apply(f->k + (size_t)t * KV + h * hd, f->rope, hp->n_rot);
+            store_kv(f, l, start_pos + t, f->k + (size_t)t * KV, f->v + (size_t)t * KV);
+        }
+        {
+            struct attn_job job = {f, l, n, start_pos};
+            const int64_t work = (int64_t)n * hp->n_head * (start_pos + n) * hd;
+            threadpool_run(f->tp, work < MT_MIN_WORK ? 1 : f->n_threads, attn_worker, &job);
+        }
+        {
+            const gguf_tensor *ws[1] = {L->wo};
+            float *outs[1] = {f->xb};
+            const int64_t strides[1] = {E};
+            matmul(f, f->xb2, n, E, 1, ws, outs, strides);
+        }
+        for (int64_t i = 0; i < (int64_t)n * E; i++)
+            f->x[i] += f->xb[i];
+        for (int t = 0; t < n; t++)
+            rmsnorm(f->xb + (size_t)t * E, f->x + (size_t)t * E, L->ffn_norm->data, E, hp->rms_eps);
+        {
+            const gguf_tensor *ws[2] = {L->ffn_gate, L->ffn_up};
+            float *outs[2] = {f->hb, f->hb2};
+            const int64_t strides[2] = {F, F};
+            matmul(f, f->xb, n, E, 2, ws, outs, strides);
+        }
+        for (int64_t i = 0; i < (int64_t)n * F; i++) {
+            const float g = f->hb[i];
+            f->hb[i] = (g / (1.0f + expf(-g))) * f->hb2[i];
+        }
+        {
+            const gguf_tensor *ws[1] = {L->ffn_down};
+            float *outs[1] = {f->xb};
+            const int64_t strides[1] = {E};
+            matmul(f, f->hb, n, F, 1, ws, outs, strides);
+        }
+        for (int64_t i = 0; i < (int64_t)n * E; i++)
+            f->x[i] += f->xb[i];
+    }
+
+    const int n_out = n - out_first;
+    if (n_out <= 0)
+        return;
+    for (int t = out_first; t < n; t++)
+        rmsnorm(f->xb + (size_t)(t - out_first) * E, f->x + (size_t)t * E, w->output_norm->data, E, hp->rms_eps);
+    const gguf_tensor *ws[1] = {w->output};
+    float *outs[1] = {out};
+    const int64_t strides[1] = {hp->n_vocab};
+    matmul(f, f->xb, n_out, E, 1, ws, outs, strides);
 }
 
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen)
 {
-    (void)f, (void)tokens, (void)n, (void)start_pos, (void)logits, (void)all_logits;
-    snprintf(err, errlen, "forward pass not implemented yet");
-    return -1;
+    if (n <= 0) {
+        snprintf(err, errlen, "no tokens to evaluate");
+        return -1;
+    }
+    if (start_pos < 0 || (int64_t)start_pos + n > (int64_t)f->p.n_ctx) {
+        snprintf(err, errlen, "%d tokens at position %d do not fit the context of %u tokens (use a larger -c)", n,
+                 start_pos, f->p.n_ctx);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= f->hp.n_vocab) {
+            snprintf(err, errlen, "token id %d at index %d is outside the vocabulary (0..%d)", tokens[i], i,
+                     f->hp.n_vocab - 1);
+            return -1;
+        }
+    const int32_t nb = (int32_t)f->p.n_batch;
+    for (int32_t done = 0; done < n;) {
+        const int32_t cnt = n - done < nb ? n - done : nb;
+        const bool last = done + cnt == n;
+        float *out = NULL;
+        int out_first = cnt;
+        if (all_logits) {
+            out = logits + (size_t)done * f->hp.n_vocab;
+            out_first = 0;
+        } else if (last) {
+            out = logits;
+            out_first = cnt - 1;
+        }
+        eval_batch(f, tokens + done, cnt, start_pos + done, out, out_first);
+        done += cnt;
+        if (f->progress && !f->progress(f->progress_user, done, n)) {
+            snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);
+            return -1;
+        }
+    }
+    return 0;
 }
-
-void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user) { (void)f, (void)fn, (void)user; }
