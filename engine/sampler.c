@@ -157,19 +157,29 @@ static int scored_cmp_asc(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-/* Rearranges a[0..n) so that a[0..k) hold the k largest logits (unordered). */
+/* Total order of the candidates: larger logit first, lower id on ties, so
+ * that every filter is deterministic whatever the algorithm. */
+static inline bool cand_before(const cand *a, const cand *b)
+{
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+/* Rearranges a[0..n) so that a[0..k) hold the k first candidates in
+ * cand_before order (unordered among themselves): quickselect, O(n). */
 static void select_top(cand *a, int32_t n, int32_t k)
 {
     int32_t lo = 0, hi = n - 1, target = k - 1;
     while (hi > lo) {
         int32_t mid = lo + (hi - lo) / 2;
-        float x = a[lo].logit, y = a[mid].logit, z = a[hi].logit;
-        float pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        const cand *x = &a[lo], *y = &a[mid], *z = &a[hi];
+        const cand *m = cand_before(x, y) ? (cand_before(y, z) ? y : (cand_before(x, z) ? z : x))
+                                          : (cand_before(x, z) ? x : (cand_before(y, z) ? z : y));
+        const cand pivot = *m;
         int32_t i = lo, j = hi;
         while (i <= j) {
-            while (a[i].logit > pivot)
+            while (cand_before(&a[i], &pivot))
                 i++;
-            while (a[j].logit < pivot)
+            while (cand_before(&pivot, &a[j]))
                 j--;
             if (i <= j) {
                 cand t = a[i];

@@ -1,0 +1,704 @@
+/* Sampler chain on hand-made logit vectors: each step alone, the whole chain,
+ * edge cases, reproducibility and a chi-square test of the draw. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "sampler.h"
+#include "testutil.h"
+
+/* Parameters with every filter off: plain softmax at temp 1. */
+static sampler_params plain_params(void)
+{
+    sampler_params p = sampler_default_params();
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.typical_p = 1.0f;
+    p.seed = 1234;
+    p.seed_set = true;
+    p.n_top = SAMPLER_MAX_TOP;
+    return p;
+}
+
+static void softmax_ref(const float *l, int n, float t, double *out)
+{
+    double mx = -INFINITY, s = 0;
+    for (int i = 0; i < n; i++)
+        if (l[i] > mx)
+            mx = l[i];
+    for (int i = 0; i < n; i++) {
+        out[i] = isinf(l[i]) && l[i] < 0 ? 0.0 : exp((l[i] - mx) / t);
+        s += out[i];
+    }
+    for (int i = 0; i < n; i++)
+        out[i] /= s;
+}
+
+/* p_post of id from the step's candidate list (all tokens reported when n_vocab <= n_top) */
+static float post_of(const sampler_step *st, int32_t id)
+{
+    for (int i = 0; i < st->n_top; i++)
+        if (st->top[i].id == id)
+            return st->top[i].p_post;
+    fail_msg("token %d not in the reported candidates", id);
+    return -1;
+}
+
+static float raw_of(const sampler_step *st, int32_t id)
+{
+    for (int i = 0; i < st->n_top; i++)
+        if (st->top[i].id == id)
+            return st->top[i].p_raw;
+    fail_msg("token %d not in the reported candidates", id);
+    return -1;
+}
+
+static void check_sums(const sampler_step *st, int n_vocab)
+{
+    assert_int_equal(st->n_top, n_vocab);
+    double sr = 0, sp = 0;
+    int nz = 0;
+    for (int i = 0; i < st->n_top; i++) {
+        sr += st->top[i].p_raw;
+        sp += st->top[i].p_post;
+        nz += st->top[i].p_post > 0;
+        if (i > 0)
+            assert_true(st->top[i - 1].logit >= st->top[i].logit);
+    }
+    assert_float_equal(sr, 1.0, 1e-5);
+    assert_float_equal(sp, 1.0, 1e-5);
+    assert_true(nz <= st->n_survivors);
+    assert_true(st->p_post > 0);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    sampler_params p = sampler_default_params();
+    assert_float_equal(p.temp, 0.8f, 1e-7);
+    assert_int_equal(p.top_k, 40);
+    assert_float_equal(p.top_p, 0.95f, 1e-7);
+    assert_float_equal(p.min_p, 0.05f, 1e-7);
+    assert_float_equal(p.typical_p, 1.0f, 1e-7);
+    assert_float_equal(p.repeat_penalty, 1.0f, 1e-7);
+    assert_int_equal(p.repeat_last_n, 64);
+    assert_float_equal(p.frequency_penalty, 0.0f, 1e-7);
+    assert_float_equal(p.presence_penalty, 0.0f, 1e-7);
+    assert_false(p.seed_set);
+    assert_int_equal(p.n_predict, -1);
+    assert_int_equal(p.n_stop, 0);
+}
+
+static void test_plain_softmax(void **state)
+{
+    (void)state;
+    const float l[6] = {1.0f, 3.0f, -2.0f, 0.5f, 3.0f, 0.0f};
+    double ref[6];
+    softmax_ref(l, 6, 1.0f, ref);
+    sampler_params p = plain_params();
+    sampler *s = sampler_build(&p, 6);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    check_sums(&st, 6);
+    assert_int_equal(st.n_survivors, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_float_equal(raw_of(&st, i), ref[i], 1e-6);
+        assert_float_equal(post_of(&st, i), ref[i], 1e-6);
+    }
+    double h = 0;
+    for (int i = 0; i < 6; i++)
+        h -= ref[i] * log(ref[i]);
+    assert_float_equal(st.entropy_raw, h, 1e-5);
+    assert_float_equal(st.entropy_post, h, 1e-5);
+    assert_float_equal(st.logit, l[st.token], 0);
+    assert_float_equal(st.p_raw, ref[st.token], 1e-6);
+    /* ties in top[] come by id: 1 before 4 */
+    assert_int_equal(st.top[0].id, 1);
+    assert_int_equal(st.top[1].id, 4);
+    sampler_free(s);
+}
+
+static void test_greedy(void **state)
+{
+    (void)state;
+    const float l[5] = {0.1f, 2.0f, 5.0f, -1.0f, 4.9f};
+    sampler_params p = sampler_default_params();
+    p.temp = 0.0f;
+    p.n_top = 5;
+    sampler *s = sampler_build(&p, 5);
+    sampler_step st;
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(sampler_sample(s, l, &st), 2);
+        assert_float_equal(st.p_post, 1.0f, 0);
+        assert_int_equal(st.n_survivors, 1);
+        assert_int_equal(st.rank, 0);
+        assert_float_equal(st.entropy_post, 0.0f, 0);
+        check_sums(&st, 5);
+    }
+    p.temp = -1.0f; /* negative is greedy too */
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, NULL), 2);
+    sampler_free(s);
+}
+
+static void test_top_k(void **state)
+{
+    (void)state;
+    const float l[10] = {0.3f, 1.2f, -0.5f, 2.2f, 0.0f, 1.9f, -3.0f, 0.8f, 1.1f, 0.2f};
+    sampler_params p = plain_params();
+    p.top_k = 3;
+    sampler *s = sampler_build(&p, 10);
+    sampler_step st;
+    const float kept[3] = {2.2f, 1.9f, 1.2f};
+    double ref[3];
+    softmax_ref(kept, 3, 1.0f, ref);
+    for (int k = 0; k < 50; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        assert_true(t == 3 || t == 5 || t == 1);
+        assert_int_equal(st.n_survivors, 3);
+        check_sums(&st, 10);
+        assert_float_equal(post_of(&st, 3), ref[0], 1e-6);
+        assert_float_equal(post_of(&st, 5), ref[1], 1e-6);
+        assert_float_equal(post_of(&st, 1), ref[2], 1e-6);
+        assert_float_equal(post_of(&st, 8), 0.0f, 0);
+    }
+    /* top_k larger than the vocab, and <= 0: no-op */
+    p.top_k = 1000;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 10);
+    p.top_k = -1;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 10);
+    p.top_k = 1;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 3);
+    assert_int_equal(st.n_survivors, 1);
+    sampler_free(s);
+}
+
+static void test_top_p(void **state)
+{
+    (void)state;
+    const float l[4] = {logf(0.15f), logf(0.5f), logf(0.05f), logf(0.3f)};
+    sampler_params p = plain_params();
+    sampler *s = sampler_build(&p, 4);
+    sampler_step st;
+    p.top_p = 0.7f; /* 0.5 + 0.3 >= 0.7 */
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 2);
+    check_sums(&st, 4);
+    assert_float_equal(post_of(&st, 1), 0.5 / 0.8, 1e-5);
+    assert_float_equal(post_of(&st, 3), 0.3 / 0.8, 1e-5);
+    assert_float_equal(post_of(&st, 0), 0.0f, 0);
+    p.top_p = 0.9f; /* 0.95 needs three */
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 3);
+    assert_float_equal(post_of(&st, 2), 0.0f, 0);
+    p.top_p = 0.0f; /* keeps one */
+    sampler_set_params(s, &p);
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(sampler_sample(s, l, &st), 1);
+        assert_int_equal(st.n_survivors, 1);
+        assert_float_equal(st.p_post, 1.0f, 1e-6);
+    }
+    sampler_free(s);
+}
+
+static void test_min_p(void **state)
+{
+    (void)state;
+    const float l[5] = {logf(0.3f), logf(0.05f), logf(0.5f), logf(0.09f), logf(0.06f)};
+    sampler_params p = plain_params();
+    p.min_p = 0.15f; /* threshold 0.075: keeps 0.5 0.3 0.09 */
+    sampler *s = sampler_build(&p, 5);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 3);
+    check_sums(&st, 5);
+    assert_float_equal(post_of(&st, 3), 0.09 / 0.89, 1e-5);
+    assert_float_equal(post_of(&st, 4), 0.0f, 0);
+    p.min_p = 1.0f; /* only the maximum */
+    sampler_set_params(s, &p);
+    for (int k = 0; k < 10; k++) {
+        assert_int_equal(sampler_sample(s, l, &st), 2);
+        assert_int_equal(st.n_survivors, 1);
+    }
+    const float tie[3] = {1.0f, 2.0f, 2.0f};
+    sampler_sample(s, tie, &st);
+    assert_int_equal(st.n_survivors, 2);
+    sampler_free(s);
+}
+
+static void test_typical(void **state)
+{
+    (void)state;
+    /* p = .4 .3 .2 .1, H = 1.2799; |-log p - H| = .364 .076 .330 1.023:
+     * typical order 0.3, 0.2, 0.4, 0.1 */
+    const float l[4] = {logf(0.4f), logf(0.3f), logf(0.2f), logf(0.1f)};
+    sampler_params p = plain_params();
+    p.typical_p = 0.45f; /* 0.3 + 0.2 > 0.45: the most likely token is dropped */
+    sampler *s = sampler_build(&p, 4);
+    sampler_step st;
+    for (int k = 0; k < 30; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        assert_true(t == 1 || t == 2);
+        assert_int_equal(st.n_survivors, 2);
+        check_sums(&st, 4);
+        assert_float_equal(post_of(&st, 1), 0.6, 1e-5);
+        assert_float_equal(post_of(&st, 0), 0.0, 0);
+    }
+    p.typical_p = 0.6f;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 3);
+    assert_float_equal(post_of(&st, 3), 0.0, 0);
+    assert_float_equal(post_of(&st, 0), 0.4 / 0.9, 1e-5);
+    p.typical_p = 0.0f; /* min_keep 1 */
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 1);
+    assert_int_equal(st.n_survivors, 1);
+    sampler_free(s);
+}
+
+static void test_temperature(void **state)
+{
+    (void)state;
+    const float l[4] = {1.0f, 2.0f, 0.0f, -1.0f};
+    sampler_params p = plain_params();
+    p.temp = 2.0f;
+    sampler *s = sampler_build(&p, 4);
+    sampler_step st;
+    double ref[4], raw[4];
+    softmax_ref(l, 4, 2.0f, ref);
+    softmax_ref(l, 4, 1.0f, raw);
+    sampler_sample(s, l, &st);
+    check_sums(&st, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_float_equal(post_of(&st, i), ref[i], 1e-6);
+        assert_float_equal(raw_of(&st, i), raw[i], 1e-6);
+    }
+    assert_float_equal(st.p_post, ref[st.token], 1e-6);
+    sampler_free(s);
+}
+
+static void test_all_equal(void **state)
+{
+    (void)state;
+    float l[8];
+    for (int i = 0; i < 8; i++)
+        l[i] = 0.25f;
+    sampler_params p = sampler_default_params();
+    p.n_top = 8;
+    p.seed = 7;
+    p.seed_set = true;
+    sampler *s = sampler_build(&p, 8);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    check_sums(&st, 8);
+    assert_int_equal(st.n_survivors, 8);
+    for (int i = 0; i < 8; i++) {
+        assert_float_equal(st.top[i].p_raw, 0.125, 1e-6);
+        assert_float_equal(st.top[i].p_post, 0.125, 1e-6);
+    }
+    assert_float_equal(st.entropy_raw, log(8.0), 1e-5);
+    p.top_k = 3;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 3);
+    check_sums(&st, 8);
+    assert_float_equal(st.p_post, 1.0 / 3, 1e-6);
+    p.temp = 0;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 0); /* argmax takes the first */
+    sampler_free(s);
+}
+
+static void test_neg_inf(void **state)
+{
+    (void)state;
+    const float l[6] = {-INFINITY, 1.0f, -INFINITY, 0.5f, -INFINITY, NAN};
+    sampler_params p = plain_params();
+    p.n_top = 6;
+    sampler *s = sampler_build(&p, 6);
+    sampler_step st;
+    int seen[6] = {0};
+    for (int k = 0; k < 500; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        seen[t]++;
+        assert_int_equal(st.n_survivors, 2);
+        assert_true(isfinite(st.entropy_raw));
+    }
+    assert_int_equal(seen[0] + seen[2] + seen[4] + seen[5], 0);
+    assert_true(seen[1] > 0 && seen[3] > 0);
+    assert_int_equal(st.n_top, 5); /* NaN is not reported */
+    assert_float_equal(raw_of(&st, 0), 0.0f, 0);
+    assert_float_equal(post_of(&st, 2), 0.0f, 0);
+    /* a single finite logit is always chosen */
+    const float one[6] = {-INFINITY, -INFINITY, -INFINITY, -7.0f, -INFINITY, -INFINITY};
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(sampler_sample(s, one, &st), 3);
+        assert_float_equal(st.p_raw, 1.0f, 1e-6);
+        assert_float_equal(st.p_post, 1.0f, 1e-6);
+        assert_float_equal(st.entropy_raw, 0.0f, 1e-6);
+    }
+    sampler_free(s);
+}
+
+static void test_single_survivor(void **state)
+{
+    (void)state;
+    const float l[5] = {0.0f, 30.0f, 1.0f, 2.0f, 0.5f};
+    sampler_params p = sampler_default_params(); /* min_p 0.05 leaves only token 1 */
+    p.n_top = 5;
+    sampler *s = sampler_build(&p, 5);
+    sampler_step st;
+    for (int k = 0; k < 50; k++) {
+        assert_int_equal(sampler_sample(s, l, &st), 1);
+        assert_int_equal(st.n_survivors, 1);
+        assert_float_equal(st.p_post, 1.0f, 0);
+        assert_float_equal(st.entropy_post, 0.0f, 1e-7);
+    }
+    sampler_free(s);
+}
+
+static void test_penalties(void **state)
+{
+    (void)state;
+    const float l[5] = {2.0f, -1.0f, 0.5f, 1.0f, 0.0f};
+    sampler_params p = plain_params();
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = 3;
+    sampler *s = sampler_build(&p, 5);
+    /* history: 3 (outside the last 3), then 0 1 0 */
+    sampler_accept(s, 3);
+    sampler_accept(s, 0);
+    sampler_accept(s, 1);
+    sampler_accept(s, 0);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    float pen[5] = {1.0f, -2.0f, 0.5f, 1.0f, 0.0f}; /* 0: 2/2, 1: -1*2; counts do not stack */
+    double ref[5];
+    softmax_ref(pen, 5, 1.0f, ref);
+    for (int i = 0; i < 5; i++)
+        assert_float_equal(post_of(&st, i), ref[i], 1e-6);
+    /* raw probabilities ignore penalties */
+    softmax_ref(l, 5, 1.0f, ref);
+    assert_float_equal(raw_of(&st, 0), ref[0], 1e-6);
+
+    /* whole history, frequency and presence */
+    p.repeat_penalty = 1.0f;
+    p.repeat_last_n = -1;
+    p.frequency_penalty = 0.5f;
+    p.presence_penalty = 0.25f;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    float fp[5] = {2.0f - 1.0f - 0.25f, -1.0f - 0.5f - 0.25f, 0.5f, 1.0f - 0.5f - 0.25f, 0.0f};
+    softmax_ref(fp, 5, 1.0f, ref);
+    for (int i = 0; i < 5; i++)
+        assert_float_equal(post_of(&st, i), ref[i], 1e-6);
+
+    /* greedy after penalties: token 0 loses its lead */
+    p.frequency_penalty = 0;
+    p.presence_penalty = 0;
+    p.repeat_penalty = 3.0f;
+    p.temp = 0;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 0); /* 0: 2/3, 3: 1/3, 2: 0.5 */
+    p.repeat_last_n = 2;                             /* window 1 0: 3 is free again */
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 3);
+    p.repeat_last_n = 0; /* off */
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 0);
+    sampler_reset_history(s);
+    p.repeat_last_n = -1;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 0);
+    sampler_free(s);
+}
+
+static void test_params_change(void **state)
+{
+    (void)state;
+    const float l[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    sampler_params p = plain_params();
+    sampler *s = sampler_build(&p, 6);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 6);
+    p.top_k = 2;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_get_params(s)->top_k, 2);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 2);
+    p.temp = 0;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 5);
+    p.n_top = 3;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_top, 3);
+    sampler_free(s);
+}
+
+static void run_seq(uint64_t seed, int32_t *out, int n)
+{
+    float l[16];
+    for (int i = 0; i < 16; i++)
+        l[i] = (float)((i * 7) % 5) * 0.3f;
+    sampler_params p = plain_params();
+    p.seed = seed;
+    sampler *s = sampler_build(&p, 16);
+    for (int i = 0; i < n; i++)
+        out[i] = sampler_sample(s, l, NULL);
+    sampler_free(s);
+}
+
+static void test_reproducible(void **state)
+{
+    (void)state;
+    int32_t a[200], b[200], c[200];
+    run_seq(42, a, 200);
+    run_seq(42, b, 200);
+    run_seq(43, c, 200);
+    assert_memory_equal(a, b, sizeof a);
+    assert_memory_not_equal(a, c, sizeof a);
+    /* setting a new seed mid-way restarts the sequence */
+    float l[16];
+    for (int i = 0; i < 16; i++)
+        l[i] = (float)((i * 7) % 5) * 0.3f;
+    sampler_params p = plain_params();
+    p.seed = 5;
+    sampler *s = sampler_build(&p, 16);
+    for (int i = 0; i < 10; i++)
+        sampler_sample(s, l, NULL);
+    p.seed = 42;
+    sampler_set_params(s, &p);
+    for (int i = 0; i < 200; i++)
+        b[i] = sampler_sample(s, l, NULL);
+    assert_memory_equal(a, b, sizeof a);
+    sampler_free(s);
+    /* unseeded samplers differ from each other */
+    p.seed_set = false;
+    sampler *u1 = sampler_build(&p, 16), *u2 = sampler_build(&p, 16);
+    for (int i = 0; i < 200; i++) {
+        a[i] = sampler_sample(u1, l, NULL);
+        b[i] = sampler_sample(u2, l, NULL);
+    }
+    assert_memory_not_equal(a, b, sizeof a);
+    sampler_free(u1);
+    sampler_free(u2);
+}
+
+/* Independent reference of the default chain (no penalties, no typical) for
+ * logits given in descending order. */
+static int chain_ref(const float *l, int n, int top_k, float top_p, float min_p, float temp, double *out)
+{
+    int m = top_k > 0 && top_k < n ? top_k : n;
+    double pr[64];
+    softmax_ref(l, m, 1.0f, pr);
+    double cum = 0;
+    int k = m;
+    for (int i = 0; i < m; i++) {
+        cum += pr[i];
+        if (cum >= top_p) {
+            k = i + 1;
+            break;
+        }
+    }
+    int j = 0;
+    while (j < k && pr[j] >= min_p * pr[0])
+        j++;
+    softmax_ref(l, j, temp, out);
+    for (int i = j; i < n; i++)
+        out[i] = 0;
+    return j;
+}
+
+static void test_chi_square(void **state)
+{
+    (void)state;
+    enum { N = 8, DRAWS = 40000 };
+    const float l[N] = {2.0f, 1.7f, 1.5f, 1.0f, 0.6f, 0.2f, -1.5f, -4.0f};
+    sampler_params p = sampler_default_params(); /* top_k 40, top_p .95, min_p .05, temp .8 */
+    p.seed = 2024;
+    p.seed_set = true;
+    p.n_top = N;
+    double ref[N], raw[N];
+    int n_keep = chain_ref(l, N, p.top_k, p.top_p, p.min_p, p.temp, ref);
+    softmax_ref(l, N, 1.0f, raw);
+    assert_true(n_keep >= 4 && n_keep < N); /* the chain really filters here */
+    sampler *s = sampler_build(&p, N);
+    sampler_step st;
+    long cnt[N] = {0};
+    for (int k = 0; k < DRAWS; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        cnt[t]++;
+    }
+    assert_int_equal(st.n_survivors, n_keep);
+    for (int i = 0; i < N; i++)
+        assert_float_equal(post_of(&st, i), ref[i], 1e-5);
+    double chi = 0, chi_raw = 0;
+    for (int i = 0; i < N; i++) {
+        if (ref[i] == 0) {
+            assert_int_equal(cnt[i], 0); /* filtered tokens never drawn */
+            continue;
+        }
+        double e = ref[i] * DRAWS, d = cnt[i] - e;
+        chi += d * d / e;
+        double er = raw[i] * DRAWS, dr = cnt[i] - er;
+        chi_raw += dr * dr / er;
+    }
+    /* df = n_keep - 1 <= 6: 22.5 is the 0.999 quantile for df 6 */
+    print_message("chi-square %.2f (df %d), against the raw softmax %.1f\n", chi, n_keep - 1, chi_raw);
+    assert_true(chi < 22.5);
+    assert_true(chi_raw > 200); /* a draw from the unfiltered distribution would fail */
+    sampler_free(s);
+}
+
+static void test_big_vocab(void **state)
+{
+    (void)state;
+    enum { NV = 150000 };
+    float *l = malloc(NV * sizeof *l);
+    uint64_t x = 99;
+    for (int i = 0; i < NV; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        l[i] = (float)((x >> 40) % 10000) / 1000.0f;
+    }
+    l[77777] = 11.0f;
+    sampler_params p = sampler_default_params();
+    p.seed = 1;
+    p.seed_set = true;
+    p.min_p = 0;
+    p.top_p = 1.0f;
+    sampler *s = sampler_build(&p, NV);
+    sampler_step st;
+    for (int k = 0; k < 30; k++) {
+        sampler_sample(s, l, &st);
+        assert_int_equal(st.n_survivors, 40);
+        assert_int_equal(st.top[0].id, 77777);
+        assert_true(st.rank < 40);
+        double sp = 0;
+        for (int i = 0; i < st.n_top; i++)
+            sp += st.top[i].p_post;
+        assert_true(sp <= 1.0 + 1e-5);
+    }
+    /* full-sort path (top_k off, top_p on) */
+    p.top_k = 0;
+    p.top_p = 0.5f;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_true(st.n_survivors > 1000);
+    assert_true(st.p_post > 0);
+    sampler_free(s);
+    free(l);
+}
+
+static void test_chosen_outside_top(void **state)
+{
+    (void)state;
+    float l[32];
+    for (int i = 0; i < 32; i++)
+        l[i] = 1.0f - 0.01f * i;
+    sampler_params p = plain_params();
+    p.n_top = 2;
+    sampler *s = sampler_build(&p, 32);
+    sampler_step st;
+    double ref[32];
+    softmax_ref(l, 32, 1.0f, ref);
+    int outside = 0;
+    for (int k = 0; k < 100; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        assert_int_equal(st.n_top, 2);
+        assert_int_equal(st.rank, t);
+        assert_float_equal(st.p_raw, ref[t], 1e-6);
+        assert_float_equal(st.p_post, ref[t], 1e-6);
+        assert_float_equal(st.logit, l[t], 0);
+        outside += st.rank >= 2;
+    }
+    assert_true(outside > 50);
+    sampler_free(s);
+}
+
+static void test_params_by_name(void **state)
+{
+    (void)state;
+    sampler_params p = sampler_default_params();
+    char err[256], buf[256];
+    for (int i = 0; sampler_param_names[i]; i++)
+        assert_true(sampler_params_get(&p, sampler_param_names[i], buf, sizeof buf));
+    assert_true(sampler_params_set(&p, "temp", "0.5", err, sizeof err));
+    assert_float_equal(p.temp, 0.5f, 0);
+    assert_true(sampler_params_set(&p, "top_k", "7", err, sizeof err));
+    assert_int_equal(p.top_k, 7);
+    assert_true(sampler_params_set(&p, "repeat_last_n", "-1", err, sizeof err));
+    assert_int_equal(p.repeat_last_n, -1);
+    assert_true(sampler_params_set(&p, "seed", "123", err, sizeof err));
+    assert_true(p.seed_set);
+    assert_true(sampler_params_get(&p, "seed", buf, sizeof buf));
+    assert_string_equal(buf, "123");
+    assert_true(sampler_params_set(&p, "seed", "random", err, sizeof err));
+    assert_false(p.seed_set);
+    assert_true(sampler_params_get(&p, "seed", buf, sizeof buf));
+    assert_string_equal(buf, "random");
+    assert_true(sampler_params_get(&p, "top_p", buf, sizeof buf));
+    assert_string_equal(buf, "0.95");
+    assert_true(sampler_params_get(&p, "temp", buf, sizeof buf));
+    assert_string_equal(buf, "0.5");
+
+    assert_false(sampler_params_set(&p, "top_p", "1.5", err, sizeof err));
+    assert_non_null(strstr(err, "top_p"));
+    assert_float_equal(p.top_p, 0.95f, 0);
+    assert_false(sampler_params_set(&p, "temp", "abc", err, sizeof err));
+    assert_non_null(strstr(err, "not a number"));
+    assert_false(sampler_params_set(&p, "temp", "0.5x", err, sizeof err));
+    assert_false(sampler_params_set(&p, "temp", "nan", err, sizeof err));
+    assert_false(sampler_params_set(&p, "top_k", "2.5", err, sizeof err));
+    assert_false(sampler_params_set(&p, "repeat_penalty", "0", err, sizeof err));
+    assert_false(sampler_params_set(&p, "seed", "-5", err, sizeof err));
+    assert_false(sampler_params_set(&p, "n_predict", "-2", err, sizeof err));
+    assert_false(sampler_params_set(&p, "bogus", "1", err, sizeof err));
+    assert_non_null(strstr(err, "bogus"));
+    assert_false(sampler_params_get(&p, "bogus", buf, sizeof buf));
+
+    assert_true(sampler_params_set(&p, "stop", "\n\n", err, sizeof err));
+    assert_true(sampler_params_set(&p, "stop", "User:", err, sizeof err));
+    assert_true(sampler_params_set(&p, "stop", "User:", err, sizeof err)); /* no duplicate */
+    assert_int_equal(p.n_stop, 2);
+    assert_string_equal(p.stop[1], "User:");
+    for (int i = 0; i < SAMPLER_MAX_STOP - 2; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "s%d", i);
+        assert_true(sampler_params_set(&p, "stop", v, err, sizeof err));
+    }
+    assert_false(sampler_params_set(&p, "stop", "one more", err, sizeof err));
+    assert_true(sampler_params_set(&p, "stop", "", err, sizeof err));
+    assert_int_equal(p.n_stop, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),        cmocka_unit_test(test_plain_softmax),
+        cmocka_unit_test(test_greedy),          cmocka_unit_test(test_top_k),
+        cmocka_unit_test(test_top_p),           cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_typical),         cmocka_unit_test(test_temperature),
+        cmocka_unit_test(test_all_equal),       cmocka_unit_test(test_neg_inf),
+        cmocka_unit_test(test_single_survivor), cmocka_unit_test(test_penalties),
+        cmocka_unit_test(test_params_change),   cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_chi_square),      cmocka_unit_test(test_big_vocab),
+        cmocka_unit_test(test_chosen_outside_top), cmocka_unit_test(test_params_by_name),
+    };
+    return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
+}
