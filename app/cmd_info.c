@@ -1,12 +1,458 @@
-/* Placeholder until the owning issue lands. */
+/* `tokscope info MODEL`: what a GGUF file holds, read straight from its
+ * metadata (no model or tokenizer is built, so it also works on vocab-only
+ * files and on models whose tensors we cannot compute with).
+ *
+ * Exit status: 0 described, 1 the file is unreadable or malformed (the
+ * reader's message, naming field and byte offset, goes to stderr), 2 usage. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "gguf.h"
+#include "model.h"
+#include "tensor.h"
+
+#define KV_ARRAY_PREVIEW 8 /* array elements shown by --kv */
+#define KV_STRING_MAX 160  /* string bytes shown before eliding */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tokscope info [--kv] MODEL.gguf\n"
+               "       tokscope info [--kv] -m MODEL.gguf\n\n"
+               "Describes a GGUF file: file layout, architecture and hyperparameters, tokenizer\n"
+               "(special token ids and text), chat template, file type, every tensor (shape, type,\n"
+               "bytes), totals by type and the parameter count. Vocab-only files (no tensors) work.\n\n"
+               "  --kv        also dump every key/value (arrays: length and first elements)\n"
+               "  -h, --help  this text\n\n"
+               "Exit status: 0 ok, 1 unreadable or malformed file (message on stderr), 2 usage.\n");
+}
+
+/* Prints s with C-style escapes for quotes, backslashes and bytes that are
+ * not printable ASCII or UTF-8 continuation/lead bytes; at most max bytes of
+ * the input, followed by "..." when cut. */
+static void put_escaped(gguf_str s, size_t max)
+{
+    size_t n = s.len < max ? (size_t)s.len : max;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        switch (c) {
+        case '\n': fputs("\\n", stdout); break;
+        case '\r': fputs("\\r", stdout); break;
+        case '\t': fputs("\\t", stdout); break;
+        case '\\': fputs("\\\\", stdout); break;
+        case '\'': fputs("\\'", stdout); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                printf("\\x%02x", c);
+            else
+                putchar(c);
+        }
+    }
+    if (n < s.len)
+        fputs("...", stdout);
+}
+
+static void put_quoted(gguf_str s, size_t max)
+{
+    putchar('\'');
+    put_escaped(s, max);
+    putchar('\'');
+}
+
+/* Shortest %g form that reads back as the same float (1e-05, not
+ * 9.99999975e-06); doubles likewise at double precision. */
+static void put_real(double d, bool is_f32)
+{
+    char buf[64];
+    for (int prec = is_f32 ? 6 : 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, d);
+        double back = strtod(buf, NULL);
+        if (is_f32 ? (float)back == (float)d : back == d)
+            break;
+    }
+    fputs(buf, stdout);
+}
+
+static void put_bytes_h(uint64_t b)
+{
+    printf("%llu", (unsigned long long)b);
+    if (b >= 1024) {
+        static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+        double v = (double)b / 1024;
+        int u = 0;
+        while (v >= 1024 && u < 3) {
+            v /= 1024;
+            u++;
+        }
+        printf(" (%.2f %s)", v, units[u]);
+    }
+}
+
+/* One scalar (or array element) in its natural notation. */
+static void put_scalar(const gguf_ctx *g, int64_t k)
+{
+    enum gguf_vtype t = gguf_kv_type(g, k);
+    gguf_str s;
+    double d = 0;
+    if (t == GGUF_VTYPE_STRING && gguf_kv_as_str(g, k, &s)) {
+        put_quoted(s, KV_STRING_MAX);
+        if (s.len > KV_STRING_MAX)
+            printf(" (%llu bytes)", (unsigned long long)s.len);
+        return;
+    }
+    int64_t iv;
+    uint64_t uv;
+    bool neg;
+    if (t == GGUF_VTYPE_BOOL && gguf_kv_as_int(g, k, &iv, &uv, &neg))
+        fputs(uv ? "true" : "false", stdout);
+    else if (gguf_kv_as_int(g, k, &iv, &uv, &neg))
+        neg ? printf("%lld", (long long)iv) : printf("%llu", (unsigned long long)uv);
+    else if (gguf_kv_as_f64(g, k, &d))
+        put_real(d, t == GGUF_VTYPE_FLOAT32);
+    else
+        fputs("?", stdout);
+}
+
+static void put_array_elem(const gguf_ctx *g, int64_t k, uint64_t j)
+{
+    enum gguf_vtype et = gguf_arr_type(g, k);
+    if (et == GGUF_VTYPE_STRING)
+        put_quoted(gguf_arr_str(g, k, j), 48);
+    else if (et == GGUF_VTYPE_FLOAT32 || et == GGUF_VTYPE_FLOAT64)
+        put_real(gguf_arr_f64(g, k, j), et == GGUF_VTYPE_FLOAT32);
+    else if (et == GGUF_VTYPE_BOOL)
+        fputs(gguf_arr_i64(g, k, j) ? "true" : "false", stdout);
+    else if (et == GGUF_VTYPE_UINT64)
+        printf("%llu", (unsigned long long)gguf_arr_u64(g, k, j));
+    else
+        printf("%lld", (long long)gguf_arr_i64(g, k, j));
+}
+
+/* Value of kv k on one line: scalars as such, arrays as type, length and
+ * the first `preview` elements. */
+static void put_value(const gguf_ctx *g, int64_t k, uint64_t preview)
+{
+    if (gguf_kv_type(g, k) != GGUF_VTYPE_ARRAY) {
+        put_scalar(g, k);
+        return;
+    }
+    uint64_t n = gguf_arr_len(g, k);
+    printf("[%s x %llu]", gguf_vtype_name(gguf_arr_type(g, k)), (unsigned long long)n);
+    if (!n || !preview)
+        return;
+    fputs(" ", stdout);
+    for (uint64_t j = 0; j < n && j < preview; j++) {
+        if (j)
+            fputs(", ", stdout);
+        put_array_elem(g, k, j);
+    }
+    if (n > preview)
+        fputs(", ...", stdout);
+}
+
+/* "<arch>.<suffix>" printed under `label`; absent keys print `dflt`. */
+static void put_hparam(const gguf_ctx *g, const char *arch, const char *suffix, const char *label, const char *dflt)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int64_t k = gguf_find_key(g, key);
+    printf("  %-22s ", label);
+    if (k < 0) {
+        printf("%s\n", dflt);
+        return;
+    }
+    put_value(g, k, 4);
+    enum gguf_vtype t = gguf_kv_type(g, k);
+    if (t == GGUF_VTYPE_STRING || t == GGUF_VTYPE_BOOL)
+        printf("  (unexpected type %s)", gguf_vtype_name(t));
+    putchar('\n');
+}
+
+static void put_hparams(const gguf_ctx *g, const char *arch)
+{
+    char dflt[128];
+    uint32_t n_embd = 0, n_head = 0;
+    char key[256];
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    gguf_get_u32(g, key, &n_embd);
+    snprintf(key, sizeof key, "%s.attention.head_count", arch);
+    gguf_get_u32(g, key, &n_head);
+
+    printf("hyperparameters (%s.*):\n", arch);
+    put_hparam(g, arch, "context_length", "context length", "- (absent)");
+    put_hparam(g, arch, "embedding_length", "embedding length", "- (absent)");
+    put_hparam(g, arch, "block_count", "layers", "- (absent)");
+    put_hparam(g, arch, "attention.head_count", "heads", "- (absent)");
+    put_hparam(g, arch, "attention.head_count_kv", "KV heads", "- (absent: same as heads)");
+    put_hparam(g, arch, "feed_forward_length", "FFN length", "- (absent)");
+    put_hparam(g, arch, "rope.freq_base", "rope freq base", "- (absent: default 10000)");
+    if (n_embd && n_head)
+        snprintf(dflt, sizeof dflt, "- (absent: default %u = embedding / heads)", n_embd / n_head);
+    else
+        snprintf(dflt, sizeof dflt, "- (absent)");
+    put_hparam(g, arch, "rope.dimension_count", "rope dimension count", dflt);
+    put_hparam(g, arch, "attention.layer_norm_rms_epsilon", "rms eps", "- (absent)");
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    if (gguf_find_key(g, key) >= 0)
+        put_hparam(g, arch, "rope.scaling.type", "rope scaling type", "-");
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (gguf_find_key(g, key) >= 0)
+        put_hparam(g, arch, "rope.scaling.factor", "rope scaling factor", "-");
+    snprintf(key, sizeof key, "%s.vocab_size", arch);
+    if (gguf_find_key(g, key) >= 0)
+        put_hparam(g, arch, "vocab_size", "vocab size (arch)", "-");
+}
+
+/* "tokenizer.ggml.<what>_token_id" with the token's text. */
+static void put_special(const gguf_ctx *g, int64_t tokens, const char *what, const char *label)
+{
+    char key[128];
+    snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", what);
+    printf("  %-12s ", label);
+    int64_t k = gguf_find_key(g, key);
+    if (k < 0) {
+        puts("-");
+        return;
+    }
+    int64_t id;
+    if (!gguf_get_i64(g, key, &id)) {
+        fputs("(not an integer: ", stdout);
+        put_value(g, k, 4);
+        puts(")");
+        return;
+    }
+    printf("%lld", (long long)id);
+    uint64_t n = tokens >= 0 ? gguf_arr_len(g, tokens) : 0;
+    if (id == -1 || id == UINT32_MAX) { /* how converters write "no such token" */
+        puts(" (none)");
+        return;
+    }
+    if (id >= 0 && (uint64_t)id < n) {
+        putchar(' ');
+        put_quoted(gguf_arr_str(g, tokens, (uint64_t)id), 64);
+    } else {
+        printf(" (out of range: vocab has %llu tokens)", (unsigned long long)n);
+    }
+    putchar('\n');
+}
+
+static void put_flag(const gguf_ctx *g, const char *key, const char *label)
+{
+    bool b;
+    if (gguf_get_bool(g, key, &b))
+        printf("  %-12s %s\n", label, b ? "true" : "false");
+}
+
+static void put_tokenizer(const gguf_ctx *g)
+{
+    gguf_str s;
+    puts("tokenizer:");
+    printf("  %-12s ", "model");
+    if (gguf_get_str(g, "tokenizer.ggml.model", &s)) {
+        put_escaped(s, 64);
+        putchar('\n');
+    } else
+        puts("- (absent)");
+    printf("  %-12s ", "pre");
+    if (gguf_get_str(g, "tokenizer.ggml.pre", &s)) {
+        put_escaped(s, 64);
+        putchar('\n');
+    } else
+        puts("- (absent)");
+    int64_t tokens = gguf_find_key(g, "tokenizer.ggml.tokens");
+    if (tokens >= 0 && (gguf_kv_type(g, tokens) != GGUF_VTYPE_ARRAY || gguf_arr_type(g, tokens) != GGUF_VTYPE_STRING)) {
+        printf("  %-12s (tokenizer.ggml.tokens is not a string array)\n", "vocab size");
+        tokens = -1;
+    } else if (tokens >= 0)
+        printf("  %-12s %llu\n", "vocab size", (unsigned long long)gguf_arr_len(g, tokens));
+    else
+        printf("  %-12s - (no tokenizer.ggml.tokens)\n", "vocab size");
+    int64_t merges = gguf_find_key(g, "tokenizer.ggml.merges");
+    if (merges >= 0)
+        printf("  %-12s %llu\n", "merges", (unsigned long long)gguf_arr_len(g, merges));
+    static const struct {
+        const char *key, *label;
+        bool always; /* print "-" when absent; the others only when present */
+    } specials[] = {
+        {"bos", "bos", true},      {"eos", "eos", true},     {"eot", "eot", true},
+        {"eom", "eom", false},     {"unknown", "unk", true}, {"padding", "pad", true},
+        {"separator", "sep", false},
+    };
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", specials[i].key);
+        if (specials[i].always || gguf_find_key(g, key) >= 0)
+            put_special(g, tokens, specials[i].key, specials[i].label);
+    }
+    put_flag(g, "tokenizer.ggml.add_bos_token", "add bos");
+    put_flag(g, "tokenizer.ggml.add_eos_token", "add eos");
+    put_flag(g, "tokenizer.ggml.add_space_prefix", "space prefix");
+
+    int64_t tk = gguf_find_key(g, "tokenizer.chat_template");
+    if (tk >= 0 && gguf_kv_as_str(g, tk, &s))
+        printf("chat template: present (%llu bytes)\n", (unsigned long long)s.len);
+    else if (tk >= 0)
+        printf("chat template: present but not a string (%s)\n", gguf_vtype_name(gguf_kv_type(g, tk)));
+    else
+        puts("chat template: none");
+}
+
+static void put_shape(const gguf_tensor *t, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (uint32_t d = 0; d < t->n_dims && o < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", d ? " x " : "", (long long)t->ne[d]);
+}
+
+static void put_tensors(const gguf_ctx *g)
+{
+    int64_t n = gguf_n_tensors(g);
+    if (n == 0) {
+        puts("tensors: none (vocab-only file)");
+        return;
+    }
+    size_t w = 4;
+    for (int64_t i = 0; i < n; i++) {
+        size_t l = strlen(gguf_tensor_at(g, i)->name);
+        if (l > w)
+            w = l;
+    }
+    if (w > 64)
+        w = 64;
+    printf("tensors (%lld):\n", (long long)n);
+    printf("  %-*s  %-24s  %-7s  %12s\n", (int)w, "name", "shape", "type", "bytes");
+    struct {
+        int64_t count;
+        uint64_t bytes, params;
+    } by_type[TENSOR_TYPE_COUNT] = {{0}};
+    uint64_t params = 0, bytes = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        char shape[128];
+        put_shape(t, shape, sizeof shape);
+        printf("  %-*s  %-24s  %-7s  %12zu\n", (int)w, t->name, shape, tensor_type_name(t->type), t->nbytes);
+        if (t->type < TENSOR_TYPE_COUNT) { /* always: the reader refuses unknown ids */
+            by_type[t->type].count++;
+            by_type[t->type].bytes += t->nbytes;
+            by_type[t->type].params += (uint64_t)t->n_elements;
+        }
+        params += (uint64_t)t->n_elements;
+        bytes += t->nbytes;
+    }
+    puts("totals by type:");
+    printf("  %-7s  %6s  %14s  %14s\n", "type", "count", "params", "bytes");
+    for (uint32_t ty = 0; ty < TENSOR_TYPE_COUNT; ty++)
+        if (by_type[ty].count)
+            printf("  %-7s  %6lld  %14llu  %14llu%s\n", tensor_type_name(ty), (long long)by_type[ty].count,
+                   (unsigned long long)by_type[ty].params, (unsigned long long)by_type[ty].bytes,
+                   tensor_type_is_supported(ty) ? "" : "  (no kernels: cannot run)");
+    printf("total parameters: %llu", (unsigned long long)params);
+    if (params >= 1000000)
+        printf(" (%.2f M)", (double)params / 1e6);
+    else if (params >= 1000)
+        printf(" (%.1f K)", (double)params / 1e3);
+    printf("\ntotal tensor bytes: ");
+    put_bytes_h(bytes);
+    if (params)
+        printf(", %.2f bits per weight", (double)bytes * 8 / (double)params);
+    putchar('\n');
+    if (gguf_find_tensor(g, "token_embd.weight")) {
+        if (gguf_find_tensor(g, "output.weight"))
+            puts("output: separate output.weight");
+        else
+            puts("output: tied embeddings (no output.weight; token_embd.weight is reused)");
+    }
+}
+
+static void put_kvs(const gguf_ctx *g)
+{
+    int64_t n = gguf_n_kv(g);
+    printf("key/values (%lld):\n", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        gguf_str key = gguf_kv_key(g, i);
+        printf("  ");
+        put_escaped(key, 256);
+        enum gguf_vtype t = gguf_kv_type(g, i);
+        printf("%*s %-6s = ", key.len < 40 ? (int)(40 - key.len) : 0, "",
+               t == GGUF_VTYPE_ARRAY ? "array" : gguf_vtype_name(t));
+        put_value(g, i, KV_ARRAY_PREVIEW);
+        putchar('\n');
+    }
+}
 
 int cmd_info(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokscope: 'info' is not implemented yet\n");
-    return 2;
+    const char *path = NULL;
+    bool kv = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--kv")) {
+            kv = true;
+        } else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tokscope: info: %s needs a file name\n", argv[i]);
+                return 2;
+            }
+            path = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "tokscope: info: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "tokscope: info: one model at a time ('%s' and '%s')\n", path, argv[i]);
+            return 2;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+
+    char err[1024];
+    gguf_ctx *g = gguf_open(path, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "tokscope: %s\n", err);
+        return 1;
+    }
+
+    printf("file:          %s\n", path);
+    printf("  size:        ");
+    put_bytes_h(gguf_file_size(g));
+    printf("\n  GGUF:        v%u, alignment %zu, data offset %zu\n", gguf_version(g), gguf_alignment(g),
+           gguf_data_offset(g));
+    printf("  contents:    %lld key/values, %lld tensors\n", (long long)gguf_n_kv(g), (long long)gguf_n_tensors(g));
+
+    gguf_str s;
+    char *arch = gguf_get_str_dup(g, "general.architecture");
+    printf("architecture:  %s\n", arch ? arch : "- (no general.architecture)");
+    printf("name:          ");
+    if (gguf_get_str(g, "general.name", &s)) {
+        put_escaped(s, 128);
+        putchar('\n');
+    } else
+        puts("-");
+    uint32_t ft;
+    if (gguf_get_u32(g, "general.file_type", &ft))
+        printf("file type:     %u (%s)\n", ft, model_file_type_name(ft));
+    else
+        puts("file type:     - (no general.file_type)");
+    if (arch && *arch && strlen(arch) < 200)
+        put_hparams(g, arch);
+    free(arch);
+    put_tokenizer(g);
+    put_tensors(g);
+    if (kv)
+        put_kvs(g);
+    gguf_close(g);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tokscope: info: error writing output\n");
+        return 1;
+    }
+    return 0;
 }

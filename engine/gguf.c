@@ -739,6 +739,13 @@ bool gguf_kv_as_f64(const gguf_ctx *ctx, int64_t i, double *out)
     return true;
 }
 
+bool gguf_kv_as_int(const gguf_ctx *ctx, int64_t i, int64_t *iv, uint64_t *uv, bool *neg)
+{
+    const struct gguf_kv *kv = kv_at(ctx, i);
+    double d;
+    return is_scalar(kv) && read_num(kv->val, kv->type, &d, iv, uv, neg);
+}
+
 bool gguf_kv_as_str(const gguf_ctx *ctx, int64_t i, gguf_str *out)
 {
     const struct gguf_kv *kv = kv_at(ctx, i);
@@ -804,6 +811,16 @@ int64_t gguf_arr_i64(const gguf_ctx *ctx, int64_t i, uint64_t j)
     if (p && !read_num(p, t, &d, &iv, &u, &neg)) /* float elements: truncate, saturating */
         iv = d != d ? 0 : d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
     return iv;
+}
+
+uint64_t gguf_arr_u64(const gguf_ctx *ctx, int64_t i, uint64_t j)
+{
+    uint32_t t;
+    const uint8_t *p = arr_num(ctx, i, j, &t);
+    double d; int64_t iv; uint64_t u = 0; bool neg;
+    if (p && !read_num(p, t, &d, &iv, &u, &neg)) /* float elements: truncate, saturating */
+        u = !(d > 0) ? 0 : d >= 1.8e19 ? UINT64_MAX : (uint64_t)d;
+    return u;
 }
 
 const gguf_tensor *gguf_tensor_at(const gguf_ctx *ctx, int64_t i)

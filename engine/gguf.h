@@ -88,12 +88,17 @@ char *gguf_get_str_dup(const gguf_ctx *ctx, const char *key);
 /* Scalar value of kv i as a double / string (for printing); arrays give false. */
 bool gguf_kv_as_f64(const gguf_ctx *ctx, int64_t i, double *out);
 bool gguf_kv_as_str(const gguf_ctx *ctx, int64_t i, gguf_str *out);
+/* Exact integer value of kv i (any integer type or bool; false otherwise):
+ * negative values in *iv with *neg set, the others in *uv (and *iv when
+ * they fit, saturated otherwise). */
+bool gguf_kv_as_int(const gguf_ctx *ctx, int64_t i, int64_t *iv, uint64_t *uv, bool *neg);
 
 /* Array element access by kv index; j < gguf_arr_len. Numeric getters convert
  * from any numeric element type (reads are unaligned-safe). */
 gguf_str gguf_arr_str(const gguf_ctx *ctx, int64_t i, uint64_t j);
 double gguf_arr_f64(const gguf_ctx *ctx, int64_t i, uint64_t j);
 int64_t gguf_arr_i64(const gguf_ctx *ctx, int64_t i, uint64_t j);
+uint64_t gguf_arr_u64(const gguf_ctx *ctx, int64_t i, uint64_t j); /* negatives give 0 */
 
 /* ---- tensors ---- */
 int64_t gguf_n_tensors(const gguf_ctx *ctx);
