@@ -1,0 +1,18 @@
+/* Batched weight x activations product for prompt evaluation. */
+#ifndef TOKSCOPE_QUANT_BATCH_H
+#define TOKSCOPE_QUANT_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+/* out[c * out_stride + r] = dot(W row r, activation c) for r < rows, c < n_act.
+ * W is rows x n of `type` (contiguous rows); activation c starts at
+ * (const char *)act + c * act_stride bytes and is in tensor_dot_type(type).
+ * Each weight tile is reused across all activations while it is in cache.
+ * Single-threaded; callers split rows. */
+void tensor_matmul(enum tensor_type type, int64_t n, const void *w, int64_t rows, const void *act,
+                   int64_t n_act, size_t act_stride, float *out, int64_t out_stride);
+
+#endif

@@ -1,0 +1,806 @@
+/* Block kernels: known-value dequantization of hand-built blocks, fp16/bf16
+ * edge cases, activation-format rounding, quantize round trips, vec_dot against
+ * dequantized math, SIMD against scalar, and real tensors from a GGUF file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "quant_batch.h"
+#include "quant_internal.h"
+#include "tensor.h"
+#include "testutil.h"
+
+/* The 13 weight types of tensor_type_is_supported. */
+static const enum tensor_type weight_types[] = {
+    TENSOR_TYPE_F32,  TENSOR_TYPE_F16,  TENSOR_TYPE_BF16, TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_1,
+    TENSOR_TYPE_Q5_0, TENSOR_TYPE_Q5_1, TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q2_K, TENSOR_TYPE_Q3_K,
+    TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q5_K, TENSOR_TYPE_Q6_K,
+};
+#define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd_u32(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+static float rnd_uniform(void) { return (float)rnd_u32() / 4294967296.0f * 2.0f - 1.0f; }
+/* Mixed magnitudes and an occasional outlier, like real activations. */
+static void fill_random(float *x, int64_t n, float scale)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = rnd_uniform() * scale;
+        if (rnd_u32() % 97 == 0)
+            v *= 8.0f;
+        x[i] = v;
+    }
+}
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- fp16 / bf16 ---- */
+
+static void test_fp16_edges(void **state)
+{
+    (void)state;
+    struct {
+        float f;
+        uint16_t h;
+    } cases[] = {
+        {0.0f, 0x0000},
+        {-0.0f, 0x8000},
+        {1.0f, 0x3c00},
+        {-2.0f, 0xc000},
+        {65504.0f, 0x7bff},
+        {65519.99f, 0x7bff},
+        {65520.0f, 0x7c00}, /* tie between 65504 and 2^16 goes to even: inf */
+        {1e9f, 0x7c00},
+        {-1e9f, 0xfc00},
+        {INFINITY, 0x7c00},
+        {-INFINITY, 0xfc00},
+        {5.9604644775390625e-8f, 0x0001},   /* 2^-24, smallest subnormal */
+        {2.98023223876953125e-8f, 0x0000},  /* 2^-25: tie, rounds to even 0 */
+        {4.470348358154297e-8f, 0x0001},    /* 0.75 * 2^-24 */
+        {8.940696716308594e-8f, 0x0002},    /* 1.5 * 2^-24: tie, to even 2 */
+        {6.103515625e-05f, 0x0400},         /* 2^-14, smallest normal */
+        {6.097555160522461e-05f, 0x03ff},   /* largest subnormal */
+        {1.00048828125f, 0x3c00},           /* 1 + 2^-11: tie, to even */
+        {1.00146484375f, 0x3c02},           /* 1 + 3*2^-11: tie, to even */
+        {1.0009765625f, 0x3c01},
+        {0.1f, 0x2e66},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t h = tensor_fp32_to_fp16(cases[i].f);
+        if (h != cases[i].h)
+            fail_msg("fp32_to_fp16(%a) = 0x%04x, want 0x%04x", (double)cases[i].f, h, cases[i].h);
+        assert_int_equal(quant_fp32_to_fp16_soft(cases[i].f), cases[i].h);
+    }
+    uint16_t hn = tensor_fp32_to_fp16(NAN);
+    assert_true((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0);
+    assert_true(isnan(tensor_fp16_to_fp32(hn)));
+    /* signalling NaN input comes out quiet */
+    uint16_t hs = quant_fp32_to_fp16_soft(u2f(0x7f800001u | (1u << 20)));
+    assert_true((hs & 0x200) != 0);
+
+    /* every half converts exactly, software and hardware agree */
+    for (uint32_t h = 0; h < 65536; h++) {
+        float a = tensor_fp16_to_fp32((uint16_t)h), b = quant_fp16_to_fp32_soft((uint16_t)h);
+        if (isnan(a)) {
+            assert_true(isnan(b));
+            continue;
+        }
+        assert_int_equal(f2u(a), f2u(b));
+        /* and converts back to itself */
+        assert_int_equal(tensor_fp32_to_fp16(a), h);
+        assert_int_equal(quant_fp32_to_fp16_soft(a), h);
+    }
+    assert_true(tensor_fp16_to_fp32(0x0001) == 5.9604644775390625e-8f);
+    assert_true(tensor_fp16_to_fp32(0x8400) == -6.103515625e-05f);
+    /* random floats: software rounding matches the conversion in use */
+    for (int i = 0; i < 200000; i++) {
+        float f = u2f(rnd_u32() ^ (rnd_u32() << 16));
+        if (isnan(f))
+            continue;
+        assert_int_equal(quant_fp32_to_fp16_soft(f), tensor_fp32_to_fp16(f));
+    }
+}
+
+static void test_bf16_edges(void **state)
+{
+    (void)state;
+    assert_int_equal(tensor_fp32_to_bf16(1.0f), 0x3f80);
+    assert_int_equal(tensor_fp32_to_bf16(-0.0f), 0x8000);
+    assert_int_equal(tensor_fp32_to_bf16(0.0f), 0x0000);
+    assert_int_equal(tensor_fp32_to_bf16(INFINITY), 0x7f80);
+    assert_int_equal(tensor_fp32_to_bf16(-INFINITY), 0xff80);
+    assert_int_equal(tensor_fp32_to_bf16(u2f(0x3f808000u)), 0x3f80); /* tie to even (down) */
+    assert_int_equal(tensor_fp32_to_bf16(u2f(0x3f818000u)), 0x3f82); /* tie to even (up) */
+    assert_int_equal(tensor_fp32_to_bf16(u2f(0x3f808001u)), 0x3f81);
+    assert_int_equal(tensor_fp32_to_bf16(u2f(0x00010000u)), 0x0001); /* subnormal kept */
+    assert_int_equal(tensor_fp32_to_bf16(u2f(0x7f7fffffu)), 0x7f80); /* FLT_MAX rounds to inf */
+    uint16_t n = tensor_fp32_to_bf16(u2f(0x7f800001u));
+    assert_true((n & 0x7f80) == 0x7f80 && (n & 0x7f) != 0 && (n & 0x40));
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = tensor_bf16_to_fp32((uint16_t)h);
+        assert_int_equal(f2u(f), h << 16);
+        if (!isnan(f))
+            assert_int_equal(tensor_fp32_to_bf16(f), h);
+    }
+}
+
+/* ---- hand-built blocks ---- */
+
+static void test_dequant_q4_0_known(void **state)
+{
+    (void)state;
+    block_q4_0 b[2];
+    b[0].d = tensor_fp32_to_fp16(0.5f);
+    b[1].d = tensor_fp32_to_fp16(-2.0f);
+    for (int j = 0; j < 16; j++) {
+        b[0].qs[j] = (uint8_t)(j | ((15 - j) << 4));
+        b[1].qs[j] = (uint8_t)(8 | (9 << 4));
+    }
+    float y[64];
+    tensor_dequantize_row(TENSOR_TYPE_Q4_0, b, y, 64);
+    for (int j = 0; j < 16; j++) {
+        assert_true(y[j] == (float)(j - 8) * 0.5f);
+        assert_true(y[j + 16] == (float)(7 - j) * 0.5f);
+        assert_true(y[32 + j] == 0.0f);
+        assert_true(y[48 + j] == -2.0f);
+    }
+    assert_true(y[0] == -4.0f && y[15] == 3.5f && y[16] == 3.5f && y[31] == -4.0f);
+}
+
+static void test_dequant_legacy_known(void **state)
+{
+    (void)state;
+    float y[32];
+    /* Q4_1: d=0.25, m=-1: value = q*0.25 - 1 */
+    block_q4_1 a;
+    a.d = tensor_fp32_to_fp16(0.25f);
+    a.m = tensor_fp32_to_fp16(-1.0f);
+    for (int j = 0; j < 16; j++)
+        a.qs[j] = (uint8_t)(j | (3 << 4));
+    tensor_dequantize_row(TENSOR_TYPE_Q4_1, &a, y, 32);
+    for (int j = 0; j < 16; j++) {
+        assert_true(y[j] == (float)j * 0.25f - 1.0f);
+        assert_true(y[16 + j] == -0.25f);
+    }
+    /* Q5_0: qh bit j is the 5th bit of element j; value = (q - 16) * d */
+    block_q5_0 b;
+    b.d = tensor_fp32_to_fp16(1.0f);
+    uint32_t qh = 0x80000001u; /* element 0 and element 31 get the high bit */
+    memcpy(b.qh, &qh, 4);
+    for (int j = 0; j < 16; j++)
+        b.qs[j] = 0xFF;
+    tensor_dequantize_row(TENSOR_TYPE_Q5_0, &b, y, 32);
+    assert_true(y[0] == 15.0f);  /* 31 - 16 */
+    assert_true(y[1] == -1.0f);  /* 15 - 16 */
+    assert_true(y[16] == -1.0f);
+    assert_true(y[31] == 15.0f);
+    /* Q5_1: value = q * d + m */
+    block_q5_1 c;
+    c.d = tensor_fp32_to_fp16(2.0f);
+    c.m = tensor_fp32_to_fp16(0.5f);
+    qh = 1u << 17; /* element 17 */
+    memcpy(c.qh, &qh, 4);
+    memset(c.qs, 0x21, 16); /* low 1, high 2 */
+    tensor_dequantize_row(TENSOR_TYPE_Q5_1, &c, y, 32);
+    assert_true(y[0] == 2.5f);
+    assert_true(y[16] == 4.5f);
+    assert_true(y[17] == 36.5f); /* (2 + 16) * 2 + 0.5 */
+    /* Q8_0 */
+    block_q8_0 q;
+    q.d = tensor_fp32_to_fp16(0.125f);
+    for (int j = 0; j < 32; j++)
+        q.qs[j] = (int8_t)(j * 8 - 128);
+    tensor_dequantize_row(TENSOR_TYPE_Q8_0, &q, y, 32);
+    for (int j = 0; j < 32; j++)
+        assert_true(y[j] == (float)(j * 8 - 128) * 0.125f);
+}
+
+/* Packs q4_K/q5_K 6-bit scales and mins as ggml's get_scale_min_k4 reads
+ * them: bytes 0-3 scales 0-3 (+ high bits of scales 4-7 in bits 6-7), bytes
+ * 4-7 mins 0-3 (+ high bits of mins 4-7), bytes 8-11 low nibbles of 4-7. */
+static void pack_k4_scales(const int sc[8], const int m[8], uint8_t out[12])
+{
+    for (int j = 0; j < 4; j++) {
+        out[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+        out[j + 4] = (uint8_t)(m[j] | ((m[j + 4] >> 4) << 6));
+        out[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+    }
+}
+
+static void test_dequant_q4_K_known(void **state)
+{
+    (void)state;
+    block_q4_K b;
+    int sc[8] = {1, 7, 20, 63, 33, 17, 48, 5};
+    int m[8] = {0, 3, 62, 9, 40, 1, 16, 63};
+    pack_k4_scales(sc, m, b.scales);
+    b.d = tensor_fp32_to_fp16(0.5f);
+    b.dmin = tensor_fp32_to_fp16(0.25f);
+    for (int i = 0; i < 128; i++)
+        b.qs[i] = (uint8_t)((i % 16) | (((i * 3) % 16) << 4));
+    float y[QK_K];
+    tensor_dequantize_row(TENSOR_TYPE_Q4_K, &b, y, QK_K);
+    /* element 64c + l: low nibble of qs[32c + l], sub-block 2c;
+     * element 64c + 32 + l: high nibble, sub-block 2c + 1 */
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            int i = 32 * c + l;
+            float lo = 0.5f * (float)sc[2 * c] * (float)(i % 16) - 0.25f * (float)m[2 * c];
+            float hi = 0.5f * (float)sc[2 * c + 1] * (float)((i * 3) % 16) - 0.25f * (float)m[2 * c + 1];
+            assert_true(y[64 * c + l] == lo);
+            assert_true(y[64 * c + 32 + l] == hi);
+        }
+    /* spot values worked by hand: element 200 = chunk 3, l 8, low nibble of
+     * qs[104] = 8, sub-block 6: 0.5*48*8 - 0.25*16 = 188 */
+    assert_true(y[200] == 188.0f);
+    /* element 255: high nibble of qs[127] = (381 % 16) = 13, sub-block 7:
+     * 0.5*5*13 - 0.25*63 = 16.75 */
+    assert_true(y[255] == 16.75f);
+
+    /* Q5_K: same scales; qh bit 2c / 2c+1 of qh[l] adds 16 */
+    block_q5_K c5;
+    memcpy(c5.scales, b.scales, 12);
+    c5.d = b.d;
+    c5.dmin = b.dmin;
+    memcpy(c5.qs, b.qs, 128);
+    for (int l = 0; l < 32; l++)
+        c5.qh[l] = (uint8_t)(l == 5 ? 0x80 : l == 6 ? 0x01 : 0);
+    tensor_dequantize_row(TENSOR_TYPE_Q5_K, &c5, y, QK_K);
+    /* element 6: low nibble of qs[6] = 6, +16, sub-block 0: 0.5*1*22 - 0 = 11 */
+    assert_true(y[6] == 11.0f);
+    /* element 229 = 192 + 32 + 5: high nibble of qs[101] = 303 % 16 = 15, bit 7 -> +16,
+     * sub-block 7: 0.5*5*31 - 0.25*63 = 61.75 */
+    assert_true(y[229] == 61.75f);
+    /* element 5 has no high bit: 0.5*1*5 = 2.5 */
+    assert_true(y[5] == 2.5f);
+}
+
+static void test_dequant_q6_K_known(void **state)
+{
+    (void)state;
+    block_q6_K b;
+    memset(&b, 0, sizeof b);
+    b.d = tensor_fp32_to_fp16(0.25f);
+    for (int g = 0; g < 16; g++)
+        b.scales[g] = (int8_t)(g * 9 - 70);
+    /* element e gets quant (e * 7) % 64; layout: half h = e / 128, r = e % 128,
+     * l = r % 32, quarter k = r / 32: low nibble in ql[64h + l + 32*(k&1)]
+     * (bits 0-3 for k < 2, bits 4-7 for k >= 2), high two bits in
+     * qh[32h + l] at bits 2k. */
+    for (int e = 0; e < QK_K; e++) {
+        int q = (e * 7) % 64;
+        int h = e / 128, r = e % 128, l = r % 32, k = r / 32;
+        int qi = 64 * h + l + 32 * (k & 1);
+        b.ql[qi] |= (uint8_t)((q & 0xF) << (k >= 2 ? 4 : 0));
+        b.qh[32 * h + l] |= (uint8_t)((q >> 4) << (2 * k));
+    }
+    float y[QK_K];
+    tensor_dequantize_row(TENSOR_TYPE_Q6_K, &b, y, QK_K);
+    for (int e = 0; e < QK_K; e++) {
+        float want = 0.25f * (float)(e / 16 * 9 - 70) * (float)((e * 7) % 64 - 32);
+        if (y[e] != want)
+            fail_msg("q6_K element %d: %g want %g", e, (double)y[e], (double)want);
+    }
+    /* by hand: element 0: q 0 -> -32, scale -70: 0.25 * -70 * -32 = 560 */
+    assert_true(y[0] == 560.0f);
+}
+
+static void test_dequant_q2_q3_K_known(void **state)
+{
+    (void)state;
+    /* Q2_K: element e = 128h + 32j + l: bits 2j of qs[32h + l]; group e/16
+     * uses scales[g] (low nibble scale, high nibble min). */
+    block_q2_K b;
+    memset(&b, 0, sizeof b);
+    b.d = tensor_fp32_to_fp16(0.5f);
+    b.dmin = tensor_fp32_to_fp16(0.125f);
+    for (int g = 0; g < 16; g++)
+        b.scales[g] = (uint8_t)((g & 0xF) | ((15 - g) << 4));
+    for (int e = 0; e < QK_K; e++) {
+        int h = e / 128, j = (e % 128) / 32, l = e % 32;
+        b.qs[32 * h + l] |= (uint8_t)(((e / 3) & 3) << (2 * j));
+    }
+    float y[QK_K];
+    tensor_dequantize_row(TENSOR_TYPE_Q2_K, &b, y, QK_K);
+    for (int e = 0; e < QK_K; e++) {
+        int g = e / 16;
+        float want = 0.5f * (float)g * (float)((e / 3) & 3) - 0.125f * (float)(15 - g);
+        assert_true(y[e] == want);
+    }
+    /* Q3_K: scales are 6-bit, offset 32: low nibbles in bytes 0-7 (groups 0-7
+     * low half-byte, 8-15 high), top two bits of group g in byte 8 + g%4 at
+     * bits 2*(g/4). hmask bit (4h + j) of hmask[l] set means no -4. */
+    block_q3_K c;
+    memset(&c, 0, sizeof c);
+    c.d = tensor_fp32_to_fp16(0.5f);
+    int sc[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = (g * 13) % 64 - 32; /* -32 .. 31 */
+        int u = sc[g] + 32;
+        if (g < 8)
+            c.scales[g] |= (uint8_t)(u & 0xF);
+        else
+            c.scales[g - 8] |= (uint8_t)((u & 0xF) << 4);
+        c.scales[8 + g % 4] |= (uint8_t)((u >> 4) << (2 * (g / 4)));
+    }
+    for (int e = 0; e < QK_K; e++) {
+        int h = e / 128, j = (e % 128) / 32, l = e % 32;
+        int q = (e * 5) % 8 - 4; /* -4 .. 3 */
+        int u = q + 4;
+        c.qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * j));
+        if (u & 4)
+            c.hmask[l] |= (uint8_t)(1 << (4 * h + j));
+    }
+    tensor_dequantize_row(TENSOR_TYPE_Q3_K, &c, y, QK_K);
+    for (int e = 0; e < QK_K; e++) {
+        float want = 0.5f * (float)sc[e / 16] * (float)((e * 5) % 8 - 4);
+        if (y[e] != want)
+            fail_msg("q3_K element %d: %g want %g", e, (double)y[e], (double)want);
+    }
+    /* by hand: group 5 scale (65 % 64) - 32 = -31; element 81 = group 5, q = 405 % 8 - 4 = 1 */
+    assert_true(y[81] == 0.5f * -31.0f * 1.0f);
+}
+
+/* ---- activation formats ---- */
+
+static void test_quantize_q8_0_rounding(void **state)
+{
+    (void)state;
+    float x[32] = {0};
+    x[0] = 127.0f;  /* amax: d = 1 */
+    x[1] = 0.5f;    /* tie -> 0 */
+    x[2] = 1.5f;    /* tie -> 2 */
+    x[3] = 2.5f;    /* tie -> 2 */
+    x[4] = -63.5f;  /* tie -> -64 */
+    x[5] = -126.6f; /* -127 */
+    x[6] = 3.49f;
+    block_q8_0 b, s;
+    tensor_quantize_row(TENSOR_TYPE_Q8_0, x, &b, 32);
+    quant_quantize_row_scalar(TENSOR_TYPE_Q8_0, x, &s, 32);
+    assert_memory_equal(&b, &s, sizeof b);
+    assert_int_equal(b.d, 0x3c00);
+    int8_t want[7] = {127, 0, 2, 2, -64, -127, 3};
+    for (int j = 0; j < 7; j++)
+        assert_int_equal(b.qs[j], want[j]);
+    for (int j = 7; j < 32; j++)
+        assert_int_equal(b.qs[j], 0);
+
+    /* all zero block: d = 0, quants 0 */
+    memset(x, 0, sizeof x);
+    tensor_quantize_row(TENSOR_TYPE_Q8_0, x, &b, 32);
+    assert_int_equal(b.d, 0);
+    for (int j = 0; j < 32; j++)
+        assert_int_equal(b.qs[j], 0);
+
+    /* Q8_1: s = d * sum(q) */
+    for (int j = 0; j < 32; j++)
+        x[j] = (float)(j - 10) * 0.1f;
+    block_q8_1 c;
+    tensor_quantize_row(TENSOR_TYPE_Q8_1, x, &c, 32);
+    int sum = 0;
+    for (int j = 0; j < 32; j++)
+        sum += c.qs[j];
+    float d = 2.1f / 127.f;
+    assert_int_equal(c.d, tensor_fp32_to_fp16(d));
+    assert_int_equal(c.s, tensor_fp32_to_fp16(d * (float)sum));
+    assert_int_equal(c.qs[31], 127);
+    assert_int_equal(c.qs[10], 0);
+}
+
+static void test_quantize_q8_K(void **state)
+{
+    (void)state;
+    float x[QK_K];
+    for (int j = 0; j < QK_K; j++)
+        x[j] = (float)(j % 17) * 0.1f - 0.5f;
+    x[77] = -2.0f; /* the first value of largest magnitude: it maps to -127 */
+    x[78] = 2.0f;  /* same magnitude, later: +127 */
+    block_q8_K b, s;
+    tensor_quantize_row(TENSOR_TYPE_Q8_K, x, &b, QK_K);
+    quant_quantize_row_scalar(TENSOR_TYPE_Q8_K, x, &s, QK_K);
+    assert_memory_equal(&b, &s, sizeof b);
+    assert_true(b.d == 1.0f / (-127.f / -2.0f));
+    assert_int_equal(b.qs[77], -127);
+    assert_int_equal(b.qs[78], 127);
+    for (int g = 0; g < 16; g++) {
+        int sum = 0;
+        for (int l = 0; l < 16; l++)
+            sum += b.qs[16 * g + l];
+        assert_int_equal(b.bsums[g], sum);
+    }
+    float y[QK_K];
+    tensor_dequantize_row(TENSOR_TYPE_Q8_K, &b, y, QK_K);
+    for (int j = 0; j < QK_K; j++)
+        assert_true(fabsf(y[j] - x[j]) <= 2.0f / 127.f * 0.5f + 1e-6f);
+    /* zero block */
+    memset(x, 0, sizeof x);
+    tensor_quantize_row(TENSOR_TYPE_Q8_K, x, &b, QK_K);
+    assert_true(b.d == 0.0f);
+    assert_int_equal(b.bsums[3], 0);
+}
+
+/* ---- round trips ---- */
+
+static void test_roundtrip_error(void **state)
+{
+    (void)state;
+    /* Bounds on rmse / rms(x) for uniform data with 1% outliers (x8), about
+     * 1.3x what these quantizers give on this deterministic data; a broken
+     * bit layout or scale gives errors near or above 1. */
+    struct {
+        enum tensor_type t;
+        double max_rel_rmse;
+    } bounds[] = {
+        {TENSOR_TYPE_F32, 0.0},     {TENSOR_TYPE_F16, 0.0003},  {TENSOR_TYPE_BF16, 0.002},
+        {TENSOR_TYPE_Q8_0, 0.011},  {TENSOR_TYPE_Q4_0, 0.17},   {TENSOR_TYPE_Q4_1, 0.12},
+        {TENSOR_TYPE_Q5_0, 0.08},   {TENSOR_TYPE_Q5_1, 0.06},   {TENSOR_TYPE_Q2_K, 0.45},
+        {TENSOR_TYPE_Q3_K, 0.28},   {TENSOR_TYPE_Q4_K, 0.12},   {TENSOR_TYPE_Q5_K, 0.06},
+        {TENSOR_TYPE_Q6_K, 0.033},  {TENSOR_TYPE_Q8_K, 0.025},  {TENSOR_TYPE_Q8_1, 0.011},
+    };
+    enum { N = 4096 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    void *q = malloc(N * 4);
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+        enum tensor_type t = bounds[b].t;
+        fill_random(x, N, 1.0f);
+        memset(q, 0xA5, N * 4);
+        tensor_quantize_row(t, x, q, N);
+        tensor_dequantize_row(t, q, y, N);
+        double se = 0, sx = 0;
+        for (int i = 0; i < N; i++) {
+            assert_true(isfinite(y[i]));
+            se += (double)(y[i] - x[i]) * (y[i] - x[i]);
+            sx += (double)x[i] * x[i];
+        }
+        double rel = sqrt(se / sx);
+        if (getenv("QUANT_TEST_VERBOSE"))
+            print_message("%s rel rmse %.5f\n", tensor_type_name(t), rel);
+        if (rel > bounds[b].max_rel_rmse)
+            fail_msg("%s round trip rel rmse %.5f > %.5f", tensor_type_name(t), rel, bounds[b].max_rel_rmse);
+        /* a quantizer that lost the signal entirely must fail even where the bound is loose */
+        assert_true(rel < 0.6);
+
+        /* zero rows quantize to exact zeros */
+        memset(x, 0, N * sizeof(float));
+        tensor_quantize_row(t, x, q, N);
+        tensor_dequantize_row(t, q, y, N);
+        for (int i = 0; i < N; i++)
+            if (y[i] != 0.0f)
+                fail_msg("%s: zero row dequantizes to %g at %d", tensor_type_name(t), (double)y[i], i);
+    }
+    free(x);
+    free(y);
+    free(q);
+}
+
+/* ---- vec_dot against dequantized math ---- */
+
+/* Checks tensor_vec_dot (and the scalar kernel) against the dot of the
+ * dequantized weight row and the dequantized quantized activation, in double.
+ * The tolerance covers float summation order; for Q8_1 activations also the
+ * fp16 rounding of the stored block sums s (the kernels use s for the mins). */
+static void check_vec_dot(enum tensor_type t, int64_t n, int reps)
+{
+    enum tensor_type at = tensor_dot_type(t);
+    float *w = malloc((size_t)n * 4), *a = malloc((size_t)n * 4);
+    float *wd = malloc((size_t)n * 4), *ad = malloc((size_t)n * 4);
+    void *wq = malloc(tensor_row_size(t, n)), *aq = malloc(tensor_row_size(at, n));
+    for (int r = 0; r < reps; r++) {
+        fill_random(w, n, 0.05f + (float)(r % 5));
+        fill_random(a, n, 0.01f + (float)(r % 3) * 3.0f);
+        if (r % 7 == 3) /* all-positive activations stress the min corrections */
+            for (int64_t i = 0; i < n; i++)
+                a[i] = fabsf(a[i]);
+        tensor_quantize_row(t, w, wq, n);
+        tensor_quantize_row(at, a, aq, n);
+        tensor_dequantize_row(t, wq, wd, n);
+        tensor_dequantize_row(at, aq, ad, n);
+        double ref = 0, mag = 0, extra = 0;
+        for (int64_t i = 0; i < n; i++) {
+            ref += (double)wd[i] * ad[i];
+            mag += fabs((double)wd[i] * ad[i]);
+        }
+        if (at == TENSOR_TYPE_Q8_1) {
+            const block_q8_1 *ab = aq;
+            for (int64_t b = 0; b < n / 32; b++) {
+                float m = t == TENSOR_TYPE_Q4_1 ? tensor_fp16_to_fp32(((const block_q4_1 *)wq)[b].m)
+                                                : tensor_fp16_to_fp32(((const block_q5_1 *)wq)[b].m);
+                float s = tensor_fp16_to_fp32(ab[b].s);
+                extra += fabs((double)m * s) * (1.0 / 1024);
+            }
+        }
+        double tol = 2e-6 * mag + extra + 1e-9;
+        float got = tensor_vec_dot(t, n, wq, aq);
+        float got_s = quant_vec_dot_scalar(t, n, wq, aq);
+        if (fabs(got - ref) > tol || fabs(got_s - ref) > tol)
+            fail_msg("%s n=%lld rep %d: vec_dot %.9g scalar %.9g want %.9g (tol %.3g)", tensor_type_name(t),
+                     (long long)n, r, (double)got, (double)got_s, ref, tol);
+    }
+    free(w);
+    free(a);
+    free(wd);
+    free(ad);
+    free(wq);
+    free(aq);
+}
+
+static void test_vec_dot_matches_dequantized(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+        enum tensor_type t = weight_types[k];
+        int64_t bs = tensor_type_block_size(t);
+        int64_t ns[] = {256, 512, 1024, 2816};
+        for (size_t i = 0; i < 4; i++)
+            check_vec_dot(t, ns[i], 12);
+        if (bs == 32)
+            for (int64_t n = 32; n <= 224; n += 32)
+                check_vec_dot(t, n, 4);
+        if (bs == 1) {
+            int64_t odd[] = {1, 7, 15, 33, 172, 255};
+            for (size_t i = 0; i < 6; i++)
+                check_vec_dot(t, odd[i], 4);
+        }
+    }
+}
+
+/* ---- SIMD against scalar ---- */
+
+static void test_simd_matches_scalar(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    float *a = malloc(N * 4), *w = malloc(N * 4);
+    void *s1 = malloc(N * 4), *s2 = malloc(N * 4), *wq = malloc(N * 4);
+    /* activation quantizers are bit-identical */
+    enum tensor_type acts[] = {TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q8_1, TENSOR_TYPE_Q8_K, TENSOR_TYPE_F16,
+                               TENSOR_TYPE_BF16};
+    for (int r = 0; r < 20; r++) {
+        fill_random(a, N, r % 2 ? 1e-3f : 30.0f);
+        if (r == 5)
+            for (int i = 0; i < N; i++) /* ties of the rounding */
+                a[i] = (float)((int)(rnd_u32() % 255) - 127) * 0.5f;
+        for (size_t k = 0; k < sizeof acts / sizeof acts[0]; k++) {
+            size_t rs = tensor_row_size(acts[k], N);
+            memset(s1, 0x11, rs);
+            memset(s2, 0x22, rs);
+            tensor_quantize_row(acts[k], a, s1, N);
+            quant_quantize_row_scalar(acts[k], a, s2, N);
+            if (memcmp(s1, s2, rs) != 0)
+                fail_msg("%s: SIMD quantizer differs from scalar (rep %d)", tensor_type_name(acts[k]), r);
+        }
+    }
+    /* dots: same integers, float sums in another order */
+    for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+        enum tensor_type t = weight_types[k];
+        enum tensor_type at = tensor_dot_type(t);
+        int64_t bs = tensor_type_block_size(t);
+        for (int r = 0; r < 10; r++) {
+            int64_t n = bs == 1 ? 1 + (rnd_u32() % N) : bs * (1 + (int64_t)(rnd_u32() % (N / bs)));
+            fill_random(w, n, 2.0f);
+            fill_random(a, n, 1.0f);
+            tensor_quantize_row(t, w, wq, n);
+            tensor_quantize_row(at, a, s1, n);
+            float x = tensor_vec_dot(t, n, wq, s1), y = quant_vec_dot_scalar(t, n, wq, s1);
+            double mag = 0;
+            tensor_dequantize_row(t, wq, w, n);
+            tensor_dequantize_row(at, s1, a, n);
+            for (int64_t i = 0; i < n; i++)
+                mag += fabs((double)w[i] * a[i]);
+            if (fabs((double)x - y) > 2e-6 * mag + 1e-9)
+                fail_msg("%s n=%lld: simd %.9g scalar %.9g", tensor_type_name(t), (long long)n, (double)x,
+                         (double)y);
+        }
+    }
+    free(a);
+    free(w);
+    free(s1);
+    free(s2);
+    free(wq);
+}
+
+/* tensor_matvec and tensor_matmul give what tensor_vec_dot gives per row. */
+static void test_matvec_matmul(void **state)
+{
+    (void)state;
+    enum { ROWS = 13, NACT = 5 };
+    for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+        enum tensor_type t = weight_types[k];
+        enum tensor_type at = tensor_dot_type(t);
+        int64_t n = tensor_type_block_size(t) == 1 ? 300 : 512;
+        size_t rs = tensor_row_size(t, n), ars = tensor_row_size(at, n);
+        float *x = malloc((size_t)n * 4);
+        char *w = malloc(rs * ROWS), *act = malloc(ars * NACT);
+        for (int r = 0; r < ROWS; r++) {
+            fill_random(x, n, 1.0f);
+            tensor_quantize_row(t, x, w + rs * r, n);
+        }
+        for (int c = 0; c < NACT; c++) {
+            fill_random(x, n, 1.0f);
+            tensor_quantize_row(at, x, act + ars * c, n);
+        }
+        float out[ROWS], mm[NACT * ROWS];
+        for (int c = 0; c < NACT; c++) {
+            tensor_matvec(t, n, w, ROWS, act + ars * c, out);
+            for (int r = 0; r < ROWS; r++) {
+                float want = tensor_vec_dot(t, n, w + rs * r, act + ars * c);
+                if (fabsf(out[r] - want) > 1e-5f * (1.0f + fabsf(want)))
+                    fail_msg("%s matvec row %d: %g want %g", tensor_type_name(t), r, (double)out[r], (double)want);
+            }
+        }
+        memset(mm, 0, sizeof mm);
+        tensor_matmul(t, n, w, ROWS, act, NACT, ars, mm, ROWS);
+        for (int c = 0; c < NACT; c++)
+            for (int r = 0; r < ROWS; r++) {
+                float want = tensor_vec_dot(t, n, w + rs * r, act + ars * c);
+                if (fabsf(mm[c * ROWS + r] - want) > 1e-5f * (1.0f + fabsf(want)))
+                    fail_msg("%s matmul (%d,%d): %g want %g", tensor_type_name(t), c, r, (double)mm[c * ROWS + r],
+                             (double)want);
+            }
+        free(x);
+        free(w);
+        free(act);
+    }
+}
+
+/* ---- real tensors ---- */
+
+static void test_real_tensors(void **state)
+{
+    (void)state;
+    const char *path = TESTDATA_REQUIRE("models/tiny-spm-mix.gguf");
+    char err[512];
+    gguf_ctx *g = gguf_open(path, err, sizeof err);
+    if (!g)
+        fail_msg("%s", err);
+    bool seen[TENSOR_TYPE_COUNT] = {0};
+    int64_t nt = gguf_n_tensors(g);
+    for (int64_t i = 0; i < nt; i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        assert_true(tensor_type_is_supported(t->type));
+        seen[t->type] = true;
+        int64_t n = t->ne[0], rows = t->n_elements / n;
+        size_t rs = tensor_row_size(t->type, n);
+        assert_true(rs > 0);
+        assert_int_equal(rs * (size_t)rows, t->nbytes);
+        int64_t take = rows < 64 ? rows : 64;
+        float *y = malloc((size_t)(n * take) * 4);
+        tensor_dequantize_row((enum tensor_type)t->type, t->data, y, n * take);
+        double ss = 0, amax = 0;
+        for (int64_t j = 0; j < n * take; j++) {
+            if (!isfinite(y[j]))
+                fail_msg("%s: non-finite value at %lld", t->name, (long long)j);
+            ss += (double)y[j] * y[j];
+            amax = fmax(amax, fabs(y[j]));
+        }
+        double rms = sqrt(ss / (double)(n * take));
+        /* random-init weights (~0.02) and norms (~1): nothing huge, nothing all-zero */
+        if (!(rms > 1e-4 && rms < 10 && amax < 100))
+            fail_msg("%s (%s): implausible rms %g amax %g", t->name, tensor_type_name(t->type), rms, amax);
+        /* row by row dequantization agrees with one call over many rows */
+        float *y1 = malloc((size_t)n * 4);
+        tensor_dequantize_row((enum tensor_type)t->type, (const char *)t->data + rs * (size_t)(take - 1), y1, n);
+        assert_memory_equal(y1, y + n * (take - 1), (size_t)n * 4);
+        /* vec_dot of real rows against a random activation */
+        if (n % tensor_type_block_size(tensor_dot_type(t->type)) == 0) {
+            enum tensor_type at = tensor_dot_type(t->type);
+            float *a = malloc((size_t)n * 4), *ad = malloc((size_t)n * 4);
+            void *aq = malloc(tensor_row_size(at, n));
+            fill_random(a, n, 1.0f);
+            tensor_quantize_row(at, a, aq, n);
+            tensor_dequantize_row(at, aq, ad, n);
+            float out[4];
+            int64_t r4 = take < 4 ? take : 4;
+            tensor_matvec((enum tensor_type)t->type, n, t->data, r4, aq, out);
+            for (int64_t r = 0; r < r4; r++) {
+                double ref = 0, mag = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    ref += (double)y[r * n + j] * ad[j];
+                    mag += fabs((double)y[r * n + j] * ad[j]);
+                }
+                double tol = 2e-6 * mag + 1e-9;
+                if (at == TENSOR_TYPE_Q8_1)
+                    tol += 2e-3 * mag + 1e-3 * rms * n; /* fp16 block sums */
+                if (fabs(out[r] - ref) > tol)
+                    fail_msg("%s row %lld: dot %g want %g", t->name, (long long)r, (double)out[r], ref);
+            }
+            free(a);
+            free(ad);
+            free(aq);
+        }
+        free(y1);
+        free(y);
+    }
+    /* The file holds the same weights as tiny-spm-f16.gguf: each tensor must
+     * dequantize to those values within its type's quantization error. A
+     * wrong bit layout gives errors near 1 or above. */
+    const char *fpath = TESTDATA_REQUIRE("models/tiny-spm-f16.gguf");
+    gguf_ctx *gf = gguf_open(fpath, err, sizeof err);
+    if (!gf)
+        fail_msg("%s", err);
+    for (int64_t i = 0; i < nt; i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        const gguf_tensor *f = gguf_find_tensor(gf, t->name);
+        assert_non_null(f);
+        assert_int_equal(f->n_elements, t->n_elements);
+        int64_t n = t->ne[0], rows = t->n_elements / n, take = rows < 256 ? rows : 256;
+        float *y = malloc((size_t)(n * take) * 4), *z = malloc((size_t)(n * take) * 4);
+        tensor_dequantize_row((enum tensor_type)t->type, t->data, y, n * take);
+        tensor_dequantize_row((enum tensor_type)f->type, f->data, z, n * take);
+        double se = 0, sz = 0;
+        for (int64_t j = 0; j < n * take; j++) {
+            se += (double)(y[j] - z[j]) * (y[j] - z[j]);
+            sz += (double)z[j] * z[j];
+        }
+        double rel = sqrt(se / (sz > 0 ? sz : 1));
+        double bound;
+        switch (t->type) {
+        case TENSOR_TYPE_F32: case TENSOR_TYPE_F16: bound = 1e-3; break;
+        case TENSOR_TYPE_BF16: bound = 3e-3; break;
+        case TENSOR_TYPE_Q8_0: bound = 0.008; break;
+        case TENSOR_TYPE_Q6_K: bound = 0.025; break;
+        case TENSOR_TYPE_Q5_0: case TENSOR_TYPE_Q5_1: case TENSOR_TYPE_Q5_K: bound = 0.055; break;
+        case TENSOR_TYPE_Q4_0: case TENSOR_TYPE_Q4_1: case TENSOR_TYPE_Q4_K: bound = 0.11; break;
+        case TENSOR_TYPE_Q3_K: bound = 0.2; break;
+        default: bound = 0.4; break; /* Q2_K */
+        }
+        if (getenv("QUANT_TEST_VERBOSE"))
+            print_message("%-28s %-5s vs f16: rel rmse %.5f\n", t->name, tensor_type_name(t->type), rel);
+        if (rel > bound)
+            fail_msg("%s (%s): differs from the F16 file by rel rmse %.4f > %.3f", t->name,
+                     tensor_type_name(t->type), rel, bound);
+        free(y);
+        free(z);
+    }
+    gguf_close(gf);
+
+    for (size_t k = 0; k < N_WEIGHT_TYPES; k++)
+        if (!seen[weight_types[k]])
+            fail_msg("tiny-spm-mix.gguf holds no %s tensor", tensor_type_name(weight_types[k]));
+    gguf_close(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fp16_edges),
+        cmocka_unit_test(test_bf16_edges),
+        cmocka_unit_test(test_dequant_q4_0_known),
+        cmocka_unit_test(test_dequant_legacy_known),
+        cmocka_unit_test(test_dequant_q4_K_known),
+        cmocka_unit_test(test_dequant_q6_K_known),
+        cmocka_unit_test(test_dequant_q2_q3_K_known),
+        cmocka_unit_test(test_quantize_q8_0_rounding),
+        cmocka_unit_test(test_quantize_q8_K),
+        cmocka_unit_test(test_roundtrip_error),
+        cmocka_unit_test(test_vec_dot_matches_dequantized),
+        cmocka_unit_test(test_simd_matches_scalar),
+        cmocka_unit_test(test_matvec_matmul),
+        cmocka_unit_test(test_real_tensors),
+    };
+    return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
+}
