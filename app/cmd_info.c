@@ -427,6 +427,17 @@ int cmd_info(int argc, char **argv)
     printf("\n  GGUF:        v%u, alignment %zu, data offset %zu\n", gguf_version(g), gguf_alignment(g),
            gguf_data_offset(g));
     printf("  contents:    %lld key/values, %lld tensors\n", (long long)gguf_n_kv(g), (long long)gguf_n_tensors(g));
+    if (gguf_n_tensors(g) > 0) {
+        /* the reader checked every tensor lies inside the file */
+        size_t end = 0;
+        for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            size_t e = gguf_data_offset(g) + (size_t)t->offset + t->nbytes;
+            if (e > end)
+                end = e;
+        }
+        printf("  data end:    %zu (%zu trailing bytes)\n", end, gguf_file_size(g) - end);
+    }
 
     gguf_str s;
     char *arch = gguf_get_str_dup(g, "general.architecture");

@@ -1,0 +1,206 @@
+#!/bin/sh
+# `tokscope info` and the GGUF reader: a generated corpus of valid and
+# malformed files (tests/tools/gguf_corpus.c, built by make), every model and
+# vocab in ../shared, and truncated copies of the stories260K files.
+# Malformed input must exit exactly 1 (not 0, not a signal) with a message
+# on stderr that names the field and the byte offset.
+. tests/lib.sh
+BUILD=${BUILD:-build}
+CORPUS_TOOL=$BUILD/tools/gguf_corpus
+CORPUS=$OUT/gguf_corpus
+TMPF=$OUT/info_trunc.gguf
+
+# run_info ARGS...: sets rc; output in $OUT/info.out, $OUT/info.err
+run_info() {
+    "$BIN" info "$@" >"$OUT/info.out" 2>"$OUT/info.err"
+    rc=$?
+}
+
+rc_text() {
+    if [ "$1" -gt 128 ]; then echo "killed by signal $(($1 - 128))"; else echo "exit $1"; fi
+}
+
+# expect_fail NAME SUBSTRING FILE: exit 1, stderr "tokscope: ...SUBSTRING...at offset N", empty stdout.
+# Prints nothing and returns 0 when it holds; otherwise prints why and returns 1.
+fail_reason() {
+    if [ "$rc" -ne 1 ]; then echo "$(rc_text $rc), want exit 1"; return 1; fi
+    if [ -s "$OUT/info.out" ]; then echo "wrote to stdout on error"; return 1; fi
+    msg=$(cat "$OUT/info.err")
+    case "$msg" in "tokscope: "*) ;; *) echo "stderr not prefixed 'tokscope: ': $msg"; return 1 ;; esac
+    case "$msg" in *"$1"*) ;; *) echo "message lacks '$1': $msg"; return 1 ;; esac
+    if ! echo "$msg" | grep -q ' at offset [0-9][0-9]*: '; then echo "message names no byte offset: $msg"; return 1; fi
+    return 0
+}
+
+# ---- usage ----------------------------------------------------------------
+run_info --help
+if [ "$rc" -eq 0 ] && grep -q 'usage: tokscope info' "$OUT/info.out" && grep -q -- '--kv' "$OUT/info.out"; then
+    ok "info --help"
+else not_ok "info --help" "$(rc_text $rc)"; fi
+run_info
+if [ "$rc" -eq 2 ] && grep -q usage "$OUT/info.err"; then ok "info without a model is a usage error"
+else not_ok "info without a model is a usage error" "$(rc_text $rc)"; fi
+run_info --bogus x.gguf
+if [ "$rc" -eq 2 ]; then ok "info rejects unknown options"; else not_ok "info rejects unknown options" "$(rc_text $rc)"; fi
+run_info "$OUT/does-not-exist.gguf"
+if [ "$rc" -eq 1 ] && grep -q '^tokscope: .*does-not-exist.gguf: cannot open' "$OUT/info.err"; then
+    ok "info on a missing file"
+else not_ok "info on a missing file" "$(rc_text $rc): $(cat "$OUT/info.err")"; fi
+run_info "$OUT"
+if [ "$rc" -eq 1 ] && grep -q 'not a regular file' "$OUT/info.err"; then ok "info on a directory"
+else not_ok "info on a directory" "$(rc_text $rc): $(cat "$OUT/info.err")"; fi
+
+# ---- generated corpus -----------------------------------------------------
+if [ ! -x "$CORPUS_TOOL" ]; then
+    not_ok "gguf_corpus tool" "$CORPUS_TOOL not built (make builds tests/tools/*.c)"
+else
+    rm -rf "$CORPUS"
+    if "$CORPUS_TOOL" "$CORPUS" >"$OUT/gguf_corpus.log" 2>&1 && [ -s "$CORPUS/MANIFEST" ]; then
+        ok "gguf_corpus writes the corpus ($(cat "$OUT/gguf_corpus.log"))"
+    else
+        not_ok "gguf_corpus writes the corpus" "$(cat "$OUT/gguf_corpus.log")"
+    fi
+    n_trunc=0; bad_trunc=0; first_bad=""
+    n_valid=0; n_bad=0
+    tab=$(printf '\t')
+    while IFS="$tab" read -r name expect sub; do
+        f="$CORPUS/$name"
+        case "$expect" in
+        ok)
+            n_valid=$((n_valid + 1))
+            run_info --kv "$f"
+            if [ "$rc" -eq 0 ] && grep -q '^file: ' "$OUT/info.out" && [ ! -s "$OUT/info.err" ]; then
+                ok "corpus: $name loads"
+            else
+                not_ok "corpus: $name loads" "$(rc_text $rc): $(cat "$OUT/info.err")"
+            fi ;;
+        fail)
+            run_info "$f"
+            case "$name" in
+            trunc_*)
+                n_trunc=$((n_trunc + 1))
+                if ! why=$(fail_reason "$sub"); then
+                    bad_trunc=$((bad_trunc + 1))
+                    [ -z "$first_bad" ] && first_bad="$name: $why"
+                fi ;;
+            *)
+                n_bad=$((n_bad + 1))
+                if why=$(fail_reason "$sub"); then ok "corpus: $name rejected ($sub)"
+                else not_ok "corpus: $name rejected ($sub)" "$why"; fi ;;
+            esac ;;
+        esac
+    done <"$CORPUS/MANIFEST"
+    if [ "$n_valid" -ge 6 ] && [ "$n_bad" -ge 50 ]; then ok "corpus has $n_valid valid and $n_bad malformed files"
+    else not_ok "corpus has enough files" "valid $n_valid (want >= 6), malformed $n_bad (want >= 50)"; fi
+    if [ "$n_trunc" -ge 500 ] && [ "$bad_trunc" -eq 0 ]; then
+        ok "corpus: all $n_trunc truncations of a valid file exit 1 naming field and offset"
+    else
+        not_ok "corpus: truncations exit 1 naming field and offset" \
+            "$bad_trunc of $n_trunc wrong (want >= 500 files)" "$first_bad"
+    fi
+fi
+
+# ---- real models and vocabs -------------------------------------------------
+# has NAME PATTERN: the last info output has a line matching the ERE PATTERN
+has() { grep -Eq "$1" "$OUT/info.out"; }
+
+# facts MODEL CHECKNAME ERE...: info MODEL exits 0 and every ERE matches a line.
+facts() {
+    model=$1; label=$2; shift 2
+    need "$model" "$label" || return 0
+    run_info "$model"
+    if [ "$rc" -ne 0 ]; then not_ok "$label" "$(rc_text $rc): $(cat "$OUT/info.err")"; return 0; fi
+    missing=""
+    for re in "$@"; do has "$re" || missing="$missing [$re]"; done
+    if [ -z "$missing" ]; then ok "$label"; else not_ok "$label" "no line matches:$missing"; fi
+}
+
+M=$TESTDATA/models
+facts "$M/stories260K.gguf" "info stories260K: hparams" \
+    '^  embedding length +64$' '^  layers +5$' '^  heads +8$' '^  KV heads +4$' '^  FFN length +172$' \
+    '^  context length +2048$' '^  rope freq base +- \(absent: default 10000\)$' '^  rms eps +1e-05$' \
+    '^  GGUF: +v3, alignment 32, data offset [0-9]+$' '^architecture: +llama$'
+facts "$M/stories260K.gguf" "info stories260K: tokenizer, tensors, totals" \
+    '^  model +llama$' '^  vocab size +512$' "^  bos +1 '<s>'\$" "^  eos +2 '</s>'\$" "^  unk +0 '<unk>'\$" \
+    '^chat template: none$' '^tensors \(48\):$' '^  token_embd\.weight +64 x 512 +F32 +131072$' \
+    '^  F32 +48 +292800 +1171200$' '^total parameters: 292800 ' '^output: separate output\.weight$'
+facts "$M/stories260K-f16.gguf" "info stories260K-f16: types" '^file type: +1 \(MOSTLY_F16\)$' '^  F16 +[0-9]+ ' \
+    '^  layers +5$'
+facts "$M/stories260K-q8_0.gguf" "info stories260K-q8_0: Q8_0 with F16 ffn_down" '^file type: +7 \(MOSTLY_Q8_0\)$' \
+    '^  Q8_0 +[0-9]+ ' '^  F16 +5 ' '^  blk\.0\.ffn_down\.weight +172 x 64 +F16 '
+facts "$M/stories260K-q4_0.gguf" "info stories260K-q4_0: Q4_0 with F16 ffn_down" '^file type: +2 \(MOSTLY_Q4_0\)$' \
+    '^  Q4_0 +[0-9]+ ' '^  F16 +5 '
+facts "$M/smollm-mini-q8_0.gguf" "info smollm-mini: hparams, BPE, tied output" \
+    '^  rope freq base +100000$' '^  embedding length +576$' '^  layers +2$' '^  heads +9$' '^  KV heads +3$' \
+    '^  FFN length +1536$' '^  model +gpt2$' '^  pre +smollm$' '^  vocab size +49152$' \
+    '^chat template: present \([0-9]+ bytes\)$' '^output: tied embeddings' '^  Q8_0 +[0-9]+ '
+for q in f16 q8_0 q4_0 q4_k_m mix; do
+    facts "$M/tiny-spm-$q.gguf" "info tiny-spm-$q: hparams, SPM vocab, template" \
+        '^  embedding length +256$' '^  layers +4$' '^  heads +8$' '^  KV heads +2$' '^  FFN length +768$' \
+        '^  vocab size +32000$' "^  bos +1 '<s>'\$" '^chat template: present \([0-9]+ bytes\)$' \
+        '^output: separate output\.weight$' '^tensors \(39\):$'
+done
+facts "$M/tiny-spm-q4_k_m.gguf" "info tiny-spm-q4_k_m: Q4_K and Q6_K" '^file type: +15 \(MOSTLY_Q4_K_M\)$' \
+    '^  Q4_K +[0-9]+ ' '^  Q6_K +[0-9]+ '
+# every block type once, in the totals section
+facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: all 13 types in the totals" \
+    '^  F32 +[0-9]+ ' '^  F16 +[0-9]+ ' '^  BF16 +[0-9]+ ' '^  Q4_0 +[0-9]+ ' '^  Q4_1 +[0-9]+ ' '^  Q5_0 +[0-9]+ ' \
+    '^  Q5_1 +[0-9]+ ' '^  Q8_0 +[0-9]+ ' '^  Q2_K +[0-9]+ ' '^  Q3_K +[0-9]+ ' '^  Q4_K +[0-9]+ ' '^  Q5_K +[0-9]+ ' \
+    '^  Q6_K +[0-9]+ '
+if need "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: 13 type rows"; then
+    run_info "$M/tiny-spm-mix.gguf"
+    n=$(sed -n '/^totals by type:/,/^total parameters/p' "$OUT/info.out" | grep -c '^  [A-Z][A-Z0-9_]* \+[0-9]')
+    if [ "$n" -eq 13 ]; then ok "info tiny-spm-mix: 13 type rows"; else not_ok "info tiny-spm-mix: 13 type rows" "got $n"; fi
+fi
+
+# every model and vocab file loads
+n_real=0; bad_real=""
+for f in "$M"/*.gguf "$TESTDATA"/golden/tokenizer/*.gguf; do
+    [ -f "$f" ] || continue
+    n_real=$((n_real + 1))
+    run_info --kv "$f"
+    if [ "$rc" -ne 0 ]; then bad_real="$bad_real $(basename "$f"): $(rc_text $rc) $(cat "$OUT/info.err");"; continue; fi
+    case "$f" in
+    */golden/tokenizer/*)
+        has '^tensors: none \(vocab-only file\)$' && has '^  vocab size +[1-9][0-9]*$' && has '^  tokenizer\.ggml\.tokens +array += \[string x [1-9]' ||
+            bad_real="$bad_real $(basename "$f"): vocab facts missing;" ;;
+    *)
+        has '^total parameters: [1-9][0-9]*' && has '^  general\.architecture +string += ' ||
+            bad_real="$bad_real $(basename "$f"): model facts missing;" ;;
+    esac
+done
+if need "$M/stories260K.gguf" "info --kv on every shared model and vocab"; then
+    if [ "$n_real" -ge 19 ] && [ -z "$bad_real" ]; then ok "info --kv on every shared model and vocab ($n_real files)"
+    else not_ok "info --kv on every shared model and vocab" "files: $n_real (want >= 19)" "$bad_real"; fi
+fi
+facts "$TESTDATA/golden/tokenizer/ggml-vocab-phi-3.gguf" "info phi-3 vocab: template and specials" \
+    '^architecture: +phi3$' '^  vocab size +32064$' "^  eos +32000 '<\|endoftext\|>'\$" \
+    '^chat template: present \([0-9]+ bytes\)$' '^tensors: none \(vocab-only file\)$'
+
+# ---- truncated real files ------------------------------------------------------
+# Every stories260K variant cut at ~300 offsets: dense over the header,
+# key/values and tensor table, sparse over the data. All must exit 1.
+for f in "$M"/stories260K*.gguf; do
+    label="truncated $(basename "$f") exits 1 at every cut"
+    need "$f" "$label" || continue
+    run_info "$f"
+    data=$(sed -n 's/^  GGUF: .*data offset \([0-9]*\)$/\1/p' "$OUT/info.out")
+    end=$(sed -n 's/^  data end: *\([0-9]*\) .*/\1/p' "$OUT/info.out")
+    if [ -z "$data" ] || [ -z "$end" ]; then not_ok "$label" "no data offset/end in info output"; continue; fi
+    # cuts at or past the end of the last tensor only lose padding: still valid
+    cuts=$( (seq 0 40; seq 41 53 "$data"; seq "$((data - 40))" "$((data + 8))";
+             seq "$data" "$(((end - data) / 40 + 1))" "$((end - 1))"; echo "$((end - 1))") | sort -un)
+    n=0; bad=0; first=""
+    for c in $cuts; do
+        [ "$c" -lt "$end" ] || continue
+        n=$((n + 1))
+        head -c "$c" "$f" >"$TMPF"
+        run_info "$TMPF"
+        if ! why=$(fail_reason ""); then
+            bad=$((bad + 1)); [ -z "$first" ] && first="cut at $c: $why"
+        fi
+    done
+    if [ "$n" -ge 250 ] && [ "$bad" -eq 0 ]; then ok "$label ($n cuts)"
+    else not_ok "$label" "$bad of $n cuts wrong (want >= 250 cuts)" "$first"; fi
+done
+rm -f "$TMPF"
