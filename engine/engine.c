@@ -1,6 +1,9 @@
-/* Engine thread (placeholder bodies; real implementation follows). */
-#include "engine.h"
+/* Engine thread: owns the model, forward context, position counter and
+ * sampler; the UI talks to it through two queues. This file holds the public
+ * API, the command loop and model loading; engine_gen.c runs a turn. */
+#include "engine_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +12,395 @@ engine_params engine_default_params(void)
 {
     engine_params p;
     memset(&p, 0, sizeof p);
+    p.model_path = NULL;
+    p.n_ctx = 0;
+    p.n_threads = 0;
+    p.no_kv_cache = false;
+    p.template_name = NULL;
     p.context_shift = true;
     p.sampling = sampler_default_params();
     return p;
 }
 
+static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+
+void engine_cmd_free(engine_cmd *c)
+{
+    free(c->path);
+    free(c->name);
+    for (size_t i = 0; i < c->n_messages; i++) {
+        free((char *)c->messages[i].role);
+        free((char *)c->messages[i].content);
+    }
+    free(c->messages);
+    c->path = c->name = NULL;
+    c->messages = NULL;
+    c->n_messages = 0;
+}
+
+static void drop_cmd(void *item) { engine_cmd_free(item); }
+
+void engine_post(engine *e, engine_event *ev)
+{
+    if (!queue_push(e->events, ev))
+        fprintf(stderr, "tokscope: engine event queue out of memory\n");
+}
+
+void engine_post_error(engine *e, const char *fmt, ...)
+{
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_ERROR;
+    ev.conv_id = e->conv_id;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ev.message, sizeof ev.message, fmt, ap);
+    va_end(ap);
+    engine_post(e, &ev);
+}
+
+static bool is_builtin(const char *name)
+{
+    for (int i = 0; chat_builtin_names[i]; i++)
+        if (!strcmp(chat_builtin_names[i], name))
+            return true;
+    return false;
+}
+
+static void set_template(engine *e, const char *name)
+{
+    if (!name || !*name || !strcmp(name, "model")) {
+        free(e->tmpl_force);
+        e->tmpl_force = NULL;
+        return;
+    }
+    if (!is_builtin(name)) {
+        char list[256] = "";
+        for (int i = 0; chat_builtin_names[i]; i++) {
+            strncat(list, i ? " " : "", sizeof list - strlen(list) - 1);
+            strncat(list, chat_builtin_names[i], sizeof list - strlen(list) - 1);
+        }
+        engine_post_error(e, "unknown chat template '%s' (built-ins: %s, or 'model')", name, list);
+        return;
+    }
+    free(e->tmpl_force);
+    e->tmpl_force = strdup(name);
+}
+
+/* Template-less models (base models such as stories260K) get "plain": the
+ * messages' text one after the other, so the model simply continues it. */
+const char *engine_template_label(const engine *e)
+{
+    if (e->tmpl_force)
+        return e->tmpl_force;
+    if (e->m && model_get_chat_template(e->m))
+        return "model";
+    return "plain";
+}
+
+static void apply_params(engine *e, const sampler_params *p)
+{
+    e->sp = *p;
+    if (e->sp.n_top > SAMPLER_MAX_TOP)
+        e->sp.n_top = SAMPLER_MAX_TOP;
+    if (e->s)
+        sampler_set_params(e->s, &e->sp);
+}
+
+static void unload(engine *e)
+{
+    forward_free(e->f);
+    sampler_free(e->s);
+    model_free(e->m);
+    free(e->logits);
+    free(e->kv);
+    e->f = NULL;
+    e->s = NULL;
+    e->m = NULL;
+    e->tok = NULL;
+    e->logits = NULL;
+    e->kv = NULL;
+    e->n_kv = 0;
+    e->n_ctx = 0;
+    e->n_vocab = 0;
+}
+
+static void post_progress(engine *e, float x)
+{
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_LOAD_PROGRESS;
+    ev.progress = x;
+    engine_post(e, &ev);
+}
+
+static void load(engine *e, const char *path)
+{
+    char err[512] = "";
+    unload(e);
+    if (!path || !*path) {
+        engine_post_error(e, "load: no model path given");
+        return;
+    }
+    post_progress(e, 0.0f);
+    e->m = model_load(path, err, sizeof err);
+    if (!e->m) {
+        engine_post_error(e, "%s", err[0] ? err : "cannot load model");
+        return;
+    }
+    post_progress(e, 0.5f);
+    e->tok = model_get_tokenizer(e->m);
+    const model_hparams *hp = model_get_hparams(e->m);
+    if (!e->tok) {
+        engine_post_error(e, "%s: the model has no tokenizer", path);
+        unload(e);
+        return;
+    }
+    forward_params fp = forward_default_params();
+    fp.n_ctx = e->p.n_ctx;
+    fp.n_threads = e->p.n_threads;
+    e->f = forward_build(e->m, &fp, err, sizeof err);
+    if (!e->f) {
+        engine_post_error(e, "%s", err[0] ? err : "cannot build the forward context");
+        unload(e);
+        return;
+    }
+    forward_set_progress(e->f, engine_progress_cb, e);
+    e->n_vocab = hp->n_vocab;
+    e->n_ctx = (int32_t)forward_n_ctx(e->f);
+    e->s = sampler_build(&e->sp, e->n_vocab);
+    e->logits = malloc((size_t)e->n_vocab * sizeof *e->logits);
+    e->kv = malloc((size_t)e->n_ctx * sizeof *e->kv);
+    if (!e->s || !e->logits || !e->kv) {
+        engine_post_error(e, "out of memory after loading %s", path);
+        unload(e);
+        return;
+    }
+    post_progress(e, 1.0f);
+
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_LOADED;
+    engine_model_info *in = &ev.info;
+    snprintf(in->name, sizeof in->name, "%s", model_get_name(e->m));
+    snprintf(in->arch, sizeof in->arch, "%s", model_get_arch(e->m) ? model_get_arch(e->m) : "");
+    const char *ft = model_file_type_name(hp->file_type);
+    snprintf(in->file_type, sizeof in->file_type, "%s", ft ? ft : "?");
+    snprintf(in->template_name, sizeof in->template_name, "%s", engine_template_label(e));
+    in->n_ctx = (uint32_t)e->n_ctx;
+    in->n_ctx_train = hp->n_ctx_train;
+    in->n_layer = hp->n_layer;
+    in->n_embd = hp->n_embd;
+    in->n_vocab = hp->n_vocab;
+    const gguf_ctx *g = model_get_gguf(e->m);
+    for (int64_t i = 0; g && i < gguf_n_tensors(g); i++)
+        in->n_params += (uint64_t)gguf_tensor_at(g, i)->n_elements;
+    ev.n_ctx = e->n_ctx;
+    engine_post(e, &ev);
+}
+
+static void reset(engine *e)
+{
+    e->n_kv = 0;
+    if (e->s)
+        sampler_reset_history(e->s);
+}
+
+void engine_drain(engine *e)
+{
+    engine_cmd c;
+    while (queue_pop(e->cmds, &c)) {
+        switch (c.type) {
+        case ENGINE_CMD_STOP:
+            e->stop = true;
+            break;
+        case ENGINE_CMD_SET_PARAMS:
+            apply_params(e, &c.sampling);
+            break;
+        case ENGINE_CMD_SET_TEMPLATE:
+            set_template(e, c.name);
+            break;
+        case ENGINE_CMD_QUIT:
+            e->quit = e->stop = true;
+            break;
+        default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
+            e->stop = true;
+            if (queue_push(e->deferred, &c))
+                continue; /* ownership moved */
+            break;
+        }
+        engine_cmd_free(&c);
+    }
+}
+
+static void handle(engine *e, engine_cmd *c)
+{
+    switch (c->type) {
+    case ENGINE_CMD_LOAD:
+        load(e, c->path);
+        break;
+    case ENGINE_CMD_SUBMIT:
+        engine_run_submit(e, c->messages, c->n_messages, c->conv_id);
+        break;
+    case ENGINE_CMD_STOP:
+        break; /* nothing running */
+    case ENGINE_CMD_SET_PARAMS:
+        apply_params(e, &c->sampling);
+        break;
+    case ENGINE_CMD_SET_TEMPLATE:
+        set_template(e, c->name);
+        break;
+    case ENGINE_CMD_RESET:
+        reset(e);
+        break;
+    case ENGINE_CMD_QUIT:
+        e->quit = true;
+        break;
+    }
+}
+
+static void *engine_main(void *arg)
+{
+    engine *e = arg;
+    while (!e->quit) {
+        engine_cmd c;
+        if (!queue_pop(e->deferred, &c) && !queue_pop_wait(e->cmds, &c, -1))
+            continue;
+        e->stop = false;
+        handle(e, &c);
+        engine_cmd_free(&c);
+    }
+    unload(e);
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_QUIT;
+    engine_post(e, &ev);
+    return NULL;
+}
+
+static void engine_destroy(engine *e)
+{
+    queue_free(e->cmds, drop_cmd);
+    queue_free(e->deferred, drop_cmd);
+    queue_free(e->events, NULL);
+    free(e->model_path);
+    free(e->template_name);
+    free(e->tmpl_force);
+    free(e->prompt);
+    free(e->gen);
+    free(e);
+}
+
 engine *engine_start(const engine_params *p, char *err, size_t errlen)
 {
-    (void)p;
-    snprintf(err, errlen, "engine not implemented yet");
-    return NULL;
+    engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    e->p = p ? *p : engine_default_params();
+    e->model_path = xstrdup(e->p.model_path);
+    e->template_name = xstrdup(e->p.template_name);
+    e->p.model_path = e->model_path;
+    e->p.template_name = e->template_name;
+    e->sp = e->p.sampling;
+    if (e->sp.n_top > SAMPLER_MAX_TOP)
+        e->sp.n_top = SAMPLER_MAX_TOP;
+    e->cmds = queue_build(sizeof(engine_cmd), false);
+    e->deferred = queue_build(sizeof(engine_cmd), false);
+    e->events = queue_build(sizeof(engine_event), true);
+    if (!e->cmds || !e->deferred || !e->events) {
+        snprintf(err, errlen, "cannot create the engine queues");
+        engine_destroy(e);
+        return NULL;
+    }
+    if (e->template_name && *e->template_name) {
+        if (!is_builtin(e->template_name)) {
+            snprintf(err, errlen, "unknown chat template '%s'", e->template_name);
+            engine_destroy(e);
+            return NULL;
+        }
+        e->tmpl_force = strdup(e->template_name);
+    }
+    if (e->model_path) {
+        engine_cmd c = {.type = ENGINE_CMD_LOAD, .path = strdup(e->model_path)};
+        queue_push(e->cmds, &c);
+    }
+    int rc = pthread_create(&e->th, NULL, engine_main, e);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the engine thread: %s", strerror(rc));
+        engine_destroy(e);
+        return NULL;
+    }
+    return e;
 }
 
 void engine_send(engine *e, engine_cmd *cmd)
 {
-    (void)e;
-    free(cmd->path);
-    free(cmd->name);
+    engine_cmd c = *cmd;
+    c.messages = NULL;
+    c.n_messages = 0;
+    if (cmd->type == ENGINE_CMD_SUBMIT && cmd->n_messages) {
+        c.messages = calloc(cmd->n_messages, sizeof *c.messages);
+        if (c.messages) {
+            for (size_t i = 0; i < cmd->n_messages; i++) {
+                c.messages[i].role = strdup(cmd->messages[i].role ? cmd->messages[i].role : "user");
+                c.messages[i].content = strdup(cmd->messages[i].content ? cmd->messages[i].content : "");
+            }
+            c.n_messages = cmd->n_messages;
+        }
+    }
+    cmd->path = cmd->name = NULL; /* owned by the queue now */
+    if (!queue_push(e->cmds, &c))
+        engine_cmd_free(&c);
 }
 
-void engine_submit(engine *e, int32_t conv_id, const chat_message *msgs, size_t n) { (void)e; (void)conv_id; (void)msgs; (void)n; }
-void engine_stop(engine *e) { (void)e; }
-void engine_set_params(engine *e, const sampler_params *p) { (void)e; (void)p; }
-bool engine_poll(engine *e, engine_event *ev) { (void)e; (void)ev; return false; }
-int engine_event_fd(const engine *e) { (void)e; return -1; }
-void engine_shutdown(engine *e) { (void)e; }
+void engine_submit(engine *e, int32_t conv_id, const chat_message *msgs, size_t n)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = (chat_message *)msgs, .n_messages = n, .conv_id = conv_id};
+    engine_send(e, &c);
+}
+
+void engine_stop(engine *e)
+{
+    engine_cmd c = {.type = ENGINE_CMD_STOP};
+    engine_send(e, &c);
+}
+
+void engine_set_params(engine *e, const sampler_params *p)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SET_PARAMS, .sampling = *p};
+    engine_send(e, &c);
+}
+
+void engine_load(engine *e, const char *path)
+{
+    engine_cmd c = {.type = ENGINE_CMD_LOAD, .path = xstrdup(path)};
+    engine_send(e, &c);
+}
+
+void engine_set_template(engine *e, const char *name)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SET_TEMPLATE, .name = xstrdup(name)};
+    engine_send(e, &c);
+}
+
+void engine_reset(engine *e)
+{
+    engine_cmd c = {.type = ENGINE_CMD_RESET};
+    engine_send(e, &c);
+}
+
+bool engine_poll(engine *e, engine_event *ev) { return queue_pop(e->events, ev); }
+
+int engine_event_fd(const engine *e) { return queue_fd(e->events); }
+
+void engine_shutdown(engine *e)
+{
+    if (!e)
+        return;
+    engine_cmd c = {.type = ENGINE_CMD_QUIT};
+    engine_send(e, &c);
+    pthread_join(e->th, NULL);
+    engine_destroy(e);
+}

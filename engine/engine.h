@@ -99,7 +99,8 @@ typedef struct engine_event {
     int32_t done, total;        /* PREFILL */
     /* TOKEN */
     int32_t token, pos;         /* pos: where this token sits in the sequence */
-    char text[ENGINE_TEXT_MAX]; /* bytes this token adds to the reply (complete UTF-8 held back) */
+    char text[ENGINE_TEXT_MAX]; /* bytes this token adds to the reply (incomplete UTF-8 and a possible
+                                   stop-string start are held back); DONE: the held-back rest, if any */
     int32_t text_len;
     float logit, p_raw, p_post, entropy_raw, entropy_post;
     int32_t n_top;
@@ -111,7 +112,8 @@ typedef struct engine_event {
     int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
     int32_t n_dropped;          /* CONTEXT_SHIFT */
     engine_model_info info;     /* LOADED */
-    char message[ENGINE_MSG_MAX]; /* ERROR, CONTEXT_SHIFT, DONE (ERROR reason) */
+    char message[ENGINE_MSG_MAX]; /* ERROR, CONTEXT_SHIFT, DONE (ERROR/CTX_FULL reason),
+                                     PREFILL (first one: template fallback warning, else "") */
 } engine_event;
 
 /* Starts the thread (and loads params->model_path if set). NULL + err on failure. */
@@ -123,6 +125,9 @@ void engine_send(engine *e, engine_cmd *cmd);
 void engine_submit(engine *e, int32_t conv_id, const chat_message *msgs, size_t n);
 void engine_stop(engine *e);
 void engine_set_params(engine *e, const sampler_params *p);
+void engine_load(engine *e, const char *path);         /* path is copied */
+void engine_set_template(engine *e, const char *name); /* built-in name; NULL, "" or "model": the model's own */
+void engine_reset(engine *e);
 /* Non-blocking: true and fills ev when an event is pending. */
 bool engine_poll(engine *e, engine_event *ev);
 /* Readable when events are pending (drain it with engine_poll). */
