@@ -1,12 +1,294 @@
-/* Placeholder until the owning issue lands. */
+/* tokscope compare: teacher-force a golden file's token sequence through our
+ * forward pass and report, position by position, how far our logits are
+ * from the reference's. Meant for people porting an engine: the table shows
+ * where the two disagree most, the last line is machine-readable. */
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "forward.h"
+#include "golden.h"
+#include "model.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tokscope compare -m MODEL GOLDEN.jsonl [options]\n"
+            "\n"
+            "Feeds the golden file's tokens (prompt, then every later token_in) through the model\n"
+            "and compares our logits with the reference's at every position.\n"
+            "\n"
+            "  -m, --model FILE     GGUF model the golden file was made with\n"
+            "  --one-by-one         evaluate every token alone (default: the prompt as one batch,\n"
+            "                       then one token at a time, like the reference)\n"
+            "  --all-batched        evaluate the whole sequence as one batch\n"
+            "  --batch B            tokens per internal batch (default 512)\n"
+            "  --no-kv-cache        recompute the whole prefix for every position\n"
+            "  --f32-kv             keep K and V in F32 instead of F16\n"
+            "  --top N              positions to list (default 10)\n"
+            "  --max-diff X         fail when max |dlogit| > X (default 0.05 for F32/F16 models, off for\n"
+            "                       quantized)\n"
+            "  --max-kl X           fail when mean KL > X (default 1e-4 float, 1e-3 quantized)\n"
+            "  --min-top1 X         fail when top-1 agreement < X (default 0.98 quantized, off for float)\n"
+            "  -t, --threads N      threads (default: online CPUs)\n"
+            "\n"
+            "Metrics per position, over the reference's top-k ids: max |dlogit|; KL(ref||ours) with each\n"
+            "side normalised by its own log-sum-exp; |dlse|. top1_agree counts positions whose reference\n"
+            "top-2 gap exceeds 0.1. Exit status: 0 within tolerance, 1 outside, 2 bad arguments.\n");
+}
+
+struct pos_stat {
+    int32_t pos, token;
+    float max_diff, kl, lse_ref, lse_ours, lse_diff;
+    int32_t argmax_ref, argmax_ours;
+};
+
+static int by_severity(const void *a, const void *b)
+{
+    const struct pos_stat *x = a, *y = b;
+    if (x->max_diff != y->max_diff)
+        return x->max_diff < y->max_diff ? 1 : -1;
+    return x->pos - y->pos;
+}
+
+static void token_text(const tokenizer *tok, int32_t id, char *buf, size_t cap)
+{
+    if (!tok || cap < 8) {
+        snprintf(buf, cap, "%d", id);
+        return;
+    }
+    char piece[64];
+    int32_t n = tokenizer_token_to_piece(tok, id, true, piece, (int32_t)sizeof piece - 1);
+    if (n < 0)
+        n = 0;
+    if (n > (int32_t)sizeof piece - 1)
+        n = (int32_t)sizeof piece - 1;
+    size_t o = 0;
+    o += (size_t)snprintf(buf, cap, "%d '", id);
+    for (int32_t i = 0; i < n && o + 6 < cap; i++) {
+        unsigned char c = (unsigned char)piece[i];
+        if (c == '\n')
+            o += (size_t)snprintf(buf + o, cap - o, "\\n");
+        else if (c < 0x20)
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    snprintf(buf + o, cap - o, "'");
+}
 
 int cmd_compare(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokscope: 'compare' is not implemented yet\n");
+    const char *model_path = NULL, *golden_path = NULL;
+    bool one_by_one = false, all_batched = false, no_cache = false, f32_kv = false;
+    int batch = 0, top_n = 10, threads = 0;
+    double max_diff = -1, max_kl = -1, min_top1 = -1;
+    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},   {"threads", required_argument, 0, 't'},
+        {"one-by-one", no_argument, 0, O_ONE},  {"all-batched", no_argument, 0, O_ALL},
+        {"batch", required_argument, 0, O_BATCH}, {"no-kv-cache", no_argument, 0, O_NOKV},
+        {"top", required_argument, 0, O_TOP},   {"max-diff", required_argument, 0, O_MAXD},
+        {"max-kl", required_argument, 0, O_MAXKL}, {"min-top1", required_argument, 0, O_MINT1},
+        {"f32-kv", no_argument, 0, O_F32KV},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "m:t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model_path = optarg; break;
+        case 't':
+            threads = (int)strtol(optarg, &end, 10);
+            if (*end || threads < 1 || threads > 256)
+                goto bad;
+            break;
+        case O_ONE: one_by_one = true; break;
+        case O_ALL: all_batched = true; break;
+        case O_NOKV: no_cache = true; break;
+        case O_F32KV: f32_kv = true; break;
+        case O_BATCH:
+            batch = (int)strtol(optarg, &end, 10);
+            if (*end || batch < 1 || batch > 4096)
+                goto bad;
+            break;
+        case O_TOP:
+            top_n = (int)strtol(optarg, &end, 10);
+            if (*end || top_n < 0)
+                goto bad;
+            break;
+        case O_MAXD:
+            max_diff = strtod(optarg, &end);
+            if (*end || max_diff < 0)
+                goto bad;
+            break;
+        case O_MAXKL:
+            max_kl = strtod(optarg, &end);
+            if (*end || max_kl < 0)
+                goto bad;
+            break;
+        case O_MINT1:
+            min_top1 = strtod(optarg, &end);
+            if (*end || min_top1 < 0 || min_top1 > 1)
+                goto bad;
+            break;
+        case 'h': usage(stdout); return 0;
+        default: goto bad;
+        }
+    }
+    if (optind == argc - 1)
+        golden_path = argv[optind];
+    if (!model_path || !golden_path || one_by_one + all_batched + no_cache > 1)
+        goto bad;
+
+    char err[1024];
+    golden *g = golden_load(golden_path, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "tokscope compare: %s\n", err);
+        return 1;
+    }
+    model *m = model_load_weights_only(model_path, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "tokscope compare: %s\n", err);
+        golden_free(g);
+        return 1;
+    }
+    const model_hparams *hp = model_get_hparams(m);
+    const int32_t n_vocab = hp->n_vocab;
+    if (g->n_vocab != n_vocab) {
+        fprintf(stderr, "tokscope compare: golden file has n_vocab %d, model has %d (wrong model?)\n", g->n_vocab,
+                n_vocab);
+        model_free(m);
+        golden_free(g);
+        return 1;
+    }
+    int32_t n_seq = 0;
+    int32_t *seq = golden_sequence(g, &n_seq);
+    forward_params fp = forward_default_params();
+    fp.n_ctx = (uint32_t)n_seq;
+    if (batch)
+        fp.n_batch = (uint32_t)batch;
+    fp.n_threads = threads;
+    if (f32_kv)
+        fp.kv_type = TENSOR_TYPE_F32;
+    forward_ctx *f = seq ? forward_build(m, &fp, err, sizeof err) : NULL;
+    float *logits = malloc((size_t)n_seq * n_vocab * sizeof(float));
+    struct pos_stat *st = calloc((size_t)n_seq, sizeof *st);
+    int rc = 1;
+    if (!f || !logits || !st) {
+        fprintf(stderr, "tokscope compare: %s\n", f ? "out of memory" : err);
+        goto done;
+    }
+
+    /* Our logits for every position of the sequence. */
+    int ev = 0;
+    if (all_batched) {
+        ev = forward_eval(f, seq, n_seq, 0, logits, true, err, sizeof err);
+    } else if (no_cache) {
+        for (int32_t p = 0; ev == 0 && p < n_seq; p++)
+            ev = forward_eval(f, seq, p + 1, 0, logits + (size_t)p * n_vocab, false, err, sizeof err);
+    } else {
+        int32_t first = one_by_one ? 0 : g->n_prompt;
+        if (first > 0)
+            ev = forward_eval(f, seq, first, 0, logits, true, err, sizeof err);
+        for (int32_t p = first; ev == 0 && p < n_seq; p++)
+            ev = forward_eval(f, seq + p, 1, p, logits + (size_t)p * n_vocab, false, err, sizeof err);
+    }
+    if (ev != 0) {
+        fprintf(stderr, "tokscope compare: %s\n", err);
+        goto done;
+    }
+
+    double sum_kl = 0, worst_diff = 0, worst_lse = 0;
+    int32_t n_decisive = 0, n_agree = 0;
+    for (int32_t p = 0; p < n_seq; p++) {
+        const golden_pos *gp = &g->pos[p];
+        const float *lo = logits + (size_t)p * n_vocab;
+        const double lse = golden_lse(lo, n_vocab);
+        double md = 0, kl = 0;
+        for (int32_t i = 0; i < gp->n_top; i++) {
+            const int32_t id = gp->top_id[i];
+            if (id < 0 || id >= n_vocab)
+                continue;
+            const double d = fabs((double)lo[id] - gp->top_logit[i]);
+            if (d > md)
+                md = d;
+            const double lr = gp->top_logit[i] - (double)gp->lse, lq = lo[id] - lse;
+            kl += exp(lr) * (lr - lq);
+        }
+        struct pos_stat *s = &st[p];
+        s->pos = p;
+        s->token = seq[p];
+        s->max_diff = (float)md;
+        s->kl = (float)kl;
+        s->lse_ref = gp->lse;
+        s->lse_ours = (float)lse;
+        s->lse_diff = (float)fabs(lse - gp->lse);
+        s->argmax_ref = gp->argmax;
+        s->argmax_ours = golden_argmax(lo, n_vocab);
+        sum_kl += kl;
+        if (md > worst_diff)
+            worst_diff = md;
+        if (s->lse_diff > worst_lse)
+            worst_lse = s->lse_diff;
+        if (gp->n_top >= 2 && gp->top_logit[0] - gp->top_logit[1] > 0.1f) {
+            n_decisive++;
+            n_agree += s->argmax_ours == gp->argmax;
+        }
+    }
+    const double mean_kl = sum_kl / n_seq;
+    const double top1 = n_decisive ? (double)n_agree / n_decisive : 1.0;
+
+    const bool quantized = model_is_quantized(m);
+    if (max_diff < 0)
+        max_diff = quantized ? INFINITY : 0.05;
+    if (max_kl < 0)
+        max_kl = quantized ? 1e-3 : 1e-4;
+    if (min_top1 < 0)
+        min_top1 = quantized ? 0.98 : 0;
+
+    const tokenizer *tok = model_get_tokenizer(m);
+    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt), mode %s, KV %s\n", golden_path,
+           model_path, quantized ? "quantized" : "float", n_seq, g->n_prompt,
+           all_batched ? "all-batched" : no_cache ? "no-kv-cache" : one_by_one ? "one-by-one" : "prompt batched",
+           f32_kv ? "F32" : "F16");
+    if (top_n > 0) {
+        qsort(st, (size_t)n_seq, sizeof *st, by_severity);
+        int shown = top_n < n_seq ? top_n : n_seq;
+        printf("  %d positions with the largest |dlogit| (over the reference top-%d):\n", shown,
+               g->pos[0].n_top);
+        printf("  %5s  %-22s %10s %10s %10s  %s\n", "pos", "token_in", "max|dlog|", "KL", "|dlse|",
+               "argmax ref / ours");
+        for (int i = 0; i < shown; i++) {
+            char tt[48], a1[48], a2[48];
+            token_text(tok, st[i].token, tt, sizeof tt);
+            token_text(tok, st[i].argmax_ref, a1, sizeof a1);
+            token_text(tok, st[i].argmax_ours, a2, sizeof a2);
+            printf("  %5d  %-22s %10.6f %10.3g %10.6f  %s%s%s\n", st[i].pos, tt, st[i].max_diff, st[i].kl,
+                   st[i].lse_diff, a1, st[i].argmax_ref == st[i].argmax_ours ? " = " : " != ", a2);
+        }
+    }
+    bool pass = worst_diff <= max_diff && mean_kl <= max_kl && top1 >= min_top1;
+    printf("  tolerance: max|dlogit| <= %g, mean KL <= %g, top1 >= %g: %s\n", max_diff, max_kl, min_top1,
+           pass ? "PASS" : "FAIL");
+    printf("{\"positions\":%d,\"max_abs_logit_diff\":%.6f,\"mean_kl\":%.3e,\"top1_agree\":%.4f,\"max_lse_diff\":%.6f}\n",
+           n_seq, worst_diff, mean_kl, top1, worst_lse);
+    rc = pass ? 0 : 1;
+done:
+    free(st);
+    free(logits);
+    free(seq);
+    forward_free(f);
+    model_free(m);
+    golden_free(g);
+    return rc;
+bad:
+    usage(stderr);
     return 2;
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant_batch.h"
 #include "threadpool.h"
 
 #if defined(__F16C__) && defined(__FMA__) && defined(__AVX2__)
@@ -290,12 +291,9 @@ static void mm_worker(void *arg, int ith, int nth)
             tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
             continue;
         }
-        /* Each weight row is read once and dotted with every token's row. */
-        for (int64_t r = lo; r < hi; r++) {
-            const uint8_t *wr = wd + (size_t)r * rb;
-            for (int t = 0; t < job->n_tok; t++)
-                sg->out[t * sg->out_stride + r] = tensor_vec_dot(type, job->n_in, wr, sg->act + t * sg->act_stride);
-        }
+        /* Each weight tile is reused across every token's row. */
+        tensor_matmul(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, job->n_tok, sg->act_stride,
+                      sg->out + lo, sg->out_stride);
     }
 }
 

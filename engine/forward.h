@@ -40,4 +40,25 @@ int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start
 typedef bool (*forward_progress_fn)(void *user, int32_t done, int32_t total);
 void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user);
 
+/* ---- prompt building (engine/forward_prompt.c) ----------------------------
+ * How the commands turn user text into tokens, the way llama.cpp's common
+ * code does it. */
+typedef struct forward_prompt_params {
+    const char *text;          /* user prompt ("" = nothing but BOS) */
+    bool no_bos;               /* never add BOS */
+    bool chat;                 /* render one user turn with the chat template */
+    const char *system;        /* optional system message (chat only) */
+    const char *template_name; /* force a built-in chat format (chat only) */
+} forward_prompt_params;
+
+/* Tokenizes the prompt. Plain: add BOS when the vocab wants it (and !no_bos),
+ * special tokens not parsed. Chat: render {system?, user} with the model's
+ * template (or the forced built-in) plus the generation prompt, drop a
+ * leading BOS text when the tokenizer adds BOS itself (like common_chat),
+ * and tokenize with special tokens parsed. Returns a malloc'd array and its
+ * length in *n, or NULL with err set. warn (may be NULL) receives template
+ * fallback warnings. */
+int32_t *forward_tokenize_prompt(const model *m, const forward_prompt_params *p, int32_t *n, char *warn,
+                                 size_t warnlen, char *err, size_t errlen);
+
 #endif

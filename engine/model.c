@@ -77,7 +77,7 @@ static void fail(model *m, char *err, size_t errlen, const char *path)
     model_free(m);
 }
 
-model *model_load(const char *path, char *err, size_t errlen)
+static model *load(const char *path, bool need_tokenizer, char *err, size_t errlen)
 {
     model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -211,14 +211,16 @@ model *model_load(const char *path, char *err, size_t errlen)
         m->weight_bytes += gguf_tensor_at(g, i)->nbytes;
 
     m->tok = tokenizer_build(g, err, errlen);
-    if (!m->tok) {
+    if (!m->tok && !need_tokenizer) {
+        err[0] = 0;
+    } else if (!m->tok) {
         char tmp[400];
         snprintf(tmp, sizeof tmp, "%s", err);
         snprintf(err, errlen, "tokenizer: %s", tmp);
         fail(m, err, errlen, path);
         return NULL;
     }
-    if (tokenizer_n_vocab(m->tok) != hp->n_vocab) {
+    if (m->tok && tokenizer_n_vocab(m->tok) != hp->n_vocab) {
         snprintf(err, errlen, "vocabulary has %d tokens but token_embd.weight has %d rows",
                  tokenizer_n_vocab(m->tok), hp->n_vocab);
         fail(m, err, errlen, path);
@@ -235,6 +237,13 @@ model *model_load(const char *path, char *err, size_t errlen)
             *dot = 0;
     }
     return m;
+}
+
+model *model_load(const char *path, char *err, size_t errlen) { return load(path, true, err, errlen); }
+
+model *model_load_weights_only(const char *path, char *err, size_t errlen)
+{
+    return load(path, false, err, errlen);
 }
 
 void model_free(model *m)

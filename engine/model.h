@@ -31,6 +31,9 @@ typedef struct model model;
 /* Opens, validates shapes and types of every tensor the forward pass needs
  * (clear error naming the tensor otherwise), builds the tokenizer. */
 model *model_load(const char *path, char *err, size_t errlen);
+/* Same, but a tokenizer that fails to build is not an error:
+ * model_get_tokenizer() then returns NULL (compare needs token ids only). */
+model *model_load_weights_only(const char *path, char *err, size_t errlen);
 void model_free(model *m);
 
 const model_hparams *model_get_hparams(const model *m);
