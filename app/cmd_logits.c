@@ -1,12 +1,239 @@
-/* Placeholder until the owning issue lands. */
+/* tokscope logits: the model's logits at every position of a prompt and of a
+ * greedy continuation, as JSONL in the golden schema (../shared/README.md),
+ * so our output can be diffed against the reference's or fed to compare. */
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "forward.h"
+#include "golden.h"
+#include "model.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tokscope logits -m MODEL (-p PROMPT | --tokens 1,2,3) [options]\n"
+            "\n"
+            "Prints JSONL: {\"prompt_tokens\",\"n_vocab\"}, one line per position {pos, token_in, argmax,\n"
+            "lse, top [[id,logit],...]}, then {\"generated\",\"text\"} for a greedy continuation.\n"
+            "\n"
+            "  -m, --model FILE     GGUF model\n"
+            "  -p, --prompt TEXT    prompt (\"\" = BOS only)\n"
+            "  --tokens LIST        prompt as comma-separated token ids (no BOS added)\n"
+            "  -n N                 greedy tokens to generate (default 16)\n"
+            "  -k N                 logits listed per position (default 40)\n"
+            "  --one-by-one         evaluate the prompt one token at a time\n"
+            "  --batch B            tokens per internal batch (default 512)\n"
+            "  --no-bos             do not add BOS\n"
+            "  --no-kv-cache        recompute the whole sequence at every position\n"
+            "  --chat               wrap the prompt in the chat template (one user turn)\n"
+            "  --system TEXT        system message for --chat\n"
+            "  --template NAME      force a built-in chat format\n"
+            "  -c N                 context size (default: prompt + generated tokens)\n"
+            "  -t N                 threads (default: online CPUs)\n");
+}
+
+static int32_t *parse_ids(const char *s, int32_t *n)
+{
+    size_t cap = strlen(s) / 2 + 2;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    int32_t k = 0;
+    const char *p = s;
+    while (ids && *p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff || (*end && *end != ',')) {
+            free(ids);
+            return NULL;
+        }
+        ids[k++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (k == 0) {
+        free(ids);
+        return NULL;
+    }
+    *n = k;
+    return ids;
+}
 
 int cmd_logits(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokscope: 'logits' is not implemented yet\n");
+    const char *model_path = NULL, *prompt = NULL, *tokens_arg = NULL, *system = NULL, *tmpl = NULL;
+    int n_gen = 16, top_k = 40, batch = 0, threads = 0;
+    long n_ctx = 0;
+    bool one_by_one = false, no_bos = false, no_cache = false, chat = false;
+    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
+        {"tokens", required_argument, 0, O_TOKENS}, {"one-by-one", no_argument, 0, O_ONE},
+        {"batch", required_argument, 0, O_BATCH}, {"no-bos", no_argument, 0, O_NOBOS},
+        {"no-kv-cache", no_argument, 0, O_NOKV},  {"chat", no_argument, 0, O_CHAT},
+        {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
+        {"threads", required_argument, 0, 't'},   {"ctx-size", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "m:p:n:k:t:c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model_path = optarg; break;
+        case 'p': prompt = optarg; break;
+        case O_TOKENS: tokens_arg = optarg; break;
+        case 'n':
+            n_gen = (int)strtol(optarg, &end, 10);
+            if (*end || n_gen < 0 || n_gen > 1 << 20)
+                goto bad;
+            break;
+        case 'k':
+            top_k = (int)strtol(optarg, &end, 10);
+            if (*end || top_k < 0)
+                goto bad;
+            break;
+        case 't':
+            threads = (int)strtol(optarg, &end, 10);
+            if (*end || threads < 1 || threads > 256)
+                goto bad;
+            break;
+        case 'c':
+            n_ctx = strtol(optarg, &end, 10);
+            if (*end || n_ctx < 1 || n_ctx > 1 << 20)
+                goto bad;
+            break;
+        case O_BATCH:
+            batch = (int)strtol(optarg, &end, 10);
+            if (*end || batch < 1 || batch > 4096)
+                goto bad;
+            break;
+        case O_ONE: one_by_one = true; break;
+        case O_NOBOS: no_bos = true; break;
+        case O_NOKV: no_cache = true; break;
+        case O_CHAT: chat = true; break;
+        case O_SYSTEM: system = optarg; break;
+        case O_TEMPLATE: tmpl = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: goto bad;
+        }
+    }
+    if (optind != argc || !model_path || (!prompt == !tokens_arg) || (tokens_arg && chat) || (one_by_one && no_cache))
+        goto bad;
+
+    char err[1024], warn[512];
+    int32_t n_prompt = 0;
+    int32_t *toks = NULL;
+    if (tokens_arg && !(toks = parse_ids(tokens_arg, &n_prompt))) {
+        fprintf(stderr, "tokscope logits: --tokens wants comma-separated non-negative ids\n");
+        goto bad;
+    }
+    model *m = tokens_arg ? model_load_weights_only(model_path, err, sizeof err) : model_load(model_path, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "tokscope logits: %s\n", err);
+        free(toks);
+        return 1;
+    }
+    const tokenizer *tok = model_get_tokenizer(m);
+    const model_hparams *hp = model_get_hparams(m);
+    const int32_t n_vocab = hp->n_vocab;
+    int rc = 1;
+    forward_ctx *f = NULL;
+    float *logits = NULL;
+    int32_t *seq = NULL, *scratch = NULL;
+    if (!toks) {
+        forward_prompt_params pp = {prompt, no_bos, chat, system, tmpl};
+        toks = forward_tokenize_prompt(m, &pp, &n_prompt, warn, sizeof warn, err, sizeof err);
+        if (!toks) {
+            fprintf(stderr, "tokscope logits: %s\n", err);
+            goto done;
+        }
+        if (warn[0])
+            fprintf(stderr, "tokscope logits: warning: %s\n", warn);
+    }
+    if (n_prompt == 0) {
+        fprintf(stderr, "tokscope logits: the prompt is empty (no tokens and no BOS)\n");
+        goto done;
+    }
+    const int64_t total = (int64_t)n_prompt + n_gen;
+    if (n_ctx == 0)
+        n_ctx = total;
+    if (total > n_ctx) {
+        fprintf(stderr, "tokscope logits: prompt (%d tokens) plus %d generated tokens exceed the context of %ld\n",
+                n_prompt, n_gen, n_ctx);
+        goto done;
+    }
+    forward_params fp = forward_default_params();
+    fp.n_ctx = (uint32_t)n_ctx;
+    fp.n_threads = threads;
+    if (batch)
+        fp.n_batch = (uint32_t)batch;
+    f = forward_build(m, &fp, err, sizeof err);
+    if (!f) {
+        fprintf(stderr, "tokscope logits: %s\n", err);
+        goto done;
+    }
+    const int32_t nb = batch ? batch : 512;
+    logits = malloc((size_t)nb * n_vocab * sizeof(float));
+    seq = malloc((size_t)total * sizeof *seq);
+    scratch = malloc(((size_t)n_vocab + 1) * sizeof *scratch);
+    if (!logits || !seq || !scratch) {
+        fprintf(stderr, "tokscope logits: out of memory\n");
+        goto done;
+    }
+    memcpy(seq, toks, (size_t)n_prompt * sizeof *seq);
+    golden_write_header(stdout, toks, n_prompt, n_vocab);
+
+    /* Prompt positions. */
+    for (int32_t p0 = 0; p0 < n_prompt;) {
+        int32_t cnt = one_by_one || no_cache ? 1 : (n_prompt - p0 < nb ? n_prompt - p0 : nb);
+        int ev = no_cache ? forward_eval(f, seq, p0 + 1, 0, logits, false, err, sizeof err)
+                          : forward_eval(f, seq + p0, cnt, p0, logits, true, err, sizeof err);
+        if (ev != 0) {
+            fprintf(stderr, "tokscope logits: %s\n", err);
+            goto done;
+        }
+        for (int32_t i = 0; i < cnt; i++)
+            golden_write_pos(stdout, p0 + i, seq[p0 + i], logits + (size_t)i * n_vocab, n_vocab, top_k, scratch);
+        p0 += cnt;
+    }
+    /* Greedy continuation: feed each argmax back, report its logits too. */
+    const float *last = logits + (size_t)((one_by_one || no_cache) ? 0 : (n_prompt - 1) % nb) * n_vocab;
+    int32_t next = golden_argmax(last, n_vocab);
+    for (int32_t i = 0; i < n_gen; i++) {
+        const int32_t pos = n_prompt + i;
+        seq[pos] = next;
+        int ev = no_cache ? forward_eval(f, seq, pos + 1, 0, logits, false, err, sizeof err)
+                          : forward_eval(f, seq + pos, 1, pos, logits, false, err, sizeof err);
+        if (ev != 0) {
+            fprintf(stderr, "tokscope logits: %s\n", err);
+            goto done;
+        }
+        golden_write_pos(stdout, pos, next, logits, n_vocab, top_k, scratch);
+        next = golden_argmax(logits, n_vocab);
+    }
+    char *text = NULL;
+    if (tok && n_gen > 0) {
+        int32_t need = tokenizer_decode(tok, seq + n_prompt, n_gen, false, false, NULL, 0);
+        text = need >= 0 ? malloc((size_t)need + 1) : NULL;
+        if (text && tokenizer_decode(tok, seq + n_prompt, n_gen, false, false, text, need + 1) < 0)
+            text[0] = 0;
+    }
+    golden_write_final(stdout, seq + n_prompt, n_gen, text ? text : "");
+    free(text);
+    fflush(stdout);
+    rc = 0;
+done:
+    free(scratch);
+    free(seq);
+    free(logits);
+    free(toks);
+    forward_free(f);
+    model_free(m);
+    return rc;
+bad:
+    usage(stderr);
     return 2;
 }
