@@ -1,12 +1,243 @@
-/* Placeholder until the owning issue lands. */
+/* `tokscope tokenize`: text (stdin or -p) -> token ids with the model's
+ * tokenizer; --cases runs llama.cpp test-tokenizer-0 style .inp files. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tokscope tokenize -m MODEL_OR_VOCAB [options] < text\n"
+            "  -m, --model FILE    GGUF model or vocab-only GGUF\n"
+            "  -p, --prompt TEXT   tokenize TEXT instead of reading stdin\n"
+            "  --no-bos            do not add BOS even if the vocab asks for it\n"
+            "  --special           parse special tokens written in the text (<|im_start|>)\n"
+            "  --ids-only          print only the ids, space-separated on one line (default)\n"
+            "  --pieces            one token per line: id, type and the escaped piece\n"
+            "  --cases FILE.inp    split FILE on lines __ggml_vocab_test__ and print one line\n"
+            "                      per case in llama.cpp's .out format (no BOS, no specials)\n");
+}
+
+static char *read_all(FILE *f, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int32_t *encode_alloc(const tokenizer *t, const char *s, size_t len, bool bos, bool special, int32_t *n)
+{
+    int32_t cap = (int32_t)(len < 1024 ? 1024 : len + 16);
+    int32_t *ids = malloc(sizeof *ids * (size_t)cap);
+    if (!ids)
+        return NULL;
+    int32_t k = tokenizer_encode(t, s, len, bos, special, ids, cap);
+    if (k > cap) {
+        int32_t *ni = realloc(ids, sizeof *ids * (size_t)k);
+        if (!ni) {
+            free(ids);
+            return NULL;
+        }
+        ids = ni;
+        k = tokenizer_encode(t, s, len, bos, special, ids, k);
+    }
+    if (k < 0) {
+        free(ids);
+        return NULL;
+    }
+    *n = k;
+    return ids;
+}
+
+/* Printable form of a piece: escapes control bytes and backslash. */
+static void print_escaped(FILE *f, const char *p, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        switch (c) {
+        case '\n': fputs("\\n", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\'': fputs("\\'", f); break;
+        default:
+            if (c < 0x20 || c == 0x7F)
+                fprintf(f, "\\x%02x", c);
+            else
+                fputc(c, f);
+        }
+    }
+}
+
+static const char *type_name(enum tokenizer_token_type ty)
+{
+    switch (ty) {
+    case TOKEN_TYPE_NORMAL: return "normal";
+    case TOKEN_TYPE_UNKNOWN: return "unknown";
+    case TOKEN_TYPE_CONTROL: return "control";
+    case TOKEN_TYPE_USER_DEFINED: return "user";
+    case TOKEN_TYPE_UNUSED: return "unused";
+    case TOKEN_TYPE_BYTE: return "byte";
+    default: return "undef";
+    }
+}
+
+static int run_cases(const tokenizer *t, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tokscope tokenize: cannot open %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    size_t len = 0;
+    char *raw = read_all(f, &len);
+    fclose(f);
+    if (!raw) {
+        fprintf(stderr, "tokscope tokenize: cannot read %s\n", path);
+        return 1;
+    }
+    /* same splitting as llama.cpp's test-tokenizer-0: separator "\n__ggml_vocab_test__\n",
+     * a trailing piece without separator is a case too */
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    const size_t sl = sizeof sep - 1;
+    size_t pos = 0;
+    int rc = 0;
+    while (pos < len) {
+        const char *m = memmem(raw + pos, len - pos, sep, sl);
+        size_t clen = m ? (size_t)(m - (raw + pos)) : len - pos;
+        int32_t n = 0;
+        int32_t *ids = encode_alloc(t, raw + pos, clen, false, false, &n);
+        if (!ids) {
+            fprintf(stderr, "tokscope tokenize: tokenization failed\n");
+            rc = 1;
+            break;
+        }
+        for (int32_t i = 0; i < n; i++)
+            printf(" %d", ids[i]);
+        putchar('\n');
+        free(ids);
+        if (!m)
+            break;
+        pos += clen + sl;
+    }
+    free(raw);
+    return rc;
+}
 
 int cmd_tokenize(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokscope: 'tokenize' is not implemented yet\n");
-    return 2;
+    const char *model = NULL, *prompt = NULL, *cases = NULL;
+    bool no_bos = false, special = false, pieces = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc)
+            model = argv[++i];
+        else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && i + 1 < argc)
+            prompt = argv[++i];
+        else if (!strcmp(a, "--cases") && i + 1 < argc)
+            cases = argv[++i];
+        else if (!strcmp(a, "--no-bos"))
+            no_bos = true;
+        else if (!strcmp(a, "--special"))
+            special = true;
+        else if (!strcmp(a, "--ids-only"))
+            pieces = false;
+        else if (!strcmp(a, "--pieces"))
+            pieces = true;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "tokscope tokenize: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "tokscope tokenize: -m MODEL is required\n");
+        usage(stderr);
+        return 1;
+    }
+    char err[512];
+    gguf_ctx *g = gguf_open(model, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "tokscope tokenize: %s\n", err);
+        return 1;
+    }
+    tokenizer *t = tokenizer_build(g, err, sizeof err);
+    gguf_close(g);
+    if (!t) {
+        fprintf(stderr, "tokscope tokenize: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (cases) {
+        rc = run_cases(t, cases);
+        tokenizer_free(t);
+        return rc;
+    }
+    size_t len = 0;
+    char *text;
+    if (prompt) {
+        len = strlen(prompt);
+        text = strdup(prompt);
+    } else {
+        text = read_all(stdin, &len);
+    }
+    if (!text) {
+        fprintf(stderr, "tokscope tokenize: cannot read the input text\n");
+        tokenizer_free(t);
+        return 1;
+    }
+    int32_t n = 0;
+    int32_t *ids = encode_alloc(t, text, len, tokenizer_add_bos(t) && !no_bos, special, &n);
+    if (!ids) {
+        fprintf(stderr, "tokscope tokenize: tokenization failed\n");
+        rc = 1;
+    } else if (pieces) {
+        char buf[256];
+        for (int32_t i = 0; i < n; i++) {
+            int32_t l = tokenizer_token_to_piece(t, ids[i], true, buf, sizeof buf);
+            if (l > (int32_t)sizeof buf)
+                l = sizeof buf;
+            printf("%6d %-8s '", ids[i], type_name(tokenizer_token_type(t, ids[i])));
+            print_escaped(stdout, buf, l);
+            printf("'\n");
+        }
+    } else {
+        for (int32_t i = 0; i < n; i++)
+            printf(i ? " %d" : "%d", ids[i]);
+        putchar('\n');
+    }
+    free(ids);
+    free(text);
+    tokenizer_free(t);
+    return rc;
 }

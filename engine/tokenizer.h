@@ -76,4 +76,15 @@ bool tokenizer_is_eog(const tokenizer *t, int32_t id);
 /* Id of the token whose text is exactly s, or -1. */
 int32_t tokenizer_find(const tokenizer *t, const char *s);
 
+/* llama_detokenize exactly: remove_special drops a leading BOS (then keeps the
+ * space) / trailing EOS the vocab adds; the first token loses one leading
+ * space when the vocab adds a space prefix; BPE vocabs with clean_spaces get
+ * llama.cpp's " ," / " 's" clean-up. Returns the byte count (text truncated to
+ * cap-1 and NUL-terminated), -1 on allocation failure. */
+int32_t tokenizer_detokenize(const tokenizer *t, const int32_t *ids, int32_t n, bool remove_special,
+                             bool unparse_special, char *buf, int32_t cap);
+
+/* Newline token (SPM <0x0A>, BPE: encoding of "\n"), -1 if none. */
+int32_t tokenizer_nl(const tokenizer *t);
+
 #endif
