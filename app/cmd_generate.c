@@ -1,12 +1,272 @@
-/* Placeholder until the owning issue lands. */
+/* tokscope generate: evaluate a prompt and stream the sampled continuation.
+ * stdout carries only the generated text; timings go to stderr. */
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "commands.h"
+#include "forward.h"
+#include "model.h"
+#include "sampler.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tokscope generate -m MODEL -p PROMPT [options]\n"
+            "\n"
+            "  -m, --model FILE         GGUF model\n"
+            "  -p, --prompt TEXT        prompt (\"\" = BOS only)\n"
+            "  -n N                     tokens to generate (default 128)\n"
+            "  --temp T                 temperature (default 0.8; <= 0 is greedy)\n"
+            "  --top-k K                (default 40; <= 0 off)\n"
+            "  --top-p P                (default 0.95; 1 off)\n"
+            "  --min-p P                (default 0.05; 0 off)\n"
+            "  --typical P              (default 1 = off)\n"
+            "  --repeat-penalty R       (default 1 = off)\n"
+            "  --repeat-last-n N        tokens the penalties look back (default 64, -1 = all)\n"
+            "  --frequency-penalty F    (default 0)\n"
+            "  --presence-penalty F     (default 0)\n"
+            "  --seed S                 sampling seed (default: random)\n"
+            "  --no-bos                 do not add BOS\n"
+            "  --no-kv-cache            recompute the whole sequence for every token\n"
+            "  --chat                   wrap the prompt in the model's chat template\n"
+            "  --system TEXT            system message for --chat\n"
+            "  --template NAME          force a built-in chat format for --chat\n"
+            "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
+            "  -t, --threads N          threads (default: online CPUs)\n"
+            "\n"
+            "Prints only the generated text; prompt and generation speed go to stderr.\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static bool parse_float(const char *s, float *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || end == s || v != v)
+        return false;
+    *out = (float)v;
+    return true;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || end == s || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
 
 int cmd_generate(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokscope: 'generate' is not implemented yet\n");
+    const char *model_path = NULL, *prompt = NULL, *system = NULL, *tmpl = NULL;
+    long n_predict = 128, n_ctx = 0, threads = 0, v = 0;
+    bool no_bos = false, no_cache = false, chat = false;
+    sampler_params sp = sampler_default_params();
+    enum {
+        O_TEMP = 256, O_TOPK, O_TOPP, O_MINP, O_TYP, O_RP, O_RLN, O_FP, O_PP, O_SEED, O_NOBOS, O_NOKV, O_CHAT,
+        O_SYSTEM, O_TEMPLATE
+    };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},
+        {"prompt", required_argument, 0, 'p'},
+        {"temp", required_argument, 0, O_TEMP},
+        {"top-k", required_argument, 0, O_TOPK},
+        {"top-p", required_argument, 0, O_TOPP},
+        {"min-p", required_argument, 0, O_MINP},
+        {"typical", required_argument, 0, O_TYP},
+        {"repeat-penalty", required_argument, 0, O_RP},
+        {"repeat-last-n", required_argument, 0, O_RLN},
+        {"frequency-penalty", required_argument, 0, O_FP},
+        {"presence-penalty", required_argument, 0, O_PP},
+        {"seed", required_argument, 0, O_SEED},
+        {"no-bos", no_argument, 0, O_NOBOS},
+        {"no-kv-cache", no_argument, 0, O_NOKV},
+        {"chat", no_argument, 0, O_CHAT},
+        {"system", required_argument, 0, O_SYSTEM},
+        {"template", required_argument, 0, O_TEMPLATE},
+        {"ctx-size", required_argument, 0, 'c'},
+        {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "m:p:n:c:t:h", opts, NULL)) != -1) {
+        bool ok = true;
+        switch (c) {
+        case 'm': model_path = optarg; break;
+        case 'p': prompt = optarg; break;
+        case 'n': ok = parse_int(optarg, 0, 1 << 24, &n_predict); break;
+        case 'c': ok = parse_int(optarg, 1, 1 << 20, &n_ctx); break;
+        case 't': ok = parse_int(optarg, 1, 256, &threads); break;
+        case O_TEMP: ok = parse_float(optarg, &sp.temp); break;
+        case O_TOPK:
+            if ((ok = parse_int(optarg, -1, 1 << 24, &v)))
+                sp.top_k = (int32_t)v;
+            break;
+        case O_TOPP: ok = parse_float(optarg, &sp.top_p) && sp.top_p >= 0 && sp.top_p <= 1; break;
+        case O_MINP: ok = parse_float(optarg, &sp.min_p) && sp.min_p >= 0 && sp.min_p <= 1; break;
+        case O_TYP: ok = parse_float(optarg, &sp.typical_p) && sp.typical_p >= 0 && sp.typical_p <= 1; break;
+        case O_RP: ok = parse_float(optarg, &sp.repeat_penalty) && sp.repeat_penalty > 0; break;
+        case O_RLN:
+            if ((ok = parse_int(optarg, -1, 1 << 24, &v)))
+                sp.repeat_last_n = (int32_t)v;
+            break;
+        case O_FP: ok = parse_float(optarg, &sp.frequency_penalty); break;
+        case O_PP: ok = parse_float(optarg, &sp.presence_penalty); break;
+        case O_SEED: {
+            char *end;
+            unsigned long long s = strtoull(optarg, &end, 10);
+            ok = *end == 0 && end != optarg && optarg[0] != '-';
+            sp.seed = s;
+            sp.seed_set = true;
+            break;
+        }
+        case O_NOBOS: no_bos = true; break;
+        case O_NOKV: no_cache = true; break;
+        case O_CHAT: chat = true; break;
+        case O_SYSTEM: system = optarg; break;
+        case O_TEMPLATE: tmpl = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: ok = false;
+        }
+        if (!ok)
+            goto bad;
+    }
+    if (optind != argc || !model_path || !prompt)
+        goto bad;
+
+    char err[1024], warn[512];
+    model *m = model_load(model_path, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "tokscope generate: %s\n", err);
+        return 1;
+    }
+    const tokenizer *tok = model_get_tokenizer(m);
+    const int32_t n_vocab = model_get_hparams(m)->n_vocab;
+    int rc = 1;
+    forward_ctx *f = NULL;
+    sampler *smp = NULL;
+    float *logits = NULL;
+    int32_t *seq = NULL;
+    forward_prompt_params pp = {prompt, no_bos, chat, system, tmpl};
+    int32_t n_prompt = 0;
+    int32_t *toks = forward_tokenize_prompt(m, &pp, &n_prompt, warn, sizeof warn, err, sizeof err);
+    if (!toks) {
+        fprintf(stderr, "tokscope generate: %s\n", err);
+        goto done;
+    }
+    if (warn[0])
+        fprintf(stderr, "tokscope generate: warning: %s\n", warn);
+    if (n_prompt == 0) {
+        fprintf(stderr, "tokscope generate: the prompt is empty (no tokens and no BOS)\n");
+        goto done;
+    }
+    forward_params fp = forward_default_params();
+    fp.n_ctx = (uint32_t)n_ctx;
+    fp.n_threads = (int32_t)threads;
+    f = forward_build(m, &fp, err, sizeof err);
+    if (!f) {
+        fprintf(stderr, "tokscope generate: %s\n", err);
+        goto done;
+    }
+    const int32_t ctx = (int32_t)forward_n_ctx(f);
+    if (n_prompt >= ctx) {
+        fprintf(stderr, "tokscope generate: the prompt (%d tokens) does not fit the context of %d tokens (use -c)\n",
+                n_prompt, ctx);
+        goto done;
+    }
+    logits = malloc((size_t)n_vocab * sizeof(float));
+    seq = malloc((size_t)ctx * sizeof *seq);
+    smp = sampler_build(&sp, n_vocab);
+    if (!logits || !seq || !smp) {
+        fprintf(stderr, "tokscope generate: out of memory\n");
+        goto done;
+    }
+    memcpy(seq, toks, (size_t)n_prompt * sizeof *seq);
+    for (int32_t i = 0; i < n_prompt; i++)
+        sampler_accept(smp, toks[i]);
+
+    double t0 = now_s();
+    if (forward_eval(f, seq, n_prompt, 0, logits, false, err, sizeof err) != 0) {
+        fprintf(stderr, "tokscope generate: %s\n", err);
+        goto done;
+    }
+    double t1 = now_s();
+    /* Pieces can end inside a UTF-8 character; hold those bytes back. */
+    char pend[256];
+    size_t n_pend = 0;
+    int32_t n_past = n_prompt, n_gen = 0;
+    const char *stop = "length";
+    while (n_gen < n_predict) {
+        int32_t id = sampler_sample(smp, logits, NULL);
+        if (tok && tokenizer_is_eog(tok, id)) {
+            stop = "end of generation";
+            break;
+        }
+        sampler_accept(smp, id);
+        n_gen++;
+        char piece[128];
+        int32_t len = tok ? tokenizer_token_to_piece(tok, id, false, piece, (int32_t)sizeof piece) : 0;
+        if (len > (int32_t)sizeof piece)
+            len = (int32_t)sizeof piece;
+        if (len > 0) {
+            if (n_pend + (size_t)len > sizeof pend) { /* never a valid character: flush as is */
+                fwrite(pend, 1, n_pend, stdout);
+                n_pend = 0;
+            }
+            memcpy(pend + n_pend, piece, (size_t)len);
+            n_pend += (size_t)len;
+            size_t ok = tokenizer_utf8_complete(pend, n_pend);
+            fwrite(pend, 1, ok, stdout);
+            memmove(pend, pend + ok, n_pend - ok);
+            n_pend -= ok;
+            fflush(stdout);
+        }
+        if (n_gen >= n_predict)
+            break;
+        if (n_past >= ctx) {
+            stop = "context full";
+            break;
+        }
+        seq[n_past] = id;
+        int ev = no_cache ? forward_eval(f, seq, n_past + 1, 0, logits, false, err, sizeof err)
+                          : forward_eval(f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
+        if (ev != 0) {
+            fprintf(stderr, "\ntokscope generate: %s\n", err);
+            goto done;
+        }
+        n_past++;
+    }
+    fwrite(pend, 1, n_pend, stdout);
+    fflush(stdout);
+    double t2 = now_s();
+    const double tp = t1 - t0, tg = t2 - t1;
+    fprintf(stderr, "\nprompt: %d tokens in %.3f s (%.1f tok/s); generation: %d tokens in %.3f s (%.1f tok/s); stop: %s\n",
+            n_prompt, tp, tp > 0 ? n_prompt / tp : 0.0, n_gen, tg, tg > 0 ? n_gen / tg : 0.0, stop);
+    rc = 0;
+done:
+    sampler_free(smp);
+    free(seq);
+    free(logits);
+    free(toks);
+    forward_free(f);
+    model_free(m);
+    return rc;
+bad:
+    usage(stderr);
     return 2;
 }
