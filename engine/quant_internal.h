@@ -4,6 +4,7 @@
 #ifndef TOKSCOPE_QUANT_INTERNAL_H
 #define TOKSCOPE_QUANT_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -148,13 +149,13 @@ static inline uint16_t f32_to_bf16(float f)
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
 
-/* ggml's nearest_int: round half to even via the float adder (|x| < 2^22). */
+/* ggml's nearest_int: round half to even (|x| < 2^22). Written with rintf
+ * rather than ggml's add-a-magic-number so that the compiler cannot fuse the
+ * caller's multiply into the rounding add (an FMA would round differently
+ * from the SIMD path's multiply-then-round). */
 static inline int quant_nearest_int(float x)
 {
-    float v = x + 12582912.f;
-    int32_t i;
-    memcpy(&i, &v, 4);
-    return (i & 0x007fffff) - 0x00400000;
+    return (int)rintf(x);
 }
 
 /* K-quant 6-bit scale/min j (0..7) of a q4_K/q5_K block. */

@@ -1,10 +1,540 @@
-/* SIMD kernels (AVX2 / AVX-512 / VNNI), selected at compile time. Each one
- * computes the same integer sums as its scalar twin in quant_legacy.c /
- * quant_k.c / quant_fp.c; only the float summation order differs. */
+/* SIMD kernels (AVX2 + FMA + F16C, with AVX-512 VNNI / AVX-VNNI dot
+ * instructions where present), selected at compile time. Each computes the
+ * same integer sums as its scalar twin in quant_fp.c / quant_legacy.c /
+ * quant_k.c; only the order of the float summation differs. Activation
+ * quantizers are bit-identical to the scalar ones. Without AVX2 (NATIVE=0)
+ * nothing is installed and the scalar kernels run. */
 #include "quant_internal.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+#define QUANT_HAVE_AVX2 1
+
+/* ---- helpers ---- */
+
+static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline int hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* acc + sums of 4 adjacent u8*s8 products. The maddubs fallback saturates at
+ * 16 bits; every caller keeps pair sums below 2^15 (|u| <= 128, |s| <= 127). */
+static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* 8 partial sums of x*y for signed bytes x, y (|x| <= 128, |y| <= 127). */
+static inline __m256i dot_s8(__m256i x, __m256i y)
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+/* 32 nibbles of 16 bytes: low nibbles to bytes 0-15, high nibbles to 16-31. */
+static inline __m256i nibbles32(const uint8_t *p)
+{
+    __m128i t = _mm_loadu_si128((const __m128i *)p);
+    __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bits to 32 bytes: 0xFF where the bit is set. */
+static inline __m256i bits32(const uint8_t *p)
+{
+    uint32_t x;
+    memcpy(&x, p, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
+}
+
+/* ---- F32 / F16 / BF16 ---- */
+
+static float dot_f32_avx2(int64_t n, const void *w, const void *act)
+{
+    const float *x = w, *y = act;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += x[i] * y[i];
+    return sum;
+}
+
+static inline __m256 load_f16(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static float dot_f16_avx2(int64_t n, const void *w, const void *act)
+{
+    const uint16_t *x = w, *y = act;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load_f16(x + i), load_f16(y + i), a0);
+        a1 = _mm256_fmadd_ps(load_f16(x + i + 8), load_f16(y + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load_f16(x + i + 16), load_f16(y + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load_f16(x + i + 24), load_f16(y + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(load_f16(x + i), load_f16(y + i), a0);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += fp16_to_f32(x[i]) * fp16_to_f32(y[i]);
+    return sum;
+}
+
+static void dequantize_f16_avx2(const void *src, float *dst, int64_t n)
+{
+    const uint16_t *x = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, load_f16(x + i));
+    for (; i < n; i++)
+        dst[i] = fp16_to_f32(x[i]);
+}
+
+static void quantize_f16_avx2(const float *src, void *dst, int64_t n)
+{
+    uint16_t *y = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = f32_to_fp16(src[i]);
+}
+
+static inline __m256 load_bf16(const uint16_t *p)
+{
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+static float dot_bf16_avx2(int64_t n, const void *w, const void *act)
+{
+    const uint16_t *x = w, *y = act;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load_bf16(x + i), load_bf16(y + i), a0);
+        a1 = _mm256_fmadd_ps(load_bf16(x + i + 8), load_bf16(y + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load_bf16(x + i + 16), load_bf16(y + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load_bf16(x + i + 24), load_bf16(y + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(load_bf16(x + i), load_bf16(y + i), a0);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += bf16_to_f32(x[i]) * bf16_to_f32(y[i]);
+    return sum;
+}
+
+static void dequantize_bf16_avx2(const void *src, float *dst, int64_t n)
+{
+    const uint16_t *x = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, load_bf16(x + i));
+    for (; i < n; i++)
+        dst[i] = bf16_to_f32(x[i]);
+}
+
+/* ---- Q8_0 / Q8_1 activations ---- */
+
+/* 32 floats times id, rounded half to even, packed to bytes in order. */
+static inline __m256i round_pack32(const float *x, __m256 mul)
+{
+    __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x), mul), _MM_FROUND_TO_NEAREST_INT));
+    __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8), mul), _MM_FROUND_TO_NEAREST_INT));
+    __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 16), mul), _MM_FROUND_TO_NEAREST_INT));
+    __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 24), mul), _MM_FROUND_TO_NEAREST_INT));
+    i0 = _mm256_packs_epi32(i0, i1);
+    i2 = _mm256_packs_epi32(i2, i3);
+    i0 = _mm256_packs_epi16(i0, i2);
+    /* the packs work per 128-bit lane; restore element order */
+    return _mm256_permutevar8x32_epi32(i0, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+static inline float absmax32(const float *x)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_andnot_ps(sign, _mm256_loadu_ps(x));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8)));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 16)));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 24)));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static void quantize_q8_0_avx2(const float *src, void *dst, int64_t n)
+{
+    block_q8_0 *y = dst;
+    for (int64_t i = 0; i < n / QK8_0; i++, src += QK8_0) {
+        float amax = absmax32(src);
+        float d = amax / 127.f;
+        float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        y[i].d = f32_to_fp16(d);
+        _mm256_storeu_si256((__m256i *)y[i].qs, round_pack32(src, _mm256_set1_ps(id)));
+    }
+}
+
+static void quantize_q8_1_avx2(const float *src, void *dst, int64_t n)
+{
+    block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / QK8_1; i++, src += QK8_1) {
+        float amax = absmax32(src);
+        float d = amax / 127.f;
+        float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        y[i].d = f32_to_fp16(d);
+        __m256i q = round_pack32(src, _mm256_set1_ps(id));
+        _mm256_storeu_si256((__m256i *)y[i].qs, q);
+        int sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1)));
+        y[i].s = f32_to_fp16(d * (float)sum);
+    }
+}
+
+/* ---- Q8_K activations (ggml's quantize_row_q8_K_ref, vectorized) ---- */
+
+static void quantize_q8_K_avx2(const float *src, void *dst, int64_t n)
+{
+    block_q8_K *y = dst;
+    for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
+        float amax = 0;
+        for (int j = 0; j < QK_K; j += 32)
+            amax = fmaxf(amax, absmax32(src + j));
+        if (amax == 0) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        /* the first element of largest magnitude gives the sign */
+        float max = 0;
+        for (int j = 0; j < QK_K; j++)
+            if (fabsf(src[j]) == amax) {
+                max = src[j];
+                break;
+            }
+        const float iscale = -127.f / max;
+        const __m256 mul = _mm256_set1_ps(iscale);
+        for (int j = 0; j < QK_K; j += 32) {
+            /* v = iscale * x can be +128 (x = -max); ggml clamps to 127 */
+            __m256i q = round_pack32(src + j, mul);
+            q = _mm256_min_epi8(q, _mm256_set1_epi8(127));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + j), q);
+            __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q); /* pairs */
+            /* sums of 16: horizontal adds of adjacent pairs within each 16 */
+            __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); /* 8 sums of 4 */
+            __m256i h = _mm256_hadd_epi32(s32, s32);                    /* sums of 8 */
+            h = _mm256_hadd_epi32(h, h);                                /* sums of 16 */
+            y[i].bsums[j / 16] = (int16_t)_mm256_extract_epi32(h, 0);
+            y[i].bsums[j / 16 + 1] = (int16_t)_mm256_extract_epi32(h, 4);
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
+/* ---- legacy blocks against Q8_0 / Q8_1 ---- */
+
+static float dot_q8_0_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q8_0 *x = w, *y = act;
+    const int64_t nb = n / QK8_0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i p0 = dot_s8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256i p1 = dot_s8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
+                            _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i + 1].d) * fp16_to_f32(y[i + 1].d)),
+                               _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; i++) {
+        __m256i p = dot_s8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+static float dot_q4_0_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q4_0 *x = w;
+    const block_q8_0 *y = act;
+    const int64_t nb = n / QK4_0;
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i q0 = _mm256_sub_epi8(nibbles32(x[i].qs), off);
+        __m256i q1 = _mm256_sub_epi8(nibbles32(x[i + 1].qs), off);
+        __m256i p0 = dot_s8(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256i p1 = dot_s8(q1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i + 1].d) * fp16_to_f32(y[i + 1].d)),
+                               _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; i++) {
+        __m256i q = _mm256_sub_epi8(nibbles32(x[i].qs), off);
+        __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+static float dot_q4_1_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q4_1 *x = w;
+    const block_q8_1 *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK4_1; i++) {
+        /* unsigned nibbles straight into the u8 x s8 dot */
+        __m256i p = dpbusd(_mm256_setzero_si256(), nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+        summs += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+static float dot_q5_0_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q5_0 *x = w;
+    const block_q8_0 *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK5_0; i++) {
+        /* q - 16 = nibble | (bit ? 0x10 : 0) - 16 = nibble - (bit ? 0 : 16) */
+        __m256i hb = _mm256_andnot_si256(bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
+        __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb); /* 0xF0 | nibble = nibble - 16 as int8 */
+        __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum_ps(acc);
+}
+
+static float dot_q5_1_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q5_1 *x = w;
+    const block_q8_1 *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK5_1; i++) {
+        __m256i hb = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
+        __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
+        __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+        summs += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+/* ---- K-quants against Q8_K ---- */
+
+/* The 8 scales and 8 mins of a q4_K/q5_K block as bytes (ggml's utmp trick). */
+static inline void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])
+{
+    uint32_t u[3], a[4];
+    memcpy(u, s, 12);
+    const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    a[0] = u[0] & kmask1;                                           /* scales 0-3 */
+    a[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);          /* scales 4-7 */
+    a[2] = u[1] & kmask1;                                           /* mins 0-3 */
+    a[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);   /* mins 4-7 */
+    memcpy(sc, a, 8);
+    memcpy(mn, a + 2, 8);
+}
+
+/* Scale vector for maddubs+madd: 16-bit lanes, sa in the low 128 bits... not
+ * needed here: a 32-element sub-block shares one scale. */
+
+static float dot_q4_K_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        k4_scales(x[i].scales, sc, mn);
+        int summs = 0;
+        for (int s = 0; s < 8; s++)
+            summs += mn[s] * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
+        __m256i acc = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            __m256i plo = dpbusd(_mm256_setzero_si256(), lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c)));
+            __m256i phi = dpbusd(_mm256_setzero_si256(), hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32)));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(plo, _mm256_set1_epi32(sc[2 * c])));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(phi, _mm256_set1_epi32(sc[2 * c + 1])));
+        }
+        float dall = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        sum += dall * (float)hsum_epi32(acc) - dmin * (float)summs;
+    }
+    return sum;
+}
+
+static float dot_q5_K_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q5_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        k4_scales(x[i].scales, sc, mn);
+        int summs = 0;
+        for (int s = 0; s < 8; s++)
+            summs += mn[s] * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
+        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        __m256i acc = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            /* bit 2c of qh -> bit 4 of the low half, bit 2c+1 -> high half */
+            __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+            __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            hbits = _mm256_srli_epi16(hbits, 2);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+            __m256i plo = dpbusd(_mm256_setzero_si256(), lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c)));
+            __m256i phi = dpbusd(_mm256_setzero_si256(), hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32)));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(plo, _mm256_set1_epi32(sc[2 * c])));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(phi, _mm256_set1_epi32(sc[2 * c + 1])));
+        }
+        float dall = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        sum += dall * (float)hsum_epi32(acc) - dmin * (float)summs;
+    }
+    return sum;
+}
+
+/* A 32-element chunk spans two 16-element groups with their own scales:
+ * dpbusd gives 8 lanes of 4-element sums, lanes 0-3 in group g, 4-7 in g+1. */
+static inline __m256i scale_pair(int a, int b)
+{
+    return _mm256_setr_epi32(a, a, a, a, b, b, b, b);
+}
+
+static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q6_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const int8_t *sc = x[i].scales;
+        /* q - 32 folded out: sum over groups of sc * 32 * bsum */
+        int corr = 0;
+        for (int g = 0; g < 16; g++)
+            corr += sc[g] * y[i].bsums[g];
+        __m256i acc = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
+            const int8_t *q8 = y[i].qs + 128 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
+            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            const int8_t *s = sc + 8 * h;
+            __m256i p0 = dpbusd(_mm256_setzero_si256(), q0, _mm256_loadu_si256((const __m256i *)q8));
+            __m256i p1 = dpbusd(_mm256_setzero_si256(), q1, _mm256_loadu_si256((const __m256i *)(q8 + 32)));
+            __m256i p2 = dpbusd(_mm256_setzero_si256(), q2, _mm256_loadu_si256((const __m256i *)(q8 + 64)));
+            __m256i p3 = dpbusd(_mm256_setzero_si256(), q3, _mm256_loadu_si256((const __m256i *)(q8 + 96)));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p0, scale_pair(s[0], s[1])));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p1, scale_pair(s[2], s[3])));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p2, scale_pair(s[4], s[5])));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p3, scale_pair(s[6], s[7])));
+        }
+        sum += fp16_to_f32(x[i].d) * y[i].d * (float)(hsum_epi32(acc) - 32 * corr);
+    }
+    return sum;
+}
+
+#endif /* AVX2 */
 
 void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
 {
+#ifdef QUANT_HAVE_AVX2
+    switch (type) {
+    case TENSOR_TYPE_F32:
+        k->vec_dot = dot_f32_avx2;
+        break;
+    case TENSOR_TYPE_F16:
+        k->vec_dot = dot_f16_avx2;
+        k->quantize = quantize_f16_avx2;
+        k->dequantize = dequantize_f16_avx2;
+        break;
+    case TENSOR_TYPE_BF16:
+        k->vec_dot = dot_bf16_avx2;
+        k->dequantize = dequantize_bf16_avx2;
+        break;
+    case TENSOR_TYPE_Q8_0:
+        k->vec_dot = dot_q8_0_avx2;
+        k->quantize = quantize_q8_0_avx2;
+        break;
+    case TENSOR_TYPE_Q8_1:
+        k->quantize = quantize_q8_1_avx2;
+        break;
+    case TENSOR_TYPE_Q8_K:
+        k->quantize = quantize_q8_K_avx2;
+        break;
+    case TENSOR_TYPE_Q4_0:
+        k->vec_dot = dot_q4_0_avx2;
+        break;
+    case TENSOR_TYPE_Q4_1:
+        k->vec_dot = dot_q4_1_avx2;
+        break;
+    case TENSOR_TYPE_Q5_0:
+        k->vec_dot = dot_q5_0_avx2;
+        break;
+    case TENSOR_TYPE_Q5_1:
+        k->vec_dot = dot_q5_1_avx2;
+        break;
+    case TENSOR_TYPE_Q4_K:
+        k->vec_dot = dot_q4_K_avx2;
+        break;
+    case TENSOR_TYPE_Q5_K:
+        k->vec_dot = dot_q5_K_avx2;
+        break;
+    case TENSOR_TYPE_Q6_K:
+        k->vec_dot = dot_q6_K_avx2;
+        break;
+    default:
+        break;
+    }
+#else
     (void)type;
     (void)k;
+#endif
 }
