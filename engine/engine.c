@@ -206,31 +206,48 @@ static void reset(engine *e)
         sampler_reset_history(e->s);
 }
 
+/* A command that arrived while a turn runs. Returns true when it was STEP. */
+static bool handle_between(engine *e, engine_cmd *c)
+{
+    switch (c->type) {
+    case ENGINE_CMD_STOP:
+        e->stop = true;
+        break;
+    case ENGINE_CMD_SET_PARAMS:
+        apply_params(e, &c->sampling);
+        break;
+    case ENGINE_CMD_SET_TEMPLATE:
+        set_template(e, c->name);
+        break;
+    case ENGINE_CMD_QUIT:
+        e->quit = e->stop = true;
+        break;
+    case ENGINE_CMD_STEP:
+        engine_cmd_free(c);
+        return true;
+    default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
+        e->stop = true;
+        if (queue_push(e->deferred, c))
+            return false; /* ownership moved */
+        break;
+    }
+    engine_cmd_free(c);
+    return false;
+}
+
 void engine_drain(engine *e)
 {
     engine_cmd c;
-    while (queue_pop(e->cmds, &c)) {
-        switch (c.type) {
-        case ENGINE_CMD_STOP:
-            e->stop = true;
-            break;
-        case ENGINE_CMD_SET_PARAMS:
-            apply_params(e, &c.sampling);
-            break;
-        case ENGINE_CMD_SET_TEMPLATE:
-            set_template(e, c.name);
-            break;
-        case ENGINE_CMD_QUIT:
-            e->quit = e->stop = true;
-            break;
-        default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
-            e->stop = true;
-            if (queue_push(e->deferred, &c))
-                continue; /* ownership moved */
-            break;
-        }
-        engine_cmd_free(&c);
-    }
+    while (queue_pop(e->cmds, &c))
+        handle_between(e, &c);
+}
+
+void engine_wait_step(engine *e)
+{
+    engine_cmd c;
+    while (!e->stop)
+        if (queue_pop_wait(e->cmds, &c, -1) && handle_between(e, &c))
+            return;
 }
 
 static void handle(engine *e, engine_cmd *c)
@@ -243,6 +260,7 @@ static void handle(engine *e, engine_cmd *c)
         engine_run_submit(e, c->messages, c->n_messages, c->conv_id);
         break;
     case ENGINE_CMD_STOP:
+    case ENGINE_CMD_STEP:
         break; /* nothing running */
     case ENGINE_CMD_SET_PARAMS:
         apply_params(e, &c->sampling);
@@ -382,6 +400,12 @@ void engine_load(engine *e, const char *path)
 void engine_set_template(engine *e, const char *name)
 {
     engine_cmd c = {.type = ENGINE_CMD_SET_TEMPLATE, .name = xstrdup(name)};
+    engine_send(e, &c);
+}
+
+void engine_step(engine *e)
+{
+    engine_cmd c = {.type = ENGINE_CMD_STEP};
     engine_send(e, &c);
 }
 

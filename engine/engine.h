@@ -31,6 +31,8 @@ typedef struct engine_params {
     bool no_kv_cache;        /* recompute the whole sequence every step (debugging) */
     const char *template_name; /* built-in format to force; NULL = model's template */
     bool context_shift;      /* on overflow drop the oldest half (true) or stop with an error */
+    bool step_mode;          /* single-step: after each TOKEN event generation waits for
+                                ENGINE_CMD_STEP (other commands act as usual meanwhile) */
     sampler_params sampling;
 } engine_params;
 
@@ -44,6 +46,7 @@ enum engine_cmd_type {
     ENGINE_CMD_SET_TEMPLATE, /* name: built-in format, or NULL/"" for the model's own */
     ENGINE_CMD_RESET,      /* forget the cache (next submit prefills from position 0) */
     ENGINE_CMD_QUIT,
+    ENGINE_CMD_STEP,       /* step_mode: generate the next token */
 };
 
 typedef struct engine_cmd {
@@ -128,6 +131,7 @@ void engine_set_params(engine *e, const sampler_params *p);
 void engine_load(engine *e, const char *path);         /* path is copied */
 void engine_set_template(engine *e, const char *name); /* built-in name; NULL, "" or "model": the model's own */
 void engine_reset(engine *e);
+void engine_step(engine *e);
 /* Non-blocking: true and fills ev when an event is pending. */
 bool engine_poll(engine *e, engine_event *ev);
 /* Readable when events are pending (drain it with engine_poll). */

@@ -476,6 +476,8 @@ void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t co
             break;
         }
         e->n_kv++;
+        if (e->p.step_mode)
+            engine_wait_step(e);
     }
     t.t_gen = now_s() - t0;
     post_done(e, &t);

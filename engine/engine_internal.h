@@ -48,6 +48,8 @@ void engine_post_error(engine *e, const char *fmt, ...) __attribute__((format(pr
 /* Handles the commands that may arrive between tokens; the others (SUBMIT,
  * LOAD, RESET) stop the current turn and are deferred until after it. */
 void engine_drain(engine *e);
+/* step_mode: blocks until STEP (true) or until the turn is stopped. */
+void engine_wait_step(engine *e);
 /* SUBMIT: render, tokenize, prefill the new suffix, generate. Posts DONE. */
 void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t conv_id);
 /* forward_eval progress: PREFILL events, and commands drained between batches. */
