@@ -1,0 +1,300 @@
+/* Slash command parsing and dispatch. */
+#include "commands.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "input.h"
+#include "params.h"
+#include "store.h"
+#include "ui.h"
+
+const ui_command commands_table[] = {
+    {"help", "", "show keys and commands"},
+    {"quit", "", "quit tokscope (also /exit, Ctrl-Q)"},
+    {"new", "[SYSTEM]", "start a new conversation (optionally with a system prompt)"},
+    {"clear", "", "delete the messages of this conversation"},
+    {"stop", "", "stop generating (also Esc)"},
+    {"regen", "", "generate the last reply again"},
+    {"edit", "", "put the last user message back into the input"},
+    {"system", "[TEXT]", "set (or with no text, clear) this conversation's system prompt"},
+    {"set", "PARAM VALUE", "set a sampling parameter (temp, top_k, ..., seed random)"},
+    {"show", "", "show the model, the parameters and the conversation"},
+    {"save", "FILE", "save all conversations and parameters as JSON"},
+    {"load", "FILE", "load conversations and parameters saved with /save"},
+    {"export", "FILE.md", "write this conversation as Markdown"},
+    {"template", "NAME", "chat template: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain, or 'model'"},
+    {"raw", "", "inspector: order candidates by raw logit"},
+    {"post", "", "inspector: order candidates by post-chain probability"},
+    {"colors", "", "toggle colouring of tokens by probability (also F4)"},
+    {NULL, NULL, NULL},
+};
+
+static const char *trim(const char *s, size_t *len)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    *len = n;
+    return s;
+}
+
+bool commands_parse(const char *line, char *name, size_t name_cap, char *args_out, size_t args_cap)
+{
+    size_t n;
+    const char *s = trim(line, &n);
+    if (n < 2 || s[0] != '/' || s[1] == '/' || s[1] == ' ')
+        return false;
+    size_t i = 1, o = 0;
+    while (i < n && s[i] != ' ' && s[i] != '\t' && s[i] != '\n') {
+        if (o + 1 < name_cap)
+            name[o++] = (char)tolower((unsigned char)s[i]);
+        i++;
+    }
+    if (name_cap)
+        name[o] = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    size_t al = n - i;
+    if (args_cap) {
+        if (al >= args_cap)
+            al = args_cap - 1;
+        memcpy(args_out, s + i, al);
+        args_out[al] = 0;
+    }
+    return true;
+}
+
+const ui_command *commands_find(const char *name)
+{
+    if (!strcmp(name, "exit") || !strcmp(name, "q"))
+        name = "quit";
+    if (!strcmp(name, "h") || !strcmp(name, "?"))
+        name = "help";
+    const ui_command *hit = NULL;
+    size_t nl = strlen(name);
+    int n_hits = 0;
+    for (const ui_command *c = commands_table; c->name; c++) {
+        if (!strcmp(c->name, name))
+            return c;
+        if (nl && !strncmp(c->name, name, nl)) {
+            hit = c;
+            n_hits++;
+        }
+    }
+    return n_hits == 1 ? hit : NULL;
+}
+
+bool commands_split_set(const char *args, char *param, size_t pcap, const char **value)
+{
+    while (*args == ' ')
+        args++;
+    size_t i = 0;
+    while (args[i] && args[i] != ' ' && args[i] != '=')
+        i++;
+    if (i == 0 || i >= pcap)
+        return false;
+    memcpy(param, args, i);
+    param[i] = 0;
+    const char *v = args + i;
+    while (*v == ' ' || *v == '=')
+        v++;
+    if (!*v)
+        return false;
+    *value = v;
+    return true;
+}
+
+static void cmd_show(ui_app *app)
+{
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return;
+#define OUT(...) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__)
+    OUT("Model\n");
+    if (app->loaded)
+        OUT("  %s  (%s, %s)\n  %s\n  layers %u  embd %u  vocab %d  ctx %u (trained %u)\n", app->info.name,
+            app->info.arch, app->info.file_type, app->model_path, app->info.n_layer, app->info.n_embd,
+            app->info.n_vocab, app->info.n_ctx, app->info.n_ctx_train);
+    else
+        OUT("  (not loaded) %s\n", app->model_path);
+    OUT("  template: %s\n\nSampling\n", app->template_name[0] ? app->template_name : app->info.template_name);
+    for (int i = 0; params_names[i]; i++) {
+        char v[64];
+        params_format(&app->sp, params_names[i], v, sizeof v);
+        OUT("  %-18s %s\n", params_names[i], v);
+    }
+    ui_conv *c = ui_current(app);
+    OUT("\nConversation %zu of %zu: %zu messages\n", app->cur + 1, app->n_convs, c->n_msgs);
+    OUT("  system: %s\n", c->system[0] ? c->system : "(none)");
+#undef OUT
+    if (n >= cap)
+        buf[cap - 1] = 0;
+    ui_overlay_show(app, "Settings", buf);
+    free(buf);
+}
+
+void commands_run(ui_app *app, const char *line)
+{
+    char name[32], args[4096];
+    if (!commands_parse(line, name, sizeof name, args, sizeof args))
+        return;
+    const ui_command *c = commands_find(name);
+    if (!c) {
+        ui_message(app, UI_MSG_ERROR, "unknown command /%s (try /help)", name);
+        return;
+    }
+    char err[512] = "";
+    ui_conv *conv = ui_current(app);
+    const char *n = c->name;
+    if (!strcmp(n, "help")) {
+        ui_show_help(app);
+    } else if (!strcmp(n, "quit")) {
+        app->quit = true;
+    } else if (!strcmp(n, "new")) {
+        ui_new_conv(app, args[0] ? args : ui_current(app)->system);
+        app->cur = app->n_convs - 1;
+        ui_message(app, UI_MSG_INFO, "conversation %zu", app->n_convs);
+    } else if (!strcmp(n, "clear")) {
+        if (ui_busy(app) && app->gen_conv_id == conv->id) {
+            ui_message(app, UI_MSG_WARN, "generating: Esc stops first");
+            return;
+        }
+        conv_clear(conv);
+        ui_message(app, UI_MSG_INFO, "conversation cleared");
+    } else if (!strcmp(n, "stop")) {
+        ui_stop(app);
+    } else if (!strcmp(n, "regen")) {
+        if (ui_busy(app)) {
+            ui_message(app, UI_MSG_WARN, "generating: Esc stops first");
+            return;
+        }
+        if (conv->n_msgs && !strcmp(conv->msgs[conv->n_msgs - 1].role, "assistant"))
+            conv_pop(conv);
+        if (!conv->n_msgs || strcmp(conv->msgs[conv->n_msgs - 1].role, "user") != 0) {
+            ui_message(app, UI_MSG_WARN, "nothing to regenerate");
+            return;
+        }
+        ui_submit(app);
+    } else if (!strcmp(n, "edit")) {
+        if (ui_busy(app) && app->gen_conv_id == conv->id) {
+            ui_message(app, UI_MSG_WARN, "generating: Esc stops first");
+            return;
+        }
+        size_t k = conv->n_msgs;
+        while (k > 0 && strcmp(conv->msgs[k - 1].role, "user") != 0)
+            k--;
+        if (!k) {
+            ui_message(app, UI_MSG_WARN, "no user message to edit");
+            return;
+        }
+        char *text = strdup(conv->msgs[k - 1].text);
+        while (conv->n_msgs >= k)
+            conv_pop(conv);
+        input_set_text(text ? text : "");
+        free(text);
+        app->focus = UI_FOCUS_INPUT;
+        ui_message(app, UI_MSG_INFO, "editing the last message: Enter sends it again");
+    } else if (!strcmp(n, "system")) {
+        conv_set_system(conv, args);
+        ui_message(app, UI_MSG_INFO, args[0] ? "system prompt set" : "system prompt cleared");
+    } else if (!strcmp(n, "set")) {
+        char param[64];
+        const char *value;
+        if (!commands_split_set(args, param, sizeof param, &value)) {
+            ui_message(app, UI_MSG_ERROR, "usage: /set PARAM VALUE");
+            return;
+        }
+        if (!params_set_value(&app->sp, param, value, err, sizeof err)) {
+            ui_message(app, UI_MSG_ERROR, "%s", err);
+            return;
+        }
+        ui_params_changed(app);
+        char v[64] = "";
+        if (!params_format(&app->sp, param, v, sizeof v))
+            snprintf(v, sizeof v, "%s", value);
+        ui_message(app, UI_MSG_INFO, "%s = %s", param, v);
+    } else if (!strcmp(n, "show")) {
+        cmd_show(app);
+    } else if (!strcmp(n, "save") || !strcmp(n, "load") || !strcmp(n, "export")) {
+        if (!args[0]) {
+            ui_message(app, UI_MSG_ERROR, "usage: /%s FILE", n);
+            return;
+        }
+        bool ok = !strcmp(n, "save")   ? store_save(app, args, err, sizeof err)
+                  : !strcmp(n, "load") ? store_load(app, args, err, sizeof err)
+                                       : store_export_md(app, args, err, sizeof err);
+        if (ok)
+            ui_message(app, UI_MSG_INFO, "%s %s", !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", args);
+        else
+            ui_message(app, UI_MSG_ERROR, "%s", err);
+    } else if (!strcmp(n, "template")) {
+        if (!args[0]) {
+            ui_message(app, UI_MSG_ERROR, "usage: /template NAME (or 'model')");
+            return;
+        }
+        bool model = !strcmp(args, "model") || !strcmp(args, "auto");
+        bool known = model;
+        for (int i = 0; chat_builtin_names[i] && !known; i++)
+            known = !strcmp(chat_builtin_names[i], args);
+        if (!known) {
+            ui_message(app, UI_MSG_ERROR, "unknown template '%s'", args);
+            return;
+        }
+        engine_cmd cmd = {.type = ENGINE_CMD_SET_TEMPLATE, .name = model ? NULL : strdup(args)};
+        if (app->eng)
+            engine_send(app->eng, &cmd);
+        else
+            free(cmd.name);
+        snprintf(app->template_name, sizeof app->template_name, "%.63s", model ? "" : args);
+        ui_message(app, UI_MSG_INFO, "template %s", model ? "of the model" : args);
+    } else if (!strcmp(n, "raw")) {
+        app->post_order = false;
+        ui_message(app, UI_MSG_INFO, "inspector: raw logit order");
+    } else if (!strcmp(n, "post")) {
+        app->post_order = true;
+        ui_message(app, UI_MSG_INFO, "inspector: post-chain order");
+    } else if (!strcmp(n, "colors")) {
+        app->prob_colors = !app->prob_colors;
+        ui_message(app, UI_MSG_INFO, "probability colours %s", app->prob_colors ? "on" : "off");
+    }
+}
+
+const char *commands_help_text(void)
+{
+    static char buf[8192];
+    if (buf[0])
+        return buf;
+    size_t n = 0;
+#define OUT(...) n += (size_t)snprintf(buf + n, n < sizeof buf ? sizeof buf - n : 0, __VA_ARGS__)
+    OUT("Keys\n"
+        "  Enter          send the message (Alt-Enter: new line; pastes keep their newlines)\n"
+        "  Esc            stop generating (closes this help too)\n"
+        "  Tab/Shift-Tab  focus: input -> conversation -> parameters\n"
+        "  F1             this help          Ctrl-L  redraw        Ctrl-Q  quit\n"
+        "  Ctrl-P/Ctrl-N  previous / next conversation (also F2 / F3)\n"
+        "  F4             colour assistant tokens by probability\n"
+        "  F5             inspector order: raw logit / post-chain probability\n"
+        "  PgUp/PgDn      scroll the conversation (mouse wheel when enabled)\n"
+        "  Up/Down        input: history (or lines of a multi-line message)\n"
+        "\nConversation focus (token cursor)\n"
+        "  Left/Right     previous / next generated token   Up/Down  line above / below\n"
+        "  Home/End       first / last token                Esc       back to the input\n"
+        "\nParameter focus\n"
+        "  Up/Down        pick      Left/Right  adjust (Shift: x10)\n"
+        "  digits, Enter  type a value and apply it         Esc       cancel\n"
+        "\nCommands\n");
+    for (const ui_command *c = commands_table; c->name; c++) {
+        char lhs[64];
+        snprintf(lhs, sizeof lhs, "/%s %s", c->name, c->args);
+        OUT("  %-22s %s\n", lhs, c->help);
+    }
+    OUT("  //text                 send a message that starts with '/'\n");
+#undef OUT
+    return buf;
+}

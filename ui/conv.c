@@ -1,0 +1,508 @@
+/* Conversation model and pane. */
+#include "conv.h"
+
+#include <curses.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "draw.h"
+#include "theme.h"
+#include "wrap.h"
+
+#define CONV_INDENT 2
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        abort(); /* out of memory in an interactive UI: nothing sensible left to do */
+    return q;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d)
+        abort();
+    return d;
+}
+
+ui_conv *conv_create(int32_t id, const char *system)
+{
+    ui_conv *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->id = id;
+    c->system = xstrdup(system);
+    c->sel_msg = -1;
+    c->sel_tok = -1;
+    return c;
+}
+
+static void msg_free(ui_msg *m)
+{
+    for (size_t i = 0; i < m->n_toks; i++)
+        free(m->toks[i].top);
+    free(m->toks);
+    free(m->text);
+    memset(m, 0, sizeof *m);
+}
+
+void conv_free(ui_conv *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_msgs; i++)
+        msg_free(&c->msgs[i]);
+    free(c->msgs);
+    free(c->system);
+    free(c->vl);
+    free(c);
+}
+
+void conv_set_system(ui_conv *c, const char *system)
+{
+    free(c->system);
+    c->system = xstrdup(system);
+}
+
+void msg_append(ui_msg *m, const char *s, size_t n)
+{
+    if (m->len + n + 1 > m->cap) {
+        size_t cap = m->cap ? m->cap : 64;
+        while (cap < m->len + n + 1)
+            cap *= 2;
+        m->text = xrealloc(m->text, cap);
+        m->cap = cap;
+    }
+    memcpy(m->text + m->len, s, n);
+    m->len += n;
+    m->text[m->len] = 0;
+}
+
+size_t conv_add_msg(ui_conv *c, const char *role, const char *text)
+{
+    if (c->n_msgs == c->cap_msgs) {
+        c->cap_msgs = c->cap_msgs ? c->cap_msgs * 2 : 8;
+        c->msgs = xrealloc(c->msgs, c->cap_msgs * sizeof *c->msgs);
+    }
+    ui_msg *m = &c->msgs[c->n_msgs];
+    memset(m, 0, sizeof *m);
+    snprintf(m->role, sizeof m->role, "%s", role);
+    m->done_reason = -1;
+    msg_append(m, text ? text : "", text ? strlen(text) : 0);
+    return c->n_msgs++;
+}
+
+void conv_pop(ui_conv *c)
+{
+    if (c->n_msgs == 0)
+        return;
+    c->n_msgs--;
+    msg_free(&c->msgs[c->n_msgs]);
+    if (c->sel_msg >= (int32_t)c->n_msgs)
+        conv_sel_clear(c);
+}
+
+void conv_clear(ui_conv *c)
+{
+    while (c->n_msgs)
+        conv_pop(c);
+    c->scroll = 0;
+    conv_sel_clear(c);
+}
+
+void msg_add_token(ui_msg *m, const engine_event *ev)
+{
+    if (m->n_toks == m->cap_toks) {
+        m->cap_toks = m->cap_toks ? m->cap_toks * 2 : 64;
+        m->toks = xrealloc(m->toks, m->cap_toks * sizeof *m->toks);
+    }
+    ui_token *t = &m->toks[m->n_toks++];
+    memset(t, 0, sizeof *t);
+    int32_t tl = ev->text_len;
+    if (tl < 0)
+        tl = 0;
+    if (tl > ENGINE_TEXT_MAX - 1)
+        tl = ENGINE_TEXT_MAX - 1;
+    t->id = ev->token;
+    t->pos = ev->pos;
+    t->off = (uint32_t)m->len;
+    t->len = (uint32_t)tl;
+    t->logit = ev->logit;
+    t->p_raw = ev->p_raw;
+    t->p_post = ev->p_post;
+    t->entropy_raw = ev->entropy_raw;
+    t->entropy_post = ev->entropy_post;
+    int32_t nt = ev->n_top;
+    if (nt < 0)
+        nt = 0;
+    if (nt > SAMPLER_MAX_TOP)
+        nt = SAMPLER_MAX_TOP;
+    t->n_top = nt;
+    if (nt) {
+        t->top = malloc((size_t)nt * sizeof *t->top);
+        if (!t->top)
+            abort();
+        memcpy(t->top, ev->top, (size_t)nt * sizeof *t->top);
+    }
+    msg_append(m, ev->text, (size_t)tl);
+}
+
+size_t conv_chat_messages(const ui_conv *c, chat_message **out)
+{
+    chat_message *v = xrealloc(NULL, (c->n_msgs + 1) * sizeof *v);
+    size_t n = 0;
+    if (c->system && *c->system)
+        v[n++] = (chat_message){"system", c->system};
+    for (size_t i = 0; i < c->n_msgs; i++) {
+        const ui_msg *m = &c->msgs[i];
+        if (!strcmp(m->role, "assistant") && m->len == 0)
+            continue;
+        v[n++] = (chat_message){m->role, m->text};
+    }
+    *out = v;
+    return n;
+}
+
+/* ---- token cursor ---- */
+
+void conv_sel_clear(ui_conv *c)
+{
+    c->sel_msg = -1;
+    c->sel_tok = -1;
+}
+
+ui_token *conv_selected(ui_conv *c)
+{
+    if (c->sel_msg < 0 || c->sel_msg >= (int32_t)c->n_msgs)
+        return NULL;
+    ui_msg *m = &c->msgs[c->sel_msg];
+    if (c->sel_tok < 0 || c->sel_tok >= (int32_t)m->n_toks)
+        return NULL;
+    return &m->toks[c->sel_tok];
+}
+
+ui_token *conv_latest(ui_conv *c)
+{
+    for (size_t i = c->n_msgs; i-- > 0;)
+        if (c->msgs[i].n_toks)
+            return &c->msgs[i].toks[c->msgs[i].n_toks - 1];
+    return NULL;
+}
+
+int conv_token_ordinal(const ui_conv *c, const ui_token *tok, int *n)
+{
+    int k = 0, found = 0;
+    for (size_t i = 0; i < c->n_msgs; i++)
+        for (size_t j = 0; j < c->msgs[i].n_toks; j++) {
+            k++;
+            if (&c->msgs[i].toks[j] == tok)
+                found = k;
+        }
+    if (n)
+        *n = k;
+    return found;
+}
+
+bool conv_sel_last(ui_conv *c)
+{
+    for (size_t i = c->n_msgs; i-- > 0;)
+        if (c->msgs[i].n_toks) {
+            c->sel_msg = (int32_t)i;
+            c->sel_tok = (int32_t)c->msgs[i].n_toks - 1;
+            c->reveal = true;
+            return true;
+        }
+    return false;
+}
+
+bool conv_sel_first(ui_conv *c)
+{
+    for (size_t i = 0; i < c->n_msgs; i++)
+        if (c->msgs[i].n_toks) {
+            c->sel_msg = (int32_t)i;
+            c->sel_tok = 0;
+            c->reveal = true;
+            return true;
+        }
+    return false;
+}
+
+bool conv_sel_step(ui_conv *c, int delta)
+{
+    if (!conv_selected(c))
+        return conv_sel_last(c);
+    int32_t mi = c->sel_msg, ti = c->sel_tok;
+    while (delta != 0) {
+        int step = delta > 0 ? 1 : -1;
+        int32_t nt = ti + step;
+        int32_t nm = mi;
+        while (nt < 0 || nt >= (int32_t)c->msgs[nm].n_toks) {
+            nm += step;
+            if (nm < 0 || nm >= (int32_t)c->n_msgs)
+                goto out;
+            nt = step > 0 ? 0 : (int32_t)c->msgs[nm].n_toks - 1;
+        }
+        mi = nm;
+        ti = nt;
+        delta -= step;
+    }
+out:
+    if (mi == c->sel_msg && ti == c->sel_tok)
+        return false;
+    c->sel_msg = mi;
+    c->sel_tok = ti;
+    c->reveal = true;
+    return true;
+}
+
+/* Token of message mi covering byte b (or the first one starting after it). */
+static int32_t token_at(const ui_msg *m, size_t b)
+{
+    for (size_t j = 0; j < m->n_toks; j++)
+        if (b < (size_t)m->toks[j].off + m->toks[j].len || m->toks[j].off >= b)
+            return (int32_t)j;
+    return m->n_toks ? (int32_t)m->n_toks - 1 : -1;
+}
+
+static long vline_of(const ui_conv *c, int32_t mi, size_t off)
+{
+    long best = -1;
+    for (size_t i = 0; i < c->n_vl; i++) {
+        const conv_vline *v = &c->vl[i];
+        if (v->msg != mi || v->kind != CONV_VL_TEXT)
+            continue;
+        if (v->start <= off)
+            best = (long)i;
+    }
+    return best;
+}
+
+bool conv_sel_line(ui_conv *c, int dir)
+{
+    ui_token *t = conv_selected(c);
+    if (!t)
+        return conv_sel_last(c);
+    if (!c->vl || c->n_vl == 0)
+        return conv_sel_step(c, dir);
+    long li = vline_of(c, c->sel_msg, t->off);
+    if (li < 0)
+        return conv_sel_step(c, dir);
+    const conv_vline *cur = &c->vl[li];
+    ui_msg *m = &c->msgs[c->sel_msg];
+    int col = wrap_str_width(m->text + cur->start, t->off - cur->start);
+    for (long k = li + dir; k >= 0 && k < (long)c->n_vl; k += dir) {
+        const conv_vline *v = &c->vl[k];
+        if (v->kind != CONV_VL_TEXT || c->msgs[v->msg].n_toks == 0)
+            continue;
+        const ui_msg *vm = &c->msgs[v->msg];
+        int w = 0;
+        size_t b = wrap_fit(vm->text + v->start, v->len, col, &w) + v->start;
+        int32_t j = token_at(vm, b);
+        if (j < 0)
+            continue;
+        c->sel_msg = v->msg;
+        c->sel_tok = j;
+        c->reveal = true;
+        return true;
+    }
+    return false;
+}
+
+/* ---- layout and drawing ---- */
+
+static void vl_push(ui_conv *c, int32_t msg, int32_t kind, size_t start, size_t len)
+{
+    if (c->n_vl == c->cap_vl) {
+        c->cap_vl = c->cap_vl ? c->cap_vl * 2 : 256;
+        c->vl = xrealloc(c->vl, c->cap_vl * sizeof *c->vl);
+    }
+    c->vl[c->n_vl++] = (conv_vline){msg, kind, start, len};
+}
+
+void conv_build_lines(ui_conv *c, int width)
+{
+    c->n_vl = 0;
+    c->vl_width = width;
+    int tw = width - CONV_INDENT;
+    if (tw < 1)
+        tw = 1;
+    wrap_line tmp[256];
+    if (c->system && *c->system) {
+        /* the system prompt is drawn from c->system, marked by msg = -1 */
+        vl_push(c, -1, CONV_VL_LABEL, 0, 0);
+        size_t sl = strlen(c->system);
+        size_t n = wrap_text(c->system, sl, tw, NULL, 0);
+        wrap_line *lines = n <= 256 ? tmp : xrealloc(NULL, n * sizeof *lines);
+        wrap_text(c->system, sl, tw, lines, n);
+        for (size_t i = 0; i < n; i++)
+            vl_push(c, -1, CONV_VL_TEXT, lines[i].start, lines[i].len);
+        if (lines != tmp)
+            free(lines);
+        vl_push(c, -1, CONV_VL_BLANK, 0, 0);
+    }
+    for (size_t mi = 0; mi < c->n_msgs; mi++) {
+        ui_msg *m = &c->msgs[mi];
+        vl_push(c, (int32_t)mi, CONV_VL_LABEL, 0, 0);
+        size_t n = wrap_text(m->text, m->len, tw, NULL, 0);
+        wrap_line *lines = n <= 256 ? tmp : xrealloc(NULL, n * sizeof *lines);
+        wrap_text(m->text, m->len, tw, lines, n);
+        for (size_t i = 0; i < n; i++)
+            vl_push(c, (int32_t)mi, CONV_VL_TEXT, lines[i].start, lines[i].len);
+        if (lines != tmp)
+            free(lines);
+        vl_push(c, (int32_t)mi, CONV_VL_BLANK, 0, 0);
+    }
+}
+
+void conv_scroll(ui_conv *c, int lines)
+{
+    c->scroll += lines;
+    if (c->scroll < 0)
+        c->scroll = 0;
+    /* the upper bound depends on the pane height: clamped at draw time */
+}
+
+static const char *reason_text(int r)
+{
+    switch (r) {
+    case ENGINE_DONE_LENGTH: return "n_predict reached";
+    case ENGINE_DONE_STOPPED: return "stopped";
+    case ENGINE_DONE_CTX_FULL: return "context full";
+    case ENGINE_DONE_ERROR: return "error";
+    default: return NULL;
+    }
+}
+
+/* Draws one text line of an assistant message token by token. */
+static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline *v, int y, int x, int w,
+                            const conv_draw_opts *o)
+{
+    size_t b = v->start, end = v->start + v->len;
+    size_t j = 0;
+    while (j < m->n_toks && (size_t)m->toks[j].off + m->toks[j].len <= b && m->toks[j].len > 0)
+        j++;
+    int col = 0;
+    int32_t mi = (int32_t)(m - c->msgs);
+    while (b < end && col < w) {
+        /* advance to the token covering b */
+        while (j < m->n_toks && (size_t)m->toks[j].off + m->toks[j].len <= b)
+            j++;
+        size_t seg_end = end;
+        int attr = 0;
+        if (j < m->n_toks && m->toks[j].off <= b) {
+            const ui_token *t = &m->toks[j];
+            size_t te = (size_t)t->off + t->len;
+            if (te < seg_end)
+                seg_end = te;
+            if (o->prob_colors)
+                attr = theme_attr(theme_prob_elem(o->post ? t->p_post : t->p_raw));
+            if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
+                attr = theme_attr(THEME_SELECTED) | A_BOLD;
+        } else if (j < m->n_toks && m->toks[j].off < seg_end) {
+            seg_end = m->toks[j].off;
+        }
+        col += draw_text(y, x + col, w - col, m->text + b, seg_end - b, attr);
+        b = seg_end;
+    }
+    /* a selected token that is only whitespace/newline still gets a visible mark */
+    if (mi == c->sel_msg && c->sel_tok >= 0 && c->sel_tok < (int32_t)m->n_toks) {
+        const ui_token *t = &m->toks[c->sel_tok];
+        bool blank = true;
+        for (uint32_t k = 0; k < t->len; k++)
+            if (m->text[t->off + k] != ' ' && m->text[t->off + k] != '\n')
+                blank = false;
+        if (blank && t->off >= v->start && t->off <= end && (t->off < end || t->len == 0 || m->text[t->off] == '\n'))
+            if (t->off == end && col < w)
+                draw_str(y, x + col, w - col, "\xe2\x86\xb5", theme_attr(THEME_SELECTED));
+    }
+}
+
+void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
+{
+    if (r.h <= 0 || r.w <= 2)
+        return;
+    int width = r.w - 1; /* last column: scroll indicator */
+    conv_build_lines(c, width);
+    int total = (int)c->n_vl;
+    if (c->scroll > 0 && total > c->last_total)
+        c->scroll += total - c->last_total; /* keep the view still while reading back */
+    c->last_total = total;
+    int max_scroll = total > r.h ? total - r.h : 0;
+    if (c->reveal) {
+        ui_token *t = conv_selected(c);
+        if (t) {
+            long li = vline_of(c, c->sel_msg, t->off);
+            if (li >= 0) {
+                int top = total - r.h - c->scroll;
+                if (top < 0)
+                    top = 0;
+                if (li < top)
+                    c->scroll = total - r.h - (int)li;
+                else if (li >= top + r.h)
+                    c->scroll = total - (int)li - 1;
+            }
+        }
+        c->reveal = false;
+    }
+    if (c->scroll > max_scroll)
+        c->scroll = max_scroll;
+    if (c->scroll < 0)
+        c->scroll = 0;
+    int top = total - r.h - c->scroll;
+    if (top < 0)
+        top = 0;
+    if (c->n_msgs == 0 && !(c->system && *c->system)) {
+        draw_str(r.y + r.h / 2 - 1, r.x + 2, r.w - 3, "Type a message and press Enter.", theme_attr(THEME_DIM));
+        draw_str(r.y + r.h / 2, r.x + 2, r.w - 3, "F1 or /help for keys and commands.", theme_attr(THEME_DIM));
+        return;
+    }
+    for (int row = 0; row < r.h && top + row < total; row++) {
+        const conv_vline *v = &c->vl[top + row];
+        int y = r.y + row;
+        if (v->kind == CONV_VL_BLANK)
+            continue;
+        if (v->msg < 0) {
+            if (v->kind == CONV_VL_LABEL)
+                draw_str(y, r.x, width, "System", theme_attr(THEME_SYSTEM));
+            else
+                draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, c->system + v->start, v->len,
+                          theme_attr(THEME_SYSTEM) & ~A_BOLD);
+            continue;
+        }
+        const ui_msg *m = &c->msgs[v->msg];
+        bool is_user = !strcmp(m->role, "user");
+        bool is_asst = !strcmp(m->role, "assistant");
+        if (v->kind == CONV_VL_LABEL) {
+            int col = draw_str(y, r.x, width, is_user ? "You" : is_asst ? "Assistant" : m->role,
+                               theme_attr(is_user ? THEME_USER : is_asst ? THEME_ASSISTANT : THEME_SYSTEM));
+            if (is_asst) {
+                const char *why = reason_text(m->done_reason);
+                if (m->streaming)
+                    draw_str(y, r.x + col + 1, width - col - 1, o->generating ? "\xe2\x80\xa6" : "", theme_attr(THEME_DIM));
+                else if (why)
+                    draw_printf(y, r.x + col + 1, width - col - 1, theme_attr(THEME_DIM), "[%s]", why);
+                if (m->n_toks)
+                    draw_printf(y, r.x + col + 1 + (why && !m->streaming ? (int)strlen(why) + 3 : 2),
+                                width - col - 16, theme_attr(THEME_DIM), "%zu tokens", m->n_toks);
+            }
+            continue;
+        }
+        if (is_asst && m->n_toks)
+            draw_token_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT, o);
+        else
+            draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, m->text + v->start, v->len, 0);
+    }
+    /* scroll indicator */
+    if (total > r.h) {
+        int bar_y = (int)((long)top * (r.h - 1) / (total - r.h > 0 ? total - r.h : 1));
+        for (int row = 0; row < r.h; row++)
+            mvaddch(r.y + row, r.x + r.w - 1, row == bar_y ? (chtype)ACS_BLOCK | (chtype)theme_attr(THEME_BORDER)
+                                                           : (chtype)ACS_VLINE | (chtype)theme_attr(THEME_DIM));
+        if (c->scroll > 0)
+            draw_printf(r.y + r.h - 1, r.x + r.w - 12 > r.x ? r.x + r.w - 12 : r.x, 11, theme_attr(THEME_HEADER),
+                        "\xe2\x86\x93 %d more", c->scroll);
+    }
+    (void)o->focused;
+}

@@ -1,0 +1,39 @@
+/* Input line on GNU readline's callback interface. Readline never touches
+ * the terminal: its getc, redisplay and terminal prep hooks are redirected,
+ * ncurses reads the keys, feeds them to readline byte by byte, and draws
+ * rl_line_buffer / rl_point in the input rectangle. Enter is handled here
+ * (not by readline's accept-line) so that Alt-Enter and pastes can insert
+ * newlines. History persists in a file; entries may span several lines. */
+#ifndef TOKSCOPE_UI_INPUT_H
+#define TOKSCOPE_UI_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "layout.h"
+
+/* history_path may be NULL (no persistence). */
+void input_init(const char *history_path);
+void input_shutdown(void); /* saves history */
+/* Feeds one key from ncurses (wide key codes for special keys, bytes otherwise). */
+void input_key(int key);
+void input_insert(const char *s);
+/* Current text (readline's buffer, NUL-terminated). */
+const char *input_text(void);
+void input_set_text(const char *s);
+/* Takes the current line: returns a malloc'd copy, clears the buffer and adds
+ * it to the history (when non-blank). */
+char *input_take(void);
+/* Lines the input wants for width w (1..). */
+int input_rows(int w);
+/* Draws in r (first row is a separator rule); places the cursor when focused. */
+void input_draw(ui_rect r, bool focused, bool busy);
+/* Where the terminal cursor goes after drawing (valid when focused). */
+void input_cursor(int *y, int *x);
+
+/* History file helpers (exposed for tests): entries are escaped one per line
+ * ("\n" -> "\\n", "\\" -> "\\\\"). */
+void input_history_escape(const char *s, char *out, size_t cap);
+void input_history_unescape(const char *s, char *out, size_t cap);
+
+#endif

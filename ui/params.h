@@ -1,0 +1,34 @@
+/* Parameter panel: the sampler parameters, always visible. Tab focuses it;
+ * Up/Down pick a row, Left/Right adjust by a step (Shift: x10), digits
+ * start typing a value (Enter applies, Esc cancels). Every change goes to
+ * the engine at once and applies from the next token. */
+#ifndef TOKSCOPE_UI_PARAMS_H
+#define TOKSCOPE_UI_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "layout.h"
+#include "sampler.h"
+
+#define PARAMS_N 12
+extern const char *const params_names[PARAMS_N + 1]; /* panel order, NULL-terminated */
+
+/* Index in params_names, -1 when unknown. */
+int params_index(const char *name);
+/* Formats the value as the panel shows it ("random" for an unset seed,
+ * "off" for disabled filters is NOT used: numbers stay numbers). */
+bool params_format(const sampler_params *p, const char *name, char *buf, size_t cap);
+/* Steps a parameter by dir (+1/-1) times mult steps, clamped to its range.
+ * Returns true when the value changed. */
+bool params_adjust(sampler_params *p, const char *name, int dir, int mult);
+/* Parses and sets a value ("0.7", "random" for seed, ...). Names outside the
+ * panel go to sampler_params_set. On error returns false with a message. */
+bool params_set_value(sampler_params *p, const char *name, const char *value, char *err, size_t errlen);
+
+struct ui_app;
+void params_draw(struct ui_app *app, ui_rect r);
+/* Returns true when the key was used. */
+bool params_key(struct ui_app *app, int key);
+
+#endif

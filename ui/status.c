@@ -1,0 +1,92 @@
+/* Status line, tabs bar and key hints. */
+#include "status.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "draw.h"
+#include "theme.h"
+#include "ui.h"
+
+const char *status_state_text(const ui_app *app, char *buf, size_t cap)
+{
+    switch (app->state) {
+    case UI_STATE_NO_MODEL: snprintf(buf, cap, "no model"); break;
+    case UI_STATE_LOADING: snprintf(buf, cap, "loading %d%%", (int)(app->progress * 100.0f + 0.5f)); break;
+    case UI_STATE_IDLE: snprintf(buf, cap, "idle"); break;
+    case UI_STATE_PREFILL: snprintf(buf, cap, "prefill %d%%", (int)(app->progress * 100.0f + 0.5f)); break;
+    case UI_STATE_GENERATING: snprintf(buf, cap, "generating"); break;
+    case UI_STATE_STOPPING: snprintf(buf, cap, "stopping"); break;
+    }
+    return buf;
+}
+
+void status_draw(ui_app *app, ui_rect r)
+{
+    if (r.h <= 0)
+        return;
+    int sa = theme_attr(THEME_STATUS);
+    draw_fill(r.y, r.x, r.w, sa);
+    char st[48], buf[512];
+    status_state_text(app, st, sizeof st);
+    double gen_tps = app->gen_tps;
+    if (app->state == UI_STATE_GENERATING && app->gen_count > 1) {
+        double dt = ui_now() - app->gen_t0;
+        if (dt > 0)
+            gen_tps = (app->gen_count - 1) / dt;
+    }
+    int kv = app->n_ctx > 0 ? (int)(100.0 * app->n_past / app->n_ctx + 0.5) : 0;
+    const char *tmpl = app->template_name[0] ? app->template_name
+                       : app->info.template_name[0] ? app->info.template_name
+                                                    : "-";
+    snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %s \xe2\x94\x82 tmpl %s \xe2\x94\x82 pos %d/%d \xe2\x94\x82 KV %d%% \xe2\x94\x82 pp %.0f t/s \xe2\x94\x82 tg %.1f t/s ",
+             st, app->loaded ? app->info.name : "-", tmpl, app->n_past, app->n_ctx, kv, app->prompt_tps, gen_tps);
+    int used = draw_str(r.y, r.x, r.w, buf, sa | A_BOLD);
+    if (app->msg[0] && used + 4 < r.w) {
+        int attr = app->msg_level == UI_MSG_ERROR ? theme_attr(THEME_ERROR)
+                   : app->msg_level == UI_MSG_WARN ? theme_attr(THEME_HEADER) | (int)A_REVERSE
+                                                   : sa;
+        draw_printf(r.y, r.x + used + 1, r.w - used - 1, attr, " %s ", app->msg);
+    }
+}
+
+void status_draw_title(ui_app *app, ui_rect r)
+{
+    if (r.h <= 0)
+        return;
+    int ta = theme_attr(THEME_TITLE);
+    draw_fill(r.y, r.x, r.w, ta);
+    int x = draw_str(r.y, r.x, r.w, " tokscope ", ta | A_BOLD);
+    for (size_t i = 0; i < app->n_convs && x < r.w; i++) {
+        bool cur = i == app->cur;
+        bool busy = app->gen_conv_id == app->convs[i]->id && ui_busy(app);
+        char tab[48];
+        snprintf(tab, sizeof tab, " %zu:chat%s ", i + 1, busy ? "*" : "");
+        x += draw_str(r.y, r.x + x, r.w - x, tab, cur ? theme_attr(THEME_TAB_ACTIVE) : ta);
+    }
+    static const char *const fnames[UI_FOCUS_COUNT] = {"input", "conversation", "parameters"};
+    char right[64];
+    snprintf(right, sizeof right, " focus: %s ", fnames[app->focus]);
+    int rw = (int)strlen(right);
+    if (x + rw < r.w)
+        draw_str(r.y, r.x + r.w - rw, rw, right, ta);
+}
+
+void status_draw_keys(ui_app *app, ui_rect r)
+{
+    if (r.h <= 0)
+        return;
+    static const char *const keys[][2] = {
+        {"F1", "Help"}, {"Tab", "Focus"}, {"Esc", "Stop"}, {"^P/^N", "Chat"}, {"F4", "Colour"},
+        {"F5", "Raw/Post"}, {"PgUp", "Scroll"}, {"^Q", "Quit"},
+    };
+    int x = 0;
+    draw_fill(r.y, r.x, r.w, 0);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && x < r.w; i++) {
+        x += draw_str(r.y, r.x + x, r.w - x, keys[i][0], theme_attr(THEME_KEYS));
+        x += draw_str(r.y, r.x + x, r.w - x, keys[i][1], theme_attr(THEME_KEYS_TEXT));
+        x += draw_str(r.y, r.x + x, r.w - x, " ", 0);
+    }
+    (void)app;
+}

@@ -1,0 +1,799 @@
+/* Main loop, engine event handling, global keys, overlay. */
+#include "ui.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "draw.h"
+#include "input.h"
+#include "inspector.h"
+#include "params.h"
+#include "picker.h"
+#include "status.h"
+#include "theme.h"
+
+#define UI_FRAME_S (1.0 / 30.0)
+#define UI_MSG_SECONDS 6.0
+#define KEY_PASTE_BEGIN (KEY_MAX + 1)
+#define KEY_PASTE_END (KEY_MAX + 2)
+#undef CTRL
+#define CTRL(c) ((c) & 0x1f)
+
+static int g_winch_pipe[2] = {-1, -1};
+
+void ui_default_options(ui_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->engine = engine_default_params();
+    o->colors = true;
+    o->prob_colors = false;
+    o->mouse = false;
+}
+
+double ui_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ui_message(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(app->msg, sizeof app->msg, fmt, ap);
+    va_end(ap);
+    for (char *p = app->msg; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    app->msg_level = lvl;
+    app->msg_until = ui_now() + (lvl == UI_MSG_ERROR ? 2 * UI_MSG_SECONDS : UI_MSG_SECONDS);
+    app->dirty = true;
+}
+
+ui_conv *ui_current(ui_app *app)
+{
+    return app->convs[app->cur];
+}
+
+ui_conv *ui_conv_by_id(ui_app *app, int32_t id)
+{
+    for (size_t i = 0; i < app->n_convs; i++)
+        if (app->convs[i]->id == id)
+            return app->convs[i];
+    return NULL;
+}
+
+ui_conv *ui_new_conv(ui_app *app, const char *system)
+{
+    ui_conv **v = realloc(app->convs, (app->n_convs + 1) * sizeof *v);
+    if (!v)
+        abort();
+    app->convs = v;
+    ui_conv *c = conv_create(app->next_conv_id++, system);
+    app->convs[app->n_convs++] = c;
+    return c;
+}
+
+void ui_switch_conv(ui_app *app, int delta)
+{
+    if (app->n_convs < 2)
+        return;
+    app->cur = (app->cur + app->n_convs + (size_t)(delta % (int)app->n_convs + (int)app->n_convs)) % app->n_convs;
+    ui_message(app, UI_MSG_INFO, "conversation %zu of %zu", app->cur + 1, app->n_convs);
+}
+
+bool ui_busy(const ui_app *app)
+{
+    return app->state == UI_STATE_PREFILL || app->state == UI_STATE_GENERATING || app->state == UI_STATE_STOPPING;
+}
+
+bool ui_submit(ui_app *app)
+{
+    ui_conv *c = ui_current(app);
+    if (!app->eng || app->state == UI_STATE_NO_MODEL) {
+        ui_message(app, UI_MSG_ERROR, "no model loaded");
+        return false;
+    }
+    chat_message *msgs;
+    size_t n = conv_chat_messages(c, &msgs);
+    engine_submit(app->eng, c->id, msgs, n);
+    free(msgs);
+    size_t mi = conv_add_msg(c, "assistant", "");
+    c->msgs[mi].streaming = true;
+    c->scroll = 0;
+    conv_sel_clear(c);
+    app->gen_conv_id = c->id;
+    app->gen_msg = mi;
+    app->gen_count = 0;
+    if (app->state != UI_STATE_LOADING)
+        app->state = UI_STATE_PREFILL;
+    app->progress = 0;
+    return true;
+}
+
+bool ui_send_user(ui_app *app, const char *text)
+{
+    if (ui_busy(app)) {
+        ui_message(app, UI_MSG_WARN, "still generating: Esc stops it first");
+        input_set_text(text);
+        return false;
+    }
+    ui_conv *c = ui_current(app);
+    conv_add_msg(c, "user", text);
+    if (!ui_submit(app)) {
+        conv_pop(c);
+        input_set_text(text);
+        return false;
+    }
+    return true;
+}
+
+void ui_stop(ui_app *app)
+{
+    if (!ui_busy(app))
+        return;
+    engine_stop(app->eng);
+    app->state = UI_STATE_STOPPING;
+    app->dirty = true;
+}
+
+void ui_params_changed(ui_app *app)
+{
+    if (app->eng)
+        engine_set_params(app->eng, &app->sp);
+    app->dirty = true;
+}
+
+void ui_overlay_close(ui_app *app)
+{
+    for (size_t i = 0; i < app->n_overlay; i++)
+        free(app->overlay[i]);
+    free(app->overlay);
+    app->overlay = NULL;
+    app->n_overlay = 0;
+    app->overlay_scroll = 0;
+    app->dirty = true;
+}
+
+void ui_overlay_show(ui_app *app, const char *title, const char *text)
+{
+    ui_overlay_close(app);
+    snprintf(app->overlay_title, sizeof app->overlay_title, "%s", title);
+    const char *p = text;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char **v = realloc(app->overlay, (app->n_overlay + 1) * sizeof *v);
+        if (!v)
+            break;
+        app->overlay = v;
+        app->overlay[app->n_overlay++] = strndup(p, l);
+        p += l + (e ? 1 : 0);
+    }
+}
+
+void ui_show_help(ui_app *app)
+{
+    ui_overlay_show(app, "Help  (Esc closes, \xe2\x86\x91\xe2\x86\x93 scroll)", commands_help_text());
+}
+
+/* ---- engine events ---- */
+
+static void finish_turn(ui_app *app, int reason)
+{
+    ui_conv *c = ui_conv_by_id(app, app->gen_conv_id);
+    if (c && app->gen_msg < c->n_msgs) {
+        ui_msg *m = &c->msgs[app->gen_msg];
+        m->streaming = false;
+        m->done_reason = reason;
+    }
+    app->gen_conv_id = -1;
+    app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
+}
+
+static void handle_event(ui_app *app, const engine_event *ev)
+{
+    app->dirty = true;
+    switch (ev->type) {
+    case ENGINE_EV_LOAD_PROGRESS:
+        app->state = UI_STATE_LOADING;
+        app->progress = ev->progress;
+        break;
+    case ENGINE_EV_LOADED:
+        app->info = ev->info;
+        app->loaded = true;
+        app->n_ctx = ev->n_ctx > 0 ? ev->n_ctx : (int32_t)ev->info.n_ctx;
+        app->n_past = ev->n_past;
+        if (!ui_busy(app))
+            app->state = app->gen_conv_id >= 0 ? UI_STATE_PREFILL : UI_STATE_IDLE;
+        ui_message(app, UI_MSG_INFO, "loaded %s (%s, %s)", ev->info.name, ev->info.arch, ev->info.file_type);
+        break;
+    case ENGINE_EV_PREFILL:
+        if (app->gen_conv_id < 0)
+            break;
+        app->state = UI_STATE_PREFILL == app->state || app->state == UI_STATE_LOADING ? UI_STATE_PREFILL : app->state;
+        app->prefill_done = ev->done;
+        app->prefill_total = ev->total;
+        app->progress = ev->total > 0 ? (float)ev->done / (float)ev->total : 1.0f;
+        if (ev->n_ctx > 0) {
+            app->n_past = ev->n_past;
+            app->n_ctx = ev->n_ctx;
+        }
+        break;
+    case ENGINE_EV_TOKEN: {
+        ui_conv *c = ui_conv_by_id(app, ev->conv_id);
+        if (!c || ev->conv_id != app->gen_conv_id || app->gen_msg >= c->n_msgs)
+            break;
+        ui_msg *m = &c->msgs[app->gen_msg];
+        msg_add_token(m, ev);
+        if (app->state != UI_STATE_STOPPING)
+            app->state = UI_STATE_GENERATING;
+        if (app->gen_count++ == 0)
+            app->gen_t0 = ui_now();
+        app->n_past = ev->n_past > 0 ? ev->n_past : ev->pos + 1;
+        if (ev->n_ctx > 0)
+            app->n_ctx = ev->n_ctx;
+        break;
+    }
+    case ENGINE_EV_DONE:
+        if (app->gen_conv_id >= 0)
+            finish_turn(app, ev->reason);
+        else if (app->state != UI_STATE_LOADING)
+            app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
+        if (ev->n_prompt > 0)
+            app->prompt_tps = ev->prompt_tps;
+        if (ev->n_gen > 0)
+            app->gen_tps = ev->gen_tps;
+        if (ev->n_ctx > 0) {
+            app->n_past = ev->n_past;
+            app->n_ctx = ev->n_ctx;
+        }
+        if (ev->reason == ENGINE_DONE_ERROR)
+            ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "generation failed");
+        else if (ev->reason == ENGINE_DONE_CTX_FULL)
+            ui_message(app, UI_MSG_WARN, "context full (%d/%d)", app->n_past, app->n_ctx);
+        break;
+    case ENGINE_EV_CONTEXT_SHIFT:
+        ui_message(app, UI_MSG_WARN, "context shift: dropped %d tokens%s%s", ev->n_dropped, ev->message[0] ? " - " : "",
+                   ev->message);
+        break;
+    case ENGINE_EV_ERROR:
+        ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "engine error");
+        if (app->state == UI_STATE_LOADING && !app->loaded)
+            app->state = UI_STATE_NO_MODEL;
+        if (ui_busy(app))
+            finish_turn(app, ENGINE_DONE_ERROR);
+        break;
+    case ENGINE_EV_QUIT:
+        break;
+    }
+}
+
+static void drain_events(ui_app *app)
+{
+    engine_event *ev = malloc(sizeof *ev);
+    if (!ev)
+        return;
+    /* bounded per call so a flood of tokens cannot starve the keyboard */
+    for (int i = 0; i < 4096 && engine_poll(app->eng, ev); i++)
+        handle_event(app, ev);
+    free(ev);
+}
+
+/* ---- drawing ---- */
+
+static void draw_overlay(ui_app *app)
+{
+    int maxw = 0;
+    for (size_t i = 0; i < app->n_overlay; i++) {
+        int w = (int)strlen(app->overlay[i]);
+        if (w > maxw)
+            maxw = w;
+    }
+    int w = maxw + 4, h = (int)app->n_overlay + 2;
+    if (w > COLS - 2)
+        w = COLS - 2;
+    if (h > LINES - 2)
+        h = LINES - 2;
+    if (w < 10 || h < 3)
+        return;
+    int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
+    int body = h - 2;
+    int max_scroll = (int)app->n_overlay - body;
+    if (app->overlay_scroll > max_scroll)
+        app->overlay_scroll = max_scroll > 0 ? max_scroll : 0;
+    for (int y = 0; y < h; y++)
+        draw_fill(y0 + y, x0, w, 0);
+    int ba = theme_attr(THEME_BORDER_FOCUS);
+    draw_hline(y0, x0, w, ba);
+    draw_hline(y0 + h - 1, x0, w, ba);
+    draw_vline(y0, x0, h, ba);
+    draw_vline(y0, x0 + w - 1, h, ba);
+    draw_printf(y0, x0 + 2, w - 4, theme_attr(THEME_HEADER), " %s ", app->overlay_title);
+    for (int i = 0; i < body && app->overlay_scroll + i < (int)app->n_overlay; i++) {
+        const char *l = app->overlay[app->overlay_scroll + i];
+        bool head = l[0] && l[0] != ' ';
+        draw_str(y0 + 1 + i, x0 + 2, w - 4, l, head ? theme_attr(THEME_HEADER) : 0);
+    }
+    if (max_scroll > 0)
+        draw_printf(y0 + h - 1, x0 + w - 16, 14, ba, " %d/%d ", app->overlay_scroll + body, (int)app->n_overlay);
+}
+
+static void draw_all(ui_app *app)
+{
+    if (app->clear_screen) {
+        clearok(curscr, TRUE);
+        app->clear_screen = false;
+    }
+    erase();
+    layout_compute(&app->lay, LINES, COLS, input_rows(COLS));
+    ui_layout *l = &app->lay;
+    if (l->too_small) {
+        curs_set(0);
+        char msg[96];
+        snprintf(msg, sizeof msg, "terminal too small (%dx%d, need %dx%d)", COLS, LINES, LAYOUT_MIN_COLS,
+                 LAYOUT_MIN_ROWS);
+        int len = (int)strlen(msg);
+        int x = COLS > len ? (COLS - len) / 2 : 0;
+        draw_str(LINES / 2, x, COLS - x, msg, A_BOLD);
+        refresh();
+        return;
+    }
+    status_draw_title(app, l->title);
+    conv_draw_opts co = {app->prob_colors, true, app->focus == UI_FOCUS_CONV, ui_busy(app)};
+    conv_draw(ui_current(app), l->conv, &co);
+    params_draw(app, l->params);
+    inspector_draw(app, l->inspector);
+    input_draw(l->input, app->focus == UI_FOCUS_INPUT, ui_busy(app));
+    status_draw(app, l->status);
+    status_draw_keys(app, l->keys);
+    if (app->overlay)
+        draw_overlay(app);
+    if (app->focus == UI_FOCUS_INPUT && !app->overlay) {
+        int y, x;
+        input_cursor(&y, &x);
+        curs_set(1);
+        move(y, x);
+    } else
+        curs_set(0);
+    refresh();
+}
+
+/* ---- keys ---- */
+
+static void handle_line(ui_app *app, char *line)
+{
+    char name[32], args[8];
+    if (commands_parse(line, name, sizeof name, args, sizeof args)) {
+        commands_run(app, line);
+        return;
+    }
+    char *text = line;
+    while (*text == ' ' || *text == '\n' || *text == '\t')
+        text++;
+    if (!*text)
+        return;
+    if (text[0] == '/' && text[1] == '/')
+        text++;
+    ui_send_user(app, text);
+}
+
+static void handle_resize(ui_app *app)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+        resizeterm(ws.ws_row, ws.ws_col);
+    app->clear_screen = true;
+    app->dirty = true;
+}
+
+static void conv_focus_key(ui_app *app, int key)
+{
+    ui_conv *c = ui_current(app);
+    switch (key) {
+    case KEY_LEFT:
+    case 'h':
+        conv_sel_step(c, -1);
+        break;
+    case KEY_RIGHT:
+    case 'l':
+        conv_sel_step(c, 1);
+        break;
+    case KEY_UP:
+    case 'k':
+        conv_sel_line(c, -1);
+        break;
+    case KEY_DOWN:
+    case 'j':
+        conv_sel_line(c, 1);
+        break;
+    case KEY_HOME:
+    case 'g':
+        conv_sel_first(c);
+        break;
+    case KEY_END:
+    case 'G':
+        conv_sel_last(c);
+        break;
+    case 'c':
+        app->prob_colors = !app->prob_colors;
+        break;
+    case 'r':
+        app->post_order = !app->post_order;
+        break;
+    default:
+        /* typing while the pane has focus goes to the input */
+        if (key >= 32 && key < 256 && key != 127) {
+            app->focus = UI_FOCUS_INPUT;
+            conv_sel_clear(c);
+            input_key(key);
+        }
+    }
+}
+
+static void handle_key(ui_app *app, int key, bool *in_paste)
+{
+    app->dirty = true;
+    if (key == KEY_RESIZE) {
+        handle_resize(app);
+        return;
+    }
+    if (key == KEY_PASTE_BEGIN) {
+        *in_paste = true;
+        app->focus = UI_FOCUS_INPUT;
+        return;
+    }
+    if (key == KEY_PASTE_END) {
+        *in_paste = false;
+        return;
+    }
+    if (*in_paste) {
+        if (key == '\r' || key == '\n' || key == KEY_ENTER)
+            input_insert("\n");
+        else if (key == '\t')
+            input_insert("    ");
+        else
+            input_key(key);
+        return;
+    }
+    if (key == CTRL('q')) {
+        app->quit = true;
+        return;
+    }
+    if (app->overlay) {
+        int body = LINES - 4;
+        if (key == KEY_DOWN || key == 'j')
+            app->overlay_scroll++;
+        else if (key == KEY_UP || key == 'k')
+            app->overlay_scroll = app->overlay_scroll > 0 ? app->overlay_scroll - 1 : 0;
+        else if (key == KEY_NPAGE || key == ' ')
+            app->overlay_scroll += body > 1 ? body : 1;
+        else if (key == KEY_PPAGE)
+            app->overlay_scroll = app->overlay_scroll > body ? app->overlay_scroll - body : 0;
+        else if (key == 27) {
+            nodelay(stdscr, TRUE);
+            getch(); /* swallow an Alt- chord */
+            ui_overlay_close(app);
+        } else
+            ui_overlay_close(app);
+        return;
+    }
+    if (key == 27) {
+        int next = getch();
+        if (next == '\r' || next == '\n' || next == KEY_ENTER) {
+            app->focus = UI_FOCUS_INPUT;
+            input_insert("\n");
+        } else if (next != ERR) {
+            if (app->focus == UI_FOCUS_INPUT) {
+                input_key(27);
+                input_key(next);
+            }
+        } else if (app->focus == UI_FOCUS_PARAMS && app->param_editing) {
+            app->param_editing = false;
+        } else if (ui_busy(app)) {
+            ui_stop(app);
+        } else if (app->focus != UI_FOCUS_INPUT) {
+            conv_sel_clear(ui_current(app));
+            app->focus = UI_FOCUS_INPUT;
+        }
+        return;
+    }
+    switch (key) {
+    case CTRL('l'):
+        app->clear_screen = true;
+        return;
+    case KEY_F(1):
+        ui_show_help(app);
+        return;
+    case '\t':
+        app->param_editing = false;
+        app->focus = (enum ui_focus)((app->focus + 1) % UI_FOCUS_COUNT);
+        if (app->focus == UI_FOCUS_CONV && !conv_selected(ui_current(app)))
+            conv_sel_last(ui_current(app));
+        return;
+    case KEY_BTAB:
+        app->param_editing = false;
+        app->focus = (enum ui_focus)((app->focus + UI_FOCUS_COUNT - 1) % UI_FOCUS_COUNT);
+        if (app->focus == UI_FOCUS_CONV && !conv_selected(ui_current(app)))
+            conv_sel_last(ui_current(app));
+        return;
+    case CTRL('p'):
+    case KEY_F(2):
+        ui_switch_conv(app, -1);
+        return;
+    case CTRL('n'):
+    case KEY_F(3):
+        ui_switch_conv(app, 1);
+        return;
+    case KEY_F(4):
+        app->prob_colors = !app->prob_colors;
+        ui_message(app, UI_MSG_INFO, "probability colours %s", app->prob_colors ? "on" : "off");
+        return;
+    case KEY_F(5):
+        app->post_order = !app->post_order;
+        ui_message(app, UI_MSG_INFO, "inspector: %s order", app->post_order ? "post-chain" : "raw logit");
+        return;
+    case KEY_PPAGE:
+        conv_scroll(ui_current(app), app->lay.conv.h > 3 ? app->lay.conv.h - 2 : 1);
+        return;
+    case KEY_NPAGE:
+        conv_scroll(ui_current(app), -(app->lay.conv.h > 3 ? app->lay.conv.h - 2 : 1));
+        return;
+    case KEY_MOUSE: {
+        MEVENT me;
+        if (getmouse(&me) == OK) {
+            if (me.bstate & BUTTON4_PRESSED)
+                conv_scroll(ui_current(app), 3);
+#ifdef BUTTON5_PRESSED
+            else if (me.bstate & BUTTON5_PRESSED)
+                conv_scroll(ui_current(app), -3);
+#endif
+        }
+        return;
+    }
+    default:
+        break;
+    }
+    switch (app->focus) {
+    case UI_FOCUS_INPUT:
+        if (key == '\r' || key == '\n' || key == KEY_ENTER) {
+            /* more bytes already waiting after Enter: a paste without bracketed
+             * paste support; keep the newline in the text instead of sending */
+            int next = getch();
+            if (next != ERR) {
+                ungetch(next);
+                input_insert("\n");
+                return;
+            }
+            char *line = input_take();
+            if (line) {
+                handle_line(app, line);
+                free(line);
+            }
+            return;
+        }
+        input_key(key);
+        return;
+    case UI_FOCUS_CONV:
+        conv_focus_key(app, key);
+        return;
+    case UI_FOCUS_PARAMS:
+        params_key(app, key);
+        return;
+    default:
+        return;
+    }
+}
+
+/* ---- setup ---- */
+
+static void on_winch(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    if (g_winch_pipe[1] >= 0) {
+        ssize_t r = write(g_winch_pipe[1], "w", 1);
+        (void)r;
+    }
+    errno = saved;
+}
+
+static void setup_locale(void)
+{
+    setlocale(LC_ALL, "");
+    const char *cs = nl_langinfo(CODESET);
+    if (!cs || strcmp(cs, "UTF-8") != 0) {
+        /* wide-character output needs a UTF-8 locale; C.UTF-8 exists on every glibc */
+        if (!setlocale(LC_CTYPE, "C.UTF-8"))
+            setlocale(LC_CTYPE, "en_US.UTF-8");
+    }
+}
+
+static void default_history_path(char *buf, size_t cap)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(buf, cap, "%s/tokscope/history", xdg);
+    else if (home && *home)
+        snprintf(buf, cap, "%s/.local/state/tokscope/history", home);
+    else
+        buf[0] = 0;
+}
+
+static void term_setup(ui_app *app)
+{
+    initscr();
+    raw();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);
+    theme_init(app->colors);
+    define_key("\033[200~", KEY_PASTE_BEGIN);
+    define_key("\033[201~", KEY_PASTE_END);
+    if (app->mouse) {
+        mmask_t mask = BUTTON4_PRESSED;
+#ifdef BUTTON5_PRESSED
+        mask |= BUTTON5_PRESSED;
+#endif
+        mousemask(mask, NULL);
+        mouseinterval(0);
+    }
+}
+
+static void term_paste_mode(bool on)
+{
+    fputs(on ? "\033[?2004h" : "\033[?2004l", stdout);
+    fflush(stdout);
+}
+
+int ui_run(const ui_options *o)
+{
+    setup_locale();
+    ui_app *app = calloc(1, sizeof *app);
+    if (!app)
+        return 1;
+    app->eparams = o->engine;
+    app->sp = o->engine.sampling;
+    app->gen_conv_id = -1;
+    app->next_conv_id = 1;
+    app->prob_colors = o->prob_colors;
+    app->post_order = o->post_order;
+    app->mouse = o->mouse;
+    const char *nc = getenv("NO_COLOR");
+    app->colors = o->colors && !(nc && *nc);
+    if (o->engine.template_name)
+        snprintf(app->template_name, sizeof app->template_name, "%s", o->engine.template_name);
+    ui_new_conv(app, o->system);
+
+    term_setup(app);
+    char *picked = NULL;
+    if (!o->engine.model_path) {
+        picked = picker_run((const char *const *)o->model_dirs, o->n_model_dirs);
+        if (!picked) {
+            endwin();
+            conv_free(app->convs[0]);
+            free(app->convs);
+            free(app);
+            return 0;
+        }
+        app->eparams.model_path = picked;
+    }
+    snprintf(app->model_path, sizeof app->model_path, "%s", app->eparams.model_path);
+    erase();
+    draw_printf(0, 0, COLS, A_BOLD, "tokscope: starting the engine for %s", app->model_path);
+    refresh();
+
+    char err[512] = "";
+    app->eng = engine_start(&app->eparams, err, sizeof err);
+    if (!app->eng) {
+        endwin();
+        fprintf(stderr, "tokscope: %s\n", err[0] ? err : "cannot start the engine");
+        free(picked);
+        conv_free(app->convs[0]);
+        free(app->convs);
+        free(app);
+        return 1;
+    }
+    app->state = UI_STATE_LOADING;
+
+    char hist[4096];
+    if (o->history_path)
+        snprintf(hist, sizeof hist, "%s", o->history_path);
+    else
+        default_history_path(hist, sizeof hist);
+    input_init(hist[0] ? hist : NULL);
+
+    if (pipe(g_winch_pipe) == 0) {
+        fcntl(g_winch_pipe[0], F_SETFL, O_NONBLOCK);
+        fcntl(g_winch_pipe[1], F_SETFL, O_NONBLOCK);
+        fcntl(g_winch_pipe[0], F_SETFD, FD_CLOEXEC);
+        fcntl(g_winch_pipe[1], F_SETFD, FD_CLOEXEC);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_winch;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGWINCH, &sa, NULL);
+    }
+    term_paste_mode(true);
+    handle_resize(app); /* the terminal may have changed while the picker ran */
+
+    bool in_paste = false;
+    app->dirty = true;
+    while (!app->quit) {
+        double now = ui_now();
+        if (app->msg[0] && app->msg_until > 0 && now >= app->msg_until) {
+            app->msg[0] = 0;
+            app->dirty = true;
+        }
+        if (app->state == UI_STATE_GENERATING)
+            app->dirty = true; /* live tok/s */
+        int timeout = 1000;
+        if (app->dirty) {
+            double wait = app->last_draw + UI_FRAME_S - now;
+            if (wait <= 0) {
+                draw_all(app);
+                app->last_draw = now;
+                app->dirty = false;
+                timeout = app->state == UI_STATE_GENERATING ? 250 : 1000;
+            } else
+                timeout = (int)(wait * 1000.0) + 1;
+        }
+        if (app->msg[0] && app->msg_until > 0) {
+            int t = (int)((app->msg_until - now) * 1000.0) + 1;
+            if (t < timeout)
+                timeout = t > 0 ? t : 0;
+        }
+        struct pollfd fds[3] = {
+            {STDIN_FILENO, POLLIN, 0},
+            {engine_event_fd(app->eng), POLLIN, 0},
+            {g_winch_pipe[0], POLLIN, 0},
+        };
+        int nfds = fds[1].fd >= 0 ? 3 : 1;
+        if (nfds == 1 && g_winch_pipe[0] >= 0) {
+            fds[1] = fds[2];
+            nfds = 2;
+        }
+        int r = poll(fds, (nfds_t)nfds, timeout);
+        if (r < 0 && errno != EINTR)
+            break;
+        char junk[64];
+        if (g_winch_pipe[0] >= 0 && read(g_winch_pipe[0], junk, sizeof junk) > 0)
+            handle_resize(app);
+        drain_events(app);
+        if (r > 0 && (fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
+            break; /* the terminal went away */
+        int key;
+        while (!app->quit && (key = getch()) != ERR)
+            handle_key(app, key, &in_paste);
+    }
+
+    term_paste_mode(false);
+    input_shutdown();
+    engine_shutdown(app->eng);
+    endwin();
+    signal(SIGWINCH, SIG_DFL);
+    ui_overlay_close(app);
+    for (size_t i = 0; i < app->n_convs; i++)
+        conv_free(app->convs[i]);
+    free(app->convs);
+    free(picked);
+    free(app);
+    return 0;
+}

@@ -1,0 +1,122 @@
+/* The chat TUI: application state shared by the panes and the main loop.
+ *
+ * Structure (htop/ncdu style): every pane is a module with a draw function
+ * over a rectangle of stdscr and, when it can take focus, a key function.
+ * The main loop poll()s stdin, the engine's event fd and a SIGWINCH
+ * self-pipe, drains engine events into the conversation model, and redraws
+ * the whole screen at most ~30 times a second (ncurses sends only the diff).
+ * The UI never computes model math and never waits for the engine. */
+#ifndef TOKSCOPE_UI_UI_H
+#define TOKSCOPE_UI_UI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conv.h"
+#include "engine.h"
+#include "layout.h"
+
+enum ui_focus { UI_FOCUS_INPUT, UI_FOCUS_CONV, UI_FOCUS_PARAMS, UI_FOCUS_COUNT };
+
+enum ui_state {
+    UI_STATE_NO_MODEL,
+    UI_STATE_LOADING,
+    UI_STATE_IDLE,
+    UI_STATE_PREFILL,
+    UI_STATE_GENERATING,
+    UI_STATE_STOPPING,
+};
+
+enum ui_msg_level { UI_MSG_INFO, UI_MSG_WARN, UI_MSG_ERROR };
+
+/* What cmd_tui hands to ui_run (after config + command line). */
+typedef struct ui_options {
+    engine_params engine;   /* model_path may be NULL: the picker runs first */
+    const char *system;     /* system prompt of the first conversation */
+    bool colors;            /* false: monochrome (NO_COLOR also forces this) */
+    bool prob_colors;       /* colour assistant tokens by probability at start */
+    bool mouse;             /* mouse wheel scrolling */
+    bool post_order;        /* inspector sorted by post-chain probability */
+    const char *history_path; /* NULL: $XDG_STATE_HOME/tokscope/history */
+    char **model_dirs;      /* extra picker directories */
+    size_t n_model_dirs;
+} ui_options;
+
+void ui_default_options(ui_options *o);
+
+typedef struct ui_app {
+    engine *eng;
+    engine_params eparams;
+    sampler_params sp;      /* what the panel shows and the engine uses */
+    char model_path[4096];
+
+    ui_conv **convs;
+    size_t n_convs;
+    size_t cur;             /* index of the visible conversation */
+    int32_t next_conv_id;
+    int32_t gen_conv_id;    /* conversation being generated for, -1 when none */
+    size_t gen_msg;         /* its assistant message index */
+
+    enum ui_focus focus;
+    enum ui_state state;
+    float progress;         /* loading / prefill fraction */
+    int32_t prefill_done, prefill_total;
+    int32_t n_past, n_ctx;
+    double prompt_tps, gen_tps;
+    double gen_t0;          /* first token time of the running turn */
+    int32_t gen_count;
+    bool loaded;
+    engine_model_info info;
+    char template_name[64]; /* forced template ("" = model's own) */
+
+    char msg[ENGINE_MSG_MAX + 64];
+    enum ui_msg_level msg_level;
+    double msg_until;       /* monotonic seconds; 0 = sticky until replaced */
+
+    bool prob_colors;
+    bool post_order;
+    bool mouse;
+    bool colors;
+
+    /* parameter panel */
+    int param_sel;
+    bool param_editing;
+    char param_edit[64];
+
+    /* overlay (help, /show): lines of text, any key closes */
+    char **overlay;
+    size_t n_overlay;
+    int overlay_scroll;
+    char overlay_title[64];
+
+    bool quit;
+    bool dirty;
+    bool clear_screen;      /* Ctrl-L, resize */
+    ui_layout lay;
+    double last_draw;
+} ui_app;
+
+/* Runs the TUI until the user quits. Returns the process exit status. */
+int ui_run(const ui_options *o);
+
+/* --- used by the panes and the slash commands --- */
+double ui_now(void); /* monotonic seconds */
+void ui_message(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ui_conv *ui_current(ui_app *app);
+ui_conv *ui_conv_by_id(ui_app *app, int32_t id);
+ui_conv *ui_new_conv(ui_app *app, const char *system);
+void ui_switch_conv(ui_app *app, int delta);
+/* Sends text as a user message of the current conversation and starts generation. */
+bool ui_send_user(ui_app *app, const char *text);
+/* Re-submits the current conversation as it is (the last message must be a user one). */
+bool ui_submit(ui_app *app);
+void ui_stop(ui_app *app);
+bool ui_busy(const ui_app *app);
+/* Sends the current sampler parameters to the engine. */
+void ui_params_changed(ui_app *app);
+void ui_overlay_show(ui_app *app, const char *title, const char *text);
+void ui_overlay_close(ui_app *app);
+void ui_show_help(ui_app *app);
+
+#endif
