@@ -372,9 +372,6 @@ static inline void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])
     memcpy(mn, a + 2, 8);
 }
 
-/* Scale vector for maddubs+madd: 16-bit lanes, sa in the low 128 bits... not
- * needed here: a 32-element sub-block shares one scale. */
-
 static float dot_q4_K_avx2(int64_t n, const void *w, const void *act)
 {
     const block_q4_K *x = w;
@@ -481,6 +478,87 @@ static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
     return sum;
 }
 
+static float dot_q2_K_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q2_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *sc = x[i].scales;
+        int summs = 0;
+        for (int g = 0; g < 16; g++)
+            summs += (sc[g] >> 4) * y[i].bsums[g];
+        __m256i acc = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
+                int g = 8 * h + 2 * j;
+                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, scale_pair(sc[g] & 0xF, sc[g + 1] & 0xF)));
+            }
+        }
+        float dall = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        sum += dall * (float)hsum_epi32(acc) - dmin * (float)summs;
+    }
+    return sum;
+}
+
+static float dot_q3_K_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_q3_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4), zero = _mm256_setzero_si256();
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t sc[16];
+        quant_q3k_scales(x[i].scales, sc);
+        __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        __m256i acc = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int j = 0; j < 4; j++) {
+                __m256i lo = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                /* minus 4 where hmask bit (4h + j) is clear */
+                __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j)))), zero);
+                __m256i q = _mm256_sub_epi8(lo, _mm256_and_si256(clear, four));
+                __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
+                int g = 8 * h + 2 * j;
+                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, scale_pair(sc[g], sc[g + 1])));
+            }
+        }
+        sum += fp16_to_f32(x[i].d) * y[i].d * (float)hsum_epi32(acc);
+    }
+    return sum;
+}
+
+static void quantize_bf16_avx2(const float *src, void *dst, int64_t n)
+{
+    uint16_t *y = dst;
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(src + i));
+        /* round to nearest even: add 0x7fff + lowest kept bit */
+        __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+        r = _mm256_srli_epi32(r, 16);
+        /* NaN: truncate and set the quiet bit */
+        __m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absmask), inf);
+        __m256i qn = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+        r = _mm256_blendv_epi8(r, qn, isnan);
+        __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+        _mm_storeu_si128((__m128i *)(y + i), packed);
+    }
+    for (; i < n; i++)
+        y[i] = f32_to_bf16(src[i]);
+}
+
 #endif /* AVX2 */
 
 void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
@@ -497,6 +575,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_BF16:
         k->vec_dot = dot_bf16_avx2;
+        k->quantize = quantize_bf16_avx2;
         k->dequantize = dequantize_bf16_avx2;
         break;
     case TENSOR_TYPE_Q8_0:
@@ -520,6 +599,12 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_Q5_1:
         k->vec_dot = dot_q5_1_avx2;
+        break;
+    case TENSOR_TYPE_Q2_K:
+        k->vec_dot = dot_q2_K_avx2;
+        break;
+    case TENSOR_TYPE_Q3_K:
+        k->vec_dot = dot_q3_K_avx2;
         break;
     case TENSOR_TYPE_Q4_K:
         k->vec_dot = dot_q4_K_avx2;
