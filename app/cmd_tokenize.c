@@ -20,7 +20,9 @@ static void usage(FILE *f)
             "  --ids-only          print only the ids, space-separated on one line (default)\n"
             "  --pieces            one token per line: id, type and the escaped piece\n"
             "  --cases FILE.inp    split FILE on lines __ggml_vocab_test__ and print one line\n"
-            "                      per case in llama.cpp's .out format (no BOS, no specials)\n");
+            "                      per case in llama.cpp's .out format (no BOS, no specials)\n"
+            "  --roundtrip         with --cases: also check decode(encode(case)) == case\n"
+            "                      (SPM: minus the space prefix); exit 3 on a mismatch\n");
 }
 
 static char *read_all(FILE *f, size_t *len)
@@ -109,7 +111,7 @@ static const char *type_name(enum tokenizer_token_type ty)
     }
 }
 
-static int run_cases(const tokenizer *t, const char *path)
+static int run_cases(const tokenizer *t, const char *path, bool roundtrip)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -128,7 +130,7 @@ static int run_cases(const tokenizer *t, const char *path)
     static const char sep[] = "\n__ggml_vocab_test__\n";
     const size_t sl = sizeof sep - 1;
     size_t pos = 0;
-    int rc = 0;
+    int rc = 0, ncase = 1;
     while (pos < len) {
         const char *m = memmem(raw + pos, len - pos, sep, sl);
         size_t clen = m ? (size_t)(m - (raw + pos)) : len - pos;
@@ -142,6 +144,23 @@ static int run_cases(const tokenizer *t, const char *path)
         for (int32_t i = 0; i < n; i++)
             printf(" %d", ids[i]);
         putchar('\n');
+        if (roundtrip) {
+            int32_t need = tokenizer_decode(t, ids, n, true, true, NULL, 0);
+            char *dec = malloc((size_t)need + 1);
+            if (!dec) {
+                free(ids);
+                rc = 1;
+                break;
+            }
+            tokenizer_decode(t, ids, n, true, true, dec, need + 1);
+            if ((size_t)need != clen || memcmp(dec, raw + pos, clen) != 0) {
+                fprintf(stderr, "round-trip mismatch in case %d: '%.*s' decoded to '%s'\n", ncase, (int)clen,
+                        raw + pos, dec);
+                rc = 3;
+            }
+            free(dec);
+        }
+        ncase++;
         free(ids);
         if (!m)
             break;
@@ -154,7 +173,7 @@ static int run_cases(const tokenizer *t, const char *path)
 int cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *cases = NULL;
-    bool no_bos = false, special = false, pieces = false;
+    bool no_bos = false, special = false, pieces = false, roundtrip = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc)
@@ -169,6 +188,8 @@ int cmd_tokenize(int argc, char **argv)
             special = true;
         else if (!strcmp(a, "--ids-only"))
             pieces = false;
+        else if (!strcmp(a, "--roundtrip"))
+            roundtrip = true;
         else if (!strcmp(a, "--pieces"))
             pieces = true;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -199,7 +220,7 @@ int cmd_tokenize(int argc, char **argv)
     }
     int rc = 0;
     if (cases) {
-        rc = run_cases(t, cases);
+        rc = run_cases(t, cases, roundtrip);
         tokenizer_free(t);
         return rc;
     }
