@@ -270,12 +270,24 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot)
     }
 }
 
+/* How many chunks to cut `items` units of work into: one (inline) when the
+ * job is too small to be worth waking the pool, else a few per thread so a
+ * thread that starts late still finds work. */
+static int64_t n_chunks(const forward_ctx *f, int64_t items, int64_t work)
+{
+    if (f->n_threads <= 1 || work < MT_MIN_WORK || items <= 1)
+        return 1;
+    int64_t n = (int64_t)f->n_threads * 4;
+    return n < items ? n : items;
+}
+
 /* ---- matmul ---------------------------------------------------------------- */
 
-static void mm_worker(void *arg, int ith, int nth)
+static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
+    (void)ith;
     const struct mm_job *job = arg;
-    const int64_t r0 = job->total_rows * ith / nth, r1 = job->total_rows * (ith + 1) / nth;
+    const int64_t r0 = job->total_rows * chunk / n_chunks, r1 = job->total_rows * (chunk + 1) / n_chunks;
     int64_t base = 0;
     for (int s = 0; s < job->n_seg; s++) {
         const struct mm_seg *sg = &job->seg[s];
@@ -344,9 +356,7 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
         job.seg[s].rows = ws[s]->ne[1];
         job.total_rows += ws[s]->ne[1];
     }
-    const int64_t work = job.total_rows * n_in * n_tok;
-    const int nth = work < MT_MIN_WORK ? 1 : f->n_threads;
-    threadpool_run(f->tp, nth, mm_worker, &job);
+    threadpool_run(f->tp, n_chunks(f, job.total_rows, job.total_rows * n_in * n_tok), mm_worker, &job);
 }
 
 /* ---- attention ------------------------------------------------------------- */
@@ -437,7 +447,7 @@ static void attend_f32(const float *q, const float *kc, const float *vc, int64_t
         out[i] = acc[i] * inv;
 }
 
-static void attn_worker(void *arg, int ith, int nth)
+static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     const struct attn_job *job = arg;
     forward_ctx *f = job->f;
@@ -446,7 +456,7 @@ static void attn_worker(void *arg, int ith, int nth)
     const int group = n_head / (int)f->hp.n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
     const int64_t total = (int64_t)job->n_tok * n_head;
-    const int64_t i0 = total * ith / nth, i1 = total * (ith + 1) / nth;
+    const int64_t i0 = total * chunk / n_chunks, i1 = total * (chunk + 1) / n_chunks;
     for (int64_t i = i0; i < i1; i++) {
         const int t = (int)(i / n_head), h = (int)(i % n_head);
         const int kvh = h / group;
@@ -519,8 +529,8 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
         }
         {
             struct attn_job job = {f, l, n, start_pos};
-            const int64_t work = (int64_t)n * hp->n_head * (start_pos + n) * hd;
-            threadpool_run(f->tp, work < MT_MIN_WORK ? 1 : f->n_threads, attn_worker, &job);
+            const int64_t pairs = (int64_t)n * hp->n_head;
+            threadpool_run(f->tp, n_chunks(f, pairs, pairs * (start_pos + n) * hd), attn_worker, &job);
         }
         {
             const gguf_tensor *ws[1] = {L->wo};

@@ -1,5 +1,12 @@
-/* Persistent worker pool: a generation counter announces a job, workers spin
- * on it for a short while before falling back to a condition variable. */
+/* Persistent worker pool with chunk claiming.
+ *
+ * One 64-bit atomic word describes the current job: generation (24 bits),
+ * chunk count (20 bits) and next unclaimed chunk (20 bits). Claiming a chunk
+ * is a compare-and-swap on that word, so a thread that wakes up late can
+ * never claim a chunk of a job other than the one it saw, and the job's
+ * fn/arg stay valid while any of its chunks is claimed but not done (the
+ * caller waits for `done` to reach the chunk count before starting the next
+ * job). */
 #include "threadpool.h"
 
 #include <pthread.h>
@@ -16,9 +23,13 @@
 #define cpu_relax() ((void)0)
 #endif
 
-/* ~tens of microseconds of spinning: long enough to bridge the serial work
- * between the jobs of one token, short enough not to burn an idle core. */
-#define SPIN_ITERS 20000
+/* Spinning between jobs bridges the serial work of one token; after that a
+ * worker sleeps so an idle model costs no CPU. */
+#define SPIN_ITERS 4000
+
+#define GEN_SHIFT 40
+#define NCH_SHIFT 20
+#define FIELD_MASK ((UINT64_C(1) << 20) - 1)
 
 struct worker {
     threadpool *tp;
@@ -30,58 +41,67 @@ struct threadpool {
     int n_threads;
     struct worker *workers; /* n_threads - 1 */
     pthread_mutex_t mu;
-    pthread_cond_t cv_job;  /* workers wait for a new generation */
-    pthread_cond_t cv_done; /* caller waits for pending == 0 */
-    atomic_uint gen;
-    atomic_int pending;
-    atomic_bool sleeping_caller;
-    bool quit;
-    /* current job */
+    pthread_cond_t cv;
+    _Atomic uint64_t state;  /* gen | n_chunks | next */
+    _Atomic int64_t done;
+    atomic_int n_sleeping;
+    atomic_bool quit;
+    uint64_t gen;            /* caller's copy */
     threadpool_fn fn;
     void *arg;
-    int n_active;
 };
+
+static inline uint64_t st_gen(uint64_t s) { return s >> GEN_SHIFT; }
+
+/* Claims and runs chunks of job `gen` until none are left. */
+static void work(threadpool *tp, int ith, uint64_t gen)
+{
+    uint64_t s = atomic_load(&tp->state);
+    for (;;) {
+        if (st_gen(s) != gen)
+            return;
+        const uint64_t n = (s >> NCH_SHIFT) & FIELD_MASK, next = s & FIELD_MASK;
+        if (next >= n)
+            return;
+        if (!atomic_compare_exchange_weak(&tp->state, &s, s + 1))
+            continue; /* s reloaded */
+        tp->fn(tp->arg, ith, (int64_t)next, (int64_t)n);
+        atomic_fetch_add_explicit(&tp->done, 1, memory_order_release);
+        s = atomic_load(&tp->state);
+    }
+}
 
 static void *worker_main(void *p)
 {
     struct worker *w = p;
     threadpool *tp = w->tp;
-    unsigned seen = 0;
+    uint64_t seen = 0;
     for (;;) {
-        unsigned g = 0;
-        for (int i = 0; i < SPIN_ITERS; i++) {
-            g = atomic_load_explicit(&tp->gen, memory_order_acquire);
-            if (g != seen)
-                break;
-            cpu_relax();
+        uint64_t g = seen;
+        for (int i = 0; i < SPIN_ITERS && g == seen; i++) {
+            g = st_gen(atomic_load_explicit(&tp->state, memory_order_acquire));
+            if (g == seen)
+                cpu_relax();
         }
         if (g == seen) {
             pthread_mutex_lock(&tp->mu);
-            while ((g = atomic_load(&tp->gen)) == seen && !tp->quit)
-                pthread_cond_wait(&tp->cv_job, &tp->mu);
-            bool quit = tp->quit;
+            atomic_fetch_add(&tp->n_sleeping, 1);
+            while ((g = st_gen(atomic_load(&tp->state))) == seen && !atomic_load(&tp->quit))
+                pthread_cond_wait(&tp->cv, &tp->mu);
+            atomic_fetch_sub(&tp->n_sleeping, 1);
             pthread_mutex_unlock(&tp->mu);
-            if (quit)
-                return NULL;
         }
-        seen = g;
-        if (tp->quit)
+        if (atomic_load(&tp->quit))
             return NULL;
-        if (w->ith < tp->n_active)
-            tp->fn(tp->arg, w->ith, tp->n_active);
-        if (atomic_fetch_sub_explicit(&tp->pending, 1, memory_order_acq_rel) == 1 &&
-            atomic_load(&tp->sleeping_caller)) {
-            pthread_mutex_lock(&tp->mu);
-            pthread_cond_signal(&tp->cv_done);
-            pthread_mutex_unlock(&tp->mu);
-        }
+        seen = g;
+        work(tp, w->ith, g);
     }
 }
 
 int threadpool_default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (int)(n > 512 ? 512 : n);
+    return n < 1 ? 1 : (int)(n > 256 ? 256 : n);
 }
 
 threadpool *threadpool_create(int n_threads)
@@ -91,26 +111,25 @@ threadpool *threadpool_create(int n_threads)
     threadpool *tp = calloc(1, sizeof *tp);
     if (!tp)
         return NULL;
-    tp->n_threads = n_threads;
+    tp->n_threads = 1;
     pthread_mutex_init(&tp->mu, NULL);
-    pthread_cond_init(&tp->cv_job, NULL);
-    pthread_cond_init(&tp->cv_done, NULL);
-    atomic_init(&tp->gen, 0);
-    atomic_init(&tp->pending, 0);
-    atomic_init(&tp->sleeping_caller, false);
+    pthread_cond_init(&tp->cv, NULL);
+    atomic_init(&tp->state, 0);
+    atomic_init(&tp->done, 0);
+    atomic_init(&tp->n_sleeping, 0);
+    atomic_init(&tp->quit, false);
     if (n_threads > 1) {
         tp->workers = calloc((size_t)n_threads - 1, sizeof *tp->workers);
         if (!tp->workers) {
-            free(tp);
+            threadpool_free(tp);
             return NULL;
         }
         for (int i = 0; i < n_threads - 1; i++) {
             tp->workers[i].tp = tp;
             tp->workers[i].ith = i + 1;
-            if (pthread_create(&tp->workers[i].thread, NULL, worker_main, &tp->workers[i]) != 0) {
-                tp->n_threads = i + 1; /* run with what we got */
-                break;
-            }
+            if (pthread_create(&tp->workers[i].thread, NULL, worker_main, &tp->workers[i]) != 0)
+                break; /* run with the threads we got */
+            tp->n_threads = i + 2;
         }
     }
     return tp;
@@ -121,48 +140,48 @@ void threadpool_free(threadpool *tp)
     if (!tp)
         return;
     pthread_mutex_lock(&tp->mu);
-    tp->quit = true;
-    atomic_fetch_add(&tp->gen, 1);
-    pthread_cond_broadcast(&tp->cv_job);
+    atomic_store(&tp->quit, true);
+    pthread_cond_broadcast(&tp->cv);
     pthread_mutex_unlock(&tp->mu);
     for (int i = 0; i < tp->n_threads - 1; i++)
         pthread_join(tp->workers[i].thread, NULL);
     free(tp->workers);
     pthread_mutex_destroy(&tp->mu);
-    pthread_cond_destroy(&tp->cv_job);
-    pthread_cond_destroy(&tp->cv_done);
+    pthread_cond_destroy(&tp->cv);
     free(tp);
 }
 
 int threadpool_n_threads(const threadpool *tp) { return tp->n_threads; }
 
-void threadpool_run(threadpool *tp, int n, threadpool_fn fn, void *arg)
+void threadpool_run(threadpool *tp, int64_t n_chunks, threadpool_fn fn, void *arg)
 {
-    if (n > tp->n_threads)
-        n = tp->n_threads;
-    if (n <= 1) {
-        fn(arg, 0, 1);
+    if (n_chunks <= 0)
+        return;
+    if (n_chunks > THREADPOOL_MAX_CHUNKS)
+        n_chunks = THREADPOOL_MAX_CHUNKS;
+    if (tp->n_threads <= 1 || n_chunks == 1) {
+        for (int64_t c = 0; c < n_chunks; c++)
+            fn(arg, 0, c, n_chunks);
         return;
     }
     tp->fn = fn;
     tp->arg = arg;
-    tp->n_active = n;
-    /* Every worker acknowledges every generation, active or not. */
-    atomic_store(&tp->pending, tp->n_threads - 1);
-    pthread_mutex_lock(&tp->mu);
-    atomic_fetch_add_explicit(&tp->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&tp->cv_job);
-    pthread_mutex_unlock(&tp->mu);
-    fn(arg, 0, n);
-    for (int i = 0; i < SPIN_ITERS; i++) {
-        if (atomic_load_explicit(&tp->pending, memory_order_acquire) == 0)
-            return;
-        cpu_relax();
+    atomic_store(&tp->done, 0);
+    tp->gen = (tp->gen + 1) & ((UINT64_C(1) << 24) - 1);
+    if (tp->gen == 0)
+        tp->gen = 1; /* workers start having "seen" 0 */
+    atomic_store(&tp->state, (tp->gen << GEN_SHIFT) | ((uint64_t)n_chunks << NCH_SHIFT));
+    if (atomic_load(&tp->n_sleeping) > 0) {
+        pthread_mutex_lock(&tp->mu);
+        pthread_cond_broadcast(&tp->cv);
+        pthread_mutex_unlock(&tp->mu);
     }
-    pthread_mutex_lock(&tp->mu);
-    atomic_store(&tp->sleeping_caller, true);
-    while (atomic_load(&tp->pending) != 0)
-        pthread_cond_wait(&tp->cv_done, &tp->mu);
-    atomic_store(&tp->sleeping_caller, false);
-    pthread_mutex_unlock(&tp->mu);
+    work(tp, 0, tp->gen);
+    /* Only chunks a worker has claimed and is running remain. */
+    for (unsigned i = 0; atomic_load_explicit(&tp->done, memory_order_acquire) < n_chunks; i++) {
+        if (i < 1u << 14)
+            cpu_relax();
+        else
+            sched_yield();
+    }
 }
