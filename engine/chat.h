@@ -38,4 +38,18 @@ const char *chat_detect_builtin(const char *tmpl);
 char *chat_render(const char *tmpl, const char *builtin, const chat_message *msgs, size_t n,
                   const chat_render_params *p, char *warn, size_t warnlen, char *err, size_t errlen);
 
+/* ---- additions ---- */
+struct cJSON;
+
+/* Like chat_render_jinja, with the messages as a JSON array (any fields:
+ * content lists, tool_calls, absent content). *raised (when non-NULL) tells
+ * whether the error came from the template's raise_exception. */
+char *chat_render_jinja_json(const char *tmpl, const struct cJSON *messages, const chat_render_params *p,
+                             bool *raised, char *err, size_t errlen);
+
+/* True when `name` is a known built-in (including llama.cpp's variant names
+ * llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3,
+ * mistral-v3-tekken, mistral-v7, deepseek, deepseek3, command-r, openchat). */
+bool chat_builtin_known(const char *name);
+
 #endif
