@@ -1,12 +1,256 @@
-/* Placeholder until the owning issue lands. */
+/* `tokscope template`: renders a conversation with a model's chat template
+ * (read straight from the GGUF), a template file, or a built-in format, and
+ * prints the raw text with nothing added. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "chat.h"
 #include "commands.h"
+#include "gguf.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tokscope template [-m MODEL | --template FILE.jinja [--bos S] [--eos S]] [--builtin NAME]\n"
+               "                         [--no-generation-prompt] [--date YYYY-MM-DD] MESSAGES.json\n"
+               "MESSAGES.json: an array of {\"role\", \"content\"} objects, or an object with a \"messages\" array.\n"
+               "Built-in formats:");
+    for (int i = 0; chat_builtin_names[i]; i++)
+        fprintf(f, " %s", chat_builtin_names[i]);
+    fprintf(f, "\n");
+}
+
+static char *slurp(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tokscope: template: cannot open %s '%s'\n", what, path);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    for (;;) {
+        if (!b)
+            break;
+        if (n + 1 >= cap) {
+            if (cap > ((size_t)256 << 20)) {
+                fprintf(stderr, "tokscope: template: %s '%s' is too large\n", what, path);
+                free(b);
+                fclose(f);
+                return NULL;
+            }
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    if (!b) {
+        fprintf(stderr, "tokscope: template: out of memory reading '%s'\n", path);
+        return NULL;
+    }
+    b[n] = 0;
+    if (strlen(b) != n) {
+        fprintf(stderr, "tokscope: template: %s '%s' contains NUL bytes\n", what, path);
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* Text of token `key` (a token id) from tokenizer.ggml.tokens, or NULL. */
+static char *token_text(gguf_ctx *g, const char *key)
+{
+    uint32_t id;
+    if (!gguf_get_u32(g, key, &id))
+        return NULL;
+    int64_t k = gguf_find_key(g, "tokenizer.ggml.tokens");
+    if (k < 0 || gguf_kv_type(g, k) != GGUF_VTYPE_ARRAY || gguf_arr_type(g, k) != GGUF_VTYPE_STRING ||
+        id >= gguf_arr_len(g, k))
+        return NULL;
+    gguf_str s = gguf_arr_str(g, k, id);
+    char *r = malloc(s.len + 1);
+    if (r) {
+        memcpy(r, s.ptr, s.len);
+        r[s.len] = 0;
+    }
+    return r;
+}
+
+static bool valid_date(const char *d)
+{
+    int y, m, day;
+    char extra;
+    return sscanf(d, "%4d-%2d-%2d%c", &y, &m, &day, &extra) == 3 && strlen(d) == 10 && m >= 1 && m <= 12 &&
+           day >= 1 && day <= 31;
+}
 
 int cmd_template(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokscope: 'template' is not implemented yet\n");
-    return 2;
+    const char *model = NULL, *tfile = NULL, *bos = NULL, *eos = NULL, *builtin = NULL, *date = NULL, *mfile = NULL;
+    bool gen = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_val)
+            model = argv[++i];
+        else if (!strcmp(a, "--template") && has_val)
+            tfile = argv[++i];
+        else if (!strcmp(a, "--bos") && has_val)
+            bos = argv[++i];
+        else if (!strcmp(a, "--eos") && has_val)
+            eos = argv[++i];
+        else if (!strcmp(a, "--builtin") && has_val)
+            builtin = argv[++i];
+        else if (!strcmp(a, "--date") && has_val)
+            date = argv[++i];
+        else if (!strcmp(a, "--no-generation-prompt"))
+            gen = false;
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "tokscope: template: unknown option or missing value '%s'\n", a);
+            usage(stderr);
+            return 1;
+        } else if (mfile) {
+            fprintf(stderr, "tokscope: template: one messages file at a time ('%s' and '%s')\n", mfile, a);
+            return 1;
+        } else
+            mfile = a;
+    }
+    if (!mfile) {
+        fprintf(stderr, "tokscope: template: missing MESSAGES.json\n");
+        usage(stderr);
+        return 1;
+    }
+    if (model && tfile) {
+        fprintf(stderr, "tokscope: template: use either -m or --template, not both\n");
+        return 1;
+    }
+    if (date && !valid_date(date)) {
+        fprintf(stderr, "tokscope: template: --date wants YYYY-MM-DD, got '%s'\n", date);
+        return 1;
+    }
+    if (builtin && !chat_builtin_known(builtin)) {
+        fprintf(stderr, "tokscope: template: unknown built-in format '%s'\n", builtin);
+        usage(stderr);
+        return 1;
+    }
+
+    int rc = 1;
+    char *tmpl = NULL, *bos_own = NULL, *eos_own = NULL, *json = NULL;
+    cJSON *root = NULL;
+    if (model) {
+        char err[512];
+        gguf_ctx *g = gguf_open(model, err, sizeof err);
+        if (!g) {
+            fprintf(stderr, "tokscope: %s\n", err);
+            goto done;
+        }
+        tmpl = gguf_get_str_dup(g, "tokenizer.chat_template");
+        bos_own = token_text(g, "tokenizer.ggml.bos_token_id");
+        eos_own = token_text(g, "tokenizer.ggml.eos_token_id");
+        gguf_close(g);
+        if (!tmpl && !builtin)
+            fprintf(stderr, "tokscope: template: %s has no chat template; using built-in format 'chatml'\n", model);
+    } else if (tfile) {
+        tmpl = slurp(tfile, "template");
+        if (!tmpl)
+            goto done;
+    } else if (!builtin) {
+        fprintf(stderr, "tokscope: template: give -m MODEL, --template FILE or --builtin NAME\n");
+        goto done;
+    }
+    json = slurp(mfile, "messages file");
+    if (!json)
+        goto done;
+    root = cJSON_Parse(json);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        fprintf(stderr, "tokscope: template: %s is not valid JSON (near byte %ld)\n", mfile,
+                at ? (long)(at - json) : -1L);
+        goto done;
+    }
+    const cJSON *msgs = root;
+    if (cJSON_IsObject(root))
+        msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!cJSON_IsArray(msgs)) {
+        fprintf(stderr, "tokscope: template: %s must hold an array of messages (or an object with \"messages\")\n",
+                mfile);
+        goto done;
+    }
+    int n = cJSON_GetArraySize(msgs), i = 0;
+    chat_message *cm = calloc((size_t)n + 1, sizeof *cm);
+    if (!cm) {
+        fprintf(stderr, "tokscope: template: out of memory\n");
+        goto done;
+    }
+    for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+            fprintf(stderr, "tokscope: template: message %d needs a string \"role\"\n", i);
+            free(cm);
+            goto done;
+        }
+        cm[i].role = role->valuestring;
+        cm[i].content = cJSON_IsString(content) ? content->valuestring : NULL;
+    }
+    chat_render_params p = {
+        .bos_token = bos ? bos : bos_own ? bos_own : "",
+        .eos_token = eos ? eos : eos_own ? eos_own : "",
+        .add_generation_prompt = gen,
+        .date = date,
+    };
+    char err[1024];
+    char *out = NULL;
+    if (tmpl && !builtin) {
+        bool raised = false;
+        out = chat_render_jinja_json(tmpl, msgs, &p, &raised, err, sizeof err);
+        if (!out) {
+            if (raised)
+                fprintf(stderr, "tokscope: template error: %s\n", err);
+            else
+                fprintf(stderr, "tokscope: template: %s%s: %s\n", model ? model : tfile, model ? " chat template" : "",
+                        err);
+        }
+    } else {
+        for (int k = 0; k < n; k++)
+            if (!cm[k].content) {
+                fprintf(stderr, "tokscope: template: message %d needs a string \"content\" for built-in formats\n", k);
+                free(cm);
+                goto done;
+            }
+        const char *name = builtin ? builtin : chat_detect_builtin(tmpl);
+        out = chat_render_builtin(name, cm, (size_t)n, &p, err, sizeof err);
+        if (!out)
+            fprintf(stderr, "tokscope: template: %s\n", err);
+    }
+    free(cm);
+    if (out) {
+        size_t len = strlen(out);
+        if (fwrite(out, 1, len, stdout) != len || fflush(stdout) != 0)
+            fprintf(stderr, "tokscope: template: error writing output\n");
+        else
+            rc = 0;
+        free(out);
+    }
+done:
+    cJSON_Delete(root);
+    free(json);
+    free(tmpl);
+    free(bos_own);
+    free(eos_own);
+    return rc;
 }
