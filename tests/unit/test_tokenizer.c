@@ -1,0 +1,338 @@
+/* Tokenizer: SPM byte fallback, invalid UTF-8, special-token parsing, BOS
+ * rules, split UTF-8 decoding, end-of-generation sets and ids checked
+ * against llama.cpp's test-tokenizer-0 outputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gguf.h"
+#include "tokenizer.h"
+#include "testutil.h"
+
+static tokenizer *load(const char *rel)
+{
+    const char *path = TESTDATA_REQUIRE(rel);
+    char err[512];
+    gguf_ctx *g = gguf_open(path, err, sizeof err);
+    if (!g)
+        fail_msg("%s", err);
+    tokenizer *t = tokenizer_build(g, err, sizeof err);
+    gguf_close(g);
+    if (!t)
+        fail_msg("%s", err);
+    return t;
+}
+
+#define SPM "golden/tokenizer/ggml-vocab-llama-spm.gguf"
+#define SMOL "models/smollm-mini-q8_0.gguf"
+#define GPT2 "golden/tokenizer/ggml-vocab-gpt-2.gguf"
+#define PHI3 "golden/tokenizer/ggml-vocab-phi-3.gguf"
+
+/* encodes s and compares with the expected ids */
+static void expect_ids(const tokenizer *t, const char *s, bool bos, bool special, const int32_t *exp, int n_exp)
+{
+    int32_t ids[256];
+    int32_t n = tokenizer_encode(t, s, strlen(s), bos, special, ids, 256);
+    if (n != n_exp) {
+        char got[1024] = "";
+        for (int i = 0; i < n && i < 64; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), " %d", ids[i]);
+        fail_msg("'%s': %d tokens (%s), expected %d", s, n, got, n_exp);
+    }
+    for (int i = 0; i < n; i++)
+        if (ids[i] != exp[i])
+            fail_msg("'%s': token %d is %d, expected %d", s, i, ids[i], exp[i]);
+}
+#define EXPECT(t, s, bos, sp, ...)                                                                                 \
+    do {                                                                                                           \
+        static const int32_t e_[] = {__VA_ARGS__};                                                                 \
+        expect_ids(t, s, bos, sp, e_, (int)(sizeof e_ / sizeof e_[0]));                                            \
+    } while (0)
+
+static void test_golden_ids(void **state)
+{
+    (void)state;
+    tokenizer *spm = load(SPM), *gpt2 = load(GPT2), *smol = load(SMOL);
+    /* lines of the .out files of llama.cpp b10470 */
+    EXPECT(spm, "ied 4 \xc2\xbd months", false, false, 474, 287, 29871, 29946, 29871, 30226, 7378);
+    EXPECT(spm, " Hello world", false, false, 29871, 15043, 3186);
+    EXPECT(spm, "\t\n", false, false, 29871, 12, 13);
+    EXPECT(gpt2, "Hello world", false, false, 15496, 995);
+    EXPECT(gpt2, " Hello world", false, false, 18435, 995);
+    EXPECT(gpt2, "\n\n\n", false, false, 628, 198);
+    EXPECT(smol, "ied 4 \xc2\xbd months", false, false, 885, 216, 36, 216, 16738, 2704);
+    EXPECT(smol, "\xc3\x84pfel", false, false, 142, 222, 96, 34520);
+    EXPECT(smol, "w048 7tuijk dsdfhu", false, false, 103, 32, 36, 40, 216, 39, 24961, 47112, 21554, 3492, 15995);
+    tokenizer_free(spm);
+    tokenizer_free(gpt2);
+    tokenizer_free(smol);
+}
+
+static void test_spm_byte_fallback(void **state)
+{
+    (void)state;
+    tokenizer *t = load(SPM);
+    /* the llama is not in the vocab: space token then its four UTF-8 bytes */
+    EXPECT(t, "\xf0\x9f\xa6\x99", false, false, 29871, 243, 162, 169, 156);
+    assert_int_equal(tokenizer_token_type(t, 243), TOKEN_TYPE_BYTE);
+    size_t l;
+    assert_string_equal(tokenizer_token_str(t, 243, &l), "<0xF0>");
+    char buf[8];
+    assert_int_equal(tokenizer_token_to_piece(t, 243, false, buf, sizeof buf), 1);
+    assert_int_equal((uint8_t)buf[0], 0xF0);
+    tokenizer_free(t);
+}
+
+static void test_invalid_utf8(void **state)
+{
+    (void)state;
+    static const char *const inputs[] = {"\xff", "\x80\x80", "abc\xc3", "\xe2\x96", "\xf7\xbf\xbf\xbf",
+                                         "\xed\xa0\x80x", "a\xc0\xaf b", "<|im_start|\xff>", "\xf0\x9f\xa6"};
+    const char *vocabs[] = {SPM, SMOL, GPT2, "golden/tokenizer/ggml-vocab-deepseek-llm.gguf",
+                            "golden/tokenizer/ggml-vocab-falcon.gguf"};
+    for (size_t v = 0; v < sizeof vocabs / sizeof vocabs[0]; v++) {
+        tokenizer *t = load(vocabs[v]);
+        int32_t ids[128];
+        char dec[512];
+        for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+            for (int sp = 0; sp < 2; sp++) {
+                int32_t n = tokenizer_encode(t, inputs[i], strlen(inputs[i]), true, sp, ids, 128);
+                assert_true(n >= 0);
+                for (int32_t k = 0; k < n; k++)
+                    assert_true(ids[k] >= 0 && ids[k] < tokenizer_n_vocab(t));
+                int32_t d = tokenizer_decode(t, ids, n, true, false, dec, sizeof dec);
+                assert_true(d >= 0);
+                /* SPM keeps every byte through byte fallback */
+                if (tokenizer_kind(t) == TOKENIZER_SPM) {
+                    int32_t skip = tokenizer_add_bos(t) ? 1 : 0;
+                    d = tokenizer_decode(t, ids + skip, n - skip, true, false, dec, sizeof dec);
+                    assert_int_equal(d, (int32_t)strlen(inputs[i]));
+                    assert_memory_equal(dec, inputs[i], (size_t)d);
+                }
+            }
+        }
+        /* random bytes: no crash, ids in range (the reference re-splits invalid
+         * sequences, so these need not round-trip) */
+        uint32_t seed = 12345;
+        for (int r = 0; r < 300; r++) {
+            char s[64];
+            int len = 1 + r % 60;
+            for (int j = 0; j < len; j++) {
+                seed = seed * 1103515245u + 12345u;
+                s[j] = (char)(seed >> 16);
+            }
+            int32_t n = tokenizer_encode(t, s, (size_t)len, false, r & 1, ids, 128);
+            assert_true(n >= 0 && n <= 128);
+            for (int32_t k = 0; k < n; k++)
+                assert_true(ids[k] >= 0 && ids[k] < tokenizer_n_vocab(t));
+        }
+        /* random valid UTF-8 (ASCII, Latin, Cyrillic, CJK, emoji, spaces) round-trips; no \\v or \\f:
+         * falcon has no byte token for them and drops them, as the reference does */
+        static const uint32_t ranges[][2] = {{0x20, 0x7E}, {0x09, 0x0A}, {0xA0, 0x17F}, {0x400, 0x4FF},
+                                             {0x4E00, 0x4FFF}, {0x1F300, 0x1F6FF}, {0x2000, 0x206F}};
+        for (int r = 0; r < 300; r++) {
+            char s[128];
+            size_t len = 0;
+            int nc = 1 + r % 20;
+            for (int j = 0; j < nc; j++) {
+                seed = seed * 1103515245u + 12345u;
+                const uint32_t *rg = ranges[(seed >> 8) % 7];
+                seed = seed * 1103515245u + 12345u;
+                uint32_t cp = rg[0] + (seed >> 8) % (rg[1] - rg[0] + 1);
+                if (cp < 0x80)
+                    s[len++] = (char)cp;
+                else if (cp < 0x800) {
+                    s[len++] = (char)(0xC0 | (cp >> 6));
+                    s[len++] = (char)(0x80 | (cp & 0x3F));
+                } else if (cp < 0x10000) {
+                    s[len++] = (char)(0xE0 | (cp >> 12));
+                    s[len++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                    s[len++] = (char)(0x80 | (cp & 0x3F));
+                } else {
+                    s[len++] = (char)(0xF0 | (cp >> 18));
+                    s[len++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                    s[len++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                    s[len++] = (char)(0x80 | (cp & 0x3F));
+                }
+            }
+            int32_t n = tokenizer_encode(t, s, len, false, false, ids, 128);
+            assert_true(n >= 0 && n <= 128);
+            int32_t d = tokenizer_decode(t, ids, n, true, true, dec, sizeof dec);
+            if ((size_t)d != len || memcmp(dec, s, len) != 0)
+                fail_msg("%s: round-trip of random text %d failed (%d vs %zu bytes)", vocabs[v], r, d, len);
+        }
+        tokenizer_free(t);
+    }
+}
+
+static void test_special_parsing(void **state)
+{
+    (void)state;
+    tokenizer *t = load(SMOL);
+    int32_t im_start = tokenizer_find(t, "<|im_start|>");
+    assert_int_equal(im_start, 1);
+    EXPECT(t, "<|im_start|>user", false, true, 1, 4093);
+    int32_t ids[64];
+    int32_t n = tokenizer_encode(t, "<|im_start|>user", 16, false, false, ids, 64);
+    assert_true(n > 2);
+    for (int32_t i = 0; i < n; i++)
+        assert_int_not_equal(ids[i], im_start);
+    /* control tokens render only on request */
+    char buf[32];
+    assert_int_equal(tokenizer_token_to_piece(t, im_start, false, buf, sizeof buf), 0);
+    assert_int_equal(tokenizer_token_to_piece(t, im_start, true, buf, sizeof buf), 12);
+    assert_memory_equal(buf, "<|im_start|>", 12);
+    tokenizer_free(t);
+
+    /* SPM: a special token resets the space prefix */
+    t = load(SPM);
+    EXPECT(t, "<s>Hello", false, true, 1, 15043);
+    EXPECT(t, "Hi<s>Hello", false, true, 6324, 1, 15043);
+    tokenizer_free(t);
+
+    /* phi-3: special tokens strip the whitespace to their right (llama.cpp's name-based rule) */
+    t = load(PHI3);
+    int32_t a[32], b[32];
+    int32_t na = tokenizer_encode(t, "<|user|>\nHi<|end|>", 18, false, true, a, 32);
+    int32_t nb = tokenizer_encode(t, "<|user|>Hi<|end|>", 17, false, true, b, 32);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, sizeof a[0] * (size_t)na);
+    assert_int_equal(a[0], tokenizer_find(t, "<|user|>"));
+    tokenizer_free(t);
+}
+
+static void test_bos_rules(void **state)
+{
+    (void)state;
+    tokenizer *spm = load(SPM), *smol = load(SMOL), *gpt2 = load(GPT2);
+    assert_true(tokenizer_add_bos(spm));
+    assert_int_equal(tokenizer_bos(spm), 1);
+    EXPECT(spm, "Hello world", true, false, 1, 15043, 3186);
+    EXPECT(spm, "", true, false, 1);
+    assert_int_equal(tokenizer_encode(spm, "", 0, false, false, NULL, 0), 0);
+    EXPECT(spm, "Hello world", false, false, 15043, 3186);
+    tokenizer_free(spm);
+    /* SmolLM has a BOS id but does not add it */
+    assert_false(tokenizer_add_bos(smol));
+    assert_int_equal(tokenizer_bos(smol), 1);
+    assert_false(tokenizer_add_bos(gpt2));
+    assert_int_equal(tokenizer_kind(smol), TOKENIZER_BPE);
+    assert_string_equal(tokenizer_pre(smol), "smollm");
+    tokenizer_free(smol);
+    tokenizer_free(gpt2);
+}
+
+static void test_encode_buffer(void **state)
+{
+    (void)state;
+    tokenizer *t = load(GPT2);
+    int32_t ids[2] = {-7, -7};
+    int32_t n = tokenizer_encode(t, "Hello world, how are you", 24, false, false, ids, 1);
+    assert_true(n > 1);
+    assert_int_equal(ids[0], 15496);
+    assert_int_equal(ids[1], -7);
+    assert_int_equal(tokenizer_encode(t, "", 0, false, false, NULL, 0), 0);
+    tokenizer_free(t);
+}
+
+static void test_utf8_split_decode(void **state)
+{
+    (void)state;
+    assert_int_equal(tokenizer_utf8_complete("a\xf0\x9f", 3), 1);
+    assert_int_equal(tokenizer_utf8_complete("a\xf0\x9f\xa6\x99", 5), 5);
+    assert_int_equal(tokenizer_utf8_complete("\xc3", 1), 0);
+    assert_int_equal(tokenizer_utf8_complete("\xc3\xa4", 2), 2);
+    assert_int_equal(tokenizer_utf8_complete("ab", 2), 2);
+    assert_int_equal(tokenizer_utf8_complete("\x80", 1), 1); /* stray continuation: nothing to wait for */
+    assert_int_equal(tokenizer_utf8_complete("", 0), 0);
+
+    /* streaming the llama emoji through byte tokens */
+    tokenizer *t = load(SPM);
+    static const int32_t ids[] = {29871, 243, 162, 169, 156, 29889};
+    char acc[64];
+    size_t len = 0, printed = 0;
+    size_t complete_at[6];
+    for (int i = 0; i < 6; i++) {
+        int32_t l = tokenizer_token_to_piece(t, ids[i], false, acc + len, (int32_t)(sizeof acc - len));
+        len += (size_t)l;
+        printed = tokenizer_utf8_complete(acc, len);
+        complete_at[i] = printed;
+    }
+    assert_int_equal(complete_at[0], 1); /* " " */
+    assert_int_equal(complete_at[1], 1);
+    assert_int_equal(complete_at[3], 1);
+    assert_int_equal(complete_at[4], 5);
+    assert_int_equal(complete_at[5], 6);
+    assert_memory_equal(acc, " \xf0\x9f\xa6\x99.", 6);
+    char dec[32];
+    assert_int_equal(tokenizer_decode(t, ids, 6, true, false, dec, sizeof dec), 5);
+    assert_string_equal(dec, "\xf0\x9f\xa6\x99.");
+    /* truncation keeps the needed size and NUL-terminates */
+    assert_int_equal(tokenizer_decode(t, ids, 6, true, false, dec, 3), 5);
+    assert_int_equal(strlen(dec), 2);
+    tokenizer_free(t);
+}
+
+static void test_eog(void **state)
+{
+    (void)state;
+    tokenizer *t = load(SMOL);
+    assert_int_equal(tokenizer_eos(t), 2);
+    assert_true(tokenizer_is_eog(t, 2));                                  /* <|im_end|> */
+    assert_true(tokenizer_is_eog(t, tokenizer_find(t, "<|endoftext|>"))); /* 0 */
+    assert_false(tokenizer_is_eog(t, 1));                                 /* <|im_start|> */
+    assert_false(tokenizer_is_eog(t, 4093));
+    assert_false(tokenizer_is_eog(t, -1));
+    assert_false(tokenizer_is_eog(t, 1 << 30));
+    int n = 0;
+    for (int32_t i = 0; i < tokenizer_n_vocab(t); i++)
+        n += tokenizer_is_eog(t, i);
+    assert_int_equal(n, 3); /* <reponame> is FIM repo, which the reference counts as EOG */
+    assert_true(tokenizer_is_eog(t, tokenizer_find(t, "<reponame>")));
+    tokenizer_free(t);
+
+    t = load(SPM);
+    assert_true(tokenizer_is_eog(t, 2));
+    assert_false(tokenizer_is_eog(t, 1));
+    assert_int_equal(tokenizer_eot(t), -1);
+    tokenizer_free(t);
+
+    t = load(PHI3);
+    assert_true(tokenizer_is_eog(t, tokenizer_find(t, "<|endoftext|>")));
+    assert_true(tokenizer_is_eog(t, tokenizer_find(t, "<|end|>")));
+    assert_true(tokenizer_is_eog(t, tokenizer_find(t, "</s>")));
+    assert_false(tokenizer_is_eog(t, tokenizer_find(t, "<|assistant|>")));
+    assert_int_equal(tokenizer_eos(t), 32000);
+    assert_true(tokenizer_eot(t) == tokenizer_find(t, "<|end|>") || tokenizer_eot(t) == 32000);
+    tokenizer_free(t);
+}
+
+static void test_bad_vocab(void **state)
+{
+    (void)state;
+    /* a GGUF without tokenizer keys: clean error, no crash */
+    const char *path = TESTDATA_REQUIRE("golden/tokenizer/ggml-vocab-gpt-2.gguf");
+    (void)path;
+    static const unsigned char hdr[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    char err[256];
+    gguf_ctx *g = gguf_open_buffer(hdr, sizeof hdr, "empty", err, sizeof err);
+    assert_non_null(g);
+    tokenizer *t = tokenizer_build(g, err, sizeof err);
+    assert_null(t);
+    assert_non_null(strstr(err, "tokenizer"));
+    gguf_close(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_ids),     cmocka_unit_test(test_spm_byte_fallback),
+        cmocka_unit_test(test_invalid_utf8),   cmocka_unit_test(test_special_parsing),
+        cmocka_unit_test(test_bos_rules),      cmocka_unit_test(test_encode_buffer),
+        cmocka_unit_test(test_utf8_split_decode), cmocka_unit_test(test_eog),
+        cmocka_unit_test(test_bad_vocab),
+    };
+    return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);
+}
