@@ -206,8 +206,9 @@ static void reset(engine *e)
         sampler_reset_history(e->s);
 }
 
-/* A command that arrived while a turn runs. Returns true when it was STEP. */
-static bool handle_between(engine *e, engine_cmd *c)
+/* A command that arrived while a turn runs (STEP may come during the
+ * evaluation, before the engine waits for it: remembered in step_ok). */
+static void handle_between(engine *e, engine_cmd *c)
 {
     switch (c->type) {
     case ENGINE_CMD_STOP:
@@ -223,16 +224,15 @@ static bool handle_between(engine *e, engine_cmd *c)
         e->quit = e->stop = true;
         break;
     case ENGINE_CMD_STEP:
-        engine_cmd_free(c);
-        return true;
+        e->step_ok = true;
+        break;
     default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
         e->stop = true;
         if (queue_push(e->deferred, c))
-            return false; /* ownership moved */
+            return; /* ownership moved */
         break;
     }
     engine_cmd_free(c);
-    return false;
 }
 
 void engine_drain(engine *e)
@@ -245,9 +245,10 @@ void engine_drain(engine *e)
 void engine_wait_step(engine *e)
 {
     engine_cmd c;
-    while (!e->stop)
-        if (queue_pop_wait(e->cmds, &c, -1) && handle_between(e, &c))
-            return;
+    while (!e->stop && !e->step_ok)
+        if (queue_pop_wait(e->cmds, &c, -1))
+            handle_between(e, &c);
+    e->step_ok = false;
 }
 
 static void handle(engine *e, engine_cmd *c)
@@ -285,6 +286,7 @@ static void *engine_main(void *arg)
         if (!queue_pop(e->deferred, &c) && !queue_pop_wait(e->cmds, &c, -1))
             continue;
         e->stop = false;
+        e->step_ok = false;
         handle(e, &c);
         engine_cmd_free(&c);
     }

@@ -35,6 +35,7 @@ struct engine {
     char *tmpl_force;    /* built-in format forced by params/SET_TEMPLATE, NULL = model's */
     sampler_params sp;   /* current sampling parameters */
     bool stop, quit;
+    bool step_ok;        /* step_mode: a STEP arrived */
     bool report_prefill; /* progress callback posts PREFILL events */
     int32_t conv_id;
     int32_t prefill_base; /* tokens of the current prefill before this forward_eval */
