@@ -10,8 +10,8 @@ jinja_limits jinja_default_limits(void)
 {
     return (jinja_limits){
         .max_output = 16u << 20,
-        .max_memory = 512u << 20,
-        .max_steps = 20000000,
+        .max_memory = 128u << 20,
+        .max_steps = 5000000,
         .max_depth = 100,
     };
 }
