@@ -91,12 +91,9 @@ void draw_hline(int y, int x, int w, int attr)
         return;
     if (x + w > COLS)
         w = COLS - x;
-    attr_t old_a;
-    short old_p;
-    attr_get(&old_a, &old_p, NULL);
-    attrset((attr_t)attr);
-    mvhline(y, x, ACS_HLINE, w);
-    attrset(old_a);
+    /* Unicode box drawing rather than ACS: renders (and captures) the same everywhere */
+    for (int i = 0; i < w; i++)
+        draw_text(y, x + i, 1, "\xe2\x94\x80", 3, attr);
 }
 
 void draw_vline(int y, int x, int h, int attr)
@@ -105,10 +102,6 @@ void draw_vline(int y, int x, int h, int attr)
         return;
     if (y + h > LINES)
         h = LINES - y;
-    attr_t old_a;
-    short old_p;
-    attr_get(&old_a, &old_p, NULL);
-    attrset((attr_t)attr);
-    mvvline(y, x, ACS_VLINE, h);
-    attrset(old_a);
+    for (int i = 0; i < h; i++)
+        draw_text(y + i, x, 1, "\xe2\x94\x82", 3, attr);
 }

@@ -32,6 +32,13 @@ static int input_getc(FILE *f)
     return c;
 }
 
+/* Readline batches typeahead by asking whether more input is waiting on its
+ * input fd; the keys there belong to ncurses, so the answer is always no. */
+static int input_available(void)
+{
+    return 0;
+}
+
 static void input_redisplay(void)
 {
     /* the UI redraws from rl_line_buffer on its own schedule */
@@ -155,6 +162,7 @@ void input_init(const char *history_path)
     rl_outstream = g_null ? g_null : stderr;
     rl_getc_function = input_getc;
     rl_redisplay_function = input_redisplay;
+    rl_input_available_hook = input_available;
     rl_prep_term_function = input_prep;
     rl_deprep_term_function = input_deprep;
     rl_catch_signals = 0;

@@ -7,7 +7,7 @@
 
 #define LAYOUT_MIN_COLS 40
 #define LAYOUT_MIN_ROWS 10
-#define LAYOUT_PARAMS_ROWS 12 /* title + one row per panel parameter */
+#define LAYOUT_PARAMS_ROWS 13 /* title + one row per panel parameter */
 
 typedef struct ui_rect {
     int y, x, h, w;

@@ -395,7 +395,9 @@ static void handle_line(ui_app *app, char *line)
 static void handle_resize(ui_app *app)
 {
     struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+    /* resizeterm queues a KEY_RESIZE of its own: only call it on a real change */
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0 &&
+        (ws.ws_row != LINES || ws.ws_col != COLS))
         resizeterm(ws.ws_row, ws.ws_col);
     app->clear_screen = true;
     app->dirty = true;
@@ -449,7 +451,7 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
 {
     app->dirty = true;
     if (key == KEY_RESIZE) {
-        handle_resize(app);
+        app->clear_screen = true;
         return;
     }
     if (key == KEY_PASTE_BEGIN) {
