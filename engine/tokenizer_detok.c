@@ -46,54 +46,47 @@ bool tok_build_pieces(tokenizer *t)
 {
     t->piece = calloc((size_t)t->n_vocab, sizeof *t->piece);
     t->piece_len = calloc((size_t)t->n_vocab, sizeof *t->piece_len);
-    if (!t->piece || !t->piece_len)
-        return false;
-    for (int32_t id = 0; id < t->n_vocab; id++) {
+    /* worst case: every byte of a BPE token is an unmapped codepoint spelled out */
+    size_t scap = (size_t)t->max_token_len * ((size_t)t->max_token_len + 24) + 16;
+    char *tmp = malloc(scap);
+    bool ok = t->piece && t->piece_len && tmp;
+    for (int32_t id = 0; ok && id < t->n_vocab; id++) {
         const struct tok_token *tk = &t->tokens[id];
         uint32_t a = tk->attr;
-        char *p = NULL;
         size_t n = 0;
         if (a & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) {
-            p = malloc(tk->len + 1);
-            if (p) {
-                memcpy(p, tk->text, tk->len);
-                n = tk->len;
-            }
+            memcpy(tmp, tk->text, tk->len);
+            n = tk->len;
         } else if (a & TOK_ATTR_NORMAL) {
             if (t->kind == TOKENIZER_SPM) {
-                p = malloc(tk->len + 1);
-                if (p)
-                    for (size_t i = 0; i < tk->len;) {
-                        if (i + 3 <= tk->len && !memcmp(tk->text + i, "\xe2\x96\x81", 3)) {
-                            p[n++] = ' ';
-                            i += 3;
-                        } else {
-                            p[n++] = tk->text[i++];
-                        }
+                for (size_t i = 0; i < tk->len;) {
+                    if (i + 3 <= tk->len && !memcmp(tk->text + i, "\xe2\x96\x81", 3)) {
+                        tmp[n++] = ' ';
+                        i += 3;
+                    } else {
+                        tmp[n++] = tk->text[i++];
                     }
+                }
             } else {
-                /* worst case: every byte is an unknown codepoint spelled out */
-                p = malloc(tk->len * (tk->len + 24) + 1);
-                if (p)
-                    n = bpe_decode_text(tk->text, tk->len, p);
+                n = bpe_decode_text(tk->text, tk->len, tmp);
             }
         } else if (a & TOK_ATTR_BYTE) {
-            p = malloc(2);
-            if (p) {
-                int hi = tk->len >= 5 ? hexval(tk->text[3]) : -1, lo = tk->len >= 5 ? hexval(tk->text[4]) : -1;
-                p[0] = (char)(hi >= 0 && lo >= 0 ? hi * 16 + lo : 0);
-                n = 1;
-            }
-        } else {
-            p = malloc(1); /* undefined / unused: renders as nothing */
+            int hi = tk->len >= 5 ? hexval(tk->text[3]) : -1, lo = tk->len >= 5 ? hexval(tk->text[4]) : -1;
+            tmp[0] = (char)(hi >= 0 && lo >= 0 ? hi * 16 + lo : 0);
+            n = 1;
+        } /* else undefined / unused: renders as nothing */
+        char *p = malloc(n + 1);
+        if (!p) {
+            ok = false;
+            break;
         }
-        if (!p)
-            return false;
+        memcpy(p, tmp, n);
         p[n] = 0;
         t->piece[id] = p;
         t->piece_len[id] = (uint32_t)n;
     }
-    return true;
+    free(tmp);
+    return ok;
 }
 
 static const char *piece_of(const tokenizer *t, int32_t id, bool render_special, size_t *n)

@@ -128,7 +128,7 @@ static void test_invalid_utf8(void **state)
             for (int32_t k = 0; k < n; k++)
                 assert_true(ids[k] >= 0 && ids[k] < tokenizer_n_vocab(t));
         }
-        /* random valid UTF-8 (ASCII, Latin, Cyrillic, CJK, emoji, spaces) round-trips; no \\v or \\f:
+        /* random valid UTF-8 (ASCII, Latin, Cyrillic, CJK, emoji, spaces) round-trips; no \v or \f:
          * falcon has no byte token for them and drops them, as the reference does */
         static const uint32_t ranges[][2] = {{0x20, 0x7E}, {0x09, 0x0A}, {0xA0, 0x17F}, {0x400, 0x4FF},
                                              {0x4E00, 0x4FFF}, {0x1F300, 0x1F6FF}, {0x2000, 0x206F}};
