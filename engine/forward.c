@@ -248,6 +248,34 @@ static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float
         out[i] = (x[i] * scale) * w[i];
 }
 
+/* exp as ggml's AVX-512 ggml_v_expf computes it (ARM optimized-routines
+ * polynomial, scaled by 2^n), one lane at a time: the same operations in the
+ * same order give the same bits, which matters because SwiGLU's output is
+ * rounded to F16 / Q8 before the next matmul. */
+static inline float v_expf(float x)
+{
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (fabsf(n) > 192.0f)
+        return n <= 0.0f ? 0.0f : INFINITY;
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+/* ggml_vec_swiglu_f32: 16-lane groups use the vector silu, the tail libm expf. */
+static void swiglu_row(float *g, const float *up, int64_t n)
+{
+    const int64_t nv = n & ~(int64_t)15;
+    for (int64_t i = 0; i < nv; i++)
+        g[i] = (g[i] / (1.0f + v_expf(0.0f - g[i]))) * up[i];
+    for (int64_t i = nv; i < n; i++)
+        g[i] = (g[i] / (1.0f + expf(-g[i]))) * up[i];
+}
+
 /* cos/sin pairs for position pos, like ggml_rope_cache_init (mode NORM). */
 static void rope_table(float *cs, int32_t pos, uint32_t n_rot, float base, float freq_scale)
 {
@@ -548,10 +576,8 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const int64_t strides[2] = {F, F};
             matmul(f, f->xb, n, E, 2, ws, outs, strides);
         }
-        for (int64_t i = 0; i < (int64_t)n * F; i++) {
-            const float g = f->hb[i];
-            f->hb[i] = (g / (1.0f + expf(-g))) * f->hb2[i];
-        }
+        for (int t = 0; t < n; t++)
+            swiglu_row(f->hb + (size_t)t * F, f->hb2 + (size_t)t * F, F);
         {
             const gguf_tensor *ws[1] = {L->ffn_down};
             float *outs[1] = {f->xb};
