@@ -5,7 +5,7 @@ BUILD=${BUILD:-build}
 export BUILD
 export BIN=${BIN:-tokscope}
 export TOKSCOPE_TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
-OUT=tests/out
+OUT=${OUT:-$BUILD/test-out}
 export OUT
 mkdir -p "$OUT"
 total_pass=0
