@@ -109,6 +109,7 @@ typedef struct jv {
 typedef struct jlist {
     size_t n, cap;
     jv *v;
+    bool tuple; /* prints as (a, b) */
 } jlist;
 
 typedef struct jdict {

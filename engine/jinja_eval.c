@@ -499,6 +499,7 @@ static jv call_macro(jctx *x, jmacro *m, jv *args, int nargs, const char **kwn, 
         jx_fail(x, JINJA_ERR_LIMIT, "maximum recursion depth (%d) exceeded", x->lim.max_depth);
     jframe *f = frame_new(x, m->closure);
     jv varargs = jv_list(x, 0), kwargs = jv_dict(x);
+    varargs.u.l->tuple = true;
     bool *set = jarena_alloc(&x->arena, (size_t)def->ntargets + 1);
     for (int i = 0; i < nargs; i++) {
         if (i < def->ntargets) {
@@ -669,6 +670,7 @@ static jv eval(jctx *x, const jnode *n, jframe *f)
         break;
     case JE_LIST: {
         r = jv_list(x, (size_t)n->nargs);
+        r.u.l->tuple = n->op == 't';
         for (int i = 0; i < n->nargs; i++)
             jlist_push(x, r.u.l, eval(x, n->args[i], f));
         break;

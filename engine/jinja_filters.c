@@ -1,6 +1,9 @@
 /* Jinja filters and tests (the subset chat templates use, with jinja2's
  * semantics; tojson is transformers' override around json.dumps). */
 #include <ctype.h>
+#include <locale.h>
+#include <pthread.h>
+#include <wctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,40 +126,118 @@ jv jx_strip(jctx *x, jv v, jv chars, bool left, bool right)
     return jv_strn(x, s->p + a, b - a);
 }
 
+/* Unicode case mapping through the C.UTF-8 locale's tables (ASCII only when
+ * that locale is missing). One-to-one mappings only: Python's special cases
+ * such as 'ß'.upper() == 'SS' are not reproduced. */
+static locale_t utf8_loc;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+static void utf8_loc_init(void) { utf8_loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+
+static uint32_t cp_upper(uint32_t c)
+{
+    if (c < 0x80)
+        return (uint32_t)toupper((int)c);
+    return utf8_loc ? (uint32_t)towupper_l((wint_t)c, utf8_loc) : c;
+}
+static uint32_t cp_lower(uint32_t c)
+{
+    if (c < 0x80)
+        return (uint32_t)tolower((int)c);
+    return utf8_loc ? (uint32_t)towlower_l((wint_t)c, utf8_loc) : c;
+}
+static bool cp_alpha(uint32_t c)
+{
+    if (c < 0x80)
+        return isalpha((int)c);
+    return utf8_loc ? iswalpha_l((wint_t)c, utf8_loc) : false;
+}
+static bool cp_isupper(uint32_t c) { return c < 0x80 ? isupper((int)c) : (utf8_loc && iswupper_l((wint_t)c, utf8_loc)); }
+
+static size_t utf8_decode(const char *s, size_t n, size_t i, uint32_t *cp)
+{
+    unsigned char c = (unsigned char)s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    if (i + len > n)
+        len = 1;
+    uint32_t v = len == 1 ? c : len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
+    for (size_t k = 1; k < len; k++) {
+        unsigned char d = (unsigned char)s[i + k];
+        if ((d & 0xC0) != 0x80) {
+            *cp = c;
+            return 1;
+        }
+        v = (v << 6) | (d & 0x3Fu);
+    }
+    *cp = v;
+    return len;
+}
+static void utf8_put(jctx *x, jbuf *b, uint32_t c)
+{
+    char o[4];
+    size_t n;
+    if (c < 0x80) {
+        o[0] = (char)c;
+        n = 1;
+    } else if (c < 0x800) {
+        o[0] = (char)(0xC0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3F));
+        n = 2;
+    } else if (c < 0x10000) {
+        o[0] = (char)(0xE0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        n = 3;
+    } else {
+        o[0] = (char)(0xF0 | (c >> 18));
+        o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+        o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[3] = (char)(0x80 | (c & 0x3F));
+        n = 4;
+    }
+    jbuf_put(x, b, o, n);
+}
+
 static jv case_map(jctx *x, jv v, int mode)
 {
+    pthread_once(&utf8_once, utf8_loc_init);
     jstr *s = jv_to_str(x, v);
-    jv r = jv_strn(x, s->p, s->len);
-    char *p = r.u.s->p;
+    jbuf b = {0};
     bool prev_sep = true, first = true;
-    for (size_t i = 0; i < s->len; i++) {
-        unsigned char c = (unsigned char)p[i];
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c, r = 0;
+        size_t len = utf8_decode(s->p, s->len, i, &c);
+        if (len == 1 && c >= 0x80) { /* invalid byte: keep as is */
+            jbuf_put(x, &b, s->p + i, 1);
+            i++;
+            continue;
+        }
         switch (mode) {
         case 'u':
-            p[i] = (char)toupper(c);
+            r = cp_upper(c);
             break;
         case 'l':
-            p[i] = (char)tolower(c);
+            r = cp_lower(c);
             break;
         case 'c': /* capitalize */
-            p[i] = (char)(first ? toupper(c) : tolower(c));
+            r = first ? cp_upper(c) : cp_lower(c);
             break;
         case 't': /* jinja title: words start after runs of [-\s({[<] */
-            p[i] = (char)(prev_sep ? toupper(c) : tolower(c));
-            prev_sep = c == '-' || isspace(c) || c == '(' || c == '{' || c == '[' || c == '<';
+            r = prev_sep ? cp_upper(c) : cp_lower(c);
+            prev_sep = c == '-' || (c < 0x80 && isspace((int)c)) || c == '(' || c == '{' || c == '[' || c == '<';
             break;
-        case 'T': /* str.title(): words start after any non-letter */
-            p[i] = (char)(prev_sep ? toupper(c) : tolower(c));
-            prev_sep = !isalpha(c) && c < 0x80;
+        case 'T': /* str.title(): words start after any uncased character */
+            r = prev_sep ? cp_upper(c) : cp_lower(c);
+            prev_sep = !cp_alpha(c);
             break;
-        case 's': /* swapcase */
-            p[i] = (char)(isupper(c) ? tolower(c) : toupper(c));
+        default: /* swapcase */
+            r = cp_isupper(c) ? cp_lower(c) : cp_upper(c);
             break;
         }
-        if ((c & 0xC0) != 0x80)
-            first = false;
+        utf8_put(x, &b, r);
+        first = false;
+        i += len;
     }
-    return r;
+    return jv_strn(x, b.p ? b.p : "", b.len);
 }
 
 jv jx_case(jctx *x, jv v, int mode) { return case_map(x, v, mode); }
@@ -600,6 +681,7 @@ jv jx_filter(jctx *x, const char *name, jv v, jv *args, int nargs, const char **
         jv out = jv_list(x, v.u.d->n);
         for (size_t i = 0; i < v.u.d->n; i++) {
             jv pair = jv_list(x, 2);
+            pair.u.l->tuple = true;
             jlist_push(x, pair.u.l, v.u.d->k[i]);
             jlist_push(x, pair.u.l, v.u.d->v[i]);
             jlist_push(x, out.u.l, pair);

@@ -296,6 +296,7 @@ bool jx_call_method(jctx *x, jv self, const char *name, jv *args, int nargs, con
             for (size_t i = 0; i < d->n; i++) {
                 if (name[0] == 'i') {
                     jv pair = jv_list(x, 2);
+            pair.u.l->tuple = true;
                     jlist_push(x, pair.u.l, d->k[i]);
                     jlist_push(x, pair.u.l, d->v[i]);
                     jlist_push(x, l.u.l, pair);

@@ -368,6 +368,7 @@ static jnode *parse_primary(parser *P)
         if (is_op(cur(P), ")")) { /* empty tuple */
             adv(P);
             n = mk(P, JE_LIST, t);
+            n->op = 't';
         } else {
             jnode *e = parse_expr(P);
             if (is_op(cur(P), ",")) {
@@ -380,6 +381,7 @@ static jnode *parse_primary(parser *P)
                     nv_push(P, &items, parse_expr(P));
                 }
                 n = mk(P, JE_LIST, t);
+                n->op = 't';
                 n->args = items.v;
                 n->nargs = items.n;
             } else
@@ -729,6 +731,7 @@ static jnode *parse_set(parser *P, const jtok *at)
             nv_push(P, &items, parse_expr(P));
         }
         v = mk(P, JE_LIST, at);
+        v->op = 't';
         v->args = items.v;
         v->nargs = items.n;
     }
@@ -741,6 +744,7 @@ static void parse_params(parser *P, jnode *n)
 {
     strvec names = {0};
     nodevec defs = {0};
+    bool seen_default = false;
     expect_op(P, "(");
     while (!is_op(cur(P), ")")) {
         if (names.n)
@@ -751,8 +755,9 @@ static void parse_params(parser *P, jnode *n)
         if (is_op(cur(P), "=")) {
             adv(P);
             nv_push(P, &defs, parse_expr(P));
+            seen_default = true;
         } else {
-            if (defs.n)
+            if (seen_default)
                 pfail(P, cur(P), "non-default argument follows default argument");
             nv_push(P, &defs, NULL);
         }

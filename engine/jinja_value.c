@@ -464,13 +464,15 @@ static void str_into(jctx *x, jbuf *b, jv v, bool repr)
             jbuf_put(x, b, v.u.s->p, v.u.s->len);
         return;
     case JV_LIST:
-        jbuf_puts(x, b, "[");
+        jbuf_puts(x, b, v.u.l->tuple ? "(" : "[");
         for (size_t i = 0; i < v.u.l->n; i++) {
             if (i)
                 jbuf_puts(x, b, ", ");
             str_into(x, b, v.u.l->v[i], true);
         }
-        jbuf_puts(x, b, "]");
+        if (v.u.l->tuple && v.u.l->n == 1)
+            jbuf_puts(x, b, ",");
+        jbuf_puts(x, b, v.u.l->tuple ? ")" : "]");
         return;
     case JV_DICT:
         jbuf_puts(x, b, "{");
