@@ -170,14 +170,22 @@ static inline void quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8
     }
 }
 
-/* q3_K: the 16 signed 6-bit scales (already minus 32). */
+/* q3_K: the 16 signed 6-bit scales (already minus 32). Group g's low four
+ * bits are in byte g (g < 8, low nibble) or byte g - 8 (high nibble), its top
+ * two bits in byte 8 + g % 4 at bit 2 * (g / 4); done four at a time. */
 static inline void quant_q3k_scales(const uint8_t *s, int8_t out[16])
 {
-    for (int j = 0; j < 16; j++) {
-        int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
-        int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-        out[j] = (int8_t)((lo | (hi << 4)) - 32);
-    }
+    const uint32_t m2 = 0x03030303, m4 = 0x0f0f0f0f;
+    uint32_t a[3], r[4];
+    memcpy(a, s, 12);
+    r[0] = (a[0] & m4) | (((a[2] >> 0) & m2) << 4);
+    r[1] = (a[1] & m4) | (((a[2] >> 2) & m2) << 4);
+    r[2] = ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4);
+    r[3] = ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4);
+    uint8_t u[16];
+    memcpy(u, r, 16);
+    for (int j = 0; j < 16; j++)
+        out[j] = (int8_t)(u[j] - 32);
 }
 
 /* ---- kernel table ---- */

@@ -310,6 +310,75 @@ static float dot_q4_0_avx2(int64_t n, const void *w, const void *act)
     return hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
+/* Several rows against one activation: the activation block, its scale and
+ * its partial sums are loaded once per block for 4 rows. The weights enter
+ * the u8 x s8 dot as unsigned (q4: nibble, q8: x + 128) and the offset comes
+ * back through the activation sums: sum (u - off) y = sum u y - off sum y. */
+#define MV_ROWS 4
+
+static inline __m256i act_sums4(__m256i y) /* 8 lanes: sums of 4 activation bytes */
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), y);
+}
+
+static void matvec_q4_0_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const block_q8_0 *y = act;
+    const int64_t nb = n / QK4_0;
+    int64_t r = 0;
+    for (; r + MV_ROWS <= rows; r += MV_ROWS) {
+        const block_q4_0 *x[MV_ROWS];
+        __m256 acc[MV_ROWS];
+        for (int k = 0; k < MV_ROWS; k++) {
+            x[k] = (const block_q4_0 *)((const char *)w + (size_t)(r + k) * rs);
+            acc[k] = _mm256_setzero_ps();
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 3));
+            float dy = fp16_to_f32(y[i].d);
+            _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
+                __m256i p = dpbusd(base, nibbles32(x[k][i].qs), yv);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
+            }
+        }
+        for (int k = 0; k < MV_ROWS; k++)
+            out[r + k] = hsum_ps(acc[k]);
+    }
+    for (; r < rows; r++)
+        out[r] = dot_q4_0_avx2(n, (const char *)w + (size_t)r * rs, act);
+}
+
+static void matvec_q8_0_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const block_q8_0 *y = act;
+    const int64_t nb = n / QK8_0;
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    int64_t r = 0;
+    for (; r + MV_ROWS <= rows; r += MV_ROWS) {
+        const block_q8_0 *x[MV_ROWS];
+        __m256 acc[MV_ROWS];
+        for (int k = 0; k < MV_ROWS; k++) {
+            x[k] = (const block_q8_0 *)((const char *)w + (size_t)(r + k) * rs);
+            acc[k] = _mm256_setzero_ps();
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
+            float dy = fp16_to_f32(y[i].d);
+            _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
+                __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k][i].qs), flip);
+                __m256i p = dpbusd(base, u, yv);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
+            }
+        }
+        for (int k = 0; k < MV_ROWS; k++)
+            out[r + k] = hsum_ps(acc[k]);
+    }
+    for (; r < rows; r++)
+        out[r] = dot_q8_0_avx2(n, (const char *)w + (size_t)r * rs, act);
+}
+
 static float dot_q4_1_avx2(int64_t n, const void *w, const void *act)
 {
     const block_q4_1 *x = w;
@@ -358,18 +427,35 @@ static float dot_q5_1_avx2(int64_t n, const void *w, const void *act)
 
 /* ---- K-quants against Q8_K ---- */
 
-/* The 8 scales and 8 mins of a q4_K/q5_K block as bytes (ggml's utmp trick). */
-static inline void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])
+/* The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a q4_K/q5_K block,
+ * unpacked from get_scale_min_k4's layout four at a time. */
+static inline __m128i k4_scales_mins(const uint8_t *s)
 {
     uint32_t u[3], a[4];
     memcpy(u, s, 12);
     const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
-    a[0] = u[0] & kmask1;                                           /* scales 0-3 */
-    a[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);          /* scales 4-7 */
-    a[2] = u[1] & kmask1;                                           /* mins 0-3 */
-    a[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);   /* mins 4-7 */
-    memcpy(sc, a, 8);
-    memcpy(mn, a + 2, 8);
+    a[0] = u[0] & kmask1;                                         /* scales 0-3 */
+    a[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);        /* scales 4-7 */
+    a[2] = u[1] & kmask1;                                         /* mins 0-3 */
+    a[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4); /* mins 4-7 */
+    return _mm_loadu_si128((const __m128i *)a);
+}
+
+/* sum_j mins[j] * (bsums[2j] + bsums[2j+1]) as 4 int32 partial sums. */
+static inline __m128i k4_min_sums(__m128i scales_mins, const int16_t *bsums)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
+    __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
+    return _mm_madd_epi16(mins16, pairs);
+}
+
+/* u8 x s8 dot of 32 elements times a 16-bit scale, as 8 int32 partial sums:
+ * maddubs pairs (|sum| <= 2 * 31 * 127 fits 16 bits), madd with the scale. */
+static inline __m256i dot32_scaled(__m256i u, const int8_t *q8, int scale)
+{
+    __m256i p16 = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)q8));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16((short)scale));
 }
 
 static float dot_q4_K_avx2(int64_t n, const void *w, const void *act)
@@ -377,26 +463,26 @@ static float dot_q4_K_avx2(int64_t n, const void *w, const void *act)
     const block_q4_K *x = w;
     const block_q8_K *y = act;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    float sum = 0;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        uint8_t sc[8], mn[8];
-        k4_scales(x[i].scales, sc, mn);
-        int summs = 0;
-        for (int s = 0; s < 8; s++)
-            summs += mn[s] * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
-        __m256i acc = _mm256_setzero_si256();
+        __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, y[i].bsums)), accm);
+        __m256i sumi = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
             __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
             __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            __m256i plo = dpbusd(_mm256_setzero_si256(), lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c)));
-            __m256i phi = dpbusd(_mm256_setzero_si256(), hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32)));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(plo, _mm256_set1_epi32(sc[2 * c])));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(phi, _mm256_set1_epi32(sc[2 * c + 1])));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(lo, y[i].qs + 64 * c, sc[2 * c]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(hi, y[i].qs + 64 * c + 32, sc[2 * c + 1]));
         }
-        float dall = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        sum += dall * (float)hsum_epi32(acc) - dmin * (float)summs;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return sum;
+    accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+    accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
+    return hsum_ps(acc) - _mm_cvtss_f32(accm);
 }
 
 static float dot_q5_K_avx2(int64_t n, const void *w, const void *act)
@@ -404,15 +490,16 @@ static float dot_q5_K_avx2(int64_t n, const void *w, const void *act)
     const block_q5_K *x = w;
     const block_q8_K *y = act;
     const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
-    float sum = 0;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        uint8_t sc[8], mn[8];
-        k4_scales(x[i].scales, sc, mn);
-        int summs = 0;
-        for (int s = 0; s < 8; s++)
-            summs += mn[s] * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
+        __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, y[i].bsums)), accm);
         __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        __m256i acc = _mm256_setzero_si256();
+        __m256i sumi = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
             __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
             /* bit 2c of qh -> bit 4 of the low half, bit 2c+1 -> high half */
@@ -421,22 +508,24 @@ static float dot_q5_K_avx2(int64_t n, const void *w, const void *act)
             hbits = _mm256_srli_epi16(hbits, 2);
             __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
             __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
-            __m256i plo = dpbusd(_mm256_setzero_si256(), lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c)));
-            __m256i phi = dpbusd(_mm256_setzero_si256(), hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32)));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(plo, _mm256_set1_epi32(sc[2 * c])));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(phi, _mm256_set1_epi32(sc[2 * c + 1])));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(lo, y[i].qs + 64 * c, sc[2 * c]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(hi, y[i].qs + 64 * c + 32, sc[2 * c + 1]));
         }
-        float dall = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        sum += dall * (float)hsum_epi32(acc) - dmin * (float)summs;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return sum;
+    accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+    accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
+    return hsum_ps(acc) - _mm_cvtss_f32(accm);
 }
 
 /* A 32-element chunk spans two 16-element groups with their own scales:
- * dpbusd gives 8 lanes of 4-element sums, lanes 0-3 in group g, 4-7 in g+1. */
-static inline __m256i scale_pair(int a, int b)
+ * maddubs gives 16 pair sums, the low 128 bits in group g, the high in g+1;
+ * madd with (a x8, b x8) applies the scales and sums to 8 int32. */
+static inline __m256i dot32_scaled2(__m256i u, const int8_t *q8, int a, int b)
 {
-    return _mm256_setr_epi32(a, a, a, a, b, b, b, b);
+    __m256i p16 = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)q8));
+    __m256i sc = _mm256_setr_m128i(_mm_set1_epi16((short)a), _mm_set1_epi16((short)b));
+    return _mm256_madd_epi16(p16, sc);
 }
 
 static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
@@ -444,17 +533,17 @@ static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
     const block_q6_K *x = w;
     const block_q8_K *y = act;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-    float sum = 0;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const int8_t *sc = x[i].scales;
-        /* q - 32 folded out: sum over groups of sc * 32 * bsum */
-        int corr = 0;
-        for (int g = 0; g < 16; g++)
-            corr += sc[g] * y[i].bsums[g];
-        __m256i acc = _mm256_setzero_si256();
+        /* the -32 offset folded out: 32 * sum_g sc[g] * bsums[g] */
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
             const int8_t *q8 = y[i].qs + 128 * h;
+            const int8_t *s = sc + 8 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
@@ -463,19 +552,14 @@ static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
             __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
             __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
-            const int8_t *s = sc + 8 * h;
-            __m256i p0 = dpbusd(_mm256_setzero_si256(), q0, _mm256_loadu_si256((const __m256i *)q8));
-            __m256i p1 = dpbusd(_mm256_setzero_si256(), q1, _mm256_loadu_si256((const __m256i *)(q8 + 32)));
-            __m256i p2 = dpbusd(_mm256_setzero_si256(), q2, _mm256_loadu_si256((const __m256i *)(q8 + 64)));
-            __m256i p3 = dpbusd(_mm256_setzero_si256(), q3, _mm256_loadu_si256((const __m256i *)(q8 + 96)));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p0, scale_pair(s[0], s[1])));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p1, scale_pair(s[2], s[3])));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p2, scale_pair(s[4], s[5])));
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p3, scale_pair(s[6], s[7])));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q0, q8, s[0], s[1]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q1, q8 + 32, s[2], s[3]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q2, q8 + 64, s[4], s[5]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q3, q8 + 96, s[6], s[7]));
         }
-        sum += fp16_to_f32(x[i].d) * y[i].d * (float)(hsum_epi32(acc) - 32 * corr);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return sum;
+    return hsum_ps(acc);
 }
 
 static float dot_q2_K_avx2(int64_t n, const void *w, const void *act)
@@ -483,58 +567,62 @@ static float dot_q2_K_avx2(int64_t n, const void *w, const void *act)
     const block_q2_K *x = w;
     const block_q8_K *y = act;
     const __m256i m3 = _mm256_set1_epi8(3);
-    float sum = 0;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *sc = x[i].scales;
-        int summs = 0;
-        for (int g = 0; g < 16; g++)
-            summs += (sc[g] >> 4) * y[i].bsums[g];
-        __m256i acc = _mm256_setzero_si256();
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)sc);
+        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+        __m256i summs = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
             const int8_t *q8 = y[i].qs + 128 * h;
             for (int j = 0; j < 4; j++) {
                 __m256i q = _mm256_and_si256(q2, m3);
                 q2 = _mm256_srli_epi16(q2, 2);
-                __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
                 int g = 8 * h + 2 * j;
-                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, scale_pair(sc[g] & 0xF, sc[g + 1] & 0xF)));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled2(q, q8 + 32 * j, sc[g] & 0xF, sc[g + 1] & 0xF));
             }
         }
-        float dall = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        sum += dall * (float)hsum_epi32(acc) - dmin * (float)summs;
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(summs), accm);
     }
-    return sum;
+    return hsum_ps(acc) - hsum_ps(accm);
 }
 
 static float dot_q3_K_avx2(int64_t n, const void *w, const void *act)
 {
     const block_q3_K *x = w;
     const block_q8_K *y = act;
-    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4), zero = _mm256_setzero_si256();
-    float sum = 0;
+    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         int8_t sc[16];
         quant_q3k_scales(x[i].scales, sc);
+        /* q = low2 - 4 * (hmask bit clear) = low2 + 4 * hbit - 4: dot with
+         * unsigned (low2 + 4 * hbit) minus 4 * sum_g sc[g] * bsums[g] */
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m256i sumi = _mm256_sub_epi32(zero, _mm256_slli_epi32(corr, 2));
         __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
-        __m256i acc = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
             const int8_t *q8 = y[i].qs + 128 * h;
             for (int j = 0; j < 4; j++) {
                 __m256i lo = _mm256_and_si256(q2, m3);
                 q2 = _mm256_srli_epi16(q2, 2);
-                /* minus 4 where hmask bit (4h + j) is clear */
-                __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j)))), zero);
-                __m256i q = _mm256_sub_epi8(lo, _mm256_and_si256(clear, four));
-                __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
+                /* hmask bit (4h + j) -> bit 2 */
+                __m256i hb = _mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j))));
+                hb = _mm256_and_si256(_mm256_cmpeq_epi8(hb, zero), _mm256_set1_epi8(4));
+                __m256i q = _mm256_xor_si256(_mm256_or_si256(lo, _mm256_set1_epi8(4)), hb);
                 int g = 8 * h + 2 * j;
-                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, scale_pair(sc[g], sc[g + 1])));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled2(q, q8 + 32 * j, sc[g], sc[g + 1]));
             }
         }
-        sum += fp16_to_f32(x[i].d) * y[i].d * (float)hsum_epi32(acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return sum;
+    return hsum_ps(acc);
 }
 
 static void quantize_bf16_avx2(const float *src, void *dst, int64_t n)
@@ -580,6 +668,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_Q8_0:
         k->vec_dot = dot_q8_0_avx2;
+        k->matvec = matvec_q8_0_avx2;
         k->quantize = quantize_q8_0_avx2;
         break;
     case TENSOR_TYPE_Q8_1:
@@ -590,6 +679,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_Q4_0:
         k->vec_dot = dot_q4_0_avx2;
+        k->matvec = matvec_q4_0_avx2;
         break;
     case TENSOR_TYPE_Q4_1:
         k->vec_dot = dot_q4_1_avx2;
