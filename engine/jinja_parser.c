@@ -502,7 +502,7 @@ static jnode *parse_math1(parser *P)
 
 static jnode *parse_compare(parser *P)
 {
-    jnode *n = parse_math1(P);
+    jnode *n = parse_math1(P), *prev = NULL;
     for (;;) {
         const jtok *t = cur(P);
         int op = 0;
@@ -529,9 +529,18 @@ static jnode *parse_compare(parser *P)
         adv(P);
         jnode *c = mk(P, JE_CMP, t);
         c->op = op;
-        c->a = n;
         c->b = parse_math1(P);
-        n = c;
+        if (prev) { /* a < b < c  ==  (a < b) and (b < c); b is pure, so evaluating it twice is fine */
+            c->a = prev->b;
+            jnode *and_ = mk(P, JE_AND, t);
+            and_->a = n;
+            and_->b = c;
+            n = and_;
+        } else {
+            c->a = n;
+            n = c;
+        }
+        prev = c;
     }
 }
 
