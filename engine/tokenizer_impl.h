@@ -88,6 +88,13 @@ int32_t tok_byte_to_id(const tokenizer *t, uint8_t b);
 
 /* tokenizer_pretok.c: pre-tokenizer regexes chosen by tokenizer.ggml.pre */
 bool tok_pretok_init(tokenizer *t, char *err, size_t errlen);
+/* Compiles one pre-tokenizer expression; generic forces the PCRE2 path even
+ * for the gpt2/llama3 expressions that have hand-written splitters (tests). */
+bool tok_regex_compile(tok_regex *r, const char *re, bool generic, char *err, size_t errlen);
+#define TOK_RE_GPT2_STR "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
+#define TOK_RE_LLAMA3_STR                                                                                     \
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| " \
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 void tok_pretok_free(tokenizer *t);
 
 /* A growable int32 vector the encoders append to. */

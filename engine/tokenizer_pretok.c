@@ -19,10 +19,8 @@
 #include "tokenizer_impl.h"
 #include "unicode.h"
 
-#define RE_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
-#define RE_LLAMA3                                                                                           \
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| " \
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RE_GPT2 TOK_RE_GPT2_STR
+#define RE_LLAMA3 TOK_RE_LLAMA3_STR
 #define RE_QWEN2                                                                                             \
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| " \
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
@@ -198,13 +196,14 @@ static char *collapse_regex(const char *re)
     return out;
 }
 
-static bool compile_one(tok_regex *r, const char *re, char *err, size_t errlen)
+bool tok_regex_compile(tok_regex *r, const char *re, bool generic, char *err, size_t errlen)
 {
-    if (!strcmp(re, RE_GPT2)) {
+    memset(r, 0, sizeof *r);
+    if (!generic && !strcmp(re, RE_GPT2)) {
         r->kind = TOK_RE_GPT2;
         return true;
     }
-    if (!strcmp(re, RE_LLAMA3)) {
+    if (!generic && !strcmp(re, RE_LLAMA3)) {
         r->kind = TOK_RE_LLAMA3;
         return true;
     }
@@ -255,7 +254,7 @@ bool tok_pretok_init(tokenizer *t, char *err, size_t errlen)
     }
     t->n_regex = 0;
     for (int i = 0; i < 7 && set->re[i]; i++) {
-        if (!compile_one(&t->regex[i], set->re[i], err, errlen))
+        if (!tok_regex_compile(&t->regex[i], set->re[i], false, err, errlen))
             return false;
         t->n_regex = i + 1;
     }
@@ -473,9 +472,12 @@ static void split_pcre(const tok_regex *r, const offs *in, offs *out, const uint
         size_t pos = 0;      /* byte offset within the segment where the next search starts */
         size_t last_end = 0; /* codepoint offset (within segment) of the previous match end */
         while (pos <= slen) {
-            int rc = pcre2_match(r->code, s, slen, pos, boff ? PCRE2_NO_UTF_CHECK : 0, md, NULL);
+            uint32_t mo = boff ? PCRE2_NO_UTF_CHECK : 0;
+            int rc = pcre2_match(r->code, s, slen, pos, mo, md, NULL);
+            if (rc == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter keeps its stack on the heap */
+                rc = pcre2_match(r->code, s, slen, pos, mo | PCRE2_NO_JIT, md, NULL);
             if (rc < 0)
-                break;
+                break; /* no (further) match: the rest of the segment stays one word */
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
             size_t ms = ov[0], me = ov[1];
             size_t cms = boff ? rev[b0 + ms] - start : ms;

@@ -9,6 +9,8 @@
 
 #include "gguf.h"
 #include "tokenizer.h"
+#include "tokenizer_impl.h"
+#include "unicode.h"
 #include "testutil.h"
 
 static tokenizer *load(const char *rel)
@@ -309,6 +311,105 @@ static void test_eog(void **state)
     tokenizer_free(t);
 }
 
+/* Pre-tokenizer words of text as raw bytes joined by '|' (byte-level decoded). */
+static void split_words(const tokenizer *t, const char *text, char *out, size_t cap)
+{
+    tok_words w = {0};
+    assert_true(tok_pretok_split(t, text, strlen(text), &w));
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        const char *s = w.buf + w.off[i];
+        size_t len = w.off[i + 1] - w.off[i], off = 0;
+        while (off < len) {
+            int b = unicode_cpt_to_byte(unicode_decode(s, len, &off));
+            assert_true(b >= 0);
+            if (o + 2 < cap)
+                out[o++] = (char)b;
+        }
+        if (o + 2 < cap)
+            out[o++] = '|';
+    }
+    out[o] = 0;
+    tok_words_free(&w);
+}
+
+static void expect_split(const char *pre, const char *text, const char *exp)
+{
+    tokenizer t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.pre, sizeof t.pre, "%s", pre);
+    char err[256], got[1024];
+    if (!tok_pretok_init(&t, err, sizeof err))
+        fail_msg("%s: %s", pre, err);
+    split_words(&t, text, got, sizeof got);
+    tok_pretok_free(&t);
+    if (strcmp(got, exp))
+        fail_msg("%s split of '%s':\n got      %s\n expected %s", pre, text, got, exp);
+}
+
+static void test_pretokenizer_presets(void **state)
+{
+    (void)state;
+    /* worked out by hand from the reference's expression lists */
+    expect_split("qwen2", "Hello world 123!!\n\nok", "Hello| world| |1|2|3|!!\n\n|ok|");
+    expect_split("llama3", "3333 I'm  x\n\n y", "333|3| I|'m| | x|\n\n| y|");
+    expect_split("llama-bpe", "I'M 'RE", "I|'M| '|RE|");
+    expect_split("gpt-2", "I'M  x 12ab", "I|'|M| | x| 12|ab|");
+    expect_split("deepseek-coder", "Hi 12, \xe4\xbd\xa0\xe5\xa5\xbd!", "Hi| |1|2|,| |\xe4\xbd\xa0\xe5\xa5\xbd|!|");
+    expect_split("starcoder", "x 2024 y", "x| |2|0|2|4| y|");
+    expect_split("falcon", "1234567 a,b", "123|456|7| a|,|b|");
+    /* non-ASCII whitespace (EM SPACE) is \s for the split, letters outside ASCII are \p{L} */
+    expect_split("qwen2", "a\xe2\x80\x83\xc3\xa4", "a|\xe2\x80\x83\xc3\xa4|");
+    expect_split("gpt-2", "a\xe2\x80\x83\xe2\x80\x83" "b", "a|\xe2\x80\x83|\xe2\x80\x83|b|");
+    expect_split("gpt-2", "a  b  ", "a| | b|  |");
+    tokenizer t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.pre, sizeof t.pre, "no-such-pre");
+    char err[256];
+    assert_false(tok_pretok_init(&t, err, sizeof err));
+    assert_non_null(strstr(err, "no-such-pre"));
+}
+
+/* The hand-written gpt2/llama3 splitters and the generic PCRE2 path over the
+ * collapsed text are independent implementations of the same expression. */
+static void test_pretokenizer_custom_vs_regex(void **state)
+{
+    (void)state;
+    static const char *const alpha[] = {"a", "B", " ", "  ", "\n", "\r", "\t", "'", "s", "'S", "'ll", "1", "22",
+                                        "333", "!", "?!", "\xc3\xa4", "\xe4\xbd\xa0", "\xf0\x9f\x98\x81",
+                                        "\xe2\x80\x83", "\xc2\xa0", "\xcc\x81", "$", "\xe2\x82\xac", "\xd9\xa3",
+                                        "\xe2\x85\xa0", "\xff"};
+    const char *res[2] = {TOK_RE_GPT2_STR, TOK_RE_LLAMA3_STR};
+    for (int k = 0; k < 2; k++) {
+        tokenizer a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        char err[256];
+        assert_true(tok_regex_compile(&a.regex[0], res[k], false, err, sizeof err));
+        assert_true(tok_regex_compile(&b.regex[0], res[k], true, err, sizeof err));
+        assert_true(a.regex[0].kind == (k ? TOK_RE_LLAMA3 : TOK_RE_GPT2));
+        assert_int_equal(b.regex[0].kind, TOK_RE_COLLAPSED);
+        a.n_regex = b.n_regex = 1;
+        uint32_t seed = 7;
+        for (int r = 0; r < 20000; r++) {
+            char s[256] = "";
+            int n = 1 + r % 12;
+            for (int j = 0; j < n; j++) {
+                seed = seed * 1103515245u + 12345u;
+                strcat(s, alpha[(seed >> 16) % (sizeof alpha / sizeof alpha[0])]);
+            }
+            char w1[2048], w2[2048];
+            split_words(&a, s, w1, sizeof w1);
+            split_words(&b, s, w2, sizeof w2);
+            if (strcmp(w1, w2))
+                fail_msg("expression %d on '%s': custom %s, regex %s", k, s, w1, w2);
+        }
+        tok_pretok_free(&a);
+        tok_pretok_free(&b);
+    }
+}
+
 static void test_bad_vocab(void **state)
 {
     (void)state;
@@ -333,6 +434,8 @@ int main(void)
         cmocka_unit_test(test_bos_rules),      cmocka_unit_test(test_encode_buffer),
         cmocka_unit_test(test_utf8_split_decode), cmocka_unit_test(test_eog),
         cmocka_unit_test(test_bad_vocab),
+        cmocka_unit_test(test_pretokenizer_presets),
+        cmocka_unit_test(test_pretokenizer_custom_vs_regex),
     };
     return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);
 }
