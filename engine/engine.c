@@ -59,13 +59,8 @@ void engine_post_error(engine *e, const char *fmt, ...)
     engine_post(e, &ev);
 }
 
-static bool is_builtin(const char *name)
-{
-    for (int i = 0; chat_builtin_names[i]; i++)
-        if (!strcmp(chat_builtin_names[i], name))
-            return true;
-    return false;
-}
+/* "raw" is the engine's own format: the message contents back to back. */
+static bool is_builtin(const char *name) { return !strcmp(name, "raw") || chat_builtin_known(name); }
 
 static void set_template(engine *e, const char *name)
 {
@@ -80,22 +75,24 @@ static void set_template(engine *e, const char *name)
             strncat(list, i ? " " : "", sizeof list - strlen(list) - 1);
             strncat(list, chat_builtin_names[i], sizeof list - strlen(list) - 1);
         }
-        engine_post_error(e, "unknown chat template '%s' (built-ins: %s, or 'model')", name, list);
+        engine_post_error(e, "unknown chat template '%s' (built-ins: %s raw, or 'model')", name, list);
         return;
     }
     free(e->tmpl_force);
     e->tmpl_force = strdup(name);
 }
 
-/* Template-less models (base models such as stories260K) get "plain": the
- * messages' text one after the other, so the model simply continues it. */
+/* Template-less models (base models such as stories260K) get "raw": the
+ * messages' contents back to back with nothing added, so the model simply
+ * continues the text (like llama.cpp's completion) and each reply continues
+ * the story where the last message stopped. */
 const char *engine_template_label(const engine *e)
 {
     if (e->tmpl_force)
         return e->tmpl_force;
     if (e->m && model_get_chat_template(e->m))
         return "model";
-    return "plain";
+    return "raw";
 }
 
 static void apply_params(engine *e, const sampler_params *p)

@@ -29,7 +29,9 @@ typedef struct engine_params {
     uint32_t n_ctx;          /* 0 = min(n_ctx_train, 4096) */
     int32_t n_threads;       /* 0 = all cores */
     bool no_kv_cache;        /* recompute the whole sequence every step (debugging) */
-    const char *template_name; /* built-in format to force; NULL = model's template */
+    const char *template_name; /* built-in format to force (chat_builtin_known() names, or
+                                  "raw": contents back to back); NULL = the model's template,
+                                  "raw" for models without one */
     bool context_shift;      /* on overflow drop the oldest half (true) or stop with an error */
     bool step_mode;          /* single-step: after each TOKEN event generation waits for
                                 ENGINE_CMD_STEP (other commands act as usual meanwhile) */
@@ -83,7 +85,7 @@ typedef struct engine_model_info {
     char name[128];
     char arch[32];
     char file_type[32];
-    char template_name[64]; /* "model" (own Jinja template) or the built-in name */
+    char template_name[64]; /* "model" (own Jinja template), the built-in name, or "raw" */
     uint32_t n_ctx, n_ctx_train, n_layer, n_embd;
     int32_t n_vocab;
     uint64_t n_params;

@@ -69,8 +69,24 @@ static char *token_text_dup(const tokenizer *t, int32_t id)
 static char *render(engine *e, const chat_message *msgs, size_t n, bool add_gen, char *warn, size_t warnlen,
                     char *err, size_t errlen)
 {
+    if (!strcmp(engine_template_label(e), "raw")) { /* the contents back to back: plain completion */
+        (void)warn, (void)warnlen, (void)err, (void)errlen, (void)add_gen;
+        size_t len = 0;
+        for (size_t i = 0; i < n; i++)
+            len += msgs[i].content ? strlen(msgs[i].content) : 0;
+        char *out = malloc(len + 1), *w = out;
+        if (!out) {
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (msgs[i].content)
+                w = stpcpy(w, msgs[i].content);
+        *w = 0;
+        return out;
+    }
     const char *tmpl = e->tmpl_force ? NULL : model_get_chat_template(e->m);
-    const char *builtin = e->tmpl_force ? e->tmpl_force : (tmpl ? NULL : "plain");
+    const char *builtin = e->tmpl_force;
     char *bos = token_text_dup(e->tok, tokenizer_bos(e->tok));
     char *eos = token_text_dup(e->tok, tokenizer_eos(e->tok));
     chat_render_params rp = {.bos_token = bos, .eos_token = eos, .add_generation_prompt = add_gen, .date = NULL};

@@ -143,7 +143,7 @@ static void test_load_info(void **state)
     assert_int_equal(info.n_ctx, 256);
     assert_int_equal(info.n_ctx_train, 2048);
     assert_string_equal(info.arch, "llama");
-    assert_string_equal(info.template_name, "plain"); /* no template in the file */
+    assert_string_equal(info.template_name, "raw"); /* no template in the file */
     assert_true(info.n_params > 200000 && info.n_params < 400000);
     engine_shutdown(e);
 }
@@ -207,7 +207,7 @@ static void test_generate_greedy(void **state)
     assert_int_equal(t->done.n_past, np + 39); /* the last token is not evaluated */
     assert_int_equal(t->done.n_ctx, 256);
     assert_true(t->done.gen_tps > 0);
-    /* plain format of one user message = its text: prompt is BOS "Once upon a time" */
+    /* raw format of one user message = its text: prompt is BOS "Once upon a time" */
     assert_int_equal(np, 5);
     FILE *f = fopen(TESTDATA_REQUIRE("golden/logits/stories260K.once.jsonl"), "r");
     assert_non_null(f);

@@ -233,7 +233,7 @@ static void test_min_p(void **state)
         assert_int_equal(sampler_sample(s, l, &st), 2);
         assert_int_equal(st.n_survivors, 1);
     }
-    const float tie[3] = {1.0f, 2.0f, 2.0f};
+    const float tie[5] = {1.0f, 2.0f, 2.0f, 0.5f, -1.0f};
     sampler_sample(s, tie, &st);
     assert_int_equal(st.n_survivors, 2);
     sampler_free(s);
