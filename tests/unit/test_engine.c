@@ -429,6 +429,21 @@ static void test_context_shift(void **state)
     assert_memory_equal(r->pos, t->pos, sizeof(int32_t) * (size_t)t->n_tok);
     engine_shutdown(e);
 
+    /* a conversation longer than the whole context: the middle is dropped */
+    p.no_kv_cache = false;
+    p.sampling.n_predict = 10;
+    e = start_loaded(&p, NULL);
+    submit1(e, "user",
+            "Once upon a time there was a little girl named Lily. She loved to play outside in the park "
+            "with her friend Ben. One day they saw a big red ball under a tall green tree.");
+    collect_turn(e, t);
+    assert_true(t->n_shift >= 1);
+    assert_true(t->done.n_prompt < 32);
+    assert_true(t->n_tok > 0 && t->pos[0] < 32);
+    assert_true(t->done.reason == ENGINE_DONE_LENGTH || t->done.reason == ENGINE_DONE_EOG);
+    engine_shutdown(e);
+    p.sampling.n_predict = 100;
+
     /* without context shift: stop with a clear reason */
     p.no_kv_cache = false;
     p.context_shift = false;
@@ -472,6 +487,36 @@ static void test_stop_string(void **state)
     assert_memory_equal(s->text, t->text, s->len);
     free(t);
     free(s);
+    engine_shutdown(e);
+}
+
+/* Forcing a built-in on a template-less model changes the prompt. */
+static void test_force_template(void **state)
+{
+    (void)state;
+    engine_params p = base_params(TESTDATA_REQUIRE(STORIES));
+    p.sampling.n_predict = 2;
+    engine *e = start_loaded(&p, NULL);
+    turn_log *t = malloc(sizeof *t);
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, t);
+    assert_int_equal(t->done.n_prompt, 5); /* BOS + 4 tokens */
+    engine_set_template(e, "plain"); /* each message followed by a newline */
+    engine_reset(e);
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, t);
+    assert_int_equal(t->done.n_prompt, 6);
+    engine_set_template(e, "chatml");
+    engine_reset(e);
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, t);
+    assert_true(t->done.n_prompt > 10);
+    engine_set_template(e, NULL); /* back to the default */
+    engine_reset(e);
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, t);
+    assert_int_equal(t->done.n_prompt, 5);
+    free(t);
     engine_shutdown(e);
 }
 
@@ -536,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_context_shift),
         cmocka_unit_test(test_stop_string),
         cmocka_unit_test(test_template_model),
+        cmocka_unit_test(test_force_template),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
