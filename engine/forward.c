@@ -389,6 +389,34 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
 
 /* ---- attention ------------------------------------------------------------- */
 
+/* K.Q like ggml_vec_dot_f16 on AVX-512: per 64 elements, four 16-lane
+ * accumulators; they are folded (0+2, 1+3, then 0+1) and reduced the way
+ * GCC's _mm512_reduce_add_ps does; the tail is added in double. Products of
+ * two halves are exact in float, so only this order matters. */
+static float dot_f16(const fp16_t *x, const fp16_t *y, int n)
+{
+    const int np = n & ~63;
+    double sumf = 0.0;
+    if (np > 0) {
+        float acc[4][16] = {{0}};
+        for (int i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++)
+                    acc[j][l] += h2f(x[i + 16 * j + l]) * h2f(y[i + 16 * j + l]);
+        float v[16], t3[8], t6[4];
+        for (int l = 0; l < 16; l++)
+            v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+        for (int l = 0; l < 8; l++)
+            t3[l] = v[8 + l] + v[l];
+        for (int l = 0; l < 4; l++)
+            t6[l] = t3[4 + l] + t3[l];
+        sumf = (double)((t6[0] + t6[2]) + (t6[1] + t6[3]));
+    }
+    for (int i = np; i < n; i++)
+        sumf += (double)(h2f(x[i]) * h2f(y[i]));
+    return (float)sumf;
+}
+
 /* One query row of one head against cache rows [0, n_kv): ggml's one-chunk
  * flash attention with F16 K/V. */
 static void attend_f16(const float *q, const fp16_t *kc, const fp16_t *vc, int64_t kv_stride, int32_t n_kv, int hd,
@@ -402,10 +430,7 @@ static void attend_f16(const float *q, const fp16_t *kc, const fp16_t *vc, int64
     for (int32_t ic = 0; ic < n_kv; ic++) {
         const fp16_t *kr = kc + (int64_t)ic * kv_stride;
         const fp16_t *vr = vc + (int64_t)ic * kv_stride;
-        double d = 0.0;
-        for (int i = 0; i < hd; i++)
-            d += (double)(h2f(kr[i]) * h2f(qh[i])); /* product of two halves is exact in float */
-        const float s = (float)d * scale;
+        const float s = dot_f16(kr, qh, hd) * scale;
         float ms = 1.0f, vs = 1.0f;
         if (s > M) {
             const float Mold = M;
@@ -435,7 +460,7 @@ static void attend_f16(const float *q, const fp16_t *kc, const fp16_t *vc, int64
 #endif
         for (; i < hd; i++)
             acc[i] = f2h(fmaf(h2f(vr[i]), vs, h2f(acc[i])));
-        S = S * ms + vs;
+        S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
     }
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (int i = 0; i < hd; i++)
@@ -468,7 +493,7 @@ static void attend_f32(const float *q, const float *kc, const float *vc, int64_t
         }
         for (int i = 0; i < hd; i++)
             acc[i] = fmaf(vr[i], vs, acc[i]);
-        S = S * ms + vs;
+        S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
     }
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (int i = 0; i < hd; i++)
