@@ -142,15 +142,18 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
                 continue;
             }
             size_t o = 0;
+            /* spaces become U+2581 (E2 96 81), the space prefix too */
             if (t->add_space_prefix && prev_special) {
-                memcpy(buf, "\xe2\x96\x81", 3);
-                o = 3;
+                buf[o++] = (char)0xE2;
+                buf[o++] = (char)0x96;
+                buf[o++] = (char)0x81;
             }
             for (size_t i = 0; i < f->len; i++) {
                 char c = text[f->off + i];
                 if (c == ' ') {
-                    memcpy(buf + o, "\xe2\x96\x81", 3);
-                    o += 3;
+                    buf[o++] = (char)0xE2;
+                    buf[o++] = (char)0x96;
+                    buf[o++] = (char)0x81;
                 } else {
                     buf[o++] = c;
                 }
@@ -169,7 +172,7 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
     }
     if (ids.oom || ids.n > INT32_MAX)
         goto done;
-    if (out && max_out > 0)
+    if (out && max_out > 0 && ids.n)
         memcpy(out, ids.v, sizeof *out * (ids.n < (size_t)max_out ? ids.n : (size_t)max_out));
     ret = (int32_t)ids.n;
 done:

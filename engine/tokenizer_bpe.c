@@ -87,7 +87,7 @@ static void bpe_try_add(const tokenizer *t, bpe_work *w, const char *word, int32
         return;
     const bpe_sym *L = &w->sym[l], *R = &w->sym[r];
     size_t kl = L->n + 1 + R->n;
-    if (kl > w->key_cap) {
+    if (!w->key || kl > w->key_cap) {
         size_t nc = kl * 2;
         char *nk = realloc(w->key, nc);
         if (!nk) {

@@ -93,7 +93,7 @@ void tok_spm_encode(const tokenizer *t, const char *text, size_t len, tok_ids *o
 {
     if (!len)
         return;
-    spm_sym *sy = malloc(len * sizeof *sy);
+    spm_sym *sy = calloc(len, sizeof *sy);
     spm_heap h = {0};
     if (!sy) {
         out->oom = true;

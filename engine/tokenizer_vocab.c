@@ -30,7 +30,10 @@ bool tok_map_init(tok_map *m, size_t n_expected)
     m->vals = calloc(cap, sizeof *m->vals);
     m->cap = cap;
     m->n = 0;
-    return m->keys && m->lens && m->vals;
+    if (m->keys && m->lens && m->vals)
+        return true;
+    tok_map_free(m);
+    return false;
 }
 
 void tok_map_free(tok_map *m)
@@ -136,18 +139,18 @@ static void detect_specials(tokenizer *t, int32_t fim[6])
 {
     static const char *const eot_c[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                                         "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-                                        "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                        "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>",
                                         "<end_of_utterance>", NULL};
     static const char *const eom_c[] = {"<|eom_id|>", NULL};
     static const char *const fim_pre_c[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                                            "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
-                                            "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>", NULL};
+                                            "<\357\275\234fim\342\226\201begin\357\275\234>", "<PRE>",
+                                            "\342\226\201<PRE>", "<|code_prefix|>", "<|prefix|>", NULL};
     static const char *const fim_suf_c[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                                            "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>",
-                                            "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>", NULL};
+                                            "<\357\275\234fim\342\226\201hole\357\275\234>", "<SUF>",
+                                            "\342\226\201<SUF>", "<|code_suffix|>", "<|suffix|>", NULL};
     static const char *const fim_mid_c[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                                            "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
-                                            "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>", NULL};
+                                            "<\357\275\234fim\342\226\201end\357\275\234>", "<MID>",
+                                            "\342\226\201<MID>", "<|code_middle|>", "<|middle|>", NULL};
     static const char *const fim_pad_c[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL};
     static const char *const fim_rep_c[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",
                                             NULL};
@@ -177,7 +180,7 @@ static void build_eog(tokenizer *t, int32_t fim_pad, int32_t fim_rep, int32_t fi
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
         "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
         "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-        "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[", NULL};
+        "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", "[e~[", NULL};
     if (fim_pad >= 0)
         t->eog[fim_pad] = 1;
     if (fim_rep >= 0)
