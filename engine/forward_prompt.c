@@ -58,6 +58,16 @@ int32_t *forward_tokenize_prompt(const model *m, const forward_prompt_params *p,
         free(eos);
         if (!rendered)
             return NULL;
+        /* The reference's Jinja engine drops one trailing newline of the
+         * render (keep_trailing_newline off), so "<|assistant|>\n" ends the
+         * prompt as "<|assistant|>": matches its chat goldens for the
+         * TinyLlama and SmolLM2 templates. */
+        size_t rl = strlen(rendered);
+        if (rl > 0 && rendered[rl - 1] == '\n') {
+            rendered[--rl] = 0;
+            if (rl > 0 && rendered[rl - 1] == '\r')
+                rendered[--rl] = 0;
+        }
         text = rendered;
         parse_special = true;
     }
