@@ -21,6 +21,7 @@ static void usage(FILE *f)
             "  --pieces            one token per line: id, type and the escaped piece\n"
             "  --cases FILE.inp    split FILE on lines __ggml_vocab_test__ and print one line\n"
             "                      per case in llama.cpp's .out format (no BOS, no specials)\n"
+            "  --decode            read token ids (space/comma separated) and print their text\n"
             "  --roundtrip         with --cases: also check decode(encode(case)) == case\n"
             "                      (SPM: minus the space prefix); exit 3 on a mismatch\n");
 }
@@ -170,10 +171,65 @@ static int run_cases(const tokenizer *t, const char *path, bool roundtrip)
     return rc;
 }
 
+/* ids on stdin -> text on stdout (special tokens rendered) */
+static int run_decode(const tokenizer *t, const char *text, size_t len)
+{
+    int32_t n = 0, cap = 256;
+    int32_t *ids = malloc(sizeof *ids * (size_t)cap);
+    size_t i = 0;
+    int rc = 0;
+    if (!ids)
+        return 1;
+    while (i < len) {
+        if (text[i] == ' ' || text[i] == ',' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r' ||
+            text[i] == '[' || text[i] == ']') {
+            i++;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        long v = strtol(text + i, &end, 10);
+        if (end == text + i || errno || v < 0 || v >= tokenizer_n_vocab(t)) {
+            size_t w = 0;
+            while (i + w < len && w < 24 && !strchr(" ,\n\t\r[]", text[i + w]))
+                w++;
+            fprintf(stderr, "tokscope tokenize: bad token id '%.*s' (vocab has %d tokens)\n", (int)w, text + i,
+                    tokenizer_n_vocab(t));
+            rc = 1;
+            break;
+        }
+        if (n == cap) {
+            int32_t *ni = realloc(ids, sizeof *ids * (size_t)cap * 2);
+            if (!ni) {
+                rc = 1;
+                break;
+            }
+            ids = ni;
+            cap *= 2;
+        }
+        ids[n++] = (int32_t)v;
+        i = (size_t)(end - text);
+    }
+    if (!rc) {
+        int32_t need = tokenizer_decode(t, ids, n, true, true, NULL, 0);
+        char *out = malloc((size_t)need + 1);
+        if (!out) {
+            rc = 1;
+        } else {
+            tokenizer_decode(t, ids, n, true, true, out, need + 1);
+            fwrite(out, 1, (size_t)need, stdout);
+            putchar('\n');
+            free(out);
+        }
+    }
+    free(ids);
+    return rc;
+}
+
 int cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *cases = NULL;
-    bool no_bos = false, special = false, pieces = false, roundtrip = false;
+    bool no_bos = false, special = false, pieces = false, roundtrip = false, decode = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc)
@@ -188,6 +244,8 @@ int cmd_tokenize(int argc, char **argv)
             special = true;
         else if (!strcmp(a, "--ids-only"))
             pieces = false;
+        else if (!strcmp(a, "--decode"))
+            decode = true;
         else if (!strcmp(a, "--roundtrip"))
             roundtrip = true;
         else if (!strcmp(a, "--pieces"))
@@ -236,6 +294,12 @@ int cmd_tokenize(int argc, char **argv)
         fprintf(stderr, "tokscope tokenize: cannot read the input text\n");
         tokenizer_free(t);
         return 1;
+    }
+    if (decode) {
+        rc = run_decode(t, text, len);
+        free(text);
+        tokenizer_free(t);
+        return rc;
     }
     int32_t n = 0;
     int32_t *ids = encode_alloc(t, text, len, tokenizer_add_bos(t) && !no_bos, special, &n);

@@ -82,6 +82,16 @@ if need "$M" tokenizer-cli-pieces; then
     fi
 fi
 
+# --decode: ids back to text (byte tokens reassemble the emoji)
+if need "$G/ggml-vocab-llama-spm.gguf" tokenizer-cli-decode; then
+    got=$(echo "15043 3186 29871 243 162 169 156" | "$BIN" tokenize -m "$G/ggml-vocab-llama-spm.gguf" --decode 2>&1)
+    if [ "$got" = "Hello world 🦙" ]; then ok tokenizer-cli-decode; else not_ok tokenizer-cli-decode "got '$got'"; fi
+    echo "1 99999999" | "$BIN" tokenize -m "$G/ggml-vocab-llama-spm.gguf" --decode >"$OUT/tok-err.out" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q 99999999 "$OUT/tok-err.out"; then ok tokenizer-cli-decode-bad-id; else
+        not_ok tokenizer-cli-decode-bad-id "rc=$rc" "$(cat "$OUT/tok-err.out")"; fi
+fi
+
 # errors: unreadable files give a message and exit 1, never a crash
 printf 'x' | "$BIN" tokenize -m /nonexistent/model.gguf >"$OUT/tok-err.out" 2>&1
 rc=$?
