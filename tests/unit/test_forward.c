@@ -1,0 +1,249 @@
+/* Forward pass: the cached, batched and recomputed paths agree; positions
+ * are explicit; the full logits of stories260K match the reference's
+ * complete dump; bad input fails cleanly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "golden.h"
+#include "model.h"
+#include "testutil.h"
+
+static model *load(const char *rel)
+{
+    const char *path = TESTDATA_REQUIRE(rel);
+    char err[512];
+    model *m = model_load_weights_only(path, err, sizeof err);
+    if (!m)
+        fail_msg("%s", err);
+    return m;
+}
+
+static forward_ctx *build(const model *m, uint32_t n_ctx, uint32_t n_batch, int threads)
+{
+    forward_params p = forward_default_params();
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.n_threads = threads;
+    char err[512];
+    forward_ctx *f = forward_build(m, &p, err, sizeof err);
+    if (!f)
+        fail_msg("%s", err);
+    return f;
+}
+
+static float max_abs_diff(const float *a, const float *b, size_t n)
+{
+    float d = 0;
+    for (size_t i = 0; i < n; i++) {
+        float x = fabsf(a[i] - b[i]);
+        if (!(x <= d))
+            d = x; /* NaN counts as a difference */
+    }
+    return d;
+}
+
+static const int32_t seq[] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 392, 308, 312, 274, 410, 402, 266, 357};
+#define N_SEQ ((int32_t)(sizeof seq / sizeof seq[0]))
+
+/* Same logits from: all at once, batches of 3, one by one, and recomputing
+ * the prefix for every position (the --no-kv-cache path). */
+static void check_paths_agree(const char *rel, int threads)
+{
+    model *m = load(rel);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    float *all = malloc((size_t)N_SEQ * V * sizeof(float));
+    float *b3 = malloc((size_t)N_SEQ * V * sizeof(float));
+    float *one = malloc((size_t)N_SEQ * V * sizeof(float));
+    float *nokv = malloc((size_t)N_SEQ * V * sizeof(float));
+    char err[256];
+
+    forward_ctx *f = build(m, 64, 0, threads);
+    assert_int_equal(forward_eval(f, seq, N_SEQ, 0, all, true, err, sizeof err), 0);
+    forward_free(f);
+
+    f = build(m, 64, 3, threads); /* internal batches of 3 */
+    assert_int_equal(forward_eval(f, seq, N_SEQ, 0, b3, true, err, sizeof err), 0);
+    forward_free(f);
+
+    f = build(m, 64, 0, threads);
+    for (int32_t p = 0; p < N_SEQ; p++)
+        assert_int_equal(forward_eval(f, seq + p, 1, p, one + (size_t)p * V, false, err, sizeof err), 0);
+    for (int32_t p = 0; p < N_SEQ; p++)
+        assert_int_equal(forward_eval(f, seq, p + 1, 0, nokv + (size_t)p * V, false, err, sizeof err), 0);
+    forward_free(f);
+
+    const size_t n = (size_t)N_SEQ * V;
+    /* Row results do not depend on how tokens are grouped: bit-identical. */
+    assert_true(max_abs_diff(all, b3, n) == 0.0f);
+    assert_true(max_abs_diff(all, one, n) == 0.0f);
+    assert_true(max_abs_diff(all, nokv, n) == 0.0f);
+    /* and not trivially: logits differ between positions */
+    assert_true(max_abs_diff(all, all + V, (size_t)V) > 0.1f);
+    free(all);
+    free(b3);
+    free(one);
+    free(nokv);
+    model_free(m);
+}
+
+static void test_paths_agree_f32(void **s)
+{
+    (void)s;
+    check_paths_agree("models/stories260K.gguf", 1);
+}
+
+static void test_paths_agree_q4_0_threads(void **s)
+{
+    (void)s;
+    check_paths_agree("models/stories260K-q4_0.gguf", 2);
+}
+
+static void test_paths_agree_gqa_q8_0(void **s)
+{
+    (void)s;
+    check_paths_agree("models/tiny-spm-q8_0.gguf", 2);
+}
+
+/* The caller owns positions: the same token at another position gives other
+ * logits, and evaluating again from an earlier position overwrites the cache. */
+static void test_explicit_positions(void **s)
+{
+    (void)s;
+    model *m = load("models/stories260K.gguf");
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    float *a = malloc((size_t)V * sizeof(float)), *b = malloc((size_t)V * sizeof(float));
+    float *c = malloc((size_t)V * sizeof(float));
+    char err[256];
+    forward_ctx *f = build(m, 32, 0, 1);
+    assert_int_equal(forward_eval(f, seq, 4, 0, a, false, err, sizeof err), 0);
+    /* token 378 at position 3 (a) vs the same prefix shifted: 378 at position 5 */
+    const int32_t shifted[] = {1, 403, 407, 403, 407, 378};
+    assert_int_equal(forward_eval(f, shifted, 6, 0, b, false, err, sizeof err), 0);
+    assert_true(max_abs_diff(a, b, (size_t)V) > 0.01f);
+    /* overwrite positions 3.. with the original tokens: same logits as before */
+    assert_int_equal(forward_eval(f, seq, 3, 0, c, false, err, sizeof err), 0);
+    assert_int_equal(forward_eval(f, seq + 3, 1, 3, c, false, err, sizeof err), 0);
+    assert_true(max_abs_diff(a, c, (size_t)V) == 0.0f);
+    /* a single token at a later position sees the cache before it */
+    float *d = malloc((size_t)V * sizeof(float));
+    assert_int_equal(forward_eval(f, seq + 3, 1, 1, d, false, err, sizeof err), 0);
+    assert_true(max_abs_diff(a, d, (size_t)V) > 0.01f);
+    forward_free(f);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    model_free(m);
+}
+
+static void test_context_overflow(void **s)
+{
+    (void)s;
+    model *m = load("models/stories260K.gguf");
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    float *lo = malloc((size_t)V * 20 * sizeof(float));
+    char err[256] = "";
+    forward_ctx *f = build(m, 8, 0, 1);
+    assert_int_equal(forward_n_ctx(f), 8);
+    /* a prompt longer than the context */
+    assert_int_equal(forward_eval(f, seq, 9, 0, lo, false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "context"));
+    /* a step past the end */
+    err[0] = 0;
+    assert_int_equal(forward_eval(f, seq, 1, 8, lo, false, err, sizeof err), -1);
+    assert_true(err[0] != 0);
+    assert_int_equal(forward_eval(f, seq, 1, -1, lo, false, err, sizeof err), -1);
+    /* exactly full is fine */
+    assert_int_equal(forward_eval(f, seq, 8, 0, lo, true, err, sizeof err), 0);
+    /* token ids outside the vocabulary */
+    const int32_t bad[] = {1, 512};
+    assert_int_equal(forward_eval(f, bad, 2, 0, lo, false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "512"));
+    assert_int_equal(forward_eval(f, seq, 0, 0, lo, false, err, sizeof err), -1);
+    forward_free(f);
+    free(lo);
+    model_free(m);
+}
+
+/* Every logit of every position against the reference's full dump. */
+static void test_full_logits_stories(void **s)
+{
+    (void)s;
+    const char *gpath = TESTDATA_REQUIRE("golden/logits/stories260K.bos200.jsonl");
+    const char *fpath = TESTDATA_REQUIRE("golden/logits/stories260K.bos200.logits.f32");
+    model *m = load("models/stories260K.gguf");
+    char err[512];
+    golden *g = golden_load(gpath, err, sizeof err);
+    if (!g)
+        fail_msg("%s", err);
+    int32_t n = 0;
+    int32_t *toks = golden_sequence(g, &n);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    FILE *fp = fopen(fpath, "rb");
+    assert_non_null(fp);
+    float *ref = malloc((size_t)n * V * sizeof(float));
+    size_t got = fread(ref, sizeof(float), (size_t)n * V, fp);
+    fclose(fp);
+    /* the dump may hold the positions of the golden or fewer */
+    const int32_t n_ref = (int32_t)(got / (size_t)V);
+    assert_true(n_ref >= n - 1 && n_ref >= 100);
+    float *ours = malloc((size_t)n * V * sizeof(float));
+    forward_ctx *f = build(m, (uint32_t)n, 0, 0);
+    assert_int_equal(forward_eval(f, toks, g->n_prompt, 0, ours, true, err, sizeof err), 0);
+    for (int32_t p = g->n_prompt; p < n; p++)
+        assert_int_equal(forward_eval(f, toks + p, 1, p, ours + (size_t)p * V, false, err, sizeof err), 0);
+    float worst = 0;
+    int32_t worst_pos = -1;
+    for (int32_t p = 0; p < n_ref && p < n; p++) {
+        float d = max_abs_diff(ours + (size_t)p * V, ref + (size_t)p * V, (size_t)V);
+        if (!(d <= worst)) {
+            worst = d;
+            worst_pos = p;
+        }
+    }
+    print_message("stories260K full logits: %d positions x %d, max |dlogit| %.6f at position %d\n", n_ref, V, worst,
+                  worst_pos);
+    assert_true(worst <= 0.05f);
+    forward_free(f);
+    free(ours);
+    free(ref);
+    free(toks);
+    golden_free(g);
+    model_free(m);
+}
+
+/* Loading rejects files the forward pass cannot run, naming the problem. */
+static void test_load_rejects(void **s)
+{
+    (void)s;
+    char err[512];
+    assert_null(model_load_weights_only("/nonexistent/model.gguf", err, sizeof err));
+    assert_true(err[0] != 0);
+    const char *vocab = TESTDATA_REQUIRE("golden/tokenizer/ggml-vocab-llama-spm.gguf");
+    err[0] = 0;
+    assert_null(model_load_weights_only(vocab, err, sizeof err)); /* vocab only: no tensors */
+    assert_non_null(strstr(err, "token_embd.weight"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paths_agree_f32),
+        cmocka_unit_test(test_paths_agree_q4_0_threads),
+        cmocka_unit_test(test_paths_agree_gqa_q8_0),
+        cmocka_unit_test(test_explicit_positions),
+        cmocka_unit_test(test_context_overflow),
+        cmocka_unit_test(test_full_logits_stories),
+        cmocka_unit_test(test_load_rejects),
+    };
+    return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
+}
