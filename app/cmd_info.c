@@ -179,7 +179,9 @@ static void put_hparams(const gguf_ctx *g, const char *arch)
     snprintf(key, sizeof key, "%s.attention.head_count", arch);
     gguf_get_u32(g, key, &n_head);
 
-    printf("hyperparameters (%s.*):\n", arch);
+    fputs("hyperparameters (", stdout);
+    put_escaped((gguf_str){arch, strlen(arch)}, 64);
+    puts(".*):");
     put_hparam(g, arch, "context_length", "context length", "- (absent)");
     put_hparam(g, arch, "embedding_length", "embedding length", "- (absent)");
     put_hparam(g, arch, "block_count", "layers", "- (absent)");
@@ -332,7 +334,11 @@ static void put_tensors(const gguf_ctx *g)
         const gguf_tensor *t = gguf_tensor_at(g, i);
         char shape[128];
         put_shape(t, shape, sizeof shape);
-        printf("  %-*s  %-24s  %-7s  %12zu\n", (int)w, t->name, shape, tensor_type_name(t->type), t->nbytes);
+        /* names come from the file: escape control bytes, keep the column */
+        printf("  ");
+        put_escaped((gguf_str){t->name, strlen(t->name)}, 256);
+        size_t l = strlen(t->name);
+        printf("%*s  %-24s  %-7s  %12zu\n", l < w ? (int)(w - l) : 0, "", shape, tensor_type_name(t->type), t->nbytes);
         if (t->type < TENSOR_TYPE_COUNT) { /* always: the reader refuses unknown ids */
             by_type[t->type].count++;
             by_type[t->type].bytes += t->nbytes;
@@ -441,7 +447,12 @@ int cmd_info(int argc, char **argv)
 
     gguf_str s;
     char *arch = gguf_get_str_dup(g, "general.architecture");
-    printf("architecture:  %s\n", arch ? arch : "- (no general.architecture)");
+    printf("architecture:  ");
+    if (arch) {
+        put_escaped((gguf_str){arch, strlen(arch)}, 128);
+        putchar('\n');
+    } else
+        puts("- (no general.architecture)");
     printf("name:          ");
     if (gguf_get_str(g, "general.name", &s)) {
         put_escaped(s, 128);

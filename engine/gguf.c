@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 #define GGUF_MAGIC "GGUF"
-#define GGUF_MAX_NAME 256
+#define GGUF_MAX_KEY 65535 /* ggml has no limit; this only stops absurd keys */
+#define GGUF_MAX_NAME 256  /* tensor names; ggml itself allows 63 */
 #define GGUF_MAX_DIMS 4
 /* smallest possible encodings, used to bound header counts by the file size */
 #define GGUF_MIN_KV_BYTES 14     /* key len 8 + 1-byte key + type 4 + u8 value */
@@ -247,9 +248,9 @@ static bool read_kv(struct reader *r, struct gguf_kv *kv, int64_t idx)
     size_t at = r->pos;
     if (!rd_str(r, &kv->key, field))
         return false;
-    if (kv->key.len == 0 || kv->key.len > GGUF_MAX_NAME)
+    if (kv->key.len == 0 || kv->key.len > GGUF_MAX_KEY)
         return fail(r, at, field, "key length %llu not in 1..%d", (unsigned long long)kv->key.len,
-                    GGUF_MAX_NAME);
+                    GGUF_MAX_KEY);
     if (memchr(kv->key.ptr, '\0', kv->key.len))
         return fail(r, at, field, "key contains a NUL byte");
     snprintf(field, sizeof field, "key '%s'", printable(kv->key, nb, sizeof nb));
@@ -497,8 +498,8 @@ static bool check_data(gguf_ctx *ctx, struct reader *r)
         gguf_tensor *t = &ctx->tensors[i];
         /* the offset field is the last 8 bytes of the tensor's info record */
         size_t at = ctx->tensor_at[i] + 8 + strlen(t->name) + 4 + 8 * (size_t)t->n_dims + 4;
-        char field[128];
-        snprintf(field, sizeof field, "tensor '%.64s' data offset", t->name);
+        char field[128], nb[80];
+        snprintf(field, sizeof field, "tensor '%s' data offset", printable(tensor_name(ctx, i), nb, sizeof nb));
         if (t->offset % a != 0)
             return fail(r, at, field, "%llu is not a multiple of the alignment %zu", (unsigned long long)t->offset,
                         a);
@@ -548,7 +549,8 @@ gguf_ctx *gguf_open_buffer(const void *buf, size_t size, const char *name, char 
 
 gguf_ctx *gguf_open(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not hang waiting for a writer */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
