@@ -410,6 +410,39 @@ static void test_pretokenizer_custom_vs_regex(void **state)
     }
 }
 
+static void test_unicode_table(void **state)
+{
+    (void)state;
+    assert_int_equal(unicode_cat(unicode_flags('a')), UNICODE_CAT_LETTER);
+    assert_int_equal(unicode_cat(unicode_flags('7')), UNICODE_CAT_NUMBER);
+    assert_int_equal(unicode_cat(unicode_flags('$')), UNICODE_CAT_SYMBOL);
+    assert_int_equal(unicode_cat(unicode_flags('_')), UNICODE_CAT_PUNCT);
+    assert_int_equal(unicode_cat(unicode_flags(0x0301)), UNICODE_CAT_MARK);
+    assert_int_equal(unicode_cat(unicode_flags(0x31350)), UNICODE_CAT_LETTER); /* CJK ext H, Unicode 15.0 */
+    assert_int_equal(unicode_cat(unicode_flags(0x2EBF0)), UNICODE_CAT_LETTER); /* CJK ext I, Unicode 15.1 */
+    assert_int_equal(unicode_cat(unicode_flags(0x2FFC)), UNICODE_CAT_SYMBOL);  /* 15.1 */
+    assert_int_equal(unicode_cat(unicode_flags(0x1FBCB)), UNICODE_CAT_CONTROL); /* unassigned in 15.1 */
+    assert_int_equal(unicode_cat(unicode_flags(0xE000)), UNICODE_CAT_CONTROL);  /* private use */
+    /* White_Space, not Python's isspace: U+001C is not whitespace, U+0085 is */
+    assert_true(unicode_is_ws(unicode_flags(0x85)));
+    assert_true(unicode_is_ws(unicode_flags(0x3000)));
+    assert_false(unicode_is_ws(unicode_flags(0x1C)));
+    assert_false(unicode_is_ws(unicode_flags(0x200B)));
+    assert_int_equal(unicode_flags(0x110000), 0);
+    /* the reference's lenient decoder */
+    size_t off = 0;
+    assert_int_equal(unicode_decode("\xed\xa0\x80", 3, &off), 0xD800);
+    assert_int_equal(off, 3);
+    off = 0;
+    assert_int_equal(unicode_decode("\xe2\x96", 2, &off), 0xFFFD);
+    assert_int_equal(off, 1);
+    int l;
+    assert_string_equal(unicode_byte_to_utf8(' ', &l), "\xc4\xa0"); /* GPT-2's "G with dot" */
+    assert_int_equal(unicode_cpt_to_byte(0x120), ' ');
+    assert_int_equal(unicode_cpt_to_byte('A'), 'A');
+    assert_int_equal(unicode_cpt_to_byte(0x4E00), -1);
+}
+
 static void test_bad_vocab(void **state)
 {
     (void)state;
@@ -434,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_bos_rules),      cmocka_unit_test(test_encode_buffer),
         cmocka_unit_test(test_utf8_split_decode), cmocka_unit_test(test_eog),
         cmocka_unit_test(test_bad_vocab),
+        cmocka_unit_test(test_unicode_table),
         cmocka_unit_test(test_pretokenizer_presets),
         cmocka_unit_test(test_pretokenizer_custom_vs_regex),
     };
