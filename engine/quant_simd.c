@@ -267,47 +267,26 @@ static void quantize_q8_K_avx2(const float *src, void *dst, int64_t n)
 static float dot_q8_0_avx2(int64_t n, const void *w, const void *act)
 {
     const block_q8_0 *x = w, *y = act;
-    const int64_t nb = n / QK8_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        __m256i p0 = dot_s8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        __m256i p1 = dot_s8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
-                            _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i + 1].d) * fp16_to_f32(y[i + 1].d)),
-                               _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; i < nb; i++) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK8_0; i++) {
         __m256i p = dot_s8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
     }
-    return hsum_ps(_mm256_add_ps(acc0, acc1));
+    return hsum_ps(acc);
 }
 
 static float dot_q4_0_avx2(int64_t n, const void *w, const void *act)
 {
     const block_q4_0 *x = w;
     const block_q8_0 *y = act;
-    const int64_t nb = n / QK4_0;
     const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        __m256i q0 = _mm256_sub_epi8(nibbles32(x[i].qs), off);
-        __m256i q1 = _mm256_sub_epi8(nibbles32(x[i + 1].qs), off);
-        __m256i p0 = dot_s8(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        __m256i p1 = dot_s8(q1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i + 1].d) * fp16_to_f32(y[i + 1].d)),
-                               _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; i < nb; i++) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK4_0; i++) {
         __m256i q = _mm256_sub_epi8(nibbles32(x[i].qs), off);
         __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
     }
-    return hsum_ps(_mm256_add_ps(acc0, acc1));
+    return hsum_ps(acc);
 }
 
 /* Several rows against one activation: the activation block, its scale and
@@ -386,10 +365,11 @@ static float dot_q4_1_avx2(int64_t n, const void *w, const void *act)
     __m256 acc = _mm256_setzero_ps();
     float summs = 0;
     for (int64_t i = 0; i < n / QK4_1; i++) {
+        const float d0 = fp16_to_f32(x[i].d), d1 = fp16_to_f32(y[i].d);
+        summs = fmaf(fp16_to_f32(x[i].m), fp16_to_f32(y[i].s), summs); /* fused, as GCC builds the reference */
         /* unsigned nibbles straight into the u8 x s8 dot */
         __m256i p = dpbusd(_mm256_setzero_si256(), nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
-        summs += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d0 * d1), _mm256_cvtepi32_ps(p), acc);
     }
     return hsum_ps(acc) + summs;
 }
@@ -416,11 +396,12 @@ static float dot_q5_1_avx2(int64_t n, const void *w, const void *act)
     __m256 acc = _mm256_setzero_ps();
     float summs = 0;
     for (int64_t i = 0; i < n / QK5_1; i++) {
+        const float dx = fp16_to_f32(x[i].d);
+        summs = fmaf(fp16_to_f32(x[i].m), fp16_to_f32(y[i].s), summs); /* fused, as GCC builds the reference */
         __m256i hb = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
         __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
         __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
-        summs += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * fp16_to_f32(y[i].d)), acc);
     }
     return hsum_ps(acc) + summs;
 }
@@ -491,13 +472,15 @@ static float dot_q5_K_avx2(int64_t n, const void *w, const void *act)
     const block_q8_K *y = act;
     const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
+    float summs = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
         __m128i sm = k4_scales_mins(x[i].scales);
         uint8_t sc[16];
         _mm_storeu_si128((__m128i *)sc, sm);
-        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, y[i].bsums)), accm);
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = -y[i].d * fp16_to_f32(x[i].dmin);
+        __m128i prod = k4_min_sums(sm, y[i].bsums);
+        prod = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+        summs = fmaf(dmin, (float)_mm_cvtsi128_si32(prod), summs);
         __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
         __m256i sumi = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
@@ -513,19 +496,35 @@ static float dot_q5_K_avx2(int64_t n, const void *w, const void *act)
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
-    accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
-    return hsum_ps(acc) - _mm_cvtss_f32(accm);
+    return hsum_ps(acc) + summs;
 }
 
-/* A 32-element chunk spans two 16-element groups with their own scales:
- * maddubs gives 16 pair sums, the low 128 bits in group g, the high in g+1;
- * madd with (a x8, b x8) applies the scales and sums to 8 int32. */
-static inline __m256i dot32_scaled2(__m256i u, const int8_t *q8, int a, int b)
+
+/* Byte shuffles that spread scale bytes 2k and 2k+1 over 8 bytes each. */
+static const uint8_t k_scale_pair_shuffle[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+
+/* 16-bit scale vector for chunk k: signed scale bytes 2k (low half), 2k+1 (high half). */
+static inline __m256i scale_pair_s8(__m128i scales, int k)
 {
-    __m256i p16 = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)q8));
-    __m256i sc = _mm256_setr_m128i(_mm_set1_epi16((short)a), _mm_set1_epi16((short)b));
-    return _mm256_madd_epi16(p16, sc);
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)k_scale_pair_shuffle[k])));
+}
+
+/* sc * ((q - 32) * y) per byte pair, summed to 8 lanes as the reference
+ * forms it: the lanes (not just the total) match, so the float sums match. */
+static inline __m256i q6_chunk(__m256i q, const int8_t *q8, __m256i scv)
+{
+    __m256i y8 = _mm256_loadu_si256((const __m256i *)q8);
+    __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y8), _mm256_maddubs_epi16(_mm256_set1_epi8(32), y8));
+    return _mm256_madd_epi16(scv, p16);
 }
 
 static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
@@ -535,15 +534,11 @@ static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const int8_t *sc = x[i].scales;
-        /* the -32 offset folded out: 32 * sum_g sc[g] * bsums[g] */
-        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
             const int8_t *q8 = y[i].qs + 128 * h;
-            const int8_t *s = sc + 8 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
@@ -552,12 +547,13 @@ static float dot_q6_K_avx2(int64_t n, const void *w, const void *act)
             __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
             __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
-            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q0, q8, s[0], s[1]));
-            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q1, q8 + 32, s[2], s[3]));
-            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q2, q8 + 64, s[4], s[5]));
-            sumi = _mm256_add_epi32(sumi, dot32_scaled2(q3, q8 + 96, s[6], s[7]));
+            __m256i p0 = q6_chunk(q0, q8, scale_pair_s8(scales, 4 * h + 0));
+            __m256i p1 = q6_chunk(q1, q8 + 32, scale_pair_s8(scales, 4 * h + 1));
+            __m256i p2 = q6_chunk(q2, q8 + 64, scale_pair_s8(scales, 4 * h + 2));
+            __m256i p3 = q6_chunk(q3, q8 + 96, scale_pair_s8(scales, 4 * h + 3));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
     }
     return hsum_ps(acc);
 }
@@ -567,12 +563,16 @@ static float dot_q2_K_avx2(int64_t n, const void *w, const void *act)
     const block_q2_K *x = w;
     const block_q8_K *y = act;
     const __m256i m3 = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *sc = x[i].scales;
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = -y[i].d * fp16_to_f32(x[i].dmin);
         __m128i sc8 = _mm_loadu_si128((const __m128i *)sc);
+        __m128i scales4 = _mm_and_si128(sc8, _mm_set1_epi8(0x0F));
         __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
-        __m256i summs = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m256i prod = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        /* mins first, into the same accumulator, as the reference does */
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), acc);
         __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
@@ -580,47 +580,43 @@ static float dot_q2_K_avx2(int64_t n, const void *w, const void *act)
             for (int j = 0; j < 4; j++) {
                 __m256i q = _mm256_and_si256(q2, m3);
                 q2 = _mm256_srli_epi16(q2, 2);
-                int g = 8 * h + 2 * j;
-                sumi = _mm256_add_epi32(sumi, dot32_scaled2(q, q8 + 32 * j, sc[g] & 0xF, sc[g + 1] & 0xF));
+                __m256i p16 = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair_s8(scales4, 4 * h + j), p16));
             }
         }
-        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(summs), accm);
     }
-    return hsum_ps(acc) - hsum_ps(accm);
+    return hsum_ps(acc);
 }
 
 static float dot_q3_K_avx2(int64_t n, const void *w, const void *act)
 {
     const block_q3_K *x = w;
     const block_q8_K *y = act;
-    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256();
+    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256(), four = _mm256_set1_epi8(4);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         int8_t sc[16];
         quant_q3k_scales(x[i].scales, sc);
-        /* q = low2 - 4 * (hmask bit clear) = low2 + 4 * hbit - 4: dot with
-         * unsigned (low2 + 4 * hbit) minus 4 * sum_g sc[g] * bsums[g] */
-        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        __m256i sumi = _mm256_sub_epi32(zero, _mm256_slli_epi32(corr, 2));
+        const __m128i scales = _mm_loadu_si128((const __m128i *)sc);
         __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
             const int8_t *q8 = y[i].qs + 128 * h;
             for (int j = 0; j < 4; j++) {
                 __m256i lo = _mm256_and_si256(q2, m3);
                 q2 = _mm256_srli_epi16(q2, 2);
-                /* hmask bit (4h + j) -> bit 2 */
+                /* 4 where hmask bit (4h + j) is clear: q = lo - that, formed
+                 * per byte pair as lo*y - 4*y like the reference */
                 __m256i hb = _mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j))));
-                hb = _mm256_and_si256(_mm256_cmpeq_epi8(hb, zero), _mm256_set1_epi8(4));
-                __m256i q = _mm256_xor_si256(_mm256_or_si256(lo, _mm256_set1_epi8(4)), hb);
-                int g = 8 * h + 2 * j;
-                sumi = _mm256_add_epi32(sumi, dot32_scaled2(q, q8 + 32 * j, sc[g], sc[g + 1]));
+                hb = _mm256_and_si256(_mm256_cmpeq_epi8(hb, zero), four);
+                __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
+                __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, y8), _mm256_maddubs_epi16(hb, y8));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair_s8(scales, 4 * h + j), p16));
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
     }
     return hsum_ps(acc);
 }
