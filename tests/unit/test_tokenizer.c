@@ -443,6 +443,37 @@ static void test_unicode_table(void **state)
     assert_int_equal(unicode_cpt_to_byte(0x4E00), -1);
 }
 
+static void test_detokenize_llama(void **state)
+{
+    (void)state;
+    tokenizer *t = load(GPT2);
+    const char *s = "Hello , world 's ok ?";
+    int32_t ids[64];
+    int32_t n = tokenizer_encode(t, s, strlen(s), false, false, ids, 64);
+    char buf[128];
+    /* plain concatenation round-trips */
+    assert_int_equal(tokenizer_decode(t, ids, n, true, true, buf, sizeof buf), (int32_t)strlen(s));
+    assert_string_equal(buf, s);
+    /* llama_detokenize applies gpt-2's clean_up_tokenization_spaces */
+    int32_t k = tokenizer_detokenize(t, ids, n, false, false, buf, sizeof buf);
+    assert_string_equal(buf, "Hello, world's ok?");
+    assert_int_equal(k, 18);
+    tokenizer_free(t);
+
+    t = load(SPM);
+    n = tokenizer_encode(t, "Hello", 5, true, false, ids, 64);
+    assert_int_equal(n, 2);
+    /* remove_special drops BOS and then keeps the space; without it BOS renders nothing
+     * but still takes the leading-space removal */
+    tokenizer_detokenize(t, ids, n, true, false, buf, sizeof buf);
+    assert_string_equal(buf, " Hello");
+    tokenizer_detokenize(t, ids, n, false, true, buf, sizeof buf);
+    assert_string_equal(buf, "<s> Hello");
+    tokenizer_detokenize(t, ids + 1, 1, false, false, buf, sizeof buf);
+    assert_string_equal(buf, "Hello");
+    tokenizer_free(t);
+}
+
 static void test_bad_vocab(void **state)
 {
     (void)state;
@@ -467,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_bos_rules),      cmocka_unit_test(test_encode_buffer),
         cmocka_unit_test(test_utf8_split_decode), cmocka_unit_test(test_eog),
         cmocka_unit_test(test_bad_vocab),
+        cmocka_unit_test(test_detokenize_llama),
         cmocka_unit_test(test_unicode_table),
         cmocka_unit_test(test_pretokenizer_presets),
         cmocka_unit_test(test_pretokenizer_custom_vs_regex),
