@@ -317,7 +317,7 @@ static jv do_slice(jctx *x, jv obj, jv start, jv stop, jv stepv)
 /* ---- operators ---- */
 static bool isnum(jv v) { return v.t == JV_INT || v.t == JV_FLOAT || v.t == JV_BOOL; }
 static double numf(jv v) { return v.t == JV_FLOAT ? v.u.f : v.t == JV_INT ? (double)v.u.i : (double)v.u.b; }
-static int64_t numi(jv v) { return v.t == JV_INT ? v.u.i : (int64_t)v.u.b; }
+static int64_t numi(jv v) { return v.t == JV_INT ? v.u.i : v.t == JV_BOOL ? (int64_t)v.u.b : 0; }
 
 static const char *op_name(int op)
 {
