@@ -38,13 +38,18 @@ int32_t tokenizer_eos(const tokenizer *t);
 int32_t tokenizer_eot(const tokenizer *t);  /* -1 if none */
 int32_t tokenizer_unk(const tokenizer *t);
 int32_t tokenizer_pad(const tokenizer *t);
-bool tokenizer_add_bos(const tokenizer *t); /* tokenizer.ggml.add_bos_token (default per kind) */
+/* tokenizer.ggml.add_bos_token (default: SPM and llama3-style BPE yes, other
+ * BPE no) and the vocab has a BOS id. */
+bool tokenizer_add_bos(const tokenizer *t);
 
-/* Encodes `len` bytes of text. add_bos: prepend BOS (only if the vocab has one).
- * parse_special: control / user-defined tokens written literally in the text
- * ("<|im_start|>") become those tokens. Writes at most max_out ids and returns
- * the total count (may exceed max_out: call again with a bigger buffer), or -1
- * on error (invalid UTF-8 is not an error: it is byte-encoded like the reference). */
+/* Encodes `len` bytes of text like llama_tokenize(add_special = add_bos).
+ * add_bos: prepend BOS (only if the vocab has one; EOS is never appended).
+ * parse_special: control and unknown-type tokens written literally in the text
+ * ("<|im_start|>") become those tokens; user-defined tokens always do, as in
+ * the reference. Writes at most max_out ids and returns the total count (may
+ * exceed max_out: call again with a bigger buffer), or -1 on error. Invalid
+ * UTF-8 is not an error: SPM byte-encodes it, BPE sees U+FFFD, as the
+ * reference does. */
 int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_bos,
                          bool parse_special, int32_t *out, int32_t max_out);
 
@@ -60,8 +65,11 @@ enum tokenizer_token_type tokenizer_token_type(const tokenizer *t, int32_t id);
 int32_t tokenizer_token_to_piece(const tokenizer *t, int32_t id, bool render_special, char *buf,
                                  int32_t cap);
 
-/* Detokenize a sequence; SPM strips the one leading space the encoder added
- * when remove_leading_space. Returns bytes needed (like snprintf, NUL-terminated when it fits). */
+/* Detokenize a sequence by concatenating pieces; when remove_leading_space,
+ * the first token (only the first, as in llama_detokenize) loses one leading
+ * space if the vocab adds a space prefix (SPM). No clean-up of spaces (see
+ * tokenizer_detokenize), so valid UTF-8 round-trips. Returns bytes needed
+ * (like snprintf; output truncated to cap-1 and NUL-terminated). */
 int32_t tokenizer_decode(const tokenizer *t, const int32_t *ids, int32_t n, bool remove_leading_space,
                          bool render_special, char *buf, int32_t cap);
 
