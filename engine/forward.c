@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forward_repack.h"
 #include "quant_batch.h"
 #include "threadpool.h"
 
@@ -327,6 +328,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const enum tensor_type type = (enum tensor_type)sg->w->type;
         const size_t rb = tensor_row_size(type, job->n_in);
         const uint8_t *wd = sg->w->data;
+        if (repack_applies(sg->w)) {
+            repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
         if (job->n_tok == 1) {
             tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
             continue;

@@ -1,0 +1,26 @@
+/* Matmuls in the float order of the reference's repacked weights.
+ *
+ * The reference CPU backend repacks some weight types at load time (Q4_0 and
+ * Q4_K with a multiple of 8 rows, on AVX2 machines) and multiplies them with
+ * kernels whose float accumulation differs from the plain dot products:
+ * every block's exact integer dot is scaled and FMA-accumulated in block
+ * order. Matching that order keeps the last bits equal, which the F16 KV
+ * cache and the Q8 activations would otherwise amplify. */
+#ifndef TOKSCOPE_FORWARD_REPACK_H
+#define TOKSCOPE_FORWARD_REPACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf.h"
+
+/* True when the reference would repack this weight. */
+bool repack_applies(const gguf_tensor *w);
+
+/* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok): weight
+ * rows of w (repack_applies) against activations in its dot type. */
+void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                   int n_tok, float *out, int64_t out_stride);
+
+#endif
