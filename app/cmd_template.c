@@ -14,7 +14,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tokscope template [-m MODEL | --template FILE.jinja [--bos S] [--eos S]] [--builtin NAME]\n"
                "                         [--no-generation-prompt] [--date YYYY-MM-DD] MESSAGES.json\n"
-               "MESSAGES.json: an array of {\"role\", \"content\"} objects, or an object with a \"messages\" array.\n"
+               "MESSAGES.json: an array of {\"role\", \"content\"} objects, or an object with a \"messages\" array\n"
+               "(its other keys, e.g. \"tools\", become template variables).\n"
                "Built-in formats:");
     for (int i = 0; chat_builtin_names[i]; i++)
         fprintf(f, " %s", chat_builtin_names[i]);
@@ -217,7 +218,8 @@ int cmd_template(int argc, char **argv)
     char *out = NULL;
     if (tmpl && !builtin) {
         bool raised = false;
-        out = chat_render_jinja_json(tmpl, msgs, &p, &raised, err, sizeof err);
+        /* in the object form, keys besides "messages" become template variables (tools, enable_thinking, ...) */
+        out = chat_render_jinja_vars(tmpl, msgs, cJSON_IsObject(root) ? root : NULL, &p, &raised, err, sizeof err);
         if (!out) {
             if (raised)
                 fprintf(stderr, "tokscope: template error: %s\n", err);

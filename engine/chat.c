@@ -12,6 +12,12 @@
 char *chat_render_jinja_json(const char *tmpl, const cJSON *messages, const chat_render_params *p, bool *raised,
                              char *err, size_t errlen)
 {
+    return chat_render_jinja_vars(tmpl, messages, NULL, p, raised, err, errlen);
+}
+
+char *chat_render_jinja_vars(const char *tmpl, const cJSON *messages, const cJSON *extra, const chat_render_params *p,
+                             bool *raised, char *err, size_t errlen)
+{
     if (raised)
         *raised = false;
     if (!tmpl) {
@@ -31,6 +37,16 @@ char *chat_render_jinja_json(const char *tmpl, const cJSON *messages, const chat
     /* transformers passes these explicitly (None when not given) */
     cJSON_AddNullToObject(vars, "tools");
     cJSON_AddNullToObject(vars, "documents");
+    if (cJSON_IsObject(extra))
+        for (const cJSON *c = extra->child; c; c = c->next) {
+            if (!c->string || !strcmp(c->string, "messages"))
+                continue;
+            cJSON *dup = cJSON_Duplicate(c, 1);
+            if (dup && cJSON_GetObjectItemCaseSensitive(vars, c->string))
+                cJSON_ReplaceItemInObjectCaseSensitive(vars, c->string, dup);
+            else if (dup)
+                cJSON_AddItemToObject(vars, c->string, dup);
+        }
     enum jinja_err kind = JINJA_OK;
     char *out = jinja_render_string(tmpl, vars, p ? p->date : NULL, &kind, err, errlen);
     cJSON_Delete(vars);

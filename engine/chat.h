@@ -47,6 +47,12 @@ struct cJSON;
 char *chat_render_jinja_json(const char *tmpl, const struct cJSON *messages, const chat_render_params *p,
                              bool *raised, char *err, size_t errlen);
 
+/* Same, with extra template variables (a JSON object, may be NULL) added
+ * after the standard ones, like transformers' apply_chat_template(**kwargs):
+ * e.g. {"tools": [...], "enable_thinking": false}. */
+char *chat_render_jinja_vars(const char *tmpl, const struct cJSON *messages, const struct cJSON *extra,
+                             const chat_render_params *p, bool *raised, char *err, size_t errlen);
+
 /* True when `name` is a known built-in (including llama.cpp's variant names
  * llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3,
  * mistral-v3-tekken, mistral-v7, deepseek, deepseek3, command-r, openchat). */
