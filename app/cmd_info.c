@@ -279,7 +279,7 @@ static void put_tokenizer(const gguf_ctx *g)
     } specials[] = {
         {"bos", "bos", true},      {"eos", "eos", true},     {"eot", "eot", true},
         {"eom", "eom", false},     {"unknown", "unk", true}, {"padding", "pad", true},
-        {"separator", "sep", false},
+        {"seperator", "sep", false} /* sic: llama.cpp's spelling */,
     };
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
         char key[128];

@@ -682,6 +682,84 @@ static void test_getters(void **state)
     free(b.p);
 }
 
+/* Deterministic mutation fuzzing: random byte edits of a valid file either
+ * open (and then every accessor stays inside the buffer) or fail with a
+ * located message. Run the binary under valgrind to see over-reads. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static void walk_all(const gguf_ctx *g)
+{
+    volatile double sink = 0;
+    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
+        gguf_str k = gguf_kv_key(g, i);
+        sink += k.len ? (unsigned char)k.ptr[k.len - 1] : 0;
+        double d;
+        gguf_str s;
+        if (gguf_kv_as_f64(g, i, &d))
+            sink += d;
+        if (gguf_kv_as_str(g, i, &s) && s.len)
+            sink += (unsigned char)s.ptr[s.len - 1];
+        for (uint64_t j = 0; j < gguf_arr_len(g, i); j++) {
+            s = gguf_arr_str(g, i, j);
+            sink += s.len ? (unsigned char)s.ptr[s.len - 1] : 0;
+            sink += gguf_arr_f64(g, i, j) + (double)gguf_arr_i64(g, i, j);
+        }
+    }
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        assert_non_null(gguf_find_tensor(g, t->name));
+        if (t->nbytes)
+            sink += ((const uint8_t *)t->data)[0] + ((const uint8_t *)t->data)[t->nbytes - 1];
+    }
+    (void)sink;
+}
+
+static void test_mutation_fuzz(void **state)
+{
+    (void)state;
+    buf b = valid_file(3, 0);
+    uint8_t *m = malloc(b.n);
+    assert_non_null(m);
+    int opened = 0, refused = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        memcpy(m, b.p, b.n);
+        int edits = 1 + (int)(rng() % 4);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)(rng() % b.n);
+            switch (rng() % 4) {
+            case 0: m[at] ^= (uint8_t)(1u << (rng() % 8)); break;       /* bit flip */
+            case 1: m[at] = (uint8_t)rng(); break;                       /* random byte */
+            case 2: m[at] = (uint8_t)(rng() % 2 ? 0xff : 0x00); break;   /* extremes */
+            default: m[at] = (uint8_t)(m[at] + (rng() % 2 ? 1 : -1)); break; /* off by one */
+            }
+        }
+        size_t n = rng() % 8 ? b.n : (size_t)(rng() % b.n); /* sometimes truncate too */
+        char err[512] = "";
+        gguf_ctx *g = open_copy(m, n, err, sizeof err);
+        if (g) {
+            walk_all(g);
+            close_copy(g);
+            opened++;
+        } else {
+            if (!strstr(err, "mem.gguf: ") || !strstr(err, " at offset "))
+                fail_msg("iteration %d: unlocated error '%s'", iter, err);
+            refused++;
+        }
+    }
+    /* both outcomes must occur, or the mutations test nothing */
+    assert_true(opened > 100);
+    assert_true(refused > 1000);
+    free(m);
+    free(b.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_reject_tensors),
         cmocka_unit_test(test_truncated_every_offset),
         cmocka_unit_test(test_getters),
+        cmocka_unit_test(test_mutation_fuzz),
     };
     return cmocka_run_group_tests_name("gguf", tests, NULL, NULL);
 }
