@@ -259,6 +259,13 @@ void quant_quantize_q4_K(const float *src, void *dst, int64_t n);
 void quant_quantize_q5_K(const float *src, void *dst, int64_t n);
 void quant_quantize_q6_K(const float *src, void *dst, int64_t n);
 void quant_quantize_q8_K_scalar(const float *src, void *dst, int64_t n);
+/* The integer quant of each of a block's 256 elements (q3_K: signed -4..3,
+ * q6_K: minus 32, others unsigned), in element order. */
+void quant_unpack_q2_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q3_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q4_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q5_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q6_K(const void *block, int8_t q[QK_K]);
 float quant_dot_q2_K_scalar(int64_t n, const void *w, const void *act);
 float quant_dot_q3_K_scalar(int64_t n, const void *w, const void *act);
 float quant_dot_q4_K_scalar(int64_t n, const void *w, const void *act);

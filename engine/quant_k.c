@@ -11,8 +11,9 @@ static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v;
 /* ---- unpacking: the integer quant of every element of a block ---- */
 
 /* q2_K: element e = 128h + 32j + l sits in qs[32h + l] at bits 2j. */
-static void unpack_q2_K(const block_q2_K *b, int8_t q[QK_K])
+void quant_unpack_q2_K(const void *block, int8_t q[QK_K])
 {
+    const block_q2_K *b = block;
     for (int h = 0; h < 2; h++)
         for (int j = 0; j < 4; j++)
             for (int l = 0; l < 32; l++)
@@ -20,8 +21,9 @@ static void unpack_q2_K(const block_q2_K *b, int8_t q[QK_K])
 }
 
 /* q3_K: as q2_K, minus 4 where the hmask bit (4h + j) of hmask[l] is clear. */
-static void unpack_q3_K(const block_q3_K *b, int8_t q[QK_K])
+void quant_unpack_q3_K(const void *block, int8_t q[QK_K])
 {
+    const block_q3_K *b = block;
     for (int h = 0; h < 2; h++)
         for (int j = 0; j < 4; j++)
             for (int l = 0; l < 32; l++) {
@@ -33,8 +35,9 @@ static void unpack_q3_K(const block_q3_K *b, int8_t q[QK_K])
 }
 
 /* q4_K: 64-element chunks c: low nibbles of qs[32c..] then high nibbles. */
-static void unpack_q4_K(const block_q4_K *b, int8_t q[QK_K])
+void quant_unpack_q4_K(const void *block, int8_t q[QK_K])
 {
+    const block_q4_K *b = block;
     for (int c = 0; c < 4; c++)
         for (int l = 0; l < 32; l++) {
             q[64 * c + l] = (int8_t)(b->qs[32 * c + l] & 0xF);
@@ -43,8 +46,9 @@ static void unpack_q4_K(const block_q4_K *b, int8_t q[QK_K])
 }
 
 /* q5_K: as q4_K plus bit 2c (low half) / 2c+1 (high half) of qh[l]. */
-static void unpack_q5_K(const block_q5_K *b, int8_t q[QK_K])
+void quant_unpack_q5_K(const void *block, int8_t q[QK_K])
 {
+    const block_q5_K *b = block;
     for (int c = 0; c < 4; c++)
         for (int l = 0; l < 32; l++) {
             int hb0 = (b->qh[l] >> (2 * c)) & 1, hb1 = (b->qh[l] >> (2 * c + 1)) & 1;
@@ -54,8 +58,9 @@ static void unpack_q5_K(const block_q5_K *b, int8_t q[QK_K])
 }
 
 /* q6_K: halves h of 128: ql[64h..], qh[32h..]; value minus 32. */
-static void unpack_q6_K(const block_q6_K *b, int8_t q[QK_K])
+void quant_unpack_q6_K(const void *block, int8_t q[QK_K])
 {
+    const block_q6_K *b = block;
     for (int h = 0; h < 2; h++) {
         const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
         int8_t *y = q + 128 * h;
@@ -76,7 +81,7 @@ void quant_dequantize_q2_K(const void *src, float *dst, int64_t n)
     int8_t q[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
         float d = fp16_to_f32(x[i].d), dmin = fp16_to_f32(x[i].dmin);
-        unpack_q2_K(&x[i], q);
+        quant_unpack_q2_K(&x[i], q);
         for (int g = 0; g < 16; g++) {
             float dl = d * (float)(x[i].scales[g] & 0xF), ml = dmin * (float)(x[i].scales[g] >> 4);
             for (int l = 0; l < 16; l++)
@@ -91,7 +96,7 @@ void quant_dequantize_q3_K(const void *src, float *dst, int64_t n)
     int8_t q[QK_K], sc[16];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
         float d = fp16_to_f32(x[i].d);
-        unpack_q3_K(&x[i], q);
+        quant_unpack_q3_K(&x[i], q);
         quant_q3k_scales(x[i].scales, sc);
         for (int g = 0; g < 16; g++) {
             float dl = d * (float)sc[g];
@@ -107,7 +112,7 @@ void quant_dequantize_q4_K(const void *src, float *dst, int64_t n)
     int8_t q[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
         float d = fp16_to_f32(x[i].d), dmin = fp16_to_f32(x[i].dmin);
-        unpack_q4_K(&x[i], q);
+        quant_unpack_q4_K(&x[i], q);
         for (int s = 0; s < 8; s++) {
             uint8_t sc, m;
             quant_scale_min_k4(s, x[i].scales, &sc, &m);
@@ -124,7 +129,7 @@ void quant_dequantize_q5_K(const void *src, float *dst, int64_t n)
     int8_t q[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
         float d = fp16_to_f32(x[i].d), dmin = fp16_to_f32(x[i].dmin);
-        unpack_q5_K(&x[i], q);
+        quant_unpack_q5_K(&x[i], q);
         for (int s = 0; s < 8; s++) {
             uint8_t sc, m;
             quant_scale_min_k4(s, x[i].scales, &sc, &m);
@@ -141,7 +146,7 @@ void quant_dequantize_q6_K(const void *src, float *dst, int64_t n)
     int8_t q[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
         float d = fp16_to_f32(x[i].d);
-        unpack_q6_K(&x[i], q);
+        quant_unpack_q6_K(&x[i], q);
         for (int g = 0; g < 16; g++) {
             float dl = d * (float)x[i].scales[g];
             for (int l = 0; l < 16; l++)
@@ -447,7 +452,7 @@ float quant_dot_q2_K_scalar(int64_t n, const void *w, const void *act)
     int8_t q[QK_K];
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        unpack_q2_K(&x[i], q);
+        quant_unpack_q2_K(&x[i], q);
         int isum = 0, summs = 0;
         for (int g = 0; g < 16; g++) {
             isum += (x[i].scales[g] & 0xF) * dot16(q + 16 * g, y[i].qs + 16 * g);
@@ -467,7 +472,7 @@ float quant_dot_q3_K_scalar(int64_t n, const void *w, const void *act)
     int8_t q[QK_K], sc[16];
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        unpack_q3_K(&x[i], q);
+        quant_unpack_q3_K(&x[i], q);
         quant_q3k_scales(x[i].scales, sc);
         int isum = 0;
         for (int g = 0; g < 16; g++)
@@ -496,7 +501,7 @@ float quant_dot_q4_K_scalar(int64_t n, const void *w, const void *act)
     int8_t q[QK_K];
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        unpack_q4_K(&x[i], q);
+        quant_unpack_q4_K(&x[i], q);
         sum += dot_k4_block(q, x[i].scales, fp16_to_f32(x[i].d), fp16_to_f32(x[i].dmin), &y[i]);
     }
     return sum;
@@ -509,7 +514,7 @@ float quant_dot_q5_K_scalar(int64_t n, const void *w, const void *act)
     int8_t q[QK_K];
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        unpack_q5_K(&x[i], q);
+        quant_unpack_q5_K(&x[i], q);
         sum += dot_k4_block(q, x[i].scales, fp16_to_f32(x[i].d), fp16_to_f32(x[i].dmin), &y[i]);
     }
     return sum;
@@ -522,7 +527,7 @@ float quant_dot_q6_K_scalar(int64_t n, const void *w, const void *act)
     int8_t q[QK_K];
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        unpack_q6_K(&x[i], q);
+        quant_unpack_q6_K(&x[i], q);
         int isum = 0;
         for (int g = 0; g < 16; g++)
             isum += x[i].scales[g] * dot16(q + 16 * g, y[i].qs + 16 * g);

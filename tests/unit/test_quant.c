@@ -679,6 +679,198 @@ static void test_matvec_matmul(void **state)
     }
 }
 
+/* ---- the reference's float summation order ----
+ * With AVX2 the kernels reproduce ggml's x86 AVX2 vec_dot arithmetic: 8 int32
+ * lanes, lane m holding bytes 4m..4m+3 of every 32-element chunk (times the
+ * chunk's scale), one float accumulator per lane updated with fmaf per block,
+ * min terms where ggml puts them, and ggml's hsum_float_8. This emulates that
+ * in scalar code and demands bit-identical results, so a change to a kernel
+ * that would move our logits off the reference's cannot go unnoticed. */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define HAVE_ORDER_TEST 1
+
+static float hsum8(const float a[8])
+{
+    float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
+    return (r0 + r2) + (r1 + r3);
+}
+
+static float h(uint16_t x) { return tensor_fp16_to_fp32(x); }
+
+/* Element ints of one legacy block (signed as used in the dot). */
+static void legacy_ints(enum tensor_type t, const void *blk, int q[32])
+{
+    uint32_t qh = 0;
+    const uint8_t *qs = NULL;
+    int off = 0, bits5 = 0;
+    switch (t) {
+    case TENSOR_TYPE_Q4_0: qs = ((const block_q4_0 *)blk)->qs; off = 8; break;
+    case TENSOR_TYPE_Q4_1: qs = ((const block_q4_1 *)blk)->qs; break;
+    case TENSOR_TYPE_Q5_0: qs = ((const block_q5_0 *)blk)->qs; memcpy(&qh, ((const block_q5_0 *)blk)->qh, 4); off = 16; bits5 = 1; break;
+    case TENSOR_TYPE_Q5_1: qs = ((const block_q5_1 *)blk)->qs; memcpy(&qh, ((const block_q5_1 *)blk)->qh, 4); bits5 = 1; break;
+    default: { const block_q8_0 *b = blk; for (int e = 0; e < 32; e++) q[e] = b->qs[e]; return; }
+    }
+    for (int e = 0; e < 32; e++) {
+        int v = e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4;
+        if (bits5)
+            v |= (int)((qh >> e) & 1) << 4;
+        q[e] = v - off;
+    }
+}
+
+static float emulate_legacy(enum tensor_type t, int64_t n, const void *w, const void *act)
+{
+    float acc[8] = {0}, summs = 0;
+    size_t bs = tensor_type_size(t);
+    for (int64_t i = 0; i < n / 32; i++) {
+        const void *blk = (const char *)w + bs * (size_t)i;
+        int q[32], lane[8] = {0};
+        legacy_ints(t, blk, q);
+        const int8_t *y;
+        float d;
+        if (t == TENSOR_TYPE_Q4_1 || t == TENSOR_TYPE_Q5_1) {
+            const block_q8_1 *a = (const block_q8_1 *)act + i;
+            uint16_t xd, xm;
+            memcpy(&xd, blk, 2);
+            memcpy(&xm, (const char *)blk + 2, 2);
+            y = a->qs;
+            d = h(xd) * h(a->d);
+            summs = fmaf(h(xm), h(a->s), summs);
+        } else {
+            const block_q8_0 *a = (const block_q8_0 *)act + i;
+            uint16_t xd;
+            memcpy(&xd, blk, 2);
+            y = a->qs;
+            d = h(xd) * h(a->d);
+        }
+        for (int e = 0; e < 32; e++)
+            lane[e / 4] += q[e] * y[e];
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return hsum8(acc) + summs;
+}
+
+static float emulate_k(enum tensor_type t, int64_t n, const void *w, const void *act)
+{
+    float acc[8] = {0}, accm[4] = {0}, summs = 0;
+    const block_q8_K *y = act;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t q[QK_K];
+        int scale[QK_K];
+        int mins[16] = {0};
+        uint16_t xd = 0, xdmin = 0;
+        if (t == TENSOR_TYPE_Q2_K) {
+            const block_q2_K *b = (const block_q2_K *)w + i;
+            quant_unpack_q2_K(b, q);
+            for (int e = 0; e < QK_K; e++)
+                scale[e] = b->scales[e / 16] & 0xF;
+            for (int g = 0; g < 16; g++)
+                mins[g] = b->scales[g] >> 4;
+            xd = b->d;
+            xdmin = b->dmin;
+        } else if (t == TENSOR_TYPE_Q3_K) {
+            const block_q3_K *b = (const block_q3_K *)w + i;
+            int8_t sc[16];
+            quant_unpack_q3_K(b, q);
+            quant_q3k_scales(b->scales, sc);
+            for (int e = 0; e < QK_K; e++)
+                scale[e] = sc[e / 16];
+            xd = b->d;
+        } else if (t == TENSOR_TYPE_Q6_K) {
+            const block_q6_K *b = (const block_q6_K *)w + i;
+            quant_unpack_q6_K(b, q);
+            for (int e = 0; e < QK_K; e++)
+                scale[e] = b->scales[e / 16];
+            xd = b->d;
+        } else {
+            const uint8_t *scales;
+            if (t == TENSOR_TYPE_Q4_K) {
+                const block_q4_K *b = (const block_q4_K *)w + i;
+                quant_unpack_q4_K(b, q);
+                scales = b->scales;
+                xd = b->d;
+                xdmin = b->dmin;
+            } else {
+                const block_q5_K *b = (const block_q5_K *)w + i;
+                quant_unpack_q5_K(b, q);
+                scales = b->scales;
+                xd = b->d;
+                xdmin = b->dmin;
+            }
+            for (int s = 0; s < 8; s++) {
+                uint8_t sc, m;
+                quant_scale_min_k4(s, scales, &sc, &m);
+                for (int l = 0; l < 32; l++)
+                    scale[32 * s + l] = sc;
+                mins[s] = m;
+            }
+        }
+        const float d = y[i].d * h(xd), dmin = -y[i].d * h(xdmin);
+        const int16_t *bs = y[i].bsums;
+        if (t == TENSOR_TYPE_Q2_K)
+            for (int m = 0; m < 8; m++)
+                acc[m] = fmaf(dmin, (float)(mins[2 * m] * bs[2 * m] + mins[2 * m + 1] * bs[2 * m + 1]), acc[m]);
+        if (t == TENSOR_TYPE_Q4_K || t == TENSOR_TYPE_Q5_K) {
+            int prod[4], tot = 0;
+            for (int k = 0; k < 4; k++) {
+                prod[k] = mins[2 * k] * (bs[4 * k] + bs[4 * k + 1]) + mins[2 * k + 1] * (bs[4 * k + 2] + bs[4 * k + 3]);
+                tot += prod[k];
+                accm[k] = fmaf(dmin, (float)prod[k], accm[k]);
+            }
+            summs = fmaf(dmin, (float)tot, summs);
+        }
+        int lane[8] = {0};
+        for (int e = 0; e < QK_K; e++)
+            lane[(e % 32) / 4] += scale[e] * q[e] * y[i].qs[e];
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    if (t == TENSOR_TYPE_Q4_K)
+        return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
+    if (t == TENSOR_TYPE_Q5_K)
+        return hsum8(acc) + summs;
+    return hsum8(acc);
+}
+
+static void test_reference_order(void **state)
+{
+    (void)state;
+    const enum tensor_type types[] = {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_1, TENSOR_TYPE_Q5_0, TENSOR_TYPE_Q5_1,
+                                      TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q2_K, TENSOR_TYPE_Q3_K, TENSOR_TYPE_Q4_K,
+                                      TENSOR_TYPE_Q5_K, TENSOR_TYPE_Q6_K};
+    enum { ROWS = 9, NMAX = 2048 };
+    float *x = malloc(NMAX * 4);
+    char *w = malloc(NMAX * 2 * ROWS), *a = malloc(NMAX * 2);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        enum tensor_type t = types[k], at = tensor_dot_type(t);
+        for (int rep = 0; rep < 6; rep++) {
+            int64_t n = tensor_type_block_size(t) == 32 ? 32 * (1 + (int64_t)(rnd_u32() % 64)) : 256 * (1 + rep % 8);
+            size_t rs = tensor_row_size(t, n);
+            for (int r = 0; r < ROWS; r++) {
+                fill_random(x, n, 1.0f + (float)r);
+                tensor_quantize_row(t, x, w + rs * r, n);
+            }
+            fill_random(x, n, 3.0f);
+            tensor_quantize_row(at, x, a, n);
+            float out[ROWS];
+            tensor_matvec(t, n, w, ROWS, a, out);
+            for (int r = 0; r < ROWS; r++) {
+                const void *row = w + rs * r;
+                float want = tensor_type_block_size(t) == 32 ? emulate_legacy(t, n, row, a) : emulate_k(t, n, row, a);
+                float got = tensor_vec_dot(t, n, row, a);
+                if (f2u(got) != f2u(want) || f2u(out[r]) != f2u(want))
+                    fail_msg("%s n=%lld row %d: vec_dot %.9g matvec %.9g, reference order gives %.9g",
+                             tensor_type_name(t), (long long)n, r, (double)got, (double)out[r], (double)want);
+            }
+        }
+    }
+    free(x);
+    free(w);
+    free(a);
+}
+#endif
+
 /* ---- real tensors ---- */
 
 static void test_real_tensors(void **state)
@@ -813,6 +1005,9 @@ int main(void)
         cmocka_unit_test(test_simd_matches_scalar),
         cmocka_unit_test(test_matvec_matmul),
         cmocka_unit_test(test_real_tensors),
+#ifdef HAVE_ORDER_TEST
+        cmocka_unit_test(test_reference_order),
+#endif
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }
