@@ -40,11 +40,13 @@ struct sampler {
     int32_t *count; /* [n_vocab] penalty counts during a step, zero otherwise */
     int32_t *hist;
     size_t n_hist, cap_hist;
+    float mu; /* mirostat v2 state: maximum surprise (bits) kept */
 };
 
 const char *const sampler_param_names[] = {"temp", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
                                            "repeat_last_n", "frequency_penalty", "presence_penalty", "seed",
-                                           "n_predict", NULL};
+                                           "n_predict", "top_n_sigma", "xtc_probability", "xtc_threshold",
+                                           "mirostat", "mirostat_tau", "mirostat_eta", NULL};
 
 sampler_params sampler_default_params(void)
 {
@@ -62,6 +64,12 @@ sampler_params sampler_default_params(void)
     p.seed_set = false;
     p.n_predict = -1;
     p.n_top = 10;
+    p.top_n_sigma = -1.0f;
+    p.xtc_probability = 0.0f;
+    p.xtc_threshold = 0.1f;
+    p.mirostat = 0;
+    p.mirostat_tau = 5.0f;
+    p.mirostat_eta = 0.1f;
     return p;
 }
 
@@ -91,6 +99,7 @@ sampler *sampler_build(const sampler_params *p, int32_t n_vocab)
         return NULL;
     }
     sampler_apply_seed(s);
+    s->mu = 2.0f * s->p.mirostat_tau;
     return s;
 }
 
@@ -110,7 +119,10 @@ void sampler_free(sampler *s)
 void sampler_set_params(sampler *s, const sampler_params *p)
 {
     bool reseed = p->seed_set && (!s->p.seed_set || p->seed != s->p.seed);
+    bool remu = p->mirostat != s->p.mirostat || p->mirostat_tau != s->p.mirostat_tau;
     s->p = *p;
+    if (remu)
+        s->mu = 2.0f * p->mirostat_tau;
     if (reseed)
         sampler_apply_seed(s);
 }
@@ -137,7 +149,11 @@ void sampler_accept(sampler *s, int32_t token)
     s->hist[s->n_hist++] = token;
 }
 
-void sampler_reset_history(sampler *s) { s->n_hist = 0; }
+void sampler_reset_history(sampler *s)
+{
+    s->n_hist = 0;
+    s->mu = 2.0f * s->p.mirostat_tau;
+}
 
 /* ---- chain steps ------------------------------------------------------- */
 
@@ -299,6 +315,47 @@ static int32_t apply_min_p(cand *c, int32_t n, float mp)
     return m;
 }
 
+/* Keeps the logits within n standard deviations of the maximum. */
+static int32_t apply_top_n_sigma(cand *c, int32_t n, float nsig)
+{
+    float mx = -INFINITY;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        if (c[i].logit > mx)
+            mx = c[i].logit;
+        sum += c[i].logit;
+    }
+    double mean = sum / n, acc = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        acc += ((double)c[i].logit - mean) * ((double)c[i].logit - mean);
+    const float thr = mx - nsig * (float)sqrt(acc / n);
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (!(c[i].logit < thr))
+            c[m++] = c[i];
+    return m;
+}
+
+/* Exclude Top Choices: with probability xtc_probability, drop every candidate
+ * at or above the threshold except the least likely of them. c is sorted. */
+static int32_t apply_xtc(sampler *s, cand *c, int32_t n)
+{
+    const sampler_params *p = &s->p;
+    if (p->xtc_probability <= 0.0f || p->xtc_threshold > 0.5f || n < 2)
+        return n;
+    if (rng_uniform(&s->rng) > p->xtc_probability)
+        return n;
+    softmax_cand(c, n);
+    int32_t last = 0;
+    for (int32_t i = 0; i < n && c[i].p >= p->xtc_threshold; i++)
+        last = i;
+    if (last > 0) {
+        memmove(c, c + last, (size_t)(n - last) * sizeof *c);
+        n -= last;
+    }
+    return n;
+}
+
 /* Keeps the n_top largest raw logits in top[] (descending), one pass. */
 static int32_t collect_top(const float *logits, int32_t n_vocab, int32_t n_top, sampler_candidate *top)
 {
@@ -318,6 +375,37 @@ static int32_t collect_top(const float *logits, int32_t n_vocab, int32_t n_top, 
         top[j].logit = l;
     }
     return m;
+}
+
+/* Greedy: the first candidate in cand_before order, alone, with p = 1. */
+static int32_t pick_greedy(cand *c, int32_t *n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < *n; i++)
+        if (cand_before(&c[i], &c[best]))
+            best = i;
+    c[0] = c[best];
+    c[0].p = 1.0f;
+    *n = 1;
+    return 0;
+}
+
+/* Draws from the normalised c[0..n).p. */
+static int32_t draw(sampler *s, const cand *c, int32_t n)
+{
+    double u = rng_uniform(&s->rng), cum = 0.0;
+    int32_t chosen = n - 1;
+    for (int32_t i = 0; i < n; i++) {
+        cum += c[i].p;
+        if (u < cum) {
+            chosen = i;
+            break;
+        }
+    }
+    /* never land on a zero-probability survivor through rounding */
+    while (chosen > 0 && c[chosen].p == 0.0f)
+        chosen--;
+    return chosen;
 }
 
 int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
@@ -356,57 +444,77 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
         return 0;
     }
 
-    apply_penalties(s, n);
-
-    bool sorted = false;
-    if (p->top_k > 0 && p->top_k < n) {
-        select_top(c, n, p->top_k);
-        n = p->top_k;
-        qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
-        sorted = true;
-    }
-    if (p->typical_p < 1.0f && n > 1) {
-        n = apply_typical(s, n, p->typical_p);
-        sorted = false;
-    }
-    if (p->top_p < 1.0f && n > 1) {
-        if (!sorted)
-            qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
-        sorted = true;
-        n = apply_top_p(c, n, p->top_p);
-    }
-    if (p->min_p > 0.0f && n > 1)
-        n = apply_min_p(c, n, p->min_p);
-
     int32_t chosen;
     float ent_post = 0.0f;
-    if (p->temp <= 0.0f) {
-        /* greedy: the largest surviving logit (first on ties, like argmax) */
-        int32_t best = 0;
-        for (int32_t i = 1; i < n; i++)
-            if (c[i].logit > c[best].logit || (c[i].logit == c[best].logit && c[i].id < c[best].id))
-                best = i;
-        c[0] = c[best];
-        c[0].p = 1.0f;
-        n = 1;
-        chosen = 0;
-        (void)rng_next(&s->rng); /* one draw per step whatever the settings */
-    } else {
-        for (int32_t i = 0; i < n; i++)
-            c[i].logit /= p->temp;
-        ent_post = softmax_cand(c, n);
-        double u = rng_uniform(&s->rng), cum = 0.0;
-        chosen = n - 1;
-        for (int32_t i = 0; i < n; i++) {
-            cum += c[i].p;
-            if (u < cum) {
-                chosen = i;
-                break;
+    if (p->mirostat == 2) {
+        /* llama.cpp's mirostat chain: temperature, then mirostat v2 (no penalties) */
+        if (p->temp <= 0.0f) {
+            chosen = pick_greedy(c, &n);
+        } else {
+            for (int32_t i = 0; i < n; i++)
+                c[i].logit /= p->temp;
+            softmax_cand(c, n);
+            /* keep the tokens whose surprise -log2 p is at most mu (the
+             * most likely one when none is) */
+            const float pmin = exp2f(-s->mu);
+            int32_t m = 0, best = 0;
+            for (int32_t i = 0; i < n; i++) {
+                if (cand_before(&c[i], &c[best]))
+                    best = i;
             }
+            if (c[best].p < pmin) {
+                c[0] = c[best];
+                m = 1;
+            } else {
+                for (int32_t i = 0; i < n; i++)
+                    if (c[i].p >= pmin)
+                        c[m++] = c[i];
+            }
+            n = m;
+            ent_post = softmax_cand(c, n);
+            chosen = draw(s, c, n);
         }
-        /* never land on a zero-probability survivor through rounding */
-        while (chosen > 0 && c[chosen].p == 0.0f)
-            chosen--;
+        s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
+    } else {
+        apply_penalties(s, n);
+        if (p->top_n_sigma > 0.0f && n > 1)
+            n = apply_top_n_sigma(c, n, p->top_n_sigma);
+
+        bool sorted = false;
+        if (p->top_k > 0 && p->top_k < n) {
+            select_top(c, n, p->top_k);
+            n = p->top_k;
+            qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+            sorted = true;
+        }
+        if (p->typical_p < 1.0f && n > 1) {
+            n = apply_typical(s, n, p->typical_p);
+            sorted = false;
+        }
+        if (p->top_p < 1.0f && n > 1) {
+            if (!sorted)
+                qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+            sorted = true;
+            n = apply_top_p(c, n, p->top_p);
+        }
+        if (p->min_p > 0.0f && n > 1)
+            n = apply_min_p(c, n, p->min_p);
+        if (p->xtc_probability > 0.0f && n > 1) {
+            if (!sorted)
+                qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+            sorted = true;
+            n = apply_xtc(s, c, n);
+        }
+
+        if (p->temp <= 0.0f) {
+            chosen = pick_greedy(c, &n);
+            (void)rng_next(&s->rng); /* one draw per step whatever the settings */
+        } else {
+            for (int32_t i = 0; i < n; i++)
+                c[i].logit /= p->temp;
+            ent_post = softmax_cand(c, n);
+            chosen = draw(s, c, n);
+        }
     }
     const int32_t token = c[chosen].id;
 
@@ -551,6 +659,31 @@ bool sampler_params_set(sampler_params *p, const char *name, const char *value, 
         p->n_predict = (int32_t)i;
         return true;
     }
+    if (!strcmp(name, "top_n_sigma")) {
+        float f;
+        if (!parse_float(value, -1.0f, 100.0f, &f, name, err, errlen))
+            return false;
+        p->top_n_sigma = f;
+        return true;
+    }
+    if (!strcmp(name, "xtc_probability"))
+        return parse_float(value, 0.0f, 1.0f, &p->xtc_probability, name, err, errlen);
+    if (!strcmp(name, "xtc_threshold"))
+        return parse_float(value, 0.0f, 1.0f, &p->xtc_threshold, name, err, errlen);
+    if (!strcmp(name, "mirostat")) {
+        if (!parse_int(value, 0, 2, &i, name, err, errlen))
+            return false;
+        if (i == 1) {
+            snprintf(err, errlen, "mirostat: only 0 (off) and 2 (mirostat v2) are supported");
+            return false;
+        }
+        p->mirostat = (int32_t)i;
+        return true;
+    }
+    if (!strcmp(name, "mirostat_tau"))
+        return parse_float(value, 0.0f, 100.0f, &p->mirostat_tau, name, err, errlen);
+    if (!strcmp(name, "mirostat_eta"))
+        return parse_float(value, 0.0f, 10.0f, &p->mirostat_eta, name, err, errlen);
     if (!strcmp(name, "n_top")) {
         if (!parse_int(value, 0, SAMPLER_MAX_TOP, &i, name, err, errlen))
             return false;
@@ -614,6 +747,18 @@ bool sampler_params_get(const sampler_params *p, const char *name, char *buf, si
         snprintf(buf, cap, "%d", (int)p->n_predict);
     else if (!strcmp(name, "n_top"))
         snprintf(buf, cap, "%d", (int)p->n_top);
+    else if (!strcmp(name, "top_n_sigma"))
+        snprintf(buf, cap, "%g", (double)p->top_n_sigma);
+    else if (!strcmp(name, "xtc_probability"))
+        snprintf(buf, cap, "%g", (double)p->xtc_probability);
+    else if (!strcmp(name, "xtc_threshold"))
+        snprintf(buf, cap, "%g", (double)p->xtc_threshold);
+    else if (!strcmp(name, "mirostat"))
+        snprintf(buf, cap, "%d", (int)p->mirostat);
+    else if (!strcmp(name, "mirostat_tau"))
+        snprintf(buf, cap, "%g", (double)p->mirostat_tau);
+    else if (!strcmp(name, "mirostat_eta"))
+        snprintf(buf, cap, "%g", (double)p->mirostat_eta);
     else if (!strcmp(name, "stop")) {
         /* "a" "b": each stop string quoted, space-separated */
         size_t off = 0;

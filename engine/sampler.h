@@ -1,6 +1,8 @@
 /* Sampler chain, reference-compatible with llama.cpp's common sampling:
- * penalties -> top-k -> typical -> top-p -> min-p -> temperature -> draw.
- * temp <= 0 is greedy (argmax of the penalised logits). */
+ * penalties -> top-n-sigma -> top-k -> typical -> top-p -> min-p -> xtc ->
+ * temperature -> draw. temp <= 0 is greedy (argmax of what the filters kept,
+ * which is the argmax of the penalised logits unless typical_p < 1).
+ * mirostat = 2 replaces the chain by temperature -> mirostat v2 (as llama.cpp). */
 #ifndef TOKSCOPE_SAMPLER_H
 #define TOKSCOPE_SAMPLER_H
 
@@ -28,6 +30,13 @@ typedef struct sampler_params {
     int32_t n_top;           /* candidates reported per step (default 10, <= SAMPLER_MAX_TOP) */
     int32_t n_stop;
     char stop[SAMPLER_MAX_STOP][SAMPLER_STOP_LEN];
+    /* llama.cpp's further samplers (defaults leave them off) */
+    float top_n_sigma;       /* -1 disables; keeps logits >= max - n * stddev (after penalties) */
+    float xtc_probability;   /* 0 disables; chance per step to exclude the top choices */
+    float xtc_threshold;     /* 0.1; > 0.5 disables */
+    int32_t mirostat;        /* 0 off, 2 = mirostat v2 (replaces the chain: temp -> mirostat) */
+    float mirostat_tau;      /* 5.0 target surprise (bits) */
+    float mirostat_eta;      /* 0.1 learning rate */
 } sampler_params;
 
 sampler_params sampler_default_params(void);

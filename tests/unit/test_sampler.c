@@ -668,6 +668,13 @@ static void test_params_by_name(void **state)
     assert_false(sampler_params_set(&p, "repeat_penalty", "0", err, sizeof err));
     assert_false(sampler_params_set(&p, "seed", "-5", err, sizeof err));
     assert_false(sampler_params_set(&p, "n_predict", "-2", err, sizeof err));
+    assert_false(sampler_params_set(&p, "mirostat", "1", err, sizeof err));
+    assert_true(sampler_params_set(&p, "mirostat", "2", err, sizeof err));
+    assert_int_equal(p.mirostat, 2);
+    assert_true(sampler_params_set(&p, "xtc_probability", "0.5", err, sizeof err));
+    assert_false(sampler_params_set(&p, "xtc_probability", "2", err, sizeof err));
+    assert_true(sampler_params_get(&p, "top_n_sigma", buf, sizeof buf));
+    assert_string_equal(buf, "-1");
     assert_false(sampler_params_set(&p, "bogus", "1", err, sizeof err));
     assert_non_null(strstr(err, "bogus"));
     assert_false(sampler_params_get(&p, "bogus", buf, sizeof buf));
@@ -687,6 +694,121 @@ static void test_params_by_name(void **state)
     assert_int_equal(p.n_stop, 0);
 }
 
+static void test_top_n_sigma(void **state)
+{
+    (void)state;
+    /* mean 2.375, std 4.12: one sigma below 10 is 5.88 */
+    const float l[8] = {10.0f, 9.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    sampler_params p = plain_params();
+    p.top_n_sigma = 1.0f;
+    sampler *s = sampler_build(&p, 8);
+    sampler_step st;
+    double ref[2];
+    softmax_ref(l, 2, 1.0f, ref);
+    for (int k = 0; k < 20; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        assert_true(t == 0 || t == 1);
+        assert_int_equal(st.n_survivors, 2);
+        check_sums(&st, 8);
+        assert_float_equal(post_of(&st, 1), ref[1], 1e-6);
+    }
+    p.top_n_sigma = 3.0f; /* 10 - 12.4 < 0: everything stays */
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 8);
+    p.top_n_sigma = -1.0f;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 8);
+    sampler_free(s);
+}
+
+static void test_xtc(void **state)
+{
+    (void)state;
+    const float l[5] = {logf(0.05f), logf(0.3f), logf(0.05f), logf(0.4f), logf(0.2f)};
+    sampler_params p = plain_params();
+    p.xtc_probability = 1.0f;
+    p.xtc_threshold = 0.1f; /* .4 .3 .2 are above: the two most likely go */
+    sampler *s = sampler_build(&p, 5);
+    sampler_step st;
+    for (int k = 0; k < 20; k++) {
+        int32_t t = sampler_sample(s, l, &st);
+        assert_true(t == 4 || t == 0 || t == 2);
+        assert_int_equal(st.n_survivors, 3);
+        check_sums(&st, 5);
+        assert_float_equal(post_of(&st, 4), 2.0 / 3, 1e-5);
+        assert_float_equal(post_of(&st, 3), 0.0, 0);
+    }
+    p.xtc_threshold = 0.6f; /* > 0.5: off */
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 5);
+    p.xtc_threshold = 0.35f; /* only one above: nothing to exclude */
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, 5);
+    p.xtc_threshold = 0.1f;
+    p.xtc_probability = 0.5f; /* about every other step */
+    sampler_set_params(s, &p);
+    int cut = 0;
+    for (int k = 0; k < 2000; k++) {
+        sampler_sample(s, l, &st);
+        cut += st.n_survivors == 3;
+    }
+    assert_true(cut > 850 && cut < 1150);
+    sampler_free(s);
+}
+
+static void test_mirostat_v2(void **state)
+{
+    (void)state;
+    /* a flat-ish distribution over 256 tokens (entropy near 8 bits), so a
+     * target surprise of 5 bits needs real truncation */
+    enum { N = 256 };
+    float l[N];
+    for (int i = 0; i < N; i++)
+        l[i] = -0.02f * (float)i;
+    sampler_params p = plain_params();
+    p.mirostat = 2;
+    p.mirostat_tau = 5.0f;
+    p.mirostat_eta = 0.1f;
+    p.repeat_penalty = 5.0f; /* ignored by the mirostat chain, like llama.cpp */
+    p.n_top = SAMPLER_MAX_TOP;
+    sampler *s = sampler_build(&p, N);
+    sampler_accept(s, 0);
+    sampler_step st;
+    double raw[N];
+    softmax_ref(l, N, 1.0f, raw);
+    int keep = 0;
+    double mass = 0;
+    while (keep < N && raw[keep] >= pow(2.0, -10)) /* mu starts at 2 tau = 10 bits */
+        mass += raw[keep++];
+    assert_true(keep > 100 && keep < N);
+    sampler_sample(s, l, &st);
+    assert_int_equal(st.n_survivors, keep);
+    assert_float_equal(st.top[0].p_post, raw[0] / mass, 1e-5);
+    assert_float_equal(st.top[0].p_raw, raw[0], 1e-6);
+    /* the feedback drives the mean surprise of the draws to tau */
+    double surprise = 0;
+    int n = 4000, small = 0;
+    for (int k = 0; k < n; k++) {
+        sampler_sample(s, l, &st);
+        if (k >= 200) /* after the controller settled */
+            surprise += -log2(st.p_post);
+        small += st.n_survivors < keep / 2;
+    }
+    surprise /= n - 200;
+    print_message("mirostat v2 mean surprise %.3f bits (tau 5)\n", surprise);
+    assert_true(fabs(surprise - 5.0) < 0.3);
+    assert_true(small > n / 2);
+    /* greedy still wins at temp 0 */
+    p.temp = 0;
+    sampler_set_params(s, &p);
+    assert_int_equal(sampler_sample(s, l, &st), 0);
+    sampler_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,6 +821,8 @@ int main(void)
         cmocka_unit_test(test_params_change),   cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_chi_square),      cmocka_unit_test(test_big_vocab),
         cmocka_unit_test(test_chosen_outside_top), cmocka_unit_test(test_params_by_name),
+        cmocka_unit_test(test_top_n_sigma),     cmocka_unit_test(test_xtc),
+        cmocka_unit_test(test_mirostat_v2),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }
