@@ -332,6 +332,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
+        if (reffloat_applies(sg->w)) {
+            reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
         if (job->n_tok == 1) {
             tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
             continue;
