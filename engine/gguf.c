@@ -219,7 +219,8 @@ static int64_t index_lookup(const gguf_ctx *ctx, const struct name_index *ix, na
 static gguf_str kv_name(const gguf_ctx *ctx, int64_t i) { return ctx->kv[i].key; }
 static gguf_str tensor_name(const gguf_ctx *ctx, int64_t i)
 {
-    return (gguf_str){ctx->tensors[i].name, strlen(ctx->tensors[i].name)};
+    const char *nm = ctx->tensors[i].name; /* set for every parsed tensor */
+    return nm ? (gguf_str){nm, strlen(nm)} : (gguf_str){"", 0};
 }
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -497,9 +498,10 @@ static bool check_data(gguf_ctx *ctx, struct reader *r)
     for (int64_t i = 0; i < ctx->n_tensors; i++) {
         gguf_tensor *t = &ctx->tensors[i];
         /* the offset field is the last 8 bytes of the tensor's info record */
-        size_t at = ctx->tensor_at[i] + 8 + strlen(t->name) + 4 + 8 * (size_t)t->n_dims + 4;
+        gguf_str nm = tensor_name(ctx, i);
+        size_t at = ctx->tensor_at[i] + 8 + nm.len + 4 + 8 * (size_t)t->n_dims + 4;
         char field[128], nb[80];
-        snprintf(field, sizeof field, "tensor '%s' data offset", printable(tensor_name(ctx, i), nb, sizeof nb));
+        snprintf(field, sizeof field, "tensor '%s' data offset", printable(nm, nb, sizeof nb));
         if (t->offset % a != 0)
             return fail(r, at, field, "%llu is not a multiple of the alignment %zu", (unsigned long long)t->offset,
                         a);
@@ -510,7 +512,7 @@ static bool check_data(gguf_ctx *ctx, struct reader *r)
             t->nbytes > r->size - ctx->data_offset - t->offset)
             return fail(r, at, field, "bytes %zu..%llu of the file lie past its end (%zu bytes)",
                         ctx->data_offset + (size_t)t->offset,
-                        (unsigned long long)(ctx->data_offset + t->offset + t->nbytes), r->size);
+                        (unsigned long long)ctx->data_offset + t->offset + t->nbytes, r->size);
         t->data = r->base + ctx->data_offset + t->offset;
         /* cannot overflow: offset + nbytes <= size and a <= 2^31 */
         expect = (t->offset + t->nbytes + a - 1) / a * a;
@@ -520,7 +522,7 @@ static bool check_data(gguf_ctx *ctx, struct reader *r)
 
 static bool parse(gguf_ctx *ctx, struct reader *r)
 {
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0;
     return parse_header(ctx, r, &n_tensors, &n_kv) && parse_kvs(ctx, r, n_kv) &&
            parse_tensors(ctx, r, n_tensors) && check_data(ctx, r);
 }
@@ -651,7 +653,7 @@ static bool read_num(const uint8_t *p, uint32_t t, double *d, int64_t *i, uint64
     case GGUF_VTYPE_UINT16: memcpy(&v.u16, p, 2); *u = v.u16; break;
     case GGUF_VTYPE_UINT32: memcpy(&v.u32, p, 4); *u = v.u32; break;
     case GGUF_VTYPE_UINT64: memcpy(&v.u64, p, 8); *u = v.u64; break;
-    case GGUF_VTYPE_INT8: memcpy(&v.i8, p, 1); *i = v.i8; goto sgn;
+    case GGUF_VTYPE_INT8: memcpy(&v.i8, p, 1); *i = v.i8; goto sgn; // NOLINT(bugprone-signed-char-misuse): i8 is signed
     case GGUF_VTYPE_INT16: memcpy(&v.i16, p, 2); *i = v.i16; goto sgn;
     case GGUF_VTYPE_INT32: memcpy(&v.i32, p, 4); *i = v.i32; goto sgn;
     case GGUF_VTYPE_INT64: memcpy(&v.i64, p, 8); *i = v.i64; goto sgn;
