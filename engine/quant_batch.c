@@ -23,7 +23,20 @@ void tensor_matmul(enum tensor_type type, int64_t n, const void *w, int64_t rows
     for (int64_t r0 = 0; r0 < rows; r0 += tile) {
         int64_t nr = rows - r0 < tile ? rows - r0 : tile;
         const char *wt = (const char *)w + (size_t)r0 * rs;
-        for (int64_t c = 0; c < n_act; c++) {
+        int64_t c = 0;
+        if (k->dot4) /* decode each weight row once for 4 activations */
+            for (; c + 4 <= n_act; c += 4) {
+                const void *a4[4];
+                for (int j = 0; j < 4; j++)
+                    a4[j] = (const char *)act + (size_t)(c + j) * act_stride;
+                for (int64_t r = 0; r < nr; r++) {
+                    float o[4];
+                    k->dot4(n, wt + (size_t)r * rs, a4, o);
+                    for (int j = 0; j < 4; j++)
+                        out[(c + j) * out_stride + r0 + r] = o[j];
+                }
+            }
+        for (; c < n_act; c++) {
             const void *a = (const char *)act + (size_t)c * act_stride;
             float *o = out + c * out_stride + r0;
             if (k->matvec) {

@@ -197,6 +197,10 @@ typedef float (*quant_vec_dot_fn)(int64_t n, const void *w, const void *act);
 typedef void (*quant_matvec_fn)(int64_t n, const void *w, size_t row_size, int64_t rows,
                                 const void *act, float *out);
 
+/* One weight row against 4 activations: out[c] = dot(w, act[c]), each with
+ * exactly vec_dot's arithmetic; the row is decoded once for all four. */
+typedef void (*quant_dot4_fn)(int64_t n, const void *w, const void *const act[4], float out[4]);
+
 struct quant_kernels {
     quant_dequantize_fn dequantize;
     quant_quantize_fn quantize;        /* fastest available */
@@ -204,6 +208,7 @@ struct quant_kernels {
     quant_vec_dot_fn vec_dot;          /* fastest available */
     quant_vec_dot_fn vec_dot_scalar;   /* portable reference */
     quant_matvec_fn matvec;            /* NULL: loop over vec_dot */
+    quant_dot4_fn dot4;                /* NULL: 4 vec_dot calls */
 };
 
 /* NULL for types without kernels. */

@@ -621,6 +621,143 @@ static float dot_q3_K_avx2(int64_t n, const void *w, const void *act)
     return hsum_ps(acc);
 }
 
+/* ---- one weight row x 4 activations (prompt batches) ----
+ * Per (row, activation) pair the arithmetic is exactly vec_dot's; the row's
+ * blocks are decoded once and used four times. */
+
+static void dot4_q8_0_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q8_0 *x = w;
+    const block_q8_0 *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n / QK8_0; i++) {
+        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float dx = fp16_to_f32(x[i].d);
+#define DOT4_STEP(A, Y)                                                                                      \
+    do {                                                                                                     \
+        __m256i p = dpbusd(_mm256_setzero_si256(), ax,                                                       \
+                           _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)Y[i].qs), qx));              \
+        A = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16_to_f32(Y[i].d)), _mm256_cvtepi32_ps(p), A);            \
+    } while (0)
+        DOT4_STEP(a0, y0);
+        DOT4_STEP(a1, y1);
+        DOT4_STEP(a2, y2);
+        DOT4_STEP(a3, y3);
+    }
+    out[0] = hsum_ps(a0);
+    out[1] = hsum_ps(a1);
+    out[2] = hsum_ps(a2);
+    out[3] = hsum_ps(a3);
+}
+
+static void dot4_q4_0_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q4_0 *x = w;
+    const block_q8_0 *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n / QK4_0; i++) {
+        const __m256i qx = _mm256_sub_epi8(nibbles32(x[i].qs), off);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float dx = fp16_to_f32(x[i].d);
+        DOT4_STEP(a0, y0);
+        DOT4_STEP(a1, y1);
+        DOT4_STEP(a2, y2);
+        DOT4_STEP(a3, y3);
+    }
+#undef DOT4_STEP
+    out[0] = hsum_ps(a0);
+    out[1] = hsum_ps(a1);
+    out[2] = hsum_ps(a2);
+    out[3] = hsum_ps(a3);
+}
+
+static void dot4_q4_K_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4];
+    __m128 accm[4];
+    for (int c = 0; c < 4; c++) {
+        acc[c] = _mm256_setzero_ps();
+        accm[c] = _mm_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float xd = fp16_to_f32(x[i].d), xdmin = fp16_to_f32(x[i].dmin);
+        __m256i lo[4], hi[4];
+        for (int k = 0; k < 4; k++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * k));
+            lo[k] = _mm256_and_si256(q4, m4);
+            hi[k] = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const block_q8_K *yc = y[c] + i;
+            const float d = yc->d * xd, dmin = yc->d * xdmin;
+            accm[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, yc->bsums)), accm[c]);
+            __m256i sumi = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(lo[k], yc->qs + 64 * k, sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(hi[k], yc->qs + 64 * k + 32, sc[2 * k + 1]));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        __m128 m = _mm_add_ps(accm[c], _mm_movehl_ps(accm[c], accm[c]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[c] = hsum_ps(acc[c]) - _mm_cvtss_f32(m);
+    }
+}
+
+static void dot4_q6_K_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q6_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const float xd = fp16_to_f32(x[i].d);
+        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256()};
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i q[4], scv[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            for (int k = 0; k < 4; k++)
+                scv[k] = scale_pair_s8(scales, 4 * h + k);
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                const int8_t *q8 = y[c][i].qs + 128 * h;
+                __m256i p0 = q6_chunk(q[0], q8, scv[0]);
+                __m256i p1 = q6_chunk(q[1], q8 + 32, scv[1]);
+                __m256i p2 = q6_chunk(q[2], q8 + 64, scv[2]);
+                __m256i p3 = q6_chunk(q[3], q8 + 96, scv[3]);
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+            }
+        }
+        for (int c = 0; c < 4; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * xd), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]);
+}
+
 static void quantize_bf16_avx2(const float *src, void *dst, int64_t n)
 {
     uint16_t *y = dst;
@@ -665,6 +802,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q8_0:
         k->vec_dot = dot_q8_0_avx2;
         k->matvec = matvec_q8_0_avx2;
+        k->dot4 = dot4_q8_0_avx2;
         k->quantize = quantize_q8_0_avx2;
         break;
     case TENSOR_TYPE_Q8_1:
@@ -676,6 +814,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q4_0:
         k->vec_dot = dot_q4_0_avx2;
         k->matvec = matvec_q4_0_avx2;
+        k->dot4 = dot4_q4_0_avx2;
         break;
     case TENSOR_TYPE_Q4_1:
         k->vec_dot = dot_q4_1_avx2;
@@ -694,12 +833,14 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_Q4_K:
         k->vec_dot = dot_q4_K_avx2;
+        k->dot4 = dot4_q4_K_avx2;
         break;
     case TENSOR_TYPE_Q5_K:
         k->vec_dot = dot_q5_K_avx2;
         break;
     case TENSOR_TYPE_Q6_K:
         k->vec_dot = dot_q6_K_avx2;
+        k->dot4 = dot4_q6_K_avx2;
         break;
     default:
         break;

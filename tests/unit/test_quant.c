@@ -839,9 +839,9 @@ static void test_reference_order(void **state)
     const enum tensor_type types[] = {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_1, TENSOR_TYPE_Q5_0, TENSOR_TYPE_Q5_1,
                                       TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q2_K, TENSOR_TYPE_Q3_K, TENSOR_TYPE_Q4_K,
                                       TENSOR_TYPE_Q5_K, TENSOR_TYPE_Q6_K};
-    enum { ROWS = 9, NMAX = 2048 };
+    enum { ROWS = 9, NACT = 6, NMAX = 2048 };
     float *x = malloc(NMAX * 4);
-    char *w = malloc(NMAX * 2 * ROWS), *a = malloc(NMAX * 2);
+    char *w = malloc(NMAX * 2 * ROWS), *a = malloc(NMAX * 2 * NACT);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         enum tensor_type t = types[k], at = tensor_dot_type(t);
         for (int rep = 0; rep < 6; rep++) {
@@ -851,10 +851,22 @@ static void test_reference_order(void **state)
                 fill_random(x, n, 1.0f + (float)r);
                 tensor_quantize_row(t, x, w + rs * r, n);
             }
-            fill_random(x, n, 3.0f);
-            tensor_quantize_row(at, x, a, n);
-            float out[ROWS];
+            size_t ars = tensor_row_size(at, n);
+            for (int c = 0; c < NACT; c++) {
+                fill_random(x, n, 3.0f + (float)c);
+                tensor_quantize_row(at, x, a + ars * c, n);
+            }
+            float out[ROWS], mm[NACT * ROWS];
             tensor_matvec(t, n, w, ROWS, a, out);
+            tensor_matmul(t, n, w, ROWS, a, NACT, ars, mm, ROWS);
+            for (int c = 0; c < NACT; c++)
+                for (int r = 0; r < ROWS; r++) {
+                    const void *row = w + rs * r, *ac = a + ars * c;
+                    float want = tensor_type_block_size(t) == 32 ? emulate_legacy(t, n, row, ac) : emulate_k(t, n, row, ac);
+                    if (f2u(mm[c * ROWS + r]) != f2u(want))
+                        fail_msg("%s n=%lld matmul (%d,%d): %.9g, reference order gives %.9g", tensor_type_name(t),
+                                 (long long)n, c, r, (double)mm[c * ROWS + r], (double)want);
+                }
             for (int r = 0; r < ROWS; r++) {
                 const void *row = w + rs * r;
                 float want = tensor_type_block_size(t) == 32 ? emulate_legacy(t, n, row, a) : emulate_k(t, n, row, a);
