@@ -285,6 +285,9 @@ bool jv_is_str(jv v);
 jstr *jv_to_str(jctx *x, jv v);
 void jv_repr(jctx *x, jbuf *b, jv v);
 void jv_json(jctx *x, jbuf *b, jv v, int indent, int level, const char *item_sep, const char *key_sep);
+/* json.dumps options beyond indent/separators */
+void jv_json_opts(jctx *x, jbuf *b, jv v, int indent, const char *item_sep, const char *key_sep, bool ensure_ascii,
+                  bool sort_keys);
 void jv_fmt_float(double f, char *buf, size_t n);
 jv jv_from_cjson(jctx *x, const struct cJSON *j);
 /* Iterates lists, dict keys, string characters; undefined gives nothing. */
@@ -323,5 +326,7 @@ jv jx_strip(jctx *x, jv v, jv chars, bool left, bool right);
 jv jx_case(jctx *x, jv v, int mode);
 jv jx_replace(jctx *x, jv v, jv old, jv new_, int64_t count);
 void jx_exec_template(jctx *x, const jnode *body);
+/* Python's `fmt % args` (the format filter and the % operator on strings). */
+jv jx_printf(jctx *x, const jstr *fmt, jv args);
 
 #endif

@@ -82,7 +82,7 @@ static bool is_str_method(const char *n)
                                     "endswith", "upper", "lower", "title", "capitalize", "replace", "find", "rfind",
                                     "count", "join", "format", "isdigit", "isalpha", "isalnum", "isspace", "islower",
                                     "isupper", "index", "center", "ljust", "rjust", "zfill", "swapcase", "casefold",
-                                    "removeprefix", "removesuffix", "partition", "rpartition", "encode", NULL};
+                                    "removeprefix", "removesuffix", "partition", "rpartition", NULL};
     for (int i = 0; m[i]; i++)
         if (!strcmp(n, m[i]))
             return true;
@@ -458,6 +458,8 @@ static jv binop(jctx *x, int op, jv a, jv b)
             jlist_push(x, out.u.l, b.u.l->v[i]);
         return out;
     }
+    if (op == '%' && a.t == JV_STR)
+        return jx_printf(x, a.u.s, b);
     if (op == '*' && (a.t == JV_STR || a.t == JV_LIST) && (b.t == JV_INT || b.t == JV_BOOL))
         return repeat(x, a, numi(b));
     if (op == '*' && (b.t == JV_STR || b.t == JV_LIST) && (a.t == JV_INT || a.t == JV_BOOL))

@@ -359,8 +359,6 @@ static jv do_tojson(jctx *x, jv v, jv *args, int nargs, const char **kwn, jv *kw
     jv indent = arg(args, nargs, kwn, kwv, nkw, 1, "indent");
     jv seps = arg(args, nargs, kwn, kwv, nkw, 2, "separators");
     jv sort_keys = arg(args, nargs, kwn, kwv, nkw, 3, "sort_keys");
-    if (given(ensure_ascii) && jv_truthy(ensure_ascii))
-        jx_fail(x, JINJA_ERR_RUNTIME, "tojson: ensure_ascii=True is not supported");
     int ind = -1;
     if (given(indent) && indent.t != JV_NONE) {
         if (indent.t == JV_STR)
@@ -379,12 +377,10 @@ static jv do_tojson(jctx *x, jv v, jv *args, int nargs, const char **kwn, jv *kw
         item_sep = seps.u.l->v[0].u.s->p;
         key_sep = seps.u.l->v[1].u.s->p;
     }
-    if (given(sort_keys) && jv_truthy(sort_keys))
-        jx_fail(x, JINJA_ERR_RUNTIME, "tojson: sort_keys=True is not supported");
     if (v.t == JV_UNDEF)
         jx_fail(x, JINJA_ERR_RUNTIME, "Object of type Undefined is not JSON serializable");
     jbuf b = {0};
-    jv_json(x, &b, v, ind, 0, item_sep, key_sep);
+    jv_json_opts(x, &b, v, ind, item_sep, key_sep, jv_truthy(ensure_ascii), jv_truthy(sort_keys));
     return jv_strn(x, b.p ? b.p : "", b.len);
 }
 
@@ -790,11 +786,51 @@ jv jx_filter(jctx *x, const char *name, jv v, jv *args, int nargs, const char **
         }
         return acc;
     }
-    if (!strcmp(name, "attr")) {
+    if (!strcmp(name, "attr")) { /* attributes only: dict keys are not attributes */
         jv nm = ARG(0, "name");
         if (nm.t != JV_STR)
             jx_fail(x, JINJA_ERR_RUNTIME, "attr: name must be a string");
+        if (v.t == JV_DICT) {
+            jv r = jx_getattr(x, v, nm.u.s->p);
+            return r.t == JV_FUNC ? r : jv_undef("no such attribute");
+        }
         return jx_getattr(x, v, nm.u.s->p);
+    }
+    if (!strcmp(name, "format")) {
+        if (nkw)
+            jx_fail(x, JINJA_ERR_RUNTIME, "format: keyword arguments are not supported");
+        jv t = jv_list(x, (size_t)nargs);
+        t.u.l->tuple = true;
+        for (int i = 0; i < nargs; i++)
+            jlist_push(x, t.u.l, args[i]);
+        return jx_printf(x, jv_to_str(x, v), t);
+    }
+    if (!strcmp(name, "truncate")) {
+        jstr *s = jv_to_str(x, v);
+        jv lv = ARG(0, "length"), kw = ARG(1, "killwords"), endv = ARG(2, "end"), lw = ARG(3, "leeway");
+        int64_t length = given(lv) ? want_int(x, lv, "length") : 255, leeway = given(lw) && lw.t != JV_NONE ? want_int(x, lw, "leeway") : 5;
+        jstr *e = given(endv) ? jv_to_str(x, endv) : jv_to_str(x, jv_str(x, "..."));
+        jlist *chars = jv_iter_list(x, jv_strn(x, s->p, s->len));
+        int64_t n = (int64_t)chars->n, elen = (int64_t)utf8_count(e->p, e->len);
+        if (length < elen)
+            jx_fail(x, JINJA_ERR_RUNTIME, "expected length >= %lld, got %lld", (long long)elen, (long long)length);
+        if (leeway < 0)
+            jx_fail(x, JINJA_ERR_RUNTIME, "expected leeway >= 0");
+        if (n <= length + leeway)
+            return v.t == JV_STR ? v : jv_strn(x, s->p, s->len);
+        int64_t keep = length - elen;
+        jbuf b = {0};
+        for (int64_t i = 0; i < keep; i++)
+            jbuf_put(x, &b, chars->v[i].u.s->p, chars->v[i].u.s->len);
+        if (!jv_truthy(kw)) { /* drop the last partial word: rsplit(" ", 1)[0] */
+            size_t cut = b.len;
+            while (cut > 0 && b.p[cut - 1] != ' ')
+                cut--;
+            if (cut > 0)
+                b.len = cut - 1;
+        }
+        jbuf_put(x, &b, e->p, e->len);
+        return jv_strn(x, b.p, b.len);
     }
     if (!strcmp(name, "wordcount")) {
         jstr *s = jv_to_str(x, v);

@@ -278,6 +278,60 @@ bool jx_call_method(jctx *x, jv self, const char *name, jv *args, int nargs, con
                     cased = true;
             }
             *out = jv_bool(ok && cased);
+        } else if (!strcmp(name, "center") || !strcmp(name, "ljust") || !strcmp(name, "rjust") || !strcmp(name, "zfill")) {
+            jv w = A(0, "width"), fill = A(1, "fillchar");
+            if (w.t != JV_INT)
+                jx_fail(x, JINJA_ERR_RUNTIME, "%s: width must be an integer", name);
+            if (w.u.i > 1000000)
+                jx_fail(x, JINJA_ERR_LIMIT, "%s: width too large", name);
+            const char *fc = name[0] == 'z' ? "0" : fill.t == JV_STR && fill.u.s->len ? fill.u.s->p : " ";
+            size_t fcl = name[0] == 'z' ? 1 : fill.t == JV_STR && fill.u.s->len ? fill.u.s->len : 1;
+            int64_t len = (int64_t)utf8_count(s->p, s->len), pad = w.u.i - len, left;
+            if (pad <= 0) {
+                *out = self;
+                return true;
+            }
+            if (name[0] == 'c')
+                left = pad / 2 + (pad & w.u.i & 1);
+            else
+                left = name[0] == 'l' ? 0 : pad;
+            jbuf b = {0};
+            size_t skip = 0;
+            if (name[0] == 'z' && s->len && (s->p[0] == '-' || s->p[0] == '+')) {
+                jbuf_put(x, &b, s->p, 1);
+                skip = 1;
+            }
+            for (int64_t k = 0; k < left; k++)
+                jbuf_put(x, &b, fc, fcl);
+            jbuf_put(x, &b, s->p + skip, s->len - skip);
+            for (int64_t k = 0; k < pad - left; k++)
+                jbuf_put(x, &b, fc, fcl);
+            *out = jv_strn(x, b.p, b.len);
+        } else if (!strcmp(name, "partition") || !strcmp(name, "rpartition")) {
+            jv sep = A(0, "sep");
+            if (sep.t != JV_STR || !sep.u.s->len)
+                jx_fail(x, JINJA_ERR_RUNTIME, "%s: separator must be a non-empty string", name);
+            const char *h = NULL;
+            if (name[0] == 'p')
+                h = memmem(s->p, s->len, sep.u.s->p, sep.u.s->len);
+            else
+                for (size_t k = s->len + 1; k-- > 0 && !h;)
+                    if (k + sep.u.s->len <= s->len && !memcmp(s->p + k, sep.u.s->p, sep.u.s->len))
+                        h = s->p + k;
+            jv t = jv_list(x, 3);
+            t.u.l->tuple = true;
+            if (!h) {
+                jv e = jv_str(x, "");
+                jlist_push(x, t.u.l, name[0] == 'p' ? self : e);
+                jlist_push(x, t.u.l, e);
+                jlist_push(x, t.u.l, name[0] == 'p' ? e : self);
+            } else {
+                jlist_push(x, t.u.l, jv_strn(x, s->p, (size_t)(h - s->p)));
+                jlist_push(x, t.u.l, sep);
+                size_t after = (size_t)(h - s->p) + sep.u.s->len;
+                jlist_push(x, t.u.l, jv_strn(x, s->p + after, s->len - after));
+            }
+            *out = t;
         } else if (!strcmp(name, "removeprefix") || !strcmp(name, "removesuffix")) {
             jv a = A(0, "prefix");
             bool pre = name[6] == 'p';
@@ -463,4 +517,142 @@ jv jx_call_builtin(jctx *x, jv fn, jv *args, int nargs, const char **kwn, jv *kw
     default:
         jx_fail(x, JINJA_ERR_RUNTIME, "unknown function");
     }
+}
+
+/* ---- printf-style formatting: "%s: %d" % (a, b) and the format filter ---- */
+jv jx_printf(jctx *x, const jstr *fmt, jv args)
+{
+    jv *av = &args;
+    size_t an = 1, ai = 0;
+    if (args.t == JV_LIST && args.u.l->tuple) {
+        av = args.u.l->v;
+        an = args.u.l->n;
+    }
+    jbuf b = {0};
+    const char *p = fmt->p, *end = fmt->p + fmt->len;
+    while (p < end) {
+        const char *pct = memchr(p, '%', (size_t)(end - p));
+        if (!pct) {
+            jbuf_put(x, &b, p, (size_t)(end - p));
+            break;
+        }
+        jbuf_put(x, &b, p, (size_t)(pct - p));
+        p = pct + 1;
+        if (p < end && *p == '%') {
+            jbuf_puts(x, &b, "%");
+            p++;
+            continue;
+        }
+        char flags[8] = "";
+        size_t nf = 0;
+        while (p < end && strchr("-+ 0#", *p) && nf < sizeof flags - 1)
+            flags[nf++] = *p++;
+        flags[nf] = 0;
+        int width = -1, prec = -1;
+        if (p < end && *p == '*') {
+            if (ai >= an || av[ai].t != JV_INT)
+                jx_fail(x, JINJA_ERR_RUNTIME, "* wants int");
+            width = (int)av[ai++].u.i;
+            p++;
+        } else if (p < end && *p >= '0' && *p <= '9') {
+            width = 0;
+            while (p < end && *p >= '0' && *p <= '9' && width < 100000)
+                width = width * 10 + (*p++ - '0');
+        }
+        if (p < end && *p == '.') {
+            p++;
+            prec = 0;
+            while (p < end && *p >= '0' && *p <= '9' && prec < 1000)
+                prec = prec * 10 + (*p++ - '0');
+        }
+        if (width > 100000 || prec > 1000)
+            jx_fail(x, JINJA_ERR_LIMIT, "format: width or precision too large");
+        if (p >= end)
+            jx_fail(x, JINJA_ERR_RUNTIME, "incomplete format");
+        char conv = *p++;
+        if (ai >= an)
+            jx_fail(x, JINJA_ERR_RUNTIME, "not enough arguments for format string");
+        jv v = av[ai++];
+        char spec[32], tmp[1100];
+        if (conv == 's' || conv == 'r' || conv == 'a') {
+            jstr *s;
+            if (conv == 's')
+                s = jv_to_str(x, v);
+            else {
+                jbuf rb = {0};
+                jv_repr(x, &rb, v);
+                s = jv_to_str(x, jv_strn(x, rb.p ? rb.p : "", rb.len));
+            }
+            size_t len = s->len, cps = utf8_count(s->p, s->len);
+            if (prec >= 0 && (size_t)prec < cps) { /* truncate to prec code points */
+                size_t i = 0, c = 0;
+                while (i < s->len && c < (size_t)prec) {
+                    i++;
+                    while (i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80)
+                        i++;
+                    c++;
+                }
+                len = i;
+                cps = (size_t)prec;
+            }
+            bool left = strchr(flags, '-') != NULL;
+            if (!left)
+                for (int k = (int)cps; k < width; k++)
+                    jbuf_puts(x, &b, " ");
+            jbuf_put(x, &b, s->p, len);
+            if (left)
+                for (int k = (int)cps; k < width; k++)
+                    jbuf_puts(x, &b, " ");
+            continue;
+        }
+        if (strchr("diouxXc", conv)) {
+            int64_t iv;
+            if (v.t == JV_INT)
+                iv = v.u.i;
+            else if (v.t == JV_BOOL)
+                iv = v.u.b;
+            else if (v.t == JV_FLOAT && conv != 'c' && conv != 'x' && conv != 'X' && conv != 'o')
+                iv = (int64_t)v.u.f;
+            else
+                jx_fail(x, JINJA_ERR_RUNTIME, "%%%c format: a number is required, not %s", conv, jv_type_name(v));
+            if (conv == 'c') {
+                char ch = (char)iv;
+                jbuf_put(x, &b, &ch, 1);
+                continue;
+            }
+            char c2 = conv == 'i' || conv == 'u' ? 'd' : conv;
+            if (prec >= 0)
+                snprintf(spec, sizeof spec, "%%%s%s.%d%s%c", flags, width >= 0 ? "*" : "", prec, "ll", c2);
+            else
+                snprintf(spec, sizeof spec, "%%%s%s%s%c", flags, width >= 0 ? "*" : "", "ll", c2);
+            if (width >= 0)
+                snprintf(tmp, sizeof tmp, spec, width, (long long)iv);
+            else
+                snprintf(tmp, sizeof tmp, spec, (long long)iv);
+            jbuf_puts(x, &b, tmp);
+            continue;
+        }
+        if (strchr("eEfFgG", conv)) {
+            double d;
+            if (v.t == JV_FLOAT)
+                d = v.u.f;
+            else if (v.t == JV_INT)
+                d = (double)v.u.i;
+            else if (v.t == JV_BOOL)
+                d = v.u.b;
+            else
+                jx_fail(x, JINJA_ERR_RUNTIME, "must be real number, not %s", jv_type_name(v));
+            snprintf(spec, sizeof spec, "%%%s%s.%d%c", flags, width >= 0 ? "*" : "", prec >= 0 ? prec : 6, conv);
+            if (width >= 0)
+                snprintf(tmp, sizeof tmp, spec, width, d);
+            else
+                snprintf(tmp, sizeof tmp, spec, d);
+            jbuf_puts(x, &b, tmp);
+            continue;
+        }
+        jx_fail(x, JINJA_ERR_RUNTIME, "unsupported format character '%c'", conv);
+    }
+    if (ai < an)
+        jx_fail(x, JINJA_ERR_RUNTIME, "not all arguments converted during string formatting");
+    return jv_strn(x, b.p ? b.p : "", b.len);
 }

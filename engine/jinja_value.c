@@ -511,15 +511,22 @@ jstr *jv_to_str(jctx *x, jv v)
 
 void jv_repr(jctx *x, jbuf *b, jv v) { str_into(x, b, v, true); }
 
-/* ---- JSON like Python's json.dumps(ensure_ascii=False) ---- */
-static void json_str(jctx *x, jbuf *b, const char *s, size_t n)
+/* ---- JSON like Python's json.dumps ---- */
+typedef struct json_opts {
+    int indent; /* -1: none */
+    const char *item_sep, *key_sep;
+    bool ensure_ascii, sort_keys;
+} json_opts;
+
+static void json_str(jctx *x, jbuf *b, const char *s, size_t n, bool ensure_ascii)
 {
     jbuf_puts(x, b, "\"");
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         const char *e = NULL;
-        char tmp[8];
+        char tmp[16];
+        size_t adv = 1;
         if (c == '"')
             e = "\\\"";
         else if (c == '\\')
@@ -534,14 +541,38 @@ static void json_str(jctx *x, jbuf *b, const char *s, size_t n)
             e = "\\b";
         else if (c == '\f')
             e = "\\f";
-        else if (c < 0x20) {
+        else if (c < 0x20 || (ensure_ascii && c == 0x7f)) {
             snprintf(tmp, sizeof tmp, "\\u%04x", c);
+            e = tmp;
+        } else if (ensure_ascii && c >= 0x80) {
+            /* decode one UTF-8 sequence; invalid bytes pass as U+FFFD like errors="replace" would */
+            uint32_t cp = 0xFFFD;
+            size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+            if (len > 1 && i + len <= n) {
+                uint32_t v = len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
+                bool ok = true;
+                for (size_t k = 1; k < len; k++) {
+                    unsigned char d = (unsigned char)s[i + k];
+                    ok &= (d & 0xC0) == 0x80;
+                    v = (v << 6) | (d & 0x3Fu);
+                }
+                if (ok) {
+                    cp = v;
+                    adv = len;
+                }
+            }
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                snprintf(tmp, sizeof tmp, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+            } else
+                snprintf(tmp, sizeof tmp, "\\u%04x", cp);
             e = tmp;
         }
         if (e) {
             jbuf_put(x, b, s + i - run, run);
             run = 0;
             jbuf_puts(x, b, e);
+            i += adv - 1;
         } else
             run++;
     }
@@ -556,7 +587,7 @@ static void json_nl(jctx *x, jbuf *b, int indent, int level)
         jbuf_puts(x, b, " ");
 }
 
-void jv_json(jctx *x, jbuf *b, jv v, int indent, int level, const char *item_sep, const char *key_sep)
+static void json_rec(jctx *x, jbuf *b, jv v, int level, const json_opts *o)
 {
     char tmp[64];
     if (level > 200)
@@ -583,7 +614,7 @@ void jv_json(jctx *x, jbuf *b, jv v, int indent, int level, const char *item_sep
         }
         return;
     case JV_STR:
-        json_str(x, b, v.u.s->p, v.u.s->len);
+        json_str(x, b, v.u.s->p, v.u.s->len, o->ensure_ascii);
         return;
     case JV_LIST:
         if (!v.u.l->n) {
@@ -593,48 +624,75 @@ void jv_json(jctx *x, jbuf *b, jv v, int indent, int level, const char *item_sep
         jbuf_puts(x, b, "[");
         for (size_t i = 0; i < v.u.l->n; i++) {
             if (i)
-                jbuf_puts(x, b, item_sep);
-            if (indent >= 0)
-                json_nl(x, b, indent, level + 1);
-            jv_json(x, b, v.u.l->v[i], indent, level + 1, item_sep, key_sep);
+                jbuf_puts(x, b, o->item_sep);
+            if (o->indent >= 0)
+                json_nl(x, b, o->indent, level + 1);
+            json_rec(x, b, v.u.l->v[i], level + 1, o);
         }
-        if (indent >= 0)
-            json_nl(x, b, indent, level);
+        if (o->indent >= 0)
+            json_nl(x, b, o->indent, level);
         jbuf_puts(x, b, "]");
         return;
     case JV_DICT:
-    case JV_NS:
-        if (!v.u.d->n) {
+    case JV_NS: {
+        size_t n = v.u.d->n;
+        if (!n) {
             jbuf_puts(x, b, "{}");
             return;
         }
+        size_t *order = jarena_alloc(&x->arena, n * sizeof *order);
+        for (size_t i = 0; i < n; i++)
+            order[i] = i;
+        if (o->sort_keys) /* insertion sort: stable, dicts in templates are small */
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && jv_compare(x, v.u.d->k[order[j - 1]], v.u.d->k[order[j]]) > 0; j--) {
+                    size_t t = order[j];
+                    order[j] = order[j - 1];
+                    order[j - 1] = t;
+                }
         jbuf_puts(x, b, "{");
-        for (size_t i = 0; i < v.u.d->n; i++) {
-            if (i)
-                jbuf_puts(x, b, item_sep);
-            if (indent >= 0)
-                json_nl(x, b, indent, level + 1);
+        for (size_t oi = 0; oi < n; oi++) {
+            size_t i = order[oi];
+            if (oi)
+                jbuf_puts(x, b, o->item_sep);
+            if (o->indent >= 0)
+                json_nl(x, b, o->indent, level + 1);
             jv k = v.u.d->k[i];
             if (k.t == JV_STR)
-                json_str(x, b, k.u.s->p, k.u.s->len);
-            else {
+                json_str(x, b, k.u.s->p, k.u.s->len, o->ensure_ascii);
+            else if (k.t == JV_INT || k.t == JV_FLOAT || k.t == JV_BOOL || k.t == JV_NONE) {
                 /* Python converts int/float/bool/None keys to strings */
                 jbuf kb = {0};
-                jv_json(x, &kb, k, -1, 0, ", ", ": ");
-                if (k.t == JV_STR || kb.len == 0)
-                    jx_fail(x, JINJA_ERR_RUNTIME, "tojson: bad key");
-                json_str(x, b, kb.p, kb.len);
-            }
-            jbuf_puts(x, b, key_sep);
-            jv_json(x, b, v.u.d->v[i], indent, level + 1, item_sep, key_sep);
+                json_opts ko = *o;
+                ko.indent = -1;
+                json_rec(x, &kb, k, level + 1, &ko);
+                json_str(x, b, kb.p, kb.len, o->ensure_ascii);
+            } else
+                jx_fail(x, JINJA_ERR_RUNTIME, "keys must be str, int, float, bool or None, not %s", jv_type_name(k));
+            jbuf_puts(x, b, o->key_sep);
+            json_rec(x, b, v.u.d->v[i], level + 1, o);
         }
-        if (indent >= 0)
-            json_nl(x, b, indent, level);
+        if (o->indent >= 0)
+            json_nl(x, b, o->indent, level);
         jbuf_puts(x, b, "}");
         return;
+    }
     default:
         jx_fail(x, JINJA_ERR_RUNTIME, "Object of type %s is not JSON serializable", jv_type_name(v));
     }
+}
+
+void jv_json(jctx *x, jbuf *b, jv v, int indent, int level, const char *item_sep, const char *key_sep)
+{
+    json_opts o = {indent, item_sep, key_sep, false, false};
+    json_rec(x, b, v, level, &o);
+}
+
+void jv_json_opts(jctx *x, jbuf *b, jv v, int indent, const char *item_sep, const char *key_sep, bool ensure_ascii,
+                  bool sort_keys)
+{
+    json_opts o = {indent, item_sep, key_sep, ensure_ascii, sort_keys};
+    json_rec(x, b, v, 0, &o);
 }
 
 jlist *jv_iter_list(jctx *x, jv v)
