@@ -172,6 +172,7 @@ void input_init(const char *history_path)
     using_history();
     stifle_history(HISTORY_MAX);
     history_load();
+    using_history(); /* start below the newest entry: Up recalls the last line */
     rl_callback_handler_install("", input_line);
     rl_variable_bind("bell-style", "none");
     rl_variable_bind("enable-bracketed-paste", "off");

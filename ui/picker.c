@@ -15,6 +15,7 @@
 #include "draw.h"
 #include "gguf.h"
 #include "model.h"
+#include "tensor.h"
 #include "theme.h"
 
 #define PICKER_MAX_DEPTH 8
@@ -139,10 +140,25 @@ static void add_file(scan_state *st, const char *path, const char *fname, const 
         if (gguf_get_str(g, "general.architecture", &s))
             snprintf(e->arch, sizeof e->arch, "%.*s", (int)(s.len < 31 ? s.len : 31), s.ptr);
         uint32_t ft;
-        if (gguf_get_u32(g, "general.file_type", &ft)) {
-            const char *qn = model_file_type_name(ft);
-            snprintf(e->quant, sizeof e->quant, "%s", qn ? qn : "?");
+        const char *qn = NULL;
+        if (gguf_get_u32(g, "general.file_type", &ft))
+            qn = model_file_type_name(ft);
+        if (!qn || !*qn) {
+            /* no file_type (llama2.c conversions): name the type of the biggest tensor */
+            const gguf_tensor *big = NULL;
+            for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+                const gguf_tensor *t = gguf_tensor_at(g, i);
+                if (!big || t->n_elements > big->n_elements)
+                    big = t;
+            }
+            if (big)
+                qn = tensor_type_name(big->type);
         }
+        if (qn && !strncmp(qn, "MOSTLY_", 7))
+            qn += 7;
+        if (qn && !strncmp(qn, "ALL_", 4))
+            qn += 4;
+        snprintf(e->quant, sizeof e->quant, "%s", qn && *qn ? qn : "?");
         gname = gguf_get_str_dup(g, "general.name");
         gguf_close(g);
     } else {

@@ -29,6 +29,7 @@
 #define UI_MSG_SECONDS 6.0
 #define KEY_PASTE_BEGIN (KEY_MAX + 1)
 #define KEY_PASTE_END (KEY_MAX + 2)
+#define UI_KEY_LONE_ESC (KEY_MAX + 3) /* an Esc known not to start an Alt- chord */
 #undef CTRL
 #define CTRL(c) ((c) & 0x1f)
 
@@ -201,6 +202,8 @@ static void finish_turn(ui_app *app, int reason)
         m->streaming = false;
         m->done_reason = reason;
     }
+    if (reason == ENGINE_DONE_STOPPED)
+        ui_message(app, UI_MSG_INFO, "stopped after %d tokens", app->gen_count);
     app->gen_conv_id = -1;
     app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
 }
@@ -486,24 +489,23 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
             app->overlay_scroll += body > 1 ? body : 1;
         else if (key == KEY_PPAGE)
             app->overlay_scroll = app->overlay_scroll > body ? app->overlay_scroll - body : 0;
-        else if (key == 27) {
-            nodelay(stdscr, TRUE);
-            getch(); /* swallow an Alt- chord */
-            ui_overlay_close(app);
-        } else
+        else
             ui_overlay_close(app);
         return;
     }
-    if (key == 27) {
-        int next = getch();
+    bool lone_esc = key == UI_KEY_LONE_ESC;
+    if (key == 27 || lone_esc) {
+        int next = lone_esc ? ERR : getch();
         if (next == '\r' || next == '\n' || next == KEY_ENTER) {
             app->focus = UI_FOCUS_INPUT;
             input_insert("\n");
+        } else if (next != ERR && app->focus == UI_FOCUS_INPUT && !ui_busy(app)) {
+            input_key(27); /* Alt-<key>: readline's meta bindings (M-b, M-f, M-d...) */
+            input_key(next);
         } else if (next != ERR) {
-            if (app->focus == UI_FOCUS_INPUT) {
-                input_key(27);
-                input_key(next);
-            }
+            /* Esc followed at once by another key: the Esc, then that key */
+            ungetch(next);
+            handle_key(app, UI_KEY_LONE_ESC, in_paste);
         } else if (app->focus == UI_FOCUS_PARAMS && app->param_editing) {
             app->param_editing = false;
         } else if (ui_busy(app)) {

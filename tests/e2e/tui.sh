@@ -1,0 +1,306 @@
+#!/bin/sh
+# End-to-end test of the TUI: drives the real binary in a detached tmux
+# session of a fixed size, sends keys and reads the screen with capture-pane.
+# Every wait polls the screen with a timeout; nothing asserts timing.
+. tests/lib.sh
+
+if ! command -v tmux >/dev/null 2>&1; then
+    if in_ci; then not_ok "tui: tmux available" "tmux is a test dependency"; else echo "skip - tui (no tmux)"; fi
+    exit 0
+fi
+STORIES=$TESTDATA/models/stories260K.gguf
+TINY=$TESTDATA/models/tiny-spm-q8_0.gguf
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-tui.XXXXXX")
+SOCK="tokscope-e2e-$$-0"
+N_START=0
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+cleanup() { T kill-server >/dev/null 2>&1; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"; }
+trap cleanup EXIT INT TERM
+
+# start MODEL_ARGS...: a fresh session (isolated HOME, config and history)
+start() {
+    T kill-server >/dev/null 2>&1
+    # a new server per session: a new-session racing a dying server fails
+    N_START=$((N_START + 1))
+    SOCK="tokscope-e2e-$$-$N_START"
+    rm -f "$TMP/exit"
+    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/state"
+    T new-session -d -x 120 -y 40 \
+        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='$TMP/state' \
+         TERM=xterm-256color LANG=C.UTF-8 NO_COLOR= '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
+    T set-option -g window-size manual >/dev/null 2>&1
+}
+screen() { T capture-pane -p 2>/dev/null; }
+# the conversation pane: the columns left of the right column's rule
+left() { screen | sed 's/│.*//'; }
+# the right column (parameters, inspector)
+right() { screen | sed -n 's/^[^│]*│//p'; }
+status() { screen | grep -E '^ (idle|generating|prefill|loading|stopping|no model)' | head -n 1; }
+# wait_for REGEX [SECONDS]: until the screen matches
+wait_for() {
+    n=$(( ${2:-15} * 20 ))
+    while [ "$n" -gt 0 ]; do
+        screen | grep -qE -- "$1" && return 0
+        sleep 0.05
+        n=$((n - 1))
+    done
+    return 1
+}
+# wait_idle [SECONDS]: until the status line says idle
+wait_idle() {
+    n=$(( ${1:-30} * 20 ))
+    while [ "$n" -gt 0 ]; do
+        status | grep -q '^ idle' && return 0
+        sleep 0.05
+        n=$((n - 1))
+    done
+    return 1
+}
+keys() { T send-keys "$@"; }
+line() { T send-keys -l "$1"; T send-keys Enter; }
+result() { # NAME CONDITION-EXIT-STATUS [DETAIL]
+    if [ "$2" -eq 0 ]; then ok "$1"; else
+        not_ok "$1" "$3"
+        echo "#   screen:"
+        screen | sed 's/^/#   /' | head -n 45
+    fi
+}
+# Temperature implied by the inspector rows on screen: for every candidate r
+# with a measurable post-chain probability, (logit1 - logit_r) / ln(post1 / post_r).
+# Prints the estimates, one per line (nothing when no row is measurable).
+temp_estimates() {
+    right | awk '
+        $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 6 {
+            logit = $(NF-2); post = $NF
+            if (first == "") { first = 1; l1 = logit; p1 = post; next }
+            if (post >= 0.5 && p1 > 0 && post < p1) printf "%.4f\n", (l1 - logit) / log(p1 / post)
+        }'
+}
+
+need "$STORIES" "tui: stories260K model" || exit 0
+
+# ---- 1. panes and labels -------------------------------------------------
+start -m "$STORIES" -n 48 --seed 7
+wait_for '^ idle ' 20
+s=$(screen)
+rc=0
+for label in 'tokscope' 'Parameters' 'Inspector' 'temp +0\.80' 'top_k +40' 'n_predict +48' 'seed +7' \
+             'pos 0/' 'F1Help' 'tmpl ' 'KV 0%'; do
+    printf "%s\n" "$s" | grep -qE -- "$label" || { rc=1; echo "# missing: $label"; }
+done
+result "tui: panes and labels drawn" $rc
+
+# ---- 2. a message streams text and fills the inspector -------------------
+line "Once upon a time"
+wait_for '^ generating|^ prefill|n_predict reached' 20
+wait_idle 30
+l=$(left)
+printf "%s\n" "$l" | grep -q '^You' && printf "%s\n" "$l" | grep -q '^  Once upon a time' && printf "%s\n" "$l" | grep -q '^Assistant'
+result "tui: user and assistant turns shown" $?
+printf "%s\n" "$l" | grep -q 'n_predict reached' && printf "%s\n" "$l" | grep -q '48 tokens'
+result "tui: reply streamed to n_predict (48 tokens)" $?
+r=$(right)
+printf "%s\n" "$r" | grep -qE '^ pos [0-9]+  id [0-9]+' && [ "$(printf "%s\n" "$r" | grep -cE '^ +[0-9]+ +[0-9]+ .*[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+')" -ge 5 ]
+result "tui: inspector shows position, chosen token and top-k rows" $?
+status | grep -qE 'pos [1-9][0-9]*/[0-9]+' && status | grep -qE 'tg [0-9.]+ t/s'
+result "tui: status line shows position and tok/s" $?
+
+# ---- 3. /regen replaces the reply ----------------------------------------
+before=$(left | sed -n '/^Assistant/,$p' | sed '1d')
+line "/regen"
+wait_for '^ generating|^ prefill' 10
+wait_idle 30
+after=$(left | sed -n '/^Assistant/,$p' | sed '1d')
+n_asst=$(left | grep -c '^Assistant')
+n_user=$(left | grep -c '^You')
+[ "$n_asst" -eq 1 ] && [ "$n_user" -eq 1 ] && [ -n "$after" ] && [ "$before" != "$after" ]
+result "tui: /regen replaces the reply (one user, one assistant turn, new text)" $? "assistant=$n_asst user=$n_user"
+
+# ---- 4. /set temp 0.1: panel and the next tokens --------------------------
+line "/set temp 0.1"
+wait_for 'temp +0\.10' 5
+result "tui: /set temp 0.1 shows in the panel" $?
+line "/regen"
+wait_for '^ generating|^ prefill' 10
+wait_idle 30
+# walk back through the reply with the token cursor until a step has two
+# measurable candidates, and derive the temperature the engine used
+keys Tab
+est=""
+i=0
+while [ $i -lt 48 ] && [ -z "$est" ]; do
+    sleep 0.1
+    est=$(temp_estimates | head -n 1)
+    keys Left
+    i=$((i + 1))
+done
+keys Escape
+wait_for 'focus: input' 5
+awk -v t="$est" 'BEGIN { exit !(t != "" && t > 0.075 && t < 0.13) }'
+result "tui: the next reply is sampled at temp 0.1 (inspector implies T=$est)" $?
+
+# ---- 5. Tab focus + Right adjusts a parameter ------------------------------
+keys Tab Tab
+wait_for 'focus: parameters' 5
+keys Right
+wait_for 'temp +0\.15' 5
+result "tui: parameter panel Right steps temp 0.10 -> 0.15" $?
+keys Escape Tab
+wait_for 'focus: input' 5
+
+line "/set temp 0.8"
+wait_for 'temp +0\.80' 5
+
+# ---- 7. unknown command, help overlay -------------------------------------
+line "/frobnicate"
+wait_for 'unknown command /frobnicate' 5
+result "tui: unknown command reported" $?
+keys F1
+wait_for '/regen' 5 && wait_for 'Alt-Enter' 1
+result "tui: F1 shows the help overlay" $?
+keys Escape
+sleep 0.2
+! screen | grep -q 'Alt-Enter'
+result "tui: Esc closes the help overlay" $?
+
+# ---- 8. multi-line input: Alt-Enter and bracketed paste -------------------
+keys -l "first line"
+keys M-Enter
+keys -l "second line"
+wait_for '^  second line' 5 && screen | grep -q '^> first line'
+result "tui: Alt-Enter inserts a newline without sending" $?
+keys C-u C-p 2>/dev/null
+keys C-a C-k Up C-k
+T set-buffer "$(printf 'pasted one\npasted two')"
+T paste-buffer -p
+wait_for '^  pasted two' 5 && ! screen | grep -qE '^  pasted one$' 
+result "tui: bracketed paste keeps newlines in the input" $?
+# clear the input
+keys C-e
+i=0; while [ $i -lt 40 ]; do keys BSpace; i=$((i + 1)); done
+sleep 0.2
+
+# ---- 9. resize to 20x5 and back -------------------------------------------
+T resize-window -x 20 -y 5
+wait_for 'too small' 5
+small=$?
+T resize-window -x 120 -y 40
+wait_for 'Parameters' 5
+[ $small -eq 0 ] && [ $? -eq 0 ] && [ ! -f "$TMP/exit" ]
+result "tui: resize to 20x5 shows 'too small' and back redraws (no crash)" $?
+
+# ---- 10. /save and /load ----------------------------------------------------
+line "/save $TMP/conv.json"
+wait_for "saved" 5
+python3 - "$TMP/conv.json" <<'PY' >/dev/null 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+msgs = d["conversations"][0]["messages"]
+assert msgs[0] == {"role": "user", "content": "Once upon a time"}, msgs[0]
+assert msgs[1]["role"] == "assistant" and msgs[1]["content"]
+assert abs(d["params"]["temp"] - 0.8) < 1e-6
+PY
+result "tui: /save writes the conversation and parameters as JSON" $?
+line "/clear"
+wait_for 'conversation cleared' 5
+line "/set temp 1.5"
+wait_for 'temp +1\.50' 5
+line "/load $TMP/conv.json"
+wait_for "loaded $TMP" 5
+l=$(left)
+printf "%s\n" "$l" | grep -q '^  Once upon a time' && printf "%s\n" "$l" | grep -q '^Assistant' && wait_for 'temp +0\.80' 2
+result "tui: /load restores the conversation and parameters" $?
+
+# ---- 11. conversations; Esc stops a long generation ------------------------
+line "/new"
+wait_for '2:chat' 5 && wait_for 'Type a message' 2
+result "tui: /new opens a second conversation" $?
+line "/set n_predict -1"
+wait_for 'n_predict +-1' 5
+line "Tell me a long story"
+wait_for '^ generating' 20
+gen=$?
+keys Escape
+wait_idle 10
+idle=$?
+[ $gen -eq 0 ] && [ $idle -eq 0 ] && wait_for 'stopped after [0-9]+ tokens' 2
+result "tui: Esc stops a long generation (state idle, 'stopped after N tokens')" $?
+keys C-p
+wait_for '^  Once upon a time' 5 && ! left | grep -q 'Tell me a long story'
+result "tui: Ctrl-P switches back to the first conversation" $?
+
+# ---- 12. /quit exits 0 and restores the terminal ---------------------------
+line "/quit"
+n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
+[ -f "$TMP/exit" ] && [ "$(cat "$TMP/exit")" = 0 ]
+result "tui: /quit exits with status 0" $? "exit: $(cat "$TMP/exit" 2>/dev/null)"
+[ "$(T display -p '#{alternate_on}#{cursor_flag}')" = "01" ] && ! screen | grep -q 'Parameters'
+result "tui: terminal restored after quit (normal screen, cursor visible)" $?
+grep -q '^Once upon a time$' "$TMP/state/tokscope/history" 2>/dev/null && grep -q '^/quit$' "$TMP/state/tokscope/history"
+result "tui: input history saved in \$XDG_STATE_HOME/tokscope/history" $?
+
+# ---- 13. history is loaded by the next session -----------------------------
+start -m "$STORIES" -n 8
+wait_for '^ idle ' 20
+keys Up
+wait_for '^> /quit' 5 && { keys Up; wait_for '^> Tell me a long story' 5; }
+result "tui: history persists across sessions (Up recalls earlier lines)" $?
+keys C-q
+n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
+[ "$(cat "$TMP/exit" 2>/dev/null)" = 0 ]
+result "tui: Ctrl-Q quits with status 0" $?
+
+# ---- 14. tiny-spm (chat template, 32000-token vocab) -----------------------
+if need "$TINY" "tui: tiny-spm-q8_0 model"; then
+    start -m "$TINY" -n 12 --seed 1
+    wait_for '^ idle ' 30
+    line "Hello there"
+    wait_for '^ generating|^ prefill' 20
+    wait_idle 60
+    r=$(right)
+    printf "%s\n" "$r" | grep -qE '^ pos [0-9]+  id [0-9]+' && left | grep -q 'n_predict reached' && status | grep -qE 'tmpl [a-z]'
+    result "tui: tiny-spm chat: reply streamed, inspector filled, template shown" $?
+    keys C-q
+fi
+
+# ---- 15. model picker -------------------------------------------------------
+mkdir -p "$TMP/home/models" "$TMP/home/.ollama/models/blobs"
+ln -sf "$(cd "$(dirname "$STORIES")" && pwd)/$(basename "$STORIES")" "$TMP/home/models/stories260K.gguf"
+if [ -f "$TINY" ]; then cp "$TINY" "$TMP/home/.ollama/models/blobs/sha256-0123abcd"; fi
+echo "not a model" > "$TMP/home/.ollama/models/blobs/sha256-ffff"
+start
+wait_for 'choose a model' 20
+s=$(screen)
+printf "%s\n" "$s" | grep -E 'stories260K\.gguf' | grep -q 'llama' && printf "%s\n" "$s" | grep -E 'stories260K\.gguf' | grep -q 'F32'
+result "tui: picker lists ./models GGUF files with arch and quantization" $?
+if [ -f "$TINY" ]; then
+    printf "%s\n" "$s" | grep -q 'ollama' && printf "%s\n" "$s" | grep 'ollama' | grep -q 'Q8_0' && ! printf "%s\n" "$s" | grep -q 'sha256-ffff'
+    result "tui: picker finds ollama blobs by their GGUF magic" $?
+fi
+keys Enter
+wait_for '^ idle ' 20
+result "tui: picker Enter opens the chosen model" $?
+keys C-q
+n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
+[ "$(cat "$TMP/exit" 2>/dev/null)" = 0 ]
+result "tui: quit after the picker exits 0" $?
+
+# ---- 16. command line --------------------------------------------------------
+"$BIN" -m "$STORIES" --help >"$TMP/help.txt" 2>&1 && grep -q -- '--temp' "$TMP/help.txt" && grep -q -- '--no-kv-cache' "$TMP/help.txt"
+result "tui: tokscope -m MODEL --help lists the TUI options" $?
+"$BIN" -m "$STORIES" --temp abc >"$TMP/err.txt" 2>&1 </dev/null
+[ $? -ne 0 ] && grep -q 'temp' "$TMP/err.txt"
+result "tui: a bad option value is rejected with a message" $?
+printf '[sampling]\ntemp = banana\n' >"$TMP/bad.ini"
+"$BIN" -m "$STORIES" --config "$TMP/bad.ini" >"$TMP/err.txt" 2>&1 </dev/null
+[ $? -ne 0 ] && grep -q 'temp' "$TMP/err.txt"
+result "tui: a bad config value is rejected naming the key" $?
+mkdir -p "$TMP/cfg/tokscope"
+printf '[sampling]\ntemp = 0.3\ntop_k = 7\n[ui]\ncolors = false\n' >"$TMP/cfg/tokscope/tokscope.ini"
+start -m "$STORIES" --top-k 9
+wait_for '^ idle ' 20
+wait_for 'temp +0\.30' 2 && wait_for 'top_k +9$' 2
+result "tui: config file read, command line overrides it" $?
+keys C-q
+exit 0
