@@ -267,12 +267,12 @@ static void bpe_pre_flags(tokenizer *t)
 {
     static const char *const llama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
                                          "midm-2.0", "lfm2", "jina-v5-nano", NULL};
-    static const char *const no_clean[] = {"deepseek-llm", "deepseek-coder", "deepseek-v3", "command-r", "qwen2",
-                                           "deepseek-r1-qwen", "kormo", "f2llmv2", "qwen35", "poro-chat",
-                                           "viking", "tekken", "smollm", "chameleon", "gpt-4o", "llama4",
-                                           "kanana2", "talkie", "trillion", "granite-docling", "bailingmoe",
-                                           "bailingmoe2", "llada-moe", "seed-coder", "hunyuan", "grok-2",
-                                           "superbpe", NULL};
+    static const char *const no_clean[] = {
+        "deepseek-llm", "deepseek-coder", "deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4", "spark2_5",
+        "command-r", "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "qwen35", "poro-chat", "viking", "tekken",
+        "smollm", "chameleon", "gpt-4o", "llama4", "kanana2", "talkie", "trillion", "granite-docling",
+        "bailingmoe", "bailingmoe2", "llada-moe", "seed-coder", "hunyuan", "grok-2", "ufakzeka", "laguna",
+        "minimax-m2", "solar-open", NULL};
     t->add_space_prefix = false;
     t->clean_spaces = true;
     if (str_in(t->pre, llama3)) {
@@ -281,6 +281,8 @@ static void bpe_pre_flags(tokenizer *t)
     }
     if (str_in(t->pre, no_clean))
         t->clean_spaces = false;
+    if (!strcmp(t->pre, "minicpm5"))
+        t->ignore_merges = true;
     if (!strcmp(t->pre, "tekken")) {
         t->ignore_merges = true;
         t->add_bos = true;
