@@ -332,6 +332,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
+        if (refk_applies(sg->w)) {
+            refk_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
         if (reffloat_applies(sg->w)) {
             reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;

@@ -2,6 +2,7 @@
 #include "forward_repack.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor.h"
@@ -198,6 +199,121 @@ void refdot_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
     for (int64_t r = r0; r < r1; r++)
         for (int t = 0; t < n_tok; t++)
             out[(int64_t)t * out_stride + r] = lanes_dot(w, r, n, act + (size_t)t * act_stride);
+}
+
+/* ---- K-quants ------------------------------------------------------------ */
+
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qs[128];
+} rp_q4_K;
+
+typedef struct {
+    uint8_t ql[128];
+    uint8_t qh[64];
+    int8_t scales[16];
+    uint16_t d;
+} rp_q6_K;
+
+typedef struct {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16];
+} rp_q8_K;
+
+static inline void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Repacked Q4_K (ggml_gemv/gemm_q4_K_8x8_q8_K): per super-block the exact
+ * integer sums of scale * (q . a) and of min * bsum, each FMA-accumulated
+ * with d_w * d_a (dmin_w * d_a); the result is acc - acc_min. */
+static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb)
+{
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t isum = 0, imin = 0;
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
+            scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
+            const uint8_t *q = x[b].qs + 32 * j;
+            const int8_t *a = y[b].qs + 64 * j;
+            int32_t s0 = 0, s1 = 0, b0 = 0, b1 = 0;
+            for (int l = 0; l < 32; l++) {
+                s0 += (q[l] & 0xF) * a[l];
+                s1 += (q[l] >> 4) * a[l + 32];
+                b0 += a[l];
+                b1 += a[l + 32];
+            }
+            isum += sc0 * s0 + sc1 * s1;
+            imin += m0 * b0 + m1 * b1;
+        }
+        const float da = y[b].d;
+        acc = fmaf((float)isum, rp_h2f(x[b].d) * da, acc);
+        acc_min = fmaf((float)imin, rp_h2f(x[b].dmin) * da, acc_min);
+    }
+    return acc - acc_min;
+}
+
+/* ggml_vec_dot_q6_K_q8_K (AVX2): lane k of each super-block holds the
+ * scaled integer sums of elements 4k..4k+3 of every 32-element chunk; each
+ * lane is FMA-accumulated with d, then hsum_float_8. */
+static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
+{
+    float acc[8] = {0};
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t lane[8] = {0};
+        for (int g = 0; g < 2; g++) {
+            const uint8_t *ql = x[b].ql + 64 * g, *qh = x[b].qh + 32 * g;
+            const int8_t *sc = x[b].scales + 8 * g;
+            const int8_t *a = y[b].qs + 128 * g;
+            for (int c = 0; c < 4; c++) /* chunk c: elements 32c..32c+31 of this 128 */
+                for (int e = 0; e < 32; e++) {
+                    int q;
+                    switch (c) {
+                    case 0: q = (ql[e] & 0xF) | (((qh[e] >> 0) & 3) << 4); break;
+                    case 1: q = (ql[e + 32] & 0xF) | (((qh[e] >> 2) & 3) << 4); break;
+                    case 2: q = (ql[e] >> 4) | (((qh[e] >> 4) & 3) << 4); break;
+                    default: q = (ql[e + 32] >> 4) | (((qh[e] >> 6) & 3) << 4); break;
+                    }
+                    lane[e / 4] += sc[(32 * c + e) / 16] * ((q - 32) * a[32 * c + e]);
+                }
+        }
+        const float d = y[b].d * rp_h2f(x[b].d);
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lane[k], acc[k]);
+    }
+    return hsum8(acc);
+}
+
+bool refk_applies(const gguf_tensor *w)
+{
+    return (w->type == TENSOR_TYPE_Q4_K && w->ne[1] % 8 == 0) || (w->type == TENSOR_TYPE_Q6_K);
+}
+
+void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                 int n_tok, float *out, int64_t out_stride)
+{
+    const int64_t nb = n / 256;
+    const bool q4 = w->type == TENSOR_TYPE_Q4_K;
+    const size_t rb = (size_t)nb * (q4 ? sizeof(rp_q4_K) : sizeof(rp_q6_K));
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
+        for (int t = 0; t < n_tok; t++) {
+            const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)t * act_stride);
+            out[(int64_t)t * out_stride + r] =
+                q4 ? q4_K_repacked_dot((const rp_q4_K *)wr, y, nb) : q6_K_dot((const rp_q6_K *)wr, y, nb);
+        }
+    }
 }
 
 bool repack_applies(const gguf_tensor *w)
