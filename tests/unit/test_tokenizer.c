@@ -363,6 +363,31 @@ static void test_pretokenizer_presets(void **state)
     expect_split("qwen2", "a\xe2\x80\x83\xc3\xa4", "a|\xe2\x80\x83\xc3\xa4|");
     expect_split("gpt-2", "a\xe2\x80\x83\xe2\x80\x83" "b", "a|\xe2\x80\x83|\xe2\x80\x83|b|");
     expect_split("gpt-2", "a  b  ", "a| | b|  |");
+    /* every supported preset compiles and splits hostile text */
+    static const char *const names[] = {
+        "default", "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+        "dbrx", "smaug-bpe", "glm4", "chatglm-bpe", "deepseek-llm", "deepseek-coder", "deepseek-v3",
+        "hunyuan-dense", "joyai-llm", "hy_v4", "falcon", "starcoder", "refact", "command-r", "smollm",
+        "codeshell", "exaone", "minerva-7b", "mellum2", "gpt-2", "phi-2", "jina-es", "mpt", "olmo", "jais",
+        "trillion", "granite-docling", "exaone4", "roberta-bpe", "qwen2", "deepseek-r1-qwen", "megrez",
+        "stablelm2", "hunyuan", "solar-open", "grok-2", "poro-chat", "bloom", "gpt3-finnish", "viking",
+        "seed-coder", "tekken", "gpt-4o", "llama4", "minimax-m2", "chameleon", "qwen35", "jais-2", "spark2_5",
+        "bailingmoe", "llada-moe", "ufakzeka", "laguna", "exaone-moe", "minicpm5"};
+    static const char hostile[] = "a\xff\xfe 12 \xe2\x80\x83\n\r\n\t<|x|> \xf0\x9f\x98\x81\xcc\x81 'S 3333333 $%^";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        tokenizer p;
+        memset(&p, 0, sizeof p);
+        snprintf(p.pre, sizeof p.pre, "%s", names[i]);
+        char e[256];
+        if (!tok_pretok_init(&p, e, sizeof e))
+            fail_msg("preset %s: %s", names[i], e);
+        tok_words w = {0};
+        assert_true(tok_pretok_split(&p, hostile, sizeof hostile - 1, &w));
+        assert_true(w.n > 3);
+        tok_words_free(&w);
+        tok_pretok_free(&p);
+    }
+
     tokenizer t;
     memset(&t, 0, sizeof t);
     snprintf(t.pre, sizeof t.pre, "no-such-pre");
