@@ -4,6 +4,12 @@
 # vocab in ../shared, and truncated copies of the stories260K files.
 # Malformed input must exit exactly 1 (not 0, not a signal) with a message
 # on stderr that names the field and the byte offset.
+#
+# By hand, under valgrind (a portable build: valgrind lacks AVX-512):
+#   make BUILD=build-vg BIN=build-vg/tokscope NATIVE=0 build-vg/tokscope build-vg/tools/gguf_corpus
+#   INFO_WRAP="valgrind -q --error-exitcode=9 --leak-check=full" BUILD=build-vg \
+#     BIN=build-vg/tokscope sh tests/golden/info.sh
+# (a valgrind error turns into exit 9 and fails the check).
 . tests/lib.sh
 BUILD=${BUILD:-build}
 CORPUS_TOOL=$BUILD/tools/gguf_corpus
@@ -12,7 +18,7 @@ TMPF=$OUT/info_trunc.gguf
 
 # run_info ARGS...: sets rc; output in $OUT/info.out, $OUT/info.err
 run_info() {
-    "$BIN" info "$@" >"$OUT/info.out" 2>"$OUT/info.err"
+    ${INFO_WRAP:-} "$BIN" info "$@" >"$OUT/info.out" 2>"$OUT/info.err"
     rc=$?
 }
 
