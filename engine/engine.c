@@ -166,6 +166,8 @@ static void load(engine *e, const char *path)
     e->n_vocab = hp->n_vocab;
     e->n_ctx = (int32_t)forward_n_ctx(e->f);
     e->s = sampler_build(&e->sp, e->n_vocab);
+    if (e->s)
+        sampler_set_tokenizer(e->s, e->tok); /* DRY sequence breakers */
     e->logits = malloc((size_t)e->n_vocab * sizeof *e->logits);
     e->kv = malloc((size_t)e->n_ctx * sizeof *e->kv);
     if (!e->s || !e->logits || !e->kv) {

@@ -15,38 +15,13 @@
 #include <string.h>
 
 #include "rng.h"
-
-typedef struct cand {
-    int32_t id;
-    float logit;
-    float p;
-} cand;
-
-typedef struct scored {
-    float score;
-    int32_t i;
-} scored;
-
-#define HIST_MAX (1 << 20) /* penalty history kept (tokens); oldest half dropped beyond */
-
-struct sampler {
-    sampler_params p;
-    int32_t n_vocab;
-    rng rng;
-    cand *cur;      /* [n_vocab] working candidates */
-    cand *tmp;      /* [n_vocab] scratch for typical */
-    scored *sc;     /* [n_vocab] scratch for typical */
-    float *post;    /* [n_vocab] p_post by id during a step, zero otherwise */
-    int32_t *count; /* [n_vocab] penalty counts during a step, zero otherwise */
-    int32_t *hist;
-    size_t n_hist, cap_hist;
-    float mu; /* mirostat v2 state: maximum surprise (bits) kept */
-};
+#include "sampler_internal.h"
 
 const char *const sampler_param_names[] = {"temp", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
                                            "repeat_last_n", "frequency_penalty", "presence_penalty", "seed",
                                            "n_predict", "top_n_sigma", "xtc_probability", "xtc_threshold",
-                                           "mirostat", "mirostat_tau", "mirostat_eta", NULL};
+                                           "mirostat", "mirostat_tau", "mirostat_eta", "dry_multiplier",
+                                           "dry_base", "dry_allowed_length", "dry_penalty_last_n", NULL};
 
 sampler_params sampler_default_params(void)
 {
@@ -70,6 +45,10 @@ sampler_params sampler_default_params(void)
     p.mirostat = 0;
     p.mirostat_tau = 5.0f;
     p.mirostat_eta = 0.1f;
+    p.dry_multiplier = 0.0f;
+    p.dry_base = 1.75f;
+    p.dry_allowed_length = 2;
+    p.dry_penalty_last_n = -1;
     return p;
 }
 
@@ -113,6 +92,7 @@ void sampler_free(sampler *s)
     free(s->post);
     free(s->count);
     free(s->hist);
+    sampler_free_dry(s);
     free(s);
 }
 
@@ -477,6 +457,7 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
         s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
     } else {
         apply_penalties(s, n);
+        sampler_apply_dry(s, c, n);
         if (p->top_n_sigma > 0.0f && n > 1)
             n = apply_top_n_sigma(c, n, p->top_n_sigma);
 
@@ -684,6 +665,22 @@ bool sampler_params_set(sampler_params *p, const char *name, const char *value, 
         return parse_float(value, 0.0f, 100.0f, &p->mirostat_tau, name, err, errlen);
     if (!strcmp(name, "mirostat_eta"))
         return parse_float(value, 0.0f, 10.0f, &p->mirostat_eta, name, err, errlen);
+    if (!strcmp(name, "dry_multiplier"))
+        return parse_float(value, 0.0f, 100.0f, &p->dry_multiplier, name, err, errlen);
+    if (!strcmp(name, "dry_base"))
+        return parse_float(value, 1.0f, 100.0f, &p->dry_base, name, err, errlen);
+    if (!strcmp(name, "dry_allowed_length")) {
+        if (!parse_int(value, 0, 1 << 20, &i, name, err, errlen))
+            return false;
+        p->dry_allowed_length = (int32_t)i;
+        return true;
+    }
+    if (!strcmp(name, "dry_penalty_last_n")) {
+        if (!parse_int(value, -1, 1 << 24, &i, name, err, errlen))
+            return false;
+        p->dry_penalty_last_n = (int32_t)i;
+        return true;
+    }
     if (!strcmp(name, "n_top")) {
         if (!parse_int(value, 0, SAMPLER_MAX_TOP, &i, name, err, errlen))
             return false;
@@ -759,6 +756,14 @@ bool sampler_params_get(const sampler_params *p, const char *name, char *buf, si
         snprintf(buf, cap, "%g", (double)p->mirostat_tau);
     else if (!strcmp(name, "mirostat_eta"))
         snprintf(buf, cap, "%g", (double)p->mirostat_eta);
+    else if (!strcmp(name, "dry_multiplier"))
+        snprintf(buf, cap, "%g", (double)p->dry_multiplier);
+    else if (!strcmp(name, "dry_base"))
+        snprintf(buf, cap, "%g", (double)p->dry_base);
+    else if (!strcmp(name, "dry_allowed_length"))
+        snprintf(buf, cap, "%d", (int)p->dry_allowed_length);
+    else if (!strcmp(name, "dry_penalty_last_n"))
+        snprintf(buf, cap, "%d", (int)p->dry_penalty_last_n);
     else if (!strcmp(name, "stop")) {
         /* "a" "b": each stop string quoted, space-separated */
         size_t off = 0;

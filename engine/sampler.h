@@ -1,5 +1,5 @@
 /* Sampler chain, reference-compatible with llama.cpp's common sampling:
- * penalties -> top-n-sigma -> top-k -> typical -> top-p -> min-p -> xtc ->
+ * penalties -> DRY -> top-n-sigma -> top-k -> typical -> top-p -> min-p -> xtc ->
  * temperature -> draw. temp <= 0 is greedy (argmax of what the filters kept,
  * which is the argmax of the penalised logits unless typical_p < 1).
  * mirostat = 2 replaces the chain by temperature -> mirostat v2 (as llama.cpp). */
@@ -37,6 +37,12 @@ typedef struct sampler_params {
     int32_t mirostat;        /* 0 off, 2 = mirostat v2 (replaces the chain: temp -> mirostat) */
     float mirostat_tau;      /* 5.0 target surprise (bits) */
     float mirostat_eta;      /* 0.1 learning rate */
+    /* DRY ("don't repeat yourself"): penalise tokens that would extend a
+     * repeated sequence by multiplier * base^(length - allowed_length) */
+    float dry_multiplier;    /* 0 disables */
+    float dry_base;          /* 1.75 */
+    int32_t dry_allowed_length; /* 2 */
+    int32_t dry_penalty_last_n; /* -1 = whole context, 0 disables */
 } sampler_params;
 
 sampler_params sampler_default_params(void);
@@ -69,6 +75,12 @@ void sampler_free(sampler *s);
  * reseeds the PRNG. */
 void sampler_set_params(sampler *s, const sampler_params *p);
 const sampler_params *sampler_get_params(const sampler *s);
+/* DRY sequence breakers from the default strings "\n" ":" "\"" "*", matched
+ * against the vocabulary like llama.cpp (call once after build). */
+struct tokenizer;
+void sampler_set_tokenizer(sampler *s, const struct tokenizer *t);
+/* Token-level DRY sequence breakers (replaces the current ones; for tests). */
+bool sampler_set_dry_breakers(sampler *s, const int32_t *const *seqs, const int32_t *lens, int32_t n);
 /* Penalty history: every token of the context (prompt and generated) is accepted. */
 void sampler_accept(sampler *s, int32_t token);
 void sampler_reset_history(sampler *s);

@@ -8,7 +8,9 @@
 
 #include <math.h>
 
+#include "model.h"
 #include "sampler.h"
+#include "tokenizer.h"
 #include "testutil.h"
 
 /* Parameters with every filter off: plain softmax at temp 1. */
@@ -809,6 +811,157 @@ static void test_mirostat_v2(void **state)
     sampler_free(s);
 }
 
+/* Reference vectors from llama.cpp's tests/test-sampling.cpp (probabilities
+ * in, probabilities after the sampler out, in id order). */
+static void run_ref(const float *probs, int n, const int32_t *hist, int nh, sampler_params p, const float *expect,
+                    const int32_t *const *brk, const int32_t *brk_len, int n_brk)
+{
+    float l[8];
+    for (int i = 0; i < n; i++)
+        l[i] = logf(probs[i]);
+    p.n_top = n;
+    sampler *s = sampler_build(&p, n);
+    if (n_brk)
+        assert_true(sampler_set_dry_breakers(s, brk, brk_len, n_brk));
+    for (int i = 0; i < nh; i++)
+        sampler_accept(s, hist[i]);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    for (int i = 0; i < n; i++)
+        assert_float_equal(post_of(&st, i), expect[i], 1e-5);
+    sampler_free(s);
+}
+
+static void test_reference_vectors(void **state)
+{
+    (void)state;
+    const float q5[5] = {0.2f, 0.2f, 0.2f, 0.2f, 0.2f}, q4[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+    sampler_params p = plain_params();
+    /* penalties */
+    p.repeat_penalty = 50.0f;
+    p.repeat_last_n = -1;
+    run_ref(q5, 5, (int32_t[]){0}, 1, p, (float[]){0, 0.25f, 0.25f, 0.25f, 0.25f}, NULL, NULL, 0);
+    run_ref(q5, 5, (int32_t[]){0, 1, 2}, 3, p, (float[]){0, 0, 0, 0.5f, 0.5f}, NULL, NULL, 0);
+    run_ref(q5, 5, (int32_t[]){0, 1, 2, 0, 0}, 5, p, (float[]){0, 0, 0, 0.5f, 0.5f}, NULL, NULL, 0);
+    p.repeat_penalty = 1.0f;
+    p.frequency_penalty = 5.0f;
+    p.presence_penalty = 5.0f;
+    run_ref(q5, 5, (int32_t[]){0}, 1, p, (float[]){0.000011f, 0.249997f, 0.249997f, 0.249997f, 0.249997f}, NULL, NULL, 0);
+    run_ref(q5, 5, (int32_t[]){0, 1, 2}, 3, p, (float[]){0.000023f, 0.000023f, 0.000023f, 0.499966f, 0.499966f}, NULL,
+            NULL, 0);
+    run_ref(q5, 5, (int32_t[]){0, 1, 2, 0, 0}, 5, p, (float[]){0.000000f, 0.000023f, 0.000023f, 0.499977f, 0.499977f},
+            NULL, NULL, 0);
+    p.frequency_penalty = 0;
+    p.presence_penalty = 0;
+    /* DRY: multiplier, base, allowed length, last n, breakers */
+    p.dry_multiplier = 1.0f;
+    p.dry_base = 1.1f;
+    p.dry_allowed_length = 2;
+    p.dry_penalty_last_n = 4;
+    run_ref(q4, 4, (int32_t[]){0, 1}, 2, p, q4, NULL, NULL, 0);
+    p.dry_penalty_last_n = 5;
+    run_ref(q4, 4, (int32_t[]){0, 1, 2, 0, 1}, 5, p, (float[]){0.296923f, 0.296923f, 0.109232f, 0.296923f}, NULL, NULL,
+            0);
+    p.dry_penalty_last_n = 6;
+    const int32_t b3[1] = {3};
+    run_ref(q5, 5, (int32_t[]){0, 1, 3, 4, 0, 1}, 6, p, q5, (const int32_t *const[]){b3}, (int32_t[]){1}, 1);
+    p.dry_multiplier = 2.0f;
+    p.dry_penalty_last_n = 5;
+    run_ref(q5, 5, (int32_t[]){0, 1, 2, 0, 1}, 5, p, (float[]){0.241818f, 0.241818f, 0.032727f, 0.241818f, 0.241818f},
+            NULL, NULL, 0);
+    p.dry_multiplier = 1.0f;
+    p.dry_allowed_length = 4;
+    p.dry_penalty_last_n = 7;
+    run_ref(q5, 5, (int32_t[]){0, 1, 2, 3, 4, 0, 1}, 7, p, q5, NULL, NULL, 0);
+    p.dry_multiplier = 0;
+    /* top-n-sigma */
+    p.top_n_sigma = 1.0f;
+    run_ref((float[]){0.1f, 0.2f, 0.3f, 0.4f}, 4, NULL, 0, p, (float[]){0, 0, 0.428571f, 0.571429f}, NULL, NULL, 0);
+}
+
+/* DRY on a longer history: the longest repeat decides, and a multi-token
+ * breaker cuts it. */
+static void test_dry_breakers(void **state)
+{
+    (void)state;
+    float l[8] = {0};
+    sampler_params p = plain_params();
+    p.n_top = 8;
+    p.dry_multiplier = 1.0f;
+    p.dry_base = 2.0f;
+    p.dry_allowed_length = 1;
+    sampler *s = sampler_build(&p, 8);
+    /* 1 2 3 4 5 | 6 | 1 2 3 4: the context ends with a repeat of 1 2 3 4 (length 4),
+     * so 5 would extend it: penalty 2^(4-1) = 8; nothing else continues a repeat */
+    const int32_t h[] = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4};
+    for (size_t i = 0; i < sizeof h / sizeof *h; i++)
+        sampler_accept(s, h[i]);
+    sampler_step st;
+    sampler_sample(s, l, &st);
+    double w[8] = {1, 1, 1, 1, 1, exp(-8.0), 1, 1}, z = 0;
+    for (int i = 0; i < 8; i++)
+        z += w[i];
+    assert_float_equal(post_of(&st, 5), w[5] / z, 1e-6);
+    assert_float_equal(post_of(&st, 0), 1 / z, 1e-6);
+    /* breaker "6 1": the repeat can no longer reach back past it (limit 2 tokens: 3 4) */
+    const int32_t b61[2] = {6, 1};
+    assert_true(sampler_set_dry_breakers(s, (const int32_t *const[]){b61}, (int32_t[]){2}, 1));
+    sampler_sample(s, l, &st);
+    /* the breaker's head 6 sits 4 tokens back, its tail 1 follows: rep_limit
+     * = 4 - 1 = 3, so the repeat 1 2 3 4 counts as 3 -> 2^(3-1) = 4 */
+    double w2[8] = {1, 1, 1, 1, 1, exp(-4.0), 1, 1};
+    z = 0;
+    for (int i = 0; i < 8; i++)
+        z += w2[i];
+    assert_float_equal(post_of(&st, 5), w2[5] / z, 1e-6);
+    /* a single-token breaker is never penalised itself */
+    const int32_t b5[1] = {5};
+    assert_true(sampler_set_dry_breakers(s, (const int32_t *const[]){b5}, (int32_t[]){1}, 1));
+    sampler_sample(s, l, &st);
+    assert_float_equal(post_of(&st, 5), 1.0 / 8, 1e-6);
+    sampler_free(s);
+}
+
+/* Breakers from a real vocabulary: "\n" and ":" tokens stop DRY. */
+static void test_dry_tokenizer(void **state)
+{
+    (void)state;
+    char err[256];
+    model *m = model_load(TESTDATA_REQUIRE("models/stories260K.gguf"), err, sizeof err);
+    assert_non_null(m);
+    const tokenizer *tk = model_get_tokenizer(m);
+    int32_t nl = tokenizer_find(tk, "<0x0A>");
+    assert_true(nl > 0);
+    sampler_params p = plain_params();
+    p.dry_multiplier = 1.0f;
+    p.dry_base = 2.0f;
+    p.dry_allowed_length = 1;
+    p.n_top = 8;
+    sampler *s = sampler_build(&p, tokenizer_n_vocab(tk));
+    sampler_set_tokenizer(s, tk);
+    float *l = calloc((size_t)tokenizer_n_vocab(tk), sizeof *l);
+    sampler_step st;
+    /* 5 6 7 5 6: 7 would repeat "5 6 7" */
+    const int32_t h1[] = {5, 6, 7, 5, 6};
+    for (int i = 0; i < 5; i++)
+        sampler_accept(s, h1[i]);
+    sampler_sample(s, l, &st);
+    assert_true(st.top[0].id != 7 && st.n_top == 8);
+    float p_other = st.top[0].p_post;
+    int32_t nv = tokenizer_n_vocab(tk);
+    assert_float_equal(p_other, 1.0 / (nv - 1 + exp(-2.0)), 1e-7);
+    /* 5 6 \n 5 6: the newline is a breaker, never penalised */
+    sampler_reset_history(s);
+    const int32_t h2[] = {5, 6, nl, 5, 6};
+    for (int i = 0; i < 5; i++)
+        sampler_accept(s, h2[i]);
+    sampler_sample(s, l, &st);
+    assert_float_equal(st.top[0].p_post, 1.0 / nv, 1e-7);
+    free(l);
+    sampler_free(s);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -822,7 +975,8 @@ int main(void)
         cmocka_unit_test(test_chi_square),      cmocka_unit_test(test_big_vocab),
         cmocka_unit_test(test_chosen_outside_top), cmocka_unit_test(test_params_by_name),
         cmocka_unit_test(test_top_n_sigma),     cmocka_unit_test(test_xtc),
-        cmocka_unit_test(test_mirostat_v2),
+        cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_reference_vectors),
+        cmocka_unit_test(test_dry_breakers),    cmocka_unit_test(test_dry_tokenizer),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }
