@@ -13,12 +13,14 @@
 . tests/lib.sh
 BUILD=${BUILD:-build}
 CORPUS_TOOL=$BUILD/tools/gguf_corpus
-CORPUS=$OUT/gguf_corpus
-TMPF=$OUT/info_trunc.gguf
+# private scratch space: several checkouts' test runs may share tests/out
+W=$(mktemp -d "$OUT/info.XXXXXX") || exit 1
+CORPUS=$W/gguf_corpus
+TMPF=$W/trunc.gguf
 
-# run_info ARGS...: sets rc; output in $OUT/info.out, $OUT/info.err
+# run_info ARGS...: sets rc; output in $W/out, $W/err
 run_info() {
-    ${INFO_WRAP:-} "$BIN" info "$@" >"$OUT/info.out" 2>"$OUT/info.err"
+    ${INFO_WRAP:-} "$BIN" info "$@" >"$W/out" 2>"$W/err"
     rc=$?
 }
 
@@ -30,8 +32,8 @@ rc_text() {
 # Prints nothing and returns 0 when it holds; otherwise prints why and returns 1.
 fail_reason() {
     if [ "$rc" -ne 1 ]; then echo "$(rc_text $rc), want exit 1"; return 1; fi
-    if [ -s "$OUT/info.out" ]; then echo "wrote to stdout on error"; return 1; fi
-    msg=$(cat "$OUT/info.err")
+    if [ -s "$W/out" ]; then echo "wrote to stdout on error"; return 1; fi
+    msg=$(cat "$W/err")
     case "$msg" in "tokscope: "*) ;; *) echo "stderr not prefixed 'tokscope: ': $msg"; return 1 ;; esac
     case "$msg" in *"$1"*) ;; *) echo "message lacks '$1': $msg"; return 1 ;; esac
     if ! echo "$msg" | grep -q ' at offset [0-9][0-9]*: '; then echo "message names no byte offset: $msg"; return 1; fi
@@ -40,31 +42,31 @@ fail_reason() {
 
 # ---- usage ----------------------------------------------------------------
 run_info --help
-if [ "$rc" -eq 0 ] && grep -q 'usage: tokscope info' "$OUT/info.out" && grep -q -- '--kv' "$OUT/info.out"; then
+if [ "$rc" -eq 0 ] && grep -q 'usage: tokscope info' "$W/out" && grep -q -- '--kv' "$W/out"; then
     ok "info --help"
 else not_ok "info --help" "$(rc_text $rc)"; fi
 run_info
-if [ "$rc" -eq 2 ] && grep -q usage "$OUT/info.err"; then ok "info without a model is a usage error"
+if [ "$rc" -eq 2 ] && grep -q usage "$W/err"; then ok "info without a model is a usage error"
 else not_ok "info without a model is a usage error" "$(rc_text $rc)"; fi
 run_info --bogus x.gguf
 if [ "$rc" -eq 2 ]; then ok "info rejects unknown options"; else not_ok "info rejects unknown options" "$(rc_text $rc)"; fi
 run_info "$OUT/does-not-exist.gguf"
-if [ "$rc" -eq 1 ] && grep -q '^tokscope: .*does-not-exist.gguf: cannot open' "$OUT/info.err"; then
+if [ "$rc" -eq 1 ] && grep -q '^tokscope: .*does-not-exist.gguf: cannot open' "$W/err"; then
     ok "info on a missing file"
-else not_ok "info on a missing file" "$(rc_text $rc): $(cat "$OUT/info.err")"; fi
+else not_ok "info on a missing file" "$(rc_text $rc): $(cat "$W/err")"; fi
 run_info "$OUT"
-if [ "$rc" -eq 1 ] && grep -q 'not a regular file' "$OUT/info.err"; then ok "info on a directory"
-else not_ok "info on a directory" "$(rc_text $rc): $(cat "$OUT/info.err")"; fi
+if [ "$rc" -eq 1 ] && grep -q 'not a regular file' "$W/err"; then ok "info on a directory"
+else not_ok "info on a directory" "$(rc_text $rc): $(cat "$W/err")"; fi
 
 # ---- generated corpus -----------------------------------------------------
 if [ ! -x "$CORPUS_TOOL" ]; then
     not_ok "gguf_corpus tool" "$CORPUS_TOOL not built (make builds tests/tools/*.c)"
 else
     rm -rf "$CORPUS"
-    if "$CORPUS_TOOL" "$CORPUS" >"$OUT/gguf_corpus.log" 2>&1 && [ -s "$CORPUS/MANIFEST" ]; then
-        ok "gguf_corpus writes the corpus ($(cat "$OUT/gguf_corpus.log"))"
+    if "$CORPUS_TOOL" "$CORPUS" >"$W/corpus.log" 2>&1 && [ -s "$CORPUS/MANIFEST" ]; then
+        ok "gguf_corpus writes the corpus ($(cat "$W/corpus.log"))"
     else
-        not_ok "gguf_corpus writes the corpus" "$(cat "$OUT/gguf_corpus.log")"
+        not_ok "gguf_corpus writes the corpus" "$(cat "$W/corpus.log")"
     fi
     n_trunc=0; bad_trunc=0; first_bad=""
     n_valid=0; n_bad=0
@@ -75,10 +77,10 @@ else
         ok)
             n_valid=$((n_valid + 1))
             run_info --kv "$f"
-            if [ "$rc" -eq 0 ] && grep -q '^file: ' "$OUT/info.out" && [ ! -s "$OUT/info.err" ]; then
+            if [ "$rc" -eq 0 ] && grep -q '^file: ' "$W/out" && [ ! -s "$W/err" ]; then
                 ok "corpus: $name loads"
             else
-                not_ok "corpus: $name loads" "$(rc_text $rc): $(cat "$OUT/info.err")"
+                not_ok "corpus: $name loads" "$(rc_text $rc): $(cat "$W/err")"
             fi ;;
         fail)
             run_info "$f"
@@ -108,14 +110,14 @@ fi
 
 # ---- real models and vocabs -------------------------------------------------
 # has NAME PATTERN: the last info output has a line matching the ERE PATTERN
-has() { grep -Eq "$1" "$OUT/info.out"; }
+has() { grep -Eq "$1" "$W/out"; }
 
 # facts MODEL CHECKNAME ERE...: info MODEL exits 0 and every ERE matches a line.
 facts() {
     model=$1; label=$2; shift 2
     need "$model" "$label" || return 0
     run_info "$model"
-    if [ "$rc" -ne 0 ]; then not_ok "$label" "$(rc_text $rc): $(cat "$OUT/info.err")"; return 0; fi
+    if [ "$rc" -ne 0 ]; then not_ok "$label" "$(rc_text $rc): $(cat "$W/err")"; return 0; fi
     missing=""
     for re in "$@"; do has "$re" || missing="$missing [$re]"; done
     if [ -z "$missing" ]; then ok "$label"; else not_ok "$label" "no line matches:$missing"; fi
@@ -155,7 +157,7 @@ facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: all 13 types in the totals" \
     '^  Q6_K +[0-9]+ '
 if need "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: 13 type rows"; then
     run_info "$M/tiny-spm-mix.gguf"
-    n=$(sed -n '/^totals by type:/,/^total parameters/p' "$OUT/info.out" | grep -c '^  [A-Z][A-Z0-9_]* \+[0-9]')
+    n=$(sed -n '/^totals by type:/,/^total parameters/p' "$W/out" | grep -c '^  [A-Z][A-Z0-9_]* \+[0-9]')
     if [ "$n" -eq 13 ]; then ok "info tiny-spm-mix: 13 type rows"; else not_ok "info tiny-spm-mix: 13 type rows" "got $n"; fi
 fi
 
@@ -165,7 +167,7 @@ for f in "$M"/*.gguf "$TESTDATA"/golden/tokenizer/*.gguf; do
     [ -f "$f" ] || continue
     n_real=$((n_real + 1))
     run_info --kv "$f"
-    if [ "$rc" -ne 0 ]; then bad_real="$bad_real $(basename "$f"): $(rc_text $rc) $(cat "$OUT/info.err");"; continue; fi
+    if [ "$rc" -ne 0 ]; then bad_real="$bad_real $(basename "$f"): $(rc_text $rc) $(cat "$W/err");"; continue; fi
     case "$f" in
     */golden/tokenizer/*)
         has '^tensors: none \(vocab-only file\)$' && has '^  vocab size +[1-9][0-9]*$' && has '^  tokenizer\.ggml\.tokens +array += \[string x [1-9]' ||
@@ -190,8 +192,8 @@ for f in "$M"/stories260K*.gguf; do
     label="truncated $(basename "$f") exits 1 at every cut"
     need "$f" "$label" || continue
     run_info "$f"
-    data=$(sed -n 's/^  GGUF: .*data offset \([0-9]*\)$/\1/p' "$OUT/info.out")
-    end=$(sed -n 's/^  data end: *\([0-9]*\) .*/\1/p' "$OUT/info.out")
+    data=$(sed -n 's/^  GGUF: .*data offset \([0-9]*\)$/\1/p' "$W/out")
+    end=$(sed -n 's/^  data end: *\([0-9]*\) .*/\1/p' "$W/out")
     if [ -z "$data" ] || [ -z "$end" ]; then not_ok "$label" "no data offset/end in info output"; continue; fi
     # cuts at or past the end of the last tensor only lose padding: still valid
     cuts=$( (seq 0 40; seq 41 53 "$data"; seq "$((data - 40))" "$((data + 8))";
@@ -209,4 +211,4 @@ for f in "$M"/stories260K*.gguf; do
     if [ "$n" -ge 250 ] && [ "$bad" -eq 0 ]; then ok "$label ($n cuts)"
     else not_ok "$label" "$bad of $n cuts wrong (want >= 250 cuts)" "$first"; fi
 done
-rm -f "$TMPF"
+rm -rf "$W"
