@@ -138,11 +138,52 @@ static inline float ld(bool f16, const void *p, int64_t i)
     return f16 ? rp_h2f(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
+#ifdef RP_AVX2
+/* 16 lanes as two 8-wide halves: the same per-lane operations as AVX-512. */
+static inline void ld16(bool f16, const void *p, int64_t i, __m256 *lo, __m256 *hi)
+{
+    if (f16) {
+        const uint16_t *h = (const uint16_t *)p + i;
+        *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+        *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8)));
+    } else {
+        const float *f = (const float *)p + i;
+        *lo = _mm256_loadu_ps(f);
+        *hi = _mm256_loadu_ps(f + 8);
+    }
+}
+
+static inline float red16v(__m256 lo, __m256 hi)
+{
+    float v[16];
+    _mm256_storeu_ps(v, lo);
+    _mm256_storeu_ps(v + 8, hi);
+    return red16(v);
+}
+#endif
+
 static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
 {
     const int64_t np = n & ~(int64_t)63;
     float v[16] = {0};
     if (np > 0) {
+#ifdef RP_AVX2
+        __m256 lo[4], hi[4];
+        for (int j = 0; j < 4; j++)
+            lo[j] = hi[j] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++) {
+                __m256 wl, wh, al, ah;
+                ld16(f16, w, i + 16 * j, &wl, &wh);
+                ld16(f16, a, i + 16 * j, &al, &ah);
+                lo[j] = _mm256_fmadd_ps(wl, al, lo[j]);
+                hi[j] = _mm256_fmadd_ps(wh, ah, hi[j]);
+            }
+        const __m256 l = _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
+        const __m256 h = _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
+        _mm256_storeu_ps(v, l);
+        _mm256_storeu_ps(v + 8, h);
+#else
         float acc[4][16];
         memset(acc, 0, sizeof acc);
         for (int64_t i = 0; i < np; i += 64)
@@ -151,6 +192,7 @@ static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
                     acc[j][l] = fmaf(ld(f16, w, i + 16 * j + l), ld(f16, a, i + 16 * j + l), acc[j][l]);
         for (int l = 0; l < 16; l++)
             v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+#endif
     }
     if (f16) {
         double sum = np > 0 ? (double)red16(v) : 0.0;
@@ -166,11 +208,23 @@ static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
 
 static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
 {
+#ifdef RP_AVX2
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int64_t k = 0; k < n; k += 16) {
+        __m256 wl, wh, al, ah;
+        ld16(f16, w, k, &wl, &wh);
+        ld16(f16, a, k, &al, &ah);
+        lo = _mm256_fmadd_ps(wl, al, lo);
+        hi = _mm256_fmadd_ps(wh, ah, hi);
+    }
+    return red16v(lo, hi);
+#else
     float acc[16] = {0};
     for (int64_t k = 0; k < n; k += 16)
         for (int l = 0; l < 16; l++)
             acc[l] = fmaf(ld(f16, w, k + l), ld(f16, a, k + l), acc[l]);
     return red16(acc);
+#endif
 }
 
 bool reffloat_applies(const gguf_tensor *w)
