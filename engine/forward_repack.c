@@ -255,6 +255,16 @@ void refdot_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
             out[(int64_t)t * out_stride + r] = lanes_dot(w, r, n, act + (size_t)t * act_stride);
 }
 
+#ifdef RP_AVX2
+static inline int32_t hsum_i32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+#endif
+
 /* ---- K-quants ------------------------------------------------------------ */
 
 typedef struct {
@@ -301,13 +311,24 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb)
             scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
             const uint8_t *q = x[b].qs + 32 * j;
             const int8_t *a = y[b].qs + 64 * j;
-            int32_t s0 = 0, s1 = 0, b0 = 0, b1 = 0;
+            int32_t s0 = 0, s1 = 0;
+#ifdef RP_AVX2
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)q);
+            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            const __m256i ones = _mm256_set1_epi16(1);
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), ones);
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), ones);
+            s0 = hsum_i32(p0);
+            s1 = hsum_i32(p1);
+#else
             for (int l = 0; l < 32; l++) {
                 s0 += (q[l] & 0xF) * a[l];
                 s1 += (q[l] >> 4) * a[l + 32];
-                b0 += a[l];
-                b1 += a[l + 32];
             }
+#endif
+            const int32_t b0 = y[b].bsums[4 * j] + y[b].bsums[4 * j + 1];
+            const int32_t b1 = y[b].bsums[4 * j + 2] + y[b].bsums[4 * j + 3];
             isum += sc0 * s0 + sc1 * s1;
             imin += m0 * b0 + m1 * b1;
         }
@@ -323,6 +344,42 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb)
  * lane is FMA-accumulated with d, then hsum_float_8. */
 static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
 {
+#ifdef RP_AVX2
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i sumi = _mm256_setzero_si256();
+        for (int g = 0; g < 2; g++) {
+            const uint8_t *ql = x[b].ql + 64 * g, *qh = x[b].qh + 32 * g;
+            const int8_t *sc = x[b].scales + 8 * g;
+            const int8_t *a = y[b].qs + 128 * g;
+            const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            for (int c = 0; c < 4; c++) {
+                const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * c));
+                /* (q - 32) . a as q . a - 32 . a, both exact in int16 pairs */
+                const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q[c], av),
+                                                     _mm256_maddubs_epi16(_mm256_set1_epi8(32), av));
+                const __m256i scl = _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scl, p16));
+            }
+        }
+        const float d = y[b].d * rp_h2f(x[b].d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    float a8[8];
+    _mm256_storeu_ps(a8, acc);
+    return hsum8(a8);
+#else
     float acc[8] = {0};
     for (int64_t b = 0; b < nb; b++) {
         int32_t lane[8] = {0};
@@ -347,6 +404,7 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
             acc[k] = fmaf(d, (float)lane[k], acc[k]);
     }
     return hsum8(acc);
+#endif
 }
 
 bool refk_applies(const gguf_tensor *w)
