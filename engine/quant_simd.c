@@ -138,6 +138,7 @@ static inline __m256 load_bf16(const uint16_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
+#if !(defined(__AVX512BF16__) && defined(__AVX512F__))
 static float dot_bf16_avx2(int64_t n, const void *w, const void *act)
 {
     const uint16_t *x = w, *y = act;
@@ -156,6 +157,31 @@ static float dot_bf16_avx2(int64_t n, const void *w, const void *act)
         sum += bf16_to_f32(x[i]) * bf16_to_f32(y[i]);
     return sum;
 }
+#endif
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+/* With AVX512-BF16 the reference multiplies BF16 rows with vdpbf16ps, two
+ * 32-pair accumulators over 64 elements, each reduced with
+ * _mm512_reduce_add_ps into a double, leftovers added in double. The same
+ * instructions give the same bits (the instruction's own rounding rules
+ * included). */
+static float dot_bf16_avx512bf16(int64_t n, const void *w, const void *act)
+{
+    const uint16_t *x = w, *y = act;
+    int64_t i = 0;
+    double sumf = 0;
+    __m512 c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64) {
+        c1 = _mm512_dpbf16_ps(c1, (__m512bh)_mm512_loadu_si512(x + i), (__m512bh)_mm512_loadu_si512(y + i));
+        c2 = _mm512_dpbf16_ps(c2, (__m512bh)_mm512_loadu_si512(x + i + 32), (__m512bh)_mm512_loadu_si512(y + i + 32));
+    }
+    sumf += (double)_mm512_reduce_add_ps(c1);
+    sumf += (double)_mm512_reduce_add_ps(c2);
+    for (; i < n; i++)
+        sumf += (double)(bf16_to_f32(x[i]) * bf16_to_f32(y[i]));
+    return (float)sumf;
+}
+#endif
 
 static void dequantize_bf16_avx2(const void *src, float *dst, int64_t n)
 {
@@ -795,7 +821,11 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         k->dequantize = dequantize_f16_avx2;
         break;
     case TENSOR_TYPE_BF16:
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+        k->vec_dot = dot_bf16_avx512bf16;
+#else
         k->vec_dot = dot_bf16_avx2;
+#endif
         k->quantize = quantize_bf16_avx2;
         k->dequantize = dequantize_bf16_avx2;
         break;
