@@ -275,6 +275,7 @@ const char *commands_help_text(void)
     OUT("Keys\n"
         "  Enter          send the message (Alt-Enter: new line; pastes keep their newlines)\n"
         "  Esc            stop generating (closes this help too)\n"
+        "  Ctrl-C         stop generating, else clear the input\n"
         "  Tab/Shift-Tab  focus: input -> conversation -> parameters\n"
         "  F1             this help          Ctrl-L  redraw        Ctrl-Q  quit\n"
         "  Ctrl-P/Ctrl-N  previous / next conversation (also F2 / F3)\n"

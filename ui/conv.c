@@ -478,14 +478,16 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
             int col = draw_str(y, r.x, width, is_user ? "You" : is_asst ? "Assistant" : m->role,
                                theme_attr(is_user ? THEME_USER : is_asst ? THEME_ASSISTANT : THEME_SYSTEM));
             if (is_asst) {
-                const char *why = reason_text(m->done_reason);
-                if (m->streaming)
-                    draw_str(y, r.x + col + 1, width - col - 1, o->generating ? "\xe2\x80\xa6" : "", theme_attr(THEME_DIM));
-                else if (why)
-                    draw_printf(y, r.x + col + 1, width - col - 1, theme_attr(THEME_DIM), "[%s]", why);
+                const char *why = m->streaming ? NULL : reason_text(m->done_reason);
+                char info[96] = "";
+                size_t il = 0;
+                if (why)
+                    il += (size_t)snprintf(info + il, sizeof info - il, " [%s]", why);
                 if (m->n_toks)
-                    draw_printf(y, r.x + col + 1 + (why && !m->streaming ? (int)strlen(why) + 3 : 2),
-                                width - col - 16, theme_attr(THEME_DIM), "%zu tokens", m->n_toks);
+                    il += (size_t)snprintf(info + il, sizeof info - il, " %zu tokens", m->n_toks);
+                if (m->streaming && o->generating)
+                    snprintf(info + il, sizeof info - il, " \xe2\x80\xa6");
+                draw_str(y, r.x + col, width - col, info, theme_attr(THEME_DIM));
             }
             continue;
         }

@@ -8,6 +8,7 @@
 #include "draw.h"
 #include "theme.h"
 #include "ui.h"
+#include "wrap.h"
 
 const char *status_state_text(const ui_app *app, char *buf, size_t cap)
 {
@@ -61,8 +62,19 @@ void status_draw_title(ui_app *app, ui_rect r)
     for (size_t i = 0; i < app->n_convs && x < r.w; i++) {
         bool cur = i == app->cur;
         bool busy = app->gen_conv_id == app->convs[i]->id && ui_busy(app);
-        char tab[48];
-        snprintf(tab, sizeof tab, " %zu:chat%s ", i + 1, busy ? "*" : "");
+        /* a tab is named after the conversation's first user message */
+        const ui_conv *c = app->convs[i];
+        const char *title = "chat";
+        for (size_t k = 0; k < c->n_msgs; k++)
+            if (!strcmp(c->msgs[k].role, "user")) {
+                title = c->msgs[k].text;
+                break;
+            }
+        char name[64];
+        size_t nl = wrap_fit(title, strcspn(title, "\n"), 14, NULL);
+        snprintf(name, sizeof name, "%.*s%s", (int)nl, title, title[nl] && title[nl] != '\n' ? "\xe2\x80\xa6" : "");
+        char tab[96];
+        snprintf(tab, sizeof tab, " %zu:%s%s ", i + 1, name, busy ? "*" : "");
         x += draw_str(r.y, r.x + x, r.w - x, tab, cur ? theme_attr(THEME_TAB_ACTIVE) : ta);
     }
     static const char *const fnames[UI_FOCUS_COUNT] = {"input", "conversation", "parameters"};

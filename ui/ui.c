@@ -517,6 +517,15 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         return;
     }
     switch (key) {
+    case CTRL('c'):
+        /* raw mode makes Ctrl-C a key: stop a reply, else clear the input */
+        if (ui_busy(app))
+            ui_stop(app);
+        else if (input_text()[0])
+            input_set_text("");
+        else
+            ui_message(app, UI_MSG_INFO, "Ctrl-Q or /quit quits");
+        return;
     case CTRL('l'):
         app->clear_screen = true;
         return;
@@ -605,12 +614,12 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
 
 /* ---- setup ---- */
 
-static void on_winch(int sig)
+/* SIGWINCH, SIGTERM and SIGHUP only write a byte; the loop does the work. */
+static void on_signal(int sig)
 {
-    (void)sig;
     int saved = errno;
     if (g_winch_pipe[1] >= 0) {
-        ssize_t r = write(g_winch_pipe[1], "w", 1);
+        ssize_t r = write(g_winch_pipe[1], sig == SIGWINCH ? "w" : "q", 1);
         (void)r;
     }
     errno = saved;
@@ -731,9 +740,11 @@ int ui_run(const ui_options *o)
         fcntl(g_winch_pipe[1], F_SETFD, FD_CLOEXEC);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_winch;
+        sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGWINCH, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
     }
     term_paste_mode(true);
     handle_resize(app); /* the terminal may have changed while the picker ran */
@@ -777,9 +788,14 @@ int ui_run(const ui_options *o)
         int r = poll(fds, (nfds_t)nfds, timeout);
         if (r < 0 && errno != EINTR)
             break;
-        char junk[64];
-        if (g_winch_pipe[0] >= 0 && read(g_winch_pipe[0], junk, sizeof junk) > 0)
-            handle_resize(app);
+        char sigs[64];
+        ssize_t ns = g_winch_pipe[0] >= 0 ? read(g_winch_pipe[0], sigs, sizeof sigs) : 0;
+        for (ssize_t i = 0; i < ns; i++) {
+            if (sigs[i] == 'q')
+                app->quit = true; /* SIGTERM / SIGHUP: leave through the normal cleanup */
+            else
+                handle_resize(app);
+        }
         drain_events(app);
         if (r > 0 && (fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
             break; /* the terminal went away */
@@ -793,6 +809,8 @@ int ui_run(const ui_options *o)
     engine_shutdown(app->eng);
     endwin();
     signal(SIGWINCH, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     ui_overlay_close(app);
     for (size_t i = 0; i < app->n_convs; i++)
         conv_free(app->convs[i]);

@@ -28,7 +28,7 @@ start() {
     mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/state"
     T new-session -d -x 120 -y 40 \
         "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='$TMP/state' \
-         TERM=xterm-256color LANG=C.UTF-8 NO_COLOR= '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
+         TERM=xterm-256color LANG=C.UTF-8 NO_COLOR='${NO_COLOR_VALUE:-}' '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
     T set-option -g window-size manual >/dev/null 2>&1
 }
 screen() { T capture-pane -p 2>/dev/null; }
@@ -135,6 +135,8 @@ while [ $i -lt 48 ] && [ -z "$est" ]; do
     keys Left
     i=$((i + 1))
 done
+right | grep -qE 'Inspector: token [0-9]+/[0-9]+'
+result "tui: the conversation cursor selects an earlier token for the inspector" $?
 keys Escape
 wait_for 'focus: input' 5
 awk -v t="$est" 'BEGIN { exit !(t != "" && t > 0.075 && t < 0.13) }'
@@ -151,6 +153,22 @@ wait_for 'focus: input' 5
 
 line "/set temp 0.8"
 wait_for 'temp +0\.80' 5
+
+# ---- 6. inspector order and probability colours ----------------------------
+line "/post"
+wait_for '\[post order\]' 5 &&
+    right | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 6 { if (seen && $NF > prev + 0.001) bad = 1; prev = $NF; seen = 1 }
+                 END { exit !(seen && !bad) }'
+result "tui: /post orders the inspector by post-chain probability" $?
+line "/raw"
+wait_for '\[raw order\]' 5 &&
+    right | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 6 { if (seen && $(NF-2) > prev + 0.001) bad = 1; prev = $(NF-2); seen = 1 }
+                 END { exit !(seen && !bad) }'
+result "tui: /raw orders the inspector by raw logit" $?
+keys F4
+wait_for 'probability colours on' 5
+result "tui: F4 toggles probability colouring" $?
+keys F4
 
 # ---- 7. unknown command, help overlay -------------------------------------
 line "/frobnicate"
@@ -214,7 +232,7 @@ result "tui: /load restores the conversation and parameters" $?
 
 # ---- 11. conversations; Esc stops a long generation ------------------------
 line "/new"
-wait_for '2:chat' 5 && wait_for 'Type a message' 2
+wait_for '2:chat ' 5 && wait_for 'Type a message' 2
 result "tui: /new opens a second conversation" $?
 line "/set n_predict -1"
 wait_for 'n_predict +-1' 5
@@ -302,5 +320,18 @@ start -m "$STORIES" --top-k 9
 wait_for '^ idle ' 20
 wait_for 'temp +0\.30' 2 && wait_for 'top_k +9$' 2
 result "tui: config file read, command line overrides it" $?
+keys C-q
+
+# ---- 17. colours, and NO_COLOR ------------------------------------------------
+rm -f "$TMP/cfg/tokscope/tokscope.ini"
+start -m "$STORIES"
+wait_for '^ idle ' 20
+T capture-pane -p -e | grep -qE '\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)(;[0-9;]*)?m'
+colored=$?
+keys C-q
+NO_COLOR_VALUE=1 start -m "$STORIES"
+wait_for '^ idle ' 20
+! T capture-pane -p -e | grep -qE '\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)(;[0-9;]*)?m' && [ $colored -eq 0 ]
+result "tui: colours by default, none with NO_COLOR" $?
 keys C-q
 exit 0
