@@ -3,12 +3,16 @@
  *
  * One step works on a candidate array (id, logit, p) preallocated for the
  * whole vocabulary: no allocation per step. Tokens with a -inf (or NaN) logit
- * can never be drawn and are dropped up front. top-k uses a partial selection
- * (O(n)) and sorts only the k survivors; a full sort happens only when top-k
- * is off and typical or top-p needs sorted candidates. */
+ * can never be drawn and are dropped up front. Penalties and DRY touch only
+ * the tokens of the history, so they are kept as sparse adjustments and top-k
+ * selects its k candidates straight from the logits with a heap (one pass,
+ * no copy of the vocabulary); a full sort happens only when top-k is off and
+ * typical or top-p needs sorted candidates. The raw softmax statistics take
+ * one vectorised pass. */
 #include "sampler.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,10 @@
 
 #include "rng.h"
 #include "sampler_internal.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 const char *const sampler_param_names[] = {"temp", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
                                            "repeat_last_n", "frequency_penalty", "presence_penalty", "seed",
@@ -71,9 +79,13 @@ sampler *sampler_build(const sampler_params *p, int32_t n_vocab)
     s->sc = malloc((size_t)n_vocab * sizeof *s->sc);
     s->post = calloc((size_t)n_vocab, sizeof *s->post);
     s->count = calloc((size_t)n_vocab, sizeof *s->count);
+    s->adj_on = calloc((size_t)n_vocab, sizeof *s->adj_on);
+    s->adj_val = malloc((size_t)n_vocab * sizeof *s->adj_val);
+    s->adj_list = malloc((size_t)n_vocab * sizeof *s->adj_list);
     s->cap_hist = 1024;
     s->hist = malloc(s->cap_hist * sizeof *s->hist);
-    if (!s->cur || !s->tmp || !s->sc || !s->post || !s->count || !s->hist) {
+    if (!s->cur || !s->tmp || !s->sc || !s->post || !s->count || !s->hist || !s->adj_on || !s->adj_val ||
+        !s->adj_list) {
         sampler_free(s);
         return NULL;
     }
@@ -91,6 +103,9 @@ void sampler_free(sampler *s)
     free(s->sc);
     free(s->post);
     free(s->count);
+    free(s->adj_on);
+    free(s->adj_val);
+    free(s->adj_list);
     free(s->hist);
     sampler_free_dry(s);
     free(s);
@@ -160,40 +175,6 @@ static inline bool cand_before(const cand *a, const cand *b)
     return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
-/* Rearranges a[0..n) so that a[0..k) hold the k first candidates in
- * cand_before order (unordered among themselves): quickselect, O(n). */
-static void select_top(cand *a, int32_t n, int32_t k)
-{
-    int32_t lo = 0, hi = n - 1, target = k - 1;
-    while (hi > lo) {
-        int32_t mid = lo + (hi - lo) / 2;
-        const cand *x = &a[lo], *y = &a[mid], *z = &a[hi];
-        const cand *m = cand_before(x, y) ? (cand_before(y, z) ? y : (cand_before(x, z) ? z : x))
-                                          : (cand_before(x, z) ? x : (cand_before(y, z) ? z : y));
-        const cand pivot = *m;
-        int32_t i = lo, j = hi;
-        while (i <= j) {
-            while (cand_before(&a[i], &pivot))
-                i++;
-            while (cand_before(&pivot, &a[j]))
-                j--;
-            if (i <= j) {
-                cand t = a[i];
-                a[i] = a[j];
-                a[j] = t;
-                i++;
-                j--;
-            }
-        }
-        if (target <= j)
-            hi = j;
-        else if (target >= i)
-            lo = i;
-        else
-            break;
-    }
-}
-
 /* Softmax of cur[0..n) into .p; returns the entropy (nats). */
 static float softmax_cand(cand *c, int32_t n)
 {
@@ -216,7 +197,9 @@ static float softmax_cand(cand *c, int32_t n)
     return (float)h;
 }
 
-static void apply_penalties(sampler *s, int32_t n)
+/* Repeat, frequency and presence penalties of the tokens in the last
+ * repeat_last_n accepted, as adjustments (only those tokens change). */
+static void apply_penalties(sampler *s, const float *logits)
 {
     const sampler_params *p = &s->p;
     if (p->repeat_last_n == 0 || s->n_hist == 0 ||
@@ -228,19 +211,19 @@ static void apply_penalties(sampler *s, int32_t n)
     const int32_t *h = s->hist + (s->n_hist - last);
     for (size_t i = 0; i < last; i++)
         s->count[h[i]]++;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t c = s->count[s->cur[i].id];
+    for (size_t i = 0; i < last; i++) {
+        int32_t id = h[i], c = s->count[id];
         if (c == 0)
-            continue;
-        float *l = &s->cur[i].logit;
-        if (*l <= 0.0f)
-            *l *= p->repeat_penalty;
+            continue; /* done at its first occurrence */
+        s->count[id] = 0;
+        float l = adj_get(s, logits, id);
+        if (l <= 0.0f)
+            l *= p->repeat_penalty;
         else
-            *l /= p->repeat_penalty;
-        *l -= (float)c * p->frequency_penalty + p->presence_penalty;
+            l /= p->repeat_penalty;
+        l -= (float)c * p->frequency_penalty + p->presence_penalty;
+        adj_set(s, id, l);
     }
-    for (size_t i = 0; i < last; i++)
-        s->count[h[i]] = 0;
 }
 
 /* Locally typical sampling: keep the candidates whose information content is
@@ -295,20 +278,15 @@ static int32_t apply_min_p(cand *c, int32_t n, float mp)
     return m;
 }
 
-/* Keeps the logits within n standard deviations of the maximum. */
-static int32_t apply_top_n_sigma(cand *c, int32_t n, float nsig)
+/* Keeps the candidates within n standard deviations (over every finite
+ * penalised logit, computed by the caller) of the maximum. */
+static int32_t apply_top_n_sigma(cand *c, int32_t n, float nsig, double std)
 {
     float mx = -INFINITY;
-    double sum = 0.0;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++)
         if (c[i].logit > mx)
             mx = c[i].logit;
-        sum += c[i].logit;
-    }
-    double mean = sum / n, acc = 0.0;
-    for (int32_t i = 0; i < n; i++)
-        acc += ((double)c[i].logit - mean) * ((double)c[i].logit - mean);
-    const float thr = mx - nsig * (float)sqrt(acc / n);
+    const float thr = mx - nsig * (float)std;
     int32_t m = 0;
     for (int32_t i = 0; i < n; i++)
         if (!(c[i].logit < thr))
@@ -334,27 +312,6 @@ static int32_t apply_xtc(sampler *s, cand *c, int32_t n)
         n -= last;
     }
     return n;
-}
-
-/* Keeps the n_top largest raw logits in top[] (descending), one pass. */
-static int32_t collect_top(const float *logits, int32_t n_vocab, int32_t n_top, sampler_candidate *top)
-{
-    int32_t m = 0;
-    for (int32_t id = 0; id < n_vocab; id++) {
-        float l = logits[id];
-        if (isnan(l))
-            continue;
-        if (m == n_top && !(l > top[m - 1].logit))
-            continue;
-        int32_t j = m < n_top ? m++ : m - 1;
-        while (j > 0 && top[j - 1].logit < l) {
-            top[j] = top[j - 1];
-            j--;
-        }
-        top[j].id = id;
-        top[j].logit = l;
-    }
-    return m;
 }
 
 /* Greedy: the first candidate in cand_before order, alone, with p = 1. */
@@ -388,46 +345,323 @@ static int32_t draw(sampler *s, const cand *c, int32_t n)
     return chosen;
 }
 
+/* ---- raw distribution statistics (one pass, vectorised where possible) --- */
+
+typedef struct raw_stats {
+    float max;
+    double sum;  /* sum of exp(l - max) */
+    double wsum; /* sum of exp(l - max) * (l - max), for the entropy */
+    int32_t n_finite;
+} raw_stats;
+
+#if defined(__AVX2__) && defined(__FMA__)
+
+/* exp of 8 floats (Cephes expf: range reduction + degree-6 polynomial, ~1 ulp) */
+static inline __m256 exp8(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.3f), hi = _mm256_set1_ps(88.3f);
+    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+static float max_of(const float *l, int32_t n)
+{
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        m = _mm256_max_ps(_mm256_loadu_ps(l + i), m); /* a NaN lane keeps m */
+    float t[8], mx = -INFINITY;
+    _mm256_storeu_ps(t, m);
+    for (int k = 0; k < 8; k++)
+        if (t[k] > mx)
+            mx = t[k];
+    for (; i < n; i++)
+        if (l[i] > mx)
+            mx = l[i];
+    return mx;
+}
+
+static void exp_sums(const float *l, int32_t n, float mx, raw_stats *r)
+{
+    const __m256 vmx = _mm256_set1_ps(mx), vlo = _mm256_set1_ps(-87.0f), vninf = _mm256_set1_ps(-INFINITY);
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, w0 = s0, w1 = s0;
+    int32_t nf = 0, i = 0;
+    while (i + 8 <= n) {
+        /* float partial sums over at most 64 values, then into doubles */
+        __m256 se = _mm256_setzero_ps(), sw = se;
+        for (int32_t end = i + 64 <= n ? i + 64 : n; i + 8 <= end; i += 8) {
+            __m256 x = _mm256_loadu_ps(l + i);
+            nf += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x, vninf, _CMP_GT_OQ)));
+            __m256 d = _mm256_sub_ps(x, vmx);
+            __m256 ok = _mm256_cmp_ps(d, vlo, _CMP_GT_OQ); /* -inf, NaN and negligible terms drop out */
+            __m256 e = _mm256_and_ps(exp8(d), ok);
+            se = _mm256_add_ps(se, e);
+            sw = _mm256_fmadd_ps(e, _mm256_and_ps(d, ok), sw);
+        }
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(se)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(se, 1)));
+        w0 = _mm256_add_pd(w0, _mm256_cvtps_pd(_mm256_castps256_ps128(sw)));
+        w1 = _mm256_add_pd(w1, _mm256_cvtps_pd(_mm256_extractf128_ps(sw, 1)));
+    }
+    double t[4], sum = 0, wsum = 0;
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    sum = t[0] + t[1] + t[2] + t[3];
+    _mm256_storeu_pd(t, _mm256_add_pd(w0, w1));
+    wsum = t[0] + t[1] + t[2] + t[3];
+    for (; i < n; i++) {
+        float x = l[i];
+        if (!(x > -INFINITY))
+            continue;
+        nf++;
+        float d = x - mx;
+        float e = expf(d);
+        sum += e;
+        wsum += (double)e * d;
+    }
+    r->sum = sum;
+    r->wsum = wsum;
+    r->n_finite = nf;
+}
+#else
+static float max_of(const float *l, int32_t n)
+{
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (l[i] > mx)
+            mx = l[i];
+    return mx;
+}
+
+static void exp_sums(const float *l, int32_t n, float mx, raw_stats *r)
+{
+    double sum = 0, wsum = 0;
+    int32_t nf = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float x = l[i];
+        if (!(x > -INFINITY))
+            continue;
+        nf++;
+        float d = x - mx;
+        float e = expf(d);
+        sum += e;
+        wsum += (double)e * d;
+    }
+    r->sum = sum;
+    r->wsum = wsum;
+    r->n_finite = nf;
+}
+#endif
+
+/* Every finite logit (penalised) as a candidate. */
+static int32_t gather_all(sampler *s, const float *logits, bool adjusted)
+{
+    cand *c = s->cur;
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        float l = logits[i];
+        if (!(l > -INFINITY))
+            continue;
+        c[n].id = i;
+        c[n].logit = adjusted && s->adj_on[i] ? s->adj_val[i] : l;
+        n++;
+    }
+    return n;
+}
+
+static void heap_push(cand *hp, int32_t *m, cand x)
+{
+    int32_t j = (*m)++;
+    while (j > 0) {
+        int32_t par = (j - 1) / 2;
+        if (!cand_before(&hp[par], &x))
+            break;
+        hp[j] = hp[par];
+        j = par;
+    }
+    hp[j] = x;
+}
+
+/* Replaces the heap's worst (hp[0]) by x and restores the order. */
+static void heap_replace(cand *hp, int32_t m, cand x)
+{
+    int32_t j = 0;
+    for (;;) {
+        int32_t a = 2 * j + 1, b = a + 1, w = j;
+        const cand *wc = &x;
+        if (a < m && cand_before(wc, &hp[a]))
+            w = a, wc = &hp[a];
+        if (b < m && cand_before(wc, &hp[b]))
+            w = b;
+        if (w == j)
+            break;
+        hp[j] = hp[w];
+        j = w;
+    }
+    hp[j] = x;
+}
+
+/* One raw logit of the scan: ids grow, so an equal logit never beats the
+ * heap's worst. Adjusted tokens are left for later. */
+static inline void top_k_offer(sampler *s, const float *logits, int32_t i, int32_t k, int32_t *m)
+{
+    cand *hp = s->cur;
+    float l = logits[i];
+    if (!(l > -INFINITY) || s->adj_on[i])
+        return;
+    cand x = {.id = i, .logit = l};
+    if (*m < k)
+        heap_push(hp, m, x);
+    else if (l > hp[0].logit)
+        heap_replace(hp, *m, x);
+}
+
+/* The k best penalised finite logits in one pass (min-heap on cand_before
+ * order; once it is full a vector compare skips whole blocks below its
+ * worst), sorted descending: top-k without copying the vocabulary. */
+static int32_t gather_top_k(sampler *s, const float *logits, int32_t k)
+{
+    cand *hp = s->cur;
+    const int32_t nv = s->n_vocab;
+    int32_t m = 0, i = 0;
+    for (; i < nv && m < k; i++)
+        top_k_offer(s, logits, i, k, &m);
+#if defined(__AVX2__)
+    for (; m == k && i + 8 <= nv; i += 8) {
+        unsigned mask = (unsigned)_mm256_movemask_ps(
+            _mm256_cmp_ps(_mm256_loadu_ps(logits + i), _mm256_set1_ps(hp[0].logit), _CMP_GT_OQ));
+        while (mask) {
+            top_k_offer(s, logits, i + __builtin_ctz(mask), k, &m);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i < nv; i++)
+        top_k_offer(s, logits, i, k, &m);
+    for (int32_t a = 0; a < s->n_adj; a++) { /* penalised tokens, by full order */
+        int32_t id = s->adj_list[a];
+        if (!(logits[id] > -INFINITY))
+            continue;
+        cand x = {.id = id, .logit = s->adj_val[id]};
+        if (m < k)
+            heap_push(hp, &m, x);
+        else if (cand_before(&x, &hp[0]))
+            heap_replace(hp, m, x);
+    }
+    qsort(hp, (size_t)m, sizeof *hp, cand_cmp_desc);
+    return m;
+}
+
+static inline void top_offer(const float *logits, int32_t id, int32_t n_top, sampler_candidate *top, int32_t *m)
+{
+    float l = logits[id];
+    if (isnan(l) || (*m == n_top && !(l > top[*m - 1].logit)))
+        return;
+    int32_t j = *m < n_top ? (*m)++ : *m - 1;
+    while (j > 0 && top[j - 1].logit < l) {
+        top[j] = top[j - 1];
+        j--;
+    }
+    top[j].id = id;
+    top[j].logit = l;
+}
+
+/* Keeps the n_top largest raw logits in top[] (descending, ties by id). */
+static int32_t collect_top(const float *logits, int32_t n_vocab, int32_t n_top, sampler_candidate *top)
+{
+    int32_t m = 0, i = 0;
+    if (n_top <= 0)
+        return 0;
+    for (; i < n_vocab && m < n_top; i++)
+        top_offer(logits, i, n_top, top, &m);
+#if defined(__AVX2__)
+    for (; i + 8 <= n_vocab; i += 8) {
+        unsigned mask = (unsigned)_mm256_movemask_ps(
+            _mm256_cmp_ps(_mm256_loadu_ps(logits + i), _mm256_set1_ps(top[m - 1].logit), _CMP_GT_OQ));
+        while (mask) {
+            top_offer(logits, i + __builtin_ctz(mask), n_top, top, &m);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i < n_vocab; i++)
+        top_offer(logits, i, n_top, top, &m);
+    return m;
+}
+
+/* Number of logits strictly above x (the chosen token's rank). */
+static int32_t count_above(const float *l, int32_t n, float x)
+{
+    int32_t r = 0, i = 0;
+#if defined(__AVX2__)
+    const __m256 vx = _mm256_set1_ps(x);
+    for (; i + 8 <= n; i += 8)
+        r += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + i), vx, _CMP_GT_OQ)));
+#endif
+    for (; i < n; i++)
+        r += l[i] > x;
+    return r;
+}
+
+/* Standard deviation of every finite penalised logit (for top-n-sigma). */
+static double penalised_std(const sampler *s, const float *logits, int32_t n_finite)
+{
+    double sum = 0, sq = 0;
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        float l = logits[i];
+        if (!(l > -INFINITY))
+            continue;
+        sum += l;
+        sq += (double)l * l;
+    }
+    for (int32_t k = 0; k < s->n_adj; k++) {
+        int32_t id = s->adj_list[k];
+        double r = logits[id], a = s->adj_val[id];
+        if (!(r > -INFINITY))
+            continue;
+        sum += a - r;
+        sq += a * a - r * r;
+    }
+    double mean = sum / n_finite, var = sq / n_finite - mean * mean;
+    return var > 0 ? sqrt(var) : 0.0;
+}
+
 int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
 {
     const sampler_params *p = &s->p;
     const int32_t nv = s->n_vocab;
     cand *c = s->cur;
 
-    /* raw distribution: max, partition sum and entropy in two passes */
-    float mx = -INFINITY;
-    for (int32_t i = 0; i < nv; i++)
-        if (logits[i] > mx)
-            mx = logits[i];
-    double sum = 0.0, wsum = 0.0;
-    int32_t n = 0;
-    if (mx > -INFINITY) {
-        for (int32_t i = 0; i < nv; i++) {
-            float l = logits[i];
-            if (!(l > -INFINITY)) /* -inf and NaN can never be drawn */
-                continue;
-            float d = l - mx;
-            float e = expf(d);
-            sum += e;
-            wsum += (double)e * d;
-            c[n].id = i;
-            c[n].logit = l;
-            n++;
-        }
-    }
-    if (n == 0) { /* nothing drawable: report token 0 with zero probabilities */
+    raw_stats rs;
+    rs.max = max_of(logits, nv);
+    rs.sum = rs.wsum = 0;
+    rs.n_finite = 0;
+    if (rs.max > -INFINITY)
+        exp_sums(logits, nv, rs.max, &rs);
+    if (rs.n_finite == 0) { /* nothing drawable: report token 0 with zero probabilities */
         if (step) {
             memset(step, 0, sizeof *step);
             step->logit = logits[0];
-            step->rank = 0;
         }
         return 0;
     }
 
-    int32_t chosen;
+    int32_t n, chosen;
     float ent_post = 0.0f;
     if (p->mirostat == 2) {
         /* llama.cpp's mirostat chain: temperature, then mirostat v2 (no penalties) */
+        n = gather_all(s, logits, false);
         if (p->temp <= 0.0f) {
             chosen = pick_greedy(c, &n);
         } else {
@@ -456,18 +690,23 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
         }
         s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
     } else {
-        apply_penalties(s, n);
-        sampler_apply_dry(s, c, n);
-        if (p->top_n_sigma > 0.0f && n > 1)
-            n = apply_top_n_sigma(c, n, p->top_n_sigma);
-
+        apply_penalties(s, logits);
+        sampler_apply_dry(s, logits);
         bool sorted = false;
-        if (p->top_k > 0 && p->top_k < n) {
-            select_top(c, n, p->top_k);
-            n = p->top_k;
-            qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+        if (p->top_k > 0 && p->top_k < rs.n_finite) {
+            n = gather_top_k(s, logits, p->top_k);
             sorted = true;
+        } else {
+            n = gather_all(s, logits, true);
         }
+        /* top-n-sigma precedes top-k in the chain; both keep the largest
+         * logits, so applying it to the top-k survivors is the same */
+        if (p->top_n_sigma > 0.0f && n > 1)
+            n = apply_top_n_sigma(c, n, p->top_n_sigma, penalised_std(s, logits, rs.n_finite));
+        for (int32_t k = 0; k < s->n_adj; k++)
+            s->adj_on[s->adj_list[k]] = 0;
+        s->n_adj = 0;
+
         if (p->typical_p < 1.0f && n > 1) {
             n = apply_typical(s, n, p->typical_p);
             sorted = false;
@@ -500,25 +739,23 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
     const int32_t token = c[chosen].id;
 
     if (step) {
-        const float inv = (float)(1.0 / sum);
+        const double sum = rs.sum;
+        const float mx = rs.max;
         step->token = token;
         step->logit = logits[token];
-        step->p_raw = expf(logits[token] - mx) * inv;
+        step->p_raw = (float)(exp((double)logits[token] - mx) / sum);
         step->p_post = c[chosen].p;
-        step->entropy_raw = (float)(log(sum) - wsum / sum);
+        step->entropy_raw = (float)(log(sum) - rs.wsum / sum);
         step->entropy_post = ent_post;
         step->n_survivors = n;
-        int32_t rank = 0;
-        for (int32_t i = 0; i < nv; i++)
-            rank += logits[i] > logits[token];
-        step->rank = rank;
+        step->rank = count_above(logits, nv, logits[token]);
         int32_t n_top = p->n_top < 0 ? 0 : p->n_top > SAMPLER_MAX_TOP ? SAMPLER_MAX_TOP : p->n_top;
         for (int32_t i = 0; i < n; i++)
             s->post[c[i].id] = c[i].p;
         step->n_top = collect_top(logits, nv, n_top, step->top);
         for (int32_t i = 0; i < step->n_top; i++) {
             sampler_candidate *t = &step->top[i];
-            t->p_raw = t->logit > -INFINITY ? expf(t->logit - mx) * inv : 0.0f;
+            t->p_raw = t->logit > -INFINITY ? (float)(exp((double)t->logit - mx) / sum) : 0.0f;
             t->p_post = s->post[t->id];
         }
         for (int32_t i = 0; i < n; i++)

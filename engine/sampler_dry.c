@@ -168,7 +168,7 @@ void sampler_set_tokenizer(sampler *s, const struct tokenizer *t)
 /* hist read backwards: rat(0) is the most recent token */
 #define RAT(i) (h[nh - 1 - (size_t)(i)])
 
-void sampler_apply_dry(sampler *s, cand *c, int32_t n)
+void sampler_apply_dry(sampler *s, const float *logits)
 {
     const sampler_params *p = &s->p;
     if (p->dry_multiplier == 0.0f || p->dry_base < 1.0f || p->dry_penalty_last_n == 0)
@@ -279,14 +279,14 @@ void sampler_apply_dry(sampler *s, cand *c, int32_t n)
         int32_t max_exp = 0;
         if (p->dry_base > 1.000001f)
             max_exp = (int32_t)(88.7228391f / logf(p->dry_base));
-        for (int32_t i = 0; i < n; i++) {
-            int32_t v = s->dry_max[c[i].id];
-            if (v == 0 || (s->brk_single && s->brk_single[c[i].id]))
+        for (int32_t i = 0; i < n_touched; i++) {
+            int32_t id = s->dry_touched[i];
+            if (s->brk_single && s->brk_single[id])
                 continue;
-            int32_t e = v - 1 - allowed;
+            int32_t e = s->dry_max[id] - 1 - allowed;
             if (max_exp > 0 && e > max_exp)
                 e = max_exp;
-            c[i].logit -= p->dry_multiplier * powf(p->dry_base, (float)e);
+            adj_set(s, id, adj_get(s, logits, id) - p->dry_multiplier * powf(p->dry_base, (float)e));
         }
         for (int32_t i = 0; i < n_touched; i++)
             s->dry_max[s->dry_touched[i]] = 0;

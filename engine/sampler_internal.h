@@ -43,11 +43,32 @@ struct sampler {
     int32_t *dry_count, *dry_touched; /* scratch, grown with the history */
     size_t dry_cap;
     int32_t *dry_max;  /* [n_vocab] longest repeat + 1 a token would extend, 0 otherwise */
+    /* sparse logit adjustments of one step (penalties, DRY): the logits
+     * themselves are never copied when top-k can select straight from them */
+    uint8_t *adj_on;   /* [n_vocab] */
+    float *adj_val;    /* [n_vocab] */
+    int32_t *adj_list; /* [n_vocab] ids with adj_on set */
+    int32_t n_adj;
 };
+
+static inline float adj_get(const sampler *s, const float *logits, int32_t id)
+{
+    return s->adj_on[id] ? s->adj_val[id] : logits[id];
+}
+
+static inline void adj_set(sampler *s, int32_t id, float v)
+{
+    if (!s->adj_on[id]) {
+        s->adj_on[id] = 1;
+        s->adj_list[s->n_adj++] = id;
+    }
+    s->adj_val[id] = v;
+}
 
 #define DRY_MAX_TAIL 20
 
-void sampler_apply_dry(sampler *s, cand *c, int32_t n);
+/* Adds DRY's penalties to the step's adjustments. */
+void sampler_apply_dry(sampler *s, const float *logits);
 void sampler_free_dry(sampler *s);
 
 
