@@ -175,6 +175,73 @@ static inline bool cand_before(const cand *a, const cand *b)
     return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
+/* Rearranges a[0..n) so that a[0..k) hold the k first candidates in
+ * cand_before order (unordered among themselves): quickselect, O(n). */
+static void select_top(cand *a, int32_t n, int32_t k)
+{
+    int32_t lo = 0, hi = n - 1, target = k - 1;
+    while (hi > lo) {
+        int32_t mid = lo + (hi - lo) / 2;
+        const cand *x = &a[lo], *y = &a[mid], *z = &a[hi];
+        const cand *md = cand_before(x, y) ? (cand_before(y, z) ? y : (cand_before(x, z) ? z : x))
+                                           : (cand_before(x, z) ? x : (cand_before(y, z) ? z : y));
+        const cand pivot = *md;
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (cand_before(&a[i], &pivot))
+                i++;
+            while (cand_before(&pivot, &a[j]))
+                j--;
+            if (i <= j) {
+                cand t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (target <= j)
+            hi = j;
+        else if (target >= i)
+            lo = i;
+        else
+            break;
+    }
+}
+
+/* top-p on unsorted candidates without sorting them all: select and sort a
+ * growing head (256, 1024, ...) until its mass reaches tp. Leaves the
+ * survivors sorted at the front. */
+static int32_t top_p_unsorted(cand *c, int32_t n, float tp)
+{
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (c[i].logit > mx)
+            mx = c[i].logit;
+    double z = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        z += expf(c[i].logit - mx);
+    int32_t done = 0; /* c[0..done) sorted, all before the rest */
+    double cum = 0.0;
+    for (int32_t m = 256;; m *= 4) {
+        if (m >= n) {
+            qsort(c + done, (size_t)(n - done), sizeof *c, cand_cmp_desc);
+            m = n;
+        } else {
+            select_top(c + done, n - done, m - done);
+            qsort(c + done, (size_t)(m - done), sizeof *c, cand_cmp_desc);
+        }
+        for (int32_t i = done; i < m; i++) {
+            cum += expf(c[i].logit - mx) / z;
+            if ((float)cum >= tp)
+                return i + 1;
+        }
+        if (m == n)
+            return n;
+        done = m;
+    }
+}
+
 /* Softmax of cur[0..n) into .p; returns the entropy (nats). */
 static float softmax_cand(cand *c, int32_t n)
 {
@@ -712,10 +779,14 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
             sorted = false;
         }
         if (p->top_p < 1.0f && n > 1) {
-            if (!sorted)
-                qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+            if (!sorted && n > 4096)
+                n = top_p_unsorted(c, n, p->top_p);
+            else {
+                if (!sorted)
+                    qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+                n = apply_top_p(c, n, p->top_p);
+            }
             sorted = true;
-            n = apply_top_p(c, n, p->top_p);
         }
         if (p->min_p > 0.0f && n > 1)
             n = apply_min_p(c, n, p->min_p);

@@ -568,6 +568,12 @@ static void test_chi_square(void **state)
     sampler_free(s);
 }
 
+static int cmp_float_desc(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
 static void test_big_vocab(void **state)
 {
     (void)state;
@@ -596,13 +602,33 @@ static void test_big_vocab(void **state)
             sp += st.top[i].p_post;
         assert_true(sp <= 1.0 + 1e-5);
     }
-    /* full-sort path (top_k off, top_p on) */
+    /* top_k off, top_p on: the growing partial sort must find exactly the
+     * smallest set reaching top_p */
     p.top_k = 0;
     p.top_p = 0.5f;
     sampler_set_params(s, &p);
     sampler_sample(s, l, &st);
-    assert_true(st.n_survivors > 1000);
+    float *sorted = malloc(NV * sizeof *sorted);
+    memcpy(sorted, l, NV * sizeof *sorted);
+    qsort(sorted, NV, sizeof *sorted, cmp_float_desc);
+    double z = 0, cum = 0;
+    for (int i = 0; i < NV; i++)
+        z += exp((double)sorted[i] - sorted[0]);
+    int keep = 0;
+    while (keep < NV && cum < 0.5 * z)
+        cum += exp((double)sorted[keep++] - sorted[0]);
+    assert_true(keep > 1000);
+    assert_true(abs(st.n_survivors - keep) <= 1); /* float vs double rounding at the edge */
     assert_true(st.p_post > 0);
+    /* a peaked distribution: few survivors */
+    for (int i = 0; i < 50; i++)
+        l[(i * 2999) % NV] = 25.0f - 0.1f * i;
+    p.top_p = 0.95f;
+    sampler_set_params(s, &p);
+    sampler_sample(s, l, &st);
+    assert_true(st.n_survivors < 200);
+    assert_true(st.logit >= 20.0f);
+    free(sorted);
     sampler_free(s);
     free(l);
 }
