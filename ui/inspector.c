@@ -66,15 +66,18 @@ void inspector_draw(ui_app *app, ui_rect r)
     if (y < r.y + r.h)
         draw_printf(y++, x, w, 0, "pos %d  id %d  '%s'", t->pos, t->id, esc);
     if (y < r.y + r.h)
-        draw_printf(y++, x, w, 0, "p raw %.2f%%  post %.2f%%  logit %.3f", t->p_raw * 100.0, t->p_post * 100.0,
+        draw_printf(y++, x, w, 0, "raw %.2f%%  post %.2f%%  logit %.3f", t->p_raw * 100.0, t->p_post * 100.0,
                     (double)t->logit);
     if (y < r.y + r.h)
         draw_printf(y++, x, w, 0, "entropy raw %.3f  post %.3f nats", (double)t->entropy_raw,
                     (double)t->entropy_post);
     if (y >= r.y + r.h)
         return;
-    /* columns: rank id token logit raw% post% bar */
-    int tok_w = w - (3 + 7 + 8 + 7 + 7);
+    /* columns: rank id token [logit] raw% post% [bar]; the token column gets
+     * at least 10 cells, the logit and the bar appear when there is room */
+    const int fixed = 3 + 7 + 7 + 7; /* "%2d " "%6d " token " %6.2f" " %6.2f" */
+    bool show_logit = w - fixed - 8 >= 10;
+    int tok_w = w - fixed - (show_logit ? 8 : 0);
     int bar_w = 0;
     if (tok_w > 24) {
         bar_w = tok_w - 16;
@@ -85,10 +88,14 @@ void inspector_draw(ui_app *app, ui_rect r)
     if (tok_w < 4)
         tok_w = 4;
     char hdr[256];
-    snprintf(hdr, sizeof hdr, "%2s %6s %-*s %7s %6s %6s", "#", "id", tok_w, "token", "logit", "raw%", "post%");
+    int hl = snprintf(hdr, sizeof hdr, "%2s %6s %-*s", "#", "id", tok_w, "token");
+    if (show_logit)
+        hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %7s", "logit");
+    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", "raw%", "post%");
     draw_str(y, x, w, hdr, theme_attr(THEME_HEADER));
+    int bar_x = x + 10 + tok_w + (show_logit ? 8 : 0) + 14 + 1;
     if (bar_w)
-        draw_str(y, x + (int)strlen(hdr) + 1, bar_w, "post", theme_attr(THEME_HEADER));
+        draw_str(y, bar_x, bar_w, "post", theme_attr(THEME_HEADER));
     y++;
     engine_token_candidate rows[SAMPLER_MAX_TOP];
     int n = t->n_top;
@@ -109,10 +116,12 @@ void inspector_draw(ui_app *app, ui_rect r)
         draw_printf(y, x, 10, attr, "%2d %6d", k + 1, cd->id);
         int used = draw_str(y, x + 10, tok_w, tokcol, attr);
         (void)used;
-        draw_printf(y, x + 10 + tok_w, w - 10 - tok_w, attr, " %7.3f %6.2f %6.2f", (double)cd->logit,
-                    cd->p_raw * 100.0, cd->p_post * 100.0);
+        int cx = x + 10 + tok_w;
+        if (show_logit)
+            cx += draw_printf(y, cx, x + w - cx, attr, " %7.3f", (double)cd->logit);
+        draw_printf(y, cx, x + w - cx, attr, " %6.2f %6.2f", cd->p_raw * 100.0, cd->p_post * 100.0);
         if (bar_w) {
-            int bx = x + 10 + tok_w + 23;
+            int bx = bar_x;
             int len = (int)lroundf(cd->p_post * (float)bar_w);
             char bar[128] = "";
             size_t bl = 0;
