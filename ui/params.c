@@ -195,8 +195,8 @@ void params_draw(ui_app *app, ui_rect r)
     draw_str(r.y, x, w, focus ? "Parameters  \xe2\x86\x91\xe2\x86\x93 pick  \xe2\x86\x90\xe2\x86\x92 adjust" : "Parameters",
              theme_attr(focus ? THEME_BORDER_FOCUS : THEME_HEADER));
     int name_w = 18;
-    if (w < 30)
-        name_w = w - 10 > 6 ? w - 10 : 6;
+    if (w < 28)
+        name_w = w - 7 > 4 ? w - 7 : 4; /* values need ~6 cells; names get the rest */
     for (int i = 0; i < PARAMS_N && 1 + i < r.h; i++) {
         int y = r.y + 1 + i;
         bool sel = focus && app->param_sel == i;
@@ -208,7 +208,7 @@ void params_draw(ui_app *app, ui_rect r)
         int attr = sel ? theme_attr(THEME_SELECTED) : 0;
         if (sel)
             draw_fill(y, x, w, attr);
-        draw_str(y, x, name_w, params_names[i], attr);
+        draw_str(y, x, name_w - 1, params_names[i], attr);
         draw_str(y, x + name_w, w - name_w, val, attr | A_BOLD);
         if (sel && w - name_w - (int)strlen(val) > 4)
             draw_str(y, x + name_w + (int)strlen(val) + 2, w - name_w - (int)strlen(val) - 2, pdefs[i].help,

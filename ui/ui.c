@@ -324,8 +324,12 @@ static void draw_overlay(ui_app *app)
     int ba = theme_attr(THEME_BORDER_FOCUS);
     draw_hline(y0, x0, w, ba);
     draw_hline(y0 + h - 1, x0, w, ba);
-    draw_vline(y0, x0, h, ba);
-    draw_vline(y0, x0 + w - 1, h, ba);
+    draw_vline(y0 + 1, x0, h - 2, ba);
+    draw_vline(y0 + 1, x0 + w - 1, h - 2, ba);
+    draw_str(y0, x0, 1, "\xe2\x94\x8c", ba);
+    draw_str(y0, x0 + w - 1, 1, "\xe2\x94\x90", ba);
+    draw_str(y0 + h - 1, x0, 1, "\xe2\x94\x94", ba);
+    draw_str(y0 + h - 1, x0 + w - 1, 1, "\xe2\x94\x98", ba);
     draw_printf(y0, x0 + 2, w - 4, theme_attr(THEME_HEADER), " %s ", app->overlay_title);
     for (int i = 0; i < body && app->overlay_scroll + i < (int)app->n_overlay; i++) {
         const char *l = app->overlay[app->overlay_scroll + i];
