@@ -56,7 +56,7 @@ static const int32_t seq[] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 392, 30
 
 /* Same logits from: all at once, batches of 3, one by one, and recomputing
  * the prefix for every position (the --no-kv-cache path). */
-static void check_paths_agree(const char *rel, int threads)
+static void check_paths_agree(const char *rel, int threads, float tol)
 {
     model *m = load(rel);
     const int32_t V = model_get_hparams(m)->n_vocab;
@@ -82,10 +82,15 @@ static void check_paths_agree(const char *rel, int threads)
     forward_free(f);
 
     const size_t n = (size_t)N_SEQ * V;
-    /* Row results do not depend on how tokens are grouped: bit-identical. */
-    assert_true(max_abs_diff(all, b3, n) == 0.0f);
-    assert_true(max_abs_diff(all, one, n) == 0.0f);
-    assert_true(max_abs_diff(all, nokv, n) == 0.0f);
+    /* Grouping changes nothing but float summation order: the reference
+     * itself sums F32/F16 matmuls differently for batches (tinyBLAS) and
+     * single tokens (vec_dot), and we follow it; quantized-only models are
+     * bit-identical (tol 0). */
+    const float d3 = max_abs_diff(all, b3, n), d1 = max_abs_diff(all, one, n), dn = max_abs_diff(all, nokv, n);
+    print_message("%s: |all-batch3| %g |all-one| %g |all-nokv| %g\n", rel, d3, d1, dn);
+    assert_true(d3 <= tol);
+    assert_true(d1 <= tol);
+    assert_true(dn <= tol);
     /* and not trivially: logits differ between positions */
     assert_true(max_abs_diff(all, all + V, (size_t)V) > 0.1f);
     free(all);
@@ -98,19 +103,19 @@ static void check_paths_agree(const char *rel, int threads)
 static void test_paths_agree_f32(void **s)
 {
     (void)s;
-    check_paths_agree("models/stories260K.gguf", 1);
+    check_paths_agree("models/stories260K.gguf", 1, 0.05f);
 }
 
 static void test_paths_agree_q4_0_threads(void **s)
 {
     (void)s;
-    check_paths_agree("models/stories260K-q4_0.gguf", 2);
+    check_paths_agree("models/stories260K-q4_0.gguf", 2, 0.0f);
 }
 
 static void test_paths_agree_gqa_q8_0(void **s)
 {
     (void)s;
-    check_paths_agree("models/tiny-spm-q8_0.gguf", 2);
+    check_paths_agree("models/tiny-spm-q8_0.gguf", 2, 0.0f);
 }
 
 /* The caller owns positions: the same token at another position gives other
@@ -124,7 +129,9 @@ static void test_explicit_positions(void **s)
     float *c = malloc((size_t)V * sizeof(float));
     char err[256];
     forward_ctx *f = build(m, 32, 0, 1);
-    assert_int_equal(forward_eval(f, seq, 4, 0, a, false, err, sizeof err), 0);
+    /* always the same shape (batch of 3, then one token): same float order */
+    assert_int_equal(forward_eval(f, seq, 3, 0, a, false, err, sizeof err), 0);
+    assert_int_equal(forward_eval(f, seq + 3, 1, 3, a, false, err, sizeof err), 0);
     /* token 378 at position 3 (a) vs the same prefix shifted: 378 at position 5 */
     const int32_t shifted[] = {1, 403, 407, 403, 407, 378};
     assert_int_equal(forward_eval(f, shifted, 6, 0, b, false, err, sizeof err), 0);
