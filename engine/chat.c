@@ -37,7 +37,7 @@ char *chat_render_jinja_vars(const char *tmpl, const cJSON *messages, const cJSO
     /* transformers passes these explicitly (None when not given) */
     cJSON_AddNullToObject(vars, "tools");
     cJSON_AddNullToObject(vars, "documents");
-    if (cJSON_IsObject(extra))
+    if (extra && cJSON_IsObject(extra))
         for (const cJSON *c = extra->child; c; c = c->next) {
             if (!c->string || !strcmp(c->string, "messages"))
                 continue;

@@ -8,15 +8,15 @@
 
 _Noreturn void jx_fail(jctx *x, enum jinja_err kind, const char *fmt, ...)
 {
-    int k = 0;
-    if (kind != JINJA_ERR_RAISE && x->cur_line > 0)
-        k = snprintf(x->err, x->errlen, "%d:%d: ", x->cur_line, x->cur_col);
-    if (k < 0 || (size_t)k >= x->errlen)
-        k = 0;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->err + k, x->errlen - k, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (kind != JINJA_ERR_RAISE && x->cur_line > 0)
+        snprintf(x->err, x->errlen, "%d:%d: %s", x->cur_line, x->cur_col, msg);
+    else
+        snprintf(x->err, x->errlen, "%s", msg);
     x->kind = kind;
     longjmp(x->jmp, 1);
 }
@@ -34,12 +34,17 @@ static _Noreturn void undefined_error(jctx *x, jv v)
     jx_fail(x, JINJA_ERR_RUNTIME, "%s", v.u.undef_hint ? v.u.undef_hint : "value is undefined");
 }
 
-static const char *fmt_hint(jctx *x, const char *fmt, const char *a, const char *b)
+/* Arena copy of a message about an undefined value, built when the value is
+ * made (the message is only printed if the value is later misused). */
+static const char *fmt_hint(jctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *fmt_hint(jctx *x, const char *fmt, ...)
 {
-    size_t n = strlen(fmt) + strlen(a) + (b ? strlen(b) : 0) + 1;
-    char *s = jarena_alloc(&x->arena, n);
-    snprintf(s, n, fmt, a, b ? b : "");
-    return s;
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    return jarena_strndup(&x->arena, tmp, strlen(tmp));
 }
 
 /* ---- scopes ---- */
@@ -62,7 +67,7 @@ static jv lookup(jctx *x, jframe *f, const char *name)
     jv g;
     if (jx_global(name, &g))
         return g;
-    return jv_undef(fmt_hint(x, "'%s' is undefined", name, NULL));
+    return jv_undef(fmt_hint(x, "'%s' is undefined", name));
 }
 
 static void assign(jctx *x, jframe *f, const char *name, jv v) { jdict_set_str(x, f->vars, name, v); }
@@ -240,7 +245,7 @@ jv jx_getitem(jctx *x, jv obj, jv key)
     default:
         break;
     }
-    return jv_undef(fmt_hint(x, "'%s' has no such item%s", obj_desc(obj), NULL));
+    return jv_undef(fmt_hint(x, "'%s' has no such item", obj_desc(obj)));
 }
 
 /* Python slice index normalization. */
@@ -527,7 +532,7 @@ static jv call_macro(jctx *x, jmacro *m, jv *args, int nargs, const char **kwn, 
                 jv dv = eval(x, def->kwargs[i], f); /* defaults see earlier parameters */
                 assign(x, f, def->targets[i], dv);
             } else
-                assign(x, f, def->targets[i], jv_undef(fmt_hint(x, "parameter '%s' was not provided", def->targets[i], NULL)));
+                assign(x, f, def->targets[i], jv_undef(fmt_hint(x, "parameter '%s' was not provided", def->targets[i])));
         }
     assign(x, f, "varargs", varargs);
     assign(x, f, "kwargs", kwargs);

@@ -927,10 +927,10 @@ bool jx_test(jctx *x, const char *name, jv v, jv *args, int nargs)
         return (name[0] == 'o') == ((i % 2) != 0);
     }
     if (!strcmp(name, "divisibleby")) {
-        int64_t d = want_int(x, a0, "divisibleby argument");
+        int64_t d = want_int(x, a0, "divisibleby argument"), val = want_int(x, v, "value");
         if (d == 0)
             jx_fail(x, JINJA_ERR_RUNTIME, "integer division or modulo by zero");
-        return want_int(x, v, "value") % d == 0;
+        return d == -1 || (d != 0 && val % d == 0); /* INT64_MIN % -1 traps */
     }
     if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "=="))
         return jv_equal(v, a0);

@@ -33,17 +33,17 @@ static void pos_of(const lexer *L, size_t at, int *line, int *col)
     *col = c;
 }
 
+static int lex_fail(lexer *L, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int lex_fail(lexer *L, size_t at, const char *fmt, ...)
 {
-    int line, col;
-    pos_of(L, at, &line, &col);
-    int k = snprintf(L->err, L->errlen, "%d:%d: ", line, col);
-    if (k < 0 || (size_t)k >= L->errlen)
-        k = 0;
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(L->err + k, L->errlen - k, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    int line, col;
+    pos_of(L, at, &line, &col);
+    snprintf(L->err, L->errlen, "%d:%d: %s", line, col, msg);
     L->failed = 1;
     return -1;
 }
@@ -173,7 +173,7 @@ static int lex_tag(lexer *L, char endc, int endtype, int *sign)
         const char *c = L->s + p;
         if (depth == 0) {
             if ((c[0] == '-' || c[0] == '+') && p + 2 < L->n && c[1] == endc && c[2] == '}') {
-                *sign = c[0];
+                *sign = (unsigned char)c[0];
                 if (!push(L, endtype, p))
                     return lex_fail(L, p, "out of memory");
                 L->pos = p + 3;
@@ -306,7 +306,7 @@ static bool match_word_tag(const lexer *L, size_t p, const char *word, size_t *e
     p += 2;
     *beginsign = 0;
     if (p < L->n && (L->s[p] == '-' || L->s[p] == '+'))
-        *beginsign = L->s[p++];
+        *beginsign = (unsigned char)L->s[p++];
     p = skip_ws(L, p);
     size_t wl = strlen(word);
     if (p + wl > L->n || memcmp(L->s + p, word, wl) != 0)
@@ -317,7 +317,7 @@ static bool match_word_tag(const lexer *L, size_t p, const char *word, size_t *e
     p = skip_ws(L, p);
     *endsign = 0;
     if (p < L->n && (L->s[p] == '-' || L->s[p] == '+'))
-        *endsign = L->s[p++];
+        *endsign = (unsigned char)L->s[p++];
     if (p + 2 > L->n || L->s[p] != '%' || L->s[p + 1] != '}')
         return false;
     *end = p + 2;
@@ -337,7 +337,7 @@ int jinja_lex(const char *src, jarena *a, jtoks *out, char *err, size_t errlen)
         int kind = 0;
         for (; t + 1 < L.n; t++) {
             if (L.s[t] == '{' && (L.s[t + 1] == '{' || L.s[t + 1] == '%' || L.s[t + 1] == '#')) {
-                kind = L.s[t + 1];
+                kind = (unsigned char)L.s[t + 1];
                 break;
             }
         }
@@ -349,7 +349,7 @@ int jinja_lex(const char *src, jarena *a, jtoks *out, char *err, size_t errlen)
         size_t p = t + 2;
         int sign = 0;
         if (p < L.n && (L.s[p] == '-' || L.s[p] == '+')) {
-            sign = L.s[p];
+            sign = (unsigned char)L.s[p];
             p++;
         }
         /* whitespace control on the data before the tag */
@@ -406,7 +406,7 @@ int jinja_lex(const char *src, jarena *a, jtoks *out, char *err, size_t errlen)
                 q++;
             if (q + 1 >= L.n)
                 return lex_fail(&L, t, "unclosed comment");
-            int esign = (q > p && (L.s[q - 1] == '-' || L.s[q - 1] == '+')) ? L.s[q - 1] : 0;
+            int esign = (q > p && (L.s[q - 1] == '-' || L.s[q - 1] == '+')) ? (unsigned char)L.s[q - 1] : 0;
             pos = after_block_end(&L, q + 2, esign);
             continue;
         }

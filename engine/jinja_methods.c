@@ -138,9 +138,11 @@ static jv str_format(jctx *x, const jstr *s, jv *args, int nargs, const char **k
             if (!e)
                 jx_fail(x, JINJA_ERR_RUNTIME, "format: single '{' encountered in format string");
             char field[128];
-            size_t fl = (size_t)(e - (s->p + i + 1));
+            size_t fl = e ? (size_t)(e - (s->p + i + 1)) : 0;
             if (fl >= sizeof field || memchr(s->p + i + 1, ':', fl) || memchr(s->p + i + 1, '!', fl))
                 jx_fail(x, JINJA_ERR_RUNTIME, "format: unsupported replacement field");
+            if (fl >= sizeof field)
+                fl = sizeof field - 1;
             memcpy(field, s->p + i + 1, fl);
             field[fl] = 0;
             jv v;
@@ -512,7 +514,7 @@ jv jx_call_builtin(jctx *x, jv fn, jv *args, int nargs, const char **kwn, jv *kw
         if (!nargs)
             jx_fail(x, JINJA_ERR_RUNTIME, "no items for cycling given");
         int64_t i = (int64_t)(intptr_t)fn.bound;
-        return args[i % nargs];
+        return nargs ? args[i % nargs] : jv_none();
     }
     default:
         jx_fail(x, JINJA_ERR_RUNTIME, "unknown function");

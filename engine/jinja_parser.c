@@ -18,15 +18,15 @@ typedef struct parser {
     int depth;
 } parser;
 
+static _Noreturn void pfail(parser *P, const jtok *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static _Noreturn void pfail(parser *P, const jtok *at, const char *fmt, ...)
 {
-    int k = snprintf(P->err, P->errlen, "%d:%d: ", at->line, at->col);
-    if (k < 0 || (size_t)k >= P->errlen)
-        k = 0;
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(P->err + k, P->errlen - k, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    snprintf(P->err, P->errlen, "%d:%d: %s", at->line, at->col, msg);
     longjmp(P->jmp, 1);
 }
 
@@ -101,9 +101,9 @@ static void nv_push(parser *P, nodevec *v, jnode *n)
 {
     if (v->n == v->cap) {
         int cap = v->cap ? v->cap * 2 : 4;
-        jnode **nv = palloc(P, cap * sizeof *nv);
+        jnode **nv = palloc(P, (size_t)cap * sizeof(jnode *));
         if (v->n)
-            memcpy(nv, v->v, v->n * sizeof *nv);
+            memcpy(nv, v->v, (size_t)v->n * sizeof(jnode *));
         v->v = nv;
         v->cap = cap;
     }
@@ -434,7 +434,7 @@ static jnode *parse_unary(parser *P, bool with_filter)
     if (is_op(t, "-") || is_op(t, "+")) {
         adv(P);
         n = mk(P, JE_UNARY, t);
-        n->op = t->s[0];
+        n->op = (unsigned char)t->s[0];
         n->a = parse_unary(P, false);
     } else
         n = parse_primary(P);

@@ -402,7 +402,7 @@ void jv_fmt_float(double f, char *buf, size_t n)
             for (int i = 1; i < nd; i++)
                 out[o++] = digits[i];
         }
-        o += snprintf(out + o, sizeof out - o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+        snprintf(out + o, sizeof out - o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
     }
     snprintf(buf, n, "%s", out);
 }

@@ -70,10 +70,10 @@ static void show_diff(const char *want, const char *got)
     size_t from = i > 40 ? i - 40 : 0;
     printf("#   first difference at byte %zu\n", i);
     printf("#   want: ");
-    for (size_t k = from; want[k] && k < i + 60; k++)
+    for (size_t k = from; k < i + 60 && want[k]; k++)
         putchar(want[k] == '\n' ? '|' : want[k]);
     printf("\n#   got:  ");
-    for (size_t k = from; got[k] && k < i + 60; k++)
+    for (size_t k = from; k < i + 60 && got[k]; k++)
         putchar(got[k] == '\n' ? '|' : got[k]);
     printf("\n");
 }
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         } else if (!r) {
             printf("not ok - %s\n#   error: %s\n", name, err);
             fails++;
-        } else if (!cJSON_IsString(out) || strcmp(r, out->valuestring)) {
+        } else if (!cJSON_IsString(out) || strcmp(r, out->valuestring) != 0) {
             printf("not ok - %s\n", name);
             if (cJSON_IsString(out))
                 show_diff(out->valuestring, r);
