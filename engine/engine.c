@@ -1,9 +1,10 @@
 /* Engine thread: owns the model, forward context, position counter and
  * sampler; the UI talks to it through two queues. This file holds the public
  * API, the command loop and model loading; engine_gen.c runs a turn. */
+#include <stdarg.h>
+
 #include "engine_internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +55,10 @@ void engine_post_error(engine *e, const char *fmt, ...)
     ev.conv_id = e->conv_id;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ev.message, sizeof ev.message, fmt, ap);
+    int w = vsnprintf(ev.message, sizeof ev.message, fmt, ap);
     va_end(ap);
+    if (w < 0)
+        snprintf(ev.message, sizeof ev.message, "engine error");
     engine_post(e, &ev);
 }
 

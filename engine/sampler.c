@@ -793,7 +793,6 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
         if (p->xtc_probability > 0.0f && n > 1) {
             if (!sorted)
                 qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
-            sorted = true;
             n = apply_xtc(s, c, n);
         }
 

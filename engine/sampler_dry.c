@@ -41,7 +41,8 @@ void sampler_free_dry(sampler *s)
 static bool install(sampler *s, brk_entry *e, int32_t n)
 {
     const int32_t nv = s->n_vocab;
-    qsort(e, (size_t)n, sizeof *e, brk_cmp);
+    if (n > 0)
+        qsort(e, (size_t)n, sizeof *e, brk_cmp);
     int32_t *start = calloc((size_t)nv + 1, sizeof *start);
     int32_t *tail = malloc(((size_t)n + 1) * DRY_MAX_TAIL * sizeof *tail);
     int32_t *len = malloc(((size_t)n + 1) * sizeof *len);
@@ -53,7 +54,7 @@ static bool install(sampler *s, brk_entry *e, int32_t n)
         free(single);
         return false;
     }
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; e && i < n; i++) {
         start[e[i].head + 1]++;
         memcpy(tail + (size_t)i * DRY_MAX_TAIL, e[i].tail, sizeof e[i].tail);
         len[i] = e[i].len;
@@ -85,7 +86,7 @@ static void brk_add(brk_list *l, int32_t head, const int32_t *tail, int32_t len)
     if (len > DRY_MAX_TAIL)
         len = DRY_MAX_TAIL;
     for (int32_t i = l->n - 1; i >= 0 && l->e[i].head == head; i--)
-        if (l->e[i].len == len && !memcmp(l->e[i].tail, tail, (size_t)len * sizeof *tail))
+        if (l->e[i].len == len && (len == 0 || !memcmp(l->e[i].tail, tail, (size_t)len * sizeof *tail)))
             return;
     if (l->n == l->cap) {
         int32_t cap = l->cap ? 2 * l->cap : 64;
