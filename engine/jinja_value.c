@@ -224,8 +224,15 @@ static bool is_num(jv v) { return v.t == JV_INT || v.t == JV_FLOAT || v.t == JV_
 static double num_f(jv v) { return v.t == JV_FLOAT ? v.u.f : v.t == JV_INT ? (double)v.u.i : (double)v.u.b; }
 static int64_t num_i(jv v) { return v.t == JV_INT ? v.u.i : v.t == JV_BOOL ? (int64_t)v.u.b : 0; }
 
-bool jv_equal(jv a, jv b)
+#define MAX_NEST 1000 /* nesting of lists/dicts walked recursively (stack safety) */
+
+static bool eq_rec(jv a, jv b, int depth);
+bool jv_equal(jv a, jv b) { return eq_rec(a, b, 0); }
+
+static bool eq_rec(jv a, jv b, int depth)
 {
+    if (depth > MAX_NEST)
+        return false;
     if (is_num(a) && is_num(b)) {
         if (a.t == JV_FLOAT || b.t == JV_FLOAT)
             return num_f(a) == num_f(b);
@@ -243,7 +250,7 @@ bool jv_equal(jv a, jv b)
         if (a.u.l->n != b.u.l->n)
             return false;
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (!jv_equal(a.u.l->v[i], b.u.l->v[i]))
+            if (!eq_rec(a.u.l->v[i], b.u.l->v[i], depth + 1))
                 return false;
         return true;
     case JV_DICT:
@@ -251,7 +258,7 @@ bool jv_equal(jv a, jv b)
             return false;
         for (size_t i = 0; i < a.u.d->n; i++) {
             jv *o = jdict_find_v(b.u.d, a.u.d->k[i]);
-            if (!o || !jv_equal(a.u.d->v[i], *o))
+            if (!o || !eq_rec(a.u.d->v[i], *o, depth + 1))
                 return false;
         }
         return true;
@@ -265,8 +272,13 @@ bool jv_equal(jv a, jv b)
     return false;
 }
 
-int jv_compare(jctx *x, jv a, jv b)
+static int cmp_rec(jctx *x, jv a, jv b, int depth);
+int jv_compare(jctx *x, jv a, jv b) { return cmp_rec(x, a, b, 0); }
+
+static int cmp_rec(jctx *x, jv a, jv b, int depth)
 {
+    if (depth > MAX_NEST)
+        jx_fail(x, JINJA_ERR_LIMIT, "comparison nested too deeply");
     if (is_num(a) && is_num(b)) {
         if (a.t == JV_FLOAT || b.t == JV_FLOAT) {
             double fa = num_f(a), fb = num_f(b);
@@ -287,7 +299,7 @@ int jv_compare(jctx *x, jv a, jv b)
         for (size_t i = 0; i < n; i++) {
             if (jv_equal(a.u.l->v[i], b.u.l->v[i]))
                 continue;
-            return jv_compare(x, a.u.l->v[i], b.u.l->v[i]);
+            return cmp_rec(x, a.u.l->v[i], b.u.l->v[i], depth + 1);
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
@@ -435,9 +447,11 @@ static void repr_str(jctx *x, jbuf *b, const jstr *s)
     jbuf_put(x, b, &q, 1);
 }
 
-static void str_into(jctx *x, jbuf *b, jv v, bool repr)
+static void str_into(jctx *x, jbuf *b, jv v, bool repr, int depth)
 {
     char tmp[64];
+    if (depth > MAX_NEST)
+        jx_fail(x, JINJA_ERR_LIMIT, "object nested too deeply to print");
     switch (v.t) {
     case JV_UNDEF:
         if (repr)
@@ -468,7 +482,7 @@ static void str_into(jctx *x, jbuf *b, jv v, bool repr)
         for (size_t i = 0; i < v.u.l->n; i++) {
             if (i)
                 jbuf_puts(x, b, ", ");
-            str_into(x, b, v.u.l->v[i], true);
+            str_into(x, b, v.u.l->v[i], true, depth + 1);
         }
         if (v.u.l->tuple && v.u.l->n == 1)
             jbuf_puts(x, b, ",");
@@ -479,9 +493,9 @@ static void str_into(jctx *x, jbuf *b, jv v, bool repr)
         for (size_t i = 0; i < v.u.d->n; i++) {
             if (i)
                 jbuf_puts(x, b, ", ");
-            str_into(x, b, v.u.d->k[i], true);
+            str_into(x, b, v.u.d->k[i], true, depth + 1);
             jbuf_puts(x, b, ": ");
-            str_into(x, b, v.u.d->v[i], true);
+            str_into(x, b, v.u.d->v[i], true, depth + 1);
         }
         jbuf_puts(x, b, "}");
         return;
@@ -502,14 +516,14 @@ jstr *jv_to_str(jctx *x, jv v)
     if (v.t == JV_STR)
         return v.u.s;
     jbuf b = {0};
-    str_into(x, &b, v, false);
+    str_into(x, &b, v, false, 0);
     jstr *s = jarena_alloc(&x->arena, sizeof *s);
     s->p = b.p ? b.p : jarena_strndup(&x->arena, "", 0);
     s->len = b.len;
     return s;
 }
 
-void jv_repr(jctx *x, jbuf *b, jv v) { str_into(x, b, v, true); }
+void jv_repr(jctx *x, jbuf *b, jv v) { str_into(x, b, v, true, 0); }
 
 /* ---- JSON like Python's json.dumps ---- */
 typedef struct json_opts {

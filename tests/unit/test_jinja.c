@@ -252,6 +252,14 @@ static void test_limits(void **state)
                JINJA_ERR_LIMIT, "");
     EXPECT_ERR("{{ 'a' * 10000000000 }}", JINJA_ERR_LIMIT, "too large");
     EXPECT_ERR("{{ range(100000000000) | length }}", JINJA_ERR_LIMIT, "range");
+    /* deeply nested values: printing and comparing stop at a depth limit instead of overflowing the stack */
+    EXPECT_ERR("{% set ns = namespace(x=1) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+               JINJA_ERR_LIMIT, "nested too deeply");
+    EXPECT_ERR("{% set ns = namespace(x=1) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+               "{{ [ns.x] < [ns.x] }}",
+               JINJA_ERR_LIMIT, "nested too deeply");
+    EXPECT("{% set ns = namespace(x=1) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x == 1 }}",
+           "False");
     char *deep = malloc(20000);
     strcpy(deep, "{{ ");
     for (int i = 0; i < 5000; i++)
