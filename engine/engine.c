@@ -1,8 +1,6 @@
 /* Engine thread: owns the model, forward context, position counter and
  * sampler; the UI talks to it through two queues. This file holds the public
  * API, the command loop and model loading; engine_gen.c runs a turn. */
-#include <stdarg.h>
-
 #include "engine_internal.h"
 
 #include <stdio.h>
@@ -47,18 +45,15 @@ void engine_post(engine *e, engine_event *ev)
         fprintf(stderr, "tokscope: engine event queue out of memory\n");
 }
 
-void engine_post_error(engine *e, const char *fmt, ...)
+void engine_post_message(engine *e, enum engine_event_type type, const char *msg)
 {
     engine_event ev;
     memset(&ev, 0, sizeof ev);
-    ev.type = ENGINE_EV_ERROR;
+    ev.type = type;
     ev.conv_id = e->conv_id;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(ev.message, sizeof ev.message, fmt, ap);
-    va_end(ap);
-    if (w < 0)
-        snprintf(ev.message, sizeof ev.message, "engine error");
+    size_t l = strnlen(msg, sizeof ev.message - 1);
+    memcpy(ev.message, msg, l);
+    ev.message[l] = 0;
     engine_post(e, &ev);
 }
 

@@ -5,6 +5,7 @@
 #define TOKSCOPE_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdio.h>
 
 #include "engine.h"
 #include "forward.h"
@@ -45,7 +46,15 @@ struct engine {
 };
 
 void engine_post(engine *e, engine_event *ev);
-void engine_post_error(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void engine_post_message(engine *e, enum engine_event_type type, const char *msg);
+/* An ERROR event with a printf-style message (cut at ENGINE_MSG_MAX). */
+#define engine_post_error(e, ...)                                                                              \
+    do {                                                                                                       \
+        char m_[ENGINE_MSG_MAX];                                                                               \
+        if (snprintf(m_, sizeof m_, __VA_ARGS__) < 0)                                                          \
+            m_[0] = 0;                                                                                         \
+        engine_post_message((e), ENGINE_EV_ERROR, m_);                                                         \
+    } while (0)
 /* Handles the commands that may arrive between tokens; the others (SUBMIT,
  * LOAD, RESET) stop the current turn and are deferred until after it. */
 void engine_drain(engine *e);
