@@ -27,7 +27,7 @@ static int32_t *int_array(const cJSON *a, int32_t *n)
     if (!cJSON_IsArray(a))
         return NULL;
     int32_t len = cJSON_GetArraySize(a);
-    int32_t *out = malloc(((size_t)len + 1) * sizeof *out);
+    int32_t *out = calloc((size_t)len + 1, sizeof *out);
     if (!out)
         return NULL;
     int32_t i = 0;
@@ -179,14 +179,18 @@ int32_t *golden_sequence(const golden *g, int32_t *n)
 
 double golden_lse(const float *logits, int32_t n)
 {
+    if (n <= 0)
+        return -INFINITY;
     float mx = -INFINITY;
     for (int32_t i = 0; i < n; i++)
         if (logits[i] > mx)
             mx = logits[i];
+    if (!(mx > -INFINITY))
+        return mx; /* all -inf (or NaN): no mass to sum */
     double s = 0;
     for (int32_t i = 0; i < n; i++)
         s += exp((double)logits[i] - mx);
-    return mx + log(s);
+    return s > 0 ? mx + log(s) : mx; /* s >= 1 here: the max term is exp(0) */
 }
 
 int32_t golden_argmax(const float *logits, int32_t n)

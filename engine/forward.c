@@ -85,8 +85,8 @@ struct forward_ctx {
     forward_params p;
     int64_t kv_dim;
     size_t kv_elt;     /* bytes per cached element */
-    uint8_t **k_cache; /* [n_layer] -> n_ctx rows of kv_dim */
-    uint8_t **v_cache;
+    void **k_cache; /* [n_layer] -> n_ctx rows of kv_dim, F16 or F32 */
+    void **v_cache;
     /* activations, n_batch rows each */
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
     uint8_t *act[3]; /* quantized activation rows, one buffer per distinct dot type in a job */

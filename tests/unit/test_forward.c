@@ -22,8 +22,10 @@ static model *load(const char *rel)
     const char *path = TESTDATA_REQUIRE(rel);
     char err[512];
     model *m = model_load_weights_only(path, err, sizeof err);
-    if (!m)
+    if (!m) {
         fail_msg("%s", err);
+        abort(); /* not reached: fail_msg leaves the test */
+    }
     return m;
 }
 
@@ -35,8 +37,10 @@ static forward_ctx *build(const model *m, uint32_t n_ctx, uint32_t n_batch, int 
     p.n_threads = threads;
     char err[512];
     forward_ctx *f = forward_build(m, &p, err, sizeof err);
-    if (!f)
+    if (!f) {
         fail_msg("%s", err);
+        abort();
+    }
     return f;
 }
 
@@ -190,8 +194,10 @@ static void test_full_logits_stories(void **s)
     model *m = load("models/stories260K.gguf");
     char err[512];
     golden *g = golden_load(gpath, err, sizeof err);
-    if (!g)
+    if (!g) {
         fail_msg("%s", err);
+        abort();
+    }
     int32_t n = 0;
     int32_t *toks = golden_sequence(g, &n);
     const int32_t V = model_get_hparams(m)->n_vocab;
