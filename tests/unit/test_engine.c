@@ -566,6 +566,42 @@ static void test_template_model(void **state)
     engine_shutdown(e);
 }
 
+/* A submit during a turn ends it (STOPPED) and then runs; n_predict set
+ * mid-turn ends the turn at that length. */
+static void test_submit_during_turn(void **state)
+{
+    (void)state;
+    engine_params p = base_params(TESTDATA_REQUIRE(STORIES));
+    p.step_mode = true;
+    engine *e = start_loaded(&p, NULL);
+    chat_message m1 = {"user", "Once upon a time"}, m2 = {"user", "Lily had a dog."};
+    engine_submit(e, 1, &m1, 1);
+    engine_event ev;
+    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    assert_int_equal(ev.conv_id, 1);
+    engine_submit(e, 2, &m2, 1);
+    wait_for(e, ENGINE_EV_DONE, &ev);
+    assert_int_equal(ev.conv_id, 1);
+    assert_int_equal(ev.reason, ENGINE_DONE_STOPPED);
+    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    assert_int_equal(ev.conv_id, 2);
+    /* n_predict 3 from now on: this turn has 1 token, so two more */
+    sampler_params sp = p.sampling;
+    sp.n_predict = 3;
+    engine_set_params(e, &sp);
+    engine_step(e);
+    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    engine_step(e);
+    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    engine_step(e);
+    next_event(e, &ev);
+    assert_int_equal(ev.type, ENGINE_EV_DONE);
+    assert_int_equal(ev.reason, ENGINE_DONE_LENGTH);
+    assert_int_equal(ev.n_gen, 3);
+    assert_int_equal(ev.conv_id, 2);
+    engine_shutdown(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -582,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_stop_string),
         cmocka_unit_test(test_template_model),
         cmocka_unit_test(test_force_template),
+        cmocka_unit_test(test_submit_during_turn),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
