@@ -297,10 +297,12 @@ static inline void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
     }
 }
 
-/* Repacked Q4_K (ggml_gemv/gemm_q4_K_8x8_q8_K): per super-block the exact
- * integer sums of scale * (q . a) and of min * bsum, each FMA-accumulated
- * with d_w * d_a (dmin_w * d_a); the result is acc - acc_min. */
-static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb)
+/* Repacked Q4_K (ggml_gemv/gemm_q4_K_8x8_q8_K): exact integer sums of
+ * scale * (q . a) and of min * bsum, FMA-accumulated with d_w * d_a
+ * (dmin_w * d_a); the result is acc - acc_min. The single-row kernel (gemv)
+ * converts once per super-block, the batched one (gemm, activation rows in
+ * groups of 4) once per 64-element pair of sub-blocks. */
+static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb, bool gemm)
 {
     float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
@@ -329,9 +331,18 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb)
 #endif
             const int32_t b0 = y[b].bsums[4 * j] + y[b].bsums[4 * j + 1];
             const int32_t b1 = y[b].bsums[4 * j + 2] + y[b].bsums[4 * j + 3];
+            if (gemm) {
+                /* the batched kernel converts and FMAs each 64-element pair */
+                const float da = y[b].d;
+                acc = fmaf((float)(sc0 * s0 + sc1 * s1), rp_h2f(x[b].d) * da, acc);
+                acc_min = fmaf((float)(m0 * b0 + m1 * b1), rp_h2f(x[b].dmin) * da, acc_min);
+                continue;
+            }
             isum += sc0 * s0 + sc1 * s1;
             imin += m0 * b0 + m1 * b1;
         }
+        if (gemm)
+            continue;
         const float da = y[b].d;
         acc = fmaf((float)isum, rp_h2f(x[b].d) * da, acc);
         acc_min = fmaf((float)imin, rp_h2f(x[b].dmin) * da, acc_min);
@@ -422,8 +433,10 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
         for (int t = 0; t < n_tok; t++) {
             const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)t * act_stride);
+            /* rows in complete groups of 4 go through the gemm kernel */
+            const bool gemm = t < n_tok - n_tok % 4;
             out[(int64_t)t * out_stride + r] =
-                q4 ? q4_K_repacked_dot((const rp_q4_K *)wr, y, nb) : q6_K_dot((const rp_q6_K *)wr, y, nb);
+                q4 ? q4_K_repacked_dot((const rp_q4_K *)wr, y, nb, gemm) : q6_K_dot((const rp_q6_K *)wr, y, nb);
         }
     }
 }
