@@ -20,6 +20,7 @@ static void set(enum tensor_type t, quant_dequantize_fn dq, quant_quantize_fn q,
         .vec_dot_scalar = dot,
         .matvec = NULL,
         .dot4 = NULL,
+        .dot4x4 = NULL,
     };
 }
 

@@ -29,7 +29,16 @@ void tensor_matmul(enum tensor_type type, int64_t n, const void *w, int64_t rows
                 const void *a4[4];
                 for (int j = 0; j < 4; j++)
                     a4[j] = (const char *)act + (size_t)(c + j) * act_stride;
-                for (int64_t r = 0; r < nr; r++) {
+                int64_t r = 0;
+                if (k->dot4x4)
+                    for (; r + 4 <= nr; r += 4) {
+                        float o[4][4];
+                        k->dot4x4(n, wt + (size_t)r * rs, rs, a4, o);
+                        for (int j = 0; j < 4; j++)
+                            for (int q = 0; q < 4; q++)
+                                out[(c + j) * out_stride + r0 + r + q] = o[j][q];
+                    }
+                for (; r < nr; r++) {
                     float o[4];
                     k->dot4(n, wt + (size_t)r * rs, a4, o);
                     for (int j = 0; j < 4; j++)

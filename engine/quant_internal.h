@@ -201,6 +201,10 @@ typedef void (*quant_matvec_fn)(int64_t n, const void *w, size_t row_size, int64
  * exactly vec_dot's arithmetic; the row is decoded once for all four. */
 typedef void (*quant_dot4_fn)(int64_t n, const void *w, const void *const act[4], float out[4]);
 
+/* 4 weight rows (row_size bytes apart) x 4 activations: out[c][r], each with
+ * exactly vec_dot's arithmetic. */
+typedef void (*quant_dot4x4_fn)(int64_t n, const void *w, size_t row_size, const void *const act[4], float out[4][4]);
+
 struct quant_kernels {
     quant_dequantize_fn dequantize;
     quant_quantize_fn quantize;        /* fastest available */
@@ -209,6 +213,7 @@ struct quant_kernels {
     quant_vec_dot_fn vec_dot_scalar;   /* portable reference */
     quant_matvec_fn matvec;            /* NULL: loop over vec_dot */
     quant_dot4_fn dot4;                /* NULL: 4 vec_dot calls */
+    quant_dot4x4_fn dot4x4;            /* NULL: dot4 per row */
 };
 
 /* NULL for types without kernels. */

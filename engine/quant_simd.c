@@ -699,6 +699,63 @@ static void dot4_q4_0_avx2(int64_t n, const void *w, const void *const act[4], f
     out[3] = hsum_ps(a3);
 }
 
+/* 4 rows x 4 activations for Q8_0-activation blocks: weights enter the u8 x s8
+ * dot as unsigned bytes (q8: x ^ 0x80 = x + 128, q4: the raw nibble) and the
+ * offset returns through per-lane activation sums computed once per block,
+ * so each of the 16 pairs costs one dot, one convert, one multiply, one FMA.
+ * Lane integers and float steps are those of vec_dot. */
+static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
+                               int q4)
+{
+    const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
+    const int off_shift = q4 ? 3 : 7; /* offset 8 or 128 */
+    __m256 acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i yv[4], base[4];
+        __m256 dy[4];
+        for (int c = 0; c < 4; c++) {
+            yv[c] = _mm256_loadu_si256((const __m256i *)y[c][i].qs);
+            base[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift));
+            dy[c] = _mm256_set1_ps(fp16_to_f32(y[c][i].d));
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            __m256i u;
+            __m256 dx;
+            if (q4) {
+                const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
+                u = nibbles32(x->qs);
+                dx = _mm256_set1_ps(fp16_to_f32(x->d));
+            } else {
+                const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
+                u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+                dx = _mm256_set1_ps(fp16_to_f32(x->d));
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                __m256i p = dpbusd(base[c], u, yv[c]);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            out[c][r] = hsum_ps(acc[r][c]);
+}
+
+static void dot4x4_q8_0_avx2(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    mm4x4_q8act(n / QK8_0, w, rs, act, out, 0);
+}
+
+static void dot4x4_q4_0_avx2(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    mm4x4_q8act(n / QK4_0, w, rs, act, out, 1);
+}
+
 static void dot4_q4_K_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
 {
     const block_q4_K *x = w;
@@ -833,6 +890,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         k->vec_dot = dot_q8_0_avx2;
         k->matvec = matvec_q8_0_avx2;
         k->dot4 = dot4_q8_0_avx2;
+        k->dot4x4 = dot4x4_q8_0_avx2;
         k->quantize = quantize_q8_0_avx2;
         break;
     case TENSOR_TYPE_Q8_1:
@@ -845,6 +903,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         k->vec_dot = dot_q4_0_avx2;
         k->matvec = matvec_q4_0_avx2;
         k->dot4 = dot4_q4_0_avx2;
+        k->dot4x4 = dot4x4_q4_0_avx2;
         break;
     case TENSOR_TYPE_Q4_1:
         k->vec_dot = dot_q4_1_avx2;
