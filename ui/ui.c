@@ -276,8 +276,14 @@ static void handle_event(ui_app *app, const engine_event *ev)
         break;
     case ENGINE_EV_ERROR:
         ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "engine error");
-        if (app->state == UI_STATE_LOADING && !app->loaded)
+        if (app->state == UI_STATE_LOADING && !app->loaded) {
             app->state = UI_STATE_NO_MODEL;
+            /* too long for the status line, and the session is useless without it */
+            char text[ENGINE_MSG_MAX + 4096 + 128];
+            snprintf(text, sizeof text, "%s\n\n%s\n\nQuit with Ctrl-Q and start tokscope with another model.",
+                     app->model_path, ev->message);
+            ui_overlay_show(app, "Cannot load the model", text);
+        }
         if (ui_busy(app))
             finish_turn(app, ENGINE_DONE_ERROR);
         break;
