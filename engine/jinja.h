@@ -275,6 +275,7 @@ void jlist_push(jctx *x, jlist *l, jv v);
 jv *jdict_find(const jdict *d, const char *key, size_t keylen);
 jv *jdict_find_v(const jdict *d, jv key);
 void jdict_set(jctx *x, jdict *d, jv key, jv val);
+void jdict_append(jctx *x, jdict *d, jv key, jv val); /* caller knows the key is new */
 void jdict_set_str(jctx *x, jdict *d, const char *key, jv val);
 bool jv_truthy(jv v);
 bool jv_equal(jv a, jv b);

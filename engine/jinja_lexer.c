@@ -17,20 +17,29 @@ typedef struct lexer {
     char *err;
     size_t errlen;
     int failed;
+    size_t cur_pos; /* pos_of() cursor */
+    int cur_line, cur_col;
 } lexer;
 
-static void pos_of(const lexer *L, size_t at, int *line, int *col)
+/* Line and column of byte `at`, counted on from the previous query (tokens
+ * come in source order) so lexing stays linear in the template size. */
+static void pos_of(lexer *L, size_t at, int *line, int *col)
 {
-    int l = 1, c = 1;
-    for (size_t i = 0; i < at && i < L->n; i++) {
-        if (L->s[i] == '\n') {
-            l++;
-            c = 1;
-        } else
-            c++;
+    if (at < L->cur_pos) {
+        L->cur_pos = 0;
+        L->cur_line = 1;
+        L->cur_col = 1;
     }
-    *line = l;
-    *col = c;
+    for (size_t i = L->cur_pos; i < at && i < L->n; i++) {
+        if (L->s[i] == '\n') {
+            L->cur_line++;
+            L->cur_col = 1;
+        } else
+            L->cur_col++;
+    }
+    L->cur_pos = at;
+    *line = L->cur_line;
+    *col = L->cur_col;
 }
 
 static int lex_fail(lexer *L, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -85,8 +94,10 @@ static const char OPS1[] = "+-*/%~<>=()[]{},.:|";
 static int lex_string(lexer *L, size_t *p, jtok *t)
 {
     char q = L->s[*p];
-    size_t i = *p + 1;
-    char *buf = jarena_alloc(L->a, L->n - i + 1);
+    size_t i = *p + 1, e = i;
+    while (e < L->n && L->s[e] != q) /* find the end first: the buffer is sized to the literal */
+        e += (L->s[e] == '\\' && e + 1 < L->n) ? 2 : 1;
+    char *buf = jarena_alloc(L->a, e - i + 1);
     if (!buf)
         return lex_fail(L, *p, "out of memory");
     size_t o = 0;
@@ -326,7 +337,7 @@ static bool match_word_tag(const lexer *L, size_t p, const char *word, size_t *e
 
 int jinja_lex(const char *src, jarena *a, jtoks *out, char *err, size_t errlen)
 {
-    lexer L = {.s = src, .n = strlen(src), .a = a, .out = out, .err = err, .errlen = errlen};
+    lexer L = {.s = src, .n = strlen(src), .a = a, .out = out, .err = err, .errlen = errlen, .cur_line = 1, .cur_col = 1};
     /* keep_trailing_newline=False: one trailing newline of the source goes */
     if (L.n && L.s[L.n - 1] == '\n')
         L.n--;

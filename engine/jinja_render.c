@@ -96,8 +96,14 @@ jv jv_from_cjson(jctx *x, const cJSON *j)
     }
     if (cJSON_IsObject(j)) {
         jv d = jv_dict(x);
-        for (const cJSON *c = j->child; c; c = c->next)
-            jdict_set_str(x, d.u.d, c->string ? c->string : "", jv_from_cjson(x, c));
+        int n = 0;
+        for (const cJSON *c = j->child; c; c = c->next, n++) {
+            jv k = jv_str(x, c->string ? c->string : "");
+            if (n < 64)
+                jdict_set(x, d.u.d, k, jv_from_cjson(x, c)); /* duplicate keys: last wins, like json.loads */
+            else
+                jdict_append(x, d.u.d, k, jv_from_cjson(x, c)); /* big objects: stay linear */
+        }
         return d;
     }
     return jv_none();

@@ -175,6 +175,11 @@ void jdict_set(jctx *x, jdict *d, jv key, jv val)
         *p = val;
         return;
     }
+    jdict_append(x, d, key, val);
+}
+
+void jdict_append(jctx *x, jdict *d, jv key, jv val)
+{
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
         jv *nk = jarena_alloc(&x->arena, cap * sizeof(jv));
