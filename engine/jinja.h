@@ -173,6 +173,7 @@ enum jn_kind {
     JN_BREAK,
     JN_CONTINUE,
     JN_BLOCK, /* plain body (generation blocks) */
+    JN_WITH,  /* {% with a = x %}: targets/kwargs, body in a new scope */
     /* expressions */
     JE_CONST,
     JE_NAME,

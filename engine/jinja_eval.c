@@ -920,6 +920,13 @@ static int exec_one(jctx *x, const jnode *n, jframe *f)
         return FLOW_CONTINUE;
     case JN_BLOCK:
         return exec_list(x, n->body, f);
+    case JN_WITH: {
+        /* values are evaluated in the outer scope, then bound in a new one */
+        jframe *wf = frame_new(x, f);
+        for (int i = 0; i < n->ntargets; i++)
+            assign(x, wf, n->targets[i], eval(x, n->kwargs[i], f));
+        return exec_list(x, n->body, wf);
+    }
     default:
         jx_fail(x, JINJA_ERR_RUNTIME, "unsupported statement");
     }

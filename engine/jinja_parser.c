@@ -852,6 +852,29 @@ static jnode *parse_statement(parser *P)
         expect_block_end(P);
         return n;
     }
+    if (is_name(at, "with")) {
+        jnode *n = mk(P, JN_WITH, at);
+        strvec names = {0};
+        nodevec vals = {0};
+        while (cur(P)->type != JT_BLOCK_END) {
+            if (names.n)
+                expect_op(P, ",");
+            sv_push(P, &names, expect_name(P));
+            expect_op(P, "=");
+            nv_push(P, &vals, parse_expr(P));
+        }
+        n->targets = names.v;
+        n->ntargets = names.n;
+        n->kwargs = vals.v;
+        n->nkw = vals.n;
+        expect_block_end(P);
+        static const char *const ends[] = {"endwith", NULL};
+        const char *found;
+        n->body = parse_body(P, ends, &found);
+        adv(P);
+        expect_block_end(P);
+        return n;
+    }
     if (is_name(at, "generation")) { /* transformers' AssistantTracker block */
         expect_block_end(P);
         jnode *n = mk(P, JN_BLOCK, at);
@@ -906,7 +929,8 @@ static jnode *parse_body(parser *P, const char *const *ends, const char **found)
             }
             if (nt->type == JT_NAME &&
                 (is_name(nt, "endfor") || is_name(nt, "endif") || is_name(nt, "else") || is_name(nt, "elif") ||
-                 is_name(nt, "endmacro") || is_name(nt, "endset") || is_name(nt, "endcall") || is_name(nt, "endfilter")))
+                 is_name(nt, "endmacro") || is_name(nt, "endset") || is_name(nt, "endcall") || is_name(nt, "endfilter") ||
+                 is_name(nt, "endwith") || is_name(nt, "endraw") || is_name(nt, "endgeneration")))
                 pfail(P, nt, "unexpected '%.*s'", (int)nt->len, nt->s);
             adv(P);
             n = parse_statement(P);

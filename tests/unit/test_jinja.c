@@ -179,6 +179,7 @@ static void test_namespace_macros_set(void **state)
     EXPECT("{% set a, b = 1, 2 %}{{ a }}{{ b }}", "12");
     EXPECT("{% filter upper %}hello {{ \"x\" }}{% endfilter %}", "HELLO X");
     EXPECT("{% if messages %}{% set x = 1 %}{% endif %}{{ x }}", "1");
+    EXPECT("{% set x = 1 %}{% with x = x + 1, y = 5 %}{{ x }}{{ y }}{% endwith %}{{ x }}[{{ y }}]", "251[]");
 }
 
 static void test_whitespace(void **state)
