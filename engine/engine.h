@@ -65,8 +65,9 @@ enum engine_event_type {
     ENGINE_EV_LOAD_PROGRESS, /* progress 0..1 */
     ENGINE_EV_LOADED,        /* model info filled */
     ENGINE_EV_PREFILL,       /* done / total tokens of the prompt suffix */
-    ENGINE_EV_TOKEN,
-    ENGINE_EV_DONE,
+    ENGINE_EV_TOKEN,         /* one per sampled token, the end-of-generation token included
+                                (its text is empty); pos = where it sits in the sequence */
+    ENGINE_EV_DONE,          /* always ends a SUBMIT, whatever happened */
     ENGINE_EV_CONTEXT_SHIFT, /* n_dropped tokens removed, message says what */
     ENGINE_EV_ERROR,         /* message */
     ENGINE_EV_QUIT,
