@@ -67,7 +67,7 @@ enum engine_event_type {
     ENGINE_EV_PREFILL,       /* done / total tokens of the prompt suffix */
     ENGINE_EV_TOKEN,         /* one per sampled token, the end-of-generation token included
                                 (its text is empty); pos = where it sits in the sequence */
-    ENGINE_EV_DONE,          /* always ends a SUBMIT, whatever happened */
+    ENGINE_EV_DONE,          /* ends every SUBMIT the engine started, whatever happened */
     ENGINE_EV_CONTEXT_SHIFT, /* n_dropped tokens removed, message says what */
     ENGINE_EV_ERROR,         /* message */
     ENGINE_EV_QUIT,
