@@ -224,8 +224,10 @@ int cmd_template(int argc, char **argv)
             if (raised)
                 fprintf(stderr, "tokscope: template error: %s\n", err);
             else
-                fprintf(stderr, "tokscope: template: %s%s: %s\n", model ? model : tfile, model ? " chat template" : "",
-                        err);
+                fprintf(stderr, "tokscope: template: %s%s: %s\n(the chat app falls back to the built-in format '%s' here; "
+                                "--builtin %s shows it)\n",
+                        model ? model : tfile, model ? " chat template" : "", err, chat_detect_builtin(tmpl),
+                        chat_detect_builtin(tmpl));
         }
     } else {
         for (int k = 0; k < n; k++)
