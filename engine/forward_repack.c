@@ -418,8 +418,56 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
 #endif
 }
 
+typedef struct {
+    uint8_t scales[16];
+    uint8_t qs[64];
+    uint16_t d, dmin;
+} rp_q2_K;
+
+/* Repacked Q2_K (ggml_gemv/gemm_q2_K_8x8_q8_K): like Q4_K, exact integer
+ * sums of scale * (q . a) and min * bsum per 16-element sub-block; the
+ * single-row kernel converts once per super-block, the batched one once
+ * per 128 elements. */
+static float q2_K_repacked_dot(const rp_q2_K *x, const rp_q8_K *y, int64_t nb, bool gemm)
+{
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const float da = y[b].d, dw = rp_h2f(x[b].d) * da, mw = rp_h2f(x[b].dmin) * da;
+        int32_t isum = 0, imin = 0;
+        for (int g = 0; g < 2; g++) {
+            int32_t gs = 0, gm = 0;
+            for (int j = 0; j < 4; j++)
+                for (int h = 0; h < 2; h++) {
+                    const int si = 8 * g + 2 * j + h;
+                    const uint8_t sc = x[b].scales[si];
+                    const int8_t *a = y[b].qs + 128 * g + 32 * j + 16 * h;
+                    const uint8_t *q = x[b].qs + 32 * g + 16 * h;
+                    int32_t d = 0;
+                    for (int l = 0; l < 16; l++)
+                        d += ((q[l] >> (2 * j)) & 3) * a[l];
+                    gs += (sc & 0xF) * d;
+                    gm += (sc >> 4) * y[b].bsums[si];
+                }
+            if (gemm) {
+                acc = fmaf((float)gs, dw, acc);
+                acc_min = fmaf((float)gm, mw, acc_min);
+            } else {
+                isum += gs;
+                imin += gm;
+            }
+        }
+        if (!gemm) {
+            acc = fmaf((float)isum, dw, acc);
+            acc_min = fmaf((float)imin, mw, acc_min);
+        }
+    }
+    return acc - acc_min;
+}
+
 bool refk_applies(const gguf_tensor *w)
 {
+    if (w->type == TENSOR_TYPE_Q2_K && w->ne[1] % 8 == 0)
+        return true;
     return (w->type == TENSOR_TYPE_Q4_K && w->ne[1] % 8 == 0) || (w->type == TENSOR_TYPE_Q6_K);
 }
 
@@ -428,6 +476,15 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 {
     const int64_t nb = n / 256;
     const bool q4 = w->type == TENSOR_TYPE_Q4_K;
+    if (w->type == TENSOR_TYPE_Q2_K) {
+        const size_t rb2 = (size_t)nb * sizeof(rp_q2_K);
+        for (int64_t r = r0; r < r1; r++)
+            for (int t = 0; t < n_tok; t++)
+                out[(int64_t)t * out_stride + r] =
+                    q2_K_repacked_dot((const rp_q2_K *)((const uint8_t *)w->data + (size_t)r * rb2),
+                                      (const rp_q8_K *)(act + (size_t)t * act_stride), nb, t < n_tok - n_tok % 4);
+        return;
+    }
     const size_t rb = (size_t)nb * (q4 ? sizeof(rp_q4_K) : sizeof(rp_q6_K));
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
