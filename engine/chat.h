@@ -21,11 +21,22 @@ typedef struct chat_render_params {
 
 /* Renders a Jinja2 template. Returns a malloc'd string, or NULL with a message
  * in err (a template's raise_exception message is copied as it is; other
- * errors name the line:column in the template). */
+ * errors name the line:column in the template).
+ * Semantics are transformers' apply_chat_template: variables messages,
+ * bos_token, eos_token, add_generation_prompt, tools=None, documents=None;
+ * trim_blocks + lstrip_blocks, break/continue, strftime_now, raise_exception,
+ * tojson = json.dumps(ensure_ascii=False). A message with content == NULL has
+ * no "content" key. Renders are bounded (16 MiB output, 128 MiB memory, 5M
+ * steps, macro depth 100): a hostile template gets an error, not a hang.
+ * The built-ins add no BOS (like llama.cpp's; the tokenizer adds it). */
 char *chat_render_jinja(const char *tmpl, const chat_message *msgs, size_t n, const chat_render_params *p,
                         char *err, size_t errlen);
 
-/* Built-in formats: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain. */
+/* Built-in formats: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain
+ * (output of llama.cpp's llm_chat_apply_template for the style; "mistral" is
+ * llama.cpp's mistral-v3, "llama2" its plain llama2 without <<SYS>>; "plain"
+ * is every content followed by a newline). chat_builtin_known() also accepts
+ * llama.cpp's variant names, which chat_detect_builtin() can return. */
 extern const char *const chat_builtin_names[];
 char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
                           char *err, size_t errlen);
