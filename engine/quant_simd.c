@@ -651,6 +651,13 @@ static float dot_q3_K_avx2(int64_t n, const void *w, const void *act)
  * Per (row, activation) pair the arithmetic is exactly vec_dot's; the row's
  * blocks are decoded once and used four times. */
 
+/* acc + vec_dot's step for one block pair: signed bytes via the sign trick. */
+static inline __m256 dot4_step(__m256 acc, __m256i ax, __m256i qx, float dx, const block_q8_0 *y)
+{
+    __m256i p = dpbusd(_mm256_setzero_si256(), ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx));
+    return _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16_to_f32(y->d)), _mm256_cvtepi32_ps(p), acc);
+}
+
 static void dot4_q8_0_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
 {
     const block_q8_0 *x = w;
@@ -660,16 +667,10 @@ static void dot4_q8_0_avx2(int64_t n, const void *w, const void *const act[4], f
         const __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         const __m256i ax = _mm256_sign_epi8(qx, qx);
         const float dx = fp16_to_f32(x[i].d);
-#define DOT4_STEP(A, Y)                                                                                      \
-    do {                                                                                                     \
-        __m256i p = dpbusd(_mm256_setzero_si256(), ax,                                                       \
-                           _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)Y[i].qs), qx));              \
-        A = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16_to_f32(Y[i].d)), _mm256_cvtepi32_ps(p), A);            \
-    } while (0)
-        DOT4_STEP(a0, y0);
-        DOT4_STEP(a1, y1);
-        DOT4_STEP(a2, y2);
-        DOT4_STEP(a3, y3);
+        a0 = dot4_step(a0, ax, qx, dx, y0 + i);
+        a1 = dot4_step(a1, ax, qx, dx, y1 + i);
+        a2 = dot4_step(a2, ax, qx, dx, y2 + i);
+        a3 = dot4_step(a3, ax, qx, dx, y3 + i);
     }
     out[0] = hsum_ps(a0);
     out[1] = hsum_ps(a1);
@@ -687,12 +688,11 @@ static void dot4_q4_0_avx2(int64_t n, const void *w, const void *const act[4], f
         const __m256i qx = _mm256_sub_epi8(nibbles32(x[i].qs), off);
         const __m256i ax = _mm256_sign_epi8(qx, qx);
         const float dx = fp16_to_f32(x[i].d);
-        DOT4_STEP(a0, y0);
-        DOT4_STEP(a1, y1);
-        DOT4_STEP(a2, y2);
-        DOT4_STEP(a3, y3);
+        a0 = dot4_step(a0, ax, qx, dx, y0 + i);
+        a1 = dot4_step(a1, ax, qx, dx, y1 + i);
+        a2 = dot4_step(a2, ax, qx, dx, y2 + i);
+        a3 = dot4_step(a3, ax, qx, dx, y3 + i);
     }
-#undef DOT4_STEP
     out[0] = hsum_ps(a0);
     out[1] = hsum_ps(a1);
     out[2] = hsum_ps(a2);
