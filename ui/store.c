@@ -83,19 +83,20 @@ static char *read_file(const char *path, char *err, size_t errlen)
     }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    while (buf) {
+    if (!buf) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (;;) {
         if (n + 1 >= cap) {
-            if (cap >= STORE_MAX_BYTES) {
-                snprintf(err, errlen, "%s: larger than %u MiB", path, STORE_MAX_BYTES >> 20);
+            char *nb = cap < STORE_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                snprintf(err, errlen, cap < STORE_MAX_BYTES ? "out of memory" : "%s: larger than %u MiB", path,
+                         STORE_MAX_BYTES >> 20);
                 free(buf);
                 fclose(f);
                 return NULL;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
             }
             buf = nb;
             cap *= 2;
@@ -106,10 +107,6 @@ static char *read_file(const char *path, char *err, size_t errlen)
         n += r;
     }
     fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
     buf[n] = 0;
     return buf;
 }

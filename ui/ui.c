@@ -55,7 +55,8 @@ void ui_message(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(app->msg, sizeof app->msg, fmt, ap);
+    /* the analyzer misreads va_list under _XOPEN_SOURCE (ncurses flags) */
+    vsnprintf(app->msg, sizeof app->msg, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
     va_end(ap);
     for (char *p = app->msg; *p; p++)
         if (*p == '\n' || *p == '\r' || *p == '\t')
@@ -80,7 +81,7 @@ ui_conv *ui_conv_by_id(ui_app *app, int32_t id)
 
 ui_conv *ui_new_conv(ui_app *app, const char *system)
 {
-    ui_conv **v = realloc(app->convs, (app->n_convs + 1) * sizeof *v);
+    ui_conv **v = realloc(app->convs, (app->n_convs + 1) * sizeof *v); // NOLINT(bugprone-sizeof-expression): an array of pointers
     if (!v)
         abort();
     app->convs = v;

@@ -201,13 +201,13 @@ char *wrap_escape(const char *s, size_t n, char *out, size_t cap)
         if (cp == 0xFFFD && l == 1 && b >= 0x80) {
             tl = (size_t)snprintf(tmp, sizeof tmp, "\\x%02X", b);
         } else if (cp == '\n') {
-            tl = 2, memcpy(tmp, "\\n", 2);
+            tl = 2, tmp[0] = '\\', tmp[1] = 'n';
         } else if (cp == '\t') {
-            tl = 2, memcpy(tmp, "\\t", 2);
+            tl = 2, tmp[0] = '\\', tmp[1] = 't';
         } else if (cp == '\r') {
-            tl = 2, memcpy(tmp, "\\r", 2);
+            tl = 2, tmp[0] = '\\', tmp[1] = 'r';
         } else if (cp == '\\') {
-            tl = 2, memcpy(tmp, "\\\\", 2);
+            tl = 2, tmp[0] = '\\', tmp[1] = '\\';
         } else if (cp < 0x20 || cp == 0x7F) {
             tl = (size_t)snprintf(tmp, sizeof tmp, "\\x%02X", (unsigned)cp);
         } else {
