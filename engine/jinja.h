@@ -110,6 +110,7 @@ typedef struct jlist {
     size_t n, cap;
     jv *v;
     bool tuple; /* prints as (a, b) */
+    bool group; /* groupby's (grouper, list) pair: .grouper and .list work */
 } jlist;
 
 typedef struct jdict {
@@ -317,9 +318,13 @@ enum {
     JFN_STRFTIME,
     JFN_DICT,
     JFN_CYCLE,
-    JFN_LIPSUM_UNUSED,
+    JFN_CHANGED, /* loop.changed(); bound: struct jchanged */
 };
 bool jx_global(const char *name, jv *out);
+typedef struct jchanged {
+    bool seen;
+    jv last;
+} jchanged;
 jv jx_call_builtin(jctx *x, jv fn, jv *args, int nargs, const char **kwn, jv *kwv, int nkw);
 jv jx_kwarg(const char **kwn, jv *kwv, int nkw, const char *name);
 /* shared string helpers (jinja_filters.c): mode 'u' upper, 'l' lower,

@@ -164,6 +164,8 @@ jv jx_getattr(jctx *x, jv obj, const char *name)
             return bind_method(x, obj, name);
         break;
     case JV_LIST:
+        if (obj.u.l->group && obj.u.l->n == 2 && (!strcmp(name, "grouper") || !strcmp(name, "list")))
+            return obj.u.l->v[name[0] == 'g' ? 0 : 1];
         if (is_list_method(name))
             return bind_method(x, obj, name);
         break;
@@ -775,6 +777,7 @@ static int exec_for(jctx *x, const jnode *n, jframe *f)
         return FLOW_NORMAL;
     }
     int64_t len = (int64_t)items->n;
+    jchanged *changed = jarena_alloc(&x->arena, sizeof *changed); /* loop.changed() state spans iterations */
     for (int64_t i = 0; i < len; i++) {
         step(x, n);
         jframe *lf = frame_new(x, f);
@@ -795,6 +798,10 @@ static int exec_for(jctx *x, const jnode *n, jframe *f)
         cyc.u.fn = JFN_CYCLE;
         cyc.bound = (void *)(intptr_t)i;
         jdict_set_str(x, d, "cycle", cyc);
+        jv chg = {.t = JV_FUNC};
+        chg.u.fn = JFN_CHANGED;
+        chg.bound = changed;
+        jdict_set_str(x, d, "changed", chg);
         assign(x, lf, "loop", loop);
         unpack(x, lf, n->targets, n->ntargets, items->v[i]);
         int fl = exec_list(x, n->body, lf);

@@ -765,6 +765,35 @@ jv jx_filter(jctx *x, const char *name, jv v, jv *args, int nargs, const char **
             jlist_push(x, out.u.l, vals[i]);
         return out;
     }
+    if (!strcmp(name, "groupby")) {
+        jv attribute = ARG(0, "attribute"), dflt = ARG(1, "default"), cs = ARG(2, "case_sensitive");
+        jlist *items = jv_iter_list(x, v);
+        size_t n = items->n;
+        jv *vals = jarena_alloc(&x->arena, (n + 1) * sizeof(jv)), *keys = jarena_alloc(&x->arena, (n + 1) * sizeof(jv));
+        for (size_t i = 0; i < n; i++) {
+            vals[i] = items->v[i];
+            keys[i] = attr_of(x, items->v[i], attribute);
+            if (keys[i].t == JV_UNDEF && given(dflt))
+                keys[i] = dflt;
+        }
+        sort_vals(x, vals, keys, n, false, jv_truthy(cs));
+        jv out = jv_list(x, 0);
+        for (size_t i = 0; i < n;) {
+            size_t j = i + 1;
+            while (j < n && cmp_key(x, keys[i], keys[j], jv_truthy(cs)) == 0)
+                j++;
+            jv members = jv_list(x, j - i);
+            for (size_t k = i; k < j; k++)
+                jlist_push(x, members.u.l, vals[k]);
+            jv g = jv_list(x, 2);
+            g.u.l->tuple = g.u.l->group = true;
+            jlist_push(x, g.u.l, keys[i]); /* the first item's own value, as jinja keeps its case */
+            jlist_push(x, g.u.l, members);
+            jlist_push(x, out.u.l, g);
+            i = j;
+        }
+        return out;
+    }
     if (!strcmp(name, "sum")) {
         jv attribute = ARG(0, "attribute"), start = ARG(1, "start");
         jlist *items = jv_iter_list(x, v);

@@ -510,6 +510,16 @@ jv jx_call_builtin(jctx *x, jv fn, jv *args, int nargs, const char **kwn, jv *kw
         size_t n = args[0].u.s->len ? strftime(buf, sizeof buf, args[0].u.s->p, &tm) : 0;
         return jv_strn(x, buf, n);
     }
+    case JFN_CHANGED: {
+        jchanged *c = fn.bound;
+        jv cur = jv_list(x, (size_t)nargs);
+        for (int i = 0; i < nargs; i++)
+            jlist_push(x, cur.u.l, args[i]);
+        bool diff = !c->seen || !jv_equal(c->last, cur);
+        c->seen = true;
+        c->last = cur;
+        return jv_bool(diff);
+    }
     case JFN_CYCLE: {
         if (!nargs)
             jx_fail(x, JINJA_ERR_RUNTIME, "no items for cycling given");

@@ -160,6 +160,10 @@ static void test_loops(void **state)
            "02");
     EXPECT("{% for i in range(3) %}{{ loop.previtem }}-{{ loop.nextitem }};{% endfor %}", "-1;0-2;1-;");
     EXPECT("{% for m in messages %}{{ loop.cycle('o', 'e') }}{% endfor %}", "oeoe");
+    EXPECT("{% for m in messages %}{% if loop.changed(m.role) %}[{{ m.role }}]{% endif %}{% endfor %}",
+           "[system][user][assistant][user]");
+    EXPECT("{% for g in messages | groupby('role') %}{{ g.grouper }}:{{ g.list | length }};{% endfor %}",
+           "assistant:1;system:1;user:2;");
     EXPECT("{% set x = 1 %}{% for i in range(3) %}{% set x = x + i %}{{ x }}{% endfor %}{{ x }}", "1231");
 }
 
