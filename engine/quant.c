@@ -8,6 +8,9 @@
 #include "quant_internal.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
+#if !defined(__F16C__)
+float quant_fp16_table[65536];
+#endif
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void set(enum tensor_type t, quant_dequantize_fn dq, quant_quantize_fn q, quant_vec_dot_fn dot)
@@ -26,6 +29,10 @@ static void set(enum tensor_type t, quant_dequantize_fn dq, quant_quantize_fn q,
 
 static void table_init(void)
 {
+#if !defined(__F16C__)
+    for (uint32_t h = 0; h < 65536; h++)
+        quant_fp16_table[h] = quant_fp16_to_fp32_soft((uint16_t)h);
+#endif
     set(TENSOR_TYPE_F32, quant_dequantize_f32, quant_quantize_f32, quant_dot_f32_scalar);
     set(TENSOR_TYPE_F16, quant_dequantize_f16, quant_quantize_f16_scalar, quant_dot_f16_scalar);
     set(TENSOR_TYPE_BF16, quant_dequantize_bf16, quant_quantize_bf16_scalar, quant_dot_bf16_scalar);
@@ -156,7 +163,13 @@ uint16_t quant_fp32_to_fp16_soft(float f)
     return sign | (uint16_t)(x >> 13);
 }
 
-float tensor_fp16_to_fp32(uint16_t h) { return fp16_to_f32(h); }
+float tensor_fp16_to_fp32(uint16_t h)
+{
+#if !defined(__F16C__)
+    quant_kernels_get(TENSOR_TYPE_F16); /* fills the table once */
+#endif
+    return fp16_to_f32(h);
+}
 uint16_t tensor_fp32_to_fp16(float f) { return f32_to_fp16(f); }
 float tensor_bf16_to_fp32(uint16_t h) { return bf16_to_f32(h); }
 uint16_t tensor_fp32_to_bf16(float f) { return f32_to_bf16(f); }

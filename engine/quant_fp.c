@@ -26,7 +26,7 @@ void quant_dequantize_f16(const void *src, float *dst, int64_t n)
 {
     const uint16_t *x = src;
     for (int64_t i = 0; i < n; i++)
-        dst[i] = quant_fp16_to_fp32_soft(x[i]);
+        dst[i] = fp16_to_f32(x[i]);
 }
 
 void quant_quantize_f16_scalar(const float *src, void *dst, int64_t n)
@@ -41,7 +41,7 @@ float quant_dot_f16_scalar(int64_t n, const void *w, const void *act)
     const uint16_t *x = w, *y = act;
     float sum = 0.0f;
     for (int64_t i = 0; i < n; i++)
-        sum += quant_fp16_to_fp32_soft(x[i]) * quant_fp16_to_fp32_soft(y[i]);
+        sum += fp16_to_f32(x[i]) * fp16_to_f32(y[i]);
     return sum;
 }
 

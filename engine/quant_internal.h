@@ -114,12 +114,18 @@ _Static_assert(sizeof(block_q8_K) == 292, "q8_K size");
 float quant_fp16_to_fp32_soft(uint16_t h);
 uint16_t quant_fp32_to_fp16_soft(float f);
 
+#if !defined(__F16C__)
+/* Without F16C: every half's float, filled by the kernel table's one-time
+ * init (quant_kernels_get), as ggml does on such machines. */
+extern float quant_fp16_table[65536];
+#endif
+
 static inline float fp16_to_f32(uint16_t h)
 {
 #if defined(__F16C__)
     return _cvtsh_ss(h);
 #else
-    return quant_fp16_to_fp32_soft(h);
+    return quant_fp16_table[h];
 #endif
 }
 
