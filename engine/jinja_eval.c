@@ -216,15 +216,17 @@ jv jx_getitem(jctx *x, jv obj, jv key)
             return bind_method(x, obj, key.u.s->p);
         if (key.t == JV_STR)
             return jv_undef(fmt_hint(x, "'%s' has no attribute '%s'", obj_desc(obj), key.u.s->p));
-        return jv_undef("'dict object' has no such key");
+        if (key.t == JV_INT)
+            return jv_undef(fmt_hint(x, "%s has no element %lld", obj_desc(obj), (long long)key.u.i));
+        return jv_undef(fmt_hint(x, "%s has no element of type %s", obj_desc(obj), jv_type_name(key)));
     }
     case JV_LIST:
         if (as_index(key, &i)) {
-            int64_t n = (int64_t)obj.u.l->n;
+            int64_t n = (int64_t)obj.u.l->n, orig = i;
             if (i < 0)
                 i += n;
             if (i < 0 || i >= n)
-                return jv_undef("list object has no such element");
+                return jv_undef(fmt_hint(x, "list object has no element %lld", (long long)orig));
             return obj.u.l->v[i];
         }
         if (key.t == JV_STR)
@@ -232,11 +234,11 @@ jv jx_getitem(jctx *x, jv obj, jv key)
         break;
     case JV_STR:
         if (as_index(key, &i)) {
-            int64_t n = (int64_t)utf8_count(obj.u.s->p, obj.u.s->len);
+            int64_t n = (int64_t)utf8_count(obj.u.s->p, obj.u.s->len), orig = i;
             if (i < 0)
                 i += n;
             if (i < 0 || i >= n)
-                return jv_undef("str object has no such element");
+                return jv_undef(fmt_hint(x, "str object has no element %lld", (long long)orig));
             size_t a = utf8_offset(obj.u.s->p, obj.u.s->len, (size_t)i);
             size_t b = utf8_offset(obj.u.s->p, obj.u.s->len, (size_t)i + 1);
             return jv_strn(x, obj.u.s->p + a, b - a);
@@ -247,7 +249,11 @@ jv jx_getitem(jctx *x, jv obj, jv key)
     default:
         break;
     }
-    return jv_undef(fmt_hint(x, "'%s' has no such item", obj_desc(obj)));
+    if (key.t == JV_STR)
+        return jv_undef(fmt_hint(x, "'%s' has no attribute '%s'", obj_desc(obj), key.u.s->p));
+    if (key.t == JV_INT)
+        return jv_undef(fmt_hint(x, "%s has no element %lld", obj_desc(obj), (long long)key.u.i));
+    return jv_undef(fmt_hint(x, "%s has no such element", obj_desc(obj)));
 }
 
 /* Python slice index normalization. */
