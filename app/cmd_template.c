@@ -221,13 +221,22 @@ int cmd_template(int argc, char **argv)
         /* in the object form, keys besides "messages" become template variables (tools, enable_thinking, ...) */
         out = chat_render_jinja_vars(tmpl, msgs, cJSON_IsObject(root) ? root : NULL, &p, &raised, err, sizeof err);
         if (!out) {
-            if (raised)
-                fprintf(stderr, "tokscope: template error: %s\n", err);
+            /* First line: the message alone, as a Python traceback would end
+             * (comparable with transformers' errors); then where it happened. */
+            int line = 0, col = 0, used = 0;
+            if (!raised && sscanf(err, "%d:%d: %n", &line, &col, &used) == 2 && used > 0)
+                fprintf(stderr, "tokscope: template error: %s\n", err + used);
             else
-                fprintf(stderr, "tokscope: template: %s%s: %s\n(the chat app falls back to the built-in format '%s' here; "
-                                "--builtin %s shows it)\n",
-                        model ? model : tfile, model ? " chat template" : "", err, chat_detect_builtin(tmpl),
-                        chat_detect_builtin(tmpl));
+                fprintf(stderr, "tokscope: template error: %s\n", err);
+            if (!raised) {
+                const char *where = model ? model : tfile;
+                if (line > 0)
+                    fprintf(stderr, "tokscope: template: at %s%s:%d:%d\n", where, model ? " (chat template)" : "", line,
+                            col);
+                fprintf(stderr, "tokscope: template: the chat app falls back to the built-in format '%s' here "
+                                "(--builtin %s shows it)\n",
+                        chat_detect_builtin(tmpl), chat_detect_builtin(tmpl));
+            }
         }
     } else {
         for (int k = 0; k < n; k++)

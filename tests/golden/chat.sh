@@ -117,4 +117,8 @@ done
 # syntax errors name line:column
 printf 'line one\n{%% if x %%}\n  {{ 1 + }}\n{%% endif %%}' >"$T/pos.jinja"
 "$BIN" template --template "$T/pos.jinja" "$T/obj.json" >/dev/null 2>"$T/pos.err"
-if grep -q ": 3:10: " "$T/pos.err"; then ok "chat error names line:column"; else not_ok "chat error names line:column" "$(cat "$T/pos.err")"; fi
+if grep -q "pos.jinja:3:10" "$T/pos.err" && grep -q "^tokscope: template error: unexpected '}}'" "$T/pos.err"; then
+    ok "chat error names line:column"
+else
+    not_ok "chat error names line:column" "$(cat "$T/pos.err")"
+fi
