@@ -65,8 +65,10 @@ print(c)")
     if cmp -s "$OUT/gen_$v.txt" "$OUT/gen_$v.want"; then ok "$name"; else not_ok "$name" "$(head -c 100 "$OUT/gen_$v.txt")"; fi
 done
 
-# KV cache vs recomputing the whole sequence every step.
-for v in stories260K tiny-spm-q4_k_m; do
+# KV cache vs recomputing the whole sequence every step. (Not on models with
+# F32/F16/K-quant matmuls in random weights: there the reference's batch and
+# single-token float orders differ, and so do ours, by design.)
+for v in stories260K tiny-spm-q8_0 tiny-spm-q4_0; do
     name="generate $v: cached and --no-kv-cache print the same text"
     need "$M/$v.gguf" "$name" || continue
     "$BIN" generate -m "$M/$v.gguf" -p "Once upon a time" --temp 0 -n 40 >"$OUT/gen_kv.txt" 2>/dev/null

@@ -31,7 +31,16 @@ for golden in "$G"/*.jsonl; do
     base=$(basename "$golden" .jsonl)
     model=$M/${base%.*}.gguf
     cmp "compare $base batched" "$model" "$golden"
-    cmp "compare $base one-by-one" "$model" "$golden" --one-by-one
+    # The reference sums repacked Q4_K differently for a batch (gemm, per 64
+    # elements) than for one token (gemv, per super-block), and its goldens
+    # evaluate the prompt as a batch. One token at a time we follow its
+    # single-token order, which a random-weight model amplifies; there the
+    # independent-implementation bound applies (../shared/README.md: mean KL
+    # up to 7e-3 for a plain float pass).
+    case $base in
+    tiny-spm-q4_k_m.*) cmp "compare $base one-by-one" "$model" "$golden" --one-by-one --max-kl 5e-3 --min-top1 0.95 ;;
+    *) cmp "compare $base one-by-one" "$model" "$golden" --one-by-one ;;
+    esac
 done
 [ $found = 1 ] || need "$G/stories260K.once.jsonl" "golden logits files"
 
