@@ -1,4 +1,10 @@
-/* Batched weight x activations product for prompt evaluation. */
+/* Batched weight x activations product for prompt evaluation.
+ *
+ * Arithmetic guarantee (AVX2 builds): every output is bit-identical to
+ * tensor_vec_dot of the same row and activation, and tensor_vec_dot follows
+ * ggml's x86 AVX2 vec_dot float order for Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K
+ * Q4_K Q5_K Q6_K (and vdpbf16ps order for BF16 with AVX512-BF16); see
+ * test_reference_order in tests/unit/test_quant.c. */
 #ifndef TOKSCOPE_QUANT_BATCH_H
 #define TOKSCOPE_QUANT_BATCH_H
 
