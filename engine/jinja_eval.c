@@ -353,6 +353,9 @@ static _Noreturn void type_error(jctx *x, int op, jv a, jv b)
         undefined_error(x, a);
     if (b.t == JV_UNDEF)
         undefined_error(x, b);
+    if (op == '+' && (a.t == JV_STR || a.t == JV_LIST)) /* Python's wording */
+        jx_fail(x, JINJA_ERR_RUNTIME, "can only concatenate %s (not \"%s\") to %s", jv_type_name(a), jv_type_name(b),
+                jv_type_name(a));
     jx_fail(x, JINJA_ERR_RUNTIME, "unsupported operand type(s) for %s: '%s' and '%s'", op_name(op), jv_type_name(a),
             jv_type_name(b));
 }
