@@ -247,6 +247,52 @@ static void test_load_rejects(void **s)
     assert_non_null(strstr(err, "token_embd.weight"));
 }
 
+/* A weight of a type we cannot compute with (IQ4_NL has Q4_0's block size,
+ * so retyping a Q4_0 tensor keeps the file valid) is refused by name. */
+static void test_load_rejects_iq_type(void **s)
+{
+    (void)s;
+    const char *path = TESTDATA_REQUIRE("models/stories260K-q4_0.gguf");
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)size, fp), (size_t)size);
+    fclose(fp);
+    const char name[] = "blk.0.attn_q.weight";
+    char *hit = NULL;
+    for (long i = 0; i + (long)sizeof name < size && !hit; i++)
+        if (!memcmp(buf + i, name, sizeof name - 1) && buf[i + sizeof name - 1] != '.')
+            hit = buf + i;
+    assert_non_null(hit);
+    /* tensor info: name, n_dims (u32), n_dims x u64, type (u32) */
+    char *p = hit + sizeof name - 1;
+    uint32_t n_dims;
+    memcpy(&n_dims, p, 4);
+    assert_int_equal(n_dims, 2);
+    p += 4 + 8 * n_dims;
+    uint32_t type;
+    memcpy(&type, p, 4);
+    assert_int_equal(type, TENSOR_TYPE_Q4_0);
+    type = 20; /* IQ4_NL */
+    memcpy(p, &type, 4);
+    char tmp[] = "/tmp/tokscope_iq_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, (size_t)size), size);
+    close(fd);
+    free(buf);
+    char err[512] = "";
+    model *m = model_load_weights_only(tmp, err, sizeof err);
+    unlink(tmp);
+    assert_null(m);
+    assert_non_null(strstr(err, "blk.0.attn_q.weight"));
+    assert_non_null(strstr(err, "IQ4_NL"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_full_logits_stories),
         cmocka_unit_test(test_load_rejects),
+        cmocka_unit_test(test_load_rejects_iq_type),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
 }
