@@ -602,6 +602,53 @@ static void test_submit_during_turn(void **state)
     engine_shutdown(e);
 }
 
+/* Context shift keeps the rendered system prompt: the CONTEXT_SHIFT message
+ * names how many tokens were kept. */
+static void test_shift_keeps_system(void **state)
+{
+    (void)state;
+    engine_params p = base_params(TESTDATA_REQUIRE("models/tiny-spm-q8_0.gguf"));
+    p.n_ctx = 96;
+    p.sampling.n_predict = 120;
+    p.sampling.temp = 0;
+    p.sampling.repeat_penalty = 1.2f;
+    engine *e = start_loaded(&p, NULL);
+    chat_message conv[2] = {{"system", "You are a pirate."}, {"user", "Hi"}};
+    engine_submit(e, 3, conv, 2);
+    turn_log *t = malloc(sizeof *t);
+    collect_turn(e, t);
+    if (t->done.reason == ENGINE_DONE_EOG && t->n_shift == 0) {
+        print_message("model ended its turn before the context filled\n");
+    } else {
+        assert_true(t->n_shift >= 1);
+        for (int i = 1; i < t->n_tok; i++)
+            assert_true(t->pos[i] == t->pos[i - 1] + 1 || t->pos[i] < t->pos[i - 1]);
+        assert_true(t->pos[t->n_tok - 1] < 96);
+    }
+    bool shifted = t->n_shift > 0;
+    free(t);
+    /* the kept count: render the system prompt alone and compare */
+    engine_submit(e, 3, conv, 2);
+    engine_event ev;
+    int kept = -1;
+    do {
+        next_event(e, &ev);
+        if (ev.type == ENGINE_EV_CONTEXT_SHIFT && kept < 0) {
+            const char *q = strstr(ev.message, "after the first ");
+            assert_non_null(q);
+            kept = atoi(q + strlen("after the first "));
+        }
+    } while (ev.type != ENGINE_EV_DONE);
+    if (shifted) /* the same turn again (greedy) shifts again */
+        assert_true(kept >= 0);
+    if (kept >= 0) {
+        /* "<s><|system|>\nYou are a pirate.</s>\n" is about a dozen tokens */
+        print_message("kept %d tokens\n", kept);
+        assert_true(kept > 5 && kept < 40);
+    }
+    engine_shutdown(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -619,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_template_model),
         cmocka_unit_test(test_force_template),
         cmocka_unit_test(test_submit_during_turn),
+        cmocka_unit_test(test_shift_keeps_system),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
