@@ -500,8 +500,8 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
     if (total > r.h) {
         int bar_y = (int)((long)top * (r.h - 1) / (total - r.h > 0 ? total - r.h : 1));
         for (int row = 0; row < r.h; row++)
-            draw_str(r.y + row, r.x + r.w - 1, 1, row == bar_y ? "\xe2\x96\x88" : "\xe2\x94\x82",
-                     theme_attr(row == bar_y ? THEME_BORDER : THEME_DIM));
+            if (row == bar_y) /* the thumb alone: a track would double the panel's rule */
+                draw_str(r.y + row, r.x + r.w - 1, 1, "\xe2\x96\x90", theme_attr(THEME_BORDER));
         if (c->scroll > 0)
             draw_printf(r.y + r.h - 1, r.x + r.w - 12 > r.x ? r.x + r.w - 12 : r.x, 11, theme_attr(THEME_HEADER),
                         "\xe2\x86\x93 %d more", c->scroll);

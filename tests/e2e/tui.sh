@@ -239,11 +239,38 @@ wait_for 'n_predict +-1' 5
 line "Tell me a long story"
 wait_for '^ generating' 20
 gen=$?
+# a parameter changed mid-generation applies to the following tokens: switch
+# to greedy, let a few more tokens arrive, stop, and check the last ones
+line "/set temp 0"
+wait_for 'temp +0\.00' 5
+pos_now() { status | sed -n 's/.* pos \([0-9]*\)\/.*/\1/p'; }
+changes=0; last=$(pos_now); n=400
+while [ $changes -lt 12 ] && [ $n -gt 0 ]; do
+    p=$(pos_now)
+    if [ -n "$p" ] && [ "$p" != "$last" ]; then changes=$((changes + 1)); last=$p; fi
+    sleep 0.02; n=$((n - 1))
+done
 keys Escape
 wait_idle 10
 idle=$?
 [ $gen -eq 0 ] && [ $idle -eq 0 ] && wait_for 'stopped after [0-9]+ tokens' 2
 result "tui: Esc stops a long generation (state idle, 'stopped after N tokens')" $?
+greedy=0
+keys Tab
+wait_for 'focus: conversation' 5
+i=0
+while [ $i -lt 6 ]; do
+    sleep 0.1
+    right | grep -qE '^ raw [0-9.]+%  post 100\.00%' || greedy=1
+    right | grep -qE '^  1 +[0-9]+ .* 100\.00$' || greedy=1
+    keys Left
+    i=$((i + 1))
+done
+keys Escape
+wait_for 'focus: input' 5
+[ $changes -ge 12 ] && [ $greedy -eq 0 ]
+result "tui: /set temp 0 during generation makes the following tokens greedy" $? "pos changes seen: $changes"
+line "/set temp 0.8"
 keys C-p
 wait_for '^  Once upon a time' 5 && ! left | grep -q 'Tell me a long story'
 result "tui: Ctrl-P switches back to the first conversation" $?
@@ -262,7 +289,7 @@ result "tui: input history saved in \$XDG_STATE_HOME/tokscope/history" $?
 start -m "$STORIES" -n 8
 wait_for '^ idle ' 20
 keys Up
-wait_for '^> /quit' 5 && { keys Up; wait_for '^> Tell me a long story' 5; }
+wait_for '^> /quit' 5 && { keys Up; wait_for '^> /set temp 0.8' 5; }
 result "tui: history persists across sessions (Up recalls earlier lines)" $?
 keys C-q
 n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
