@@ -72,7 +72,8 @@ typedef struct sampler sampler;
 sampler *sampler_build(const sampler_params *p, int32_t n_vocab);
 void sampler_free(sampler *s);
 /* New parameters take effect at the next sampler_sample. A new seed (seed_set)
- * reseeds the PRNG. */
+ * reseeds the PRNG; otherwise the random sequence simply continues (so a
+ * regenerated reply differs even with a fixed seed). */
 void sampler_set_params(sampler *s, const sampler_params *p);
 const sampler_params *sampler_get_params(const sampler *s);
 /* DRY sequence breakers from the default strings "\n" ":" "\"" "*", matched
