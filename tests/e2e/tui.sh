@@ -230,10 +230,26 @@ l=$(left)
 printf "%s\n" "$l" | grep -q '^  Once upon a time' && printf "%s\n" "$l" | grep -q '^Assistant' && wait_for 'temp +0\.80' 2
 result "tui: /load restores the conversation and parameters" $?
 
+line "/edit"
+wait_for '^> Once upon a time' 5 && ! left | grep -q '^You'
+result "tui: /edit puts the last user message back into the input" $?
+keys Enter
+wait_for '^ generating|^ prefill' 10
+wait_idle 30
+left | grep -q '^  Once upon a time' && left | grep -q 'n_predict reached'
+result "tui: the edited message is sent again and answered" $?
+line "/export $TMP/conv.md"
+wait_for 'exported' 5
+grep -q '^## User' "$TMP/conv.md" && grep -q '^Once upon a time' "$TMP/conv.md" && grep -q '^## Assistant' "$TMP/conv.md"
+result "tui: /export writes the conversation as Markdown" $?
+
 # ---- 11. conversations; Esc stops a long generation ------------------------
 line "/new"
 wait_for '2:chat ' 5 && wait_for 'Type a message' 2
 result "tui: /new opens a second conversation" $?
+line "/system Be terse."
+wait_for 'system prompt set' 5 && left | grep -q '^System' && left | grep -q '^  Be terse\.'
+result "tui: /system sets the conversation's system prompt" $?
 line "/set n_predict -1"
 wait_for 'n_predict +-1' 5
 line "Tell me a long story"
@@ -270,6 +286,10 @@ keys Escape
 wait_for 'focus: input' 5
 [ $changes -ge 12 ] && [ $greedy -eq 0 ]
 result "tui: /set temp 0 during generation makes the following tokens greedy" $? "pos changes seen: $changes"
+keys PPage
+wait_for '↓ [0-9]+ more' 5
+result "tui: PgUp scrolls the conversation back" $?
+keys NPage NPage
 line "/set temp 0.8"
 keys C-p
 wait_for '^  Once upon a time' 5 && ! left | grep -q 'Tell me a long story'
