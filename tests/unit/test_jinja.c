@@ -242,7 +242,8 @@ static void test_errors(void **state)
     EXPECT_ERR("\n\n  {{ 1 | nosuchfilter }}", JINJA_ERR_RUNTIME, "3:10: unknown filter 'nosuchfilter'");
     EXPECT_ERR("{{ 1 is nosuchtest }}", JINJA_ERR_RUNTIME, "unknown test 'nosuchtest'");
     EXPECT_ERR("{{ 1 / 0 }}", JINJA_ERR_RUNTIME, "division by zero");
-    EXPECT_ERR("{{ 'a' + 1 }}", JINJA_ERR_RUNTIME, "unsupported operand");
+    EXPECT_ERR("{{ 'a' + 1 }}", JINJA_ERR_RUNTIME, "can only concatenate str (not \"int\") to str");
+    EXPECT_ERR("{{ 1 + 'a' }}", JINJA_ERR_RUNTIME, "unsupported operand type(s) for +: 'int' and 'str'");
     EXPECT_ERR("{{ [1].append(2) }}", JINJA_ERR_RUNTIME, "unsafe");
     EXPECT_ERR("{% set x = 1 %}{% set x.a = 2 %}", JINJA_ERR_RUNTIME, "non-namespace");
 }
