@@ -292,4 +292,90 @@ float quant_dot_q6_K_scalar(int64_t n, const void *w, const void *act);
  * kernels (leaves them alone when the build has no usable SIMD). */
 void quant_simd_install(enum tensor_type type, struct quant_kernels *k);
 
+/* ---- AVX2 helpers and kernels (quant_simd*.c) ---- */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QUANT_HAVE_AVX2 1
+#include <immintrin.h>
+
+
+static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline int hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* acc + sums of 4 adjacent u8*s8 products. The maddubs fallback saturates at
+ * 16 bits; every caller keeps pair sums below 2^15 (|u| <= 128, |s| <= 127). */
+static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* 8 partial sums of x*y for signed bytes x, y (|x| <= 128, |y| <= 127). */
+static inline __m256i dot_s8(__m256i x, __m256i y)
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+/* 32 nibbles of 16 bytes: low nibbles to bytes 0-15, high nibbles to 16-31. */
+static inline __m256i nibbles32(const uint8_t *p)
+{
+    __m128i t = _mm_loadu_si128((const __m128i *)p);
+    __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bits to 32 bytes: 0xFF where the bit is set. */
+static inline __m256i bits32(const uint8_t *p)
+{
+    uint32_t x;
+    memcpy(&x, p, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
+}
+
+/* 8 lanes: sums of 4 activation bytes each (for unsigned-weight dots). */
+static inline __m256i act_sums4(__m256i y)
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), y);
+}
+
+float quant_avx2_dot_q8_0(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q4_1(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q5_0(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q5_1(int64_t n, const void *w, const void *act);
+void quant_avx2_matvec_q4_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+void quant_avx2_dot4_q8_0(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4x4_q8_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+void quant_avx2_dot4x4_q4_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+float quant_avx2_dot_q2_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q3_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q4_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q5_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act);
+void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+#endif
+
 #endif

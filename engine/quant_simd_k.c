@@ -1,0 +1,308 @@
+/* AVX2 dots of the K-quants against Q8_K activations, in ggml's x86
+ * vec_dot order (lanes, accumulators and where the min terms go), plus the
+ * 1-row x 4-activation tiles for Q4_K and Q6_K. */
+#include "quant_internal.h"
+
+#if defined(QUANT_HAVE_AVX2)
+
+/* ---- K-quants against Q8_K ---- */
+
+/* The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a q4_K/q5_K block,
+ * unpacked from get_scale_min_k4's layout four at a time. */
+static inline __m128i k4_scales_mins(const uint8_t *s)
+{
+    uint32_t u[3], a[4];
+    memcpy(u, s, 12);
+    const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    a[0] = u[0] & kmask1;                                         /* scales 0-3 */
+    a[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);        /* scales 4-7 */
+    a[2] = u[1] & kmask1;                                         /* mins 0-3 */
+    a[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4); /* mins 4-7 */
+    return _mm_loadu_si128((const __m128i *)a);
+}
+
+/* sum_j mins[j] * (bsums[2j] + bsums[2j+1]) as 4 int32 partial sums. */
+static inline __m128i k4_min_sums(__m128i scales_mins, const int16_t *bsums)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
+    __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
+    return _mm_madd_epi16(mins16, pairs);
+}
+
+/* u8 x s8 dot of 32 elements times a 16-bit scale, as 8 int32 partial sums:
+ * maddubs pairs (|sum| <= 2 * 31 * 127 fits 16 bits), madd with the scale. */
+static inline __m256i dot32_scaled(__m256i u, const int8_t *q8, int scale)
+{
+    __m256i p16 = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)q8));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16((short)scale));
+}
+
+float quant_avx2_dot_q4_K(int64_t n, const void *w, const void *act)
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, y[i].bsums)), accm);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(lo, y[i].qs + 64 * c, sc[2 * c]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(hi, y[i].qs + 64 * c + 32, sc[2 * c + 1]));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+    accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
+    return hsum_ps(acc) - _mm_cvtss_f32(accm);
+}
+
+float quant_avx2_dot_q5_K(int64_t n, const void *w, const void *act)
+{
+    const block_q5_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = -y[i].d * fp16_to_f32(x[i].dmin);
+        __m128i prod = k4_min_sums(sm, y[i].bsums);
+        prod = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+        summs = fmaf(dmin, (float)_mm_cvtsi128_si32(prod), summs);
+        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            /* bit 2c of qh -> bit 4 of the low half, bit 2c+1 -> high half */
+            __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+            __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            hbits = _mm256_srli_epi16(hbits, 2);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(lo, y[i].qs + 64 * c, sc[2 * c]));
+            sumi = _mm256_add_epi32(sumi, dot32_scaled(hi, y[i].qs + 64 * c + 32, sc[2 * c + 1]));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+
+/* Byte shuffles that spread scale bytes 2k and 2k+1 over 8 bytes each. */
+static const uint8_t k_scale_pair_shuffle[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+
+/* 16-bit scale vector for chunk k: signed scale bytes 2k (low half), 2k+1 (high half). */
+static inline __m256i scale_pair_s8(__m128i scales, int k)
+{
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)k_scale_pair_shuffle[k])));
+}
+
+/* sc * ((q - 32) * y) per byte pair, summed to 8 lanes as the reference
+ * forms it: the lanes (not just the total) match, so the float sums match. */
+static inline __m256i q6_chunk(__m256i q, const int8_t *q8, __m256i scv)
+{
+    __m256i y8 = _mm256_loadu_si256((const __m256i *)q8);
+    __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y8), _mm256_maddubs_epi16(_mm256_set1_epi8(32), y8));
+    return _mm256_madd_epi16(scv, p16);
+}
+
+float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act)
+{
+    const block_q6_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
+            const int8_t *q8 = y[i].qs + 128 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
+            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            __m256i p0 = q6_chunk(q0, q8, scale_pair_s8(scales, 4 * h + 0));
+            __m256i p1 = q6_chunk(q1, q8 + 32, scale_pair_s8(scales, 4 * h + 1));
+            __m256i p2 = q6_chunk(q2, q8 + 64, scale_pair_s8(scales, 4 * h + 2));
+            __m256i p3 = q6_chunk(q3, q8 + 96, scale_pair_s8(scales, 4 * h + 3));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float quant_avx2_dot_q2_K(int64_t n, const void *w, const void *act)
+{
+    const block_q2_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *sc = x[i].scales;
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = -y[i].d * fp16_to_f32(x[i].dmin);
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)sc);
+        __m128i scales4 = _mm_and_si128(sc8, _mm_set1_epi8(0x0F));
+        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+        __m256i prod = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        /* mins first, into the same accumulator, as the reference does */
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), acc);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                __m256i p16 = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair_s8(scales4, 4 * h + j), p16));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float quant_avx2_dot_q3_K(int64_t n, const void *w, const void *act)
+{
+    const block_q3_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256(), four = _mm256_set1_epi8(4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t sc[16];
+        quant_q3k_scales(x[i].scales, sc);
+        const __m128i scales = _mm_loadu_si128((const __m128i *)sc);
+        __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int j = 0; j < 4; j++) {
+                __m256i lo = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                /* 4 where hmask bit (4h + j) is clear: q = lo - that, formed
+                 * per byte pair as lo*y - 4*y like the reference */
+                __m256i hb = _mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j))));
+                hb = _mm256_and_si256(_mm256_cmpeq_epi8(hb, zero), four);
+                __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
+                __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, y8), _mm256_maddubs_epi16(hb, y8));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair_s8(scales, 4 * h + j), p16));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4];
+    __m128 accm[4];
+    for (int c = 0; c < 4; c++) {
+        acc[c] = _mm256_setzero_ps();
+        accm[c] = _mm_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float xd = fp16_to_f32(x[i].d), xdmin = fp16_to_f32(x[i].dmin);
+        __m256i lo[4], hi[4];
+        for (int k = 0; k < 4; k++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * k));
+            lo[k] = _mm256_and_si256(q4, m4);
+            hi[k] = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const block_q8_K *yc = y[c] + i;
+            const float d = yc->d * xd, dmin = yc->d * xdmin;
+            accm[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, yc->bsums)), accm[c]);
+            __m256i sumi = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(lo[k], yc->qs + 64 * k, sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(hi[k], yc->qs + 64 * k + 32, sc[2 * k + 1]));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        __m128 m = _mm_add_ps(accm[c], _mm_movehl_ps(accm[c], accm[c]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[c] = hsum_ps(acc[c]) - _mm_cvtss_f32(m);
+    }
+}
+
+void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q6_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const float xd = fp16_to_f32(x[i].d);
+        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256()};
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i q[4], scv[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            for (int k = 0; k < 4; k++)
+                scv[k] = scale_pair_s8(scales, 4 * h + k);
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                const int8_t *q8 = y[c][i].qs + 128 * h;
+                __m256i p0 = q6_chunk(q[0], q8, scv[0]);
+                __m256i p1 = q6_chunk(q[1], q8 + 32, scv[1]);
+                __m256i p2 = q6_chunk(q[2], q8 + 64, scv[2]);
+                __m256i p3 = q6_chunk(q[3], q8 + 96, scv[3]);
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+            }
+        }
+        for (int c = 0; c < 4; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * xd), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]);
+}
+
+#endif /* QUANT_HAVE_AVX2 */

@@ -1,0 +1,257 @@
+/* AVX2 dots of the 32-element block types against Q8_0 / Q8_1 activations,
+ * in ggml's x86 vec_dot order, plus the multi-row / multi-activation tiles
+ * tensor_matvec and tensor_matmul use (same bits per pair). */
+#include "quant_internal.h"
+
+#if defined(QUANT_HAVE_AVX2)
+
+/* ---- legacy blocks against Q8_0 / Q8_1 ---- */
+
+float quant_avx2_dot_q8_0(int64_t n, const void *w, const void *act)
+{
+    const block_q8_0 *x = w, *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK8_0; i++) {
+        __m256i p = dot_s8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act)
+{
+    const block_q4_0 *x = w;
+    const block_q8_0 *y = act;
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK4_0; i++) {
+        __m256i q = _mm256_sub_epi8(nibbles32(x[i].qs), off);
+        __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* Several rows against one activation: the activation block, its scale and
+ * its partial sums are loaded once per block for 4 rows. The weights enter
+ * the u8 x s8 dot as unsigned (q4: nibble, q8: x + 128) and the offset comes
+ * back through the activation sums: sum (u - off) y = sum u y - off sum y. */
+#define MV_ROWS 4
+
+
+void quant_avx2_matvec_q4_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const block_q8_0 *y = act;
+    const int64_t nb = n / QK4_0;
+    int64_t r = 0;
+    for (; r + MV_ROWS <= rows; r += MV_ROWS) {
+        const block_q4_0 *x[MV_ROWS];
+        __m256 acc[MV_ROWS];
+        for (int k = 0; k < MV_ROWS; k++) {
+            x[k] = (const block_q4_0 *)((const char *)w + (size_t)(r + k) * rs);
+            acc[k] = _mm256_setzero_ps();
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 3));
+            float dy = fp16_to_f32(y[i].d);
+            _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
+                __m256i p = dpbusd(base, nibbles32(x[k][i].qs), yv);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
+            }
+        }
+        for (int k = 0; k < MV_ROWS; k++)
+            out[r + k] = hsum_ps(acc[k]);
+    }
+    for (; r < rows; r++)
+        out[r] = quant_avx2_dot_q4_0(n, (const char *)w + (size_t)r * rs, act);
+}
+
+void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const block_q8_0 *y = act;
+    const int64_t nb = n / QK8_0;
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    int64_t r = 0;
+    for (; r + MV_ROWS <= rows; r += MV_ROWS) {
+        const block_q8_0 *x[MV_ROWS];
+        __m256 acc[MV_ROWS];
+        for (int k = 0; k < MV_ROWS; k++) {
+            x[k] = (const block_q8_0 *)((const char *)w + (size_t)(r + k) * rs);
+            acc[k] = _mm256_setzero_ps();
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
+            float dy = fp16_to_f32(y[i].d);
+            _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
+                __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k][i].qs), flip);
+                __m256i p = dpbusd(base, u, yv);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
+            }
+        }
+        for (int k = 0; k < MV_ROWS; k++)
+            out[r + k] = hsum_ps(acc[k]);
+    }
+    for (; r < rows; r++)
+        out[r] = quant_avx2_dot_q8_0(n, (const char *)w + (size_t)r * rs, act);
+}
+
+float quant_avx2_dot_q4_1(int64_t n, const void *w, const void *act)
+{
+    const block_q4_1 *x = w;
+    const block_q8_1 *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK4_1; i++) {
+        const float d0 = fp16_to_f32(x[i].d), d1 = fp16_to_f32(y[i].d);
+        summs = fmaf(fp16_to_f32(x[i].m), fp16_to_f32(y[i].s), summs); /* fused, as GCC builds the reference */
+        /* unsigned nibbles straight into the u8 x s8 dot */
+        __m256i p = dpbusd(_mm256_setzero_si256(), nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d0 * d1), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+float quant_avx2_dot_q5_0(int64_t n, const void *w, const void *act)
+{
+    const block_q5_0 *x = w;
+    const block_q8_0 *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK5_0; i++) {
+        /* q - 16 = nibble | (bit ? 0x10 : 0) - 16 = nibble - (bit ? 0 : 16) */
+        __m256i hb = _mm256_andnot_si256(bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
+        __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb); /* 0xF0 | nibble = nibble - 16 as int8 */
+        __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float quant_avx2_dot_q5_1(int64_t n, const void *w, const void *act)
+{
+    const block_q5_1 *x = w;
+    const block_q8_1 *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK5_1; i++) {
+        const float dx = fp16_to_f32(x[i].d);
+        summs = fmaf(fp16_to_f32(x[i].m), fp16_to_f32(y[i].s), summs); /* fused, as GCC builds the reference */
+        __m256i hb = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
+        __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
+        __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * fp16_to_f32(y[i].d)), acc);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+/* ---- one weight row x 4 activations (prompt batches) ----
+ * Per (row, activation) pair the arithmetic is exactly vec_dot's; the row's
+ * blocks are decoded once and used four times. */
+
+/* acc + vec_dot's step for one block pair: signed bytes via the sign trick. */
+static inline __m256 dot4_step(__m256 acc, __m256i ax, __m256i qx, float dx, const block_q8_0 *y)
+{
+    __m256i p = dpbusd(_mm256_setzero_si256(), ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx));
+    return _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16_to_f32(y->d)), _mm256_cvtepi32_ps(p), acc);
+}
+
+void quant_avx2_dot4_q8_0(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q8_0 *x = w;
+    const block_q8_0 *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n / QK8_0; i++) {
+        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float dx = fp16_to_f32(x[i].d);
+        a0 = dot4_step(a0, ax, qx, dx, y0 + i);
+        a1 = dot4_step(a1, ax, qx, dx, y1 + i);
+        a2 = dot4_step(a2, ax, qx, dx, y2 + i);
+        a3 = dot4_step(a3, ax, qx, dx, y3 + i);
+    }
+    out[0] = hsum_ps(a0);
+    out[1] = hsum_ps(a1);
+    out[2] = hsum_ps(a2);
+    out[3] = hsum_ps(a3);
+}
+
+void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q4_0 *x = w;
+    const block_q8_0 *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n / QK4_0; i++) {
+        const __m256i qx = _mm256_sub_epi8(nibbles32(x[i].qs), off);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float dx = fp16_to_f32(x[i].d);
+        a0 = dot4_step(a0, ax, qx, dx, y0 + i);
+        a1 = dot4_step(a1, ax, qx, dx, y1 + i);
+        a2 = dot4_step(a2, ax, qx, dx, y2 + i);
+        a3 = dot4_step(a3, ax, qx, dx, y3 + i);
+    }
+    out[0] = hsum_ps(a0);
+    out[1] = hsum_ps(a1);
+    out[2] = hsum_ps(a2);
+    out[3] = hsum_ps(a3);
+}
+
+/* 4 rows x 4 activations for Q8_0-activation blocks: weights enter the u8 x s8
+ * dot as unsigned bytes (q8: x ^ 0x80 = x + 128, q4: the raw nibble) and the
+ * offset returns through per-lane activation sums computed once per block,
+ * so each of the 16 pairs costs one dot, one convert, one multiply, one FMA.
+ * Lane integers and float steps are those of vec_dot. */
+static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
+                               int q4)
+{
+    const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
+    const int off_shift = q4 ? 3 : 7; /* offset 8 or 128 */
+    __m256 acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i yv[4], base[4];
+        __m256 dy[4];
+        for (int c = 0; c < 4; c++) {
+            yv[c] = _mm256_loadu_si256((const __m256i *)y[c][i].qs);
+            base[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift));
+            dy[c] = _mm256_set1_ps(fp16_to_f32(y[c][i].d));
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            __m256i u;
+            __m256 dx;
+            if (q4) {
+                const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
+                u = nibbles32(x->qs);
+                dx = _mm256_set1_ps(fp16_to_f32(x->d));
+            } else {
+                const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
+                u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+                dx = _mm256_set1_ps(fp16_to_f32(x->d));
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                __m256i p = dpbusd(base[c], u, yv[c]);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            out[c][r] = hsum_ps(acc[r][c]);
+}
+
+void quant_avx2_dot4x4_q8_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    mm4x4_q8act(n / QK8_0, w, rs, act, out, 0);
+}
+
+void quant_avx2_dot4x4_q4_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    mm4x4_q8act(n / QK4_0, w, rs, act, out, 1);
+}
+
+#endif /* QUANT_HAVE_AVX2 */
