@@ -79,10 +79,8 @@ void inspector_draw(ui_app *app, ui_rect r)
     bool show_logit = w - fixed - 8 >= 10;
     int tok_w = w - fixed - (show_logit ? 8 : 0);
     int bar_w = 0;
-    if (tok_w > 24) {
-        bar_w = tok_w - 16;
-        if (bar_w > 20)
-            bar_w = 20;
+    if (tok_w >= 18) {
+        bar_w = tok_w / 2 < 20 ? tok_w / 2 : 20;
         tok_w -= bar_w + 1;
     }
     if (tok_w < 4)
@@ -122,12 +120,18 @@ void inspector_draw(ui_app *app, ui_rect r)
         draw_printf(y, cx, x + w - cx, attr, " %6.2f %6.2f", cd->p_raw * 100.0, cd->p_post * 100.0);
         if (bar_w) {
             int bx = bar_x;
-            int len = (int)lroundf(cd->p_post * (float)bar_w);
-            char bar[128] = "";
+            /* eighth blocks: a narrow bar still resolves 1/(8*bar_w) */
+            int eighths = (int)lroundf(cd->p_post * (float)(bar_w * 8));
+            char bar[128];
             size_t bl = 0;
-            for (int b = 0; b < len && bl + 4 < sizeof bar; b++) {
+            for (; eighths >= 8 && bl + 4 < sizeof bar; eighths -= 8) {
                 memcpy(bar + bl, "\xe2\x96\x88", 3);
                 bl += 3;
+            }
+            if (eighths > 0 && bl + 4 < sizeof bar) {
+                bar[bl++] = (char)0xe2;
+                bar[bl++] = (char)0x96;
+                bar[bl++] = (char)(0x90 - eighths); /* U+258F (1/8) .. U+2589 (7/8) */
             }
             bar[bl] = 0;
             draw_str(y, bx, bar_w, bar, chosen ? attr : theme_attr(THEME_BAR));

@@ -25,7 +25,7 @@ void layout_compute(ui_layout *l, int rows, int cols, int input_rows)
     int main_h = rows - 1 - bottom;
 
     l->title = (ui_rect){0, 0, 1, cols};
-    int right_w = clampi(cols * 2 / 5, 24, 56);
+    int right_w = clampi(cols * 9 / 20, 24, 60);
     if (cols - right_w < 20)
         right_w = cols / 2;
     int left_w = cols - right_w;

@@ -34,8 +34,8 @@ start() {
 screen() { T capture-pane -p 2>/dev/null; }
 # the conversation pane: the columns left of the right column's rule
 left() { screen | sed 's/│.*//'; }
-# the right column (parameters, inspector)
-right() { screen | sed -n 's/^[^│]*│//p'; }
+# the right column (parameters, inspector), without the inspector's bars
+right() { screen | sed -n 's/^[^│]*│//p' | sed -E 's/ *(▏|▎|▍|▌|▋|▊|▉|█)+ *$//'; }
 status() { screen | grep -E '^ (idle|generating|prefill|loading|stopping|no model)' | head -n 1; }
 # wait_for REGEX [SECONDS]: until the screen matches
 wait_for() {
