@@ -9,6 +9,7 @@
 #include "chat.h"
 #include "commands.h"
 #include "gguf.h"
+#include "jinja.h"
 
 static void usage(FILE *f)
 {
@@ -183,6 +184,7 @@ int cmd_template(int argc, char **argv)
                 at ? (long)(at - json) : -1L);
         goto done;
     }
+    jinja_cjson_mark_floats(root, json); /* keep 2.0 a float, as Python's json.loads does */
     const cJSON *msgs = root;
     if (cJSON_IsObject(root))
         msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");

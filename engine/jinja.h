@@ -48,6 +48,12 @@ void jinja_free(jinja_template *t);
 char *jinja_render(const jinja_template *t, const struct cJSON *vars, const char *date, const jinja_limits *lim,
                    size_t *out_len, enum jinja_err *kind, char *err, size_t errlen);
 
+/* cJSON keeps one double per number, so 2.0 and 2 look alike. Call this on a
+ * tree parsed from `text` to flag the numbers written with '.', 'e' or 'E';
+ * they then stay floats in templates (tojson prints 2.0 like Python). */
+#define JINJA_CJSON_FLOAT (1 << 12) /* extra bit in cJSON.type; cJSON's own checks mask 0xFF */
+void jinja_cjson_mark_floats(struct cJSON *root, const char *text);
+
 /* One call: parse + render. */
 char *jinja_render_string(const char *src, const struct cJSON *vars, const char *date, enum jinja_err *kind,
                           char *err, size_t errlen);

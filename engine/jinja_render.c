@@ -79,11 +79,9 @@ jv jv_from_cjson(jctx *x, const cJSON *j)
         return jv_bool(cJSON_IsTrue(j));
     if (cJSON_IsNumber(j)) {
         double d = j->valuedouble;
-        /* cJSON keeps no int/float distinction: integral values within int64 are ints */
-        if (d == (double)(int64_t)d && d > -9.2e18 && d < 9.2e18) {
-            /* unless written with a '.' or exponent - cJSON loses that, so treat all integral as int */
+        /* integral values are ints unless jinja_cjson_mark_floats saw a float literal */
+        if (!(j->type & JINJA_CJSON_FLOAT) && d > -9.2e18 && d < 9.2e18 && d == (double)(int64_t)d)
             return jv_int((int64_t)d);
-        }
         return jv_float(d);
     }
     if (cJSON_IsString(j))
@@ -107,6 +105,71 @@ jv jv_from_cjson(jctx *x, const cJSON *j)
         return d;
     }
     return jv_none();
+}
+
+/* Number literals of `text` in document order: 1 = float-looking. */
+static size_t scan_numbers(const char *text, unsigned char *kinds, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = text; *p;) {
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (*p)
+                p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            bool fl = false;
+            while (*p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E' || (*p >= '0' && *p <= '9')) {
+                fl |= *p == '.' || *p == 'e' || *p == 'E';
+                p++;
+            }
+            if (n < cap)
+                kinds[n] = fl;
+            n++;
+        } else
+            p++;
+    }
+    return n;
+}
+
+static void mark_walk(cJSON *j, const unsigned char *kinds, size_t n, size_t *i)
+{
+    for (; j; j = j->next) {
+        if (cJSON_IsNumber(j)) {
+            if (*i < n && kinds[*i])
+                j->type |= JINJA_CJSON_FLOAT;
+            (*i)++;
+        }
+        if (j->child)
+            mark_walk(j->child, kinds, n, i);
+    }
+}
+
+static size_t count_numbers(const cJSON *j)
+{
+    size_t c = 0;
+    for (; j; j = j->next)
+        c += (cJSON_IsNumber(j) ? 1 : 0) + (j->child ? count_numbers(j->child) : 0);
+    return c;
+}
+
+void jinja_cjson_mark_floats(cJSON *root, const char *text)
+{
+    if (!root || !text)
+        return;
+    size_t want = count_numbers(root);
+    if (!want)
+        return;
+    unsigned char *kinds = malloc(want);
+    if (!kinds)
+        return;
+    /* only when the literals line up one to one with the tree (they do for cJSON_Parse output) */
+    if (scan_numbers(text, kinds, want) == want) {
+        size_t i = 0;
+        mark_walk(root, kinds, want, &i);
+    }
+    free(kinds);
 }
 
 char *jinja_render(const jinja_template *t, const cJSON *vars, const char *date, const jinja_limits *lim,

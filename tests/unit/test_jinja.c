@@ -119,6 +119,17 @@ static void test_tojson(void **state)
     EXPECT("{{ {\"a\":1} | tojson(separators=(\",\",\":\")) }}|{{ true | tojson }}|{{ none | tojson }}|{{ 1.0 | tojson }}",
            "{\"a\":1}|true|null|1.0");
     EXPECT("{{ messages[1] | tojson }}", "{\"role\": \"user\", \"content\": \"Hi there\"}");
+    /* JSON input keeps Python's int/float distinction once the literals are marked */
+    const char *text = "{\"n\": [2.0, 2, -1.5e3, 1E2, \"3.0\", 4]}";
+    cJSON *vars = cJSON_Parse(text);
+    jinja_cjson_mark_floats(vars, text);
+    char err[256];
+    enum jinja_err kind;
+    char *o = jinja_render_string("{{ n | tojson }}", vars, NULL, &kind, err, sizeof err);
+    assert_non_null(o);
+    assert_string_equal(o, "[2.0, 2, -1500.0, 100.0, \"3.0\", 4]");
+    free(o);
+    cJSON_Delete(vars);
 }
 
 static void test_tests_and_methods(void **state)
