@@ -210,6 +210,29 @@ static int lex_tag(lexer *L, char endc, int endtype, int *sign)
             L->pos = e;
             continue;
         }
+        if (*c == '0' && p + 2 < L->n && strchr("xXoObB", c[1]) && isalnum((unsigned char)c[2])) {
+            int base = (c[1] | 0x20) == 'x' ? 16 : (c[1] | 0x20) == 'o' ? 8 : 2;
+            size_t e = p + 2;
+            uint64_t v = 0;
+            for (; e < L->n && (isalnum((unsigned char)L->s[e]) || L->s[e] == '_'); e++) {
+                if (L->s[e] == '_')
+                    continue;
+                int d = isdigit((unsigned char)L->s[e]) ? L->s[e] - '0' : (tolower((unsigned char)L->s[e]) - 'a' + 10);
+                if (d >= base)
+                    return lex_fail(L, p, "bad digit in integer literal");
+                if (v > (uint64_t)INT64_MAX / (uint64_t)base)
+                    return lex_fail(L, p, "integer literal too large");
+                v = v * (uint64_t)base + (uint64_t)d;
+            }
+            if (v > (uint64_t)INT64_MAX)
+                return lex_fail(L, p, "integer literal too large");
+            jtok *t = push(L, JT_INT, p);
+            if (!t)
+                return lex_fail(L, p, "out of memory");
+            t->i = (int64_t)v;
+            L->pos = e;
+            continue;
+        }
         if (isdigit((unsigned char)*c)) {
             size_t e = p;
             bool isf = false;
