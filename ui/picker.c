@@ -252,8 +252,8 @@ static void fmt_size(uint64_t b, char *buf, size_t cap)
         snprintf(buf, cap, "%.0f KiB", (double)b / 1024.0);
 }
 
-static void picker_draw(const picker_entry *e, size_t n, size_t sel, size_t *top, const picker_dir *dirs,
-                        size_t n_dirs)
+static void picker_draw(const picker_entry *all, size_t n_all, const size_t *idx, size_t n, size_t sel, size_t *top,
+                        const picker_dir *dirs, size_t n_dirs, const char *filter)
 {
     erase();
     if (LINES < 5 || COLS < 20) {
@@ -262,13 +262,14 @@ static void picker_draw(const picker_entry *e, size_t n, size_t sel, size_t *top
         return;
     }
     draw_fill(0, 0, COLS, theme_attr(THEME_TITLE));
-    draw_str(0, 0, COLS, " tokscope \xe2\x80\x94 choose a model   Enter open  \xe2\x86\x91\xe2\x86\x93 move  q quit",
+    draw_str(0, 0, COLS,
+             " tokscope \xe2\x80\x94 choose a model   Enter open  \xe2\x86\x91\xe2\x86\x93 move  type to filter  Esc quit",
              theme_attr(THEME_TITLE) | A_BOLD);
-    if (n == 0) {
+    if (n_all == 0) {
         draw_str(2, 2, COLS - 4, "No GGUF models found. Searched:", theme_attr(THEME_HEADER));
         for (size_t i = 0; i < n_dirs && (int)(3 + i) < LINES - 2; i++)
             draw_printf(3 + (int)i, 4, COLS - 6, 0, "%-12s %s", dirs[i].source, dirs[i].path);
-        draw_str(LINES - 1, 2, COLS - 4, "Start with tokscope -m FILE.gguf, or add [paths] model_dirs to the config. q quits.",
+        draw_str(LINES - 1, 2, COLS - 4, "Start with tokscope -m FILE.gguf, or add [paths] model_dirs to the config. Esc quits.",
                  theme_attr(THEME_DIM));
         refresh();
         return;
@@ -283,8 +284,10 @@ static void picker_draw(const picker_entry *e, size_t n, size_t sel, size_t *top
         *top = sel;
     if (sel >= *top + (size_t)rows)
         *top = sel - (size_t)rows + 1;
+    if (n == 0)
+        draw_printf(3, 2, COLS - 4, theme_attr(THEME_DIM), "no model matches '%s'", filter);
     for (int r = 0; r < rows && *top + (size_t)r < n; r++) {
-        const picker_entry *p = &e[*top + (size_t)r];
+        const picker_entry *p = &all[idx[*top + (size_t)r]];
         bool s = *top + (size_t)r == sel;
         int attr = s ? theme_attr(THEME_SELECTED) : 0;
         if (s)
@@ -296,7 +299,10 @@ static void picker_draw(const picker_entry *e, size_t n, size_t sel, size_t *top
         draw_printf(2 + r, 1 + name_w, COLS - 1 - name_w, attr, " %10s %-10s %-10s %-12s", size, p->arch, p->quant,
                     p->source);
     }
-    draw_printf(LINES - 1, 1, COLS - 2, theme_attr(THEME_DIM), "%zu/%zu  %s", sel + 1, n, e[sel].path);
+    if (filter[0])
+        draw_printf(LINES - 1, 1, COLS - 2, theme_attr(THEME_HEADER), "filter: %s_  (%zu of %zu)", filter, n, n_all);
+    else if (n)
+        draw_printf(LINES - 1, 1, COLS - 2, theme_attr(THEME_DIM), "%zu/%zu  %s", sel + 1, n, all[idx[sel]].path);
     refresh();
 }
 
@@ -311,32 +317,65 @@ char *picker_run(const char *const *extra, size_t n_extra)
     size_t n = picker_scan(dirs, n_dirs, &e);
     size_t sel = 0, top = 0;
     char *chosen = NULL;
+    char filter[64] = "";
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    size_t n_shown = 0;
     nodelay(stdscr, FALSE);
-    for (;;) {
-        picker_draw(e, n, sel, &top, dirs, n_dirs);
+    for (bool refilter = true; idx;) {
+        if (refilter) {
+            /* case-insensitive substring of the name or the path */
+            n_shown = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!filter[0] || strcasestr(e[i].name, filter) || strcasestr(e[i].path, filter))
+                    idx[n_shown++] = i;
+            sel = 0;
+            top = 0;
+            refilter = false;
+        }
+        picker_draw(e, n, idx, n_shown, sel, &top, dirs, n_dirs, filter);
         int k = getch();
-        if (k == 'q' || k == 27 || k == 17 /* Ctrl-Q */ || k == ERR)
+        size_t fl = strlen(filter);
+        if (k == 17 /* Ctrl-Q */ || k == ERR)
             break;
-        if (n == 0)
+        if (k == 27) {
+            if (!fl)
+                break;
+            filter[0] = 0; /* Esc clears the filter first */
+            refilter = true;
             continue;
+        }
         int page = LINES - 3 > 1 ? LINES - 3 : 1;
-        if ((k == KEY_UP || k == 'k') && sel > 0)
+        if (k == KEY_BACKSPACE || k == 127 || k == 8) {
+            if (fl) {
+                filter[fl - 1] = 0;
+                refilter = true;
+            }
+        } else if (k >= 32 && k < 127) {
+            if (fl + 1 < sizeof filter) {
+                filter[fl] = (char)k;
+                filter[fl + 1] = 0;
+                refilter = true;
+            }
+        } else if (n_shown == 0) {
+            continue;
+        } else if (k == KEY_UP && sel > 0)
             sel--;
-        else if ((k == KEY_DOWN || k == 'j') && sel + 1 < n)
+        else if (k == KEY_DOWN && sel + 1 < n_shown)
             sel++;
         else if (k == KEY_PPAGE)
             sel = sel > (size_t)page ? sel - (size_t)page : 0;
         else if (k == KEY_NPAGE)
-            sel = sel + (size_t)page < n ? sel + (size_t)page : n - 1;
+            sel = sel + (size_t)page < n_shown ? sel + (size_t)page : n_shown - 1;
         else if (k == KEY_HOME)
             sel = 0;
         else if (k == KEY_END)
-            sel = n - 1;
+            sel = n_shown - 1;
         else if (k == '\n' || k == '\r' || k == KEY_ENTER) {
-            chosen = strdup(e[sel].path);
+            chosen = strdup(e[idx[sel]].path);
             break;
         }
     }
+    free(idx);
     nodelay(stdscr, TRUE);
     picker_free(e, n);
     return chosen;

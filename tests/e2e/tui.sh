@@ -343,8 +343,11 @@ if [ -f "$TINY" ]; then
     printf "%s\n" "$s" | grep -q 'ollama' && printf "%s\n" "$s" | grep 'ollama' | grep -q 'Q8_0' && ! printf "%s\n" "$s" | grep -q 'sha256-ffff'
     result "tui: picker finds ollama blobs by their GGUF magic" $?
 fi
+keys -l "STORIES"
+wait_for 'filter: STORIES_' 5 && screen | grep -q 'stories260K\.gguf' && ! screen | grep -q 'blob)'
+result "tui: typing in the picker filters the list" $?
 keys Enter
-wait_for '^ idle ' 20
+wait_for '^ idle ' 20 && wait_for 'loaded llama' 5
 result "tui: picker Enter opens the chosen model" $?
 keys C-q
 n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
