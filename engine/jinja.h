@@ -325,6 +325,7 @@ enum {
     JFN_DICT,
     JFN_CYCLE,
     JFN_CHANGED, /* loop.changed(); bound: struct jchanged */
+    JFN_RECURSE, /* a recursive loop's loop(); only called through the loop object */
 };
 bool jx_global(const char *name, jv *out);
 typedef struct jchanged {

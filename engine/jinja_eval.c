@@ -47,6 +47,10 @@ static const char *fmt_hint(jctx *x, const char *fmt, ...)
     return jarena_strndup(&x->arena, tmp, strlen(tmp));
 }
 
+/* Key under which a recursive loop's loop object keeps its loop() function. */
+#define RECURSE_KEY "\x01recurse"
+static jv call_recursive_loop(jctx *x, jv loop, jv *args, int nargs);
+
 /* ---- scopes ---- */
 static jframe *frame_new(jctx *x, jframe *parent)
 {
@@ -571,6 +575,8 @@ jv jx_call_value(jctx *x, jv fn, jv *args, int nargs, const char **kwn, jv *kwv,
     }
     if (fn.t == JV_UNDEF)
         undefined_error(x, fn);
+    if (fn.t == JV_DICT && jdict_find(fn.u.d, RECURSE_KEY, strlen(RECURSE_KEY)))
+        return call_recursive_loop(x, fn, args, nargs);
     jx_fail(x, JINJA_ERR_RUNTIME, "'%s' object is not callable", jv_type_name(fn));
 }
 
@@ -766,9 +772,37 @@ static void unpack(jctx *x, jframe *f, const char *const *targets, int nt, jv it
         assign(x, f, targets[i], l->v[i]);
 }
 
-static int exec_for(jctx *x, const jnode *n, jframe *f)
+/* A recursive loop's `loop(children)`: the same loop body over a new iterable. */
+typedef struct jrecurse {
+    const jnode *node;
+    jframe *frame;
+    int depth;
+} jrecurse;
+static int exec_for_items(jctx *x, const jnode *n, jframe *f, jv it, int depth);
+
+static jv call_recursive_loop(jctx *x, jv loop, jv *args, int nargs)
 {
-    jv it = eval(x, n->a, f);
+    jv *r = jdict_find(loop.u.d, RECURSE_KEY, strlen(RECURSE_KEY));
+    if (!r || r->t != JV_FUNC)
+        jx_fail(x, JINJA_ERR_RUNTIME, "'dict' object is not callable");
+    if (nargs != 1)
+        jx_fail(x, JINJA_ERR_RUNTIME, "loop() takes exactly one argument");
+    jrecurse *rc = r->bound;
+    if (++x->depth > x->lim.max_depth)
+        jx_fail(x, JINJA_ERR_LIMIT, "maximum recursion depth (%d) exceeded", x->lim.max_depth);
+    jbuf out = {0};
+    jbuf *saved = x->out;
+    x->out = &out;
+    exec_for_items(x, rc->node, rc->frame, args[0], rc->depth + 1);
+    x->out = saved;
+    x->depth--;
+    return jv_strn(x, out.p ? out.p : "", out.len);
+}
+
+static int exec_for(jctx *x, const jnode *n, jframe *f) { return exec_for_items(x, n, f, eval(x, n->a, f), 1); }
+
+static int exec_for_items(jctx *x, const jnode *n, jframe *f, jv it, int depth)
+{
     jlist *items = jv_iter_list(x, it);
     if (n->c) { /* `for x in xs if cond`: filter first; loop.length counts the kept ones */
         jv kept = jv_list(x, 0);
@@ -799,8 +833,8 @@ static int exec_for(jctx *x, const jnode *n, jframe *f)
         jdict_set_str(x, d, "first", jv_bool(i == 0));
         jdict_set_str(x, d, "last", jv_bool(i == len - 1));
         jdict_set_str(x, d, "length", jv_int(len));
-        jdict_set_str(x, d, "depth", jv_int(1));
-        jdict_set_str(x, d, "depth0", jv_int(0));
+        jdict_set_str(x, d, "depth", jv_int(depth));
+        jdict_set_str(x, d, "depth0", jv_int(depth - 1));
         jdict_set_str(x, d, "previtem", i > 0 ? items->v[i - 1] : jv_undef("there is no previous item"));
         jdict_set_str(x, d, "nextitem", i + 1 < len ? items->v[i + 1] : jv_undef("there is no next item"));
         jv cyc = {.t = JV_FUNC};
@@ -811,6 +845,16 @@ static int exec_for(jctx *x, const jnode *n, jframe *f)
         chg.u.fn = JFN_CHANGED;
         chg.bound = changed;
         jdict_set_str(x, d, "changed", chg);
+        if (n->op == 'r') {
+            jrecurse *rc = jarena_alloc(&x->arena, sizeof *rc);
+            rc->node = n;
+            rc->frame = f;
+            rc->depth = depth;
+            jv rf = {.t = JV_FUNC};
+            rf.u.fn = JFN_RECURSE;
+            rf.bound = rc;
+            jdict_set_str(x, d, RECURSE_KEY, rf);
+        }
         assign(x, lf, "loop", loop);
         unpack(x, lf, n->targets, n->ntargets, items->v[i]);
         int fl = exec_list(x, n->body, lf);

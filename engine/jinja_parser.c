@@ -651,8 +651,10 @@ static jnode *parse_for(parser *P, const jtok *at)
         adv(P);
         n->c = parse_expr(P);
     }
-    if (is_name(cur(P), "recursive"))
-        pfail(P, cur(P), "recursive for loops are not supported");
+    if (is_name(cur(P), "recursive")) {
+        adv(P);
+        n->op = 'r';
+    }
     expect_block_end(P);
     static const char *const ends[] = {"endfor", "else", NULL};
     const char *found;

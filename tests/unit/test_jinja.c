@@ -170,6 +170,9 @@ static void test_loops(void **state)
     EXPECT("{% for i in range(5) %}{% if i == 1 %}{% continue %}{% endif %}{% if i == 3 %}{% break %}{% endif %}{{ i }}{% endfor %}",
            "02");
     EXPECT("{% for i in range(3) %}{{ loop.previtem }}-{{ loop.nextitem }};{% endfor %}", "-1;0-2;1-;");
+    EXPECT("{% for x in [1, [2, [3]], 4] recursive %}{% if x is iterable %}({{ loop(x) }}){% else %}{{ x }}"
+           "{{ loop.depth }}{% endif %}{% endfor %}",
+           "11(22(33))41");
     EXPECT("{% for m in messages %}{{ loop.cycle('o', 'e') }}{% endfor %}", "oeoe");
     EXPECT("{% for m in messages %}{% if loop.changed(m.role) %}[{{ m.role }}]{% endif %}{% endfor %}",
            "[system][user][assistant][user]");
@@ -264,6 +267,7 @@ static void test_limits(void **state)
     (void)state;
     EXPECT_ERR("{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}", JINJA_ERR_LIMIT, "");
     EXPECT_ERR("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", JINJA_ERR_LIMIT, "recursion");
+    EXPECT_ERR("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}", JINJA_ERR_LIMIT, "recursion");
     EXPECT_ERR("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}"
                "{% endfor %}{{ ns.s }}",
                JINJA_ERR_LIMIT, "");
