@@ -374,8 +374,18 @@ keys C-q
 
 # ---- 17. colours, and NO_COLOR ------------------------------------------------
 rm -f "$TMP/cfg/tokscope/tokscope.ini"
-start -m "$STORIES"
+start -m "$STORIES" --mouse -n 1500
 wait_for '^ idle ' 20
+line "Once upon a time"
+wait_for '^ generating|^ prefill' 20
+wait_idle 30
+keys -l "$(printf '\033[<64;10;10M')"
+wait_for '↓ 3 more' 5
+up=$?
+keys -l "$(printf '\033[<65;10;10M')"
+sleep 0.3
+[ $up -eq 0 ] && ! screen | grep -q '↓ [0-9]* more'
+result "tui: --mouse: the wheel scrolls the conversation" $?
 T capture-pane -p -e | grep -qE '\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)(;[0-9;]*)?m'
 colored=$?
 keys C-q
