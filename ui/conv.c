@@ -491,7 +491,9 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
             }
             continue;
         }
-        if (is_asst && m->n_toks)
+        if (is_asst && m->len == 0 && !m->streaming)
+            draw_str(y, r.x + CONV_INDENT, width - CONV_INDENT, "(empty reply)", theme_attr(THEME_DIM));
+        else if (is_asst && m->n_toks)
             draw_token_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT, o);
         else
             draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, m->text + v->start, v->len, 0);

@@ -201,6 +201,11 @@ void input_insert(const char *s)
     rl_insert_text(s);
 }
 
+bool input_in_search(void)
+{
+    return RL_ISSTATE(RL_STATE_ISEARCH) != 0;
+}
+
 const char *input_text(void)
 {
     return rl_line_buffer ? rl_line_buffer : "";
@@ -314,7 +319,9 @@ void input_draw(ui_rect r, bool focused, bool busy)
     if (r.h <= 0)
         return;
     draw_hline(r.y, r.x, r.w, theme_attr(focused ? THEME_BORDER_FOCUS : THEME_BORDER));
-    if (busy)
+    if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt)
+        draw_printf(r.y, r.x + 2, r.w - 4, theme_attr(THEME_HEADER), " %s ", rl_display_prompt); /* Ctrl-R */
+    else if (busy)
         draw_str(r.y, r.x + 2, r.w - 4, " generating \xe2\x80\x94 Esc stops ", theme_attr(THEME_DIM));
     int rows = r.h - 1;
     if (rows <= 0)

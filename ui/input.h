@@ -18,6 +18,8 @@ void input_shutdown(void); /* saves history */
 /* Feeds one key from ncurses (wide key codes for special keys, bytes otherwise). */
 void input_key(int key);
 void input_insert(const char *s);
+/* True while readline's incremental search (Ctrl-R) is active. */
+bool input_in_search(void);
 /* Current text (readline's buffer, NUL-terminated). */
 const char *input_text(void);
 void input_set_text(const char *s);

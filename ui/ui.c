@@ -517,6 +517,8 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
             /* Esc followed at once by another key: the Esc, then that key */
             ungetch(next);
             handle_key(app, UI_KEY_LONE_ESC, in_paste);
+        } else if (app->focus == UI_FOCUS_INPUT && input_in_search()) {
+            input_key(CTRL('g')); /* abort the search, restoring the line */
         } else if (app->focus == UI_FOCUS_PARAMS && app->param_editing) {
             app->param_editing = false;
         } else if (ui_busy(app)) {
@@ -603,6 +605,8 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
                 input_insert("\n");
                 return;
             }
+            if (input_in_search())
+                input_key(CTRL('j')); /* ends the search, keeping the found line */
             char *line = input_take();
             if (line) {
                 handle_line(app, line);

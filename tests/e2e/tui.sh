@@ -311,6 +311,14 @@ wait_for '^ idle ' 20
 keys Up
 wait_for '^> /quit' 5 && { keys Up; wait_for '^> /set temp 0.8' 5; }
 result "tui: history persists across sessions (Up recalls earlier lines)" $?
+keys C-a C-k C-r
+keys -l "upon"
+wait_for 'reverse-i-search' 5 && wait_for '^> Once upon a time' 5
+search=$?
+keys Escape
+sleep 0.2
+[ $search -eq 0 ] && ! screen | grep -q 'reverse-i-search'
+result "tui: Ctrl-R searches the history (readline), Esc leaves the search" $?
 keys C-q
 n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
 [ "$(cat "$TMP/exit" 2>/dev/null)" = 0 ]
