@@ -285,8 +285,8 @@ static void handle_event(ui_app *app, const engine_event *ev)
                      app->model_path, ev->message);
             ui_overlay_show(app, "Cannot load the model", text);
         }
-        if (ui_busy(app))
-            finish_turn(app, ENGINE_DONE_ERROR);
+        if (ui_busy(app) || (!app->loaded && app->gen_conv_id >= 0))
+            finish_turn(app, ENGINE_DONE_ERROR); /* also a message sent while the model was loading */
         break;
     case ENGINE_EV_QUIT:
         break;
