@@ -254,6 +254,17 @@ static void handle_event(ui_app *app, const engine_event *ev)
         break;
     }
     case ENGINE_EV_DONE:
+        if (app->gen_conv_id >= 0 && ev->conv_id == app->gen_conv_id && ev->text_len > 0) {
+            /* bytes the engine held back (partial UTF-8, a partial stop string) */
+            ui_conv *c = ui_conv_by_id(app, ev->conv_id);
+            if (c && app->gen_msg < c->n_msgs) {
+                ui_msg *m = &c->msgs[app->gen_msg];
+                size_t n = ev->text_len < ENGINE_TEXT_MAX ? (size_t)ev->text_len : ENGINE_TEXT_MAX - 1;
+                if (m->n_toks && (size_t)m->toks[m->n_toks - 1].off + m->toks[m->n_toks - 1].len == m->len)
+                    m->toks[m->n_toks - 1].len += (uint32_t)n;
+                msg_append(m, ev->text, n);
+            }
+        }
         if (app->gen_conv_id >= 0)
             finish_turn(app, ev->reason);
         else if (app->state != UI_STATE_LOADING)
