@@ -209,7 +209,7 @@ static void finish_turn(ui_app *app, int reason)
     app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
 }
 
-static void handle_event(ui_app *app, const engine_event *ev)
+void ui_handle_event(ui_app *app, const engine_event *ev)
 {
     app->dirty = true;
     switch (ev->type) {
@@ -311,7 +311,7 @@ static void drain_events(ui_app *app)
         return;
     /* bounded per call so a flood of tokens cannot starve the keyboard */
     for (int i = 0; i < 4096 && engine_poll(app->eng, ev); i++)
-        handle_event(app, ev);
+        ui_handle_event(app, ev);
     free(ev);
 }
 

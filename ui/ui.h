@@ -100,6 +100,9 @@ typedef struct ui_app {
 /* Runs the TUI until the user quits. Returns the process exit status. */
 int ui_run(const ui_options *o);
 
+/* Applies one engine event to the UI state (exposed for tests). */
+void ui_handle_event(ui_app *app, const engine_event *ev);
+
 /* --- used by the panes and the slash commands --- */
 double ui_now(void); /* monotonic seconds */
 void ui_message(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
