@@ -41,6 +41,7 @@ ui_conv *conv_create(int32_t id, const char *system)
 
 static void msg_free(ui_msg *m)
 {
+    free(m->wl);
     for (size_t i = 0; i < m->n_toks; i++)
         free(m->toks[i].top);
     free(m->toks);
@@ -321,6 +322,36 @@ static void vl_push(ui_conv *c, int32_t msg, int32_t kind, size_t start, size_t 
     c->vl[c->n_vl++] = (conv_vline){msg, kind, start, len};
 }
 
+static void msg_wrap(ui_msg *m, int tw)
+{
+    if (m->wl_width != tw || m->wl_len > m->len) {
+        m->n_wl = 0;
+        m->wl_len = 0;
+        m->wl_width = tw;
+    }
+    if (m->n_wl && m->wl_len == m->len)
+        return;
+    /* lines before the last one cannot change when text is appended */
+    size_t from = 0;
+    if (m->n_wl) {
+        from = m->wl[m->n_wl - 1].start;
+        m->n_wl--;
+    }
+    size_t n = wrap_text(m->text + from, m->len - from, tw, NULL, 0);
+    if (m->n_wl + n > m->cap_wl) {
+        size_t cap = m->cap_wl ? m->cap_wl : 16;
+        while (cap < m->n_wl + n)
+            cap *= 2;
+        m->wl = xrealloc(m->wl, cap * sizeof *m->wl);
+        m->cap_wl = cap;
+    }
+    wrap_text(m->text + from, m->len - from, tw, m->wl + m->n_wl, n);
+    for (size_t i = 0; i < n; i++)
+        m->wl[m->n_wl + i].start += from;
+    m->n_wl += n;
+    m->wl_len = m->len;
+}
+
 void conv_build_lines(ui_conv *c, int width)
 {
     c->n_vl = 0;
@@ -345,13 +376,9 @@ void conv_build_lines(ui_conv *c, int width)
     for (size_t mi = 0; mi < c->n_msgs; mi++) {
         ui_msg *m = &c->msgs[mi];
         vl_push(c, (int32_t)mi, CONV_VL_LABEL, 0, 0);
-        size_t n = wrap_text(m->text, m->len, tw, NULL, 0);
-        wrap_line *lines = n <= 256 ? tmp : xrealloc(NULL, n * sizeof *lines);
-        wrap_text(m->text, m->len, tw, lines, n);
-        for (size_t i = 0; i < n; i++)
-            vl_push(c, (int32_t)mi, CONV_VL_TEXT, lines[i].start, lines[i].len);
-        if (lines != tmp)
-            free(lines);
+        msg_wrap(m, tw);
+        for (size_t i = 0; i < m->n_wl; i++)
+            vl_push(c, (int32_t)mi, CONV_VL_TEXT, m->wl[i].start, m->wl[i].len);
         vl_push(c, (int32_t)mi, CONV_VL_BLANK, 0, 0);
     }
 }
@@ -380,9 +407,16 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
                             const conv_draw_opts *o)
 {
     size_t b = v->start, end = v->start + v->len;
-    size_t j = 0;
-    while (j < m->n_toks && (size_t)m->toks[j].off + m->toks[j].len <= b && m->toks[j].len > 0)
-        j++;
+    /* first token ending after b (offsets only grow): binary search */
+    size_t lo = 0, hi = m->n_toks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((size_t)m->toks[mid].off + m->toks[mid].len <= b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t j = lo;
     int col = 0;
     int32_t mi = (int32_t)(m - c->msgs);
     while (b < end && col < w) {

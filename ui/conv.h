@@ -27,6 +27,11 @@ typedef struct ui_msg {
     size_t n_toks, cap_toks;
     bool streaming;
     int done_reason; /* enum engine_done_reason, -1 while streaming / not generated */
+    /* wrap cache: lines of text[0..wl_len) at width wl_width; a growing reply
+     * re-wraps only from its last line */
+    struct wrap_line *wl;
+    size_t n_wl, cap_wl, wl_len;
+    int wl_width;
 } ui_msg;
 
 enum conv_vline_kind { CONV_VL_LABEL, CONV_VL_TEXT, CONV_VL_BLANK };

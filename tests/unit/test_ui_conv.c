@@ -11,6 +11,7 @@
 #include "conv.h"
 #include "layout.h"
 #include "testutil.h"
+#include "wrap.h"
 
 /* what the engine would post for one generated token */
 static engine_event fake_token(int32_t id, int32_t pos, const char *text, float p)
@@ -164,6 +165,38 @@ static void test_build_lines(void **state)
     conv_free(c);
 }
 
+/* wrapping a reply as it streams (from its last line on) gives the same
+ * lines as wrapping the finished text */
+static void test_incremental_wrap(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {"Once", " upon", " a", " time", ",", " 日本", "語の", "テキスト", " and",
+                                         " a", "verylongwordthatneverends", "\n", "\n", "new", " line", " e\xcc\x81",
+                                         " 😀", "😀", " end", " ", "  "};
+    for (int width = 3; width < 30; width += 4) {
+        ui_conv *c = conv_create(1, "");
+        size_t mi = conv_add_msg(c, "assistant", "");
+        for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+            engine_event ev = fake_token((int32_t)i, (int32_t)i, pieces[i], 0.5f);
+            msg_add_token(&c->msgs[mi], &ev);
+            conv_build_lines(c, width);
+        }
+        const ui_msg *m = &c->msgs[mi];
+        wrap_line full[256];
+        size_t n = wrap_text(m->text, m->len, width - 2, full, 256);
+        size_t k = 0;
+        for (size_t i = 0; i < c->n_vl; i++)
+            if (c->vl[i].kind == CONV_VL_TEXT) {
+                assert_true(k < n);
+                assert_int_equal(c->vl[i].start, full[k].start);
+                assert_int_equal(c->vl[i].len, full[k].len);
+                k++;
+            }
+        assert_int_equal(k, n);
+        conv_free(c);
+    }
+}
+
 static int inside(ui_rect r, int rows, int cols)
 {
     return r.y >= 0 && r.x >= 0 && r.h >= 0 && r.w >= 0 && r.y + r.h <= rows && r.x + r.w <= cols;
@@ -218,7 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokens_build_text), cmocka_unit_test(test_chat_messages),
         cmocka_unit_test(test_cursor),            cmocka_unit_test(test_build_lines),
-        cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_incremental_wrap), cmocka_unit_test(test_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
