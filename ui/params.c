@@ -208,7 +208,12 @@ void params_draw(ui_app *app, ui_rect r)
         int attr = sel ? theme_attr(THEME_SELECTED) : 0;
         if (sel)
             draw_fill(y, x, w, attr);
-        draw_str(y, x, name_w - 1, params_names[i], attr);
+        char start[80];
+        params_format(&app->sp_start, params_names[i], start, sizeof start);
+        bool changed = !(sel && app->param_editing) && strcmp(start, val) != 0;
+        int nw = draw_str(y, x, name_w - 1, params_names[i], attr);
+        if (changed && nw < name_w - 1) /* changed since start */
+            draw_str(y, x + nw, 1, "*", attr | theme_attr(THEME_HEADER));
         draw_str(y, x + name_w, w - name_w, val, attr | A_BOLD);
         if (sel && w - name_w - (int)strlen(val) > 4)
             draw_str(y, x + name_w + (int)strlen(val) + 2, w - name_w - (int)strlen(val) - 2, pdefs[i].help,

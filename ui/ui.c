@@ -710,6 +710,7 @@ int ui_run(const ui_options *o)
         return 1;
     app->eparams = o->engine;
     app->sp = o->engine.sampling;
+    app->sp_start = app->sp;
     app->gen_conv_id = -1;
     app->next_conv_id = 1;
     app->prob_colors = o->prob_colors;

@@ -49,6 +49,7 @@ typedef struct ui_app {
     engine *eng;
     engine_params eparams;
     sampler_params sp;      /* what the panel shows and the engine uses */
+    sampler_params sp_start; /* as started (defaults < config < command line): the panel marks changes */
     char model_path[4096];
 
     ui_conv **convs;
