@@ -25,7 +25,7 @@ static void tui_usage(FILE *f)
             "  -c, --ctx-size N          context size (0 = min(trained, 4096))\n"
             "  -t, --threads N           CPU threads (0 = all cores)\n"
             "      --template NAME       chat template: chatml llama2 llama3 zephyr mistral phi3\n"
-            "                            gemma vicuna plain (default: the model's own)\n"
+            "                            gemma vicuna plain raw (default: the model's own)\n"
             "      --system TEXT         system prompt of the first conversation\n"
             "      --config FILE         read FILE instead of $XDG_CONFIG_HOME/tokscope/tokscope.ini\n"
             "      --no-kv-cache         recompute the whole sequence every step (debugging)\n"
@@ -199,9 +199,7 @@ int cmd_tui(int argc, char **argv)
         rc = 2;
     }
     if (!rc && o->engine.template_name && *o->engine.template_name && strcmp(o->engine.template_name, "model") != 0) {
-        bool known = false;
-        for (int i = 0; chat_builtin_names[i]; i++)
-            known |= !strcmp(chat_builtin_names[i], o->engine.template_name);
+        bool known = !strcmp(o->engine.template_name, "raw") || chat_builtin_known(o->engine.template_name);
         if (!known) {
             fprintf(stderr, "tokscope: unknown template '%s'\n", o->engine.template_name);
             rc = 2;

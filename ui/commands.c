@@ -25,7 +25,7 @@ const ui_command commands_table[] = {
     {"save", "FILE", "save all conversations and parameters as JSON"},
     {"load", "FILE", "load conversations and parameters saved with /save"},
     {"export", "FILE.md", "write this conversation as Markdown"},
-    {"template", "NAME", "chat template: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain, or 'model'"},
+    {"template", "NAME", "chat template: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain raw, or 'model'"},
     {"raw", "", "inspector: order candidates by raw logit"},
     {"post", "", "inspector: order candidates by post-chain probability"},
     {"colors", "", "toggle colouring of tokens by probability (also F4)"},
@@ -239,9 +239,8 @@ void commands_run(ui_app *app, const char *line)
             return;
         }
         bool model = !strcmp(args, "model") || !strcmp(args, "auto");
-        bool known = model;
-        for (int i = 0; chat_builtin_names[i] && !known; i++)
-            known = !strcmp(chat_builtin_names[i], args);
+        /* "raw" (contents back to back) is the engine's choice for models without a template */
+        bool known = model || !strcmp(args, "raw") || chat_builtin_known(args);
         if (!known) {
             ui_message(app, UI_MSG_ERROR, "unknown template '%s'", args);
             return;
