@@ -336,6 +336,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             refk_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
+        if (refbf16_applies(sg->w, job->n_tok)) {
+            refbf16_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
         if (reffloat_applies(sg->w)) {
             reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;

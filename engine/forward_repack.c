@@ -227,6 +227,45 @@ static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
 #endif
 }
 
+/* BF16 batches: llamafile's tinyBLAS<32, __m512, __m512bh> (AVX512-BF16)
+ * keeps ONE 16-lane accumulator per output and feeds it 32 BF16 pairs per
+ * vdpbf16ps, reduced with _mm512_reduce_add_ps in float; ggml_vec_dot_bf16
+ * (single tokens) keeps two and adds them in double. vdpbf16ps adds a lane's
+ * odd product first, then the even one, each rounded (products are exact). */
+static float tinyblas_bf16(int64_t n, const uint16_t *w, const uint16_t *a)
+{
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    __m512 c = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += 32)
+        c = _mm512_dpbf16_ps(c, (__m512bh)_mm512_loadu_si512(w + k), (__m512bh)_mm512_loadu_si512(a + k));
+    return _mm512_reduce_add_ps(c);
+#else
+    float acc[16] = {0};
+    for (int64_t k = 0; k < n; k += 32)
+        for (int l = 0; l < 16; l++) {
+            const int64_t i = k + 2 * l;
+            acc[l] += tensor_bf16_to_fp32(w[i + 1]) * tensor_bf16_to_fp32(a[i + 1]);
+            acc[l] += tensor_bf16_to_fp32(w[i]) * tensor_bf16_to_fp32(a[i]);
+        }
+    return red16(acc);
+#endif
+}
+
+bool refbf16_applies(const gguf_tensor *w, int n_tok)
+{
+    return w->type == TENSOR_TYPE_BF16 && n_tok >= 2 && w->ne[0] % 32 == 0;
+}
+
+void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                    int n_tok, float *out, int64_t out_stride)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const uint16_t *wr = (const uint16_t *)w->data + (size_t)r * (size_t)n;
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = tinyblas_bf16(n, wr, (const uint16_t *)(act + (size_t)t * act_stride));
+    }
+}
+
 bool reffloat_applies(const gguf_tensor *w)
 {
     return w->type == TENSOR_TYPE_F16 || w->type == TENSOR_TYPE_F32;
