@@ -98,7 +98,7 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --suppress=missingIncludeSystem -Iengine -Iui -Iapp \
 	  engine ui app
-	clang-tidy --quiet $(LIB_SRC) app/main.c -- $(CPPFLAGS) $(NCURSES_CFLAGS) -std=gnu11
+	clang-tidy --quiet $(LIB_SRC) app/main.c -- $(CPPFLAGS) $(NCURSES_CFLAGS) -std=gnu11 $(ARCHFLAGS)
 
 format:
 	clang-format -i engine/*.[ch] ui/*.[ch] app/*.[ch] tests/unit/*.[ch]
