@@ -30,32 +30,25 @@ for golden in "$G"/*.jsonl; do
     found=1
     base=$(basename "$golden" .jsonl)
     model=$M/${base%.*}.gguf
-    # KNOWN GAP (issue 3 open): tiny-spm-mix, the file holding every block
-    # type, matches the reference bit for bit up to position 7 of the chat
-    # prompt and then drifts (mean KL 2.7e-3 batched, 3.4e-3 one token at a
-    # time; top-1 0.986): one of its kernels (Q4_1/Q5_1/Q5_0/Q2_K/Q3_K/Q5_K
-    # or the 64-row Q4_K, none of which another golden covers) sums in a
-    # slightly different order from the reference's. Until it is found, this
-    # file is held to the level reached so a regression still fails.
+    # Default tolerance, except two known gaps (issue 3, README "Reference
+    # parity"), held to the level reached so a regression still fails:
+    # - tiny-spm-mix, the file holding every block type, matches bit for bit
+    #   up to position 7 of the chat prompt and then drifts; the kernel whose
+    #   summation order differs from the reference's is not found yet.
+    # - tiny-spm-q4_k_m one token at a time: the reference sums repacked Q4_K
+    #   per 64 elements for a batch (gemm) and per super-block for one token
+    #   (gemv), and its goldens evaluate the prompt as a batch; a random-weight
+    #   model amplifies the difference (../shared/README.md allows mean KL up
+    #   to 7e-3 for an independent float pass).
+    tag='' batched='' obo=''
     case $base in
-    tiny-spm-mix.*)
-        cmp "compare $base batched (known gap: KL<=4e-3)" "$model" "$golden" --max-kl 4e-3 --min-top1 0.98
-        cmp "compare $base one-by-one (known gap: KL<=4e-3)" "$model" "$golden" --one-by-one --max-kl 4e-3 \
-            --min-top1 0.98
-        continue
-        ;;
+    tiny-spm-mix.*) tag=' (known gap: KL<=4e-3)' batched='--max-kl 4e-3 --min-top1 0.98' obo=$batched ;;
+    tiny-spm-q4_k_m.*) obo='--max-kl 5e-3 --min-top1 0.95' ;;
     esac
-    cmp "compare $base batched" "$model" "$golden"
-    # The reference sums repacked Q4_K differently for a batch (gemm, per 64
-    # elements) than for one token (gemv, per super-block), and its goldens
-    # evaluate the prompt as a batch. One token at a time we follow its
-    # single-token order, which a random-weight model amplifies; there the
-    # independent-implementation bound applies (../shared/README.md: mean KL
-    # up to 7e-3 for a plain float pass).
-    case $base in
-    tiny-spm-q4_k_m.*) cmp "compare $base one-by-one" "$model" "$golden" --one-by-one --max-kl 5e-3 --min-top1 0.95 ;;
-    *) cmp "compare $base one-by-one" "$model" "$golden" --one-by-one ;;
-    esac
+    # shellcheck disable=SC2086 # the option lists are meant to split
+    cmp "compare $base batched$tag" "$model" "$golden" $batched
+    # shellcheck disable=SC2086
+    cmp "compare $base one-by-one$tag" "$model" "$golden" --one-by-one $obo
 done
 [ $found = 1 ] || need "$G/stories260K.once.jsonl" "golden logits files"
 
