@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "forward_repack.h"
 #include "quant_batch.h"
 #include "quant_internal.h"
 #include "tensor.h"
@@ -821,8 +822,20 @@ static float emulate_k(enum tensor_type t, int64_t n, const void *w, const void 
             summs = fmaf(dmin, (float)tot, summs);
         }
         int lane[8] = {0};
-        for (int e = 0; e < QK_K; e++)
-            lane[(e % 32) / 4] += scale[e] * q[e] * y[i].qs[e];
+        if (t == TENSOR_TYPE_Q6_K) {
+            /* ggml_vec_dot_q6_K_q8_K (AVX2): unsigned quants (q + 32) in the
+             * lanes, then 32 * scale * block sum taken off lane m for
+             * sub-blocks 2m and 2m+1. Same integer total as (q - 32) in the
+             * lanes, different lanes, different float sum. */
+            const block_q6_K *b = (const block_q6_K *)w + i;
+            for (int e = 0; e < QK_K; e++)
+                lane[(e % 32) / 4] += scale[e] * (q[e] + 32) * y[i].qs[e];
+            for (int m = 0; m < 8; m++)
+                lane[m] -= 32 * (b->scales[2 * m] * bs[2 * m] + b->scales[2 * m + 1] * bs[2 * m + 1]);
+        } else {
+            for (int e = 0; e < QK_K; e++)
+                lane[(e % 32) / 4] += scale[e] * q[e] * y[i].qs[e];
+        }
         for (int m = 0; m < 8; m++)
             acc[m] = fmaf(d, (float)lane[m], acc[m]);
     }
@@ -867,6 +880,18 @@ static void test_reference_order(void **state)
                         fail_msg("%s n=%lld matmul (%d,%d): %.9g, reference order gives %.9g", tensor_type_name(t),
                                  (long long)n, c, r, (double)mm[c * ROWS + r], (double)want);
                 }
+            if (t == TENSOR_TYPE_Q6_K) {
+                /* the forward pass's own Q6_K path (refk_matmul) */
+                gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, ROWS, 1, 1}, .type = t, .data = w};
+                refk_matmul(&wt, n, 0, ROWS, (const uint8_t *)a, ars, NACT, mm, ROWS);
+                for (int c = 0; c < NACT; c++)
+                    for (int r = 0; r < ROWS; r++) {
+                        float want = emulate_k(t, n, w + rs * r, a + ars * c);
+                        if (f2u(mm[c * ROWS + r]) != f2u(want))
+                            fail_msg("Q6_K n=%lld refk_matmul (%d,%d): %.9g, reference order gives %.9g", (long long)n,
+                                     c, r, (double)mm[c * ROWS + r], (double)want);
+                    }
+            }
             for (int r = 0; r < ROWS; r++) {
                 const void *row = w + rs * r;
                 float want = tensor_type_block_size(t) == 32 ? emulate_legacy(t, n, row, a) : emulate_k(t, n, row, a);
@@ -882,6 +907,73 @@ static void test_reference_order(void **state)
     free(a);
 }
 #endif
+
+/* ggml_vec_dot_f32 on an AVX-512 build: 4 x 16 FMA lanes over the first
+ * n & ~63 elements, reduced as (0+2)+(1+3) and then 8/4/2/1 halves; the rest
+ * is `sumf += x[i]*y[i]`, which GCC turns into rounded products added one by
+ * one for blocks of 16 and then 8 (only when 16 or more are left) and FMAs for
+ * the last few. Single-token F32 matmuls of any width must give exactly this. */
+static float emulate_f32_dot(int64_t n, const float *x, const float *y, bool fused_tail)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float lane[4][16] = {{0}};
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                lane[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], lane[j][l]);
+    float v[16], sum = 0.0f;
+    for (int l = 0; l < 16; l++)
+        v[l] = (lane[0][l] + lane[2][l]) + (lane[1][l] + lane[3][l]);
+    if (np > 0) {
+        float t8[8], t4[4];
+        for (int l = 0; l < 8; l++)
+            t8[l] = v[l + 8] + v[l];
+        for (int l = 0; l < 4; l++)
+            t4[l] = t8[l + 4] + t8[l];
+        sum = (t4[0] + t4[2]) + (t4[1] + t4[3]);
+    }
+    const int64_t left = n - np;
+    int64_t vec = 0;
+    if (!fused_tail && left >= 16)
+        vec = (left & ~(int64_t)15) + ((left & 15) >= 8 ? 8 : 0);
+    for (int64_t i = np; i < n; i++) {
+        if (i < np + vec) {
+            volatile float p = x[i] * y[i];
+            sum += p;
+        } else {
+            sum = fmaf(x[i], y[i], sum);
+        }
+    }
+    return sum;
+}
+
+static void test_reference_f32_tail(void **state)
+{
+    (void)state;
+    enum { ROWS = 16 };
+    const int64_t widths[] = {172, 64 + 7, 64 + 15, 64 + 16, 64 + 23, 64 + 24, 64 + 31, 64 + 40, 64 + 63, 40, 12};
+    enum { NMAX = 192 };
+    float *w = malloc(sizeof(float) * NMAX * ROWS), *a = malloc(sizeof(float) * NMAX), out[ROWS];
+    int differs = 0;
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+        const int64_t n = widths[k];
+        fill_random(w, n * ROWS, 1.0f);
+        fill_random(a, n, 2.0f);
+        gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, ROWS, 1, 1}, .type = TENSOR_TYPE_F32, .data = w};
+        reffloat_matmul(&wt, n, 0, ROWS, (const uint8_t *)a, (size_t)n * sizeof(float), 1, out, ROWS);
+        for (int r = 0; r < ROWS; r++) {
+            const float want = emulate_f32_dot(n, w + n * r, a, false);
+            if (f2u(out[r]) != f2u(want))
+                fail_msg("F32 n=%lld row %d: %.9g, reference order gives %.9g", (long long)n, r, (double)out[r],
+                         (double)want);
+            differs += n == 172 && f2u(want) != f2u(emulate_f32_dot(n, w + n * r, a, true));
+        }
+    }
+    /* the split is visible: an all-FMA tail gets some of the 172-wide rows wrong */
+    assert_true(differs > 0);
+    free(w);
+    free(a);
+}
 
 /* ---- real tensors ---- */
 
@@ -1019,6 +1111,7 @@ int main(void)
         cmocka_unit_test(test_real_tensors),
 #ifdef HAVE_ORDER_TEST
         cmocka_unit_test(test_reference_order),
+        cmocka_unit_test(test_reference_f32_tail),
 #endif
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
