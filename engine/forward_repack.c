@@ -162,6 +162,33 @@ static inline float red16v(__m256 lo, __m256 hi)
 }
 #endif
 
+/* The leftover loop of ggml_vec_dot_f32 (`sumf += x[i]*y[i]` after the
+ * 64-wide part) as GCC vectorizes it in the reference build: with 16 or more
+ * left, blocks of 16 and then one of 8 multiply in a vector (each product
+ * rounded) and add the products to the sum one by one, in order; what is
+ * left after that, or all of it when fewer than 16 are left, is a chain of
+ * scalar FMAs. The split shows in the last bit of e.g. stories260K's
+ * 172-wide ffn_down. */
+static float mul_rounded(float x, float y)
+{
+    volatile float p = x * y; /* a store keeps the compiler from fusing it into the add */
+    return p;
+}
+
+static float f32_tail(float sum, int64_t left, const float *w, const float *a)
+{
+    int64_t i = 0;
+    if (left >= 16) {
+        const int64_t n16 = left & ~(int64_t)15;
+        int64_t n8 = (left - n16) >= 8 ? 8 : 0;
+        for (; i < n16 + n8; i++)
+            sum += mul_rounded(w[i], a[i]);
+    }
+    for (; i < left; i++)
+        sum = fmaf(w[i], a[i], sum);
+    return sum;
+}
+
 static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
 {
     const int64_t np = n & ~(int64_t)63;
@@ -201,9 +228,7 @@ static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
         return (float)sum;
     }
     float sum = np > 0 ? red16(v) : 0.0f;
-    for (int64_t i = np; i < n; i++)
-        sum = fmaf(ld(false, w, i), ld(false, a, i), sum);
-    return sum;
+    return f32_tail(sum, n - np, (const float *)w + np, (const float *)a + np);
 }
 
 static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
@@ -390,8 +415,11 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb, b
 }
 
 /* ggml_vec_dot_q6_K_q8_K (AVX2): lane k of each super-block holds the
- * scaled integer sums of elements 4k..4k+3 of every 32-element chunk; each
- * lane is FMA-accumulated with d, then hsum_float_8. */
+ * scaled sums of the unsigned quants (0..63) times the activations over
+ * elements 4k..4k+3 of every 32-element chunk, minus 32 * the scaled
+ * activation block sums of sub-blocks 2k and 2k+1 (elements 32k..32k+31).
+ * The total is the same integer either way, but the per-lane split decides
+ * how the FMA with d and hsum_float_8 round, so it must be the reference's. */
 static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
 {
 #ifdef RP_AVX2
@@ -416,13 +444,14 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
             for (int c = 0; c < 4; c++) {
                 const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * c));
-                /* (q - 32) . a as q . a - 32 . a, both exact in int16 pairs */
-                const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q[c], av),
-                                                     _mm256_maddubs_epi16(_mm256_set1_epi8(32), av));
+                const __m256i p16 = _mm256_maddubs_epi16(q[c], av);
                 const __m256i scl = _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c]));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scl, p16));
             }
         }
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)y[b].bsums);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
+        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
         const float d = y[b].d * rp_h2f(x[b].d);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
@@ -446,9 +475,11 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
                     case 2: q = (ql[e] >> 4) | (((qh[e] >> 4) & 3) << 4); break;
                     default: q = (ql[e + 32] >> 4) | (((qh[e] >> 6) & 3) << 4); break;
                     }
-                    lane[e / 4] += sc[(32 * c + e) / 16] * ((q - 32) * a[32 * c + e]);
+                    lane[e / 4] += sc[(32 * c + e) / 16] * (q * a[32 * c + e]);
                 }
         }
+        for (int k = 0; k < 8; k++)
+            lane[k] -= 32 * (y[b].bsums[2 * k] * x[b].scales[2 * k] + y[b].bsums[2 * k + 1] * x[b].scales[2 * k + 1]);
         const float d = y[b].d * rp_h2f(x[b].d);
         for (int k = 0; k < 8; k++)
             acc[k] = fmaf(d, (float)lane[k], acc[k]);

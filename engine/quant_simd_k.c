@@ -117,13 +117,20 @@ static inline __m256i scale_pair_s8(__m128i scales, int k)
     return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)k_scale_pair_shuffle[k])));
 }
 
-/* sc * ((q - 32) * y) per byte pair, summed to 8 lanes as the reference
- * forms it: the lanes (not just the total) match, so the float sums match. */
+/* sc * (q * y) per byte pair with the unsigned quants (0..63), summed to 8
+ * lanes as the reference forms them; q6_offset then takes 32 * sc * bsum off
+ * each lane. The lanes (not just the total) match, so the float sums match. */
 static inline __m256i q6_chunk(__m256i q, const int8_t *q8, __m256i scv)
 {
     __m256i y8 = _mm256_loadu_si256((const __m256i *)q8);
-    __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y8), _mm256_maddubs_epi16(_mm256_set1_epi8(32), y8));
-    return _mm256_madd_epi16(scv, p16);
+    return _mm256_madd_epi16(scv, _mm256_maddubs_epi16(q, y8));
+}
+
+/* 32 * (sc[2m] * bsum[2m] + sc[2m+1] * bsum[2m+1]) in lane m. */
+static inline __m256i q6_offset(__m128i scales, const int16_t *bsums)
+{
+    const __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
+    return _mm256_slli_epi32(_mm256_madd_epi16(b, _mm256_cvtepi8_epi16(scales)), 5);
 }
 
 float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act)
@@ -152,6 +159,7 @@ float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act)
             __m256i p3 = q6_chunk(q3, q8 + 96, scale_pair_s8(scales, 4 * h + 3));
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
         }
+        sumi = _mm256_sub_epi32(sumi, q6_offset(scales, y[i].bsums));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
     }
     return hsum_ps(acc);
@@ -298,8 +306,10 @@ void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], fl
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
             }
         }
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < 4; c++) {
+            sumi[c] = _mm256_sub_epi32(sumi[c], q6_offset(scales, y[c][i].bsums));
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * xd), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        }
     }
     for (int c = 0; c < 4; c++)
         out[c] = hsum_ps(acc[c]);
