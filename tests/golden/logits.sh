@@ -8,7 +8,7 @@
 # - One token at a time: the tolerance (F32/F16 models: max |dlogit|
 #   <= 0.05 and mean KL <= 1e-4; quantized: mean KL <= 1e-3, top-1 >= 0.98),
 #   and, where the reference's own one-at-a-time run differs from its batched
-#   golden, bit for bit against that run (tests/golden/ref-one-by-one).
+#   golden, bit for bit against that run (tests/golden/reference).
 # One file also runs without KV cache and one with an odd batch size. The
 # full-vocabulary check against stories260K.bos200.logits.f32 lives in
 # tests/unit/test_forward.c.
@@ -54,13 +54,21 @@ for golden in "$G"/*.jsonl; do
 done
 [ $found = 1 ] || need "$G/stories260K.once.jsonl" "golden logits files"
 
-# The reference run one token per llama_decode, where that differs from its
-# batched golden: ours one token at a time must equal it bit for bit.
-R=tests/golden/ref-one-by-one
-for golden in "$R"/*.jsonl; do
+# Where the reference's own one-token-at-a-time run differs from its batched
+# golden, ours one token at a time must equal that run bit for bit.
+R=tests/golden/reference
+for golden in "$R"/one-by-one/*.jsonl; do
     base=$(basename "$golden" .jsonl)
     cmp "compare $base one-by-one = reference one-by-one (bit-exact)" "$M/${base%.*}.gguf" "$golden" \
         --one-by-one --max-diff 0.000005
+done
+# Longer runs, where the reference switches attention kernels: a 151-token
+# prompt (tiled, 64 queries and more) and generation past position 256 (a KV
+# view of 512 split across threads; NAME.tN was made with N threads).
+for golden in "$R"/long/*.jsonl; do
+    base=$(basename "$golden" .jsonl)
+    threads=$(echo "$base" | sed -n 's/.*\.t\([0-9]*\)$/\1/p')
+    cmp "compare $base (bit-exact)" "$M/${base%%.*}.gguf" "$golden" --max-diff 0.000005 ${threads:+-t $threads}
 done
 
 cmp "compare stories260K.once no-kv-cache" "$M/stories260K.gguf" "$G/stories260K.once.jsonl" --no-kv-cache
