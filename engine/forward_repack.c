@@ -231,6 +231,8 @@ static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
     return f32_tail(sum, n - np, (const float *)w + np, (const float *)a + np);
 }
 
+float refdot_f32(int64_t n, const float *x, const float *y) { return vecdot_float(false, n, x, y); }
+
 static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
 {
 #ifdef RP_AVX2
@@ -578,19 +580,96 @@ bool repack_applies(const gguf_tensor *w)
 #endif
 }
 
+/* One output of ggml_gemv/gemm_q4_0_8x8_q8_0: each block's exact integer
+ * sum, FMA-accumulated with d_w * d_a in block order. */
+static float q4_0_row_dot(const rp_q4_0 *x, const rp_q8_0 *y, int64_t nb)
+{
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++)
+        acc = fmaf((float)isum_q4_0(&x[b], &y[b]), rp_h2f(x[b].d) * rp_h2f(y[b].d), acc);
+    return acc;
+}
+
+#ifdef RP_AVX2
+/* Signed Q4_0 values (nibble - 8) of one block, in element order. */
+static inline __m256i q4_0_values(const rp_q4_0 *x)
+{
+    const __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
+    const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+}
+
+/* 8 int32 partial sums of qx . qy (maddubs on |qx| and qy with qx's sign). */
+static inline __m256i q4_0_partial(__m256i ax, __m256i qx, const rp_q8_0 *y)
+{
+    const __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx)), _mm256_set1_epi16(1));
+}
+
+/* The 4 totals of 4 vectors of partial sums, in one vector. */
+static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* Two weight rows against four activation rows: every block's exact integer
+ * sums for the 8 outputs at once, then per output the same
+ * fma(isum, d_w * d_a, acc) chain in block order as q4_0_row_dot. */
+static void q4_0_tile_2x4(const rp_q4_0 *x0, const rp_q4_0 *x1, const uint8_t *act, size_t act_stride, int64_t nb,
+                          float o0[4], float o1[4])
+{
+    const rp_q8_0 *y[4];
+    for (int k = 0; k < 4; k++)
+        y[k] = (const rp_q8_0 *)(act + (size_t)k * act_stride);
+    __m128 acc0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i qx0 = q4_0_values(&x0[b]), qx1 = q4_0_values(&x1[b]);
+        const __m256i ax0 = _mm256_sign_epi8(qx0, qx0), ax1 = _mm256_sign_epi8(qx1, qx1);
+        const __m128i s0 = hsum4_i32(q4_0_partial(ax0, qx0, &y[0][b]), q4_0_partial(ax0, qx0, &y[1][b]),
+                                     q4_0_partial(ax0, qx0, &y[2][b]), q4_0_partial(ax0, qx0, &y[3][b]));
+        const __m128i s1 = hsum4_i32(q4_0_partial(ax1, qx1, &y[0][b]), q4_0_partial(ax1, qx1, &y[1][b]),
+                                     q4_0_partial(ax1, qx1, &y[2][b]), q4_0_partial(ax1, qx1, &y[3][b]));
+        const __m128 da = _mm_set_ps(rp_h2f(y[3][b].d), rp_h2f(y[2][b].d), rp_h2f(y[1][b].d), rp_h2f(y[0][b].d));
+        acc0 = _mm_fmadd_ps(_mm_cvtepi32_ps(s0), _mm_mul_ps(_mm_set1_ps(rp_h2f(x0[b].d)), da), acc0);
+        acc1 = _mm_fmadd_ps(_mm_cvtepi32_ps(s1), _mm_mul_ps(_mm_set1_ps(rp_h2f(x1[b].d)), da), acc1);
+    }
+    _mm_storeu_ps(o0, acc0);
+    _mm_storeu_ps(o1, acc1);
+}
+#endif
+
 void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                    int n_tok, float *out, int64_t out_stride)
 {
     const int64_t nb = n / 32;
     const size_t rb = (size_t)nb * sizeof(rp_q4_0);
-    for (int64_t r = r0; r < r1; r++) {
-        const rp_q4_0 *x = (const rp_q4_0 *)((const uint8_t *)w->data + (size_t)r * rb);
-        for (int t = 0; t < n_tok; t++) {
-            const rp_q8_0 *y = (const rp_q8_0 *)(act + (size_t)t * act_stride);
-            float acc = 0.0f;
-            for (int64_t b = 0; b < nb; b++)
-                acc = fmaf((float)isum_q4_0(&x[b], &y[b]), rp_h2f(x[b].d) * rp_h2f(y[b].d), acc);
-            out[(int64_t)t * out_stride + r] = acc;
+    int64_t r = r0;
+#ifdef RP_AVX2
+    const int n4 = n_tok & ~3;
+    if (n4 > 0) {
+        for (; r + 2 <= r1; r += 2) {
+            const rp_q4_0 *x0 = (const rp_q4_0 *)((const uint8_t *)w->data + (size_t)r * rb);
+            const rp_q4_0 *x1 = (const rp_q4_0 *)((const uint8_t *)x0 + rb);
+            for (int t = 0; t < n4; t += 4) {
+                float o0[4], o1[4];
+                q4_0_tile_2x4(x0, x1, act + (size_t)t * act_stride, act_stride, nb, o0, o1);
+                for (int k = 0; k < 4; k++) {
+                    out[(int64_t)(t + k) * out_stride + r] = o0[k];
+                    out[(int64_t)(t + k) * out_stride + r + 1] = o1[k];
+                }
+            }
+            for (int t = n4; t < n_tok; t++) {
+                const rp_q8_0 *y = (const rp_q8_0 *)(act + (size_t)t * act_stride);
+                out[(int64_t)t * out_stride + r] = q4_0_row_dot(x0, y, nb);
+                out[(int64_t)t * out_stride + r + 1] = q4_0_row_dot(x1, y, nb);
+            }
         }
+    }
+#endif
+    for (; r < r1; r++) {
+        const rp_q4_0 *x = (const rp_q4_0 *)((const uint8_t *)w->data + (size_t)r * rb);
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = q4_0_row_dot(x, (const rp_q8_0 *)(act + (size_t)t * act_stride), nb);
     }
 }
