@@ -6,9 +6,9 @@
  *    multiplies by the weight;
  *  - RoPE "NORM" mode rotates adjacent pairs; theta is built by repeated
  *    multiplication with base^(-2/n_rot) like ggml's rope cache;
- *  - K and V are stored in the cache in F16 (default), and attention follows
- *    ggml's flash-attention kernel for short query batches: Q rounded to F16,
- *    K.Q in F16 products, online softmax with the V accumulator kept in F16.
+ *  - K and V are stored in the cache in F16 (default), and attention runs
+ *    whichever of ggml's three flash-attention kernels the reference would
+ *    pick for the batch (forward_attn.h).
  *
  * Layout per batch of n tokens: every activation buffer holds n rows. The
  * weights stay in the GGUF mapping. All buffers are allocated once in
@@ -20,38 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forward_attn.h"
+#include "forward_math.h"
 #include "forward_repack.h"
 #include "quant_batch.h"
 #include "threadpool.h"
 
-#if defined(__F16C__) && defined(__FMA__) && defined(__AVX2__)
-#include <immintrin.h>
-#define FWD_F16C 1
-#endif
-
 /* Below this many multiply-adds a job runs on the calling thread: waking the
  * pool would cost more than the work. */
 #define MT_MIN_WORK (1 << 15)
-
-typedef uint16_t fp16_t;
-
-static inline float h2f(fp16_t h)
-{
-#ifdef FWD_F16C
-    return _cvtsh_ss(h);
-#else
-    return tensor_fp16_to_fp32(h);
-#endif
-}
-
-static inline fp16_t f2h(float f)
-{
-#ifdef FWD_F16C
-    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
-#else
-    return tensor_fp32_to_fp16(f);
-#endif
-}
 
 /* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
 struct mm_seg {
@@ -92,10 +69,10 @@ struct forward_ctx {
     uint8_t *act[3]; /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;  /* bytes per act buffer */
     float *rope;     /* n_rot: cos, sin pairs */
-    /* per-thread attention scratch */
-    fp16_t *qh;      /* n_threads * head_dim */
-    fp16_t *acc16;   /* n_threads * head_dim */
-    float *acc32;    /* n_threads * head_dim */
+    /* per-thread attention scratch, attn_scratch_floats each */
+    float *attn_buf;
+    size_t attn_floats;
+    uint16_t *attn_half; /* n_threads * 2 * head_dim */
     threadpool *tp;
     int n_threads;
     forward_progress_fn progress;
@@ -138,9 +115,8 @@ void forward_free(forward_ctx *f)
     for (int i = 0; i < 3; i++)
         free(f->act[i]);
     free(f->rope);
-    free(f->qh);
-    free(f->acc16);
-    free(f->acc32);
+    free(f->attn_buf);
+    free(f->attn_half);
     free(f);
 }
 
@@ -206,11 +182,11 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         for (int i = 0; i < 3; i++)
             f->act[i] = malloc(f->act_cap);
         f->rope = malloc(hp->n_rot * sizeof(float));
-        f->qh = malloc((size_t)p.n_threads * hp->head_dim * sizeof(fp16_t));
-        f->acc16 = malloc((size_t)p.n_threads * hp->head_dim * sizeof(fp16_t));
-        f->acc32 = malloc((size_t)p.n_threads * hp->head_dim * sizeof(float));
+        f->attn_floats = attn_scratch_floats((int)hp->head_dim, p.n_ctx);
+        f->attn_buf = malloc((size_t)p.n_threads * f->attn_floats * sizeof(float));
+        f->attn_half = malloc((size_t)p.n_threads * 2 * hp->head_dim * sizeof(uint16_t));
         ok = f->x && f->xb && f->xb2 && f->q && f->k && f->v && f->hb && f->hb2 && f->act[0] && f->act[1] &&
-             f->act[2] && f->rope && f->qh && f->acc16 && f->acc32;
+             f->act[2] && f->rope && f->attn_buf && f->attn_half;
     }
     if (!ok) {
         snprintf(err, errlen, "out of memory allocating the KV cache and buffers (n_ctx %u, n_batch %u)", p.n_ctx,
@@ -249,31 +225,22 @@ static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float
         out[i] = (x[i] * scale) * w[i];
 }
 
-/* exp as ggml's AVX-512 ggml_v_expf computes it (ARM optimized-routines
- * polynomial, scaled by 2^n), one lane at a time: the same operations in the
- * same order give the same bits, which matters because SwiGLU's output is
- * rounded to F16 / Q8 before the next matmul. */
-static inline float v_expf(float x)
-{
-    const float r = 0x1.8p23f;
-    const float z = fmaf(x, 0x1.715476p+0f, r);
-    const float n = z - r;
-    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    if (fabsf(n) > 192.0f)
-        return n <= 0.0f ? 0.0f : INFINITY;
-    const float u = b * b;
-    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
-                         fmaf(0x1.ffffecp-1f, b, 1.0f));
-    return ldexpf(j, (int)n);
-}
-
 /* ggml_vec_swiglu_f32: 16-lane groups use the vector silu, the tail libm expf. */
 static void swiglu_row(float *g, const float *up, int64_t n)
 {
     const int64_t nv = n & ~(int64_t)15;
-    for (int64_t i = 0; i < nv; i++)
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i < nv; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
+                                              _mm256_loadu_ps(up + i)));
+    }
+#endif
+    for (; i < nv; i++)
         g[i] = (g[i] / (1.0f + v_expf(0.0f - g[i]))) * up[i];
-    for (int64_t i = nv; i < n; i++)
+    for (i = nv; i < n; i++)
         g[i] = (g[i] / (1.0f + expf(-g[i]))) * up[i];
 }
 
@@ -406,117 +373,9 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
 
 /* ---- attention ------------------------------------------------------------- */
 
-/* K.Q like ggml_vec_dot_f16 on AVX-512: per 64 elements, four 16-lane
- * accumulators; they are folded (0+2, 1+3, then 0+1) and reduced the way
- * GCC's _mm512_reduce_add_ps does; the tail is added in double. Products of
- * two halves are exact in float, so only this order matters. */
-static float dot_f16(const fp16_t *x, const fp16_t *y, int n)
-{
-    const int np = n & ~63;
-    double sumf = 0.0;
-    if (np > 0) {
-        float acc[4][16] = {{0}};
-        for (int i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 16; l++)
-                    acc[j][l] += h2f(x[i + 16 * j + l]) * h2f(y[i + 16 * j + l]);
-        float v[16], t3[8], t6[4];
-        for (int l = 0; l < 16; l++)
-            v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-        for (int l = 0; l < 8; l++)
-            t3[l] = v[8 + l] + v[l];
-        for (int l = 0; l < 4; l++)
-            t6[l] = t3[4 + l] + t3[l];
-        sumf = (double)((t6[0] + t6[2]) + (t6[1] + t6[3]));
-    }
-    for (int i = np; i < n; i++)
-        sumf += (double)(h2f(x[i]) * h2f(y[i]));
-    return (float)sumf;
-}
-
-/* One query row of one head against cache rows [0, n_kv): ggml's one-chunk
- * flash attention with F16 K/V. */
-static void attend_f16(const float *q, const fp16_t *kc, const fp16_t *vc, int64_t kv_stride, int32_t n_kv, int hd,
-                       float scale, fp16_t *qh, fp16_t *acc, float *out)
-{
-    for (int i = 0; i < hd; i++) {
-        qh[i] = f2h(q[i]);
-        acc[i] = 0;
-    }
-    float S = 0.0f, M = -INFINITY;
-    for (int32_t ic = 0; ic < n_kv; ic++) {
-        const fp16_t *kr = kc + (int64_t)ic * kv_stride;
-        const fp16_t *vr = vc + (int64_t)ic * kv_stride;
-        const float s = dot_f16(kr, qh, hd) * scale;
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            const float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            int i = 0;
-#ifdef FWD_F16C
-            const __m256 vm = _mm256_set1_ps(ms);
-            for (; i + 8 <= hd; i += 8) {
-                __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
-                _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_mul_ps(a, vm), _MM_FROUND_TO_NEAREST_INT));
-            }
-#endif
-            for (; i < hd; i++)
-                acc[i] = f2h(h2f(acc[i]) * ms);
-        } else {
-            vs = expf(s - M);
-        }
-        int i = 0;
-#ifdef FWD_F16C
-        const __m256 vv = _mm256_set1_ps(vs);
-        for (; i + 8 <= hd; i += 8) {
-            __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
-            __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + i)));
-            _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_fmadd_ps(x, vv, a), _MM_FROUND_TO_NEAREST_INT));
-        }
-#endif
-        for (; i < hd; i++)
-            acc[i] = f2h(fmaf(h2f(vr[i]), vs, h2f(acc[i])));
-        S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
-    }
-    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    for (int i = 0; i < hd; i++)
-        out[i] = h2f(acc[i]) * inv;
-}
-
-/* Same with an F32 cache (F32 accumulator, no rounding of Q). */
-static void attend_f32(const float *q, const float *kc, const float *vc, int64_t kv_stride, int32_t n_kv, int hd,
-                       float scale, float *acc, float *out)
-{
-    for (int i = 0; i < hd; i++)
-        acc[i] = 0.0f;
-    float S = 0.0f, M = -INFINITY;
-    for (int32_t ic = 0; ic < n_kv; ic++) {
-        const float *kr = kc + (int64_t)ic * kv_stride;
-        const float *vr = vc + (int64_t)ic * kv_stride;
-        double d = 0.0;
-        for (int i = 0; i < hd; i++)
-            d += (double)(kr[i] * q[i]);
-        const float s = (float)d * scale;
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            const float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            for (int i = 0; i < hd; i++)
-                acc[i] *= ms;
-        } else {
-            vs = expf(s - M);
-        }
-        for (int i = 0; i < hd; i++)
-            acc[i] = fmaf(vr[i], vs, acc[i]);
-        S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
-    }
-    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    for (int i = 0; i < hd; i++)
-        out[i] = acc[i] * inv;
-}
-
+/* Work items: (query block of ATTN_TILE tokens, head) pairs for the tiled
+ * kernel, (token, head) pairs otherwise. See forward_attn.h for which kernel
+ * the reference runs when. */
 static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     const struct attn_job *job = arg;
@@ -524,24 +383,37 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const int hd = (int)f->hp.head_dim;
     const int n_head = (int)f->hp.n_head;
     const int group = n_head / (int)f->hp.n_head_kv;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const int64_t total = (int64_t)job->n_tok * n_head;
+    const int64_t E = f->hp.n_embd;
+    const bool tiled = attn_use_tiled(job->n_tok, hd);
+    const int rows_per_item = tiled ? ATTN_TILE : 1;
+    const int64_t n_blocks = (job->n_tok + rows_per_item - 1) / rows_per_item;
+    const int64_t total = n_blocks * n_head;
     const int64_t i0 = total * chunk / n_chunks, i1 = total * (chunk + 1) / n_chunks;
+    attn_scratch s;
+    attn_scratch_init(&s, f->attn_buf + (size_t)ith * f->attn_floats, f->attn_half + (size_t)ith * 2 * hd, hd,
+                      f->p.n_ctx);
+    const size_t elt = f->kv_elt;
     for (int64_t i = i0; i < i1; i++) {
-        const int t = (int)(i / n_head), h = (int)(i % n_head);
+        const int t0 = (int)(i / n_head) * rows_per_item, h = (int)(i % n_head);
         const int kvh = h / group;
-        const int32_t n_kv = job->start_pos + t + 1; /* causal: this token and all before it */
-        const float *q = f->q + (size_t)t * f->hp.n_embd + (size_t)h * hd;
-        float *out = f->xb2 + (size_t)t * f->hp.n_embd + (size_t)h * hd;
-        if (f->p.kv_type == TENSOR_TYPE_F16) {
-            const fp16_t *kc = (const fp16_t *)f->k_cache[job->layer] + (size_t)kvh * hd;
-            const fp16_t *vc = (const fp16_t *)f->v_cache[job->layer] + (size_t)kvh * hd;
-            attend_f16(q, kc, vc, f->kv_dim, n_kv, hd, scale, f->qh + (size_t)ith * hd, f->acc16 + (size_t)ith * hd,
-                       out);
+        const attn_kv kv = {
+            .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * hd * elt,
+            .v = (const uint8_t *)f->v_cache[job->layer] + (size_t)kvh * hd * elt,
+            .stride = f->kv_dim,
+            .f16 = f->p.kv_type == TENSOR_TYPE_F16,
+            .hd = hd,
+            .scale = 1.0f / sqrtf((float)hd),
+        };
+        const float *q = f->q + (size_t)t0 * E + (size_t)h * hd;
+        float *out = f->xb2 + (size_t)t0 * E + (size_t)h * hd;
+        const int32_t pos = job->start_pos + t0;
+        if (tiled) {
+            const int rows = job->n_tok - t0 < ATTN_TILE ? job->n_tok - t0 : ATTN_TILE;
+            attn_tile(&kv, q, E, rows, pos, &s, out, E);
+        } else if (job->n_tok == 1 && attn_kv_view(pos) >= 512) {
+            attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
         } else {
-            const float *kc = (const float *)f->k_cache[job->layer] + (size_t)kvh * hd;
-            const float *vc = (const float *)f->v_cache[job->layer] + (size_t)kvh * hd;
-            attend_f32(q, kc, vc, f->kv_dim, n_kv, hd, scale, f->acc32 + (size_t)ith * hd, out);
+            attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and all before it */
         }
     }
 }
@@ -599,8 +471,10 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
         }
         {
             struct attn_job job = {f, l, n, start_pos};
-            const int64_t pairs = (int64_t)n * hp->n_head;
-            threadpool_run(f->tp, n_chunks(f, pairs, pairs * (start_pos + n) * hd), attn_worker, &job);
+            const int64_t rows = attn_use_tiled(n, (int)hd) ? ATTN_TILE : 1;
+            const int64_t items = (n + rows - 1) / rows * hp->n_head;
+            threadpool_run(f->tp, n_chunks(f, items, (int64_t)n * hp->n_head * (start_pos + n) * hd), attn_worker,
+                           &job);
         }
         {
             const gguf_tensor *ws[1] = {L->wo};

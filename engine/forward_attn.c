@@ -1,0 +1,382 @@
+/* Attention kernels in the reference's float order (see forward_attn.h). */
+#include "forward_attn.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "forward_math.h"
+#include "forward_repack.h"
+
+size_t attn_scratch_floats(int hd, uint32_t n_ctx)
+{
+    return (size_t)n_ctx + (size_t)hd + 3u * ATTN_TILE * (size_t)hd + 3u * ATTN_TILE;
+}
+
+void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx)
+{
+    s->scores = buf;
+    s->part = buf + n_ctx;
+    s->tile = s->part + hd;
+    s->half = half;
+}
+
+int32_t attn_kv_view(int32_t last_pos)
+{
+    const int32_t used = last_pos + 1;
+    const int32_t pad = (used + 255) / 256 * 256;
+    return pad > 256 ? pad : 256;
+}
+
+bool attn_use_tiled(int n_tok, int hd) { return n_tok >= ATTN_TILE && hd % 16 == 0; }
+
+/* ---- one chunk ------------------------------------------------------------- */
+
+/* K.Q like ggml_vec_dot_f16 on AVX-512: per 64 elements, four 16-lane
+ * accumulators; they are folded (0+2, 1+3, then 0+1) and reduced the way
+ * GCC's _mm512_reduce_add_ps does; the tail is added in double, in order.
+ * Products of two halves are exact in float, so only the order of the sums
+ * matters (and an FMA equals a multiply and an add). */
+static float dot_f16(const fp16_t *x, const fp16_t *y, int n)
+{
+    const int np = n & ~63;
+    double sumf = 0.0;
+    if (np > 0) {
+#ifdef FWD_F16C
+        __m256 lo[4], hi[4];
+        for (int j = 0; j < 4; j++)
+            lo[j] = hi[j] = _mm256_setzero_ps();
+        for (int i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++) {
+                const fp16_t *a = x + i + 16 * j, *b = y + i + 16 * j;
+                lo[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)a)),
+                                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)), lo[j]);
+                hi[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + 8))),
+                                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 8))), hi[j]);
+            }
+        const __m256 vl = _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
+        const __m256 vh = _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
+        const __m256 t3 = _mm256_add_ps(vh, vl);
+        const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+        const __m128 t7 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6)); /* t6[0]+t6[2], t6[1]+t6[3] */
+        sumf = (double)_mm_cvtss_f32(_mm_add_ss(t7, _mm_movehdup_ps(t7)));
+#else
+        float acc[4][16] = {{0}};
+        for (int i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++)
+                    acc[j][l] += h2f(x[i + 16 * j + l]) * h2f(y[i + 16 * j + l]);
+        float v[16], t3[8], t6[4];
+        for (int l = 0; l < 16; l++)
+            v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+        for (int l = 0; l < 8; l++)
+            t3[l] = v[8 + l] + v[l];
+        for (int l = 0; l < 4; l++)
+            t6[l] = t3[4 + l] + t3[l];
+        sumf = (double)((t6[0] + t6[2]) + (t6[1] + t6[3]));
+#endif
+    }
+    for (int i = np; i < n; i++)
+        sumf += (double)(h2f(x[i]) * h2f(y[i]));
+    return (float)sumf;
+}
+
+/* s[i] = dot_f16(key k0 + i, q) * scale for keys [k0, k1). Heads shorter
+ * than 64 are all "tail": one double chain per key, in element order. Four
+ * keys run side by side, one per double lane, which keeps every key's chain
+ * in its own order while the adds overlap. */
+static void kq_scores_f16(const fp16_t *kc, int64_t stride, int32_t k0, int32_t k1, const fp16_t *q, int hd,
+                          float scale, float *s)
+{
+    int32_t ic = k0;
+#ifdef FWD_F16C
+    if (hd < 64) {
+        const int h4 = hd & ~3;
+        for (; ic + 4 <= k1; ic += 4) {
+            const fp16_t *kr0 = kc + (int64_t)ic * stride;
+            __m256d sum = _mm256_setzero_pd();
+            for (int i = 0; i < h4; i += 4) {
+                const __m128 qv = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(q + i)));
+                __m256d p[4];
+                for (int k = 0; k < 4; k++) {
+                    const __m128 kv = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(kr0 + k * stride + i)));
+                    p[k] = _mm256_cvtps_pd(_mm_mul_ps(kv, qv));
+                }
+                /* transpose: element i + j of the 4 keys, for j = 0..3 */
+                const __m256d a = _mm256_unpacklo_pd(p[0], p[1]), b = _mm256_unpackhi_pd(p[0], p[1]);
+                const __m256d c = _mm256_unpacklo_pd(p[2], p[3]), d = _mm256_unpackhi_pd(p[2], p[3]);
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(a, c, 0x20));
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(b, d, 0x20));
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(a, c, 0x31));
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(b, d, 0x31));
+            }
+            double r[4];
+            _mm256_storeu_pd(r, sum);
+            for (int k = 0; k < 4; k++) {
+                const fp16_t *kr = kr0 + k * stride;
+                for (int i = h4; i < hd; i++)
+                    r[k] += (double)(h2f(kr[i]) * h2f(q[i]));
+                s[ic - k0 + k] = (float)r[k] * scale;
+            }
+        }
+    }
+#endif
+    for (; ic < k1; ic++)
+        s[ic - k0] = dot_f16(kc + (int64_t)ic * stride, q, hd) * scale;
+}
+
+/* acc = acc * ms (F16 accumulator). */
+static void acc16_scale(fp16_t *acc, int hd, float ms)
+{
+    int i = 0;
+#ifdef FWD_F16C
+    const __m256 vm = _mm256_set1_ps(ms);
+    for (; i + 8 <= hd; i += 8) {
+        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
+        _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_mul_ps(a, vm), _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; i < hd; i++)
+        acc[i] = f2h(h2f(acc[i]) * ms);
+}
+
+/* acc = fma(v, vs, acc), rounded to F16 (ggml_vec_mad_f16). */
+static void acc16_mad(fp16_t *acc, const fp16_t *v, int hd, float vs)
+{
+    int i = 0;
+#ifdef FWD_F16C
+    const __m256 vv = _mm256_set1_ps(vs);
+    for (; i + 8 <= hd; i += 8) {
+        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
+        const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i)));
+        _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_fmadd_ps(x, vv, a), _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; i < hd; i++)
+        acc[i] = f2h(fmaf(h2f(v[i]), vs, h2f(acc[i])));
+}
+
+/* ggml's one-chunk online softmax over keys [k0, k1): vkq (F32, not yet
+ * divided by S), M and S. Q is rounded to the cache type first. */
+static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1, const attn_scratch *sc, float *vkq,
+                      float *M_out, float *S_out)
+{
+    const int hd = kv->hd;
+    float *scores = sc->scores;
+    float S = 0.0f, M = -INFINITY;
+    if (kv->f16) {
+        fp16_t *qh = sc->half;
+        fp16_t *acc = qh + hd;
+        for (int i = 0; i < hd; i++) {
+            qh[i] = f2h(q[i]);
+            acc[i] = 0;
+        }
+        const fp16_t *kc = kv->k, *vc = kv->v;
+        kq_scores_f16(kc, kv->stride, k0, k1, qh, hd, kv->scale, scores);
+        for (int32_t ic = k0; ic < k1; ic++) {
+            const float s = scores[ic - k0];
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M) {
+                const float Mold = M;
+                M = s;
+                ms = expf(Mold - M);
+                acc16_scale(acc, hd, ms);
+            } else {
+                vs = expf(s - M);
+            }
+            acc16_mad(acc, vc + (int64_t)ic * kv->stride, hd, vs);
+            S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
+        }
+        for (int i = 0; i < hd; i++)
+            vkq[i] = h2f(acc[i]);
+    } else {
+        const float *kc = kv->k, *vc = kv->v;
+        for (int i = 0; i < hd; i++)
+            vkq[i] = 0.0f;
+        for (int32_t ic = k0; ic < k1; ic++) {
+            const float s = refdot_f32(hd, kc + (int64_t)ic * kv->stride, q) * kv->scale;
+            const float *vr = vc + (int64_t)ic * kv->stride;
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M) {
+                const float Mold = M;
+                M = s;
+                ms = expf(Mold - M);
+                for (int i = 0; i < hd; i++)
+                    vkq[i] *= ms;
+            } else {
+                vs = expf(s - M);
+            }
+            for (int i = 0; i < hd; i++)
+                vkq[i] = fmaf(vr[i], vs, vkq[i]);
+            S = fmaf(S, ms, vs);
+        }
+    }
+    *M_out = M;
+    *S_out = S;
+}
+
+void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out)
+{
+    float M, S;
+    one_chunk(kv, q, 0, n_kv, s, out, &M, &S);
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int i = 0; i < kv->hd; i++)
+        out[i] *= inv;
+}
+
+/* ---- split KV --------------------------------------------------------------- */
+
+void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_view, int n_split, attn_scratch *s,
+                    float *out)
+{
+    const int hd = kv->hd;
+    const int32_t chunk = (n_view + n_split - 1) / n_split;
+    float *part = s->part;
+    float M = -INFINITY, S = 0.0f;
+    for (int i = 0; i < hd; i++)
+        out[i] = 0.0f;
+    for (int c = 0; c < n_split; c++) {
+        const int32_t k0 = c * chunk;
+        int32_t k1 = k0 + chunk < n_view ? k0 + chunk : n_view;
+        if (k1 > n_kv)
+            k1 = n_kv; /* keys past the query's position are masked */
+        if (k0 >= k1)
+            continue; /* nothing visible: S = 0, skipped by the merge */
+        float Mc, Sc;
+        one_chunk(kv, q, k0, k1, s, part, &Mc, &Sc);
+        if (Sc == 0.0f)
+            continue;
+        /* ggml_flash_attn_ext_reduce_partials, as GCC contracts it */
+        const float Mn = fmaxf(M, Mc);
+        const float so = expf(M - Mn), sn = expf(Mc - Mn);
+        for (int i = 0; i < hd; i++)
+            out[i] = fmaf(out[i], so, part[i] * sn);
+        S = fmaf(S, so, Sc * sn);
+        M = Mn;
+    }
+    if (S != 0.0f) {
+        const float inv = 1.0f / S;
+        for (int i = 0; i < hd; i++)
+            out[i] *= inv;
+    }
+}
+
+/* ---- tiled ----------------------------------------------------------------- */
+
+/* 16 floats reduced like GCC's _mm512_reduce_add_ps. */
+static inline float red16(const float *v)
+{
+    float t8[8], t4[4];
+    for (int l = 0; l < 8; l++)
+        t8[l] = v[8 + l] + v[l];
+    for (int l = 0; l < 4; l++)
+        t4[l] = t8[4 + l] + t8[l];
+    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, attn_scratch *s,
+               float *out, int64_t out_stride)
+{
+    enum { T = ATTN_TILE };
+    const int hd = kv->hd;
+    float *vkq = s->tile, *kt = vkq + (size_t)T * hd, *vt = kt + (size_t)T * hd, *kq = vt + (size_t)T * hd;
+    float *Ms = kq + T, *Ss = Ms + T;
+    for (int r = 0; r < n_rows; r++) {
+        Ms[r] = -INFINITY;
+        Ss[r] = 0.0f;
+    }
+    memset(vkq, 0, sizeof(float) * (size_t)n_rows * hd);
+    const int32_t last = pos0 + n_rows - 1;
+    for (int32_t ic = 0; ic <= last; ic += T) {
+        /* K tile transposed (kt[d][j]) and V tile (vt[j][d]) in F32; keys past
+         * the last query are masked for every row and read as zeros */
+        const int nk = last - ic + 1 < T ? last - ic + 1 : T;
+        for (int j = 0; j < T; j++) {
+            const int64_t row = (int64_t)(ic + j) * kv->stride;
+            for (int d = 0; d < hd; d++) {
+                float kval = 0.0f, vval = 0.0f;
+                if (j < nk) {
+                    kval = kv->f16 ? h2f(((const fp16_t *)kv->k)[row + d]) : ((const float *)kv->k)[row + d];
+                    vval = kv->f16 ? h2f(((const fp16_t *)kv->v)[row + d]) : ((const float *)kv->v)[row + d];
+                }
+                kt[(size_t)d * T + j] = kval;
+                vt[(size_t)j * hd + d] = vval;
+            }
+        }
+        for (int r = 0; r < n_rows; r++) {
+            const int32_t pos = pos0 + r;
+            if (ic > pos)
+                continue; /* every key of this tile is masked for this row */
+            const float *qr = q + (int64_t)r * q_stride;
+            float *acc = vkq + (size_t)r * hd;
+            /* K.Q: an FMA chain over the head dimension per key (simd_gemm) */
+#ifdef FWD_F16C
+            for (int j = 0; j < T; j += 8) {
+                __m256 a = _mm256_setzero_ps();
+                for (int d = 0; d < hd; d++)
+                    a = _mm256_fmadd_ps(_mm256_loadu_ps(kt + (size_t)d * T + j), _mm256_set1_ps(qr[d]), a);
+                _mm256_storeu_ps(kq + j, _mm256_mul_ps(a, _mm256_set1_ps(kv->scale)));
+            }
+#else
+            for (int j = 0; j < T; j++) {
+                float a = 0.0f;
+                for (int d = 0; d < hd; d++)
+                    a = fmaf(kt[(size_t)d * T + j], qr[d], a);
+                kq[j] = a * kv->scale;
+            }
+#endif
+            float tmax = -INFINITY;
+            for (int j = 0; j < T; j++) {
+                if (ic + j > pos)
+                    kq[j] = -INFINITY;
+                tmax = tmax > kq[j] ? tmax : kq[j];
+            }
+            if (tmax == -INFINITY)
+                continue;
+            const float Mold = Ms[r], Mnew = fmaxf(Mold, tmax);
+            if (Mnew > Mold) {
+                const float ms = expf(Mold - Mnew);
+                for (int d = 0; d < hd; d++)
+                    acc[d] *= ms;
+                Ss[r] *= ms;
+            }
+            Ms[r] = Mnew;
+            /* ggml_vec_soft_max_f32: 16-lane exp, each group reduced in float
+             * and summed in double */
+            double sum = 0.0;
+            for (int j = 0; j < T; j += 16) {
+#ifdef FWD_F16C
+                _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
+                _mm256_storeu_ps(kq + j + 8,
+                                 v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
+#else
+                for (int l = 0; l < 16; l++)
+                    kq[j + l] = v_expf(kq[j + l] - Mnew);
+#endif
+                sum += (double)red16(kq + j);
+            }
+            Ss[r] = (float)((double)Ss[r] + sum);
+            /* P.V: an FMA chain over the tile's keys per output (simd_gemm) */
+            int d = 0;
+#ifdef FWD_F16C
+            for (; d + 8 <= hd; d += 8) {
+                __m256 a = _mm256_loadu_ps(acc + d);
+                for (int j = 0; j < T; j++)
+                    a = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + d), _mm256_set1_ps(kq[j]), a);
+                _mm256_storeu_ps(acc + d, a);
+            }
+#endif
+            for (; d < hd; d++) {
+                float a = acc[d];
+                for (int j = 0; j < T; j++)
+                    a = fmaf(vt[(size_t)j * hd + d], kq[j], a);
+                acc[d] = a;
+            }
+        }
+    }
+    for (int r = 0; r < n_rows; r++) {
+        const float inv = Ss[r] == 0.0f ? 0.0f : 1.0f / Ss[r];
+        float *o = out + (int64_t)r * out_stride;
+        for (int d = 0; d < hd; d++)
+            o[d] = vkq[(size_t)r * hd + d] * inv;
+    }
+}

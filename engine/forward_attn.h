@@ -1,0 +1,65 @@
+/* Causal attention for one head, in the float order of the reference's CPU
+ * flash-attention kernels (ggml_compute_forward_flash_attn_ext). ggml picks
+ * one of three kernels, and each rounds differently:
+ *  - one chunk (attn_row): batches of fewer than 64 queries, and single
+ *    queries whose KV view is shorter than 512. Q is rounded to the cache
+ *    type, K.Q uses ggml's dot, and the online softmax keeps the V
+ *    accumulator in F16 when the cache is F16.
+ *  - split KV (attn_row_split): a single query whose KV view is 512 or
+ *    longer. The view is cut into one chunk per thread, each chunk runs as
+ *    above, and the partial results are merged.
+ *  - tiled (attn_tile): batches of 64 or more queries. Q stays F32, K.Q and
+ *    P.V are FMA chains over 64-key tiles, and the accumulator is F32.
+ * The KV view is the cache length llama.cpp would use: the number of used
+ * positions rounded up to a multiple of 256. */
+#ifndef TOKSCOPE_FORWARD_ATTN_H
+#define TOKSCOPE_FORWARD_ATTN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One KV head of one layer's cache. */
+typedef struct attn_kv {
+    const void *k, *v; /* row 0 of this head; F16 or F32 elements */
+    int64_t stride;    /* elements between cache rows */
+    bool f16;
+    int hd;            /* head dimension (K and V) */
+    float scale;       /* 1/sqrt(hd) */
+} attn_kv;
+
+#define ATTN_TILE 64 /* queries and keys per tile (GGML_FA_TILE_Q/KV) */
+
+/* Per-thread scratch: attn_scratch_init carves it out of a buffer of
+ * attn_scratch_floats(hd, n_ctx) floats and one of 2 * hd halves. */
+typedef struct attn_scratch {
+    float *scores;   /* n_ctx: one chunk's K.Q */
+    uint16_t *half;  /* 2 * hd: Q rounded to F16, F16 accumulator */
+    float *part;     /* hd: one chunk's result when the view is split */
+    float *tile;     /* 3 * ATTN_TILE * hd + 3 * ATTN_TILE */
+} attn_scratch;
+
+size_t attn_scratch_floats(int hd, uint32_t n_ctx);
+void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx);
+
+/* The KV view length for a query batch whose last position is last_pos. */
+int32_t attn_kv_view(int32_t last_pos);
+
+/* out[0..hd) = attention of query q (F32) over keys [0, n_kv). */
+void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out);
+
+/* Same for a single query with the view [0, n_view) cut into n_split chunks;
+ * keys at n_kv and beyond are masked. */
+void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_view, int n_split, attn_scratch *s,
+                    float *out);
+
+/* n_rows (<= ATTN_TILE) queries of one head at positions pos0, pos0+1, ...;
+ * query r sees keys [0, pos0 + r]. q and out rows are q_stride / out_stride
+ * floats apart. */
+void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, attn_scratch *s,
+               float *out, int64_t out_stride);
+
+/* True when ggml would run a batch of n_tok queries through the tiled kernel. */
+bool attn_use_tiled(int n_tok, int hd);
+
+#endif
