@@ -322,6 +322,13 @@ void refdot_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
 }
 
 #ifdef RP_AVX2
+/* The 4 totals of 4 vectors of partial sums, in one vector. */
+static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 static inline int32_t hsum_i32(__m256i v)
 {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -415,6 +422,47 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb, b
     }
     return acc - acc_min;
 }
+
+#ifdef RP_AVX2
+/* The gemm order of q4_K_repacked_dot for one weight row and four
+ * activation rows at once: the weight nibbles are unpacked once per pair of
+ * sub-blocks, the four integer sums come out of one horizontal add, and each
+ * output keeps its own fma chains in the same order. */
+static void q4_K_tile_1x4(const rp_q4_K *x, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+{
+    const rp_q8_K *y[4];
+    for (int k = 0; k < 4; k++)
+        y[k] = (const rp_q8_K *)(act + (size_t)k * act_stride);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
+        const __m128 dw = _mm_mul_ps(_mm_set1_ps(rp_h2f(x[b].d)), da);
+        const __m128 dm = _mm_mul_ps(_mm_set1_ps(rp_h2f(x[b].dmin)), da);
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
+            scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
+            __m256i p[4];
+            int32_t mins[4];
+            for (int k = 0; k < 4; k++) {
+                const int8_t *a = y[k][b].qs + 64 * j;
+                p[k] = _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1));
+                const int16_t *bs = y[k][b].bsums + 4 * j;
+                mins[k] = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
+            }
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+            acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)mins)), dm, acc_min);
+        }
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
 
 /* ggml_vec_dot_q6_K_q8_K (AVX2): lane k of each super-block holds the
  * scaled sums of the unsigned quants (0..63) times the activations over
@@ -560,7 +608,18 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     const size_t rb = (size_t)nb * (q4 ? sizeof(rp_q4_K) : sizeof(rp_q6_K));
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
-        for (int t = 0; t < n_tok; t++) {
+        int t = 0;
+#ifdef RP_AVX2
+        /* tokens in complete groups of 4 go through the gemm kernel */
+        if (q4)
+            for (; t + 4 <= n_tok - n_tok % 4; t += 4) {
+                float o[4];
+                q4_K_tile_1x4((const rp_q4_K *)wr, act + (size_t)t * act_stride, act_stride, nb, o);
+                for (int k = 0; k < 4; k++)
+                    out[(int64_t)(t + k) * out_stride + r] = o[k];
+            }
+#endif
+        for (; t < n_tok; t++) {
             const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)t * act_stride);
             /* rows in complete groups of 4 go through the gemm kernel */
             const bool gemm = t < n_tok - n_tok % 4;
@@ -604,13 +663,6 @@ static inline __m256i q4_0_partial(__m256i ax, __m256i qx, const rp_q8_0 *y)
 {
     const __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx)), _mm256_set1_epi16(1));
-}
-
-/* The 4 totals of 4 vectors of partial sums, in one vector. */
-static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
 /* Two weight rows against four activation rows: every block's exact integer
