@@ -1,0 +1,244 @@
+/* The three attention kernels (engine/forward_attn.c) on synthetic caches:
+ * each must be softmax attention (against a double-precision computation),
+ * causal, and, for the tiled one, independent of how queries are grouped
+ * into tiles. Bit-exactness against llama.cpp is checked by
+ * tests/golden/logits.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward_attn.h"
+#include "tensor.h"
+
+enum { N_CTX = 640, KV_HEADS = 2 };
+
+typedef struct {
+    int hd;
+    int64_t stride;
+    uint16_t *k16, *v16;
+    float *k32, *v32;
+    float *buf;
+    uint16_t *half;
+    attn_scratch s;
+} fixture;
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static float rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)(rng >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
+}
+
+static void fixture_init(fixture *fx, int hd)
+{
+    fx->hd = hd;
+    fx->stride = (int64_t)KV_HEADS * hd;
+    const size_t n = (size_t)N_CTX * (size_t)fx->stride;
+    fx->k16 = malloc(n * 2);
+    fx->v16 = malloc(n * 2);
+    fx->k32 = malloc(n * 4);
+    fx->v32 = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        fx->k16[i] = tensor_fp32_to_fp16(rnd() * 2.0f);
+        fx->v16[i] = tensor_fp32_to_fp16(rnd());
+        fx->k32[i] = tensor_fp16_to_fp32(fx->k16[i]);
+        fx->v32[i] = tensor_fp16_to_fp32(fx->v16[i]);
+    }
+    fx->buf = malloc(attn_scratch_floats(hd, N_CTX) * sizeof(float));
+    fx->half = malloc((size_t)hd * 2 * sizeof(uint16_t));
+    attn_scratch_init(&fx->s, fx->buf, fx->half, hd, N_CTX);
+}
+
+static void fixture_free(fixture *fx)
+{
+    free(fx->k16);
+    free(fx->v16);
+    free(fx->k32);
+    free(fx->v32);
+    free(fx->buf);
+    free(fx->half);
+}
+
+static attn_kv view(const fixture *fx, int head, bool f16)
+{
+    attn_kv kv = {
+        .k = f16 ? (const void *)(fx->k16 + head * fx->hd) : (const void *)(fx->k32 + head * fx->hd),
+        .v = f16 ? (const void *)(fx->v16 + head * fx->hd) : (const void *)(fx->v32 + head * fx->hd),
+        .stride = fx->stride,
+        .f16 = f16,
+        .hd = fx->hd,
+        .scale = 1.0f / sqrtf((float)fx->hd),
+    };
+    return kv;
+}
+
+/* softmax(q . K[0..n_kv) * scale) V in double. */
+static void attn_exact(const fixture *fx, int head, const float *q, int32_t n_kv, double *out)
+{
+    const int hd = fx->hd;
+    double *s = malloc(sizeof(double) * (size_t)n_kv), mx = -INFINITY, sum = 0.0;
+    for (int32_t j = 0; j < n_kv; j++) {
+        const float *k = fx->k32 + (int64_t)j * fx->stride + head * hd;
+        double d = 0.0;
+        for (int i = 0; i < hd; i++)
+            d += (double)k[i] * q[i];
+        s[j] = d / sqrt((double)hd);
+        mx = s[j] > mx ? s[j] : mx;
+    }
+    for (int i = 0; i < hd; i++)
+        out[i] = 0.0;
+    for (int32_t j = 0; j < n_kv; j++) {
+        const double p = exp(s[j] - mx);
+        sum += p;
+        const float *v = fx->v32 + (int64_t)j * fx->stride + head * hd;
+        for (int i = 0; i < hd; i++)
+            out[i] += p * v[i];
+    }
+    for (int i = 0; i < hd; i++)
+        out[i] /= sum;
+    free(s);
+}
+
+static void expect_close(const float *got, const double *want, int hd, double tol, const char *what, int32_t pos)
+{
+    for (int i = 0; i < hd; i++)
+        if (!(fabs(got[i] - want[i]) <= tol))
+            fail_msg("%s pos %d elem %d: %.7f, exact %.7f", what, pos, i, (double)got[i], want[i]);
+}
+
+/* Every kernel is softmax attention, for F16 and F32 caches and both head
+ * sizes that take different K.Q paths (below 64, and 64 and up). */
+static void test_kernels_are_attention(void **state)
+{
+    (void)state;
+    const int hds[] = {32, 64, 80};
+    for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++) {
+        fixture fx;
+        fixture_init(&fx, hds[h]);
+        const int hd = fx.hd;
+        float *q = malloc(sizeof(float) * (size_t)ATTN_TILE * hd), *out = malloc(sizeof(float) * (size_t)ATTN_TILE * hd);
+        double *want = malloc(sizeof(double) * (size_t)hd);
+        for (int f16 = 0; f16 <= 1; f16++) {
+            const attn_kv kv = view(&fx, 1, f16);
+            /* F16 accumulation of V in the one-chunk kernel costs about 1e-3 */
+            const double tol = f16 ? 4e-3 : 1e-4;
+            for (int i = 0; i < ATTN_TILE * hd; i++)
+                q[i] = rnd() * 1.5f;
+            const int32_t lens[] = {1, 2, 7, 64, 65, 300};
+            for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+                attn_exact(&fx, 1, q, lens[l], want);
+                attn_row(&kv, q, lens[l], &fx.s, out);
+                expect_close(out, want, hd, tol, "attn_row", lens[l] - 1);
+            }
+            /* a single query past position 256, the view cut into 1..3 chunks */
+            for (int split = 1; split <= 3; split++) {
+                const int32_t n_kv = 400;
+                attn_exact(&fx, 1, q, n_kv, want);
+                attn_row_split(&kv, q, n_kv, attn_kv_view(n_kv - 1), split, &fx.s, out);
+                expect_close(out, want, hd, tol, "attn_row_split", n_kv - 1);
+            }
+            /* 64 queries at positions 100..163 (tiles 0-63, 64-127, 128-191) */
+            if (hd % 16 == 0) {
+                attn_tile(&kv, q, hd, ATTN_TILE, 100, &fx.s, out, hd);
+                for (int r = 0; r < ATTN_TILE; r++) {
+                    attn_exact(&fx, 1, q + (size_t)r * hd, 100 + r + 1, want);
+                    expect_close(out + (size_t)r * hd, want, hd, 1e-4, "attn_tile", 100 + r);
+                }
+            }
+        }
+        free(q);
+        free(out);
+        free(want);
+        fixture_free(&fx);
+    }
+}
+
+/* Keys and values after a query's position never reach it, bit for bit. */
+static void test_causal(void **state)
+{
+    (void)state;
+    fixture fx;
+    fixture_init(&fx, 64);
+    const int hd = fx.hd;
+    const attn_kv kv = view(&fx, 0, true);
+    float q[ATTN_TILE * 64], a[ATTN_TILE * 64], b[ATTN_TILE * 64];
+    for (int i = 0; i < ATTN_TILE * hd; i++)
+        q[i] = rnd();
+    attn_tile(&kv, q, hd, ATTN_TILE, 30, &fx.s, a, hd);
+    float r1[64], r2[64];
+    attn_row_split(&kv, q, 300, 512, 2, &fx.s, r1);
+    /* scribble over every cache row after the tile's last position (93) */
+    for (int64_t i = 94 * fx.stride; i < (int64_t)N_CTX * fx.stride; i++) {
+        fx.k16[i] = tensor_fp32_to_fp16(50.0f);
+        fx.v16[i] = tensor_fp32_to_fp16(-50.0f);
+    }
+    attn_tile(&kv, q, hd, ATTN_TILE, 30, &fx.s, b, hd);
+    for (int r = 0; r < ATTN_TILE; r++)
+        assert_memory_equal(a + r * hd, b + r * hd, sizeof(float) * (size_t)hd);
+    /* the split query at position 299 sees rows up to 299: those changed it... */
+    attn_row_split(&kv, q, 300, 512, 2, &fx.s, r2);
+    assert_true(memcmp(r1, r2, sizeof r1) != 0);
+    /* ...but rows 300 and after, in its second chunk, do not */
+    for (int64_t i = 300 * fx.stride; i < (int64_t)N_CTX * fx.stride; i++)
+        fx.k16[i] = fx.v16[i] = tensor_fp32_to_fp16(7.0f);
+    attn_row_split(&kv, q, 300, 512, 2, &fx.s, r1);
+    assert_memory_equal(r1, r2, sizeof r1);
+    fixture_free(&fx);
+}
+
+/* ggml groups queries into tiles by thread chunk; a query's result must not
+ * depend on which other queries share its tile. */
+static void test_tile_grouping(void **state)
+{
+    (void)state;
+    fixture fx;
+    fixture_init(&fx, 32);
+    const int hd = fx.hd;
+    const attn_kv kv = view(&fx, 1, true);
+    enum { N = 100 };
+    float *q = malloc(sizeof(float) * N * 32), *a = malloc(sizeof(float) * N * 32), *b = malloc(sizeof(float) * N * 32);
+    for (int i = 0; i < N * hd; i++)
+        q[i] = rnd();
+    /* tiles of 64 + 36 against 10 + 64 + 26 */
+    attn_tile(&kv, q, hd, 64, 0, &fx.s, a, hd);
+    attn_tile(&kv, q + 64 * hd, hd, 36, 64, &fx.s, a + 64 * hd, hd);
+    attn_tile(&kv, q, hd, 10, 0, &fx.s, b, hd);
+    attn_tile(&kv, q + 10 * hd, hd, 64, 10, &fx.s, b + 10 * hd, hd);
+    attn_tile(&kv, q + 74 * hd, hd, 26, 74, &fx.s, b + 74 * hd, hd);
+    assert_memory_equal(a, b, sizeof(float) * N * 32);
+    free(q);
+    free(a);
+    free(b);
+    fixture_free(&fx);
+}
+
+static void test_view_and_choice(void **state)
+{
+    (void)state;
+    assert_int_equal(attn_kv_view(0), 256);
+    assert_int_equal(attn_kv_view(255), 256);
+    assert_int_equal(attn_kv_view(256), 512);
+    assert_int_equal(attn_kv_view(600), 768);
+    assert_true(attn_use_tiled(64, 32));
+    assert_false(attn_use_tiled(63, 32));
+    assert_false(attn_use_tiled(128, 8)); /* head size not a multiple of 16 */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernels_are_attention),
+        cmocka_unit_test(test_causal),
+        cmocka_unit_test(test_tile_grouping),
+        cmocka_unit_test(test_view_and_choice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
