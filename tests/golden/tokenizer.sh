@@ -47,6 +47,24 @@ if need "$G" tokenizer-golden-dir; then
     done
 fi
 
+# Every vocab, including the five shipped without expected ids, against
+# llama.cpp on the shared cases plus 58 more (scripts, emoji, combining
+# marks, digits, whitespace runs, code, special-token text left unparsed):
+# tests/golden/reference/tokenizer, see its README.
+R=tests/golden/reference/tokenizer
+for out in "$R"/*.out; do
+    name=$(basename "$out" .out)
+    model=$(vocab_path "$name")
+    need "$model" "tokenizer-reference-$name" || continue
+    if "$BIN" tokenize -m "$model" --cases "$R/cases.inp" >"$OUT/tok-ref.got" 2>"$OUT/tok-ref.err" &&
+        cmp -s "$OUT/tok-ref.got" "$out"; then
+        ok "tokenizer-reference-$name"
+    else
+        not_ok "tokenizer-reference-$name" "$(diff "$OUT/tok-ref.got" "$out" | grep -c '^<') of $(wc -l <"$out") cases differ" \
+            "$(diff "$OUT/tok-ref.got" "$out" | head -n 4)" "$(head -c 300 "$OUT/tok-ref.err")"
+    fi
+done
+
 # Hand-checked ids from llama.cpp's own .out files for the vocabs shipped without one
 # ("Führer": a user-defined token matches even without special parsing in deepseek-coder).
 spot() { # NAME VOCAB EXPECTED TEXT [OPTIONS]
