@@ -31,56 +31,7 @@ bool attn_use_tiled(int n_tok, int hd) { return n_tok >= ATTN_TILE && hd % 16 ==
 
 /* ---- one chunk ------------------------------------------------------------- */
 
-/* K.Q like ggml_vec_dot_f16 on AVX-512: per 64 elements, four 16-lane
- * accumulators; they are folded (0+2, 1+3, then 0+1) and reduced the way
- * GCC's _mm512_reduce_add_ps does; the tail is added in double, in order.
- * Products of two halves are exact in float, so only the order of the sums
- * matters (and an FMA equals a multiply and an add). */
-static float dot_f16(const fp16_t *x, const fp16_t *y, int n)
-{
-    const int np = n & ~63;
-    double sumf = 0.0;
-    if (np > 0) {
-#ifdef FWD_F16C
-        __m256 lo[4], hi[4];
-        for (int j = 0; j < 4; j++)
-            lo[j] = hi[j] = _mm256_setzero_ps();
-        for (int i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++) {
-                const fp16_t *a = x + i + 16 * j, *b = y + i + 16 * j;
-                lo[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)a)),
-                                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)), lo[j]);
-                hi[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + 8))),
-                                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 8))), hi[j]);
-            }
-        const __m256 vl = _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
-        const __m256 vh = _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
-        const __m256 t3 = _mm256_add_ps(vh, vl);
-        const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
-        const __m128 t7 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6)); /* t6[0]+t6[2], t6[1]+t6[3] */
-        sumf = (double)_mm_cvtss_f32(_mm_add_ss(t7, _mm_movehdup_ps(t7)));
-#else
-        float acc[4][16] = {{0}};
-        for (int i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 16; l++)
-                    acc[j][l] += h2f(x[i + 16 * j + l]) * h2f(y[i + 16 * j + l]);
-        float v[16], t3[8], t6[4];
-        for (int l = 0; l < 16; l++)
-            v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-        for (int l = 0; l < 8; l++)
-            t3[l] = v[8 + l] + v[l];
-        for (int l = 0; l < 4; l++)
-            t6[l] = t3[4 + l] + t3[l];
-        sumf = (double)((t6[0] + t6[2]) + (t6[1] + t6[3]));
-#endif
-    }
-    for (int i = np; i < n; i++)
-        sumf += (double)(h2f(x[i]) * h2f(y[i]));
-    return (float)sumf;
-}
-
-/* s[i] = dot_f16(key k0 + i, q) * scale for keys [k0, k1). Heads shorter
+/* s[i] = ggml_vec_dot_f16(key k0 + i, q) * scale for keys [k0, k1). Heads shorter
  * than 64 are all "tail": one double chain per key, in element order. Four
  * keys run side by side, one per double lane, which keeps every key's chain
  * in its own order while the adds overlap. */
@@ -121,7 +72,7 @@ static void kq_scores_f16(const fp16_t *kc, int64_t stride, int32_t k0, int32_t 
     }
 #endif
     for (; ic < k1; ic++)
-        s[ic - k0] = dot_f16(kc + (int64_t)ic * stride, q, hd) * scale;
+        s[ic - k0] = refdot_f16(hd, kc + (int64_t)ic * stride, q) * scale;
 }
 
 /* acc = acc * ms (F16 accumulator). */
@@ -261,17 +212,6 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
 }
 
 /* ---- tiled ----------------------------------------------------------------- */
-
-/* 16 floats reduced like GCC's _mm512_reduce_add_ps. */
-static inline float red16(const float *v)
-{
-    float t8[8], t4[4];
-    for (int l = 0; l < 8; l++)
-        t8[l] = v[8 + l] + v[l];
-    for (int l = 0; l < 4; l++)
-        t4[l] = t8[4 + l] + t8[l];
-    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
-}
 
 void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, attn_scratch *s,
                float *out, int64_t out_stride)

@@ -33,6 +33,18 @@ static inline fp16_t f2h(float f)
 #endif
 }
 
+/* 16 floats reduced the way GCC's _mm512_reduce_add_ps does: halves of 8,
+ * then 4, then (0+2) + (1+3). */
+static inline float red16(const float v[16])
+{
+    float t8[8], t4[4];
+    for (int l = 0; l < 8; l++)
+        t8[l] = v[8 + l] + v[l];
+    for (int l = 0; l < 4; l++)
+        t4[l] = t8[4 + l] + t8[l];
+    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
 /* exp as ggml's AVX-512 ggml_v_expf computes it (ARM optimized-routines
  * polynomial, scaled by 2^n), one lane at a time: the same operations in the
  * same order give the same bits, which matters because SwiGLU's output is

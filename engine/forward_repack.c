@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forward_math.h"
 #include "tensor.h"
 
 #if defined(__AVX2__) && defined(__F16C__)
@@ -21,15 +22,6 @@ typedef struct {
     uint16_t d;
     int8_t qs[32];
 } rp_q8_0;
-
-static inline float rp_h2f(uint16_t h)
-{
-#ifdef RP_AVX2
-    return _cvtsh_ss(h);
-#else
-    return tensor_fp16_to_fp32(h);
-#endif
-}
 
 /* Exact integer dot of one Q4_0 block (values nibble - 8) with a Q8_0 block. */
 static inline int32_t isum_q4_0(const rp_q4_0 *x, const rp_q8_0 *y)
@@ -80,13 +72,13 @@ static float lanes_dot(const gguf_tensor *w, int64_t r, int64_t n, const uint8_t
                 qx[j] = (int8_t)((x->qs[j] & 15) - 8);
                 qx[j + 16] = (int8_t)((x->qs[j] >> 4) - 8);
             }
-            dw = rp_h2f(x->d);
+            dw = h2f(x->d);
         } else {
             const rp_q8_0 *x = (const rp_q8_0 *)((const uint8_t *)w->data + (size_t)r * (size_t)nb * sizeof(rp_q8_0)) + b;
             memcpy(qx, x->qs, 32);
-            dw = rp_h2f(x->d);
+            dw = h2f(x->d);
         }
-        const float d = dw * rp_h2f(y->d);
+        const float d = dw * h2f(y->d);
 #ifdef RP_AVX2
         const __m256i vx = _mm256_loadu_si256((const __m256i *)qx);
         const __m256i vy = _mm256_loadu_si256((const __m256i *)y->qs);
@@ -123,19 +115,9 @@ bool refdot_applies(const gguf_tensor *w)
  * Batches go through llamafile's tinyBLAS when the row length is a multiple
  * of 16: one 16-lane FMA accumulator, the same final reduction. */
 
-static inline float red16(const float v[16])
-{
-    float t3[8], t6[4];
-    for (int l = 0; l < 8; l++)
-        t3[l] = v[8 + l] + v[l];
-    for (int l = 0; l < 4; l++)
-        t6[l] = t3[4 + l] + t3[l];
-    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
-}
-
 static inline float ld(bool f16, const void *p, int64_t i)
 {
-    return f16 ? rp_h2f(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    return f16 ? h2f(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 #ifdef RP_AVX2
@@ -232,6 +214,8 @@ static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
 }
 
 float refdot_f32(int64_t n, const float *x, const float *y) { return vecdot_float(false, n, x, y); }
+
+float refdot_f16(int64_t n, const uint16_t *x, const uint16_t *y) { return vecdot_float(true, n, x, y); }
 
 static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
 {
@@ -407,8 +391,8 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb, b
             if (gemm) {
                 /* the batched kernel converts and FMAs each 64-element pair */
                 const float da = y[b].d;
-                acc = fmaf((float)(sc0 * s0 + sc1 * s1), rp_h2f(x[b].d) * da, acc);
-                acc_min = fmaf((float)(m0 * b0 + m1 * b1), rp_h2f(x[b].dmin) * da, acc_min);
+                acc = fmaf((float)(sc0 * s0 + sc1 * s1), h2f(x[b].d) * da, acc);
+                acc_min = fmaf((float)(m0 * b0 + m1 * b1), h2f(x[b].dmin) * da, acc_min);
                 continue;
             }
             isum += sc0 * s0 + sc1 * s1;
@@ -417,8 +401,8 @@ static float q4_K_repacked_dot(const rp_q4_K *x, const rp_q8_K *y, int64_t nb, b
         if (gemm)
             continue;
         const float da = y[b].d;
-        acc = fmaf((float)isum, rp_h2f(x[b].d) * da, acc);
-        acc_min = fmaf((float)imin, rp_h2f(x[b].dmin) * da, acc_min);
+        acc = fmaf((float)isum, h2f(x[b].d) * da, acc);
+        acc_min = fmaf((float)imin, h2f(x[b].dmin) * da, acc_min);
     }
     return acc - acc_min;
 }
@@ -436,8 +420,8 @@ static void q4_K_tile_1x4(const rp_q4_K *x, const uint8_t *act, size_t act_strid
     __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
-        const __m128 dw = _mm_mul_ps(_mm_set1_ps(rp_h2f(x[b].d)), da);
-        const __m128 dm = _mm_mul_ps(_mm_set1_ps(rp_h2f(x[b].dmin)), da);
+        const __m128 dw = _mm_mul_ps(_mm_set1_ps(h2f(x[b].d)), da);
+        const __m128 dm = _mm_mul_ps(_mm_set1_ps(h2f(x[b].dmin)), da);
         for (int j = 0; j < 4; j++) {
             int sc0, m0, sc1, m1;
             scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
@@ -502,7 +486,7 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)y[b].bsums);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
         sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
-        const float d = y[b].d * rp_h2f(x[b].d);
+        const float d = y[b].d * h2f(x[b].d);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     float a8[8];
@@ -530,7 +514,7 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
         }
         for (int k = 0; k < 8; k++)
             lane[k] -= 32 * (y[b].bsums[2 * k] * x[b].scales[2 * k] + y[b].bsums[2 * k + 1] * x[b].scales[2 * k + 1]);
-        const float d = y[b].d * rp_h2f(x[b].d);
+        const float d = y[b].d * h2f(x[b].d);
         for (int k = 0; k < 8; k++)
             acc[k] = fmaf(d, (float)lane[k], acc[k]);
     }
@@ -552,7 +536,7 @@ static float q2_K_repacked_dot(const rp_q2_K *x, const rp_q8_K *y, int64_t nb, b
 {
     float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        const float da = y[b].d, dw = rp_h2f(x[b].d) * da, mw = rp_h2f(x[b].dmin) * da;
+        const float da = y[b].d, dw = h2f(x[b].d) * da, mw = h2f(x[b].dmin) * da;
         int32_t isum = 0, imin = 0;
         for (int g = 0; g < 2; g++) {
             int32_t gs = 0, gm = 0;
@@ -645,7 +629,7 @@ static float q4_0_row_dot(const rp_q4_0 *x, const rp_q8_0 *y, int64_t nb)
 {
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        acc = fmaf((float)isum_q4_0(&x[b], &y[b]), rp_h2f(x[b].d) * rp_h2f(y[b].d), acc);
+        acc = fmaf((float)isum_q4_0(&x[b], &y[b]), h2f(x[b].d) * h2f(y[b].d), acc);
     return acc;
 }
 
@@ -682,9 +666,9 @@ static void q4_0_tile_2x4(const rp_q4_0 *x0, const rp_q4_0 *x1, const uint8_t *a
                                      q4_0_partial(ax0, qx0, &y[2][b]), q4_0_partial(ax0, qx0, &y[3][b]));
         const __m128i s1 = hsum4_i32(q4_0_partial(ax1, qx1, &y[0][b]), q4_0_partial(ax1, qx1, &y[1][b]),
                                      q4_0_partial(ax1, qx1, &y[2][b]), q4_0_partial(ax1, qx1, &y[3][b]));
-        const __m128 da = _mm_set_ps(rp_h2f(y[3][b].d), rp_h2f(y[2][b].d), rp_h2f(y[1][b].d), rp_h2f(y[0][b].d));
-        acc0 = _mm_fmadd_ps(_mm_cvtepi32_ps(s0), _mm_mul_ps(_mm_set1_ps(rp_h2f(x0[b].d)), da), acc0);
-        acc1 = _mm_fmadd_ps(_mm_cvtepi32_ps(s1), _mm_mul_ps(_mm_set1_ps(rp_h2f(x1[b].d)), da), acc1);
+        const __m128 da = _mm_set_ps(h2f(y[3][b].d), h2f(y[2][b].d), h2f(y[1][b].d), h2f(y[0][b].d));
+        acc0 = _mm_fmadd_ps(_mm_cvtepi32_ps(s0), _mm_mul_ps(_mm_set1_ps(h2f(x0[b].d)), da), acc0);
+        acc1 = _mm_fmadd_ps(_mm_cvtepi32_ps(s1), _mm_mul_ps(_mm_set1_ps(h2f(x1[b].d)), da), acc1);
     }
     _mm_storeu_ps(o0, acc0);
     _mm_storeu_ps(o1, acc1);

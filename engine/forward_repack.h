@@ -35,8 +35,10 @@ bool reffloat_applies(const gguf_tensor *w);
 void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                      int n_tok, float *out, int64_t out_stride);
 
-/* ggml_vec_dot_f32 on the reference build (AVX-512 lanes, GCC's tail). */
+/* ggml_vec_dot_f32 / ggml_vec_dot_f16 on the reference build (AVX-512
+ * lanes; GCC's F32 tail, the F16 tail summed in double). */
 float refdot_f32(int64_t n, const float *x, const float *y);
+float refdot_f16(int64_t n, const uint16_t *x, const uint16_t *y);
 
 /* BF16 weights in a batch (n_tok >= 2): tinyBLAS's vdpbf16ps order. */
 bool refbf16_applies(const gguf_tensor *w, int n_tok);
