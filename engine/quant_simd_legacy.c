@@ -202,9 +202,67 @@ void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], fl
  * offset returns through per-lane activation sums computed once per block,
  * so each of the 16 pairs costs one dot, one convert, one multiply, one FMA.
  * Lane integers and float steps are those of vec_dot. */
+#if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+/* The same tile with two activation rows per 512-bit register (token c in
+ * lanes 0-7, token c+1 in lanes 8-15): every lane does exactly what its
+ * 256-bit counterpart does, so the results are the same bits. */
+static inline void mm4x4_q8act_512(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
+                                   int q4)
+{
+    const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
+    const int off_shift = q4 ? 3 : 7;
+    __m512 acc[4][2];
+    for (int r = 0; r < 4; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m512i yv[2], base[2];
+        __m512 dy[2];
+        for (int c = 0; c < 2; c++) {
+            const __m256i y0 = _mm256_loadu_si256((const __m256i *)y[2 * c][i].qs);
+            const __m256i y1 = _mm256_loadu_si256((const __m256i *)y[2 * c + 1][i].qs);
+            yv[c] = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
+            base[c] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                       _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                                                             _mm512_set1_epi8(1), yv[c]),
+                                                         off_shift));
+            dy[c] = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(y[2 * c][i].d)),
+                                       _mm256_set1_ps(fp16_to_f32(y[2 * c + 1][i].d)), 1);
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            __m256i u;
+            float dxs;
+            if (q4) {
+                const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
+                u = nibbles32(x->qs);
+                dxs = fp16_to_f32(x->d);
+            } else {
+                const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
+                u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+                dxs = fp16_to_f32(x->d);
+            }
+            const __m512i u2 = _mm512_broadcast_i64x4(u);
+            const __m512 dx = _mm512_set1_ps(dxs);
+            for (int c = 0; c < 2; c++) {
+                const __m512i p = _mm512_dpbusd_epi32(base[c], u2, yv[c]);
+                acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dy[c]), _mm512_cvtepi32_ps(p), acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 2; c++) {
+            out[2 * c][r] = hsum_ps(_mm512_castps512_ps256(acc[r][c]));
+            out[2 * c + 1][r] = hsum_ps(_mm512_extractf32x8_ps(acc[r][c], 1));
+        }
+}
+#endif
+
 static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
                                int q4)
 {
+#if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+    mm4x4_q8act_512(nb, w, rs, act, out, q4);
+#else
     const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
     const int off_shift = q4 ? 3 : 7; /* offset 8 or 128 */
     __m256 acc[4][4];
@@ -242,6 +300,7 @@ static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void 
     for (int r = 0; r < 4; r++)
         for (int c = 0; c < 4; c++)
             out[c][r] = hsum_ps(acc[r][c]);
+#endif
 }
 
 void quant_avx2_dot4x4_q8_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
