@@ -282,13 +282,69 @@ bool reffloat_applies(const gguf_tensor *w)
     return w->type == TENSOR_TYPE_F16 || w->type == TENSOR_TYPE_F32;
 }
 
+#if defined(__AVX512F__)
+static inline __m512 ld16z(bool f16, const void *p, int64_t i)
+{
+    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)))
+               : _mm512_loadu_ps((const float *)p + i);
+}
+
+/* tinyblas_float for 2 weight rows x 4 activation rows: each output keeps
+ * its one 16-lane FMA accumulator and GCC's _mm512_reduce_add_ps, as in
+ * tinyBLAS; the tile only shares the loads and conversions. */
+static inline __attribute__((always_inline)) void tinyblas_tile_2x4(bool f16, int64_t n, const void *w0,
+                                                                    const void *w1, const uint8_t *act,
+                                                                    size_t act_stride, float o0[4], float o1[4])
+{
+    __m512 acc[2][4];
+    for (int c = 0; c < 4; c++)
+        acc[0][c] = acc[1][c] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += 16) {
+        const __m512 x0 = ld16z(f16, w0, k), x1 = ld16z(f16, w1, k);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const __m512 a = ld16z(f16, act + (size_t)c * act_stride, k);
+            acc[0][c] = _mm512_fmadd_ps(x0, a, acc[0][c]);
+            acc[1][c] = _mm512_fmadd_ps(x1, a, acc[1][c]);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        o0[c] = _mm512_reduce_add_ps(acc[0][c]);
+        o1[c] = _mm512_reduce_add_ps(acc[1][c]);
+    }
+}
+#endif
+
 void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                      int n_tok, float *out, int64_t out_stride)
 {
     const bool f16 = w->type == TENSOR_TYPE_F16;
     const size_t rb = (size_t)n * (f16 ? 2 : 4);
     const bool tiny = n_tok >= 2 && n % 16 == 0;
-    for (int64_t r = r0; r < r1; r++) {
+    int64_t r = r0;
+#if defined(__AVX512F__)
+    if (tiny && n_tok >= 4)
+        for (; r + 2 <= r1; r += 2) {
+            const uint8_t *w0 = (const uint8_t *)w->data + (size_t)r * rb;
+            int t = 0;
+            for (; t + 4 <= n_tok; t += 4) {
+                float o0[4], o1[4];
+                if (f16) /* separate instances keep the accumulators in registers */
+                    tinyblas_tile_2x4(true, n, w0, w0 + rb, act + (size_t)t * act_stride, act_stride, o0, o1);
+                else
+                    tinyblas_tile_2x4(false, n, w0, w0 + rb, act + (size_t)t * act_stride, act_stride, o0, o1);
+                for (int c = 0; c < 4; c++) {
+                    out[(int64_t)(t + c) * out_stride + r] = o0[c];
+                    out[(int64_t)(t + c) * out_stride + r + 1] = o1[c];
+                }
+            }
+            for (; t < n_tok; t++)
+                for (int i = 0; i < 2; i++)
+                    out[(int64_t)t * out_stride + r + i] =
+                        tinyblas_float(f16, n, w0 + (size_t)i * rb, act + (size_t)t * act_stride);
+        }
+#endif
+    for (; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
         for (int t = 0; t < n_tok; t++) {
             const uint8_t *a = act + (size_t)t * act_stride;
