@@ -488,7 +488,8 @@ static void q4_K_tile_1x4(const rp_q4_K *x, const uint8_t *act, size_t act_strid
             const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
             __m256i p[4];
             int32_t mins[4];
-            for (int k = 0; k < 4; k++) {
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
                 const int8_t *a = y[k][b].qs + 64 * j;
                 p[k] = _mm256_add_epi32(
                     _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
@@ -497,7 +498,9 @@ static void q4_K_tile_1x4(const rp_q4_K *x, const uint8_t *act, size_t act_strid
                 mins[k] = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
             }
             acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
-            acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)mins)), dm, acc_min);
+            /* built from registers: four scalar stores read back as one vector stall the load */
+            const __m128i mv = _mm_setr_epi32(mins[0], mins[1], mins[2], mins[3]);
+            acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
         }
     }
     _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
