@@ -250,11 +250,18 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, 
             float *acc = vkq + (size_t)r * hd;
             /* K.Q: an FMA chain over the head dimension per key (simd_gemm) */
 #ifdef FWD_F16C
-            for (int j = 0; j < T; j += 8) {
-                __m256 a = _mm256_setzero_ps();
-                for (int d = 0; d < hd; d++)
-                    a = _mm256_fmadd_ps(_mm256_loadu_ps(kt + (size_t)d * T + j), _mm256_set1_ps(qr[d]), a);
-                _mm256_storeu_ps(kq + j, _mm256_mul_ps(a, _mm256_set1_ps(kv->scale)));
+            {
+                /* the 8 chains of 8 keys advance together: latency, not order */
+                __m256 a[T / 8];
+                for (int c = 0; c < T / 8; c++)
+                    a[c] = _mm256_setzero_ps();
+                for (int d = 0; d < hd; d++) {
+                    const __m256 qd = _mm256_set1_ps(qr[d]);
+                    _Pragma("GCC unroll 8") for (int c = 0; c < T / 8; c++)
+                        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(kt + (size_t)d * T + 8 * c), qd, a[c]);
+                }
+                for (int c = 0; c < T / 8; c++)
+                    _mm256_storeu_ps(kq + 8 * c, _mm256_mul_ps(a[c], _mm256_set1_ps(kv->scale)));
             }
 #else
             for (int j = 0; j < T; j++) {
@@ -298,6 +305,31 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, 
             /* P.V: an FMA chain over the tile's keys per output (simd_gemm) */
             int d = 0;
 #ifdef FWD_F16C
+            /* up to 8 chains of 8 outputs advance together */
+            for (; d + 64 <= hd; d += 64) {
+                __m256 a[8];
+                for (int c = 0; c < 8; c++)
+                    a[c] = _mm256_loadu_ps(acc + d + 8 * c);
+                for (int j = 0; j < T; j++) {
+                    const __m256 pj = _mm256_set1_ps(kq[j]);
+                    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
+                        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + d + 8 * c), pj, a[c]);
+                }
+                for (int c = 0; c < 8; c++)
+                    _mm256_storeu_ps(acc + d + 8 * c, a[c]);
+            }
+            for (; d + 32 <= hd; d += 32) {
+                __m256 a[4];
+                for (int c = 0; c < 4; c++)
+                    a[c] = _mm256_loadu_ps(acc + d + 8 * c);
+                for (int j = 0; j < T; j++) {
+                    const __m256 pj = _mm256_set1_ps(kq[j]);
+                    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+                        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + d + 8 * c), pj, a[c]);
+                }
+                for (int c = 0; c < 4; c++)
+                    _mm256_storeu_ps(acc + d + 8 * c, a[c]);
+            }
             for (; d + 8 <= hd; d += 8) {
                 __m256 a = _mm256_loadu_ps(acc + d);
                 for (int j = 0; j < T; j++)
