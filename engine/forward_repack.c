@@ -581,6 +581,64 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
 #endif
 }
 
+#ifdef RP_AVX2
+/* q6_K_dot for one weight row and four activation rows: the 6-bit unpack
+ * and the scale vectors are shared, every output keeps its own lanes and
+ * FMA chain. */
+static void q6_K_tile_1x4(const rp_q6_K *x, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+{
+    const rp_q8_K *y[4];
+    for (int k = 0; k < 4; k++)
+        y[k] = (const rp_q8_K *)(act + (size_t)k * act_stride);
+    __m256 acc[4];
+    for (int k = 0; k < 4; k++)
+        acc[k] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i sumi[4];
+        for (int k = 0; k < 4; k++)
+            sumi[k] = _mm256_setzero_si256();
+        for (int g = 0; g < 2; g++) {
+            const uint8_t *ql = x[b].ql + 64 * g, *qh = x[b].qh + 32 * g;
+            const int8_t *sc = x[b].scales + 8 * g;
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4], scl[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            for (int c = 0; c < 4; c++)
+                scl[c] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c]));
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const int8_t *a = y[k][b].qs + 128 * g;
+                for (int c = 0; c < 4; c++) {
+                    const __m256i p16 = _mm256_maddubs_epi16(q[c], _mm256_loadu_si256((const __m256i *)(a + 32 * c)));
+                    sumi[k] = _mm256_add_epi32(sumi[k], _mm256_madd_epi16(scl[c], p16));
+                }
+            }
+        }
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
+        const float xd = h2f(x[b].d);
+        for (int k = 0; k < 4; k++) {
+            const __m256i bsums = _mm256_loadu_si256((const __m256i *)y[k][b].bsums);
+            sumi[k] = _mm256_sub_epi32(sumi[k], _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(y[k][b].d * xd), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        float a8[8];
+        _mm256_storeu_ps(a8, acc[k]);
+        out[k] = hsum8(a8);
+    }
+}
+#endif
+
 typedef struct {
     uint8_t scales[16];
     uint8_t qs[64];
@@ -653,14 +711,17 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
         int t = 0;
 #ifdef RP_AVX2
-        /* tokens in complete groups of 4 go through the gemm kernel */
-        if (q4)
-            for (; t + 4 <= n_tok - n_tok % 4; t += 4) {
-                float o[4];
+        /* tokens in complete groups of 4 go through the tiles (Q4_K: the gemm
+         * kernel; Q6_K: vec_dot, whose order does not depend on the batch) */
+        for (; t + 4 <= n_tok - n_tok % 4; t += 4) {
+            float o[4];
+            if (q4)
                 q4_K_tile_1x4((const rp_q4_K *)wr, act + (size_t)t * act_stride, act_stride, nb, o);
-                for (int k = 0; k < 4; k++)
-                    out[(int64_t)(t + k) * out_stride + r] = o[k];
-            }
+            else
+                q6_K_tile_1x4((const rp_q6_K *)wr, act + (size_t)t * act_stride, act_stride, nb, o);
+            for (int k = 0; k < 4; k++)
+                out[(int64_t)(t + k) * out_stride + r] = o[k];
+        }
 #endif
         for (; t < n_tok; t++) {
             const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)t * act_stride);
