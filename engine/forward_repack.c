@@ -795,12 +795,106 @@ static void q4_0_tile_2x4(const rp_q4_0 *x0, const rp_q4_0 *x1, const uint8_t *a
 }
 #endif
 
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+/* 8 dword vectors transposed: out[k] lane r = in[r] lane k. */
+static inline void transpose8_epi32(__m256i v[8])
+{
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
+        v[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
+    }
+}
+
+/* Eight weight rows in the eight lanes, as ggml's repacked 8x8 kernels hold
+ * them: block by block the rows' values are transposed so that lane r,
+ * dword k holds elements 4k..4k+3 of row r; eight VNNI dots with a
+ * broadcast activation dword give every row's exact block sum in its lane,
+ * with no horizontal add. VNNI multiplies unsigned by signed bytes, so the
+ * activations enter as y + 128 and 128 * sum(row) comes back off; the sum is
+ * exact, and per output the float steps are those of q4_0_row_dot. */
+static inline __attribute__((always_inline)) void q4_0_tile_8xt(const uint8_t *w, size_t rb, const uint8_t *act,
+                                                                 size_t act_stride, int nt, int64_t nb, float *out,
+                                                                 int64_t out_stride)
+{
+    enum { TT = 8 };
+    {
+        const int t0 = 0;
+        __m256 acc[TT];
+        for (int k = 0; k < TT; k++)
+            acc[k] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m256i v[8];
+            float dw[8];
+            for (int r = 0; r < 8; r++) {
+                const rp_q4_0 *x = (const rp_q4_0 *)(w + (size_t)r * rb) + b;
+                const __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
+                v[r] = _mm256_sub_epi8(
+                    _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F)),
+                    _mm256_set1_epi8(8));
+                dw[r] = h2f(x->d);
+            }
+            transpose8_epi32(v);
+            __m256i wsum = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++)
+                wsum = _mm256_dpbusd_epi32(wsum, _mm256_set1_epi8(1), v[j]);
+            const __m256i off = _mm256_slli_epi32(wsum, 7);
+            const __m256 dwv = _mm256_loadu_ps(dw);
+            _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
+            {
+                const rp_q8_0 *y = (const rp_q8_0 *)(act + (size_t)(t0 + k) * act_stride) + b;
+                int32_t yd[8];
+                _mm256_storeu_si256((__m256i *)yd, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs),
+                                                                    _mm256_set1_epi8((char)0x80)));
+                __m256i s = _mm256_setzero_si256();
+                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                    s = _mm256_dpbusd_epi32(s, _mm256_set1_epi32(yd[j]), v[j]);
+                s = _mm256_sub_epi32(s, off);
+                acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(y->d))), acc[k]);
+            }
+        }
+        for (int k = 0; k < nt; k++)
+            _mm256_storeu_ps(out + (int64_t)(t0 + k) * out_stride, acc[k]);
+    }
+}
+
+/* Groups of 8 tokens take an instance with a constant count, which keeps
+ * the 8 accumulators in registers; the rest the general one. */
+static void q4_0_tile_8xn(const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok, int64_t nb,
+                          float *out, int64_t out_stride)
+{
+    int t = 0;
+    for (; t + 8 <= n_tok; t += 8)
+        q4_0_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, 8, nb, out + (int64_t)t * out_stride,
+                      out_stride);
+    if (t < n_tok)
+        q4_0_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, n_tok - t, nb, out + (int64_t)t * out_stride,
+                      out_stride);
+}
+#endif
+
 void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                    int n_tok, float *out, int64_t out_stride)
 {
     const int64_t nb = n / 32;
     const size_t rb = (size_t)nb * sizeof(rp_q4_0);
     int64_t r = r0;
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    if (n_tok >= 2)
+        for (; r + 8 <= r1; r += 8)
+            q4_0_tile_8xn((const uint8_t *)w->data + (size_t)r * rb, rb, act, act_stride, n_tok, nb, out + r,
+                          out_stride);
+#endif
 #ifdef RP_AVX2
     const int n4 = n_tok & ~3;
     if (n4 > 0) {
