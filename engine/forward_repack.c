@@ -378,6 +378,30 @@ static inline int32_t hsum_i32(__m256i v)
 }
 #endif
 
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define RP_VNNI 1
+/* 8 dword vectors transposed: out[k] lane r = in[r] lane k. */
+static inline void transpose8_epi32(__m256i v[8])
+{
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
+        v[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
+    }
+}
+
+#endif
+
 /* ---- K-quants ------------------------------------------------------------ */
 
 typedef struct {
@@ -504,6 +528,84 @@ static void q4_K_tile_1x4(const rp_q4_K *x, const uint8_t *act, size_t act_strid
         }
     }
     _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
+#ifdef RP_VNNI
+/* The gemm order of q4_K_repacked_dot with eight weight rows in the eight
+ * lanes (see q4_0_tile_8xn): per pair of sub-blocks, the rows' nibbles are
+ * transposed once and each token's two sub-block sums land in the rows'
+ * lanes; scales, mins and both FMA chains then run per lane, exactly as
+ * the one-output code does them. nt <= 8 tokens. */
+static inline __attribute__((always_inline)) void q4_K_tile_8xt(const uint8_t *w, size_t rb, const uint8_t *act,
+                                                                 size_t act_stride, int nt, int64_t nb, float *out,
+                                                                 int64_t out_stride)
+{
+    __m256 acc[8], accm[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = accm[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        float dw[8], dm[8];
+        for (int r = 0; r < 8; r++) {
+            const rp_q4_K *x = (const rp_q4_K *)(w + (size_t)r * rb) + b;
+            dw[r] = h2f(x->d);
+            dm[r] = h2f(x->dmin);
+        }
+        const __m256 dwv = _mm256_loadu_ps(dw), dmv = _mm256_loadu_ps(dm);
+        for (int j = 0; j < 4; j++) {
+            __m256i lo[8], hi[8];
+            int32_t sc0[8], sc1[8], mm[8];
+            for (int r = 0; r < 8; r++) {
+                const rp_q4_K *x = (const rp_q4_K *)(w + (size_t)r * rb) + b;
+                int s0, m0, s1, m1;
+                scale_min_k4(2 * j, x->scales, &s0, &m0);
+                scale_min_k4(2 * j + 1, x->scales, &s1, &m1);
+                sc0[r] = s0;
+                sc1[r] = s1;
+                mm[r] = (int32_t)((uint32_t)m0 | ((uint32_t)m1 << 16)); /* (m0, m1) as int16 pair */
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
+                lo[r] = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+                hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            }
+            transpose8_epi32(lo);
+            transpose8_epi32(hi);
+            const __m256i sc0v = _mm256_loadu_si256((const __m256i *)sc0), sc1v = _mm256_loadu_si256((const __m256i *)sc1);
+            const __m256i mmv = _mm256_loadu_si256((const __m256i *)mm);
+            _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
+            {
+                const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)k * act_stride) + b;
+                int32_t yd[16];
+                memcpy(yd, y->qs + 64 * j, 64);
+                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+                for (int q = 0; q < 8; q++) {
+                    s0 = _mm256_dpbusd_epi32(s0, lo[q], _mm256_set1_epi32(yd[q]));
+                    s1 = _mm256_dpbusd_epi32(s1, hi[q], _mm256_set1_epi32(yd[8 + q]));
+                }
+                const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(s0, sc0v), _mm256_mullo_epi32(s1, sc1v));
+                const int16_t *bs = y->bsums + 4 * j;
+                const int32_t bpair = (int32_t)((uint32_t)(uint16_t)(bs[0] + bs[1]) |
+                                                ((uint32_t)(uint16_t)(bs[2] + bs[3]) << 16));
+                const __m256i imin = _mm256_madd_epi16(mmv, _mm256_set1_epi32(bpair));
+                const __m256 da = _mm256_set1_ps(y->d);
+                acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dwv, da), acc[k]);
+                accm[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmv, da), accm[k]);
+            }
+        }
+    }
+    for (int k = 0; k < nt; k++)
+        _mm256_storeu_ps(out + (int64_t)k * out_stride, _mm256_sub_ps(acc[k], accm[k]));
+}
+
+static void q4_K_tile_8xn(const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok, int64_t nb,
+                          float *out, int64_t out_stride)
+{
+    int t = 0;
+    for (; t + 8 <= n_tok; t += 8)
+        q4_K_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, 8, nb, out + (int64_t)t * out_stride,
+                      out_stride);
+    if (t < n_tok)
+        q4_K_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, n_tok - t, nb, out + (int64_t)t * out_stride,
+                      out_stride);
 }
 #endif
 
@@ -707,7 +809,21 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
         return;
     }
     const size_t rb = (size_t)nb * (q4 ? sizeof(rp_q4_K) : sizeof(rp_q6_K));
-    for (int64_t r = r0; r < r1; r++) {
+    int64_t r = r0;
+#ifdef RP_VNNI
+    const int n_gemm = n_tok - n_tok % 4; /* tokens in complete groups of 4: gemm order */
+    if (q4 && n_gemm > 0)
+        for (; r + 8 <= r1; r += 8) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
+            q4_K_tile_8xn(wr, rb, act, act_stride, n_gemm, nb, out + r, out_stride);
+            for (int t = n_gemm; t < n_tok; t++)
+                for (int i = 0; i < 8; i++)
+                    out[(int64_t)t * out_stride + r + i] = q4_K_repacked_dot(
+                        (const rp_q4_K *)(wr + (size_t)i * rb), (const rp_q8_K *)(act + (size_t)t * act_stride), nb,
+                        false);
+        }
+#endif
+    for (; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
         int t = 0;
 #ifdef RP_AVX2
@@ -796,26 +912,6 @@ static void q4_0_tile_2x4(const rp_q4_0 *x0, const rp_q4_0 *x1, const uint8_t *a
 #endif
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-/* 8 dword vectors transposed: out[k] lane r = in[r] lane k. */
-static inline void transpose8_epi32(__m256i v[8])
-{
-    __m256i t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
-        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
-        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
-        v[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
-    }
-}
-
 /* Eight weight rows in the eight lanes, as ggml's repacked 8x8 kernels hold
  * them: block by block the rows' values are transposed so that lane r,
  * dword k holds elements 4k..4k+3 of row r; eight VNNI dots with a
