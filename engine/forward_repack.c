@@ -979,6 +979,28 @@ static void q4_0_tile_8xn(const uint8_t *w, size_t rb, const uint8_t *act, size_
 }
 #endif
 
+#ifdef RP_AVX2
+/* Four weight rows against one activation row (the single-token gemv):
+ * four integer block sums from one horizontal add, then per row the
+ * fma(isum, d_w * d_a, acc) chain of q4_0_row_dot. */
+static void q4_0_rows4(const rp_q4_0 *const x[4], const rp_q8_0 *y, int64_t nb, float out[4])
+{
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i p[4];
+        float dw[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i qx = q4_0_values(&x[k][b]);
+            p[k] = q4_0_partial(_mm256_sign_epi8(qx, qx), qx, &y[b]);
+            dw[k] = h2f(x[k][b].d);
+        }
+        const __m128 sc = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(h2f(y[b].d)));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), sc, acc);
+    }
+    _mm_storeu_ps(out, acc);
+}
+#endif
+
 void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                    int n_tok, float *out, int64_t out_stride)
 {
@@ -1012,6 +1034,13 @@ void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
             }
         }
     }
+    if (n_tok == 1)
+        for (; r + 4 <= r1; r += 4) {
+            const rp_q4_0 *x[4];
+            for (int k = 0; k < 4; k++)
+                x[k] = (const rp_q4_0 *)((const uint8_t *)w->data + (size_t)(r + k) * rb);
+            q4_0_rows4(x, (const rp_q8_0 *)act, nb, out + r);
+        }
 #endif
     for (; r < r1; r++) {
         const rp_q4_0 *x = (const rp_q4_0 *)((const uint8_t *)w->data + (size_t)r * rb);
