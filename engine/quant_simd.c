@@ -82,23 +82,48 @@ static inline __m256 load_bf16(const uint16_t *p)
 }
 
 #if !(defined(__AVX512BF16__) && defined(__AVX512F__))
+/* The reference machine's vdpbf16ps order without the instruction: per
+ * 32-bit lane, the odd element's product is added first, then the even
+ * one's, each an exact product rounded once (an FMA). Two 16-lane
+ * accumulators over 64 elements, reduced like _mm512_reduce_add_ps into a
+ * double, the rest added in double, as dot_bf16_avx512bf16. (The
+ * instruction also flushes subnormals; BF16 weights practically have none.) */
+static inline void bf16_pairs(__m256 acc[2], const uint16_t *x, const uint16_t *y)
+{
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    for (int h = 0; h < 2; h++) {
+        const __m256i xw = _mm256_loadu_si256((const __m256i *)(x + 16 * h));
+        const __m256i yw = _mm256_loadu_si256((const __m256i *)(y + 16 * h));
+        acc[h] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(xw, hi)),
+                                 _mm256_castsi256_ps(_mm256_and_si256(yw, hi)), acc[h]);
+        acc[h] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(xw, 16)),
+                                 _mm256_castsi256_ps(_mm256_slli_epi32(yw, 16)), acc[h]);
+    }
+}
+
+static inline float red16_ps(__m256 lo, __m256 hi)
+{
+    const __m256 t8 = _mm256_add_ps(hi, lo);
+    const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+}
+
 static float dot_bf16_avx2(int64_t n, const void *w, const void *act)
 {
     const uint16_t *x = w, *y = act;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 c1[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, c2[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(load_bf16(x + i), load_bf16(y + i), a0);
-        a1 = _mm256_fmadd_ps(load_bf16(x + i + 8), load_bf16(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load_bf16(x + i + 16), load_bf16(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load_bf16(x + i + 24), load_bf16(y + i + 24), a3);
+    for (; i + 64 <= n; i += 64) {
+        bf16_pairs(c1, x + i, y + i);
+        bf16_pairs(c2, x + i + 32, y + i + 32);
     }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(load_bf16(x + i), load_bf16(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    double sumf = 0;
+    sumf += (double)red16_ps(c1[0], c1[1]);
+    sumf += (double)red16_ps(c2[0], c2[1]);
     for (; i < n; i++)
-        sum += bf16_to_f32(x[i]) * bf16_to_f32(y[i]);
-    return sum;
+        sumf += (double)(bf16_to_f32(x[i]) * bf16_to_f32(y[i]));
+    return (float)sumf;
 }
 #endif
 

@@ -71,7 +71,6 @@ void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, c
 {
     const block_q8_0 *y = act;
     const int64_t nb = n / QK8_0;
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
     int64_t r = 0;
 #if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
     /* two rows per 512-bit register (lanes 0-7 and 8-15), each lane doing
@@ -119,8 +118,7 @@ void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, c
             __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
             float dy = fp16_to_f32(y[i].d);
             _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
-                __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k][i].qs), flip);
-                __m256i p = dpbusd(base, u, yv);
+                __m256i p = q8w_dot(base, _mm256_loadu_si256((const __m256i *)x[k][i].qs), yv);
                 acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
             }
         }
@@ -321,12 +319,13 @@ static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void 
                 dx = _mm256_set1_ps(fp16_to_f32(x->d));
             } else {
                 const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
-                u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+                u = _mm256_loadu_si256((const __m256i *)x->qs);
                 dx = _mm256_set1_ps(fp16_to_f32(x->d));
             }
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
             {
-                __m256i p = dpbusd(base[c], u, yv[c]);
+                /* Q4_0 nibbles (0..15) are safe in maddubs; Q8_0 bytes need q8w_dot */
+                __m256i p = q4 ? dpbusd(base[c], u, yv[c]) : q8w_dot(base[c], u, yv[c]);
                 acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
             }
         }
