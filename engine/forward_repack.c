@@ -380,6 +380,22 @@ static inline int32_t hsum_i32(__m256i v)
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define RP_VNNI 1
+
+/* NAME(w, rb, act, act_stride, n_tok, nb, out, out_stride) runs the
+ * eight-rows-in-lanes TILE over n_tok tokens: groups of 8 take an instance
+ * with a constant count, which keeps the 8 accumulators in registers; the
+ * rest the general one. */
+#define RP_TILE_8XN(NAME, TILE)                                                                                    \
+    static void NAME(const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok, int64_t nb,   \
+                     float *out, int64_t out_stride)                                                              \
+    {                                                                                                             \
+        int t = 0;                                                                                                \
+        for (; t + 8 <= n_tok; t += 8)                                                                            \
+            TILE(w, rb, act + (size_t)t * act_stride, act_stride, 8, nb, out + (int64_t)t * out_stride, out_stride); \
+        if (t < n_tok)                                                                                            \
+            TILE(w, rb, act + (size_t)t * act_stride, act_stride, n_tok - t, nb, out + (int64_t)t * out_stride,   \
+                 out_stride);                                                                                     \
+    }
 /* 8 dword vectors transposed: out[k] lane r = in[r] lane k. */
 static inline void transpose8_epi32(__m256i v[8])
 {
@@ -596,16 +612,25 @@ static inline __attribute__((always_inline)) void q4_K_tile_8xt(const uint8_t *w
         _mm256_storeu_ps(out + (int64_t)k * out_stride, _mm256_sub_ps(acc[k], accm[k]));
 }
 
-static void q4_K_tile_8xn(const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok, int64_t nb,
-                          float *out, int64_t out_stride)
+RP_TILE_8XN(q4_K_tile_8xn, q4_K_tile_8xt)
+#endif
+
+#ifdef RP_AVX2
+/* The 128 6-bit values of one half of a Q6_K block (unsigned, 0..63), in
+ * four vectors of 32 elements. */
+static inline void q6_K_unpack128(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
 {
-    int t = 0;
-    for (; t + 8 <= n_tok; t += 8)
-        q4_K_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, 8, nb, out + (int64_t)t * out_stride,
-                      out_stride);
-    if (t < n_tok)
-        q4_K_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, n_tok - t, nb, out + (int64_t)t * out_stride,
-                      out_stride);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+    const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
 }
 #endif
 
@@ -625,18 +650,8 @@ static float q6_K_dot(const rp_q6_K *x, const rp_q8_K *y, int64_t nb)
             const uint8_t *ql = x[b].ql + 64 * g, *qh = x[b].qh + 32 * g;
             const int8_t *sc = x[b].scales + 8 * g;
             const int8_t *a = y[b].qs + 128 * g;
-            const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            q6_K_unpack128(ql, qh, q);
             for (int c = 0; c < 4; c++) {
                 const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * c));
                 const __m256i p16 = _mm256_maddubs_epi16(q[c], av);
@@ -695,7 +710,6 @@ static void q6_K_tile_1x4(const rp_q6_K *x, const uint8_t *act, size_t act_strid
     __m256 acc[4];
     for (int k = 0; k < 4; k++)
         acc[k] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < nb; b++) {
         __m256i sumi[4];
         for (int k = 0; k < 4; k++)
@@ -703,17 +717,8 @@ static void q6_K_tile_1x4(const rp_q6_K *x, const uint8_t *act, size_t act_strid
         for (int g = 0; g < 2; g++) {
             const uint8_t *ql = x[b].ql + 64 * g, *qh = x[b].qh + 32 * g;
             const int8_t *sc = x[b].scales + 8 * g;
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
             __m256i q[4], scl[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            q6_K_unpack128(ql, qh, q);
             for (int c = 0; c < 4; c++)
                 scl[c] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c]));
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
@@ -964,19 +969,7 @@ static inline __attribute__((always_inline)) void q4_0_tile_8xt(const uint8_t *w
     }
 }
 
-/* Groups of 8 tokens take an instance with a constant count, which keeps
- * the 8 accumulators in registers; the rest the general one. */
-static void q4_0_tile_8xn(const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok, int64_t nb,
-                          float *out, int64_t out_stride)
-{
-    int t = 0;
-    for (; t + 8 <= n_tok; t += 8)
-        q4_0_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, 8, nb, out + (int64_t)t * out_stride,
-                      out_stride);
-    if (t < n_tok)
-        q4_0_tile_8xt(w, rb, act + (size_t)t * act_stride, act_stride, n_tok - t, nb, out + (int64_t)t * out_stride,
-                      out_stride);
-}
+RP_TILE_8XN(q4_0_tile_8xn, q4_0_tile_8xt)
 #endif
 
 #ifdef RP_AVX2
