@@ -61,6 +61,7 @@ struct forward_ctx {
     const model_weights *w;
     forward_params p;
     int64_t kv_dim;
+    int n_group;       /* query heads per KV head (the model loader checked that it divides) */
     size_t kv_elt;     /* bytes per cached element */
     void **k_cache; /* [n_layer] -> n_ctx rows of kv_dim, F16 or F32 */
     void **v_cache;
@@ -144,6 +145,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         snprintf(err, errlen, "KV cache type must be F16 or F32");
         return NULL;
     }
+    if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim == 0) {
+        snprintf(err, errlen, "attention heads (%u) are not a multiple of KV heads (%u)", hp->n_head, hp->n_head_kv);
+        return NULL;
+    }
     forward_ctx *f = calloc(1, sizeof *f);
     if (!f) {
         snprintf(err, errlen, "out of memory");
@@ -154,6 +159,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->w = model_get_weights(m);
     f->p = p;
     f->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    f->n_group = (int)(hp->n_head / hp->n_head_kv);
     f->kv_elt = p.kv_type == TENSOR_TYPE_F16 ? 2 : 4;
     f->n_threads = p.n_threads;
 
@@ -182,7 +188,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         for (int i = 0; i < 3; i++)
             f->act[i] = malloc(f->act_cap);
         f->rope = malloc(hp->n_rot * sizeof(float));
-        f->attn_floats = attn_scratch_floats((int)hp->head_dim, p.n_ctx);
+        f->attn_floats = attn_scratch_floats((int)hp->head_dim, p.n_ctx, f->n_group);
         f->attn_buf = malloc((size_t)p.n_threads * f->attn_floats * sizeof(float));
         f->attn_half = malloc((size_t)p.n_threads * 2 * hp->head_dim * sizeof(uint16_t));
         ok = f->x && f->xb && f->xb2 && f->q && f->k && f->v && f->hb && f->hb2 && f->act[0] && f->act[1] &&
@@ -373,28 +379,37 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
 
 /* ---- attention ------------------------------------------------------------- */
 
-/* Work items: (query block of ATTN_TILE tokens, head) pairs for the tiled
- * kernel, (token, head) pairs otherwise. See forward_attn.h for which kernel
- * the reference runs when. */
+/* Work items of attention: for the tiled kernel, a block of ATTN_TILE
+ * tokens times one KV head with all the query heads that share it (so its
+ * K/V tiles are converted once); otherwise one token times one head. See
+ * forward_attn.h for which kernel the reference runs when. */
+static void attn_items(const forward_ctx *f, int n_tok, int *rows, int *heads, int64_t *n_items)
+{
+    const bool tiled = attn_use_tiled(n_tok, (int)f->hp.head_dim);
+    *rows = tiled ? ATTN_TILE : 1;
+    *heads = tiled ? f->n_group : 1;
+    *n_items = (int64_t)((n_tok + *rows - 1) / *rows) * (int64_t)f->hp.n_head_kv * (f->n_group / *heads);
+}
+
 static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     const struct attn_job *job = arg;
     forward_ctx *f = job->f;
     const int hd = (int)f->hp.head_dim;
-    const int n_head = (int)f->hp.n_head;
-    const int group = n_head / (int)f->hp.n_head_kv;
+    const int group = f->n_group;
     const int64_t E = f->hp.n_embd;
-    const bool tiled = attn_use_tiled(job->n_tok, hd);
-    const int rows_per_item = tiled ? ATTN_TILE : 1;
-    const int64_t n_blocks = (job->n_tok + rows_per_item - 1) / rows_per_item;
-    const int64_t total = n_blocks * n_head;
+    int rows_per_item, heads_per_item;
+    int64_t total;
+    attn_items(f, job->n_tok, &rows_per_item, &heads_per_item, &total);
+    const int items_per_block = (int)f->hp.n_head / heads_per_item;
     const int64_t i0 = total * chunk / n_chunks, i1 = total * (chunk + 1) / n_chunks;
     attn_scratch s;
     attn_scratch_init(&s, f->attn_buf + (size_t)ith * f->attn_floats, f->attn_half + (size_t)ith * 2 * hd, hd,
                       f->p.n_ctx);
     const size_t elt = f->kv_elt;
     for (int64_t i = i0; i < i1; i++) {
-        const int t0 = (int)(i / n_head) * rows_per_item, h = (int)(i % n_head);
+        const int t0 = (int)(i / items_per_block) * rows_per_item;
+        const int h = (int)(i % items_per_block) * heads_per_item;
         const int kvh = h / group;
         const attn_kv kv = {
             .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * hd * elt,
@@ -407,9 +422,9 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const float *q = f->q + (size_t)t0 * E + (size_t)h * hd;
         float *out = f->xb2 + (size_t)t0 * E + (size_t)h * hd;
         const int32_t pos = job->start_pos + t0;
-        if (tiled) {
-            const int rows = job->n_tok - t0 < ATTN_TILE ? job->n_tok - t0 : ATTN_TILE;
-            attn_tile(&kv, q, E, rows, pos, &s, out, E);
+        if (rows_per_item > 1) { /* tiled */
+            const int rows = job->n_tok - t0 < rows_per_item ? job->n_tok - t0 : rows_per_item;
+            attn_tile(&kv, q, E, heads_per_item, rows, pos, &s, out, E);
         } else if (job->n_tok == 1 && attn_kv_view(pos) >= 512) {
             attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
         } else {
@@ -471,8 +486,9 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
         }
         {
             struct attn_job job = {f, l, n, start_pos};
-            const int64_t rows = attn_use_tiled(n, (int)hd) ? ATTN_TILE : 1;
-            const int64_t items = (n + rows - 1) / rows * hp->n_head;
+            int rows, heads;
+            int64_t items;
+            attn_items(f, n, &rows, &heads, &items);
             threadpool_run(f->tp, n_chunks(f, items, (int64_t)n * hp->n_head * (start_pos + n) * hd), attn_worker,
                            &job);
         }

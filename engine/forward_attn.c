@@ -7,9 +7,11 @@
 #include "forward_math.h"
 #include "forward_repack.h"
 
-size_t attn_scratch_floats(int hd, uint32_t n_ctx)
+size_t attn_scratch_floats(int hd, uint32_t n_ctx, int n_heads)
 {
-    return (size_t)n_ctx + (size_t)hd + 3u * ATTN_TILE * (size_t)hd + 3u * ATTN_TILE;
+    /* scores, part | kt, vt, kq, krow | vkq, M, S per query */
+    const size_t nq = (size_t)n_heads * ATTN_TILE;
+    return (size_t)n_ctx + (size_t)hd + 2u * ATTN_TILE * (size_t)hd + ATTN_TILE + (size_t)hd + nq * ((size_t)hd + 2u);
 }
 
 void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx)
@@ -213,41 +215,88 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
 
 /* ---- tiled ----------------------------------------------------------------- */
 
-void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, attn_scratch *s,
-               float *out, int64_t out_stride)
+/* acc[c*8 ..] = fma chains over the tile's keys, nc chains of 8 outputs
+ * side by side (latency, not order: each output keeps its own chain). */
+static inline __attribute__((always_inline)) void pv_chains(float *acc, const float *vt, int hd, const float *p,
+                                                            int nc)
+{
+#ifdef FWD_F16C
+    __m256 a[8];
+    for (int c = 0; c < nc; c++)
+        a[c] = _mm256_loadu_ps(acc + 8 * c);
+    for (int j = 0; j < ATTN_TILE; j++) {
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < nc; c++)
+            a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + 8 * c), pj, a[c]);
+    }
+    for (int c = 0; c < nc; c++)
+        _mm256_storeu_ps(acc + 8 * c, a[c]);
+#else
+    for (int d = 0; d < 8 * nc; d++) {
+        float a = acc[d];
+        for (int j = 0; j < ATTN_TILE; j++)
+            a = fmaf(vt[(size_t)j * hd + d], p[j], a);
+        acc[d] = a;
+    }
+#endif
+}
+
+/* One cache row as F32 (F16 converted, exactly). */
+static void kv_row_f32(const attn_kv *kv, const void *base, int64_t row, float *dst)
+{
+    const int hd = kv->hd;
+    int d = 0;
+    if (!kv->f16) {
+        memcpy(dst, (const float *)base + row, sizeof(float) * (size_t)hd);
+        return;
+    }
+    const fp16_t *src = (const fp16_t *)base + row;
+#ifdef FWD_F16C
+    for (; d + 8 <= hd; d += 8)
+        _mm256_storeu_ps(dst + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + d))));
+#endif
+    for (; d < hd; d++)
+        dst[d] = h2f(src[d]);
+}
+
+void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads, int n_rows, int32_t pos0,
+               attn_scratch *s, float *out, int64_t out_stride)
 {
     enum { T = ATTN_TILE };
     const int hd = kv->hd;
-    float *vkq = s->tile, *kt = vkq + (size_t)T * hd, *vt = kt + (size_t)T * hd, *kq = vt + (size_t)T * hd;
-    float *Ms = kq + T, *Ss = Ms + T;
-    for (int r = 0; r < n_rows; r++) {
-        Ms[r] = -INFINITY;
-        Ss[r] = 0.0f;
+    const int nq = n_heads * n_rows; /* query (head g, row r) is number g * n_rows + r */
+    float *kt = s->tile, *vt = kt + (size_t)T * hd, *kq = vt + (size_t)T * hd, *krow = kq + T;
+    float *vkq = krow + hd, *Ms = vkq + (size_t)nq * hd, *Ss = Ms + nq;
+    for (int i = 0; i < nq; i++) {
+        Ms[i] = -INFINITY;
+        Ss[i] = 0.0f;
     }
-    memset(vkq, 0, sizeof(float) * (size_t)n_rows * hd);
+    memset(vkq, 0, sizeof(float) * (size_t)nq * hd);
     const int32_t last = pos0 + n_rows - 1;
     for (int32_t ic = 0; ic <= last; ic += T) {
-        /* K tile transposed (kt[d][j]) and V tile (vt[j][d]) in F32; keys past
-         * the last query are masked for every row and read as zeros */
+        /* K tile transposed (kt[d][j]) and V tile (vt[j][d]) in F32, once for
+         * every query head that shares this KV head; keys past the last query
+         * are masked for every row and read as zeros */
         const int nk = last - ic + 1 < T ? last - ic + 1 : T;
-        for (int j = 0; j < T; j++) {
+        for (int j = 0; j < nk; j++) {
             const int64_t row = (int64_t)(ic + j) * kv->stride;
-            for (int d = 0; d < hd; d++) {
-                float kval = 0.0f, vval = 0.0f;
-                if (j < nk) {
-                    kval = kv->f16 ? h2f(((const fp16_t *)kv->k)[row + d]) : ((const float *)kv->k)[row + d];
-                    vval = kv->f16 ? h2f(((const fp16_t *)kv->v)[row + d]) : ((const float *)kv->v)[row + d];
-                }
-                kt[(size_t)d * T + j] = kval;
-                vt[(size_t)j * hd + d] = vval;
-            }
+            kv_row_f32(kv, kv->v, row, vt + (size_t)j * hd);
+            kv_row_f32(kv, kv->k, row, krow);
+            for (int d = 0; d < hd; d++)
+                kt[(size_t)d * T + j] = krow[d];
         }
-        for (int r = 0; r < n_rows; r++) {
+        for (int j = nk; j < T; j++) {
+            memset(vt + (size_t)j * hd, 0, sizeof(float) * (size_t)hd);
+            for (int d = 0; d < hd; d++)
+                kt[(size_t)d * T + j] = 0.0f;
+        }
+        for (int i = 0; i < nq; i++) {
+            const int g = i / n_rows, r = i % n_rows;
             const int32_t pos = pos0 + r;
             if (ic > pos)
                 continue; /* every key of this tile is masked for this row */
-            const float *qr = q + (int64_t)r * q_stride;
-            float *acc = vkq + (size_t)r * hd;
+            const float *qr = q + (int64_t)r * q_stride + (int64_t)g * hd;
+            float *acc = vkq + (size_t)i * hd;
             /* K.Q: an FMA chain over the head dimension per key (simd_gemm) */
 #ifdef FWD_F16C
             {
@@ -279,14 +328,14 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, 
             }
             if (tmax == -INFINITY)
                 continue;
-            const float Mold = Ms[r], Mnew = fmaxf(Mold, tmax);
+            const float Mold = Ms[i], Mnew = fmaxf(Mold, tmax);
             if (Mnew > Mold) {
                 const float ms = expf(Mold - Mnew);
                 for (int d = 0; d < hd; d++)
                     acc[d] *= ms;
-                Ss[r] *= ms;
+                Ss[i] *= ms;
             }
-            Ms[r] = Mnew;
+            Ms[i] = Mnew;
             /* ggml_vec_soft_max_f32: 16-lane exp, each group reduced in float
              * and summed in double */
             double sum = 0.0;
@@ -301,42 +350,15 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, 
 #endif
                 sum += (double)red16(kq + j);
             }
-            Ss[r] = (float)((double)Ss[r] + sum);
+            Ss[i] = (float)((double)Ss[i] + sum);
             /* P.V: an FMA chain over the tile's keys per output (simd_gemm) */
             int d = 0;
-#ifdef FWD_F16C
-            /* up to 8 chains of 8 outputs advance together */
-            for (; d + 64 <= hd; d += 64) {
-                __m256 a[8];
-                for (int c = 0; c < 8; c++)
-                    a[c] = _mm256_loadu_ps(acc + d + 8 * c);
-                for (int j = 0; j < T; j++) {
-                    const __m256 pj = _mm256_set1_ps(kq[j]);
-                    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
-                        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + d + 8 * c), pj, a[c]);
-                }
-                for (int c = 0; c < 8; c++)
-                    _mm256_storeu_ps(acc + d + 8 * c, a[c]);
-            }
-            for (; d + 32 <= hd; d += 32) {
-                __m256 a[4];
-                for (int c = 0; c < 4; c++)
-                    a[c] = _mm256_loadu_ps(acc + d + 8 * c);
-                for (int j = 0; j < T; j++) {
-                    const __m256 pj = _mm256_set1_ps(kq[j]);
-                    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-                        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + d + 8 * c), pj, a[c]);
-                }
-                for (int c = 0; c < 4; c++)
-                    _mm256_storeu_ps(acc + d + 8 * c, a[c]);
-            }
-            for (; d + 8 <= hd; d += 8) {
-                __m256 a = _mm256_loadu_ps(acc + d);
-                for (int j = 0; j < T; j++)
-                    a = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + d), _mm256_set1_ps(kq[j]), a);
-                _mm256_storeu_ps(acc + d, a);
-            }
-#endif
+            for (; d + 64 <= hd; d += 64)
+                pv_chains(acc + d, vt + d, hd, kq, 8);
+            for (; d + 32 <= hd; d += 32)
+                pv_chains(acc + d, vt + d, hd, kq, 4);
+            for (; d + 8 <= hd; d += 8)
+                pv_chains(acc + d, vt + d, hd, kq, 1);
             for (; d < hd; d++) {
                 float a = acc[d];
                 for (int j = 0; j < T; j++)
@@ -345,10 +367,11 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, 
             }
         }
     }
-    for (int r = 0; r < n_rows; r++) {
-        const float inv = Ss[r] == 0.0f ? 0.0f : 1.0f / Ss[r];
-        float *o = out + (int64_t)r * out_stride;
+    for (int i = 0; i < nq; i++) {
+        const int g = i / n_rows, r = i % n_rows;
+        const float inv = Ss[i] == 0.0f ? 0.0f : 1.0f / Ss[i];
+        float *o = out + (int64_t)r * out_stride + (int64_t)g * hd;
         for (int d = 0; d < hd; d++)
-            o[d] = vkq[(size_t)r * hd + d] * inv;
+            o[d] = vkq[(size_t)i * hd + d] * inv;
     }
 }

@@ -31,15 +31,16 @@ typedef struct attn_kv {
 #define ATTN_TILE 64 /* queries and keys per tile (GGML_FA_TILE_Q/KV) */
 
 /* Per-thread scratch: attn_scratch_init carves it out of a buffer of
- * attn_scratch_floats(hd, n_ctx) floats and one of 2 * hd halves. */
+ * attn_scratch_floats(hd, n_ctx, n_heads) floats and one of 2 * hd halves;
+ * n_heads is the most query heads one attn_tile call serves. */
 typedef struct attn_scratch {
     float *scores;   /* n_ctx: one chunk's K.Q */
     uint16_t *half;  /* 2 * hd: Q rounded to F16, F16 accumulator */
     float *part;     /* hd: one chunk's result when the view is split */
-    float *tile;     /* 3 * ATTN_TILE * hd + 3 * ATTN_TILE */
+    float *tile;     /* the tiled kernel's K and V tiles and per-query state */
 } attn_scratch;
 
-size_t attn_scratch_floats(int hd, uint32_t n_ctx);
+size_t attn_scratch_floats(int hd, uint32_t n_ctx, int n_heads);
 void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx);
 
 /* The KV view length for a query batch whose last position is last_pos. */
@@ -53,11 +54,12 @@ void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, 
 void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_view, int n_split, attn_scratch *s,
                     float *out);
 
-/* n_rows (<= ATTN_TILE) queries of one head at positions pos0, pos0+1, ...;
- * query r sees keys [0, pos0 + r]. q and out rows are q_stride / out_stride
- * floats apart. */
-void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, attn_scratch *s,
-               float *out, int64_t out_stride);
+/* n_rows (<= ATTN_TILE) queries at positions pos0, pos0+1, ... for each of
+ * n_heads query heads that share this KV head (so each K/V tile is
+ * converted once for all of them); query r sees keys [0, pos0 + r]. Row r of
+ * head g is at q + r * q_stride + g * hd, and likewise in out. */
+void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads, int n_rows, int32_t pos0,
+               attn_scratch *s, float *out, int64_t out_stride);
 
 /* True when ggml would run a batch of n_tok queries through the tiled kernel. */
 bool attn_use_tiled(int n_tok, int hd);

@@ -916,7 +916,7 @@ static void q4_0_tile_2x4(const rp_q4_0 *x0, const rp_q4_0 *x1, const uint8_t *a
 }
 #endif
 
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#ifdef RP_VNNI
 /* Eight weight rows in the eight lanes, as ggml's repacked 8x8 kernels hold
  * them: block by block the rows' values are transposed so that lane r,
  * dword k holds elements 4k..4k+3 of row r; eight VNNI dots with a
@@ -1000,7 +1000,7 @@ void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
     const int64_t nb = n / 32;
     const size_t rb = (size_t)nb * sizeof(rp_q4_0);
     int64_t r = r0;
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#ifdef RP_VNNI
     if (n_tok >= 2)
         for (; r + 8 <= r1; r += 8)
             q4_0_tile_8xn((const uint8_t *)w->data + (size_t)r * rb, rb, act, act_stride, n_tok, nb, out + r,

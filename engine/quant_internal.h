@@ -327,6 +327,12 @@ static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
 #endif
 }
 
+/* 8 partial sums of x*y for signed bytes x, y (|x| <= 128, |y| <= 127). */
+static inline __m256i dot_s8(__m256i x, __m256i y)
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
 /* Lane sums of x*y for Q8_0 weight bytes x and activation bytes y. With
  * VNNI, x enters unsigned as x + 128 and base (-128 * the lane sums of y,
  * shared by every weight row) takes the offset back. Without VNNI that
@@ -341,15 +347,8 @@ static inline __m256i q8w_dot(__m256i base, __m256i x, __m256i y)
     return dpbusd(base, _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)), y);
 #else
     (void)base;
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)),
-                             _mm256_set1_epi16(1));
+    return dot_s8(x, y);
 #endif
-}
-
-/* 8 partial sums of x*y for signed bytes x, y (|x| <= 128, |y| <= 127). */
-static inline __m256i dot_s8(__m256i x, __m256i y)
-{
-    return dpbusd(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
 /* 32 nibbles of 16 bytes: low nibbles to bytes 0-15, high nibbles to 16-31. */

@@ -234,6 +234,20 @@ void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], fl
  * offset returns through per-lane activation sums computed once per block,
  * so each of the 16 pairs costs one dot, one convert, one multiply, one FMA.
  * Lane integers and float steps are those of vec_dot. */
+/* Block i of weight row r in a 4-row tile: Q4_0 as its unsigned nibbles
+ * (0..15), Q8_0 as its signed bytes; *d gets the block scale. */
+static inline __m256i tile_weights(const void *w, size_t rs, int r, int64_t i, int q4, float *d)
+{
+    if (q4) {
+        const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
+        *d = fp16_to_f32(x->d);
+        return nibbles32(x->qs);
+    }
+    const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
+    *d = fp16_to_f32(x->d);
+    return _mm256_loadu_si256((const __m256i *)x->qs);
+}
+
 #if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
 /* The same tile with two activation rows per 512-bit register (token c in
  * lanes 0-7, token c+1 in lanes 8-15): every lane does exactly what its
@@ -262,17 +276,10 @@ static inline void mm4x4_q8act_512(int64_t nb, const void *w, size_t rs, const v
         }
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
-            __m256i u;
             float dxs;
-            if (q4) {
-                const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
-                u = nibbles32(x->qs);
-                dxs = fp16_to_f32(x->d);
-            } else {
-                const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
-                u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
-                dxs = fp16_to_f32(x->d);
-            }
+            __m256i u = tile_weights(w, rs, r, i, q4, &dxs);
+            if (!q4) /* VNNI takes the Q8_0 bytes unsigned, see q8w_dot */
+                u = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80));
             const __m512i u2 = _mm512_broadcast_i64x4(u);
             const __m512 dx = _mm512_set1_ps(dxs);
             for (int c = 0; c < 2; c++) {
@@ -311,17 +318,9 @@ static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void 
         }
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
-            __m256i u;
-            __m256 dx;
-            if (q4) {
-                const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
-                u = nibbles32(x->qs);
-                dx = _mm256_set1_ps(fp16_to_f32(x->d));
-            } else {
-                const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
-                u = _mm256_loadu_si256((const __m256i *)x->qs);
-                dx = _mm256_set1_ps(fp16_to_f32(x->d));
-            }
+            float dxs;
+            const __m256i u = tile_weights(w, rs, r, i, q4, &dxs);
+            const __m256 dx = _mm256_set1_ps(dxs);
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
             {
                 /* Q4_0 nibbles (0..15) are safe in maddubs; Q8_0 bytes need q8w_dot */

@@ -12,22 +12,24 @@ vocab_path() { # NAME.gguf -> path (vocab dir, else models/)
     if [ -f "$G/$1" ]; then echo "$G/$1"; else echo "$TESTDATA/models/$1"; fi
 }
 
+# cases NAME VOCAB INP OUT: `tokenize --cases INP` must print OUT exactly.
+cases() {
+    name=$1 model=$2 inp=$3 out=$4
+    need "$model" "$name" || return 0
+    if "$BIN" tokenize -m "$model" --cases "$inp" >"$OUT/tok.got" 2>"$OUT/tok.err" && cmp -s "$OUT/tok.got" "$out"; then
+        ok "$name"
+    else
+        not_ok "$name" "$(diff "$OUT/tok.got" "$out" | grep -c '^<') of $(wc -l <"$out") cases differ" \
+            "$(diff "$OUT/tok.got" "$out" | head -n 4)" "$(head -c 300 "$OUT/tok.err")"
+    fi
+}
+
 if need "$G" tokenizer-golden-dir; then
     for inp in "$G"/*.inp; do
         name=$(basename "$inp" .inp)
         out="$G/$name.out"
         [ -f "$out" ] || continue
-        model=$(vocab_path "$name")
-        need "$model" "tokenizer-$name" || continue
-        if "$BIN" tokenize -m "$model" --cases "$inp" >"$OUT/tok-$name.got" 2>"$OUT/tok-$name.err" &&
-            cmp -s "$OUT/tok-$name.got" "$out"; then
-            ok "tokenizer-$name"
-        else
-            total=$(wc -l <"$out")
-            bad=$(diff "$OUT/tok-$name.got" "$out" | grep -c '^<')
-            not_ok "tokenizer-$name" "$bad of $total cases differ" "$(diff "$OUT/tok-$name.got" "$out" | head -n 4)" \
-                "$(head -c 300 "$OUT/tok-$name.err")"
-        fi
+        cases "tokenizer-$name" "$(vocab_path "$name")" "$inp" "$out"
     done
 
     # vocabs whose expected ids live elsewhere: load, tokenize every case, round-trip
@@ -54,15 +56,7 @@ fi
 R=tests/golden/reference/tokenizer
 for out in "$R"/*.out; do
     name=$(basename "$out" .out)
-    model=$(vocab_path "$name")
-    need "$model" "tokenizer-reference-$name" || continue
-    if "$BIN" tokenize -m "$model" --cases "$R/cases.inp" >"$OUT/tok-ref.got" 2>"$OUT/tok-ref.err" &&
-        cmp -s "$OUT/tok-ref.got" "$out"; then
-        ok "tokenizer-reference-$name"
-    else
-        not_ok "tokenizer-reference-$name" "$(diff "$OUT/tok-ref.got" "$out" | grep -c '^<') of $(wc -l <"$out") cases differ" \
-            "$(diff "$OUT/tok-ref.got" "$out" | head -n 4)" "$(head -c 300 "$OUT/tok-ref.err")"
-    fi
+    cases "tokenizer-reference-$name" "$(vocab_path "$name")" "$R/cases.inp" "$out"
 done
 
 # Hand-checked ids from llama.cpp's own .out files for the vocabs shipped without one

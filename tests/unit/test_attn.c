@@ -52,7 +52,7 @@ static void fixture_init(fixture *fx, int hd)
         fx->k32[i] = tensor_fp16_to_fp32(fx->k16[i]);
         fx->v32[i] = tensor_fp16_to_fp32(fx->v16[i]);
     }
-    fx->buf = malloc(attn_scratch_floats(hd, N_CTX) * sizeof(float));
+    fx->buf = malloc(attn_scratch_floats(hd, N_CTX, KV_HEADS) * sizeof(float));
     fx->half = malloc((size_t)hd * 2 * sizeof(uint16_t));
     attn_scratch_init(&fx->s, fx->buf, fx->half, hd, N_CTX);
 }
@@ -147,7 +147,7 @@ static void test_kernels_are_attention(void **state)
             }
             /* 64 queries at positions 100..163 (tiles 0-63, 64-127, 128-191) */
             if (hd % 16 == 0) {
-                attn_tile(&kv, q, hd, ATTN_TILE, 100, &fx.s, out, hd);
+                attn_tile(&kv, q, hd, 1, ATTN_TILE, 100, &fx.s, out, hd);
                 for (int r = 0; r < ATTN_TILE; r++) {
                     attn_exact(&fx, 1, q + (size_t)r * hd, 100 + r + 1, want);
                     expect_close(out + (size_t)r * hd, want, hd, 1e-4, "attn_tile", 100 + r);
@@ -172,7 +172,7 @@ static void test_causal(void **state)
     float q[ATTN_TILE * 64], a[ATTN_TILE * 64], b[ATTN_TILE * 64];
     for (int i = 0; i < ATTN_TILE * hd; i++)
         q[i] = rnd();
-    attn_tile(&kv, q, hd, ATTN_TILE, 30, &fx.s, a, hd);
+    attn_tile(&kv, q, hd, 1, ATTN_TILE, 30, &fx.s, a, hd);
     float r1[64], r2[64];
     attn_row_split(&kv, q, 300, 512, 2, &fx.s, r1);
     /* scribble over every cache row after the tile's last position (93) */
@@ -180,7 +180,7 @@ static void test_causal(void **state)
         fx.k16[i] = tensor_fp32_to_fp16(50.0f);
         fx.v16[i] = tensor_fp32_to_fp16(-50.0f);
     }
-    attn_tile(&kv, q, hd, ATTN_TILE, 30, &fx.s, b, hd);
+    attn_tile(&kv, q, hd, 1, ATTN_TILE, 30, &fx.s, b, hd);
     for (int r = 0; r < ATTN_TILE; r++)
         assert_memory_equal(a + r * hd, b + r * hd, sizeof(float) * (size_t)hd);
     /* the split query at position 299 sees rows up to 299: those changed it... */
@@ -208,12 +208,36 @@ static void test_tile_grouping(void **state)
     for (int i = 0; i < N * hd; i++)
         q[i] = rnd();
     /* tiles of 64 + 36 against 10 + 64 + 26 */
-    attn_tile(&kv, q, hd, 64, 0, &fx.s, a, hd);
-    attn_tile(&kv, q + 64 * hd, hd, 36, 64, &fx.s, a + 64 * hd, hd);
-    attn_tile(&kv, q, hd, 10, 0, &fx.s, b, hd);
-    attn_tile(&kv, q + 10 * hd, hd, 64, 10, &fx.s, b + 10 * hd, hd);
-    attn_tile(&kv, q + 74 * hd, hd, 26, 74, &fx.s, b + 74 * hd, hd);
+    attn_tile(&kv, q, hd, 1, 64, 0, &fx.s, a, hd);
+    attn_tile(&kv, q + 64 * hd, hd, 1, 36, 64, &fx.s, a + 64 * hd, hd);
+    attn_tile(&kv, q, hd, 1, 10, 0, &fx.s, b, hd);
+    attn_tile(&kv, q + 10 * hd, hd, 1, 64, 10, &fx.s, b + 10 * hd, hd);
+    attn_tile(&kv, q + 74 * hd, hd, 1, 26, 74, &fx.s, b + 74 * hd, hd);
     assert_memory_equal(a, b, sizeof(float) * N * 32);
+    free(q);
+    free(a);
+    free(b);
+    fixture_free(&fx);
+}
+
+/* Query heads sharing a KV head go through one call (the K/V tiles are
+ * converted once); each must come out as if it ran alone. */
+static void test_tile_heads(void **state)
+{
+    (void)state;
+    fixture fx;
+    fixture_init(&fx, 32);
+    const int hd = fx.hd;
+    const attn_kv kv = view(&fx, 0, true);
+    enum { ROWS = 40, HEADS = 2, STRIDE = 2 * 32 };
+    float *q = malloc(sizeof(float) * ROWS * STRIDE), *a = malloc(sizeof(float) * ROWS * STRIDE),
+          *b = malloc(sizeof(float) * ROWS * STRIDE);
+    for (int i = 0; i < ROWS * STRIDE; i++)
+        q[i] = rnd();
+    attn_tile(&kv, q, STRIDE, HEADS, ROWS, 70, &fx.s, a, STRIDE);
+    for (int g = 0; g < HEADS; g++)
+        attn_tile(&kv, q + g * hd, STRIDE, 1, ROWS, 70, &fx.s, b + g * hd, STRIDE);
+    assert_memory_equal(a, b, sizeof(float) * ROWS * STRIDE);
     free(q);
     free(a);
     free(b);
@@ -238,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_kernels_are_attention),
         cmocka_unit_test(test_causal),
         cmocka_unit_test(test_tile_grouping),
+        cmocka_unit_test(test_tile_heads),
         cmocka_unit_test(test_view_and_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
