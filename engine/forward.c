@@ -22,6 +22,7 @@
 
 #include "forward_attn.h"
 #include "forward_math.h"
+#include "forward_packed.h"
 #include "forward_repack.h"
 #include "quant_batch.h"
 #include "threadpool.h"
@@ -33,6 +34,7 @@
 /* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
 struct mm_seg {
     const gguf_tensor *w;
+    const uint8_t *packed; /* forward_packed.h copy, or NULL */
     const uint8_t *act;
     size_t act_stride; /* bytes between activation rows */
     float *out;
@@ -55,6 +57,15 @@ struct attn_job {
     int32_t start_pos;
 };
 
+/* The matmul weights of a layer, in the order of forward_ctx.packed. */
+enum layer_mm { MM_WQ, MM_WK, MM_WV, MM_WO, MM_GATE, MM_UP, MM_DOWN, N_LAYER_MM };
+
+static const gguf_tensor *layer_mm_weight(const model_layer *L, int i)
+{
+    const gguf_tensor *const ws[N_LAYER_MM] = {L->wq, L->wk, L->wv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down};
+    return ws[i];
+}
+
 struct forward_ctx {
     const model *m;
     model_hparams hp;
@@ -74,6 +85,10 @@ struct forward_ctx {
     float *attn_buf;
     size_t attn_floats;
     uint16_t *attn_half; /* n_threads * 2 * head_dim */
+    /* packed weight copies (forward_packed.h), NULL where a weight has none */
+    const uint8_t *(*packed)[N_LAYER_MM]; /* [n_layer][N_LAYER_MM], in layer_mm order */
+    const uint8_t *packed_output;
+    uint8_t *packed_buf;
     threadpool *tp;
     int n_threads;
     forward_progress_fn progress;
@@ -118,7 +133,83 @@ void forward_free(forward_ctx *f)
     free(f->rope);
     free(f->attn_buf);
     free(f->attn_half);
+    free(f->packed);
+    free(f->packed_buf);
     free(f);
+}
+
+/* ---- packed weights -------------------------------------------------------- */
+
+struct pack_item {
+    const gguf_tensor *w;
+    int slot;     /* layer * N_LAYER_MM + layer_mm, or n_layer * N_LAYER_MM for the output */
+    size_t off;   /* into packed_buf */
+    int64_t first; /* index of its first row group among all items' groups */
+};
+
+struct pack_job {
+    const struct pack_item *items;
+    int n;
+    int64_t total; /* row groups */
+    uint8_t *buf;
+};
+
+static void pack_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct pack_job *job = arg;
+    const int64_t g0 = job->total * chunk / n_chunks, g1 = job->total * (chunk + 1) / n_chunks;
+    for (int i = 0; i < job->n; i++) {
+        const struct pack_item *it = &job->items[i];
+        const int64_t n = packed_groups(it->w);
+        const int64_t lo = g0 > it->first ? g0 - it->first : 0;
+        const int64_t hi = g1 - it->first < n ? g1 - it->first : n;
+        if (lo < hi)
+            packed_build(it->w, job->buf + it->off, lo, hi);
+    }
+}
+
+/* Packs every weight that has a packed kernel into one buffer, on all
+ * threads. False when out of memory. */
+static bool build_packed(forward_ctx *f)
+{
+    const int n_layer = (int)f->hp.n_layer, n_w = n_layer * N_LAYER_MM + 1;
+    struct pack_item *items = calloc((size_t)n_w, sizeof *items);
+    f->packed = calloc((size_t)n_layer, sizeof *f->packed);
+    if (!items || !f->packed) {
+        free(items);
+        return false;
+    }
+    struct pack_job job = {items, 0, 0, NULL};
+    size_t total = 0;
+    for (int i = 0; i < n_w; i++) {
+        const gguf_tensor *w =
+            i < n_layer * N_LAYER_MM ? layer_mm_weight(&f->w->layers[i / N_LAYER_MM], i % N_LAYER_MM) : f->w->output;
+        const size_t bytes = packed_bytes(w);
+        if (bytes == 0)
+            continue;
+        items[job.n++] = (struct pack_item){w, i, total, job.total};
+        total += (bytes + 63) & ~(size_t)63;
+        job.total += packed_groups(w);
+    }
+    bool ok = true;
+    if (job.n > 0) {
+        f->packed_buf = aligned_alloc(64, total);
+        ok = f->packed_buf != NULL;
+    }
+    if (ok && job.n > 0) {
+        job.buf = f->packed_buf;
+        threadpool_run(f->tp, job.total < f->n_threads * 8 ? job.total : f->n_threads * 8, pack_worker, &job);
+        for (int i = 0; i < job.n; i++) {
+            const uint8_t *p = f->packed_buf + items[i].off;
+            if (items[i].slot == n_layer * N_LAYER_MM)
+                f->packed_output = p;
+            else
+                f->packed[items[i].slot / N_LAYER_MM][items[i].slot % N_LAYER_MM] = p;
+        }
+    }
+    free(items);
+    return ok;
 }
 
 forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, size_t errlen)
@@ -207,6 +298,11 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         return NULL;
     }
     f->n_threads = threadpool_n_threads(f->tp);
+    if (!build_packed(f)) {
+        snprintf(err, errlen, "out of memory packing the weights");
+        forward_free(f);
+        return NULL;
+    }
     return f;
 }
 
@@ -285,11 +381,18 @@ static int64_t n_chunks(const forward_ctx *f, int64_t items, int64_t work)
 
 /* ---- matmul ---------------------------------------------------------------- */
 
+/* First row of a chunk: a multiple of PACKED_ROWS, so that a packed group
+ * is never split between two threads (results do not depend on the split). */
+static int64_t chunk_row(int64_t total, int64_t chunk, int64_t n_chunks)
+{
+    return chunk >= n_chunks ? total : total * chunk / n_chunks / PACKED_ROWS * PACKED_ROWS;
+}
+
 static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     (void)ith;
     const struct mm_job *job = arg;
-    const int64_t r0 = job->total_rows * chunk / n_chunks, r1 = job->total_rows * (chunk + 1) / n_chunks;
+    const int64_t r0 = chunk_row(job->total_rows, chunk, n_chunks), r1 = chunk_row(job->total_rows, chunk + 1, n_chunks);
     int64_t base = 0;
     for (int s = 0; s < job->n_seg; s++) {
         const struct mm_seg *sg = &job->seg[s];
@@ -301,6 +404,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const enum tensor_type type = (enum tensor_type)sg->w->type;
         const size_t rb = tensor_row_size(type, job->n_in);
         const uint8_t *wd = sg->w->data;
+        if (sg->packed) {
+            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
         if (repack_applies(sg->w)) {
             repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
@@ -345,7 +452,7 @@ static const uint8_t *prep_act(forward_ctx *f, int slot, enum tensor_type dot, c
 
 /* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in). */
 static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                   float *const *outs, const int64_t *out_strides)
+                   const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
 {
     struct mm_job job;
     memset(&job, 0, sizeof job);
@@ -367,6 +474,7 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
             n_dots++;
         }
         job.seg[s].w = ws[s];
+        job.seg[s].packed = packed[s];
         job.seg[s].act = acts[d];
         job.seg[s].act_stride = strides[d];
         job.seg[s].out = outs[s];
@@ -468,13 +576,15 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
 
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         const model_layer *L = &w->layers[l];
+        const uint8_t *const *P = f->packed[l];
         for (int t = 0; t < n; t++)
             rmsnorm(f->xb + (size_t)t * E, f->x + (size_t)t * E, L->attn_norm->data, E, hp->rms_eps);
         {
             const gguf_tensor *ws[3] = {L->wq, L->wk, L->wv};
+            const uint8_t *pk[3] = {P[MM_WQ], P[MM_WK], P[MM_WV]};
             float *outs[3] = {f->q, f->k, f->v};
             const int64_t strides[3] = {E, KV, KV};
-            matmul(f, f->xb, n, E, 3, ws, outs, strides);
+            matmul(f, f->xb, n, E, 3, ws, pk, outs, strides);
         }
         for (int t = 0; t < n; t++) {
             rope_table(f->rope, start_pos + t, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
@@ -494,9 +604,10 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
         }
         {
             const gguf_tensor *ws[1] = {L->wo};
+            const uint8_t *pk[1] = {P[MM_WO]};
             float *outs[1] = {f->xb};
             const int64_t strides[1] = {E};
-            matmul(f, f->xb2, n, E, 1, ws, outs, strides);
+            matmul(f, f->xb2, n, E, 1, ws, pk, outs, strides);
         }
         for (int64_t i = 0; i < (int64_t)n * E; i++)
             f->x[i] += f->xb[i];
@@ -504,17 +615,19 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             rmsnorm(f->xb + (size_t)t * E, f->x + (size_t)t * E, L->ffn_norm->data, E, hp->rms_eps);
         {
             const gguf_tensor *ws[2] = {L->ffn_gate, L->ffn_up};
+            const uint8_t *pk[2] = {P[MM_GATE], P[MM_UP]};
             float *outs[2] = {f->hb, f->hb2};
             const int64_t strides[2] = {F, F};
-            matmul(f, f->xb, n, E, 2, ws, outs, strides);
+            matmul(f, f->xb, n, E, 2, ws, pk, outs, strides);
         }
         for (int t = 0; t < n; t++)
             swiglu_row(f->hb + (size_t)t * F, f->hb2 + (size_t)t * F, F);
         {
             const gguf_tensor *ws[1] = {L->ffn_down};
+            const uint8_t *pk[1] = {P[MM_DOWN]};
             float *outs[1] = {f->xb};
             const int64_t strides[1] = {E};
-            matmul(f, f->hb, n, F, 1, ws, outs, strides);
+            matmul(f, f->hb, n, F, 1, ws, pk, outs, strides);
         }
         for (int64_t i = 0; i < (int64_t)n * E; i++)
             f->x[i] += f->xb[i];
@@ -526,9 +639,10 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
     for (int t = out_first; t < n; t++)
         rmsnorm(f->xb + (size_t)(t - out_first) * E, f->x + (size_t)t * E, w->output_norm->data, E, hp->rms_eps);
     const gguf_tensor *ws[1] = {w->output};
+    const uint8_t *pk[1] = {f->packed_output};
     float *outs[1] = {out};
     const int64_t strides[1] = {hp->n_vocab};
-    matmul(f, f->xb, n_out, E, 1, ws, outs, strides);
+    matmul(f, f->xb, n_out, E, 1, ws, pk, outs, strides);
 }
 
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,

@@ -1,0 +1,170 @@
+/* Packed weights (engine/forward_packed.c) against the kernels they replace
+ * (forward_repack.c), bit for bit: random Q4_0 and Q4_K tensors covering
+ * the whole range of nibbles and 6-bit scales, row counts that leave a
+ * half group, token counts around the 4- and 8-token groupings, and row
+ * ranges that cut groups. Rows outside the range must stay untouched. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward_packed.h"
+#include "forward_repack.h"
+#include "tensor.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd_u32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static float rnd(void) { return (float)(rnd_u32() >> 8) / (float)(1 << 24) * 2.0f - 1.0f; }
+
+/* Random block bytes, then sane fp16 scales at the offsets given (the
+ * quants and the 6-bit scales take every value). */
+static uint8_t *random_weights(enum tensor_type type, int64_t n, int64_t rows, const int *d_off, int n_d)
+{
+    const size_t bs = tensor_type_size(type), nb = (size_t)(n / tensor_type_block_size(type));
+    uint8_t *w = malloc(bs * nb * (size_t)rows);
+    for (size_t i = 0; i < bs * nb * (size_t)rows; i++)
+        w[i] = (uint8_t)rnd_u32();
+    for (size_t b = 0; b < nb * (size_t)rows; b++)
+        for (int k = 0; k < n_d; k++) {
+            const uint16_t h = tensor_fp32_to_fp16(0.001f + 0.05f * (rnd() + 1.0f));
+            memcpy(w + b * bs + d_off[k], &h, 2);
+        }
+    return w;
+}
+
+/* n_tok activation rows in the dot type; every fifth row saturated. */
+static uint8_t *random_act(enum tensor_type dot, int64_t n, int n_tok)
+{
+    const size_t rs = tensor_row_size(dot, n);
+    uint8_t *a = malloc(rs * (size_t)n_tok);
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int t = 0; t < n_tok; t++) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = t % 5 == 4 ? (i % 2 ? 3.0f : -3.0f) : rnd() * (float)(1 + t);
+        tensor_quantize_row(dot, x, a + (size_t)t * rs, n);
+    }
+    free(x);
+    return a;
+}
+
+static void check_type(enum tensor_type type, int64_t n, int64_t rows)
+{
+    const int q4_0_d[1] = {0}, q4_K_d[2] = {0, 2};
+    const bool k = type == TENSOR_TYPE_Q4_K;
+    gguf_tensor w;
+    memset(&w, 0, sizeof w);
+    w.type = (uint32_t)type;
+    w.n_dims = 2;
+    w.ne[0] = n;
+    w.ne[1] = rows;
+    w.ne[2] = w.ne[3] = 1;
+    w.data = random_weights(type, n, rows, k ? q4_K_d : q4_0_d, k ? 2 : 1);
+    const size_t bytes = packed_bytes(&w);
+    uint8_t *pk = NULL;
+    if (bytes) {
+        pk = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        /* two calls, as two threads would split it */
+        packed_build(&w, pk, 0, packed_groups(&w) / 2);
+        packed_build(&w, pk, packed_groups(&w) / 2, packed_groups(&w));
+    }
+    const enum tensor_type dot = tensor_dot_type(type);
+    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 19};
+    for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
+        const int n_tok = toks[ti];
+        uint8_t *act = random_act(dot, n, n_tok);
+        const size_t as = tensor_row_size(dot, n);
+        const int64_t ranges[][2] = {{0, rows}, {3, rows - 5}, {8, rows}, {rows - 1, rows}};
+        for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++) {
+            const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+            float *want = malloc(sizeof(float) * (size_t)(rows * n_tok));
+            float *got = malloc(sizeof(float) * (size_t)(rows * n_tok));
+            for (int64_t i = 0; i < rows * n_tok; i++)
+                want[i] = got[i] = -1234.5f;
+            if (k)
+                refk_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
+            else
+                repack_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
+            packed_matmul(&w, pk, r0, r1, act, as, n_tok, got, rows);
+            for (int64_t i = 0; i < rows * n_tok; i++)
+                if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
+                    print_error("%s n=%lld rows=%lld tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n",
+                                   tensor_type_name(type), (long long)n, (long long)rows, n_tok, (long long)r0,
+                                   (long long)r1, (long long)i, (double)got[i], (double)want[i]);
+                    fail();
+                }
+            free(want);
+            free(got);
+        }
+        free(act);
+    }
+    free(pk);
+    free((void *)w.data);
+}
+
+static void test_q4_0(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_Q4_0, 64, 24);
+    check_type(TENSOR_TYPE_Q4_0, 96, 40); /* an odd number of blocks */
+    check_type(TENSOR_TYPE_Q4_0, 256, 64);
+}
+
+static void test_q4_K(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_Q4_K, 256, 24);
+    check_type(TENSOR_TYPE_Q4_K, 512, 48);
+}
+
+/* Which weights get packed: exactly those the reference repacks (and only
+ * where the build has the kernels). */
+static void test_which(void **state)
+{
+    (void)state;
+    gguf_tensor w;
+    memset(&w, 0, sizeof w);
+    w.ne[0] = 256;
+    w.ne[1] = 24;
+    const uint32_t types[] = {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q6_K,
+                              TENSOR_TYPE_F16};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        w.type = types[i];
+        const bool repacked = types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+        assert_int_equal(packed_bytes(&w) > 0, repacked);
+        /* the packed copy of 24 rows takes 32 (two groups): Q4_0 as many
+         * bytes as the rows, Q4_K 64 more bytes of decoded scales per block */
+        if (repacked) {
+            const size_t rows32 = tensor_row_size(w.type, w.ne[0]) * 32;
+            assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_0 ? rows32 : rows32 + 2 * 64);
+        }
+#else
+        (void)repacked;
+        assert_int_equal(packed_bytes(&w), 0);
+#endif
+    }
+    w.type = TENSOR_TYPE_Q4_0;
+    w.ne[1] = 20; /* not a multiple of 8: the reference does not repack it */
+    assert_int_equal(packed_bytes(&w), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_q4_0),
+        cmocka_unit_test(test_q4_K),
+        cmocka_unit_test(test_which),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
