@@ -36,11 +36,20 @@ enum {
     Q4_K_PB = Q4_K_NIB + Q4_K_SC,
 };
 
-static bool is_q4_K(const gguf_tensor *w) { return w->type == TENSOR_TYPE_Q4_K; }
+static bool is_q4_K(const gguf_tensor *w)
+{
+    return w->type == TENSOR_TYPE_Q4_K;
+}
 
-int64_t packed_groups(const gguf_tensor *w) { return (w->ne[1] + PACKED_ROWS - 1) / PACKED_ROWS; }
+int64_t packed_groups(const gguf_tensor *w)
+{
+    return (w->ne[1] + PACKED_ROWS - 1) / PACKED_ROWS;
+}
 
-static int64_t blocks_per_row(const gguf_tensor *w) { return w->ne[0] / (is_q4_K(w) ? QK_K : QK4_0); }
+static int64_t blocks_per_row(const gguf_tensor *w)
+{
+    return w->ne[0] / (is_q4_K(w) ? QK_K : QK4_0);
+}
 
 static size_t group_bytes(const gguf_tensor *w)
 {
@@ -125,9 +134,9 @@ static inline int32_t ld32(const void *p)
  * values (nibble - 8) meet activations offset to unsigned (y + 128) in
  * VNNI dots, 128 * sum(row) comes back off, and the exact block sum is
  * FMA-accumulated with d_w * d_a. */
-static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act,
-                                                              size_t act_stride, int nt, float *out,
-                                                              int64_t out_stride, __mmask16 keep)
+static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, int64_t nb,
+                                                             const uint8_t *act, size_t act_stride, int nt,
+                                                             float *out, int64_t out_stride, __mmask16 keep)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8), ones = _mm512_set1_epi8(1);
     const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
@@ -154,10 +163,11 @@ static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, 
             _mm256_storeu_si256((__m256i *)yd, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs),
                                                                 _mm256_set1_epi8((char)0x80)));
             __m512i s = _mm512_setzero_si512();
-            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
-                s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(yd[j]), v[j]);
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) s =
+                _mm512_dpbusd_epi32(s, _mm512_set1_epi32(yd[j]), v[j]);
             s = _mm512_sub_epi32(s, off);
-            acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(h2f(y->d))), acc[k]);
+            acc[k] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(h2f(y->d))), acc[k]);
         }
     }
     for (int k = 0; k < nt; k++)
@@ -167,16 +177,18 @@ static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, 
 /* One group against nt tokens in q4_K_repacked_dot's order per lane: each
  * pair of sub-blocks gives exact sums scale * (q . a) and min * bsum; gemm
  * (nt <= 8) FMA-accumulates them per pair, gemv (nt <= 4) per super-block. */
-static inline __attribute__((always_inline)) void q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act,
-                                                              size_t act_stride, int nt, bool gemm, float *out,
-                                                              int64_t out_stride, __mmask16 keep)
+static inline __attribute__((always_inline)) void q4_K_group(const uint8_t *pw, int64_t nb,
+                                                             const uint8_t *act, size_t act_stride, int nt,
+                                                             bool gemm, float *out, int64_t out_stride,
+                                                             __mmask16 keep)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[8], accm[8];
     for (int k = 0; k < 8; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB,
+                      *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
         __m512i isum[4], imin[4];
@@ -235,8 +247,8 @@ static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 {
     int t = 0;
     for (; t + 8 <= n_tok; t += 8)
-        q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, 8, out + (int64_t)t * out_stride, out_stride,
-                   keep);
+        q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, 8, out + (int64_t)t * out_stride,
+                   out_stride, keep);
     if (t < n_tok)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, n_tok - t, out + (int64_t)t * out_stride,
                    out_stride, keep);

@@ -25,7 +25,10 @@ static uint32_t rnd_u32(void)
     rng ^= rng << 17;
     return (uint32_t)(rng >> 32);
 }
-static float rnd(void) { return (float)(rnd_u32() >> 8) / (float)(1 << 24) * 2.0f - 1.0f; }
+static float rnd(void)
+{
+    return (float)(rnd_u32() >> 8) / (float)(1 << 24) * 2.0f - 1.0f;
+}
 
 /* Random block bytes, then sane fp16 scales at the offsets given (the
  * quants and the 6-bit scales take every value). */
@@ -99,8 +102,8 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
             for (int64_t i = 0; i < rows * n_tok; i++)
                 if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
                     print_error("%s n=%lld rows=%lld tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n",
-                                   tensor_type_name(type), (long long)n, (long long)rows, n_tok, (long long)r0,
-                                   (long long)r1, (long long)i, (double)got[i], (double)want[i]);
+                                tensor_type_name(type), (long long)n, (long long)rows, n_tok, (long long)r0,
+                                (long long)r1, (long long)i, (double)got[i], (double)want[i]);
                     fail();
                 }
             free(want);
