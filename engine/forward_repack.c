@@ -378,45 +378,6 @@ static inline int32_t hsum_i32(__m256i v)
 }
 #endif
 
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-#define RP_VNNI 1
-
-/* NAME(w, rb, act, act_stride, n_tok, nb, out, out_stride) runs the
- * eight-rows-in-lanes TILE over n_tok tokens: groups of 8 take an instance
- * with a constant count, which keeps the 8 accumulators in registers; the
- * rest the general one. */
-#define RP_TILE_8XN(NAME, TILE)                                                                                    \
-    static void NAME(const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok, int64_t nb,   \
-                     float *out, int64_t out_stride)                                                              \
-    {                                                                                                             \
-        int t = 0;                                                                                                \
-        for (; t + 8 <= n_tok; t += 8)                                                                            \
-            TILE(w, rb, act + (size_t)t * act_stride, act_stride, 8, nb, out + (int64_t)t * out_stride, out_stride); \
-        if (t < n_tok)                                                                                            \
-            TILE(w, rb, act + (size_t)t * act_stride, act_stride, n_tok - t, nb, out + (int64_t)t * out_stride,   \
-                 out_stride);                                                                                     \
-    }
-/* 8 dword vectors transposed: out[k] lane r = in[r] lane k. */
-static inline void transpose8_epi32(__m256i v[8])
-{
-    __m256i t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
-        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
-        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
-        v[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
-    }
-}
-
-#endif
 
 /* ---- K-quants ------------------------------------------------------------ */
 
@@ -547,73 +508,6 @@ static void q4_K_tile_1x4(const rp_q4_K *x, const uint8_t *act, size_t act_strid
 }
 #endif
 
-#ifdef RP_VNNI
-/* The gemm order of q4_K_repacked_dot with eight weight rows in the eight
- * lanes (see q4_0_tile_8xn): per pair of sub-blocks, the rows' nibbles are
- * transposed once and each token's two sub-block sums land in the rows'
- * lanes; scales, mins and both FMA chains then run per lane, exactly as
- * the one-output code does them. nt <= 8 tokens. */
-static inline __attribute__((always_inline)) void q4_K_tile_8xt(const uint8_t *w, size_t rb, const uint8_t *act,
-                                                                 size_t act_stride, int nt, int64_t nb, float *out,
-                                                                 int64_t out_stride)
-{
-    __m256 acc[8], accm[8];
-    for (int k = 0; k < 8; k++)
-        acc[k] = accm[k] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        float dw[8], dm[8];
-        for (int r = 0; r < 8; r++) {
-            const rp_q4_K *x = (const rp_q4_K *)(w + (size_t)r * rb) + b;
-            dw[r] = h2f(x->d);
-            dm[r] = h2f(x->dmin);
-        }
-        const __m256 dwv = _mm256_loadu_ps(dw), dmv = _mm256_loadu_ps(dm);
-        for (int j = 0; j < 4; j++) {
-            __m256i lo[8], hi[8];
-            int32_t sc0[8], sc1[8], mm[8];
-            for (int r = 0; r < 8; r++) {
-                const rp_q4_K *x = (const rp_q4_K *)(w + (size_t)r * rb) + b;
-                int s0, m0, s1, m1;
-                scale_min_k4(2 * j, x->scales, &s0, &m0);
-                scale_min_k4(2 * j + 1, x->scales, &s1, &m1);
-                sc0[r] = s0;
-                sc1[r] = s1;
-                mm[r] = (int32_t)((uint32_t)m0 | ((uint32_t)m1 << 16)); /* (m0, m1) as int16 pair */
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
-                lo[r] = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
-                hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
-            }
-            transpose8_epi32(lo);
-            transpose8_epi32(hi);
-            const __m256i sc0v = _mm256_loadu_si256((const __m256i *)sc0), sc1v = _mm256_loadu_si256((const __m256i *)sc1);
-            const __m256i mmv = _mm256_loadu_si256((const __m256i *)mm);
-            _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
-            {
-                const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)k * act_stride) + b;
-                int32_t yd[16];
-                memcpy(yd, y->qs + 64 * j, 64);
-                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-                for (int q = 0; q < 8; q++) {
-                    s0 = _mm256_dpbusd_epi32(s0, lo[q], _mm256_set1_epi32(yd[q]));
-                    s1 = _mm256_dpbusd_epi32(s1, hi[q], _mm256_set1_epi32(yd[8 + q]));
-                }
-                const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(s0, sc0v), _mm256_mullo_epi32(s1, sc1v));
-                const int16_t *bs = y->bsums + 4 * j;
-                const int32_t bpair = (int32_t)((uint32_t)(uint16_t)(bs[0] + bs[1]) |
-                                                ((uint32_t)(uint16_t)(bs[2] + bs[3]) << 16));
-                const __m256i imin = _mm256_madd_epi16(mmv, _mm256_set1_epi32(bpair));
-                const __m256 da = _mm256_set1_ps(y->d);
-                acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dwv, da), acc[k]);
-                accm[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmv, da), accm[k]);
-            }
-        }
-    }
-    for (int k = 0; k < nt; k++)
-        _mm256_storeu_ps(out + (int64_t)k * out_stride, _mm256_sub_ps(acc[k], accm[k]));
-}
-
-RP_TILE_8XN(q4_K_tile_8xn, q4_K_tile_8xt)
-#endif
 
 #ifdef RP_AVX2
 /* The 128 6-bit values of one half of a Q6_K block (unsigned, 0..63), in
@@ -746,6 +640,97 @@ static void q6_K_tile_1x4(const rp_q6_K *x, const uint8_t *act, size_t act_strid
 }
 #endif
 
+#if defined(__AVX512BW__) && defined(RP_AVX2)
+#define RP_512 1
+static inline __m512i pair256(const void *lo, const void *hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                              _mm256_loadu_si256((const __m256i *)hi), 1);
+}
+
+/* q6_K_dot for two weight rows and nt <= 4 activation rows, one row per
+ * 256-bit half of each register: row 0's eight lanes below, row 1's above.
+ * The lane sums and FMA chains are q6_K_dot's, the activations are loaded
+ * once for both rows. */
+static inline __attribute__((always_inline)) void q6_K_tile_2xt(const rp_q6_K *x0, const rp_q6_K *x1,
+                                                                 const uint8_t *act, size_t act_stride, int nt,
+                                                                 int64_t nb, float o0[4], float o1[4])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
+    __m512 acc[4];
+    for (int k = 0; k < 4; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i sumi[4];
+        for (int k = 0; k < 4; k++)
+            sumi[k] = _mm512_setzero_si512();
+        for (int g = 0; g < 2; g++) {
+            const __m512i l0 = pair256(x0[b].ql + 64 * g, x1[b].ql + 64 * g);
+            const __m512i l1 = pair256(x0[b].ql + 64 * g + 32, x1[b].ql + 64 * g + 32);
+            const __m512i h = pair256(x0[b].qh + 32 * g, x1[b].qh + 32 * g);
+            __m512i q[4], scl[4];
+            q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
+            q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
+            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+            const int8_t *s0 = x0[b].scales + 8 * g, *s1 = x1[b].scales + 8 * g;
+            for (int c = 0; c < 4; c++)
+                scl[c] = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(s0[2 * c + 1]), _mm_set1_epi16(s0[2 * c]))),
+                    _mm256_set_m128i(_mm_set1_epi16(s1[2 * c + 1]), _mm_set1_epi16(s1[2 * c])), 1);
+            _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
+            {
+                const int8_t *a = ((const rp_q8_K *)(act + (size_t)k * act_stride))[b].qs + 128 * g;
+                for (int c = 0; c < 4; c++) {
+                    const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 32 * c)));
+                    sumi[k] = _mm512_add_epi32(sumi[k], _mm512_madd_epi16(scl[c], _mm512_maddubs_epi16(q[c], av)));
+                }
+            }
+        }
+        const __m512i sc16 = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x0[b].scales))),
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x1[b].scales)), 1);
+        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(h2f(x0[b].d)), _mm256_set1_ps(h2f(x1[b].d)), 1);
+        for (int k = 0; k < nt; k++) {
+            const rp_q8_K *y = (const rp_q8_K *)(act + (size_t)k * act_stride) + b;
+            const __m512i bsums = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y->bsums));
+            sumi[k] = _mm512_sub_epi32(sumi[k], _mm512_slli_epi32(_mm512_madd_epi16(bsums, sc16), 5));
+            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(y->d), xd), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
+        }
+    }
+    for (int k = 0; k < nt; k++) {
+        float a16[16];
+        _mm512_storeu_ps(a16, acc[k]);
+        o0[k] = hsum8(a16);
+        o1[k] = hsum8(a16 + 8);
+    }
+}
+
+/* Two Q6_K rows against n_tok tokens, in groups of 4. */
+static void q6_K_rows2(const rp_q6_K *x0, const rp_q6_K *x1, const uint8_t *act, size_t act_stride, int n_tok,
+                       int64_t nb, float *out, int64_t out_stride)
+{
+    for (int t = 0; t < n_tok; t += 4) {
+        float o0[4], o1[4];
+        const uint8_t *a = act + (size_t)t * act_stride;
+        const int nt = n_tok - t < 4 ? n_tok - t : 4;
+        if (nt == 4)
+            q6_K_tile_2xt(x0, x1, a, act_stride, 4, nb, o0, o1);
+        else if (nt == 1) /* decode: a constant count keeps the sums in registers */
+            q6_K_tile_2xt(x0, x1, a, act_stride, 1, nb, o0, o1);
+        else
+            q6_K_tile_2xt(x0, x1, a, act_stride, nt, nb, o0, o1);
+        for (int k = 0; k < nt; k++) {
+            out[(int64_t)(t + k) * out_stride] = o0[k];
+            out[(int64_t)(t + k) * out_stride + 1] = o1[k];
+        }
+    }
+}
+#endif
+
 typedef struct {
     uint8_t scales[16];
     uint8_t qs[64];
@@ -815,17 +800,12 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     }
     const size_t rb = (size_t)nb * (q4 ? sizeof(rp_q4_K) : sizeof(rp_q6_K));
     int64_t r = r0;
-#ifdef RP_VNNI
-    const int n_gemm = n_tok - n_tok % 4; /* tokens in complete groups of 4: gemm order */
-    if (q4 && n_gemm > 0)
-        for (; r + 8 <= r1; r += 8) {
+#ifdef RP_512
+    if (!q4)
+        for (; r + 2 <= r1; r += 2) {
             const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
-            q4_K_tile_8xn(wr, rb, act, act_stride, n_gemm, nb, out + r, out_stride);
-            for (int t = n_gemm; t < n_tok; t++)
-                for (int i = 0; i < 8; i++)
-                    out[(int64_t)t * out_stride + r + i] = q4_K_repacked_dot(
-                        (const rp_q4_K *)(wr + (size_t)i * rb), (const rp_q8_K *)(act + (size_t)t * act_stride), nb,
-                        false);
+            q6_K_rows2((const rp_q6_K *)wr, (const rp_q6_K *)(wr + rb), act, act_stride, n_tok, nb, out + r,
+                       out_stride);
         }
 #endif
     for (; r < r1; r++) {
@@ -916,61 +896,6 @@ static void q4_0_tile_2x4(const rp_q4_0 *x0, const rp_q4_0 *x1, const uint8_t *a
 }
 #endif
 
-#ifdef RP_VNNI
-/* Eight weight rows in the eight lanes, as ggml's repacked 8x8 kernels hold
- * them: block by block the rows' values are transposed so that lane r,
- * dword k holds elements 4k..4k+3 of row r; eight VNNI dots with a
- * broadcast activation dword give every row's exact block sum in its lane,
- * with no horizontal add. VNNI multiplies unsigned by signed bytes, so the
- * activations enter as y + 128 and 128 * sum(row) comes back off; the sum is
- * exact, and per output the float steps are those of q4_0_row_dot. */
-static inline __attribute__((always_inline)) void q4_0_tile_8xt(const uint8_t *w, size_t rb, const uint8_t *act,
-                                                                 size_t act_stride, int nt, int64_t nb, float *out,
-                                                                 int64_t out_stride)
-{
-    enum { TT = 8 };
-    {
-        const int t0 = 0;
-        __m256 acc[TT];
-        for (int k = 0; k < TT; k++)
-            acc[k] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            __m256i v[8];
-            float dw[8];
-            for (int r = 0; r < 8; r++) {
-                const rp_q4_0 *x = (const rp_q4_0 *)(w + (size_t)r * rb) + b;
-                const __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
-                v[r] = _mm256_sub_epi8(
-                    _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F)),
-                    _mm256_set1_epi8(8));
-                dw[r] = h2f(x->d);
-            }
-            transpose8_epi32(v);
-            __m256i wsum = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j++)
-                wsum = _mm256_dpbusd_epi32(wsum, _mm256_set1_epi8(1), v[j]);
-            const __m256i off = _mm256_slli_epi32(wsum, 7);
-            const __m256 dwv = _mm256_loadu_ps(dw);
-            _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
-            {
-                const rp_q8_0 *y = (const rp_q8_0 *)(act + (size_t)(t0 + k) * act_stride) + b;
-                int32_t yd[8];
-                _mm256_storeu_si256((__m256i *)yd, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs),
-                                                                    _mm256_set1_epi8((char)0x80)));
-                __m256i s = _mm256_setzero_si256();
-                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
-                    s = _mm256_dpbusd_epi32(s, _mm256_set1_epi32(yd[j]), v[j]);
-                s = _mm256_sub_epi32(s, off);
-                acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(y->d))), acc[k]);
-            }
-        }
-        for (int k = 0; k < nt; k++)
-            _mm256_storeu_ps(out + (int64_t)(t0 + k) * out_stride, acc[k]);
-    }
-}
-
-RP_TILE_8XN(q4_0_tile_8xn, q4_0_tile_8xt)
-#endif
 
 #ifdef RP_AVX2
 /* Four weight rows against one activation row (the single-token gemv):
@@ -1000,12 +925,6 @@ void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
     const int64_t nb = n / 32;
     const size_t rb = (size_t)nb * sizeof(rp_q4_0);
     int64_t r = r0;
-#ifdef RP_VNNI
-    if (n_tok >= 2)
-        for (; r + 8 <= r1; r += 8)
-            q4_0_tile_8xn((const uint8_t *)w->data + (size_t)r * rb, rb, act, act_stride, n_tok, nb, out + r,
-                          out_stride);
-#endif
 #ifdef RP_AVX2
     const int n4 = n_tok & ~3;
     if (n4 > 0) {

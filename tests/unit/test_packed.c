@@ -130,6 +130,33 @@ static void test_q4_K(void **state)
     check_type(TENSOR_TYPE_Q4_K, 512, 48);
 }
 
+/* Q6_K is not packed, but AVX-512 builds run its rows in pairs (one per
+ * register half): every row must come out as it does alone. */
+static void test_q6_K_pairs(void **state)
+{
+    (void)state;
+    const int64_t n = 512, rows = 7;
+    const int d_off[1] = {208};
+    const uint8_t *w = random_weights(TENSOR_TYPE_Q6_K, n, rows, d_off, 1);
+    gguf_tensor t;
+    memset(&t, 0, sizeof t);
+    t.type = TENSOR_TYPE_Q6_K;
+    t.ne[0] = n;
+    t.ne[1] = rows;
+    t.data = w;
+    const size_t as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
+    for (int n_tok = 1; n_tok <= 9; n_tok++) {
+        uint8_t *act = random_act(TENSOR_TYPE_Q8_K, n, n_tok);
+        float pairs[9 * 7], alone[9 * 7];
+        refk_matmul(&t, n, 0, rows, act, as, n_tok, pairs, rows);
+        for (int64_t r = 0; r < rows; r++)
+            refk_matmul(&t, n, r, r + 1, act, as, n_tok, alone, rows);
+        assert_memory_equal(pairs, alone, sizeof(float) * (size_t)(n_tok * rows));
+        free(act);
+    }
+    free((void *)w);
+}
+
 /* Which weights get packed: exactly those the reference repacks (and only
  * where the build has the kernels). */
 static void test_which(void **state)
@@ -167,6 +194,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4_0),
         cmocka_unit_test(test_q4_K),
+        cmocka_unit_test(test_q6_K_pairs),
         cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
