@@ -45,68 +45,14 @@ static inline int32_t isum_q4_0(const rp_q4_0 *x, const rp_q8_0 *y)
 #endif
 }
 
-/* ggml's x86 vec_dot_q4_0_q8_0 / q8_0_q8_0 order (tinyBLAS agrees): eight
- * lanes of 4-product integer sums, each FMA-accumulated with the block
- * scale, then hsum_float_8. */
+/* ggml's hsum_float_8: the reduction at the end of its 8-lane dot products. */
 static inline float hsum8(const float a[8])
 {
     const float r0 = a[4] + a[0], r1 = a[5] + a[1], r2 = a[6] + a[2], r3 = a[7] + a[3];
     return (r0 + r2) + (r1 + r3);
 }
 
-static float lanes_dot(const gguf_tensor *w, int64_t r, int64_t n, const uint8_t *act)
-{
-    const int64_t nb = n / 32;
-#ifdef RP_AVX2
-    __m256 acc = _mm256_setzero_ps();
-#else
-    float acc[8] = {0};
-#endif
-    for (int64_t b = 0; b < nb; b++) {
-        const rp_q8_0 *y = (const rp_q8_0 *)act + b;
-        int8_t qx[32];
-        float dw;
-        if (w->type == TENSOR_TYPE_Q4_0) {
-            const rp_q4_0 *x = (const rp_q4_0 *)((const uint8_t *)w->data + (size_t)r * (size_t)nb * sizeof(rp_q4_0)) + b;
-            for (int j = 0; j < 16; j++) {
-                qx[j] = (int8_t)((x->qs[j] & 15) - 8);
-                qx[j + 16] = (int8_t)((x->qs[j] >> 4) - 8);
-            }
-            dw = h2f(x->d);
-        } else {
-            const rp_q8_0 *x = (const rp_q8_0 *)((const uint8_t *)w->data + (size_t)r * (size_t)nb * sizeof(rp_q8_0)) + b;
-            memcpy(qx, x->qs, 32);
-            dw = h2f(x->d);
-        }
-        const float d = dw * h2f(y->d);
-#ifdef RP_AVX2
-        const __m256i vx = _mm256_loadu_si256((const __m256i *)qx);
-        const __m256i vy = _mm256_loadu_si256((const __m256i *)y->qs);
-        const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(vx, vx), _mm256_sign_epi8(vy, vx));
-        const __m256i p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p32), acc);
-#else
-        for (int l = 0; l < 8; l++) {
-            int32_t s = 0;
-            for (int k = 0; k < 4; k++)
-                s += qx[4 * l + k] * y->qs[4 * l + k];
-            acc[l] = fmaf(d, (float)s, acc[l]);
-        }
-#endif
-    }
-#ifdef RP_AVX2
-    float a[8];
-    _mm256_storeu_ps(a, acc);
-    return hsum8(a);
-#else
-    return hsum8(acc);
-#endif
-}
 
-bool refdot_applies(const gguf_tensor *w)
-{
-    return (w->type == TENSOR_TYPE_Q4_0 || w->type == TENSOR_TYPE_Q8_0) && w->ne[0] % 32 == 0;
-}
 
 /* ---- F16 / F32 weights --------------------------------------------------
  * Decode steps (one token) go through ggml_vec_dot_{f16,f32}: per 64
@@ -353,13 +299,6 @@ void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, co
     }
 }
 
-void refdot_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
-                   int n_tok, float *out, int64_t out_stride)
-{
-    for (int64_t r = r0; r < r1; r++)
-        for (int t = 0; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] = lanes_dot(w, r, n, act + (size_t)t * act_stride);
-}
 
 #ifdef RP_AVX2
 /* The 4 totals of 4 vectors of partial sums, in one vector. */

@@ -23,12 +23,6 @@ bool repack_applies(const gguf_tensor *w);
 void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                    int n_tok, float *out, int64_t out_stride);
 
-/* Same contract for Q4_0 / Q8_0 weights the reference does not repack: the
- * plain vec_dot lane order. */
-bool refdot_applies(const gguf_tensor *w);
-void refdot_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
-                   int n_tok, float *out, int64_t out_stride);
-
 /* F16 / F32 weights: ggml's vec_dot order for single tokens, tinyBLAS's
  * for batches (rows a multiple of 16 long). */
 bool reffloat_applies(const gguf_tensor *w);
