@@ -11,6 +11,9 @@
  *         nibbles: sub-block 2j, high: 2j+1). The scales: 16 fp16 d, 16 fp16
  *         dmin, then per pair j 16 scales of sub-block 2j, 16 of 2j+1 and
  *         16 (min 2j, min 2j+1) byte pairs, all decoded from the 6-bit form.
+ *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector p
+ *         (0..7) of a block holds rows 2p and 2p+1, 32 bytes each, offset
+ *         to unsigned (q + 128) as VNNI takes them.
  * Rows past the tensor's end (the last group of a 8-mod-16 row count) are
  * zeros; their lanes are never stored. */
 #include "forward_packed.h"
@@ -20,6 +23,7 @@
 
 #include "forward_math.h"
 #include "forward_repack.h"
+#include "quant_batch.h"
 #include "quant_internal.h"
 #include "tensor.h"
 
@@ -34,6 +38,8 @@ enum {
     Q4_K_NIB = 2048,
     Q4_K_SC = 64 + 4 * 64, /* d, dmin; per pair: scales, scales, mins */
     Q4_K_PB = Q4_K_NIB + Q4_K_SC,
+    Q8_0_QS = 512,
+    Q8_0_PB = Q8_0_QS + 32,
 };
 
 static bool is_q4_K(const gguf_tensor *w)
@@ -53,13 +59,15 @@ static int64_t blocks_per_row(const gguf_tensor *w)
 
 static size_t group_bytes(const gguf_tensor *w)
 {
-    return (size_t)blocks_per_row(w) * (is_q4_K(w) ? Q4_K_PB : Q4_0_PB);
+    const size_t per_block = is_q4_K(w) ? Q4_K_PB : w->type == TENSOR_TYPE_Q8_0 ? Q8_0_PB : Q4_0_PB;
+    return (size_t)blocks_per_row(w) * per_block;
 }
 
 size_t packed_bytes(const gguf_tensor *w)
 {
 #ifdef PK_AVX512
-    if (repack_applies(w) || (is_q4_K(w) && refk_applies(w)))
+    if (repack_applies(w) || (is_q4_K(w) && refk_applies(w)) ||
+        (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
         return (size_t)packed_groups(w) * group_bytes(w);
 #else
     (void)w;
@@ -85,6 +93,16 @@ static void pack_row_q4_0(const block_q4_0 *x, int64_t nb, int r, uint8_t *o)
         for (int j = 0; j < 4; j++)
             memcpy(o + (size_t)b * Q4_0_NIB + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
         memcpy(o + (size_t)nb * Q4_0_NIB + (size_t)b * 32 + 2 * r, &x[b].d, 2);
+    }
+}
+
+static void pack_row_q8_0(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *q = o + (size_t)b * Q8_0_QS + 32 * r;
+        for (int i = 0; i < 32; i++)
+            q[i] = (uint8_t)x[b].qs[i] ^ 0x80;
+        memcpy(o + (size_t)nb * Q8_0_QS + (size_t)b * 32 + 2 * r, &x[b].d, 2);
     }
 }
 
@@ -116,6 +134,8 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
             const uint8_t *row = (const uint8_t *)w->data + (size_t)(g * PACKED_ROWS + r) * rb;
             if (is_q4_K(w))
                 pack_row_q4_K((const block_q4_K *)row, nb, r, o);
+            else if (w->type == TENSOR_TYPE_Q8_0)
+                pack_row_q8_0((const block_q8_0 *)row, nb, r, o);
             else
                 pack_row_q4_0((const block_q4_0 *)row, nb, r, o);
         }
@@ -240,6 +260,47 @@ static inline __attribute__((always_inline)) void q4_K_group(const uint8_t *pw, 
         _mm512_mask_storeu_ps(out + (int64_t)k * out_stride, keep, _mm512_sub_ps(acc[k], accm[k]));
 }
 
+/* One group of Q8_0 rows against n_tok tokens, one token at a time, in
+ * ggml's vec_dot_q8_0_q8_0 order (tinyBLAS's for batches is the same): per
+ * row eight lanes of 4-product integer sums, each FMA-accumulated with
+ * d_w * d_a, then hsum_float_8. A register holds two rows' eight lanes; the
+ * sixteen rows' scale products come from one multiply and a permute. */
+static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
+                        float *out, int64_t out_stride, int lo, int hi)
+{
+    const uint8_t *scales = pw + (size_t)nb * Q8_0_QS;
+    __m512i pair[8];
+    for (int p = 0; p < 8; p++) /* lanes 0-7 take row 2p's product, 8-15 row 2p+1's */
+        pair[p] = _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1);
+    for (int t = 0; t < n_tok; t++) {
+        const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
+        __m512 acc[8];
+        for (int p = 0; p < 8; p++)
+            acc[p] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i yv = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            const __m256i base =
+                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
+            const __m512i yv2 = _mm512_broadcast_i64x4(yv), base2 = _mm512_broadcast_i64x4(base);
+            const __m256i dh = _mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32));
+            const __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(h2f(y[b].d)));
+            const uint8_t *q = pw + (size_t)b * Q8_0_QS;
+            _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++)
+            {
+                const __m512i s = _mm512_dpbusd_epi32(base2, _mm512_loadu_si512(q + 64 * p), yv2);
+                acc[p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair[p], sc), _mm512_cvtepi32_ps(s), acc[p]);
+            }
+        }
+        float *o = out + (int64_t)t * out_stride;
+        for (int p = 0; p < 8; p++) {
+            if (2 * p >= lo && 2 * p < hi)
+                o[2 * p] = hsum_ps(_mm512_castps512_ps256(acc[p]));
+            if (2 * p + 1 >= lo && 2 * p + 1 < hi)
+                o[2 * p + 1] = hsum_ps(_mm512_extractf32x8_ps(acc[p], 1));
+        }
+    }
+}
+
 /* Tokens in groups of 8 (a constant count keeps the accumulators in
  * registers), then the rest. */
 static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
@@ -286,6 +347,8 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
         const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
         if (is_q4_K(w))
             q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep);
+        else if (w->type == TENSOR_TYPE_Q8_0)
+            q8_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, lo, hi);
         else
             q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep);
     }
@@ -294,6 +357,10 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     (void)packed;
     if (is_q4_K(w))
         refk_matmul(w, w->ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
+    else if (w->type == TENSOR_TYPE_Q8_0)
+        tensor_matmul(TENSOR_TYPE_Q8_0, w->ne[0],
+                      (const uint8_t *)w->data + (size_t)r0 * tensor_row_size(w->type, w->ne[0]), r1 - r0,
+                      act, n_tok, act_stride, out + r0, out_stride);
     else
         repack_matmul(w, w->ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
 #endif

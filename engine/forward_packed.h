@@ -1,16 +1,21 @@
-/* Packed weights: the Q4_0 and Q4_K matrices the reference repacks
- * (forward_repack.h), rearranged once when the forward context is built so
- * that 16 weight rows sit in the 16 lanes of a 512-bit register.
+/* Packed weights: Q4_0, Q4_K and Q8_0 matrices rearranged once, when the
+ * forward context is built, so that the kernels read whole registers of
+ * rows straight from memory.
  *
- * The kernels of forward_repack.c transpose eight rows of every block on
- * every call, once per group of eight tokens; these read the lanes straight
- * from memory and do twice the rows per instruction. Per output row they
- * take exactly the float steps of forward_repack.c (each block's exact
- * integer sum, then the same FMA chain), so the logits keep their bits.
+ * Q4_0 and Q4_K (the types the reference repacks, forward_repack.h) hold
+ * 16 weight rows in the 16 lanes of a 512-bit register: the kernels of
+ * forward_repack.c transposed eight rows of every block on every call,
+ * these do no transpose and twice the rows per instruction. Q8_0 follows
+ * ggml's 8-lane vec_dot order, so a register holds two rows' eight lanes,
+ * pre-offset for VNNI, with the scales of 16 rows side by side.
+ *
+ * Per output row the kernels take exactly the float steps of the kernels
+ * they replace (each block's exact integer sum, then the same FMA chain and
+ * reduction), so the logits keep their bits.
  *
  * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
  * 16 rows and super-block, for its decoded scales). Builds without AVX-512
- * VNNI pack nothing (packed_bytes returns 0) and use forward_repack.c. */
+ * VNNI pack nothing (packed_bytes returns 0). */
 #ifndef TOKSCOPE_FORWARD_PACKED_H
 #define TOKSCOPE_FORWARD_PACKED_H
 
@@ -32,7 +37,7 @@ int64_t packed_groups(const gguf_tensor *w);
 void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1);
 
 /* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok), as
- * repack_matmul / refk_matmul compute them, bit for bit. Any r0, r1 work;
+ * repack_matmul / refk_matmul / tensor_matmul compute them, bit for bit. Any r0, r1 work;
  * multiples of PACKED_ROWS waste nothing. */
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
                    size_t act_stride, int n_tok, float *out, int64_t out_stride);

@@ -1,8 +1,9 @@
 /* Packed weights (engine/forward_packed.c) against the kernels they replace
- * (forward_repack.c), bit for bit: random Q4_0 and Q4_K tensors covering
- * the whole range of nibbles and 6-bit scales, row counts that leave a
- * half group, token counts around the 4- and 8-token groupings, and row
- * ranges that cut groups. Rows outside the range must stay untouched. */
+ * (forward_repack.c; tensor_matmul for Q8_0), bit for bit: random Q4_0,
+ * Q4_K and Q8_0 tensors covering every quant and 6-bit scale value, row
+ * counts that leave part of a group, token counts around the 4- and
+ * 8-token groupings, and row ranges that cut groups. Rows outside the range
+ * must stay untouched. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "forward_packed.h"
 #include "forward_repack.h"
+#include "quant_batch.h"
 #include "tensor.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -96,6 +98,9 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
                 want[i] = got[i] = -1234.5f;
             if (k)
                 refk_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
+            else if (type == TENSOR_TYPE_Q8_0) /* the vec_dot / tinyBLAS kernels */
+                tensor_matmul(type, n, (const uint8_t *)w.data + (size_t)r0 * tensor_row_size(type, n),
+                              r1 - r0, act, n_tok, as, want + r0, rows);
             else
                 repack_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
             packed_matmul(&w, pk, r0, r1, act, as, n_tok, got, rows);
@@ -130,6 +135,14 @@ static void test_q4_K(void **state)
     check_type(TENSOR_TYPE_Q4_K, 512, 48);
 }
 
+static void test_q8_0(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_Q8_0, 64, 24);
+    check_type(TENSOR_TYPE_Q8_0, 96, 40);
+    check_type(TENSOR_TYPE_Q8_0, 576, 36); /* not a multiple of 8 rows: Q8_0 is packed anyway */
+}
+
 /* Q6_K is not packed, but AVX-512 builds run its rows in pairs (one per
  * register half): every row must come out as it does alone. */
 static void test_q6_K_pairs(void **state)
@@ -157,7 +170,7 @@ static void test_q6_K_pairs(void **state)
     free((void *)w);
 }
 
-/* Which weights get packed: exactly those the reference repacks (and only
+/* Which weights get packed: those the reference repacks, and Q8_0 (only
  * where the build has the kernels). */
 static void test_which(void **state)
 {
@@ -170,14 +183,15 @@ static void test_which(void **state)
                               TENSOR_TYPE_F16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         w.type = types[i];
-        const bool repacked = types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K;
+        const bool repacked =
+            types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K || types[i] == TENSOR_TYPE_Q8_0;
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
         assert_int_equal(packed_bytes(&w) > 0, repacked);
         /* the packed copy of 24 rows takes 32 (two groups): Q4_0 as many
          * bytes as the rows, Q4_K 64 more bytes of decoded scales per block */
         if (repacked) {
             const size_t rows32 = tensor_row_size(w.type, w.ne[0]) * 32;
-            assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_0 ? rows32 : rows32 + 2 * 64);
+            assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_K ? rows32 + 2 * 64 : rows32);
         }
 #else
         (void)repacked;
@@ -192,10 +206,8 @@ static void test_which(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q4_0),
-        cmocka_unit_test(test_q4_K),
-        cmocka_unit_test(test_q6_K_pairs),
-        cmocka_unit_test(test_which),
+        cmocka_unit_test(test_q4_0),       cmocka_unit_test(test_q4_K),  cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_q6_K_pairs), cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
