@@ -46,6 +46,7 @@ struct mm_job {
     struct mm_seg seg[3];
     int n_seg;
     int64_t total_rows;
+    int64_t row_align; /* chunks start on multiples of this */
     int n_tok;
     int64_t n_in;
 };
@@ -381,18 +382,20 @@ static int64_t n_chunks(const forward_ctx *f, int64_t items, int64_t work)
 
 /* ---- matmul ---------------------------------------------------------------- */
 
-/* First row of a chunk: a multiple of PACKED_ROWS, so that a packed group
- * is never split between two threads (results do not depend on the split). */
-static int64_t chunk_row(int64_t total, int64_t chunk, int64_t n_chunks)
+/* First row of a chunk. With packed weights a multiple of PACKED_ROWS, so
+ * that a packed group is not split between two threads (results do not
+ * depend on the split, only the speed does). */
+static int64_t chunk_row(const struct mm_job *job, int64_t chunk, int64_t n_chunks)
 {
-    return chunk >= n_chunks ? total : total * chunk / n_chunks / PACKED_ROWS * PACKED_ROWS;
+    const int64_t r = job->total_rows * chunk / n_chunks;
+    return chunk >= n_chunks ? job->total_rows : r - r % job->row_align;
 }
 
 static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     (void)ith;
     const struct mm_job *job = arg;
-    const int64_t r0 = chunk_row(job->total_rows, chunk, n_chunks), r1 = chunk_row(job->total_rows, chunk + 1, n_chunks);
+    const int64_t r0 = chunk_row(job, chunk, n_chunks), r1 = chunk_row(job, chunk + 1, n_chunks);
     int64_t base = 0;
     for (int s = 0; s < job->n_seg; s++) {
         const struct mm_seg *sg = &job->seg[s];
@@ -459,6 +462,7 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
     job.n_seg = n_seg;
     job.n_tok = n_tok;
     job.n_in = n_in;
+    job.row_align = 1;
     enum tensor_type dots[3];
     const uint8_t *acts[3];
     size_t strides[3];
@@ -475,6 +479,8 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
         }
         job.seg[s].w = ws[s];
         job.seg[s].packed = packed[s];
+        if (packed[s])
+            job.row_align = PACKED_ROWS;
         job.seg[s].act = acts[d];
         job.seg[s].act_stride = strides[d];
         job.seg[s].out = outs[s];
