@@ -37,10 +37,13 @@ float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act)
  * the u8 x s8 dot as unsigned (q4: nibble, q8: x + 128) and the offset comes
  * back through the activation sums: sum (u - off) y = sum u y - off sum y. */
 #define MV_ROWS 4
-/* How far ahead of each row the Q8_0 matvec prefetches. The eight rows it
- * reads side by side are eight streams; on the Zen 5 test machine the
- * hardware prefetcher alone left a 49152-row output matrix (30 MB, out of
- * cache) about 20 % slower (smollm-mini decode; 128..1024 measured). */
+/* How far ahead of each row the Q8_0 matvec prefetches. The rows it reads
+ * side by side are separate streams, and the hardware prefetcher alone
+ * leaves a large matrix out of cache waiting on memory: smollm-mini's
+ * 49152-row output (30 MB) decoded about 20 % slower with AVX-512 and
+ * 45 % slower in the AVX2 build (-march=haswell) on the Zen 5 test
+ * machine (128..1024 bytes measured). AVX-512 VNNI builds use the packed
+ * Q8_0 kernels (forward_packed.c) in the forward pass. */
 #define PF_BYTES 256
 
 
@@ -121,6 +124,8 @@ void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, c
             acc[k] = _mm256_setzero_ps();
         }
         for (int64_t i = 0; i < nb; i++) {
+            for (int k = 0; k < MV_ROWS; k++)
+                _mm_prefetch((const char *)(x[k] + i) + PF_BYTES, _MM_HINT_T0);
             __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
             __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
             float dy = fp16_to_f32(y[i].d);
