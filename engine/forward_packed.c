@@ -143,6 +143,11 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
 }
 
 #ifdef PK_AVX512
+/* Blocks ahead to prefetch in a group's stream: with the weights out of
+ * cache, decode on smollm-mini (30 MB of Q8_0 output rows) ran 30-40 %
+ * faster than with the hardware prefetcher alone (2..16 measured). */
+#define PF_BLOCKS 8
+
 static inline int32_t ld32(const void *p)
 {
     int32_t v;
@@ -285,6 +290,8 @@ static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
             const __m256i dh = _mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32));
             const __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(h2f(y[b].d)));
             const uint8_t *q = pw + (size_t)b * Q8_0_QS;
+            for (int l = 0; l < Q8_0_QS; l += 64)
+                _mm_prefetch((const char *)q + PF_BLOCKS * Q8_0_QS + l, _MM_HINT_T0);
             _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++)
             {
                 const __m512i s = _mm512_dpbusd_epi32(base2, _mm512_loadu_si512(q + 64 * p), yv2);
