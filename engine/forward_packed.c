@@ -75,18 +75,6 @@ size_t packed_bytes(const gguf_tensor *w)
     return 0;
 }
 
-/* ggml's get_scale_min_k4: 6-bit scale and min of sub-block j. */
-static void scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
-{
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 static void pack_row_q4_0(const block_q4_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
@@ -117,8 +105,8 @@ static void pack_row_q4_K(const block_q4_K *x, int64_t nb, int r, uint8_t *o)
         memcpy(sc + 32 + 2 * r, &x[b].dmin, 2);
         for (int j = 0; j < 4; j++) {
             uint8_t *p = sc + 64 + 64 * j;
-            scale_min(2 * j, x[b].scales, &p[r], &p[32 + 2 * r]);
-            scale_min(2 * j + 1, x[b].scales, &p[16 + r], &p[32 + 2 * r + 1]);
+            quant_scale_min_k4(2 * j, x[b].scales, &p[r], &p[32 + 2 * r]);
+            quant_scale_min_k4(2 * j + 1, x[b].scales, &p[16 + r], &p[32 + 2 * r + 1]);
         }
     }
 }

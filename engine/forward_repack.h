@@ -39,7 +39,8 @@ bool refbf16_applies(const gguf_tensor *w, int n_tok);
 void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                     int n_tok, float *out, int64_t out_stride);
 
-/* Q4_K the reference repacks (8x8 kernels) and Q6_K (vec_dot lane order). */
+/* Q4_K and Q2_K the reference repacks (8x8 kernels; Q6_K keeps vec_dot
+ * order and runs through tensor_matmul). */
 bool refk_applies(const gguf_tensor *w);
 void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                  int n_tok, float *out, int64_t out_stride);

@@ -306,6 +306,16 @@ static inline float hsum_ps(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* 16 floats (lo: 0-7, hi: 8-15) reduced the way GCC's _mm512_reduce_add_ps
+ * does: halves of 8, then 4, then (0+2) + (1+3). */
+static inline float red16_ps(__m256 lo, __m256 hi)
+{
+    const __m256 t8 = _mm256_add_ps(hi, lo);
+    const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+}
+
 static inline int hsum_epi32(__m256i v)
 {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -394,6 +404,11 @@ float quant_avx2_dot_q5_K(int64_t n, const void *w, const void *act);
 float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act);
 void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], float out[4]);
 void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* Q6_K rows in pairs, one per 256-bit half (quant_simd_k.c). */
+void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+#endif
 #endif
 
 #endif

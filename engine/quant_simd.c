@@ -101,14 +101,6 @@ static inline void bf16_pairs(__m256 acc[2], const uint16_t *x, const uint16_t *
     }
 }
 
-static inline float red16_ps(__m256 lo, __m256 hi)
-{
-    const __m256 t8 = _mm256_add_ps(hi, lo);
-    const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
-    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
-}
-
 static float dot_bf16_avx2(int64_t n, const void *w, const void *act)
 {
     const uint16_t *x = w, *y = act;
@@ -345,6 +337,10 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q6_K:
         k->vec_dot = quant_avx2_dot_q6_K;
         k->dot4 = quant_avx2_dot4_q6_K;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        k->dot4x4 = quant_avx512_dot4x4_q6_K;
+        k->matvec = quant_avx512_matvec_q6_K;
+#endif
         break;
     default:
         break;

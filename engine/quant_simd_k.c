@@ -1,6 +1,8 @@
 /* AVX2 dots of the K-quants against Q8_K activations, in ggml's x86
  * vec_dot order (lanes, accumulators and where the min terms go), plus the
- * 1-row x 4-activation tiles for Q4_K and Q6_K. */
+ * 1-row x 4-activation tiles for Q4_K and Q6_K, and (AVX-512) Q6_K rows in
+ * pairs. The forward pass runs Q6_K through these: the reference does not
+ * repack it. */
 #include "quant_internal.h"
 
 #if defined(QUANT_HAVE_AVX2)
@@ -314,5 +316,99 @@ void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], fl
     for (int c = 0; c < 4; c++)
         out[c] = hsum_ps(acc[c]);
 }
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* Q6_K rows in pairs, one per 256-bit half of each register: each half does
+ * what quant_avx2_dot_q6_K does for its row (same lanes, same bits), and
+ * every activation chunk is loaded once for both rows. nt <= 4 tokens. */
+static inline __m512i pair256(const void *lo, const void *hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                              _mm256_loadu_si256((const __m256i *)hi), 1);
+}
+
+static inline __m512i dup256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
+
+static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const block_q6_K *x0, const block_q6_K *x1,
+                                                              const void *const act[4], int nt, float o0[4],
+                                                              float o1[4])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
+    __m512 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[i].scales);
+        const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[i].scales);
+        __m512i sumi[4];
+        for (int c = 0; c < 4; c++)
+            sumi[c] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m512i l0 = pair256(x0[i].ql + 64 * h, x1[i].ql + 64 * h);
+            const __m512i l1 = pair256(x0[i].ql + 64 * h + 32, x1[i].ql + 64 * h + 32);
+            const __m512i qh = pair256(x0[i].qh + 32 * h, x1[i].qh + 32 * h);
+            __m512i q[4], scv[4];
+            q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m2));
+            q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 2), m2));
+            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(qh, m2));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                   _mm512_and_si512(_mm512_srli_epi16(qh, 2), m2));
+            for (int k = 0; k < 4; k++)
+                scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(scale_pair_s8(s0, 4 * h + k)),
+                                            scale_pair_s8(s1, 4 * h + k), 1);
+            _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+            {
+                const int8_t *q8 = ((const block_q8_K *)act[c])[i].qs + 128 * h;
+                for (int k = 0; k < 4; k++)
+                    sumi[c] = _mm512_add_epi32(
+                        sumi[c], _mm512_madd_epi16(scv[k], _mm512_maddubs_epi16(q[k], dup256(q8 + 32 * k))));
+            }
+        }
+        const __m512i sc16 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepi8_epi16(s0)),
+                                                _mm256_cvtepi8_epi16(s1), 1);
+        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x0[i].d)),
+                                             _mm256_set1_ps(fp16_to_f32(x1[i].d)), 1);
+        for (int c = 0; c < nt; c++) {
+            const block_q8_K *y = (const block_q8_K *)act[c] + i;
+            const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(dup256(y->bsums), sc16), 5);
+            acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(y->d), xd),
+                                     _mm512_cvtepi32_ps(_mm512_sub_epi32(sumi[c], off)), acc[c]);
+        }
+    }
+    for (int c = 0; c < nt; c++) {
+        o0[c] = hsum_ps(_mm512_castps512_ps256(acc[c]));
+        o1[c] = hsum_ps(_mm512_extractf32x8_ps(acc[c], 1));
+    }
+}
+
+void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    for (int r = 0; r < 4; r += 2) {
+        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
+        const block_q6_K *x1 = (const block_q6_K *)((const char *)x0 + rs);
+        float o0[4], o1[4];
+        q6_K_rows2(n / QK_K, x0, x1, act, 4, o0, o1);
+        for (int c = 0; c < 4; c++) {
+            out[c][r] = o0[c];
+            out[c][r + 1] = o1[c];
+        }
+    }
+}
+
+void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const void *const a[4] = {act, act, act, act};
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
+        float o0[4], o1[4];
+        q6_K_rows2(n / QK_K, x0, (const block_q6_K *)((const char *)x0 + rs), a, 1, o0, o1);
+        out[r] = o0[0];
+        out[r + 1] = o1[0];
+    }
+    if (r < rows)
+        out[r] = quant_avx2_dot_q6_K(n, (const char *)w + (size_t)r * rs, act);
+}
+#endif
 
 #endif /* QUANT_HAVE_AVX2 */

@@ -40,10 +40,10 @@ float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act)
 /* How far ahead of each row the Q8_0 matvec prefetches. The rows it reads
  * side by side are separate streams, and the hardware prefetcher alone
  * leaves a large matrix out of cache waiting on memory: smollm-mini's
- * 49152-row output (30 MB) decoded about 20 % slower with AVX-512 and
- * 45 % slower in the AVX2 build (-march=haswell) on the Zen 5 test
- * machine (128..1024 bytes measured). AVX-512 VNNI builds use the packed
- * Q8_0 kernels (forward_packed.c) in the forward pass. */
+ * 49152-row output (30 MB) decoded 45 % slower without it in the AVX2
+ * build (-march=haswell) on the Zen 5 test machine (128..1024 bytes
+ * measured). AVX-512 VNNI builds use the packed Q8_0 kernels
+ * (forward_packed.c), which prefetch on their own. */
 #define PF_BYTES 256
 
 
@@ -80,42 +80,6 @@ void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, c
     const block_q8_0 *y = act;
     const int64_t nb = n / QK8_0;
     int64_t r = 0;
-#if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
-    /* two rows per 512-bit register (lanes 0-7 and 8-15), each lane doing
-     * what its 256-bit counterpart below does: same bits, half the work */
-    for (; r + 2 * MV_ROWS <= rows; r += 2 * MV_ROWS) {
-        const block_q8_0 *x[2 * MV_ROWS];
-        __m512 acc[MV_ROWS];
-        for (int k = 0; k < 2 * MV_ROWS; k++)
-            x[k] = (const block_q8_0 *)((const char *)w + (size_t)(r + k) * rs);
-        for (int k = 0; k < MV_ROWS; k++)
-            acc[k] = _mm512_setzero_ps();
-        const __m512i flip2 = _mm512_set1_epi8((char)0x80);
-        for (int64_t i = 0; i < nb; i++) {
-            for (int k = 0; k < 2 * MV_ROWS; k++)
-                _mm_prefetch((const char *)(x[k] + i) + PF_BYTES, _MM_HINT_T0);
-            const __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
-            const __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
-            const __m512i yv2 = _mm512_broadcast_i64x4(yv), base2 = _mm512_broadcast_i64x4(base);
-            const float dy = fp16_to_f32(y[i].d);
-            _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++)
-            {
-                const __m512i u = _mm512_xor_si512(
-                    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x[2 * k][i].qs)),
-                                       _mm256_loadu_si256((const __m256i *)x[2 * k + 1][i].qs), 1),
-                    flip2);
-                const __m512i p = _mm512_dpbusd_epi32(base2, u, yv2);
-                const __m512 sc = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x[2 * k][i].d) * dy),
-                                                     _mm256_set1_ps(fp16_to_f32(x[2 * k + 1][i].d) * dy), 1);
-                acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[k]);
-            }
-        }
-        for (int k = 0; k < MV_ROWS; k++) {
-            out[r + 2 * k] = hsum_ps(_mm512_castps512_ps256(acc[k]));
-            out[r + 2 * k + 1] = hsum_ps(_mm512_extractf32x8_ps(acc[k], 1));
-        }
-    }
-#endif
     for (; r + MV_ROWS <= rows; r += MV_ROWS) {
         const block_q8_0 *x[MV_ROWS];
         __m256 acc[MV_ROWS];
@@ -260,60 +224,10 @@ static inline __m256i tile_weights(const void *w, size_t rs, int r, int64_t i, i
     return _mm256_loadu_si256((const __m256i *)x->qs);
 }
 
-#if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
-/* The same tile with two activation rows per 512-bit register (token c in
- * lanes 0-7, token c+1 in lanes 8-15): every lane does exactly what its
- * 256-bit counterpart does, so the results are the same bits. */
-static inline void mm4x4_q8act_512(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
-                                   int q4)
-{
-    const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
-    const int off_shift = q4 ? 3 : 7;
-    __m512 acc[4][2];
-    for (int r = 0; r < 4; r++)
-        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m512i yv[2], base[2];
-        __m512 dy[2];
-        for (int c = 0; c < 2; c++) {
-            const __m256i y0 = _mm256_loadu_si256((const __m256i *)y[2 * c][i].qs);
-            const __m256i y1 = _mm256_loadu_si256((const __m256i *)y[2 * c + 1][i].qs);
-            yv[c] = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
-            base[c] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                       _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                                                             _mm512_set1_epi8(1), yv[c]),
-                                                         off_shift));
-            dy[c] = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(y[2 * c][i].d)),
-                                       _mm256_set1_ps(fp16_to_f32(y[2 * c + 1][i].d)), 1);
-        }
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        {
-            float dxs;
-            __m256i u = tile_weights(w, rs, r, i, q4, &dxs);
-            if (!q4) /* VNNI takes the Q8_0 bytes unsigned, see q8w_dot */
-                u = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80));
-            const __m512i u2 = _mm512_broadcast_i64x4(u);
-            const __m512 dx = _mm512_set1_ps(dxs);
-            for (int c = 0; c < 2; c++) {
-                const __m512i p = _mm512_dpbusd_epi32(base[c], u2, yv[c]);
-                acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dy[c]), _mm512_cvtepi32_ps(p), acc[r][c]);
-            }
-        }
-    }
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 2; c++) {
-            out[2 * c][r] = hsum_ps(_mm512_castps512_ps256(acc[r][c]));
-            out[2 * c + 1][r] = hsum_ps(_mm512_extractf32x8_ps(acc[r][c], 1));
-        }
-}
-#endif
 
 static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
                                int q4)
 {
-#if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
-    mm4x4_q8act_512(nb, w, rs, act, out, q4);
-#else
     const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
     const int off_shift = q4 ? 3 : 7; /* offset 8 or 128 */
     __m256 acc[4][4];
@@ -344,7 +258,6 @@ static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void 
     for (int r = 0; r < 4; r++)
         for (int c = 0; c < 4; c++)
             out[c][r] = hsum_ps(acc[r][c]);
-#endif
 }
 
 void quant_avx2_dot4x4_q8_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])

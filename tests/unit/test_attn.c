@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,7 @@
 #include "forward_attn.h"
 #include "tensor.h"
 
-enum { N_CTX = 640, KV_HEADS = 2 };
+enum { N_CTX = 640, KV_HEADS = 2, WORK_FLOATS = 128 * 80 };
 
 typedef struct {
     int hd;
@@ -26,16 +28,11 @@ typedef struct {
     float *buf;
     uint16_t *half;
     attn_scratch s;
+    float *q, *a, *b; /* WORK_FLOATS each: queries and two outputs to compare */
 } fixture;
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static float rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)(rng >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
-}
+static float rnd(void) { return (float)(test_xorshift64(&rng) >> 40) / (float)(1 << 24) * 2.0f - 1.0f; }
 
 static void fixture_init(fixture *fx, int hd)
 {
@@ -55,6 +52,9 @@ static void fixture_init(fixture *fx, int hd)
     fx->buf = malloc(attn_scratch_floats(hd, N_CTX, KV_HEADS) * sizeof(float));
     fx->half = malloc((size_t)hd * 2 * sizeof(uint16_t));
     attn_scratch_init(&fx->s, fx->buf, fx->half, hd, N_CTX);
+    fx->q = malloc(WORK_FLOATS * sizeof(float));
+    fx->a = malloc(WORK_FLOATS * sizeof(float));
+    fx->b = malloc(WORK_FLOATS * sizeof(float));
 }
 
 static void fixture_free(fixture *fx)
@@ -65,6 +65,9 @@ static void fixture_free(fixture *fx)
     free(fx->v32);
     free(fx->buf);
     free(fx->half);
+    free(fx->q);
+    free(fx->a);
+    free(fx->b);
 }
 
 static attn_kv view(const fixture *fx, int head, bool f16)
@@ -124,7 +127,7 @@ static void test_kernels_are_attention(void **state)
         fixture fx;
         fixture_init(&fx, hds[h]);
         const int hd = fx.hd;
-        float *q = malloc(sizeof(float) * (size_t)ATTN_TILE * hd), *out = malloc(sizeof(float) * (size_t)ATTN_TILE * hd);
+        float *q = fx.q, *out = fx.a;
         double *want = malloc(sizeof(double) * (size_t)hd);
         for (int f16 = 0; f16 <= 1; f16++) {
             const attn_kv kv = view(&fx, 1, f16);
@@ -154,8 +157,6 @@ static void test_kernels_are_attention(void **state)
                 }
             }
         }
-        free(q);
-        free(out);
         free(want);
         fixture_free(&fx);
     }
@@ -169,7 +170,7 @@ static void test_causal(void **state)
     fixture_init(&fx, 64);
     const int hd = fx.hd;
     const attn_kv kv = view(&fx, 0, true);
-    float q[ATTN_TILE * 64], a[ATTN_TILE * 64], b[ATTN_TILE * 64];
+    float *q = fx.q, *a = fx.a, *b = fx.b;
     for (int i = 0; i < ATTN_TILE * hd; i++)
         q[i] = rnd();
     attn_tile(&kv, q, hd, 1, ATTN_TILE, 30, &fx.s, a, hd);
@@ -204,7 +205,7 @@ static void test_tile_grouping(void **state)
     const int hd = fx.hd;
     const attn_kv kv = view(&fx, 1, true);
     enum { N = 100 };
-    float *q = malloc(sizeof(float) * N * 32), *a = malloc(sizeof(float) * N * 32), *b = malloc(sizeof(float) * N * 32);
+    float *q = fx.q, *a = fx.a, *b = fx.b;
     for (int i = 0; i < N * hd; i++)
         q[i] = rnd();
     /* tiles of 64 + 36 against 10 + 64 + 26 */
@@ -214,9 +215,6 @@ static void test_tile_grouping(void **state)
     attn_tile(&kv, q + 10 * hd, hd, 1, 64, 10, &fx.s, b + 10 * hd, hd);
     attn_tile(&kv, q + 74 * hd, hd, 1, 26, 74, &fx.s, b + 74 * hd, hd);
     assert_memory_equal(a, b, sizeof(float) * N * 32);
-    free(q);
-    free(a);
-    free(b);
     fixture_free(&fx);
 }
 
@@ -230,17 +228,13 @@ static void test_tile_heads(void **state)
     const int hd = fx.hd;
     const attn_kv kv = view(&fx, 0, true);
     enum { ROWS = 40, HEADS = 2, STRIDE = 2 * 32 };
-    float *q = malloc(sizeof(float) * ROWS * STRIDE), *a = malloc(sizeof(float) * ROWS * STRIDE),
-          *b = malloc(sizeof(float) * ROWS * STRIDE);
+    float *q = fx.q, *a = fx.a, *b = fx.b;
     for (int i = 0; i < ROWS * STRIDE; i++)
         q[i] = rnd();
     attn_tile(&kv, q, STRIDE, HEADS, ROWS, 70, &fx.s, a, STRIDE);
     for (int g = 0; g < HEADS; g++)
         attn_tile(&kv, q + g * hd, STRIDE, 1, ROWS, 70, &fx.s, b + g * hd, STRIDE);
     assert_memory_equal(a, b, sizeof(float) * ROWS * STRIDE);
-    free(q);
-    free(a);
-    free(b);
     fixture_free(&fx);
 }
 

@@ -686,13 +686,7 @@ static void test_getters(void **state)
  * open (and then every accessor stays inside the buffer) or fail with a
  * located message. Run the binary under valgrind to see over-reads. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rng(void) { return test_xorshift64(&rng_state); }
 
 static void walk_all(const gguf_ctx *g)
 {

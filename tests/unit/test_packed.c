@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +22,7 @@
 #include "tensor.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd_u32(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
+static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng) >> 32); }
 static float rnd(void)
 {
     return (float)(rnd_u32() >> 8) / (float)(1 << 24) * 2.0f - 1.0f;
@@ -143,33 +139,6 @@ static void test_q8_0(void **state)
     check_type(TENSOR_TYPE_Q8_0, 576, 36); /* not a multiple of 8 rows: Q8_0 is packed anyway */
 }
 
-/* Q6_K is not packed, but AVX-512 builds run its rows in pairs (one per
- * register half): every row must come out as it does alone. */
-static void test_q6_K_pairs(void **state)
-{
-    (void)state;
-    const int64_t n = 512, rows = 7;
-    const int d_off[1] = {208};
-    const uint8_t *w = random_weights(TENSOR_TYPE_Q6_K, n, rows, d_off, 1);
-    gguf_tensor t;
-    memset(&t, 0, sizeof t);
-    t.type = TENSOR_TYPE_Q6_K;
-    t.ne[0] = n;
-    t.ne[1] = rows;
-    t.data = w;
-    const size_t as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
-    for (int n_tok = 1; n_tok <= 9; n_tok++) {
-        uint8_t *act = random_act(TENSOR_TYPE_Q8_K, n, n_tok);
-        float pairs[9 * 7], alone[9 * 7];
-        refk_matmul(&t, n, 0, rows, act, as, n_tok, pairs, rows);
-        for (int64_t r = 0; r < rows; r++)
-            refk_matmul(&t, n, r, r + 1, act, as, n_tok, alone, rows);
-        assert_memory_equal(pairs, alone, sizeof(float) * (size_t)(n_tok * rows));
-        free(act);
-    }
-    free((void *)w);
-}
-
 /* Which weights get packed: those the reference repacks, and Q8_0 (only
  * where the build has the kernels). */
 static void test_which(void **state)
@@ -206,8 +175,10 @@ static void test_which(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q4_0),       cmocka_unit_test(test_q4_K),  cmocka_unit_test(test_q8_0),
-        cmocka_unit_test(test_q6_K_pairs), cmocka_unit_test(test_which),
+        cmocka_unit_test(test_q4_0),
+        cmocka_unit_test(test_q4_K),
+        cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

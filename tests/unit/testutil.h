@@ -3,6 +3,7 @@
 #ifndef TOKSCOPE_TESTUTIL_H
 #define TOKSCOPE_TESTUTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,16 @@ static inline const char *testdata_path(const char *rel)
     char *b = bufs[slot++ & 7];
     snprintf(b, sizeof bufs[0], "%s/%s", root, rel);
     return b;
+}
+
+/* xorshift64 step: reproducible random numbers, each suite with its own
+ * state and seed so that its data does not depend on the others. */
+static inline uint64_t test_xorshift64(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
 }
 
 static inline int testdata_in_ci(void)
