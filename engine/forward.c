@@ -279,7 +279,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->hb2 = malloc(B * F * sizeof(float));
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
         for (int i = 0; i < 3; i++)
-            f->act[i] = malloc(f->act_cap);
+            f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
         f->rope = malloc(hp->n_rot * sizeof(float));
         /* each thread's scratch on cache lines of its own: two threads
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
@@ -442,14 +442,36 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
+/* x rounded to the nearest half (ties to even), back in floats. */
+static void round_f16_row(const float *x, float *y, int64_t n)
+{
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+    for (; i < n; i++)
+        y[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(x[i]));
+}
+
 /* Converts n_tok rows of x (n_in floats each, stride n_in) to dot_type into
- * buffer slot; returns the row pointer base and stride. F32 uses x directly. */
+ * buffer slot; returns the row pointer base and stride. F32 uses x directly;
+ * F16 activations are stored as floats (see reffloat_matmul). */
 static const uint8_t *prep_act(forward_ctx *f, int slot, enum tensor_type dot, const float *x, int n_tok,
                                int64_t n_in, size_t *stride)
 {
     if (dot == TENSOR_TYPE_F32) {
         *stride = (size_t)n_in * sizeof(float);
         return (const uint8_t *)x;
+    }
+    if (dot == TENSOR_TYPE_F16) {
+        /* F16 weights multiply F16-rounded activations. Kept as floats (the
+         * values are exact) so that the kernels convert only the weights. */
+        float *r = (void *)f->act[slot];
+        for (int t = 0; t < n_tok; t++)
+            round_f16_row(x + (size_t)t * n_in, r + (size_t)t * n_in, n_in);
+        *stride = (size_t)n_in * sizeof(float);
+        return f->act[slot];
     }
     const size_t rs = tensor_row_size(dot, n_in);
     for (int t = 0; t < n_tok; t++)

@@ -46,6 +46,14 @@ static inline float ld(bool f16, const void *p, int64_t i)
     return f16 ? h2f(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
+#if defined(__AVX512F__)
+static inline __m512 ld16w(bool f16, const void *p, int64_t i)
+{
+    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)))
+               : _mm512_loadu_ps((const float *)p + i);
+}
+#endif
+
 #ifdef RP_AVX2
 /* 16 lanes as two 8-wide halves: the same per-lane operations as AVX-512. */
 static inline void ld16(bool f16, const void *p, int64_t i, __m256 *lo, __m256 *hi)
@@ -90,20 +98,29 @@ static float f32_tail(float sum, int64_t left, const float *w, const float *a)
     return sum;
 }
 
-static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
+static float vecdot_float(bool wf16, bool af16, int64_t n, const void *w, const void *a)
 {
     const int64_t np = n & ~(int64_t)63;
     float red = 0.0f; /* the 64-wide part, reduced */
     if (np > 0) {
-#ifdef RP_AVX2
+#if defined(__AVX512F__)
+        __m512 acc[4];
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < np; i += 64) {
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                acc[j] = _mm512_fmadd_ps(ld16w(wf16, w, i + 16 * j), ld16w(af16, a, i + 16 * j), acc[j]);
+        }
+        red = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3])));
+#elif defined(RP_AVX2)
         __m256 lo[4], hi[4];
         for (int j = 0; j < 4; j++)
             lo[j] = hi[j] = _mm256_setzero_ps();
         for (int64_t i = 0; i < np; i += 64)
             for (int j = 0; j < 4; j++) {
                 __m256 wl, wh, al, ah;
-                ld16(f16, w, i + 16 * j, &wl, &wh);
-                ld16(f16, a, i + 16 * j, &al, &ah);
+                ld16(wf16, w, i + 16 * j, &wl, &wh);
+                ld16(af16, a, i + 16 * j, &al, &ah);
                 lo[j] = _mm256_fmadd_ps(wl, al, lo[j]);
                 hi[j] = _mm256_fmadd_ps(wh, ah, hi[j]);
             }
@@ -116,25 +133,25 @@ static float vecdot_float(bool f16, int64_t n, const void *w, const void *a)
         for (int64_t i = 0; i < np; i += 64)
             for (int j = 0; j < 4; j++)
                 for (int l = 0; l < 16; l++)
-                    acc[j][l] = fmaf(ld(f16, w, i + 16 * j + l), ld(f16, a, i + 16 * j + l), acc[j][l]);
+                    acc[j][l] = fmaf(ld(wf16, w, i + 16 * j + l), ld(af16, a, i + 16 * j + l), acc[j][l]);
         float v[16];
         for (int l = 0; l < 16; l++)
             v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
         red = red16(v);
 #endif
     }
-    if (f16) {
+    if (wf16) {
         double sum = red;
         for (int64_t i = np; i < n; i++)
-            sum += (double)(ld(true, w, i) * ld(true, a, i));
+            sum += (double)(ld(true, w, i) * ld(af16, a, i));
         return (float)sum;
     }
     return f32_tail(red, n - np, (const float *)w + np, (const float *)a + np);
 }
 
-float refdot_f32(int64_t n, const float *x, const float *y) { return vecdot_float(false, n, x, y); }
+float refdot_f32(int64_t n, const float *x, const float *y) { return vecdot_float(false, false, n, x, y); }
 
-float refdot_f16(int64_t n, const uint16_t *x, const uint16_t *y) { return vecdot_float(true, n, x, y); }
+float refdot_f16(int64_t n, const uint16_t *x, const uint16_t *y) { return vecdot_float(true, true, n, x, y); }
 
 static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
 {
@@ -143,7 +160,7 @@ static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
     for (int64_t k = 0; k < n; k += 16) {
         __m256 wl, wh, al, ah;
         ld16(f16, w, k, &wl, &wh);
-        ld16(f16, a, k, &al, &ah);
+        ld16(false, a, k, &al, &ah);
         lo = _mm256_fmadd_ps(wl, al, lo);
         hi = _mm256_fmadd_ps(wh, ah, hi);
     }
@@ -152,7 +169,7 @@ static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
     float acc[16] = {0};
     for (int64_t k = 0; k < n; k += 16)
         for (int l = 0; l < 16; l++)
-            acc[l] = fmaf(ld(f16, w, k + l), ld(f16, a, k + l), acc[l]);
+            acc[l] = fmaf(ld(f16, w, k + l), ld(false, a, k + l), acc[l]);
     return red16(acc);
 #endif
 }
@@ -202,36 +219,74 @@ bool reffloat_applies(const gguf_tensor *w)
 }
 
 #if defined(__AVX512F__)
-static inline __m512 ld16z(bool f16, const void *p, int64_t i)
+
+/* _mm512_reduce_add_ps of a, b, c and d, side by side: GCC reduces by
+ * adding the upper half to the lower one, 256, 128 bits, then lanes 2,3 to
+ * 0,1 and lane 1 to lane 0. Here the same additions (each with the same two
+ * operands) run on all four at once, a quarter of the vector each. */
+static inline __m128 reduce4_ps(__m512 a, __m512 b, __m512 c, __m512 d)
 {
-    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)))
-               : _mm512_loadu_ps((const float *)p + i);
+    const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    /* quarter i: the 8-lane sum's lanes 0-3 plus its lanes 4-7 */
+    const __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    const __m512 p = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4E));
+    const __m512 r = _mm512_add_ps(p, _mm512_permute_ps(p, 0xB1));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
 }
 
-/* tinyblas_float for 2 weight rows x 4 activation rows: each output keeps
- * its one 16-lane FMA accumulator and GCC's _mm512_reduce_add_ps, as in
- * tinyBLAS; the tile only shares the loads and conversions. */
-static inline __attribute__((always_inline)) void tinyblas_tile_2x4(bool f16, int64_t n, const void *w0,
-                                                                    const void *w1, const uint8_t *act,
-                                                                    size_t act_stride, float o0[4], float o1[4])
+/* tinyblas_float for RM weight rows x RN tokens: each output keeps its one
+ * 16-lane FMA accumulator and GCC's _mm512_reduce_add_ps, as in tinyBLAS;
+ * the tile only shares the loads and the weights' conversion. RM and RN
+ * are constants at every call, so the accumulators stay in registers
+ * (4 x 6 uses 24 of the 32). */
+static inline __attribute__((always_inline)) void tinyblas_tile(bool f16, int rm, int rn, int64_t n, const uint8_t *w,
+                                                                size_t rb, const uint8_t *act, size_t act_stride,
+                                                                float *out, int64_t out_stride)
 {
-    __m512 acc[2][4];
-    for (int c = 0; c < 4; c++)
-        acc[0][c] = acc[1][c] = _mm512_setzero_ps();
+    __m512 acc[4][6];
+    _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+            acc[i][j] = _mm512_setzero_ps();
     for (int64_t k = 0; k < n; k += 16) {
-        const __m512 x0 = ld16z(f16, w0, k), x1 = ld16z(f16, w1, k);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-        {
-            const __m512 a = ld16z(f16, act + (size_t)c * act_stride, k);
-            acc[0][c] = _mm512_fmadd_ps(x0, a, acc[0][c]);
-            acc[1][c] = _mm512_fmadd_ps(x1, a, acc[1][c]);
+        __m512 x[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
+            x[i] = ld16w(f16, w + (size_t)i * rb, k);
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++) {
+            const float *aj = (const void *)(act + (size_t)j * act_stride);
+            __m512 a = _mm512_loadu_ps(aj + k);
+            __asm__("" : "+v"(a)); /* one load, not one per FMA: the loads were the bottleneck */
+            _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
+                acc[i][j] = _mm512_fmadd_ps(x[i], a, acc[i][j]);
         }
     }
-    for (int c = 0; c < 4; c++) {
-        o0[c] = _mm512_reduce_add_ps(acc[0][c]);
-        o1[c] = _mm512_reduce_add_ps(acc[1][c]);
+    if (rm == 4) {
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+            _mm_storeu_ps(out + (int64_t)j * out_stride, reduce4_ps(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+        return;
     }
+    _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
+            out[(int64_t)j * out_stride + i] = _mm512_reduce_add_ps(acc[i][j]);
 }
+
+/* One instance per weight type, so that `f16` is a constant too. */
+#define TB_RM 4
+#define TB_RN 6
+#define TINYBLAS_ROWS(name, F16)                                                                                  \
+    static void name(int64_t n, const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok,    \
+                     float *out, int64_t out_stride)                                                              \
+    {                                                                                                             \
+        int t = 0;                                                                                                \
+        for (; t + TB_RN <= n_tok; t += TB_RN)                                                                    \
+            tinyblas_tile(F16, TB_RM, TB_RN, n, w, rb, act + (size_t)t * act_stride, act_stride,                  \
+                          out + (int64_t)t * out_stride, out_stride);                                             \
+        for (; t < n_tok; t++)                                                                                    \
+            tinyblas_tile(F16, TB_RM, 1, n, w, rb, act + (size_t)t * act_stride, act_stride,                      \
+                          out + (int64_t)t * out_stride, out_stride);                                             \
+    }
+TINYBLAS_ROWS(tinyblas_rows_f16, true)
+TINYBLAS_ROWS(tinyblas_rows_f32, false)
 #endif
 
 void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
@@ -242,32 +297,20 @@ void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, co
     const bool tiny = n_tok >= 2 && n % 16 == 0;
     int64_t r = r0;
 #if defined(__AVX512F__)
-    if (tiny && n_tok >= 4)
-        for (; r + 2 <= r1; r += 2) {
-            const uint8_t *w0 = (const uint8_t *)w->data + (size_t)r * rb;
-            int t = 0;
-            for (; t + 4 <= n_tok; t += 4) {
-                float o0[4], o1[4];
-                if (f16) /* separate instances keep the accumulators in registers */
-                    tinyblas_tile_2x4(true, n, w0, w0 + rb, act + (size_t)t * act_stride, act_stride, o0, o1);
-                else
-                    tinyblas_tile_2x4(false, n, w0, w0 + rb, act + (size_t)t * act_stride, act_stride, o0, o1);
-                for (int c = 0; c < 4; c++) {
-                    out[(int64_t)(t + c) * out_stride + r] = o0[c];
-                    out[(int64_t)(t + c) * out_stride + r + 1] = o1[c];
-                }
-            }
-            for (; t < n_tok; t++)
-                for (int i = 0; i < 2; i++)
-                    out[(int64_t)t * out_stride + r + i] =
-                        tinyblas_float(f16, n, w0 + (size_t)i * rb, act + (size_t)t * act_stride);
+    if (tiny)
+        for (; r + TB_RM <= r1; r += TB_RM) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
+            if (f16)
+                tinyblas_rows_f16(n, wr, rb, act, act_stride, n_tok, out + r, out_stride);
+            else
+                tinyblas_rows_f32(n, wr, rb, act, act_stride, n_tok, out + r, out_stride);
         }
 #endif
     for (; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
         for (int t = 0; t < n_tok; t++) {
             const uint8_t *a = act + (size_t)t * act_stride;
-            out[(int64_t)t * out_stride + r] = tiny ? tinyblas_float(f16, n, wr, a) : vecdot_float(f16, n, wr, a);
+            out[(int64_t)t * out_stride + r] = tiny ? tinyblas_float(f16, n, wr, a) : vecdot_float(f16, false, n, wr, a);
         }
     }
 }

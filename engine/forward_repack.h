@@ -24,7 +24,9 @@ void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
                    int n_tok, float *out, int64_t out_stride);
 
 /* F16 / F32 weights: ggml's vec_dot order for single tokens, tinyBLAS's
- * for batches (rows a multiple of 16 long). */
+ * for batches (rows a multiple of 16 long). Activations are F32 rows in
+ * both cases; for F16 weights their values must already be F16-rounded
+ * (the dot type), which keeps every product the reference computes. */
 bool reffloat_applies(const gguf_tensor *w);
 void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                      int n_tok, float *out, int64_t out_stride);

@@ -992,6 +992,101 @@ static void test_reference_f32_tail(void **state)
     free(a);
 }
 
+/* GCC's _mm512_reduce_add_ps: upper 256 bits onto the lower, then 128,
+ * then lanes 2,3 onto 0,1, then lane 1 onto lane 0. */
+static float emulate_reduce16(const float v[16])
+{
+    float t8[8], t4[4];
+    for (int l = 0; l < 8; l++)
+        t8[l] = v[l + 8] + v[l];
+    for (int l = 0; l < 4; l++)
+        t4[l] = t8[l + 4] + t8[l];
+    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+/* llamafile's tinyBLAS (batches, rows a multiple of 16 long): one 16-lane
+ * FMA accumulator per output, reduced as above. */
+static float emulate_tinyblas(int64_t n, const float *w, const float *a)
+{
+    float lane[16] = {0};
+    for (int64_t k = 0; k < n; k += 16)
+        for (int l = 0; l < 16; l++)
+            lane[l] = fmaf(w[k + l], a[k + l], lane[l]);
+    return emulate_reduce16(lane);
+}
+
+/* ggml_vec_dot_f16 (single tokens): the F32 dot's 64-wide part, the rest
+ * summed in double. */
+static float emulate_f16_dot(int64_t n, const float *w, const float *a)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float lane[4][16] = {{0}}, v[16];
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                lane[j][l] = fmaf(w[i + 16 * j + l], a[i + 16 * j + l], lane[j][l]);
+    for (int l = 0; l < 16; l++)
+        v[l] = (lane[0][l] + lane[2][l]) + (lane[1][l] + lane[3][l]);
+    double sum = np > 0 ? emulate_reduce16(v) : 0.0f;
+    for (int64_t i = np; i < n; i++)
+        sum += (double)(w[i] * a[i]);
+    return (float)sum;
+}
+
+/* F16 and F32 weights, any tile of rows and tokens: every output equals
+ * the reference's one-output order (tinyBLAS for batches, vec_dot for one
+ * token or rows not a multiple of 16), whatever tile computed it. */
+static void test_reference_float_tiles(void **state)
+{
+    (void)state;
+    enum { ROWS = 11, TOK = 13, NMAX = 784 };
+    const int64_t widths[] = {16, 48, 256, 784, 100};
+    float *w = malloc(sizeof(float) * NMAX * ROWS), *a = malloc(sizeof(float) * NMAX * TOK);
+    float *out = malloc(sizeof(float) * ROWS * TOK);
+    uint16_t *wh = malloc(sizeof(uint16_t) * NMAX * ROWS);
+    for (int f16 = 0; f16 <= 1; f16++)
+        for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+            const int64_t n = widths[k];
+            fill_random(w, n * ROWS, 1.0f);
+            fill_random(a, n * TOK, 2.0f);
+            for (int64_t i = 0; f16 && i < n * ROWS; i++) {
+                wh[i] = tensor_fp32_to_fp16(w[i]);
+                w[i] = tensor_fp16_to_fp32(wh[i]);
+            }
+            for (int64_t i = 0; f16 && i < n * TOK; i++) /* F16's dot type: rounded activations */
+                a[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(a[i]));
+            gguf_tensor wt = {.name = "w",
+                              .n_dims = 2,
+                              .ne = {n, ROWS, 1, 1},
+                              .type = f16 ? TENSOR_TYPE_F16 : TENSOR_TYPE_F32,
+                              .data = f16 ? (void *)wh : (void *)w};
+            for (int n_tok = 1; n_tok <= TOK; n_tok++)
+                for (int r0 = 0; r0 <= 1; r0++) {
+                    const int r1 = ROWS - (r0 ? 2 : 0);
+                    memset(out, 0, sizeof(float) * ROWS * TOK);
+                    reffloat_matmul(&wt, n, r0, r1, (const uint8_t *)a, (size_t)n * sizeof(float), n_tok, out, ROWS);
+                    for (int t = 0; t < n_tok; t++)
+                        for (int r = r0; r < r1; r++) {
+                            const float *wr = w + n * r, *at = a + n * t;
+                            float want;
+                            if (n_tok >= 2 && n % 16 == 0)
+                                want = emulate_tinyblas(n, wr, at);
+                            else
+                                want = f16 ? emulate_f16_dot(n, wr, at) : emulate_f32_dot(n, wr, at, false);
+                            if (f2u(out[t * ROWS + r]) != f2u(want))
+                                fail_msg("%s n=%lld rows [%d,%d) tokens %d: row %d token %d gives %.9g, the "
+                                         "reference order %.9g",
+                                         f16 ? "F16" : "F32", (long long)n, r0, r1, n_tok, r, t,
+                                         (double)out[t * ROWS + r], (double)want);
+                        }
+                }
+        }
+    free(w);
+    free(a);
+    free(out);
+    free(wh);
+}
+
 /* ---- real tensors ---- */
 
 static void test_real_tensors(void **state)
@@ -1130,6 +1225,7 @@ int main(void)
 #ifdef HAVE_ORDER_TEST
         cmocka_unit_test(test_reference_order),
         cmocka_unit_test(test_reference_f32_tail),
+        cmocka_unit_test(test_reference_float_tiles),
 #endif
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
