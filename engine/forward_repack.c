@@ -431,15 +431,70 @@ static void q4_K_tile_1x4(const block_q4_K *x, const uint8_t *act, size_t act_st
 /* Repacked Q2_K (ggml_gemv/gemm_q2_K_8x8_q8_K): like Q4_K, exact integer
  * sums of scale * (q . a) and min * bsum per 16-element sub-block; the
  * single-row kernel converts once per super-block, the batched one once
- * per 128 elements. */
+ * per 128 elements (group g). Within group g, shift j covers activations
+ * 128g + 32j .. +32 and sub-blocks 8g + 2j (first 16) and 8g + 2j + 1. */
+
+#ifdef RP_AVX2
+/* One group's weights: per shift j the 2-bit values (32 bytes) and the two
+ * sub-block scales as 16-bit lanes (low half, high half). */
+struct q2_K_group {
+    __m256i v[4], s[4];
+};
+
+static inline void q2_K_group_load(const block_q2_K *x, int g, struct q2_K_group *q)
+{
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * g));
+    for (int j = 0; j < 4; j++) {
+        const uint8_t *sc = x->scales + 8 * g + 2 * j;
+        q->v[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), _mm256_set1_epi8(3));
+        q->s[j] = _mm256_set_m128i(_mm_set1_epi16(sc[1] & 0xF), _mm_set1_epi16(sc[0] & 0xF));
+    }
+}
+
+/* 8 int32 partial sums of the group's scale * (q . a); a = y->qs + 128g. */
+static inline __m256i q2_K_group_dot(const struct q2_K_group *q, const int8_t *a)
+{
+    __m256i p = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++)
+        p = _mm256_add_epi32(
+            p, _mm256_madd_epi16(_mm256_maddubs_epi16(q->v[j], _mm256_loadu_si256((const __m256i *)(a + 32 * j))),
+                                 q->s[j]));
+    return p;
+}
+
+/* min * bsum of both groups: lanes 0-3 hold group 0's, lanes 4-7 group 1's. */
+static inline __m256i q2_K_min_dot(const block_q2_K *x, const block_q8_K *y)
+{
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)x->scales), 4));
+    const __m256i m = _mm256_and_si256(mins, _mm256_set1_epi16(0x0F));
+    return _mm256_madd_epi16(m, _mm256_loadu_si256((const __m256i *)y->bsums));
+}
+
+static inline int32_t hsum_epi32_half(__m256i v, int hi)
+{
+    const __m128i h = hi ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+    const __m128i t = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+    return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 1)));
+}
+#endif
+
 static float q2_K_repacked_dot(const block_q2_K *x, const block_q8_K *y, int64_t nb, bool gemm)
 {
     float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         const float da = y[b].d, dw = h2f(x[b].d) * da, mw = h2f(x[b].dmin) * da;
         int32_t isum = 0, imin = 0;
+#ifdef RP_AVX2
+        const __m256i mins = q2_K_min_dot(&x[b], &y[b]);
+#endif
         for (int g = 0; g < 2; g++) {
             int32_t gs = 0, gm = 0;
+#ifdef RP_AVX2
+            struct q2_K_group q;
+            q2_K_group_load(&x[b], g, &q);
+            gs = hsum_epi32(q2_K_group_dot(&q, y[b].qs + 128 * g));
+            gm = hsum_epi32_half(mins, g);
+#else
             for (int j = 0; j < 4; j++)
                 for (int h = 0; h < 2; h++) {
                     const int si = 8 * g + 2 * j + h;
@@ -452,6 +507,7 @@ static float q2_K_repacked_dot(const block_q2_K *x, const block_q8_K *y, int64_t
                     gs += (sc & 0xF) * d;
                     gm += (sc >> 4) * y[b].bsums[si];
                 }
+#endif
             if (gemm) {
                 acc = fmaf((float)gs, dw, acc);
                 acc_min = fmaf((float)gm, mw, acc_min);
@@ -468,6 +524,38 @@ static float q2_K_repacked_dot(const block_q2_K *x, const block_q8_K *y, int64_t
     return acc - acc_min;
 }
 
+#ifdef RP_AVX2
+/* The gemm order of q2_K_repacked_dot for one weight row and four
+ * activation rows: the weights are unpacked once per group, and each output
+ * keeps its own fma chains. */
+static void q2_K_tile_1x4(const block_q2_K *x, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+{
+    const block_q8_K *y[4];
+    for (int k = 0; k < 4; k++)
+        y[k] = (const block_q8_K *)(act + (size_t)k * act_stride);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
+        const __m128 dw = _mm_mul_ps(_mm_set1_ps(h2f(x[b].d)), da);
+        const __m128 dm = _mm_mul_ps(_mm_set1_ps(h2f(x[b].dmin)), da);
+        __m256i mins[4];
+        for (int k = 0; k < 4; k++)
+            mins[k] = q2_K_min_dot(&x[b], &y[k][b]);
+        for (int g = 0; g < 2; g++) {
+            struct q2_K_group q;
+            q2_K_group_load(&x[b], g, &q);
+            __m256i p[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) p[k] = q2_K_group_dot(&q, y[k][b].qs + 128 * g);
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+            const __m128i mv = _mm_setr_epi32(hsum_epi32_half(mins[0], g), hsum_epi32_half(mins[1], g),
+                                              hsum_epi32_half(mins[2], g), hsum_epi32_half(mins[3], g));
+            acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
+        }
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
 bool refk_applies(const gguf_tensor *w)
 {
     return (w->type == TENSOR_TYPE_Q4_K || w->type == TENSOR_TYPE_Q2_K) && w->ne[1] % 8 == 0;
@@ -479,11 +567,22 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     const int64_t nb = n / 256;
     if (w->type == TENSOR_TYPE_Q2_K) {
         const size_t rb2 = (size_t)nb * sizeof(block_q2_K);
-        for (int64_t r = r0; r < r1; r++)
-            for (int t = 0; t < n_tok; t++)
+        const int n_gemm = n_tok - n_tok % 4;
+        for (int64_t r = r0; r < r1; r++) {
+            const block_q2_K *x = (const block_q2_K *)((const uint8_t *)w->data + (size_t)r * rb2);
+            int t = 0;
+#ifdef RP_AVX2
+            for (; t < n_gemm; t += 4) {
+                float o[4];
+                q2_K_tile_1x4(x, act + (size_t)t * act_stride, act_stride, nb, o);
+                for (int k = 0; k < 4; k++)
+                    out[(int64_t)(t + k) * out_stride + r] = o[k];
+            }
+#endif
+            for (; t < n_tok; t++)
                 out[(int64_t)t * out_stride + r] =
-                    q2_K_repacked_dot((const block_q2_K *)((const uint8_t *)w->data + (size_t)r * rb2),
-                                      (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_tok - n_tok % 4);
+                    q2_K_repacked_dot(x, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
+        }
         return;
     }
     const size_t rb = (size_t)nb * sizeof(block_q4_K);

@@ -1087,6 +1087,80 @@ static void test_reference_float_tiles(void **state)
     free(wh);
 }
 
+/* The reference's repacked Q2_K (ggml_gemv/gemm_q2_K_8x8_q8_K), one output
+ * at a time in scalar code: exact integer sums per 128 elements, converted
+ * and FMA-accumulated per 128 (gemm: tokens in complete groups of 4) or per
+ * super-block (gemv: the rest). */
+static float emulate_q2_K_repacked(const block_q2_K *x, const block_q8_K *y, int64_t nb, bool gemm)
+{
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const float da = y[b].d;
+        const float dw = tensor_fp16_to_fp32(x[b].d) * da, mw = tensor_fp16_to_fp32(x[b].dmin) * da;
+        int32_t isum = 0, imin = 0;
+        for (int g = 0; g < 2; g++) {
+            int32_t gs = 0, gm = 0;
+            for (int si = 8 * g; si < 8 * g + 8; si++) {
+                const int j = (si % 8) / 2, h = si % 2;
+                int32_t d = 0;
+                for (int l = 0; l < 16; l++)
+                    d += ((x[b].qs[32 * g + 16 * h + l] >> (2 * j)) & 3) * y[b].qs[128 * g + 32 * j + 16 * h + l];
+                gs += (x[b].scales[si] & 0xF) * d;
+                gm += (x[b].scales[si] >> 4) * y[b].bsums[si];
+            }
+            if (gemm) {
+                acc = fmaf((float)gs, dw, acc);
+                acc_min = fmaf((float)gm, mw, acc_min);
+            } else {
+                isum += gs;
+                imin += gm;
+            }
+        }
+        if (!gemm) {
+            acc = fmaf((float)isum, dw, acc);
+            acc_min = fmaf((float)imin, mw, acc_min);
+        }
+    }
+    return acc - acc_min;
+}
+
+static void test_reference_q2_K_repacked(void **state)
+{
+    (void)state;
+    enum { ROWS = 16, TOK = 9, NB = 3, N = NB * QK_K };
+    block_q2_K *w = malloc(sizeof(block_q2_K) * NB * ROWS);
+    uint8_t *raw = (uint8_t *)w;
+    for (size_t i = 0; i < sizeof(block_q2_K) * NB * ROWS; i++)
+        raw[i] = (uint8_t)rnd_u32(); /* every 2-bit quant, scale and min */
+    for (int b = 0; b < NB * ROWS; b++) {
+        w[b].d = tensor_fp32_to_fp16(0.01f + 0.02f * (rnd_uniform() + 1.0f));
+        w[b].dmin = tensor_fp32_to_fp16(0.01f + 0.02f * (rnd_uniform() + 1.0f));
+    }
+    const size_t as = tensor_row_size(TENSOR_TYPE_Q8_K, N);
+    uint8_t *act = malloc(as * TOK);
+    float x[N], out[ROWS * TOK];
+    for (int t = 0; t < TOK; t++) {
+        fill_random(x, N, t == TOK - 1 ? 100.0f : 1.0f + (float)t);
+        tensor_quantize_row(TENSOR_TYPE_Q8_K, x, act + (size_t)t * as, N);
+    }
+    gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {N, ROWS, 1, 1}, .type = TENSOR_TYPE_Q2_K, .data = w};
+    assert_true(refk_applies(&wt));
+    for (int n_tok = 1; n_tok <= TOK; n_tok++) {
+        refk_matmul(&wt, N, 1, ROWS, act, as, n_tok, out, ROWS);
+        for (int t = 0; t < n_tok; t++)
+            for (int r = 1; r < ROWS; r++) {
+                const float want = emulate_q2_K_repacked(w + (size_t)r * NB,
+                                                         (const block_q8_K *)(act + (size_t)t * as), NB,
+                                                         t < n_tok - n_tok % 4);
+                if (f2u(out[t * ROWS + r]) != f2u(want))
+                    fail_msg("Q2_K tokens %d: row %d token %d gives %.9g, the reference order %.9g", n_tok, r, t,
+                             (double)out[t * ROWS + r], (double)want);
+            }
+    }
+    free(w);
+    free(act);
+}
+
 /* ---- real tensors ---- */
 
 static void test_real_tensors(void **state)
@@ -1222,6 +1296,7 @@ int main(void)
         cmocka_unit_test(test_matvec_matmul),
         cmocka_unit_test(test_q6_K_pairs),
         cmocka_unit_test(test_real_tensors),
+        cmocka_unit_test(test_reference_q2_K_repacked),
 #ifdef HAVE_ORDER_TEST
         cmocka_unit_test(test_reference_order),
         cmocka_unit_test(test_reference_f32_tail),
