@@ -403,6 +403,11 @@ float quant_avx2_dot_q4_K(int64_t n, const void *w, const void *act);
 float quant_avx2_dot_q5_K(int64_t n, const void *w, const void *act);
 float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act);
 void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q5_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q4_1(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q5_0(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q5_1(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], float out[4]);
 void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4]);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* Q6_K rows in pairs, one per 256-bit half (quant_simd_k.c). */

@@ -314,18 +314,22 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_Q4_1:
         k->vec_dot = quant_avx2_dot_q4_1;
+        k->dot4 = quant_avx2_dot4_q4_1;
         break;
     case TENSOR_TYPE_Q5_0:
         k->vec_dot = quant_avx2_dot_q5_0;
+        k->dot4 = quant_avx2_dot4_q5_0;
         break;
     case TENSOR_TYPE_Q5_1:
         k->vec_dot = quant_avx2_dot_q5_1;
+        k->dot4 = quant_avx2_dot4_q5_1;
         break;
     case TENSOR_TYPE_Q2_K:
         k->vec_dot = quant_avx2_dot_q2_K;
         break;
     case TENSOR_TYPE_Q3_K:
         k->vec_dot = quant_avx2_dot_q3_K;
+        k->dot4 = quant_avx2_dot4_q3_K;
         break;
     case TENSOR_TYPE_Q4_K:
         k->vec_dot = quant_avx2_dot_q4_K;
@@ -333,6 +337,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         break;
     case TENSOR_TYPE_Q5_K:
         k->vec_dot = quant_avx2_dot_q5_K;
+        k->dot4 = quant_avx2_dot4_q5_K;
         break;
     case TENSOR_TYPE_Q6_K:
         k->vec_dot = quant_avx2_dot_q6_K;

@@ -272,6 +272,103 @@ void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], fl
     }
 }
 
+/* Q5_K, one row x 4 activations: the row's 5-bit values are built once
+ * per block; per activation the steps of quant_avx2_dot_q5_K. */
+void quant_avx2_dot4_q5_K(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q5_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    __m256 acc[4];
+    float summs[4] = {0};
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float xd = fp16_to_f32(x[i].d), xdmin = fp16_to_f32(x[i].dmin);
+        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        __m256i lo[4], hi[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * k));
+            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            hbits = _mm256_srli_epi16(hbits, 2);
+            lo[k] = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+            hi[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const block_q8_K *yc = y[c] + i;
+            const float d = yc->d * xd, dmin = -yc->d * xdmin;
+            __m128i prod = k4_min_sums(sm, yc->bsums);
+            prod = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+            summs[c] = fmaf(dmin, (float)_mm_cvtsi128_si32(prod), summs[c]);
+            __m256i sumi = _mm256_setzero_si256();
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(lo[k], yc->qs + 64 * k, sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(hi[k], yc->qs + 64 * k + 32, sc[2 * k + 1]));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]) + summs[c];
+}
+
+/* Q3_K, one row x 4 activations: values, high-bit offsets and scale
+ * vectors built once per half block; per activation the steps of
+ * quant_avx2_dot_q3_K. */
+void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q3_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256(), four = _mm256_set1_epi8(4);
+    __m256 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t sc[16];
+        quant_q3k_scales(x[i].scales, sc);
+        const __m128i scales = _mm_loadu_si128((const __m128i *)sc);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        __m256i sumi[4];
+        for (int c = 0; c < 4; c++)
+            sumi[c] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            __m256i lo[4], hb[4], scv[4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                lo[j] = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                const __m256i b = _mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j))));
+                hb[j] = _mm256_and_si256(_mm256_cmpeq_epi8(b, zero), four);
+                scv[j] = scale_pair_s8(scales, 4 * h + j);
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                const int8_t *q8 = y[c][i].qs + 128 * h;
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                {
+                    const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
+                    const __m256i p16 =
+                        _mm256_sub_epi16(_mm256_maddubs_epi16(lo[j], y8), _mm256_maddubs_epi16(hb[j], y8));
+                    sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(scv[j], p16));
+                }
+            }
+        }
+        for (int c = 0; c < 4; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi[c]),
+                                     acc[c]);
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]);
+}
+
 void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4])
 {
     const block_q6_K *x = w;

@@ -205,6 +205,77 @@ void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], fl
     out[3] = hsum_ps(a3);
 }
 
+/* Q4_1, Q5_0 and Q5_1, one row x 4 activations: each block's values are
+ * built once; per activation the steps of the one-row kernels above. */
+void quant_avx2_dot4_q4_1(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q4_1 *x = w;
+    const block_q8_1 *y[4] = {act[0], act[1], act[2], act[3]};
+    __m256 acc[4];
+    float summs[4] = {0};
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK4_1; i++) {
+        const float d0 = fp16_to_f32(x[i].d), m = fp16_to_f32(x[i].m);
+        const __m256i q = nibbles32(x[i].qs);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const block_q8_1 *yc = y[c] + i;
+            summs[c] = fmaf(m, fp16_to_f32(yc->s), summs[c]);
+            const __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)yc->qs));
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * fp16_to_f32(yc->d)), _mm256_cvtepi32_ps(p), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]) + summs[c];
+}
+
+void quant_avx2_dot4_q5_0(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q5_0 *x = w;
+    const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
+    __m256 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK5_0; i++) {
+        const __m256i hb = _mm256_andnot_si256(bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
+        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
+        const float dx = fp16_to_f32(x[i].d);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const block_q8_0 *yc = y[c] + i;
+            const __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)yc->qs));
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16_to_f32(yc->d)), _mm256_cvtepi32_ps(p), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]);
+}
+
+void quant_avx2_dot4_q5_1(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_q5_1 *x = w;
+    const block_q8_1 *y[4] = {act[0], act[1], act[2], act[3]};
+    __m256 acc[4];
+    float summs[4] = {0};
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK5_1; i++) {
+        const float dx = fp16_to_f32(x[i].d), m = fp16_to_f32(x[i].m);
+        const __m256i hb = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
+        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const block_q8_1 *yc = y[c] + i;
+            summs[c] = fmaf(m, fp16_to_f32(yc->s), summs[c]);
+            const __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)yc->qs));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * fp16_to_f32(yc->d)), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]) + summs[c];
+}
+
 /* 4 rows x 4 activations for Q8_0-activation blocks: weights enter the u8 x s8
  * dot as unsigned bytes (q8: x ^ 0x80 = x + 128, q4: the raw nibble) and the
  * offset returns through per-lane activation sums computed once per block,
