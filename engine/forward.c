@@ -36,7 +36,8 @@ struct mm_seg {
     const gguf_tensor *w;
     const uint8_t *packed; /* forward_packed.h copy, or NULL */
     const uint8_t *act;
-    size_t act_stride; /* bytes between activation rows */
+    size_t act_stride;       /* bytes between activation rows */
+    const int32_t *act_sums; /* packed_act_sums of act, when the packed kernel wants them */
     float *out;
     int64_t out_stride;
     int64_t rows;
@@ -79,8 +80,9 @@ struct forward_ctx {
     void **v_cache;
     /* activations, n_batch rows each */
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
-    uint8_t *act[3]; /* quantized activation rows, one buffer per distinct dot type in a job */
-    size_t act_cap;  /* bytes per act buffer */
+    uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
+    size_t act_cap;      /* bytes per act buffer */
+    int32_t *act_sum[3]; /* their Q8_0 block sums (packed_act_sums), when a packed Q4_0 weight needs them */
     float *rope;     /* n_rot: cos, sin pairs */
     /* per-thread attention scratch, attn_scratch_floats each */
     float *attn_buf;
@@ -130,8 +132,10 @@ void forward_free(forward_ctx *f)
     free(f->v);
     free(f->hb);
     free(f->hb2);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         free(f->act[i]);
+        free(f->act_sum[i]);
+    }
     free(f->rope);
     free(f->attn_buf);
     free(f->attn_half);
@@ -278,8 +282,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->hb = malloc(B * F * sizeof(float));
         f->hb2 = malloc(B * F * sizeof(float));
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 3; i++) {
             f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
+            f->act_sum[i] = malloc(B * (maxin / 32 + 1) * sizeof(int32_t));
+        }
         f->rope = malloc(hp->n_rot * sizeof(float));
         /* each thread's scratch on cache lines of its own: two threads
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
@@ -289,7 +295,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_buf = aligned_alloc(64, (size_t)p.n_threads * f->attn_floats * sizeof(float));
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
         ok = f->x && f->xb && f->xb2 && f->q && f->k && f->v && f->hb && f->hb2 && f->act[0] && f->act[1] &&
-             f->act[2] && f->rope && f->attn_buf && f->attn_half;
+             f->act[2] && f->act_sum[0] && f->act_sum[1] && f->act_sum[2] && f->rope && f->attn_buf && f->attn_half;
     }
     if (!ok) {
         snprintf(err, errlen, "out of memory allocating the KV cache and buffers (n_ctx %u, n_batch %u)", p.n_ctx,
@@ -413,7 +419,8 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const size_t rb = tensor_row_size(type, job->n_in);
         const uint8_t *wd = sg->w->data;
         if (sg->packed) {
-            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, sg->act_sums, job->n_tok, sg->out,
+                          sg->out_stride);
             continue;
         }
         if (repack_applies(sg->w)) {
@@ -492,6 +499,7 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
     job.row_align = 1;
     enum tensor_type dots[3];
     const uint8_t *acts[3];
+    const int32_t *sums[3];
     size_t strides[3];
     int n_dots = 0;
     for (int s = 0; s < n_seg; s++) {
@@ -502,8 +510,14 @@ static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int 
         if (d == n_dots) {
             dots[d] = dot;
             acts[d] = prep_act(f, d, dot, x, n_tok, n_in, &strides[d]);
+            sums[d] = NULL;
             n_dots++;
         }
+        if (packed[s] && !sums[d] && packed_needs_sums(ws[s])) {
+            packed_act_sums(acts[d], strides[d], n_tok, n_in, f->act_sum[d]);
+            sums[d] = f->act_sum[d];
+        }
+        job.seg[s].act_sums = sums[d];
         job.seg[s].w = ws[s];
         job.seg[s].packed = packed[s];
         if (packed[s])

@@ -143,15 +143,17 @@ static inline int32_t ld32(const void *p)
     return v;
 }
 
-/* One group against nt <= 8 tokens, q4_0_row_dot's steps per lane: signed
- * values (nibble - 8) meet activations offset to unsigned (y + 128) in
- * VNNI dots, 128 * sum(row) comes back off, and the exact block sum is
- * FMA-accumulated with d_w * d_a. */
+/* One group against nt <= 8 tokens, q4_0_row_dot's steps per lane: the
+ * unsigned nibbles meet the signed activations in VNNI dots, straight from
+ * the activation buffer (broadcast loads), and 8 * sum(a) comes back off,
+ * which gives each block's exact sum of (nibble - 8) * a; that is
+ * FMA-accumulated with d_w * d_a. ys: token 0's block sums, nb per token. */
 static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, int64_t nb,
-                                                             const uint8_t *act, size_t act_stride, int nt,
-                                                             float *out, int64_t out_stride, __mmask16 keep)
+                                                             const uint8_t *act, size_t act_stride,
+                                                             const int32_t *ys, int nt, float *out,
+                                                             int64_t out_stride, __mmask16 keep)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8), ones = _mm512_set1_epi8(1);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
     __m512 acc[8];
     for (int k = 0; k < 8; k++)
@@ -159,26 +161,19 @@ static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
         __m512i v[8];
-        for (int j = 0; j < 4; j++) {
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        {
             const __m512i p = _mm512_loadu_si512(nib + 64 * j);
-            v[j] = _mm512_sub_epi8(_mm512_and_si512(p, m4), eight);
-            v[j + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(p, 4), m4), eight);
+            v[j] = _mm512_and_si512(p, m4);
+            v[j + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
         }
-        __m512i wsum = _mm512_setzero_si512();
-        for (int j = 0; j < 8; j++)
-            wsum = _mm512_dpbusd_epi32(wsum, ones, v[j]);
-        const __m512i off = _mm512_slli_epi32(wsum, 7);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32)));
         _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
-            int32_t yd[8];
-            _mm256_storeu_si256((__m256i *)yd, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs),
-                                                                _mm256_set1_epi8((char)0x80)));
-            __m512i s = _mm512_setzero_si512();
+            __m512i s = _mm512_set1_epi32(-8 * ys[(int64_t)k * nb + b]);
             _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) s =
-                _mm512_dpbusd_epi32(s, _mm512_set1_epi32(yd[j]), v[j]);
-            s = _mm512_sub_epi32(s, off);
+                _mm512_dpbusd_epi32(s, v[j], _mm512_set1_epi32(ld32(y->qs + 4 * j)));
             acc[k] =
                 _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(h2f(y->d))), acc[k]);
         }
@@ -298,16 +293,16 @@ static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 
 /* Tokens in groups of 8 (a constant count keeps the accumulators in
  * registers), then the rest. */
-static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
-                        float *out, int64_t out_stride, __mmask16 keep)
+static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
+                        int n_tok, float *out, int64_t out_stride, __mmask16 keep)
 {
     int t = 0;
     for (; t + 8 <= n_tok; t += 8)
-        q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, 8, out + (int64_t)t * out_stride,
-                   out_stride, keep);
+        q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 8,
+                   out + (int64_t)t * out_stride, out_stride, keep);
     if (t < n_tok)
-        q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, n_tok - t, out + (int64_t)t * out_stride,
-                   out_stride, keep);
+        q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
+                   out + (int64_t)t * out_stride, out_stride, keep);
 }
 
 /* The reference runs tokens in complete groups of 4 through its gemm
@@ -329,8 +324,27 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 }
 #endif
 
+bool packed_needs_sums(const gguf_tensor *w)
+{
+    return packed_bytes(w) > 0 && w->type == TENSOR_TYPE_Q4_0;
+}
+
+void packed_act_sums(const uint8_t *act, size_t act_stride, int n_tok, int64_t n, int32_t *sums)
+{
+    const int64_t nb = n / QK8_0;
+    for (int t = 0; t < n_tok; t++) {
+        const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
+        for (int64_t b = 0; b < nb; b++) {
+            int32_t sum = 0;
+            for (int i = 0; i < QK8_0; i++)
+                sum += y[b].qs[i];
+            sums[(int64_t)t * nb + b] = sum;
+        }
+    }
+}
+
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
-                   size_t act_stride, int n_tok, float *out, int64_t out_stride)
+                   size_t act_stride, const int32_t *act_sums, int n_tok, float *out, int64_t out_stride)
 {
 #ifdef PK_AVX512
     const int64_t nb = blocks_per_row(w);
@@ -345,11 +359,12 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
         else if (w->type == TENSOR_TYPE_Q8_0)
             q8_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, lo, hi);
         else
-            q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep);
+            q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride, keep);
     }
 #else
     /* nothing is packed in this build: the same results from the original */
     (void)packed;
+    (void)act_sums;
     if (is_q4_K(w))
         refk_matmul(w, w->ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
     else if (w->type == TENSOR_TYPE_Q8_0)

@@ -19,6 +19,7 @@
 #ifndef TOKSCOPE_FORWARD_PACKED_H
 #define TOKSCOPE_FORWARD_PACKED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,10 +37,20 @@ int64_t packed_groups(const gguf_tensor *w);
  * 64-byte aligned), so that threads can split the work. */
 void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1);
 
+/* True when packed_matmul needs the activations' block sums (Q4_0: the
+ * kernel feeds unsigned nibbles to VNNI and takes 8 * sum(a) back off). */
+bool packed_needs_sums(const gguf_tensor *w);
+
+/* The integer sum of every Q8_0 block of n_tok activation rows of n
+ * elements: sums[t * (n / 32) + b]. Computed once per matmul, shared by
+ * all threads and row groups. */
+void packed_act_sums(const uint8_t *act, size_t act_stride, int n_tok, int64_t n, int32_t *sums);
+
 /* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok), as
  * repack_matmul / refk_matmul / tensor_matmul compute them, bit for bit. Any r0, r1 work;
- * multiples of PACKED_ROWS waste nothing. */
+ * multiples of PACKED_ROWS waste nothing. act_sums: packed_act_sums of act
+ * when packed_needs_sums(w), else unused (may be NULL). */
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
-                   size_t act_stride, int n_tok, float *out, int64_t out_stride);
+                   size_t act_stride, const int32_t *act_sums, int n_tok, float *out, int64_t out_stride);
 
 #endif

@@ -99,7 +99,10 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
                               r1 - r0, act, n_tok, as, want + r0, rows);
             else
                 repack_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
-            packed_matmul(&w, pk, r0, r1, act, as, n_tok, got, rows);
+            int32_t *sums = malloc(sizeof(int32_t) * (size_t)(n_tok * (n / 32)));
+            packed_act_sums(act, as, n_tok, n, sums);
+            packed_matmul(&w, pk, r0, r1, act, as, packed_needs_sums(&w) ? sums : NULL, n_tok, got, rows);
+            free(sums);
             for (int64_t i = 0; i < rows * n_tok; i++)
                 if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
                     print_error("%s n=%lld rows=%lld tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n",
