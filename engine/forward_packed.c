@@ -208,7 +208,8 @@ static inline __attribute__((always_inline)) void q4_K_group(const uint8_t *pw, 
             const __m512i sc1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(h + 16)));
             const __m512i mins = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(h + 32)));
             __m512i lo[8], hi[8];
-            for (int q = 0; q < 8; q++) {
+            _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
+            {
                 const __m512i p = _mm512_loadu_si512(nib + 512 * j + 64 * q);
                 lo[q] = _mm512_and_si512(p, m4);
                 hi[q] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
@@ -218,7 +219,8 @@ static inline __attribute__((always_inline)) void q4_K_group(const uint8_t *pw, 
                 const block_q8_K *y = (const block_q8_K *)(act + (size_t)k * act_stride) + b;
                 const int8_t *a = y->qs + 64 * j;
                 __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-                for (int q = 0; q < 8; q++) {
+                _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
+                {
                     s0 = _mm512_dpbusd_epi32(s0, lo[q], _mm512_set1_epi32(ld32(a + 4 * q)));
                     s1 = _mm512_dpbusd_epi32(s1, hi[q], _mm512_set1_epi32(ld32(a + 32 + 4 * q)));
                 }
