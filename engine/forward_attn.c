@@ -259,6 +259,173 @@ static void kv_row_f32(const attn_kv *kv, const void *base, int64_t row, float *
         dst[d] = h2f(src[d]);
 }
 
+#if defined(__AVX512F__) && defined(FWD_F16C)
+#define ATTN_AVX512 1
+#endif
+
+/* K.Q of one query against a tile: an FMA chain over the head dimension
+ * per key (simd_gemm), times the scale. kt is the tile transposed. */
+static void kq_tile(const float *kt, const float *qr, int hd, float scale, float *kq)
+{
+    enum { T = ATTN_TILE };
+#ifdef FWD_F16C
+    /* the 8 chains of 8 keys advance together: latency, not order */
+    __m256 a[T / 8];
+    for (int c = 0; c < T / 8; c++)
+        a[c] = _mm256_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const __m256 qd = _mm256_set1_ps(qr[d]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < T / 8; c++)
+            a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(kt + (size_t)d * T + 8 * c), qd, a[c]);
+    }
+    for (int c = 0; c < T / 8; c++)
+        _mm256_storeu_ps(kq + 8 * c, _mm256_mul_ps(a[c], _mm256_set1_ps(scale)));
+#else
+    for (int j = 0; j < T; j++) {
+        float a = 0.0f;
+        for (int d = 0; d < hd; d++)
+            a = fmaf(kt[(size_t)d * T + j], qr[d], a);
+        kq[j] = a * scale;
+    }
+#endif
+}
+
+/* The online softmax step of one query (row at position pos) for the tile
+ * of keys from ic: masks keys past pos, rescales the accumulator when the
+ * maximum grows, and turns kq into exp(kq - M) (ggml_vec_soft_max_f32:
+ * 16-lane exp, each group reduced in float and summed in double). False
+ * when every key is masked. */
+static bool tile_softmax(float *kq, int32_t ic, int32_t pos, float *acc, int hd, float *M, float *S)
+{
+    enum { T = ATTN_TILE };
+    float tmax = -INFINITY;
+#ifdef ATTN_AVX512
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < T; j += 16) {
+        /* lanes whose key ic + j + lane lies past pos */
+        const int32_t room = pos - ic - j + 1; /* keys of this group that are visible */
+        const __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
+        const __m512 v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, _mm512_loadu_ps(kq + j));
+        _mm512_storeu_ps(kq + j, v);
+        mx = _mm512_max_ps(mx, v);
+    }
+    tmax = _mm512_reduce_max_ps(mx);
+#else
+    for (int j = 0; j < T; j++) {
+        if (ic + j > pos)
+            kq[j] = -INFINITY;
+        tmax = tmax > kq[j] ? tmax : kq[j];
+    }
+#endif
+    if (tmax == -INFINITY)
+        return false;
+    const float Mold = *M, Mnew = fmaxf(Mold, tmax);
+    if (Mnew > Mold) {
+        const float ms = expf(Mold - Mnew);
+        for (int d = 0; d < hd; d++)
+            acc[d] *= ms;
+        *S *= ms;
+    }
+    *M = Mnew;
+    double sum = 0.0;
+    for (int j = 0; j < T; j += 16) {
+#ifdef FWD_F16C
+        _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
+        _mm256_storeu_ps(kq + j + 8, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
+#else
+        for (int l = 0; l < 16; l++)
+            kq[j + l] = v_expf(kq[j + l] - Mnew);
+#endif
+        sum += (double)red16(kq + j);
+    }
+    *S = (float)((double)*S + sum);
+    return true;
+}
+
+/* P.V of one query: an FMA chain over the tile's keys per output (simd_gemm). */
+static void pv_tile(float *acc, const float *vt, int hd, const float *kq)
+{
+    int d = 0;
+    for (; d + 64 <= hd; d += 64)
+        pv_chains(acc + d, vt + d, hd, kq, 8);
+    for (; d + 32 <= hd; d += 32)
+        pv_chains(acc + d, vt + d, hd, kq, 4);
+    for (; d + 8 <= hd; d += 8)
+        pv_chains(acc + d, vt + d, hd, kq, 1);
+    for (; d < hd; d++) {
+        float a = acc[d];
+        for (int j = 0; j < ATTN_TILE; j++)
+            a = fmaf(vt[(size_t)j * hd + d], kq[j], a);
+        acc[d] = a;
+    }
+}
+
+#ifdef ATTN_AVX512
+/* Up to four queries (numbers idx[0..n)) against one tile, with the steps
+ * of kq_tile, tile_softmax and pv_tile for each: the queries' chains run
+ * side by side (16 keys or head elements per register), which keeps every
+ * chain's order. Missing queries repeat the last one; their results are
+ * dropped. Needs hd % 16 == 0 (attn_use_tiled). */
+static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, int32_t ic,
+                          const float *kt, const float *vt, const int *idx, int n, float *vkq, float *Ms, float *Ss)
+{
+    enum { T = ATTN_TILE, C = T / 16 };
+    const int hd = kv->hd;
+    float kq[4][T] __attribute__((aligned(64)));
+    const float *qr[4];
+    bool live[4] = {false, false, false, false};
+    for (int k = 0; k < 4; k++) {
+        const int i = idx[k < n ? k : n - 1];
+        qr[k] = q + (int64_t)(i % n_rows) * q_stride + (int64_t)(i / n_rows) * hd;
+    }
+    __m512 a[4][C];
+    for (int k = 0; k < 4; k++)
+        for (int c = 0; c < C; c++)
+            a[k][c] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        __m512 kd[C];
+        for (int c = 0; c < C; c++)
+            kd[c] = _mm512_loadu_ps(kt + (size_t)d * T + 16 * c);
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
+            const __m512 qd = _mm512_set1_ps(qr[k][d]);
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) a[k][c] = _mm512_fmadd_ps(kd[c], qd, a[k][c]);
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        const int i = idx[k];
+        for (int c = 0; c < C; c++)
+            _mm512_store_ps(kq[k] + 16 * c, _mm512_mul_ps(a[k][c], _mm512_set1_ps(kv->scale)));
+        live[k] = tile_softmax(kq[k], ic, pos0 + i % n_rows, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
+    }
+    float *acc[4];
+    for (int k = 0; k < 4; k++)
+        acc[k] = k < n && live[k] ? vkq + (size_t)idx[k] * hd : NULL;
+    for (int d = 0; d < hd; d += 32) {
+        /* 32 head elements (or the last 16) of four queries: 8 chains */
+        const int w = hd - d >= 32 ? 2 : 1;
+        __m512 o[4][2];
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < 2; c++)
+                o[k][c] = acc[k] && c < w ? _mm512_loadu_ps(acc[k] + d + 16 * c) : _mm512_setzero_ps();
+        for (int j = 0; j < T; j++) {
+            const __m512 v0 = _mm512_loadu_ps(vt + (size_t)j * hd + d);
+            const __m512 v1 = w == 2 ? _mm512_loadu_ps(vt + (size_t)j * hd + d + 16) : v0;
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const __m512 pj = _mm512_set1_ps(kq[k < n ? k : 0][j]);
+                o[k][0] = _mm512_fmadd_ps(v0, pj, o[k][0]);
+                o[k][1] = _mm512_fmadd_ps(v1, pj, o[k][1]);
+            }
+        }
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < w; c++)
+                if (acc[k])
+                    _mm512_storeu_ps(acc[k] + d + 16 * c, o[k][c]);
+    }
+}
+#endif
+
 void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads, int n_rows, int32_t pos0,
                attn_scratch *s, float *out, int64_t out_stride)
 {
@@ -290,81 +457,30 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
             for (int d = 0; d < hd; d++)
                 kt[(size_t)d * T + j] = 0.0f;
         }
-        for (int i = 0; i < nq; i++) {
+        int i = 0;
+#ifdef ATTN_AVX512
+        /* four queries at a time: their K.Q and P.V chains interleave (the
+         * P.V chains alone were bound by FMA latency), each in its order */
+        while (i < nq) {
+            int idx[4], n4 = 0;
+            for (; i < nq && n4 < 4; i++)
+                if (ic <= pos0 + i % n_rows)
+                    idx[n4++] = i;
+            if (n4 > 0)
+                tile_queries4(kv, q, q_stride, n_rows, pos0, ic, kt, vt, idx, n4, vkq, Ms, Ss);
+        }
+#endif
+        for (; i < nq; i++) {
             const int g = i / n_rows, r = i % n_rows;
             const int32_t pos = pos0 + r;
             if (ic > pos)
                 continue; /* every key of this tile is masked for this row */
             const float *qr = q + (int64_t)r * q_stride + (int64_t)g * hd;
             float *acc = vkq + (size_t)i * hd;
-            /* K.Q: an FMA chain over the head dimension per key (simd_gemm) */
-#ifdef FWD_F16C
-            {
-                /* the 8 chains of 8 keys advance together: latency, not order */
-                __m256 a[T / 8];
-                for (int c = 0; c < T / 8; c++)
-                    a[c] = _mm256_setzero_ps();
-                for (int d = 0; d < hd; d++) {
-                    const __m256 qd = _mm256_set1_ps(qr[d]);
-                    _Pragma("GCC unroll 8") for (int c = 0; c < T / 8; c++)
-                        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(kt + (size_t)d * T + 8 * c), qd, a[c]);
-                }
-                for (int c = 0; c < T / 8; c++)
-                    _mm256_storeu_ps(kq + 8 * c, _mm256_mul_ps(a[c], _mm256_set1_ps(kv->scale)));
-            }
-#else
-            for (int j = 0; j < T; j++) {
-                float a = 0.0f;
-                for (int d = 0; d < hd; d++)
-                    a = fmaf(kt[(size_t)d * T + j], qr[d], a);
-                kq[j] = a * kv->scale;
-            }
-#endif
-            float tmax = -INFINITY;
-            for (int j = 0; j < T; j++) {
-                if (ic + j > pos)
-                    kq[j] = -INFINITY;
-                tmax = tmax > kq[j] ? tmax : kq[j];
-            }
-            if (tmax == -INFINITY)
+            kq_tile(kt, qr, hd, kv->scale, kq);
+            if (!tile_softmax(kq, ic, pos, acc, hd, &Ms[i], &Ss[i]))
                 continue;
-            const float Mold = Ms[i], Mnew = fmaxf(Mold, tmax);
-            if (Mnew > Mold) {
-                const float ms = expf(Mold - Mnew);
-                for (int d = 0; d < hd; d++)
-                    acc[d] *= ms;
-                Ss[i] *= ms;
-            }
-            Ms[i] = Mnew;
-            /* ggml_vec_soft_max_f32: 16-lane exp, each group reduced in float
-             * and summed in double */
-            double sum = 0.0;
-            for (int j = 0; j < T; j += 16) {
-#ifdef FWD_F16C
-                _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
-                _mm256_storeu_ps(kq + j + 8,
-                                 v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
-#else
-                for (int l = 0; l < 16; l++)
-                    kq[j + l] = v_expf(kq[j + l] - Mnew);
-#endif
-                sum += (double)red16(kq + j);
-            }
-            Ss[i] = (float)((double)Ss[i] + sum);
-            /* P.V: an FMA chain over the tile's keys per output (simd_gemm) */
-            int d = 0;
-            for (; d + 64 <= hd; d += 64)
-                pv_chains(acc + d, vt + d, hd, kq, 8);
-            for (; d + 32 <= hd; d += 32)
-                pv_chains(acc + d, vt + d, hd, kq, 4);
-            for (; d + 8 <= hd; d += 8)
-                pv_chains(acc + d, vt + d, hd, kq, 1);
-            for (; d < hd; d++) {
-                float a = acc[d];
-                for (int j = 0; j < T; j++)
-                    a = fmaf(vt[(size_t)j * hd + d], kq[j], a);
-                acc[d] = a;
-            }
+            pv_tile(acc, vt, hd, kq);
         }
     }
     for (int i = 0; i < nq; i++) {
