@@ -335,8 +335,9 @@ static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
  * (dmin_w * d_a); the result is acc - acc_min. The single-row kernel (gemv)
  * converts once per super-block, the batched one (gemm, activation rows in
  * groups of 4) once per 64-element pair of sub-blocks. */
-static float q4_K_repacked_dot(const block_q4_K *x, const block_q8_K *y, int64_t nb, bool gemm)
+static float q4_K_repacked_dot(const void *w, const block_q8_K *y, int64_t nb, bool gemm)
 {
+    const block_q4_K *x = w;
     float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         int32_t isum = 0, imin = 0;
@@ -384,20 +385,37 @@ static float q4_K_repacked_dot(const block_q4_K *x, const block_q8_K *y, int64_t
 }
 
 #ifdef RP_AVX2
+/* The four activation rows of a 1x4 tile. */
+static inline void tile_rows(const uint8_t *act, size_t act_stride, const block_q8_K *y[4])
+{
+    for (int k = 0; k < 4; k++)
+        y[k] = (const block_q8_K *)(act + (size_t)k * act_stride);
+}
+
+/* Block b's d_w * d_a and dmin_w * d_a for the tile's four activation rows. */
+static inline void tile_scales(uint16_t d, uint16_t dmin, const block_q8_K *const y[4], int64_t b, __m128 *dw,
+                               __m128 *dm)
+{
+    const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
+    *dw = _mm_mul_ps(_mm_set1_ps(h2f(d)), da);
+    *dm = _mm_mul_ps(_mm_set1_ps(h2f(dmin)), da);
+}
+#endif
+
+#ifdef RP_AVX2
 /* The gemm order of q4_K_repacked_dot for one weight row and four
  * activation rows at once: the weight nibbles are unpacked once per pair of
  * sub-blocks, the four integer sums come out of one horizontal add, and each
  * output keeps its own fma chains in the same order. */
-static void q4_K_tile_1x4(const block_q4_K *x, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
 {
+    const block_q4_K *x = w;
     const block_q8_K *y[4];
-    for (int k = 0; k < 4; k++)
-        y[k] = (const block_q8_K *)(act + (size_t)k * act_stride);
+    tile_rows(act, act_stride, y);
     __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
-        const __m128 dw = _mm_mul_ps(_mm_set1_ps(h2f(x[b].d)), da);
-        const __m128 dm = _mm_mul_ps(_mm_set1_ps(h2f(x[b].dmin)), da);
+        __m128 dw, dm;
+        tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
         for (int j = 0; j < 4; j++) {
             uint8_t sc0, m0, sc1, m1;
             quant_scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
@@ -478,8 +496,9 @@ static inline int32_t hsum_epi32_half(__m256i v, int hi)
 }
 #endif
 
-static float q2_K_repacked_dot(const block_q2_K *x, const block_q8_K *y, int64_t nb, bool gemm)
+static float q2_K_repacked_dot(const void *w, const block_q8_K *y, int64_t nb, bool gemm)
 {
+    const block_q2_K *x = w;
     float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         const float da = y[b].d, dw = h2f(x[b].d) * da, mw = h2f(x[b].dmin) * da;
@@ -528,16 +547,15 @@ static float q2_K_repacked_dot(const block_q2_K *x, const block_q8_K *y, int64_t
 /* The gemm order of q2_K_repacked_dot for one weight row and four
  * activation rows: the weights are unpacked once per group, and each output
  * keeps its own fma chains. */
-static void q2_K_tile_1x4(const block_q2_K *x, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+static void q2_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
 {
+    const block_q2_K *x = w;
     const block_q8_K *y[4];
-    for (int k = 0; k < 4; k++)
-        y[k] = (const block_q8_K *)(act + (size_t)k * act_stride);
+    tile_rows(act, act_stride, y);
     __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
-        const __m128 dw = _mm_mul_ps(_mm_set1_ps(h2f(x[b].d)), da);
-        const __m128 dm = _mm_mul_ps(_mm_set1_ps(h2f(x[b].dmin)), da);
+        __m128 dw, dm;
+        tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
         __m256i mins[4];
         for (int k = 0; k < 4; k++)
             mins[k] = q2_K_min_dot(&x[b], &y[k][b]);
@@ -564,45 +582,29 @@ bool refk_applies(const gguf_tensor *w)
 void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                  int n_tok, float *out, int64_t out_stride)
 {
+    const bool q2 = w->type == TENSOR_TYPE_Q2_K;
     const int64_t nb = n / 256;
-    if (w->type == TENSOR_TYPE_Q2_K) {
-        const size_t rb2 = (size_t)nb * sizeof(block_q2_K);
-        const int n_gemm = n_tok - n_tok % 4;
-        for (int64_t r = r0; r < r1; r++) {
-            const block_q2_K *x = (const block_q2_K *)((const uint8_t *)w->data + (size_t)r * rb2);
-            int t = 0;
+    const size_t rb = (size_t)nb * (q2 ? sizeof(block_q2_K) : sizeof(block_q4_K));
+    float (*dot)(const void *, const block_q8_K *, int64_t, bool) = q2 ? q2_K_repacked_dot : q4_K_repacked_dot;
 #ifdef RP_AVX2
-            for (; t < n_gemm; t += 4) {
-                float o[4];
-                q2_K_tile_1x4(x, act + (size_t)t * act_stride, act_stride, nb, o);
-                for (int k = 0; k < 4; k++)
-                    out[(int64_t)(t + k) * out_stride + r] = o[k];
-            }
+    void (*tile)(const void *, const uint8_t *, size_t, int64_t, float *) = q2 ? q2_K_tile_1x4 : q4_K_tile_1x4;
 #endif
-            for (; t < n_tok; t++)
-                out[(int64_t)t * out_stride + r] =
-                    q2_K_repacked_dot(x, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
-        }
-        return;
-    }
-    const size_t rb = (size_t)nb * sizeof(block_q4_K);
+    /* tokens in complete groups of 4 go through the gemm kernel, the rest
+     * through gemv */
+    const int n_gemm = n_tok - n_tok % 4;
     for (int64_t r = r0; r < r1; r++) {
-        const block_q4_K *x = (const block_q4_K *)((const uint8_t *)w->data + (size_t)r * rb);
-        /* tokens in complete groups of 4 go through the gemm kernel, the rest
-         * through gemv */
-        const int n_gemm = n_tok - n_tok % 4;
+        const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
         int t = 0;
 #ifdef RP_AVX2
         for (; t < n_gemm; t += 4) {
             float o[4];
-            q4_K_tile_1x4(x, act + (size_t)t * act_stride, act_stride, nb, o);
+            tile(x, act + (size_t)t * act_stride, act_stride, nb, o);
             for (int k = 0; k < 4; k++)
                 out[(int64_t)(t + k) * out_stride + r] = o[k];
         }
 #endif
         for (; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] =
-                q4_K_repacked_dot(x, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
+            out[(int64_t)t * out_stride + r] = dot(x, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
     }
 }
 
