@@ -117,7 +117,8 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
     const size_t gb = group_bytes(w), rb = tensor_row_size((enum tensor_type)w->type, w->ne[0]);
     for (int64_t g = g0; g < g1; g++) {
         uint8_t *o = dst + (size_t)g * gb;
-        memset(o, 0, gb);
+        if ((g + 1) * PACKED_ROWS > w->ne[1]) /* full groups are written whole */
+            memset(o, 0, gb);
         for (int r = 0; r < PACKED_ROWS && g * PACKED_ROWS + r < w->ne[1]; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)(g * PACKED_ROWS + r) * rb;
             if (is_q4_K(w))

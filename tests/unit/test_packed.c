@@ -75,6 +75,7 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
     uint8_t *pk = NULL;
     if (bytes) {
         pk = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        memset(pk, 0xA5, bytes); /* packing must write every byte it reads back */
         /* two calls, as two threads would split it */
         packed_build(&w, pk, 0, packed_groups(&w) / 2);
         packed_build(&w, pk, packed_groups(&w) / 2, packed_groups(&w));
