@@ -203,10 +203,52 @@ bool refbf16_applies(const gguf_tensor *w, int n_tok)
     return w->type == TENSOR_TYPE_BF16 && n_tok >= 2 && w->ne[0] % 32 == 0;
 }
 
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+static inline __m128 reduce4_ps(__m512 a, __m512 b, __m512 c, __m512 d);
+
+/* tinyblas_bf16 for 4 weight rows x RN tokens: one accumulator per output,
+ * as tinyBLAS; the tile shares the loads and reduces four at once. */
+static inline __attribute__((always_inline)) void tinyblas_bf16_tile(int rn, int64_t n, const uint16_t *w, size_t rw,
+                                                                     const uint8_t *act, size_t act_stride,
+                                                                     float *out, int64_t out_stride)
+{
+    __m512 acc[4][6];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++) acc[i][j] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += 32) {
+        __m512bh x[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] =
+            (__m512bh)_mm512_loadu_si512(w + (size_t)i * rw + k);
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        {
+            const uint16_t *aj = (const void *)(act + (size_t)j * act_stride);
+            __m512bh a = (__m512bh)_mm512_loadu_si512(aj + k);
+            __asm__("" : "+v"(a)); /* one load for the four rows */
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x[i], a);
+        }
+    }
+    _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        _mm_storeu_ps(out + (int64_t)j * out_stride, reduce4_ps(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+}
+#endif
+
 void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                     int n_tok, float *out, int64_t out_stride)
 {
-    for (int64_t r = r0; r < r1; r++) {
+    int64_t r = r0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    for (; r + 4 <= r1; r += 4) {
+        const uint16_t *wr = (const uint16_t *)w->data + (size_t)r * (size_t)n;
+        int t = 0;
+        for (; t + 6 <= n_tok; t += 6)
+            tinyblas_bf16_tile(6, n, wr, (size_t)n, act + (size_t)t * act_stride, act_stride,
+                               out + (int64_t)t * out_stride + r, out_stride);
+        for (; t < n_tok; t++)
+            tinyblas_bf16_tile(1, n, wr, (size_t)n, act + (size_t)t * act_stride, act_stride,
+                               out + (int64_t)t * out_stride + r, out_stride);
+    }
+#endif
+    for (; r < r1; r++) {
         const uint16_t *wr = (const uint16_t *)w->data + (size_t)r * (size_t)n;
         for (int t = 0; t < n_tok; t++)
             out[(int64_t)t * out_stride + r] = tinyblas_bf16(n, wr, (const uint16_t *)(act + (size_t)t * act_stride));

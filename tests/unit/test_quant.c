@@ -1161,6 +1161,56 @@ static void test_reference_q2_K_repacked(void **state)
     free(act);
 }
 
+/* BF16 batches: tinyBLAS's vdpbf16ps order, one 16-lane accumulator per
+ * output; each lane adds its odd product, then its even one (each rounded;
+ * the products are exact). */
+static float emulate_tinyblas_bf16(int64_t n, const uint16_t *w, const uint16_t *a)
+{
+    float lane[16] = {0};
+    for (int64_t k = 0; k < n; k += 32)
+        for (int l = 0; l < 16; l++) {
+            const int64_t i = k + 2 * l;
+            lane[l] += tensor_bf16_to_fp32(w[i + 1]) * tensor_bf16_to_fp32(a[i + 1]);
+            lane[l] += tensor_bf16_to_fp32(w[i]) * tensor_bf16_to_fp32(a[i]);
+        }
+    return emulate_reduce16(lane);
+}
+
+static void test_reference_bf16_tiles(void **state)
+{
+    (void)state;
+    enum { ROWS = 11, TOK = 13, NMAX = 768 };
+    const int64_t widths[] = {32, 96, 768};
+    uint16_t *w = malloc(sizeof(uint16_t) * NMAX * ROWS), *a = malloc(sizeof(uint16_t) * NMAX * TOK);
+    float *x = malloc(sizeof(float) * NMAX * TOK), *out = malloc(sizeof(float) * ROWS * TOK);
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+        const int64_t n = widths[k];
+        fill_random(x, n * ROWS, 1.0f);
+        tensor_quantize_row(TENSOR_TYPE_BF16, x, w, n * ROWS);
+        fill_random(x, n * TOK, 3.0f);
+        tensor_quantize_row(TENSOR_TYPE_BF16, x, a, n * TOK);
+        gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, ROWS, 1, 1}, .type = TENSOR_TYPE_BF16, .data = w};
+        for (int n_tok = 2; n_tok <= TOK; n_tok++)
+            for (int r0 = 0; r0 <= 1; r0++) {
+                const int r1 = ROWS - (r0 ? 2 : 0);
+                assert_true(refbf16_applies(&wt, n_tok));
+                refbf16_matmul(&wt, n, r0, r1, (const uint8_t *)a, (size_t)n * 2, n_tok, out, ROWS);
+                for (int t = 0; t < n_tok; t++)
+                    for (int r = r0; r < r1; r++) {
+                        const float want = emulate_tinyblas_bf16(n, w + n * r, a + n * t);
+                        if (f2u(out[t * ROWS + r]) != f2u(want))
+                            fail_msg("BF16 n=%lld rows [%d,%d) tokens %d: row %d token %d gives %.9g, the "
+                                     "reference order %.9g",
+                                     (long long)n, r0, r1, n_tok, r, t, (double)out[t * ROWS + r], (double)want);
+                    }
+            }
+    }
+    free(w);
+    free(a);
+    free(x);
+    free(out);
+}
+
 /* ---- real tensors ---- */
 
 static void test_real_tensors(void **state)
@@ -1301,6 +1351,7 @@ int main(void)
         cmocka_unit_test(test_reference_order),
         cmocka_unit_test(test_reference_f32_tail),
         cmocka_unit_test(test_reference_float_tiles),
+        cmocka_unit_test(test_reference_bf16_tiles),
 #endif
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
