@@ -364,8 +364,9 @@ static void pv_tile(float *acc, const float *vt, int hd, const float *kq)
 /* Up to four queries (numbers idx[0..n)) against one tile, with the steps
  * of kq_tile, tile_softmax and pv_tile for each: the queries' chains run
  * side by side (16 keys or head elements per register), which keeps every
- * chain's order. Missing queries repeat the last one; their results are
- * dropped. Needs hd % 16 == 0 (attn_use_tiled). */
+ * chain's order. Every listed query sees key ic (ic <= its position), so
+ * none is fully masked. Missing queries repeat the last one; their results
+ * are dropped. Needs hd % 16 == 0 (attn_use_tiled). */
 static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, int32_t ic,
                           const float *kt, const float *vt, const int *idx, int n, float *vkq, float *Ms, float *Ss)
 {
@@ -373,7 +374,6 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
     const int hd = kv->hd;
     float kq[4][T] __attribute__((aligned(64)));
     const float *qr[4];
-    bool live[4] = {false, false, false, false};
     for (int k = 0; k < 4; k++) {
         const int i = idx[k < n ? k : n - 1];
         qr[k] = q + (int64_t)(i % n_rows) * q_stride + (int64_t)(i / n_rows) * hd;
@@ -396,11 +396,11 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
         const int i = idx[k];
         for (int c = 0; c < C; c++)
             _mm512_store_ps(kq[k] + 16 * c, _mm512_mul_ps(a[k][c], _mm512_set1_ps(kv->scale)));
-        live[k] = tile_softmax(kq[k], ic, pos0 + i % n_rows, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
+        (void)tile_softmax(kq[k], ic, pos0 + i % n_rows, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
     }
     float *acc[4];
     for (int k = 0; k < 4; k++)
-        acc[k] = k < n && live[k] ? vkq + (size_t)idx[k] * hd : NULL;
+        acc[k] = k < n ? vkq + (size_t)idx[k] * hd : NULL;
     for (int d = 0; d < hd; d += 32) {
         /* 32 head elements (or the last 16) of four queries: 8 chains */
         const int w = hd - d >= 32 ? 2 : 1;

@@ -203,65 +203,12 @@ bool refbf16_applies(const gguf_tensor *w, int n_tok)
     return w->type == TENSOR_TYPE_BF16 && n_tok >= 2 && w->ne[0] % 32 == 0;
 }
 
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
-static inline __m128 reduce4_ps(__m512 a, __m512 b, __m512 c, __m512 d);
-
-/* tinyblas_bf16 for 4 weight rows x RN tokens: one accumulator per output,
- * as tinyBLAS; the tile shares the loads and reduces four at once. */
-static inline __attribute__((always_inline)) void tinyblas_bf16_tile(int rn, int64_t n, const uint16_t *w, size_t rw,
-                                                                     const uint8_t *act, size_t act_stride,
-                                                                     float *out, int64_t out_stride)
-{
-    __m512 acc[4][6];
-    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++) acc[i][j] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < n; k += 32) {
-        __m512bh x[4];
-        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] =
-            (__m512bh)_mm512_loadu_si512(w + (size_t)i * rw + k);
-        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
-        {
-            const uint16_t *aj = (const void *)(act + (size_t)j * act_stride);
-            __m512bh a = (__m512bh)_mm512_loadu_si512(aj + k);
-            __asm__("" : "+v"(a)); /* one load for the four rows */
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x[i], a);
-        }
-    }
-    _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
-        _mm_storeu_ps(out + (int64_t)j * out_stride, reduce4_ps(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
-}
-#endif
-
-void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
-                    int n_tok, float *out, int64_t out_stride)
-{
-    int64_t r = r0;
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
-    for (; r + 4 <= r1; r += 4) {
-        const uint16_t *wr = (const uint16_t *)w->data + (size_t)r * (size_t)n;
-        int t = 0;
-        for (; t + 6 <= n_tok; t += 6)
-            tinyblas_bf16_tile(6, n, wr, (size_t)n, act + (size_t)t * act_stride, act_stride,
-                               out + (int64_t)t * out_stride + r, out_stride);
-        for (; t < n_tok; t++)
-            tinyblas_bf16_tile(1, n, wr, (size_t)n, act + (size_t)t * act_stride, act_stride,
-                               out + (int64_t)t * out_stride + r, out_stride);
-    }
-#endif
-    for (; r < r1; r++) {
-        const uint16_t *wr = (const uint16_t *)w->data + (size_t)r * (size_t)n;
-        for (int t = 0; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] = tinyblas_bf16(n, wr, (const uint16_t *)(act + (size_t)t * act_stride));
-    }
-}
-
 bool reffloat_applies(const gguf_tensor *w)
 {
     return w->type == TENSOR_TYPE_F16 || w->type == TENSOR_TYPE_F32;
 }
 
 #if defined(__AVX512F__)
-
 /* _mm512_reduce_add_ps of a, b, c and d, side by side: GCC reduces by
  * adding the upper half to the lower one, 256, 128 bits, then lanes 2,3 to
  * 0,1 and lane 1 to lane 0. Here the same additions (each with the same two
@@ -277,59 +224,109 @@ static inline __m128 reduce4_ps(__m512 a, __m512 b, __m512 c, __m512 d)
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
 }
 
-/* tinyblas_float for RM weight rows x RN tokens: each output keeps its one
- * 16-lane FMA accumulator and GCC's _mm512_reduce_add_ps, as in tinyBLAS;
- * the tile only shares the loads and the weights' conversion. RM and RN
- * are constants at every call, so the accumulators stay in registers
- * (4 x 6 uses 24 of the 32). */
-static inline __attribute__((always_inline)) void tinyblas_tile(bool f16, int rm, int rn, int64_t n, const uint8_t *w,
-                                                                size_t rb, const uint8_t *act, size_t act_stride,
-                                                                float *out, int64_t out_stride)
+/* The weight kinds of the tinyBLAS tiles. */
+enum tb_kind { TB_F32, TB_F16, TB_BF16 };
+
+/* Weight row i, elements k..: F32 and F16 as 16 floats, BF16 as 32 raw halves. */
+static inline __m512 tb_weights(enum tb_kind kind, const void *w, int64_t k)
 {
-    __m512 acc[4][6];
-    _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
-        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
-            acc[i][j] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < n; k += 16) {
-        __m512 x[4];
-        _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
-            x[i] = ld16w(f16, w + (size_t)i * rb, k);
-        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++) {
-            const float *aj = (const void *)(act + (size_t)j * act_stride);
-            __m512 a = _mm512_loadu_ps(aj + k);
-            __asm__("" : "+v"(a)); /* one load, not one per FMA: the loads were the bottleneck */
-            _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
-                acc[i][j] = _mm512_fmadd_ps(x[i], a, acc[i][j]);
-        }
-    }
-    if (rm == 4) {
-        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
-            _mm_storeu_ps(out + (int64_t)j * out_stride, reduce4_ps(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
-        return;
-    }
-    _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
-        _Pragma("GCC unroll 4") for (int i = 0; i < rm; i++)
-            out[(int64_t)j * out_stride + i] = _mm512_reduce_add_ps(acc[i][j]);
+    if (kind == TB_F16)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + k)));
+    if (kind == TB_BF16)
+        return _mm512_castsi512_ps(_mm512_loadu_si512((const uint16_t *)w + k));
+    return _mm512_loadu_ps((const float *)w + k);
 }
 
-/* One instance per weight type, so that `f16` is a constant too. */
-#define TB_RM 4
-#define TB_RN 6
-#define TINYBLAS_ROWS(name, F16)                                                                                  \
-    static void name(int64_t n, const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride, int n_tok,    \
-                     float *out, int64_t out_stride)                                                              \
-    {                                                                                                             \
-        int t = 0;                                                                                                \
-        for (; t + TB_RN <= n_tok; t += TB_RN)                                                                    \
-            tinyblas_tile(F16, TB_RM, TB_RN, n, w, rb, act + (size_t)t * act_stride, act_stride,                  \
-                          out + (int64_t)t * out_stride, out_stride);                                             \
-        for (; t < n_tok; t++)                                                                                    \
-            tinyblas_tile(F16, TB_RM, 1, n, w, rb, act + (size_t)t * act_stride, act_stride,                      \
-                          out + (int64_t)t * out_stride, out_stride);                                             \
-    }
-TINYBLAS_ROWS(tinyblas_rows_f16, true)
-TINYBLAS_ROWS(tinyblas_rows_f32, false)
+#if defined(__AVX512BF16__)
+#define TB_DPBF16(acc, x, a) _mm512_dpbf16_ps(acc, (__m512bh)(x), (__m512bh)(a))
+#else
+#define TB_DPBF16(acc, x, a) (acc) /* never reached: refbf16_matmul takes the one-output path */
 #endif
+
+/* 4 weight rows x RN tokens of tinyBLAS: each output keeps its one 16-lane
+ * accumulator (an FMA per 16 F32/F16 elements, a vdpbf16ps per 32 BF16
+ * ones) and GCC's _mm512_reduce_add_ps; the tile only shares the loads and
+ * the weights' conversion, and reduces four outputs at once. Activations
+ * are F32 rows (F16-rounded values for F16 weights) or BF16 rows. `kind`
+ * and RN are constants at every call, so the 24 accumulators stay in
+ * registers. */
+static inline __attribute__((always_inline)) void tinyblas_tile(enum tb_kind kind, int rn, int64_t n,
+                                                                const uint8_t *w, size_t rb, const uint8_t *act,
+                                                                size_t act_stride, float *out, int64_t out_stride)
+{
+    const int64_t step = kind == TB_BF16 ? 32 : 16;
+    __m512 acc[4][6];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++) acc[i][j] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += step) {
+        __m512 x[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] = tb_weights(kind, w + (size_t)i * rb, k);
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        {
+            const uint8_t *aj = act + (size_t)j * act_stride;
+            __m512 a = kind == TB_BF16 ? _mm512_castsi512_ps(_mm512_loadu_si512((const uint16_t *)(const void *)aj + k))
+                                       : _mm512_loadu_ps((const float *)(const void *)aj + k);
+            __asm__("" : "+v"(a)); /* one load, not one per FMA: the loads were the bottleneck */
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i][j] =
+                kind == TB_BF16 ? TB_DPBF16(acc[i][j], x[i], a) : _mm512_fmadd_ps(x[i], a, acc[i][j]);
+        }
+    }
+    _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        _mm_storeu_ps(out + (int64_t)j * out_stride, reduce4_ps(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+}
+
+/* Rows [r, r + 4) against every token: tiles of 6 tokens, then single ones. */
+static inline __attribute__((always_inline)) void tinyblas_rows(enum tb_kind kind, int64_t n, const uint8_t *w,
+                                                                size_t rb, const uint8_t *act, size_t act_stride,
+                                                                int n_tok, float *out, int64_t out_stride)
+{
+    int t = 0;
+    for (; t + 6 <= n_tok; t += 6)
+        tinyblas_tile(kind, 6, n, w, rb, act + (size_t)t * act_stride, act_stride, out + (int64_t)t * out_stride,
+                      out_stride);
+    for (; t < n_tok; t++)
+        tinyblas_tile(kind, 1, n, w, rb, act + (size_t)t * act_stride, act_stride, out + (int64_t)t * out_stride,
+                      out_stride);
+}
+
+/* One instance per kind, so that `kind` is a constant in the tile. */
+static void tinyblas_rows_f32(int64_t n, const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride,
+                              int n_tok, float *out, int64_t out_stride)
+{
+    tinyblas_rows(TB_F32, n, w, rb, act, act_stride, n_tok, out, out_stride);
+}
+
+static void tinyblas_rows_f16(int64_t n, const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride,
+                              int n_tok, float *out, int64_t out_stride)
+{
+    tinyblas_rows(TB_F16, n, w, rb, act, act_stride, n_tok, out, out_stride);
+}
+
+#if defined(__AVX512BF16__)
+static void tinyblas_rows_bf16(int64_t n, const uint8_t *w, size_t rb, const uint8_t *act, size_t act_stride,
+                               int n_tok, float *out, int64_t out_stride)
+{
+    tinyblas_rows(TB_BF16, n, w, rb, act, act_stride, n_tok, out, out_stride);
+}
+#endif
+#endif
+
+void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                    int n_tok, float *out, int64_t out_stride)
+{
+    const size_t rb = (size_t)n * 2;
+    int64_t r = r0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    for (; r + 4 <= r1; r += 4)
+        tinyblas_rows_bf16(n, (const uint8_t *)w->data + (size_t)r * rb, rb, act, act_stride, n_tok, out + r,
+                           out_stride);
+#endif
+    for (; r < r1; r++) {
+        const uint16_t *wr = (const uint16_t *)((const uint8_t *)w->data + (size_t)r * rb);
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = tinyblas_bf16(n, wr, (const uint16_t *)(act + (size_t)t * act_stride));
+    }
+}
 
 void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                      int n_tok, float *out, int64_t out_stride)
@@ -340,7 +337,7 @@ void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, co
     int64_t r = r0;
 #if defined(__AVX512F__)
     if (tiny)
-        for (; r + TB_RM <= r1; r += TB_RM) {
+        for (; r + 4 <= r1; r += 4) {
             const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
             if (f16)
                 tinyblas_rows_f16(n, wr, rb, act, act_stride, n_tok, out + r, out_stride);
@@ -652,12 +649,8 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 
 bool repack_applies(const gguf_tensor *w)
 {
-#if defined(__AVX2__)
+    /* a portable build too follows what an AVX2 reference machine does */
     return w->type == TENSOR_TYPE_Q4_0 && w->ne[1] % 8 == 0 && w->ne[0] % 32 == 0;
-#else
-    /* A portable build still follows what an AVX2 reference machine does. */
-    return w->type == TENSOR_TYPE_Q4_0 && w->ne[1] % 8 == 0 && w->ne[0] % 32 == 0;
-#endif
 }
 
 /* One output of ggml_gemv/gemm_q4_0_8x8_q8_0: each block's exact integer

@@ -293,6 +293,22 @@ float quant_dot_q6_K_scalar(int64_t n, const void *w, const void *act);
 void quant_simd_install(enum tensor_type type, struct quant_kernels *k);
 
 /* ---- AVX2 helpers and kernels (quant_simd*.c) ---- */
+/* vec_dot and the 4-activation tile of a kernel T_rows(n, w, act[4], nt,
+ * out[4]) that runs one weight row against nt activations: both are
+ * instances of the one body, so they give the same bits per pair. */
+#define QUANT_ROWS_KERNELS(T)                                                                                     \
+    float quant_avx2_dot_##T(int64_t n, const void *w, const void *act)                                           \
+    {                                                                                                             \
+        const void *const a[4] = {act, act, act, act};                                                            \
+        float o[4];                                                                                               \
+        T##_rows(n, w, a, 1, o);                                                                                  \
+        return o[0];                                                                                              \
+    }                                                                                                             \
+    void quant_avx2_dot4_##T(int64_t n, const void *w, const void *const act[4], float out[4])                    \
+    {                                                                                                             \
+        T##_rows(n, w, act, 4, out);                                                                              \
+    }
+
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define QUANT_HAVE_AVX2 1
 #include <immintrin.h>

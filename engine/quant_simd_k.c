@@ -1,7 +1,7 @@
 /* AVX2 dots of the K-quants against Q8_K activations, in ggml's x86
- * vec_dot order (lanes, accumulators and where the min terms go), plus the
- * 1-row x 4-activation tiles for Q4_K and Q6_K, and (AVX-512) Q6_K rows in
- * pairs. The forward pass runs Q6_K through these: the reference does not
+ * vec_dot order (lanes, accumulators and where the min terms go), as
+ * 1-row x 4-activation tiles for Q3_K..Q6_K whose 1-activation instance is
+ * vec_dot, and (AVX-512) Q6_K rows in pairs. The forward pass runs Q6_K through these: the reference does not
  * repack it. */
 #include "quant_internal.h"
 
@@ -40,67 +40,6 @@ static inline __m256i dot32_scaled(__m256i u, const int8_t *q8, int scale)
     return _mm256_madd_epi16(p16, _mm256_set1_epi16((short)scale));
 }
 
-float quant_avx2_dot_q4_K(int64_t n, const void *w, const void *act)
-{
-    const block_q4_K *x = w;
-    const block_q8_K *y = act;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        __m128i sm = k4_scales_mins(x[i].scales);
-        uint8_t sc[16];
-        _mm_storeu_si128((__m128i *)sc, sm);
-        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, y[i].bsums)), accm);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            sumi = _mm256_add_epi32(sumi, dot32_scaled(lo, y[i].qs + 64 * c, sc[2 * c]));
-            sumi = _mm256_add_epi32(sumi, dot32_scaled(hi, y[i].qs + 64 * c + 32, sc[2 * c + 1]));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
-    accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
-    return hsum_ps(acc) - _mm_cvtss_f32(accm);
-}
-
-float quant_avx2_dot_q5_K(int64_t n, const void *w, const void *act)
-{
-    const block_q5_K *x = w;
-    const block_q8_K *y = act;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        __m128i sm = k4_scales_mins(x[i].scales);
-        uint8_t sc[16];
-        _mm_storeu_si128((__m128i *)sc, sm);
-        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = -y[i].d * fp16_to_f32(x[i].dmin);
-        __m128i prod = k4_min_sums(sm, y[i].bsums);
-        prod = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-        summs = fmaf(dmin, (float)_mm_cvtsi128_si32(prod), summs);
-        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            /* bit 2c of qh -> bit 4 of the low half, bit 2c+1 -> high half */
-            __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
-            __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
-            hbits = _mm256_srli_epi16(hbits, 2);
-            __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
-            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
-            sumi = _mm256_add_epi32(sumi, dot32_scaled(lo, y[i].qs + 64 * c, sc[2 * c]));
-            sumi = _mm256_add_epi32(sumi, dot32_scaled(hi, y[i].qs + 64 * c + 32, sc[2 * c + 1]));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_ps(acc) + summs;
-}
-
-
 /* Byte shuffles that spread scale bytes 2k and 2k+1 over 8 bytes each. */
 static const uint8_t k_scale_pair_shuffle[8][16] = {
     {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
@@ -135,38 +74,6 @@ static inline __m256i q6_offset(__m128i scales, const int16_t *bsums)
     return _mm256_slli_epi32(_mm256_madd_epi16(b, _mm256_cvtepi8_epi16(scales)), 5);
 }
 
-float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act)
-{
-    const block_q6_K *x = w;
-    const block_q8_K *y = act;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
-            const int8_t *q8 = y[i].qs + 128 * h;
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
-            __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
-            __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
-            __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
-            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
-            __m256i p0 = q6_chunk(q0, q8, scale_pair_s8(scales, 4 * h + 0));
-            __m256i p1 = q6_chunk(q1, q8 + 32, scale_pair_s8(scales, 4 * h + 1));
-            __m256i p2 = q6_chunk(q2, q8 + 64, scale_pair_s8(scales, 4 * h + 2));
-            __m256i p3 = q6_chunk(q3, q8 + 96, scale_pair_s8(scales, 4 * h + 3));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
-        }
-        sumi = _mm256_sub_epi32(sumi, q6_offset(scales, y[i].bsums));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_ps(acc);
-}
-
 float quant_avx2_dot_q2_K(int64_t n, const void *w, const void *act)
 {
     const block_q2_K *x = w;
@@ -198,46 +105,19 @@ float quant_avx2_dot_q2_K(int64_t n, const void *w, const void *act)
     return hsum_ps(acc);
 }
 
-float quant_avx2_dot_q3_K(int64_t n, const void *w, const void *act)
-{
-    const block_q3_K *x = w;
-    const block_q8_K *y = act;
-    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256(), four = _mm256_set1_epi8(4);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int8_t sc[16];
-        quant_q3k_scales(x[i].scales, sc);
-        const __m128i scales = _mm_loadu_si128((const __m128i *)sc);
-        __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
-            const int8_t *q8 = y[i].qs + 128 * h;
-            for (int j = 0; j < 4; j++) {
-                __m256i lo = _mm256_and_si256(q2, m3);
-                q2 = _mm256_srli_epi16(q2, 2);
-                /* 4 where hmask bit (4h + j) is clear: q = lo - that, formed
-                 * per byte pair as lo*y - 4*y like the reference */
-                __m256i hb = _mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j))));
-                hb = _mm256_and_si256(_mm256_cmpeq_epi8(hb, zero), four);
-                __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
-                __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, y8), _mm256_maddubs_epi16(hb, y8));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair_s8(scales, 4 * h + j), p16));
-            }
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_ps(acc);
-}
-
-void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], float out[4])
+/* One weight row against nt (1 or 4) activations, in ggml's vec_dot order
+ * for each: the row's values are built once per block and used nt times.
+ * vec_dot is the nt = 1 instance, so the tiles cannot drift from it. The
+ * same holds for q5_K_rows, q3_K_rows and q6_K_rows below. */
+static inline __attribute__((always_inline)) void q4_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q4_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[4];
     __m128 accm[4];
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < nt; c++) {
         acc[c] = _mm256_setzero_ps();
         accm[c] = _mm_setzero_ps();
     }
@@ -252,7 +132,7 @@ void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], fl
             lo[k] = _mm256_and_si256(q4, m4);
             hi[k] = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
         }
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
         {
             const block_q8_K *yc = y[c] + i;
             const float d = yc->d * xd, dmin = yc->d * xdmin;
@@ -265,23 +145,25 @@ void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], fl
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < nt; c++) {
         __m128 m = _mm_add_ps(accm[c], _mm_movehl_ps(accm[c], accm[c]));
         m = _mm_add_ss(m, _mm_movehdup_ps(m));
         out[c] = hsum_ps(acc[c]) - _mm_cvtss_f32(m);
     }
 }
 
-/* Q5_K, one row x 4 activations: the row's 5-bit values are built once
- * per block; per activation the steps of quant_avx2_dot_q5_K. */
-void quant_avx2_dot4_q5_K(int64_t n, const void *w, const void *const act[4], float out[4])
+QUANT_ROWS_KERNELS(q4_K)
+
+/* Q5_K: the row's 5-bit values are built once per block. */
+static inline __attribute__((always_inline)) void q5_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q5_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
     const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
     __m256 acc[4];
     float summs[4] = {0};
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const __m128i sm = k4_scales_mins(x[i].scales);
@@ -299,7 +181,7 @@ void quant_avx2_dot4_q5_K(int64_t n, const void *w, const void *const act[4], fl
             lo[k] = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
             hi[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
         }
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
         {
             const block_q8_K *yc = y[c] + i;
             const float d = yc->d * xd, dmin = -yc->d * xdmin;
@@ -315,20 +197,22 @@ void quant_avx2_dot4_q5_K(int64_t n, const void *w, const void *const act[4], fl
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         out[c] = hsum_ps(acc[c]) + summs[c];
 }
 
-/* Q3_K, one row x 4 activations: values, high-bit offsets and scale
- * vectors built once per half block; per activation the steps of
- * quant_avx2_dot_q3_K. */
-void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], float out[4])
+QUANT_ROWS_KERNELS(q5_K)
+
+/* Q3_K: values, high-bit offsets and scale vectors are built once per
+ * half block. */
+static inline __attribute__((always_inline)) void q3_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q3_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
     const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256(), four = _mm256_set1_epi8(4);
     __m256 acc[4];
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         int8_t sc[16];
@@ -336,7 +220,7 @@ void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], fl
         const __m128i scales = _mm_loadu_si128((const __m128i *)sc);
         const __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
         __m256i sumi[4];
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < nt; c++)
             sumi[c] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
@@ -349,7 +233,7 @@ void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], fl
                 hb[j] = _mm256_and_si256(_mm256_cmpeq_epi8(b, zero), four);
                 scv[j] = scale_pair_s8(scales, 4 * h + j);
             }
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
             {
                 const int8_t *q8 = y[c][i].qs + 128 * h;
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -361,21 +245,26 @@ void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], fl
                 }
             }
         }
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < nt; c++)
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi[c]),
                                      acc[c]);
     }
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         out[c] = hsum_ps(acc[c]);
 }
 
-void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4])
+QUANT_ROWS_KERNELS(q3_K)
+
+/* Q6_K: the unsigned 6-bit values and scale vectors are built once per
+ * half block; q6_offset takes 32 * sc * bsum off each lane. */
+static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q6_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
     __m256 acc[4];
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
@@ -395,7 +284,7 @@ void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], fl
                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
             for (int k = 0; k < 4; k++)
                 scv[k] = scale_pair_s8(scales, 4 * h + k);
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
             {
                 const int8_t *q8 = y[c][i].qs + 128 * h;
                 __m256i p0 = q6_chunk(q[0], q8, scv[0]);
@@ -405,14 +294,16 @@ void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], fl
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
             }
         }
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < nt; c++) {
             sumi[c] = _mm256_sub_epi32(sumi[c], q6_offset(scales, y[c][i].bsums));
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * xd), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         out[c] = hsum_ps(acc[c]);
 }
+
+QUANT_ROWS_KERNELS(q6_K)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* Q6_K rows in pairs, one per 256-bit half of each register: each half does

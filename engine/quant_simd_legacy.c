@@ -105,54 +105,6 @@ void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, c
         out[r] = quant_avx2_dot_q8_0(n, (const char *)w + (size_t)r * rs, act);
 }
 
-float quant_avx2_dot_q4_1(int64_t n, const void *w, const void *act)
-{
-    const block_q4_1 *x = w;
-    const block_q8_1 *y = act;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / QK4_1; i++) {
-        const float d0 = fp16_to_f32(x[i].d), d1 = fp16_to_f32(y[i].d);
-        summs = fmaf(fp16_to_f32(x[i].m), fp16_to_f32(y[i].s), summs); /* fused, as GCC builds the reference */
-        /* unsigned nibbles straight into the u8 x s8 dot */
-        __m256i p = dpbusd(_mm256_setzero_si256(), nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d0 * d1), _mm256_cvtepi32_ps(p), acc);
-    }
-    return hsum_ps(acc) + summs;
-}
-
-float quant_avx2_dot_q5_0(int64_t n, const void *w, const void *act)
-{
-    const block_q5_0 *x = w;
-    const block_q8_0 *y = act;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK5_0; i++) {
-        /* q - 16 = nibble | (bit ? 0x10 : 0) - 16 = nibble - (bit ? 0 : 16) */
-        __m256i hb = _mm256_andnot_si256(bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
-        __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb); /* 0xF0 | nibble = nibble - 16 as int8 */
-        __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)), _mm256_cvtepi32_ps(p), acc);
-    }
-    return hsum_ps(acc);
-}
-
-float quant_avx2_dot_q5_1(int64_t n, const void *w, const void *act)
-{
-    const block_q5_1 *x = w;
-    const block_q8_1 *y = act;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / QK5_1; i++) {
-        const float dx = fp16_to_f32(x[i].d);
-        summs = fmaf(fp16_to_f32(x[i].m), fp16_to_f32(y[i].s), summs); /* fused, as GCC builds the reference */
-        __m256i hb = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
-        __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
-        __m256i p = dpbusd(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * fp16_to_f32(y[i].d)), acc);
-    }
-    return hsum_ps(acc) + summs;
-}
-
 /* ---- one weight row x 4 activations (prompt batches) ----
  * Per (row, activation) pair the arithmetic is exactly vec_dot's; the row's
  * blocks are decoded once and used four times. */
@@ -205,20 +157,26 @@ void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], fl
     out[3] = hsum_ps(a3);
 }
 
-/* Q4_1, Q5_0 and Q5_1, one row x 4 activations: each block's values are
- * built once; per activation the steps of the one-row kernels above. */
-void quant_avx2_dot4_q4_1(int64_t n, const void *w, const void *const act[4], float out[4])
+/* Q4_1, Q5_0 and Q5_1, one row against nt (1 or 4) activations in ggml's
+ * vec_dot order for each: a block's values are built once and used nt
+ * times; vec_dot is the nt = 1 instance. Q5_0 gives the signed values
+ * (q - 16 = nibble - (bit ? 0 : 16)) to the sign trick; Q4_1 and Q5_1 give
+ * the unsigned ones straight to the u8 x s8 dot, and their min terms
+ * m * s are FMA-accumulated on the side (fused, as GCC builds the
+ * reference). */
+static inline __attribute__((always_inline)) void q4_1_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q4_1 *x = w;
     const block_q8_1 *y[4] = {act[0], act[1], act[2], act[3]};
     __m256 acc[4];
     float summs[4] = {0};
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK4_1; i++) {
         const float d0 = fp16_to_f32(x[i].d), m = fp16_to_f32(x[i].m);
         const __m256i q = nibbles32(x[i].qs);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
         {
             const block_q8_1 *yc = y[c] + i;
             summs[c] = fmaf(m, fp16_to_f32(yc->s), summs[c]);
@@ -226,45 +184,51 @@ void quant_avx2_dot4_q4_1(int64_t n, const void *w, const void *const act[4], fl
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * fp16_to_f32(yc->d)), _mm256_cvtepi32_ps(p), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         out[c] = hsum_ps(acc[c]) + summs[c];
 }
 
-void quant_avx2_dot4_q5_0(int64_t n, const void *w, const void *const act[4], float out[4])
+QUANT_ROWS_KERNELS(q4_1)
+
+static inline __attribute__((always_inline)) void q5_0_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q5_0 *x = w;
     const block_q8_0 *y[4] = {act[0], act[1], act[2], act[3]};
     __m256 acc[4];
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK5_0; i++) {
         const __m256i hb = _mm256_andnot_si256(bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
         const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
         const float dx = fp16_to_f32(x[i].d);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
         {
             const block_q8_0 *yc = y[c] + i;
             const __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)yc->qs));
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16_to_f32(yc->d)), _mm256_cvtepi32_ps(p), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         out[c] = hsum_ps(acc[c]);
 }
 
-void quant_avx2_dot4_q5_1(int64_t n, const void *w, const void *const act[4], float out[4])
+QUANT_ROWS_KERNELS(q5_0)
+
+static inline __attribute__((always_inline)) void q5_1_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
 {
     const block_q5_1 *x = w;
     const block_q8_1 *y[4] = {act[0], act[1], act[2], act[3]};
     __m256 acc[4];
     float summs[4] = {0};
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK5_1; i++) {
         const float dx = fp16_to_f32(x[i].d), m = fp16_to_f32(x[i].m);
         const __m256i hb = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
         const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hb);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
         {
             const block_q8_1 *yc = y[c] + i;
             summs[c] = fmaf(m, fp16_to_f32(yc->s), summs[c]);
@@ -272,9 +236,11 @@ void quant_avx2_dot4_q5_1(int64_t n, const void *w, const void *const act[4], fl
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * fp16_to_f32(yc->d)), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < nt; c++)
         out[c] = hsum_ps(acc[c]) + summs[c];
 }
+
+QUANT_ROWS_KERNELS(q5_1)
 
 /* 4 rows x 4 activations for Q8_0-activation blocks: weights enter the u8 x s8
  * dot as unsigned bytes (q8: x ^ 0x80 = x + 128, q4: the raw nibble) and the
