@@ -20,7 +20,9 @@ static void usage(FILE *f)
             "usage: tokscope compare -m MODEL GOLDEN.jsonl [options]\n"
             "\n"
             "Feeds the golden file's tokens (prompt, then every later token_in) through the model\n"
-            "and compares our logits with the reference's at every position.\n"
+            "and compares our logits with the reference's at every position. A file that starts at\n"
+            "the last prompt position (made the way generation runs, e.g. `logits --last`) is\n"
+            "evaluated that way: only the prompt's last token gets logits.\n"
             "\n"
             "  -m, --model FILE     GGUF model the golden file was made with\n"
             "  --one-by-one         evaluate every token alone (default: the prompt as one batch,\n"
@@ -196,7 +198,13 @@ int cmd_compare(int argc, char **argv)
             ev = forward_eval(f, seq, p + 1, 0, logits + (size_t)p * n_vocab, false, err, sizeof err);
     } else {
         int32_t first = one_by_one ? 0 : g->n_prompt;
-        if (first > 0)
+        /* A file from the last prompt position on was made the way generation
+         * runs: the prompt's other rows have no logits, so their last-layer
+         * FFN is not computed, and the last row's goes through one-token
+         * kernels. */
+        if (first > 0 && g->first > 0)
+            ev = forward_eval(f, seq, first, 0, logits + (size_t)(first - 1) * n_vocab, false, err, sizeof err);
+        else if (first > 0)
             ev = forward_eval(f, seq, first, 0, logits, true, err, sizeof err);
         for (int32_t p = first; ev == 0 && p < n_seq; p++)
             ev = forward_eval(f, seq + p, 1, p, logits + (size_t)p * n_vocab, false, err, sizeof err);
@@ -207,8 +215,8 @@ int cmd_compare(int argc, char **argv)
     }
 
     double sum_kl = 0, worst_diff = 0, worst_lse = 0;
-    int32_t n_decisive = 0, n_agree = 0;
-    for (int32_t p = 0; p < n_seq; p++) {
+    int32_t n_decisive = 0, n_agree = 0, n_cmp = 0;
+    for (int32_t p = g->first; p < n_seq; p++) {
         const golden_pos *gp = &g->pos[p];
         const float *lo = logits + (size_t)p * n_vocab;
         const double lse = golden_lse(lo, n_vocab);
@@ -223,7 +231,7 @@ int cmd_compare(int argc, char **argv)
             const double lr = gp->top_logit[i] - (double)gp->lse, lq = lo[id] - lse;
             kl += exp(lr) * (lr - lq);
         }
-        struct pos_stat *s = &st[p];
+        struct pos_stat *s = &st[n_cmp++];
         s->pos = p;
         s->token = seq[p];
         s->max_diff = (float)md;
@@ -243,7 +251,7 @@ int cmd_compare(int argc, char **argv)
             n_agree += s->argmax_ours == gp->argmax;
         }
     }
-    const double mean_kl = sum_kl / n_seq;
+    const double mean_kl = sum_kl / n_cmp;
     const double top1 = n_decisive ? (double)n_agree / n_decisive : 1.0;
 
     const bool quantized = model_is_quantized(m);
@@ -255,15 +263,16 @@ int cmd_compare(int argc, char **argv)
         min_top1 = quantized ? 0.98 : 0;
 
     const tokenizer *tok = model_get_tokenizer(m);
-    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt), mode %s, KV %s\n", golden_path,
-           model_path, quantized ? "quantized" : "float", n_seq, g->n_prompt,
+    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt%s), mode %s, KV %s\n", golden_path,
+           model_path, quantized ? "quantized" : "float", n_cmp, g->n_prompt,
+           g->first > 0 ? ", logits of its last token only" : "",
            all_batched ? "all-batched" : no_cache ? "no-kv-cache" : one_by_one ? "one-by-one" : "prompt batched",
            f32_kv ? "F32" : "F16");
     if (top_n > 0) {
-        qsort(st, (size_t)n_seq, sizeof *st, by_severity);
-        int shown = top_n < n_seq ? top_n : n_seq;
+        qsort(st, (size_t)n_cmp, sizeof *st, by_severity);
+        int shown = top_n < n_cmp ? top_n : n_cmp;
         printf("  %d positions with the largest |dlogit| (over the reference top-%d):\n", shown,
-               g->pos[0].n_top);
+               g->pos[g->first].n_top);
         printf("  %5s  %-22s %10s %10s %10s  %s\n", "pos", "token_in", "max|dlog|", "KL", "|dlse|",
                "argmax ref / ours");
         for (int i = 0; i < shown; i++) {
@@ -279,7 +288,7 @@ int cmd_compare(int argc, char **argv)
     printf("  tolerance: max|dlogit| <= %g, mean KL <= %g, top1 >= %g: %s\n", max_diff, max_kl, min_top1,
            pass ? "PASS" : "FAIL");
     printf("{\"positions\":%d,\"max_abs_logit_diff\":%.6f,\"mean_kl\":%.3e,\"top1_agree\":%.4f,\"max_lse_diff\":%.6f}\n",
-           n_seq, worst_diff, mean_kl, top1, worst_lse);
+           n_cmp, worst_diff, mean_kl, top1, worst_lse);
     rc = pass ? 0 : 1;
 done:
     free(st);

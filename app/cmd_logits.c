@@ -26,6 +26,8 @@ static void usage(FILE *f)
             "  -n N                 greedy tokens to generate (default 16)\n"
             "  -k N                 logits listed per position (default 40)\n"
             "  --one-by-one         evaluate the prompt one token at a time\n"
+            "  --last               list only the prompt's last position, computed as generation does\n"
+            "                       (no logits for the others, so their last-layer FFN is skipped)\n"
             "  --batch B            tokens per internal batch (default 512)\n"
             "  --no-bos             do not add BOS\n"
             "  --no-kv-cache        recompute the whole sequence at every position\n"
@@ -65,8 +67,8 @@ int cmd_logits(int argc, char **argv)
     const char *model_path = NULL, *prompt = NULL, *tokens_arg = NULL, *system = NULL, *tmpl = NULL;
     int n_gen = 16, top_k = 40, batch = 0, threads = 0;
     long n_ctx = 0;
-    bool one_by_one = false, no_bos = false, no_cache = false, chat = false;
-    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE };
+    bool one_by_one = false, no_bos = false, no_cache = false, chat = false, last_only = false;
+    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE, O_LAST };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
         {"tokens", required_argument, 0, O_TOKENS}, {"one-by-one", no_argument, 0, O_ONE},
@@ -74,7 +76,8 @@ int cmd_logits(int argc, char **argv)
         {"no-kv-cache", no_argument, 0, O_NOKV},  {"chat", no_argument, 0, O_CHAT},
         {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
         {"threads", required_argument, 0, 't'},   {"ctx-size", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
+        {"last", no_argument, 0, O_LAST},         {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -111,6 +114,7 @@ int cmd_logits(int argc, char **argv)
                 goto bad;
             break;
         case O_ONE: one_by_one = true; break;
+        case O_LAST: last_only = true; break;
         case O_NOBOS: no_bos = true; break;
         case O_NOKV: no_cache = true; break;
         case O_CHAT: chat = true; break;
@@ -186,8 +190,22 @@ int cmd_logits(int argc, char **argv)
     memcpy(seq, toks, (size_t)n_prompt * sizeof *seq);
     golden_write_header(stdout, toks, n_prompt, n_vocab);
 
-    /* Prompt positions. */
-    for (int32_t p0 = 0; p0 < n_prompt;) {
+    /* Prompt positions. With --last, only the last one gets logits, as in
+     * generate: forward_eval with all_logits false. */
+    if (last_only) {
+        int ev = 0;
+        if (no_cache)
+            ev = forward_eval(f, seq, n_prompt, 0, logits, false, err, sizeof err);
+        else
+            for (int32_t p0 = 0; ev == 0 && p0 < n_prompt; p0 += one_by_one ? 1 : n_prompt)
+                ev = forward_eval(f, seq + p0, one_by_one ? 1 : n_prompt, p0, logits, false, err, sizeof err);
+        if (ev != 0) {
+            fprintf(stderr, "tokscope logits: %s\n", err);
+            goto done;
+        }
+        golden_write_pos(stdout, n_prompt - 1, seq[n_prompt - 1], logits, n_vocab, top_k, scratch);
+    }
+    for (int32_t p0 = 0; !last_only && p0 < n_prompt;) {
         int32_t cnt = one_by_one || no_cache ? 1 : (n_prompt - p0 < nb ? n_prompt - p0 : nb);
         int ev = no_cache ? forward_eval(f, seq, p0 + 1, 0, logits, false, err, sizeof err)
                           : forward_eval(f, seq + p0, cnt, p0, logits, true, err, sizeof err);
@@ -200,7 +218,7 @@ int cmd_logits(int argc, char **argv)
         p0 += cnt;
     }
     /* Greedy continuation: feed each argmax back, report its logits too. */
-    const float *last = logits + (size_t)((one_by_one || no_cache) ? 0 : (n_prompt - 1) % nb) * n_vocab;
+    const float *last = logits + (size_t)((one_by_one || no_cache || last_only) ? 0 : (n_prompt - 1) % nb) * n_vocab;
     int32_t next = golden_argmax(last, n_vocab);
     for (int32_t i = 0; i < n_gen; i++) {
         const int32_t pos = n_prompt + i;

@@ -113,8 +113,15 @@ golden *golden_load(const char *path, char *err, size_t errlen)
                 g->n_vocab = (int32_t)nv->valuedouble;
             }
         } else if (cJSON_GetObjectItemCaseSensitive(o, "pos")) {
-            if (g->n_pos == cap_pos) {
-                cap_pos = cap_pos ? cap_pos * 2 : 64;
+            /* A file made the way generation runs starts at the last prompt
+             * position; the ones before it get empty entries. */
+            const cJSON *vp = num(o, "pos");
+            const int32_t want = g->n_pos == 0 && g->n_prompt > 1 && vp &&
+                                         (int32_t)vp->valuedouble == g->n_prompt - 1
+                                     ? g->n_prompt
+                                     : g->n_pos + 1;
+            if (want > cap_pos) {
+                cap_pos = want > 2 * cap_pos ? want + 64 : 2 * cap_pos;
                 golden_pos *np = realloc(g->pos, (size_t)cap_pos * sizeof *np);
                 if (!np) {
                     snprintf(err, errlen, "out of memory");
@@ -123,6 +130,14 @@ golden *golden_load(const char *path, char *err, size_t errlen)
                     break;
                 }
                 g->pos = np;
+            }
+            for (; g->n_pos < want - 1; g->n_pos++) {
+                golden_pos *e = &g->pos[g->n_pos];
+                memset(e, 0, sizeof *e);
+                e->pos = g->n_pos;
+                e->token_in = g->prompt[g->n_pos];
+                e->argmax = -1;
+                g->first = g->n_pos + 1;
             }
             golden_pos *p = &g->pos[g->n_pos];
             memset(p, 0, sizeof *p);

@@ -2,7 +2,8 @@
  * `compare` and writing the same schema for `logits`.
  *
  *   {"prompt_tokens":[...], "n_vocab":N}
- *   {"pos":P, "token_in":T, "argmax":A, "lse":L, "top":[[id,logit],...]}   one per position
+ *   {"pos":P, "token_in":T, "argmax":A, "lse":L, "top":[[id,logit],...]}   one per position,
+ *                                    or from the last prompt position on
  *   {"generated":[...], "text":"..."}
  */
 #ifndef TOKSCOPE_GOLDEN_H
@@ -26,6 +27,9 @@ typedef struct golden {
     int32_t n_vocab;
     golden_pos *pos;   /* in file order; pos[i].pos == i is checked */
     int32_t n_pos;
+    int32_t first;     /* first position with logits: 0, or n_prompt - 1 for a file
+                          that lists only the last prompt position (as generation
+                          computes it); the entries before it have n_top 0 */
     int32_t *generated;
     int32_t n_generated;
     char *text;        /* NULL when the final line is absent */

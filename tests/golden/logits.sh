@@ -70,6 +70,13 @@ for golden in "$R"/long/*.jsonl; do
     threads=$(echo "$base" | sed -n 's/.*\.t\([0-9]*\)$/\1/p')
     cmp "compare $base (bit-exact)" "$M/${base%%.*}.gguf" "$golden" --max-diff 0.000005 ${threads:+-t $threads}
 done
+# Generation mode: the reference asked for the prompt's last logits only,
+# so it skipped the other rows' last-layer FFN and ran that layer's FFN for
+# one token (one-token kernels). compare runs such a file the same way.
+for golden in "$R"/last/*.jsonl; do
+    base=$(basename "$golden" .jsonl)
+    cmp "compare $base, last logits only (bit-exact)" "$M/${base%%.*}.gguf" "$golden" --max-diff 0.000005
+done
 
 # The AVX2 build (no AVX-512, no VNNI; make test builds it where the CPU
 # can run it) takes other kernel paths and must give the same bits.
@@ -78,6 +85,11 @@ if [ -x "$AVX2" ]; then
     for golden in "$G"/*.jsonl; do
         base=$(basename "$golden" .jsonl)
         BIN="$(pwd)/$AVX2" cmp "compare $base batched, AVX2 build (bit-exact)" "$M/${base%.*}.gguf" "$golden" \
+            --max-diff 0.000005
+    done
+    for golden in "$R"/last/*.jsonl; do
+        base=$(basename "$golden" .jsonl)
+        BIN="$(pwd)/$AVX2" cmp "compare $base, AVX2 build (bit-exact)" "$M/${base%%.*}.gguf" "$golden" \
             --max-diff 0.000005
     done
 fi
@@ -108,6 +120,29 @@ else not_ok "compare without arguments: usage, exit 2" "exit $rc"; fi
 "$BIN" compare -m "$M/stories260K.gguf" "$OUT/does-not-exist.jsonl" >"$OUT/compare.out" 2>&1
 rc=$?
 if [ $rc -eq 1 ]; then ok "compare with a missing golden: exit 1"; else not_ok "compare with a missing golden: exit 1" "exit $rc"; fi
+
+# A golden may start at position 0 or at the last prompt position, nowhere else.
+printf '%s\n' '{"prompt_tokens":[1,2,3],"n_vocab":512}' \
+    '{"pos":1,"token_in":2,"argmax":5,"lse":1.0,"top":[[5,1.0]]}' >"$OUT/bad_first.jsonl"
+"$BIN" compare -m "$M/stories260K.gguf" "$OUT/bad_first.jsonl" >"$OUT/compare.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'bad position line (expected pos 0' "$OUT/compare.out"; then
+    ok "compare rejects a golden that starts mid-prompt"
+else not_ok "compare rejects a golden that starts mid-prompt" "exit $rc" "$(tail -n 2 "$OUT/compare.out")"; fi
+
+# logits --last writes what generation computes: byte for byte the
+# reference's generation-mode file (its lines carry the top 10).
+for golden in "$R"/last/*.jsonl; do
+    base=$(basename "$golden" .jsonl)
+    name="logits --last $base = reference, byte for byte"
+    need "$M/${base%%.*}.gguf" "$name" || continue
+    ids=$(head -n 1 "$golden" | sed 's/.*"prompt_tokens":\[\([0-9,]*\)\].*/\1/')
+    n_gen=$(($(wc -l <"$golden") - 2))
+    "$BIN" logits -m "$M/${base%%.*}.gguf" --tokens "$ids" --last -n "$n_gen" -k 10 >"$OUT/logits_last.jsonl" \
+        2>"$OUT/logits.err"
+    if [ $? -eq 0 ] && head -n -1 "$OUT/logits_last.jsonl" | diff -q - "$golden" >/dev/null; then ok "$name"
+    else not_ok "$name" "$(head -n -1 "$OUT/logits_last.jsonl" | diff - "$golden" | head -n 4)"; fi
+done
 
 # logits output round-trips through compare (our own JSONL is a valid golden).
 if need "$M/stories260K.gguf" "logits output is a valid golden"; then
