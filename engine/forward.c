@@ -656,6 +656,18 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const int64_t strides[1] = {E};
             matmul(f, f->xb2, n, E, 1, ws, pk, outs, strides);
         }
+        if (l + 1 == hp->n_layer && out_first > 0) {
+            /* Past the last attention, only the rows with logits matter:
+             * the others' FFN would be thrown away. llama.cpp drops them
+             * here too (inp_out_ids), so its kernels then see n_out rows,
+             * which decides their rounding. */
+            n -= out_first;
+            memmove(f->x, f->x + (size_t)out_first * E, (size_t)n * E * sizeof(float));
+            memmove(f->xb, f->xb + (size_t)out_first * E, (size_t)n * E * sizeof(float));
+            out_first = 0;
+            if (n == 0)
+                return;
+        }
         for (int64_t i = 0; i < (int64_t)n * E; i++)
             f->x[i] += f->xb[i];
         for (int t = 0; t < n; t++)

@@ -30,8 +30,9 @@ uint32_t forward_n_ctx(const forward_ctx *f);
 
 /* Evaluates tokens[0..n) at positions start_pos..start_pos+n-1.
  * logits: n_vocab floats per output row. all_logits: one row per token (n rows);
- * otherwise only the last token's row. Returns 0, or -1 with err set (position
- * past n_ctx, token id out of range). */
+ * otherwise only the last token's row, and, as in llama.cpp, the last layer's
+ * FFN runs for that row alone (its one-token kernels set the bits). Returns 0,
+ * or -1 with err set (position past n_ctx, token id out of range). */
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen);
 
