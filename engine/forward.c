@@ -30,6 +30,10 @@
 /* Below this many multiply-adds a job runs on the calling thread: waking the
  * pool would cost more than the work. */
 #define MT_MIN_WORK (1 << 15)
+/* Work units (multiply-add equivalents) of one element of the per-token
+ * steps: quantizing, norms, RoPE. A guess at their cost relative to a
+ * SIMD multiply-add, so that n_chunks splits them only when worth it. */
+#define PREP_COST 2
 
 /* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
 struct mm_seg {
@@ -83,7 +87,8 @@ struct forward_ctx {
     uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;      /* bytes per act buffer */
     int32_t *act_sum[3]; /* their Q8_0 block sums (packed_act_sums), when a packed Q4_0 weight needs them */
-    float *rope;     /* n_rot: cos, sin pairs */
+    float *rope;     /* per thread, rope_stride floats: n_rot cos, sin pairs */
+    size_t rope_stride;
     /* per-thread attention scratch, attn_scratch_floats each */
     float *attn_buf;
     size_t attn_floats;  /* per thread, a multiple of a cache line */
@@ -286,7 +291,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
             f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
             f->act_sum[i] = malloc(B * (maxin / 32 + 1) * sizeof(int32_t));
         }
-        f->rope = malloc(hp->n_rot * sizeof(float));
+        f->rope_stride = ((size_t)hp->n_rot + 15) & ~(size_t)15; /* a cache line of its own per thread */
+        f->rope = aligned_alloc(64, (size_t)p.n_threads * f->rope_stride * sizeof(float));
         /* each thread's scratch on cache lines of its own: two threads
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
          * made the attention a third slower */
@@ -381,14 +387,29 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot)
 }
 
 /* How many chunks to cut `items` units of work into: one (inline) when the
- * job is too small to be worth waking the pool, else a few per thread so a
- * thread that starts late still finds work. */
+ * job is too small to be worth waking the pool, else several per thread,
+ * sized by chunk_start, so a thread that starts late still finds work. */
 static int64_t n_chunks(const forward_ctx *f, int64_t items, int64_t work)
 {
     if (f->n_threads <= 1 || work < MT_MIN_WORK || items <= 1)
         return 1;
-    int64_t n = (int64_t)f->n_threads * 4;
+    /* up to 8 per thread, none below 4 * MT_MIN_WORK: claiming a chunk
+     * moves a cache line between cores */
+    int64_t n = work / (4 * MT_MIN_WORK);
+    if (n > (int64_t)f->n_threads * 8)
+        n = (int64_t)f->n_threads * 8;
+    if (n < f->n_threads)
+        n = f->n_threads;
     return n < items ? n : items;
+}
+
+/* First item of chunk c of n over `total` items. Chunk sizes fall linearly
+ * (the first takes about 2/n of the work, the last about 1/n^2), so the
+ * threads run out of work nearly together instead of one waiting for the
+ * other's last big chunk. */
+static int64_t chunk_start(int64_t total, int64_t c, int64_t n)
+{
+    return c >= n ? total : total * c * (2 * n - c) / (n * n);
 }
 
 /* ---- matmul ---------------------------------------------------------------- */
@@ -398,7 +419,7 @@ static int64_t n_chunks(const forward_ctx *f, int64_t items, int64_t work)
  * depend on the split, only the speed does). */
 static int64_t chunk_row(const struct mm_job *job, int64_t chunk, int64_t n_chunks)
 {
-    const int64_t r = job->total_rows * chunk / n_chunks;
+    const int64_t r = chunk_start(job->total_rows, chunk, n_chunks);
     return chunk >= n_chunks ? job->total_rows : r - r % job->row_align;
 }
 
@@ -461,69 +482,86 @@ static void round_f16_row(const float *x, float *y, int64_t n)
         y[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(x[i]));
 }
 
-/* Converts n_tok rows of x (n_in floats each, stride n_in) to dot_type into
- * buffer slot; returns the row pointer base and stride. F32 uses x directly;
- * F16 activations are stored as floats (see reffloat_matmul). */
-static const uint8_t *prep_act(forward_ctx *f, int slot, enum tensor_type dot, const float *x, int n_tok,
-                               int64_t n_in, size_t *stride)
+/* The activation rows of one matmul job, converted to each distinct dot
+ * type its weights need, plus Q8_0 block sums where a packed Q4_0 weight
+ * wants them. F32 uses x directly. F16 activations are stored as floats,
+ * F16-rounded (exact), so that the kernels convert only the weights. */
+struct prep_job {
+    const float *x;
+    int64_t n_in;
+    int n_tok, n_dots;
+    enum tensor_type dot[3];
+    uint8_t *act[3];
+    size_t stride[3];
+    int32_t *sums[3]; /* NULL when not wanted */
+};
+
+static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
-    if (dot == TENSOR_TYPE_F32) {
-        *stride = (size_t)n_in * sizeof(float);
-        return (const uint8_t *)x;
-    }
-    if (dot == TENSOR_TYPE_F16) {
-        /* F16 weights multiply F16-rounded activations. Kept as floats (the
-         * values are exact) so that the kernels convert only the weights. */
-        float *r = (void *)f->act[slot];
-        for (int t = 0; t < n_tok; t++)
-            round_f16_row(x + (size_t)t * n_in, r + (size_t)t * n_in, n_in);
-        *stride = (size_t)n_in * sizeof(float);
-        return f->act[slot];
-    }
-    const size_t rs = tensor_row_size(dot, n_in);
-    for (int t = 0; t < n_tok; t++)
-        tensor_quantize_row(dot, x + (size_t)t * n_in, f->act[slot] + (size_t)t * rs, n_in);
-    *stride = rs;
-    return f->act[slot];
+    (void)ith;
+    const struct prep_job *j = arg;
+    const int t0 = (int)chunk_start(j->n_tok, chunk, n_chunks), t1 = (int)chunk_start(j->n_tok, chunk + 1, n_chunks);
+    for (int d = 0; d < j->n_dots; d++)
+        for (int t = t0; t < t1; t++) {
+            const float *x = j->x + (size_t)t * j->n_in;
+            uint8_t *a = j->act[d] + (size_t)t * j->stride[d];
+            if (j->dot[d] == TENSOR_TYPE_F16)
+                round_f16_row(x, (float *)(void *)a, j->n_in);
+            else if (j->dot[d] != TENSOR_TYPE_F32)
+                tensor_quantize_row(j->dot[d], x, a, j->n_in);
+            if (j->sums[d])
+                packed_act_sums(a, j->stride[d], 1, j->n_in, j->sums[d] + (size_t)t * (j->n_in / 32));
+        }
 }
 
 /* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in). */
 static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
 {
+    struct prep_job pj;
+    memset(&pj, 0, sizeof pj);
+    pj.x = x;
+    pj.n_in = n_in;
+    pj.n_tok = n_tok;
+    int seg_dot[3];
+    bool any = false;
+    for (int s = 0; s < n_seg; s++) {
+        const enum tensor_type dot = tensor_dot_type((enum tensor_type)ws[s]->type);
+        int d = 0;
+        while (d < pj.n_dots && pj.dot[d] != dot)
+            d++;
+        if (d == pj.n_dots) {
+            pj.dot[d] = dot;
+            pj.act[d] = dot == TENSOR_TYPE_F32 ? (uint8_t *)(uintptr_t)x : f->act[d];
+            pj.stride[d] = dot == TENSOR_TYPE_F32 || dot == TENSOR_TYPE_F16 ? (size_t)n_in * sizeof(float)
+                                                                              : tensor_row_size(dot, n_in);
+            any |= dot != TENSOR_TYPE_F32;
+            pj.n_dots++;
+        }
+        if (packed[s] && !pj.sums[d] && packed_needs_sums(ws[s])) {
+            pj.sums[d] = f->act_sum[d];
+            any = true;
+        }
+        seg_dot[s] = d;
+    }
+    if (any)
+        threadpool_run(f->tp, n_chunks(f, n_tok, (int64_t)n_tok * n_in * PREP_COST), prep_worker, &pj);
+
     struct mm_job job;
     memset(&job, 0, sizeof job);
     job.n_seg = n_seg;
     job.n_tok = n_tok;
     job.n_in = n_in;
     job.row_align = 1;
-    enum tensor_type dots[3];
-    const uint8_t *acts[3];
-    const int32_t *sums[3];
-    size_t strides[3];
-    int n_dots = 0;
     for (int s = 0; s < n_seg; s++) {
-        const enum tensor_type dot = tensor_dot_type((enum tensor_type)ws[s]->type);
-        int d = 0;
-        while (d < n_dots && dots[d] != dot)
-            d++;
-        if (d == n_dots) {
-            dots[d] = dot;
-            acts[d] = prep_act(f, d, dot, x, n_tok, n_in, &strides[d]);
-            sums[d] = NULL;
-            n_dots++;
-        }
-        if (packed[s] && !sums[d] && packed_needs_sums(ws[s])) {
-            packed_act_sums(acts[d], strides[d], n_tok, n_in, f->act_sum[d]);
-            sums[d] = f->act_sum[d];
-        }
-        job.seg[s].act_sums = sums[d];
+        const int d = seg_dot[s];
+        job.seg[s].act_sums = pj.sums[d];
         job.seg[s].w = ws[s];
         job.seg[s].packed = packed[s];
         if (packed[s])
             job.row_align = PACKED_ROWS;
-        job.seg[s].act = acts[d];
-        job.seg[s].act_stride = strides[d];
+        job.seg[s].act = pj.act[d];
+        job.seg[s].act_stride = pj.stride[d];
         job.seg[s].out = outs[s];
         job.seg[s].out_stride = out_strides[s];
         job.seg[s].rows = ws[s]->ne[1];
@@ -557,7 +595,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     int64_t total;
     attn_items(f, job->n_tok, &rows_per_item, &heads_per_item, &total);
     const int items_per_block = (int)f->hp.n_head / heads_per_item;
-    const int64_t i0 = total * chunk / n_chunks, i1 = total * (chunk + 1) / n_chunks;
+    const int64_t i0 = chunk_start(total, chunk, n_chunks), i1 = chunk_start(total, chunk + 1, n_chunks);
     attn_scratch s;
     attn_scratch_init(&s, f->attn_buf + (size_t)ith * f->attn_floats, f->attn_half + (size_t)ith * f->attn_halfs, hd,
                       f->p.n_ctx);
@@ -588,7 +626,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
-/* ---- one batch ------------------------------------------------------------- */
+/* ---- per-token steps ------------------------------------------------------- */
 
 static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
 {
@@ -606,6 +644,92 @@ static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, co
     }
 }
 
+/* The steps between the matmuls work on one token row at a time and run on
+ * the pool like the matmuls (the arithmetic of a row is the same on any
+ * thread). Each residual add is done by the step that next reads x. */
+enum rows_op {
+    ROWS_ATTN_IN, /* layer 0: x = embedding; else x += xb; then xb = attn_norm(x) */
+    ROWS_ROPE_KV, /* RoPE of the row's q and k, then k and v into the cache */
+    ROWS_FFN_IN,  /* x += xb (attention out); xb = ffn_norm(x) */
+    ROWS_SWIGLU,  /* hb = silu(hb) * hb2 */
+    ROWS_OUT_IN,  /* x += xb (FFN out); xb = output_norm(x) */
+};
+
+struct rows_job {
+    forward_ctx *f;
+    enum rows_op op;
+    uint32_t layer;
+    const int32_t *tokens;
+    int32_t start_pos;
+    int n;
+};
+
+static void add_row(float *x, const float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] += y[i];
+}
+
+static void rows_row(const struct rows_job *j, int ith, int t)
+{
+    forward_ctx *f = j->f;
+    const model_hparams *hp = &f->hp;
+    const model_weights *w = f->w;
+    const model_layer *L = &w->layers[j->layer];
+    const int64_t E = hp->n_embd, KV = f->kv_dim, F = hp->n_ff;
+    const uint32_t hd = hp->head_dim;
+    float *x = f->x + (size_t)t * E, *xb = f->xb + (size_t)t * E;
+    switch (j->op) {
+    case ROWS_ATTN_IN:
+        if (j->layer == 0) {
+            const gguf_tensor *emb = w->tok_embd;
+            const size_t erb = tensor_row_size((enum tensor_type)emb->type, E);
+            tensor_dequantize_row((enum tensor_type)emb->type, (const uint8_t *)emb->data + (size_t)j->tokens[t] * erb,
+                                  x, E);
+        } else {
+            add_row(x, xb, E);
+        }
+        rmsnorm(xb, x, L->attn_norm->data, E, hp->rms_eps);
+        break;
+    case ROWS_ROPE_KV: {
+        float *cs = f->rope + (size_t)ith * f->rope_stride;
+        rope_table(cs, j->start_pos + t, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
+        for (uint32_t h = 0; h < hp->n_head; h++)
+            rope_apply(f->q + (size_t)t * E + h * hd, cs, hp->n_rot);
+        for (uint32_t h = 0; h < hp->n_head_kv; h++)
+            rope_apply(f->k + (size_t)t * KV + h * hd, cs, hp->n_rot);
+        store_kv(f, j->layer, j->start_pos + t, f->k + (size_t)t * KV, f->v + (size_t)t * KV);
+        break;
+    }
+    case ROWS_FFN_IN:
+        add_row(x, xb, E);
+        rmsnorm(xb, x, L->ffn_norm->data, E, hp->rms_eps);
+        break;
+    case ROWS_SWIGLU: swiglu_row(f->hb + (size_t)t * F, f->hb2 + (size_t)t * F, F); break;
+    case ROWS_OUT_IN:
+        add_row(x, xb, E);
+        rmsnorm(xb, x, w->output_norm->data, E, hp->rms_eps);
+        break;
+    }
+}
+
+static void rows_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    const struct rows_job *j = arg;
+    const int t1 = (int)chunk_start(j->n, chunk + 1, n_chunks);
+    for (int t = (int)chunk_start(j->n, chunk, n_chunks); t < t1; t++)
+        rows_row(j, ith, t);
+}
+
+static void run_rows(forward_ctx *f, enum rows_op op, uint32_t layer, const int32_t *tokens, int32_t start_pos, int n)
+{
+    struct rows_job j = {f, op, layer, tokens, start_pos, n};
+    const int64_t width = op == ROWS_SWIGLU ? f->hp.n_ff : f->hp.n_embd;
+    threadpool_run(f->tp, n_chunks(f, n, (int64_t)n * width * PREP_COST), rows_worker, &j);
+}
+
+/* ---- one batch ------------------------------------------------------------- */
+
 /* Evaluates n <= n_batch tokens at start_pos. Writes logits for rows
  * [out_first, n) into out (n_vocab floats each). */
 static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t start_pos, float *out, int out_first)
@@ -615,17 +739,10 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
     const int64_t E = hp->n_embd, KV = f->kv_dim, F = hp->n_ff;
     const uint32_t hd = hp->head_dim;
 
-    const gguf_tensor *emb = w->tok_embd;
-    const size_t erb = tensor_row_size((enum tensor_type)emb->type, E);
-    for (int t = 0; t < n; t++)
-        tensor_dequantize_row((enum tensor_type)emb->type, (const uint8_t *)emb->data + (size_t)tokens[t] * erb,
-                              f->x + (size_t)t * E, E);
-
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         const model_layer *L = &w->layers[l];
         const uint8_t *const *P = f->packed[l];
-        for (int t = 0; t < n; t++)
-            rmsnorm(f->xb + (size_t)t * E, f->x + (size_t)t * E, L->attn_norm->data, E, hp->rms_eps);
+        run_rows(f, ROWS_ATTN_IN, l, tokens, start_pos, n);
         {
             const gguf_tensor *ws[3] = {L->wq, L->wk, L->wv};
             const uint8_t *pk[3] = {P[MM_WQ], P[MM_WK], P[MM_WV]};
@@ -633,14 +750,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const int64_t strides[3] = {E, KV, KV};
             matmul(f, f->xb, n, E, 3, ws, pk, outs, strides);
         }
-        for (int t = 0; t < n; t++) {
-            rope_table(f->rope, start_pos + t, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
-            for (uint32_t h = 0; h < hp->n_head; h++)
-                rope_apply(f->q + (size_t)t * E + h * hd, f->rope, hp->n_rot);
-            for (uint32_t h = 0; h < hp->n_head_kv; h++)
-                rope_apply(f->k + (size_t)t * KV + h * hd, f->rope, hp->n_rot);
-            store_kv(f, l, start_pos + t, f->k + (size_t)t * KV, f->v + (size_t)t * KV);
-        }
+        run_rows(f, ROWS_ROPE_KV, l, tokens, start_pos, n);
         {
             struct attn_job job = {f, l, n, start_pos};
             int rows, heads;
@@ -668,10 +778,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             if (n == 0)
                 return;
         }
-        for (int64_t i = 0; i < (int64_t)n * E; i++)
-            f->x[i] += f->xb[i];
-        for (int t = 0; t < n; t++)
-            rmsnorm(f->xb + (size_t)t * E, f->x + (size_t)t * E, L->ffn_norm->data, E, hp->rms_eps);
+        run_rows(f, ROWS_FFN_IN, l, tokens, start_pos, n);
         {
             const gguf_tensor *ws[2] = {L->ffn_gate, L->ffn_up};
             const uint8_t *pk[2] = {P[MM_GATE], P[MM_UP]};
@@ -679,8 +786,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const int64_t strides[2] = {F, F};
             matmul(f, f->xb, n, E, 2, ws, pk, outs, strides);
         }
-        for (int t = 0; t < n; t++)
-            swiglu_row(f->hb + (size_t)t * F, f->hb2 + (size_t)t * F, F);
+        run_rows(f, ROWS_SWIGLU, l, tokens, start_pos, n);
         {
             const gguf_tensor *ws[1] = {L->ffn_down};
             const uint8_t *pk[1] = {P[MM_DOWN]};
@@ -688,20 +794,16 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const int64_t strides[1] = {E};
             matmul(f, f->hb, n, F, 1, ws, pk, outs, strides);
         }
-        for (int64_t i = 0; i < (int64_t)n * E; i++)
-            f->x[i] += f->xb[i];
     }
 
-    const int n_out = n - out_first;
-    if (n_out <= 0)
+    if (out_first >= n)
         return;
-    for (int t = out_first; t < n; t++)
-        rmsnorm(f->xb + (size_t)(t - out_first) * E, f->x + (size_t)t * E, w->output_norm->data, E, hp->rms_eps);
+    run_rows(f, ROWS_OUT_IN, 0, tokens, start_pos, n); /* out_first is 0 unless there are no layers */
     const gguf_tensor *ws[1] = {w->output};
     const uint8_t *pk[1] = {f->packed_output};
     float *outs[1] = {out};
     const int64_t strides[1] = {hp->n_vocab};
-    matmul(f, f->xb, n_out, E, 1, ws, pk, outs, strides);
+    matmul(f, f->xb + (size_t)out_first * E, n - out_first, E, 1, ws, pk, outs, strides);
 }
 
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
