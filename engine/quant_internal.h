@@ -429,6 +429,10 @@ void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], fl
 /* Q6_K rows in pairs, one per 256-bit half (quant_simd_k.c). */
 void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+#if defined(__AVX512VNNI__)
+void quant_avx512_dot4x4_q5_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+void quant_avx512_matvec_q5_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+#endif
 #endif
 #endif
 

@@ -319,6 +319,10 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q5_0:
         k->vec_dot = quant_avx2_dot_q5_0;
         k->dot4 = quant_avx2_dot4_q5_0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+        k->dot4x4 = quant_avx512_dot4x4_q5_0;
+        k->matvec = quant_avx512_matvec_q5_0;
+#endif
         break;
     case TENSOR_TYPE_Q5_1:
         k->vec_dot = quant_avx2_dot_q5_1;

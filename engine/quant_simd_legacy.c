@@ -307,4 +307,74 @@ void quant_avx2_dot4x4_q4_0(int64_t n, const void *w, size_t rs, const void *con
     mm4x4_q8act(n / QK4_0, w, rs, act, out, 1);
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+/* Q5_0 rows in pairs, one per 256-bit half of a register, against nt <= 4
+ * activations. Each half does quant_avx2_dot_q5_0's steps for its row: the
+ * same 8 lane integers (the values enter unsigned, q + 16, and 16 times the
+ * activation's lane sums come off), the same scale product and FMA per
+ * block, the same final sum. So vec_dot, these tiles and the reference's
+ * tinyBLAS tiles agree bit for bit, and VNNI does the integer work of two
+ * rows per instruction. */
+static inline __m256i q5_0_unsigned(const block_q5_0 *x)
+{
+    return _mm256_or_si256(nibbles32(x->qs), _mm256_and_si256(bits32(x->qh), _mm256_set1_epi8(0x10)));
+}
+
+static inline __attribute__((always_inline)) void q5_0_rows4(int64_t nb, const char *w, size_t rs,
+                                                              const void *const act[4], int nt, float out[4][4])
+{
+    const block_q5_0 *x[4];
+    for (int r = 0; r < 4; r++)
+        x[r] = (const block_q5_0 *)(w + (size_t)r * rs);
+    __m512 acc[2][4];
+    for (int p = 0; p < 2; p++)
+        for (int c = 0; c < nt; c++)
+            acc[p][c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m512i u[2];
+        __m512 xd[2];
+        for (int p = 0; p < 2; p++) {
+            u[p] = _mm512_inserti64x4(_mm512_castsi256_si512(q5_0_unsigned(&x[2 * p][i])), q5_0_unsigned(&x[2 * p + 1][i]),
+                                      1);
+            xd[p] = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x[2 * p][i].d)),
+                                       _mm256_set1_ps(fp16_to_f32(x[2 * p + 1][i].d)), 1);
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+        {
+            const block_q8_0 *y = (const block_q8_0 *)act[c] + i;
+            const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y->qs));
+            const __m512i base =
+                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), a));
+            const __m512 dy = _mm512_set1_ps(fp16_to_f32(y->d));
+            for (int p = 0; p < 2; p++)
+                acc[p][c] = _mm512_fmadd_ps(_mm512_mul_ps(xd[p], dy), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(base, u[p], a)),
+                                            acc[p][c]);
+        }
+    }
+    for (int p = 0; p < 2; p++)
+        for (int c = 0; c < nt; c++) {
+            out[c][2 * p] = hsum_ps(_mm512_castps512_ps256(acc[p][c]));
+            out[c][2 * p + 1] = hsum_ps(_mm512_extractf32x8_ps(acc[p][c], 1));
+        }
+}
+
+void quant_avx512_dot4x4_q5_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    q5_0_rows4(n / QK5_0, w, rs, act, 4, out);
+}
+
+void quant_avx512_matvec_q5_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const void *const a[4] = {act, act, act, act};
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        float o[4][4];
+        q5_0_rows4(n / QK5_0, (const char *)w + (size_t)r * rs, rs, a, 1, o);
+        memcpy(out + r, o[0], sizeof o[0]);
+    }
+    for (; r < rows; r++)
+        out[r] = quant_avx2_dot_q5_0(n, (const char *)w + (size_t)r * rs, act);
+}
+#endif
+
 #endif /* QUANT_HAVE_AVX2 */
