@@ -613,6 +613,72 @@ static void q2_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
 }
 #endif
 
+#if defined(RP_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__)
+/* q2_K_tile_1x4 for two weight rows at once, one per 256-bit half: the
+ * integer group sums are exact whatever the order, and each of the 8
+ * outputs (2 rows x 4 tokens) keeps its own fma chains in q2_K_tile_1x4's
+ * order. Half the instructions per row for the integer work. */
+static inline __m512i q2_K_scale_pair(const block_q2_K *x0, const block_q2_K *x1, int i)
+{
+    const __m256i s0 = _mm256_set_m128i(_mm_set1_epi16(x0->scales[i + 1] & 0xF), _mm_set1_epi16(x0->scales[i] & 0xF));
+    const __m256i s1 = _mm256_set_m128i(_mm_set1_epi16(x1->scales[i + 1] & 0xF), _mm_set1_epi16(x1->scales[i] & 0xF));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(s0), s1, 1);
+}
+
+static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint8_t *act, size_t act_stride,
+                          int64_t nb, float out0[4], float out1[4])
+{
+    const block_q8_K *y[4];
+    tile_rows(act, act_stride, y);
+    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps(); /* lanes 0-3 row 0, 4-7 row 1 */
+    for (int64_t b = 0; b < nb; b++) {
+        __m128 dw0, dm0, dw1, dm1;
+        tile_scales(x0[b].d, x0[b].dmin, y, b, &dw0, &dm0);
+        tile_scales(x1[b].d, x1[b].dmin, y, b, &dw1, &dm1);
+        const __m256 dw = _mm256_set_m128(dw1, dw0), dm = _mm256_set_m128(dm1, dm0);
+        __m256i mins0[4], mins1[4];
+        for (int k = 0; k < 4; k++) {
+            mins0[k] = q2_K_min_dot(&x0[b], &y[k][b]);
+            mins1[k] = q2_K_min_dot(&x1[b], &y[k][b]);
+        }
+        for (int g = 0; g < 2; g++) {
+            const __m512i raw = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g))),
+                _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g)), 1);
+            __m512i v[4], sc[4];
+            for (int j = 0; j < 4; j++) {
+                v[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
+                sc[j] = q2_K_scale_pair(&x0[b], &x1[b], 8 * g + 2 * j);
+            }
+            __m512i p[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const int8_t *a = y[k][b].qs + 128 * g;
+                p[k] = _mm512_setzero_si512();
+                for (int j = 0; j < 4; j++) {
+                    const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 32 * j)));
+                    p[k] = _mm512_add_epi32(p[k], _mm512_madd_epi16(_mm512_maddubs_epi16(v[j], av), sc[j]));
+                }
+            }
+            const __m128i t0 = hsum4_i32(_mm512_castsi512_si256(p[0]), _mm512_castsi512_si256(p[1]),
+                                         _mm512_castsi512_si256(p[2]), _mm512_castsi512_si256(p[3]));
+            const __m128i t1 = hsum4_i32(_mm512_extracti64x4_epi64(p[0], 1), _mm512_extracti64x4_epi64(p[1], 1),
+                                         _mm512_extracti64x4_epi64(p[2], 1), _mm512_extracti64x4_epi64(p[3], 1));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_set_m128i(t1, t0)), dw, acc);
+            const __m256i mv = _mm256_setr_epi32(hsum_epi32_half(mins0[0], g), hsum_epi32_half(mins0[1], g),
+                                                 hsum_epi32_half(mins0[2], g), hsum_epi32_half(mins0[3], g),
+                                                 hsum_epi32_half(mins1[0], g), hsum_epi32_half(mins1[1], g),
+                                                 hsum_epi32_half(mins1[2], g), hsum_epi32_half(mins1[3], g));
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mv), dm, acc_min);
+        }
+    }
+    const __m256 r = _mm256_sub_ps(acc, acc_min);
+    _mm_storeu_ps(out0, _mm256_castps256_ps128(r));
+    _mm_storeu_ps(out1, _mm256_extractf128_ps(r, 1));
+}
+#define RP_Q2K_PAIRS 1
+#endif
+
 bool refk_applies(const gguf_tensor *w)
 {
     return (w->type == TENSOR_TYPE_Q4_K || w->type == TENSOR_TYPE_Q2_K) && w->ne[1] % 8 == 0;
@@ -631,7 +697,27 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     /* tokens in complete groups of 4 go through the gemm kernel, the rest
      * through gemv */
     const int n_gemm = n_tok - n_tok % 4;
-    for (int64_t r = r0; r < r1; r++) {
+    int64_t r = r0;
+#ifdef RP_Q2K_PAIRS
+    if (q2 && n_gemm > 0)
+        for (; r + 2 <= r1; r += 2) {
+            const block_q2_K *x = (const block_q2_K *)((const uint8_t *)w->data + (size_t)r * rb);
+            int t = 0;
+            for (; t < n_gemm; t += 4) {
+                float o0[4], o1[4];
+                q2_K_tile_2x4(x, x + nb, act + (size_t)t * act_stride, act_stride, nb, o0, o1);
+                for (int k = 0; k < 4; k++) {
+                    out[(int64_t)(t + k) * out_stride + r] = o0[k];
+                    out[(int64_t)(t + k) * out_stride + r + 1] = o1[k];
+                }
+            }
+            for (; t < n_tok; t++)
+                for (int k = 0; k < 2; k++)
+                    out[(int64_t)t * out_stride + r + k] =
+                        q2_K_repacked_dot(x + k * nb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, false);
+        }
+#endif
+    for (; r < r1; r++) {
         const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
         int t = 0;
 #ifdef RP_AVX2
