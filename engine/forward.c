@@ -1,7 +1,8 @@
 /* Forward pass of the llama architecture, numerically aligned with the
  * reference CPU backend (llama.cpp/ggml):
  *  - activations are converted to the weight's dot type before every matmul
- *    (Q8_0 / Q8_1 / Q8_K / F16 / BF16 / F32, see tensor_dot_type);
+ *    (Q8_0 / Q8_1 / Q8_K / F16 / BF16 / F32, see tensor_dot_type), and each
+ *    matmul takes the reference's kernel order (forward_matmul.c);
  *  - RMS norm sums squares in double, scales by 1/sqrtf(mean + eps), then
  *    multiplies by the weight;
  *  - RoPE "NORM" mode rotates adjacent pairs; theta is built by repeated
@@ -14,6 +15,7 @@
  * weights stay in the GGUF mapping. All buffers are allocated once in
  * forward_build; forward_eval allocates nothing. */
 #include "forward.h"
+#include "forward_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,48 +25,7 @@
 #include "forward_attn.h"
 #include "forward_math.h"
 #include "forward_packed.h"
-#include "forward_repack.h"
-#include "quant_batch.h"
 #include "threadpool.h"
-
-/* Below this many multiply-adds a job runs on the calling thread: waking the
- * pool would cost more than the work. */
-#define MT_MIN_WORK (1 << 15)
-/* Work units (multiply-add equivalents) of one element of the per-token
- * steps: quantizing, norms, RoPE. A guess at their cost relative to a
- * SIMD multiply-add, so that n_chunks splits them only when worth it. */
-#define PREP_COST 2
-
-/* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
-struct mm_seg {
-    const gguf_tensor *w;
-    const uint8_t *packed; /* forward_packed.h copy, or NULL */
-    const uint8_t *act;
-    size_t act_stride;       /* bytes between activation rows */
-    const int32_t *act_sums; /* packed_act_sums of act, when the packed kernel wants them */
-    float *out;
-    int64_t out_stride;
-    int64_t rows;
-};
-
-struct mm_job {
-    struct mm_seg seg[3];
-    int n_seg;
-    int64_t total_rows;
-    int64_t row_align; /* chunks start on multiples of this */
-    int n_tok;
-    int64_t n_in;
-};
-
-struct attn_job {
-    forward_ctx *f;
-    uint32_t layer;
-    int n_tok;
-    int32_t start_pos;
-};
-
-/* The matmul weights of a layer, in the order of forward_ctx.packed. */
-enum layer_mm { MM_WQ, MM_WK, MM_WV, MM_WO, MM_GATE, MM_UP, MM_DOWN, N_LAYER_MM };
 
 static const gguf_tensor *layer_mm_weight(const model_layer *L, int i)
 {
@@ -72,36 +33,11 @@ static const gguf_tensor *layer_mm_weight(const model_layer *L, int i)
     return ws[i];
 }
 
-struct forward_ctx {
-    const model *m;
-    model_hparams hp;
-    const model_weights *w;
-    forward_params p;
-    int64_t kv_dim;
-    int n_group;       /* query heads per KV head (the model loader checked that it divides) */
-    size_t kv_elt;     /* bytes per cached element */
-    void **k_cache; /* [n_layer] -> n_ctx rows of kv_dim, F16 or F32 */
-    void **v_cache;
-    /* activations, n_batch rows each */
-    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
-    uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
-    size_t act_cap;      /* bytes per act buffer */
-    int32_t *act_sum[3]; /* their Q8_0 block sums (packed_act_sums), when a packed Q4_0 weight needs them */
-    float *rope;     /* per thread, rope_stride floats: n_rot cos, sin pairs */
-    size_t rope_stride;
-    /* per-thread attention scratch, attn_scratch_floats each */
-    float *attn_buf;
-    size_t attn_floats;  /* per thread, a multiple of a cache line */
-    uint16_t *attn_half; /* n_threads * attn_halfs */
-    size_t attn_halfs;   /* 2 * head_dim, rounded up to a cache line */
-    /* packed weight copies (forward_packed.h), NULL where a weight has none */
-    const uint8_t *(*packed)[N_LAYER_MM]; /* [n_layer][N_LAYER_MM], in layer_mm order */
-    const uint8_t *packed_output;
-    uint8_t *packed_buf;
-    threadpool *tp;
-    int n_threads;
-    forward_progress_fn progress;
-    void *progress_user;
+struct attn_job {
+    forward_ctx *f;
+    uint32_t layer;
+    int n_tok;
+    int32_t start_pos;
 };
 
 forward_params forward_default_params(void)
@@ -386,190 +322,6 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot)
     }
 }
 
-/* How many chunks to cut `items` units of work into: one (inline) when the
- * job is too small to be worth waking the pool, else several per thread,
- * sized by chunk_start, so a thread that starts late still finds work. */
-static int64_t n_chunks(const forward_ctx *f, int64_t items, int64_t work)
-{
-    if (f->n_threads <= 1 || work < MT_MIN_WORK || items <= 1)
-        return 1;
-    /* up to 8 per thread, none below 4 * MT_MIN_WORK: claiming a chunk
-     * moves a cache line between cores */
-    int64_t n = work / (4 * MT_MIN_WORK);
-    if (n > (int64_t)f->n_threads * 8)
-        n = (int64_t)f->n_threads * 8;
-    if (n < f->n_threads)
-        n = f->n_threads;
-    return n < items ? n : items;
-}
-
-/* First item of chunk c of n over `total` items. Chunk sizes fall linearly
- * (the first takes about 2/n of the work, the last about 1/n^2), so the
- * threads run out of work nearly together instead of one waiting for the
- * other's last big chunk. */
-static int64_t chunk_start(int64_t total, int64_t c, int64_t n)
-{
-    return c >= n ? total : total * c * (2 * n - c) / (n * n);
-}
-
-/* ---- matmul ---------------------------------------------------------------- */
-
-/* First row of a chunk. With packed weights a multiple of PACKED_ROWS, so
- * that a packed group is not split between two threads (results do not
- * depend on the split, only the speed does). */
-static int64_t chunk_row(const struct mm_job *job, int64_t chunk, int64_t n_chunks)
-{
-    const int64_t r = chunk_start(job->total_rows, chunk, n_chunks);
-    return chunk >= n_chunks ? job->total_rows : r - r % job->row_align;
-}
-
-static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
-{
-    (void)ith;
-    const struct mm_job *job = arg;
-    const int64_t r0 = chunk_row(job, chunk, n_chunks), r1 = chunk_row(job, chunk + 1, n_chunks);
-    int64_t base = 0;
-    for (int s = 0; s < job->n_seg; s++) {
-        const struct mm_seg *sg = &job->seg[s];
-        const int64_t lo = r0 > base ? r0 - base : 0;
-        const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
-        base += sg->rows;
-        if (lo >= hi)
-            continue;
-        const enum tensor_type type = (enum tensor_type)sg->w->type;
-        const size_t rb = tensor_row_size(type, job->n_in);
-        const uint8_t *wd = sg->w->data;
-        if (sg->packed) {
-            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, sg->act_sums, job->n_tok, sg->out,
-                          sg->out_stride);
-            continue;
-        }
-        if (repack_applies(sg->w)) {
-            repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
-            continue;
-        }
-        if (refk_applies(sg->w)) {
-            refk_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
-            continue;
-        }
-        if (refbf16_applies(sg->w, job->n_tok)) {
-            refbf16_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
-            continue;
-        }
-        if (reffloat_applies(sg->w)) {
-            reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
-            continue;
-        }
-        if (job->n_tok == 1) {
-            tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
-            continue;
-        }
-        /* Each weight tile is reused across every token's row. */
-        tensor_matmul(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, job->n_tok, sg->act_stride,
-                      sg->out + lo, sg->out_stride);
-    }
-}
-
-/* x rounded to the nearest half (ties to even), back in floats. */
-static void round_f16_row(const float *x, float *y, int64_t n)
-{
-    int64_t i = 0;
-#ifdef FWD_F16C
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-#endif
-    for (; i < n; i++)
-        y[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(x[i]));
-}
-
-/* The activation rows of one matmul job, converted to each distinct dot
- * type its weights need, plus Q8_0 block sums where a packed Q4_0 weight
- * wants them. F32 uses x directly. F16 activations are stored as floats,
- * F16-rounded (exact), so that the kernels convert only the weights. */
-struct prep_job {
-    const float *x;
-    int64_t n_in;
-    int n_tok, n_dots;
-    enum tensor_type dot[3];
-    uint8_t *act[3];
-    size_t stride[3];
-    int32_t *sums[3]; /* NULL when not wanted */
-};
-
-static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
-{
-    (void)ith;
-    const struct prep_job *j = arg;
-    const int t0 = (int)chunk_start(j->n_tok, chunk, n_chunks), t1 = (int)chunk_start(j->n_tok, chunk + 1, n_chunks);
-    for (int d = 0; d < j->n_dots; d++)
-        for (int t = t0; t < t1; t++) {
-            const float *x = j->x + (size_t)t * j->n_in;
-            uint8_t *a = j->act[d] + (size_t)t * j->stride[d];
-            if (j->dot[d] == TENSOR_TYPE_F16)
-                round_f16_row(x, (float *)(void *)a, j->n_in);
-            else if (j->dot[d] != TENSOR_TYPE_F32)
-                tensor_quantize_row(j->dot[d], x, a, j->n_in);
-            if (j->sums[d])
-                packed_act_sums(a, j->stride[d], 1, j->n_in, j->sums[d] + (size_t)t * (j->n_in / 32));
-        }
-}
-
-/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in). */
-static void matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                   const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
-{
-    struct prep_job pj;
-    memset(&pj, 0, sizeof pj);
-    pj.x = x;
-    pj.n_in = n_in;
-    pj.n_tok = n_tok;
-    int seg_dot[3];
-    bool any = false;
-    for (int s = 0; s < n_seg; s++) {
-        const enum tensor_type dot = tensor_dot_type((enum tensor_type)ws[s]->type);
-        int d = 0;
-        while (d < pj.n_dots && pj.dot[d] != dot)
-            d++;
-        if (d == pj.n_dots) {
-            pj.dot[d] = dot;
-            pj.act[d] = dot == TENSOR_TYPE_F32 ? (uint8_t *)(uintptr_t)x : f->act[d];
-            pj.stride[d] = dot == TENSOR_TYPE_F32 || dot == TENSOR_TYPE_F16 ? (size_t)n_in * sizeof(float)
-                                                                              : tensor_row_size(dot, n_in);
-            any |= dot != TENSOR_TYPE_F32;
-            pj.n_dots++;
-        }
-        if (packed[s] && !pj.sums[d] && packed_needs_sums(ws[s])) {
-            pj.sums[d] = f->act_sum[d];
-            any = true;
-        }
-        seg_dot[s] = d;
-    }
-    if (any)
-        threadpool_run(f->tp, n_chunks(f, n_tok, (int64_t)n_tok * n_in * PREP_COST), prep_worker, &pj);
-
-    struct mm_job job;
-    memset(&job, 0, sizeof job);
-    job.n_seg = n_seg;
-    job.n_tok = n_tok;
-    job.n_in = n_in;
-    job.row_align = 1;
-    for (int s = 0; s < n_seg; s++) {
-        const int d = seg_dot[s];
-        job.seg[s].act_sums = pj.sums[d];
-        job.seg[s].w = ws[s];
-        job.seg[s].packed = packed[s];
-        if (packed[s])
-            job.row_align = PACKED_ROWS;
-        job.seg[s].act = pj.act[d];
-        job.seg[s].act_stride = pj.stride[d];
-        job.seg[s].out = outs[s];
-        job.seg[s].out_stride = out_strides[s];
-        job.seg[s].rows = ws[s]->ne[1];
-        job.total_rows += ws[s]->ne[1];
-    }
-    threadpool_run(f->tp, n_chunks(f, job.total_rows, job.total_rows * n_in * n_tok), mm_worker, &job);
-}
-
 /* ---- attention ------------------------------------------------------------- */
 
 /* Work items of attention: for the tiled kernel, a block of ATTN_TILE
@@ -595,7 +347,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     int64_t total;
     attn_items(f, job->n_tok, &rows_per_item, &heads_per_item, &total);
     const int items_per_block = (int)f->hp.n_head / heads_per_item;
-    const int64_t i0 = chunk_start(total, chunk, n_chunks), i1 = chunk_start(total, chunk + 1, n_chunks);
+    const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
     attn_scratch s;
     attn_scratch_init(&s, f->attn_buf + (size_t)ith * f->attn_floats, f->attn_half + (size_t)ith * f->attn_halfs, hd,
                       f->p.n_ctx);
@@ -716,8 +468,8 @@ static void rows_row(const struct rows_job *j, int ith, int t)
 static void rows_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     const struct rows_job *j = arg;
-    const int t1 = (int)chunk_start(j->n, chunk + 1, n_chunks);
-    for (int t = (int)chunk_start(j->n, chunk, n_chunks); t < t1; t++)
+    const int t1 = (int)forward_chunk_start(j->n, chunk + 1, n_chunks);
+    for (int t = (int)forward_chunk_start(j->n, chunk, n_chunks); t < t1; t++)
         rows_row(j, ith, t);
 }
 
@@ -725,7 +477,7 @@ static void run_rows(forward_ctx *f, enum rows_op op, uint32_t layer, const int3
 {
     struct rows_job j = {f, op, layer, tokens, start_pos, n};
     const int64_t width = op == ROWS_SWIGLU ? f->hp.n_ff : f->hp.n_embd;
-    threadpool_run(f->tp, n_chunks(f, n, (int64_t)n * width * PREP_COST), rows_worker, &j);
+    threadpool_run(f->tp, forward_n_chunks(f, n, (int64_t)n * width * PREP_COST), rows_worker, &j);
 }
 
 /* ---- one batch ------------------------------------------------------------- */
@@ -748,7 +500,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const uint8_t *pk[3] = {P[MM_WQ], P[MM_WK], P[MM_WV]};
             float *outs[3] = {f->q, f->k, f->v};
             const int64_t strides[3] = {E, KV, KV};
-            matmul(f, f->xb, n, E, 3, ws, pk, outs, strides);
+            forward_matmul(f, f->xb, n, E, 3, ws, pk, outs, strides);
         }
         run_rows(f, ROWS_ROPE_KV, l, tokens, start_pos, n);
         {
@@ -756,7 +508,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             int rows, heads;
             int64_t items;
             attn_items(f, n, &rows, &heads, &items);
-            threadpool_run(f->tp, n_chunks(f, items, (int64_t)n * hp->n_head * (start_pos + n) * hd), attn_worker,
+            threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * hp->n_head * (start_pos + n) * hd), attn_worker,
                            &job);
         }
         {
@@ -764,7 +516,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const uint8_t *pk[1] = {P[MM_WO]};
             float *outs[1] = {f->xb};
             const int64_t strides[1] = {E};
-            matmul(f, f->xb2, n, E, 1, ws, pk, outs, strides);
+            forward_matmul(f, f->xb2, n, E, 1, ws, pk, outs, strides);
         }
         if (l + 1 == hp->n_layer && out_first > 0) {
             /* Past the last attention, only the rows with logits matter:
@@ -784,7 +536,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const uint8_t *pk[2] = {P[MM_GATE], P[MM_UP]};
             float *outs[2] = {f->hb, f->hb2};
             const int64_t strides[2] = {F, F};
-            matmul(f, f->xb, n, E, 2, ws, pk, outs, strides);
+            forward_matmul(f, f->xb, n, E, 2, ws, pk, outs, strides);
         }
         run_rows(f, ROWS_SWIGLU, l, tokens, start_pos, n);
         {
@@ -792,7 +544,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
             const uint8_t *pk[1] = {P[MM_DOWN]};
             float *outs[1] = {f->xb};
             const int64_t strides[1] = {E};
-            matmul(f, f->hb, n, F, 1, ws, pk, outs, strides);
+            forward_matmul(f, f->hb, n, F, 1, ws, pk, outs, strides);
         }
     }
 
@@ -803,7 +555,7 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
     const uint8_t *pk[1] = {f->packed_output};
     float *outs[1] = {out};
     const int64_t strides[1] = {hp->n_vocab};
-    matmul(f, f->xb + (size_t)out_first * E, n - out_first, E, 1, ws, pk, outs, strides);
+    forward_matmul(f, f->xb + (size_t)out_first * E, n - out_first, E, 1, ws, pk, outs, strides);
 }
 
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
