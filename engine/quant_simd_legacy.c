@@ -315,42 +315,57 @@ void quant_avx2_dot4x4_q4_0(int64_t n, const void *w, size_t rs, const void *con
  * block, the same final sum. So vec_dot, these tiles and the reference's
  * tinyBLAS tiles agree bit for bit, and VNNI does the integer work of two
  * rows per instruction. */
-static inline __m256i q5_0_unsigned(const block_q5_0 *x)
+/* Two rows' values plus 16, one row per 256-bit half: element j of a half
+ * is nibble j (low nibbles, then high ones) with 16 added where bit j of
+ * the row's qh is set. */
+static inline __m512i q5_0_unsigned2(const block_q5_0 *x0, const block_q5_0 *x1)
 {
-    return _mm256_or_si256(nibbles32(x->qs), _mm256_and_si256(bits32(x->qh), _mm256_set1_epi8(0x10)));
+    const __m256i qs = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)x0->qs)),
+                                               _mm_loadu_si128((const __m128i *)x1->qs), 1);
+    /* [qs0, qs1, qs0 >> 4, qs1 >> 4] -> [qs0, qs0 >> 4, qs1, qs1 >> 4] */
+    const __m512i t = _mm512_inserti64x4(_mm512_castsi256_si512(qs), _mm256_srli_epi16(qs, 4), 1);
+    const __m512i nib = _mm512_and_si512(_mm512_shuffle_i64x2(t, t, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(0x0F));
+    uint32_t h0, h1;
+    memcpy(&h0, x0->qh, 4);
+    memcpy(&h1, x1->qh, 4);
+    const __mmask64 hi = _cvtu64_mask64((uint64_t)h0 | (uint64_t)h1 << 32);
+    return _mm512_mask_add_epi8(nib, hi, nib, _mm512_set1_epi8(16));
+}
+
+/* One activation block against both row pairs: lane integers sum (u - 16) a
+ * (16 times the lane sums of a come off through dpbusd's accumulator), then
+ * vec_dot's scale product and FMA per lane. */
+static inline __attribute__((always_inline)) void q5_0_step(const block_q8_0 *y, __m512i u0, __m512i u1, __m512 xd0,
+                                                             __m512 xd1, __m512 *acc0, __m512 *acc1)
+{
+    const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y->qs));
+    const __m512i base =
+        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), a));
+    const __m512 dy = _mm512_set1_ps(fp16_to_f32(y->d));
+    *acc0 = _mm512_fmadd_ps(_mm512_mul_ps(xd0, dy), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(base, u0, a)), *acc0);
+    *acc1 = _mm512_fmadd_ps(_mm512_mul_ps(xd1, dy), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(base, u1, a)), *acc1);
 }
 
 static inline __attribute__((always_inline)) void q5_0_rows4(int64_t nb, const char *w, size_t rs,
                                                               const void *const act[4], int nt, float out[4][4])
 {
-    const block_q5_0 *x[4];
-    for (int r = 0; r < 4; r++)
-        x[r] = (const block_q5_0 *)(w + (size_t)r * rs);
-    __m512 acc[2][4];
-    for (int p = 0; p < 2; p++)
-        for (int c = 0; c < nt; c++)
-            acc[p][c] = _mm512_setzero_ps();
+    const block_q5_0 *x0 = (const block_q5_0 *)w, *x1 = (const block_q5_0 *)(w + rs);
+    const block_q5_0 *x2 = (const block_q5_0 *)(w + 2 * rs), *x3 = (const block_q5_0 *)(w + 3 * rs);
+    const block_q8_0 *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00; /* pair 0 (rows 0, 1), tokens 0-3 */
+    __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00;                 /* pair 1 (rows 2, 3) */
     for (int64_t i = 0; i < nb; i++) {
-        __m512i u[2];
-        __m512 xd[2];
-        for (int p = 0; p < 2; p++) {
-            u[p] = _mm512_inserti64x4(_mm512_castsi256_si512(q5_0_unsigned(&x[2 * p][i])), q5_0_unsigned(&x[2 * p + 1][i]),
-                                      1);
-            xd[p] = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x[2 * p][i].d)),
-                                       _mm256_set1_ps(fp16_to_f32(x[2 * p + 1][i].d)), 1);
-        }
-        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
-        {
-            const block_q8_0 *y = (const block_q8_0 *)act[c] + i;
-            const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y->qs));
-            const __m512i base =
-                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), a));
-            const __m512 dy = _mm512_set1_ps(fp16_to_f32(y->d));
-            for (int p = 0; p < 2; p++)
-                acc[p][c] = _mm512_fmadd_ps(_mm512_mul_ps(xd[p], dy), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(base, u[p], a)),
-                                            acc[p][c]);
+        const __m512i u0 = q5_0_unsigned2(&x0[i], &x1[i]), u1 = q5_0_unsigned2(&x2[i], &x3[i]);
+        const __m512 xd0 = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x0[i].d)), _mm256_set1_ps(fp16_to_f32(x1[i].d)), 1);
+        const __m512 xd1 = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x2[i].d)), _mm256_set1_ps(fp16_to_f32(x3[i].d)), 1);
+        q5_0_step(&y0[i], u0, u1, xd0, xd1, &a00, &a10);
+        if (nt > 1) {
+            q5_0_step(&y1[i], u0, u1, xd0, xd1, &a01, &a11);
+            q5_0_step(&y2[i], u0, u1, xd0, xd1, &a02, &a12);
+            q5_0_step(&y3[i], u0, u1, xd0, xd1, &a03, &a13);
         }
     }
+    const __m512 acc[2][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}};
     for (int p = 0; p < 2; p++)
         for (int c = 0; c < nt; c++) {
             out[c][2 * p] = hsum_ps(_mm512_castps512_ps256(acc[p][c]));
