@@ -193,12 +193,10 @@ int cmd_logits(int argc, char **argv)
     /* Prompt positions. With --last, only the last one gets logits, as in
      * generate: forward_eval with all_logits false. */
     if (last_only) {
+        const int32_t step = one_by_one ? 1 : n_prompt; /* --no-kv-cache: one call anyway */
         int ev = 0;
-        if (no_cache)
-            ev = forward_eval(f, seq, n_prompt, 0, logits, false, err, sizeof err);
-        else
-            for (int32_t p0 = 0; ev == 0 && p0 < n_prompt; p0 += one_by_one ? 1 : n_prompt)
-                ev = forward_eval(f, seq + p0, one_by_one ? 1 : n_prompt, p0, logits, false, err, sizeof err);
+        for (int32_t p0 = 0; ev == 0 && p0 < n_prompt; p0 += step)
+            ev = forward_eval(f, seq + p0, step, p0, logits, false, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "tokscope logits: %s\n", err);
             goto done;

@@ -114,14 +114,13 @@ golden *golden_load(const char *path, char *err, size_t errlen)
             }
         } else if (cJSON_GetObjectItemCaseSensitive(o, "pos")) {
             /* A file made the way generation runs starts at the last prompt
-             * position; the ones before it get empty entries. */
+             * position; the ones before it get empty entries (n_top 0). */
             const cJSON *vp = num(o, "pos");
-            const int32_t want = g->n_pos == 0 && g->n_prompt > 1 && vp &&
-                                         (int32_t)vp->valuedouble == g->n_prompt - 1
-                                     ? g->n_prompt
-                                     : g->n_pos + 1;
+            if (g->n_pos == 0 && g->n_prompt > 1 && vp && (int32_t)vp->valuedouble == g->n_prompt - 1)
+                g->first = g->n_prompt - 1;
+            const int32_t want = (g->n_pos > g->first ? g->n_pos : g->first) + 1;
             if (want > cap_pos) {
-                cap_pos = want > 2 * cap_pos ? want + 64 : 2 * cap_pos;
+                cap_pos += want + 64;
                 golden_pos *np = realloc(g->pos, (size_t)cap_pos * sizeof *np);
                 if (!np) {
                     snprintf(err, errlen, "out of memory");
@@ -131,13 +130,12 @@ golden *golden_load(const char *path, char *err, size_t errlen)
                 }
                 g->pos = np;
             }
-            for (; g->n_pos < want - 1; g->n_pos++) {
+            for (; g->n_pos < g->first; g->n_pos++) {
                 golden_pos *e = &g->pos[g->n_pos];
                 memset(e, 0, sizeof *e);
                 e->pos = g->n_pos;
                 e->token_in = g->prompt[g->n_pos];
                 e->argmax = -1;
-                g->first = g->n_pos + 1;
             }
             golden_pos *p = &g->pos[g->n_pos];
             memset(p, 0, sizeof *p);

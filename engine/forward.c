@@ -227,8 +227,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
             f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
             f->act_sum[i] = malloc(B * (maxin / 32 + 1) * sizeof(int32_t));
         }
-        f->rope_stride = ((size_t)hp->n_rot + 15) & ~(size_t)15; /* a cache line of its own per thread */
-        f->rope = aligned_alloc(64, (size_t)p.n_threads * f->rope_stride * sizeof(float));
+        f->rope_stride = ((size_t)hp->n_rot + 15) & ~(size_t)15; /* whole cache lines per token: no false sharing */
+        f->rope = aligned_alloc(64, B * f->rope_stride * sizeof(float));
         /* each thread's scratch on cache lines of its own: two threads
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
          * made the attention a third slower */
@@ -400,7 +400,7 @@ static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, co
  * the pool like the matmuls (the arithmetic of a row is the same on any
  * thread). Each residual add is done by the step that next reads x. */
 enum rows_op {
-    ROWS_ATTN_IN, /* layer 0: x = embedding; else x += xb; then xb = attn_norm(x) */
+    ROWS_ATTN_IN, /* layer 0: x = embedding, RoPE table; else x += xb; then xb = attn_norm(x) */
     ROWS_ROPE_KV, /* RoPE of the row's q and k, then k and v into the cache */
     ROWS_FFN_IN,  /* x += xb (attention out); xb = ffn_norm(x) */
     ROWS_SWIGLU,  /* hb = silu(hb) * hb2 */
@@ -422,7 +422,7 @@ static void add_row(float *x, const float *y, int64_t n)
         x[i] += y[i];
 }
 
-static void rows_row(const struct rows_job *j, int ith, int t)
+static void rows_row(const struct rows_job *j, int t)
 {
     forward_ctx *f = j->f;
     const model_hparams *hp = &f->hp;
@@ -438,14 +438,16 @@ static void rows_row(const struct rows_job *j, int ith, int t)
             const size_t erb = tensor_row_size((enum tensor_type)emb->type, E);
             tensor_dequantize_row((enum tensor_type)emb->type, (const uint8_t *)emb->data + (size_t)j->tokens[t] * erb,
                                   x, E);
+            /* the token's RoPE table, used by every layer */
+            rope_table(f->rope + (size_t)t * f->rope_stride, j->start_pos + t, hp->n_rot, hp->rope_freq_base,
+                       hp->rope_freq_scale);
         } else {
             add_row(x, xb, E);
         }
         rmsnorm(xb, x, L->attn_norm->data, E, hp->rms_eps);
         break;
     case ROWS_ROPE_KV: {
-        float *cs = f->rope + (size_t)ith * f->rope_stride;
-        rope_table(cs, j->start_pos + t, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
+        const float *cs = f->rope + (size_t)t * f->rope_stride;
         for (uint32_t h = 0; h < hp->n_head; h++)
             rope_apply(f->q + (size_t)t * E + h * hd, cs, hp->n_rot);
         for (uint32_t h = 0; h < hp->n_head_kv; h++)
@@ -467,10 +469,11 @@ static void rows_row(const struct rows_job *j, int ith, int t)
 
 static void rows_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
+    (void)ith;
     const struct rows_job *j = arg;
     const int t1 = (int)forward_chunk_start(j->n, chunk + 1, n_chunks);
     for (int t = (int)forward_chunk_start(j->n, chunk, n_chunks); t < t1; t++)
-        rows_row(j, ith, t);
+        rows_row(j, t);
 }
 
 static void run_rows(forward_ctx *f, enum rows_op op, uint32_t layer, const int32_t *tokens, int32_t start_pos, int n)
@@ -548,14 +551,13 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
         }
     }
 
-    if (out_first >= n)
-        return;
-    run_rows(f, ROWS_OUT_IN, 0, tokens, start_pos, n); /* out_first is 0 unless there are no layers */
+    /* the last layer kept only the rows with logits (a model has layers) */
+    run_rows(f, ROWS_OUT_IN, 0, tokens, start_pos, n);
     const gguf_tensor *ws[1] = {w->output};
     const uint8_t *pk[1] = {f->packed_output};
     float *outs[1] = {out};
     const int64_t strides[1] = {hp->n_vocab};
-    forward_matmul(f, f->xb + (size_t)out_first * E, n - out_first, E, 1, ws, pk, outs, strides);
+    forward_matmul(f, f->xb, n, E, 1, ws, pk, outs, strides);
 }
 
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,

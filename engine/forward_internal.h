@@ -37,7 +37,7 @@ struct forward_ctx {
     uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;      /* bytes per act buffer */
     int32_t *act_sum[3]; /* their Q8_0 block sums (packed_act_sums), when a packed Q4_0 weight needs them */
-    float *rope;     /* per thread, rope_stride floats: n_rot cos, sin pairs */
+    float *rope;     /* per token of the batch, rope_stride floats: n_rot cos, sin pairs */
     size_t rope_stride;
     /* per-thread attention scratch, attn_scratch_floats each */
     float *attn_buf;

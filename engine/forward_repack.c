@@ -697,39 +697,35 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     /* tokens in complete groups of 4 go through the gemm kernel, the rest
      * through gemv */
     const int n_gemm = n_tok - n_tok % 4;
-    int64_t r = r0;
 #ifdef RP_Q2K_PAIRS
-    if (q2 && n_gemm > 0)
-        for (; r + 2 <= r1; r += 2) {
-            const block_q2_K *x = (const block_q2_K *)((const uint8_t *)w->data + (size_t)r * rb);
-            int t = 0;
-            for (; t < n_gemm; t += 4) {
-                float o0[4], o1[4];
-                q2_K_tile_2x4(x, x + nb, act + (size_t)t * act_stride, act_stride, nb, o0, o1);
-                for (int k = 0; k < 4; k++) {
-                    out[(int64_t)(t + k) * out_stride + r] = o0[k];
-                    out[(int64_t)(t + k) * out_stride + r + 1] = o1[k];
-                }
-            }
-            for (; t < n_tok; t++)
-                for (int k = 0; k < 2; k++)
-                    out[(int64_t)t * out_stride + r + k] =
-                        q2_K_repacked_dot(x + k * nb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, false);
-        }
+    const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 in pairs */
+#else
+    const int max_rows = 1;
 #endif
-    for (; r < r1; r++) {
+    for (int64_t r = r0; r < r1;) {
+        const int nr = r + max_rows <= r1 ? max_rows : 1;
         const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
         int t = 0;
 #ifdef RP_AVX2
         for (; t < n_gemm; t += 4) {
-            float o[4];
-            tile(x, act + (size_t)t * act_stride, act_stride, nb, o);
-            for (int k = 0; k < 4; k++)
-                out[(int64_t)(t + k) * out_stride + r] = o[k];
+            float o[2][4];
+#ifdef RP_Q2K_PAIRS
+            if (nr == 2)
+                q2_K_tile_2x4((const block_q2_K *)x, (const block_q2_K *)(x + rb), act + (size_t)t * act_stride,
+                              act_stride, nb, o[0], o[1]);
+            else
+#endif
+                tile(x, act + (size_t)t * act_stride, act_stride, nb, o[0]);
+            for (int k = 0; k < nr; k++)
+                for (int j = 0; j < 4; j++)
+                    out[(int64_t)(t + j) * out_stride + r + k] = o[k][j];
         }
 #endif
         for (; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] = dot(x, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
+            for (int k = 0; k < nr; k++)
+                out[(int64_t)t * out_stride + r + k] =
+                    dot(x + (size_t)k * rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
+        r += nr;
     }
 }
 
