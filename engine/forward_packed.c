@@ -164,11 +164,9 @@ static inline int32_t ld32(const void *p)
  * the activation buffer (broadcast loads), and 8 * sum(a) comes back off,
  * which gives each block's exact sum of (nibble - 8) * a; that is
  * FMA-accumulated with d_w * d_a. ys: token 0's block sums, nb per token. */
-static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, int64_t nb,
-                                                             const uint8_t *act, size_t act_stride,
-                                                             const int32_t *ys, int nt, float *out,
-                                                             int64_t out_stride, __mmask16 keep, const uint8_t *pf,
-                                                             size_t pf_step)
+static inline __attribute__((always_inline)) void
+q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys, int nt,
+           float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
@@ -203,10 +201,9 @@ static inline __attribute__((always_inline)) void q4_0_group(const uint8_t *pw, 
 /* One group against nt tokens in q4_K_repacked_dot's order per lane: each
  * pair of sub-blocks gives exact sums scale * (q . a) and min * bsum; gemm
  * (nt <= 8) FMA-accumulates them per pair, gemv (nt <= 4) per super-block. */
-static inline __attribute__((always_inline)) void q4_K_group(const uint8_t *pw, int64_t nb,
-                                                             const uint8_t *act, size_t act_stride, int nt,
-                                                             bool gemm, float *out, int64_t out_stride,
-                                                             __mmask16 keep, const uint8_t *pf, size_t pf_step)
+static inline __attribute__((always_inline)) void
+q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int nt, bool gemm,
+           float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[8], accm[8];
@@ -314,8 +311,9 @@ static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 
 /* Tokens in groups of 8 (a constant count keeps the accumulators in
  * registers), then the rest. */
-static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
-                        int n_tok, float *out, int64_t out_stride, __mmask16 keep, size_t gb)
+static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
+                        const int32_t *ys, int n_tok, float *out, int64_t out_stride, __mmask16 keep,
+                        size_t gb)
 {
     const size_t step = pf_step_of(gb, nb);
     int t = 0;
@@ -378,12 +376,14 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
         const int hi = r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS;
         const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
         if (is_q4_K(w))
-            q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep, gb);
-        else if (w->type == TENSOR_TYPE_Q8_0)
-            q8_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, lo, hi, gb);
-        else
-            q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride, keep,
+            q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep,
                         gb);
+        else if (w->type == TENSOR_TYPE_Q8_0)
+            q8_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, lo, hi,
+                        gb);
+        else
+            q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
+                        keep, gb);
     }
 #else
     /* nothing is packed in this build: the same results from the original */
