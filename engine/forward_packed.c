@@ -140,18 +140,6 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
  * from 36.6 to 65 tok/s (Q4_0), 42.8 to 58 (Q4_K_M) and about 33 to 35
  * (Q8_0, which prefetched 8 blocks ahead in its quants before). Only the
  * first pass over the group's tokens prefetches (pf NULL for the others). */
-static inline size_t pf_step_of(size_t gb, int64_t nb)
-{
-    return ((gb + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63;
-}
-
-static inline __attribute__((always_inline)) void prefetch_step(const uint8_t *pf, int64_t b, size_t step)
-{
-    if (pf)
-        for (size_t l = 0; l < step; l += 64)
-            _mm_prefetch((const char *)pf + (size_t)b * step + l, _MM_HINT_T0);
-}
-
 static inline int32_t ld32(const void *p)
 {
     int32_t v;
@@ -174,7 +162,8 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        prefetch_step(pf, b, pf_step);
+        if (pf)
+            quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -210,7 +199,8 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        prefetch_step(pf, b, pf_step);
+        if (pf)
+            quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_K_NIB,
                       *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
@@ -274,7 +264,7 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
 static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
                         float *out, int64_t out_stride, int lo, int hi, size_t gb)
 {
-    const size_t step = pf_step_of(gb, nb);
+    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     const uint8_t *scales = pw + (size_t)nb * Q8_0_QS;
     __m512i pair[8];
     for (int p = 0; p < 8; p++) /* lanes 0-7 take row 2p's product, 8-15 row 2p+1's */
@@ -292,7 +282,8 @@ static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
             const __m256i dh = _mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32));
             const __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(h2f(y[b].d)));
             const uint8_t *q = pw + (size_t)b * Q8_0_QS;
-            prefetch_step(t == 0 ? pw + gb : NULL, b, step);
+            if (t == 0)
+                quant_prefetch_step((const char *)pw + gb, b, step);
             _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++)
             {
                 const __m512i s = _mm512_dpbusd_epi32(base2, _mm512_loadu_si512(q + 64 * p), yv2);
@@ -315,7 +306,7 @@ static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
                         const int32_t *ys, int n_tok, float *out, int64_t out_stride, __mmask16 keep,
                         size_t gb)
 {
-    const size_t step = pf_step_of(gb, nb);
+    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     int t = 0;
     for (; t + 8 <= n_tok; t += 8)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 8,
@@ -330,7 +321,7 @@ static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
                         float *out, int64_t out_stride, __mmask16 keep, size_t gb)
 {
-    const size_t step = pf_step_of(gb, nb);
+    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     const int n_gemm = n_tok - n_tok % 4;
     int t = 0;
     for (; t + 8 <= n_gemm; t += 8)

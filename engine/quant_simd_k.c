@@ -348,11 +348,8 @@ static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const b
     const block_q8_K *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t i = 0; i < nb; i++) {
-        if (pf) {
-            for (size_t l = 0; l < pf_step; l += 64)
-                _mm_prefetch(pf + l, _MM_HINT_T0);
-            pf += pf_step;
-        }
+        if (pf)
+            quant_prefetch_step(pf, i, pf_step);
         const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[i].scales);
         const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[i].scales);
         __m512i sumi0 = _mm512_setzero_si512(), sumi1 = sumi0, sumi2 = sumi0, sumi3 = sumi0;
@@ -408,18 +405,15 @@ void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *c
     }
 }
 
-/* A pair of rows is two streams that start anew every 2 * rs bytes, too
- * short for the hardware prefetcher to lock on: out of cache, the matvec
- * ran at a third of the one-row vec_dot loop's speed. So each block step
- * prefetches its share of the pair two pairs ahead (1, 2 and 4 measured;
- * 9 -> 26 GB/s on one thread for a 5632 x 4096 matrix). */
+/* Prefetching two pairs ahead (quant_prefetch_step; 1, 2 and 4 measured):
+ * 9 -> 26 GB/s on one thread for a 5632 x 4096 matrix out of cache. */
 #define Q6_K_PF_PAIRS 2
 
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
     const void *const a[4] = {act, act, act, act};
     const int64_t nb = n / QK_K;
-    const size_t step = (2 * rs / (size_t)nb + 63) & ~(size_t)63;
+    const size_t step = quant_prefetch_step_size(rs, 2, nb);
     int64_t r = 0;
     for (; r + 2 <= rows; r += 2) {
         const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
