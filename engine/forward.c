@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "forward_attn.h"
 #include "forward_math.h"
@@ -81,7 +82,8 @@ void forward_free(forward_ctx *f)
     free(f->attn_buf);
     free(f->attn_half);
     free(f->packed);
-    free(f->packed_buf);
+    if (f->packed_buf)
+        munmap(f->packed_buf, f->packed_len);
     free(f);
 }
 
@@ -116,6 +118,30 @@ static void pack_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
+/* The packed weights are read end to end for every token. In 2 MB pages
+ * (transparent huge pages, where the kernel grants them) that takes far
+ * fewer TLB misses than in 4 KB pages, and packing takes far fewer page
+ * faults. The mapping starts on a 2 MB boundary; *len is what to munmap. */
+static uint8_t *packed_alloc(size_t n, size_t *len)
+{
+    const size_t huge = (size_t)2 << 20;
+    const size_t want = (n + huge - 1) & ~(huge - 1);
+    uint8_t *p = mmap(NULL, want + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    const size_t head = (huge - (uintptr_t)p % huge) % huge;
+    if (head)
+        munmap(p, head);
+    if (huge - head)
+        munmap(p + head + want, huge - head);
+    p += head;
+#ifdef MADV_HUGEPAGE
+    madvise(p, want, MADV_HUGEPAGE); /* advice only: 4 KB pages still work */
+#endif
+    *len = want;
+    return p;
+}
+
 /* Packs every weight that has a packed kernel into one buffer, on all
  * threads. False when out of memory. */
 static bool build_packed(forward_ctx *f)
@@ -141,7 +167,7 @@ static bool build_packed(forward_ctx *f)
     }
     bool ok = true;
     if (job.n > 0) {
-        f->packed_buf = aligned_alloc(64, total);
+        f->packed_buf = packed_alloc(total, &f->packed_len);
         ok = f->packed_buf != NULL;
     }
     if (ok && job.n > 0) {

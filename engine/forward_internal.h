@@ -48,6 +48,7 @@ struct forward_ctx {
     const uint8_t *(*packed)[N_LAYER_MM]; /* [n_layer][N_LAYER_MM], in layer_mm order */
     const uint8_t *packed_output;
     uint8_t *packed_buf;
+    size_t packed_len; /* bytes mapped at packed_buf (for munmap) */
     threadpool *tp;
     int n_threads;
     forward_progress_fn progress;
