@@ -106,8 +106,8 @@ FORCE:
 test-only: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(AVX2_BIN)
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/run.sh
 
-bench: $(BIN)
-	@BIN=$(BIN) sh tests/bench.sh
+bench: $(BIN) $(BUILD)/tools/gguf_random
+	@BUILD=$(BUILD) BIN=$(BIN) sh tests/bench.sh
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
