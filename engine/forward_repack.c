@@ -676,6 +676,66 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
     _mm_storeu_ps(out0, _mm256_castps256_ps128(r));
     _mm_storeu_ps(out1, _mm256_extractf128_ps(r, 1));
 }
+
+/* Byte shuffles that put, as 16-bit lanes, scale 8g + 2j (of the row whose
+ * 16 scale bytes sit in that 128-bit lane) in 128-bit lanes 0 and 2 and
+ * scale 8g + 2j + 1 in lanes 1 and 3: the scale vector q2_K_scale_pair
+ * builds, from one shuffle. */
+static inline __m512i q2_K_scale_shuffle(int i)
+{
+    const __m128i lo = _mm_set1_epi16((short)(0x8000 | i)), hi = _mm_set1_epi16((short)(0x8000 | (i + 1)));
+    const __m256i h = _mm256_set_m128i(hi, lo);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+}
+
+/* gemv's order (q2_K_repacked_dot with gemm false) for two rows and one
+ * token: per super-block the exact integer sums of both groups, then one
+ * fma each for the values and the mins. The integer work runs on both rows
+ * at once (one per 256-bit half). pf: the bytes to prefetch meanwhile, the
+ * same share of the rows that come next (quant_prefetch_step), or NULL. */
+static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const block_q8_K *y, int64_t nb, float *out0,
+                            float *out1, const char *pf, size_t pf_step)
+{
+    __m512i shuf[8];
+    for (int i = 0; i < 8; i++)
+        shuf[i] = q2_K_scale_shuffle(2 * i);
+    float acc0 = 0.0f, acc_min0 = 0.0f, acc1 = 0.0f, acc_min1 = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        if (pf)
+            quant_prefetch_step(pf, b, pf_step);
+        const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[b].scales);
+        const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[b].scales);
+        const __m256i s0d = _mm256_set_m128i(s0, s0), s1d = _mm256_set_m128i(s1, s1);
+        const __m512i sc = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(s0d), s1d, 1),
+                                            _mm512_set1_epi8(0x0F));
+        __m512i p = _mm512_setzero_si512();
+        for (int g = 0; g < 2; g++) {
+            const __m512i raw = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g))),
+                _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g)), 1);
+            const int8_t *a = y[b].qs + 128 * g;
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
+                const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 32 * j)));
+                p = _mm512_add_epi32(
+                    p, _mm512_madd_epi16(_mm512_maddubs_epi16(v, av), _mm512_shuffle_epi8(sc, shuf[4 * g + j])));
+            }
+        }
+        /* isum and imin of row 0 and row 1 */
+        const __m128i t = hsum4_i32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1),
+                                    q2_K_min_dot(&x0[b], &y[b]), q2_K_min_dot(&x1[b], &y[b]));
+        const int32_t isum0 = _mm_extract_epi32(t, 0), isum1 = _mm_extract_epi32(t, 1);
+        const int32_t imin0 = _mm_extract_epi32(t, 2), imin1 = _mm_extract_epi32(t, 3);
+        const float da = y[b].d;
+        acc0 = fmaf((float)isum0, h2f(x0[b].d) * da, acc0);
+        acc_min0 = fmaf((float)imin0, h2f(x0[b].dmin) * da, acc_min0);
+        acc1 = fmaf((float)isum1, h2f(x1[b].d) * da, acc1);
+        acc_min1 = fmaf((float)imin1, h2f(x1[b].dmin) * da, acc_min1);
+    }
+    *out0 = acc0 - acc_min0;
+    *out1 = acc1 - acc_min1;
+}
 #define RP_Q2K_PAIRS 1
 #endif
 
@@ -698,7 +758,8 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
      * through gemv */
     const int n_gemm = n_tok - n_tok % 4;
 #ifdef RP_Q2K_PAIRS
-    const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 in pairs */
+    const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 and q2_K_gemv_2rows in pairs */
+    const size_t pf_step = quant_prefetch_step_size(rb, 2, nb);
 #else
     const int max_rows = 1;
 #endif
@@ -720,6 +781,14 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
                 for (int j = 0; j < 4; j++)
                     out[(int64_t)(t + j) * out_stride + r + k] = o[k][j];
         }
+#endif
+#ifdef RP_Q2K_PAIRS
+        if (nr == 2)
+            for (; t < n_tok; t++) /* gemv; the first pass prefetches the next pairs */
+                q2_K_gemv_2rows((const block_q2_K *)x, (const block_q2_K *)(x + rb),
+                                (const block_q8_K *)(act + (size_t)t * act_stride), nb,
+                                &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
+                                t == 0 ? (const char *)x + 4 * rb : NULL, pf_step);
 #endif
         for (; t < n_tok; t++)
             for (int k = 0; k < nr; k++)
