@@ -633,24 +633,41 @@ static void q2_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
 #endif
 
 #if defined(RP_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__)
+/* The 16 scale bytes (low nibbles) of two rows' block: row 0's in 128-bit
+ * lanes 0 and 1, row 1's in lanes 2 and 3. */
+static inline __m512i q2_K_scales2(const block_q2_K *x0, const block_q2_K *x1)
+{
+    const __m128i s0 = _mm_loadu_si128((const __m128i *)x0->scales);
+    const __m128i s1 = _mm_loadu_si128((const __m128i *)x1->scales);
+    const __m512i s = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(s0, s0)), _mm256_set_m128i(s1, s1), 1);
+    return _mm512_and_si512(s, _mm512_set1_epi8(0x0F));
+}
+
+/* Shuffles of q2_K_scales2 that put, as 16-bit lanes, scale i in 128-bit
+ * lanes 0 and 2 and scale i + 1 in lanes 1 and 3: sub-blocks 8g + 2j and
+ * 8g + 2j + 1 of each row, as maddubs lays out shift j of group g. */
+static inline __m512i q2_K_scale_shuffle(int i)
+{
+    const __m128i lo = _mm_set1_epi16((short)(0x8000 | i)), hi = _mm_set1_epi16((short)(0x8000 | (i + 1)));
+    const __m256i h = _mm256_set_m128i(hi, lo);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+}
+
 /* q2_K_tile_1x4 for two weight rows at once, one per 256-bit half: the
  * integer group sums are exact whatever the order, and each of the 8
  * outputs (2 rows x 4 tokens) keeps its own fma chains in q2_K_tile_1x4's
  * order. Half the instructions per row for the integer work. */
-static inline __m512i q2_K_scale_pair(const block_q2_K *x0, const block_q2_K *x1, int i)
-{
-    const __m256i s0 = _mm256_set_m128i(_mm_set1_epi16(x0->scales[i + 1] & 0xF), _mm_set1_epi16(x0->scales[i] & 0xF));
-    const __m256i s1 = _mm256_set_m128i(_mm_set1_epi16(x1->scales[i + 1] & 0xF), _mm_set1_epi16(x1->scales[i] & 0xF));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(s0), s1, 1);
-}
-
 static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint8_t *act, size_t act_stride,
                           int64_t nb, float out0[4], float out1[4])
 {
     const block_q8_K *y[4];
     tile_rows(act, act_stride, y);
+    __m512i shuf[8];
+    for (int i = 0; i < 8; i++)
+        shuf[i] = q2_K_scale_shuffle(2 * i);
     __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps(); /* lanes 0-3 row 0, 4-7 row 1 */
     for (int64_t b = 0; b < nb; b++) {
+        const __m512i scales = q2_K_scales2(&x0[b], &x1[b]);
         __m128 dw0, dm0, dw1, dm1;
         tile_scales(x0[b].d, x0[b].dmin, y, b, &dw0, &dm0);
         tile_scales(x1[b].d, x1[b].dmin, y, b, &dw1, &dm1);
@@ -660,21 +677,24 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
             mins0[k] = q2_K_min_dot(&x0[b], &y[k][b]);
             mins1[k] = q2_K_min_dot(&x1[b], &y[k][b]);
         }
-        for (int g = 0; g < 2; g++) {
+        _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
+        {
             const __m512i raw = _mm512_inserti64x4(
                 _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g))),
                 _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g)), 1);
             __m512i v[4], sc[4];
-            for (int j = 0; j < 4; j++) {
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) /* unrolled: in registers, constant shifts */
+            {
                 v[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
-                sc[j] = q2_K_scale_pair(&x0[b], &x1[b], 8 * g + 2 * j);
+                sc[j] = _mm512_shuffle_epi8(scales, shuf[4 * g + j]);
             }
             __m512i p[4];
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
                 const int8_t *a = y[k][b].qs + 128 * g;
                 p[k] = _mm512_setzero_si512();
-                for (int j = 0; j < 4; j++) {
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                {
                     const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 32 * j)));
                     p[k] = _mm512_add_epi32(p[k], _mm512_madd_epi16(_mm512_maddubs_epi16(v[j], av), sc[j]));
                 }
@@ -696,17 +716,6 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
     _mm_storeu_ps(out1, _mm256_extractf128_ps(r, 1));
 }
 
-/* Byte shuffles that put, as 16-bit lanes, scale 8g + 2j (of the row whose
- * 16 scale bytes sit in that 128-bit lane) in 128-bit lanes 0 and 2 and
- * scale 8g + 2j + 1 in lanes 1 and 3: the scale vector q2_K_scale_pair
- * builds, from one shuffle. */
-static inline __m512i q2_K_scale_shuffle(int i)
-{
-    const __m128i lo = _mm_set1_epi16((short)(0x8000 | i)), hi = _mm_set1_epi16((short)(0x8000 | (i + 1)));
-    const __m256i h = _mm256_set_m128i(hi, lo);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
-}
-
 /* gemv's order (q2_K_repacked_dot with gemm false) for two rows and one
  * token: per super-block the exact integer sums of both groups, then one
  * fma each for the values and the mins. The integer work runs on both rows
@@ -722,11 +731,7 @@ static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const bl
     for (int64_t b = 0; b < nb; b++) {
         if (pf)
             quant_prefetch_step(pf, b, pf_step);
-        const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[b].scales);
-        const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[b].scales);
-        const __m256i s0d = _mm256_set_m128i(s0, s0), s1d = _mm256_set_m128i(s1, s1);
-        const __m512i sc = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(s0d), s1d, 1),
-                                            _mm512_set1_epi8(0x0F));
+        const __m512i sc = q2_K_scales2(&x0[b], &x1[b]);
         __m512i p = _mm512_setzero_si512();
         for (int g = 0; g < 2; g++) {
             const __m512i raw = _mm512_inserti64x4(
