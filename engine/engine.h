@@ -114,7 +114,7 @@ typedef struct engine_event {
     /* DONE */
     enum engine_done_reason reason;
     int32_t n_prompt, n_gen;    /* tokens evaluated / generated this turn */
-    double prompt_tps, gen_tps;
+    double prompt_tps, gen_tps; /* DONE; prompt_tps also on the PREFILL event that ends the prompt */
     int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
     int32_t n_dropped;          /* CONTEXT_SHIFT */
     engine_model_info info;     /* LOADED */

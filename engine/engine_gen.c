@@ -390,6 +390,12 @@ static bool prefill(engine *e, const chat_message *msgs, size_t n, int32_t *n_ke
         return fail(e, t, err);
     }
     e->n_kv = np;
+    /* the prompt's speed now, not only with DONE: the reply may stream
+     * for minutes */
+    ev_init(e, &ev, ENGINE_EV_PREFILL);
+    ev.done = ev.total = t->n_prompt;
+    ev.prompt_tps = t->t_prompt > 0 ? t->n_prompt / t->t_prompt : 0;
+    engine_post(e, &ev);
     return true;
 }
 

@@ -233,6 +233,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         app->prefill_done = ev->done;
         app->prefill_total = ev->total;
         app->progress = ev->total > 0 ? (float)ev->done / (float)ev->total : 1.0f;
+        if (ev->prompt_tps > 0) /* the prompt is done */
+            app->prompt_tps = ev->prompt_tps;
         if (ev->n_ctx > 0) {
             app->n_past = ev->n_past;
             app->n_ctx = ev->n_ctx;

@@ -76,6 +76,7 @@ typedef struct turn_log {
     char text[8192];
     size_t len;
     int n_shift, n_prefill;
+    double prefill_tps; /* prompt_tps of the last PREFILL event: the prompt's speed before the reply ends */
     int32_t dropped[64];
     engine_event done;
 } turn_log;
@@ -110,6 +111,7 @@ static void collect_turn(engine *e, turn_log *t)
         case ENGINE_EV_PREFILL:
             t->n_prefill++;
             assert_true(ev.done >= 0 && ev.done <= ev.total);
+            t->prefill_tps = ev.prompt_tps;
             break;
         case ENGINE_EV_DONE:
             memcpy(t->text + t->len, ev.text, (size_t)ev.text_len);
@@ -198,6 +200,7 @@ static void test_generate_greedy(void **state)
     assert_int_equal(t->n_tok, 40);
     assert_int_equal(t->done.n_gen, 40);
     assert_true(t->n_prefill >= 1);
+    assert_true(t->prefill_tps > 0); /* the status line shows it while the reply streams */
     int32_t np = t->done.n_prompt;
     assert_true(np >= 5);
     for (int i = 0; i < t->n_tok; i++) {

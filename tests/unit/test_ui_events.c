@@ -79,6 +79,11 @@ static void test_turn(void **state)
     ui_handle_event(app, &ev);
     assert_string_equal(status_state_text(app, buf, sizeof buf), "prefill 75%");
     assert_int_equal(app->n_past, 3);
+    /* the prompt's last PREFILL event carries its speed, shown from then on */
+    ev.done = 4;
+    ev.prompt_tps = 1234.0;
+    ui_handle_event(app, &ev);
+    assert_true(app->prompt_tps == 1234.0);
 
     const char *pieces[] = {"Hi", " there", "\xe6\x97"}; /* the last one: an incomplete character */
     for (int i = 0; i < 3; i++) {
