@@ -139,7 +139,7 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
  * prefetcher lost at every group: on TinyLlama-1.1B shapes, decode went
  * from 36.6 to 65 tok/s (Q4_0), 42.8 to 58 (Q4_K_M) and about 33 to 35
  * (Q8_0, which prefetched 8 blocks ahead in its quants before). Only the
- * first pass over the group's tokens prefetches (pf NULL for the others). */
+ * first pass over the group's tokens prefetches (step 0 for the others). */
 static inline int32_t ld32(const void *p)
 {
     int32_t v;
@@ -162,8 +162,7 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        if (pf)
-            quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -199,8 +198,7 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        if (pf)
-            quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_K_NIB,
                       *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
@@ -310,10 +308,10 @@ static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
     int t = 0;
     for (; t + 8 <= n_tok; t += 8)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 8,
-                   out + (int64_t)t * out_stride, out_stride, keep, t == 0 ? pw + gb : NULL, step);
+                   out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
     if (t < n_tok)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
-                   out + (int64_t)t * out_stride, out_stride, keep, t == 0 ? pw + gb : NULL, step);
+                   out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
 }
 
 /* The reference runs tokens in complete groups of 4 through its gemm
@@ -326,13 +324,13 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
     int t = 0;
     for (; t + 8 <= n_gemm; t += 8)
         q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 8, true, out + (int64_t)t * out_stride,
-                   out_stride, keep, t == 0 ? pw + gb : NULL, step);
+                   out_stride, keep, pw + gb, t == 0 ? step : 0);
     if (t < n_gemm)
         q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 4, true, out + (int64_t)t * out_stride,
-                   out_stride, keep, t == 0 ? pw + gb : NULL, step);
+                   out_stride, keep, pw + gb, t == 0 ? step : 0);
     if (n_gemm < n_tok)
         q4_K_group(pw, nb, act + (size_t)n_gemm * act_stride, act_stride, n_tok - n_gemm, false,
-                   out + (int64_t)n_gemm * out_stride, out_stride, keep, n_gemm == 0 ? pw + gb : NULL, step);
+                   out + (int64_t)n_gemm * out_stride, out_stride, keep, pw + gb, n_gemm == 0 ? step : 0);
 }
 #endif
 

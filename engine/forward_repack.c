@@ -720,7 +720,7 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
  * token: per super-block the exact integer sums of both groups, then one
  * fma each for the values and the mins. The integer work runs on both rows
  * at once (one per 256-bit half). pf: the bytes to prefetch meanwhile, the
- * same share of the rows that come next (quant_prefetch_step), or NULL. */
+ * same share of the rows that come next (quant_prefetch_step; step 0: none). */
 static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const block_q8_K *y, int64_t nb, float *out0,
                             float *out1, const char *pf, size_t pf_step)
 {
@@ -729,8 +729,7 @@ static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const bl
         shuf[i] = q2_K_scale_shuffle(2 * i);
     float acc0 = 0.0f, acc_min0 = 0.0f, acc1 = 0.0f, acc_min1 = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        if (pf)
-            quant_prefetch_step(pf, b, pf_step);
+        quant_prefetch_step(pf, b, pf_step);
         const __m512i sc = q2_K_scales2(&x0[b], &x1[b]);
         __m512i p = _mm512_setzero_si512();
         for (int g = 0; g < 2; g++) {
@@ -812,7 +811,7 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
                 q2_K_gemv_2rows((const block_q2_K *)x, (const block_q2_K *)(x + rb),
                                 (const block_q8_K *)(act + (size_t)t * act_stride), nb,
                                 &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
-                                t == 0 ? (const char *)x + 4 * rb : NULL, pf_step);
+                                (const char *)x + 4 * rb, t == 0 ? pf_step : 0);
 #endif
         for (; t < n_tok; t++)
             for (int k = 0; k < nr; k++)

@@ -338,8 +338,8 @@ static inline __attribute__((always_inline)) __m512 q6_K_fma2(const block_q8_K *
 }
 
 /* Named accumulators: with arrays indexed by token, GCC kept them on the
- * stack. When pf is set, each block step prefetches pf_step bytes from pf on
- * (the matvec's stream ahead). */
+ * stack. Each block step prefetches pf_step bytes from pf on (the matvec's
+ * stream ahead; step 0: none). */
 static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const block_q6_K *x0, const block_q6_K *x1,
                                                               const void *const act[4], int nt, float o0[4],
                                                               float o1[4], const char *pf, size_t pf_step)
@@ -348,8 +348,7 @@ static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const b
     const block_q8_K *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t i = 0; i < nb; i++) {
-        if (pf)
-            quant_prefetch_step(pf, i, pf_step);
+        quant_prefetch_step(pf, i, pf_step);
         const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[i].scales);
         const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[i].scales);
         __m512i sumi0 = _mm512_setzero_si512(), sumi1 = sumi0, sumi2 = sumi0, sumi3 = sumi0;
@@ -397,7 +396,7 @@ void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *c
         const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
         const block_q6_K *x1 = (const block_q6_K *)((const char *)x0 + rs);
         float o0[4], o1[4];
-        q6_K_rows2(n / QK_K, x0, x1, act, 4, o0, o1, NULL, 0);
+        q6_K_rows2(n / QK_K, x0, x1, act, 4, o0, o1, (const char *)x0, 0);
         for (int c = 0; c < 4; c++) {
             out[c][r] = o0[c];
             out[c][r + 1] = o1[c];

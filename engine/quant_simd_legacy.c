@@ -356,8 +356,7 @@ static inline __attribute__((always_inline)) void q5_0_rows4(int64_t nb, const c
     __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00; /* pair 0 (rows 0, 1), tokens 0-3 */
     __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00;                 /* pair 1 (rows 2, 3) */
     for (int64_t i = 0; i < nb; i++) {
-        if (pf)
-            quant_prefetch_step(pf, i, pf_step);
+        quant_prefetch_step(pf, i, pf_step);
         const __m512i u0 = q5_0_unsigned2(&x0[i], &x1[i]), u1 = q5_0_unsigned2(&x2[i], &x3[i]);
         const __m512 xd0 = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x0[i].d)), _mm256_set1_ps(fp16_to_f32(x1[i].d)), 1);
         const __m512 xd1 = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x2[i].d)), _mm256_set1_ps(fp16_to_f32(x3[i].d)), 1);
@@ -378,7 +377,7 @@ static inline __attribute__((always_inline)) void q5_0_rows4(int64_t nb, const c
 
 void quant_avx512_dot4x4_q5_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
 {
-    q5_0_rows4(n / QK5_0, w, rs, act, 4, out, NULL, 0);
+    q5_0_rows4(n / QK5_0, w, rs, act, 4, out, w, 0); /* step 0: no prefetch */
 }
 
 /* Out of cache: 14 -> 22 GB/s on one thread with the prefetch. */
