@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "forward_attn.h"
 #include "forward_math.h"
@@ -142,6 +143,21 @@ static uint8_t *packed_alloc(size_t n, size_t *len)
     return p;
 }
 
+/* Once packed, a weight's original bytes in the file mapping are not read
+ * again (the kernels use the packed copy). Their pages leave this process
+ * (its RSS had counted the model twice) and stay in the page cache, from
+ * which the kernel can reclaim them. Should anything read them after all,
+ * they fault back in from the file: the mapping is private and never
+ * written. */
+static void release_original(const gguf_tensor *w)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)w->data + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)w->data + w->nbytes) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* Packs every weight that has a packed kernel into one buffer, on all
  * threads. False when out of memory. */
 static bool build_packed(forward_ctx *f)
@@ -173,6 +189,8 @@ static bool build_packed(forward_ctx *f)
     if (ok && job.n > 0) {
         job.buf = f->packed_buf;
         threadpool_run(f->tp, job.total < f->n_threads * 8 ? job.total : f->n_threads * 8, pack_worker, &job);
+        for (int i = 0; i < job.n; i++)
+            release_original(items[i].w);
         for (int i = 0; i < job.n; i++) {
             const uint8_t *p = f->packed_buf + items[i].off;
             if (items[i].slot == n_layer * N_LAYER_MM)
