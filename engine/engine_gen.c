@@ -286,6 +286,11 @@ typedef struct turn {
     char message[ENGINE_MSG_MAX];
 } turn;
 
+static double prompt_tps(const turn *t)
+{
+    return t->t_prompt > 0 ? t->n_prompt / t->t_prompt : 0;
+}
+
 static void post_done(engine *e, const turn *t)
 {
     engine_event ev;
@@ -293,7 +298,7 @@ static void post_done(engine *e, const turn *t)
     ev.reason = t->reason;
     ev.n_prompt = t->n_prompt;
     ev.n_gen = t->n_gen;
-    ev.prompt_tps = t->t_prompt > 0 ? t->n_prompt / t->t_prompt : 0;
+    ev.prompt_tps = prompt_tps(t);
     ev.gen_tps = t->t_gen > 0 ? t->n_gen / t->t_gen : 0;
     snprintf(ev.message, sizeof ev.message, "%s", t->message);
     /* whatever was held back (partial UTF-8 or a partial stop string) */
@@ -394,7 +399,7 @@ static bool prefill(engine *e, const chat_message *msgs, size_t n, int32_t *n_ke
      * for minutes */
     ev_init(e, &ev, ENGINE_EV_PREFILL);
     ev.done = ev.total = t->n_prompt;
-    ev.prompt_tps = t->t_prompt > 0 ? t->n_prompt / t->t_prompt : 0;
+    ev.prompt_tps = prompt_tps(t);
     engine_post(e, &ev);
     return true;
 }

@@ -133,8 +133,7 @@ static uint8_t *packed_alloc(size_t n, size_t *len)
     const size_t head = (huge - (uintptr_t)p % huge) % huge;
     if (head)
         munmap(p, head);
-    if (huge - head)
-        munmap(p + head + want, huge - head);
+    munmap(p + head + want, huge - head); /* head < huge: a tail is always left */
     p += head;
 #ifdef MADV_HUGEPAGE
     madvise(p, want, MADV_HUGEPAGE); /* advice only: 4 KB pages still work */
@@ -189,9 +188,8 @@ static bool build_packed(forward_ctx *f)
     if (ok && job.n > 0) {
         job.buf = f->packed_buf;
         threadpool_run(f->tp, job.total < f->n_threads * 8 ? job.total : f->n_threads * 8, pack_worker, &job);
-        for (int i = 0; i < job.n; i++)
-            release_original(items[i].w);
         for (int i = 0; i < job.n; i++) {
+            release_original(items[i].w);
             const uint8_t *p = f->packed_buf + items[i].off;
             if (items[i].slot == n_layer * N_LAYER_MM)
                 f->packed_output = p;

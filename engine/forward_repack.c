@@ -643,14 +643,20 @@ static inline __m512i q2_K_scales2(const block_q2_K *x0, const block_q2_K *x1)
     return _mm512_and_si512(s, _mm512_set1_epi8(0x0F));
 }
 
-/* Shuffles of q2_K_scales2 that put, as 16-bit lanes, scale i in 128-bit
- * lanes 0 and 2 and scale i + 1 in lanes 1 and 3: sub-blocks 8g + 2j and
- * 8g + 2j + 1 of each row, as maddubs lays out shift j of group g. */
-static inline __m512i q2_K_scale_shuffle(int i)
+/* vpshufb controls for q2_K_scales2: entry 4g + j puts, as 16-bit lanes,
+ * scale 8g + 2j in 128-bit lanes 0 and 2 and scale 8g + 2j + 1 in lanes 1
+ * and 3 (sub-blocks 8g + 2j and 8g + 2j + 1 of each row, as maddubs lays
+ * out shift j of group g); 0x80 zeroes the high bytes. */
+#define Q2S_L(i) i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80
+#define Q2S(i) {Q2S_L(i), Q2S_L((i) + 1), Q2S_L(i), Q2S_L((i) + 1)}
+static const uint8_t q2_K_shuf[8][64] __attribute__((aligned(64))) = {Q2S(0), Q2S(2),  Q2S(4),  Q2S(6),
+                                                                      Q2S(8), Q2S(10), Q2S(12), Q2S(14)};
+#undef Q2S
+#undef Q2S_L
+
+static inline __m512i q2_K_scale(__m512i scales, int i)
 {
-    const __m128i lo = _mm_set1_epi16((short)(0x8000 | i)), hi = _mm_set1_epi16((short)(0x8000 | (i + 1)));
-    const __m256i h = _mm256_set_m128i(hi, lo);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+    return _mm512_shuffle_epi8(scales, _mm512_load_si512(q2_K_shuf[i]));
 }
 
 /* q2_K_tile_1x4 for two weight rows at once, one per 256-bit half: the
@@ -662,9 +668,6 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
 {
     const block_q8_K *y[4];
     tile_rows(act, act_stride, y);
-    __m512i shuf[8];
-    for (int i = 0; i < 8; i++)
-        shuf[i] = q2_K_scale_shuffle(2 * i);
     __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps(); /* lanes 0-3 row 0, 4-7 row 1 */
     for (int64_t b = 0; b < nb; b++) {
         const __m512i scales = q2_K_scales2(&x0[b], &x1[b]);
@@ -679,14 +682,12 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
         }
         _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
         {
-            const __m512i raw = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g))),
-                _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g)), 1);
+            const __m512i raw = quant_pair256(x0[b].qs + 32 * g, x1[b].qs + 32 * g);
             __m512i v[4], sc[4];
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) /* unrolled: in registers, constant shifts */
             {
                 v[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
-                sc[j] = _mm512_shuffle_epi8(scales, shuf[4 * g + j]);
+                sc[j] = q2_K_scale(scales, 4 * g + j);
             }
             __m512i p[4];
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
@@ -695,7 +696,7 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
                 p[k] = _mm512_setzero_si512();
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
                 {
-                    const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 32 * j)));
+                    const __m512i av = quant_dup256(a + 32 * j);
                     p[k] = _mm512_add_epi32(p[k], _mm512_madd_epi16(_mm512_maddubs_epi16(v[j], av), sc[j]));
                 }
             }
@@ -724,25 +725,20 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
 static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const block_q8_K *y, int64_t nb, float *out0,
                             float *out1, const char *pf, size_t pf_step)
 {
-    __m512i shuf[8];
-    for (int i = 0; i < 8; i++)
-        shuf[i] = q2_K_scale_shuffle(2 * i);
     float acc0 = 0.0f, acc_min0 = 0.0f, acc1 = 0.0f, acc_min1 = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         quant_prefetch_step(pf, b, pf_step);
         const __m512i sc = q2_K_scales2(&x0[b], &x1[b]);
         __m512i p = _mm512_setzero_si512();
         for (int g = 0; g < 2; g++) {
-            const __m512i raw = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g))),
-                _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g)), 1);
+            const __m512i raw = quant_pair256(x0[b].qs + 32 * g, x1[b].qs + 32 * g);
             const int8_t *a = y[b].qs + 128 * g;
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
             {
                 const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
-                const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 32 * j)));
+                const __m512i av = quant_dup256(a + 32 * j);
                 p = _mm512_add_epi32(
-                    p, _mm512_madd_epi16(_mm512_maddubs_epi16(v, av), _mm512_shuffle_epi8(sc, shuf[4 * g + j])));
+                    p, _mm512_madd_epi16(_mm512_maddubs_epi16(v, av), q2_K_scale(sc, 4 * g + j)));
             }
         }
         /* isum and imin of row 0 and row 1 */
@@ -811,7 +807,7 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
                 q2_K_gemv_2rows((const block_q2_K *)x, (const block_q2_K *)(x + rb),
                                 (const block_q8_K *)(act + (size_t)t * act_stride), nb,
                                 &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
-                                (const char *)x + 4 * rb, t == 0 ? pf_step : 0);
+                                (const char *)x + QUANT_PF_AHEAD * 2 * rb, t == 0 ? pf_step : 0);
 #endif
         for (; t < n_tok; t++)
             for (int k = 0; k < nr; k++)

@@ -309,22 +309,14 @@ QUANT_ROWS_KERNELS(q6_K)
 /* Q6_K rows in pairs, one per 256-bit half of each register: each half does
  * what quant_avx2_dot_q6_K does for its row (same lanes, same bits), and
  * every activation chunk is loaded once for both rows. nt <= 4 tokens. */
-static inline __m512i pair256(const void *lo, const void *hi)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
-                              _mm256_loadu_si256((const __m256i *)hi), 1);
-}
-
-static inline __m512i dup256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
-
 /* One token's half block (128 values) against both rows: sc * (q . y) per
  * byte pair, summed to each row's 8 lanes as q6_chunk does. */
 static inline __attribute__((always_inline)) __m512i q6_K_half2(const __m512i q[4], const __m512i scv[4],
                                                                  const int8_t *q8)
 {
-    __m512i s = _mm512_madd_epi16(scv[0], _mm512_maddubs_epi16(q[0], dup256(q8)));
+    __m512i s = _mm512_madd_epi16(scv[0], _mm512_maddubs_epi16(q[0], quant_dup256(q8)));
     for (int k = 1; k < 4; k++)
-        s = _mm512_add_epi32(s, _mm512_madd_epi16(scv[k], _mm512_maddubs_epi16(q[k], dup256(q8 + 32 * k))));
+        s = _mm512_add_epi32(s, _mm512_madd_epi16(scv[k], _mm512_maddubs_epi16(q[k], quant_dup256(q8 + 32 * k))));
     return s;
 }
 
@@ -332,7 +324,7 @@ static inline __attribute__((always_inline)) __m512i q6_K_half2(const __m512i q[
 static inline __attribute__((always_inline)) __m512 q6_K_fma2(const block_q8_K *y, __m512i sc16, __m512 xd,
                                                                __m512i sumi, __m512 acc)
 {
-    const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(dup256(y->bsums), sc16), 5);
+    const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(quant_dup256(y->bsums), sc16), 5);
     return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(y->d), xd), _mm512_cvtepi32_ps(_mm512_sub_epi32(sumi, off)),
                            acc);
 }
@@ -353,9 +345,9 @@ static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const b
         const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[i].scales);
         __m512i sumi0 = _mm512_setzero_si512(), sumi1 = sumi0, sumi2 = sumi0, sumi3 = sumi0;
         for (int h = 0; h < 2; h++) {
-            const __m512i l0 = pair256(x0[i].ql + 64 * h, x1[i].ql + 64 * h);
-            const __m512i l1 = pair256(x0[i].ql + 64 * h + 32, x1[i].ql + 64 * h + 32);
-            const __m512i qh = pair256(x0[i].qh + 32 * h, x1[i].qh + 32 * h);
+            const __m512i l0 = quant_pair256(x0[i].ql + 64 * h, x1[i].ql + 64 * h);
+            const __m512i l1 = quant_pair256(x0[i].ql + 64 * h + 32, x1[i].ql + 64 * h + 32);
+            const __m512i qh = quant_pair256(x0[i].qh + 32 * h, x1[i].qh + 32 * h);
             __m512i q[4], scv[4];
             q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m2));
             q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 2), m2));
@@ -404,10 +396,6 @@ void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *c
     }
 }
 
-/* Prefetching two pairs ahead (quant_prefetch_step; 1, 2 and 4 measured):
- * 9 -> 26 GB/s on one thread for a 5632 x 4096 matrix out of cache. */
-#define Q6_K_PF_PAIRS 2
-
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
     const void *const a[4] = {act, act, act, act};
@@ -418,7 +406,7 @@ void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows,
         const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
         float o0[4], o1[4];
         q6_K_rows2(nb, x0, (const block_q6_K *)((const char *)x0 + rs), a, 1, o0, o1,
-                   (const char *)x0 + 2 * rs * Q6_K_PF_PAIRS, step);
+                   (const char *)x0 + QUANT_PF_AHEAD * 2 * rs, step);
         out[r] = o0[0];
         out[r + 1] = o1[0];
     }

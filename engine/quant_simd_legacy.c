@@ -338,7 +338,7 @@ static inline __m512i q5_0_unsigned2(const block_q5_0 *x0, const block_q5_0 *x1)
 static inline __attribute__((always_inline)) void q5_0_step(const block_q8_0 *y, __m512i u0, __m512i u1, __m512 xd0,
                                                              __m512 xd1, __m512 *acc0, __m512 *acc1)
 {
-    const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y->qs));
+    const __m512i a = quant_dup256(y->qs);
     const __m512i base =
         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), a));
     const __m512 dy = _mm512_set1_ps(fp16_to_f32(y->d));
@@ -390,7 +390,7 @@ void quant_avx512_matvec_q5_0(int64_t n, const void *w, size_t rs, int64_t rows,
     for (; r + 4 <= rows; r += 4) {
         float o[4][4];
         const char *x = (const char *)w + (size_t)r * rs;
-        q5_0_rows4(nb, x, rs, a, 1, o, x + 8 * rs, step); /* two quads of rows ahead (quant_prefetch_step) */
+        q5_0_rows4(nb, x, rs, a, 1, o, x + QUANT_PF_AHEAD * 4 * rs, step);
         memcpy(out + r, o[0], sizeof o[0]);
     }
     for (; r < rows; r++)
