@@ -32,7 +32,7 @@ LDLIBS   += $(NCURSES_LIBS) -lreadline -liniparser -lpcre2-8 -lcjson -lopenblas 
 DEB_PKGS := gcc make pkg-config libncursesw5-dev libreadline-dev libopenblas-dev \
             libiniparser-dev libcmocka-dev libpcre2-dev libcjson-dev tmux python3
 
-ENGINE_SRC := $(sort $(wildcard engine/*.c))
+ENGINE_SRC := $(sort $(wildcard engine/*.c engine/*/*.c))
 UI_SRC     := $(sort $(wildcard ui/*.c))
 APP_SRC    := $(sort $(filter-out app/main.c,$(wildcard app/*.c)))
 LIB_SRC    := $(ENGINE_SRC) $(UI_SRC) $(APP_SRC)
@@ -116,7 +116,7 @@ lint:
 	clang-tidy --quiet $(LIB_SRC) app/main.c -- $(CPPFLAGS) $(NCURSES_CFLAGS) -std=gnu11 $(ARCHFLAGS)
 
 format:
-	clang-format -i engine/*.[ch] ui/*.[ch] app/*.[ch] tests/unit/*.[ch]
+	clang-format -i engine/*.[ch] engine/*/*.[ch] ui/*.[ch] app/*.[ch] tests/unit/*.[ch]
 
 clean:
 	rm -rf $(BUILD) $(BIN)

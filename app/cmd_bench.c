@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "commands.h"
-#include "forward.h"
-#include "model.h"
+#include "model/forward.h"
+#include "model/model.h"
 
 static double now_s(void)
 {

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "forward.h"
+#include "model/forward.h"
 #include "golden.h"
-#include "model.h"
+#include "model/model.h"
 
 static void usage(FILE *f)
 {

@@ -8,9 +8,9 @@
 #include <time.h>
 
 #include "commands.h"
-#include "forward.h"
-#include "model.h"
-#include "sampler.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "sampler/sampler.h"
 
 static void usage(FILE *f)
 {

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "gguf.h"
-#include "model.h"
-#include "tensor.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "gguf/tensor.h"
 
 #define KV_ARRAY_PREVIEW 8 /* array elements shown by --kv */
 #define KV_STRING_MAX 160  /* string bytes shown before eliding */

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
+#include "chat/chat.h"
 #include "commands.h"
-#include "gguf.h"
-#include "jinja.h"
+#include "gguf/gguf.h"
+#include "chat/jinja.h"
 
 static void usage(FILE *f)
 {

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "commands.h"
-#include "gguf.h"
-#include "tokenizer.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer.h"
 
 static void usage(FILE *f)
 {

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chat.h"
-#include "sampler.h"
+#include "chat/chat.h"
+#include "sampler/sampler.h"
 
 #define ENGINE_TEXT_MAX 64   /* bytes of a token's piece carried in an event */
 #define ENGINE_MSG_MAX 256

@@ -8,10 +8,10 @@
 #include <stdio.h>
 
 #include "engine.h"
-#include "forward.h"
-#include "model.h"
+#include "model/forward.h"
+#include "model/model.h"
 #include "queue.h"
-#include "sampler.h"
+#include "sampler/sampler.h"
 
 struct engine {
     engine_params p; /* model_path/template_name point at the copies below */

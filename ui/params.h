@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "layout.h"
-#include "sampler.h"
+#include "sampler/sampler.h"
 
 #define PARAMS_N 12
 extern const char *const params_names[PARAMS_N + 1]; /* panel order, NULL-terminated */

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "draw.h"
-#include "gguf.h"
-#include "model.h"
-#include "tensor.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "gguf/tensor.h"
 #include "theme.h"
 
 #define PICKER_MAX_DEPTH 8

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "quant_batch.h"
-#include "quant_internal.h"
-#include "tensor.h"
+#include "kernels/quant_batch.h"
+#include "kernels/quant_internal.h"
+#include "gguf/tensor.h"
 
 static double now(void)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <dirent.h>
 
-#include "chat.h"
+#include "chat/chat.h"
 
 static char *slurp(const char *path)
 {

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gguf.h"
-#include "tensor.h"
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
 
 /* ---- byte buffer -------------------------------------------------------- */
 

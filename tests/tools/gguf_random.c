@@ -31,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "tensor.h"
-#include "threadpool.h"
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
+#include "kernels/threadpool.h"
 
 #define ALIGN GGUF_DEFAULT_ALIGNMENT
 

@@ -1,4 +1,4 @@
-/* The three attention kernels (engine/forward_attn.c) on synthetic caches:
+/* The three attention kernels (engine/model/forward_attn.c) on synthetic caches:
  * each must be softmax attention (against a double-precision computation),
  * causal, and, for the tiled one, independent of how queries are grouped
  * into tiles. Bit-exactness against llama.cpp is checked by
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forward_attn.h"
-#include "tensor.h"
+#include "model/forward_attn.h"
+#include "gguf/tensor.h"
 
 enum { N_CTX = 640, KV_HEADS = 2, WORK_FLOATS = 128 * 80 };
 

@@ -12,7 +12,7 @@
 #include <poll.h>
 
 #include "engine.h"
-#include "model.h"
+#include "model/model.h"
 #include "testutil.h"
 
 #define WAIT_MS 60000

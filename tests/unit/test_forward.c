@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forward.h"
+#include "model/forward.h"
 #include "golden.h"
-#include "model.h"
+#include "model/model.h"
 #include "testutil.h"
 
 static model *load(const char *rel)

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gguf.h"
-#include "tensor.h"
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
 #include "testutil.h"
 
 /* ---- a tiny GGUF writer --------------------------------------------------- */

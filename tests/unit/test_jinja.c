@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
-#include "jinja.h"
+#include "chat/chat.h"
+#include "chat/jinja.h"
 #include "testutil.h"
 
 static const char *MSGS = "[{\"role\":\"system\",\"content\":\"  Sys prompt  \"},"

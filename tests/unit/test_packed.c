@@ -1,4 +1,4 @@
-/* Packed weights (engine/forward_packed.c) against the kernels they replace
+/* Packed weights (engine/kernels/forward_packed.c) against the kernels they replace
  * (forward_repack.c; tensor_matmul for Q8_0), bit for bit: random Q4_0,
  * Q4_K and Q8_0 tensors covering every quant and 6-bit scale value, row
  * counts that leave part of a group, token counts around the 4- and
@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forward_packed.h"
-#include "forward_repack.h"
-#include "quant_batch.h"
-#include "tensor.h"
+#include "kernels/forward_packed.h"
+#include "kernels/forward_repack.h"
+#include "kernels/quant_batch.h"
+#include "gguf/tensor.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng) >> 32); }

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "forward_repack.h"
-#include "quant_batch.h"
-#include "quant_internal.h"
-#include "tensor.h"
+#include "gguf/gguf.h"
+#include "kernels/forward_repack.h"
+#include "kernels/quant_batch.h"
+#include "kernels/quant_internal.h"
+#include "gguf/tensor.h"
 #include "testutil.h"
 
 /* The 13 weight types of tensor_type_is_supported. */

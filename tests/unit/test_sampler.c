@@ -8,9 +8,9 @@
 
 #include <math.h>
 
-#include "model.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "model/model.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
 #include "testutil.h"
 
 /* Parameters with every filter off: plain softmax at temp 1. */

@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h"
-#include "unicode.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 #include "testutil.h"
 
 static tokenizer *load(const char *rel)

@@ -1,0 +1,95 @@
+/* Scalar and 8-lane helpers shared by the forward pass and its attention
+ * kernels: F16 conversion and exp the way ggml's AVX-512 build computes it. */
+#ifndef TOKSCOPE_FORWARD_MATH_H
+#define TOKSCOPE_FORWARD_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "gguf/tensor.h"
+
+#if defined(__F16C__) && defined(__FMA__) && defined(__AVX2__)
+#include <immintrin.h>
+#define FWD_F16C 1
+#endif
+
+typedef uint16_t fp16_t;
+
+static inline float h2f(fp16_t h)
+{
+#ifdef FWD_F16C
+    return _cvtsh_ss(h);
+#else
+    return tensor_fp16_to_fp32(h);
+#endif
+}
+
+static inline fp16_t f2h(float f)
+{
+#ifdef FWD_F16C
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return tensor_fp32_to_fp16(f);
+#endif
+}
+
+/* 16 floats reduced the way GCC's _mm512_reduce_add_ps does: halves of 8,
+ * then 4, then (0+2) + (1+3). */
+static inline float red16(const float v[16])
+{
+    float t8[8], t4[4];
+    for (int l = 0; l < 8; l++)
+        t8[l] = v[8 + l] + v[l];
+    for (int l = 0; l < 4; l++)
+        t4[l] = t8[4 + l] + t8[l];
+    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+/* exp as ggml's AVX-512 ggml_v_expf computes it (ARM optimized-routines
+ * polynomial, scaled by 2^n), one lane at a time: the same operations in the
+ * same order give the same bits, which matters because SwiGLU's output is
+ * rounded to F16 / Q8 before the next matmul and softmax weights feed V. */
+static inline float v_expf(float x)
+{
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (fabsf(n) > 192.0f)
+        return n <= 0.0f ? 0.0f : INFINITY;
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+#ifdef FWD_F16C
+/* v_expf on 8 lanes. While |n| <= 126, 2^n is a normal float and j * 2^n
+ * rounds once, exactly like _mm512_scalef_ps; other lanes (underflow,
+ * overflow, -inf) take the scalar path. */
+static inline __m256 v_expf8(__m256 x)
+{
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(absn, _mm256_set1_ps(126.0f), _CMP_NLE_UQ)) != 0) {
+        float v[8];
+        _mm256_storeu_ps(v, x);
+        for (int i = 0; i < 8; i++)
+            v[i] = v_expf(v[i]);
+        return _mm256_loadu_ps(v);
+    }
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(j, _mm256_castsi256_ps(e));
+}
+#endif
+
+#endif

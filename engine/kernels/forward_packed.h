@@ -1,0 +1,56 @@
+/* Packed weights: Q4_0, Q4_K and Q8_0 matrices rearranged once, when the
+ * forward context is built, so that the kernels read whole registers of
+ * rows straight from memory.
+ *
+ * Q4_0 and Q4_K (the types the reference repacks, forward_repack.h) hold
+ * 16 weight rows in the 16 lanes of a 512-bit register: the kernels of
+ * forward_repack.c transposed eight rows of every block on every call,
+ * these do no transpose and twice the rows per instruction. Q8_0 follows
+ * ggml's 8-lane vec_dot order, so a register holds two rows' eight lanes,
+ * pre-offset for VNNI, with the scales of 16 rows side by side.
+ *
+ * Per output row the kernels take exactly the float steps of the kernels
+ * they replace (each block's exact integer sum, then the same FMA chain and
+ * reduction), so the logits keep their bits.
+ *
+ * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
+ * 16 rows and super-block, for its decoded scales). Builds without AVX-512
+ * VNNI pack nothing (packed_bytes returns 0). */
+#ifndef TOKSCOPE_FORWARD_PACKED_H
+#define TOKSCOPE_FORWARD_PACKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+
+#define PACKED_ROWS 16
+
+/* Bytes of w's packed copy; 0 when this build has no packed kernel for it. */
+size_t packed_bytes(const gguf_tensor *w);
+
+/* Row groups of PACKED_ROWS (the last one padded with zero rows). */
+int64_t packed_groups(const gguf_tensor *w);
+
+/* Packs row groups [g0, g1) of w into dst (packed_bytes(w) bytes in all,
+ * 64-byte aligned), so that threads can split the work. */
+void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1);
+
+/* True when packed_matmul needs the activations' block sums (Q4_0: the
+ * kernel feeds unsigned nibbles to VNNI and takes 8 * sum(a) back off). */
+bool packed_needs_sums(const gguf_tensor *w);
+
+/* The integer sum of every Q8_0 block of n_tok activation rows of n
+ * elements: sums[t * (n / 32) + b]. Computed once per matmul, shared by
+ * all threads and row groups. */
+void packed_act_sums(const uint8_t *act, size_t act_stride, int n_tok, int64_t n, int32_t *sums);
+
+/* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok), as
+ * repack_matmul / refk_matmul / tensor_matmul compute them, bit for bit. Any r0, r1 work;
+ * multiples of PACKED_ROWS waste nothing. act_sums: packed_act_sums of act
+ * when packed_needs_sums(w), else unused (may be NULL). */
+void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
+                   size_t act_stride, const int32_t *act_sums, int n_tok, float *out, int64_t out_stride);
+
+#endif

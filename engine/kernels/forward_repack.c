@@ -1,0 +1,934 @@
+/* Repacked-weight matmul order (see forward_repack.h). */
+#include "kernels/forward_repack.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/forward_math.h"
+#include "kernels/quant_internal.h"
+#include "gguf/tensor.h"
+
+#ifdef QUANT_HAVE_AVX2
+#define RP_AVX2 1
+#endif
+
+#ifdef RP_AVX2
+/* Signed Q4_0 values (nibble - 8) of one block, in element order. */
+static inline __m256i q4_0_values(const block_q4_0 *x)
+{
+    return _mm256_sub_epi8(nibbles32(x->qs), _mm256_set1_epi8(8));
+}
+#endif
+
+/* Exact integer dot of one Q4_0 block (values nibble - 8) with a Q8_0 block. */
+static inline int32_t isum_q4_0(const block_q4_0 *x, const block_q8_0 *y)
+{
+#ifdef RP_AVX2
+    return hsum_epi32(dot_s8(q4_0_values(x), _mm256_loadu_si256((const __m256i *)y->qs)));
+#else
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++)
+        s += ((x->qs[j] & 15) - 8) * y->qs[j] + ((x->qs[j] >> 4) - 8) * y->qs[j + 16];
+    return s;
+#endif
+}
+
+/* ---- F16 / F32 weights --------------------------------------------------
+ * Decode steps (one token) go through ggml_vec_dot_{f16,f32}: per 64
+ * elements four 16-lane FMA accumulators, folded 0+2, 1+3, 0+1 and reduced
+ * like GCC's _mm512_reduce_add_ps; the tail is added (in double for F16).
+ * Batches go through llamafile's tinyBLAS when the row length is a multiple
+ * of 16: one 16-lane FMA accumulator, the same final reduction. */
+
+static inline float ld(bool f16, const void *p, int64_t i)
+{
+    return f16 ? h2f(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+#if defined(__AVX512F__)
+static inline __m512 ld16w(bool f16, const void *p, int64_t i)
+{
+    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)))
+               : _mm512_loadu_ps((const float *)p + i);
+}
+#endif
+
+#ifdef RP_AVX2
+/* 16 lanes as two 8-wide halves: the same per-lane operations as AVX-512. */
+static inline void ld16(bool f16, const void *p, int64_t i, __m256 *lo, __m256 *hi)
+{
+    if (f16) {
+        const uint16_t *h = (const uint16_t *)p + i;
+        *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+        *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8)));
+    } else {
+        const float *f = (const float *)p + i;
+        *lo = _mm256_loadu_ps(f);
+        *hi = _mm256_loadu_ps(f + 8);
+    }
+}
+
+#endif
+
+/* The leftover loop of ggml_vec_dot_f32 (`sumf += x[i]*y[i]` after the
+ * 64-wide part) as GCC vectorizes it in the reference build: with 16 or more
+ * left, blocks of 16 and then one of 8 multiply in a vector (each product
+ * rounded) and add the products to the sum one by one, in order; what is
+ * left after that, or all of it when fewer than 16 are left, is a chain of
+ * scalar FMAs. The split shows in the last bit of e.g. stories260K's
+ * 172-wide ffn_down. */
+static float mul_rounded(float x, float y)
+{
+    volatile float p = x * y; /* a store keeps the compiler from fusing it into the add */
+    return p;
+}
+
+static float f32_tail(float sum, int64_t left, const float *w, const float *a)
+{
+    int64_t i = 0;
+    if (left >= 16) {
+        const int64_t n16 = left & ~(int64_t)15;
+        int64_t n8 = (left - n16) >= 8 ? 8 : 0;
+        for (; i < n16 + n8; i++)
+            sum += mul_rounded(w[i], a[i]);
+    }
+    for (; i < left; i++)
+        sum = fmaf(w[i], a[i], sum);
+    return sum;
+}
+
+static float vecdot_float(bool wf16, bool af16, int64_t n, const void *w, const void *a)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float red = 0.0f; /* the 64-wide part, reduced */
+    if (np > 0) {
+#if defined(__AVX512F__)
+        __m512 acc[4];
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < np; i += 64) {
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                acc[j] = _mm512_fmadd_ps(ld16w(wf16, w, i + 16 * j), ld16w(af16, a, i + 16 * j), acc[j]);
+        }
+        red = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3])));
+#elif defined(RP_AVX2)
+        __m256 lo[4], hi[4];
+        for (int j = 0; j < 4; j++)
+            lo[j] = hi[j] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++) {
+                __m256 wl, wh, al, ah;
+                ld16(wf16, w, i + 16 * j, &wl, &wh);
+                ld16(af16, a, i + 16 * j, &al, &ah);
+                lo[j] = _mm256_fmadd_ps(wl, al, lo[j]);
+                hi[j] = _mm256_fmadd_ps(wh, ah, hi[j]);
+            }
+        const __m256 l = _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
+        const __m256 h = _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
+        red = red16_ps(l, h);
+#else
+        float acc[4][16];
+        memset(acc, 0, sizeof acc);
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++)
+                    acc[j][l] = fmaf(ld(wf16, w, i + 16 * j + l), ld(af16, a, i + 16 * j + l), acc[j][l]);
+        float v[16];
+        for (int l = 0; l < 16; l++)
+            v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+        red = red16(v);
+#endif
+    }
+    if (wf16) {
+        double sum = red;
+        for (int64_t i = np; i < n; i++)
+            sum += (double)(ld(true, w, i) * ld(af16, a, i));
+        return (float)sum;
+    }
+    return f32_tail(red, n - np, (const float *)w + np, (const float *)a + np);
+}
+
+float refdot_f32(int64_t n, const float *x, const float *y) { return vecdot_float(false, false, n, x, y); }
+
+float refdot_f16(int64_t n, const uint16_t *x, const uint16_t *y) { return vecdot_float(true, true, n, x, y); }
+
+static float tinyblas_float(bool f16, int64_t n, const void *w, const void *a)
+{
+#ifdef RP_AVX2
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int64_t k = 0; k < n; k += 16) {
+        __m256 wl, wh, al, ah;
+        ld16(f16, w, k, &wl, &wh);
+        ld16(false, a, k, &al, &ah);
+        lo = _mm256_fmadd_ps(wl, al, lo);
+        hi = _mm256_fmadd_ps(wh, ah, hi);
+    }
+    return red16_ps(lo, hi);
+#else
+    float acc[16] = {0};
+    for (int64_t k = 0; k < n; k += 16)
+        for (int l = 0; l < 16; l++)
+            acc[l] = fmaf(ld(f16, w, k + l), ld(false, a, k + l), acc[l]);
+    return red16(acc);
+#endif
+}
+
+/* BF16 batches: llamafile's tinyBLAS<32, __m512, __m512bh> (AVX512-BF16)
+ * keeps ONE 16-lane accumulator per output and feeds it 32 BF16 pairs per
+ * vdpbf16ps, reduced with _mm512_reduce_add_ps in float; ggml_vec_dot_bf16
+ * (single tokens) keeps two and adds them in double. vdpbf16ps adds a lane's
+ * odd product first, then the even one, each rounded (products are exact). */
+static float tinyblas_bf16(int64_t n, const uint16_t *w, const uint16_t *a)
+{
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    __m512 c = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += 32)
+        c = _mm512_dpbf16_ps(c, (__m512bh)_mm512_loadu_si512(w + k), (__m512bh)_mm512_loadu_si512(a + k));
+    return _mm512_reduce_add_ps(c);
+#else
+    float acc[16] = {0};
+    for (int64_t k = 0; k < n; k += 32)
+        for (int l = 0; l < 16; l++) {
+            const int64_t i = k + 2 * l;
+            acc[l] += tensor_bf16_to_fp32(w[i + 1]) * tensor_bf16_to_fp32(a[i + 1]);
+            acc[l] += tensor_bf16_to_fp32(w[i]) * tensor_bf16_to_fp32(a[i]);
+        }
+    return red16(acc);
+#endif
+}
+
+bool refbf16_applies(const gguf_tensor *w, int n_tok)
+{
+    return w->type == TENSOR_TYPE_BF16 && n_tok >= 2 && w->ne[0] % 32 == 0;
+}
+
+bool reffloat_applies(const gguf_tensor *w)
+{
+    return w->type == TENSOR_TYPE_F16 || w->type == TENSOR_TYPE_F32;
+}
+
+#if defined(__AVX512F__)
+/* _mm512_reduce_add_ps of a, b, c and d, side by side: GCC reduces by
+ * adding the upper half to the lower one, 256, 128 bits, then lanes 2,3 to
+ * 0,1 and lane 1 to lane 0. Here the same additions (each with the same two
+ * operands) run on all four at once, a quarter of the vector each. */
+static inline __m128 reduce4_ps(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    /* quarter i: the 8-lane sum's lanes 0-3 plus its lanes 4-7 */
+    const __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    const __m512 p = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4E));
+    const __m512 r = _mm512_add_ps(p, _mm512_permute_ps(p, 0xB1));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
+}
+
+/* The weight kinds of the tinyBLAS tiles. */
+enum tb_kind { TB_F32, TB_F16, TB_BF16 };
+
+/* Weight row i, elements k..: F32 and F16 as 16 floats, BF16 as 32 raw halves. */
+static inline __m512 tb_weights(enum tb_kind kind, const void *w, int64_t k)
+{
+    if (kind == TB_F16)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + k)));
+    if (kind == TB_BF16)
+        return _mm512_castsi512_ps(_mm512_loadu_si512((const uint16_t *)w + k));
+    return _mm512_loadu_ps((const float *)w + k);
+}
+
+#if defined(__AVX512BF16__)
+#define TB_DPBF16(acc, x, a) _mm512_dpbf16_ps(acc, (__m512bh)(x), (__m512bh)(a))
+#else
+#define TB_DPBF16(acc, x, a) (acc) /* never reached: refbf16_matmul takes the one-output path */
+#endif
+
+/* 4 weight rows x RN tokens of tinyBLAS: each output keeps its one 16-lane
+ * accumulator (an FMA per 16 F32/F16 elements, a vdpbf16ps per 32 BF16
+ * ones) and GCC's _mm512_reduce_add_ps; the tile only shares the loads and
+ * the weights' conversion, and reduces four outputs at once. Activations
+ * are F32 rows (F16-rounded values for F16 weights) or BF16 rows. `kind`
+ * and RN are constants at every call, so the 24 accumulators stay in
+ * registers. */
+static inline __attribute__((always_inline)) void tinyblas_tile(enum tb_kind kind, int rn, int64_t n,
+                                                                const uint8_t *w, size_t rb, const uint8_t *act,
+                                                                size_t act_stride, float *out, int64_t out_stride)
+{
+    const int64_t step = kind == TB_BF16 ? 32 : 16;
+    __m512 acc[4][6];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++) acc[i][j] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += step) {
+        __m512 x[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] = tb_weights(kind, w + (size_t)i * rb, k);
+        _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        {
+            const uint8_t *aj = act + (size_t)j * act_stride;
+            __m512 a = kind == TB_BF16 ? _mm512_castsi512_ps(_mm512_loadu_si512((const uint16_t *)(const void *)aj + k))
+                                       : _mm512_loadu_ps((const float *)(const void *)aj + k);
+            __asm__("" : "+v"(a)); /* one load, not one per FMA: the loads were the bottleneck */
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i][j] =
+                kind == TB_BF16 ? TB_DPBF16(acc[i][j], x[i], a) : _mm512_fmadd_ps(x[i], a, acc[i][j]);
+        }
+    }
+    _Pragma("GCC unroll 6") for (int j = 0; j < rn; j++)
+        _mm_storeu_ps(out + (int64_t)j * out_stride, reduce4_ps(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+}
+
+/* Rows [r, r + 4 * nb4) against every token: tiles of 6 tokens, then single
+ * ones. Each 6-token tile runs over the nb4 blocks of 4 rows before the next
+ * tile, so its activations (6 x n floats) are read from L2 once per 4 * nb4
+ * rows rather than per 4: at TinyLlama's sizes (n up to 5632, 128 tokens)
+ * the activations no longer fit in L2, and reading them again for every 4
+ * rows held F16 prompts at 0.84 of llama.cpp. The rows' weights (4 * nb4 x n)
+ * stay in L2 meanwhile. Tiles are computed as before, so the bits are too. */
+static inline __attribute__((always_inline)) void tinyblas_rows(enum tb_kind kind, int64_t n, const uint8_t *w,
+                                                                size_t rb, int nb4, const uint8_t *act,
+                                                                size_t act_stride, int n_tok, float *out,
+                                                                int64_t out_stride)
+{
+    int t = 0;
+    for (; t + 6 <= n_tok; t += 6)
+        for (int b = 0; b < nb4; b++)
+            tinyblas_tile(kind, 6, n, w + (size_t)(4 * b) * rb, rb, act + (size_t)t * act_stride, act_stride,
+                          out + (int64_t)t * out_stride + 4 * b, out_stride);
+    for (; t < n_tok; t++)
+        for (int b = 0; b < nb4; b++)
+            tinyblas_tile(kind, 1, n, w + (size_t)(4 * b) * rb, rb, act + (size_t)t * act_stride, act_stride,
+                          out + (int64_t)t * out_stride + 4 * b, out_stride);
+}
+
+/* Blocks of 4 rows that tinyblas_rows takes at once from row r on (TB_NB4
+ * at most; 1, 4, 8 and 16 measured: 8 gave F16, F32 and BF16 prompts on
+ * TinyLlama-1.1B shapes 10-20 % over 1); 0 when fewer than 4 rows are left. */
+#define TB_NB4 8
+static inline int tb_blocks(int64_t r, int64_t r1)
+{
+    const int64_t b = (r1 - r) / 4;
+    return b < TB_NB4 ? (int)b : TB_NB4;
+}
+
+/* One instance per kind, so that `kind` is a constant in the tile. */
+static void tinyblas_rows_f32(int64_t n, const uint8_t *w, size_t rb, int nb4, const uint8_t *act, size_t act_stride,
+                              int n_tok, float *out, int64_t out_stride)
+{
+    tinyblas_rows(TB_F32, n, w, rb, nb4, act, act_stride, n_tok, out, out_stride);
+}
+
+static void tinyblas_rows_f16(int64_t n, const uint8_t *w, size_t rb, int nb4, const uint8_t *act, size_t act_stride,
+                              int n_tok, float *out, int64_t out_stride)
+{
+    tinyblas_rows(TB_F16, n, w, rb, nb4, act, act_stride, n_tok, out, out_stride);
+}
+
+#if defined(__AVX512BF16__)
+static void tinyblas_rows_bf16(int64_t n, const uint8_t *w, size_t rb, int nb4, const uint8_t *act, size_t act_stride,
+                               int n_tok, float *out, int64_t out_stride)
+{
+    tinyblas_rows(TB_BF16, n, w, rb, nb4, act, act_stride, n_tok, out, out_stride);
+}
+#endif
+#endif
+
+void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                    int n_tok, float *out, int64_t out_stride)
+{
+    const size_t rb = (size_t)n * 2;
+    int64_t r = r0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    for (int nb4; (nb4 = tb_blocks(r, r1)) > 0; r += 4 * nb4)
+        tinyblas_rows_bf16(n, (const uint8_t *)w->data + (size_t)r * rb, rb, nb4, act, act_stride, n_tok, out + r,
+                           out_stride);
+#endif
+    for (; r < r1; r++) {
+        const uint16_t *wr = (const uint16_t *)((const uint8_t *)w->data + (size_t)r * rb);
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = tinyblas_bf16(n, wr, (const uint16_t *)(act + (size_t)t * act_stride));
+    }
+}
+
+void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                     int n_tok, float *out, int64_t out_stride)
+{
+    const bool f16 = w->type == TENSOR_TYPE_F16;
+    const size_t rb = (size_t)n * (f16 ? 2 : 4);
+    const bool tiny = n_tok >= 2 && n % 16 == 0;
+    int64_t r = r0;
+#if defined(__AVX512F__)
+    if (tiny)
+        for (int nb4; (nb4 = tb_blocks(r, r1)) > 0; r += 4 * nb4) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
+            if (f16)
+                tinyblas_rows_f16(n, wr, rb, nb4, act, act_stride, n_tok, out + r, out_stride);
+            else
+                tinyblas_rows_f32(n, wr, rb, nb4, act, act_stride, n_tok, out + r, out_stride);
+        }
+#endif
+    for (; r < r1; r++) {
+        const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * rb;
+        for (int t = 0; t < n_tok; t++) {
+            const uint8_t *a = act + (size_t)t * act_stride;
+            out[(int64_t)t * out_stride + r] = tiny ? tinyblas_float(f16, n, wr, a) : vecdot_float(f16, false, n, wr, a);
+        }
+    }
+}
+
+
+#ifdef RP_AVX2
+/* The 4 totals of 4 vectors of partial sums, in one vector. */
+static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+#endif
+
+
+/* ---- K-quants ------------------------------------------------------------ */
+
+
+/* Repacked Q4_K (ggml_gemv/gemm_q4_K_8x8_q8_K): exact integer sums of
+ * scale * (q . a) and of min * bsum, FMA-accumulated with d_w * d_a
+ * (dmin_w * d_a); the result is acc - acc_min. The single-row kernel (gemv)
+ * converts once per super-block, the batched one (gemm, activation rows in
+ * groups of 4) once per 64-element pair of sub-blocks. */
+static float q4_K_repacked_dot(const void *w, const block_q8_K *y, int64_t nb, bool gemm)
+{
+    const block_q4_K *x = w;
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t isum = 0, imin = 0;
+        for (int j = 0; j < 4; j++) {
+            uint8_t sc0, m0, sc1, m1;
+            quant_scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
+            quant_scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
+            const uint8_t *q = x[b].qs + 32 * j;
+            const int8_t *a = y[b].qs + 64 * j;
+            int32_t s0 = 0, s1 = 0;
+#ifdef RP_AVX2
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)q);
+            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            const __m256i ones = _mm256_set1_epi16(1);
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), ones);
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), ones);
+            s0 = hsum_epi32(p0);
+            s1 = hsum_epi32(p1);
+#else
+            for (int l = 0; l < 32; l++) {
+                s0 += (q[l] & 0xF) * a[l];
+                s1 += (q[l] >> 4) * a[l + 32];
+            }
+#endif
+            const int32_t b0 = y[b].bsums[4 * j] + y[b].bsums[4 * j + 1];
+            const int32_t b1 = y[b].bsums[4 * j + 2] + y[b].bsums[4 * j + 3];
+            if (gemm) {
+                /* the batched kernel converts and FMAs each 64-element pair */
+                const float da = y[b].d;
+                acc = fmaf((float)(sc0 * s0 + sc1 * s1), h2f(x[b].d) * da, acc);
+                acc_min = fmaf((float)(m0 * b0 + m1 * b1), h2f(x[b].dmin) * da, acc_min);
+                continue;
+            }
+            isum += sc0 * s0 + sc1 * s1;
+            imin += m0 * b0 + m1 * b1;
+        }
+        if (gemm)
+            continue;
+        const float da = y[b].d;
+        acc = fmaf((float)isum, h2f(x[b].d) * da, acc);
+        acc_min = fmaf((float)imin, h2f(x[b].dmin) * da, acc_min);
+    }
+    return acc - acc_min;
+}
+
+#ifdef RP_AVX2
+/* The four activation rows of a 1x4 tile. */
+static inline void tile_rows(const uint8_t *act, size_t act_stride, const block_q8_K *y[4])
+{
+    for (int k = 0; k < 4; k++)
+        y[k] = (const block_q8_K *)(act + (size_t)k * act_stride);
+}
+
+/* Block b's d_w * d_a and dmin_w * d_a for the tile's four activation rows. */
+static inline void tile_scales(uint16_t d, uint16_t dmin, const block_q8_K *const y[4], int64_t b, __m128 *dw,
+                               __m128 *dm)
+{
+    const __m128 da = _mm_set_ps(y[3][b].d, y[2][b].d, y[1][b].d, y[0][b].d);
+    *dw = _mm_mul_ps(_mm_set1_ps(h2f(d)), da);
+    *dm = _mm_mul_ps(_mm_set1_ps(h2f(dmin)), da);
+}
+#endif
+
+#ifdef RP_AVX2
+/* The gemm order of q4_K_repacked_dot for one weight row and four
+ * activation rows at once: the weight nibbles are unpacked once per pair of
+ * sub-blocks, the four integer sums come out of one horizontal add, and each
+ * output keeps its own fma chains in the same order. */
+static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y[4];
+    tile_rows(act, act_stride, y);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m128 dw, dm;
+        tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
+        for (int j = 0; j < 4; j++) {
+            uint8_t sc0, m0, sc1, m1;
+            quant_scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
+            quant_scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
+            __m256i p[4];
+            int32_t mins[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const int8_t *a = y[k][b].qs + 64 * j;
+                p[k] = _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1));
+                const int16_t *bs = y[k][b].bsums + 4 * j;
+                mins[k] = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
+            }
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+            /* built from registers: four scalar stores read back as one vector stall the load */
+            const __m128i mv = _mm_setr_epi32(mins[0], mins[1], mins[2], mins[3]);
+            acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
+        }
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
+
+/* Repacked Q2_K (ggml_gemv/gemm_q2_K_8x8_q8_K): like Q4_K, exact integer
+ * sums of scale * (q . a) and min * bsum per 16-element sub-block; the
+ * single-row kernel converts once per super-block, the batched one once
+ * per 128 elements (group g). Within group g, shift j covers activations
+ * 128g + 32j .. +32 and sub-blocks 8g + 2j (first 16) and 8g + 2j + 1. */
+
+#ifdef RP_AVX2
+/* One group's weights: per shift j the 2-bit values (32 bytes) and the two
+ * sub-block scales as 16-bit lanes (low half, high half). */
+struct q2_K_group {
+    __m256i v[4], s[4];
+};
+
+static inline void q2_K_group_load(const block_q2_K *x, int g, struct q2_K_group *q)
+{
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * g));
+    for (int j = 0; j < 4; j++) {
+        const uint8_t *sc = x->scales + 8 * g + 2 * j;
+        q->v[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), _mm256_set1_epi8(3));
+        q->s[j] = _mm256_set_m128i(_mm_set1_epi16(sc[1] & 0xF), _mm_set1_epi16(sc[0] & 0xF));
+    }
+}
+
+/* 8 int32 partial sums of the group's scale * (q . a); a = y->qs + 128g. */
+static inline __m256i q2_K_group_dot(const struct q2_K_group *q, const int8_t *a)
+{
+    __m256i p = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++)
+        p = _mm256_add_epi32(
+            p, _mm256_madd_epi16(_mm256_maddubs_epi16(q->v[j], _mm256_loadu_si256((const __m256i *)(a + 32 * j))),
+                                 q->s[j]));
+    return p;
+}
+
+/* min * bsum of both groups: lanes 0-3 hold group 0's, lanes 4-7 group 1's. */
+static inline __m256i q2_K_min_dot(const block_q2_K *x, const block_q8_K *y)
+{
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)x->scales), 4));
+    const __m256i m = _mm256_and_si256(mins, _mm256_set1_epi16(0x0F));
+    return _mm256_madd_epi16(m, _mm256_loadu_si256((const __m256i *)y->bsums));
+}
+
+static inline int32_t hsum_epi32_half(__m256i v, int hi)
+{
+    const __m128i h = hi ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+    const __m128i t = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+    return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 1)));
+}
+#endif
+
+static float q2_K_repacked_dot(const void *w, const block_q8_K *y, int64_t nb, bool gemm)
+{
+    const block_q2_K *x = w;
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const float da = y[b].d, dw = h2f(x[b].d) * da, mw = h2f(x[b].dmin) * da;
+        int32_t isum = 0, imin = 0;
+#ifdef RP_AVX2
+        const __m256i mins = q2_K_min_dot(&x[b], &y[b]);
+#endif
+        for (int g = 0; g < 2; g++) {
+            int32_t gs = 0, gm = 0;
+#ifdef RP_AVX2
+            struct q2_K_group q;
+            q2_K_group_load(&x[b], g, &q);
+            gs = hsum_epi32(q2_K_group_dot(&q, y[b].qs + 128 * g));
+            gm = hsum_epi32_half(mins, g);
+#else
+            for (int j = 0; j < 4; j++)
+                for (int h = 0; h < 2; h++) {
+                    const int si = 8 * g + 2 * j + h;
+                    const uint8_t sc = x[b].scales[si];
+                    const int8_t *a = y[b].qs + 128 * g + 32 * j + 16 * h;
+                    const uint8_t *q = x[b].qs + 32 * g + 16 * h;
+                    int32_t d = 0;
+                    for (int l = 0; l < 16; l++)
+                        d += ((q[l] >> (2 * j)) & 3) * a[l];
+                    gs += (sc & 0xF) * d;
+                    gm += (sc >> 4) * y[b].bsums[si];
+                }
+#endif
+            if (gemm) {
+                acc = fmaf((float)gs, dw, acc);
+                acc_min = fmaf((float)gm, mw, acc_min);
+            } else {
+                isum += gs;
+                imin += gm;
+            }
+        }
+        if (!gemm) {
+            acc = fmaf((float)isum, dw, acc);
+            acc_min = fmaf((float)imin, mw, acc_min);
+        }
+    }
+    return acc - acc_min;
+}
+
+#ifdef RP_AVX2
+/* The gemm order of q2_K_repacked_dot for one weight row and four
+ * activation rows: the weights are unpacked once per group, and each output
+ * keeps its own fma chains. */
+static void q2_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+{
+    const block_q2_K *x = w;
+    const block_q8_K *y[4];
+    tile_rows(act, act_stride, y);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m128 dw, dm;
+        tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
+        __m256i mins[4];
+        for (int k = 0; k < 4; k++)
+            mins[k] = q2_K_min_dot(&x[b], &y[k][b]);
+        for (int g = 0; g < 2; g++) {
+            struct q2_K_group q;
+            q2_K_group_load(&x[b], g, &q);
+            __m256i p[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) p[k] = q2_K_group_dot(&q, y[k][b].qs + 128 * g);
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+            const __m128i mv = _mm_setr_epi32(hsum_epi32_half(mins[0], g), hsum_epi32_half(mins[1], g),
+                                              hsum_epi32_half(mins[2], g), hsum_epi32_half(mins[3], g));
+            acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
+        }
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
+#if defined(RP_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__)
+/* The 16 scale bytes (low nibbles) of two rows' block: row 0's in 128-bit
+ * lanes 0 and 1, row 1's in lanes 2 and 3. */
+static inline __m512i q2_K_scales2(const block_q2_K *x0, const block_q2_K *x1)
+{
+    const __m128i s0 = _mm_loadu_si128((const __m128i *)x0->scales);
+    const __m128i s1 = _mm_loadu_si128((const __m128i *)x1->scales);
+    const __m512i s = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(s0, s0)), _mm256_set_m128i(s1, s1), 1);
+    return _mm512_and_si512(s, _mm512_set1_epi8(0x0F));
+}
+
+/* vpshufb controls for q2_K_scales2: entry 4g + j puts, as 16-bit lanes,
+ * scale 8g + 2j in 128-bit lanes 0 and 2 and scale 8g + 2j + 1 in lanes 1
+ * and 3 (sub-blocks 8g + 2j and 8g + 2j + 1 of each row, as maddubs lays
+ * out shift j of group g); 0x80 zeroes the high bytes. */
+#define Q2S_L(i) i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80
+#define Q2S(i) {Q2S_L(i), Q2S_L((i) + 1), Q2S_L(i), Q2S_L((i) + 1)}
+static const uint8_t q2_K_shuf[8][64] __attribute__((aligned(64))) = {Q2S(0), Q2S(2),  Q2S(4),  Q2S(6),
+                                                                      Q2S(8), Q2S(10), Q2S(12), Q2S(14)};
+#undef Q2S
+#undef Q2S_L
+
+static inline __m512i q2_K_scale(__m512i scales, int i)
+{
+    return _mm512_shuffle_epi8(scales, _mm512_load_si512(q2_K_shuf[i]));
+}
+
+/* q2_K_tile_1x4 for two weight rows at once, one per 256-bit half: the
+ * integer group sums are exact whatever the order, and each of the 8
+ * outputs (2 rows x 4 tokens) keeps its own fma chains in q2_K_tile_1x4's
+ * order. Half the instructions per row for the integer work. */
+static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint8_t *act, size_t act_stride,
+                          int64_t nb, float out0[4], float out1[4])
+{
+    const block_q8_K *y[4];
+    tile_rows(act, act_stride, y);
+    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps(); /* lanes 0-3 row 0, 4-7 row 1 */
+    for (int64_t b = 0; b < nb; b++) {
+        const __m512i scales = q2_K_scales2(&x0[b], &x1[b]);
+        __m128 dw0, dm0, dw1, dm1;
+        tile_scales(x0[b].d, x0[b].dmin, y, b, &dw0, &dm0);
+        tile_scales(x1[b].d, x1[b].dmin, y, b, &dw1, &dm1);
+        const __m256 dw = _mm256_set_m128(dw1, dw0), dm = _mm256_set_m128(dm1, dm0);
+        __m256i mins0[4], mins1[4];
+        for (int k = 0; k < 4; k++) {
+            mins0[k] = q2_K_min_dot(&x0[b], &y[k][b]);
+            mins1[k] = q2_K_min_dot(&x1[b], &y[k][b]);
+        }
+        _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
+        {
+            const __m512i raw = quant_pair256(x0[b].qs + 32 * g, x1[b].qs + 32 * g);
+            __m512i v[4], sc[4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) /* unrolled: in registers, constant shifts */
+            {
+                v[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
+                sc[j] = q2_K_scale(scales, 4 * g + j);
+            }
+            __m512i p[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const int8_t *a = y[k][b].qs + 128 * g;
+                p[k] = _mm512_setzero_si512();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                {
+                    const __m512i av = quant_dup256(a + 32 * j);
+                    p[k] = _mm512_add_epi32(p[k], _mm512_madd_epi16(_mm512_maddubs_epi16(v[j], av), sc[j]));
+                }
+            }
+            const __m128i t0 = hsum4_i32(_mm512_castsi512_si256(p[0]), _mm512_castsi512_si256(p[1]),
+                                         _mm512_castsi512_si256(p[2]), _mm512_castsi512_si256(p[3]));
+            const __m128i t1 = hsum4_i32(_mm512_extracti64x4_epi64(p[0], 1), _mm512_extracti64x4_epi64(p[1], 1),
+                                         _mm512_extracti64x4_epi64(p[2], 1), _mm512_extracti64x4_epi64(p[3], 1));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_set_m128i(t1, t0)), dw, acc);
+            const __m256i mv = _mm256_setr_epi32(hsum_epi32_half(mins0[0], g), hsum_epi32_half(mins0[1], g),
+                                                 hsum_epi32_half(mins0[2], g), hsum_epi32_half(mins0[3], g),
+                                                 hsum_epi32_half(mins1[0], g), hsum_epi32_half(mins1[1], g),
+                                                 hsum_epi32_half(mins1[2], g), hsum_epi32_half(mins1[3], g));
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mv), dm, acc_min);
+        }
+    }
+    const __m256 r = _mm256_sub_ps(acc, acc_min);
+    _mm_storeu_ps(out0, _mm256_castps256_ps128(r));
+    _mm_storeu_ps(out1, _mm256_extractf128_ps(r, 1));
+}
+
+/* gemv's order (q2_K_repacked_dot with gemm false) for two rows and one
+ * token: per super-block the exact integer sums of both groups, then one
+ * fma each for the values and the mins. The integer work runs on both rows
+ * at once (one per 256-bit half). pf: the bytes to prefetch meanwhile, the
+ * same share of the rows that come next (quant_prefetch_step; step 0: none). */
+static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const block_q8_K *y, int64_t nb, float *out0,
+                            float *out1, const char *pf, size_t pf_step)
+{
+    float acc0 = 0.0f, acc_min0 = 0.0f, acc1 = 0.0f, acc_min1 = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step(pf, b, pf_step);
+        const __m512i sc = q2_K_scales2(&x0[b], &x1[b]);
+        __m512i p = _mm512_setzero_si512();
+        for (int g = 0; g < 2; g++) {
+            const __m512i raw = quant_pair256(x0[b].qs + 32 * g, x1[b].qs + 32 * g);
+            const int8_t *a = y[b].qs + 128 * g;
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
+                const __m512i av = quant_dup256(a + 32 * j);
+                p = _mm512_add_epi32(
+                    p, _mm512_madd_epi16(_mm512_maddubs_epi16(v, av), q2_K_scale(sc, 4 * g + j)));
+            }
+        }
+        /* isum and imin of row 0 and row 1 */
+        const __m128i t = hsum4_i32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1),
+                                    q2_K_min_dot(&x0[b], &y[b]), q2_K_min_dot(&x1[b], &y[b]));
+        const int32_t isum0 = _mm_extract_epi32(t, 0), isum1 = _mm_extract_epi32(t, 1);
+        const int32_t imin0 = _mm_extract_epi32(t, 2), imin1 = _mm_extract_epi32(t, 3);
+        const float da = y[b].d;
+        acc0 = fmaf((float)isum0, h2f(x0[b].d) * da, acc0);
+        acc_min0 = fmaf((float)imin0, h2f(x0[b].dmin) * da, acc_min0);
+        acc1 = fmaf((float)isum1, h2f(x1[b].d) * da, acc1);
+        acc_min1 = fmaf((float)imin1, h2f(x1[b].dmin) * da, acc_min1);
+    }
+    *out0 = acc0 - acc_min0;
+    *out1 = acc1 - acc_min1;
+}
+#define RP_Q2K_PAIRS 1
+#endif
+
+bool refk_applies(const gguf_tensor *w)
+{
+    return (w->type == TENSOR_TYPE_Q4_K || w->type == TENSOR_TYPE_Q2_K) && w->ne[1] % 8 == 0;
+}
+
+void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                 int n_tok, float *out, int64_t out_stride)
+{
+    const bool q2 = w->type == TENSOR_TYPE_Q2_K;
+    const int64_t nb = n / 256;
+    const size_t rb = (size_t)nb * (q2 ? sizeof(block_q2_K) : sizeof(block_q4_K));
+    float (*dot)(const void *, const block_q8_K *, int64_t, bool) = q2 ? q2_K_repacked_dot : q4_K_repacked_dot;
+#ifdef RP_AVX2
+    void (*tile)(const void *, const uint8_t *, size_t, int64_t, float *) = q2 ? q2_K_tile_1x4 : q4_K_tile_1x4;
+#endif
+    /* tokens in complete groups of 4 go through the gemm kernel, the rest
+     * through gemv */
+    const int n_gemm = n_tok - n_tok % 4;
+#ifdef RP_Q2K_PAIRS
+    const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 and q2_K_gemv_2rows in pairs */
+    const size_t pf_step = quant_prefetch_step_size(rb, 2, nb);
+#else
+    const int max_rows = 1;
+#endif
+    for (int64_t r = r0; r < r1;) {
+        const int nr = r + max_rows <= r1 ? max_rows : 1;
+        const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
+        int t = 0;
+#ifdef RP_AVX2
+        for (; t < n_gemm; t += 4) {
+            float o[2][4];
+#ifdef RP_Q2K_PAIRS
+            if (nr == 2)
+                q2_K_tile_2x4((const block_q2_K *)x, (const block_q2_K *)(x + rb), act + (size_t)t * act_stride,
+                              act_stride, nb, o[0], o[1]);
+            else
+#endif
+                tile(x, act + (size_t)t * act_stride, act_stride, nb, o[0]);
+            for (int k = 0; k < nr; k++)
+                for (int j = 0; j < 4; j++)
+                    out[(int64_t)(t + j) * out_stride + r + k] = o[k][j];
+        }
+#endif
+#ifdef RP_Q2K_PAIRS
+        if (nr == 2)
+            for (; t < n_tok; t++) /* gemv; the first pass prefetches the next pairs */
+                q2_K_gemv_2rows((const block_q2_K *)x, (const block_q2_K *)(x + rb),
+                                (const block_q8_K *)(act + (size_t)t * act_stride), nb,
+                                &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
+                                (const char *)x + QUANT_PF_AHEAD * 2 * rb, t == 0 ? pf_step : 0);
+#endif
+        for (; t < n_tok; t++)
+            for (int k = 0; k < nr; k++)
+                out[(int64_t)t * out_stride + r + k] =
+                    dot(x + (size_t)k * rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, t < n_gemm);
+        r += nr;
+    }
+}
+
+bool repack_applies(const gguf_tensor *w)
+{
+    /* a portable build too follows what an AVX2 reference machine does */
+    return w->type == TENSOR_TYPE_Q4_0 && w->ne[1] % 8 == 0 && w->ne[0] % 32 == 0;
+}
+
+/* One output of ggml_gemv/gemm_q4_0_8x8_q8_0: each block's exact integer
+ * sum, FMA-accumulated with d_w * d_a in block order. */
+static float q4_0_row_dot(const block_q4_0 *x, const block_q8_0 *y, int64_t nb)
+{
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++)
+        acc = fmaf((float)isum_q4_0(&x[b], &y[b]), h2f(x[b].d) * h2f(y[b].d), acc);
+    return acc;
+}
+
+#ifdef RP_AVX2
+
+/* 8 int32 partial sums of qx . qy (maddubs on |qx| and qy with qx's sign). */
+static inline __m256i q4_0_partial(__m256i ax, __m256i qx, const block_q8_0 *y)
+{
+    const __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx)), _mm256_set1_epi16(1));
+}
+
+/* Two weight rows against four activation rows: every block's exact integer
+ * sums for the 8 outputs at once, then per output the same
+ * fma(isum, d_w * d_a, acc) chain in block order as q4_0_row_dot. */
+static void q4_0_tile_2x4(const block_q4_0 *x0, const block_q4_0 *x1, const uint8_t *act, size_t act_stride, int64_t nb,
+                          float o0[4], float o1[4])
+{
+    const block_q8_0 *y[4];
+    for (int k = 0; k < 4; k++)
+        y[k] = (const block_q8_0 *)(act + (size_t)k * act_stride);
+    __m128 acc0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i qx0 = q4_0_values(&x0[b]), qx1 = q4_0_values(&x1[b]);
+        const __m256i ax0 = _mm256_sign_epi8(qx0, qx0), ax1 = _mm256_sign_epi8(qx1, qx1);
+        const __m128i s0 = hsum4_i32(q4_0_partial(ax0, qx0, &y[0][b]), q4_0_partial(ax0, qx0, &y[1][b]),
+                                     q4_0_partial(ax0, qx0, &y[2][b]), q4_0_partial(ax0, qx0, &y[3][b]));
+        const __m128i s1 = hsum4_i32(q4_0_partial(ax1, qx1, &y[0][b]), q4_0_partial(ax1, qx1, &y[1][b]),
+                                     q4_0_partial(ax1, qx1, &y[2][b]), q4_0_partial(ax1, qx1, &y[3][b]));
+        const __m128 da = _mm_set_ps(h2f(y[3][b].d), h2f(y[2][b].d), h2f(y[1][b].d), h2f(y[0][b].d));
+        acc0 = _mm_fmadd_ps(_mm_cvtepi32_ps(s0), _mm_mul_ps(_mm_set1_ps(h2f(x0[b].d)), da), acc0);
+        acc1 = _mm_fmadd_ps(_mm_cvtepi32_ps(s1), _mm_mul_ps(_mm_set1_ps(h2f(x1[b].d)), da), acc1);
+    }
+    _mm_storeu_ps(o0, acc0);
+    _mm_storeu_ps(o1, acc1);
+}
+#endif
+
+
+#ifdef RP_AVX2
+/* Four weight rows against one activation row (the single-token gemv):
+ * four integer block sums from one horizontal add, then per row the
+ * fma(isum, d_w * d_a, acc) chain of q4_0_row_dot. */
+static void q4_0_rows4(const block_q4_0 *const x[4], const block_q8_0 *y, int64_t nb, float out[4])
+{
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i p[4];
+        float dw[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i qx = q4_0_values(&x[k][b]);
+            p[k] = q4_0_partial(_mm256_sign_epi8(qx, qx), qx, &y[b]);
+            dw[k] = h2f(x[k][b].d);
+        }
+        const __m128 sc = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(h2f(y[b].d)));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), sc, acc);
+    }
+    _mm_storeu_ps(out, acc);
+}
+#endif
+
+void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                   int n_tok, float *out, int64_t out_stride)
+{
+    const int64_t nb = n / 32;
+    const size_t rb = (size_t)nb * sizeof(block_q4_0);
+    int64_t r = r0;
+#ifdef RP_AVX2
+    const int n4 = n_tok & ~3;
+    if (n4 > 0) {
+        for (; r + 2 <= r1; r += 2) {
+            const block_q4_0 *x0 = (const block_q4_0 *)((const uint8_t *)w->data + (size_t)r * rb);
+            const block_q4_0 *x1 = (const block_q4_0 *)((const uint8_t *)x0 + rb);
+            for (int t = 0; t < n4; t += 4) {
+                float o0[4], o1[4];
+                q4_0_tile_2x4(x0, x1, act + (size_t)t * act_stride, act_stride, nb, o0, o1);
+                for (int k = 0; k < 4; k++) {
+                    out[(int64_t)(t + k) * out_stride + r] = o0[k];
+                    out[(int64_t)(t + k) * out_stride + r + 1] = o1[k];
+                }
+            }
+            for (int t = n4; t < n_tok; t++) {
+                const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
+                out[(int64_t)t * out_stride + r] = q4_0_row_dot(x0, y, nb);
+                out[(int64_t)t * out_stride + r + 1] = q4_0_row_dot(x1, y, nb);
+            }
+        }
+    }
+    if (n_tok == 1)
+        for (; r + 4 <= r1; r += 4) {
+            const block_q4_0 *x[4];
+            for (int k = 0; k < 4; k++)
+                x[k] = (const block_q4_0 *)((const uint8_t *)w->data + (size_t)(r + k) * rb);
+            q4_0_rows4(x, (const block_q8_0 *)act, nb, out + r);
+        }
+#endif
+    for (; r < r1; r++) {
+        const block_q4_0 *x = (const block_q4_0 *)((const uint8_t *)w->data + (size_t)r * rb);
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = q4_0_row_dot(x, (const block_q8_0 *)(act + (size_t)t * act_stride), nb);
+    }
+}

@@ -1,0 +1,477 @@
+/* Internals of the block kernels (engine/quant_*.c): ggml's block layouts,
+ * fp16 helpers, and the per-type kernel table. Exposed so that tests can call
+ * the scalar reference kernels next to the SIMD ones. */
+#ifndef TOKSCOPE_QUANT_INTERNAL_H
+#define TOKSCOPE_QUANT_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gguf/tensor.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+/* ---- block layouts: byte-for-byte ggml's block_* (ggml-common.h) ---- */
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+
+typedef struct {
+    uint16_t d; /* fp16 scale */
+    uint8_t qs[QK4_0 / 2]; /* element j in low nibble of qs[j], j+16 in high */
+} block_q4_0;
+
+typedef struct {
+    uint16_t d, m; /* fp16 scale and min */
+    uint8_t qs[QK4_1 / 2];
+} block_q4_1;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qh[4]; /* 5th bit of element j in bit j (little endian u32) */
+    uint8_t qs[QK5_0 / 2];
+} block_q5_0;
+
+typedef struct {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[QK5_1 / 2];
+} block_q5_1;
+
+typedef struct {
+    uint16_t d;
+    int8_t qs[QK8_0];
+} block_q8_0;
+
+typedef struct {
+    uint16_t d; /* fp16 scale */
+    uint16_t s; /* fp16 of d * sum(qs) */
+    int8_t qs[QK8_1];
+} block_q8_1;
+
+typedef struct {
+    uint8_t scales[QK_K / 16]; /* low 4 bits scale, high 4 bits min, per 16 */
+    uint8_t qs[QK_K / 4];      /* 2-bit quants */
+    uint16_t d, dmin;
+} block_q2_K;
+
+typedef struct {
+    uint8_t hmask[QK_K / 8]; /* high bit, set = no -4 offset */
+    uint8_t qs[QK_K / 4];    /* low 2 bits */
+    uint8_t scales[12];      /* 16 6-bit signed (offset 32) scales, packed */
+    uint16_t d;
+} block_q3_K;
+
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12]; /* 8 6-bit scales + 8 6-bit mins (get_scale_min_k4) */
+    uint8_t qs[QK_K / 2];
+} block_q4_K;
+
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[QK_K / 8];
+    uint8_t qs[QK_K / 2];
+} block_q5_K;
+
+typedef struct {
+    uint8_t ql[QK_K / 2];     /* low 4 bits */
+    uint8_t qh[QK_K / 4];     /* high 2 bits */
+    int8_t scales[QK_K / 16]; /* 8-bit signed scales per 16 */
+    uint16_t d;
+} block_q6_K;
+
+typedef struct {
+    float d;
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16]; /* sum of qs per 16 */
+} block_q8_K;
+
+_Static_assert(sizeof(block_q4_0) == 18, "q4_0 size");
+_Static_assert(sizeof(block_q4_1) == 20, "q4_1 size");
+_Static_assert(sizeof(block_q5_0) == 22, "q5_0 size");
+_Static_assert(sizeof(block_q5_1) == 24, "q5_1 size");
+_Static_assert(sizeof(block_q8_0) == 34, "q8_0 size");
+_Static_assert(sizeof(block_q8_1) == 36, "q8_1 size");
+_Static_assert(sizeof(block_q2_K) == 84, "q2_K size");
+_Static_assert(sizeof(block_q3_K) == 110, "q3_K size");
+_Static_assert(sizeof(block_q4_K) == 144, "q4_K size");
+_Static_assert(sizeof(block_q5_K) == 176, "q5_K size");
+_Static_assert(sizeof(block_q6_K) == 210, "q6_K size");
+_Static_assert(sizeof(block_q8_K) == 292, "q8_K size");
+
+/* ---- fp16 / bf16 ---- */
+
+/* Bit-exact software conversions (round to nearest even, NaN kept quiet). */
+float quant_fp16_to_fp32_soft(uint16_t h);
+uint16_t quant_fp32_to_fp16_soft(float f);
+
+#if !defined(__F16C__)
+/* Without F16C: every half's float, filled by the kernel table's one-time
+ * init (quant_kernels_get), as ggml does on such machines. */
+extern float quant_fp16_table[65536];
+#endif
+
+static inline float fp16_to_f32(uint16_t h)
+{
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return quant_fp16_table[h];
+#endif
+}
+
+static inline uint16_t f32_to_fp16(float f)
+{
+#if defined(__F16C__)
+    return _cvtss_sh(f, 0); /* 0 = round to nearest even */
+#else
+    return quant_fp32_to_fp16_soft(f);
+#endif
+}
+
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) /* NaN: keep it NaN, make it quiet */
+        return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+/* ggml's nearest_int: round half to even (|x| < 2^22). Written with rintf
+ * rather than ggml's add-a-magic-number so that the compiler cannot fuse the
+ * caller's multiply into the rounding add (an FMA would round differently
+ * from the SIMD path's multiply-then-round). */
+static inline int quant_nearest_int(float x)
+{
+    return (int)rintf(x);
+}
+
+/* K-quant 6-bit scale/min j (0..7) of a q4_K/q5_K block. */
+static inline void quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* q3_K: the 16 signed 6-bit scales (already minus 32). Group g's low four
+ * bits are in byte g (g < 8, low nibble) or byte g - 8 (high nibble), its top
+ * two bits in byte 8 + g % 4 at bit 2 * (g / 4); done four at a time. */
+static inline void quant_q3k_scales(const uint8_t *s, int8_t out[16])
+{
+    const uint32_t m2 = 0x03030303, m4 = 0x0f0f0f0f;
+    uint32_t a[3], r[4];
+    memcpy(a, s, 12);
+    r[0] = (a[0] & m4) | (((a[2] >> 0) & m2) << 4);
+    r[1] = (a[1] & m4) | (((a[2] >> 2) & m2) << 4);
+    r[2] = ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4);
+    r[3] = ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4);
+    uint8_t u[16];
+    memcpy(u, r, 16);
+    for (int j = 0; j < 16; j++)
+        out[j] = (int8_t)(u[j] - 32);
+}
+
+/* ---- kernel table ---- */
+
+typedef void (*quant_dequantize_fn)(const void *src, float *dst, int64_t n);
+typedef void (*quant_quantize_fn)(const float *src, void *dst, int64_t n);
+typedef float (*quant_vec_dot_fn)(int64_t n, const void *w, const void *act);
+/* out[r] = dot(row r, act) for r < rows; rows of row_size bytes. */
+typedef void (*quant_matvec_fn)(int64_t n, const void *w, size_t row_size, int64_t rows,
+                                const void *act, float *out);
+
+/* One weight row against 4 activations: out[c] = dot(w, act[c]), each with
+ * exactly vec_dot's arithmetic; the row is decoded once for all four. */
+typedef void (*quant_dot4_fn)(int64_t n, const void *w, const void *const act[4], float out[4]);
+
+/* 4 weight rows (row_size bytes apart) x 4 activations: out[c][r], each with
+ * exactly vec_dot's arithmetic. */
+typedef void (*quant_dot4x4_fn)(int64_t n, const void *w, size_t row_size, const void *const act[4], float out[4][4]);
+
+struct quant_kernels {
+    quant_dequantize_fn dequantize;
+    quant_quantize_fn quantize;        /* fastest available */
+    quant_quantize_fn quantize_scalar; /* portable reference */
+    quant_vec_dot_fn vec_dot;          /* fastest available */
+    quant_vec_dot_fn vec_dot_scalar;   /* portable reference */
+    quant_matvec_fn matvec;            /* NULL: loop over vec_dot */
+    quant_dot4_fn dot4;                /* NULL: 4 vec_dot calls */
+    quant_dot4x4_fn dot4x4;            /* NULL: dot4 per row */
+};
+
+/* NULL for types without kernels. */
+const struct quant_kernels *quant_kernels_get(enum tensor_type type);
+
+/* Scalar vec_dot for `type` (its dot type as activation); 0 if unsupported. */
+float quant_vec_dot_scalar(enum tensor_type type, int64_t n, const void *w, const void *act);
+/* Scalar quantizer (reference rounding). */
+void quant_quantize_row_scalar(enum tensor_type type, const float *src, void *dst, int64_t n);
+
+/* ---- per-file kernels ---- */
+
+/* quant_fp.c */
+void quant_dequantize_f32(const void *src, float *dst, int64_t n);
+void quant_quantize_f32(const float *src, void *dst, int64_t n);
+float quant_dot_f32_scalar(int64_t n, const void *w, const void *act);
+void quant_dequantize_f16(const void *src, float *dst, int64_t n);
+void quant_quantize_f16_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_f16_scalar(int64_t n, const void *w, const void *act);
+void quant_dequantize_bf16(const void *src, float *dst, int64_t n);
+void quant_quantize_bf16_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_bf16_scalar(int64_t n, const void *w, const void *act);
+
+/* quant_legacy.c */
+void quant_dequantize_q4_0(const void *src, float *dst, int64_t n);
+void quant_dequantize_q4_1(const void *src, float *dst, int64_t n);
+void quant_dequantize_q5_0(const void *src, float *dst, int64_t n);
+void quant_dequantize_q5_1(const void *src, float *dst, int64_t n);
+void quant_dequantize_q8_0(const void *src, float *dst, int64_t n);
+void quant_dequantize_q8_1(const void *src, float *dst, int64_t n);
+void quant_quantize_q4_0(const float *src, void *dst, int64_t n);
+void quant_quantize_q4_1(const float *src, void *dst, int64_t n);
+void quant_quantize_q5_0(const float *src, void *dst, int64_t n);
+void quant_quantize_q5_1(const float *src, void *dst, int64_t n);
+void quant_quantize_q8_0_scalar(const float *src, void *dst, int64_t n);
+void quant_quantize_q8_1_scalar(const float *src, void *dst, int64_t n);
+float quant_dot_q4_0_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q4_1_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q5_0_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q5_1_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q8_0_scalar(int64_t n, const void *w, const void *act);
+
+/* quant_k.c */
+void quant_dequantize_q2_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q3_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q4_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q5_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q6_K(const void *src, float *dst, int64_t n);
+void quant_dequantize_q8_K(const void *src, float *dst, int64_t n);
+void quant_quantize_q2_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q3_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q4_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q5_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q6_K(const float *src, void *dst, int64_t n);
+void quant_quantize_q8_K_scalar(const float *src, void *dst, int64_t n);
+/* The integer quant of each of a block's 256 elements (q3_K: signed -4..3,
+ * q6_K: minus 32, others unsigned), in element order. */
+void quant_unpack_q2_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q3_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q4_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q5_K(const void *block, int8_t q[QK_K]);
+void quant_unpack_q6_K(const void *block, int8_t q[QK_K]);
+float quant_dot_q2_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q3_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q4_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q5_K_scalar(int64_t n, const void *w, const void *act);
+float quant_dot_q6_K_scalar(int64_t n, const void *w, const void *act);
+
+/* quant_simd.c: fills in the fast entries of a table built from the scalar
+ * kernels (leaves them alone when the build has no usable SIMD). */
+void quant_simd_install(enum tensor_type type, struct quant_kernels *k);
+
+/* ---- AVX2 helpers and kernels (quant_simd*.c) ---- */
+/* vec_dot and the 4-activation tile of a kernel T_rows(n, w, act[4], nt,
+ * out[4]) that runs one weight row against nt activations: both are
+ * instances of the one body, so they give the same bits per pair. */
+#define QUANT_ROWS_KERNELS(T)                                                                                     \
+    float quant_avx2_dot_##T(int64_t n, const void *w, const void *act)                                           \
+    {                                                                                                             \
+        const void *const a[4] = {act, act, act, act};                                                            \
+        float o[4];                                                                                               \
+        T##_rows(n, w, a, 1, o);                                                                                  \
+        return o[0];                                                                                              \
+    }                                                                                                             \
+    void quant_avx2_dot4_##T(int64_t n, const void *w, const void *const act[4], float out[4])                    \
+    {                                                                                                             \
+        T##_rows(n, w, act, 4, out);                                                                              \
+    }
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QUANT_HAVE_AVX2 1
+#include <immintrin.h>
+
+/* Matvecs that read several rows side by side: each row is a stream that
+ * starts anew every few rows, too short for the hardware prefetcher to lock
+ * on to, so out of cache they waited on memory (the Q6_K row pairs ran at a
+ * third of the one-row loop's speed). Such a kernel prefetches, at each
+ * block step, its share of the rows it will read next: step bytes from
+ * pf + b * step. Always inlined: called out of line, GCC finds the function
+ * free of side effects and drops the calls (the prefetches vanished). */
+static inline __attribute__((always_inline)) void quant_prefetch_step(const char *pf, int64_t b, size_t step)
+{
+    for (size_t l = 0; l < step; l += 64)
+        _mm_prefetch(pf + (size_t)b * step + l, _MM_HINT_T0);
+}
+
+/* How many groups of rows ahead the multi-row matvecs prefetch (Q6_K pairs,
+ * Q5_0 quads, Q2_K pairs): 1, 2 and 4 measured on Q6_K, 2 best (9 -> 26 GB/s
+ * on one thread for a 5632 x 4096 matrix out of cache). */
+#define QUANT_PF_AHEAD 2
+
+/* The step for a kernel that reads `rows` rows of rs bytes in nb block
+ * steps: whole cache lines, at least the bytes it reads. */
+static inline size_t quant_prefetch_step_size(size_t rs, int rows, int64_t nb)
+{
+    return (((size_t)rows * rs + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63;
+}
+
+static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 16 floats (lo: 0-7, hi: 8-15) reduced the way GCC's _mm512_reduce_add_ps
+ * does: halves of 8, then 4, then (0+2) + (1+3). */
+static inline float red16_ps(__m256 lo, __m256 hi)
+{
+    const __m256 t8 = _mm256_add_ps(hi, lo);
+    const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+}
+
+static inline int hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* acc + sums of 4 adjacent u8*s8 products. The maddubs fallback saturates at
+ * 16 bits; every caller keeps pair sums below 2^15 (|u| <= 128, |s| <= 127). */
+static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* 8 partial sums of x*y for signed bytes x, y (|x| <= 128, |y| <= 127). */
+static inline __m256i dot_s8(__m256i x, __m256i y)
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+/* Lane sums of x*y for Q8_0 weight bytes x and activation bytes y. With
+ * VNNI, x enters unsigned as x + 128 and base (-128 * the lane sums of y,
+ * shared by every weight row) takes the offset back. Without VNNI that
+ * would go through maddubs, whose int16 pair sums saturate at 255 * 127 * 2,
+ * so the sign trick is used and base is ignored. Same lane integers. */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define Q8W_OFFSET 1
+#endif
+static inline __m256i q8w_dot(__m256i base, __m256i x, __m256i y)
+{
+#ifdef Q8W_OFFSET
+    return dpbusd(base, _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)), y);
+#else
+    (void)base;
+    return dot_s8(x, y);
+#endif
+}
+
+/* 32 nibbles of 16 bytes: low nibbles to bytes 0-15, high nibbles to 16-31. */
+static inline __m256i nibbles32(const uint8_t *p)
+{
+    __m128i t = _mm_loadu_si128((const __m128i *)p);
+    __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bits to 32 bytes: 0xFF where the bit is set. */
+static inline __m256i bits32(const uint8_t *p)
+{
+    uint32_t x;
+    memcpy(&x, p, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
+}
+
+/* 8 lanes: sums of 4 activation bytes each (for unsigned-weight dots). */
+static inline __m256i act_sums4(__m256i y)
+{
+    return dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), y);
+}
+
+float quant_avx2_dot_q8_0(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q4_1(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q5_0(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q5_1(int64_t n, const void *w, const void *act);
+void quant_avx2_matvec_q4_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+void quant_avx2_dot4_q8_0(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q4_0(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4x4_q8_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+void quant_avx2_dot4x4_q4_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+float quant_avx2_dot_q2_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q3_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q4_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q5_K(int64_t n, const void *w, const void *act);
+float quant_avx2_dot_q6_K(int64_t n, const void *w, const void *act);
+void quant_avx2_dot4_q4_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q5_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q4_1(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q5_0(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q5_1(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* Two rows' 32 bytes, one per 256-bit half: the kernels that put a pair of
+ * weight rows in one register (Q6_K, Q5_0, Q2_K). */
+static inline __m512i quant_pair256(const void *lo, const void *hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                              _mm256_loadu_si256((const __m256i *)hi), 1);
+}
+
+/* 32 activation bytes in both halves, against such a pair. */
+static inline __m512i quant_dup256(const void *p)
+{
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* Q6_K rows in pairs, one per 256-bit half (quant_simd_k.c). */
+void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+#if defined(__AVX512VNNI__)
+void quant_avx512_dot4x4_q5_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+void quant_avx512_matvec_q5_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+#endif
+#endif
+#endif
+
+#endif

@@ -1,0 +1,418 @@
+/* AVX2 dots of the K-quants against Q8_K activations, in ggml's x86
+ * vec_dot order (lanes, accumulators and where the min terms go), as
+ * 1-row x 4-activation tiles for Q3_K..Q6_K whose 1-activation instance is
+ * vec_dot, and (AVX-512) Q6_K rows in pairs. The forward pass runs Q6_K through these: the reference does not
+ * repack it. */
+#include "kernels/quant_internal.h"
+
+#if defined(QUANT_HAVE_AVX2)
+
+/* ---- K-quants against Q8_K ---- */
+
+/* The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a q4_K/q5_K block,
+ * unpacked from get_scale_min_k4's layout four at a time. */
+static inline __m128i k4_scales_mins(const uint8_t *s)
+{
+    uint32_t u[3], a[4];
+    memcpy(u, s, 12);
+    const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    a[0] = u[0] & kmask1;                                         /* scales 0-3 */
+    a[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);        /* scales 4-7 */
+    a[2] = u[1] & kmask1;                                         /* mins 0-3 */
+    a[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4); /* mins 4-7 */
+    return _mm_loadu_si128((const __m128i *)a);
+}
+
+/* sum_j mins[j] * (bsums[2j] + bsums[2j+1]) as 4 int32 partial sums. */
+static inline __m128i k4_min_sums(__m128i scales_mins, const int16_t *bsums)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
+    __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
+    return _mm_madd_epi16(mins16, pairs);
+}
+
+/* u8 x s8 dot of 32 elements times a 16-bit scale, as 8 int32 partial sums:
+ * maddubs pairs (|sum| <= 2 * 31 * 127 fits 16 bits), madd with the scale. */
+static inline __m256i dot32_scaled(__m256i u, const int8_t *q8, int scale)
+{
+    __m256i p16 = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)q8));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16((short)scale));
+}
+
+/* Byte shuffles that spread scale bytes 2k and 2k+1 over 8 bytes each. */
+static const uint8_t k_scale_pair_shuffle[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+
+/* 16-bit scale vector for chunk k: signed scale bytes 2k (low half), 2k+1 (high half). */
+static inline __m256i scale_pair_s8(__m128i scales, int k)
+{
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)k_scale_pair_shuffle[k])));
+}
+
+/* sc * (q * y) per byte pair with the unsigned quants (0..63), summed to 8
+ * lanes as the reference forms them; q6_offset then takes 32 * sc * bsum off
+ * each lane. The lanes (not just the total) match, so the float sums match. */
+static inline __m256i q6_chunk(__m256i q, const int8_t *q8, __m256i scv)
+{
+    __m256i y8 = _mm256_loadu_si256((const __m256i *)q8);
+    return _mm256_madd_epi16(scv, _mm256_maddubs_epi16(q, y8));
+}
+
+/* 32 * (sc[2m] * bsum[2m] + sc[2m+1] * bsum[2m+1]) in lane m. */
+static inline __m256i q6_offset(__m128i scales, const int16_t *bsums)
+{
+    const __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
+    return _mm256_slli_epi32(_mm256_madd_epi16(b, _mm256_cvtepi8_epi16(scales)), 5);
+}
+
+float quant_avx2_dot_q2_K(int64_t n, const void *w, const void *act)
+{
+    const block_q2_K *x = w;
+    const block_q8_K *y = act;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *sc = x[i].scales;
+        const float d = y[i].d * fp16_to_f32(x[i].d), dmin = -y[i].d * fp16_to_f32(x[i].dmin);
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)sc);
+        __m128i scales4 = _mm_and_si128(sc8, _mm_set1_epi8(0x0F));
+        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+        __m256i prod = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        /* mins first, into the same accumulator, as the reference does */
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), acc);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                __m256i p16 = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(q8 + 32 * j)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair_s8(scales4, 4 * h + j), p16));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* One weight row against nt (1 or 4) activations, in ggml's vec_dot order
+ * for each: the row's values are built once per block and used nt times.
+ * vec_dot is the nt = 1 instance, so the tiles cannot drift from it. The
+ * same holds for q5_K_rows, q3_K_rows and q6_K_rows below. */
+static inline __attribute__((always_inline)) void q4_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4];
+    __m128 accm[4];
+    for (int c = 0; c < nt; c++) {
+        acc[c] = _mm256_setzero_ps();
+        accm[c] = _mm_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float xd = fp16_to_f32(x[i].d), xdmin = fp16_to_f32(x[i].dmin);
+        __m256i lo[4], hi[4];
+        for (int k = 0; k < 4; k++) {
+            __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * k));
+            lo[k] = _mm256_and_si256(q4, m4);
+            hi[k] = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+        {
+            const block_q8_K *yc = y[c] + i;
+            const float d = yc->d * xd, dmin = yc->d * xdmin;
+            accm[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_min_sums(sm, yc->bsums)), accm[c]);
+            __m256i sumi = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(lo[k], yc->qs + 64 * k, sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(hi[k], yc->qs + 64 * k + 32, sc[2 * k + 1]));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+        }
+    }
+    for (int c = 0; c < nt; c++) {
+        __m128 m = _mm_add_ps(accm[c], _mm_movehl_ps(accm[c], accm[c]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[c] = hsum_ps(acc[c]) - _mm_cvtss_f32(m);
+    }
+}
+
+QUANT_ROWS_KERNELS(q4_K)
+
+/* Q5_K: the row's 5-bit values are built once per block. */
+static inline __attribute__((always_inline)) void q5_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
+{
+    const block_q5_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    __m256 acc[4];
+    float summs[4] = {0};
+    for (int c = 0; c < nt; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i sm = k4_scales_mins(x[i].scales);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sm);
+        const float xd = fp16_to_f32(x[i].d), xdmin = fp16_to_f32(x[i].dmin);
+        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        __m256i lo[4], hi[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * k));
+            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            hbits = _mm256_srli_epi16(hbits, 2);
+            lo[k] = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+            hi[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+        {
+            const block_q8_K *yc = y[c] + i;
+            const float d = yc->d * xd, dmin = -yc->d * xdmin;
+            __m128i prod = k4_min_sums(sm, yc->bsums);
+            prod = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+            summs[c] = fmaf(dmin, (float)_mm_cvtsi128_si32(prod), summs[c]);
+            __m256i sumi = _mm256_setzero_si256();
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(lo[k], yc->qs + 64 * k, sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, dot32_scaled(hi[k], yc->qs + 64 * k + 32, sc[2 * k + 1]));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+        }
+    }
+    for (int c = 0; c < nt; c++)
+        out[c] = hsum_ps(acc[c]) + summs[c];
+}
+
+QUANT_ROWS_KERNELS(q5_K)
+
+/* Q3_K: values, high-bit offsets and scale vectors are built once per
+ * half block. */
+static inline __attribute__((always_inline)) void q3_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
+{
+    const block_q3_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256(), four = _mm256_set1_epi8(4);
+    __m256 acc[4];
+    for (int c = 0; c < nt; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t sc[16];
+        quant_q3k_scales(x[i].scales, sc);
+        const __m128i scales = _mm_loadu_si128((const __m128i *)sc);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        __m256i sumi[4];
+        for (int c = 0; c < nt; c++)
+            sumi[c] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            __m256i lo[4], hb[4], scv[4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                lo[j] = _mm256_and_si256(q2, m3);
+                q2 = _mm256_srli_epi16(q2, 2);
+                const __m256i b = _mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + j))));
+                hb[j] = _mm256_and_si256(_mm256_cmpeq_epi8(b, zero), four);
+                scv[j] = scale_pair_s8(scales, 4 * h + j);
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+            {
+                const int8_t *q8 = y[c][i].qs + 128 * h;
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                {
+                    const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
+                    const __m256i p16 =
+                        _mm256_sub_epi16(_mm256_maddubs_epi16(lo[j], y8), _mm256_maddubs_epi16(hb[j], y8));
+                    sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(scv[j], p16));
+                }
+            }
+        }
+        for (int c = 0; c < nt; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi[c]),
+                                     acc[c]);
+    }
+    for (int c = 0; c < nt; c++)
+        out[c] = hsum_ps(acc[c]);
+}
+
+QUANT_ROWS_KERNELS(q3_K)
+
+/* Q6_K: the unsigned 6-bit values and scale vectors are built once per
+ * half block; q6_offset takes 32 * sc * bsum off each lane. */
+static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
+{
+    const block_q6_K *x = w;
+    const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[4];
+    for (int c = 0; c < nt; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const float xd = fp16_to_f32(x[i].d);
+        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256()};
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i q[4], scv[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            for (int k = 0; k < 4; k++)
+                scv[k] = scale_pair_s8(scales, 4 * h + k);
+            _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+            {
+                const int8_t *q8 = y[c][i].qs + 128 * h;
+                __m256i p0 = q6_chunk(q[0], q8, scv[0]);
+                __m256i p1 = q6_chunk(q[1], q8 + 32, scv[1]);
+                __m256i p2 = q6_chunk(q[2], q8 + 64, scv[2]);
+                __m256i p3 = q6_chunk(q[3], q8 + 96, scv[3]);
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+            }
+        }
+        for (int c = 0; c < nt; c++) {
+            sumi[c] = _mm256_sub_epi32(sumi[c], q6_offset(scales, y[c][i].bsums));
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * xd), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        }
+    }
+    for (int c = 0; c < nt; c++)
+        out[c] = hsum_ps(acc[c]);
+}
+
+QUANT_ROWS_KERNELS(q6_K)
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* Q6_K rows in pairs, one per 256-bit half of each register: each half does
+ * what quant_avx2_dot_q6_K does for its row (same lanes, same bits), and
+ * every activation chunk is loaded once for both rows. nt <= 4 tokens. */
+/* One token's half block (128 values) against both rows: sc * (q . y) per
+ * byte pair, summed to each row's 8 lanes as q6_chunk does. */
+static inline __attribute__((always_inline)) __m512i q6_K_half2(const __m512i q[4], const __m512i scv[4],
+                                                                 const int8_t *q8)
+{
+    __m512i s = _mm512_madd_epi16(scv[0], _mm512_maddubs_epi16(q[0], quant_dup256(q8)));
+    for (int k = 1; k < 4; k++)
+        s = _mm512_add_epi32(s, _mm512_madd_epi16(scv[k], _mm512_maddubs_epi16(q[k], quant_dup256(q8 + 32 * k))));
+    return s;
+}
+
+/* Block i's 32 * sc * bsum offset for both rows, then the lane FMA. */
+static inline __attribute__((always_inline)) __m512 q6_K_fma2(const block_q8_K *y, __m512i sc16, __m512 xd,
+                                                               __m512i sumi, __m512 acc)
+{
+    const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(quant_dup256(y->bsums), sc16), 5);
+    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(y->d), xd), _mm512_cvtepi32_ps(_mm512_sub_epi32(sumi, off)),
+                           acc);
+}
+
+/* Named accumulators: with arrays indexed by token, GCC kept them on the
+ * stack. Each block step prefetches pf_step bytes from pf on (the matvec's
+ * stream ahead; step 0: none). */
+static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const block_q6_K *x0, const block_q6_K *x1,
+                                                              const void *const act[4], int nt, float o0[4],
+                                                              float o1[4], const char *pf, size_t pf_step)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
+    const block_q8_K *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int64_t i = 0; i < nb; i++) {
+        quant_prefetch_step(pf, i, pf_step);
+        const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[i].scales);
+        const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[i].scales);
+        __m512i sumi0 = _mm512_setzero_si512(), sumi1 = sumi0, sumi2 = sumi0, sumi3 = sumi0;
+        for (int h = 0; h < 2; h++) {
+            const __m512i l0 = quant_pair256(x0[i].ql + 64 * h, x1[i].ql + 64 * h);
+            const __m512i l1 = quant_pair256(x0[i].ql + 64 * h + 32, x1[i].ql + 64 * h + 32);
+            const __m512i qh = quant_pair256(x0[i].qh + 32 * h, x1[i].qh + 32 * h);
+            __m512i q[4], scv[4];
+            q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m2));
+            q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 2), m2));
+            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(qh, m2));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                   _mm512_and_si512(_mm512_srli_epi16(qh, 2), m2));
+            for (int k = 0; k < 4; k++)
+                scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(scale_pair_s8(s0, 4 * h + k)),
+                                            scale_pair_s8(s1, 4 * h + k), 1);
+            sumi0 = _mm512_add_epi32(sumi0, q6_K_half2(q, scv, y0[i].qs + 128 * h));
+            if (nt > 1) {
+                sumi1 = _mm512_add_epi32(sumi1, q6_K_half2(q, scv, y1[i].qs + 128 * h));
+                sumi2 = _mm512_add_epi32(sumi2, q6_K_half2(q, scv, y2[i].qs + 128 * h));
+                sumi3 = _mm512_add_epi32(sumi3, q6_K_half2(q, scv, y3[i].qs + 128 * h));
+            }
+        }
+        const __m512i sc16 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepi8_epi16(s0)),
+                                                _mm256_cvtepi8_epi16(s1), 1);
+        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x0[i].d)),
+                                             _mm256_set1_ps(fp16_to_f32(x1[i].d)), 1);
+        acc0 = q6_K_fma2(&y0[i], sc16, xd, sumi0, acc0);
+        if (nt > 1) {
+            acc1 = q6_K_fma2(&y1[i], sc16, xd, sumi1, acc1);
+            acc2 = q6_K_fma2(&y2[i], sc16, xd, sumi2, acc2);
+            acc3 = q6_K_fma2(&y3[i], sc16, xd, sumi3, acc3);
+        }
+    }
+    const __m512 acc[4] = {acc0, acc1, acc2, acc3};
+    for (int c = 0; c < nt; c++) {
+        o0[c] = hsum_ps(_mm512_castps512_ps256(acc[c]));
+        o1[c] = hsum_ps(_mm512_extractf32x8_ps(acc[c], 1));
+    }
+}
+
+void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
+{
+    for (int r = 0; r < 4; r += 2) {
+        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
+        const block_q6_K *x1 = (const block_q6_K *)((const char *)x0 + rs);
+        float o0[4], o1[4];
+        q6_K_rows2(n / QK_K, x0, x1, act, 4, o0, o1, (const char *)x0, 0);
+        for (int c = 0; c < 4; c++) {
+            out[c][r] = o0[c];
+            out[c][r + 1] = o1[c];
+        }
+    }
+}
+
+void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const void *const a[4] = {act, act, act, act};
+    const int64_t nb = n / QK_K;
+    const size_t step = quant_prefetch_step_size(rs, 2, nb);
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
+        float o0[4], o1[4];
+        q6_K_rows2(nb, x0, (const block_q6_K *)((const char *)x0 + rs), a, 1, o0, o1,
+                   (const char *)x0 + QUANT_PF_AHEAD * 2 * rs, step);
+        out[r] = o0[0];
+        out[r + 1] = o1[0];
+    }
+    if (r < rows)
+        out[r] = quant_avx2_dot_q6_K(n, (const char *)w + (size_t)r * rs, act);
+}
+#endif
+
+#endif /* QUANT_HAVE_AVX2 */

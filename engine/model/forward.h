@@ -1,0 +1,65 @@
+/* Forward pass of the llama architecture with a per-layer KV cache.
+ *
+ * The caller owns the position counter: every call says where its tokens sit
+ * (start_pos). The cache rows [0, start_pos) must already hold the keys and
+ * values of the tokens before them; rows [start_pos, start_pos+n) are
+ * (over)written. Nothing here derives a position from how full the cache is. */
+#ifndef TOKSCOPE_FORWARD_H
+#define TOKSCOPE_FORWARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "gguf/tensor.h"
+
+typedef struct forward_params {
+    uint32_t n_ctx;          /* cache length in positions; 0 = min(n_ctx_train, 4096) */
+    uint32_t n_batch;        /* most tokens per internal batch; 0 = 512 */
+    int32_t n_threads;       /* 0 = number of online CPUs */
+    enum tensor_type kv_type; /* TENSOR_TYPE_F16 (default, like the reference) or F32 */
+} forward_params;
+
+forward_params forward_default_params(void);
+
+typedef struct forward_ctx forward_ctx;
+
+forward_ctx *forward_build(const model *m, const forward_params *p, char *err, size_t errlen);
+void forward_free(forward_ctx *f);
+uint32_t forward_n_ctx(const forward_ctx *f);
+
+/* Evaluates tokens[0..n) at positions start_pos..start_pos+n-1.
+ * logits: n_vocab floats per output row. all_logits: one row per token (n rows);
+ * otherwise only the last token's row, and, as in llama.cpp, the last layer's
+ * FFN runs for that row alone (its one-token kernels set the bits). Returns 0,
+ * or -1 with err set (position past n_ctx, token id out of range). */
+int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
+                 bool all_logits, char *err, size_t errlen);
+
+/* Called between internal batches during forward_eval (prefill progress,
+ * cancellation). Return false to abort the evaluation (forward_eval returns -1). */
+typedef bool (*forward_progress_fn)(void *user, int32_t done, int32_t total);
+void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user);
+
+/* ---- prompt building (engine/model/forward_prompt.c) ----------------------------
+ * How the commands turn user text into tokens, the way llama.cpp's common
+ * code does it. */
+typedef struct forward_prompt_params {
+    const char *text;          /* user prompt ("" = nothing but BOS) */
+    bool no_bos;               /* never add BOS */
+    bool chat;                 /* render one user turn with the chat template */
+    const char *system;        /* optional system message (chat only) */
+    const char *template_name; /* force a built-in chat format (chat only) */
+} forward_prompt_params;
+
+/* Tokenizes the prompt. Plain: add BOS when the vocab wants it (and !no_bos),
+ * special tokens not parsed. Chat: render {system?, user} with the model's
+ * template (or the forced built-in) plus the generation prompt, drop a
+ * leading BOS text when the tokenizer adds BOS itself (like common_chat),
+ * and tokenize with special tokens parsed. Returns a malloc'd array and its
+ * length in *n, or NULL with err set. warn (may be NULL) receives template
+ * fallback warnings. */
+int32_t *forward_tokenize_prompt(const model *m, const forward_prompt_params *p, int32_t *n, char *warn,
+                                 size_t warnlen, char *err, size_t errlen);
+
+#endif

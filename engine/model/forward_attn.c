@@ -1,0 +1,493 @@
+/* Attention kernels in the reference's float order (see forward_attn.h). */
+#include "model/forward_attn.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/forward_math.h"
+#include "kernels/forward_repack.h"
+
+size_t attn_scratch_floats(int hd, uint32_t n_ctx, int n_heads)
+{
+    /* scores, part | kt, vt, kq, krow | vkq, M, S per query */
+    const size_t nq = (size_t)n_heads * ATTN_TILE;
+    return (size_t)n_ctx + (size_t)hd + 2u * ATTN_TILE * (size_t)hd + ATTN_TILE + (size_t)hd + nq * ((size_t)hd + 2u);
+}
+
+void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx)
+{
+    s->scores = buf;
+    s->part = buf + n_ctx;
+    s->tile = s->part + hd;
+    s->half = half;
+}
+
+int32_t attn_kv_view(int32_t last_pos)
+{
+    const int32_t used = last_pos + 1;
+    const int32_t pad = (used + 255) / 256 * 256;
+    return pad > 256 ? pad : 256;
+}
+
+bool attn_use_tiled(int n_tok, int hd) { return n_tok >= ATTN_TILE && hd % 16 == 0; }
+
+/* ---- one chunk ------------------------------------------------------------- */
+
+/* s[i] = ggml_vec_dot_f16(key k0 + i, q) * scale for keys [k0, k1). Heads shorter
+ * than 64 are all "tail": one double chain per key, in element order. Four
+ * keys run side by side, one per double lane, which keeps every key's chain
+ * in its own order while the adds overlap. */
+static void kq_scores_f16(const fp16_t *kc, int64_t stride, int32_t k0, int32_t k1, const fp16_t *q, int hd,
+                          float scale, float *s)
+{
+    int32_t ic = k0;
+#ifdef FWD_F16C
+    if (hd < 64) {
+        const int h4 = hd & ~3;
+        for (; ic + 4 <= k1; ic += 4) {
+            const fp16_t *kr0 = kc + (int64_t)ic * stride;
+            __m256d sum = _mm256_setzero_pd();
+            for (int i = 0; i < h4; i += 4) {
+                const __m128 qv = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(q + i)));
+                __m256d p[4];
+                for (int k = 0; k < 4; k++) {
+                    const __m128 kv = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(kr0 + k * stride + i)));
+                    p[k] = _mm256_cvtps_pd(_mm_mul_ps(kv, qv));
+                }
+                /* transpose: element i + j of the 4 keys, for j = 0..3 */
+                const __m256d a = _mm256_unpacklo_pd(p[0], p[1]), b = _mm256_unpackhi_pd(p[0], p[1]);
+                const __m256d c = _mm256_unpacklo_pd(p[2], p[3]), d = _mm256_unpackhi_pd(p[2], p[3]);
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(a, c, 0x20));
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(b, d, 0x20));
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(a, c, 0x31));
+                sum = _mm256_add_pd(sum, _mm256_permute2f128_pd(b, d, 0x31));
+            }
+            double r[4];
+            _mm256_storeu_pd(r, sum);
+            for (int k = 0; k < 4; k++) {
+                const fp16_t *kr = kr0 + k * stride;
+                for (int i = h4; i < hd; i++)
+                    r[k] += (double)(h2f(kr[i]) * h2f(q[i]));
+                s[ic - k0 + k] = (float)r[k] * scale;
+            }
+        }
+    }
+#endif
+    for (; ic < k1; ic++)
+        s[ic - k0] = refdot_f16(hd, kc + (int64_t)ic * stride, q) * scale;
+}
+
+/* acc = acc * ms (F16 accumulator). */
+static void acc16_scale(fp16_t *acc, int hd, float ms)
+{
+    int i = 0;
+#ifdef FWD_F16C
+    const __m256 vm = _mm256_set1_ps(ms);
+    for (; i + 8 <= hd; i += 8) {
+        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
+        _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_mul_ps(a, vm), _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; i < hd; i++)
+        acc[i] = f2h(h2f(acc[i]) * ms);
+}
+
+/* acc = fma(v, vs, acc), rounded to F16 (ggml_vec_mad_f16). */
+static void acc16_mad(fp16_t *acc, const fp16_t *v, int hd, float vs)
+{
+    int i = 0;
+#ifdef FWD_F16C
+    const __m256 vv = _mm256_set1_ps(vs);
+    for (; i + 8 <= hd; i += 8) {
+        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
+        const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i)));
+        _mm_storeu_si128((__m128i *)(acc + i), _mm256_cvtps_ph(_mm256_fmadd_ps(x, vv, a), _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; i < hd; i++)
+        acc[i] = f2h(fmaf(h2f(v[i]), vs, h2f(acc[i])));
+}
+
+/* ggml's one-chunk online softmax over keys [k0, k1): vkq (F32, not yet
+ * divided by S), M and S. Q is rounded to the cache type first. */
+static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1, const attn_scratch *sc, float *vkq,
+                      float *M_out, float *S_out)
+{
+    const int hd = kv->hd;
+    float *scores = sc->scores;
+    float S = 0.0f, M = -INFINITY;
+    if (kv->f16) {
+        fp16_t *qh = sc->half;
+        fp16_t *acc = qh + hd;
+        for (int i = 0; i < hd; i++) {
+            qh[i] = f2h(q[i]);
+            acc[i] = 0;
+        }
+        const fp16_t *kc = kv->k, *vc = kv->v;
+        kq_scores_f16(kc, kv->stride, k0, k1, qh, hd, kv->scale, scores);
+        for (int32_t ic = k0; ic < k1; ic++) {
+            const float s = scores[ic - k0];
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M) {
+                const float Mold = M;
+                M = s;
+                ms = expf(Mold - M);
+                acc16_scale(acc, hd, ms);
+            } else {
+                vs = expf(s - M);
+            }
+            acc16_mad(acc, vc + (int64_t)ic * kv->stride, hd, vs);
+            S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
+        }
+        for (int i = 0; i < hd; i++)
+            vkq[i] = h2f(acc[i]);
+    } else {
+        const float *kc = kv->k, *vc = kv->v;
+        for (int i = 0; i < hd; i++)
+            vkq[i] = 0.0f;
+        for (int32_t ic = k0; ic < k1; ic++) {
+            const float s = refdot_f32(hd, kc + (int64_t)ic * kv->stride, q) * kv->scale;
+            const float *vr = vc + (int64_t)ic * kv->stride;
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M) {
+                const float Mold = M;
+                M = s;
+                ms = expf(Mold - M);
+                for (int i = 0; i < hd; i++)
+                    vkq[i] *= ms;
+            } else {
+                vs = expf(s - M);
+            }
+            for (int i = 0; i < hd; i++)
+                vkq[i] = fmaf(vr[i], vs, vkq[i]);
+            S = fmaf(S, ms, vs);
+        }
+    }
+    *M_out = M;
+    *S_out = S;
+}
+
+void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out)
+{
+    float M, S;
+    one_chunk(kv, q, 0, n_kv, s, out, &M, &S);
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int i = 0; i < kv->hd; i++)
+        out[i] *= inv;
+}
+
+/* ---- split KV --------------------------------------------------------------- */
+
+void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_view, int n_split, attn_scratch *s,
+                    float *out)
+{
+    const int hd = kv->hd;
+    const int32_t chunk = (n_view + n_split - 1) / n_split;
+    float *part = s->part;
+    float M = -INFINITY, S = 0.0f;
+    for (int i = 0; i < hd; i++)
+        out[i] = 0.0f;
+    for (int c = 0; c < n_split; c++) {
+        const int32_t k0 = c * chunk;
+        int32_t k1 = k0 + chunk < n_view ? k0 + chunk : n_view;
+        if (k1 > n_kv)
+            k1 = n_kv; /* keys past the query's position are masked */
+        if (k0 >= k1)
+            continue; /* nothing visible: S = 0, skipped by the merge */
+        float Mc, Sc;
+        one_chunk(kv, q, k0, k1, s, part, &Mc, &Sc);
+        if (Sc == 0.0f)
+            continue;
+        /* ggml_flash_attn_ext_reduce_partials, as GCC contracts it */
+        const float Mn = fmaxf(M, Mc);
+        const float so = expf(M - Mn), sn = expf(Mc - Mn);
+        for (int i = 0; i < hd; i++)
+            out[i] = fmaf(out[i], so, part[i] * sn);
+        S = fmaf(S, so, Sc * sn);
+        M = Mn;
+    }
+    if (S != 0.0f) {
+        const float inv = 1.0f / S;
+        for (int i = 0; i < hd; i++)
+            out[i] *= inv;
+    }
+}
+
+/* ---- tiled ----------------------------------------------------------------- */
+
+/* acc[c*8 ..] = fma chains over the tile's keys, nc chains of 8 outputs
+ * side by side (latency, not order: each output keeps its own chain). */
+static inline __attribute__((always_inline)) void pv_chains(float *acc, const float *vt, int hd, const float *p,
+                                                            int nc)
+{
+#ifdef FWD_F16C
+    __m256 a[8];
+    for (int c = 0; c < nc; c++)
+        a[c] = _mm256_loadu_ps(acc + 8 * c);
+    for (int j = 0; j < ATTN_TILE; j++) {
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < nc; c++)
+            a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + 8 * c), pj, a[c]);
+    }
+    for (int c = 0; c < nc; c++)
+        _mm256_storeu_ps(acc + 8 * c, a[c]);
+#else
+    for (int d = 0; d < 8 * nc; d++) {
+        float a = acc[d];
+        for (int j = 0; j < ATTN_TILE; j++)
+            a = fmaf(vt[(size_t)j * hd + d], p[j], a);
+        acc[d] = a;
+    }
+#endif
+}
+
+/* One cache row as F32 (F16 converted, exactly). */
+static void kv_row_f32(const attn_kv *kv, const void *base, int64_t row, float *dst)
+{
+    const int hd = kv->hd;
+    int d = 0;
+    if (!kv->f16) {
+        memcpy(dst, (const float *)base + row, sizeof(float) * (size_t)hd);
+        return;
+    }
+    const fp16_t *src = (const fp16_t *)base + row;
+#ifdef FWD_F16C
+    for (; d + 8 <= hd; d += 8)
+        _mm256_storeu_ps(dst + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + d))));
+#endif
+    for (; d < hd; d++)
+        dst[d] = h2f(src[d]);
+}
+
+#if defined(__AVX512F__) && defined(FWD_F16C)
+#define ATTN_AVX512 1
+#endif
+
+/* K.Q of one query against a tile: an FMA chain over the head dimension
+ * per key (simd_gemm), times the scale. kt is the tile transposed. */
+static void kq_tile(const float *kt, const float *qr, int hd, float scale, float *kq)
+{
+    enum { T = ATTN_TILE };
+#ifdef FWD_F16C
+    /* the 8 chains of 8 keys advance together: latency, not order */
+    __m256 a[T / 8];
+    for (int c = 0; c < T / 8; c++)
+        a[c] = _mm256_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const __m256 qd = _mm256_set1_ps(qr[d]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < T / 8; c++)
+            a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(kt + (size_t)d * T + 8 * c), qd, a[c]);
+    }
+    for (int c = 0; c < T / 8; c++)
+        _mm256_storeu_ps(kq + 8 * c, _mm256_mul_ps(a[c], _mm256_set1_ps(scale)));
+#else
+    for (int j = 0; j < T; j++) {
+        float a = 0.0f;
+        for (int d = 0; d < hd; d++)
+            a = fmaf(kt[(size_t)d * T + j], qr[d], a);
+        kq[j] = a * scale;
+    }
+#endif
+}
+
+/* The online softmax step of one query (row at position pos) for the tile
+ * of keys from ic: masks keys past pos, rescales the accumulator when the
+ * maximum grows, and turns kq into exp(kq - M) (ggml_vec_soft_max_f32:
+ * 16-lane exp, each group reduced in float and summed in double). False
+ * when every key is masked. */
+static bool tile_softmax(float *kq, int32_t ic, int32_t pos, float *acc, int hd, float *M, float *S)
+{
+    enum { T = ATTN_TILE };
+    float tmax = -INFINITY;
+#ifdef ATTN_AVX512
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < T; j += 16) {
+        /* lanes whose key ic + j + lane lies past pos */
+        const int32_t room = pos - ic - j + 1; /* keys of this group that are visible */
+        const __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
+        const __m512 v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, _mm512_loadu_ps(kq + j));
+        _mm512_storeu_ps(kq + j, v);
+        mx = _mm512_max_ps(mx, v);
+    }
+    tmax = _mm512_reduce_max_ps(mx);
+#else
+    for (int j = 0; j < T; j++) {
+        if (ic + j > pos)
+            kq[j] = -INFINITY;
+        tmax = tmax > kq[j] ? tmax : kq[j];
+    }
+#endif
+    if (tmax == -INFINITY)
+        return false;
+    const float Mold = *M, Mnew = fmaxf(Mold, tmax);
+    if (Mnew > Mold) {
+        const float ms = expf(Mold - Mnew);
+        for (int d = 0; d < hd; d++)
+            acc[d] *= ms;
+        *S *= ms;
+    }
+    *M = Mnew;
+    double sum = 0.0;
+    for (int j = 0; j < T; j += 16) {
+#ifdef FWD_F16C
+        _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
+        _mm256_storeu_ps(kq + j + 8, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
+#else
+        for (int l = 0; l < 16; l++)
+            kq[j + l] = v_expf(kq[j + l] - Mnew);
+#endif
+        sum += (double)red16(kq + j);
+    }
+    *S = (float)((double)*S + sum);
+    return true;
+}
+
+/* P.V of one query: an FMA chain over the tile's keys per output (simd_gemm). */
+static void pv_tile(float *acc, const float *vt, int hd, const float *kq)
+{
+    int d = 0;
+    for (; d + 64 <= hd; d += 64)
+        pv_chains(acc + d, vt + d, hd, kq, 8);
+    for (; d + 32 <= hd; d += 32)
+        pv_chains(acc + d, vt + d, hd, kq, 4);
+    for (; d + 8 <= hd; d += 8)
+        pv_chains(acc + d, vt + d, hd, kq, 1);
+    for (; d < hd; d++) {
+        float a = acc[d];
+        for (int j = 0; j < ATTN_TILE; j++)
+            a = fmaf(vt[(size_t)j * hd + d], kq[j], a);
+        acc[d] = a;
+    }
+}
+
+#ifdef ATTN_AVX512
+/* Up to four queries (numbers idx[0..n)) against one tile, with the steps
+ * of kq_tile, tile_softmax and pv_tile for each: the queries' chains run
+ * side by side (16 keys or head elements per register), which keeps every
+ * chain's order. Every listed query sees key ic (ic <= its position), so
+ * none is fully masked. Missing queries repeat the last one; their results
+ * are dropped. Needs hd % 16 == 0 (attn_use_tiled). */
+static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, int32_t ic,
+                          const float *kt, const float *vt, const int *idx, int n, float *vkq, float *Ms, float *Ss)
+{
+    enum { T = ATTN_TILE, C = T / 16 };
+    const int hd = kv->hd;
+    float kq[4][T] __attribute__((aligned(64)));
+    const float *qr[4];
+    for (int k = 0; k < 4; k++) {
+        const int i = idx[k < n ? k : n - 1];
+        qr[k] = q + (int64_t)(i % n_rows) * q_stride + (int64_t)(i / n_rows) * hd;
+    }
+    __m512 a[4][C];
+    for (int k = 0; k < 4; k++)
+        for (int c = 0; c < C; c++)
+            a[k][c] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        __m512 kd[C];
+        for (int c = 0; c < C; c++)
+            kd[c] = _mm512_loadu_ps(kt + (size_t)d * T + 16 * c);
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
+            const __m512 qd = _mm512_set1_ps(qr[k][d]);
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) a[k][c] = _mm512_fmadd_ps(kd[c], qd, a[k][c]);
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        const int i = idx[k];
+        for (int c = 0; c < C; c++)
+            _mm512_store_ps(kq[k] + 16 * c, _mm512_mul_ps(a[k][c], _mm512_set1_ps(kv->scale)));
+        (void)tile_softmax(kq[k], ic, pos0 + i % n_rows, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
+    }
+    float *acc[4];
+    for (int k = 0; k < 4; k++)
+        acc[k] = k < n ? vkq + (size_t)idx[k] * hd : NULL;
+    for (int d = 0; d < hd; d += 32) {
+        /* 32 head elements (or the last 16) of four queries: 8 chains */
+        const int w = hd - d >= 32 ? 2 : 1;
+        __m512 o[4][2];
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < 2; c++)
+                o[k][c] = acc[k] && c < w ? _mm512_loadu_ps(acc[k] + d + 16 * c) : _mm512_setzero_ps();
+        for (int j = 0; j < T; j++) {
+            const __m512 v0 = _mm512_loadu_ps(vt + (size_t)j * hd + d);
+            const __m512 v1 = w == 2 ? _mm512_loadu_ps(vt + (size_t)j * hd + d + 16) : v0;
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const __m512 pj = _mm512_set1_ps(kq[k < n ? k : 0][j]);
+                o[k][0] = _mm512_fmadd_ps(v0, pj, o[k][0]);
+                o[k][1] = _mm512_fmadd_ps(v1, pj, o[k][1]);
+            }
+        }
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < w; c++)
+                if (acc[k])
+                    _mm512_storeu_ps(acc[k] + d + 16 * c, o[k][c]);
+    }
+}
+#endif
+
+void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads, int n_rows, int32_t pos0,
+               attn_scratch *s, float *out, int64_t out_stride)
+{
+    enum { T = ATTN_TILE };
+    const int hd = kv->hd;
+    const int nq = n_heads * n_rows; /* query (head g, row r) is number g * n_rows + r */
+    float *kt = s->tile, *vt = kt + (size_t)T * hd, *kq = vt + (size_t)T * hd, *krow = kq + T;
+    float *vkq = krow + hd, *Ms = vkq + (size_t)nq * hd, *Ss = Ms + nq;
+    for (int i = 0; i < nq; i++) {
+        Ms[i] = -INFINITY;
+        Ss[i] = 0.0f;
+    }
+    memset(vkq, 0, sizeof(float) * (size_t)nq * hd);
+    const int32_t last = pos0 + n_rows - 1;
+    for (int32_t ic = 0; ic <= last; ic += T) {
+        /* K tile transposed (kt[d][j]) and V tile (vt[j][d]) in F32, once for
+         * every query head that shares this KV head; keys past the last query
+         * are masked for every row and read as zeros */
+        const int nk = last - ic + 1 < T ? last - ic + 1 : T;
+        for (int j = 0; j < nk; j++) {
+            const int64_t row = (int64_t)(ic + j) * kv->stride;
+            kv_row_f32(kv, kv->v, row, vt + (size_t)j * hd);
+            kv_row_f32(kv, kv->k, row, krow);
+            for (int d = 0; d < hd; d++)
+                kt[(size_t)d * T + j] = krow[d];
+        }
+        for (int j = nk; j < T; j++) {
+            memset(vt + (size_t)j * hd, 0, sizeof(float) * (size_t)hd);
+            for (int d = 0; d < hd; d++)
+                kt[(size_t)d * T + j] = 0.0f;
+        }
+        int i = 0;
+#ifdef ATTN_AVX512
+        /* four queries at a time: their K.Q and P.V chains interleave (the
+         * P.V chains alone were bound by FMA latency), each in its order */
+        while (i < nq) {
+            int idx[4], n4 = 0;
+            for (; i < nq && n4 < 4; i++)
+                if (ic <= pos0 + i % n_rows)
+                    idx[n4++] = i;
+            if (n4 > 0)
+                tile_queries4(kv, q, q_stride, n_rows, pos0, ic, kt, vt, idx, n4, vkq, Ms, Ss);
+        }
+#endif
+        for (; i < nq; i++) {
+            const int g = i / n_rows, r = i % n_rows;
+            const int32_t pos = pos0 + r;
+            if (ic > pos)
+                continue; /* every key of this tile is masked for this row */
+            const float *qr = q + (int64_t)r * q_stride + (int64_t)g * hd;
+            float *acc = vkq + (size_t)i * hd;
+            kq_tile(kt, qr, hd, kv->scale, kq);
+            if (!tile_softmax(kq, ic, pos, acc, hd, &Ms[i], &Ss[i]))
+                continue;
+            pv_tile(acc, vt, hd, kq);
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        const int g = i / n_rows, r = i % n_rows;
+        const float inv = Ss[i] == 0.0f ? 0.0f : 1.0f / Ss[i];
+        float *o = out + (int64_t)r * out_stride + (int64_t)g * hd;
+        for (int d = 0; d < hd; d++)
+            o[d] = vkq[(size_t)i * hd + d] * inv;
+    }
+}

@@ -1,0 +1,189 @@
+/* Matmuls on the thread pool: converts the activations to each weight's
+ * dot type (in parallel over tokens), then cuts the weight rows into
+ * chunks and runs each chunk through the kernel whose float order the
+ * reference uses for that weight and batch (packed, repacked, tinyBLAS,
+ * or the block kernels of quant_batch.h). */
+#include <string.h>
+
+#include "model/forward_internal.h"
+#include "kernels/forward_math.h"
+#include "kernels/forward_packed.h"
+#include "kernels/forward_repack.h"
+#include "kernels/quant_batch.h"
+
+/* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
+struct mm_seg {
+    const gguf_tensor *w;
+    const uint8_t *packed; /* forward_packed.h copy, or NULL */
+    const uint8_t *act;
+    size_t act_stride;       /* bytes between activation rows */
+    const int32_t *act_sums; /* packed_act_sums of act, when the packed kernel wants them */
+    float *out;
+    int64_t out_stride;
+    int64_t rows;
+};
+
+struct mm_job {
+    struct mm_seg seg[3];
+    int n_seg;
+    int64_t total_rows;
+    int64_t row_align; /* chunks start on multiples of this */
+    int n_tok;
+    int64_t n_in;
+};
+
+/* First row of a chunk. With packed weights a multiple of PACKED_ROWS, so
+ * that a packed group is not split between two threads (results do not
+ * depend on the split, only the speed does). */
+static int64_t chunk_row(const struct mm_job *job, int64_t chunk, int64_t n_chunks)
+{
+    const int64_t r = forward_chunk_start(job->total_rows, chunk, n_chunks);
+    return chunk >= n_chunks ? job->total_rows : r - r % job->row_align;
+}
+
+static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct mm_job *job = arg;
+    const int64_t r0 = chunk_row(job, chunk, n_chunks), r1 = chunk_row(job, chunk + 1, n_chunks);
+    int64_t base = 0;
+    for (int s = 0; s < job->n_seg; s++) {
+        const struct mm_seg *sg = &job->seg[s];
+        const int64_t lo = r0 > base ? r0 - base : 0;
+        const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
+        base += sg->rows;
+        if (lo >= hi)
+            continue;
+        const enum tensor_type type = (enum tensor_type)sg->w->type;
+        const size_t rb = tensor_row_size(type, job->n_in);
+        const uint8_t *wd = sg->w->data;
+        if (sg->packed) {
+            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, sg->act_sums, job->n_tok, sg->out,
+                          sg->out_stride);
+            continue;
+        }
+        if (repack_applies(sg->w)) {
+            repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
+        if (refk_applies(sg->w)) {
+            refk_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
+        if (refbf16_applies(sg->w, job->n_tok)) {
+            refbf16_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
+        if (reffloat_applies(sg->w)) {
+            reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
+        if (job->n_tok == 1) {
+            tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
+            continue;
+        }
+        /* Each weight tile is reused across every token's row. */
+        tensor_matmul(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, job->n_tok, sg->act_stride,
+                      sg->out + lo, sg->out_stride);
+    }
+}
+
+/* x rounded to the nearest half (ties to even), back in floats. */
+static void round_f16_row(const float *x, float *y, int64_t n)
+{
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+    for (; i < n; i++)
+        y[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(x[i]));
+}
+
+/* The activation rows of one matmul job, converted to each distinct dot
+ * type its weights need, plus Q8_0 block sums where a packed Q4_0 weight
+ * wants them. F32 uses x directly. F16 activations are stored as floats,
+ * F16-rounded (exact), so that the kernels convert only the weights. */
+struct prep_job {
+    const float *x;
+    int64_t n_in;
+    int n_tok, n_dots;
+    enum tensor_type dot[3];
+    uint8_t *act[3];
+    size_t stride[3];
+    int32_t *sums[3]; /* NULL when not wanted */
+};
+
+static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct prep_job *j = arg;
+    const int t0 = (int)forward_chunk_start(j->n_tok, chunk, n_chunks), t1 = (int)forward_chunk_start(j->n_tok, chunk + 1, n_chunks);
+    for (int d = 0; d < j->n_dots; d++)
+        for (int t = t0; t < t1; t++) {
+            const float *x = j->x + (size_t)t * j->n_in;
+            uint8_t *a = j->act[d] + (size_t)t * j->stride[d];
+            if (j->dot[d] == TENSOR_TYPE_F16)
+                round_f16_row(x, (float *)(void *)a, j->n_in);
+            else if (j->dot[d] != TENSOR_TYPE_F32)
+                tensor_quantize_row(j->dot[d], x, a, j->n_in);
+            if (j->sums[d])
+                packed_act_sums(a, j->stride[d], 1, j->n_in, j->sums[d] + (size_t)t * (j->n_in / 32));
+        }
+}
+
+void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
+                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
+{
+    struct prep_job pj;
+    memset(&pj, 0, sizeof pj);
+    pj.x = x;
+    pj.n_in = n_in;
+    pj.n_tok = n_tok;
+    int seg_dot[3];
+    bool any = false;
+    for (int s = 0; s < n_seg; s++) {
+        const enum tensor_type dot = tensor_dot_type((enum tensor_type)ws[s]->type);
+        int d = 0;
+        while (d < pj.n_dots && pj.dot[d] != dot)
+            d++;
+        if (d == pj.n_dots) {
+            pj.dot[d] = dot;
+            pj.act[d] = dot == TENSOR_TYPE_F32 ? (uint8_t *)(uintptr_t)x : f->act[d];
+            pj.stride[d] = dot == TENSOR_TYPE_F32 || dot == TENSOR_TYPE_F16 ? (size_t)n_in * sizeof(float)
+                                                                              : tensor_row_size(dot, n_in);
+            any |= dot != TENSOR_TYPE_F32;
+            pj.n_dots++;
+        }
+        if (packed[s] && !pj.sums[d] && packed_needs_sums(ws[s])) {
+            pj.sums[d] = f->act_sum[d];
+            any = true;
+        }
+        seg_dot[s] = d;
+    }
+    if (any)
+        threadpool_run(f->tp, forward_n_chunks(f, n_tok, (int64_t)n_tok * n_in * PREP_COST), prep_worker, &pj);
+
+    struct mm_job job;
+    memset(&job, 0, sizeof job);
+    job.n_seg = n_seg;
+    job.n_tok = n_tok;
+    job.n_in = n_in;
+    job.row_align = 1;
+    for (int s = 0; s < n_seg; s++) {
+        const int d = seg_dot[s];
+        job.seg[s].act_sums = pj.sums[d];
+        job.seg[s].w = ws[s];
+        job.seg[s].packed = packed[s];
+        if (packed[s])
+            job.row_align = PACKED_ROWS;
+        job.seg[s].act = pj.act[d];
+        job.seg[s].act_stride = pj.stride[d];
+        job.seg[s].out = outs[s];
+        job.seg[s].out_stride = out_strides[s];
+        job.seg[s].rows = ws[s]->ne[1];
+        job.total_rows += ws[s]->ne[1];
+    }
+    threadpool_run(f->tp, forward_n_chunks(f, job.total_rows, job.total_rows * n_in * n_tok), mm_worker, &job);
+}
+
