@@ -8,13 +8,18 @@ export TOKSCOPE_TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 OUT=${OUT:-$BUILD/test-out}
 export OUT
 mkdir -p "$OUT"
+: >"$OUT/xfail-seen.txt"
 total_pass=0
 total_fail=0
 total_skip=0
 
-add() { # suite pass fail skip
-    printf '%-32s %4d passed, %d failed%s\n' "$1" "$2" "$3" "$([ "$4" -gt 0 ] && echo ", $4 skipped")"
+total_xfail=0
+
+add() { # suite pass fail skip [xfail]
+    printf '%-32s %4d passed, %d failed%s%s\n' "$1" "$2" "$3" "$([ "$4" -gt 0 ] && echo ", $4 skipped")" \
+        "$([ "${5:-0}" -gt 0 ] && echo ", $5 expected failures")"
     total_pass=$((total_pass + $2)); total_fail=$((total_fail + $3)); total_skip=$((total_skip + $4))
+    total_xfail=$((total_xfail + ${5:-0}))
 }
 
 if [ "${CI:-}" = true ] && [ ! -d "$TOKSCOPE_TESTDATA/models" ]; then
@@ -46,12 +51,31 @@ for t in tests/golden/*.sh tests/e2e/*.sh; do
     p=$(grep -c '^ok - ' "$log")
     f=$(grep -c '^not ok - ' "$log")
     s=$(grep -c '^skip - ' "$log")
+    x=$(grep -c '^xfail - ' "$log")
+    grep '^xfail - ' "$log" >>"$OUT/xfail-seen.txt"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$t exited with status $rc"; fi
     [ "$f" -gt 0 ] && { grep -A3 '^not ok - ' "$log" | head -n 30; echo "  (full log: $log)"; }
-    add "$name" "$p" "$f" "$s"
+    add "$name" "$p" "$f" "$s" "$x"
 done
 
+# Every expected failure must have run: a mark on a check that no longer
+# exists (renamed, removed) would otherwise hide nothing and linger.
+if [ -f tests/xfail.txt ]; then
+    grep -v '^#' tests/xfail.txt | grep -v '^$' | while IFS= read -r x; do
+        # the AVX2 build exists only where make test could build it
+        case "$x" in *"AVX2 build"*) [ -x "$BUILD/avx2/tokscope" ] || continue ;; esac
+        grep -qxF "xfail - $x" "$OUT/xfail-seen.txt" || echo "$x"
+    done >"$OUT/xfail-unseen.txt"
+    if [ -s "$OUT/xfail-unseen.txt" ]; then
+        echo "tests/xfail.txt lists checks that did not run (as xfail):"; sed 's/^/  /' "$OUT/xfail-unseen.txt"
+        total_fail=$((total_fail + $(wc -l <"$OUT/xfail-unseen.txt")))
+    fi
+fi
+
 echo
+if [ "$total_xfail" -gt 0 ]; then
+    echo "$total_xfail expected failures (XFAIL: model families not supported yet, tests/xfail.txt), not counted below"
+fi
 if [ "$total_skip" -gt 0 ]; then
     echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 else
