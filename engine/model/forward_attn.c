@@ -170,7 +170,9 @@ static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1,
 void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out)
 {
     float M, S;
-    one_chunk(kv, q, 0, n_kv, s, out, &M, &S);
+    /* masked keys are skipped by the reference, so leaving them out is the same */
+    const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
+    one_chunk(kv, q, k0, n_kv, s, out, &M, &S);
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (int i = 0; i < kv->hd; i++)
         out[i] *= inv;
@@ -187,9 +189,10 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
     float M = -INFINITY, S = 0.0f;
     for (int i = 0; i < hd; i++)
         out[i] = 0.0f;
+    const int32_t lo = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
     for (int c = 0; c < n_split; c++) {
-        const int32_t k0 = c * chunk;
-        int32_t k1 = k0 + chunk < n_view ? k0 + chunk : n_view;
+        const int32_t k0 = c * chunk > lo ? c * chunk : lo;
+        int32_t k1 = (c + 1) * chunk < n_view ? (c + 1) * chunk : n_view;
         if (k1 > n_kv)
             k1 = n_kv; /* keys past the query's position are masked */
         if (k0 >= k1)
@@ -290,12 +293,24 @@ static void kq_tile(const float *kt, const float *qr, int hd, float scale, float
 #endif
 }
 
+/* The first key a query at pos sees. */
+static inline int32_t window_lo(const attn_kv *kv, int32_t pos)
+{
+    return kv->window > 0 && pos >= kv->window ? pos - kv->window + 1 : 0;
+}
+
+/* True when a query at pos sees a key of the tile starting at ic. */
+static inline bool tile_visible(const attn_kv *kv, int32_t ic, int32_t pos)
+{
+    return ic <= pos && ic + ATTN_TILE > window_lo(kv, pos);
+}
+
 /* The online softmax step of one query (row at position pos) for the tile
- * of keys from ic: masks keys past pos, rescales the accumulator when the
+ * of keys from ic: masks keys outside [lo, pos], rescales the accumulator when the
  * maximum grows, and turns kq into exp(kq - M) (ggml_vec_soft_max_f32:
  * 16-lane exp, each group reduced in float and summed in double). False
  * when every key is masked. */
-static bool tile_softmax(float *kq, int32_t ic, int32_t pos, float *acc, int hd, float *M, float *S)
+static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *acc, int hd, float *M, float *S)
 {
     enum { T = ATTN_TILE };
     float tmax = -INFINITY;
@@ -304,7 +319,10 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t pos, float *acc, int hd,
     for (int j = 0; j < T; j += 16) {
         /* lanes whose key ic + j + lane lies past pos */
         const int32_t room = pos - ic - j + 1; /* keys of this group that are visible */
-        const __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
+        __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
+        const int32_t below = lo - ic - j; /* keys of this group before the window */
+        if (below > 0)
+            vis &= below >= 16 ? (__mmask16)0 : (__mmask16)~((1u << below) - 1u);
         const __m512 v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, _mm512_loadu_ps(kq + j));
         _mm512_storeu_ps(kq + j, v);
         mx = _mm512_max_ps(mx, v);
@@ -312,7 +330,7 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t pos, float *acc, int hd,
     tmax = _mm512_reduce_max_ps(mx);
 #else
     for (int j = 0; j < T; j++) {
-        if (ic + j > pos)
+        if (ic + j > pos || ic + j < lo)
             kq[j] = -INFINITY;
         tmax = tmax > kq[j] ? tmax : kq[j];
     }
@@ -364,7 +382,7 @@ static void pv_tile(float *acc, const float *vt, int hd, const float *kq)
 /* Up to four queries (numbers idx[0..n)) against one tile, with the steps
  * of kq_tile, tile_softmax and pv_tile for each: the queries' chains run
  * side by side (16 keys or head elements per register), which keeps every
- * chain's order. Every listed query sees key ic (ic <= its position), so
+ * chain's order. Every listed query sees a key of the tile (tile_visible), so
  * none is fully masked. Missing queries repeat the last one; their results
  * are dropped. Needs hd % 16 == 0 (attn_use_tiled). */
 static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, int32_t ic,
@@ -396,7 +414,8 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
         const int i = idx[k];
         for (int c = 0; c < C; c++)
             _mm512_store_ps(kq[k] + 16 * c, _mm512_mul_ps(a[k][c], _mm512_set1_ps(kv->scale)));
-        (void)tile_softmax(kq[k], ic, pos0 + i % n_rows, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
+        const int32_t pos = pos0 + i % n_rows;
+        (void)tile_softmax(kq[k], ic, window_lo(kv, pos), pos, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
     }
     float *acc[4];
     for (int k = 0; k < 4; k++)
@@ -440,7 +459,9 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
     }
     memset(vkq, 0, sizeof(float) * (size_t)nq * hd);
     const int32_t last = pos0 + n_rows - 1;
-    for (int32_t ic = 0; ic <= last; ic += T) {
+    /* tiles before the first row's window are masked for every row (the
+     * reference skips them) */
+    for (int32_t ic = window_lo(kv, pos0) / T * T; ic <= last; ic += T) {
         /* K tile transposed (kt[d][j]) and V tile (vt[j][d]) in F32, once for
          * every query head that shares this KV head; keys past the last query
          * are masked for every row and read as zeros */
@@ -464,7 +485,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
         while (i < nq) {
             int idx[4], n4 = 0;
             for (; i < nq && n4 < 4; i++)
-                if (ic <= pos0 + i % n_rows)
+                if (tile_visible(kv, ic, pos0 + i % n_rows))
                     idx[n4++] = i;
             if (n4 > 0)
                 tile_queries4(kv, q, q_stride, n_rows, pos0, ic, kt, vt, idx, n4, vkq, Ms, Ss);
@@ -473,12 +494,12 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
         for (; i < nq; i++) {
             const int g = i / n_rows, r = i % n_rows;
             const int32_t pos = pos0 + r;
-            if (ic > pos)
+            if (!tile_visible(kv, ic, pos))
                 continue; /* every key of this tile is masked for this row */
             const float *qr = q + (int64_t)r * q_stride + (int64_t)g * hd;
             float *acc = vkq + (size_t)i * hd;
             kq_tile(kt, qr, hd, kv->scale, kq);
-            if (!tile_softmax(kq, ic, pos, acc, hd, &Ms[i], &Ss[i]))
+            if (!tile_softmax(kq, ic, window_lo(kv, pos), pos, acc, hd, &Ms[i], &Ss[i]))
                 continue;
             pv_tile(acc, vt, hd, kq);
         }

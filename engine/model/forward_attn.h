@@ -25,7 +25,8 @@ typedef struct attn_kv {
     int64_t stride;    /* elements between cache rows */
     bool f16;
     int hd;            /* head dimension (K and V) */
-    float scale;       /* 1/sqrt(hd) */
+    float scale;       /* softmax(scale * K.Q) */
+    int32_t window;    /* > 0: a query at pos sees keys (pos - window, pos] only (sliding window) */
 } attn_kv;
 
 #define ATTN_TILE 64 /* queries and keys per tile (GGML_FA_TILE_Q/KV) */
@@ -46,7 +47,8 @@ void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint
 /* The KV view length for a query batch whose last position is last_pos. */
 int32_t attn_kv_view(int32_t last_pos);
 
-/* out[0..hd) = attention of query q (F32) over keys [0, n_kv). */
+/* out[0..hd) = attention of query q (F32) over keys [0, n_kv) (the
+ * query sits at n_kv - 1; with a window, over the last `window` of them). */
 void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out);
 
 /* Same for a single query with the view [0, n_view) cut into n_split chunks;

@@ -4,9 +4,11 @@
 #ifndef TOKSCOPE_FORWARD_INTERNAL_H
 #define TOKSCOPE_FORWARD_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model/forward.h"
+#include "model/forward_graph.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "kernels/threadpool.h"
@@ -19,34 +21,92 @@
  * SIMD multiply-add, so that n_chunks splits them only when worth it. */
 #define PREP_COST 2
 
-/* The matmul weights of a layer, in the order of forward_ctx.packed. */
-enum layer_mm { MM_WQ, MM_WK, MM_WV, MM_WO, MM_GATE, MM_UP, MM_DOWN, N_LAYER_MM };
+/* ---- the graph a recipe builds (forward_graph.c) ---- */
+enum fwd_op_kind {
+    OP_EMBED,        /* X = embedding row * embd_scale; the token's RoPE tables */
+    OP_NORM,         /* dst = rmsnorm(src) * w */
+    OP_HEAD_NORM,    /* each head of dst = rmsnorm(head) * w */
+    OP_ADD,          /* dst += src */
+    OP_BIAS,         /* dst += w */
+    OP_SCALE,        /* dst *= s */
+    OP_ROPE,         /* RoPE of each head of dst with layer il's table */
+    OP_KV_STORE,     /* K, V rows into layer il's cache */
+    OP_SPLIT_QKV,    /* QKV row -> Q, K, V rows */
+    OP_SWIGLU,       /* dst = silu(src) * src2 */
+    OP_SWIGLU_FUSED, /* dst = silu(src[0, n)) * src[n, 2n) */
+    OP_GEGLU,        /* dst = gelu(src) * src2 */
+    OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
+};
+
+struct fwd_op {
+    enum fwd_op_kind kind;
+    enum fwd_buf dst, src, src2;
+    uint32_t il;
+    const gguf_tensor *w;
+    float s;
+};
+
+enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT };
+
+#define FWD_MAX_OPS 12
+
+struct fwd_step {
+    enum fwd_step_kind kind;
+    int n_ops; /* STEP_ROWS: ops run in order on each row */
+    struct fwd_op ops[FWD_MAX_OPS];
+    int n_seg; /* STEP_MATMUL: up to 3 weights sharing the input */
+    enum fwd_buf in;
+    const gguf_tensor *w[3];
+    enum fwd_buf out[3];
+    uint32_t il; /* STEP_ATTN */
+};
+
+struct fwd_graph {
+    const model_hparams *hp;
+    struct fwd_step *steps;
+    int n_steps, cap;
+    int64_t width[FWD_N_BUF]; /* floats per row of each buffer */
+    int64_t max_in;           /* widest matmul input */
+    bool oom;
+};
+
+/* Builds the whole model's graph: embeddings, every layer's recipe, the
+ * output norm and head. false when out of memory. */
+bool fwd_graph_build(fwd_graph *g, const model *m);
+void fwd_graph_free(fwd_graph *g);
 
 struct forward_ctx {
     const model *m;
     model_hparams hp;
     const model_weights *w;
     forward_params p;
+    fwd_graph graph;
     int64_t kv_dim;
     int n_group;       /* query heads per KV head (the model loader checked that it divides) */
     size_t kv_elt;     /* bytes per cached element */
     void **k_cache; /* [n_layer] -> n_ctx rows of kv_dim, F16 or F32 */
     void **v_cache;
-    /* activations, n_batch rows each */
-    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
+    /* row buffers, n_batch rows of graph.width[b] floats each (LOGITS is the caller's) */
+    float *buf[FWD_N_BUF];
     uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;      /* bytes per act buffer */
     int32_t *act_sum[3]; /* their Q8_0 block sums (packed_act_sums), when a packed Q4_0 weight needs them */
-    float *rope;     /* per token of the batch, rope_stride floats: n_rot cos, sin pairs */
+    /* per token of the batch, n_rope_tables tables of rope_stride floats:
+     * n_rot cos, sin pairs; table 1 is the sliding-window layers' */
+    float *rope;
     size_t rope_stride;
+    int n_rope_tables;
+    const float *rope_factors; /* per rotated pair, or NULL */
+    /* the current batch, for the row steps */
+    const int32_t *tokens;
+    int32_t start_pos;
     /* per-thread attention scratch, attn_scratch_floats each */
     float *attn_buf;
     size_t attn_floats;  /* per thread, a multiple of a cache line */
     uint16_t *attn_half; /* n_threads * attn_halfs */
     size_t attn_halfs;   /* 2 * head_dim, rounded up to a cache line */
-    /* packed weight copies (forward_packed.h), NULL where a weight has none */
-    const uint8_t *(*packed)[N_LAYER_MM]; /* [n_layer][N_LAYER_MM], in layer_mm order */
-    const uint8_t *packed_output;
+    /* packed weight copies (forward_packed.h), by tensor index; NULL where a weight has none */
+    const uint8_t **packed_of;
     uint8_t *packed_buf;
     size_t packed_len; /* bytes mapped at packed_buf (for munmap) */
     threadpool *tp;
@@ -54,6 +114,9 @@ struct forward_ctx {
     forward_progress_fn progress;
     void *progress_user;
 };
+
+/* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
+void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);
 
 /* How many chunks to cut `items` units of work into: one (inline) when the
  * job is too small to be worth waking the pool, else several per thread,

@@ -1,14 +1,20 @@
-/* LLaMA model loading: hyperparameters from the GGUF keys, every tensor the
- * forward pass reads checked for presence, shape and type before anything
- * runs, so a bad file fails here with the tensor's name instead of inside
- * the hot loop. */
+/* Model loading: what every architecture shares (sizes, RoPE, embeddings,
+ * output) from the GGUF keys, then the architecture's own keys and layer
+ * tensors (arch_<name>.c). Every tensor is checked for presence, shape and
+ * type before anything runs, so a bad file fails here with the tensor's
+ * name instead of inside the hot loop. A tensor no rule claimed is refused
+ * too: running a file with weights we would ignore gives wrong numbers
+ * without a word (Llama 3's rope_freqs once did exactly that). */
 #include "model/model.h"
 
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/tensor.h"
+#include "model/arch.h"
 
 struct model {
     gguf_ctx *g;
@@ -19,53 +25,125 @@ struct model {
     size_t weight_bytes;
 };
 
-static bool get_u32_arch(const gguf_ctx *g, const char *arch, const char *key, uint32_t *out)
+struct model_loader {
+    const gguf_ctx *g;
+    const char *arch;
+    bool *claimed; /* per tensor of the file */
+    char *err;
+    size_t errlen;
+    bool failed;
+};
+
+bool ml_fail(model_loader *ld, const char *fmt, ...)
 {
-    char k[160];
-    snprintf(k, sizeof k, "%s.%s", arch, key);
-    return gguf_get_u32(g, k, out);
+    if (!ld->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ld->err, ld->errlen, fmt, ap);
+        va_end(ap);
+        ld->failed = true;
+    }
+    return false;
 }
 
-static bool get_f32_arch(const gguf_ctx *g, const char *arch, const char *key, float *out)
+bool ml_failed(const model_loader *ld) { return ld->failed; }
+
+bool ml_u32(model_loader *ld, const char *key, uint32_t *out)
 {
     char k[160];
-    snprintf(k, sizeof k, "%s.%s", arch, key);
-    return gguf_get_f32(g, k, out);
+    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
+    return gguf_get_u32(ld->g, k, out);
 }
 
-/* Finds `name`, checks its shape (ne0 x ne1; ne1 = 1 for vectors) and that we
- * can compute with its type. */
-static const gguf_tensor *want(const gguf_ctx *g, const char *name, int64_t ne0, int64_t ne1, bool optional,
-                               bool must_be_f32, char *err, size_t errlen)
+bool ml_f32(model_loader *ld, const char *key, float *out)
 {
-    const gguf_tensor *t = gguf_find_tensor(g, name);
+    char k[160];
+    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
+    return gguf_get_f32(ld->g, k, out);
+}
+
+bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n)
+{
+    char k[160];
+    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
+    const int64_t i = gguf_find_key(ld->g, k);
+    if (i < 0 || gguf_kv_type(ld->g, i) != GGUF_VTYPE_ARRAY)
+        return false;
+    if (gguf_arr_len(ld->g, i) < n)
+        return ml_fail(ld, "%s has %llu entries, the model has %u layers", k,
+                       (unsigned long long)gguf_arr_len(ld->g, i), n);
+    for (uint32_t j = 0; j < n; j++)
+        out[j] = gguf_arr_i64(ld->g, i, j) != 0;
+    return true;
+}
+
+const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, unsigned flags)
+{
+    if (ld->failed)
+        return NULL;
+    char name[128];
+    if (il >= 0)
+        snprintf(name, sizeof name, "blk.%d.%s", il, suffix);
+    else
+        snprintf(name, sizeof name, "%s", suffix);
+    const gguf_tensor *t = gguf_find_tensor(ld->g, name);
     if (!t) {
-        if (!optional)
-            snprintf(err, errlen, "tensor '%s' is missing", name);
+        if (!(flags & ML_OPTIONAL))
+            ml_fail(ld, "tensor '%s' is missing (required by architecture '%s')", name, ld->arch);
         return NULL;
     }
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-        snprintf(err, errlen, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name,
-                 (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
-                 (long long)ne0, (long long)ne1);
+        ml_fail(ld, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name, (long long)t->ne[0],
+                (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)ne1);
         return NULL;
     }
     const char *tn = tensor_type_name(t->type);
     if (!tensor_type_is_supported(t->type)) {
-        snprintf(err, errlen, "tensor '%s' has type %s, which tokscope cannot compute with (supported: F32 F16 "
-                 "BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K)", name, tn ? tn : "unknown");
+        ml_fail(ld, "tensor '%s' has type %s, which tokscope cannot compute with (supported: F32 F16 BF16 Q4_0 "
+                "Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K)", name, tn ? tn : "unknown");
         return NULL;
     }
-    if (must_be_f32 && t->type != TENSOR_TYPE_F32) {
-        snprintf(err, errlen, "tensor '%s' has type %s, expected F32 (norm weights)", name, tn ? tn : "?");
+    if ((flags & ML_F32) && t->type != TENSOR_TYPE_F32) {
+        ml_fail(ld, "tensor '%s' has type %s, expected F32 (norm weights, biases and factors)", name, tn ? tn : "?");
         return NULL;
     }
     if (tensor_row_size(t->type, ne0) == 0) {
-        snprintf(err, errlen, "tensor '%s': row length %lld is not a multiple of the %s block size", name,
-                 (long long)ne0, tn ? tn : "?");
+        ml_fail(ld, "tensor '%s': row length %lld is not a multiple of the %s block size", name, (long long)ne0,
+                tn ? tn : "?");
         return NULL;
     }
+    const int64_t idx = t - gguf_tensor_at(ld->g, 0);
+    if (idx >= 0 && idx < gguf_n_tensors(ld->g))
+        ld->claimed[idx] = true;
     return t;
+}
+
+bool ml_qkv(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp, bool fused_allowed)
+{
+    const int64_t E = hp->n_embd, NQ = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int l = (int)il;
+    if (fused_allowed)
+        L->wqkv = ml_tensor(ld, l, "attn_qkv.weight", E, NQ + 2 * KV, ML_OPTIONAL);
+    if (!L->wqkv) {
+        L->wq = ml_tensor(ld, l, "attn_q.weight", E, NQ, 0);
+        L->wk = ml_tensor(ld, l, "attn_k.weight", E, KV, 0);
+        L->wv = ml_tensor(ld, l, "attn_v.weight", E, KV, 0);
+    }
+    L->bq = ml_tensor(ld, l, "attn_q.bias", NQ, 1, ML_OPTIONAL | ML_F32);
+    L->bk = ml_tensor(ld, l, "attn_k.bias", KV, 1, ML_OPTIONAL | ML_F32);
+    L->bv = ml_tensor(ld, l, "attn_v.bias", KV, 1, ML_OPTIONAL | ML_F32);
+    if (!ld->failed && (!L->bq != !L->bk || !L->bk != !L->bv))
+        return ml_fail(ld, "layer %u has some of the attn_q/k/v biases but not all three", il);
+    return !ld->failed;
+}
+
+bool ml_ffn(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp)
+{
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    L->ffn_gate = ml_tensor(ld, (int)il, "ffn_gate.weight", E, F, 0);
+    L->ffn_up = ml_tensor(ld, (int)il, "ffn_up.weight", E, F, 0);
+    L->ffn_down = ml_tensor(ld, (int)il, "ffn_down.weight", F, E, 0);
+    return !ld->failed;
 }
 
 static void fail(model *m, char *err, size_t errlen, const char *path)
@@ -75,6 +153,77 @@ static void fail(model *m, char *err, size_t errlen, const char *path)
     snprintf(tmp, sizeof tmp, "%s", err);
     snprintf(err, errlen, "%s: %s", path, tmp);
     model_free(m);
+}
+
+static bool str_is(gguf_str s, const char *lit) { return s.len == strlen(lit) && !memcmp(s.ptr, lit, s.len); }
+
+/* The hyperparameters every architecture has (llama.cpp's load_hparams). */
+static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
+{
+    if (!ml_u32(ld, "embedding_length", &hp->n_embd) || !ml_u32(ld, "block_count", &hp->n_layer) ||
+        !ml_u32(ld, "attention.head_count", &hp->n_head) || !ml_u32(ld, "feed_forward_length", &hp->n_ff))
+        return ml_fail(ld, "missing hyperparameter (%s.embedding_length, block_count, attention.head_count or "
+                       "feed_forward_length)", ld->arch);
+    if (!ml_u32(ld, "attention.head_count_kv", &hp->n_head_kv))
+        hp->n_head_kv = hp->n_head;
+    if (!ml_u32(ld, "context_length", &hp->n_ctx_train))
+        hp->n_ctx_train = 2048;
+    if (hp->n_embd == 0 || hp->n_layer == 0 || hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_ff == 0 ||
+        hp->n_head % hp->n_head_kv != 0 || hp->n_embd > 65536 || hp->n_layer > MODEL_MAX_LAYERS ||
+        hp->n_head > 4096 || hp->n_ff > 1 << 20 || hp->n_ctx_train == 0)
+        return ml_fail(ld, "inconsistent hyperparameters: n_embd %u n_layer %u n_head %u n_head_kv %u n_ff %u",
+                       hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->n_ff);
+    hp->head_dim = hp->n_embd / hp->n_head;
+    uint32_t vlen = 0;
+    if (ml_u32(ld, "attention.key_length", &hp->head_dim) | ml_u32(ld, "attention.value_length", &vlen)) {
+        if (vlen == 0)
+            vlen = hp->n_embd / hp->n_head;
+        if (vlen != hp->head_dim)
+            return ml_fail(ld, "attention.key_length %u differs from value_length %u (not supported)", hp->head_dim,
+                           vlen);
+    }
+    if (hp->head_dim == 0 || hp->head_dim > 1024 || (hp->head_dim * hp->n_head == 0))
+        return ml_fail(ld, "head size %u is not supported", hp->head_dim);
+    if (!(hp->n_embd % hp->n_head == 0 || ml_u32(ld, "attention.key_length", &vlen)))
+        return ml_fail(ld, "n_embd %u is not a multiple of n_head %u and no attention.key_length says the head size",
+                       hp->n_embd, hp->n_head);
+    if (!ml_u32(ld, "rope.dimension_count", &hp->n_rot))
+        hp->n_rot = hp->head_dim;
+    if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
+        return ml_fail(ld, "rope.dimension_count %u does not fit head size %u", hp->n_rot, hp->head_dim);
+
+    if (!ml_f32(ld, "rope.freq_base", &hp->rope_freq_base))
+        hp->rope_freq_base = 10000.0f;
+    /* rope.scaling.type (default linear, as llama.cpp reads it) and factor */
+    gguf_str stype = {"linear", 6};
+    char key[160];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", ld->arch);
+    gguf_get_str(ld->g, key, &stype);
+    if (str_is(stype, "none"))
+        hp->rope_scaling = MODEL_ROPE_SCALING_NONE;
+    else if (str_is(stype, "linear"))
+        hp->rope_scaling = MODEL_ROPE_SCALING_LINEAR;
+    else if (str_is(stype, "longrope"))
+        hp->rope_scaling = MODEL_ROPE_SCALING_LONGROPE;
+    else
+        return ml_fail(ld, "rope scaling type '%.*s' is not supported (supported: none, linear, longrope)",
+                       (int)(stype.len > 40 ? 40 : stype.len), stype.ptr);
+    float factor = 0;
+    if (!ml_f32(ld, "rope.scaling.factor", &factor))
+        ml_f32(ld, "rope.scale_linear", &factor);
+    hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    if (hp->rope_scaling == MODEL_ROPE_SCALING_NONE)
+        hp->rope_freq_scale = 1.0f; /* never scale when the type says none */
+    if (!ml_f32(ld, "rope.scaling.attn_factor", &hp->rope_attn_factor))
+        hp->rope_attn_factor = 1.0f;
+    if (!ml_u32(ld, "rope.scaling.original_context_length", &hp->n_ctx_orig))
+        hp->n_ctx_orig = hp->n_ctx_train;
+    hp->rope_freq_base_swa = 10000.0f;
+    hp->rope_freq_scale_swa = 1.0f;
+    if (!ml_f32(ld, "attention.layer_norm_rms_epsilon", &hp->rms_eps))
+        hp->rms_eps = 1e-5f;
+    hp->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
+    return true;
 }
 
 static model *load(const char *path, bool need_tokenizer, char *err, size_t errlen)
@@ -96,116 +245,53 @@ static model *load(const char *path, bool need_tokenizer, char *err, size_t errl
         fail(m, err, errlen, path);
         return NULL;
     }
-    if (strcmp(m->arch, "llama") != 0) {
-        snprintf(err, errlen, "architecture '%s' is not supported (only 'llama')", m->arch);
+    const arch_def *a = arch_find(m->arch);
+    if (!a) {
+        snprintf(err, errlen, "architecture '%.64s' is not supported (supported: %s)", m->arch, model_arch_list());
         fail(m, err, errlen, path);
         return NULL;
     }
-    const char *arch = m->arch;
-    model_hparams *hp = &m->hp;
-    if (!get_u32_arch(g, arch, "embedding_length", &hp->n_embd) || !get_u32_arch(g, arch, "block_count", &hp->n_layer) ||
-        !get_u32_arch(g, arch, "attention.head_count", &hp->n_head) ||
-        !get_u32_arch(g, arch, "feed_forward_length", &hp->n_ff)) {
-        snprintf(err, errlen, "missing hyperparameter (%s.embedding_length, block_count, attention.head_count or "
-                 "feed_forward_length)", arch);
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    if (!get_u32_arch(g, arch, "attention.head_count_kv", &hp->n_head_kv))
-        hp->n_head_kv = hp->n_head;
-    if (!get_u32_arch(g, arch, "context_length", &hp->n_ctx_train))
-        hp->n_ctx_train = 2048;
-    if (hp->n_embd == 0 || hp->n_layer == 0 || hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_ff == 0 ||
-        hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0 || hp->n_embd > 65536 ||
-        hp->n_layer > 1024 || hp->n_ff > 1 << 20 || hp->n_ctx_train == 0) {
-        snprintf(err, errlen, "inconsistent hyperparameters: n_embd %u n_layer %u n_head %u n_head_kv %u n_ff %u",
-                 hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->n_ff);
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    hp->head_dim = hp->n_embd / hp->n_head;
-    if (!get_u32_arch(g, arch, "rope.dimension_count", &hp->n_rot))
-        hp->n_rot = hp->head_dim;
-    if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0) {
-        snprintf(err, errlen, "rope.dimension_count %u does not fit head size %u", hp->n_rot, hp->head_dim);
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    if (!get_f32_arch(g, arch, "rope.freq_base", &hp->rope_freq_base))
-        hp->rope_freq_base = 10000.0f;
-    hp->rope_freq_scale = 1.0f;
-    float factor = 0;
-    gguf_str stype = {0};
-    char key[160];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    bool has_type = gguf_get_str(g, key, &stype);
-    if (get_f32_arch(g, arch, "rope.scaling.factor", &factor) && factor > 0 &&
-        (!has_type || (stype.len == 6 && !memcmp(stype.ptr, "linear", 6))))
-        hp->rope_freq_scale = 1.0f / factor;
-    if (has_type && !(stype.len == 6 && !memcmp(stype.ptr, "linear", 6)) &&
-        !(stype.len == 4 && !memcmp(stype.ptr, "none", 4))) {
-        snprintf(err, errlen, "rope scaling type '%.*s' is not supported", (int)(stype.len > 40 ? 40 : stype.len),
-                 stype.ptr);
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    if (!get_f32_arch(g, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps))
-        hp->rms_eps = 1e-5f;
-    if (!gguf_get_u32(g, "general.file_type", &hp->file_type))
-        hp->file_type = 0;
-
-    const gguf_tensor *emb = gguf_find_tensor(g, "token_embd.weight");
-    if (!emb) {
-        snprintf(err, errlen, "tensor 'token_embd.weight' is missing");
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    hp->n_vocab = (int32_t)emb->ne[1];
-    if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24)) {
-        snprintf(err, errlen, "tensor 'token_embd.weight' has an implausible vocabulary size %lld",
-                 (long long)emb->ne[1]);
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    const int64_t E = hp->n_embd, KV = (int64_t)hp->n_head_kv * hp->head_dim, V = hp->n_vocab, F = hp->n_ff;
-    err[0] = 0;
-    m->w.tok_embd = want(g, "token_embd.weight", E, V, false, false, err, errlen);
-    if (m->w.tok_embd)
-        m->w.output_norm = want(g, "output_norm.weight", E, 1, false, true, err, errlen);
-    if (m->w.output_norm) {
-        m->w.output = want(g, "output.weight", E, V, true, false, err, errlen);
-        if (!m->w.output && !err[0])
-            m->w.output = m->w.tok_embd; /* tied embeddings */
-    }
-    if (!m->w.output) {
-        fail(m, err, errlen, path);
-        return NULL;
-    }
-    m->w.layers = calloc(hp->n_layer, sizeof *m->w.layers);
-    if (!m->w.layers) {
+    model_loader ld = {g, m->arch, calloc((size_t)gguf_n_tensors(g) + 1, sizeof(bool)), err, errlen, false};
+    if (!ld.claimed) {
         snprintf(err, errlen, "out of memory");
         fail(m, err, errlen, path);
         return NULL;
     }
-    for (uint32_t l = 0; l < hp->n_layer; l++) {
-        model_layer *L = &m->w.layers[l];
-        char n[96];
-#define WANT(field, suffix, ne0, ne1, f32)                                                                   \
-    snprintf(n, sizeof n, "blk.%u." suffix, l);                                                              \
-    if (!(L->field = want(g, n, ne0, ne1, false, f32, err, errlen))) {                                       \
-        fail(m, err, errlen, path);                                                                          \
-        return NULL;                                                                                         \
+    model_hparams *hp = &m->hp;
+    hp->arch = a->arch;
+    hp->rope_type = a->rope_type;
+    if (!gguf_get_u32(g, "general.file_type", &hp->file_type))
+        hp->file_type = 0;
+    if (load_shared_hparams(&ld, hp)) {
+        const gguf_tensor *emb = gguf_find_tensor(g, "token_embd.weight");
+        if (!emb)
+            ml_fail(&ld, "tensor 'token_embd.weight' is missing");
+        else if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
+            ml_fail(&ld, "tensor 'token_embd.weight' has an implausible vocabulary size %lld", (long long)emb->ne[1]);
+        else
+            hp->n_vocab = (int32_t)emb->ne[1];
     }
-        WANT(attn_norm, "attn_norm.weight", E, 1, true)
-        WANT(wq, "attn_q.weight", E, E, false)
-        WANT(wk, "attn_k.weight", E, KV, false)
-        WANT(wv, "attn_v.weight", E, KV, false)
-        WANT(wo, "attn_output.weight", E, E, false)
-        WANT(ffn_norm, "ffn_norm.weight", E, 1, true)
-        WANT(ffn_gate, "ffn_gate.weight", E, F, false)
-        WANT(ffn_up, "ffn_up.weight", E, F, false)
-        WANT(ffn_down, "ffn_down.weight", F, E, false)
-#undef WANT
+    if (!ld.failed) {
+        const int64_t E = hp->n_embd, V = hp->n_vocab;
+        m->w.tok_embd = ml_tensor(&ld, -1, "token_embd.weight", E, V, 0);
+        m->w.output_norm = ml_tensor(&ld, -1, "output_norm.weight", E, 1, ML_F32);
+        m->w.output = ml_tensor(&ld, -1, "output.weight", E, V, ML_OPTIONAL);
+        if (!m->w.output)
+            m->w.output = m->w.tok_embd; /* tied embeddings */
+        m->w.layers = calloc(hp->n_layer, sizeof *m->w.layers);
+        if (!m->w.layers)
+            ml_fail(&ld, "out of memory");
+    }
+    if (!ld.failed)
+        a->load(&ld, hp, &m->w);
+    for (int64_t i = 0; !ld.failed && i < gguf_n_tensors(g); i++)
+        if (!ld.claimed[i])
+            ml_fail(&ld, "tensor '%s' is not used by architecture '%s' as tokscope implements it; refusing to run "
+                    "a model whose weights it would ignore", gguf_tensor_at(g, i)->name, m->arch);
+    free(ld.claimed);
+    if (ld.failed) {
+        fail(m, err, errlen, path);
+        return NULL;
     }
     for (int64_t i = 0; i < gguf_n_tensors(g); i++)
         m->weight_bytes += gguf_tensor_at(g, i)->nbytes;
@@ -270,17 +356,22 @@ const char *model_get_arch(const model *m) { return m->arch; }
 size_t model_get_weight_bytes(const model *m) { return m->weight_bytes; }
 const model_weights *model_get_weights(const model *m) { return &m->w; }
 
+static bool is_quant(const gguf_tensor *t)
+{
+    return t && t->type > TENSOR_TYPE_F16 && t->type != TENSOR_TYPE_BF16;
+}
+
 bool model_is_quantized(const model *m)
 {
     /* Decided by the matmul weights: F32/F16/BF16 throughout means "float". */
     const model_weights *w = &m->w;
-    if (w->output->type > TENSOR_TYPE_F16 && w->output->type != TENSOR_TYPE_BF16)
+    if (is_quant(w->output))
         return true;
     for (uint32_t l = 0; l < m->hp.n_layer; l++) {
-        const gguf_tensor *ts[] = {w->layers[l].wq, w->layers[l].wk, w->layers[l].wv, w->layers[l].wo,
-                                   w->layers[l].ffn_gate, w->layers[l].ffn_up, w->layers[l].ffn_down};
+        const model_layer *L = &w->layers[l];
+        const gguf_tensor *ts[] = {L->wq, L->wk, L->wv, L->wqkv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (ts[i]->type > TENSOR_TYPE_F16 && ts[i]->type != TENSOR_TYPE_BF16)
+            if (is_quant(ts[i]))
                 return true;
     }
     return false;

@@ -1,5 +1,7 @@
-/* LLaMA-architecture model: hyperparameters and weights read from GGUF
- * (weights stay in the mmap), plus the tokenizer and chat template. */
+/* A decoder-only transformer read from GGUF: hyperparameters and weights
+ * (weights stay in the mmap), plus the tokenizer and chat template. Which
+ * tensors and keys an architecture needs, and what its layers compute, is
+ * stated in its engine/model/arch_<name>.c. */
 #ifndef TOKSCOPE_MODEL_H
 #define TOKSCOPE_MODEL_H
 
@@ -10,26 +12,63 @@
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
+#define MODEL_MAX_LAYERS 1024
+
+enum model_arch {
+    MODEL_ARCH_LLAMA,
+    MODEL_ARCH_QWEN2,
+    MODEL_ARCH_QWEN3,
+    MODEL_ARCH_GEMMA3,
+    MODEL_ARCH_PHI3,
+    MODEL_ARCH_COUNT,
+};
+
+/* How RoPE pairs a head's elements: NORM rotates adjacent pairs (i, i+1),
+ * NEOX the two halves (i, i + n_rot/2). */
+enum model_rope_type { MODEL_ROPE_NORM, MODEL_ROPE_NEOX };
+
+/* rope.scaling.type: what the frequencies are scaled by. */
+enum model_rope_scaling {
+    MODEL_ROPE_SCALING_NONE,
+    MODEL_ROPE_SCALING_LINEAR,   /* positions divided by rope.scaling.factor */
+    MODEL_ROPE_SCALING_LONGROPE, /* Phi-3: per-dimension long/short factors */
+};
+
 typedef struct model_hparams {
+    enum model_arch arch;
     uint32_t n_ctx_train;
     uint32_t n_embd;
     uint32_t n_layer;
     uint32_t n_head;
     uint32_t n_head_kv;
     uint32_t n_ff;
-    uint32_t n_rot;      /* rope.dimension_count, default n_embd / n_head */
-    uint32_t head_dim;   /* n_embd / n_head */
+    uint32_t head_dim; /* attention.key_length (= value_length), default n_embd / n_head */
+    uint32_t n_rot;    /* rope.dimension_count, default head_dim */
     int32_t n_vocab;
-    float rope_freq_base;  /* default 10000 */
-    float rope_freq_scale; /* 1 / rope.scaling.factor when linear scaling, else 1 */
+    enum model_rope_type rope_type;
+    enum model_rope_scaling rope_scaling;
+    float rope_freq_base;   /* default 10000 */
+    float rope_freq_scale;  /* 1 / rope.scaling.factor for linear scaling, else 1 */
+    float rope_attn_factor; /* rope.scaling.attn_factor: cos and sin are scaled by it (1 = none) */
+    uint32_t n_ctx_orig;    /* rope.scaling.original_context_length, default n_ctx_train */
+    /* sliding-window attention: layer l sees the n_swa positions up to its
+     * own when swa_layer[l]; those layers use their own RoPE base and scale */
+    uint32_t n_swa;
+    float rope_freq_base_swa, rope_freq_scale_swa;
+    bool swa_layer[MODEL_MAX_LAYERS];
+    float embd_scale;    /* token embeddings multiplied by this (0 = not scaled) */
+    float q_scale;       /* queries multiplied by this before attention (0 = not) */
+    float kq_scale;      /* softmax(kq_scale * K.Q) */
+    float logit_softcap; /* logits = c * tanh(logits / c) (0 = none) */
     float rms_eps;
-    uint32_t file_type;    /* general.file_type, 0 if absent */
+    uint32_t file_type; /* general.file_type, 0 if absent */
 } model_hparams;
 
 typedef struct model model;
 
 /* Opens, validates shapes and types of every tensor the forward pass needs
- * (clear error naming the tensor otherwise), builds the tokenizer. */
+ * (clear error naming the tensor otherwise), refuses architectures, tensors
+ * and rope scaling types it does not know, builds the tokenizer. */
 model *model_load(const char *path, char *err, size_t errlen);
 /* Same, but a tokenizer that fails to build is not an error:
  * model_get_tokenizer() then returns NULL (compare needs token ids only). */
@@ -44,17 +83,33 @@ const char *model_get_chat_template(const model *m); /* NULL when absent */
 const char *model_get_arch(const model *m);
 size_t model_get_weight_bytes(const model *m);
 const char *model_file_type_name(uint32_t file_type); /* "Q4_K_M", ... */
+const char *model_arch_name(enum model_arch a);
+/* The architectures tokscope runs, space-separated (for messages). */
+const char *model_arch_list(void);
+const char *model_rope_type_name(enum model_rope_type t);
+const char *model_rope_scaling_name(enum model_rope_scaling s);
 
-/* The weights the forward pass reads (views into the GGUF mapping). */
+/* The weights the forward pass reads (views into the GGUF mapping). A
+ * NULL pointer is a tensor this architecture or file does not have. */
 typedef struct model_layer {
-    const gguf_tensor *attn_norm, *wq, *wk, *wv, *wo;
-    const gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+    const gguf_tensor *attn_norm;
+    const gguf_tensor *wq, *wk, *wv, *wqkv; /* separate, or fused Q|K|V rows */
+    const gguf_tensor *bq, *bk, *bv;        /* biases added after the Q, K, V matmuls */
+    const gguf_tensor *q_norm, *k_norm;     /* per-head RMS norms of Q and K */
+    const gguf_tensor *wo;
+    const gguf_tensor *attn_post_norm;      /* norm of the attention output */
+    const gguf_tensor *ffn_norm;
+    const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* gate NULL: ffn_up holds gate|up rows */
+    const gguf_tensor *ffn_post_norm;       /* norm of the FFN output */
 } model_layer;
 
 typedef struct model_weights {
     const gguf_tensor *tok_embd, *output_norm;
     const gguf_tensor *output; /* == tok_embd when the embeddings are tied */
-    model_layer *layers;       /* n_layer */
+    /* RoPE frequency factors, one per rotated pair (divide theta): Llama 3's
+     * rope_freqs, or Phi-3's long/short factors chosen by the context size */
+    const gguf_tensor *rope_freqs, *rope_long, *rope_short;
+    model_layer *layers; /* n_layer */
 } model_weights;
 
 const model_weights *model_get_weights(const model *m);

@@ -1,0 +1,57 @@
+/* One architecture = its load rules and its layer recipe (arch_<name>.c).
+ * model.c reads what every architecture shares (sizes, RoPE, the
+ * embeddings and output), then the architecture's load() reads its own
+ * keys and each layer's tensors through the loader below; forward.c builds
+ * the graph by calling its layer() once per layer. */
+#ifndef TOKSCOPE_ARCH_H
+#define TOKSCOPE_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "model/forward_graph.h"
+#include "model/model.h"
+
+typedef struct model_loader model_loader;
+
+enum {
+    ML_OPTIONAL = 1 << 0, /* absent is fine: NULL */
+    ML_F32 = 1 << 1,      /* norms, biases and factors: F32 only */
+};
+
+/* The tensor `blk.IL.SUFFIX` (il >= 0) or `SUFFIX` (il < 0), checked for
+ * shape ne0 x ne1 (ne1 = 1 for a vector) and a type tokscope computes with.
+ * NULL when absent (the loader has failed unless ML_OPTIONAL) or bad (failed). */
+const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, unsigned flags);
+/* ARCH.KEY, false when absent. */
+bool ml_u32(model_loader *ld, const char *key, uint32_t *out);
+bool ml_f32(model_loader *ld, const char *key, float *out);
+/* ARCH.KEY as a per-layer bool array (sliding_window_pattern); false when absent. */
+bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n);
+/* Marks the load failed with a message (first one wins); returns false. */
+bool ml_fail(model_loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool ml_failed(const model_loader *ld);
+
+typedef struct arch_def {
+    enum model_arch arch;
+    const char *name; /* general.architecture */
+    enum model_rope_type rope_type;
+    /* Keys beyond the shared ones, then every layer's tensors. */
+    bool (*load)(model_loader *ld, model_hparams *hp, model_weights *w);
+    /* Layer il, top to bottom: from X (the residual stream) to X. */
+    void (*layer)(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il);
+} arch_def;
+
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
+
+const arch_def *arch_find(const char *name);
+const arch_def *arch_get(enum model_arch a);
+
+/* Loader helpers several architectures share. */
+/* attn_q/k/v (or fused attn_qkv) with their optional biases. */
+bool ml_qkv(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp, bool fused_allowed);
+/* ffn_gate, ffn_up, ffn_down. */
+bool ml_ffn(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp);
+
+#endif

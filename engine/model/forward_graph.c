@@ -1,0 +1,217 @@
+/* The graph builder behind forward_graph.h: each recipe word appends a
+ * step. A row op joins the previous step when that is a row step too, so
+ * the norms, adds and RoPE between two matmuls cost one pass over the
+ * tokens (one wake of the thread pool), whatever the recipe's wording. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/arch.h"
+#include "model/forward_internal.h"
+
+static struct fwd_step *push(fwd_graph *g, enum fwd_step_kind kind)
+{
+    if (g->oom)
+        return NULL;
+    if (g->n_steps == g->cap) {
+        const int cap = g->cap ? 2 * g->cap : 64;
+        struct fwd_step *s = realloc(g->steps, (size_t)cap * sizeof *s);
+        if (!s) {
+            g->oom = true;
+            return NULL;
+        }
+        g->steps = s;
+        g->cap = cap;
+    }
+    struct fwd_step *st = &g->steps[g->n_steps++];
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    return st;
+}
+
+static void row_op(fwd_graph *g, struct fwd_op op)
+{
+    struct fwd_step *st = g->n_steps > 0 ? &g->steps[g->n_steps - 1] : NULL;
+    if (!st || st->kind != STEP_ROWS || st->n_ops == FWD_MAX_OPS)
+        st = push(g, STEP_ROWS);
+    if (st)
+        st->ops[st->n_ops++] = op;
+}
+
+void fwd_embed(fwd_graph *g) { row_op(g, (struct fwd_op){.kind = OP_EMBED, .dst = FWD_X}); }
+
+void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w)
+{
+    row_op(g, (struct fwd_op){.kind = OP_NORM, .dst = dst, .src = src, .w = w});
+}
+
+void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w)
+{
+    row_op(g, (struct fwd_op){.kind = OP_HEAD_NORM, .dst = buf, .w = w});
+}
+
+void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src)
+{
+    row_op(g, (struct fwd_op){.kind = OP_ADD, .dst = dst, .src = src});
+}
+
+void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b)
+{
+    row_op(g, (struct fwd_op){.kind = OP_BIAS, .dst = buf, .w = b});
+}
+
+void fwd_scale(fwd_graph *g, enum fwd_buf buf, float s)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SCALE, .dst = buf, .s = s});
+}
+
+void fwd_rope(fwd_graph *g, enum fwd_buf buf, uint32_t il)
+{
+    row_op(g, (struct fwd_op){.kind = OP_ROPE, .dst = buf, .il = il});
+}
+
+void fwd_kv_store(fwd_graph *g, uint32_t il)
+{
+    row_op(g, (struct fwd_op){.kind = OP_KV_STORE, .dst = FWD_K, .src = FWD_V, .il = il});
+}
+
+void fwd_split_qkv(fwd_graph *g)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SPLIT_QKV, .dst = FWD_Q, .src = FWD_QKV});
+}
+
+void fwd_swiglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SWIGLU, .dst = dst, .src = gate, .src2 = up});
+}
+
+void fwd_swiglu_fused(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate_up)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SWIGLU_FUSED, .dst = dst, .src = gate_up});
+}
+
+void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up)
+{
+    row_op(g, (struct fwd_op){.kind = OP_GEGLU, .dst = dst, .src = gate, .src2 = up});
+}
+
+void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SOFTCAP, .dst = buf, .s = c});
+}
+
+void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs)
+{
+    struct fwd_step *st = push(g, STEP_MATMUL);
+    if (!st)
+        return;
+    st->in = in;
+    st->n_seg = n;
+    for (int s = 0; s < n; s++) {
+        st->w[s] = ws[s];
+        st->out[s] = outs[s];
+        if (ws[s]->ne[1] > g->width[outs[s]])
+            g->width[outs[s]] = ws[s]->ne[1];
+        if (ws[s]->ne[0] > g->max_in)
+            g->max_in = ws[s]->ne[0];
+    }
+}
+
+void fwd_matmul1(fwd_graph *g, enum fwd_buf out, enum fwd_buf in, const gguf_tensor *w)
+{
+    fwd_matmul(g, in, 1, &w, &out);
+}
+
+void fwd_attention(fwd_graph *g, uint32_t il)
+{
+    struct fwd_step *st = push(g, STEP_ATTN);
+    if (st)
+        st->il = il;
+}
+
+void fwd_keep_out_rows(fwd_graph *g, uint32_t il)
+{
+    if (il + 1 == g->hp->n_layer)
+        push(g, STEP_KEEP_OUT);
+}
+
+/* ---- shared blocks ---------------------------------------------------------- */
+
+void fwd_block_qkv_rope(fwd_graph *g, const model_layer *L, uint32_t il)
+{
+    if (L->wqkv) {
+        fwd_matmul1(g, FWD_QKV, FWD_XB, L->wqkv);
+        fwd_split_qkv(g);
+    } else {
+        const gguf_tensor *ws[3] = {L->wq, L->wk, L->wv};
+        const enum fwd_buf outs[3] = {FWD_Q, FWD_K, FWD_V};
+        fwd_matmul(g, FWD_XB, 3, ws, outs);
+    }
+    if (L->bq) {
+        fwd_bias(g, FWD_Q, L->bq);
+        fwd_bias(g, FWD_K, L->bk);
+        fwd_bias(g, FWD_V, L->bv);
+    }
+    if (L->q_norm)
+        fwd_head_norm(g, FWD_Q, L->q_norm);
+    if (L->k_norm)
+        fwd_head_norm(g, FWD_K, L->k_norm);
+    fwd_rope(g, FWD_Q, il);
+    fwd_rope(g, FWD_K, il);
+    fwd_kv_store(g, il);
+}
+
+void fwd_block_ffn_swiglu(fwd_graph *g, const model_layer *L)
+{
+    if (L->ffn_gate) {
+        const gguf_tensor *ws[2] = {L->ffn_gate, L->ffn_up};
+        const enum fwd_buf outs[2] = {FWD_HB, FWD_HB2};
+        fwd_matmul(g, FWD_XB, 2, ws, outs);
+        fwd_swiglu(g, FWD_HB, FWD_HB, FWD_HB2);
+    } else { /* ffn_up holds the gate rows, then the up rows */
+        fwd_matmul1(g, FWD_HB2, FWD_XB, L->ffn_up);
+        fwd_swiglu_fused(g, FWD_HB, FWD_HB2);
+    }
+    fwd_matmul1(g, FWD_XB, FWD_HB, L->ffn_down);
+}
+
+void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L)
+{
+    const gguf_tensor *ws[2] = {L->ffn_gate, L->ffn_up};
+    const enum fwd_buf outs[2] = {FWD_HB, FWD_HB2};
+    fwd_matmul(g, FWD_XB, 2, ws, outs);
+    fwd_geglu(g, FWD_HB, FWD_HB, FWD_HB2);
+    fwd_matmul1(g, FWD_XB, FWD_HB, L->ffn_down);
+}
+
+/* ---- the whole model ---------------------------------------------------------- */
+
+bool fwd_graph_build(fwd_graph *g, const model *m)
+{
+    const model_hparams *hp = model_get_hparams(m);
+    const model_weights *w = model_get_weights(m);
+    const arch_def *a = arch_get(hp->arch);
+    memset(g, 0, sizeof *g);
+    g->hp = hp;
+    const int64_t NQ = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    g->width[FWD_X] = g->width[FWD_XB] = hp->n_embd;
+    g->width[FWD_ATT] = g->width[FWD_Q] = NQ;
+    g->width[FWD_K] = g->width[FWD_V] = KV;
+    g->width[FWD_HB] = g->width[FWD_HB2] = hp->n_ff;
+    g->width[FWD_LOGITS] = hp->n_vocab;
+    fwd_embed(g);
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        a->layer(g, hp, &w->layers[il], il);
+    fwd_norm(g, FWD_XB, FWD_X, w->output_norm);
+    fwd_matmul1(g, FWD_LOGITS, FWD_XB, w->output);
+    if (hp->logit_softcap != 0.0f)
+        fwd_softcap(g, FWD_LOGITS, hp->logit_softcap);
+    g->width[FWD_LOGITS] = hp->n_vocab;
+    return !g->oom;
+}
+
+void fwd_graph_free(fwd_graph *g)
+{
+    free(g->steps);
+    g->steps = NULL;
+    g->n_steps = g->cap = 0;
+}

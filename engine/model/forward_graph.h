@@ -1,0 +1,72 @@
+/* The words an architecture's layer recipe is written in (arch_*.c).
+ *
+ * A recipe does not compute: when the forward context is built it appends
+ * steps to a graph, top to bottom, and forward_eval then runs that graph
+ * for each batch. Steps work on named row buffers, one row per token of
+ * the batch. Consecutive row steps (norms, adds, RoPE, ...) run as one pass
+ * over the tokens on the thread pool; matmuls with a shared input run as
+ * one job. Each step does its arithmetic in the reference's float order,
+ * so a recipe that lists the reference's operations in its order gives its
+ * bits. */
+#ifndef TOKSCOPE_FORWARD_GRAPH_H
+#define TOKSCOPE_FORWARD_GRAPH_H
+
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+enum fwd_buf {
+    FWD_X,      /* the residual stream (n_embd) */
+    FWD_XB,     /* a norm's output, a block's output (n_embd) */
+    FWD_ATT,    /* attention output, all query heads (n_head * head_dim) */
+    FWD_Q,      /* queries (n_head * head_dim) */
+    FWD_K,      /* keys of this batch (n_head_kv * head_dim) */
+    FWD_V,      /* values of this batch */
+    FWD_QKV,    /* a fused Q|K|V matmul's output */
+    FWD_HB,     /* FFN hidden (n_ff) */
+    FWD_HB2,    /* FFN hidden, second matmul output (n_ff, or 2 n_ff fused) */
+    FWD_LOGITS, /* the caller's logits rows */
+    FWD_N_BUF,
+};
+
+typedef struct fwd_graph fwd_graph;
+
+/* ---- row steps ---- */
+void fwd_embed(fwd_graph *g);                                            /* X = token embeddings (* embd_scale) */
+void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm * w */
+void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w); /* RMS norm * w of each head */
+void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);          /* dst += src */
+void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b);     /* buf += b */
+void fwd_scale(fwd_graph *g, enum fwd_buf buf, float s);                 /* buf *= s */
+void fwd_rope(fwd_graph *g, enum fwd_buf buf, uint32_t il);              /* RoPE of each head, layer il's rope */
+void fwd_kv_store(fwd_graph *g, uint32_t il);                            /* K, V rows into layer il's cache */
+void fwd_split_qkv(fwd_graph *g);                                        /* QKV -> Q, K, V */
+void fwd_swiglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up); /* silu(gate) * up */
+void fwd_swiglu_fused(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate_up); /* silu(1st half) * 2nd half */
+void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up);  /* gelu_tanh(gate) * up */
+void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c);               /* c * tanh(buf / c) */
+
+/* ---- matmuls: out[s] = in . ws[s] for up to 3 weights sharing the input ---- */
+void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs);
+void fwd_matmul1(fwd_graph *g, enum fwd_buf out, enum fwd_buf in, const gguf_tensor *w);
+
+/* ---- attention: ATT = softmax(kq_scale * Q.K) V over layer il's cache,
+ * causal, within the sliding window on the layer's that have one ---- */
+void fwd_attention(fwd_graph *g, uint32_t il);
+
+/* In the last layer, after the attention's output projection: from here on
+ * only the rows whose logits were asked for are computed (llama.cpp's
+ * inp_out_ids). X and XB must be the only live buffers. Elsewhere a no-op. */
+void fwd_keep_out_rows(fwd_graph *g, uint32_t il);
+
+/* ---- blocks most recipes share ---- */
+/* Q, K, V from XB: separate or fused weights, biases when the layer has
+ * them, per-head Q/K norms when it has them; then RoPE and the cache. */
+void fwd_block_qkv_rope(fwd_graph *g, const model_layer *L, uint32_t il);
+/* XB = FFN(XB) with a SiLU-gated FFN (gate and up separate or fused). */
+void fwd_block_ffn_swiglu(fwd_graph *g, const model_layer *L);
+/* XB = FFN(XB) with a GELU(tanh)-gated FFN. */
+void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L);
+
+#endif

@@ -1,0 +1,242 @@
+/* The steps between the matmuls: embeddings, RMS norms, adds, biases,
+ * RoPE (both pairings, with frequency factors), the KV store and the FFN
+ * activations. Each works on one token row at a time, so a row step runs
+ * on the pool like a matmul (a row's arithmetic is the same on any
+ * thread), each in the reference's float order:
+ *  - RMS norm sums squares in double, scales by 1/sqrtf(mean + eps), then
+ *    multiplies by the weight (ggml_rms_norm, then ggml_mul);
+ *  - RoPE builds theta by repeated multiplication with base^(-2/n_rot)
+ *    like ggml's rope cache, divides it by the pair's frequency factor, and
+ *    rotates adjacent pairs (NORM) or the two halves of a head (NEOX);
+ *  - SiLU uses ggml's vector exp, GELU its F16 lookup table. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "kernels/forward_math.h"
+#include "model/forward_internal.h"
+
+static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (x[i] * scale) * w[i];
+}
+
+/* ggml_vec_swiglu_f32: 16-lane groups use the vector silu, the tail libm expf. */
+static void swiglu_row(float *out, const float *g, const float *up, int64_t n)
+{
+    const int64_t nv = n & ~(int64_t)15;
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i < nv; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
+                                                _mm256_loadu_ps(up + i)));
+    }
+#endif
+    for (; i < nv; i++)
+        out[i] = (g[i] / (1.0f + v_expf(0.0f - g[i]))) * up[i];
+    for (i = nv; i < n; i++)
+        out[i] = (g[i] / (1.0f + expf(-g[i]))) * up[i];
+}
+
+/* ggml's GELU (tanh approximation) goes through a table of every F16
+ * input, filled once with this very expression. */
+static float gelu_f32(float x)
+{
+    const float GELU_COEF_A = 0.044715f, SQRT_2_OVER_PI = 0.79788456080286535587989211986876f;
+    return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * x * (1.0f + GELU_COEF_A * x * x)));
+}
+
+static fp16_t gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_init(void)
+{
+    for (uint32_t i = 0; i < (1u << 16); i++)
+        gelu_table[i] = f2h(gelu_f32(h2f((fp16_t)i)));
+}
+
+/* ggml_vec_geglu_f32 with GGML_GELU_FP16 */
+static void geglu_row(float *out, const float *g, const float *up, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        if (x <= -10.0f)
+            out[i] = 0.0f;
+        else if (x >= 10.0f)
+            out[i] = x * up[i];
+        else
+            out[i] = h2f(gelu_table[f2h(x)]) * up[i];
+    }
+}
+
+/* cos/sin pairs for position pos, like ggml_rope_cache_init. */
+static void rope_table(float *cs, int32_t pos, uint32_t n_rot, float base, float freq_scale, float mscale,
+                       const float *factors)
+{
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (uint32_t i = 0; i < n_rot; i += 2) {
+        const float ff = factors ? factors[i / 2] : 1.0f;
+        const float t = freq_scale * (theta / ff);
+        cs[i] = cosf(t) * mscale;
+        cs[i + 1] = sinf(t) * mscale;
+        theta *= theta_scale;
+    }
+}
+
+static void rope_apply(float *x, const float *cs, uint32_t n_rot, enum model_rope_type type)
+{
+    if (type == MODEL_ROPE_NEOX) {
+        const uint32_t half = n_rot / 2;
+        for (uint32_t i = 0; i < half; i++) {
+            const float x0 = x[i], x1 = x[i + half];
+            x[i] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
+            x[i + half] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < n_rot; i += 2) {
+        const float x0 = x[i], x1 = x[i + 1];
+        x[i] = x0 * cs[i] - x1 * cs[i + 1];
+        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
+    }
+}
+
+static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
+{
+    const int64_t KV = f->kv_dim;
+    if (f->p.kv_type == TENSOR_TYPE_F16) {
+        fp16_t *kd = (fp16_t *)f->k_cache[l] + (size_t)pos * KV;
+        fp16_t *vd = (fp16_t *)f->v_cache[l] + (size_t)pos * KV;
+        for (int64_t i = 0; i < KV; i++) {
+            kd[i] = f2h(k[i]);
+            vd[i] = f2h(v[i]);
+        }
+    } else {
+        memcpy((float *)f->k_cache[l] + (size_t)pos * KV, k, (size_t)KV * sizeof(float));
+        memcpy((float *)f->v_cache[l] + (size_t)pos * KV, v, (size_t)KV * sizeof(float));
+    }
+}
+
+static inline float *row(forward_ctx *f, enum fwd_buf b, int t)
+{
+    return f->buf[b] + (size_t)t * f->graph.width[b];
+}
+
+static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
+{
+    const model_hparams *hp = &f->hp;
+    const int64_t *width = f->graph.width;
+    float *d = row(f, op->dst, t);
+    switch (op->kind) {
+    case OP_EMBED: {
+        const gguf_tensor *emb = f->w->tok_embd;
+        const int64_t E = hp->n_embd;
+        const size_t erb = tensor_row_size((enum tensor_type)emb->type, E);
+        tensor_dequantize_row((enum tensor_type)emb->type, (const uint8_t *)emb->data + (size_t)f->tokens[t] * erb, d,
+                              E);
+        if (hp->embd_scale != 0.0f)
+            for (int64_t i = 0; i < E; i++)
+                d[i] *= hp->embd_scale;
+        /* the token's RoPE tables, used by every layer */
+        float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
+        const int32_t pos = f->start_pos + t;
+        rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor, f->rope_factors);
+        if (f->n_rope_tables > 1)
+            rope_table(cs + f->rope_stride, pos, hp->n_rot, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
+                       hp->rope_attn_factor, f->rope_factors);
+        break;
+    }
+    case OP_NORM: rmsnorm(d, row(f, op->src, t), op->w->data, width[op->src], hp->rms_eps); break;
+    case OP_HEAD_NORM: {
+        const int64_t hd = hp->head_dim;
+        for (int64_t h = 0; h < width[op->dst] / hd; h++)
+            rmsnorm(d + h * hd, d + h * hd, op->w->data, hd, hp->rms_eps);
+        break;
+    }
+    case OP_ADD: {
+        const float *s = row(f, op->src, t);
+        for (int64_t i = 0; i < width[op->dst]; i++)
+            d[i] += s[i];
+        break;
+    }
+    case OP_BIAS: {
+        const float *b = op->w->data;
+        for (int64_t i = 0; i < width[op->dst]; i++)
+            d[i] += b[i];
+        break;
+    }
+    case OP_SCALE:
+        for (int64_t i = 0; i < width[op->dst]; i++)
+            d[i] *= op->s;
+        break;
+    case OP_ROPE: {
+        const int tab = f->n_rope_tables > 1 && hp->swa_layer[op->il];
+        const float *cs = f->rope + ((size_t)t * f->n_rope_tables + tab) * f->rope_stride;
+        const int64_t hd = hp->head_dim;
+        for (int64_t h = 0; h < width[op->dst] / hd; h++)
+            rope_apply(d + h * hd, cs, hp->n_rot, hp->rope_type);
+        break;
+    }
+    case OP_KV_STORE: store_kv(f, op->il, f->start_pos + t, d, row(f, op->src, t)); break;
+    case OP_SPLIT_QKV: {
+        const float *s = row(f, op->src, t);
+        const int64_t nq = width[FWD_Q], kv = width[FWD_K];
+        memcpy(d, s, (size_t)nq * sizeof(float));
+        memcpy(row(f, FWD_K, t), s + nq, (size_t)kv * sizeof(float));
+        memcpy(row(f, FWD_V, t), s + nq + kv, (size_t)kv * sizeof(float));
+        break;
+    }
+    case OP_SWIGLU: swiglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]); break;
+    case OP_SWIGLU_FUSED: {
+        const float *s = row(f, op->src, t);
+        const int64_t n = width[op->src] / 2;
+        swiglu_row(d, s, s + n, n);
+        break;
+    }
+    case OP_GEGLU: geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]); break;
+    case OP_SOFTCAP: {
+        const float inv = 1.0f / op->s;
+        for (int64_t i = 0; i < width[op->dst]; i++)
+            d[i] = tanhf(d[i] * inv) * op->s;
+        break;
+    }
+    }
+}
+
+struct rows_job {
+    forward_ctx *f;
+    const struct fwd_step *st;
+    int n;
+};
+
+static void rows_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct rows_job *j = arg;
+    const int t1 = (int)forward_chunk_start(j->n, chunk + 1, n_chunks);
+    for (int t = (int)forward_chunk_start(j->n, chunk, n_chunks); t < t1; t++)
+        for (int i = 0; i < j->st->n_ops; i++)
+            run_op(j->f, &j->st->ops[i], t);
+}
+
+void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n)
+{
+    int64_t width = 0;
+    for (int i = 0; i < st->n_ops; i++) {
+        if (st->ops[i].kind == OP_GEGLU)
+            pthread_once(&gelu_once, gelu_table_init);
+        const int64_t w = f->graph.width[st->ops[i].dst];
+        width = w > width ? w : width;
+    }
+    struct rows_job j = {f, st, n};
+    threadpool_run(f->tp, forward_n_chunks(f, n, (int64_t)n * width * PREP_COST), rows_worker, &j);
+}
