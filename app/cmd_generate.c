@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "golden.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "sampler/sampler.h"
@@ -15,7 +16,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tokscope generate -m MODEL -p PROMPT [options]\n"
+            "usage: tokscope generate -m MODEL (-p PROMPT | --tokens 1,2,3) [options]\n"
             "\n"
             "  -m, --model FILE         GGUF model\n"
             "  -p, --prompt TEXT        prompt (\"\" = BOS only)\n"
@@ -31,6 +32,7 @@ static void usage(FILE *f)
             "  --presence-penalty F     (default 0)\n"
             "  --seed S                 sampling seed (default: random)\n"
             "  --no-bos                 do not add BOS\n"
+            "  --tokens LIST            prompt as comma-separated token ids (no BOS added)\n"
             "  --no-kv-cache            recompute the whole sequence for every token\n"
             "  --chat                   wrap the prompt in the model's chat template\n"
             "  --system TEXT            system message for --chat\n"
@@ -70,13 +72,13 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 
 int cmd_generate(int argc, char **argv)
 {
-    const char *model_path = NULL, *prompt = NULL, *system = NULL, *tmpl = NULL;
+    const char *model_path = NULL, *prompt = NULL, *system = NULL, *tmpl = NULL, *tokens_arg = NULL;
     long n_predict = 128, n_ctx = 0, threads = 0, v = 0;
     bool no_bos = false, no_cache = false, chat = false;
     sampler_params sp = sampler_default_params();
     enum {
         O_TEMP = 256, O_TOPK, O_TOPP, O_MINP, O_TYP, O_RP, O_RLN, O_FP, O_PP, O_SEED, O_NOBOS, O_NOKV, O_CHAT,
-        O_SYSTEM, O_TEMPLATE
+        O_SYSTEM, O_TEMPLATE, O_TOKENS
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},
@@ -96,6 +98,7 @@ int cmd_generate(int argc, char **argv)
         {"chat", no_argument, 0, O_CHAT},
         {"system", required_argument, 0, O_SYSTEM},
         {"template", required_argument, 0, O_TEMPLATE},
+        {"tokens", required_argument, 0, O_TOKENS},
         {"ctx-size", required_argument, 0, 'c'},
         {"threads", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},
@@ -140,13 +143,14 @@ int cmd_generate(int argc, char **argv)
         case O_CHAT: chat = true; break;
         case O_SYSTEM: system = optarg; break;
         case O_TEMPLATE: tmpl = optarg; break;
+        case O_TOKENS: tokens_arg = optarg; break;
         case 'h': usage(stdout); return 0;
         default: ok = false;
         }
         if (!ok)
             goto bad;
     }
-    if (optind != argc || !model_path || !prompt)
+    if (optind != argc || !model_path || !prompt == !tokens_arg || (tokens_arg && chat))
         goto bad;
 
     char err[1024], warn[512];
@@ -164,7 +168,13 @@ int cmd_generate(int argc, char **argv)
     int32_t *seq = NULL;
     forward_prompt_params pp = {prompt, no_bos, chat, system, tmpl};
     int32_t n_prompt = 0;
-    int32_t *toks = forward_tokenize_prompt(m, &pp, &n_prompt, warn, sizeof warn, err, sizeof err);
+    warn[0] = 0;
+    int32_t *toks = tokens_arg ? golden_parse_ids(tokens_arg, &n_prompt)
+                               : forward_tokenize_prompt(m, &pp, &n_prompt, warn, sizeof warn, err, sizeof err);
+    if (!toks && tokens_arg) {
+        fprintf(stderr, "tokscope generate: --tokens wants comma-separated non-negative ids\n");
+        goto done;
+    }
     if (!toks) {
         fprintf(stderr, "tokscope generate: %s\n", err);
         goto done;

@@ -189,7 +189,11 @@ static void put_hparams(const gguf_ctx *g, const char *arch)
     put_hparam(g, arch, "attention.head_count_kv", "KV heads", "- (absent: same as heads)");
     put_hparam(g, arch, "feed_forward_length", "FFN length", "- (absent)");
     put_hparam(g, arch, "rope.freq_base", "rope freq base", "- (absent: default 10000)");
-    if (n_embd && n_head)
+    uint32_t key_len = 0;
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (gguf_get_u32(g, key, &key_len))
+        snprintf(dflt, sizeof dflt, "- (absent: default %u = key length)", key_len);
+    else if (n_embd && n_head)
         snprintf(dflt, sizeof dflt, "- (absent: default %u = embedding / heads)", n_embd / n_head);
     else
         snprintf(dflt, sizeof dflt, "- (absent)");
@@ -201,9 +205,98 @@ static void put_hparams(const gguf_ctx *g, const char *arch)
     snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
     if (gguf_find_key(g, key) >= 0)
         put_hparam(g, arch, "rope.scaling.factor", "rope scaling factor", "-");
-    snprintf(key, sizeof key, "%s.vocab_size", arch);
-    if (gguf_find_key(g, key) >= 0)
-        put_hparam(g, arch, "vocab_size", "vocab size (arch)", "-");
+    /* the keys some architectures add, shown when present */
+    static const struct {
+        const char *suffix, *label;
+    } extra[] = {
+        {"attention.key_length", "key length"},
+        {"attention.value_length", "value length"},
+        {"attention.sliding_window", "sliding window"},
+        {"attention.sliding_window_pattern", "sliding window pattern"},
+        {"rope.freq_base_swa", "rope freq base (SWA)"},
+        {"rope.scaling.attn_factor", "rope attn factor"},
+        {"rope.scaling.original_context_length", "rope original context"},
+        {"final_logit_softcapping", "logit softcapping"},
+        {"vocab_size", "vocab size (arch)"},
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", arch, extra[i].suffix);
+        if (gguf_find_key(g, key) >= 0)
+            put_hparam(g, arch, extra[i].suffix, extra[i].label, "-");
+    }
+}
+
+/* The hyperparameters tokscope derives and the architecture's rules, as the
+ * forward pass will use them; or why it will not run the file. */
+static void put_model_view(const char *path)
+{
+    char err[1024];
+    model *m = model_load_weights_only(path, err, sizeof err);
+    if (!m) {
+        const char *msg = strncmp(err, path, strlen(path)) == 0 && err[strlen(path)] == ':' ? err + strlen(path) + 2 : err;
+        printf("runs:          no: %s\n", msg);
+        return;
+    }
+    const model_hparams *hp = model_get_hparams(m);
+    const model_weights *w = model_get_weights(m);
+    const model_layer *L0 = &w->layers[0];
+    printf("as tokscope runs it (%s):\n", model_arch_name(hp->arch));
+    printf("  %-22s %u query / %u KV heads of %u (queries %u wide)\n", "attention", hp->n_head, hp->n_head_kv,
+           hp->head_dim, hp->n_head * hp->head_dim);
+    printf("  %-22s %s, %u of %u dims, base %g", "rope", model_rope_type_name(hp->rope_type), hp->n_rot, hp->head_dim,
+           (double)hp->rope_freq_base);
+    if (hp->rope_scaling == MODEL_ROPE_SCALING_LINEAR && hp->rope_freq_scale == 1.0f)
+        printf(", no scaling");
+    else
+        printf(", scaling %s", model_rope_scaling_name(hp->rope_scaling));
+    if (hp->rope_freq_scale != 1.0f)
+        printf(" (factor %g)", 1.0 / (double)hp->rope_freq_scale);
+    if (hp->rope_attn_factor != 1.0f)
+        printf(", attn factor %g", (double)hp->rope_attn_factor);
+    putchar('\n');
+    const gguf_tensor *ff[3] = {w->rope_freqs, w->rope_long, w->rope_short};
+    const char *ffn[3] = {"rope_freqs", "rope_factors_long", "rope_factors_short"};
+    for (int i = 0; i < 3; i++) {
+        if (!ff[i])
+            continue;
+        const float *v = ff[i]->data;
+        const int64_t n = ff[i]->ne[0];
+        printf("  %-22s %s: %lld factors, first %g, last %g", "rope factors", ffn[i], (long long)n, (double)v[0],
+               (double)v[n - 1]);
+        if (i == 1)
+            printf(" (used when the context exceeds %u)", hp->n_ctx_orig);
+        if (i == 2)
+            printf(" (used up to a context of %u)", hp->n_ctx_orig);
+        putchar('\n');
+    }
+    if (hp->n_swa > 0) {
+        uint32_t n_local = 0;
+        for (uint32_t l = 0; l < hp->n_layer; l++)
+            n_local += hp->swa_layer[l];
+        printf("  %-22s window %u on %u of %u layers (global:", "sliding window", hp->n_swa, n_local, hp->n_layer);
+        for (uint32_t l = 0; l < hp->n_layer; l++)
+            if (!hp->swa_layer[l])
+                printf(" %u", l);
+        printf("), local rope base %g\n", (double)hp->rope_freq_base_swa);
+    } else {
+        printf("  %-22s none (full causal attention)\n", "sliding window");
+    }
+    if (hp->q_scale != 0.0f)
+        printf("  %-22s queries * %g before attention, softmax scale %g\n", "attention scale", (double)hp->q_scale,
+               (double)hp->kq_scale);
+    else
+        printf("  %-22s softmax scale %g (1/sqrt(head size))\n", "attention scale", (double)hp->kq_scale);
+    printf("  %-22s %s%s%s\n", "Q/K/V", L0->wqkv ? "fused attn_qkv" : "separate", L0->bq ? ", with biases" : "",
+           L0->q_norm ? ", per-head Q/K RMS norms" : "");
+    printf("  %-22s %s%s%s\n", "FFN", hp->arch == MODEL_ARCH_GEMMA3 ? "GELU(tanh)-gated" : "SiLU-gated",
+           L0->ffn_gate ? "" : " (gate and up fused in ffn_up)",
+           L0->ffn_post_norm ? ", post-attention and post-FFN norms" : "");
+    if (hp->embd_scale != 0.0f)
+        printf("  %-22s %g (sqrt of the embedding length)\n", "embedding scale", (double)hp->embd_scale);
+    if (hp->logit_softcap != 0.0f)
+        printf("  %-22s %g\n", "logit softcapping", (double)hp->logit_softcap);
+    printf("  %-22s %s\n", "output", w->output == w->tok_embd ? "tied to token_embd" : "output.weight");
+    model_free(m);
 }
 
 /* "tokenizer.ggml.<what>_token_id" with the token's text. */
@@ -467,6 +560,7 @@ int cmd_info(int argc, char **argv)
     if (arch && *arch && strlen(arch) < 200)
         put_hparams(g, arch);
     free(arch);
+    put_model_view(path);
     put_tokenizer(g);
     put_tensors(g);
     if (kv)

@@ -38,30 +38,6 @@ static void usage(FILE *f)
             "  -t N                 threads (default: online CPUs)\n");
 }
 
-static int32_t *parse_ids(const char *s, int32_t *n)
-{
-    size_t cap = strlen(s) / 2 + 2;
-    int32_t *ids = malloc(cap * sizeof *ids);
-    int32_t k = 0;
-    const char *p = s;
-    while (ids && *p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 0x7fffffff || (*end && *end != ',')) {
-            free(ids);
-            return NULL;
-        }
-        ids[k++] = (int32_t)v;
-        p = *end ? end + 1 : end;
-    }
-    if (k == 0) {
-        free(ids);
-        return NULL;
-    }
-    *n = k;
-    return ids;
-}
-
 int cmd_logits(int argc, char **argv)
 {
     const char *model_path = NULL, *prompt = NULL, *tokens_arg = NULL, *system = NULL, *tmpl = NULL;
@@ -130,7 +106,7 @@ int cmd_logits(int argc, char **argv)
     char err[1024], warn[512];
     int32_t n_prompt = 0;
     int32_t *toks = NULL;
-    if (tokens_arg && !(toks = parse_ids(tokens_arg, &n_prompt))) {
+    if (tokens_arg && !(toks = golden_parse_ids(tokens_arg, &n_prompt))) {
         fprintf(stderr, "tokscope logits: --tokens wants comma-separated non-negative ids\n");
         goto bad;
     }

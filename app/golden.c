@@ -276,3 +276,27 @@ void golden_write_final(FILE *f, const int32_t *gen, int32_t n, const char *text
     cJSON_Delete(s);
     fputs("}\n", f);
 }
+
+int32_t *golden_parse_ids(const char *s, int32_t *n)
+{
+    size_t cap = strlen(s) / 2 + 2;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    int32_t k = 0;
+    const char *p = s;
+    while (ids && *p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff || (*end && *end != ',')) {
+            free(ids);
+            return NULL;
+        }
+        ids[k++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (k == 0) {
+        free(ids);
+        return NULL;
+    }
+    *n = k;
+    return ids;
+}

@@ -50,6 +50,9 @@ void golden_write_pos(FILE *f, int32_t pos, int32_t token_in, const float *logit
 void golden_write_final(FILE *f, const int32_t *gen, int32_t n, const char *text);
 
 /* Log-sum-exp over n logits (max-shifted, summed in double). */
+/* "1,2,3" -> malloc'd ids (non-negative), NULL when malformed or empty. */
+int32_t *golden_parse_ids(const char *s, int32_t *n);
+
 double golden_lse(const float *logits, int32_t n);
 int32_t golden_argmax(const float *logits, int32_t n);
 

@@ -86,7 +86,7 @@ wait_for '^ idle ' 20
 s=$(screen)
 rc=0
 for label in 'tokscope' 'Parameters' 'Inspector' 'temp +0\.80' 'top_k\*? +40' 'n_predict\*? +48' 'seed\*? +7' \
-             'pos 0/' 'F1Help' 'tmpl ' 'KV 0%'; do
+             'pos 0/' 'F1Help' 'tmpl ' 'KV 0%' ' llama \(llama\) '; do
     printf "%s\n" "$s" | grep -qE -- "$label" || { rc=1; echo "# missing: $label"; }
 done
 result "tui: panes and labels drawn" $rc
@@ -402,4 +402,19 @@ wait_for '^ idle ' 20
 ! T capture-pane -p -e | grep -qE '\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)(;[0-9;]*)?m' && [ $colored -eq 0 ]
 result "tui: colours by default, none with NO_COLOR" $?
 keys C-q
+
+# ---- 18. the other model families chat in the TUI ---------------------------
+for fam in qwen3-mini-q8_0 gemma3-mini-q8_0 phi3-mini-q8_0; do
+    name="tui: $fam chats with its own template, status names the architecture"
+    need "$TESTDATA/models/$fam.gguf" "$name" || continue
+    arch=${fam%%-*}
+    start -m "$TESTDATA/models/$fam.gguf" -n 8 --seed 3
+    wait_for '^ idle ' 20
+    line "Hello there"
+    wait_for '^ generating|^ prefill|n_predict reached' 20
+    wait_idle 30
+    status | grep -q "($arch)" && left | grep -q '^Assistant' && status | grep -qE 'pos [1-9][0-9]*/'
+    result "$name" $?
+    keys C-q
+done
 exit 0
