@@ -30,7 +30,7 @@ LDLIBS   += $(NCURSES_LIBS) -lreadline -liniparser -lpcre2-8 -lcjson -lopenblas 
 
 # Debian packages the build, the tests and `make run` need.
 DEB_PKGS := gcc make pkg-config libncursesw5-dev libreadline-dev libopenblas-dev \
-            libiniparser-dev libcmocka-dev libpcre2-dev libcjson-dev tmux python3
+            libiniparser-dev libcmocka-dev libpcre2-dev libcjson-dev tmux python3 python3-jinja2
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c engine/*/*.c))
 UI_SRC     := $(sort $(wildcard ui/*.c))

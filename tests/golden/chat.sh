@@ -122,3 +122,12 @@ if grep -q "pos.jinja:3:10" "$T/pos.err" && grep -q "^tokscope: template error: 
 else
     not_ok "chat error names line:column" "$(cat "$T/pos.err")"
 fi
+
+# 4. Jinja2 itself as the reference, on more conversations than the golden
+#    file has: a system prompt with several turns, assistant messages with
+#    <think> reasoning (Qwen3 drops it from earlier turns), tool calls and a
+#    tool result, five turns; every shared template, with and without the
+#    generation prompt (tests/golden/chat/conversations.json).
+if need "$G/templates/Qwen3.jinja" "chat vs Jinja2"; then
+    python3 tests/tools/jinja_reference.py "$BIN" "$G/templates" tests/golden/chat/conversations.json
+fi
