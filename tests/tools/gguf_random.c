@@ -1,19 +1,32 @@
-/* Writes a llama-architecture GGUF v3 model with random weights, so the
- * engine can be benchmarked and exercised on realistically sized models
- * (TinyLlama-1.1B shapes and up) without downloading any:
+/* Writes a GGUF v3 model with random weights, so the engine can be
+ * benchmarked and exercised on realistically sized models (TinyLlama-1.1B
+ * shapes and up) without downloading any:
  *
  *   gguf_random --like SRC.gguf --type TYPE [--dim 2048] [--layers 22] [--heads 32]
  *               [--kv-heads 4] [--ffn 5632] [--ctx 2048] [--rope-base 10000]
+ *               [--arch llama|qwen2|qwen3|gemma3|phi3] [--head-dim N] [--tied]
+ *               [--swa N] [--rope-freqs FACTOR] [--rope-orig-ctx N]
  *               [--seed 1] [--threads N] OUT.gguf
  *
+ * The tensors and keys of each architecture are those llama.cpp's converter
+ * writes: qwen2 Q/K/V biases; qwen3 and gemma3 per-head Q/K norms and a
+ * key_length (--head-dim, queries may be wider than --dim); gemma3 post-
+ * attention and post-FFN norms and a sliding window (--swa, default 512;
+ * local rope base 10000); phi3 a fused attn_qkv and ffn_up holding gate and
+ * up; llama with --rope-freqs F Llama 3.1's rope_freqs.weight (factor F, low
+ * 1, high 4, original context --rope-orig-ctx, default 8192). qwen2, qwen3
+ * and gemma3 tie the output to the embeddings, as --tied does for the others.
+ *
  * TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K, or
- * Q4_K_M (attn_v, ffn_down and output Q6_K, every other 2-D weight Q4_K).
- * Norm weights are always F32.
+ * Q4_K_M (attn_v, ffn_down and output Q6_K, attn_qkv Q5_K, every other 2-D
+ * weight Q4_K; a row length that is not a multiple of 256 falls back as in
+ * llama-quantize: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0). Norm weights,
+ * biases and rope factors are always F32.
  *
  * The tokenizer and all other metadata are copied from SRC (every key except
  * general.architecture, general.name, general.file_type, general.alignment
- * and llama.*, each with its exact GGUF type); the llama hyperparameters are
- * written from the options. The file is streamed tensor by tensor, so memory
+ * and those of SRC's and the output's architecture, each with its exact GGUF
+ * type); the hyperparameters are written from the options. The file is streamed tensor by tensor, so memory
  * use stays small whatever the model size. Values depend only on --seed and
  * the shapes, never on --threads. A partial file is removed on failure.
  */
@@ -179,11 +192,20 @@ static bool key_is(gguf_str k, const char *s)
     return k.len == strlen(s) && memcmp(k.ptr, s, k.len) == 0;
 }
 
+static char src_arch[64] = "llama", out_arch[64] = "llama";
+
+static bool has_prefix(gguf_str k, const char *arch)
+{
+    const size_t n = strlen(arch);
+    return k.len > n && memcmp(k.ptr, arch, n) == 0 && k.ptr[n] == '.';
+}
+
 /* Keys we write ourselves (or that would contradict what we write). */
 static bool skip_key(gguf_str k)
 {
     return key_is(k, "general.architecture") || key_is(k, "general.name") || key_is(k, "general.file_type") ||
-           key_is(k, "general.alignment") || (k.len >= 6 && memcmp(k.ptr, "llama.", 6) == 0);
+           key_is(k, "general.alignment") || has_prefix(k, "llama") || has_prefix(k, src_arch) ||
+           has_prefix(k, out_arch);
 }
 
 static bool is_signed(enum gguf_vtype t)
@@ -264,7 +286,7 @@ static const struct qtype qtypes[] = {
 
 /* ---- tensors ------------------------------------------------------------ */
 
-enum kind { K_NORM, K_WEIGHT, K_EMBD };
+enum kind { K_NORM, K_WEIGHT, K_EMBD, K_BIAS, K_ROPE };
 
 struct tspec {
     char name[64];
@@ -287,7 +309,16 @@ static void add_tensor(const char *name, int64_t ne0, int64_t ne1, enum tensor_t
     t->n_dims = ne1 > 0 ? 2 : 1;
     t->ne0 = ne0;
     t->ne1 = ne1 > 0 ? ne1 : 1;
-    t->type = kind == K_NORM ? TENSOR_TYPE_F32 : type;
+    t->type = kind == K_NORM || kind == K_BIAS || kind == K_ROPE ? TENSOR_TYPE_F32 : type;
+    if (tensor_row_size(t->type, ne0) == 0) {
+        /* llama-quantize's fallback for rows that are not whole super-blocks */
+        if (t->type == TENSOR_TYPE_Q4_K)
+            t->type = TENSOR_TYPE_Q5_0;
+        else if (t->type == TENSOR_TYPE_Q5_K)
+            t->type = TENSOR_TYPE_Q5_1;
+        else if (t->type == TENSOR_TYPE_Q6_K)
+            t->type = TENSOR_TYPE_Q8_0;
+    }
     t->kind = kind;
     t->row_bytes = tensor_row_size(t->type, ne0);
     if (t->row_bytes == 0)
@@ -329,6 +360,33 @@ static inline float rowgen_normal(struct rowgen *r)
     return ((float)sum - 131070.0f) * (1.7320508f / 65536.0f);
 }
 
+/* Llama 3.1's rope scaling factors (convert_hf_to_gguf.py's LlamaModel),
+ * one per rotated pair. */
+static float *rope_factors;
+
+static void llama3_rope_factors(int64_t n_rot, double base, double factor, double low, double high, double orig)
+{
+    rope_factors = malloc((size_t)(n_rot / 2) * sizeof(float));
+    if (!rope_factors)
+        die("out of memory");
+    const double low_wavelen = orig / low, high_wavelen = orig / high;
+    for (int64_t i = 0; i < n_rot / 2; i++) {
+        /* torch computes the frequencies in float32 */
+        const float freq = (float)(1.0 / pow(base, (double)(float)(2 * i) / (double)n_rot));
+        const double wavelen = 2 * M_PI / freq;
+        double f;
+        if (wavelen < high_wavelen)
+            f = 1;
+        else if (wavelen > low_wavelen)
+            f = factor;
+        else {
+            const double smooth = (orig / wavelen - low) / (high - low);
+            f = 1 / ((1 - smooth) / factor + smooth);
+        }
+        rope_factors[i] = (float)f;
+    }
+}
+
 /* One batch of rows of one tensor, filled by the thread pool. */
 struct job {
     const struct tspec *t;
@@ -349,10 +407,11 @@ static void fill_row(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     /* Norm weights near 1 keep RMSNorm close to the identity; weights with
      * sigma 1/sqrt(row length) keep each matmul output O(1), so activations
      * neither vanish nor blow up through many layers. */
-    float scale = t->kind == K_NORM ? 0.1f : t->kind == K_EMBD ? 0.5f : 1.0f / sqrtf((float)t->ne0);
+    float scale = t->kind == K_NORM ? 0.1f : t->kind == K_EMBD ? 0.5f : t->kind == K_BIAS ? 0.3f
+                                                                     : 1.0f / sqrtf((float)t->ne0);
     float bias = t->kind == K_NORM ? 1.0f : 0.0f;
     for (int64_t i = 0; i < t->ne0; i++)
-        x[i] = bias + scale * rowgen_normal(&r);
+        x[i] = t->kind == K_ROPE ? rope_factors[i] : bias + scale * rowgen_normal(&r);
     tensor_quantize_row(t->type, x, j->dst + (size_t)chunk * t->row_bytes, t->ne0);
 }
 
@@ -362,6 +421,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gguf_random --like SRC.gguf --type TYPE [--dim 2048] [--layers 22] [--heads 32]\n"
                "                   [--kv-heads 4] [--ffn 5632] [--ctx 2048] [--rope-base 10000]\n"
+               "                   [--arch llama|qwen2|qwen3|gemma3|phi3] [--head-dim N] [--tied]\n"
+               "                   [--swa N] [--rope-freqs FACTOR] [--rope-orig-ctx N]\n"
                "                   [--seed 1] [--threads N] OUT.gguf\n"
                "TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M\n");
 }
@@ -388,7 +449,9 @@ int main(int argc, char **argv)
     const char *like = NULL, *type_name = NULL, *path = NULL;
     int64_t dim = 2048, layers = 22, heads = 32, kv_heads = 4, ffn = 5632, ctx = 2048;
     int64_t threads = threadpool_default_threads();
-    double rope_base = 10000;
+    double rope_base = -1, rope_freqs = 0;
+    int64_t head_dim_opt = 0, swa = -1, rope_orig = 8192;
+    bool tied = false;
     uint64_t seed = 1;
 
     for (int i = 1; i < argc; i++) {
@@ -396,6 +459,10 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--tied")) {
+            tied = true;
+            continue;
         }
         if (a[0] != '-' || !a[1]) {
             if (path)
@@ -426,7 +493,20 @@ int main(int argc, char **argv)
             seed = (uint64_t)parse_int(a, v, 0, INT64_MAX);
         else if (!strcmp(a, "--threads"))
             threads = parse_int(a, v, 1, 256);
-        else if (!strcmp(a, "--rope-base")) {
+        else if (!strcmp(a, "--arch"))
+            snprintf(out_arch, sizeof out_arch, "%s", v);
+        else if (!strcmp(a, "--head-dim"))
+            head_dim_opt = parse_int(a, v, 2, 4096);
+        else if (!strcmp(a, "--swa"))
+            swa = parse_int(a, v, 0, 1 << 20);
+        else if (!strcmp(a, "--rope-orig-ctx"))
+            rope_orig = parse_int(a, v, 1, 1 << 24);
+        else if (!strcmp(a, "--rope-freqs")) {
+            char *end;
+            rope_freqs = strtod(v, &end);
+            if (end == v || *end || !(rope_freqs >= 1))
+                die("--rope-freqs: '%s' is not a factor >= 1", v);
+        } else if (!strcmp(a, "--rope-base")) {
             char *end;
             rope_base = strtod(v, &end);
             if (end == v || *end || !(rope_base > 0))
@@ -447,11 +527,31 @@ int main(int argc, char **argv)
     if (!qt)
         die("unknown --type %s (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M)",
             type_name);
-    if (dim % heads || heads % kv_heads || (dim / heads) % 2)
-        die("--dim %lld, --heads %lld, --kv-heads %lld: dim must be a multiple of heads, heads of kv-heads, "
-            "and the head size even (RoPE)",
+    const bool is_llama = !strcmp(out_arch, "llama"), is_qwen2 = !strcmp(out_arch, "qwen2"),
+               is_qwen3 = !strcmp(out_arch, "qwen3"), is_gemma3 = !strcmp(out_arch, "gemma3"),
+               is_phi3 = !strcmp(out_arch, "phi3");
+    if (!is_llama && !is_qwen2 && !is_qwen3 && !is_gemma3 && !is_phi3)
+        die("unknown --arch %s (llama qwen2 qwen3 gemma3 phi3)", out_arch);
+    if (rope_freqs > 0 && !is_llama)
+        die("--rope-freqs is for --arch llama (Llama 3.x)");
+    if (swa >= 0 && !is_gemma3)
+        die("--swa is for --arch gemma3");
+    if (is_qwen2 || is_qwen3 || is_gemma3)
+        tied = true;
+    if (rope_base < 0)
+        rope_base = is_qwen2 || is_qwen3 || is_gemma3 ? 1e6 : rope_freqs > 0 ? 500000 : 10000;
+    if (is_gemma3 && swa < 0)
+        swa = 512;
+    if (heads % kv_heads || (!head_dim_opt && dim % heads))
+        die("--dim %lld, --heads %lld, --kv-heads %lld: heads must be a multiple of kv-heads, and dim of heads "
+            "unless --head-dim gives the head size",
             (long long)dim, (long long)heads, (long long)kv_heads);
-    const int64_t head_dim = dim / heads, kv_dim = head_dim * kv_heads;
+    const int64_t head_dim = head_dim_opt ? head_dim_opt : dim / heads, kv_dim = head_dim * kv_heads;
+    const int64_t n_q = head_dim * heads;
+    if (head_dim % 2)
+        die("the head size %lld must be even (RoPE)", (long long)head_dim);
+    if (rope_freqs > 0)
+        llama3_rope_factors(head_dim, rope_base, rope_freqs, 1, 4, (double)rope_orig);
 
     char err[512];
     gguf_ctx *g = gguf_open(like, err, sizeof err);
@@ -465,31 +565,60 @@ int main(int argc, char **argv)
     if (n_vocab64 == 0 || n_vocab64 > (1 << 24))
         die("%s: implausible vocabulary size %" PRIu64, like, n_vocab64);
     const int64_t n_vocab = (int64_t)n_vocab64;
+    gguf_str sa;
+    if (gguf_get_str(g, "general.architecture", &sa))
+        snprintf(src_arch, sizeof src_arch, "%.*s", (int)(sa.len < 63 ? sa.len : 63), sa.ptr);
 
     /* Tensor table first: it validates the shapes against the block sizes
      * before anything is written. */
-    tensors = calloc((size_t)(3 + 9 * layers), sizeof *tensors);
+    tensors = calloc((size_t)(4 + 16 * layers), sizeof *tensors);
     if (!tensors)
         die("out of memory");
-    add_tensor("token_embd.weight", dim, n_vocab, qt->base, K_EMBD);
+    if (rope_freqs > 0)
+        add_tensor("rope_freqs.weight", head_dim / 2, 0, TENSOR_TYPE_F32, K_ROPE);
+    /* tied: the embedding is the output, quantized as llama-quantize does the output */
+    add_tensor("token_embd.weight", dim, n_vocab, tied ? qt->big : qt->base, K_EMBD);
+    const enum tensor_type qkv_type = qt->base == TENSOR_TYPE_Q4_K && qt->big == TENSOR_TYPE_Q6_K ? TENSOR_TYPE_Q5_K
+                                                                                                : qt->base;
     for (int64_t l = 0; l < layers; l++) {
         char n[64];
 #define T(suffix, ne0, ne1, type, kind)                                                                      \
-    snprintf(n, sizeof n, "blk.%lld." suffix, (long long)l);                                                 \
-    add_tensor(n, ne0, ne1, type, kind)
+    do {                                                                                                     \
+        snprintf(n, sizeof n, "blk.%lld." suffix, (long long)l);                                             \
+        add_tensor(n, ne0, ne1, type, kind);                                                                 \
+    } while (0)
         T("attn_norm.weight", dim, 0, TENSOR_TYPE_F32, K_NORM);
-        T("attn_q.weight", dim, dim, qt->base, K_WEIGHT);
-        T("attn_k.weight", dim, kv_dim, qt->base, K_WEIGHT);
-        T("attn_v.weight", dim, kv_dim, qt->big, K_WEIGHT);
-        T("attn_output.weight", dim, dim, qt->base, K_WEIGHT);
+        if (is_phi3) {
+            T("attn_qkv.weight", dim, n_q + 2 * kv_dim, qkv_type, K_WEIGHT);
+        } else {
+            T("attn_q.weight", dim, n_q, qt->base, K_WEIGHT);
+            T("attn_k.weight", dim, kv_dim, qt->base, K_WEIGHT);
+            T("attn_v.weight", dim, kv_dim, qt->big, K_WEIGHT);
+        }
+        if (is_qwen2) {
+            T("attn_q.bias", n_q, 0, TENSOR_TYPE_F32, K_BIAS);
+            T("attn_k.bias", kv_dim, 0, TENSOR_TYPE_F32, K_BIAS);
+            T("attn_v.bias", kv_dim, 0, TENSOR_TYPE_F32, K_BIAS);
+        }
+        if (is_qwen3 || is_gemma3) {
+            T("attn_q_norm.weight", head_dim, 0, TENSOR_TYPE_F32, K_NORM);
+            T("attn_k_norm.weight", head_dim, 0, TENSOR_TYPE_F32, K_NORM);
+        }
+        T("attn_output.weight", n_q, dim, qt->base, K_WEIGHT);
+        if (is_gemma3)
+            T("post_attention_norm.weight", dim, 0, TENSOR_TYPE_F32, K_NORM);
         T("ffn_norm.weight", dim, 0, TENSOR_TYPE_F32, K_NORM);
-        T("ffn_gate.weight", dim, ffn, qt->base, K_WEIGHT);
-        T("ffn_up.weight", dim, ffn, qt->base, K_WEIGHT);
+        if (!is_phi3)
+            T("ffn_gate.weight", dim, ffn, qt->base, K_WEIGHT);
+        T("ffn_up.weight", dim, is_phi3 ? 2 * ffn : ffn, qt->base, K_WEIGHT);
         T("ffn_down.weight", ffn, dim, qt->big, K_WEIGHT);
+        if (is_gemma3)
+            T("post_ffw_norm.weight", dim, 0, TENSOR_TYPE_F32, K_NORM);
 #undef T
     }
     add_tensor("output_norm.weight", dim, 0, TENSOR_TYPE_F32, K_NORM);
-    add_tensor("output.weight", dim, n_vocab, qt->big, K_WEIGHT);
+    if (!tied)
+        add_tensor("output.weight", dim, n_vocab, qt->big, K_WEIGHT);
     uint64_t data_size = 0;
     for (size_t i = 0; i < n_tensors; i++) {
         tensors[i].offset = data_size;
@@ -525,23 +654,35 @@ int main(int argc, char **argv)
     wr("GGUF", 4);
     wr_u32(3);
     wr_u64(n_tensors);
-    wr_u64((uint64_t)n_copy + 13);
-    kv_str("general.architecture", "llama");
+    const bool key_len = is_qwen3 || is_gemma3 || head_dim_opt;
+    wr_u64((uint64_t)n_copy + 13 + 2 * key_len + 2 * is_gemma3);
+    kv_str("general.architecture", out_arch);
     for (int64_t i = 0; i < gguf_n_kv(g); i++)
         if (!skip_key(gguf_kv_key(g, i)))
             copy_kv(g, i);
     kv_str("general.name", name);
     kv_u32("general.file_type", qt->ftype);
-    kv_u32("llama.context_length", (uint32_t)ctx);
-    kv_u32("llama.embedding_length", (uint32_t)dim);
-    kv_u32("llama.block_count", (uint32_t)layers);
-    kv_u32("llama.feed_forward_length", (uint32_t)ffn);
-    kv_u32("llama.attention.head_count", (uint32_t)heads);
-    kv_u32("llama.attention.head_count_kv", (uint32_t)kv_heads);
-    kv_u32("llama.rope.dimension_count", (uint32_t)head_dim);
-    kv_f32("llama.rope.freq_base", (float)rope_base);
-    kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    kv_u32("llama.vocab_size", (uint32_t)n_vocab);
+    char key[128];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, out_arch), key)
+    kv_u32(KEY("context_length"), (uint32_t)ctx);
+    kv_u32(KEY("embedding_length"), (uint32_t)dim);
+    kv_u32(KEY("block_count"), (uint32_t)layers);
+    kv_u32(KEY("feed_forward_length"), (uint32_t)ffn);
+    kv_u32(KEY("attention.head_count"), (uint32_t)heads);
+    kv_u32(KEY("attention.head_count_kv"), (uint32_t)kv_heads);
+    kv_u32(KEY("rope.dimension_count"), (uint32_t)head_dim);
+    kv_f32(KEY("rope.freq_base"), (float)rope_base);
+    kv_f32(KEY("attention.layer_norm_rms_epsilon"), is_llama ? 1e-5f : 1e-6f);
+    kv_u32(KEY("vocab_size"), (uint32_t)n_vocab);
+    if (key_len) {
+        kv_u32(KEY("attention.key_length"), (uint32_t)head_dim);
+        kv_u32(KEY("attention.value_length"), (uint32_t)head_dim);
+    }
+    if (is_gemma3) {
+        kv_u32(KEY("attention.sliding_window"), (uint32_t)swa);
+        kv_f32(KEY("rope.freq_base_swa"), 10000.0f);
+    }
+#undef KEY
     gguf_close(g);
 
     for (size_t i = 0; i < n_tensors; i++) {
@@ -559,6 +700,8 @@ int main(int argc, char **argv)
     /* Data in batches of about 2M floats: big enough to keep the threads
      * busy, small enough that memory stays at a few tens of MB. */
     int64_t max_ne0 = dim > ffn ? dim : ffn;
+    if (n_q > max_ne0)
+        max_ne0 = n_q;
     size_t max_row_bytes = 0;
     for (size_t i = 0; i < n_tensors; i++)
         if (tensors[i].row_bytes > max_row_bytes)
@@ -594,8 +737,8 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "token_embd");
         else if (i + 1 == n_tensors)
             snprintf(what, sizeof what, "output");
-        else if (i + 2 < n_tensors && i % 9 == 0)
-            snprintf(what, sizeof what, "layer %zu/%lld", i / 9, (long long)layers);
+        else if (i + 2 < n_tensors && strstr(t->name, ".ffn_down."))
+            snprintf(what, sizeof what, "layer %lld/%lld", atoll(t->name + 4) + 1, (long long)layers);
         if (what[0])
             fprintf(stderr, "gguf_random: %-14s %8.1f MiB %6.1f s\n", what, (double)out_pos / 1048576.0,
                     now() - t0);
