@@ -1,18 +1,46 @@
 #!/bin/sh
 # `make bench`: throughput on the shared models (prompt processing and token
 # generation, tokens/s), then on models of TinyLlama-1.1B's size, which do
-# not fit in the CPU caches (BENCH_BIG=0 skips them). Not part of
-# `make test`: numbers, not assertions.
+# not fit in the CPU caches, and on real-size shapes of each model family
+# (BENCH_BIG=0 skips both). Not part of `make test`: numbers, not assertions.
+#
+# With LLAMA_BENCH=/path/to/llama-bench, llama.cpp runs the same test on the
+# same file right after tokscope, model by model, and a line gives
+# tokscope / llama.cpp for each test.
 TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
 case "$BIN" in */*) ;; *) BIN=./$BIN ;; esac
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+PP=${BENCH_PP:-128} TG=${BENCH_TG:-64} REPS=${BENCH_REPS:-3} THREADS=${BENCH_THREADS:-$(nproc)}
+
+# bench_one MODEL: tokscope, then (with LLAMA_BENCH) llama-bench on the same
+# file and the ratios
+bench_one() {
+    out=$("$BIN" bench -m "$1" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS") || { echo "tokscope bench failed on $1"; return; }
+    printf '%s\n' "$out"
+    [ -n "${LLAMA_BENCH:-}" ] || return 0
+    ref=$("$LLAMA_BENCH" -m "$1" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" -o jsonl 2>/dev/null) ||
+        { echo "llama-bench failed on $1"; return; }
+    printf '%s\n' "$ref" | python3 -c "
+import json, re, sys
+ours = {}
+for l in sys.argv[1].splitlines():
+    m = re.search(r' (pp|tg)(\d+) +([0-9.]+) ', l)
+    if m: ours[m.group(1)] = float(m.group(3))
+for l in sys.stdin:
+    d = json.loads(l)
+    t = 'pp' if d['n_prompt'] > 0 else 'tg'
+    n = d['n_prompt'] or d['n_gen']
+    if t in ours:
+        print('  llama.cpp %s%d %10.2f tok/s   tokscope / llama.cpp %.2f' % (t, n, d['avg_ts'], ours[t] / d['avg_ts']))
+" "$out"
+}
 for m in stories260K.gguf stories260K-q8_0.gguf tiny-spm-f16.gguf tiny-spm-q8_0.gguf tiny-spm-q4_0.gguf \
          tiny-spm-q4_k_m.gguf tiny-spm-mix.gguf smollm-mini-q8_0.gguf; do
     f="$TESTDATA/models/$m"
     [ -f "$f" ] || { echo "missing $f"; continue; }
-    "$BIN" bench -m "$f" -p "${BENCH_PP:-128}" -n "${BENCH_TG:-64}" -r "${BENCH_REPS:-3}"
+    bench_one "$f"
 done
 
 # Real size: TinyLlama-1.1B shapes with random weights (tests/tools/gguf_random,
@@ -25,5 +53,25 @@ for t in Q4_0 Q4_K_M Q8_0; do
     f="$BUILD/bench-models/tinyllama-1.1b-$(echo $t | tr A-Z a-z).gguf"
     [ -f "$f" ] || "$BUILD/tools/gguf_random" --like "$src" --type $t --dim 2048 --layers 22 --heads 32 --kv-heads 4 \
         --ffn 5632 "$f" 2>/dev/null || { echo "gguf_random failed for $t"; continue; }
-    "$BIN" bench -m "$f" -p "${BENCH_PP:-128}" -n "${BENCH_TG:-64}" -r "${BENCH_REPS:-3}"
+    bench_one "$f"
 done
+
+# Real-size shapes of the model families, full depth, Q4_K_M (random
+# weights; tokenizer of the family's shared mini model): Llama-3.2-1B,
+# Qwen3-0.6B, Gemma-3-1B (its vocabulary is the mini model's 32000, not
+# 262144), Phi-3-mini, Qwen2.5-0.5B. Written once (about 4.5 GB).
+while read -r name like args; do
+    src="$TESTDATA/models/$like.gguf"
+    [ -f "$src" ] || { echo "missing $src"; continue; }
+    f="$BUILD/bench-models/$name-q4_k_m.gguf"
+    # shellcheck disable=SC2086 # the option list is meant to split
+    [ -f "$f" ] || "$BUILD/tools/gguf_random" --like "$src" --type Q4_K_M $args "$f" 2>/dev/null ||
+        { echo "gguf_random failed for $name"; continue; }
+    bench_one "$f"
+done <<'EOF_SHAPES'
+llama32-1b llama3-mini-q8_0 --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --rope-freqs 32 --tied --ctx 131072
+qwen3-0.6b qwen3-mini-q8_0 --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --ctx 40960
+gemma3-1b gemma3-mini-q8_0 --arch gemma3 --dim 1152 --layers 26 --heads 4 --kv-heads 1 --head-dim 256 --ffn 6912 --swa 512 --ctx 32768
+phi3-mini phi3-mini-q8_0 --arch phi3 --dim 3072 --layers 32 --heads 32 --kv-heads 32 --ffn 8192 --ctx 4096
+qwen25-0.5b qwen2-mini-q4_k_m --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ffn 4864 --ctx 32768
+EOF_SHAPES
