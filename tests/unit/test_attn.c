@@ -1,7 +1,7 @@
 /* The three attention kernels (engine/model/forward_attn.c) on synthetic caches:
  * each must be softmax attention (against a double-precision computation),
- * causal, and, for the tiled one, independent of how queries are grouped
- * into tiles. Bit-exactness against llama.cpp is checked by
+ * causal, within the sliding window when there is one, and, for the tiled
+ * one, independent of how queries are grouped into tiles. Bit-exactness against llama.cpp is checked by
  * tests/golden/logits.sh. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,6 +195,70 @@ static void test_causal(void **state)
     fixture_free(&fx);
 }
 
+/* With a window of W, a query at pos is attention over keys (pos - W, pos]
+ * exactly: the same as the kernels over a cache that starts at pos - W + 1
+ * (checked against double precision), and keys before the window never
+ * reach it, bit for bit, in all three kernels. */
+static void test_sliding_window(void **state)
+{
+    (void)state;
+    fixture fx;
+    fixture_init(&fx, 64);
+    const int hd = fx.hd;
+    float *q = fx.q, *a = fx.a, *b = fx.b;
+    double *want = malloc(sizeof(double) * (size_t)hd);
+    for (int i = 0; i < ATTN_TILE * hd; i++)
+        q[i] = rnd() * 1.5f;
+    const int32_t W = 37;
+    for (int f16 = 0; f16 <= 1; f16++) {
+        attn_kv kv = view(&fx, 1, f16);
+        kv.window = W;
+        const double tol = f16 ? 4e-3 : 1e-4;
+        /* the window's keys as a cache of their own, for attn_exact */
+        fixture sub = fx;
+        const int32_t lens[] = {1, 20, 37, 38, 100, 300};
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const int32_t n = lens[l], lo = n > W ? n - W : 0;
+            sub.k32 = fx.k32 + (size_t)lo * fx.stride;
+            sub.v32 = fx.v32 + (size_t)lo * fx.stride;
+            attn_exact(&sub, 1, q, n - lo, want);
+            attn_row(&kv, q, n, &fx.s, a);
+            expect_close(a, want, hd, tol, "attn_row, window", n - 1);
+            for (int split = 1; split <= 3; split++) {
+                attn_row_split(&kv, q, n, attn_kv_view(n - 1), split, &fx.s, a);
+                expect_close(a, want, hd, tol, "attn_row_split, window", n - 1);
+            }
+        }
+        /* 64 queries at 100..163: each row's window starts inside an earlier tile */
+        attn_tile(&kv, q, hd, 1, ATTN_TILE, 100, &fx.s, a, hd);
+        for (int r = 0; r < ATTN_TILE; r++) {
+            const int32_t pos = 100 + r, lo = pos - W + 1;
+            sub.k32 = fx.k32 + (size_t)lo * fx.stride;
+            sub.v32 = fx.v32 + (size_t)lo * fx.stride;
+            attn_exact(&sub, 1, q + (size_t)r * hd, W, want);
+            expect_close(a + (size_t)r * hd, want, hd, 1e-4, "attn_tile, window", pos);
+        }
+    }
+    /* scribbling over the keys before every window changes nothing */
+    attn_kv kv = view(&fx, 1, true);
+    kv.window = W;
+    float r1[64], r2[64];
+    attn_tile(&kv, q, hd, 1, ATTN_TILE, 100, &fx.s, a, hd);
+    attn_row_split(&kv, q, 300, 512, 2, &fx.s, r1);
+    for (int64_t i = 0; i < (int64_t)(100 - W + 1) * fx.stride; i++)
+        fx.k16[i] = fx.v16[i] = tensor_fp32_to_fp16(30.0f);
+    attn_tile(&kv, q, hd, 1, ATTN_TILE, 100, &fx.s, b, hd);
+    assert_memory_equal(a, b, sizeof(float) * (size_t)ATTN_TILE * hd);
+    attn_row_split(&kv, q, 300, 512, 2, &fx.s, r2);
+    assert_memory_equal(r1, r2, sizeof r1);
+    /* ...while without the window the same scribbles do */
+    kv.window = 0;
+    attn_row_split(&kv, q, 300, 512, 2, &fx.s, r2);
+    assert_true(memcmp(r1, r2, sizeof r1) != 0);
+    free(want);
+    fixture_free(&fx);
+}
+
 /* ggml groups queries into tiles by thread chunk; a query's result must not
  * depend on which other queries share its tile. */
 static void test_tile_grouping(void **state)
@@ -255,6 +319,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_are_attention),
         cmocka_unit_test(test_causal),
+        cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_tile_grouping),
         cmocka_unit_test(test_tile_heads),
         cmocka_unit_test(test_view_and_choice),

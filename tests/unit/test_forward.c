@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model/forward.h"
+#include "model/forward_internal.h"
 #include "golden.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -120,6 +121,52 @@ static void test_paths_agree_gqa_q8_0(void **s)
 {
     (void)s;
     check_paths_agree("models/tiny-spm-q8_0.gguf", 2, 0.0f);
+}
+
+/* The families' recipes too: batched, in batches of 3, one by one and
+ * recomputed, bit for bit on Q8_0 weights (gemma3-mini's window of 16 is
+ * crossed by the 17 tokens). */
+static void test_paths_agree_families(void **s)
+{
+    (void)s;
+    check_paths_agree("models/llama3-mini-q8_0.gguf", 2, 0.0f);
+    check_paths_agree("models/qwen3-mini-q8_0.gguf", 2, 0.0f);
+    check_paths_agree("models/gemma3-mini-q8_0.gguf", 2, 0.0f);
+    check_paths_agree("models/phi3-mini-q8_0.gguf", 2, 0.0f);
+}
+
+/* A recipe's wording costs nothing: whatever an architecture adds (biases,
+ * Q/K norms, post norms, scales, fused tensors), the row steps between two
+ * matmuls run as one pass over the tokens, so every architecture takes the
+ * same four row passes per layer as the hand-fused llama loop did, one
+ * attention and four matmul jobs (Q/K/V, output, gate/up, down). */
+static void test_graph_fusion(void **s)
+{
+    (void)s;
+    const char *models[] = {"models/stories260K.gguf", "models/tiny-spm-q8_0.gguf", "models/llama3-mini-q8_0.gguf",
+                            "models/qwen2-mini-q4_k_m.gguf", "models/qwen3-mini-q8_0.gguf",
+                            "models/gemma3-mini-q8_0.gguf", "models/phi3-mini-q8_0.gguf"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        model *m = load(models[i]);
+        forward_ctx *f = build(m, 64, 0, 1);
+        const uint32_t L = model_get_hparams(m)->n_layer;
+        int rows = 0, mm = 0, attn = 0, keep = 0;
+        for (int j = 0; j < f->graph.n_steps; j++) {
+            const struct fwd_step *st = &f->graph.steps[j];
+            rows += st->kind == STEP_ROWS;
+            mm += st->kind == STEP_MATMUL;
+            attn += st->kind == STEP_ATTN;
+            keep += st->kind == STEP_KEEP_OUT;
+        }
+        print_message("%s: %d steps: %d row passes, %d matmuls, %d attention\n", models[i], f->graph.n_steps, rows,
+                      mm, attn);
+        assert_int_equal(rows, 1 + 4 * (int)L); /* + the embeddings' pass */
+        assert_int_equal(mm, 4 * (int)L + 1);   /* + the output head */
+        assert_int_equal(attn, (int)L);
+        assert_int_equal(keep, 1);
+        forward_free(f);
+        model_free(m);
+    }
 }
 
 /* The caller owns positions: the same token at another position gives other
@@ -305,6 +352,8 @@ int main(void)
         cmocka_unit_test(test_paths_agree_f32),
         cmocka_unit_test(test_paths_agree_q4_0_threads),
         cmocka_unit_test(test_paths_agree_gqa_q8_0),
+        cmocka_unit_test(test_paths_agree_families),
+        cmocka_unit_test(test_graph_fusion),
         cmocka_unit_test(test_explicit_positions),
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_full_logits_stories),
