@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const arch_def *const archs[MODEL_ARCH_COUNT] = {
-    [MODEL_ARCH_LLAMA] = &arch_llama, [MODEL_ARCH_QWEN2] = &arch_qwen2, [MODEL_ARCH_QWEN3] = &arch_qwen3,
+    [MODEL_ARCH_LLAMA] = &arch_llama,   [MODEL_ARCH_QWEN2] = &arch_qwen2, [MODEL_ARCH_QWEN3] = &arch_qwen3,
     [MODEL_ARCH_GEMMA3] = &arch_gemma3, [MODEL_ARCH_PHI3] = &arch_phi3,
 };
 
@@ -16,20 +16,35 @@ const arch_def *arch_find(const char *name)
     return NULL;
 }
 
-const arch_def *arch_get(enum model_arch a) { return a < MODEL_ARCH_COUNT ? archs[a] : NULL; }
+const arch_def *arch_get(enum model_arch a)
+{
+    return a < MODEL_ARCH_COUNT ? archs[a] : NULL;
+}
 
-const char *model_arch_name(enum model_arch a) { return a < MODEL_ARCH_COUNT ? archs[a]->name : "?"; }
+const char *model_arch_name(enum model_arch a)
+{
+    return a < MODEL_ARCH_COUNT ? archs[a]->name : "?";
+}
 
-const char *model_arch_list(void) { return "llama qwen2 qwen3 gemma3 phi3"; }
+const char *model_arch_list(void)
+{
+    return "llama qwen2 qwen3 gemma3 phi3";
+}
 
-const char *model_rope_type_name(enum model_rope_type t) { return t == MODEL_ROPE_NEOX ? "neox" : "norm"; }
+const char *model_rope_type_name(enum model_rope_type t)
+{
+    return t == MODEL_ROPE_NEOX ? "neox" : "norm";
+}
 
 const char *model_rope_scaling_name(enum model_rope_scaling s)
 {
     switch (s) {
-    case MODEL_ROPE_SCALING_NONE: return "none";
-    case MODEL_ROPE_SCALING_LINEAR: return "linear";
-    case MODEL_ROPE_SCALING_LONGROPE: return "longrope";
+    case MODEL_ROPE_SCALING_NONE:
+        return "none";
+    case MODEL_ROPE_SCALING_LINEAR:
+        return "linear";
+    case MODEL_ROPE_SCALING_LONGROPE:
+        return "longrope";
     }
     return "?";
 }

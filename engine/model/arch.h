@@ -23,7 +23,8 @@ enum {
 /* The tensor `blk.IL.SUFFIX` (il >= 0) or `SUFFIX` (il < 0), checked for
  * shape ne0 x ne1 (ne1 = 1 for a vector) and a type tokscope computes with.
  * NULL when absent (the loader has failed unless ML_OPTIONAL) or bad (failed). */
-const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, unsigned flags);
+const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1,
+                             unsigned flags);
 /* ARCH.KEY, false when absent. */
 bool ml_u32(model_loader *ld, const char *key, uint32_t *out);
 bool ml_f32(model_loader *ld, const char *key, float *out);

@@ -30,7 +30,9 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
     }
     ml_f32(ld, "final_logit_softcapping", &hp->logit_softcap);
     hp->embd_scale = sqrtf((float)hp->n_embd);
-    hp->q_scale = hp->n_layer == 62 ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)HD);
+    /* the reference divides in integers: 5376 / 32 = 168 for the 27B */
+    const uint32_t head_27b = hp->n_embd / hp->n_head;
+    hp->q_scale = hp->n_layer == 62 ? 1.0f / sqrtf((float)head_27b) : 1.0f / sqrtf((float)HD);
     hp->kq_scale = 1.0f;
     for (uint32_t il = 0; il < hp->n_layer && !ml_failed(ld); il++) {
         model_layer *L = &w->layers[il];
@@ -50,15 +52,15 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
 static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il)
 {
     fwd_norm(g, FWD_XB, FWD_X, L->attn_norm);
-    fwd_block_qkv_rope(g, L, il);       /* q, k = head_norm(xb W); RoPE (local or global base) */
+    fwd_block_qkv_rope(g, L, il); /* q, k = head_norm(xb W); RoPE (local or global base) */
     fwd_scale(g, FWD_Q, hp->q_scale);
-    fwd_attention(g, il);               /* softmax(q k) v, within the window on local layers */
+    fwd_attention(g, il); /* softmax(q k) v, within the window on local layers */
     fwd_matmul1(g, FWD_XB, FWD_ATT, L->wo);
     fwd_keep_out_rows(g, il);
     fwd_norm(g, FWD_XB, FWD_XB, L->attn_post_norm);
     fwd_add(g, FWD_X, FWD_XB);
     fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
-    fwd_block_ffn_geglu(g, L);          /* xb = down(gelu(gate xb) * up xb) */
+    fwd_block_ffn_geglu(g, L); /* xb = down(gelu(gate xb) * up xb) */
     fwd_norm(g, FWD_XB, FWD_XB, L->ffn_post_norm);
     fwd_add(g, FWD_X, FWD_XB);
 }

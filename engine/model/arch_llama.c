@@ -12,7 +12,8 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
     const int64_t E = hp->n_embd, NQ = (int64_t)hp->n_head * hp->head_dim;
     if (hp->rope_scaling == MODEL_ROPE_SCALING_LONGROPE) {
         w->rope_long = ml_tensor(ld, -1, "rope_factors_long.weight", hp->n_rot / 2, 1, ML_OPTIONAL | ML_F32);
-        w->rope_short = ml_tensor(ld, -1, "rope_factors_short.weight", hp->n_rot / 2, 1, ML_OPTIONAL | ML_F32);
+        w->rope_short =
+            ml_tensor(ld, -1, "rope_factors_short.weight", hp->n_rot / 2, 1, ML_OPTIONAL | ML_F32);
     } else {
         w->rope_freqs = ml_tensor(ld, -1, "rope_freqs.weight", hp->n_rot / 2, 1, ML_OPTIONAL | ML_F32);
     }
@@ -31,14 +32,14 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
 {
     (void)hp;
     fwd_norm(g, FWD_XB, FWD_X, L->attn_norm);
-    fwd_block_qkv_rope(g, L, il);       /* q, k, v = xb W (+ b); RoPE; k, v -> cache */
-    fwd_attention(g, il);               /* att = softmax(q k / sqrt(hd)) v */
+    fwd_block_qkv_rope(g, L, il); /* q, k, v = xb W (+ b); RoPE; k, v -> cache */
+    fwd_attention(g, il);         /* att = softmax(q k / sqrt(hd)) v */
     fwd_matmul1(g, FWD_XB, FWD_ATT, L->wo);
     fwd_keep_out_rows(g, il);
-    fwd_add(g, FWD_X, FWD_XB);          /* residual */
+    fwd_add(g, FWD_X, FWD_XB); /* residual */
     fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
-    fwd_block_ffn_swiglu(g, L);         /* xb = down(silu(gate xb) * up xb) */
-    fwd_add(g, FWD_X, FWD_XB);          /* residual */
+    fwd_block_ffn_swiglu(g, L); /* xb = down(silu(gate xb) * up xb) */
+    fwd_add(g, FWD_X, FWD_XB);  /* residual */
 }
 
 const arch_def arch_llama = {MODEL_ARCH_LLAMA, "llama", MODEL_ROPE_NORM, load, layer};

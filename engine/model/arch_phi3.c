@@ -32,14 +32,14 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
 static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il)
 {
     fwd_norm(g, FWD_XB, FWD_X, L->attn_norm);
-    fwd_block_qkv_rope(g, L, il);       /* q, k, v = xb Wqkv; RoPE (with long/short factors) */
+    fwd_block_qkv_rope(g, L, il); /* q, k, v = xb Wqkv; RoPE (with long/short factors) */
     fwd_scale(g, FWD_Q, hp->q_scale);
     fwd_attention(g, il);
     fwd_matmul1(g, FWD_XB, FWD_ATT, L->wo);
     fwd_keep_out_rows(g, il);
     fwd_add(g, FWD_X, FWD_XB);
     fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
-    fwd_block_ffn_swiglu(g, L);         /* gate|up in one matmul */
+    fwd_block_ffn_swiglu(g, L); /* gate|up in one matmul */
     fwd_add(g, FWD_X, FWD_XB);
 }
 

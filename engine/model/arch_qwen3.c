@@ -26,7 +26,7 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
 {
     (void)hp;
     fwd_norm(g, FWD_XB, FWD_X, L->attn_norm);
-    fwd_block_qkv_rope(g, L, il);       /* q, k = head_norm(xb W); NEOX RoPE; k, v -> cache */
+    fwd_block_qkv_rope(g, L, il); /* q, k = head_norm(xb W); NEOX RoPE; k, v -> cache */
     fwd_attention(g, il);
     fwd_matmul1(g, FWD_XB, FWD_ATT, L->wo);
     fwd_keep_out_rows(g, il);

@@ -12,15 +12,15 @@ static struct fwd_step *push(fwd_graph *g, enum fwd_step_kind kind)
 {
     if (g->oom)
         return NULL;
-    if (g->n_steps == g->cap) {
-        const int cap = g->cap ? 2 * g->cap : 64;
-        struct fwd_step *s = realloc(g->steps, (size_t)cap * sizeof *s);
+    if (!g->steps || g->n_steps == g->cap) {
+        const size_t cap = g->steps && g->cap > 0 ? 2 * (size_t)g->cap : 64;
+        struct fwd_step *s = cap < (1u << 24) ? realloc(g->steps, cap * sizeof *s) : NULL;
         if (!s) {
             g->oom = true;
             return NULL;
         }
         g->steps = s;
-        g->cap = cap;
+        g->cap = (int)cap;
     }
     struct fwd_step *st = &g->steps[g->n_steps++];
     memset(st, 0, sizeof *st);
@@ -37,7 +37,10 @@ static void row_op(fwd_graph *g, struct fwd_op op)
         st->ops[st->n_ops++] = op;
 }
 
-void fwd_embed(fwd_graph *g) { row_op(g, (struct fwd_op){.kind = OP_EMBED, .dst = FWD_X}); }
+void fwd_embed(fwd_graph *g)
+{
+    row_op(g, (struct fwd_op){.kind = OP_EMBED, .dst = FWD_X});
+}
 
 void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w)
 {

@@ -33,19 +33,19 @@ enum fwd_buf {
 typedef struct fwd_graph fwd_graph;
 
 /* ---- row steps ---- */
-void fwd_embed(fwd_graph *g);                                            /* X = token embeddings (* embd_scale) */
+void fwd_embed(fwd_graph *g); /* X = token embeddings (* embd_scale) */
 void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm * w */
 void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w); /* RMS norm * w of each head */
-void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);          /* dst += src */
-void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b);     /* buf += b */
-void fwd_scale(fwd_graph *g, enum fwd_buf buf, float s);                 /* buf *= s */
-void fwd_rope(fwd_graph *g, enum fwd_buf buf, uint32_t il);              /* RoPE of each head, layer il's rope */
-void fwd_kv_store(fwd_graph *g, uint32_t il);                            /* K, V rows into layer il's cache */
-void fwd_split_qkv(fwd_graph *g);                                        /* QKV -> Q, K, V */
+void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);           /* dst += src */
+void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b);      /* buf += b */
+void fwd_scale(fwd_graph *g, enum fwd_buf buf, float s);                  /* buf *= s */
+void fwd_rope(fwd_graph *g, enum fwd_buf buf, uint32_t il); /* RoPE of each head, layer il's rope */
+void fwd_kv_store(fwd_graph *g, uint32_t il);               /* K, V rows into layer il's cache */
+void fwd_split_qkv(fwd_graph *g);                           /* QKV -> Q, K, V */
 void fwd_swiglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up); /* silu(gate) * up */
 void fwd_swiglu_fused(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate_up); /* silu(1st half) * 2nd half */
-void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up);  /* gelu_tanh(gate) * up */
-void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c);               /* c * tanh(buf / c) */
+void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up); /* gelu_tanh(gate) * up */
+void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c);                          /* c * tanh(buf / c) */
 
 /* ---- matmuls: out[s] = in . ws[s] for up to 3 weights sharing the input ---- */
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs);

@@ -141,21 +141,24 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         const gguf_tensor *emb = f->w->tok_embd;
         const int64_t E = hp->n_embd;
         const size_t erb = tensor_row_size((enum tensor_type)emb->type, E);
-        tensor_dequantize_row((enum tensor_type)emb->type, (const uint8_t *)emb->data + (size_t)f->tokens[t] * erb, d,
-                              E);
+        tensor_dequantize_row((enum tensor_type)emb->type,
+                              (const uint8_t *)emb->data + (size_t)f->tokens[t] * erb, d, E);
         if (hp->embd_scale != 0.0f)
             for (int64_t i = 0; i < E; i++)
                 d[i] *= hp->embd_scale;
         /* the token's RoPE tables, used by every layer */
         float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
         const int32_t pos = f->start_pos + t;
-        rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor, f->rope_factors);
+        rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor,
+                   f->rope_factors);
         if (f->n_rope_tables > 1)
             rope_table(cs + f->rope_stride, pos, hp->n_rot, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
                        hp->rope_attn_factor, f->rope_factors);
         break;
     }
-    case OP_NORM: rmsnorm(d, row(f, op->src, t), op->w->data, width[op->src], hp->rms_eps); break;
+    case OP_NORM:
+        rmsnorm(d, row(f, op->src, t), op->w->data, width[op->src], hp->rms_eps);
+        break;
     case OP_HEAD_NORM: {
         const int64_t hd = hp->head_dim;
         for (int64_t h = 0; h < width[op->dst] / hd; h++)
@@ -186,7 +189,9 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
             rope_apply(d + h * hd, cs, hp->n_rot, hp->rope_type);
         break;
     }
-    case OP_KV_STORE: store_kv(f, op->il, f->start_pos + t, d, row(f, op->src, t)); break;
+    case OP_KV_STORE:
+        store_kv(f, op->il, f->start_pos + t, d, row(f, op->src, t));
+        break;
     case OP_SPLIT_QKV: {
         const float *s = row(f, op->src, t);
         const int64_t nq = width[FWD_Q], kv = width[FWD_K];
@@ -195,14 +200,18 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         memcpy(row(f, FWD_V, t), s + nq + kv, (size_t)kv * sizeof(float));
         break;
     }
-    case OP_SWIGLU: swiglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]); break;
+    case OP_SWIGLU:
+        swiglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]);
+        break;
     case OP_SWIGLU_FUSED: {
         const float *s = row(f, op->src, t);
         const int64_t n = width[op->src] / 2;
         swiglu_row(d, s, s + n, n);
         break;
     }
-    case OP_GEGLU: geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]); break;
+    case OP_GEGLU:
+        geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]);
+        break;
     case OP_SOFTCAP: {
         const float inv = 1.0f / op->s;
         for (int64_t i = 0; i < width[op->dst]; i++)
