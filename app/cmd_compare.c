@@ -38,6 +38,8 @@ static void usage(FILE *f)
             "  --min-top1 X         fail when top-1 agreement < X (default 0.98 quantized, off for float)\n"
             "  -t, --threads N      threads (default: online CPUs); past position 256 llama.cpp splits\n"
             "                       attention per thread, so use the -t the golden was made with\n"
+            "  -c, --ctx-size N     context size (default: the sequence's length); it picks Phi-3's\n"
+            "                       long or short RoPE factors, so use the -c the golden was made with\n"
             "\n"
             "Metrics per position, over the reference's top-k ids: max |dlogit|; KL(ref||ours) with each\n"
             "side normalised by its own log-sum-exp; |dlse|. top1_agree counts positions whose reference\n"
@@ -89,6 +91,7 @@ int cmd_compare(int argc, char **argv)
     const char *model_path = NULL, *golden_path = NULL;
     bool one_by_one = false, all_batched = false, no_cache = false, f32_kv = false;
     int batch = 0, top_n = 10, threads = 0;
+    long n_ctx = 0;
     double max_diff = -1, max_kl = -1, min_top1 = -1;
     enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV };
     static const struct option opts[] = {
@@ -98,18 +101,24 @@ int cmd_compare(int argc, char **argv)
         {"top", required_argument, 0, O_TOP},   {"max-diff", required_argument, 0, O_MAXD},
         {"max-kl", required_argument, 0, O_MAXKL}, {"min-top1", required_argument, 0, O_MINT1},
         {"f32-kv", no_argument, 0, O_F32KV},    {"help", no_argument, 0, 'h'},
+        {"ctx-size", required_argument, 0, 'c'},
         {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "m:t:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:t:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': model_path = optarg; break;
         case 't':
             threads = (int)strtol(optarg, &end, 10);
             if (*end || threads < 1 || threads > 256)
+                goto bad;
+            break;
+        case 'c':
+            n_ctx = strtol(optarg, &end, 10);
+            if (*end || n_ctx < 1 || n_ctx > 1 << 20)
                 goto bad;
             break;
         case O_ONE: one_by_one = true; break;
@@ -174,7 +183,14 @@ int cmd_compare(int argc, char **argv)
     int32_t n_seq = 0;
     int32_t *seq = golden_sequence(g, &n_seq);
     forward_params fp = forward_default_params();
-    fp.n_ctx = (uint32_t)n_seq;
+    if (n_ctx && n_ctx < n_seq) {
+        fprintf(stderr, "tokscope compare: the golden's %d tokens do not fit a context of %ld\n", n_seq, n_ctx);
+        free(seq);
+        model_free(m);
+        golden_free(g);
+        return 1;
+    }
+    fp.n_ctx = (uint32_t)(n_ctx ? n_ctx : n_seq);
     if (batch)
         fp.n_batch = (uint32_t)batch;
     fp.n_threads = threads;

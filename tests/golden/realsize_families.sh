@@ -11,8 +11,10 @@
 # NAME.pN: an N-token prompt as one batch, then 12 greedy tokens; p600 on
 # Gemma goes past the 512-token window, in two batches of the prompt, and
 # decodes past position 512 (split-KV attention within the window).
-# NAME.oboN: N prompt tokens one at a time, then 8 greedy tokens. Native and
-# AVX2 builds. See tests/golden/reference/README.md.
+# NAME.oboN: N prompt tokens one at a time, then 8 greedy tokens.
+# phi3-long is a small LongRoPE Phi-3 (original context 512): phi3-long.c512
+# runs with its short factors, .c1024 with its long ones. Native and AVX2
+# builds. See tests/golden/reference/README.md.
 . tests/lib.sh
 R=tests/golden/reference/families
 GEN=${BUILD:-build}/tools/gguf_random
@@ -43,6 +45,9 @@ while read -r name like args; do
             case=$(basename "$golden" .jsonl)
             obo=''
             case $case in *.obo*) obo=--one-by-one ;; esac
+            # NAME.cN: made with a context of N (Phi-3's factors depend on it)
+            ctx=$(echo "$case" | sed -n 's/.*\.c\([0-9]*\)$/\1/p')
+            [ -n "$ctx" ] && obo="$obo -c $ctx"
             for bin in "$BIN" "$AVX2"; do
                 [ -x "$bin" ] || continue
                 b=native

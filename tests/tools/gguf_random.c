@@ -5,7 +5,7 @@
  *   gguf_random --like SRC.gguf --type TYPE [--dim 2048] [--layers 22] [--heads 32]
  *               [--kv-heads 4] [--ffn 5632] [--ctx 2048] [--rope-base 10000]
  *               [--arch llama|qwen2|qwen3|gemma3|phi3] [--head-dim N] [--tied]
- *               [--swa N] [--rope-freqs FACTOR] [--rope-orig-ctx N]
+ *               [--swa N] [--rope-freqs FACTOR] [--rope-orig-ctx N] [--longrope ORIG]
  *               [--seed 1] [--threads N] OUT.gguf
  *
  * The tensors and keys of each architecture are those llama.cpp's converter
@@ -13,8 +13,10 @@
  * key_length (--head-dim, queries may be wider than --dim); gemma3 post-
  * attention and post-FFN norms and a sliding window (--swa, default 512;
  * local rope base 10000); phi3 a fused attn_qkv and ffn_up holding gate and
- * up; llama with --rope-freqs F Llama 3.1's rope_freqs.weight (factor F, low
- * 1, high 4, original context --rope-orig-ctx, default 8192). qwen2, qwen3
+ * up (with --longrope ORIG the long/short factors, attention factor and
+ * original context of a LongRoPE file); llama with --rope-freqs F Llama
+ * 3.1's rope_freqs.weight (factor F, low 1, high 4, original context
+ * --rope-orig-ctx, default 8192). qwen2, qwen3
  * and gemma3 tie the output to the embeddings, as --tied does for the others.
  *
  * TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K, or
@@ -411,7 +413,8 @@ static void fill_row(void *arg, int ith, int64_t chunk, int64_t n_chunks)
                                                                      : 1.0f / sqrtf((float)t->ne0);
     float bias = t->kind == K_NORM ? 1.0f : 0.0f;
     for (int64_t i = 0; i < t->ne0; i++)
-        x[i] = t->kind == K_ROPE ? rope_factors[i] : bias + scale * rowgen_normal(&r);
+        x[i] = t->kind == K_ROPE ? rope_factors[i + (strstr(t->name, "_long") ? t->ne0 : 0)]
+                                 : bias + scale * rowgen_normal(&r);
     tensor_quantize_row(t->type, x, j->dst + (size_t)chunk * t->row_bytes, t->ne0);
 }
 
@@ -422,7 +425,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: gguf_random --like SRC.gguf --type TYPE [--dim 2048] [--layers 22] [--heads 32]\n"
                "                   [--kv-heads 4] [--ffn 5632] [--ctx 2048] [--rope-base 10000]\n"
                "                   [--arch llama|qwen2|qwen3|gemma3|phi3] [--head-dim N] [--tied]\n"
-               "                   [--swa N] [--rope-freqs FACTOR] [--rope-orig-ctx N]\n"
+               "                   [--swa N] [--rope-freqs FACTOR] [--rope-orig-ctx N] [--longrope ORIG]\n"
                "                   [--seed 1] [--threads N] OUT.gguf\n"
                "TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M\n");
 }
@@ -450,7 +453,7 @@ int main(int argc, char **argv)
     int64_t dim = 2048, layers = 22, heads = 32, kv_heads = 4, ffn = 5632, ctx = 2048;
     int64_t threads = threadpool_default_threads();
     double rope_base = -1, rope_freqs = 0;
-    int64_t head_dim_opt = 0, swa = -1, rope_orig = 8192;
+    int64_t head_dim_opt = 0, swa = -1, rope_orig = 8192, longrope = 0;
     bool tied = false;
     uint64_t seed = 1;
 
@@ -499,6 +502,8 @@ int main(int argc, char **argv)
             head_dim_opt = parse_int(a, v, 2, 4096);
         else if (!strcmp(a, "--swa"))
             swa = parse_int(a, v, 0, 1 << 20);
+        else if (!strcmp(a, "--longrope"))
+            longrope = parse_int(a, v, 2, 1 << 24);
         else if (!strcmp(a, "--rope-orig-ctx"))
             rope_orig = parse_int(a, v, 1, 1 << 24);
         else if (!strcmp(a, "--rope-freqs")) {
@@ -536,6 +541,11 @@ int main(int argc, char **argv)
         die("--rope-freqs is for --arch llama (Llama 3.x)");
     if (swa >= 0 && !is_gemma3)
         die("--swa is for --arch gemma3");
+    if (longrope && !is_phi3)
+        die("--longrope is for --arch phi3");
+    if (longrope && longrope >= ctx)
+        die("--longrope %lld: the original context must be shorter than --ctx %lld", (long long)longrope,
+            (long long)ctx);
     if (is_qwen2 || is_qwen3 || is_gemma3)
         tied = true;
     if (rope_base < 0)
@@ -552,6 +562,19 @@ int main(int argc, char **argv)
         die("the head size %lld must be even (RoPE)", (long long)head_dim);
     if (rope_freqs > 0)
         llama3_rope_factors(head_dim, rope_base, rope_freqs, 1, 4, (double)rope_orig);
+    if (longrope) {
+        /* Phi-3's long-context factors: short ones near 1, long ones growing
+         * to tens for the slow dimensions, like the real files' */
+        rope_factors = malloc((size_t)head_dim * sizeof(float));
+        if (!rope_factors)
+            die("out of memory");
+        const int64_t n = head_dim / 2;
+        for (int64_t i = 0; i < n; i++) {
+            const double x = n > 1 ? (double)i / (double)(n - 1) : 0;
+            rope_factors[i] = (float)(1.0 + 0.1 * x);            /* short */
+            rope_factors[n + i] = (float)(1.0 + 40.0 * x * x); /* long */
+        }
+    }
 
     char err[512];
     gguf_ctx *g = gguf_open(like, err, sizeof err);
@@ -576,6 +599,10 @@ int main(int argc, char **argv)
         die("out of memory");
     if (rope_freqs > 0)
         add_tensor("rope_freqs.weight", head_dim / 2, 0, TENSOR_TYPE_F32, K_ROPE);
+    if (longrope) {
+        add_tensor("rope_factors_long.weight", head_dim / 2, 0, TENSOR_TYPE_F32, K_ROPE);
+        add_tensor("rope_factors_short.weight", head_dim / 2, 0, TENSOR_TYPE_F32, K_ROPE);
+    }
     /* tied: the embedding is the output, quantized as llama-quantize does the output */
     add_tensor("token_embd.weight", dim, n_vocab, tied ? qt->big : qt->base, K_EMBD);
     const enum tensor_type qkv_type = qt->base == TENSOR_TYPE_Q4_K && qt->big == TENSOR_TYPE_Q6_K ? TENSOR_TYPE_Q5_K
@@ -655,7 +682,7 @@ int main(int argc, char **argv)
     wr_u32(3);
     wr_u64(n_tensors);
     const bool key_len = is_qwen3 || is_gemma3 || head_dim_opt;
-    wr_u64((uint64_t)n_copy + 13 + 2 * key_len + 2 * is_gemma3);
+    wr_u64((uint64_t)n_copy + 13 + 2 * key_len + 2 * is_gemma3 + 2 * (longrope > 0));
     kv_str("general.architecture", out_arch);
     for (int64_t i = 0; i < gguf_n_kv(g); i++)
         if (!skip_key(gguf_kv_key(g, i)))
@@ -677,6 +704,11 @@ int main(int argc, char **argv)
     if (key_len) {
         kv_u32(KEY("attention.key_length"), (uint32_t)head_dim);
         kv_u32(KEY("attention.value_length"), (uint32_t)head_dim);
+    }
+    if (longrope) { /* as convert_hf_to_gguf.py writes a LongRoPE Phi-3 */
+        const double scale = (double)ctx / (double)longrope;
+        kv_f32(KEY("rope.scaling.attn_factor"), (float)sqrt(1 + log(scale) / log((double)longrope)));
+        kv_u32(KEY("rope.scaling.original_context_length"), (uint32_t)longrope);
     }
     if (is_gemma3) {
         kv_u32(KEY("attention.sliding_window"), (uint32_t)swa);
