@@ -1,15 +1,21 @@
 /* `tokscope bench`: llama-bench style throughput — prompt processing (pp) of
  * a batch of tokens and token generation (tg) one token at a time, each
- * repeated and reported as mean ± stddev tokens/s. Token ids are fixed
- * pseudo-random ids so that runs are comparable. */
+ * repeated and reported as mean ± stddev tokens/s, optionally at a depth (a
+ * cache already holding that many tokens, as a chat has). Lists of values
+ * run every combination, like llama-bench; `-o jsonl` prints one object per
+ * test with llama-bench's field names, so the two programs' outputs join.
+ * Token ids are fixed pseudo-random ids so that runs are comparable. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "commands.h"
+#include "kernels/threadpool.h"
+#include "gguf/tensor.h"
 #include "model/forward.h"
 #include "model/model.h"
 
@@ -22,16 +28,76 @@ static double now_s(void)
 
 static void bench_usage(FILE *f)
 {
-    fprintf(f, "usage: tokscope bench -m MODEL [-p N_PROMPT] [-n N_GEN] [-r REPS] [-t THREADS] [-b BATCH]\n"
-               "  -p N   prompt tokens evaluated as one batch (default 128; 0 skips)\n"
-               "  -n N   tokens generated one at a time (default 64; 0 skips)\n"
-               "  -r N   repetitions (default 3)\n"
-               "  -t N   threads (default: all cores)\n"
-               "  -b N   batch size for the prompt (default 512)\n"
-               "Prints one line per test: model, test, tokens/s mean ± stddev.\n");
+    fprintf(f, "usage: tokscope bench -m MODEL [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-r REPS] [-b BATCH]\n"
+               "                      [-ctk TYPE] [-ctv TYPE] [-o text|jsonl]\n"
+               "  -p N,..     prompt tokens evaluated as one batch (default 128; 0 skips)\n"
+               "  -n N,..     tokens generated one at a time (default 64; 0 skips)\n"
+               "  -d N,..     depth: tokens already in the cache before each test (default 0)\n"
+               "  -t N,..     threads (default: all cores)\n"
+               "  -r N        repetitions (default 3)\n"
+               "  -b N        batch size for the prompt (default 512)\n"
+               "  -ctk, -ctv  KV cache type of keys / values: f16 (default), f32\n"
+               "  -o FORMAT   text (default): one line per test, tokens/s mean ± stddev and the\n"
+               "              peak resident memory so far; jsonl: one object per test with\n"
+               "              llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, type_k,\n"
+               "              type_v, avg_ts, stddev_ts, samples_ts, ...) and peak_rss_bytes\n"
+               "Every combination of the lists runs, in the order -t, -d, then -p and -n.\n");
 }
 
-static void report(const char *model, const char *test, const double *tps, int reps)
+/* "1,2,3" -> ints >= lo; false when malformed. */
+static bool parse_list(const char *s, int lo, int **out, int *n)
+{
+    int cap = 1, k = 0;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    int *v = malloc(sizeof *v * (size_t)cap);
+    const char *p = s;
+    while (v && *p) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p || x < lo || x > (1 << 24) || (*end && *end != ',')) {
+            free(v);
+            return false;
+        }
+        v[k++] = (int)x;
+        p = *end ? end + 1 : end;
+    }
+    if (!v || k == 0) {
+        free(v);
+        return false;
+    }
+    free(*out);
+    *out = v;
+    *n = k;
+    return true;
+}
+
+static bool parse_kv_type(const char *s, enum tensor_type *t)
+{
+    if (!strcmp(s, "f16"))
+        *t = TENSOR_TYPE_F16;
+    else if (!strcmp(s, "f32"))
+        *t = TENSOR_TYPE_F32;
+    else
+        return false;
+    return true;
+}
+
+static const char *kv_type_name(enum tensor_type t) { return t == TENSOR_TYPE_F32 ? "f32" : "f16"; }
+
+static long peak_rss_bytes(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss * 1024L : 0;
+}
+
+struct bench_test {
+    const char *path, *name;
+    int n_prompt, n_gen, n_depth, threads, reps;
+    enum tensor_type type_k;
+};
+
+static void report(const struct bench_test *t, const double *tps, int reps, bool jsonl)
 {
     double mean = 0, var = 0;
     for (int i = 0; i < reps; i++)
@@ -39,98 +105,201 @@ static void report(const char *model, const char *test, const double *tps, int r
     mean /= reps;
     for (int i = 0; i < reps; i++)
         var += (tps[i] - mean) * (tps[i] - mean);
-    double sd = reps > 1 ? sqrt(var / (reps - 1)) : 0;
-    printf("%-28s %-8s %10.2f ± %.2f tok/s\n", model, test, mean, sd);
+    const double sd = reps > 1 ? sqrt(var / (reps - 1)) : 0;
+    const long rss = peak_rss_bytes();
+    if (jsonl) {
+        const int n = t->n_prompt > 0 ? t->n_prompt : t->n_gen;
+        printf("{\"model_filename\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"n_threads\": %d, "
+               "\"type_k\": \"%s\", \"type_v\": \"%s\", \"avg_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, "
+               "\"samples_ts\": [",
+               t->path, t->n_prompt, t->n_gen, t->n_depth, t->threads, kv_type_name(t->type_k),
+               kv_type_name(t->type_k), mean > 0 ? 1e9 * n / mean : 0.0, mean, sd);
+        for (int i = 0; i < reps; i++)
+            printf("%s%.2f", i ? ", " : " ", tps[i]);
+        printf(" ], \"peak_rss_bytes\": %ld}\n", rss);
+    } else {
+        char test[64];
+        if (t->n_prompt > 0)
+            snprintf(test, sizeof test, "pp%d", t->n_prompt);
+        else
+            snprintf(test, sizeof test, "tg%d", t->n_gen);
+        if (t->n_depth > 0) {
+            const size_t l = strlen(test);
+            snprintf(test + l, sizeof test - l, " @ d%d", t->n_depth);
+        }
+        printf("%-28s %-14s t%-3d %s %10.2f ± %.2f tok/s   peak RSS %.0f MiB\n", t->name, test, t->threads,
+               kv_type_name(t->type_k), mean, sd, (double)rss / 1048576.0);
+    }
     fflush(stdout);
+}
+
+/* Fills the cache with `depth` tokens (not timed), as llama-bench's -d. */
+static int fill_depth(forward_ctx *f, const int32_t *toks, int depth, float *logits, char *err, size_t errlen)
+{
+    return depth > 0 ? forward_eval(f, toks, depth, 0, logits, false, err, errlen) : 0;
+}
+
+/* One test, reps times: tokens/s into tps. */
+static int run_test(forward_ctx *f, const struct bench_test *t, const int32_t *toks, float *logits, double *tps,
+                    char *err, size_t errlen)
+{
+    for (int r = 0; r < t->reps; r++) {
+        if (fill_depth(f, toks, t->n_depth, logits, err, errlen) != 0)
+            return -1;
+        const int32_t *seq = toks + t->n_depth;
+        const double t0 = now_s();
+        if (t->n_prompt > 0) {
+            if (forward_eval(f, seq, t->n_prompt, t->n_depth, logits, false, err, errlen) != 0)
+                return -1;
+        } else {
+            for (int i = 0; i < t->n_gen; i++)
+                if (forward_eval(f, &seq[i], 1, t->n_depth + i, logits, false, err, errlen) != 0)
+                    return -1;
+        }
+        tps[r] = (t->n_prompt > 0 ? t->n_prompt : t->n_gen) / (now_s() - t0);
+    }
+    return 0;
 }
 
 int cmd_bench(int argc, char **argv)
 {
     const char *path = NULL;
-    int n_prompt = 128, n_gen = 64, reps = 3, threads = 0, batch = 0;
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int *pp = NULL, *tg = NULL, *depth = NULL, *thr = NULL;
+    int n_pp = 0, n_tg = 0, n_depth = 0, n_thr = 0, reps = 3, batch = 0;
+    enum tensor_type type_k = TENSOR_TYPE_F16, type_v = TENSOR_TYPE_F16;
+    bool jsonl = false;
+    int rc = 2;
+    static const int one_pp[] = {128}, one_tg[] = {64}, one_zero[] = {0};
+    /* llama-bench's two-letter options (-ctk, -ctv) as long options: getopt
+     * takes "-ctk" for "--ctk" when the short string has no 'c' */
+    enum { O_CTK = 256, O_CTV };
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"ctk", required_argument, 0, O_CTK},
+                                         {"ctv", required_argument, 0, O_CTV},
+                                         {"cache-type-k", required_argument, 0, O_CTK},
+                                         {"cache-type-v", required_argument, 0, O_CTV},
+                                         {"output", required_argument, 0, 'o'},
+                                         {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:p:n:r:t:b:h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long_only(argc, argv, "m:p:n:d:r:t:b:o:h", opts, NULL)) != -1) {
+        bool ok = true;
         switch (c) {
         case 'm': path = optarg; break;
-        case 'p': n_prompt = atoi(optarg); break;
-        case 'n': n_gen = atoi(optarg); break;
+        case 'p': ok = parse_list(optarg, 0, &pp, &n_pp); break;
+        case 'n': ok = parse_list(optarg, 0, &tg, &n_tg); break;
+        case 'd': ok = parse_list(optarg, 0, &depth, &n_depth); break;
+        case 't': ok = parse_list(optarg, 1, &thr, &n_thr); break;
         case 'r': reps = atoi(optarg); break;
-        case 't': threads = atoi(optarg); break;
         case 'b': batch = atoi(optarg); break;
-        case 'h': bench_usage(stdout); return 0;
-        default: bench_usage(stderr); return 2;
+        case 'o':
+            ok = !strcmp(optarg, "jsonl") || !strcmp(optarg, "text");
+            jsonl = !strcmp(optarg, "jsonl");
+            break;
+        case O_CTK: ok = parse_kv_type(optarg, &type_k); break;
+        case O_CTV: ok = parse_kv_type(optarg, &type_v); break;
+        case 'h': bench_usage(stdout); rc = 0; goto out;
+        default: ok = false;
+        }
+        if (!ok) {
+            fprintf(stderr, "tokscope bench: bad option or value near '%s'\n", argv[optind - 1]);
+            bench_usage(stderr);
+            goto out;
         }
     }
-    if (!path || n_prompt < 0 || n_gen < 0 || reps < 1 || reps > 100) {
+    if (!path || optind != argc || reps < 1 || reps > 100 || batch < 0) {
         bench_usage(stderr);
-        return 2;
+        goto out;
     }
+    if (type_k != type_v) {
+        fprintf(stderr, "tokscope bench: the K and V caches must have the same type (-ctk %s, -ctv %s)\n",
+                kv_type_name(type_k), kv_type_name(type_v));
+        goto out;
+    }
+    const int *P = pp ? pp : one_pp, *G = tg ? tg : one_tg, *D = depth ? depth : one_zero;
+    const int nP = pp ? n_pp : 1, nG = tg ? n_tg : 1, nD = depth ? n_depth : 1;
+    static int default_thr[1];
+    default_thr[0] = 0;
+    const int *T = thr ? thr : default_thr;
+    const int nT = thr ? n_thr : 1;
+
     char err[512];
+    rc = 1;
     model *m = model_load(path, err, sizeof err);
     if (!m) {
         fprintf(stderr, "tokscope: %s\n", err);
-        return 1;
+        goto out;
     }
     const model_hparams *hp = model_get_hparams(m);
-    forward_params fp = forward_default_params();
-    fp.n_threads = threads;
-    if (batch > 0)
-        fp.n_batch = (uint32_t)batch;
-    fp.n_ctx = (uint32_t)(n_prompt + n_gen + 1);
-    forward_ctx *f = forward_build(m, &fp, err, sizeof err);
-    if (!f) {
-        fprintf(stderr, "tokscope: %s\n", err);
-        model_free(m);
-        return 1;
-    }
-    int n_tok = n_prompt > n_gen ? n_prompt : n_gen;
-    int32_t *toks = malloc(sizeof *toks * (size_t)(n_tok + 1));
+    int max_tok = 1;
+    for (int i = 0; i < nD; i++)
+        for (int j = 0; j < nP; j++)
+            for (int k = 0; k < nG; k++) {
+                const int need = D[i] + (P[j] > G[k] ? P[j] : G[k]);
+                max_tok = need > max_tok ? need : max_tok;
+            }
+    int32_t *toks = malloc(sizeof *toks * (size_t)(max_tok + 1));
     float *logits = malloc(sizeof *logits * (size_t)hp->n_vocab);
     double *tps = malloc(sizeof *tps * (size_t)reps);
+    if (!toks || !logits || !tps) {
+        fprintf(stderr, "tokscope: out of memory\n");
+        goto done;
+    }
     uint32_t s = 12345;
-    for (int i = 0; i <= n_tok; i++) {
+    for (int i = 0; i <= max_tok; i++) {
         s = s * 1664525u + 1013904223u;
         toks[i] = (int32_t)((s >> 8) % (uint32_t)hp->n_vocab);
     }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    int rc = 0;
-    /* one warm-up evaluation so page faults of the mmap are not measured */
-    if (forward_eval(f, toks, 1, 0, logits, false, err, sizeof err) != 0)
-        goto fail;
-    if (n_prompt > 0) {
-        for (int r = 0; r < reps; r++) {
-            double t0 = now_s();
-            if (forward_eval(f, toks, n_prompt, 0, logits, false, err, sizeof err) != 0)
-                goto fail;
-            tps[r] = n_prompt / (now_s() - t0);
+    rc = 0;
+    for (int ti = 0; ti < nT && rc == 0; ti++) {
+        forward_params fp = forward_default_params();
+        fp.n_threads = T[ti];
+        fp.kv_type = type_k;
+        if (batch > 0)
+            fp.n_batch = (uint32_t)batch;
+        fp.n_ctx = (uint32_t)(max_tok + 1);
+        forward_ctx *f = forward_build(m, &fp, err, sizeof err);
+        if (!f) {
+            fprintf(stderr, "tokscope: %s\n", err);
+            rc = 1;
+            break;
         }
-        char test[32];
-        snprintf(test, sizeof test, "pp%d", n_prompt);
-        report(name, test, tps, reps);
-    }
-    if (n_gen > 0) {
-        for (int r = 0; r < reps; r++) {
-            double t0 = now_s();
-            for (int i = 0; i < n_gen; i++)
-                if (forward_eval(f, &toks[i], 1, i, logits, false, err, sizeof err) != 0)
-                    goto fail;
-            tps[r] = n_gen / (now_s() - t0);
+        /* one warm-up evaluation so page faults of the mmap are not measured */
+        if (forward_eval(f, toks, 1, 0, logits, false, err, sizeof err) != 0) {
+            fprintf(stderr, "tokscope: %s\n", err);
+            rc = 1;
         }
-        char test[32];
-        snprintf(test, sizeof test, "tg%d", n_gen);
-        report(name, test, tps, reps);
+        for (int di = 0; di < nD && rc == 0; di++) {
+            for (int pass = 0; pass < 2 && rc == 0; pass++) {
+                const int n_list = pass == 0 ? nP : nG;
+                for (int li = 0; li < n_list && rc == 0; li++) {
+                    const int n = pass == 0 ? P[li] : G[li];
+                    if (n == 0)
+                        continue;
+                    struct bench_test t = {path, name, pass == 0 ? n : 0, pass == 1 ? n : 0, D[di],
+                                           T[ti] > 0 ? T[ti] : (int)threadpool_default_threads(), reps, type_k};
+                    if (run_test(f, &t, toks, logits, tps, err, sizeof err) != 0) {
+                        fprintf(stderr, "tokscope: %s\n", err);
+                        rc = 1;
+                        break;
+                    }
+                    report(&t, tps, reps, jsonl);
+                }
+            }
+        }
+        forward_free(f);
     }
-    goto done;
-fail:
-    fprintf(stderr, "tokscope: %s\n", err);
-    rc = 1;
 done:
     free(tps);
     free(logits);
     free(toks);
-    forward_free(f);
     model_free(m);
+out:
+    free(pp);
+    free(tg);
+    free(depth);
+    free(thr);
     return rc;
 }

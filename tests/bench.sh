@@ -4,9 +4,10 @@
 # not fit in the CPU caches, and on real-size shapes of each model family
 # (BENCH_BIG=0 skips both). Not part of `make test`: numbers, not assertions.
 #
-# With LLAMA_BENCH=/path/to/llama-bench, llama.cpp runs the same test on the
-# same file right after tokscope, model by model, and a line gives
-# tokscope / llama.cpp for each test.
+# With LLAMA_BENCH=/path/to/llama-bench, llama.cpp runs the same tests on the
+# same file right after tokscope, model by model, and each line gives
+# tokscope / llama.cpp. BENCH_PP, BENCH_TG, BENCH_DEPTH (comma lists),
+# BENCH_REPS and BENCH_THREADS choose the tests.
 TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
@@ -14,27 +15,29 @@ case "$BIN" in */*) ;; *) BIN=./$BIN ;; esac
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 PP=${BENCH_PP:-128} TG=${BENCH_TG:-64} REPS=${BENCH_REPS:-3} THREADS=${BENCH_THREADS:-$(nproc)}
 
-# bench_one MODEL: tokscope, then (with LLAMA_BENCH) llama-bench on the same
-# file and the ratios
+# bench_one MODEL: tokscope (its JSONL, as a table), then with LLAMA_BENCH
+# llama-bench on the same file and the ratio of each test
 bench_one() {
-    out=$("$BIN" bench -m "$1" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS") || { echo "tokscope bench failed on $1"; return; }
-    printf '%s\n' "$out"
-    [ -n "${LLAMA_BENCH:-}" ] || return 0
-    ref=$("$LLAMA_BENCH" -m "$1" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" -o jsonl 2>/dev/null) ||
-        { echo "llama-bench failed on $1"; return; }
-    printf '%s\n' "$ref" | python3 -c "
-import json, re, sys
-ours = {}
-for l in sys.argv[1].splitlines():
-    m = re.search(r' (pp|tg)(\d+) +([0-9.]+) ', l)
-    if m: ours[m.group(1)] = float(m.group(3))
-for l in sys.stdin:
-    d = json.loads(l)
-    t = 'pp' if d['n_prompt'] > 0 else 'tg'
-    n = d['n_prompt'] or d['n_gen']
-    if t in ours:
-        print('  llama.cpp %s%d %10.2f tok/s   tokscope / llama.cpp %.2f' % (t, n, d['avg_ts'], ours[t] / d['avg_ts']))
-" "$out"
+    out=$("$BIN" bench -m "$1" -p "$PP" -n "$TG" -d "${BENCH_DEPTH:-0}" -r "$REPS" -t "$THREADS" -o jsonl) ||
+        { echo "tokscope bench failed on $1"; return; }
+    ref=""
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        ref=$("$LLAMA_BENCH" -m "$1" -p "$PP" -n "$TG" -d "${BENCH_DEPTH:-0}" -r "$REPS" -t "$THREADS" -o jsonl \
+            2>/dev/null) || { echo "llama-bench failed on $1"; ref=""; }
+    fi
+    python3 -c "
+import json, os, sys
+key = lambda d: (d['n_prompt'], d['n_gen'], d['n_depth'], d['n_threads'])
+ref = {key(d): d for d in map(json.loads, filter(None, sys.argv[2].splitlines()))}
+for d in map(json.loads, filter(None, sys.argv[1].splitlines())):
+    test = ('pp%d' % d['n_prompt'] if d['n_prompt'] else 'tg%d' % d['n_gen']) + (' @ d%d' % d['n_depth'] if d['n_depth'] else '')
+    line = '%-28s %-14s %10.2f ± %-8.2f tok/s  RSS %5.0f MiB' % (os.path.basename(d['model_filename']), test,
+        d['avg_ts'], d['stddev_ts'], d['peak_rss_bytes'] / 1048576)
+    r = ref.get(key(d))
+    if r:
+        line += '   llama.cpp %10.2f  ratio %.2f' % (r['avg_ts'], d['avg_ts'] / r['avg_ts'])
+    print(line)
+" "$out" "$ref"
 }
 for m in stories260K.gguf stories260K-q8_0.gguf tiny-spm-f16.gguf tiny-spm-q8_0.gguf tiny-spm-q4_0.gguf \
          tiny-spm-q4_k_m.gguf tiny-spm-mix.gguf smollm-mini-q8_0.gguf; do

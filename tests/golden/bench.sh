@@ -1,0 +1,28 @@
+#!/bin/sh
+# `tokscope bench` options (numbers are not asserted: `make bench` measures):
+# comma lists run every combination, -d fills the cache first, -o jsonl
+# carries llama-bench's field names, bad values are usage errors.
+. tests/lib.sh
+M=$TESTDATA/models/stories260K.gguf
+need "$M" "bench" || exit 0
+"$BIN" bench -m "$M" -p 8,16 -n 4 -d 0,20 -t 1,2 -r 1 -o jsonl >"$OUT/bench.jsonl" 2>"$OUT/bench.err"
+rc=$?
+if [ $rc -eq 0 ] && python3 -c "
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+want = {(p, g, d, t) for t in (1, 2) for d in (0, 20) for p, g in ((8, 0), (16, 0), (0, 4))}
+got = {(d['n_prompt'], d['n_gen'], d['n_depth'], d['n_threads']) for d in L}
+ok = got == want and len(L) == 12 and all(d['avg_ts'] > 0 and d['type_k'] == 'f16' and d['type_v'] == 'f16'
+     and len(d['samples_ts']) == 1 and d['peak_rss_bytes'] > 0 for d in L)
+sys.exit(0 if ok else 1)" "$OUT/bench.jsonl"; then ok "bench: lists, depth and threads run every combination (jsonl)"
+else not_ok "bench: lists, depth and threads run every combination (jsonl)" "exit $rc" "$(head -c 300 "$OUT/bench.err")"; fi
+"$BIN" bench -m "$M" -p 8 -n 4 -d 30 -r 1 >"$OUT/bench.txt" 2>&1
+if [ $? -eq 0 ] && grep -q 'pp8 @ d30 .*tok/s .*peak RSS [0-9]* MiB' "$OUT/bench.txt" && grep -q 'tg4 @ d30' "$OUT/bench.txt"
+then ok "bench: text lines name the depth and the peak RSS"
+else not_ok "bench: text lines name the depth and the peak RSS" "$(head -n 3 "$OUT/bench.txt")"; fi
+for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv"; do
+    # shellcheck disable=SC2086
+    "$BIN" bench -m "$M" $bad >"$OUT/bench.out" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ]; then ok "bench $bad: usage error"; else not_ok "bench $bad: usage error" "exit $rc"; fi
+done
