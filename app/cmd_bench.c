@@ -36,7 +36,7 @@ static void bench_usage(FILE *f)
                "  -t N,..     threads (default: all cores)\n"
                "  -r N        repetitions (default 3)\n"
                "  -b N        batch size for the prompt (default 512)\n"
-               "  -ctk, -ctv  KV cache type of keys / values: f16 (default), f32\n"
+               "  -ctk, -ctv  KV cache type of keys / values: f16 (default), q8_0, q4_0, f32\n"
                "  -o FORMAT   text (default): one line per test, tokens/s mean ± stddev and the\n"
                "              peak resident memory so far; jsonl: one object per test with\n"
                "              llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, type_k,\n"
@@ -72,18 +72,9 @@ static bool parse_list(const char *s, int lo, int **out, int *n)
     return true;
 }
 
-static bool parse_kv_type(const char *s, enum tensor_type *t)
-{
-    if (!strcmp(s, "f16"))
-        *t = TENSOR_TYPE_F16;
-    else if (!strcmp(s, "f32"))
-        *t = TENSOR_TYPE_F32;
-    else
-        return false;
-    return true;
-}
+static bool parse_kv_type(const char *s, enum tensor_type *t) { return forward_kv_type_parse(s, t); }
 
-static const char *kv_type_name(enum tensor_type t) { return t == TENSOR_TYPE_F32 ? "f32" : "f16"; }
+static const char *kv_type_name(enum tensor_type t) { return forward_kv_type_name(t); }
 
 static long peak_rss_bytes(void)
 {
@@ -94,7 +85,7 @@ static long peak_rss_bytes(void)
 struct bench_test {
     const char *path, *name;
     int n_prompt, n_gen, n_depth, threads, reps;
-    enum tensor_type type_k;
+    enum tensor_type type_k, type_v;
 };
 
 static void report(const struct bench_test *t, const double *tps, int reps, bool jsonl)
@@ -113,7 +104,7 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
                "\"type_k\": \"%s\", \"type_v\": \"%s\", \"avg_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, "
                "\"samples_ts\": [",
                t->path, t->n_prompt, t->n_gen, t->n_depth, t->threads, kv_type_name(t->type_k),
-               kv_type_name(t->type_k), mean > 0 ? 1e9 * n / mean : 0.0, mean, sd);
+               kv_type_name(t->type_v), mean > 0 ? 1e9 * n / mean : 0.0, mean, sd);
         for (int i = 0; i < reps; i++)
             printf("%s%.2f", i ? ", " : " ", tps[i]);
         printf(" ], \"peak_rss_bytes\": %ld}\n", rss);
@@ -127,8 +118,8 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
             const size_t l = strlen(test);
             snprintf(test + l, sizeof test - l, " @ d%d", t->n_depth);
         }
-        printf("%-28s %-14s t%-3d %s %10.2f ± %.2f tok/s   peak RSS %.0f MiB\n", t->name, test, t->threads,
-               kv_type_name(t->type_k), mean, sd, (double)rss / 1048576.0);
+        printf("%-28s %-14s t%-3d %s/%s %10.2f ± %.2f tok/s   peak RSS %.0f MiB\n", t->name, test, t->threads,
+               kv_type_name(t->type_k), kv_type_name(t->type_v), mean, sd, (double)rss / 1048576.0);
     }
     fflush(stdout);
 }
@@ -212,11 +203,6 @@ int cmd_bench(int argc, char **argv)
         bench_usage(stderr);
         goto out;
     }
-    if (type_k != type_v) {
-        fprintf(stderr, "tokscope bench: the K and V caches must have the same type (-ctk %s, -ctv %s)\n",
-                kv_type_name(type_k), kv_type_name(type_v));
-        goto out;
-    }
     const int *P = pp ? pp : one_pp, *G = tg ? tg : one_tg, *D = depth ? depth : one_zero;
     const int nP = pp ? n_pp : 1, nG = tg ? n_tg : 1, nD = depth ? n_depth : 1;
     static int default_thr[1];
@@ -257,6 +243,7 @@ int cmd_bench(int argc, char **argv)
         forward_params fp = forward_default_params();
         fp.n_threads = T[ti];
         fp.kv_type = type_k;
+        fp.v_type = type_v;
         if (batch > 0)
             fp.n_batch = (uint32_t)batch;
         fp.n_ctx = (uint32_t)(max_tok + 1);
@@ -279,7 +266,8 @@ int cmd_bench(int argc, char **argv)
                     if (n == 0)
                         continue;
                     struct bench_test t = {path, name, pass == 0 ? n : 0, pass == 1 ? n : 0, D[di],
-                                           T[ti] > 0 ? T[ti] : (int)threadpool_default_threads(), reps, type_k};
+                                           T[ti] > 0 ? T[ti] : (int)threadpool_default_threads(), reps, type_k,
+                                           type_v};
                     if (run_test(f, &t, toks, logits, tps, err, sizeof err) != 0) {
                         fprintf(stderr, "tokscope: %s\n", err);
                         rc = 1;

@@ -30,7 +30,9 @@ static void usage(FILE *f)
             "  --all-batched        evaluate the whole sequence as one batch\n"
             "  --batch B            tokens per internal batch (default 512)\n"
             "  --no-kv-cache        recompute the whole prefix for every position\n"
-            "  --f32-kv             keep K and V in F32 instead of F16\n"
+            "  --f32-kv             the same as -ctk f32 -ctv f32\n"
+            "  --cache-type-k T, --cache-type-v T (or -ctk, -ctv)\n"
+            "                       KV cache types: f16 (default), f32, q8_0, q4_0\n"
             "  --top N              positions to list (default 10)\n"
             "  --max-diff X         fail when max |dlogit| > X (default 0.05 for F32/F16 models, off for\n"
             "                       quantized)\n"
@@ -93,7 +95,8 @@ int cmd_compare(int argc, char **argv)
     int batch = 0, top_n = 10, threads = 0;
     long n_ctx = 0;
     double max_diff = -1, max_kl = -1, min_top1 = -1;
-    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV };
+    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV, O_CTK, O_CTV };
+    enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},   {"threads", required_argument, 0, 't'},
         {"one-by-one", no_argument, 0, O_ONE},  {"all-batched", no_argument, 0, O_ALL},
@@ -102,13 +105,15 @@ int cmd_compare(int argc, char **argv)
         {"max-kl", required_argument, 0, O_MAXKL}, {"min-top1", required_argument, 0, O_MINT1},
         {"f32-kv", no_argument, 0, O_F32KV},    {"help", no_argument, 0, 'h'},
         {"ctx-size", required_argument, 0, 'c'},
+        {"cache-type-k", required_argument, 0, O_CTK}, {"cache-type-v", required_argument, 0, O_CTV},
+        {"ctk", required_argument, 0, O_CTK},   {"ctv", required_argument, 0, O_CTV},
         {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "m:t:c:h", opts, NULL)) != -1) {
+    while ((c = getopt_long_only(argc, argv, "m:t:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': model_path = optarg; break;
         case 't':
@@ -125,6 +130,14 @@ int cmd_compare(int argc, char **argv)
         case O_ALL: all_batched = true; break;
         case O_NOKV: no_cache = true; break;
         case O_F32KV: f32_kv = true; break;
+        case O_CTK:
+            if (!forward_kv_type_parse(optarg, &ctk))
+                goto bad;
+            break;
+        case O_CTV:
+            if (!forward_kv_type_parse(optarg, &ctv))
+                goto bad;
+            break;
         case O_BATCH:
             batch = (int)strtol(optarg, &end, 10);
             if (*end || batch < 1 || batch > 4096)
@@ -195,7 +208,9 @@ int cmd_compare(int argc, char **argv)
         fp.n_batch = (uint32_t)batch;
     fp.n_threads = threads;
     if (f32_kv)
-        fp.kv_type = TENSOR_TYPE_F32;
+        ctk = ctv = TENSOR_TYPE_F32;
+    fp.kv_type = ctk;
+    fp.v_type = ctv;
     forward_ctx *f = seq ? forward_build(m, &fp, err, sizeof err) : NULL;
     float *logits = malloc((size_t)n_seq * n_vocab * sizeof(float));
     struct pos_stat *st = calloc((size_t)n_seq, sizeof *st);
@@ -279,11 +294,11 @@ int cmd_compare(int argc, char **argv)
         min_top1 = quantized ? 0.98 : 0;
 
     const tokenizer *tok = model_get_tokenizer(m);
-    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt%s), mode %s, KV %s\n", golden_path,
+    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt%s), mode %s, KV %s/%s\n", golden_path,
            model_path, quantized ? "quantized" : "float", n_cmp, g->n_prompt,
            g->first > 0 ? ", logits of its last token only" : "",
            all_batched ? "all-batched" : no_cache ? "no-kv-cache" : one_by_one ? "one-by-one" : "prompt batched",
-           f32_kv ? "F32" : "F16");
+           forward_kv_type_name(ctk), forward_kv_type_name(ctv));
     if (top_n > 0) {
         qsort(st, (size_t)n_cmp, sizeof *st, by_severity);
         int shown = top_n < n_cmp ? top_n : n_cmp;

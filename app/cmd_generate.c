@@ -33,6 +33,8 @@ static void usage(FILE *f)
             "  --seed S                 sampling seed (default: random)\n"
             "  --no-bos                 do not add BOS\n"
             "  --tokens LIST            prompt as comma-separated token ids (no BOS added)\n"
+            "  --cache-type-k T         KV cache type of keys: f16 (default), q8_0, q4_0, f32\n"
+            "  --cache-type-v T         ... of values (llama.cpp's -ctk/-ctv, the same numbers)\n"
             "  --no-kv-cache            recompute the whole sequence for every token\n"
             "  --chat                   wrap the prompt in the model's chat template\n"
             "  --system TEXT            system message for --chat\n"
@@ -73,12 +75,13 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 int cmd_generate(int argc, char **argv)
 {
     const char *model_path = NULL, *prompt = NULL, *system = NULL, *tmpl = NULL, *tokens_arg = NULL;
+    enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
     long n_predict = 128, n_ctx = 0, threads = 0, v = 0;
     bool no_bos = false, no_cache = false, chat = false;
     sampler_params sp = sampler_default_params();
     enum {
         O_TEMP = 256, O_TOPK, O_TOPP, O_MINP, O_TYP, O_RP, O_RLN, O_FP, O_PP, O_SEED, O_NOBOS, O_NOKV, O_CHAT,
-        O_SYSTEM, O_TEMPLATE, O_TOKENS
+        O_SYSTEM, O_TEMPLATE, O_TOKENS, O_CTK, O_CTV
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},
@@ -99,6 +102,8 @@ int cmd_generate(int argc, char **argv)
         {"system", required_argument, 0, O_SYSTEM},
         {"template", required_argument, 0, O_TEMPLATE},
         {"tokens", required_argument, 0, O_TOKENS},
+        {"cache-type-k", required_argument, 0, O_CTK},
+        {"cache-type-v", required_argument, 0, O_CTV},
         {"ctx-size", required_argument, 0, 'c'},
         {"threads", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},
@@ -144,6 +149,8 @@ int cmd_generate(int argc, char **argv)
         case O_SYSTEM: system = optarg; break;
         case O_TEMPLATE: tmpl = optarg; break;
         case O_TOKENS: tokens_arg = optarg; break;
+        case O_CTK: ok = forward_kv_type_parse(optarg, &ctk); break;
+        case O_CTV: ok = forward_kv_type_parse(optarg, &ctv); break;
         case 'h': usage(stdout); return 0;
         default: ok = false;
         }
@@ -188,6 +195,8 @@ int cmd_generate(int argc, char **argv)
     forward_params fp = forward_default_params();
     fp.n_ctx = (uint32_t)n_ctx;
     fp.n_threads = (int32_t)threads;
+    fp.kv_type = ctk;
+    fp.v_type = ctv;
     f = forward_build(m, &fp, err, sizeof err);
     if (!f) {
         fprintf(stderr, "tokscope generate: %s\n", err);

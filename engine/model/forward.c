@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -36,7 +37,31 @@ forward_params forward_default_params(void)
     p.n_batch = 0;
     p.n_threads = 0;
     p.kv_type = TENSOR_TYPE_F16;
+    p.v_type = TENSOR_TYPE_F16;
     return p;
+}
+
+static const struct {
+    const char *name;
+    enum tensor_type type;
+} kv_types[] = {{"f16", TENSOR_TYPE_F16}, {"f32", TENSOR_TYPE_F32}, {"q8_0", TENSOR_TYPE_Q8_0}, {"q4_0", TENSOR_TYPE_Q4_0}};
+
+bool forward_kv_type_parse(const char *name, enum tensor_type *out)
+{
+    for (size_t i = 0; i < sizeof kv_types / sizeof kv_types[0]; i++)
+        if (!strcasecmp(name, kv_types[i].name)) {
+            *out = kv_types[i].type;
+            return true;
+        }
+    return false;
+}
+
+const char *forward_kv_type_name(enum tensor_type t)
+{
+    for (size_t i = 0; i < sizeof kv_types / sizeof kv_types[0]; i++)
+        if (kv_types[i].type == t)
+            return kv_types[i].name;
+    return "?";
 }
 
 void forward_free(forward_ctx *f)
@@ -207,9 +232,25 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         p.n_threads = threadpool_default_threads();
     if (p.n_threads > 256)
         p.n_threads = 256;
-    if (p.kv_type != TENSOR_TYPE_F16 && p.kv_type != TENSOR_TYPE_F32) {
-        snprintf(err, errlen, "KV cache type must be F16 or F32");
-        return NULL;
+    /* llama.cpp casts an F32 cache to F16 for flash attention: the same
+     * numbers as an F16 cache, which is what is kept */
+    if (p.kv_type == TENSOR_TYPE_F32)
+        p.kv_type = TENSOR_TYPE_F16;
+    if (p.v_type == TENSOR_TYPE_F32)
+        p.v_type = TENSOR_TYPE_F16;
+    const enum tensor_type kvt[2] = {p.kv_type, p.v_type};
+    for (int i = 0; i < 2; i++) {
+        if (kvt[i] != TENSOR_TYPE_F16 && kvt[i] != TENSOR_TYPE_F32 && kvt[i] != TENSOR_TYPE_Q8_0 &&
+            kvt[i] != TENSOR_TYPE_Q4_0) {
+            snprintf(err, errlen, "%s cache type %s is not supported (f16, f32, q8_0, q4_0)", i ? "V" : "K",
+                     tensor_type_name(kvt[i]) ? tensor_type_name(kvt[i]) : "?");
+            return NULL;
+        }
+        if (tensor_row_size(kvt[i], hp->head_dim) == 0) {
+            snprintf(err, errlen, "a %s cache needs a head size that is a multiple of %lld (this model's is %u)",
+                     tensor_type_name(kvt[i]), (long long)tensor_type_block_size(kvt[i]), hp->head_dim);
+            return NULL;
+        }
     }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim == 0) {
         snprintf(err, errlen, "attention heads (%u) are not a multiple of KV heads (%u)", hp->n_head, hp->n_head_kv);
@@ -226,9 +267,25 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->p = p;
     f->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     f->n_group = (int)(hp->n_head / hp->n_head_kv);
-    f->kv_elt = p.kv_type == TENSOR_TYPE_F16 ? 2 : 4;
+    f->k_row = tensor_row_size(p.kv_type, f->kv_dim);
+    f->v_row = tensor_row_size(p.v_type, f->kv_dim);
+    f->k_head = tensor_row_size(p.kv_type, hp->head_dim);
+    f->v_head = tensor_row_size(p.v_type, hp->head_dim);
+    f->kv_generic = p.kv_type != p.v_type || (p.kv_type != TENSOR_TYPE_F16 && p.kv_type != TENSOR_TYPE_F32);
     f->n_threads = p.n_threads;
-    if (!fwd_graph_build(&f->graph, m)) {
+    /* llama.cpp (llama_kv_cache) rotates a quantized cache's contents when
+     * the head size is a multiple of 64: K (and Q) by the largest power of
+     * two dividing it, V (and the output) by 64. LLAMA_ATTN_ROT_DISABLE=1
+     * turns that off there, and here. */
+    const char *rot_off = getenv("LLAMA_ATTN_ROT_DISABLE");
+    const bool rot = !(rot_off && atoi(rot_off));
+    int rot_k = 0, rot_v = 0;
+    if (rot && tensor_type_block_size(p.kv_type) > 1 && hp->head_dim % 64 == 0)
+        for (rot_k = 64; hp->head_dim % (2 * rot_k) == 0;)
+            rot_k *= 2;
+    if (rot && tensor_type_block_size(p.v_type) > 1 && hp->head_dim % 64 == 0)
+        rot_v = 64;
+    if (!fwd_graph_build(&f->graph, m, rot_k, rot_v)) {
         snprintf(err, errlen, "out of memory");
         forward_free(f);
         return NULL;
@@ -241,15 +298,15 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->rope_factors = ft ? ft->data : NULL;
     f->n_rope_tables = hp->n_swa > 0 ? 2 : 1;
 
-    const size_t B = p.n_batch, KV = (size_t)f->kv_dim;
+    const size_t B = p.n_batch;
     bool ok = true;
     f->k_cache = calloc(hp->n_layer, sizeof *f->k_cache);
     f->v_cache = calloc(hp->n_layer, sizeof *f->v_cache);
     ok = f->k_cache && f->v_cache;
     for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
         /* calloc: rows never written read as zeros, never as garbage */
-        f->k_cache[l] = calloc((size_t)p.n_ctx * KV, f->kv_elt);
-        f->v_cache[l] = calloc((size_t)p.n_ctx * KV, f->kv_elt);
+        f->k_cache[l] = calloc((size_t)p.n_ctx, f->k_row);
+        f->v_cache[l] = calloc((size_t)p.n_ctx, f->v_row);
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
@@ -318,7 +375,7 @@ struct attn_job {
  * forward_attn.h for which kernel the reference runs when. */
 static void attn_items(const forward_ctx *f, int n_tok, int *rows, int *heads, int64_t *n_items)
 {
-    const bool tiled = attn_use_tiled(n_tok, (int)f->hp.head_dim);
+    const bool tiled = !f->kv_generic && attn_use_tiled(n_tok, (int)f->hp.head_dim);
     *rows = tiled ? ATTN_TILE : 1;
     *heads = tiled ? f->n_group : 1;
     *n_items = (int64_t)((n_tok + *rows - 1) / *rows) * (int64_t)f->hp.n_head_kv * (f->n_group / *heads);
@@ -341,16 +398,20 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     attn_scratch s;
     attn_scratch_init(&s, f->attn_buf + (size_t)ith * f->attn_floats, f->attn_half + (size_t)ith * f->attn_halfs, hd,
                       f->p.n_ctx);
-    const size_t elt = f->kv_elt;
     for (int64_t i = i0; i < i1; i++) {
         const int t0 = (int)(i / items_per_block) * rows_per_item;
         const int h = (int)(i % items_per_block) * heads_per_item;
         const int kvh = h / group;
         const attn_kv kv = {
-            .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * hd * elt,
-            .v = (const uint8_t *)f->v_cache[job->layer] + (size_t)kvh * hd * elt,
+            .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * f->k_head,
+            .v = (const uint8_t *)f->v_cache[job->layer] + (size_t)kvh * f->v_head,
             .stride = f->kv_dim,
             .f16 = f->p.kv_type == TENSOR_TYPE_F16,
+            .generic = f->kv_generic,
+            .k_type = f->p.kv_type,
+            .v_type = f->p.v_type,
+            .k_row = f->k_row,
+            .v_row = f->v_row,
             .hd = hd,
             .scale = f->hp.kq_scale,
             .window = window,
@@ -361,7 +422,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         if (rows_per_item > 1) { /* tiled */
             const int rows = job->n_tok - t0 < rows_per_item ? job->n_tok - t0 : rows_per_item;
             attn_tile(&kv, q, qs, heads_per_item, rows, pos, &s, out, os);
-        } else if (job->n_tok == 1 && attn_kv_view(pos) >= 512) {
+        } else if (job->n_tok == 1 && attn_kv_view(pos) >= 512 && !f->kv_generic) {
             attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
         } else {
             attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and those before it */

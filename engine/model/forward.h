@@ -17,10 +17,17 @@ typedef struct forward_params {
     uint32_t n_ctx;          /* cache length in positions; 0 = min(n_ctx_train, 4096) */
     uint32_t n_batch;        /* most tokens per internal batch; 0 = 512 */
     int32_t n_threads;       /* 0 = number of online CPUs */
-    enum tensor_type kv_type; /* TENSOR_TYPE_F16 (default, like the reference) or F32 */
+    enum tensor_type kv_type; /* K cache: F16 (default, like the reference), Q8_0 or Q4_0; F32 is
+                                 kept as F16, the numbers llama.cpp computes with an F32 cache */
+    enum tensor_type v_type;  /* V cache, the same choices; F16 by default */
 } forward_params;
 
 forward_params forward_default_params(void);
+
+/* KV cache type names as llama.cpp spells them (-ctk/-ctv): "f16", "f32",
+ * "q8_0", "q4_0". false for another name. */
+bool forward_kv_type_parse(const char *name, enum tensor_type *out);
+const char *forward_kv_type_name(enum tensor_type t);
 
 typedef struct forward_ctx forward_ctx;
 

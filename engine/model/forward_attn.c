@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gguf/tensor.h"
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
 
@@ -167,9 +168,80 @@ static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1,
     *S_out = S;
 }
 
+/* ggml's one-chunk kernel for the other cache types (attn_kv.generic):
+ * s = vec_dot(K row, Q in K's dot type) * scale; V accumulated in F16
+ * when V is F16 (as above), else in F32 after converting the row. */
+static void one_chunk_generic(const attn_kv *kv, const float *q, int32_t k0, int32_t k1, const attn_scratch *sc,
+                              float *vkq, float *M_out, float *S_out)
+{
+    const int hd = kv->hd;
+    const enum tensor_type kt = (enum tensor_type)kv->k_type, vt = (enum tensor_type)kv->v_type;
+    /* Q in K's dot type, then a V row, in the tile scratch (unused here) */
+    uint8_t *qd = (uint8_t *)sc->tile;
+    float *vrow = sc->tile + (tensor_row_size(tensor_dot_type(kt), hd) + 3) / 4 + 16;
+    const bool v16 = vt == TENSOR_TYPE_F16;
+    fp16_t *acc = sc->half + hd;
+    /* Q in K's dot type (ggml's from_float of that type) */
+    if (kt == TENSOR_TYPE_F32)
+        memcpy(qd, q, sizeof(float) * (size_t)hd);
+    else if (kt == TENSOR_TYPE_F16)
+        for (int i = 0; i < hd; i++)
+            ((fp16_t *)qd)[i] = f2h(q[i]);
+    else
+        tensor_quantize_row(tensor_dot_type(kt), q, qd, hd);
+    for (int i = 0; i < hd; i++) {
+        vkq[i] = 0.0f;
+        acc[i] = 0;
+    }
+    float S = 0.0f, M = -INFINITY;
+    for (int32_t ic = k0; ic < k1; ic++) {
+        const uint8_t *kr = (const uint8_t *)kv->k + (size_t)ic * kv->k_row;
+        const uint8_t *vr = (const uint8_t *)kv->v + (size_t)ic * kv->v_row;
+        /* ggml_vec_dot_f16 / _f32 for float keys, the block type's vec_dot otherwise */
+        const float s = (kt == TENSOR_TYPE_F16   ? refdot_f16(hd, (const fp16_t *)kr, (const fp16_t *)qd)
+                         : kt == TENSOR_TYPE_F32 ? refdot_f32(hd, (const float *)kr, (const float *)qd)
+                                                 : tensor_vec_dot(kt, hd, kr, qd)) *
+                        kv->scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            if (v16)
+                acc16_scale(acc, hd, ms);
+            else
+                for (int i = 0; i < hd; i++)
+                    vkq[i] *= ms;
+        } else {
+            vs = expf(s - M);
+        }
+        if (v16) {
+            acc16_mad(acc, (const fp16_t *)vr, hd, vs);
+        } else {
+            tensor_dequantize_row(vt, vr, vrow, hd);
+            for (int i = 0; i < hd; i++)
+                vkq[i] = fmaf(vrow[i], vs, vkq[i]); /* ggml_vec_mad_f32 */
+        }
+        S = fmaf(S, ms, vs);
+    }
+    if (v16)
+        for (int i = 0; i < hd; i++)
+            vkq[i] = h2f(acc[i]);
+    *M_out = M;
+    *S_out = S;
+}
+
 void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out)
 {
     float M, S;
+    if (kv->generic) {
+        const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
+        one_chunk_generic(kv, q, k0, n_kv, s, out, &M, &S);
+        const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+        for (int i = 0; i < kv->hd; i++)
+            out[i] *= inv;
+        return;
+    }
     /* masked keys are skipped by the reference, so leaving them out is the same */
     const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
     one_chunk(kv, q, k0, n_kv, s, out, &M, &S);

@@ -22,8 +22,15 @@
 /* One KV head of one layer's cache. */
 typedef struct attn_kv {
     const void *k, *v; /* row 0 of this head; F16 or F32 elements */
-    int64_t stride;    /* elements between cache rows */
+    int64_t stride;    /* elements between cache rows (F16/F32 caches of one type) */
     bool f16;
+    /* generic: K and V of other types (Q8_0, Q4_0) or of two different
+     * types. The reference then runs its one-chunk kernel for every query
+     * (no tiles, no split), with Q converted to K's dot type and an F32
+     * accumulator unless V is F16. Rows are k_row / v_row bytes apart. */
+    bool generic;
+    int k_type, v_type; /* enum tensor_type */
+    size_t k_row, v_row;
     int hd;            /* head dimension (K and V) */
     float scale;       /* softmax(scale * K.Q) */
     int32_t window;    /* > 0: a query at pos sees keys (pos - window, pos] only (sliding window) */
@@ -38,7 +45,8 @@ typedef struct attn_scratch {
     float *scores;   /* n_ctx: one chunk's K.Q */
     uint16_t *half;  /* 2 * hd: Q rounded to F16, F16 accumulator */
     float *part;     /* hd: one chunk's result when the view is split */
-    float *tile;     /* the tiled kernel's K and V tiles and per-query state */
+    float *tile;     /* the tiled kernel's K and V tiles and per-query state; the
+                        generic kernel's Q in K's dot type and a V row */
 } attn_scratch;
 
 size_t attn_scratch_floats(int hd, uint32_t n_ctx, int n_heads);
@@ -63,7 +71,8 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
 void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads, int n_rows, int32_t pos0,
                attn_scratch *s, float *out, int64_t out_stride);
 
-/* True when ggml would run a batch of n_tok queries through the tiled kernel. */
+/* True when ggml would run a batch of n_tok queries through the tiled kernel
+ * (F16 or F32 caches of one type only). */
 bool attn_use_tiled(int n_tok, int hd);
 
 #endif

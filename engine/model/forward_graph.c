@@ -74,6 +74,10 @@ void fwd_rope(fwd_graph *g, enum fwd_buf buf, uint32_t il)
 
 void fwd_kv_store(fwd_graph *g, uint32_t il)
 {
+    if (g->rot_k)
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_K, .il = (uint32_t)g->rot_k});
+    if (g->rot_v)
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_V, .il = (uint32_t)g->rot_v});
     row_op(g, (struct fwd_op){.kind = OP_KV_STORE, .dst = FWD_K, .src = FWD_V, .il = il});
 }
 
@@ -126,9 +130,14 @@ void fwd_matmul1(fwd_graph *g, enum fwd_buf out, enum fwd_buf in, const gguf_ten
 
 void fwd_attention(fwd_graph *g, uint32_t il)
 {
+    /* the queries as the (rotated) keys they meet; the output rotated back */
+    if (g->rot_k)
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_Q, .il = (uint32_t)g->rot_k});
     struct fwd_step *st = push(g, STEP_ATTN);
     if (st)
         st->il = il;
+    if (g->rot_v)
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_ATT, .il = (uint32_t)g->rot_v});
 }
 
 void fwd_keep_out_rows(fwd_graph *g, uint32_t il)
@@ -188,13 +197,15 @@ void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L)
 
 /* ---- the whole model ---------------------------------------------------------- */
 
-bool fwd_graph_build(fwd_graph *g, const model *m)
+bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v)
 {
     const model_hparams *hp = model_get_hparams(m);
     const model_weights *w = model_get_weights(m);
     const arch_def *a = arch_get(hp->arch);
     memset(g, 0, sizeof *g);
     g->hp = hp;
+    g->rot_k = rot_k;
+    g->rot_v = rot_v;
     const int64_t NQ = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     g->width[FWD_X] = g->width[FWD_XB] = hp->n_embd;
     g->width[FWD_ATT] = g->width[FWD_Q] = NQ;

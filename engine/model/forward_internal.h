@@ -36,6 +36,7 @@ enum fwd_op_kind {
     OP_SWIGLU_FUSED, /* dst = silu(src[0, n)) * src[n, 2n) */
     OP_GEGLU,        /* dst = gelu(src) * src2 */
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
+    OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
 };
 
 struct fwd_op {
@@ -67,12 +68,16 @@ struct fwd_graph {
     int n_steps, cap;
     int64_t width[FWD_N_BUF]; /* floats per row of each buffer */
     int64_t max_in;           /* widest matmul input */
+    /* llama.cpp rotates what a quantized cache holds by a Walsh-Hadamard
+     * matrix of this size (0: not): Q and K for a quantized K cache, V and
+     * the attention output for a quantized V cache */
+    int rot_k, rot_v;
     bool oom;
 };
 
 /* Builds the whole model's graph: embeddings, every layer's recipe, the
  * output norm and head. false when out of memory. */
-bool fwd_graph_build(fwd_graph *g, const model *m);
+bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v);
 void fwd_graph_free(fwd_graph *g);
 
 struct forward_ctx {
@@ -83,7 +88,9 @@ struct forward_ctx {
     fwd_graph graph;
     int64_t kv_dim;
     int n_group;       /* query heads per KV head (the model loader checked that it divides) */
-    size_t kv_elt;     /* bytes per cached element */
+    size_t k_row, v_row;   /* bytes per cache row (all KV heads of a position) */
+    size_t k_head, v_head; /* bytes of one head within a row */
+    bool kv_generic;       /* not one F16/F32 type: ggml's one-chunk kernel only (attn_kv.generic) */
     void **k_cache; /* [n_layer] -> n_ctx rows of kv_dim, F16 or F32 */
     void **v_cache;
     /* row buffers, n_batch rows of graph.width[b] floats each (LOGITS is the caller's) */

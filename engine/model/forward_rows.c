@@ -113,16 +113,41 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot, enum model_rop
 static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
 {
     const int64_t KV = f->kv_dim;
-    if (f->p.kv_type == TENSOR_TYPE_F16) {
-        fp16_t *kd = (fp16_t *)f->k_cache[l] + (size_t)pos * KV;
-        fp16_t *vd = (fp16_t *)f->v_cache[l] + (size_t)pos * KV;
-        for (int64_t i = 0; i < KV; i++) {
-            kd[i] = f2h(k[i]);
-            vd[i] = f2h(v[i]);
+    const enum tensor_type types[2] = {f->p.kv_type, f->p.v_type};
+    const float *src[2] = {k, v};
+    uint8_t *dst[2] = {(uint8_t *)f->k_cache[l] + (size_t)pos * f->k_row,
+                       (uint8_t *)f->v_cache[l] + (size_t)pos * f->v_row};
+    for (int c = 0; c < 2; c++) {
+        if (types[c] == TENSOR_TYPE_F16) {
+            fp16_t *d = (fp16_t *)dst[c];
+            for (int64_t i = 0; i < KV; i++)
+                d[i] = f2h(src[c][i]);
+        } else if (types[c] == TENSOR_TYPE_F32) {
+            memcpy(dst[c], src[c], (size_t)KV * sizeof(float));
+        } else {
+            /* ggml_set_rows: the cache type's from_float over the whole row */
+            tensor_quantize_row(types[c], src[c], dst[c], KV);
         }
-    } else {
-        memcpy((float *)f->k_cache[l] + (size_t)pos * KV, k, (size_t)KV * sizeof(float));
-        memcpy((float *)f->v_cache[l] + (size_t)pos * KV, v, (size_t)KV * sizeof(float));
+    }
+}
+
+/* ggml's fast Walsh-Hadamard transform (the CPU kernel behind llama.cpp's
+ * Hadamard-hinted matmul): each n-element piece scaled by 1/sqrt(n), then
+ * butterflies of width 1, 2, 4, ... (u + v, u - v). */
+static void hadamard_row(float *x, int64_t width, int64_t n)
+{
+    const float scale = 1.0f / sqrtf((float)n);
+    for (int64_t p = 0; p < width; p += n) {
+        float *r = x + p;
+        for (int64_t j = 0; j < n; j++)
+            r[j] *= scale;
+        for (int64_t len = 1; len < n; len <<= 1)
+            for (int64_t i = 0; i < n; i += 2 * len)
+                for (int64_t j = 0; j < len; j++) {
+                    const float u = r[i + j], v = r[i + len + j];
+                    r[i + j] = u + v;
+                    r[i + len + j] = u - v;
+                }
     }
 }
 
@@ -212,6 +237,7 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
     case OP_GEGLU:
         geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]);
         break;
+    case OP_HADAMARD: hadamard_row(d, width[op->dst], op->il); break;
     case OP_SOFTCAP: {
         const float inv = 1.0f / op->s;
         for (int64_t i = 0; i < width[op->dst]; i++)

@@ -20,6 +20,9 @@ else not_ok "bench: lists, depth and threads run every combination (jsonl)" "exi
 if [ $? -eq 0 ] && grep -q 'pp8 @ d30 .*tok/s .*peak RSS [0-9]* MiB' "$OUT/bench.txt" && grep -q 'tg4 @ d30' "$OUT/bench.txt"
 then ok "bench: text lines name the depth and the peak RSS"
 else not_ok "bench: text lines name the depth and the peak RSS" "$(head -n 3 "$OUT/bench.txt")"; fi
+"$BIN" bench -m "$TESTDATA/models/tiny-spm-q8_0.gguf" -p 8 -n 4 -r 1 -ctk q8_0 -ctv q4_0 -o jsonl >"$OUT/bench.jsonl" 2>&1
+if [ $? -eq 0 ] && grep -q '"type_k": "q8_0", "type_v": "q4_0"' "$OUT/bench.jsonl"; then ok "bench -ctk q8_0 -ctv q4_0"
+else not_ok "bench -ctk q8_0 -ctv q4_0" "$(head -n 2 "$OUT/bench.jsonl")"; fi
 for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv"; do
     # shellcheck disable=SC2086
     "$BIN" bench -m "$M" $bad >"$OUT/bench.out" 2>&1
