@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "model/forward.h"
 #include "params.h"
 #include "ui.h"
 
@@ -29,6 +30,8 @@ static void tui_usage(FILE *f)
             "      --system TEXT         system prompt of the first conversation\n"
             "      --config FILE         read FILE instead of $XDG_CONFIG_HOME/tokscope/tokscope.ini\n"
             "      --no-kv-cache         recompute the whole sequence every step (debugging)\n"
+            "      --cache-type-k T      KV cache type of keys: f16 (default), q8_0, q4_0, f32\n"
+            "      --cache-type-v T      ... of values (llama.cpp's -ctk/-ctv, the same numbers)\n"
             "      --no-context-shift    stop at a full context instead of dropping old tokens\n"
             "      --no-color            monochrome (also: NO_COLOR=1)\n"
             "      --prob-colors         start with tokens coloured by probability\n"
@@ -57,6 +60,8 @@ enum {
     OPT_SYSTEM,
     OPT_CONFIG,
     OPT_NO_KV,
+    OPT_CTK,
+    OPT_CTV,
     OPT_NO_SHIFT,
     OPT_NO_COLOR,
     OPT_PROB_COLORS,
@@ -101,6 +106,8 @@ int cmd_tui(int argc, char **argv)
         {"system", required_argument, NULL, OPT_SYSTEM},
         {"config", required_argument, NULL, OPT_CONFIG},
         {"no-kv-cache", no_argument, NULL, OPT_NO_KV},
+        {"cache-type-k", required_argument, NULL, OPT_CTK},
+        {"cache-type-v", required_argument, NULL, OPT_CTV},
         {"no-context-shift", no_argument, NULL, OPT_NO_SHIFT},
         {"no-color", no_argument, NULL, OPT_NO_COLOR},
         {"prob-colors", no_argument, NULL, OPT_PROB_COLORS},
@@ -174,6 +181,14 @@ int cmd_tui(int argc, char **argv)
         case OPT_SYSTEM: o->system = optarg; break;
         case OPT_CONFIG: break;
         case OPT_NO_KV: o->engine.no_kv_cache = true; break;
+        case OPT_CTK:
+        case OPT_CTV:
+            if (!forward_kv_type_parse(optarg, c == OPT_CTK ? &o->engine.cache_type_k : &o->engine.cache_type_v)) {
+                fprintf(stderr, "tokscope: --cache-type-%c: '%s' is not f16, q8_0, q4_0 or f32\n",
+                        c == OPT_CTK ? 'k' : 'v', optarg);
+                rc = 2;
+            }
+            break;
         case OPT_NO_SHIFT: o->engine.context_shift = false; break;
         case OPT_NO_COLOR: o->colors = false; break;
         case OPT_PROB_COLORS: o->prob_colors = true; break;

@@ -10,6 +10,7 @@
 
 #include <iniparser/iniparser.h>
 
+#include "model/forward.h"
 #include "params.h"
 
 void config_init(tok_config *c)
@@ -50,7 +51,8 @@ static int ini_quiet(const char *fmt, ...)
 
 static const char *const known_ui[] = {"colors", "prob_colors", "mouse", "inspector_order", NULL};
 static const char *const known_paths[] = {"model", "model_dirs", NULL};
-static const char *const known_engine[] = {"n_ctx", "threads", "template", "context_shift", "kv_cache", NULL};
+static const char *const known_engine[] = {"n_ctx",         "threads",      "template",     "context_shift",
+                                           "kv_cache",      "cache_type_k", "cache_type_v", NULL};
 static const char *const known_chat[] = {"system", NULL};
 
 static bool in_list(const char *const *l, const char *k)
@@ -206,6 +208,15 @@ bool config_load(tok_config *c, const char *path, bool must_exist, char *err, si
                         snprintf(err, errlen, "%s: [engine] threads: '%s' is not 0..1024", path, val);
                         ok = false;
                     }
+                } else if (!strcmp(key, "cache_type_k") || !strcmp(key, "cache_type_v")) {
+                    enum tensor_type t;
+                    if (!forward_kv_type_parse(val, &t)) {
+                        snprintf(err, errlen, "%s: [engine] %s: '%s' is not f16, q8_0, q4_0 or f32", path, key, val);
+                        ok = false;
+                    } else if (key[11] == 'k')
+                        c->ui.engine.cache_type_k = t;
+                    else
+                        c->ui.engine.cache_type_v = t;
                 } else if (!strcmp(key, "template")) {
                     snprintf(c->template_name, sizeof c->template_name, "%s", val);
                     c->ui.engine.template_name = c->template_name[0] ? c->template_name : NULL;

@@ -15,6 +15,8 @@ engine_params engine_default_params(void)
     p.n_ctx = 0;
     p.n_threads = 0;
     p.no_kv_cache = false;
+    p.cache_type_k = TENSOR_TYPE_F16;
+    p.cache_type_v = TENSOR_TYPE_F16;
     p.template_name = NULL;
     p.context_shift = true;
     p.sampling = sampler_default_params();
@@ -154,6 +156,8 @@ static void load(engine *e, const char *path)
     forward_params fp = forward_default_params();
     fp.n_ctx = e->p.n_ctx;
     fp.n_threads = e->p.n_threads;
+    fp.kv_type = e->p.cache_type_k;
+    fp.v_type = e->p.cache_type_v;
     e->f = forward_build(e->m, &fp, err, sizeof err);
     if (!e->f) {
         engine_post_error(e, "%s", err[0] ? err : "cannot build the forward context");
@@ -189,6 +193,9 @@ static void load(engine *e, const char *path)
     in->n_layer = hp->n_layer;
     in->n_embd = hp->n_embd;
     in->n_vocab = hp->n_vocab;
+    snprintf(in->cache_types, sizeof in->cache_types, "%s/%s", forward_kv_type_name(e->p.cache_type_k),
+             forward_kv_type_name(e->p.cache_type_v));
+    in->cache_bytes = forward_kv_cache_bytes(e->f);
     const gguf_ctx *g = model_get_gguf(e->m);
     for (int64_t i = 0; g && i < gguf_n_tensors(g); i++)
         in->n_params += (uint64_t)gguf_tensor_at(g, i)->n_elements;

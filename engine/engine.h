@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "chat/chat.h"
+#include "gguf/tensor.h"
 #include "sampler/sampler.h"
 
 #define ENGINE_TEXT_MAX 64   /* bytes of a token's piece carried in an event */
@@ -29,6 +30,7 @@ typedef struct engine_params {
     uint32_t n_ctx;          /* 0 = min(n_ctx_train, 4096) */
     int32_t n_threads;       /* 0 = all cores */
     bool no_kv_cache;        /* recompute the whole sequence every step (debugging) */
+    enum tensor_type cache_type_k, cache_type_v; /* KV cache types: F16 (default), Q8_0, Q4_0, F32 */
     const char *template_name; /* built-in format to force (chat_builtin_known() names, or
                                   "raw": contents back to back); NULL = the model's template,
                                   "raw" for models without one */
@@ -90,6 +92,8 @@ typedef struct engine_model_info {
     uint32_t n_ctx, n_ctx_train, n_layer, n_embd;
     int32_t n_vocab;
     uint64_t n_params;
+    char cache_types[24]; /* "q8_0/q4_0": K and V cache types */
+    uint64_t cache_bytes;  /* the KV cache, all layers */
 } engine_model_info;
 
 typedef struct engine_token_candidate {

@@ -354,6 +354,11 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
 
 uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
 
+size_t forward_kv_cache_bytes(const forward_ctx *f)
+{
+    return (size_t)f->hp.n_layer * f->p.n_ctx * (f->k_row + f->v_row);
+}
+
 void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
 {
     f->progress = fn;

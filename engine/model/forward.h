@@ -34,6 +34,8 @@ typedef struct forward_ctx forward_ctx;
 forward_ctx *forward_build(const model *m, const forward_params *p, char *err, size_t errlen);
 void forward_free(forward_ctx *f);
 uint32_t forward_n_ctx(const forward_ctx *f);
+/* Bytes of the KV cache, all layers. */
+size_t forward_kv_cache_bytes(const forward_ctx *f);
 
 /* Evaluates tokens[0..n) at positions start_pos..start_pos+n-1.
  * logits: n_vocab floats per output row. all_logits: one row per token (n rows);

@@ -403,7 +403,26 @@ wait_for '^ idle ' 20
 result "tui: colours by default, none with NO_COLOR" $?
 keys C-q
 
-# ---- 18. the other model families chat in the TUI ---------------------------
+# ---- 18. KV cache types from the command line and the config file ------------
+mkdir -p "$TMP/cfg/tokscope"
+printf '[engine]\ncache_type_v = q4_0\n' >"$TMP/cfg/tokscope/tokscope.ini"
+start -m "$TINY" -n 6 --seed 3 --cache-type-k q8_0
+wait_for '^ idle ' 20
+line "Hello"
+wait_for '^ generating|^ prefill|n_predict reached' 20
+wait_idle 30
+line "/show"
+wait_for 'KV cache q8_0/q4_0, [0-9.]+ MiB' 5 && left | grep -q '^Assistant'
+result "tui: --cache-type-k and [engine] cache_type_v set the KV cache, /show names it" $?
+keys Escape
+keys C-q
+rm -f "$TMP/cfg/tokscope/tokscope.ini"
+printf '[engine]\ncache_type_k = q3_k\n' >"$TMP/bad.ini"
+"$BIN" -m "$TINY" --config "$TMP/bad.ini" >"$TMP/err.txt" 2>&1 </dev/null
+[ $? -ne 0 ] && grep -q 'cache_type_k' "$TMP/err.txt"
+result "tui: a bad cache type in the config is rejected naming the key" $?
+
+# ---- 19. the other model families chat in the TUI ---------------------------
 for fam in qwen3-mini-q8_0 gemma3-mini-q8_0 phi3-mini-q8_0; do
     name="tui: $fam chats with its own template, status names the architecture"
     need "$TESTDATA/models/$fam.gguf" "$name" || continue
