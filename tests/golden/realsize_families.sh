@@ -14,6 +14,8 @@
 # NAME.oboN: N prompt tokens one at a time, then 8 greedy tokens.
 # phi3-long is a small LongRoPE Phi-3 (original context 512): phi3-long.c512
 # runs with its short factors, .c1024 with its long ones. Native and AVX2
+# NAME-dl: the same shapes as a download is typed (--llama-quantize: llama-
+# quantize's per-tensor mix, tensor order and keys).
 # builds. See tests/golden/reference/README.md.
 . tests/lib.sh
 R=tests/golden/reference/families
