@@ -42,10 +42,21 @@ static void usage(FILE *f)
             "                       attention per thread, so use the -t the golden was made with\n"
             "  -c, --ctx-size N     context size (default: the sequence's length); it picks Phi-3's\n"
             "                       long or short RoPE factors, so use the -c the golden was made with\n"
+            "  --lens-layer L       our logits from the first L blocks only (the logit lens): compare\n"
+            "                       with a golden made on the file cut to L blocks\n"
             "\n"
             "Metrics per position, over the reference's top-k ids: max |dlogit|; KL(ref||ours) with each\n"
             "side normalised by its own log-sum-exp; |dlse|. top1_agree counts positions whose reference\n"
             "top-2 gap exceeds 0.1. Exit status: 0 within tolerance, 1 outside, 2 bad arguments.\n");
+}
+
+/* forward_eval, or with --lens-layer the model cut to that many blocks */
+static int32_t g_cut;
+static int eval(forward_ctx *f, const int32_t *toks, int32_t n, int32_t start, float *logits, bool all, char *err,
+                size_t errlen)
+{
+    return g_cut ? forward_eval_cut(f, g_cut, toks, n, start, logits, all, err, errlen)
+                 : forward_eval(f, toks, n, start, logits, all, err, errlen);
 }
 
 struct pos_stat {
@@ -95,7 +106,7 @@ int cmd_compare(int argc, char **argv)
     int batch = 0, top_n = 10, threads = 0;
     long n_ctx = 0;
     double max_diff = -1, max_kl = -1, min_top1 = -1;
-    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV, O_CTK, O_CTV };
+    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV, O_CTK, O_CTV, O_LENS };
     enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},   {"threads", required_argument, 0, 't'},
@@ -107,9 +118,11 @@ int cmd_compare(int argc, char **argv)
         {"ctx-size", required_argument, 0, 'c'},
         {"cache-type-k", required_argument, 0, O_CTK}, {"cache-type-v", required_argument, 0, O_CTV},
         {"ctk", required_argument, 0, O_CTK},   {"ctv", required_argument, 0, O_CTV},
+        {"lens-layer", required_argument, 0, O_LENS},
         {0, 0, 0, 0},
     };
     optind = 1;
+    g_cut = 0;
     opterr = 0;
     int c;
     char *end;
@@ -128,6 +141,11 @@ int cmd_compare(int argc, char **argv)
             break;
         case O_ONE: one_by_one = true; break;
         case O_ALL: all_batched = true; break;
+        case O_LENS:
+            g_cut = (int32_t)strtol(optarg, &end, 10);
+            if (*end || g_cut < 1 || g_cut > 1 << 16)
+                goto bad;
+            break;
         case O_NOKV: no_cache = true; break;
         case O_F32KV: f32_kv = true; break;
         case O_CTK:
@@ -211,6 +229,13 @@ int cmd_compare(int argc, char **argv)
         ctk = ctv = TENSOR_TYPE_F32;
     fp.kv_type = ctk;
     fp.v_type = ctv;
+    if (g_cut > (int32_t)hp->n_layer) {
+        fprintf(stderr, "tokscope compare: --lens-layer %d: the model has %u blocks\n", g_cut, hp->n_layer);
+        free(seq);
+        model_free(m);
+        golden_free(g);
+        return 1;
+    }
     forward_ctx *f = seq ? forward_build(m, &fp, err, sizeof err) : NULL;
     float *logits = malloc((size_t)n_seq * n_vocab * sizeof(float));
     struct pos_stat *st = calloc((size_t)n_seq, sizeof *st);
@@ -223,10 +248,10 @@ int cmd_compare(int argc, char **argv)
     /* Our logits for every position of the sequence. */
     int ev = 0;
     if (all_batched) {
-        ev = forward_eval(f, seq, n_seq, 0, logits, true, err, sizeof err);
+        ev = eval(f, seq, n_seq, 0, logits, true, err, sizeof err);
     } else if (no_cache) {
         for (int32_t p = 0; ev == 0 && p < n_seq; p++)
-            ev = forward_eval(f, seq, p + 1, 0, logits + (size_t)p * n_vocab, false, err, sizeof err);
+            ev = eval(f, seq, p + 1, 0, logits + (size_t)p * n_vocab, false, err, sizeof err);
     } else {
         int32_t first = one_by_one ? 0 : g->n_prompt;
         /* A file from the last prompt position on was made the way generation
@@ -234,11 +259,11 @@ int cmd_compare(int argc, char **argv)
          * FFN is not computed, and the last row's goes through one-token
          * kernels. */
         if (first > 0 && g->first > 0)
-            ev = forward_eval(f, seq, first, 0, logits + (size_t)(first - 1) * n_vocab, false, err, sizeof err);
+            ev = eval(f, seq, first, 0, logits + (size_t)(first - 1) * n_vocab, false, err, sizeof err);
         else if (first > 0)
-            ev = forward_eval(f, seq, first, 0, logits, true, err, sizeof err);
+            ev = eval(f, seq, first, 0, logits, true, err, sizeof err);
         for (int32_t p = first; ev == 0 && p < n_seq; p++)
-            ev = forward_eval(f, seq + p, 1, p, logits + (size_t)p * n_vocab, false, err, sizeof err);
+            ev = eval(f, seq + p, 1, p, logits + (size_t)p * n_vocab, false, err, sizeof err);
     }
     if (ev != 0) {
         fprintf(stderr, "tokscope compare: %s\n", err);

@@ -35,7 +35,94 @@ static void usage(FILE *f)
             "  --system TEXT        system message for --chat\n"
             "  --template NAME      force a built-in chat format\n"
             "  -c N                 context size (default: prompt + generated tokens)\n"
-            "  -t N                 threads (default: online CPUs)\n");
+            "  -t N                 threads (default: online CPUs)\n"
+            "\n"
+            "Logit lens:\n"
+            "  --lens-layer L       the logits the output norm and head give on the residual stream after\n"
+            "                       the first L blocks, in every mode above: what the file cut to L\n"
+            "                       blocks gives (the greedy continuation follows them)\n"
+            "  --lens               besides the model's logits, every position gets \"lens\": one entry\n"
+            "                       {\"layer\",\"argmax\",\"lse\",\"top\"} per block, the top -k of the head\n"
+            "                       on the residual after it (not with --last or --no-kv-cache)\n");
+}
+
+/* How the positions are evaluated: the whole model, the model cut to some
+ * blocks, or the whole model with every block's lens logits collected. */
+typedef struct logits_run {
+    forward_ctx *f;
+    int32_t cut;   /* --lens-layer, 0 = all blocks */
+    bool lens;     /* --lens */
+    int32_t n_vocab, top_k, n_layer;
+    int32_t *scratch;
+    char **entries; /* --lens: [row * n_layer + layer - 1], JSON objects of the last evaluation */
+    bool oom;
+} logits_run;
+
+static void lens_collect(void *user, int32_t layer, int32_t row0, int32_t n_rows, const float *logits)
+{
+    logits_run *r = user;
+    for (int32_t i = 0; i < n_rows; i++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (!m) {
+            r->oom = true;
+            return;
+        }
+        fprintf(m, "{\"layer\":%d,", layer);
+        golden_write_top(m, logits + (size_t)i * r->n_vocab, r->n_vocab, r->top_k, r->scratch);
+        fputc('}', m);
+        if (fclose(m) != 0 || !buf) {
+            free(buf);
+            r->oom = true;
+            return;
+        }
+        char **slot = &r->entries[(size_t)(row0 + i) * r->n_layer + layer - 1];
+        free(*slot);
+        *slot = buf;
+    }
+}
+
+static int run_eval(logits_run *r, const int32_t *toks, int32_t n, int32_t start, float *logits, bool all, char *err,
+                    size_t errlen)
+{
+    int rc;
+    if (r->lens)
+        rc = forward_eval_lens(r->f, toks, n, start, logits, false, lens_collect, r, err, errlen);
+    else if (r->cut)
+        rc = forward_eval_cut(r->f, r->cut, toks, n, start, logits, all, err, errlen);
+    else
+        rc = forward_eval(r->f, toks, n, start, logits, all, err, errlen);
+    if (rc == 0 && r->oom) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return rc;
+}
+
+/* The position line; with --lens, row's entries of the last evaluation. */
+static void write_pos(logits_run *r, int32_t pos, int32_t tok, const float *logits, int32_t row)
+{
+    if (!r->lens) {
+        golden_write_pos(stdout, pos, tok, logits, r->n_vocab, r->top_k, r->scratch);
+        return;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (m) {
+        fputs(",\"lens\":[", m);
+        for (int32_t l = 0; l < r->n_layer; l++) {
+            char **e = &r->entries[(size_t)row * r->n_layer + l];
+            fprintf(m, "%s%s", l ? "," : "", *e ? *e : "null");
+            free(*e);
+            *e = NULL;
+        }
+        fputc(']', m);
+        fclose(m);
+    }
+    golden_write_pos_extra(stdout, pos, tok, logits, r->n_vocab, r->top_k, r->scratch, buf);
+    free(buf);
 }
 
 int cmd_logits(int argc, char **argv)
@@ -43,8 +130,9 @@ int cmd_logits(int argc, char **argv)
     const char *model_path = NULL, *prompt = NULL, *tokens_arg = NULL, *system = NULL, *tmpl = NULL;
     int n_gen = 16, top_k = 40, batch = 0, threads = 0;
     long n_ctx = 0;
-    bool one_by_one = false, no_bos = false, no_cache = false, chat = false, last_only = false;
-    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE, O_LAST };
+    bool one_by_one = false, no_bos = false, no_cache = false, chat = false, last_only = false, lens = false;
+    long lens_layer = 0;
+    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE, O_LAST, O_LENS, O_LENS_LAYER };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
         {"tokens", required_argument, 0, O_TOKENS}, {"one-by-one", no_argument, 0, O_ONE},
@@ -53,6 +141,7 @@ int cmd_logits(int argc, char **argv)
         {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
         {"threads", required_argument, 0, 't'},   {"ctx-size", required_argument, 0, 'c'},
         {"last", no_argument, 0, O_LAST},         {"help", no_argument, 0, 'h'},
+        {"lens", no_argument, 0, O_LENS},         {"lens-layer", required_argument, 0, O_LENS_LAYER},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -91,6 +180,12 @@ int cmd_logits(int argc, char **argv)
             break;
         case O_ONE: one_by_one = true; break;
         case O_LAST: last_only = true; break;
+        case O_LENS: lens = true; break;
+        case O_LENS_LAYER:
+            lens_layer = strtol(optarg, &end, 10);
+            if (*end || lens_layer < 1 || lens_layer > 1 << 16)
+                goto bad;
+            break;
         case O_NOBOS: no_bos = true; break;
         case O_NOKV: no_cache = true; break;
         case O_CHAT: chat = true; break;
@@ -102,6 +197,11 @@ int cmd_logits(int argc, char **argv)
     }
     if (optind != argc || !model_path || (!prompt == !tokens_arg) || (tokens_arg && chat) || (one_by_one && no_cache))
         goto bad;
+    if (lens && (lens_layer || last_only || no_cache)) {
+        fprintf(stderr, "tokscope logits: --lens lists every block at every position: not with --lens-layer, --last "
+                        "or --no-kv-cache\n");
+        goto bad;
+    }
 
     char err[1024], warn[512];
     int32_t n_prompt = 0;
@@ -123,6 +223,7 @@ int cmd_logits(int argc, char **argv)
     forward_ctx *f = NULL;
     float *logits = NULL;
     int32_t *seq = NULL, *scratch = NULL;
+    logits_run run = {0};
     if (!toks) {
         forward_prompt_params pp = {prompt, no_bos, chat, system, tmpl};
         toks = forward_tokenize_prompt(m, &pp, &n_prompt, warn, sizeof warn, err, sizeof err);
@@ -163,6 +264,15 @@ int cmd_logits(int argc, char **argv)
         fprintf(stderr, "tokscope logits: out of memory\n");
         goto done;
     }
+    if (lens_layer > (long)hp->n_layer) {
+        fprintf(stderr, "tokscope logits: --lens-layer %ld: the model has %u blocks\n", lens_layer, hp->n_layer);
+        goto done;
+    }
+    run = (logits_run){f, (int32_t)lens_layer, lens, n_vocab, top_k, (int32_t)hp->n_layer, scratch, NULL, false};
+    if (lens && !(run.entries = calloc((size_t)nb * hp->n_layer, sizeof *run.entries))) {
+        fprintf(stderr, "tokscope logits: out of memory\n");
+        goto done;
+    }
     memcpy(seq, toks, (size_t)n_prompt * sizeof *seq);
     golden_write_header(stdout, toks, n_prompt, n_vocab);
 
@@ -172,23 +282,23 @@ int cmd_logits(int argc, char **argv)
         const int32_t step = one_by_one ? 1 : n_prompt; /* --no-kv-cache: one call anyway */
         int ev = 0;
         for (int32_t p0 = 0; ev == 0 && p0 < n_prompt; p0 += step)
-            ev = forward_eval(f, seq + p0, step, p0, logits, false, err, sizeof err);
+            ev = run_eval(&run, seq + p0, step, p0, logits, false, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "tokscope logits: %s\n", err);
             goto done;
         }
-        golden_write_pos(stdout, n_prompt - 1, seq[n_prompt - 1], logits, n_vocab, top_k, scratch);
+        write_pos(&run, n_prompt - 1, seq[n_prompt - 1], logits, 0);
     }
     for (int32_t p0 = 0; !last_only && p0 < n_prompt;) {
         int32_t cnt = one_by_one || no_cache ? 1 : (n_prompt - p0 < nb ? n_prompt - p0 : nb);
-        int ev = no_cache ? forward_eval(f, seq, p0 + 1, 0, logits, false, err, sizeof err)
-                          : forward_eval(f, seq + p0, cnt, p0, logits, true, err, sizeof err);
+        int ev = no_cache ? run_eval(&run, seq, p0 + 1, 0, logits, false, err, sizeof err)
+                          : run_eval(&run, seq + p0, cnt, p0, logits, true, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "tokscope logits: %s\n", err);
             goto done;
         }
         for (int32_t i = 0; i < cnt; i++)
-            golden_write_pos(stdout, p0 + i, seq[p0 + i], logits + (size_t)i * n_vocab, n_vocab, top_k, scratch);
+            write_pos(&run, p0 + i, seq[p0 + i], logits + (size_t)i * n_vocab, i);
         p0 += cnt;
     }
     /* Greedy continuation: feed each argmax back, report its logits too. */
@@ -197,13 +307,13 @@ int cmd_logits(int argc, char **argv)
     for (int32_t i = 0; i < n_gen; i++) {
         const int32_t pos = n_prompt + i;
         seq[pos] = next;
-        int ev = no_cache ? forward_eval(f, seq, pos + 1, 0, logits, false, err, sizeof err)
-                          : forward_eval(f, seq + pos, 1, pos, logits, false, err, sizeof err);
+        int ev = no_cache ? run_eval(&run, seq, pos + 1, 0, logits, false, err, sizeof err)
+                          : run_eval(&run, seq + pos, 1, pos, logits, false, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "tokscope logits: %s\n", err);
             goto done;
         }
-        golden_write_pos(stdout, pos, next, logits, n_vocab, top_k, scratch);
+        write_pos(&run, pos, next, logits, 0);
         next = golden_argmax(logits, n_vocab);
     }
     char *text = NULL;
@@ -218,6 +328,9 @@ int cmd_logits(int argc, char **argv)
     fflush(stdout);
     rc = 0;
 done:
+    for (size_t i = 0; run.entries && i < (size_t)(batch ? batch : 512) * (size_t)run.n_layer; i++)
+        free(run.entries[i]);
+    free(run.entries);
     free(scratch);
     free(seq);
     free(logits);

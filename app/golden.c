@@ -230,8 +230,7 @@ void golden_write_header(FILE *f, const int32_t *prompt, int32_t n, int32_t n_vo
     fprintf(f, ",\"n_vocab\":%d}\n", n_vocab);
 }
 
-void golden_write_pos(FILE *f, int32_t pos, int32_t token_in, const float *logits, int32_t n_vocab, int32_t k,
-                      int32_t *scratch)
+void golden_write_top(FILE *f, const float *logits, int32_t n_vocab, int32_t k, int32_t *scratch)
 {
     if (k > n_vocab)
         k = n_vocab;
@@ -257,11 +256,26 @@ void golden_write_pos(FILE *f, int32_t pos, int32_t token_in, const float *logit
             idx[j] = i;
         }
     }
-    fprintf(f, "{\"pos\":%d,\"token_in\":%d,\"argmax\":%d,\"lse\":%.6f,\"top\":[", pos, token_in,
-            golden_argmax(logits, n_vocab), golden_lse(logits, n_vocab));
+    fprintf(f, "\"argmax\":%d,\"lse\":%.6f,\"top\":[", golden_argmax(logits, n_vocab), golden_lse(logits, n_vocab));
     for (int32_t i = 0; i < n_sel; i++)
         fprintf(f, "%s[%d,%.6f]", i ? "," : "", idx[i], logits[idx[i]]);
-    fputs("]}\n", f);
+    fputc(']', f);
+}
+
+void golden_write_pos(FILE *f, int32_t pos, int32_t token_in, const float *logits, int32_t n_vocab, int32_t k,
+                      int32_t *scratch)
+{
+    golden_write_pos_extra(f, pos, token_in, logits, n_vocab, k, scratch, NULL);
+}
+
+void golden_write_pos_extra(FILE *f, int32_t pos, int32_t token_in, const float *logits, int32_t n_vocab, int32_t k,
+                            int32_t *scratch, const char *extra)
+{
+    fprintf(f, "{\"pos\":%d,\"token_in\":%d,", pos, token_in);
+    golden_write_top(f, logits, n_vocab, k, scratch);
+    if (extra)
+        fputs(extra, f);
+    fputs("}\n", f);
 }
 
 void golden_write_final(FILE *f, const int32_t *gen, int32_t n, const char *text)

@@ -47,6 +47,11 @@ void golden_write_header(FILE *f, const int32_t *prompt, int32_t n, int32_t n_vo
 /* Computes argmax, log-sum-exp and the k largest logits. scratch: n_vocab ints. */
 void golden_write_pos(FILE *f, int32_t pos, int32_t token_in, const float *logits, int32_t n_vocab, int32_t k,
                       int32_t *scratch);
+/* The same line with extra (",\"key\":value...", may be NULL) before its closing brace. */
+void golden_write_pos_extra(FILE *f, int32_t pos, int32_t token_in, const float *logits, int32_t n_vocab, int32_t k,
+                            int32_t *scratch, const char *extra);
+/* "argmax":A,"lse":L,"top":[[id,logit],...] of one row of logits (the k largest). */
+void golden_write_top(FILE *f, const float *logits, int32_t n_vocab, int32_t k, int32_t *scratch);
 void golden_write_final(FILE *f, const int32_t *gen, int32_t n, const char *text);
 
 /* Log-sum-exp over n logits (max-shifted, summed in double). */

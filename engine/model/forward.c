@@ -90,6 +90,7 @@ void forward_free(forward_ctx *f)
     free(f->attn_half);
     free(f->packed_of);
     fwd_graph_free(&f->graph);
+    forward_lens_free(f);
     if (f->packed_buf)
         munmap(f->packed_buf, f->packed_len);
     free(f);
@@ -285,6 +286,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
             rot_k *= 2;
     if (rot && tensor_type_block_size(p.v_type) > 1 && hp->head_dim % 64 == 0)
         rot_v = 64;
+    f->rot_k = rot_k;
+    f->rot_v = rot_v;
     if (!fwd_graph_build(&f->graph, m, rot_k, rot_v)) {
         snprintf(err, errlen, "out of memory");
         forward_free(f);
@@ -449,15 +452,16 @@ static void run_attention(forward_ctx *f, uint32_t il, int n, int32_t start_pos)
 
 /* Evaluates n <= n_batch tokens at start_pos: the graph's steps in order.
  * Writes logits for rows [out_first, n) into out (n_vocab floats each). */
-static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t start_pos, float *out, int out_first)
+static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *tokens, int n, int32_t start_pos, float *out,
+                       int out_first)
 {
     f->tokens = tokens;
     f->start_pos = start_pos;
     f->buf[FWD_LOGITS] = out;
     const gguf_ctx *g = model_get_gguf(f->m);
     const gguf_tensor *t0 = gguf_tensor_at(g, 0);
-    for (int i = 0; i < f->graph.n_steps; i++) {
-        const struct fwd_step *st = &f->graph.steps[i];
+    for (int i = 0; i < gr->n_steps; i++) {
+        const struct fwd_step *st = &gr->steps[i];
         switch (st->kind) {
         case STEP_ROWS: forward_run_rows(f, st, n); break;
         case STEP_MATMUL: {
@@ -488,12 +492,22 @@ static void eval_batch(forward_ctx *f, const int32_t *tokens, int n, int32_t sta
                     return;
             }
             break;
+        case STEP_LENS:
+            if (f->lens_fn)
+                f->lens_fn(f->lens_user, (int32_t)st->il + 1, f->row0, n, out);
+            break;
         }
     }
 }
 
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen)
+{
+    return forward_run(f, &f->graph, tokens, n, start_pos, logits, all_logits, err, errlen);
+}
+
+int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32_t n, int32_t start_pos,
+                float *logits, bool all_logits, char *err, size_t errlen)
 {
     if (n <= 0) {
         snprintf(err, errlen, "no tokens to evaluate");
@@ -523,7 +537,8 @@ int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start
             out = logits;
             out_first = cnt - 1;
         }
-        eval_batch(f, tokens + done, cnt, start_pos + done, out, out_first);
+        f->row0 = done;
+        eval_batch(f, g, tokens + done, cnt, start_pos + done, out, out_first);
         done += cnt;
         if (f->progress && !f->progress(f->progress_user, done, n)) {
             snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);

@@ -45,6 +45,33 @@ size_t forward_kv_cache_bytes(const forward_ctx *f);
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen);
 
+/* ---- logit lens (engine/model/forward_lens.c) -----------------------------------
+ * Evaluations beside forward_eval, on the same context and cache; forward_eval
+ * itself does no extra work for them. */
+
+/* Evaluates like forward_eval as if the model had only its first n_layer
+ * blocks: the output norm and head read the residual after block n_layer,
+ * and with !all_logits the rows without logits are dropped in block
+ * n_layer. That is what a copy of the file cut to n_layer blocks gives, bit
+ * for bit. Cache rows of the later blocks are not touched. */
+int forward_eval_cut(forward_ctx *f, int32_t n_layer, const int32_t *tokens, int32_t n, int32_t start_pos,
+                     float *logits, bool all_logits, char *err, size_t errlen);
+
+/* After every block l = 1..n_layer of a lens evaluation: the logits the
+ * output norm and head give on the residual stream of rows [row0,
+ * row0 + n_rows) of the evaluation (n_vocab floats per row). Block
+ * n_layer's are the model's own logits. */
+typedef void (*forward_lens_fn)(void *user, int32_t layer, int32_t row0, int32_t n_rows, const float *logits);
+
+/* Evaluates tokens[0..n) at start_pos.. like forward_eval with all_logits
+ * (logits: n rows, the model's own) and calls fn after every block. Each
+ * block's logits are what forward_eval_cut to that many blocks gives with
+ * all_logits. keep_cache: the cache rows [start_pos, start_pos + n) are
+ * restored afterwards (re-running a position that is already cached
+ * changes nothing). */
+int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
+                      bool keep_cache, forward_lens_fn fn, void *user, char *err, size_t errlen);
+
 /* Called between internal batches during forward_eval (prefill progress,
  * cancellation). Return false to abort the evaluation (forward_eval returns -1). */
 typedef bool (*forward_progress_fn)(void *user, int32_t done, int32_t total);

@@ -142,7 +142,7 @@ void fwd_attention(fwd_graph *g, uint32_t il)
 
 void fwd_keep_out_rows(fwd_graph *g, uint32_t il)
 {
-    if (il + 1 == g->hp->n_layer)
+    if (il + 1 == g->n_layer)
         push(g, STEP_KEEP_OUT);
 }
 
@@ -197,13 +197,28 @@ void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L)
 
 /* ---- the whole model ---------------------------------------------------------- */
 
+/* The output norm and head on the residual X (LOGITS = head(norm(X))). */
+static void head(fwd_graph *g, const model_hparams *hp, const model_weights *w)
+{
+    fwd_norm(g, FWD_XB, FWD_X, w->output_norm);
+    fwd_matmul1(g, FWD_LOGITS, FWD_XB, w->output);
+    if (hp->logit_softcap != 0.0f)
+        fwd_softcap(g, FWD_LOGITS, hp->logit_softcap);
+}
+
 bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v)
+{
+    return fwd_graph_build_ex(g, m, rot_k, rot_v, model_get_hparams(m)->n_layer, false);
+}
+
+bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint32_t n_layer, bool lens)
 {
     const model_hparams *hp = model_get_hparams(m);
     const model_weights *w = model_get_weights(m);
     const arch_def *a = arch_get(hp->arch);
     memset(g, 0, sizeof *g);
     g->hp = hp;
+    g->n_layer = n_layer < hp->n_layer ? n_layer : hp->n_layer;
     g->rot_k = rot_k;
     g->rot_v = rot_v;
     const int64_t NQ = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
@@ -213,12 +228,23 @@ bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v)
     g->width[FWD_HB] = g->width[FWD_HB2] = hp->n_ff;
     g->width[FWD_LOGITS] = hp->n_vocab;
     fwd_embed(g);
-    for (uint32_t il = 0; il < hp->n_layer; il++)
+    for (uint32_t il = 0; il < g->n_layer; il++) {
         a->layer(g, hp, &w->layers[il], il);
-    fwd_norm(g, FWD_XB, FWD_X, w->output_norm);
-    fwd_matmul1(g, FWD_LOGITS, FWD_XB, w->output);
-    if (hp->logit_softcap != 0.0f)
-        fwd_softcap(g, FWD_LOGITS, hp->logit_softcap);
+        if (lens && il + 1 < g->n_layer) {
+            /* the head reads X and writes XB and LOGITS, which the next
+             * block's first norm overwrites anyway */
+            head(g, hp, w);
+            struct fwd_step *st = push(g, STEP_LENS);
+            if (st)
+                st->il = il;
+        }
+    }
+    head(g, hp, w);
+    if (lens) {
+        struct fwd_step *st = push(g, STEP_LENS);
+        if (st)
+            st->il = g->n_layer - 1;
+    }
     g->width[FWD_LOGITS] = hp->n_vocab;
     return !g->oom;
 }

@@ -47,7 +47,9 @@ struct fwd_op {
     float s;
 };
 
-enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT };
+/* STEP_LENS (logit lens graphs only): LOGITS holds the head's output on
+ * the residual after block il + 1; forward_run hands it to the lens callback */
+enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS };
 
 #define FWD_MAX_OPS 12
 
@@ -64,6 +66,7 @@ struct fwd_step {
 
 struct fwd_graph {
     const model_hparams *hp;
+    uint32_t n_layer; /* blocks in this graph: hp->n_layer, or fewer for a cut one */
     struct fwd_step *steps;
     int n_steps, cap;
     int64_t width[FWD_N_BUF]; /* floats per row of each buffer */
@@ -78,6 +81,11 @@ struct fwd_graph {
 /* Builds the whole model's graph: embeddings, every layer's recipe, the
  * output norm and head. false when out of memory. */
 bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v);
+/* The same with only the first n_layer blocks (the output norm and head then
+ * read the residual after block n_layer, as in a file cut to n_layer
+ * blocks), and with lens: the head after every block too, each followed by
+ * a STEP_LENS. */
+bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint32_t n_layer, bool lens);
 void fwd_graph_free(fwd_graph *g);
 
 struct forward_ctx {
@@ -120,7 +128,21 @@ struct forward_ctx {
     int n_threads;
     forward_progress_fn progress;
     void *progress_user;
+    /* graphs of the lens and cut evaluations (forward_lens.c), built on first use */
+    int rot_k, rot_v;
+    fwd_graph *cut; /* the model cut to cut->n_layer blocks */
+    fwd_graph *lens;
+    forward_lens_fn lens_fn;
+    void *lens_user;
+    int32_t row0; /* first row of the running batch within the evaluation */
 };
+
+/* Runs graph g over tokens like forward_eval (which is this with
+ * f->graph): internal batches, progress, STEP_LENS calls to f->lens_fn. */
+int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32_t n, int32_t start_pos,
+                float *logits, bool all_logits, char *err, size_t errlen);
+/* Frees the lens and cut graphs (forward_lens.c). */
+void forward_lens_free(forward_ctx *f);
 
 /* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);

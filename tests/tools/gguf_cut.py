@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Writes a copy of a GGUF model cut to its first N blocks, for the logit
+lens tests (tokscope logits --lens-layer N must give what this file gives):
+
+  gguf_cut.py IN OUT N
+
+Leaves out every tensor blk.I.* with I >= N, sets ARCH.block_count to N and
+cuts every per-block array key of the architecture (ARCH.*, one entry per
+block, such as a sliding-window pattern) to N entries. Everything else
+(other keys, the tensors kept, their order, types and bytes) is copied
+unchanged; the output is a valid GGUF v3 file and always the same bytes
+for the same input."""
+import re
+import struct
+import sys
+
+SCALAR = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}
+
+
+class Reader:
+    def __init__(self, data):
+        self.d, self.o = data, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from('<' + fmt, self.d, self.o)
+        self.o += struct.calcsize('<' + fmt)
+        return v[0]
+
+    def raw(self, n):
+        v = self.d[self.o:self.o + n]
+        self.o += n
+        return v
+
+    def string(self):
+        return self.raw(self.take('Q'))
+
+    def value(self, t):
+        """The value's bytes as stored (without its type)."""
+        start = self.o
+        if t == 8:
+            self.string()
+        elif t == 9:
+            at, n = self.take('I'), self.take('Q')
+            for _ in range(n):
+                self.value(at)
+        else:
+            self.take(SCALAR[t])
+        return self.d[start:self.o]
+
+
+def gstr(b):
+    return struct.pack('<Q', len(b)) + b
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    src, dst, n_keep = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    data = open(src, 'rb').read()
+    r = Reader(data)
+    if r.raw(4) != b'GGUF':
+        sys.exit('%s: not a GGUF file' % src)
+    version, n_t, n_kv = r.take('I'), r.take('Q'), r.take('Q')
+    kvs = []
+    for _ in range(n_kv):
+        k = r.string()
+        t = r.take('I')
+        kvs.append((k, t, r.value(t)))
+    tensors = []
+    for _ in range(n_t):
+        name = r.string()
+        nd = r.take('I')
+        ne = [r.take('Q') for _ in range(nd)]
+        tt, off = r.take('I'), r.take('Q')
+        tensors.append([name, ne, tt, off])
+    align = 32
+    arch = None
+    for k, t, v in kvs:
+        if k == b'general.alignment':
+            align = struct.unpack('<I', v)[0]
+        if k == b'general.architecture':
+            arch = v[8:]
+    if arch is None:
+        sys.exit('%s: no general.architecture' % src)
+    count_key = arch + b'.block_count'
+    n_layer = None
+    for k, t, v in kvs:
+        if k == count_key:
+            n_layer = struct.unpack('<' + SCALAR[t], v)[0]
+    if n_layer is None:
+        sys.exit('%s: no %s' % (src, count_key.decode()))
+    if not 1 <= n_keep <= n_layer:
+        sys.exit('N must be 1..%d' % n_layer)
+    data_start = (r.o + align - 1) // align * align
+    # sizes from the offsets (the last runs to the end of the file)
+    order = sorted(range(len(tensors)), key=lambda i: tensors[i][3])
+    blobs = {}
+    for j, i in enumerate(order):
+        a = data_start + tensors[i][3]
+        b = data_start + tensors[order[j + 1]][3] if j + 1 < len(order) else len(data)
+        blobs[i] = data[a:b]
+    blk = re.compile(rb'^blk\.(\d+)\.')
+    keep = [i for i, tt in enumerate(tensors) if not (blk.match(tt[0]) and int(blk.match(tt[0]).group(1)) >= n_keep)]
+    tensors = [tensors[i] for i in keep]
+    blobs = [blobs[i] for i in keep]
+
+    out_kvs = []
+    for k, t, v in kvs:
+        if k == count_key:
+            v = struct.pack('<' + SCALAR[t], n_keep)
+        elif t == 9 and k.startswith(arch + b'.'):
+            at, n = struct.unpack_from('<IQ', v)
+            if n == n_layer and at in SCALAR:
+                size = struct.calcsize('<' + SCALAR[at])
+                v = struct.pack('<IQ', at, n_keep) + v[12:12 + n_keep * size]
+        out_kvs.append((k, t, v))
+
+    out = bytearray(b'GGUF' + struct.pack('<IQQ', 3, len(tensors), len(out_kvs)))
+    for k, t, v in out_kvs:
+        out += gstr(k) + struct.pack('<I', t) + v
+    off = 0
+    offsets = []
+    for b in blobs:
+        offsets.append(off)
+        off += (len(b) + align - 1) // align * align
+    for (name, ne, tt, _), o in zip(tensors, offsets):
+        out += gstr(name) + struct.pack('<I', len(ne)) + b''.join(struct.pack('<Q', n) for n in ne)
+        out += struct.pack('<IQ', tt, o)
+    out += b'\0' * ((-len(out)) % align)
+    for b in blobs:
+        out += b + b'\0' * ((-len(b)) % align)
+    open(dst, 'wb').write(out)
+
+
+main()
