@@ -29,6 +29,11 @@ void engine_cmd_free(engine_cmd *c)
 {
     free(c->path);
     free(c->name);
+    free(c->text);
+    free(c->tokens);
+    c->text = NULL;
+    c->tokens = NULL;
+    c->n_tokens = 0;
     for (size_t i = 0; i < c->n_messages; i++) {
         free((char *)c->messages[i].role);
         free((char *)c->messages[i].content);
@@ -40,6 +45,14 @@ void engine_cmd_free(engine_cmd *c)
 }
 
 static void drop_cmd(void *item) { engine_cmd_free(item); }
+
+void engine_lens_free(engine_lens *l) { free(l); }
+
+static void drop_event(void *item)
+{
+    engine_event *ev = item;
+    engine_lens_free(ev->lens);
+}
 
 void engine_post(engine *e, engine_event *ev)
 {
@@ -100,8 +113,9 @@ static void apply_params(engine *e, const sampler_params *p)
     e->sp = *p;
     if (e->sp.n_top > SAMPLER_MAX_TOP)
         e->sp.n_top = SAMPLER_MAX_TOP;
-    if (e->s)
+    if (e->s && !e->turn_own) /* a turn with its own parameters keeps them until it ends */
         sampler_set_params(e->s, &e->sp);
+    e->params_changed = true;
 }
 
 static void unload(engine *e)
@@ -111,6 +125,12 @@ static void unload(engine *e)
     model_free(e->m);
     free(e->logits);
     free(e->kv);
+    free(e->anchor);
+    free(e->reply_off);
+    e->anchor = NULL;
+    e->reply_off = NULL;
+    e->reply_cap = 0;
+    e->anchor_pos = e->logits_pos = -1;
     e->f = NULL;
     e->s = NULL;
     e->m = NULL;
@@ -171,8 +191,9 @@ static void load(engine *e, const char *path)
     if (e->s)
         sampler_set_tokenizer(e->s, e->tok); /* DRY sequence breakers */
     e->logits = malloc((size_t)e->n_vocab * sizeof *e->logits);
+    e->anchor = malloc((size_t)e->n_vocab * sizeof *e->anchor);
     e->kv = malloc((size_t)e->n_ctx * sizeof *e->kv);
-    if (!e->s || !e->logits || !e->kv) {
+    if (!e->s || !e->logits || !e->kv || !e->anchor) {
         engine_post_error(e, "out of memory after loading %s", path);
         unload(e);
         return;
@@ -205,7 +226,8 @@ static void load(engine *e, const char *path)
 
 static void reset(engine *e)
 {
-    e->n_kv = 0;
+    engine_kv_truncate(e, 0);
+    e->logits_pos = -1;
     if (e->s)
         sampler_reset_history(e->s);
 }
@@ -229,7 +251,20 @@ static void handle_between(engine *e, engine_cmd *c)
         break;
     case ENGINE_CMD_STEP:
         e->step_ok = true;
+        e->step_token = c->text ? -1 : c->token;
+        free(e->step_text);
+        e->step_text = c->text;
+        c->text = NULL;
         break;
+    case ENGINE_CMD_UNDO:
+        e->undo_req = e->step_on; /* only a waiting step takes one */
+        break;
+    case ENGINE_CMD_SET_STEP:
+        e->step_on = c->flag;
+        break;
+    case ENGINE_CMD_LENS:
+        engine_lens_queue(e, c);
+        return; /* ownership moved */
     default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
         e->stop = true;
         if (queue_push(e->deferred, c))
@@ -244,15 +279,19 @@ void engine_drain(engine *e)
     engine_cmd c;
     while (queue_pop(e->cmds, &c))
         handle_between(e, &c);
+    if (!e->evaluating)
+        engine_lens_run_pending(e, false);
 }
 
 void engine_wait_step(engine *e)
 {
     engine_cmd c;
-    while (!e->stop && !e->step_ok)
+    e->params_changed = false;
+    while (!e->stop && !e->step_ok && !e->undo_req && e->step_on && !e->params_changed) {
         if (queue_pop_wait(e->cmds, &c, -1))
             handle_between(e, &c);
-    e->step_ok = false;
+        engine_lens_run_pending(e, false);
+    }
 }
 
 static void handle(engine *e, engine_cmd *c)
@@ -262,11 +301,20 @@ static void handle(engine *e, engine_cmd *c)
         load(e, c->path);
         break;
     case ENGINE_CMD_SUBMIT:
-        engine_run_submit(e, c->messages, c->n_messages, c->conv_id);
+        engine_run_submit(e, c);
         break;
     case ENGINE_CMD_STOP:
     case ENGINE_CMD_STEP:
+    case ENGINE_CMD_UNDO:
         break; /* nothing running */
+    case ENGINE_CMD_SET_STEP:
+        e->step_on = c->flag;
+        break;
+    case ENGINE_CMD_LENS:
+        engine_lens_queue(e, c);
+        memset(c, 0, sizeof *c); /* ownership moved */
+        engine_lens_run_pending(e, true);
+        break;
     case ENGINE_CMD_SET_PARAMS:
         apply_params(e, &c->sampling);
         break;
@@ -287,10 +335,11 @@ static void *engine_main(void *arg)
     engine *e = arg;
     while (!e->quit) {
         engine_cmd c;
+        engine_lens_run_pending(e, true); /* those that waited for the turn to end */
         if (!queue_pop(e->deferred, &c) && !queue_pop_wait(e->cmds, &c, -1))
             continue;
         e->stop = false;
-        e->step_ok = false;
+        e->step_ok = e->undo_req = false;
         handle(e, &c);
         engine_cmd_free(&c);
     }
@@ -306,7 +355,9 @@ static void engine_destroy(engine *e)
 {
     queue_free(e->cmds, drop_cmd);
     queue_free(e->deferred, drop_cmd);
-    queue_free(e->events, NULL);
+    queue_free(e->lens_q, drop_cmd);
+    queue_free(e->events, drop_event);
+    free(e->step_text);
     free(e->model_path);
     free(e->template_name);
     free(e->tmpl_force);
@@ -332,8 +383,11 @@ engine *engine_start(const engine_params *p, char *err, size_t errlen)
         e->sp.n_top = SAMPLER_MAX_TOP;
     e->cmds = queue_build(sizeof(engine_cmd), false);
     e->deferred = queue_build(sizeof(engine_cmd), false);
+    e->lens_q = queue_build(sizeof(engine_cmd), false);
     e->events = queue_build(sizeof(engine_event), true);
-    if (!e->cmds || !e->deferred || !e->events) {
+    e->step_on = e->p.step_mode;
+    e->anchor_pos = e->logits_pos = -1;
+    if (!e->cmds || !e->deferred || !e->lens_q || !e->events) {
         snprintf(err, errlen, "cannot create the engine queues");
         engine_destroy(e);
         return NULL;
@@ -364,7 +418,17 @@ void engine_send(engine *e, engine_cmd *cmd)
     engine_cmd c = *cmd;
     c.messages = NULL;
     c.n_messages = 0;
-    if (cmd->type == ENGINE_CMD_SUBMIT && cmd->n_messages) {
+    c.tokens = NULL;
+    c.n_tokens = 0;
+    const bool carries = cmd->type == ENGINE_CMD_SUBMIT || cmd->type == ENGINE_CMD_LENS;
+    if (carries && cmd->n_tokens > 0 && cmd->tokens) {
+        c.tokens = malloc((size_t)cmd->n_tokens * sizeof *c.tokens);
+        if (c.tokens) {
+            memcpy(c.tokens, cmd->tokens, (size_t)cmd->n_tokens * sizeof *c.tokens);
+            c.n_tokens = cmd->n_tokens;
+        }
+    }
+    if (carries && cmd->n_messages) {
         c.messages = calloc(cmd->n_messages, sizeof *c.messages);
         if (c.messages) {
             for (size_t i = 0; i < cmd->n_messages; i++) {
@@ -374,7 +438,7 @@ void engine_send(engine *e, engine_cmd *cmd)
             c.n_messages = cmd->n_messages;
         }
     }
-    cmd->path = cmd->name = NULL; /* owned by the queue now */
+    cmd->path = cmd->name = cmd->text = NULL; /* owned by the queue now */
     if (!queue_push(e->cmds, &c))
         engine_cmd_free(&c);
 }
@@ -411,7 +475,31 @@ void engine_set_template(engine *e, const char *name)
 
 void engine_step(engine *e)
 {
-    engine_cmd c = {.type = ENGINE_CMD_STEP};
+    engine_cmd c = {.type = ENGINE_CMD_STEP, .token = -1};
+    engine_send(e, &c);
+}
+
+void engine_step_token(engine *e, int32_t id)
+{
+    engine_cmd c = {.type = ENGINE_CMD_STEP, .token = id};
+    engine_send(e, &c);
+}
+
+void engine_step_text(engine *e, const char *text)
+{
+    engine_cmd c = {.type = ENGINE_CMD_STEP, .token = -1, .text = xstrdup(text ? text : "")};
+    engine_send(e, &c);
+}
+
+void engine_undo(engine *e)
+{
+    engine_cmd c = {.type = ENGINE_CMD_UNDO};
+    engine_send(e, &c);
+}
+
+void engine_set_step(engine *e, bool on)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SET_STEP, .flag = on};
     engine_send(e, &c);
 }
 

@@ -8,7 +8,16 @@
  * The engine renders it with the chat template, tokenizes it, keeps the
  * longest prefix its KV cache already holds, evaluates only the rest and then
  * generates. Switching conversations, /regen and /edit therefore reuse the
- * cache for whatever prefix is shared. */
+ * cache for whatever prefix is shared.
+ *
+ * Explore mode rests on the same rule. A submit may carry the first tokens
+ * of the reply (a branch from an earlier step: the old reply's tokens up to
+ * it, then the alternative); the cache then keeps everything up to that step
+ * and only the alternative is new, so going back is O(1): the position
+ * counter is set back, no prompt is evaluated again. Step mode stops before
+ * every token with its distribution (STEP event) and takes the user's
+ * choice; UNDO takes the last token back. The logit lens of a step re-runs
+ * that one position through a graph of its own (model/forward.h). */
 #ifndef TOKSCOPE_ENGINE_H
 #define TOKSCOPE_ENGINE_H
 
@@ -35,8 +44,9 @@ typedef struct engine_params {
                                   "raw": contents back to back); NULL = the model's template,
                                   "raw" for models without one */
     bool context_shift;      /* on overflow drop the oldest half (true) or stop with an error */
-    bool step_mode;          /* single-step: after each TOKEN event generation waits for
-                                ENGINE_CMD_STEP (other commands act as usual meanwhile) */
+    bool step_mode;          /* step mode at start (ENGINE_CMD_SET_STEP changes it): before every
+                                token the engine posts a STEP event and waits for ENGINE_CMD_STEP
+                                or ENGINE_CMD_UNDO (other commands act as usual meanwhile) */
     sampler_params sampling;
 } engine_params;
 
@@ -50,7 +60,11 @@ enum engine_cmd_type {
     ENGINE_CMD_SET_TEMPLATE, /* name: built-in format, or NULL/"" for the model's own */
     ENGINE_CMD_RESET,      /* forget the cache (next submit prefills from position 0) */
     ENGINE_CMD_QUIT,
-    ENGINE_CMD_STEP,       /* step_mode: generate the next token */
+    ENGINE_CMD_STEP,       /* step mode: token -1 lets the sampler draw, a token id forces it,
+                              text forces its tokens (one TOKEN event each) */
+    ENGINE_CMD_UNDO,       /* step mode, waiting: take back the reply's last token (one position) */
+    ENGINE_CMD_SET_STEP,   /* flag: step mode on or off, also in the middle of a turn */
+    ENGINE_CMD_LENS,       /* messages + tokens: the logit lens of one step (a LENS event) */
 };
 
 typedef struct engine_cmd {
@@ -59,8 +73,22 @@ typedef struct engine_cmd {
     char *name;             /* SET_TEMPLATE */
     chat_message *messages; /* SUBMIT: deep-copied by engine_send */
     size_t n_messages;
-    int32_t conv_id;        /* SUBMIT: echoed in events */
-    sampler_params sampling; /* SET_PARAMS */
+    int32_t conv_id;        /* SUBMIT, LENS: echoed in events */
+    int32_t req_id;         /* SUBMIT, LENS: echoed in events (the UI's name for the request) */
+    sampler_params sampling; /* SET_PARAMS; SUBMIT with own_sampling */
+    bool own_sampling;      /* SUBMIT: this turn samples with .sampling, reseeded when it sets a
+                               seed (compare settings: two turns, two parameter sets) */
+    /* SUBMIT: the reply begins with these tokens, forced rather than sampled
+     * (a branch: the old reply's tokens before the step, then the chosen
+     * alternative); the last one gets a TOKEN event, the others are context.
+     * LENS: the reply's tokens before the step. Deep-copied by engine_send. */
+    int32_t *tokens;
+    int32_t n_tokens;
+    int32_t reply_emitted;  /* SUBMIT with tokens: bytes of their text the UI already shows */
+    int32_t token;          /* STEP: -1 draw, else force this id; LENS: the step's chosen token */
+    char *text;             /* STEP: force the tokens of this text (owned by the queue after send) */
+    bool flag;              /* SET_STEP */
+    int32_t index;          /* LENS: echoed in the event */
 } engine_cmd;
 
 enum engine_event_type {
@@ -73,6 +101,10 @@ enum engine_event_type {
     ENGINE_EV_CONTEXT_SHIFT, /* n_dropped tokens removed, message says what */
     ENGINE_EV_ERROR,         /* message */
     ENGINE_EV_QUIT,
+    ENGINE_EV_STEP,          /* step mode: the distribution at pos (top, entropies; token -1), the
+                                engine waits for STEP or UNDO */
+    ENGINE_EV_UNDO,          /* the token at pos was taken back; reply_len bytes of the reply stay */
+    ENGINE_EV_LENS,          /* lens: owned by the receiver (engine_lens_free) */
 };
 
 enum engine_done_reason {
@@ -102,9 +134,31 @@ typedef struct engine_token_candidate {
     char text[ENGINE_TEXT_MAX]; /* the token's piece, raw bytes, NUL-terminated (may be cut) */
 } engine_token_candidate;
 
+/* The logit lens of one step: per block, the head's top candidates on the
+ * residual after it, and where the step's chosen token stands there. */
+#define ENGINE_LENS_TOP 8
+typedef struct engine_lens_layer {
+    int32_t n_top;
+    engine_token_candidate top[ENGINE_LENS_TOP]; /* by logit; p_raw: softmax of this block's logits */
+    int32_t chosen_rank;                         /* the chosen token's rank here (0 = top-1) */
+    float chosen_logit, chosen_p;
+    float entropy; /* nats, of this block's distribution */
+} engine_lens_layer;
+
+typedef struct engine_lens {
+    int32_t pos;       /* the step: position of the token chosen there */
+    int32_t token;     /* that token */
+    int32_t n_layer;
+    int32_t first_top; /* first block (1-based) where the chosen token is top-1, 0 = none */
+    engine_lens_layer layer[]; /* n_layer: block 1 .. n_layer (the model's own logits) */
+} engine_lens;
+
+void engine_lens_free(engine_lens *l);
+
 typedef struct engine_event {
     enum engine_event_type type;
     int32_t conv_id;
+    int32_t req_id;             /* the command's req_id (SUBMIT's events, LENS) */
     float progress;             /* LOAD_PROGRESS */
     int32_t done, total;        /* PREFILL */
     /* TOKEN */
@@ -121,6 +175,9 @@ typedef struct engine_event {
     double prompt_tps, gen_tps; /* DONE; prompt_tps also on the PREFILL event that ends the prompt */
     int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
     int32_t n_dropped;          /* CONTEXT_SHIFT */
+    int32_t reply_len;          /* UNDO: bytes of the reply text that stay */
+    int32_t index;              /* LENS: the command's index */
+    engine_lens *lens;          /* LENS */
     engine_model_info info;     /* LOADED */
     char message[ENGINE_MSG_MAX]; /* ERROR, CONTEXT_SHIFT, DONE (ERROR/CTX_FULL reason),
                                      PREFILL (first one: template fallback warning, else "") */
@@ -138,7 +195,11 @@ void engine_set_params(engine *e, const sampler_params *p);
 void engine_load(engine *e, const char *path);         /* path is copied */
 void engine_set_template(engine *e, const char *name); /* built-in name; NULL, "" or "model": the model's own */
 void engine_reset(engine *e);
-void engine_step(engine *e);
+void engine_step(engine *e);                 /* step mode: the sampler draws */
+void engine_step_token(engine *e, int32_t id);  /* step mode: force this token */
+void engine_step_text(engine *e, const char *text); /* step mode: force the tokens of text */
+void engine_undo(engine *e);
+void engine_set_step(engine *e, bool on);
 /* Non-blocking: true and fills ev when an event is pending. */
 bool engine_poll(engine *e, engine_event *ev);
 /* Readable when events are pending (drain it with engine_poll). */

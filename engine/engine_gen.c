@@ -20,34 +20,9 @@ static void ev_init(engine *e, engine_event *ev, enum engine_event_type type)
     memset(ev, 0, sizeof *ev);
     ev->type = type;
     ev->conv_id = e->conv_id;
+    ev->req_id = e->req_id;
     ev->n_past = e->n_kv;
     ev->n_ctx = e->n_ctx;
-}
-
-/* Tokenizes text into e->prompt (grown as needed); returns the count or -1. */
-static int32_t tokenize(engine *e, const char *text, int32_t **out)
-{
-    const tokenizer *t = e->tok;
-    bool add_bos = tokenizer_add_bos(t) && tokenizer_bos(t) >= 0;
-    if (add_bos) { /* the template may have written BOS itself */
-        size_t bl;
-        const char *bs = tokenizer_token_str(t, tokenizer_bos(t), &bl);
-        if (bs && bl && strncmp(text, bs, bl) == 0)
-            add_bos = false;
-    }
-    size_t len = strlen(text);
-    int32_t n = tokenizer_encode(t, text, len, add_bos, true, e->prompt, e->prompt_cap);
-    if (n > e->prompt_cap) {
-        int32_t cap = n + 64;
-        int32_t *np = realloc(e->prompt, (size_t)cap * sizeof *np);
-        if (!np)
-            return -1;
-        e->prompt = np;
-        e->prompt_cap = cap;
-        n = tokenizer_encode(t, text, len, add_bos, true, e->prompt, e->prompt_cap);
-    }
-    *out = e->prompt;
-    return n;
 }
 
 static char *token_text_dup(const tokenizer *t, int32_t id)
@@ -66,7 +41,7 @@ static char *token_text_dup(const tokenizer *t, int32_t id)
 }
 
 /* Renders msgs with the current template. warn receives a fallback notice. */
-static char *render(engine *e, const chat_message *msgs, size_t n, bool add_gen, char *warn, size_t warnlen,
+char *engine_render(engine *e, const chat_message *msgs, size_t n, bool add_gen, char *warn, size_t warnlen,
                     char *err, size_t errlen)
 {
     if (!strcmp(engine_template_label(e), "raw")) { /* the contents back to back: plain completion */
@@ -107,7 +82,7 @@ static int32_t compute_n_keep(engine *e, const chat_message *msgs, size_t n, con
     if (n_sys == 0)
         return base;
     char warn[256], err[256];
-    char *text = render(e, msgs, n_sys, false, warn, sizeof warn, err, sizeof err);
+    char *text = engine_render(e, msgs, n_sys, false, warn, sizeof warn, err, sizeof err);
     if (!text)
         return base; /* some templates refuse a system message alone */
     size_t len = strlen(text);
@@ -151,15 +126,6 @@ bool engine_progress_cb(void *user, int32_t done, int32_t total)
     return !e->stop;
 }
 
-/* Evaluates e->kv[start, n) at positions start.. (the last token's logits land
- * in e->logits). no_kv_cache recomputes from 0. */
-static int eval_kv(engine *e, int32_t start, int32_t n, char *err, size_t errlen)
-{
-    if (e->p.no_kv_cache)
-        start = 0;
-    return forward_eval(e->f, e->kv + start, n - start, start, e->logits, false, err, errlen);
-}
-
 /* Drops the oldest half of the tokens after n_keep and re-evaluates the rest
  * from position 0. Returns the number dropped, 0 if nothing could be, -1 on error. */
 static int32_t context_shift(engine *e, int32_t n_keep, char *err, size_t errlen)
@@ -169,16 +135,16 @@ static int32_t context_shift(engine *e, int32_t n_keep, char *err, size_t errlen
     if (n_discard <= 0)
         return 0;
     memmove(e->kv + n_keep, e->kv + n_keep + n_discard, (size_t)(n_left - n_discard) * sizeof *e->kv);
-    e->n_kv -= n_discard;
-    int32_t n = e->n_kv;
-    e->n_kv = 0; /* the cache rows are stale until the re-evaluation succeeds */
+    int32_t n = e->n_kv - n_discard;
+    engine_kv_truncate(e, 0); /* the cache rows are stale until the re-evaluation succeeds */
     bool rp = e->report_prefill;
     e->report_prefill = false;
-    int rc = forward_eval(e->f, e->kv, n, 0, e->logits, false, err, errlen);
+    int rc = engine_eval_kv(e, 0, n, err, errlen);
     e->report_prefill = rp;
     if (rc != 0)
         return -1;
     e->n_kv = n;
+    e->reply_start -= n_discard; /* the reply's earlier tokens may be gone: undo stops there */
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_CONTEXT_SHIFT);
     ev.n_dropped = n_discard;
@@ -316,40 +282,81 @@ static bool fail(engine *e, turn *t, const char *msg)
     return false;
 }
 
-/* Renders, tokenizes, fits and prefills; e->logits then hold the next-token
- * distribution. Returns false with t->reason set when the turn ends here. */
-static bool prefill(engine *e, const chat_message *msgs, size_t n, int32_t *n_keep, turn *t)
+/* Records where the reply token at pos starts in the reply text and appends
+ * its piece (nothing for an end-of-generation token). */
+static void reply_push(engine *e, int32_t pos, int32_t tok)
+{
+    const int32_t i = pos - e->reply_start;
+    if (i >= 0 && i >= e->reply_cap) {
+        int32_t cap = e->reply_cap ? e->reply_cap : 256;
+        while (cap <= i)
+            cap *= 2;
+        size_t *r = realloc(e->reply_off, (size_t)cap * sizeof *r);
+        if (r) {
+            e->reply_off = r;
+            e->reply_cap = cap;
+        }
+    }
+    if (i >= 0 && i < e->reply_cap)
+        e->reply_off[i] = e->gen_len;
+    if (tokenizer_is_eog(e->tok, tok))
+        return;
+    char piece[256];
+    int32_t k = tokenizer_token_to_piece(e->tok, tok, false, piece, sizeof piece);
+    if (k > (int32_t)sizeof piece)
+        k = (int32_t)sizeof piece;
+    if (k > 0)
+        gen_append(e, piece, (size_t)k);
+}
+
+/* Renders, tokenizes, fits and brings the cache to hold the prompt and the
+ * reply's forced tokens but the last (a branch); e->logits then hold the
+ * next distribution. Everything the cache already holds is kept: a branch
+ * from an earlier step only sets the position counter back. Returns false
+ * with t->reason set when the turn ends here. */
+static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
 {
     char warn[256] = "", err[512] = "";
-    bool add_gen = !(n > 0 && msgs[n - 1].role && !strcmp(msgs[n - 1].role, "assistant"));
-    char *text = render(e, msgs, n, add_gen, warn, sizeof warn, err, sizeof err);
-    if (!text) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "chat template (%s): %s", engine_template_label(e), err);
-        return fail(e, t, msg);
-    }
-    int32_t *prompt;
-    int32_t np = tokenize(e, text, &prompt);
-    free(text);
-    if (np < 0)
-        return fail(e, t, "tokenizer failed on the rendered conversation");
-    if (np == 0)
+    int32_t np = 0;
+    int32_t *seq = engine_tokenize_msgs(e, c->messages, c->n_messages, &np, warn, sizeof warn, err, sizeof err);
+    if (!seq)
+        return fail(e, t, err);
+    if (np == 0) {
+        free(seq);
         return fail(e, t, "the rendered conversation is empty (nothing to evaluate)");
-    *n_keep = compute_n_keep(e, msgs, n, prompt, np);
+    }
+    const int32_t n_forced = c->n_tokens > 0 ? c->n_tokens - 1 : 0; /* the last one is this turn's first */
+    int32_t total = np + n_forced;
+    int32_t *grown = realloc(seq, ((size_t)total + 1) * sizeof *seq);
+    if (!grown) {
+        free(seq);
+        return fail(e, t, "out of memory");
+    }
+    seq = grown;
+    if (n_forced > 0)
+        memcpy(seq + np, c->tokens, (size_t)n_forced * sizeof *seq);
+    for (int32_t i = np; i < total; i++)
+        if (seq[i] < 0 || seq[i] >= e->n_vocab) {
+            free(seq);
+            return fail(e, t, "a forced token is outside the vocabulary");
+        }
+    *n_keep = compute_n_keep(e, c->messages, c->n_messages, seq, np);
 
-    if (np >= e->n_ctx) { /* leave room for at least one generated token */
+    if (total >= e->n_ctx) { /* leave room for at least one generated token */
         if (!e->p.context_shift) {
             char msg[256];
-            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)", (int)np,
+            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)", (int)total,
                      (int)e->n_ctx);
+            free(seq);
             fail(e, t, msg);
             t->reason = ENGINE_DONE_CTX_FULL;
             return false;
         }
         int32_t tail = (e->n_ctx - *n_keep) / 2;
-        int32_t drop = np - *n_keep - tail;
-        memmove(prompt + *n_keep, prompt + *n_keep + drop, (size_t)tail * sizeof *prompt);
-        np -= drop;
+        int32_t drop = total - *n_keep - tail;
+        memmove(seq + *n_keep, seq + *n_keep + drop, (size_t)tail * sizeof *seq);
+        total -= drop;
+        np = np - drop > *n_keep ? np - drop : *n_keep;
         engine_event ev;
         ev_init(e, &ev, ENGINE_EV_CONTEXT_SHIFT);
         ev.n_dropped = drop;
@@ -361,40 +368,50 @@ static bool prefill(engine *e, const chat_message *msgs, size_t n, int32_t *n_ke
 
     int32_t common = 0;
     if (!e->p.no_kv_cache)
-        while (common < e->n_kv && common < np && e->kv[common] == prompt[common])
+        while (common < e->n_kv && common < total && e->kv[common] == seq[common])
             common++;
-    if (common == np) /* everything cached: re-evaluate the last token for its logits */
-        common--;
-    memcpy(e->kv + common, prompt + common, (size_t)(np - common) * sizeof *prompt);
-    e->n_kv = common;
-
-    sampler_reset_history(e->s);
-    for (int32_t i = 0; i < np; i++)
-        sampler_accept(e->s, prompt[i]);
-
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_PREFILL);
     ev.done = 0;
-    ev.total = np - common;
+    ev.total = total - common > 0 ? total - common : 1;
     snprintf(ev.message, sizeof ev.message, "%s", warn);
     engine_post(e, &ev);
 
     double t0 = now_s();
-    e->prefill_base = 0;
-    e->prefill_total = np - common;
+    e->prefill_total = ev.total;
     e->report_prefill = true;
-    int rc = eval_kv(e, common, np, err, sizeof err);
+    int32_t evaluated = 0;
+    int rc = engine_ensure_prefix(e, seq, np, total, &evaluated, err, sizeof err);
+    if (rc == 0 && e->logits_pos != total) {
+        /* all of it was cached: the distribution after it from the
+         * prompt's saved logits, or its last token evaluated again */
+        evaluated += e->anchor_pos != total;
+        rc = engine_rollback(e, total, err, sizeof err);
+    }
     e->report_prefill = false;
     t->t_prompt = now_s() - t0;
-    t->n_prompt = np - common;
+    t->n_prompt = evaluated;
     if (rc != 0) {
+        free(seq);
         if (e->stop) {
             t->reason = ENGINE_DONE_STOPPED;
             return false;
         }
         return fail(e, t, err);
     }
-    e->n_kv = np;
+    sampler_reset_history(e->s);
+    for (int32_t i = 0; i < total; i++)
+        sampler_accept(e->s, seq[i]);
+    /* the reply so far: the forced tokens' text, of which the UI shows
+     * reply_emitted bytes already */
+    e->reply_start = e->undo_floor = np;
+    e->n_reply = total - np;
+    for (int32_t i = np; i < total; i++)
+        reply_push(e, i, seq[i]);
+    e->emitted = c->reply_emitted > 0 && (size_t)c->reply_emitted < e->gen_len ? (size_t)c->reply_emitted
+                 : c->reply_emitted > 0                                     ? e->gen_len
+                                                                            : 0;
+    free(seq);
     /* the prompt's speed now, not only with DONE: the reply may stream
      * for minutes */
     ev_init(e, &ev, ENGINE_EV_PREFILL);
@@ -404,11 +421,96 @@ static bool prefill(engine *e, const chat_message *msgs, size_t n, int32_t *n_ke
     return true;
 }
 
-void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t conv_id)
+/* Step mode, UNDO: the reply's last token goes, the distribution before it
+ * comes back (from the prompt's saved logits or one token evaluated again). */
+static void undo(engine *e, turn *t)
+{
+    char err[512] = "";
+    const int32_t p = e->n_kv - 1;
+    if (p < e->undo_floor || p < 1 || e->n_reply <= 0) {
+        engine_post_error(e, "nothing to take back: the reply starts here");
+        return;
+    }
+    if (engine_rollback(e, p, err, sizeof err) != 0) {
+        engine_post_error(e, "undo: %s", err);
+        e->stop = true;
+        return;
+    }
+    const int32_t i = p - e->reply_start;
+    if (i >= 0 && i < e->reply_cap) {
+        e->gen_len = e->reply_off[i];
+        if (e->gen)
+            e->gen[e->gen_len] = 0;
+        if (e->emitted > e->gen_len)
+            e->emitted = e->gen_len;
+    }
+    e->n_reply--;
+    if (t->n_gen > 0)
+        t->n_gen--;
+    sampler_reset_history(e->s);
+    for (int32_t k = 0; k < e->n_kv; k++)
+        sampler_accept(e->s, e->kv[k]);
+    engine_event ev;
+    ev_init(e, &ev, ENGINE_EV_UNDO);
+    ev.pos = p;
+    ev.reply_len = (int32_t)e->emitted;
+    engine_post(e, &ev);
+}
+
+/* Step mode: posts the distribution and waits for the user. Returns the
+ * token to take (>= 0), -1 to ask again (parameters changed, an undo, a bad
+ * choice), -2 to let the sampler draw. Forced text fills pending. */
+static int32_t step_choice(engine *e, turn *t, int32_t **pending, int32_t *n_pending)
+{
+    sampler_step st;
+    sampler_report(e->s, e->logits, -1, &st);
+    engine_event ev;
+    ev_init(e, &ev, ENGINE_EV_STEP);
+    fill_candidates(e, &ev, &st);
+    ev.token = -1;
+    ev.pos = e->n_kv;
+    engine_post(e, &ev);
+    engine_wait_step(e);
+    if (e->stop)
+        return -1;
+    if (e->undo_req) {
+        e->undo_req = false;
+        undo(e, t);
+        return -1;
+    }
+    if (!e->step_ok)
+        return e->step_on ? -1 : -2; /* parameters changed: ask again; step mode off: draw */
+    e->step_ok = false;
+    if (e->step_text) {
+        const char *text = e->step_text;
+        int32_t n = tokenizer_encode(e->tok, text, strlen(text), false, true, NULL, 0);
+        int32_t *v = n > 0 ? malloc((size_t)n * sizeof *v) : NULL;
+        if (v && tokenizer_encode(e->tok, text, strlen(text), false, true, v, n) == n) {
+            free(*pending);
+            *pending = v;
+            *n_pending = n;
+        } else {
+            free(v);
+            if (n != 0)
+                engine_post_error(e, "cannot tokenize the text to force");
+        }
+        free(e->step_text);
+        e->step_text = NULL;
+        return -1; /* the loop takes the pending tokens */
+    }
+    if (e->step_token >= e->n_vocab) {
+        engine_post_error(e, "token %d is outside the vocabulary (0..%d)", e->step_token, e->n_vocab - 1);
+        return -1;
+    }
+    return e->step_token >= 0 ? e->step_token : -2;
+}
+
+void engine_run_submit(engine *e, const engine_cmd *c)
 {
     turn t;
     memset(&t, 0, sizeof t);
-    e->conv_id = conv_id;
+    e->conv_id = c->conv_id;
+    e->req_id = c->req_id;
     e->gen_len = e->emitted = 0;
     if (e->gen)
         e->gen[0] = 0;
@@ -417,43 +519,70 @@ void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t co
         post_done(e, &t);
         return;
     }
+    if (c->own_sampling) { /* this turn's parameters, from their seed */
+        sampler_params sp = c->sampling;
+        if (sp.n_top > SAMPLER_MAX_TOP)
+            sp.n_top = SAMPLER_MAX_TOP;
+        sampler_set_params(e->s, &sp);
+        sampler_reseed(e->s);
+        e->turn_own = true;
+    }
     int32_t n_keep = 0;
-    if (!prefill(e, msgs, n, &n_keep, &t)) {
+    if (!prefill(e, c, &n_keep, &t)) {
         post_done(e, &t);
+        if (e->turn_own) {
+            e->turn_own = false;
+            sampler_set_params(e->s, &e->sp);
+        }
         return;
     }
 
     char err[512] = "";
     double t0 = now_s();
+    int32_t forced = c->n_tokens > 0 ? c->tokens[c->n_tokens - 1] : -1;
+    int32_t *pending = NULL, n_pending = 0, i_pending = 0;
+    const sampler_params *sp = sampler_get_params(e->s);
     for (;;) {
         engine_drain(e); /* params set now apply to this draw */
         if (e->stop) {
             t.reason = ENGINE_DONE_STOPPED;
             break;
         }
-        if (e->sp.n_predict >= 0 && t.n_gen >= e->sp.n_predict) {
+        if (sp->n_predict >= 0 && e->n_reply >= sp->n_predict) {
             t.reason = ENGINE_DONE_LENGTH;
             break;
         }
         sampler_step st;
-        int32_t tok = sampler_sample(e->s, e->logits, &st);
+        int32_t tok = -2;
+        if (forced >= 0) {
+            tok = forced;
+            forced = -1;
+        } else if (i_pending < n_pending) {
+            tok = pending[i_pending++];
+        } else if (e->step_on) {
+            i_pending = n_pending = 0;
+            tok = step_choice(e, &t, &pending, &n_pending);
+            if (tok == -1)
+                continue;
+        }
+        if (tok >= 0)
+            sampler_report(e->s, e->logits, tok, &st);
+        else
+            tok = sampler_sample(e->s, e->logits, &st);
         sampler_accept(e->s, tok);
         t.n_gen++;
+        e->n_reply++;
 
         engine_event ev;
         ev_init(e, &ev, ENGINE_EV_TOKEN);
         fill_candidates(e, &ev, &st);
+        ev.token = tok;
         bool finish = false;
+        reply_push(e, e->n_kv, tok);
         if (tokenizer_is_eog(e->tok, tok)) {
             t.reason = ENGINE_DONE_EOG;
             finish = true;
         } else {
-            char piece[256];
-            int32_t k = tokenizer_token_to_piece(e->tok, tok, false, piece, sizeof piece);
-            if (k > (int32_t)sizeof piece)
-                k = (int32_t)sizeof piece;
-            if (k > 0)
-                gen_append(e, piece, (size_t)k);
             long at = find_stop(e);
             if (at >= 0) {
                 e->gen_len = (size_t)at; /* the stop string is not part of the reply */
@@ -464,7 +593,7 @@ void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t co
                 emit_text(e, &ev, e->gen_len - stop_holdback(e), false);
             }
         }
-        if (!finish && e->sp.n_predict >= 0 && t.n_gen >= e->sp.n_predict) {
+        if (!finish && sp->n_predict >= 0 && e->n_reply >= sp->n_predict) {
             t.reason = ENGINE_DONE_LENGTH;
             finish = true;
         }
@@ -484,6 +613,8 @@ void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t co
                     if (t.reason == ENGINE_DONE_ERROR)
                         engine_post_error(e, "%s", t.message);
                     finish = true;
+                } else {
+                    e->undo_floor = e->n_kv;
                 }
             }
         }
@@ -494,7 +625,7 @@ void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t co
             break;
 
         e->kv[e->n_kv] = tok;
-        if (eval_kv(e, e->n_kv, e->n_kv + 1, err, sizeof err) != 0) {
+        if (engine_eval_kv(e, e->n_kv, e->n_kv + 1, err, sizeof err) != 0) {
             if (e->stop) {
                 t.reason = ENGINE_DONE_STOPPED;
                 break;
@@ -503,9 +634,12 @@ void engine_run_submit(engine *e, const chat_message *msgs, size_t n, int32_t co
             break;
         }
         e->n_kv++;
-        if (e->p.step_mode)
-            engine_wait_step(e);
     }
+    free(pending);
     t.t_gen = now_s() - t0;
     post_done(e, &t);
+    if (e->turn_own) {
+        e->turn_own = false;
+        sampler_set_params(e->s, &e->sp);
+    }
 }

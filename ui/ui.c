@@ -303,6 +303,12 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         break;
     case ENGINE_EV_QUIT:
         break;
+    case ENGINE_EV_STEP:
+    case ENGINE_EV_UNDO:
+        break;
+    case ENGINE_EV_LENS:
+        engine_lens_free(ev->lens);
+        break;
     }
 }
 

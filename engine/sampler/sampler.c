@@ -124,6 +124,12 @@ void sampler_set_params(sampler *s, const sampler_params *p)
 
 const sampler_params *sampler_get_params(const sampler *s) { return &s->p; }
 
+void sampler_reseed(sampler *s)
+{
+    sampler_apply_seed(s);
+    s->mu = 2.0f * s->p.mirostat_tau;
+}
+
 void sampler_accept(sampler *s, int32_t token)
 {
     if (token < 0 || token >= s->n_vocab)
@@ -704,7 +710,22 @@ static double penalised_std(const sampler *s, const float *logits, int32_t n_fin
     return var > 0 ? sqrt(var) : 0.0;
 }
 
-int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
+/* force < 0: draw (SAMPLE_DRAW) or choose nothing (SAMPLE_NONE); >= 0:
+ * that token is the choice. Only a draw changes the sampler's state. */
+#define SAMPLE_DRAW (-1)
+#define SAMPLE_NONE (-2)
+
+static int32_t choose(sampler *s, const cand *c, int32_t n, int32_t force)
+{
+    if (force == SAMPLE_DRAW)
+        return draw(s, c, n);
+    for (int32_t i = 0; force >= 0 && i < n; i++)
+        if (c[i].id == force)
+            return i;
+    return -1; /* filtered out, or no choice */
+}
+
+static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32_t force)
 {
     const sampler_params *p = &s->p;
     const int32_t nv = s->n_vocab;
@@ -731,6 +752,8 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
         n = gather_all(s, logits, false);
         if (p->temp <= 0.0f) {
             chosen = pick_greedy(c, &n);
+            if (force != SAMPLE_DRAW)
+                chosen = choose(s, c, n, force);
         } else {
             for (int32_t i = 0; i < n; i++)
                 c[i].logit /= p->temp;
@@ -753,9 +776,10 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
             }
             n = m;
             ent_post = softmax_cand(c, n);
-            chosen = draw(s, c, n);
+            chosen = choose(s, c, n, force);
         }
-        s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
+        if (force == SAMPLE_DRAW)
+            s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
     } else {
         apply_penalties(s, logits);
         sampler_apply_dry(s, logits);
@@ -798,27 +822,30 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
 
         if (p->temp <= 0.0f) {
             chosen = pick_greedy(c, &n);
-            (void)rng_next(&s->rng); /* one draw per step whatever the settings */
+            if (force == SAMPLE_DRAW)
+                (void)rng_next(&s->rng); /* one draw per step whatever the settings */
+            else
+                chosen = choose(s, c, n, force);
         } else {
             for (int32_t i = 0; i < n; i++)
                 c[i].logit /= p->temp;
             ent_post = softmax_cand(c, n);
-            chosen = draw(s, c, n);
+            chosen = choose(s, c, n, force);
         }
     }
-    const int32_t token = c[chosen].id;
+    const int32_t token = chosen >= 0 ? c[chosen].id : force >= 0 ? force : -1;
 
     if (step) {
         const double sum = rs.sum;
         const float mx = rs.max;
         step->token = token;
-        step->logit = logits[token];
-        step->p_raw = (float)(exp((double)logits[token] - mx) / sum);
-        step->p_post = c[chosen].p;
+        step->logit = token >= 0 ? logits[token] : 0.0f;
+        step->p_raw = token >= 0 ? (float)(exp((double)logits[token] - mx) / sum) : 0.0f;
+        step->p_post = chosen >= 0 ? c[chosen].p : 0.0f;
         step->entropy_raw = (float)(log(sum) - rs.wsum / sum);
         step->entropy_post = ent_post;
         step->n_survivors = n;
-        step->rank = count_above(logits, nv, logits[token]);
+        step->rank = token >= 0 ? count_above(logits, nv, logits[token]) : 0;
         int32_t n_top = p->n_top < 0 ? 0 : p->n_top > SAMPLER_MAX_TOP ? SAMPLER_MAX_TOP : p->n_top;
         for (int32_t i = 0; i < n; i++)
             s->post[c[i].id] = c[i].p;
@@ -832,6 +859,22 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
             s->post[c[i].id] = 0.0f;
     }
     return token;
+}
+
+int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step)
+{
+    return sample(s, logits, step, SAMPLE_DRAW);
+}
+
+void sampler_report(sampler *s, const float *logits, int32_t token, sampler_step *step)
+{
+    /* XTC draws to decide; with the state restored, the draw that follows
+     * a report decides the same way, so the report shows what it will use */
+    const rng saved = s->rng;
+    const float mu = s->mu;
+    sample(s, logits, step, token >= 0 ? token : SAMPLE_NONE);
+    s->rng = saved;
+    s->mu = mu;
 }
 
 /* ---- parameters by name ------------------------------------------------- */

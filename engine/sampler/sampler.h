@@ -76,6 +76,9 @@ void sampler_free(sampler *s);
  * regenerated reply differs even with a fixed seed). */
 void sampler_set_params(sampler *s, const sampler_params *p);
 const sampler_params *sampler_get_params(const sampler *s);
+/* Starts the random sequence again from the seed (a new random seed when
+ * none is set) and mirostat from its start. */
+void sampler_reseed(sampler *s);
 /* DRY sequence breakers from the default strings "\n" ":" "\"" "*", matched
  * against the vocabulary like llama.cpp (call once after build). */
 struct tokenizer;
@@ -87,6 +90,12 @@ void sampler_accept(sampler *s, int32_t token);
 void sampler_reset_history(sampler *s);
 /* Draws one token from logits[n_vocab] (not modified). step may be NULL. */
 int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step);
+/* The same step report without drawing, leaving the sampler's state (random
+ * numbers, mirostat) as it was: for token >= 0 as if the chain had chosen
+ * it (p_post 0 when the chain filters it out: a forced token), for token < 0
+ * the distribution alone (step->token -1). A draw right after a report of
+ * the same logits sees the same chain. */
+void sampler_report(sampler *s, const float *logits, int32_t token, sampler_step *step);
 
 /* Parse "name value" for the parameters above (used by /set, config, CLI).
  * Besides sampler_param_names: "n_top" (0..SAMPLER_MAX_TOP) and "stop" (adds a

@@ -252,6 +252,15 @@ static void test_generate_sampled(void **state)
     engine_shutdown(e);
 }
 
+/* Step mode: the engine posts the distribution (STEP) and waits; a STEP
+ * lets the sampler draw the token. */
+static void step_token(engine *e, engine_event *ev)
+{
+    wait_for(e, ENGINE_EV_STEP, ev);
+    engine_step(e);
+    wait_for(e, ENGINE_EV_TOKEN, ev);
+}
+
 static void test_stop_step_mode(void **state)
 {
     (void)state;
@@ -261,12 +270,12 @@ static void test_stop_step_mode(void **state)
     engine *e = start_loaded(&p, NULL);
     submit1(e, "user", "Once upon a time");
     engine_event ev;
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
-    engine_step(e);
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
-    engine_step(e);
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
-    engine_stop(e); /* the engine is paused after its third token */
+    step_token(e, &ev);
+    step_token(e, &ev);
+    step_token(e, &ev);
+    wait_for(e, ENGINE_EV_STEP, &ev);
+    assert_int_equal(ev.token, -1);
+    engine_stop(e); /* the engine waits before its fourth token */
     next_event(e, &ev);
     assert_int_equal(ev.type, ENGINE_EV_DONE); /* no further token */
     assert_int_equal(ev.reason, ENGINE_DONE_STOPPED);
@@ -311,21 +320,18 @@ static void test_params_mid_generation(void **state)
     engine_event ev;
     int not_top = 0;
     for (int i = 0; i < 20; i++) {
-        wait_for(e, ENGINE_EV_TOKEN, &ev);
+        step_token(e, &ev);
         not_top += ev.token != ev.top[0].id;
-        engine_step(e);
     }
     assert_true(not_top > 0);
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    step_token(e, &ev);
     sampler_params g = p.sampling;
     g.temp = 0;
     engine_set_params(e, &g);
-    engine_step(e);
     for (int i = 0; i < 10; i++) {
-        wait_for(e, ENGINE_EV_TOKEN, &ev);
+        step_token(e, &ev);
         assert_int_equal(ev.token, ev.top[0].id);
         assert_float_equal(ev.p_post, 1.0f, 1e-6);
-        engine_step(e);
     }
     engine_stop(e);
     wait_for(e, ENGINE_EV_DONE, &ev);
@@ -346,10 +352,11 @@ static void test_prefix_reuse_and_reset(void **state)
     int32_t full1 = t1->done.n_prompt;
     assert_true(full1 >= 5);
 
-    /* the same conversation again: only the last prompt token is re-evaluated */
+    /* the same conversation again: nothing is evaluated, the prompt's own
+     * last logits were kept */
     engine_submit(e, 1, conv, 1);
     collect_turn(e, t2);
-    assert_int_equal(t2->done.n_prompt, 1);
+    assert_int_equal(t2->done.n_prompt, 0);
     assert_memory_equal(t1->tok, t2->tok, sizeof(int32_t) * 12);
 
     /* extended conversation: the shared prefix is not evaluated again */
@@ -380,7 +387,7 @@ static void test_quit_mid_generation(void **state)
     engine *e = start_loaded(&p, NULL);
     submit1(e, "user", "Once upon a time");
     engine_event ev;
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    wait_for(e, ENGINE_EV_STEP, &ev);
     engine_shutdown(e); /* paused mid-turn: QUIT must wake and join it */
 
     p.step_mode = false;
@@ -580,23 +587,21 @@ static void test_submit_during_turn(void **state)
     chat_message m1 = {"user", "Once upon a time"}, m2 = {"user", "Lily had a dog."};
     engine_submit(e, 1, &m1, 1);
     engine_event ev;
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    step_token(e, &ev);
     assert_int_equal(ev.conv_id, 1);
+    wait_for(e, ENGINE_EV_STEP, &ev);
     engine_submit(e, 2, &m2, 1);
     wait_for(e, ENGINE_EV_DONE, &ev);
     assert_int_equal(ev.conv_id, 1);
     assert_int_equal(ev.reason, ENGINE_DONE_STOPPED);
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
+    step_token(e, &ev);
     assert_int_equal(ev.conv_id, 2);
     /* n_predict 3 from now on: this turn has 1 token, so two more */
     sampler_params sp = p.sampling;
     sp.n_predict = 3;
     engine_set_params(e, &sp);
-    engine_step(e);
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
-    engine_step(e);
-    wait_for(e, ENGINE_EV_TOKEN, &ev);
-    engine_step(e);
+    step_token(e, &ev);
+    step_token(e, &ev);
     next_event(e, &ev);
     assert_int_equal(ev.type, ENGINE_EV_DONE);
     assert_int_equal(ev.reason, ENGINE_DONE_LENGTH);

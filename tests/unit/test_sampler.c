@@ -988,6 +988,59 @@ static void test_dry_tokenizer(void **state)
     model_free(m);
 }
 
+/* sampler_report (explore mode: the step's distribution shown before the
+ * choice, forced tokens) never changes what the sampler draws next: the
+ * same seed gives the same tokens with or without reports in between, with
+ * XTC (which draws to decide) and mirostat (which learns) on. A report
+ * shows the chain the next draw uses; a forced token the chain filtered
+ * out has p_post 0. */
+static void test_report(void **state)
+{
+    (void)state;
+    float l[16];
+    for (int i = 0; i < 16; i++)
+        l[i] = sinf((float)i * 1.7f) * 3.0f;
+    for (int mode = 0; mode < 3; mode++) {
+        sampler_params p = plain_params();
+        p.top_k = 8;
+        p.min_p = 0.02f;
+        if (mode == 1) {
+            p.xtc_probability = 0.5f;
+            p.xtc_threshold = 0.05f;
+        } else if (mode == 2) {
+            p.mirostat = 2;
+        }
+        sampler *a = sampler_build(&p, 16), *b = sampler_build(&p, 16);
+        for (int k = 0; k < 200; k++) {
+            sampler_step sa, sb, pre, forced;
+            sampler_report(b, l, -1, &pre);
+            int32_t ta = sampler_sample(a, l, &sa);
+            assert_int_equal(pre.token, -1);
+            assert_float_equal(pre.p_post, 0.0, 0);
+            sampler_report(b, l, (int32_t)(k % 16), &forced);
+            int32_t tb = sampler_sample(b, l, &sb);
+            assert_int_equal(ta, tb);
+            assert_float_equal(sa.p_post, sb.p_post, 0);
+            assert_int_equal(sa.n_top, sb.n_top);
+            assert_memory_equal(sa.top, sb.top, (size_t)sa.n_top * sizeof sa.top[0]);
+            /* the preview is the chain the draw used */
+            assert_int_equal(pre.n_survivors, sb.n_survivors);
+            for (int i = 0; i < pre.n_top; i++) {
+                assert_int_equal(pre.top[i].id, sb.top[i].id);
+                assert_float_equal(pre.top[i].p_post, sb.top[i].p_post, 0);
+            }
+            /* a forced token: its own raw probability, its post-chain one (0 when filtered) */
+            assert_int_equal(forced.token, k % 16);
+            assert_float_equal(forced.p_raw, raw_of(&pre, k % 16), 1e-7);
+            assert_float_equal(forced.p_post, post_of(&pre, k % 16), 0);
+            sampler_accept(a, ta);
+            sampler_accept(b, tb);
+        }
+        sampler_free(a);
+        sampler_free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1003,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_top_n_sigma),     cmocka_unit_test(test_xtc),
         cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_reference_vectors),
         cmocka_unit_test(test_dry_breakers),    cmocka_unit_test(test_dry_tokenizer),
+        cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }
