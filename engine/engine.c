@@ -66,6 +66,7 @@ void engine_post_message(engine *e, enum engine_event_type type, const char *msg
     memset(&ev, 0, sizeof ev);
     ev.type = type;
     ev.conv_id = e->conv_id;
+    ev.req_id = e->req_id;
     size_t l = strnlen(msg, sizeof ev.message - 1);
     memcpy(ev.message, msg, l);
     ev.message[l] = 0;

@@ -335,8 +335,8 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
     seq = grown;
     if (n_forced > 0)
         memcpy(seq + np, c->tokens, (size_t)n_forced * sizeof *seq);
-    for (int32_t i = np; i < total; i++)
-        if (seq[i] < 0 || seq[i] >= e->n_vocab) {
+    for (int32_t i = 0; i < c->n_tokens; i++)
+        if (c->tokens[i] < 0 || c->tokens[i] >= e->n_vocab) {
             free(seq);
             return fail(e, t, "a forced token is outside the vocabulary");
         }
@@ -457,6 +457,34 @@ static void undo(engine *e, turn *t)
     engine_post(e, &ev);
 }
 
+/* Tokens of text typed to be forced, special tokens parsed. A SentencePiece
+ * vocabulary puts a space before a fragment (as llama.cpp tokenizes one);
+ * a typed leading space is then that space, not a second one. */
+static int32_t *tokenize_typed(engine *e, const char *text, int32_t *n_out)
+{
+    *n_out = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const size_t len = strlen(text);
+        int32_t n = tokenizer_encode(e->tok, text, len, false, true, NULL, 0);
+        int32_t *v = n > 0 ? malloc((size_t)n * sizeof *v) : NULL;
+        if (!v || tokenizer_encode(e->tok, text, len, false, true, v, n) != n) {
+            free(v);
+            return NULL;
+        }
+        char buf[1024];
+        int32_t d = tokenizer_decode(e->tok, v, n, false, false, buf, (int32_t)sizeof buf);
+        if (pass == 0 && text[0] == ' ' && d > 1 && d < (int32_t)sizeof buf && buf[0] == ' ' &&
+            (size_t)d == len + 1 && !memcmp(buf + 1, text, len)) {
+            free(v);
+            text++;
+            continue;
+        }
+        *n_out = n;
+        return v;
+    }
+    return NULL;
+}
+
 /* Step mode: posts the distribution and waits for the user. Returns the
  * token to take (>= 0), -1 to ask again (parameters changed, an undo, a bad
  * choice), -2 to let the sampler draw. Forced text fills pending. */
@@ -482,16 +510,15 @@ static int32_t step_choice(engine *e, turn *t, int32_t **pending, int32_t *n_pen
         return e->step_on ? -1 : -2; /* parameters changed: ask again; step mode off: draw */
     e->step_ok = false;
     if (e->step_text) {
-        const char *text = e->step_text;
-        int32_t n = tokenizer_encode(e->tok, text, strlen(text), false, true, NULL, 0);
-        int32_t *v = n > 0 ? malloc((size_t)n * sizeof *v) : NULL;
-        if (v && tokenizer_encode(e->tok, text, strlen(text), false, true, v, n) == n) {
+        int32_t n = 0;
+        int32_t *v = tokenize_typed(e, e->step_text, &n);
+        if (v && n > 0) {
             free(*pending);
             *pending = v;
             *n_pending = n;
         } else {
             free(v);
-            if (n != 0)
+            if (e->step_text[0])
                 engine_post_error(e, "cannot tokenize the text to force");
         }
         free(e->step_text);

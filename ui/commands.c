@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "explore.h"
 #include "input.h"
 #include "params.h"
 #include "store.h"
@@ -17,8 +18,8 @@ const ui_command commands_table[] = {
     {"new", "[SYSTEM]", "start a new conversation (optionally with a system prompt)"},
     {"clear", "", "delete the messages of this conversation"},
     {"stop", "", "stop generating (also Esc)"},
-    {"regen", "", "generate the last reply again"},
-    {"edit", "", "put the last user message back into the input"},
+    {"regen", "", "generate the last reply again (the old one stays a version: < > switch)"},
+    {"edit", "", "edit the last user message: Enter sends it as a new version"},
     {"system", "[TEXT]", "set (or with no text, clear) this conversation's system prompt"},
     {"set", "PARAM VALUE", "set a sampling parameter (temp, top_k, ..., seed random)"},
     {"show", "", "show the model, the parameters and the conversation"},
@@ -29,6 +30,10 @@ const ui_command commands_table[] = {
     {"raw", "", "inspector: order candidates by raw logit"},
     {"post", "", "inspector: order candidates by post-chain probability"},
     {"colors", "", "toggle colouring of tokens by probability (also F4)"},
+    {"step", "[on|off]", "step mode: the engine waits before every token (also F6)"},
+    {"strip", "[entropy|prob|off]", "a strip under replies: each token's entropy or improbability (F7)"},
+    {"lens", "[on|off]", "inspector: the logit lens of the step, block by block (also F8)"},
+    {"compare", "PARAM VALUE...|off", "split: the same prompt under the panel's and these parameters"},
     {NULL, NULL, NULL},
 };
 
@@ -172,17 +177,7 @@ void commands_run(ui_app *app, const char *line)
     } else if (!strcmp(n, "stop")) {
         ui_stop(app);
     } else if (!strcmp(n, "regen")) {
-        if (ui_busy(app)) {
-            ui_message(app, UI_MSG_WARN, "generating: Esc stops first");
-            return;
-        }
-        if (conv->n_msgs && !strcmp(conv->msgs[conv->n_msgs - 1].role, "assistant"))
-            conv_pop(conv);
-        if (!conv->n_msgs || strcmp(conv->msgs[conv->n_msgs - 1].role, "user") != 0) {
-            ui_message(app, UI_MSG_WARN, "nothing to regenerate");
-            return;
-        }
-        ui_submit(app);
+        explore_regen(app);
     } else if (!strcmp(n, "edit")) {
         if (ui_busy(app) && app->gen_conv_id == conv->id) {
             ui_message(app, UI_MSG_WARN, "generating: Esc stops first");
@@ -195,13 +190,49 @@ void commands_run(ui_app *app, const char *line)
             ui_message(app, UI_MSG_WARN, "no user message to edit");
             return;
         }
-        char *text = strdup(conv->msgs[k - 1].text);
-        while (conv->n_msgs >= k)
-            conv_pop(conv);
-        input_set_text(text ? text : "");
-        free(text);
-        app->focus = UI_FOCUS_INPUT;
-        ui_message(app, UI_MSG_INFO, "editing the last message: Enter sends it again");
+        explore_edit_begin(app, conv, k - 1);
+    } else if (!strcmp(n, "step") || !strcmp(n, "lens")) {
+        int on = !args[0] ? -1 : !strcmp(args, "on") ? 1 : !strcmp(args, "off") ? 0 : -2;
+        if (on == -2) {
+            ui_message(app, UI_MSG_ERROR, "usage: /%s [on|off]", n);
+            return;
+        }
+        if (!strcmp(n, "step")) {
+            explore_step_toggle(app, on);
+        } else {
+            app->lens_on = on < 0 ? !app->lens_on : on;
+            app->lens_scroll = -1;
+            ui_message(app, UI_MSG_INFO, "logit lens %s", app->lens_on ? "on" : "off");
+        }
+    } else if (!strcmp(n, "strip")) {
+        int mode = !args[0] ? (app->strip + 1) % 3
+                   : !strcmp(args, "entropy") ? CONV_STRIP_ENTROPY
+                   : !strcmp(args, "prob")    ? CONV_STRIP_PROB
+                   : !strcmp(args, "off")     ? CONV_STRIP_OFF
+                                              : -1;
+        if (mode < 0) {
+            ui_message(app, UI_MSG_ERROR, "usage: /strip [entropy|prob|off]");
+            return;
+        }
+        app->strip = mode;
+        ui_message(app, UI_MSG_INFO, "entropy strip: %s",
+                   mode == CONV_STRIP_ENTROPY ? "entropy" : mode == CONV_STRIP_PROB ? "probability" : "off");
+    } else if (!strcmp(n, "compare")) {
+        if (!args[0] && !app->cmp_on) {
+            ui_message(app, UI_MSG_ERROR, "usage: /compare PARAM VALUE [PARAM VALUE ...] (or off)");
+            return;
+        }
+        if (!explore_compare(app, args, err, sizeof err)) {
+            ui_message(app, UI_MSG_ERROR, "%s", err);
+            return;
+        }
+        if (!app->cmp_on) {
+            ui_message(app, UI_MSG_INFO, "compare off (side B stays a conversation of its own)");
+            return;
+        }
+        char desc[160];
+        explore_compare_desc(app, desc, sizeof desc);
+        ui_message(app, UI_MSG_INFO, "compare: A the panel's parameters, B %s; a message goes to both", desc);
     } else if (!strcmp(n, "system")) {
         conv_set_system(conv, args);
         ui_message(app, UI_MSG_INFO, args[0] ? "system prompt set" : "system prompt cleared");
@@ -268,7 +299,7 @@ void commands_run(ui_app *app, const char *line)
 
 const char *commands_help_text(void)
 {
-    static char buf[8192];
+    static char buf[16384];
     if (buf[0])
         return buf;
     size_t n = 0;
@@ -277,16 +308,22 @@ const char *commands_help_text(void)
         "  Enter          send the message (Alt-Enter: new line; pastes keep their newlines)\n"
         "  Esc            stop generating (closes this help too)\n"
         "  Ctrl-C         stop generating, else clear the input\n"
-        "  Tab/Shift-Tab  focus: input -> conversation -> parameters\n"
+        "  Tab/Shift-Tab  focus: input -> conversation -> parameters -> inspector\n"
         "  F1             this help          Ctrl-L  redraw        Ctrl-Q  quit\n"
         "  Ctrl-P/Ctrl-N  previous / next conversation (also F2 / F3)\n"
         "  F4             colour assistant tokens by probability\n"
         "  F5             inspector order: raw logit / post-chain probability\n"
+        "  F6 F7 F8       step mode / entropy strip / logit lens (see Explore mode)\n"
         "  PgUp/PgDn      scroll the conversation (mouse wheel when enabled)\n"
         "  Up/Down        input: history (or lines of a multi-line message)\n"
         "\nConversation focus (token cursor)\n"
         "  Left/Right     previous / next generated token   Up/Down  line above / below\n"
         "  Home/End       first / last token                Esc       back to the input\n"
+        "  Enter          the inspector's candidates          < >      versions of the message\n"
+        "  e              edit the user message above        [ ]      previous / next uncertain token\n"
+        "\nInspector focus\n"
+        "  Up/Down        pick a candidate     Enter  branch from it (step mode: take it)\n"
+        "  Left/Right     previous / next token  Space, Backspace  step mode: draw, undo\n"
         "\nParameter focus\n"
         "  Up/Down        pick      Left/Right  adjust (Shift: x10)\n"
         "  digits, Enter  type a value and apply it         Esc       cancel\n"
@@ -297,6 +334,23 @@ const char *commands_help_text(void)
         OUT("  %-22s %s\n", lhs, c->help);
     }
     OUT("  //text                 send a message that starts with '/'\n");
+    OUT("\nExplore mode\n"
+        "  Branch        Tab to the conversation, pick a token, Enter: the inspector's rows;\n"
+        "                Enter on another candidate continues from it (the old reply stays a\n"
+        "                version); on the chosen one, generates again from there\n"
+        "  Versions      < > (or , .) in the conversation: the versions of the message under\n"
+        "                the cursor (or the nearest above); headers show them as <2/3>\n"
+        "  Edit          e (conversation) or /edit: Enter sends the message as a new version\n"
+        "  Step mode     F6 or /step: the engine waits before each token (status: waiting);\n"
+        "                Enter draws, typed text + Enter forces its tokens, Backspace on an\n"
+        "                empty line undoes one position, Tab then Up/Down + Enter picks a row\n"
+        "  Logit lens    F8 or /lens: per block the head's top-1 on the residual stream, the\n"
+        "                chosen token's rank and p; * marks the first block where it is top-1\n"
+        "  Strip         F7 or /strip: under each reply line every token's entropy (or 1-p);\n"
+        "                ] and [ jump to the next / previous uncertain token (entropy >= 2\n"
+        "                nats, or p <= 50%%); with --mouse a click on a token selects it\n"
+        "  Compare       /compare temp 1.0 ...: two sides, two parameter sets; a message goes\n"
+        "                to both, A answers then B; Ctrl-W switches sides; /compare off\n");
 #undef OUT
     return buf;
 }

@@ -39,11 +39,14 @@ ui_conv *conv_create(int32_t id, const char *system)
     return c;
 }
 
-static void msg_free(ui_msg *m)
+void msg_clear(ui_msg *m)
 {
+    msg_versions_free(m);
     free(m->wl);
-    for (size_t i = 0; i < m->n_toks; i++)
+    for (size_t i = 0; i < m->n_toks; i++) {
         free(m->toks[i].top);
+        engine_lens_free(m->toks[i].lens);
+    }
     free(m->toks);
     free(m->text);
     memset(m, 0, sizeof *m);
@@ -54,7 +57,11 @@ void conv_free(ui_conv *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->n_msgs; i++)
-        msg_free(&c->msgs[i]);
+        msg_clear(&c->msgs[i]);
+    if (c->pending_vers) {
+        ui_msg tmp = {.vers = c->pending_vers};
+        msg_versions_free(&tmp);
+    }
     free(c->msgs);
     free(c->system);
     free(c->vl);
@@ -81,6 +88,8 @@ void msg_append(ui_msg *m, const char *s, size_t n)
     m->text[m->len] = 0;
 }
 
+static int32_t g_next_uid = 1;
+
 size_t conv_add_msg(ui_conv *c, const char *role, const char *text)
 {
     if (c->n_msgs == c->cap_msgs) {
@@ -91,6 +100,11 @@ size_t conv_add_msg(ui_conv *c, const char *role, const char *text)
     memset(m, 0, sizeof *m);
     snprintf(m->role, sizeof m->role, "%s", role);
     m->done_reason = -1;
+    m->uid = g_next_uid++;
+    if (c->pending_vers && c->pending_at == c->n_msgs) { /* the new version of a fork */
+        m->vers = c->pending_vers;
+        c->pending_vers = NULL;
+    }
     msg_append(m, text ? text : "", text ? strlen(text) : 0);
     return c->n_msgs++;
 }
@@ -100,7 +114,7 @@ void conv_pop(ui_conv *c)
     if (c->n_msgs == 0)
         return;
     c->n_msgs--;
-    msg_free(&c->msgs[c->n_msgs]);
+    msg_clear(&c->msgs[c->n_msgs]);
     if (c->sel_msg >= (int32_t)c->n_msgs)
         conv_sel_clear(c);
 }
@@ -152,11 +166,18 @@ void msg_add_token(ui_msg *m, const engine_event *ev)
 
 size_t conv_chat_messages(const ui_conv *c, chat_message **out)
 {
-    chat_message *v = xrealloc(NULL, (c->n_msgs + 1) * sizeof *v);
+    return conv_chat_messages_upto(c, c->n_msgs, out);
+}
+
+size_t conv_chat_messages_upto(const ui_conv *c, size_t n_msgs, chat_message **out)
+{
+    if (n_msgs > c->n_msgs)
+        n_msgs = c->n_msgs;
+    chat_message *v = xrealloc(NULL, (n_msgs + 1) * sizeof *v);
     size_t n = 0;
     if (c->system && *c->system)
         v[n++] = (chat_message){"system", c->system};
-    for (size_t i = 0; i < c->n_msgs; i++) {
+    for (size_t i = 0; i < n_msgs; i++) {
         const ui_msg *m = &c->msgs[i];
         if (!strcmp(m->role, "assistant") && m->len == 0)
             continue;
@@ -311,6 +332,52 @@ bool conv_sel_line(ui_conv *c, int dir)
     return false;
 }
 
+bool conv_sel_uncertain(ui_conv *c, int dir, int mode)
+{
+    if (mode == CONV_STRIP_OFF)
+        mode = CONV_STRIP_ENTROPY;
+    int32_t mi = c->sel_msg, ti = c->sel_tok;
+    if (!conv_selected(c)) { /* from the start (or the end) of the conversation */
+        mi = dir > 0 ? 0 : (int32_t)c->n_msgs - 1;
+        ti = dir > 0 ? -1 : mi >= 0 ? (int32_t)c->msgs[mi].n_toks : 0;
+    }
+    while (mi >= 0 && mi < (int32_t)c->n_msgs) {
+        const ui_msg *m = &c->msgs[mi];
+        for (ti += dir; ti >= 0 && ti < (int32_t)m->n_toks; ti += dir)
+            if (conv_strip_level(&m->toks[ti], mode) >= CONV_STRIP_UNCERTAIN) {
+                c->sel_msg = mi;
+                c->sel_tok = ti;
+                c->reveal = true;
+                return true;
+            }
+        mi += dir;
+        ti = dir > 0 || mi < 0 || mi >= (int32_t)c->n_msgs ? -1 : (int32_t)c->msgs[mi].n_toks;
+    }
+    return false;
+}
+
+bool conv_hit(ui_conv *c, int y, int x)
+{
+    const ui_rect r = c->view;
+    if (y < r.y || y >= r.y + r.h || x < r.x + CONV_INDENT || x >= r.x + r.w)
+        return false;
+    const long li = (long)c->view_top + (y - r.y);
+    if (li < 0 || (size_t)li >= c->n_vl)
+        return false;
+    const conv_vline *v = &c->vl[li];
+    if ((v->kind != CONV_VL_TEXT && v->kind != CONV_VL_STRIP) || v->msg < 0 || c->msgs[v->msg].n_toks == 0)
+        return false;
+    const ui_msg *m = &c->msgs[v->msg];
+    int w = 0;
+    const size_t b = v->start + wrap_fit(m->text + v->start, v->len, x - r.x - CONV_INDENT, &w);
+    const int32_t j = token_at(m, b);
+    if (j < 0)
+        return false;
+    c->sel_msg = v->msg;
+    c->sel_tok = j;
+    return true;
+}
+
 /* ---- layout and drawing ---- */
 
 static void vl_push(ui_conv *c, int32_t msg, int32_t kind, size_t start, size_t len)
@@ -377,8 +444,12 @@ void conv_build_lines(ui_conv *c, int width)
         ui_msg *m = &c->msgs[mi];
         vl_push(c, (int32_t)mi, CONV_VL_LABEL, 0, 0);
         msg_wrap(m, tw);
-        for (size_t i = 0; i < m->n_wl; i++)
+        const bool strip = c->strip != CONV_STRIP_OFF && m->n_toks > 0;
+        for (size_t i = 0; i < m->n_wl; i++) {
             vl_push(c, (int32_t)mi, CONV_VL_TEXT, m->wl[i].start, m->wl[i].len);
+            if (strip) /* under each line of the reply, aligned with its text */
+                vl_push(c, (int32_t)mi, CONV_VL_STRIP, m->wl[i].start, m->wl[i].len);
+        }
         vl_push(c, (int32_t)mi, CONV_VL_BLANK, 0, 0);
     }
 }
@@ -453,6 +524,55 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
     }
 }
 
+int conv_strip_level(const ui_token *t, int mode)
+{
+    float x = mode == CONV_STRIP_PROB ? 1.0f - t->p_raw : t->entropy_raw / 4.0f;
+    if (!(x > 0.0f))
+        x = 0.0f;
+    if (x > 1.0f)
+        x = 1.0f;
+    return 1 + (int)(x * 7.0f + 0.5f);
+}
+
+/* The strip under a reply line: each token's columns filled with a block
+ * as high as its level, so the uncertain spots stand out. */
+static void draw_strip_line(const ui_conv *c, const ui_msg *m, const conv_vline *v, int y, int x, int w)
+{
+    static const char *const blocks[9] = {" ", "\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+                                          "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88"};
+    const int32_t mi = (int32_t)(m - c->msgs);
+    size_t b = v->start;
+    const size_t end = v->start + v->len;
+    int col = 0;
+    size_t j = 0;
+    while (j < m->n_toks && (size_t)m->toks[j].off + m->toks[j].len <= b)
+        j++;
+    while (b < end && col < w) {
+        while (j < m->n_toks && (size_t)m->toks[j].off + m->toks[j].len <= b)
+            j++;
+        size_t seg_end = end;
+        const ui_token *t = NULL;
+        if (j < m->n_toks && m->toks[j].off <= b) {
+            t = &m->toks[j];
+            if ((size_t)t->off + t->len < seg_end)
+                seg_end = (size_t)t->off + t->len;
+        } else if (j < m->n_toks && m->toks[j].off < seg_end) {
+            seg_end = m->toks[j].off;
+        }
+        int cols = wrap_str_width(m->text + b, seg_end - b);
+        if (t) {
+            const int lv = conv_strip_level(t, c->strip);
+            int attr = theme_attr(theme_prob_elem(t->p_raw));
+            if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
+                attr = theme_attr(THEME_SELECTED);
+            for (int k = 0; k < cols && col + k < w; k++)
+                draw_str(y, x + col + k, 1, blocks[lv], attr);
+        }
+        col += cols;
+        b = seg_end;
+    }
+}
+
 void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
 {
     if (r.h <= 0 || r.w <= 2)
@@ -487,6 +607,8 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
     int top = total - r.h - c->scroll;
     if (top < 0)
         top = 0;
+    c->view = r;
+    c->view_top = top;
     if (c->n_msgs == 0 && !(c->system && *c->system)) {
         draw_str(r.y + r.h / 2 - 1, r.x + 2, r.w - 3, "Type a message and press Enter.", theme_attr(THEME_DIM));
         draw_str(r.y + r.h / 2, r.x + 2, r.w - 3, "F1 or /help for keys and commands.", theme_attr(THEME_DIM));
@@ -511,6 +633,10 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
         if (v->kind == CONV_VL_LABEL) {
             int col = draw_str(y, r.x, width, is_user ? "You" : is_asst ? "Assistant" : m->role,
                                theme_attr(is_user ? THEME_USER : is_asst ? THEME_ASSISTANT : THEME_SYSTEM));
+            size_t vcur, vn = conv_versions(m, &vcur);
+            if (vn > 1) /* a branch: this version of how many */
+                col += draw_printf(y, r.x + col, width - col, theme_attr(THEME_HEADER),
+                                   " \xe2\x80\xb9%zu/%zu\xe2\x80\xba", vcur, vn);
             if (is_asst) {
                 const char *why = m->streaming ? NULL : reason_text(m->done_reason);
                 char info[96] = "";
@@ -523,6 +649,10 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
                     snprintf(info + il, sizeof info - il, " \xe2\x80\xa6");
                 draw_str(y, r.x + col, width - col, info, theme_attr(THEME_DIM));
             }
+            continue;
+        }
+        if (v->kind == CONV_VL_STRIP) {
+            draw_strip_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT);
             continue;
         }
         if (is_asst && m->len == 0 && !m->streaming)

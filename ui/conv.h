@@ -1,6 +1,10 @@
 /* Conversations: the messages the UI owns (and submits whole to the engine),
  * every generated token with its event data (position, chosen probability,
- * top-k), and the conversation pane that draws them with a token cursor. */
+ * top-k, its logit lens once asked for), the versions of a message (branches:
+ * an edited message, a reply branched from another candidate, a
+ * regenerated reply; the old ones stay as siblings), and the conversation
+ * pane that draws them with a token cursor, branch markers and the entropy
+ * strip. */
 #ifndef TOKSCOPE_UI_CONV_H
 #define TOKSCOPE_UI_CONV_H
 
@@ -10,6 +14,7 @@
 
 #include "engine.h"
 #include "layout.h"
+#include "sampler/sampler.h"
 
 typedef struct ui_token {
     int32_t id, pos;
@@ -17,7 +22,11 @@ typedef struct ui_token {
     float logit, p_raw, p_post, entropy_raw, entropy_post;
     int32_t n_top;
     engine_token_candidate *top; /* n_top entries, by raw logit */
+    engine_lens *lens;           /* the step's logit lens, once it arrived */
+    bool lens_wait;              /* asked for, not arrived */
 } ui_token;
+
+struct ui_versions;
 
 typedef struct ui_msg {
     char role[16]; /* "system", "user", "assistant" */
@@ -27,6 +36,8 @@ typedef struct ui_msg {
     size_t n_toks, cap_toks;
     bool streaming;
     int done_reason; /* enum engine_done_reason, -1 while streaming / not generated */
+    int32_t uid;     /* unique in the session: lens answers find the message by it */
+    struct ui_versions *vers; /* the other versions at this place (NULL: none) */
     /* wrap cache: lines of text[0..wl_len) at width wl_width; a growing reply
      * re-wraps only from its last line */
     struct wrap_line *wl;
@@ -34,7 +45,23 @@ typedef struct ui_msg {
     int wl_width;
 } ui_msg;
 
-enum conv_vline_kind { CONV_VL_LABEL, CONV_VL_TEXT, CONV_VL_BLANK };
+/* A branch: the versions of one message, each with the conversation that
+ * followed it (a tail). The active version is the conversation itself, so
+ * tails[cur] is empty. */
+typedef struct ui_tail {
+    struct ui_msg *msgs;
+    size_t n;
+} ui_tail;
+
+typedef struct ui_versions {
+    ui_tail *tails;
+    size_t n, cur;
+} ui_versions;
+
+/* entropy strip modes */
+enum conv_strip { CONV_STRIP_OFF, CONV_STRIP_ENTROPY, CONV_STRIP_PROB };
+
+enum conv_vline_kind { CONV_VL_LABEL, CONV_VL_TEXT, CONV_VL_BLANK, CONV_VL_STRIP };
 
 typedef struct conv_vline {
     int32_t msg;
@@ -55,6 +82,13 @@ typedef struct ui_conv {
     conv_vline *vl;        /* layout cache of the last draw */
     size_t n_vl, cap_vl;
     int vl_width;
+    int strip;             /* enum conv_strip: a strip line under every reply line */
+    ui_rect view;          /* where the last draw put the text (for mouse clicks) */
+    int view_top;          /* first visual line drawn */
+    bool has_sp;           /* this conversation samples with sp (compare settings' side B) */
+    sampler_params sp;
+    struct ui_versions *pending_vers; /* conv_fork's, until the new version is added at pending_at */
+    size_t pending_at, pending_old;
 } ui_conv;
 
 ui_conv *conv_create(int32_t id, const char *system);
@@ -72,6 +106,29 @@ void msg_add_token(ui_msg *m, const engine_event *ev);
 /* Message list for engine_submit: system prompt (when set) + messages,
  * skipping empty assistant placeholders. Pointers into c; *out is malloc'd. */
 size_t conv_chat_messages(const ui_conv *c, chat_message **out);
+/* The same for the first n_msgs messages only. */
+size_t conv_chat_messages_upto(const ui_conv *c, size_t n_msgs, chat_message **out);
+
+/* ---- versions (ui/branch.c) ---- */
+/* Message i and everything after it become a sibling version: the
+ * conversation then ends before i, and the next message added at i is the
+ * new version. Returns the old version's messages (valid until the
+ * conversation changes again). */
+ui_tail *conv_fork(ui_conv *c, size_t i);
+/* Undoes a conv_fork whose new version was not added (the old one comes back). */
+void conv_unfork(ui_conv *c);
+/* Appends a copy of m's first k tokens and the text before token k as a
+ * new streaming assistant message (a branch's start); returns its index. */
+size_t conv_add_prefix(ui_conv *c, const ui_msg *m, size_t k);
+/* Shows another version of message i (delta steps, wrapping). */
+bool conv_switch_version(ui_conv *c, size_t i, int delta);
+/* Versions at message m: returns how many (1: no branch), *cur the active one (1-based). */
+size_t conv_versions(const ui_msg *m, size_t *cur);
+/* Message of the visible path with this uid, NULL when none; *index its place. */
+ui_msg *conv_msg_by_uid(ui_conv *c, int32_t uid, size_t *index);
+/* Frees a message's versions (recursively). */
+void msg_versions_free(ui_msg *m);
+void msg_clear(ui_msg *m);
 
 /* Token cursor. */
 ui_token *conv_selected(ui_conv *c);
@@ -85,6 +142,18 @@ bool conv_sel_step(ui_conv *c, int delta);
 bool conv_sel_line(ui_conv *c, int dir);
 bool conv_sel_first(ui_conv *c);
 bool conv_sel_last(ui_conv *c);
+/* Moves the cursor to the next (dir 1) or previous (-1) uncertain token of
+ * the strip's measure (level >= CONV_STRIP_UNCERTAIN). */
+bool conv_sel_uncertain(ui_conv *c, int dir, int mode);
+/* Selects the token drawn at screen cell (y, x) by the last draw (text or
+ * strip line). */
+bool conv_hit(ui_conv *c, int y, int x);
+/* Strip level 1..8 of a token: its raw entropy (0..4 nats over the levels)
+ * or its improbability (1 - the chosen token's raw probability). Uncertain
+ * (level >= 5): entropy 2 nats or more, or a chosen probability of 50% or
+ * less. */
+int conv_strip_level(const ui_token *t, int mode);
+#define CONV_STRIP_UNCERTAIN 5
 
 /* Builds the visual lines for a text width (used by draw and by cursor moves). */
 void conv_build_lines(ui_conv *c, int width);

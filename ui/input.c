@@ -314,15 +314,15 @@ int input_rows(int w)
     return n ? (int)n : 1;
 }
 
-void input_draw(ui_rect r, bool focused, bool busy)
+void input_draw(ui_rect r, bool focused, const char *label)
 {
     if (r.h <= 0)
         return;
     draw_hline(r.y, r.x, r.w, theme_attr(focused ? THEME_BORDER_FOCUS : THEME_BORDER));
     if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt)
         draw_printf(r.y, r.x + 2, r.w - 4, theme_attr(THEME_HEADER), " %s ", rl_display_prompt); /* Ctrl-R */
-    else if (busy)
-        draw_str(r.y, r.x + 2, r.w - 4, " generating \xe2\x80\x94 Esc stops ", theme_attr(THEME_DIM));
+    else if (label)
+        draw_printf(r.y, r.x + 2, r.w - 4, theme_attr(THEME_DIM), " %s ", label);
     int rows = r.h - 1;
     if (rows <= 0)
         return;

@@ -28,8 +28,9 @@ void input_set_text(const char *s);
 char *input_take(void);
 /* Lines the input wants for width w (1..). */
 int input_rows(int w);
-/* Draws in r (first row is a separator rule); places the cursor when focused. */
-void input_draw(ui_rect r, bool focused, bool busy);
+/* Draws in r (first row is a separator rule, with label on it when not
+ * NULL); places the cursor when focused. */
+void input_draw(ui_rect r, bool focused, const char *label);
 /* Where the terminal cursor goes after drawing (valid when focused). */
 void input_cursor(int *y, int *x);
 

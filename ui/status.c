@@ -19,6 +19,7 @@ const char *status_state_text(const ui_app *app, char *buf, size_t cap)
     case UI_STATE_PREFILL: snprintf(buf, cap, "prefill %d%%", (int)(app->progress * 100.0f + 0.5f)); break;
     case UI_STATE_GENERATING: snprintf(buf, cap, "generating"); break;
     case UI_STATE_STOPPING: snprintf(buf, cap, "stopping"); break;
+    case UI_STATE_STEP: snprintf(buf, cap, "waiting: step at pos %d", app->pending.pos); break;
     }
     return buf;
 }
@@ -82,7 +83,7 @@ void status_draw_title(ui_app *app, ui_rect r)
         snprintf(tab, sizeof tab, " %zu:%s%s ", i + 1, name, busy ? "*" : "");
         x += draw_str(r.y, r.x + x, r.w - x, tab, cur ? theme_attr(THEME_TAB_ACTIVE) : ta);
     }
-    static const char *const fnames[UI_FOCUS_COUNT] = {"input", "conversation", "parameters"};
+    static const char *const fnames[UI_FOCUS_COUNT] = {"input", "conversation", "parameters", "inspector"};
     char right[64];
     snprintf(right, sizeof right, " focus: %s ", fnames[app->focus]);
     int rw = (int)strlen(right);
@@ -96,14 +97,21 @@ void status_draw_keys(ui_app *app, ui_rect r)
         return;
     static const char *const keys[][2] = {
         {"F1", "Help"}, {"Tab", "Focus"}, {"Esc", "Stop"}, {"^P/^N", "Chat"}, {"F4", "Colour"},
-        {"F5", "Raw/Post"}, {"PgUp", "Scroll"}, {"^Q", "Quit"},
+        {"F5", "Raw/Post"}, {"F6", "Step"}, {"F7", "Strip"}, {"F8", "Lens"}, {"^Q", "Quit"},
     };
+    /* step mode waiting: what the keys do now */
+    static const char *const step_keys[][2] = {
+        {"Enter", "Draw"}, {"text+Enter", "Force"}, {"Bksp", "Undo"}, {"Tab", "Pick"}, {"Esc", "Stop"},
+        {"F6", "Step off"},
+    };
+    const bool step = app->state == UI_STATE_STEP;
+    const size_t n = step ? sizeof step_keys / sizeof step_keys[0] : sizeof keys / sizeof keys[0];
     int x = 0;
     draw_fill(r.y, r.x, r.w, 0);
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && x < r.w; i++) {
-        x += draw_str(r.y, r.x + x, r.w - x, keys[i][0], theme_attr(THEME_KEYS));
-        x += draw_str(r.y, r.x + x, r.w - x, keys[i][1], theme_attr(THEME_KEYS_TEXT));
+    for (size_t i = 0; i < n && x < r.w; i++) {
+        const char *const *k = step ? step_keys[i] : keys[i];
+        x += draw_str(r.y, r.x + x, r.w - x, k[0], theme_attr(THEME_KEYS));
+        x += draw_str(r.y, r.x + x, r.w - x, k[1], theme_attr(THEME_KEYS_TEXT));
         x += draw_str(r.y, r.x + x, r.w - x, " ", 0);
     }
-    (void)app;
 }

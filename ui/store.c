@@ -1,4 +1,13 @@
-/* JSON save/load (cJSON) and Markdown export. */
+/* JSON save/load (cJSON) and Markdown export.
+ *
+ * Format 2 ("tokscope": 2): a conversation's "messages" are the versions it
+ * shows; a message with other versions carries "versions" (one entry per
+ * version, each the list of messages from that version on, null for the
+ * shown one) and "version" (which is shown); a generated reply carries its
+ * "tokens" (id, position, text span, logit, probabilities, entropies and
+ * the candidates), so the inspector and branching work after loading. A
+ * conversation with its own parameters (compare settings' side B) has
+ * "params". Format 1 (no versions, no tokens) loads as before. */
 #include "store.h"
 
 #include <errno.h>
@@ -28,16 +37,14 @@ static bool write_file(const char *path, const char *data, char *err, size_t err
     return ok;
 }
 
-bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
+#define STORE_VERSION 2
+
+static cJSON *params_json(const sampler_params *sp)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "tokscope", 1);
-    cJSON_AddStringToObject(root, "model", app->model_path);
-    cJSON_AddStringToObject(root, "template", app->template_name);
-    cJSON *params = cJSON_AddObjectToObject(root, "params");
+    cJSON *params = cJSON_CreateObject();
     for (int i = 0; params_names[i]; i++) {
         char v[64];
-        params_format(&app->sp, params_names[i], v, sizeof v);
+        params_format(sp, params_names[i], v, sizeof v);
         char *end;
         double d = strtod(v, &end);
         if (end != v && !*end)
@@ -45,22 +52,80 @@ bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
         else
             cJSON_AddStringToObject(params, params_names[i], v);
     }
+    return params;
+}
+
+static cJSON *tokens_json(const ui_msg *m)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < m->n_toks; i++) {
+        const ui_token *t = &m->toks[i];
+        const double v[9] = {t->id,     t->pos,    t->off,         t->len,         t->logit,
+                             t->p_raw, t->p_post, t->entropy_raw, t->entropy_post};
+        cJSON *jt = cJSON_CreateDoubleArray(v, 9);
+        cJSON *top = cJSON_CreateArray();
+        for (int32_t k = 0; k < t->n_top; k++) {
+            const engine_token_candidate *cd = &t->top[k];
+            const double cv[4] = {cd->id, cd->logit, cd->p_raw, cd->p_post};
+            cJSON *jc = cJSON_CreateDoubleArray(cv, 4);
+            cJSON_AddItemToArray(jc, cJSON_CreateString(cd->text));
+            cJSON_AddItemToArray(top, jc);
+        }
+        cJSON_AddItemToArray(jt, top);
+        cJSON_AddItemToArray(a, jt);
+    }
+    return a;
+}
+
+static cJSON *msgs_json(const ui_msg *msgs, size_t n);
+
+static cJSON *msg_json(const ui_msg *m)
+{
+    cJSON *jm = cJSON_CreateObject();
+    cJSON_AddStringToObject(jm, "role", m->role);
+    cJSON_AddStringToObject(jm, "content", m->text);
+    if (m->done_reason >= 0)
+        cJSON_AddNumberToObject(jm, "done", m->done_reason);
+    if (m->n_toks)
+        cJSON_AddItemToObject(jm, "tokens", tokens_json(m));
+    if (m->vers && m->vers->n > 1) {
+        cJSON *vs = cJSON_AddArrayToObject(jm, "versions");
+        for (size_t k = 0; k < m->vers->n; k++)
+            cJSON_AddItemToArray(vs, k == m->vers->cur ? cJSON_CreateNull()
+                                                       : msgs_json(m->vers->tails[k].msgs, m->vers->tails[k].n));
+        cJSON_AddNumberToObject(jm, "version", (double)m->vers->cur);
+    }
+    return jm;
+}
+
+static cJSON *msgs_json(const ui_msg *msgs, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        const ui_msg *m = &msgs[i];
+        if (!strcmp(m->role, "assistant") && m->len == 0 && !m->vers && !m->n_toks)
+            continue; /* a placeholder */
+        cJSON_AddItemToArray(a, msg_json(m));
+    }
+    return a;
+}
+
+bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "tokscope", STORE_VERSION);
+    cJSON_AddStringToObject(root, "model", app->model_path);
+    cJSON_AddStringToObject(root, "template", app->template_name);
+    cJSON_AddItemToObject(root, "params", params_json(&app->sp));
     cJSON_AddNumberToObject(root, "current", (double)app->cur);
     cJSON *convs = cJSON_AddArrayToObject(root, "conversations");
     for (size_t k = 0; k < app->n_convs; k++) {
         const ui_conv *c = app->convs[k];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "system", c->system);
-        cJSON *msgs = cJSON_AddArrayToObject(o, "messages");
-        for (size_t i = 0; i < c->n_msgs; i++) {
-            const ui_msg *m = &c->msgs[i];
-            if (!strcmp(m->role, "assistant") && m->len == 0)
-                continue;
-            cJSON *jm = cJSON_CreateObject();
-            cJSON_AddStringToObject(jm, "role", m->role);
-            cJSON_AddStringToObject(jm, "content", m->text);
-            cJSON_AddItemToArray(msgs, jm);
-        }
+        if (c->has_sp)
+            cJSON_AddItemToObject(o, "params", params_json(&c->sp));
+        cJSON_AddItemToObject(o, "messages", msgs_json(c->msgs, c->n_msgs));
         cJSON_AddItemToArray(convs, o);
     }
     char *text = cJSON_Print(root);
@@ -116,6 +181,204 @@ static bool valid_role(const char *r)
     return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant");
 }
 
+static bool load_params(const cJSON *params, sampler_params *sp, const char *path, char *err, size_t errlen)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, params)
+    {
+        char v[64], perr[160];
+        if (cJSON_IsNumber(p))
+            snprintf(v, sizeof v, "%.17g", p->valuedouble);
+        else if (cJSON_IsString(p))
+            snprintf(v, sizeof v, "%s", p->valuestring);
+        else if (cJSON_IsNull(p))
+            snprintf(v, sizeof v, "random");
+        else
+            continue;
+        if (!params_set_value(sp, p->string, v, perr, sizeof perr)) {
+            snprintf(err, errlen, "%s: %s", path, perr);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A message's "tokens": [id, pos, off, len, logit, p_raw, p_post, h_raw,
+ * h_post, [[id, logit, p_raw, p_post, "text"], ...]] each, in text order. */
+static bool valid_tokens(const cJSON *toks, size_t text_len)
+{
+    if (!cJSON_IsArray(toks))
+        return false;
+    double last_off = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, toks)
+    {
+        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 10)
+            return false;
+        for (int k = 0; k < 9; k++)
+            if (!cJSON_IsNumber(cJSON_GetArrayItem(t, k)))
+                return false;
+        const double off = cJSON_GetArrayItem(t, 2)->valuedouble, len = cJSON_GetArrayItem(t, 3)->valuedouble;
+        if (!(off >= last_off && len >= 0 && off + len <= (double)text_len && len < ENGINE_TEXT_MAX))
+            return false;
+        last_off = off;
+        const cJSON *top = cJSON_GetArrayItem(t, 9);
+        if (!cJSON_IsArray(top) || cJSON_GetArraySize(top) > SAMPLER_MAX_TOP)
+            return false;
+        const cJSON *cd;
+        cJSON_ArrayForEach(cd, top)
+        {
+            if (!cJSON_IsArray(cd) || cJSON_GetArraySize(cd) != 5 || !cJSON_IsString(cJSON_GetArrayItem(cd, 4)))
+                return false;
+            for (int k = 0; k < 4; k++)
+                if (!cJSON_IsNumber(cJSON_GetArrayItem(cd, k)))
+                    return false;
+        }
+    }
+    return true;
+}
+
+/* A list of messages and, recursively, their versions. */
+static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, const char *path)
+{
+    if (!cJSON_IsArray(msgs) || depth > 256) {
+        snprintf(err, errlen, "%s: %s", path, depth > 256 ? "versions nested too deep" : "\"messages\" is not a list");
+        return false;
+    }
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsString(role) || !cJSON_IsString(content) || !valid_role(role->valuestring)) {
+            snprintf(err, errlen, "%s: a message needs \"role\" (system/user/assistant) and \"content\" strings", path);
+            return false;
+        }
+        const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
+        if (toks && !valid_tokens(toks, strlen(content->valuestring))) {
+            snprintf(err, errlen, "%s: a message's \"tokens\" are malformed", path);
+            return false;
+        }
+        const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");
+        if (!vers)
+            continue;
+        const cJSON *cur = cJSON_GetObjectItemCaseSensitive(m, "version");
+        const int n = cJSON_GetArraySize(vers);
+        if (!cJSON_IsArray(vers) || n < 2 || !cJSON_IsNumber(cur) || cur->valuedouble < 0 ||
+            cur->valuedouble >= n || cur->valuedouble != (int)cur->valuedouble) {
+            snprintf(err, errlen, "%s: a message's \"versions\" need two or more entries and \"version\" one of them",
+                     path);
+            return false;
+        }
+        int k = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, vers)
+        {
+            const bool shown = k++ == (int)cur->valuedouble;
+            if (shown ? !cJSON_IsNull(v) : !cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
+                snprintf(err, errlen, "%s: a version is null when shown, else a list of messages", path);
+                return false;
+            }
+            if (!shown && !valid_msgs(v, depth + 1, err, errlen, path))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void load_tokens(ui_msg *m, const cJSON *toks)
+{
+    const int n = cJSON_GetArraySize(toks);
+    if (n <= 0)
+        return;
+    m->toks = calloc((size_t)n, sizeof *m->toks);
+    if (!m->toks)
+        abort();
+    m->cap_toks = (size_t)n;
+    const cJSON *jt;
+    cJSON_ArrayForEach(jt, toks)
+    {
+        ui_token *t = &m->toks[m->n_toks++];
+        double v[9];
+        for (int k = 0; k < 9; k++)
+            v[k] = cJSON_GetArrayItem(jt, k)->valuedouble;
+        t->id = (int32_t)v[0];
+        t->pos = (int32_t)v[1];
+        t->off = (uint32_t)v[2];
+        t->len = (uint32_t)v[3];
+        t->logit = (float)v[4];
+        t->p_raw = (float)v[5];
+        t->p_post = (float)v[6];
+        t->entropy_raw = (float)v[7];
+        t->entropy_post = (float)v[8];
+        const cJSON *top = cJSON_GetArrayItem(jt, 9);
+        const int nt = cJSON_GetArraySize(top);
+        t->top = nt ? calloc((size_t)nt, sizeof *t->top) : NULL;
+        if (nt && !t->top)
+            abort();
+        const cJSON *cd;
+        cJSON_ArrayForEach(cd, top)
+        {
+            engine_token_candidate *c = &t->top[t->n_top++];
+            c->id = (int32_t)cJSON_GetArrayItem(cd, 0)->valuedouble;
+            c->logit = (float)cJSON_GetArrayItem(cd, 1)->valuedouble;
+            c->p_raw = (float)cJSON_GetArrayItem(cd, 2)->valuedouble;
+            c->p_post = (float)cJSON_GetArrayItem(cd, 3)->valuedouble;
+            snprintf(c->text, sizeof c->text, "%s", cJSON_GetArrayItem(cd, 4)->valuestring);
+        }
+    }
+}
+
+/* Adds validated messages (their tokens and versions) to c. */
+static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const char *role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
+        const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
+        if (top && !strcmp(role, "system") && c->n_msgs == 0 && !c->system[0]) {
+            conv_set_system(c, content);
+            continue;
+        }
+        const size_t at = conv_add_msg(c, role, content); /* may move c->msgs */
+        ui_msg *msg = &c->msgs[at];
+        const cJSON *done = cJSON_GetObjectItemCaseSensitive(m, "done");
+        if (cJSON_IsNumber(done) && done->valuedouble >= 0 && done->valuedouble <= ENGINE_DONE_ERROR)
+            msg->done_reason = (int)done->valuedouble;
+        const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
+        if (toks)
+            load_tokens(msg, toks);
+        const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");
+        if (!vers)
+            continue;
+        ui_versions *v = calloc(1, sizeof *v);
+        if (!v)
+            abort();
+        v->n = (size_t)cJSON_GetArraySize(vers);
+        v->cur = (size_t)cJSON_GetObjectItemCaseSensitive(m, "version")->valuedouble;
+        v->tails = calloc(v->n, sizeof *v->tails);
+        if (!v->tails)
+            abort();
+        size_t k = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, vers)
+        {
+            if (k != v->cur) { /* built as a conversation of its own, then taken over */
+                ui_conv *tmp = conv_create(0, "");
+                load_msgs(tmp, e, false);
+                v->tails[k].msgs = tmp->msgs;
+                v->tails[k].n = tmp->n_msgs;
+                tmp->msgs = NULL;
+                tmp->n_msgs = tmp->cap_msgs = 0;
+                conv_free(tmp);
+            }
+            k++;
+        }
+        c->msgs[c->n_msgs - 1].vers = v;
+    }
+}
+
 bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
 {
     if (ui_busy(app)) {
@@ -129,6 +392,13 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
     free(text);
     if (!root) {
         snprintf(err, errlen, "%s: not valid JSON", path);
+        return false;
+    }
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "tokscope");
+    if (cJSON_IsNumber(ver) && ver->valuedouble > STORE_VERSION) {
+        snprintf(err, errlen, "%s: format %g is newer than this tokscope's (%d)", path, ver->valuedouble,
+                 STORE_VERSION);
+        cJSON_Delete(root);
         return false;
     }
     const cJSON *convs = cJSON_GetObjectItemCaseSensitive(root, "conversations");
@@ -148,57 +418,54 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
             cJSON_Delete(root);
             return false;
         }
-        const cJSON *m;
-        cJSON_ArrayForEach(m, msgs)
-        {
-            const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-            const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-            if (!cJSON_IsString(role) || !cJSON_IsString(content) || !valid_role(role->valuestring)) {
-                snprintf(err, errlen, "%s: a message needs \"role\" (system/user/assistant) and \"content\" strings",
-                         path);
-                cJSON_Delete(root);
-                return false;
-            }
-        }
-    }
-    sampler_params sp = app->sp;
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-    const cJSON *p;
-    cJSON_ArrayForEach(p, params)
-    {
-        char v[64], perr[160];
-        if (cJSON_IsNumber(p))
-            snprintf(v, sizeof v, "%.17g", p->valuedouble);
-        else if (cJSON_IsString(p))
-            snprintf(v, sizeof v, "%s", p->valuestring);
-        else if (cJSON_IsNull(p))
-            snprintf(v, sizeof v, "random");
-        else
-            continue;
-        if (!params_set_value(&sp, p->string, v, perr, sizeof perr)) {
-            snprintf(err, errlen, "%s: %s", path, perr);
+        if (msgs && !valid_msgs(msgs, 0, err, errlen, path)) {
             cJSON_Delete(root);
             return false;
         }
     }
+    sampler_params sp = app->sp;
+    if (!load_params(cJSON_GetObjectItemCaseSensitive(root, "params"), &sp, path, err, errlen)) {
+        cJSON_Delete(root);
+        return false;
+    }
+    sampler_params *own = calloc((size_t)cJSON_GetArraySize(convs), sizeof *own);
+    if (!own) {
+        snprintf(err, errlen, "out of memory");
+        cJSON_Delete(root);
+        return false;
+    }
+    int i = 0;
+    cJSON_ArrayForEach(c, convs)
+    {
+        const cJSON *jp = cJSON_GetObjectItemCaseSensitive(c, "params");
+        own[i] = sp;
+        if (jp && !load_params(jp, &own[i], path, err, errlen)) {
+            free(own);
+            cJSON_Delete(root);
+            return false;
+        }
+        i++;
+    }
     for (size_t k = 0; k < app->n_convs; k++)
         conv_free(app->convs[k]);
     app->n_convs = 0;
+    app->cmp_on = app->cmp_queued = false;
+    app->edit_conv = app->edit_uid = -1;
+    i = 0;
     cJSON_ArrayForEach(c, convs)
     {
         const cJSON *sys = cJSON_GetObjectItemCaseSensitive(c, "system");
         ui_conv *conv = ui_new_conv(app, cJSON_IsString(sys) ? sys->valuestring : "");
-        const cJSON *m;
-        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "messages"))
-        {
-            const char *role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
-            const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
-            if (!strcmp(role, "system") && conv->n_msgs == 0 && !conv->system[0])
-                conv_set_system(conv, content);
-            else
-                conv_add_msg(conv, role, content);
+        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
+        if (msgs)
+            load_msgs(conv, msgs, true);
+        if (cJSON_GetObjectItemCaseSensitive(c, "params")) {
+            conv->has_sp = true;
+            conv->sp = own[i];
         }
+        i++;
     }
+    free(own);
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
     app->cur = cJSON_IsNumber(cur) && cur->valuedouble >= 0 && cur->valuedouble < (double)app->n_convs
                    ? (size_t)cur->valuedouble

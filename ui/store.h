@@ -1,5 +1,7 @@
 /* Conversations on disk: /save and /load (JSON: parameters, and for every
- * conversation its system prompt and messages) and /export (Markdown). */
+ * conversation its system prompt, its messages with their versions and the
+ * generated tokens' data; files of the first format load too) and /export
+ * (Markdown: the versions shown). */
 #ifndef TOKSCOPE_UI_STORE_H
 #define TOKSCOPE_UI_STORE_H
 

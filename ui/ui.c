@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "draw.h"
+#include "explore.h"
 #include "input.h"
 #include "inspector.h"
 #include "params.h"
@@ -100,7 +101,42 @@ void ui_switch_conv(ui_app *app, int delta)
 
 bool ui_busy(const ui_app *app)
 {
-    return app->state == UI_STATE_PREFILL || app->state == UI_STATE_GENERATING || app->state == UI_STATE_STOPPING;
+    return app->state == UI_STATE_PREFILL || app->state == UI_STATE_GENERATING || app->state == UI_STATE_STOPPING ||
+           app->state == UI_STATE_STEP;
+}
+
+void ui_start_turn(ui_app *app, ui_conv *c, size_t mi, const int32_t *toks, int32_t n_toks, int32_t emitted)
+{
+    chat_message *msgs;
+    size_t n = conv_chat_messages_upto(c, mi, &msgs);
+    engine_cmd cmd = {.type = ENGINE_CMD_SUBMIT,
+                      .messages = msgs,
+                      .n_messages = n,
+                      .conv_id = c->id,
+                      .req_id = ++app->next_req,
+                      .tokens = (int32_t *)toks,
+                      .n_tokens = n_toks,
+                      .reply_emitted = emitted};
+    if (c->has_sp) { /* compare settings' side B */
+        cmd.own_sampling = true;
+        cmd.sampling = c->sp;
+    } else if (app->cmp_on && c->id == app->cmp_a) { /* side A: the panel's, from the same seed as B */
+        cmd.own_sampling = true;
+        cmd.sampling = app->sp;
+    }
+    engine_send(app->eng, &cmd);
+    free(msgs);
+    c->msgs[mi].streaming = true;
+    c->scroll = 0;
+    conv_sel_clear(c);
+    app->gen_req = cmd.req_id;
+    app->gen_conv_id = c->id;
+    app->gen_msg = mi;
+    app->gen_count = 0;
+    app->has_pending = false;
+    if (app->state != UI_STATE_LOADING)
+        app->state = UI_STATE_PREFILL;
+    app->progress = 0;
 }
 
 bool ui_submit(ui_app *app)
@@ -110,20 +146,8 @@ bool ui_submit(ui_app *app)
         ui_message(app, UI_MSG_ERROR, "no model loaded");
         return false;
     }
-    chat_message *msgs;
-    size_t n = conv_chat_messages(c, &msgs);
-    engine_submit(app->eng, c->id, msgs, n);
-    free(msgs);
     size_t mi = conv_add_msg(c, "assistant", "");
-    c->msgs[mi].streaming = true;
-    c->scroll = 0;
-    conv_sel_clear(c);
-    app->gen_conv_id = c->id;
-    app->gen_msg = mi;
-    app->gen_count = 0;
-    if (app->state != UI_STATE_LOADING)
-        app->state = UI_STATE_PREFILL;
-    app->progress = 0;
+    ui_start_turn(app, c, mi, NULL, 0, 0);
     return true;
 }
 
@@ -134,12 +158,26 @@ bool ui_send_user(ui_app *app, const char *text)
         input_set_text(text);
         return false;
     }
+    if (explore_edit_send(app, text))
+        return true;
     ui_conv *c = ui_current(app);
+    ui_conv *b = NULL;
+    if (explore_compare_view(app)) { /* both sides get the message; A answers, then B */
+        c = ui_conv_by_id(app, app->cmp_a);
+        b = ui_conv_by_id(app, app->cmp_b);
+    }
     conv_add_msg(c, "user", text);
-    if (!ui_submit(app)) {
+    if (!app->eng || app->state == UI_STATE_NO_MODEL) {
+        ui_message(app, UI_MSG_ERROR, "no model loaded");
         conv_pop(c);
         input_set_text(text);
         return false;
+    }
+    size_t mi = conv_add_msg(c, "assistant", "");
+    ui_start_turn(app, c, mi, NULL, 0, 0);
+    if (b) {
+        conv_add_msg(b, "user", text);
+        app->cmp_queued = true;
     }
     return true;
 }
@@ -205,8 +243,55 @@ static void finish_turn(ui_app *app, int reason)
     }
     if (reason == ENGINE_DONE_STOPPED)
         ui_message(app, UI_MSG_INFO, "stopped after %d tokens", app->gen_count);
+    const int32_t conv_id = app->gen_conv_id;
     app->gen_conv_id = -1;
+    app->has_pending = false;
     app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
+    explore_turn_done(app, conv_id, reason);
+}
+
+/* STEP: the distribution the engine waits on, for the inspector. */
+static void set_pending(ui_app *app, const engine_event *ev)
+{
+    free(app->pending.top);
+    memset(&app->pending, 0, sizeof app->pending);
+    ui_token *t = &app->pending;
+    t->id = -1;
+    t->pos = ev->pos;
+    t->entropy_raw = ev->entropy_raw;
+    t->entropy_post = ev->entropy_post;
+    int32_t nt = ev->n_top < 0 ? 0 : ev->n_top > SAMPLER_MAX_TOP ? SAMPLER_MAX_TOP : ev->n_top;
+    t->top = nt ? malloc((size_t)nt * sizeof *t->top) : NULL;
+    t->n_top = t->top ? nt : 0;
+    if (t->top)
+        memcpy(t->top, ev->top, (size_t)nt * sizeof *t->top);
+    app->has_pending = true;
+    if (app->insp_row >= t->n_top)
+        app->insp_row = 0;
+}
+
+/* UNDO: the reply's last token and the text it added go. */
+static void undo_token(ui_app *app, const engine_event *ev)
+{
+    ui_conv *c = ui_conv_by_id(app, app->gen_conv_id);
+    if (!c || app->gen_msg >= c->n_msgs)
+        return;
+    ui_msg *m = &c->msgs[app->gen_msg];
+    if (m->n_toks) {
+        ui_token *t = &m->toks[--m->n_toks];
+        free(t->top);
+        engine_lens_free(t->lens);
+        memset(t, 0, sizeof *t);
+    }
+    if (ev->reply_len >= 0 && (size_t)ev->reply_len < m->len) {
+        m->len = (size_t)ev->reply_len;
+        m->text[m->len] = 0;
+    }
+    if (c->sel_msg == (int32_t)app->gen_msg && c->sel_tok >= (int32_t)m->n_toks)
+        conv_sel_clear(c);
+    if (app->gen_count > 0)
+        app->gen_count--;
+    app->n_past = ev->n_past;
 }
 
 void ui_handle_event(ui_app *app, const engine_event *ev)
@@ -242,8 +327,9 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         break;
     case ENGINE_EV_TOKEN: {
         ui_conv *c = ui_conv_by_id(app, ev->conv_id);
-        if (!c || ev->conv_id != app->gen_conv_id || app->gen_msg >= c->n_msgs)
+        if (!c || ev->conv_id != app->gen_conv_id || ev->req_id != app->gen_req || app->gen_msg >= c->n_msgs)
             break;
+        app->has_pending = false;
         ui_msg *m = &c->msgs[app->gen_msg];
         msg_add_token(m, ev);
         if (app->state != UI_STATE_STOPPING)
@@ -256,6 +342,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         break;
     }
     case ENGINE_EV_DONE:
+        if (ev->req_id != app->gen_req) /* a turn abandoned for a branch or an edit */
+            break;
         if (app->gen_conv_id >= 0 && ev->conv_id == app->gen_conv_id && ev->text_len > 0) {
             /* bytes the engine held back (partial UTF-8, a partial stop string) */
             ui_conv *c = ui_conv_by_id(app, ev->conv_id);
@@ -298,16 +386,27 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
                      app->model_path, ev->message);
             ui_overlay_show(app, "Cannot load the model", text);
         }
-        if (ui_busy(app) || (!app->loaded && app->gen_conv_id >= 0))
+        /* a refused step choice leaves the engine waiting; a turn that
+         * failed ends with DONE, which finishes it here too */
+        if (app->state != UI_STATE_STEP && ev->req_id == app->gen_req &&
+            (ui_busy(app) || (!app->loaded && app->gen_conv_id >= 0)))
             finish_turn(app, ENGINE_DONE_ERROR); /* also a message sent while the model was loading */
         break;
     case ENGINE_EV_QUIT:
         break;
     case ENGINE_EV_STEP:
+        if (ev->req_id != app->gen_req || ev->conv_id != app->gen_conv_id)
+            break;
+        set_pending(app, ev);
+        app->state = UI_STATE_STEP;
+        app->n_past = ev->n_past;
+        break;
     case ENGINE_EV_UNDO:
+        if (ev->req_id == app->gen_req && ev->conv_id == app->gen_conv_id)
+            undo_token(app, ev);
         break;
     case ENGINE_EV_LENS:
-        engine_lens_free(ev->lens);
+        explore_lens_event(app, ev);
         break;
     }
 }
@@ -387,11 +486,40 @@ static void draw_all(ui_app *app)
         return;
     }
     status_draw_title(app, l->title);
+    explore_lens_sync(app);
     conv_draw_opts co = {app->prob_colors, true, app->focus == UI_FOCUS_CONV, ui_busy(app)};
-    conv_draw(ui_current(app), l->conv, &co);
+    if (explore_compare_view(app)) {
+        /* compare settings: side A (the panel's parameters) left, B right */
+        ui_conv *sa = ui_conv_by_id(app, app->cmp_a), *sb = ui_conv_by_id(app, app->cmp_b);
+        ui_rect ra = l->conv, rb = l->conv;
+        ra.w = l->conv.w / 2;
+        rb.x = l->conv.x + ra.w + 1;
+        rb.w = l->conv.w - ra.w - 1;
+        ra.y = rb.y = l->conv.y + 1;
+        ra.h = rb.h = l->conv.h - 1;
+        char desc[160];
+        explore_compare_desc(app, desc, sizeof desc);
+        const int ha = theme_attr(THEME_HEADER) | (app->cmp_side == 0 ? (int)A_UNDERLINE : 0);
+        const int hb = theme_attr(THEME_HEADER) | (app->cmp_side == 1 ? (int)A_UNDERLINE : 0);
+        draw_str(l->conv.y, ra.x, ra.w, "A: the panel's parameters", ha);
+        draw_printf(l->conv.y, rb.x, rb.w, hb, "B: %s", desc);
+        draw_vline(l->conv.y, ra.x + ra.w, l->conv.h, theme_attr(THEME_BORDER));
+        sa->strip = sb->strip = app->strip;
+        co.focused = app->focus == UI_FOCUS_CONV && app->cmp_side == 0;
+        conv_draw(sa, ra, &co);
+        co.focused = app->focus == UI_FOCUS_CONV && app->cmp_side == 1;
+        conv_draw(sb, rb, &co);
+    } else {
+        ui_current(app)->strip = app->strip;
+        conv_draw(ui_current(app), l->conv, &co);
+    }
     params_draw(app, l->params);
     inspector_draw(app, l->inspector);
-    input_draw(l->input, app->focus == UI_FOCUS_INPUT, ui_busy(app));
+    const char *label = app->state == UI_STATE_STEP ? "step mode \xe2\x80\x94 Enter draws, text forces, Backspace undoes"
+                        : app->edit_uid >= 0 ? "editing a message \xe2\x80\x94 Enter sends a new version, Esc cancels"
+                        : ui_busy(app)       ? "generating \xe2\x80\x94 Esc stops"
+                                             : NULL;
+    input_draw(l->input, app->focus == UI_FOCUS_INPUT, label);
     status_draw(app, l->status);
     status_draw_keys(app, l->keys);
     if (app->overlay)
@@ -408,9 +536,13 @@ static void draw_all(ui_app *app)
 
 /* ---- keys ---- */
 
+static bool step_line(ui_app *app, const char *line);
+
 static void handle_line(ui_app *app, char *line)
 {
     char name[32], args[8];
+    if (step_line(app, line))
+        return;
     if (commands_parse(line, name, sizeof name, args, sizeof args)) {
         commands_run(app, line);
         return;
@@ -436,10 +568,145 @@ static void handle_resize(ui_app *app)
     app->dirty = true;
 }
 
+/* Focus on the inspector with its cursor on the shown step's chosen row. */
+static void focus_inspector(ui_app *app)
+{
+    app->focus = UI_FOCUS_INSPECTOR;
+    bool pending;
+    const ui_token *t = inspector_token(app, explore_side(app), &pending);
+    engine_token_candidate rows[SAMPLER_MAX_TOP];
+    int n = inspector_rows(app, t, rows);
+    app->insp_row = 0;
+    for (int k = 0; t && k < n; k++)
+        if (rows[k].id == t->id)
+            app->insp_row = k;
+}
+
+/* Enter on an inspector row: step mode's pick, or a branch from that step. */
+static void inspector_pick(ui_app *app)
+{
+    ui_conv *c = explore_side(app);
+    bool pending;
+    const ui_token *t = inspector_token(app, c, &pending);
+    engine_token_candidate rows[SAMPLER_MAX_TOP];
+    int n = inspector_rows(app, t, rows);
+    if (!t || app->insp_row < 0 || app->insp_row >= n)
+        return;
+    const int32_t id = rows[app->insp_row].id;
+    if (pending) {
+        explore_step_pick(app, id);
+        return;
+    }
+    size_t mi, ti;
+    if (!explore_shown(c, &mi, &ti))
+        return;
+    if (explore_branch(app, c, mi, ti, id)) {
+        app->focus = UI_FOCUS_CONV;
+        conv_sel_clear(c);
+    }
+}
+
+static void inspector_focus_key(ui_app *app, int key)
+{
+    ui_conv *c = explore_side(app);
+    bool pending;
+    const ui_token *t = inspector_token(app, c, &pending);
+    if (app->lens_on && !pending) { /* the lens table scrolls */
+        if (key == KEY_UP || key == 'k')
+            app->lens_scroll = app->lens_scroll > 0 ? app->lens_scroll - 1 : 0;
+        else if (key == KEY_DOWN || key == 'j')
+            app->lens_scroll = app->lens_scroll < 0 ? 1 << 20 : app->lens_scroll + 1;
+        else if (key == KEY_LEFT || key == 'h')
+            conv_sel_step(c, -1);
+        else if (key == KEY_RIGHT || key == 'l')
+            conv_sel_step(c, 1);
+        return;
+    }
+    const int n = t ? t->n_top : 0;
+    switch (key) {
+    case KEY_UP:
+    case 'k':
+        app->insp_row = app->insp_row > 0 ? app->insp_row - 1 : 0;
+        break;
+    case KEY_DOWN:
+    case 'j':
+        app->insp_row = app->insp_row + 1 < n ? app->insp_row + 1 : app->insp_row;
+        break;
+    case KEY_HOME:
+        app->insp_row = 0;
+        break;
+    case KEY_END:
+        app->insp_row = n > 0 ? n - 1 : 0;
+        break;
+    case KEY_LEFT:
+    case 'h':
+        conv_sel_step(c, -1);
+        break;
+    case KEY_RIGHT:
+    case 'l':
+        conv_sel_step(c, 1);
+        break;
+    case '\r':
+    case '\n':
+    case KEY_ENTER:
+        inspector_pick(app);
+        break;
+    case ' ':
+        explore_step_draw(app);
+        break;
+    case KEY_BACKSPACE:
+    case 127:
+    case 8:
+        explore_step_undo(app);
+        break;
+    default:
+        break;
+    }
+}
+
 static void conv_focus_key(ui_app *app, int key)
 {
-    ui_conv *c = ui_current(app);
+    ui_conv *c = explore_side(app);
     switch (key) {
+    case '\r':
+    case '\n':
+    case KEY_ENTER:
+        if (!conv_selected(c))
+            conv_sel_last(c);
+        focus_inspector(app);
+        break;
+    case '<':
+    case ',':
+        explore_switch(app, -1);
+        break;
+    case '>':
+    case '.':
+        explore_switch(app, 1);
+        break;
+    case ']':
+    case '[':
+        if (!conv_sel_uncertain(c, key == ']' ? 1 : -1, app->strip))
+            ui_message(app, UI_MSG_INFO, "no %s uncertain token (%s)", key == ']' ? "later" : "earlier",
+                       app->strip == CONV_STRIP_PROB ? "chosen p 50% or less" : "entropy 2 nats or more");
+        break;
+    case 'e': {
+        int32_t i = c->sel_msg >= 0 ? c->sel_msg : (int32_t)c->n_msgs - 1;
+        while (i >= 0 && strcmp(c->msgs[i].role, "user") != 0)
+            i--;
+        if (i < 0)
+            ui_message(app, UI_MSG_WARN, "no user message above the cursor");
+        else
+            explore_edit_begin(app, c, (size_t)i);
+        break;
+    }
+    case CTRL('w'):
+        if (explore_compare_view(app)) {
+            app->cmp_side = !app->cmp_side;
+            c = explore_side(app);
+            if (!conv_selected(c))
+                conv_sel_last(c);
+        }
+        break;
     case KEY_LEFT:
     case 'h':
         conv_sel_step(c, -1);
@@ -478,6 +745,23 @@ static void conv_focus_key(ui_app *app, int key)
             input_key(key);
         }
     }
+}
+
+/* Enter in the input while step mode waits: a command runs, an empty line
+ * lets the sampler draw, text is forced. */
+static bool step_line(ui_app *app, const char *line)
+{
+    char name[32], args[8];
+    if (app->state != UI_STATE_STEP || commands_parse(line, name, sizeof name, args, sizeof args))
+        return false;
+    const char *p = line;
+    while (*p == ' ' || *p == '\n' || *p == '\t')
+        p++;
+    if (!*p)
+        explore_step_draw(app);
+    else
+        explore_step_text(app, line[0] == '/' && line[1] == '/' ? line + 1 : line);
+    return true;
 }
 
 static void handle_key(ui_app *app, int key, bool *in_paste)
@@ -543,8 +827,12 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         } else if (ui_busy(app)) {
             ui_stop(app);
         } else if (app->focus != UI_FOCUS_INPUT) {
-            conv_sel_clear(ui_current(app));
+            conv_sel_clear(explore_side(app));
             app->focus = UI_FOCUS_INPUT;
+        } else if (app->edit_uid >= 0) {
+            explore_edit_cancel(app);
+            input_set_text("");
+            ui_message(app, UI_MSG_INFO, "edit cancelled");
         }
         return;
     }
@@ -565,16 +853,28 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         ui_show_help(app);
         return;
     case '\t':
-        app->param_editing = false;
-        app->focus = (enum ui_focus)((app->focus + 1) % UI_FOCUS_COUNT);
-        if (app->focus == UI_FOCUS_CONV && !conv_selected(ui_current(app)))
-            conv_sel_last(ui_current(app));
-        return;
     case KEY_BTAB:
         app->param_editing = false;
-        app->focus = (enum ui_focus)((app->focus + UI_FOCUS_COUNT - 1) % UI_FOCUS_COUNT);
-        if (app->focus == UI_FOCUS_CONV && !conv_selected(ui_current(app)))
-            conv_sel_last(ui_current(app));
+        app->focus = (enum ui_focus)((app->focus + (key == '\t' ? 1 : UI_FOCUS_COUNT - 1)) % UI_FOCUS_COUNT);
+        if (app->state == UI_STATE_STEP && app->focus == UI_FOCUS_CONV && key == '\t')
+            app->focus = UI_FOCUS_INSPECTOR; /* step mode: Tab goes to the candidates */
+        if (app->focus == UI_FOCUS_CONV && !conv_selected(explore_side(app)) && app->state != UI_STATE_STEP)
+            conv_sel_last(explore_side(app));
+        if (app->focus == UI_FOCUS_INSPECTOR)
+            focus_inspector(app);
+        return;
+    case KEY_F(6):
+        explore_step_toggle(app, -1);
+        return;
+    case KEY_F(7):
+        app->strip = (app->strip + 1) % 3;
+        ui_message(app, UI_MSG_INFO, "entropy strip: %s",
+                   app->strip == CONV_STRIP_ENTROPY ? "entropy" : app->strip == CONV_STRIP_PROB ? "probability" : "off");
+        return;
+    case KEY_F(8):
+        app->lens_on = !app->lens_on;
+        app->lens_scroll = -1;
+        ui_message(app, UI_MSG_INFO, "logit lens %s", app->lens_on ? "on" : "off");
         return;
     case CTRL('p'):
     case KEY_F(2):
@@ -601,7 +901,20 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
     case KEY_MOUSE: {
         MEVENT me;
         if (getmouse(&me) == OK) {
-            if (me.bstate & BUTTON4_PRESSED)
+            if (me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON1_RELEASED)) {
+                /* a click on a token (or its strip cell) selects it for the inspector */
+                ui_conv *sides[2] = {ui_current(app), NULL};
+                if (explore_compare_view(app)) {
+                    sides[0] = ui_conv_by_id(app, app->cmp_a);
+                    sides[1] = ui_conv_by_id(app, app->cmp_b);
+                }
+                for (int k = 0; k < 2; k++)
+                    if (sides[k] && conv_hit(sides[k], me.y, me.x)) {
+                        app->focus = UI_FOCUS_CONV;
+                        if (sides[1])
+                            app->cmp_side = k;
+                    }
+            } else if (me.bstate & BUTTON4_PRESSED)
                 conv_scroll(ui_current(app), 3);
 #ifdef BUTTON5_PRESSED
             else if (me.bstate & BUTTON5_PRESSED)
@@ -633,6 +946,10 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
             }
             return;
         }
+        if (app->state == UI_STATE_STEP && !input_text()[0] && (key == KEY_BACKSPACE || key == 127 || key == 8)) {
+            explore_step_undo(app); /* Backspace on an empty line: one position back */
+            return;
+        }
         input_key(key);
         return;
     case UI_FOCUS_CONV:
@@ -640,6 +957,9 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         return;
     case UI_FOCUS_PARAMS:
         params_key(app, key);
+        return;
+    case UI_FOCUS_INSPECTOR:
+        inspector_focus_key(app, key);
         return;
     default:
         return;
@@ -695,7 +1015,7 @@ static void term_setup(ui_app *app)
     define_key("\033[200~", KEY_PASTE_BEGIN);
     define_key("\033[201~", KEY_PASTE_END);
     if (app->mouse) {
-        mmask_t mask = BUTTON4_PRESSED;
+        mmask_t mask = BUTTON4_PRESSED | BUTTON1_PRESSED | BUTTON1_CLICKED;
 #ifdef BUTTON5_PRESSED
         mask |= BUTTON5_PRESSED;
 #endif
@@ -721,6 +1041,9 @@ int ui_run(const ui_options *o)
     app->sp_start = app->sp;
     app->gen_conv_id = -1;
     app->next_conv_id = 1;
+    app->edit_conv = app->edit_uid = -1;
+    app->lens_scroll = -1;
+    app->step_on = o->engine.step_mode;
     app->prob_colors = o->prob_colors;
     app->post_order = o->post_order;
     app->mouse = o->mouse;
@@ -850,6 +1173,7 @@ int ui_run(const ui_options *o)
     for (size_t i = 0; i < app->n_convs; i++)
         conv_free(app->convs[i]);
     free(app->convs);
+    free(app->pending.top);
     free(picked);
     free(app);
     return 0;

@@ -17,7 +17,7 @@
 #include "engine.h"
 #include "layout.h"
 
-enum ui_focus { UI_FOCUS_INPUT, UI_FOCUS_CONV, UI_FOCUS_PARAMS, UI_FOCUS_COUNT };
+enum ui_focus { UI_FOCUS_INPUT, UI_FOCUS_CONV, UI_FOCUS_PARAMS, UI_FOCUS_INSPECTOR, UI_FOCUS_COUNT };
 
 enum ui_state {
     UI_STATE_NO_MODEL,
@@ -26,6 +26,7 @@ enum ui_state {
     UI_STATE_PREFILL,
     UI_STATE_GENERATING,
     UI_STATE_STOPPING,
+    UI_STATE_STEP, /* step mode: the engine waits for the next token's choice */
 };
 
 enum ui_msg_level { UI_MSG_INFO, UI_MSG_WARN, UI_MSG_ERROR };
@@ -58,6 +59,8 @@ typedef struct ui_app {
     int32_t next_conv_id;
     int32_t gen_conv_id;    /* conversation being generated for, -1 when none */
     size_t gen_msg;         /* its assistant message index */
+    int32_t gen_req;        /* the running submit's req_id: events of older ones are stale */
+    int32_t next_req;
 
     enum ui_focus focus;
     enum ui_state state;
@@ -91,6 +94,20 @@ typedef struct ui_app {
     int overlay_scroll;
     char overlay_title[64];
 
+    /* explore mode (ui/explore.c) */
+    bool step_on;           /* step mode */
+    ui_token pending;       /* STEP: the distribution the engine waits on (pending.top owned) */
+    bool has_pending;
+    int insp_row;           /* inspector focus: the candidate row under the cursor */
+    int32_t edit_conv, edit_uid; /* Enter sends a new version of this user message (-1: none) */
+    bool lens_on;           /* the inspector shows the logit lens */
+    int lens_scroll;        /* first block row shown (-1: so that the last block shows) */
+    int strip;              /* enum conv_strip */
+    bool cmp_on;            /* compare settings: the conversation pane split in two */
+    int32_t cmp_a, cmp_b;   /* the two sides' conversation ids */
+    int cmp_side;           /* which side the cursor is on (0 A, 1 B) */
+    bool cmp_queued;        /* B's turn starts when A's ends */
+
     bool quit;
     bool dirty;
     bool clear_screen;      /* Ctrl-L, resize */
@@ -117,6 +134,12 @@ bool ui_send_user(ui_app *app, const char *text);
 bool ui_submit(ui_app *app);
 void ui_stop(ui_app *app);
 bool ui_busy(const ui_app *app);
+/* Starts a turn of c whose reply is the (new, streaming) assistant message mi;
+ * toks: the reply's first tokens to force (a branch), emitted: the bytes of
+ * their text the message holds already. */
+void ui_start_turn(ui_app *app, ui_conv *c, size_t mi, const int32_t *toks, int32_t n_toks, int32_t emitted);
+/* The running turn ends here as stopped (before a branch or an edit replaces it). */
+void ui_abandon_turn(ui_app *app);
 /* Sends the current sampler parameters to the engine. */
 void ui_params_changed(ui_app *app);
 void ui_overlay_show(ui_app *app, const char *title, const char *text);

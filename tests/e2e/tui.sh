@@ -231,13 +231,13 @@ printf "%s\n" "$l" | grep -q '^  Once upon a time' && printf "%s\n" "$l" | grep 
 result "tui: /load restores the conversation and parameters" $?
 
 line "/edit"
-wait_for '^> Once upon a time' 5 && ! left | grep -q '^You'
-result "tui: /edit puts the last user message back into the input" $?
+wait_for '^> Once upon a time' 5 && left | grep -q '^You'
+result "tui: /edit puts the last user message back into the input (it stays until sent)" $?
 keys Enter
 wait_for '^ generating|^ prefill' 10
 wait_idle 30
-left | grep -q '^  Once upon a time' && left | grep -q 'n_predict reached'
-result "tui: the edited message is sent again and answered" $?
+left | grep -q '^  Once upon a time' && left | grep -q 'n_predict reached' && left | grep -q '^You ‹2/2›'
+result "tui: the edited message is sent again as a new version (‹2/2›) and answered" $?
 line "/export $TMP/conv.md"
 wait_for 'exported' 5
 grep -q '^## User' "$TMP/conv.md" && grep -q '^Once upon a time' "$TMP/conv.md" && grep -q '^## Assistant' "$TMP/conv.md"

@@ -582,10 +582,11 @@ static void test_errors(void **s)
     /* a forced last token outside the vocabulary too */
     const int32_t bad2[1] = {9999};
     submit(e, "Once", bad2, 1, 0);
-    next_event(e, &ev);
-    while (ev.type != ENGINE_EV_DONE)
-        next_event(e, &ev);
+    wait_for(e, ENGINE_EV_ERROR, &ev);
+    assert_non_null(strstr(ev.message, "vocabulary"));
+    wait_for(e, ENGINE_EV_DONE, &ev);
     assert_int_equal(ev.reason, ENGINE_DONE_ERROR);
+    assert_int_equal(ev.n_gen, 0);
     /* step mode: a token id outside the vocabulary is refused, the step asked again */
     engine_set_step(e, true);
     submit(e, "Once", NULL, 0, 0);
