@@ -240,4 +240,41 @@ keys -l "$(printf '\033[<0;5;%dM\033[<0;5;%dm' $((row + 1)) $((row + 1)))"
 wait_for 'Inspector: token [1-3]/24' 5 && wait_for 'focus: conversation' 2
 result "explore: --mouse: a click on a token selects it for the inspector" $?
 quit_wait
+
+# ---- 9. the other architectures: branch, lens, a step, with their chat templates ----
+for fam in qwen2-mini-q4_k_m qwen3-mini-q8_0 gemma3-mini-q8_0 phi3-mini-q8_0; do
+    name="explore: $fam: branch from another candidate, the lens, a step"
+    need "$TESTDATA/models/$fam.gguf" "$name" || continue
+    blocks=$("$BIN" info "$TESTDATA/models/$fam.gguf" 2>/dev/null | awk '/^  layers/ { print $2 }')
+    start -m "$TESTDATA/models/$fam.gguf" -n 10 --temp 0 --seed 3
+    wait_for '^ idle ' 20
+    line "Hello there"
+    turn
+    keys Tab
+    wait_for 'focus: conversation' 5
+    keys Left Left Left Enter
+    wait_for 'focus: inspector' 5
+    keys Down Enter
+    wait_for 'branch at token' 10
+    turn
+    left | grep -q '^Assistant ‹2/2›'
+    rc=$?
+    keys F8
+    wait_for "top-1 from block [0-9]+ of $blocks|never top-1" 10 || rc=1
+    [ "$(right | grep -cE '^ L[0-9]+\*? ')" -ge 3 ] || rc=1
+    keys F8
+    wait_for 'logit lens off' 5
+    keys Escape
+    wait_for 'focus: input' 5
+    keys F6
+    wait_for 'step mode on' 5 || rc=1
+    line "Go on"
+    wait_for '^ waiting: step at pos' 20 || rc=1
+    keys Enter
+    wait_for '^ waiting: step at pos' 10 || rc=1
+    keys Escape
+    wait_idle 10 || rc=1
+    result "$name" $rc "blocks=$blocks"
+    quit_wait
+done
 exit 0
