@@ -292,7 +292,9 @@ void explore_lens_sync(ui_app *app)
     for (int s = 0; s < 2; s++) {
         size_t mi, ti;
         ui_token *t = sides[s] ? explore_shown(sides[s], &mi, &ti) : NULL;
-        if (t && !t->lens && !t->lens_wait)
+        /* not the latest token of a reply still being written: a lens per
+         * token would cost the engine a forward pass per token */
+        if (t && !t->lens && !t->lens_wait && !(sides[s]->msgs[mi].streaming && !conv_selected(sides[s])))
             lens_request(app, sides[s], mi, ti);
     }
 }

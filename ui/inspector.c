@@ -264,7 +264,10 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
         if (t->lens)
             draw_lens(app, t, y, x, w, y_end);
         else if (y < y_end)
-            draw_str(y, x, w, t->lens_wait ? "computing the logit lens..." : "logit lens: asking the engine",
+            draw_str(y, x, w,
+                     t->lens_wait                        ? "computing the logit lens..."
+                     : m && m->streaming && !selected ? "logit lens: when the reply is done (or pick a token)"
+                                                         : "logit lens: asking the engine",
                      theme_attr(THEME_DIM));
         return;
     }

@@ -382,6 +382,36 @@ static void test_step_events(void **state)
     free_app(app);
 }
 
+/* With the lens view on, a step's lens is asked for once; not for the
+ * latest token of a reply still being written (one forward pass a token),
+ * but for a token the cursor picks there. */
+static void test_lens_requests(void **state)
+{
+    (void)state;
+    ui_app *app = fake_app(true);
+    ui_conv *c = ui_current(app);
+    size_t mi = add_reply(c, "x");
+    app->lens_on = true;
+    c->msgs[mi].streaming = true;
+    explore_lens_sync(app);
+    assert_false(c->msgs[mi].toks[3].lens_wait);
+    c->sel_msg = (int32_t)mi;
+    c->sel_tok = 1;
+    explore_lens_sync(app);
+    assert_true(c->msgs[mi].toks[1].lens_wait);
+    conv_sel_clear(c);
+    c->msgs[mi].streaming = false;
+    explore_lens_sync(app);
+    assert_true(c->msgs[mi].toks[3].lens_wait);
+    app->lens_on = false;
+    c->msgs[mi].toks[2].lens_wait = false;
+    c->sel_msg = (int32_t)mi;
+    c->sel_tok = 2;
+    explore_lens_sync(app);
+    assert_false(c->msgs[mi].toks[2].lens_wait);
+    free_app(app);
+}
+
 static void test_store_versions(void **state)
 {
     (void)state;
@@ -540,7 +570,7 @@ int main(void)
         cmocka_unit_test(test_versions),       cmocka_unit_test(test_strip),
         cmocka_unit_test(test_branch),         cmocka_unit_test(test_edit_and_regen),
         cmocka_unit_test(test_step_events),    cmocka_unit_test(test_store_versions),
-        cmocka_unit_test(test_compare_command),
+        cmocka_unit_test(test_compare_command), cmocka_unit_test(test_lens_requests),
     };
     return cmocka_run_group_tests_name("ui_explore", tests, NULL, NULL);
 }
