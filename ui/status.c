@@ -84,8 +84,10 @@ void status_draw_title(ui_app *app, ui_rect r)
         x += draw_str(r.y, r.x + x, r.w - x, tab, cur ? theme_attr(THEME_TAB_ACTIVE) : ta);
     }
     static const char *const fnames[UI_FOCUS_COUNT] = {"input", "conversation", "parameters", "inspector"};
-    char right[64];
-    snprintf(right, sizeof right, " focus: %s ", fnames[app->focus]);
+    char right[96];
+    /* the explore modes that are on */
+    snprintf(right, sizeof right, "%s%s%s focus: %s ", app->step_on ? " step" : "", app->lens_on ? " lens" : "",
+             app->strip ? " strip" : "", fnames[app->focus]);
     int rw = (int)strlen(right);
     if (x + rw < r.w)
         draw_str(r.y, r.x + r.w - rw, rw, right, ta);

@@ -115,7 +115,8 @@ quit_wait
 start -m "$STORIES" -n 40 --temp 0 --seed 7
 wait_for '^ idle ' 20
 keys F6
-wait_for 'step mode on' 5
+wait_for 'step mode on' 5 && screen | head -n 1 | grep -q ' step focus: input'
+result "explore: F6 turns step mode on (the title bar says so)" $?
 line "Once upon a time"
 wait_for '^ waiting: step at pos 5' 20 && insp_title | grep -q 'Step: next token' && screen | grep -q 'EnterDraw'
 result "explore: step mode waits before the first token (status, inspector, keys)" $?

@@ -343,6 +343,7 @@ static void test_step_force(void **s)
 {
     (void)s;
     check_step_force("models/stories260K.gguf", "Once upon a time", " the big dog");
+    check_step_force("models/qwen2-mini-q4_k_m.gguf", "Hello there", " the big dog");
     check_step_force("models/qwen3-mini-q8_0.gguf", "Hello there", " the big dog");
     check_step_force("models/gemma3-mini-q8_0.gguf", "Hello there", " the big dog");
     check_step_force("models/phi3-mini-q8_0.gguf", "Hello there", " the big dog");
