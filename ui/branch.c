@@ -153,6 +153,7 @@ size_t conv_add_prefix(ui_conv *c, const ui_msg *m, size_t k)
             d->toks[j] = m->toks[j];
             d->toks[j].lens = NULL; /* asked again when wanted: the step is the same */
             d->toks[j].lens_wait = false;
+            d->toks[j].lens_failed = false;
             d->toks[j].top = NULL;
             if (m->toks[j].n_top) {
                 d->toks[j].top = xrealloc(NULL, (size_t)m->toks[j].n_top * sizeof *d->toks[j].top);

@@ -24,6 +24,7 @@ typedef struct ui_token {
     engine_token_candidate *top; /* n_top entries, by raw logit */
     engine_lens *lens;           /* the step's logit lens, once it arrived */
     bool lens_wait;              /* asked for, not arrived */
+    bool lens_failed;            /* the engine could not compute it: not asked again */
 } ui_token;
 
 struct ui_versions;

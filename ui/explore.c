@@ -294,7 +294,8 @@ void explore_lens_sync(ui_app *app)
         ui_token *t = sides[s] ? explore_shown(sides[s], &mi, &ti) : NULL;
         /* not the latest token of a reply still being written: a lens per
          * token would cost the engine a forward pass per token */
-        if (t && !t->lens && !t->lens_wait && !(sides[s]->msgs[mi].streaming && !conv_selected(sides[s])))
+        if (t && !t->lens && !t->lens_wait && !t->lens_failed &&
+            !(sides[s]->msgs[mi].streaming && !conv_selected(sides[s])))
             lens_request(app, sides[s], mi, ti);
     }
 }
@@ -305,8 +306,10 @@ void explore_lens_event(ui_app *app, const engine_event *ev)
     ui_msg *m = c ? conv_msg_by_uid(c, ev->req_id, NULL) : NULL;
     ui_token *t = m && ev->index >= 0 && (size_t)ev->index < m->n_toks ? &m->toks[ev->index] : NULL;
     if (!ev->lens) {
-        if (t)
+        if (t) {
             t->lens_wait = false;
+            t->lens_failed = true;
+        }
         ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "logit lens failed");
         return;
     }

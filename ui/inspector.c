@@ -266,6 +266,7 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
         else if (y < y_end)
             draw_str(y, x, w,
                      t->lens_wait                        ? "computing the logit lens..."
+                     : t->lens_failed                    ? "logit lens: the engine could not (see the status line)"
                      : m && m->streaming && !selected ? "logit lens: when the reply is done (or pick a token)"
                                                          : "logit lens: asking the engine",
                      theme_attr(THEME_DIM));

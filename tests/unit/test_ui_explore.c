@@ -377,8 +377,11 @@ static void test_step_events(void **state)
     le.lens = NULL;
     le.req_id = c->msgs[mi].uid;
     snprintf(le.message, sizeof le.message, "logit lens: no model loaded");
+    c->msgs[mi].toks[0].lens_wait = true;
     ui_handle_event(app, &le);
     assert_non_null(strstr(app->msg, "no model loaded"));
+    assert_true(c->msgs[mi].toks[0].lens_failed); /* not asked again and again */
+    assert_false(c->msgs[mi].toks[0].lens_wait);
     free_app(app);
 }
 
