@@ -252,7 +252,7 @@ static void handle_between(engine *e, engine_cmd *c)
         break;
     case ENGINE_CMD_STEP:
         e->step_ok = true;
-        e->step_token = c->text ? -1 : c->token;
+        e->step_token = !c->text && c->flag ? c->token : -1;
         free(e->step_text);
         e->step_text = c->text;
         c->text = NULL;
@@ -482,7 +482,7 @@ void engine_step(engine *e)
 
 void engine_step_token(engine *e, int32_t id)
 {
-    engine_cmd c = {.type = ENGINE_CMD_STEP, .token = id};
+    engine_cmd c = {.type = ENGINE_CMD_STEP, .token = id, .flag = true};
     engine_send(e, &c);
 }
 

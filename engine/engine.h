@@ -60,8 +60,8 @@ enum engine_cmd_type {
     ENGINE_CMD_SET_TEMPLATE, /* name: built-in format, or NULL/"" for the model's own */
     ENGINE_CMD_RESET,      /* forget the cache (next submit prefills from position 0) */
     ENGINE_CMD_QUIT,
-    ENGINE_CMD_STEP,       /* step mode: token -1 lets the sampler draw, a token id forces it,
-                              text forces its tokens (one TOKEN event each) */
+    ENGINE_CMD_STEP,       /* step mode: the sampler draws; with flag, token is forced instead;
+                              with text, its tokens are (one TOKEN event each) */
     ENGINE_CMD_UNDO,       /* step mode, waiting: take back the reply's last token (one position) */
     ENGINE_CMD_SET_STEP,   /* flag: step mode on or off, also in the middle of a turn */
     ENGINE_CMD_LENS,       /* messages + tokens: the logit lens of one step (a LENS event) */
@@ -85,9 +85,9 @@ typedef struct engine_cmd {
     int32_t *tokens;
     int32_t n_tokens;
     int32_t reply_emitted;  /* SUBMIT with tokens: bytes of their text the UI already shows */
-    int32_t token;          /* STEP: -1 draw, else force this id; LENS: the step's chosen token */
+    int32_t token;          /* STEP with flag: force this id; LENS: the step's chosen token */
     char *text;             /* STEP: force the tokens of this text (owned by the queue after send) */
-    bool flag;              /* SET_STEP */
+    bool flag;              /* SET_STEP: on; STEP: force token */
     int32_t index;          /* LENS: echoed in the event */
 } engine_cmd;
 
