@@ -286,11 +286,18 @@ keys Escape
 wait_for 'focus: input' 5
 [ $changes -ge 12 ] && [ $greedy -eq 0 ]
 result "tui: /set temp 0 during generation makes the following tokens greedy" $? "pos changes seen: $changes"
+# a short window, so the reply overflows the pane however many tokens the
+# stop let through (a loaded machine generates fewer)
+T resize-window -x 120 -y 20
+wait_for 'Parameters' 5
 keys PPage
 wait_for '↓ [0-9]+ more' 5
 result "tui: PgUp scrolls the conversation back" $?
 keys NPage NPage
+T resize-window -x 120 -y 40
+wait_for 'n_top' 5
 line "/set temp 0.8"
+wait_for 'temp\*? +0\.80' 5 # before the next key: an Enter with keys right behind it reads as a paste
 keys C-p
 wait_for '^  Once upon a time' 5 && ! left | grep -q 'Tell me a long story'
 result "tui: Ctrl-P switches back to the first conversation" $?
