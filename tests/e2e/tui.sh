@@ -351,6 +351,9 @@ if [ -f "$TINY" ]; then cp "$TINY" "$TMP/home/.ollama/models/blobs/sha256-0123ab
 echo "not a model" > "$TMP/home/.ollama/models/blobs/sha256-ffff"
 start
 wait_for 'choose a model' 20
+# the picker reads each file's header after listing it: wait for the rows
+wait_for 'stories260K\.gguf.*llama' 20
+[ -f "$TINY" ] && wait_for 'ollama.*Q8_0|Q8_0.*ollama' 20
 s=$(screen)
 printf "%s\n" "$s" | grep -E 'stories260K\.gguf' | grep -q 'llama' && printf "%s\n" "$s" | grep -E 'stories260K\.gguf' | grep -q 'F32'
 result "tui: picker lists ./models GGUF files with arch and quantization" $?
