@@ -36,6 +36,9 @@ static void tui_usage(FILE *f)
             "      --no-color            monochrome (also: NO_COLOR=1)\n"
             "      --prob-colors         start with tokens coloured by probability\n"
             "      --mouse               mouse wheel scrolls the conversation\n"
+            "      --resume[=FILE]       continue the last autosaved session (or FILE, saved\n"
+            "                            with /save); without -m, with the model it used\n"
+            "      --no-autosave         do not write session files (/save still works)\n"
             "\n"
             "sampling (also /set PARAM VALUE and the parameter panel):\n"
             "      --temp T              temperature (0.8; 0 = greedy)\n"
@@ -52,6 +55,11 @@ static void tui_usage(FILE *f)
             "      --n-top N             candidates shown in the inspector (10)\n"
             "  -h, --help                this help\n"
             "\n"
+            "Sessions are autosaved after every reply and on exit (also on SIGTERM and\n"
+            "SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (default ~/.local/state/tokscope/\n"
+            "sessions; the newest 50 are kept), atomically. Enter during a reply queues the\n"
+            "message; Ctrl-C stops a reply, twice within a second quits.\n"
+            "\n"
             "In the TUI: F1 or /help lists keys and commands. See tokscope(1).\n");
 }
 
@@ -66,6 +74,8 @@ enum {
     OPT_NO_COLOR,
     OPT_PROB_COLORS,
     OPT_MOUSE,
+    OPT_RESUME,
+    OPT_NO_AUTOSAVE,
     OPT_SAMPLING, /* + index into sampling_opts */
 };
 
@@ -112,6 +122,8 @@ int cmd_tui(int argc, char **argv)
         {"no-color", no_argument, NULL, OPT_NO_COLOR},
         {"prob-colors", no_argument, NULL, OPT_PROB_COLORS},
         {"mouse", no_argument, NULL, OPT_MOUSE},
+        {"resume", optional_argument, NULL, OPT_RESUME},
+        {"no-autosave", no_argument, NULL, OPT_NO_AUTOSAVE},
         {"help", no_argument, NULL, 'h'},
     };
     size_t nb = sizeof base / sizeof base[0], no = 0;
@@ -193,6 +205,15 @@ int cmd_tui(int argc, char **argv)
         case OPT_NO_COLOR: o->colors = false; break;
         case OPT_PROB_COLORS: o->prob_colors = true; break;
         case OPT_MOUSE: o->mouse = true; break;
+        case OPT_RESUME:
+            o->resume = true;
+            o->resume_path = optarg;
+            if (optarg && access(optarg, R_OK) != 0) {
+                fprintf(stderr, "tokscope: --resume: cannot read '%s'\n", optarg);
+                rc = 2;
+            }
+            break;
+        case OPT_NO_AUTOSAVE: o->no_autosave = true; break;
         case '?':
             fprintf(stderr, "tokscope: try 'tokscope --help' or 'tokscope -m MODEL --help'\n");
             rc = 2;

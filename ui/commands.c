@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autosave.h"
 #include "explore.h"
 #include "input.h"
 #include "params.h"
@@ -25,6 +26,7 @@ const ui_command commands_table[] = {
     {"show", "", "show the model, the parameters and the conversation"},
     {"save", "FILE", "save all conversations and parameters as JSON"},
     {"load", "FILE", "load conversations and parameters saved with /save"},
+    {"resume", "[FILE]", "continue the last autosaved session (this one is saved first)"},
     {"export", "FILE.md", "write this conversation as Markdown"},
     {"template", "NAME", "chat template: chatml llama2 llama3 zephyr mistral phi3 gemma vicuna plain raw, or 'model'"},
     {"raw", "", "inspector: order candidates by raw logit"},
@@ -266,6 +268,12 @@ void commands_run(ui_app *app, const char *line)
             ui_message(app, UI_MSG_INFO, "%s %s", !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", args);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
+    } else if (!strcmp(n, "resume")) {
+        if (autosave_resume(app, args[0] ? args : NULL, err, sizeof err))
+            ui_message(app, UI_MSG_INFO, "resumed: %zu conversation%s", app->n_convs,
+                       app->n_convs == 1 ? "" : "s");
+        else
+            ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "template")) {
         if (!args[0]) {
             ui_message(app, UI_MSG_ERROR, "usage: /template NAME (or 'model')");
@@ -305,9 +313,12 @@ const char *commands_help_text(void)
     size_t n = 0;
 #define OUT(...) n += (size_t)snprintf(buf + n, n < sizeof buf ? sizeof buf - n : 0, __VA_ARGS__)
     OUT("Keys\n"
-        "  Enter          send the message (Alt-Enter: new line; pastes keep their newlines)\n"
-        "  Esc            stop generating (closes this help too)\n"
-        "  Ctrl-C         stop generating, else clear the input\n"
+        "  Enter          send the message (Alt-Enter: new line; pastes keep their newlines);\n"
+        "                 during a reply it queues the message, sent when the reply ends\n"
+        "                 (slash commands run at once)\n"
+        "  Esc            cancel the last queued message, else stop generating (closes this help too)\n"
+        "  Ctrl-C         stop prefill or generation, else clear the input (Up recalls it);\n"
+        "                 twice within a second: quit\n"
         "  Tab/Shift-Tab  focus: input -> conversation -> parameters -> inspector\n"
         "  F1             this help          Ctrl-L  redraw        Ctrl-Q  quit\n"
         "  Ctrl-P/Ctrl-N  previous / next conversation (also F2 / F3)\n"
@@ -351,6 +362,11 @@ const char *commands_help_text(void)
         "                nats, or p <= 50%%); with --mouse a click on a token selects it\n"
         "  Compare       /compare temp 1.0 ...: two sides, two parameter sets; a message goes\n"
         "                to both, A answers then B; Ctrl-W switches sides; /compare off\n");
+    OUT("\nNothing lost\n"
+        "  Every conversation is autosaved after each reply and on exit (also SIGTERM,\n"
+        "  SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (~/.local/state/tokscope/sessions);\n"
+        "  /resume or tokscope --resume brings the last one back. /save, /export and the\n"
+        "  autosave replace files atomically: a crash never leaves half a file.\n");
 #undef OUT
     return buf;
 }

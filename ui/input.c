@@ -11,8 +11,10 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include "atomic.h"
 #include "draw.h"
 #include "theme.h"
+#include "utf8.h"
 #include "wrap.h"
 
 #define PROMPT "> "
@@ -132,9 +134,11 @@ static void history_save(void)
     if (!g_history_path[0])
         return;
     mkdir_p(g_history_path);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", g_history_path);
-    FILE *f = fopen(tmp, "w");
+    /* built in memory, then replaced atomically as the autosave is (two
+     * sessions quitting at once no longer share one temporary file) */
+    char *mem = NULL;
+    size_t mem_len = 0;
+    FILE *f = open_memstream(&mem, &mem_len);
     if (!f)
         return;
     HIST_ENTRY **list = history_list();
@@ -147,10 +151,10 @@ static void history_save(void)
         fprintf(f, "%s\n", buf);
         free(buf);
     }
-    if (fclose(f) == 0)
-        rename(tmp, g_history_path);
-    else
-        remove(tmp);
+    char err[256];
+    if (fclose(f) == 0 && mem)
+        atomic_write_file(g_history_path, mem, mem_len, err, sizeof err);
+    free(mem);
 }
 
 void input_init(const char *history_path)
@@ -359,4 +363,63 @@ void input_cursor(int *y, int *x)
 {
     *y = g_cur_y;
     *x = g_cur_x;
+}
+
+static char *g_paste;
+static size_t g_paste_len, g_paste_cap;
+
+static void paste_put(const char *s, size_t n)
+{
+    if (g_paste_len + n > g_paste_cap) {
+        size_t cap = g_paste_cap ? g_paste_cap : 4096;
+        while (cap < g_paste_len + n)
+            cap *= 2;
+        char *p = realloc(g_paste, cap);
+        if (!p)
+            return; /* out of memory: the rest of the paste is dropped */
+        g_paste = p;
+        g_paste_cap = cap;
+    }
+    memcpy(g_paste + g_paste_len, s, n);
+    g_paste_len += n;
+}
+
+void input_paste_add(int byte)
+{
+    if (byte == '\r' || byte == '\n')
+        paste_put("\n", 1);
+    else if (byte == '\t')
+        paste_put("    ", 4);
+    else
+        paste_put((const char *)&(char){(char)byte}, 1);
+}
+
+void input_paste_flush(bool end)
+{
+    size_t n = g_paste_len, keep = 0;
+    if (!end) {
+        /* a character whose last bytes have not arrived yet waits for them */
+        for (size_t k = 1; k <= 3 && k <= n; k++) {
+            unsigned char c = (unsigned char)g_paste[n - k];
+            if ((c & 0xC0) == 0x80)
+                continue;
+            size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            if (want > k)
+                keep = k;
+            break;
+        }
+    }
+    if (n - keep > 0) {
+        char *clean = utf8_sanitize(g_paste, n - keep, NULL);
+        if (clean)
+            rl_insert_text(clean);
+        free(clean);
+    }
+    memmove(g_paste, g_paste + n - keep, keep);
+    g_paste_len = keep;
+    if (end) {
+        free(g_paste);
+        g_paste = NULL;
+        g_paste_len = g_paste_cap = 0;
+    }
 }

@@ -252,8 +252,20 @@ static void fmt_size(uint64_t b, char *buf, size_t cap)
         snprintf(buf, cap, "%.0f KiB", (double)b / 1024.0);
 }
 
-static void picker_draw(const picker_entry *all, size_t n_all, const size_t *idx, size_t n, size_t sel, size_t *top,
-                        const picker_dir *dirs, size_t n_dirs, const char *filter)
+/* The offer to resume the last conversation: the first row while no
+ * filter is typed. */
+static void draw_offer(int y, const char *offer, bool selected)
+{
+    int attr = selected ? theme_attr(THEME_SELECTED) : 0;
+    if (selected)
+        draw_fill(y, 0, COLS, attr);
+    int x = 1 + draw_str(y, 1, COLS - 2, "\xe2\x86\xbb Resume the last conversation: ", attr | A_BOLD);
+    draw_str(y, x, COLS - 1 - x, offer, attr);
+}
+
+static void picker_draw(const picker_entry *all, size_t n_all, const size_t *idx, size_t n, size_t sel,
+                        size_t *top, const picker_dir *dirs, size_t n_dirs, const char *filter,
+                        const char *offer)
 {
     erase();
     if (LINES < 5 || COLS < 20) {
@@ -266,9 +278,12 @@ static void picker_draw(const picker_entry *all, size_t n_all, const size_t *idx
              " tokscope \xe2\x80\x94 choose a model   Enter open  \xe2\x86\x91\xe2\x86\x93 move  type to filter  Esc quit",
              theme_attr(THEME_TITLE) | A_BOLD);
     if (n_all == 0) {
-        draw_str(2, 2, COLS - 4, "No GGUF models found. Searched:", theme_attr(THEME_HEADER));
-        for (size_t i = 0; i < n_dirs && (int)(3 + i) < LINES - 2; i++)
-            draw_printf(3 + (int)i, 4, COLS - 6, 0, "%-12s %s", dirs[i].source, dirs[i].path);
+        int y0 = offer ? 4 : 2;
+        if (offer)
+            draw_offer(2, offer, true);
+        draw_str(y0, 2, COLS - 4, "No GGUF models found. Searched:", theme_attr(THEME_HEADER));
+        for (size_t i = 0; i < n_dirs && (int)(y0 + 1 + i) < LINES - 2; i++)
+            draw_printf(y0 + 1 + (int)i, 4, COLS - 6, 0, "%-12s %s", dirs[i].source, dirs[i].path);
         draw_str(LINES - 1, 2, COLS - 4, "Start with tokscope -m FILE.gguf, or add [paths] model_dirs to the config. Esc quits.",
                  theme_attr(THEME_DIM));
         refresh();
@@ -280,14 +295,19 @@ static void picker_draw(const picker_entry *all, size_t n_all, const size_t *idx
     draw_printf(1, 1, COLS - 2, theme_attr(THEME_HEADER), "%-*s %10s %-10s %-10s %-12s", name_w, "model", "size",
                 "arch", "quant", "source");
     int rows = LINES - 3;
+    size_t off = offer ? 1 : 0; /* rows before the models */
     if (sel < *top)
         *top = sel;
     if (sel >= *top + (size_t)rows)
         *top = sel - (size_t)rows + 1;
     if (n == 0)
         draw_printf(3, 2, COLS - 4, theme_attr(THEME_DIM), "no model matches '%s'", filter);
-    for (int r = 0; r < rows && *top + (size_t)r < n; r++) {
-        const picker_entry *p = &all[idx[*top + (size_t)r]];
+    for (int r = 0; r < rows && *top + (size_t)r < n + off; r++) {
+        if (*top + (size_t)r < off) {
+            draw_offer(2 + r, offer, *top + (size_t)r == sel);
+            continue;
+        }
+        const picker_entry *p = &all[idx[*top + (size_t)r - off]];
         bool s = *top + (size_t)r == sel;
         int attr = s ? theme_attr(THEME_SELECTED) : 0;
         if (s)
@@ -301,13 +321,24 @@ static void picker_draw(const picker_entry *all, size_t n_all, const size_t *idx
     }
     if (filter[0])
         draw_printf(LINES - 1, 1, COLS - 2, theme_attr(THEME_HEADER), "filter: %s_  (%zu of %zu)", filter, n, n_all);
+    else if (sel < off)
+        draw_str(LINES - 1, 1, COLS - 2, "Enter: the conversation comes back, with its model and parameters",
+                 theme_attr(THEME_DIM));
     else if (n)
-        draw_printf(LINES - 1, 1, COLS - 2, theme_attr(THEME_DIM), "%zu/%zu  %s", sel + 1, n, all[idx[sel]].path);
+        draw_printf(LINES - 1, 1, COLS - 2, theme_attr(THEME_DIM), "%zu/%zu  %s", sel - off + 1, n,
+                    all[idx[sel - off]].path);
     refresh();
 }
 
 char *picker_run(const char *const *extra, size_t n_extra)
 {
+    return picker_run_offer(extra, n_extra, NULL, NULL);
+}
+
+char *picker_run_offer(const char *const *extra, size_t n_extra, const char *offer, bool *resume)
+{
+    if (resume)
+        *resume = false;
     picker_dir dirs[32];
     size_t n_dirs = picker_dirs(extra, n_extra, dirs, 32);
     erase();
@@ -328,15 +359,23 @@ char *picker_run(const char *const *extra, size_t n_extra)
             for (size_t i = 0; i < n; i++)
                 if (!filter[0] || strcasestr(e[i].name, filter) || strcasestr(e[i].path, filter))
                     idx[n_shown++] = i;
-            sel = 0;
+            sel = offer && !filter[0] && n_shown ? 1 : 0; /* the first model; Up reaches the offer */
             top = 0;
             refilter = false;
         }
-        picker_draw(e, n, idx, n_shown, sel, &top, dirs, n_dirs, filter);
+        const char *shown_offer = offer && !filter[0] ? offer : NULL;
+        size_t off = shown_offer ? 1 : 0, n_items = n_shown + off;
+        if (sel >= n_items)
+            sel = n_items ? n_items - 1 : 0;
+        picker_draw(e, n, idx, n_shown, sel, &top, dirs, n_dirs, filter, n ? shown_offer : offer);
         int k = getch();
         size_t fl = strlen(filter);
-        if (k == 17 /* Ctrl-Q */ || k == ERR)
+        if (k == 17 /* Ctrl-Q */ || k == 3 /* Ctrl-C */ || k == ERR)
             break;
+        if (offer && (n == 0 || (off && sel == 0)) && (k == '\n' || k == '\r' || k == KEY_ENTER)) {
+            *resume = true;
+            break;
+        }
         if (k == 27) {
             if (!fl)
                 break;
@@ -356,22 +395,22 @@ char *picker_run(const char *const *extra, size_t n_extra)
                 filter[fl + 1] = 0;
                 refilter = true;
             }
-        } else if (n_shown == 0) {
+        } else if (n_items == 0) {
             continue;
         } else if (k == KEY_UP && sel > 0)
             sel--;
-        else if (k == KEY_DOWN && sel + 1 < n_shown)
+        else if (k == KEY_DOWN && sel + 1 < n_items)
             sel++;
         else if (k == KEY_PPAGE)
             sel = sel > (size_t)page ? sel - (size_t)page : 0;
         else if (k == KEY_NPAGE)
-            sel = sel + (size_t)page < n_shown ? sel + (size_t)page : n_shown - 1;
+            sel = sel + (size_t)page < n_items ? sel + (size_t)page : n_items - 1;
         else if (k == KEY_HOME)
             sel = 0;
         else if (k == KEY_END)
-            sel = n_shown - 1;
-        else if (k == '\n' || k == '\r' || k == KEY_ENTER) {
-            chosen = strdup(e[idx[sel]].path);
+            sel = n_items - 1;
+        else if ((k == '\n' || k == '\r' || k == KEY_ENTER) && sel >= off) {
+            chosen = strdup(e[idx[sel - off]].path);
             break;
         }
     }

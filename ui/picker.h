@@ -8,6 +8,7 @@
 #ifndef TOKSCOPE_UI_PICKER_H
 #define TOKSCOPE_UI_PICKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,9 @@ void picker_free(picker_entry *e, size_t n);
 /* Runs the picker screen (ncurses must be initialised). Returns the chosen
  * path (malloc'd) or NULL when the user quits. */
 char *picker_run(const char *const *extra, size_t n_extra);
+/* The same, with a first row offering to resume the last conversation
+ * (offer: its description, NULL for none). Choosing it sets *resume and
+ * returns NULL. */
+char *picker_run_offer(const char *const *extra, size_t n_extra, const char *offer, bool *resume);
 
 #endif

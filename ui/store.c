@@ -17,24 +17,19 @@
 
 #include <cjson/cJSON.h>
 
+#include "atomic.h"
 #include "params.h"
 #include "ui.h"
+#include "utf8.h"
+#include "wrap.h"
 
 #define STORE_MAX_BYTES (256u << 20)
 
+/* Atomically (ui/atomic.c): a kill -9 or a full disk during a save leaves
+ * the previous file whole. */
 static bool write_file(const char *path, const char *data, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return false;
-    }
-    size_t n = strlen(data);
-    bool ok = fwrite(data, 1, n, f) == n;
-    ok &= fclose(f) == 0;
-    if (!ok)
-        snprintf(err, errlen, "%s: write failed", path);
-    return ok;
+    return atomic_write_file(path, data, strlen(data), err, errlen);
 }
 
 #define STORE_VERSION 2
@@ -110,7 +105,7 @@ static cJSON *msgs_json(const ui_msg *msgs, size_t n)
     return a;
 }
 
-bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
+char *store_serialize(ui_app *app, char *err, size_t errlen)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "tokscope", STORE_VERSION);
@@ -130,12 +125,22 @@ bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    if (!text) {
-        snprintf(err, errlen, "out of memory");
-        return false;
-    }
-    bool ok = write_file(path, text, err, errlen);
+    /* JSON is UTF-8: a byte token's invalid sequence becomes U+FFFD (only
+     * string contents can hold bytes >= 0x80, so the structure is intact) */
+    char *clean = text ? utf8_sanitize(text, strlen(text), NULL) : NULL;
     cJSON_free(text);
+    if (!clean)
+        snprintf(err, errlen, "out of memory");
+    return clean;
+}
+
+bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
+{
+    char *text = store_serialize(app, err, errlen);
+    if (!text)
+        return false;
+    bool ok = write_file(path, text, err, errlen);
+    free(text);
     return ok;
 }
 
@@ -480,7 +485,9 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
 
 bool store_export_md(ui_app *app, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    char *mem = NULL;
+    size_t mem_len = 0;
+    FILE *f = open_memstream(&mem, &mem_len); /* then written atomically, as /save */
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return false;
@@ -496,9 +503,61 @@ bool store_export_md(ui_app *app, const char *path, char *err, size_t errlen)
         const char *title = !strcmp(m->role, "user") ? "User" : !strcmp(m->role, "assistant") ? "Assistant" : "System";
         fprintf(f, "## %s\n\n%s\n\n", title, m->text);
     }
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "%s: write failed", path);
+    if (fclose(f) != 0 || !mem) {
+        free(mem);
+        snprintf(err, errlen, "out of memory");
         return false;
     }
+    bool ok = atomic_write_file(path, mem, mem_len, err, errlen);
+    free(mem);
+    return ok;
+}
+
+bool store_peek(const char *path, store_summary *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    char *text = read_file(path, err, errlen);
+    if (!text)
+        return false;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *convs = cJSON_GetObjectItemCaseSensitive(root, "conversations");
+    if (!root || !cJSON_IsArray(convs) || cJSON_GetArraySize(convs) == 0) {
+        snprintf(err, errlen, "%s: %s", path, root ? "no \"conversations\" array" : "not valid JSON");
+        cJSON_Delete(root);
+        return false;
+    }
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (cJSON_IsString(model))
+        snprintf(s->model, sizeof s->model, "%s", model->valuestring);
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
+    int ci = cJSON_IsNumber(cur) && cur->valuedouble >= 0 && cur->valuedouble < cJSON_GetArraySize(convs)
+                 ? (int)cur->valuedouble
+                 : 0;
+    int k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, convs)
+    {
+        s->n_convs++;
+        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, msgs)
+        {
+            s->n_msgs++;
+            const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+            const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+            if (k == ci && !s->title[0] && cJSON_IsString(role) && !strcmp(role->valuestring, "user") &&
+                cJSON_IsString(content)) {
+                const char *t = content->valuestring;
+                while (*t == ' ' || *t == '\n')
+                    t++;
+                size_t n = wrap_fit(t, strcspn(t, "\n"), 40, NULL);
+                snprintf(s->title, sizeof s->title, "%.*s%s", (int)n, t,
+                         t[n] && t[n] != '\n' ? "\xe2\x80\xa6" : "");
+            }
+        }
+        k++;
+    }
+    cJSON_Delete(root);
     return true;
 }

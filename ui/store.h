@@ -13,4 +13,20 @@ bool store_save(struct ui_app *app, const char *path, char *err, size_t errlen);
 bool store_load(struct ui_app *app, const char *path, char *err, size_t errlen);
 bool store_export_md(struct ui_app *app, const char *path, char *err, size_t errlen);
 
+/* --- autosave and resume (ui/autosave.c) --- */
+
+/* The /save JSON of app as a malloc'd string (free()), valid UTF-8; NULL
+ * and err when out of memory. store_save writes it atomically. */
+char *store_serialize(struct ui_app *app, char *err, size_t errlen);
+
+/* What a saved file holds, to offer resuming it. */
+typedef struct store_summary {
+    char model[4096];       /* the GGUF file it was made with ("" when not recorded) */
+    size_t n_convs, n_msgs; /* conversations; messages in all of them */
+    char title[192];        /* first line of the current conversation's first user message, cut */
+} store_summary;
+
+/* Reads path's summary; false and err when it is not a file /load accepts. */
+bool store_peek(const char *path, store_summary *s, char *err, size_t errlen);
+
 #endif

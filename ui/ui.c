@@ -16,15 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "autosave.h"
 #include "commands.h"
 #include "draw.h"
 #include "explore.h"
 #include "input.h"
 #include "inspector.h"
 #include "params.h"
+#include "queued.h"
 #include "picker.h"
 #include "status.h"
 #include "theme.h"
+#include "utf8.h"
 
 #define UI_FRAME_S (1.0 / 30.0)
 #define UI_MSG_SECONDS 6.0
@@ -248,6 +251,7 @@ static void finish_turn(ui_app *app, int reason)
     app->has_pending = false;
     app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
     explore_turn_done(app, conv_id, reason);
+    autosave_request(app); /* a completed turn is never lost */
 }
 
 /* STEP: the distribution the engine waits on, for the inspector. */
@@ -369,6 +373,10 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         }
         if (ev->reason == ENGINE_DONE_ERROR)
             ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "generation failed");
+        else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0])
+            ui_message(app, UI_MSG_WARN,
+                       "%s: /edit it shorter, /clear or /new (or a larger -c, or context shift on)",
+                       ev->message);
         else if (ev->reason == ENGINE_DONE_CTX_FULL)
             ui_message(app, UI_MSG_WARN, "context full (%d/%d)", app->n_past, app->n_ctx);
         break;
@@ -511,13 +519,19 @@ static void draw_all(ui_app *app)
         conv_draw(sb, rb, &co);
     } else {
         ui_current(app)->strip = app->strip;
-        conv_draw(ui_current(app), l->conv, &co);
+        /* messages queued during a reply sit under the conversation */
+        ui_rect cr = l->conv;
+        int queued = queued_rows(app, ui_current(app)->id, cr.w - 1, cr.h / 2);
+        cr.h -= queued;
+        conv_draw(ui_current(app), cr, &co);
+        queued_draw(app, ui_current(app)->id, (ui_rect){cr.y + cr.h, cr.x, queued, cr.w - 1});
+        autosave_draw_offer(app, cr);
     }
     params_draw(app, l->params);
     inspector_draw(app, l->inspector);
     const char *label = app->state == UI_STATE_STEP ? "step mode \xe2\x80\x94 Enter draws, text forces, Backspace undoes"
                         : app->edit_uid >= 0 ? "editing a message \xe2\x80\x94 Enter sends a new version, Esc cancels"
-                        : ui_busy(app)       ? "generating \xe2\x80\x94 Esc stops"
+                        : ui_busy(app)       ? "generating \xe2\x80\x94 Enter queues, Esc stops"
                                              : NULL;
     input_draw(l->input, app->focus == UI_FOCUS_INPUT, label);
     status_draw(app, l->status);
@@ -554,7 +568,16 @@ static void handle_line(ui_app *app, char *line)
         return;
     if (text[0] == '/' && text[1] == '/')
         text++;
-    ui_send_user(app, text);
+    /* typed or pasted bytes that are not UTF-8 become U+FFFD here, so the
+     * conversation, the tokenizer and the saved JSON see valid text */
+    char *clean = utf8_sanitize(text, strlen(text), NULL);
+    if (!clean)
+        return;
+    if (ui_busy(app))
+        queued_push(app, ui_current(app)->id, clean); /* sent when the reply ends */
+    else
+        ui_send_user(app, clean);
+    free(clean);
 }
 
 static void handle_resize(ui_app *app)
@@ -764,6 +787,30 @@ static bool step_line(ui_app *app, const char *line)
     return true;
 }
 
+/* Ctrl-C (a key in raw mode; a SIGINT comes here too) stops prefill or
+ * generation, else clears the input (into the history: Up recalls it); a
+ * second one within a second quits, through the autosave. */
+static void ui_ctrl_c(ui_app *app)
+{
+    double now = ui_now();
+    if (app->last_ctrl_c > 0 && now - app->last_ctrl_c <= 1.0) {
+        app->quit = true;
+        return;
+    }
+    app->last_ctrl_c = now;
+    if (ui_busy(app)) {
+        ui_stop(app);
+        ui_message(app, UI_MSG_INFO, "stopping; Ctrl-C again to quit");
+    } else if (input_in_search()) {
+        input_key(CTRL('g'));
+    } else if (input_text()[0]) {
+        free(input_take());
+        ui_message(app, UI_MSG_INFO, "input cleared (Up recalls it); Ctrl-C again to quit");
+    } else {
+        ui_message(app, UI_MSG_INFO, "Ctrl-C again to quit (also Ctrl-Q, /quit)");
+    }
+}
+
 static void handle_key(ui_app *app, int key, bool *in_paste)
 {
     app->dirty = true;
@@ -777,16 +824,19 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         return;
     }
     if (key == KEY_PASTE_END) {
+        input_paste_flush(true);
         *in_paste = false;
         return;
     }
     if (*in_paste) {
-        if (key == '\r' || key == '\n' || key == KEY_ENTER)
-            input_insert("\n");
-        else if (key == '\t')
-            input_insert("    ");
-        else
+        if (key >= 0 && key < 256)
+            input_paste_add(key); /* inserted at once, as valid UTF-8 */
+        else if (key == KEY_ENTER)
+            input_paste_add('\n');
+        else {
+            input_paste_flush(false);
             input_key(key);
+        }
         return;
     }
     if (key == CTRL('q')) {
@@ -824,6 +874,8 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
             input_key(CTRL('g')); /* abort the search, restoring the line */
         } else if (app->focus == UI_FOCUS_PARAMS && app->param_editing) {
             app->param_editing = false;
+        } else if (queued_cancel(app)) {
+            /* a queued message goes first; the next Esc stops the reply */
         } else if (ui_busy(app)) {
             ui_stop(app);
         } else if (app->focus != UI_FOCUS_INPUT) {
@@ -838,13 +890,7 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
     }
     switch (key) {
     case CTRL('c'):
-        /* raw mode makes Ctrl-C a key: stop a reply, else clear the input */
-        if (ui_busy(app))
-            ui_stop(app);
-        else if (input_text()[0])
-            input_set_text("");
-        else
-            ui_message(app, UI_MSG_INFO, "Ctrl-Q or /quit quits");
+        ui_ctrl_c(app);
         return;
     case CTRL('l'):
         app->clear_screen = true;
@@ -968,15 +1014,36 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
 
 /* ---- setup ---- */
 
-/* SIGWINCH, SIGTERM and SIGHUP only write a byte; the loop does the work. */
+/* SIGWINCH, SIGTERM, SIGHUP and SIGINT only write a byte; the loop does
+ * the work (SIGTERM, SIGHUP: quit through the autosave; SIGINT: as Ctrl-C). */
 static void on_signal(int sig)
 {
     int saved = errno;
     if (g_winch_pipe[1] >= 0) {
-        ssize_t r = write(g_winch_pipe[1], sig == SIGWINCH ? "w" : "q", 1);
+        ssize_t r = write(g_winch_pipe[1], sig == SIGWINCH ? "w" : sig == SIGINT ? "c" : "q", 1);
         (void)r;
     }
     errno = saved;
+}
+
+/* The signal pipe, and the signals that end a session, from the start:
+ * before the picker, which a SIGTERM then ends too (getch fails). SIGWINCH
+ * waits for the main loop: ncurses handles it until then. */
+static void signals_init(void)
+{
+    if (g_winch_pipe[0] >= 0 || pipe(g_winch_pipe) != 0)
+        return;
+    for (int i = 0; i < 2; i++) {
+        fcntl(g_winch_pipe[i], F_SETFL, O_NONBLOCK);
+        fcntl(g_winch_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
 }
 
 static void setup_locale(void)
@@ -1030,8 +1097,50 @@ static void term_paste_mode(bool on)
     fflush(stdout);
 }
 
+/* No model given: the model of the conversation to resume, else the picker,
+ * which offers to resume the last conversation (*resume is then set). */
+static char *pick_model(ui_app *app, const ui_options *o, bool *resume, char *resume_path, size_t cap)
+{
+    store_summary sum;
+    char err[256];
+    if (*resume && resume_path[0] && store_peek(resume_path, &sum, err, sizeof err) && sum.model[0] &&
+        access(sum.model, R_OK) == 0)
+        return strdup(sum.model);
+    const store_summary *last = autosave_last_summary(app);
+    char label[600] = "";
+    if (!*resume && last && last->model[0] && access(last->model, R_OK) == 0)
+        autosave_offer_text(app, label, sizeof label);
+    bool chose = false;
+    char *picked = picker_run_offer((const char *const *)o->model_dirs, o->n_model_dirs,
+                                    label[0] ? label : NULL, &chose);
+    if (chose && last) { /* chosen only when offered, i.e. with a last session */
+        *resume = true;
+        snprintf(resume_path, cap, "%s", autosave_last_path(app));
+        return strdup(last->model);
+    }
+    return picked;
+}
+
+/* --resume, or the picker's offer: the conversations come back before the
+ * first key. */
+static void start_resume(ui_app *app, const char *path)
+{
+    char err[700];
+    if (!path[0])
+        autosave_note(app, UI_MSG_WARN, "no autosaved conversation to resume: a new one starts");
+    else if (autosave_resume(app, path, err, sizeof err)) {
+        const char *base = strrchr(path, '/');
+        size_t n = 0;
+        for (size_t i = 0; i < app->n_convs; i++)
+            n += app->convs[i]->n_msgs;
+        autosave_note(app, UI_MSG_INFO, "resumed: %zu messages (%s)", n, base ? base + 1 : path);
+    } else
+        autosave_note(app, UI_MSG_ERROR, "cannot resume: %s", err);
+}
+
 int ui_run(const ui_options *o)
 {
+    char err_exit[1024] = "";
     setup_locale();
     ui_app *app = calloc(1, sizeof *app);
     if (!app)
@@ -1052,13 +1161,22 @@ int ui_run(const ui_options *o)
     if (o->engine.template_name)
         snprintf(app->template_name, sizeof app->template_name, "%s", o->engine.template_name);
     ui_new_conv(app, o->system);
+    autosave_init(app, !o->no_autosave);
+    signals_init();
 
     term_setup(app);
     char *picked = NULL;
+    char resume_path[4096 + 128] = "";
+    bool resume = o->resume;
+    if (resume && (o->resume_path || autosave_last_path(app)))
+        snprintf(resume_path, sizeof resume_path, "%s",
+                 o->resume_path ? o->resume_path : autosave_last_path(app));
+    if (!o->engine.model_path)
+        picked = pick_model(app, o, &resume, resume_path, sizeof resume_path);
     if (!o->engine.model_path) {
-        picked = picker_run((const char *const *)o->model_dirs, o->n_model_dirs);
         if (!picked) {
             endwin();
+            autosave_finish(app, err_exit, sizeof err_exit); /* nothing to save yet: frees */
             conv_free(app->convs[0]);
             free(app->convs);
             free(app);
@@ -1076,6 +1194,7 @@ int ui_run(const ui_options *o)
     if (!app->eng) {
         endwin();
         fprintf(stderr, "tokscope: %s\n", err[0] ? err : "cannot start the engine");
+        autosave_finish(app, err_exit, sizeof err_exit);
         free(picked);
         conv_free(app->convs[0]);
         free(app->convs);
@@ -1090,12 +1209,10 @@ int ui_run(const ui_options *o)
     else
         default_history_path(hist, sizeof hist);
     input_init(hist[0] ? hist : NULL);
+    if (resume)
+        start_resume(app, resume_path);
 
-    if (pipe(g_winch_pipe) == 0) {
-        fcntl(g_winch_pipe[0], F_SETFL, O_NONBLOCK);
-        fcntl(g_winch_pipe[1], F_SETFL, O_NONBLOCK);
-        fcntl(g_winch_pipe[0], F_SETFD, FD_CLOEXEC);
-        fcntl(g_winch_pipe[1], F_SETFD, FD_CLOEXEC);
+    if (g_winch_pipe[0] >= 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
@@ -1151,17 +1268,25 @@ int ui_run(const ui_options *o)
         for (ssize_t i = 0; i < ns; i++) {
             if (sigs[i] == 'q')
                 app->quit = true; /* SIGTERM / SIGHUP: leave through the normal cleanup */
+            else if (sigs[i] == 'c')
+                ui_ctrl_c(app);
             else
                 handle_resize(app);
         }
         drain_events(app);
+        queued_dispatch(app); /* a message queued during the reply that just ended */
+        autosave_poll(app);
         if (r > 0 && (fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
             break; /* the terminal went away */
         int key;
         while (!app->quit && (key = getch()) != ERR)
             handle_key(app, key, &in_paste);
+        if (in_paste)
+            input_paste_flush(false); /* what has arrived shows now, end marker or not */
     }
 
+    /* first of all: a kill -9 may follow a SIGTERM */
+    bool saved = autosave_finish(app, err_exit, sizeof err_exit);
     term_paste_mode(false);
     input_shutdown();
     engine_shutdown(app->eng);
@@ -1169,12 +1294,16 @@ int ui_run(const ui_options *o)
     signal(SIGWINCH, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    if (err_exit[0])
+        fprintf(stderr, "tokscope: %s\n", err_exit);
     ui_overlay_close(app);
+    queued_free(app);
     for (size_t i = 0; i < app->n_convs; i++)
         conv_free(app->convs[i]);
     free(app->convs);
     free(app->pending.top);
     free(picked);
     free(app);
-    return 0;
+    return saved ? 0 : 1;
 }

@@ -42,6 +42,9 @@ typedef struct ui_options {
     const char *history_path; /* NULL: $XDG_STATE_HOME/tokscope/history */
     char **model_dirs;      /* extra picker directories */
     size_t n_model_dirs;
+    bool resume;             /* --resume: continue the last autosaved conversation ... */
+    const char *resume_path; /* ... or this file (--resume=FILE) */
+    bool no_autosave;        /* --no-autosave */
 } ui_options;
 
 void ui_default_options(ui_options *o);
@@ -113,6 +116,14 @@ typedef struct ui_app {
     bool clear_screen;      /* Ctrl-L, resize */
     ui_layout lay;
     double last_draw;
+
+    /* nothing lost: messages typed while a reply streams (ui/queued.c),
+     * the autosave (ui/autosave.c; NULL when off, as in unit tests), and
+     * the time of the last Ctrl-C (twice within a second quits) */
+    struct ui_queued *queued;
+    size_t n_queued;
+    struct autosave *autosave;
+    double last_ctrl_c;
 } ui_app;
 
 /* Runs the TUI until the user quits. Returns the process exit status. */
