@@ -19,8 +19,13 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-robust.XXXXXX")
 SOCK="tokscope-robust-$$-0"
 N_START=0
 T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() {
+# stops the session's server and removes its socket (tmux leaves it behind)
+stop_server() {
     T kill-server >/dev/null 2>&1
+    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
+}
+cleanup() {
+    stop_server
     chmod -R u+w "$TMP" 2>/dev/null
     [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
 }
@@ -29,7 +34,7 @@ trap cleanup EXIT INT TERM
 # start ARGS...: a fresh session. STATE (default $TMP/state) is its
 # XDG_STATE_HOME, WRAP a command it runs under (setpriv, unshare).
 start() {
-    T kill-server >/dev/null 2>&1
+    stop_server
     N_START=$((N_START + 1))
     SOCK="tokscope-robust-$$-$N_START"
     rm -f "$TMP/exit"
