@@ -175,7 +175,7 @@ line "/frobnicate"
 wait_for 'unknown command /frobnicate' 5
 result "tui: unknown command reported" $?
 keys F1
-wait_for '/regen' 5 && wait_for 'Alt-Enter' 1
+wait_for '/quit' 5 && wait_for 'Alt-Enter' 1
 result "tui: F1 shows the help overlay" $?
 keys Escape
 sleep 0.2
