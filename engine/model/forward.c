@@ -38,6 +38,7 @@ forward_params forward_default_params(void)
     p.n_threads = 0;
     p.kv_type = TENSOR_TYPE_F16;
     p.v_type = TENSOR_TYPE_F16;
+    p.blas = BLAS_MODE_OFF;
     return p;
 }
 
@@ -70,6 +71,7 @@ void forward_free(forward_ctx *f)
         return;
     if (f->tp)
         threadpool_free(f->tp);
+    blas_free(f->blas);
     for (uint32_t l = 0; l < f->hp.n_layer; l++) {
         if (f->k_cache)
             free(f->k_cache[l]);
@@ -213,6 +215,8 @@ static bool build_packed(forward_ctx *f)
     return ok;
 }
 
+static bool build_blas(forward_ctx *f);
+
 forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, size_t errlen)
 {
     forward_params p = pp ? *pp : forward_default_params();
@@ -352,8 +356,109 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         forward_free(f);
         return NULL;
     }
+    if (!build_blas(f)) {
+        snprintf(err, errlen, "out of memory allocating the OpenBLAS buffers (n_batch %u; --blas off needs none)",
+                 p.n_batch);
+        forward_free(f);
+        return NULL;
+    }
     return f;
 }
+
+/* ---- OpenBLAS (kernels/blas.h) ---------------------------------------------- */
+
+/* Matmul weights of graph g that a batch of n_tok tokens sends through
+ * OpenBLAS in mode m. */
+static int64_t blas_plan(const fwd_graph *g, enum blas_mode m, int n_tok, int64_t *n_total, size_t *bytes)
+{
+    int64_t n = 0, total = 0;
+    size_t b = 0;
+    for (int i = 0; i < g->n_steps; i++) {
+        const struct fwd_step *st = &g->steps[i];
+        for (int s = 0; st->kind == STEP_MATMUL && s < st->n_seg; s++) {
+            total++;
+            if (blas_wants(m, st->w[s], n_tok)) {
+                n++;
+                b += st->w[s]->nbytes;
+            }
+        }
+    }
+    if (n_total)
+        *n_total = total;
+    if (bytes)
+        *bytes = b;
+    return n;
+}
+
+int64_t forward_blas_plan(const model *m, enum blas_mode mode, int n_tok, int64_t *n_total, size_t *bytes)
+{
+    fwd_graph g;
+    memset(&g, 0, sizeof g);
+    if (!fwd_graph_build(&g, m, 0, 0)) {
+        fwd_graph_free(&g);
+        return -1;
+    }
+    const int64_t n = blas_plan(&g, mode, n_tok, n_total, bytes);
+    fwd_graph_free(&g);
+    return n;
+}
+
+void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_t cap)
+{
+    fwd_graph g;
+    memset(&g, 0, sizeof g);
+    if (!fwd_graph_build(&g, m, 0, 0)) {
+        fwd_graph_free(&g);
+        snprintf(buf, cap, "%s", blas_mode_name(mode));
+        return;
+    }
+    int64_t total = 0, taken = 0;
+    bool seen[TENSOR_TYPE_COUNT] = {false};
+    for (int i = 0; i < g.n_steps; i++)
+        for (int s = 0; g.steps[i].kind == STEP_MATMUL && s < g.steps[i].n_seg; s++) {
+            const gguf_tensor *w = g.steps[i].w[s];
+            total++;
+            /* a batch as large as any: what the mode takes at all */
+            if (blas_wants(mode, w, 1 << 20)) {
+                taken++;
+                seen[w->type < TENSOR_TYPE_COUNT ? w->type : 0] = true;
+            }
+        }
+    fwd_graph_free(&g);
+    size_t n = (size_t)snprintf(buf, cap, "%s", blas_mode_name(mode));
+    if (mode == BLAS_MODE_OFF)
+        return;
+    if (taken == 0) {
+        snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, ": unused (no F32, F16 or BF16 matmul weights)");
+        return;
+    }
+    const char *sep = ": ";
+    for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
+        if (seen[t]) {
+            if (mode == BLAS_MODE_AUTO)
+                n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%s from %d tokens", sep,
+                                      tensor_type_name((uint32_t)t), blas_auto_min_tokens((enum tensor_type)t));
+            else
+                n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%s", sep,
+                                      tensor_type_name((uint32_t)t));
+            sep = ", ";
+        }
+    snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s (%lld of %lld matmul weights)",
+             mode == BLAS_MODE_ON ? " from 2 tokens" : "", (long long)taken, (long long)total);
+}
+
+/* The OpenBLAS buffers, when a full batch would send any weight there. */
+static bool build_blas(forward_ctx *f)
+{
+    if (f->p.blas == BLAS_MODE_OFF || blas_plan(&f->graph, f->p.blas, (int)f->p.n_batch, NULL, NULL) == 0)
+        return true;
+    f->blas = blas_create(f->p.blas, f->n_threads, (int)f->p.n_batch, f->graph.max_in);
+    return f->blas != NULL;
+}
+
+enum blas_mode forward_blas_mode(const forward_ctx *f) { return f->p.blas; }
+
+uint64_t forward_blas_calls(const forward_ctx *f) { return blas_calls(f->blas); }
 
 uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
 

@@ -12,6 +12,7 @@
 
 #include "model/model.h"
 #include "gguf/tensor.h"
+#include "kernels/blas.h"
 
 typedef struct forward_params {
     uint32_t n_ctx;          /* cache length in positions; 0 = min(n_ctx_train, 4096) */
@@ -20,6 +21,8 @@ typedef struct forward_params {
     enum tensor_type kv_type; /* K cache: F16 (default, like the reference), Q8_0 or Q4_0; F32 is
                                  kept as F16, the numbers llama.cpp computes with an F32 cache */
     enum tensor_type v_type;  /* V cache, the same choices; F16 by default */
+    enum blas_mode blas;      /* OpenBLAS for large batches (kernels/blas.h); off by default: the
+                                 reference's bits */
 } forward_params;
 
 forward_params forward_default_params(void);
@@ -36,6 +39,16 @@ void forward_free(forward_ctx *f);
 uint32_t forward_n_ctx(const forward_ctx *f);
 /* Bytes of the KV cache, all layers. */
 size_t forward_kv_cache_bytes(const forward_ctx *f);
+
+/* OpenBLAS: the mode the context runs with, and the products it has run
+ * through OpenBLAS so far. */
+enum blas_mode forward_blas_mode(const forward_ctx *f);
+uint64_t forward_blas_calls(const forward_ctx *f);
+/* Of the model's matmul weights, how many (and how many bytes) a batch of
+ * n_tok tokens sends through OpenBLAS in mode m; *n_total: all of them. */
+int64_t forward_blas_plan(const model *m, enum blas_mode mode, int n_tok, int64_t *n_total, size_t *bytes);
+/* One line for people: "auto: F16 from 256 tokens (155 of 155 matmul weights)". */
+void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_t cap);
 
 /* Evaluates tokens[0..n) at positions start_pos..start_pos+n-1.
  * logits: n_vocab floats per output row. all_logits: one row per token (n rows);

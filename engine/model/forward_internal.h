@@ -11,6 +11,7 @@
 #include "model/forward_graph.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "kernels/blas.h"
 #include "kernels/threadpool.h"
 
 /* Below this many multiply-adds a job runs on the calling thread: waking the
@@ -126,6 +127,7 @@ struct forward_ctx {
     size_t packed_len; /* bytes mapped at packed_buf (for munmap) */
     threadpool *tp;
     int n_threads;
+    blas_ctx *blas; /* OpenBLAS buffers (kernels/blas.h); NULL when it is off or has nothing to do */
     forward_progress_fn progress;
     void *progress_user;
     /* graphs of the lens and cut evaluations (forward_lens.c), built on first use */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/forward_internal.h"
+#include "kernels/blas.h"
 #include "kernels/forward_math.h"
 #include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
@@ -135,6 +136,37 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
                     const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
 {
+    /* ---- OpenBLAS (kernels/blas.h) takes the weights it is faster on; the
+     * others go on below as if they were the whole job ---- */
+    const gguf_tensor *rest_w[3];
+    const uint8_t *rest_p[3];
+    float *rest_o[3];
+    int64_t rest_s[3];
+    if (f->blas) {
+        struct blas_seg bs[3];
+        int n_blas = 0, n_rest = 0;
+        for (int s = 0; s < n_seg; s++) {
+            if (!packed[s] && blas_wants(blas_mode_of(f->blas), ws[s], n_tok)) {
+                bs[n_blas++] = (struct blas_seg){ws[s], outs[s], out_strides[s]};
+                continue;
+            }
+            rest_w[n_rest] = ws[s];
+            rest_p[n_rest] = packed[s];
+            rest_o[n_rest] = outs[s];
+            rest_s[n_rest++] = out_strides[s];
+        }
+        if (n_blas > 0) {
+            blas_matmul(f->blas, f->tp, x, n_tok, n_in, n_blas, bs);
+            if (n_rest == 0)
+                return;
+            n_seg = n_rest;
+            ws = rest_w;
+            packed = rest_p;
+            outs = rest_o;
+            out_strides = rest_s;
+        }
+    }
+    /* ---- end of OpenBLAS ---- */
     struct prep_job pj;
     memset(&pj, 0, sizeof pj);
     pj.x = x;

@@ -1,0 +1,75 @@
+/* OpenBLAS for the large dense products where it beats the reference-order
+ * kernels: prompt batches of many tokens against F32, F16 and BF16 weights
+ * (the output head included, which `logits` runs for every row).
+ *
+ * The products are the exact path's: the activations are rounded to the
+ * weight's dot type first (F16 or BF16 values, as the reference's kernels
+ * see them), so only the order of the additions differs, and each output
+ * stays within F32 rounding of the exact one (the bound in the unit test
+ * follows from the sizes). The bits are not the reference's, so the parity
+ * commands keep it off unless asked.
+ *
+ * F16 and BF16 weights are converted to F32 a panel of rows at a time into
+ * a per-thread buffer (a few MB) and multiplied right away: no converted
+ * copy of the model is kept. OpenBLAS runs one thread per call; the
+ * parallelism is tokscope's own pool, which hands out the panels, so the
+ * two never run more threads than the cores asked for. */
+#ifndef TOKSCOPE_BLAS_H
+#define TOKSCOPE_BLAS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
+#include "kernels/threadpool.h"
+
+enum blas_mode {
+    BLAS_MODE_OFF,  /* never: every product in the reference's order */
+    BLAS_MODE_AUTO, /* where measured faster (blas_auto_min_tokens) */
+    BLAS_MODE_ON,   /* every batch of 2 tokens or more against a weight it takes */
+};
+
+/* "off", "auto", "on" (case-insensitive); false for another name. */
+bool blas_mode_parse(const char *name, enum blas_mode *out);
+const char *blas_mode_name(enum blas_mode m);
+
+/* True when OpenBLAS can compute products with weights of this type. */
+bool blas_takes(enum tensor_type type);
+
+/* Fewest tokens per batch from which auto hands weights of this type to
+ * OpenBLAS; 0 when auto never does. */
+int blas_auto_min_tokens(enum tensor_type type);
+
+/* The decision: does a batch of n_tok tokens against the weight w go
+ * through OpenBLAS in mode m? Never for one token. */
+bool blas_wants(enum blas_mode m, const gguf_tensor *w, int n_tok);
+
+/* "OpenBLAS 0.3.21 (SkylakeX, pthreads)": the library as it runs. */
+const char *blas_library(void);
+
+typedef struct blas_ctx blas_ctx;
+
+/* Buffers for batches of up to n_batch tokens and inputs up to max_in wide,
+ * n_threads pool threads. NULL when out of memory. */
+blas_ctx *blas_create(enum blas_mode m, int n_threads, int n_batch, int64_t max_in);
+void blas_free(blas_ctx *b);
+enum blas_mode blas_mode_of(const blas_ctx *b);
+
+/* One product of a job: out[t * out_stride + r] = W[r] . x[t]. */
+struct blas_seg {
+    const gguf_tensor *w;
+    float *out;
+    int64_t out_stride;
+};
+
+/* Runs the products (each blas_wants) of n_tok rows of x (n_in floats
+ * each) on the pool. */
+void blas_matmul(blas_ctx *b, threadpool *tp, const float *x, int n_tok, int64_t n_in, int n_seg,
+                 const struct blas_seg *segs);
+
+/* Products run through OpenBLAS since blas_create (tests, `bench`). */
+uint64_t blas_calls(const blas_ctx *b);
+
+#endif

@@ -1,0 +1,385 @@
+/* OpenBLAS products (kernels/blas.h): within F32 rounding of the exact
+ * path, by a bound that follows from the sizes; used exactly where the
+ * decision says, never when off. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
+#include "kernels/blas.h"
+#include "kernels/forward_repack.h"
+#include "kernels/threadpool.h"
+#include "model/forward.h"
+#include "model/forward_internal.h"
+#include "model/model.h"
+#include "testutil.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+/* uniform in [lo, hi) */
+static float frand(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(test_xorshift64(&rng_state) >> 40) / (float)(1 << 24);
+}
+
+/* A weight matrix of `type`, rows x n, values in [lo, hi). */
+static gguf_tensor make_weight(enum tensor_type type, int64_t rows, int64_t n, float lo, float hi)
+{
+    gguf_tensor w;
+    memset(&w, 0, sizeof w);
+    w.type = type;
+    w.n_dims = 2;
+    w.ne[0] = n;
+    w.ne[1] = rows;
+    w.n_elements = rows * n;
+    w.nbytes = tensor_row_size(type, n) * (size_t)rows;
+    uint8_t *d = aligned_alloc(64, (w.nbytes + 63) & ~(size_t)63);
+    assert_non_null(d);
+    float *row = malloc((size_t)n * sizeof *row);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < n; i++)
+            row[i] = frand(lo, hi);
+        tensor_quantize_row(type, row, d + (size_t)r * tensor_row_size(type, n), n);
+    }
+    free(row);
+    w.data = d;
+    return w;
+}
+
+static float weight_at(const gguf_tensor *w, int64_t r, int64_t i)
+{
+    const size_t rb = tensor_row_size((enum tensor_type)w->type, w->ne[0]);
+    const uint8_t *p = (const uint8_t *)w->data + (size_t)r * rb;
+    switch (w->type) {
+    case TENSOR_TYPE_F32:
+        return ((const float *)(const void *)p)[i];
+    case TENSOR_TYPE_F16:
+        return tensor_fp16_to_fp32(((const uint16_t *)(const void *)p)[i]);
+    default:
+        return tensor_bf16_to_fp32(((const uint16_t *)(const void *)p)[i]);
+    }
+}
+
+/* The activation as the weight's dot type holds it (F16 or BF16 values). */
+static float act_value(enum tensor_type type, float x)
+{
+    if (type == TENSOR_TYPE_F16)
+        return tensor_fp16_to_fp32(tensor_fp32_to_fp16(x));
+    if (type == TENSOR_TYPE_BF16)
+        return tensor_bf16_to_fp32(tensor_fp32_to_bf16(x));
+    return x;
+}
+
+/* gamma_n of floating-point error analysis: any order of summing n
+ * products (each rounded once, or exact in an FMA) is within
+ * gamma_n * sum |products| of the exact sum, u = 2^-24 for F32. */
+static double gamma_n(int64_t n)
+{
+    const double u = ldexp(1.0, -24);
+    return (double)n * u / (1.0 - (double)n * u);
+}
+
+/* The exact path's kernel for the batch (forward_matmul's choice for these
+ * types and sizes: tinyBLAS order), activations in the dot type. */
+static void exact_matmul(const gguf_tensor *w, const float *x, int n_tok, float *out, int64_t out_stride)
+{
+    const int64_t n = w->ne[0];
+    const enum tensor_type type = (enum tensor_type)w->type;
+    const size_t stride = type == TENSOR_TYPE_BF16 ? (size_t)n * 2 : (size_t)n * 4;
+    uint8_t *act = aligned_alloc(64, ((size_t)n_tok * stride + 63) & ~(size_t)63);
+    for (int t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n; i++) {
+            const float v = act_value(type, x[(size_t)t * n + i]);
+            if (type == TENSOR_TYPE_BF16)
+                ((uint16_t *)(void *)(act + (size_t)t * stride))[i] = tensor_fp32_to_bf16(v);
+            else
+                ((float *)(void *)(act + (size_t)t * stride))[i] = v;
+        }
+    if (type == TENSOR_TYPE_BF16)
+        refbf16_matmul(w, n, 0, w->ne[1], act, stride, n_tok, out, out_stride);
+    else
+        reffloat_matmul(w, n, 0, w->ne[1], act, stride, n_tok, out, out_stride);
+    free(act);
+}
+
+/* Checks one OpenBLAS output block against the exact sum (in double, of
+ * the same products) and against the exact path's floats:
+ *   |blas - sum| <= gamma_n * S,  |blas - exact| <= 2 gamma_n * S,
+ * S = sum |w_i a_i|. Returns the largest |blas - sum| / (gamma_n S). */
+static double check_block(const gguf_tensor *w, const float *x, int n_tok, const float *blas,
+                          const float *exact, int64_t stride)
+{
+    const int64_t n = w->ne[0], rows = w->ne[1];
+    const enum tensor_type type = (enum tensor_type)w->type;
+    const double g = gamma_n(n);
+    double worst = 0;
+    for (int t = 0; t < n_tok; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            double sum = 0, abs_sum = 0;
+            for (int64_t i = 0; i < n; i++) {
+                const double p = (double)weight_at(w, r, i) * (double)act_value(type, x[(size_t)t * n + i]);
+                sum += p;
+                abs_sum += fabs(p);
+            }
+            const double b = blas[(size_t)t * stride + r], e = exact[(size_t)t * stride + r];
+            if (!(fabs(b - sum) <= g * abs_sum) || !(fabs(b - e) <= 2 * g * abs_sum))
+                fail_msg("%s %lldx%lld, token %d row %lld: blas %.9g exact %.9g sum %.9g, bound %.3g",
+                         tensor_type_name(type), (long long)rows, (long long)n, t, (long long)r, b, e, sum,
+                         g * abs_sum);
+            if (abs_sum > 0 && fabs(b - sum) / (g * abs_sum) > worst)
+                worst = fabs(b - sum) / (g * abs_sum);
+        }
+    return worst;
+}
+
+struct shape {
+    int64_t rows, n;
+    int n_tok;
+    float lo, hi; /* value range of weights and activations */
+};
+
+/* Shapes with odd row counts (a partial panel), inputs of 64 to 2048, both
+ * signs and positive-only values (rounding errors then do not cancel, so a
+ * product taken from unrounded activations would show). */
+static const struct shape shapes[] = {
+    {37, 64, 5, -1.0f, 1.0f}, {37, 64, 5, 0.5f, 1.0f},     {70, 320, 9, -1.0f, 1.0f},
+    {70, 320, 9, 0.5f, 1.0f}, {300, 2048, 6, -0.5f, 0.5f}, {16, 2048, 3, 0.5f, 1.0f},
+};
+
+static void test_blas_within_f32_rounding(void **s)
+{
+    (void)s;
+    const enum tensor_type types[] = {TENSOR_TYPE_F32, TENSOR_TYPE_F16, TENSOR_TYPE_BF16};
+    threadpool *tp = threadpool_create(2);
+    assert_non_null(tp);
+    for (size_t ti = 0; ti < 3; ti++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const struct shape *sh = &shapes[si];
+            gguf_tensor w = make_weight(types[ti], sh->rows, sh->n, sh->lo, sh->hi);
+            const int64_t stride = sh->rows + 3; /* outputs need not be packed */
+            float *x = malloc((size_t)sh->n_tok * (size_t)sh->n * sizeof *x);
+            float *ob = calloc((size_t)sh->n_tok * (size_t)stride, sizeof *ob);
+            float *oe = calloc((size_t)sh->n_tok * (size_t)stride, sizeof *oe);
+            for (int64_t i = 0; i < sh->n_tok * sh->n; i++)
+                x[i] = frand(sh->lo, sh->hi);
+            blas_ctx *b = blas_create(BLAS_MODE_ON, 2, sh->n_tok, sh->n);
+            assert_non_null(b);
+            const struct blas_seg seg = {&w, ob, stride};
+            blas_matmul(b, tp, x, sh->n_tok, sh->n, 1, &seg);
+            assert_int_equal(blas_calls(b), 1);
+            exact_matmul(&w, x, sh->n_tok, oe, stride);
+            const double worst = check_block(&w, x, sh->n_tok, ob, oe, stride);
+            print_message("%-4s %3lld x %4lld, %d tokens: worst |blas - sum| = %.3f of the bound\n",
+                          tensor_type_name(types[ti]), (long long)sh->rows, (long long)sh->n, sh->n_tok,
+                          worst);
+            blas_free(b);
+            free(x);
+            free(ob);
+            free(oe);
+            free((void *)(uintptr_t)w.data);
+        }
+    threadpool_free(tp);
+}
+
+/* One job of three weights of different types sharing the input (as Q/K/V
+ * do), each written at its own place of the outputs. */
+static void test_blas_mixed_job(void **s)
+{
+    (void)s;
+    const int64_t n = 256;
+    const int n_tok = 7;
+    gguf_tensor w[3] = {make_weight(TENSOR_TYPE_F16, 96, n, -1, 1),
+                        make_weight(TENSOR_TYPE_BF16, 40, n, -1, 1),
+                        make_weight(TENSOR_TYPE_F32, 24, n, -1, 1)};
+    const int64_t stride = 96 + 40 + 24;
+    float *x = malloc((size_t)n_tok * n * sizeof *x);
+    for (int64_t i = 0; i < n_tok * n; i++)
+        x[i] = frand(-1, 1);
+    float *ob = calloc((size_t)n_tok * stride, sizeof *ob), *oe = calloc((size_t)n_tok * stride, sizeof *oe);
+    const struct blas_seg segs[3] = {
+        {&w[0], ob, stride}, {&w[1], ob + 96, stride}, {&w[2], ob + 136, stride}};
+    threadpool *tp = threadpool_create(2);
+    blas_ctx *b = blas_create(BLAS_MODE_ON, 2, n_tok, n);
+    blas_matmul(b, tp, x, n_tok, n, 3, segs);
+    assert_int_equal(blas_calls(b), 3);
+    exact_matmul(&w[0], x, n_tok, oe, stride);
+    exact_matmul(&w[1], x, n_tok, oe + 96, stride);
+    exact_matmul(&w[2], x, n_tok, oe + 136, stride);
+    check_block(&w[0], x, n_tok, ob, oe, stride);
+    check_block(&w[1], x, n_tok, ob + 96, oe + 96, stride);
+    check_block(&w[2], x, n_tok, ob + 136, oe + 136, stride);
+    blas_free(b);
+    threadpool_free(tp);
+    for (int i = 0; i < 3; i++)
+        free((void *)(uintptr_t)w[i].data);
+    free(x);
+    free(ob);
+    free(oe);
+}
+
+/* The decision itself: off never, on from 2 tokens, auto from the
+ * measured threshold of the type, never a quantized weight or one token. */
+static void test_blas_decision(void **s)
+{
+    (void)s;
+    const enum tensor_type types[] = {TENSOR_TYPE_F32, TENSOR_TYPE_F16, TENSOR_TYPE_BF16, TENSOR_TYPE_Q8_0,
+                                      TENSOR_TYPE_Q4_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        gguf_tensor w;
+        memset(&w, 0, sizeof w);
+        w.type = types[i];
+        w.ne[0] = 256;
+        w.ne[1] = 256;
+        const bool takes = blas_takes(types[i]);
+        const int min = blas_auto_min_tokens(types[i]);
+        assert_int_equal(min > 0, takes); /* every type it takes has a measured threshold */
+        for (int n = 1; n <= 4096; n++) {
+            assert_false(blas_wants(BLAS_MODE_OFF, &w, n));
+            assert_int_equal(blas_wants(BLAS_MODE_ON, &w, n), takes && n >= 2);
+            assert_int_equal(blas_wants(BLAS_MODE_AUTO, &w, n), takes && n >= min);
+        }
+    }
+    enum blas_mode m;
+    assert_true(blas_mode_parse("AUTO", &m) && m == BLAS_MODE_AUTO);
+    assert_true(blas_mode_parse("off", &m) && m == BLAS_MODE_OFF);
+    assert_true(blas_mode_parse("on", &m) && m == BLAS_MODE_ON);
+    assert_false(blas_mode_parse("yes", &m));
+    assert_string_equal(blas_mode_name(BLAS_MODE_AUTO), "auto");
+    assert_non_null(strstr(blas_library(), "OpenBLAS"));
+}
+
+static model *load(const char *rel)
+{
+    const char *path = TESTDATA_REQUIRE(rel);
+    char err[512];
+    model *m = model_load_weights_only(path, err, sizeof err);
+    if (!m) {
+        fail_msg("%s", err);
+        abort();
+    }
+    return m;
+}
+
+/* Logits of a batch of n tokens (all rows) with the given mode; *calls:
+ * the products OpenBLAS ran. */
+static float *run(const model *m, enum blas_mode mode, int n, uint64_t *calls, bool *has_ctx)
+{
+    forward_params p = forward_default_params();
+    p.n_ctx = (uint32_t)n + 1;
+    p.n_batch = (uint32_t)n;
+    p.n_threads = 2;
+    p.blas = mode;
+    char err[256];
+    forward_ctx *f = forward_build(m, &p, err, sizeof err);
+    if (!f)
+        fail_msg("%s", err);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    int32_t *toks = malloc((size_t)n * sizeof *toks);
+    for (int i = 0; i < n; i++)
+        toks[i] = 1 + (int32_t)((uint32_t)i * 2654435761u % (uint32_t)(V - 1));
+    float *logits = malloc((size_t)n * (size_t)V * sizeof *logits);
+    assert_int_equal(forward_eval(f, toks, n, 0, logits, true, err, sizeof err), 0);
+    assert_int_equal(forward_blas_mode(f), mode);
+    *calls = forward_blas_calls(f);
+    *has_ctx = f->blas != NULL;
+    forward_free(f);
+    free(toks);
+    return logits;
+}
+
+/* A whole model: auto runs exactly the products forward_blas_plan names
+ * (every F32/F16/BF16 matmul weight once per batch from the threshold on,
+ * none below it); off never calls OpenBLAS nor allocates for it, and gives
+ * the default context's bits; what OpenBLAS computes differs from them, but
+ * only in the last bits' worth. */
+static void check_model_auto(const char *rel, int64_t want_weights, double max_rel_diff)
+{
+    model *m = load(rel);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    const int min = blas_auto_min_tokens(TENSOR_TYPE_F16);
+    int64_t total = 0;
+    assert_int_equal(forward_blas_plan(m, BLAS_MODE_AUTO, min - 1, &total, NULL), 0);
+    assert_int_equal(forward_blas_plan(m, BLAS_MODE_AUTO, min, NULL, NULL), want_weights);
+    assert_int_equal(forward_blas_plan(m, BLAS_MODE_OFF, 4096, NULL, NULL), 0);
+    assert_true(total > want_weights || total == want_weights);
+
+    uint64_t calls;
+    bool has;
+    float *below = run(m, BLAS_MODE_AUTO, min - 1, &calls, &has);
+    assert_int_equal(calls, 0);
+    assert_false(has); /* a batch that never reaches the threshold needs no buffers */
+    free(below);
+
+    float *on = run(m, BLAS_MODE_AUTO, min, &calls, &has);
+    assert_int_equal(calls, (uint64_t)want_weights);
+    assert_true(has);
+    float *off = run(m, BLAS_MODE_OFF, min, &calls, &has);
+    assert_int_equal(calls, 0);
+    assert_false(has);
+
+    forward_params p = forward_default_params();
+    assert_int_equal(p.blas, BLAS_MODE_OFF); /* the library's default is the reference's bits */
+    const size_t n = (size_t)min * (size_t)V;
+    double diff = 0, mag = 0;
+    int same_top = 0;
+    for (int t = 0; t < min; t++) {
+        const float *a = on + (size_t)t * V, *b = off + (size_t)t * V;
+        int ia = 0, ib = 0;
+        for (int32_t v = 0; v < V; v++) {
+            diff = fmax(diff, fabs((double)a[v] - b[v]));
+            mag = fmax(mag, fabs((double)b[v]));
+            ia = a[v] > a[ia] ? v : ia;
+            ib = b[v] > b[ib] ? v : ib;
+        }
+        same_top += ia == ib;
+    }
+    print_message(
+        "%s, %d tokens: auto ran %lld products; max |logit(auto) - logit(off)| %.3g (of %.3g); top-1 "
+        "equal %d of %d\n",
+        rel, min, (long long)want_weights, diff, mag, same_top, min);
+    (void)n;
+    assert_true(diff > 0); /* the products did go another way */
+    /* and only by rounding, amplified through the layers: Q8 activations
+     * round a last-bit change into a whole step now and then, so a mixed
+     * file drifts further than an all-F16 one */
+    assert_true(diff < max_rel_diff * mag);
+    assert_true(same_top >= min * 95 / 100);
+    free(on);
+    free(off);
+    model_free(m);
+}
+
+static void test_blas_auto_f16_model(void **s)
+{
+    (void)s;
+    /* 4 layers x 7 weights + the output head, all F16 */
+    check_model_auto("models/tiny-spm-f16.gguf", 29, 1e-2);
+}
+
+static void test_blas_auto_mixed_model(void **s)
+{
+    (void)s;
+    /* every block type in one file: 4 of its 29 matmul weights are F32, F16 or BF16 */
+    check_model_auto("models/tiny-spm-mix.gguf", 4, 5e-2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blas_within_f32_rounding),
+        cmocka_unit_test(test_blas_mixed_job),
+        cmocka_unit_test(test_blas_decision),
+        cmocka_unit_test(test_blas_auto_f16_model),
+        cmocka_unit_test(test_blas_auto_mixed_model),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
