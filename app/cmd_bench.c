@@ -29,7 +29,7 @@ static double now_s(void)
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: tokscope bench -m MODEL [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-r REPS] [-b BATCH]\n"
-               "                      [-ctk TYPE] [-ctv TYPE] [-o text|jsonl]\n"
+               "                      [-ctk TYPE] [-ctv TYPE] [--blas MODE,..] [-o text|jsonl]\n"
                "  -p N,..     prompt tokens evaluated as one batch (default 128; 0 skips)\n"
                "  -n N,..     tokens generated one at a time (default 64; 0 skips)\n"
                "  -d N,..     depth: tokens already in the cache before each test (default 0)\n"
@@ -37,11 +37,14 @@ static void bench_usage(FILE *f)
                "  -r N        repetitions (default 3)\n"
                "  -b N        batch size for the prompt (default 512)\n"
                "  -ctk, -ctv  KV cache type of keys / values: f16 (default), q8_0, q4_0, f32\n"
+               "  --blas M,.. OpenBLAS for large prompt batches: auto (default: F32/F16/BF16 weights\n"
+               "              where it was measured faster), on (every batch it can take), off\n"
                "  -o FORMAT   text (default): one line per test, tokens/s mean ± stddev and the\n"
                "              peak resident memory so far; jsonl: one object per test with\n"
                "              llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, type_k,\n"
-               "              type_v, avg_ts, stddev_ts, samples_ts, ...) and peak_rss_bytes\n"
-               "Every combination of the lists runs, in the order -t, -d, then -p and -n.\n");
+               "              type_v, avg_ts, stddev_ts, samples_ts, ...), peak_rss_bytes, blas and\n"
+               "              blas_matmuls (products per run that OpenBLAS computed)\n"
+               "Every combination of the lists runs, in the order -t, --blas, -d, then -p and -n.\n");
 }
 
 /* "1,2,3" -> ints >= lo; false when malformed. */
@@ -76,6 +79,28 @@ static bool parse_kv_type(const char *s, enum tensor_type *t) { return forward_k
 
 static const char *kv_type_name(enum tensor_type t) { return forward_kv_type_name(t); }
 
+/* "off,on" -> up to 3 modes; false when malformed (an empty item too). */
+static bool parse_blas_list(const char *s, enum blas_mode *out, int *n)
+{
+    char buf[64];
+    if (strlen(s) >= sizeof buf)
+        return false;
+    strcpy(buf, s);
+    int k = 0;
+    for (char *p = buf;; p++) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (k == 3 || !blas_mode_parse(p, &out[k++]))
+            return false;
+        if (!comma)
+            break;
+        p = comma;
+    }
+    *n = k;
+    return true;
+}
+
 static long peak_rss_bytes(void)
 {
     struct rusage ru;
@@ -86,6 +111,8 @@ struct bench_test {
     const char *path, *name;
     int n_prompt, n_gen, n_depth, threads, reps;
     enum tensor_type type_k, type_v;
+    enum blas_mode blas;
+    double blas_matmuls; /* per run, set by run_test */
 };
 
 static void report(const struct bench_test *t, const double *tps, int reps, bool jsonl)
@@ -107,7 +134,8 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
                kv_type_name(t->type_v), mean > 0 ? 1e9 * n / mean : 0.0, mean, sd);
         for (int i = 0; i < reps; i++)
             printf("%s%.2f", i ? ", " : " ", tps[i]);
-        printf(" ], \"peak_rss_bytes\": %ld}\n", rss);
+        printf(" ], \"peak_rss_bytes\": %ld, \"blas\": \"%s\", \"blas_matmuls\": %.0f}\n", rss,
+               blas_mode_name(t->blas), t->blas_matmuls);
     } else {
         char test[64];
         if (t->n_prompt > 0)
@@ -118,8 +146,11 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
             const size_t l = strlen(test);
             snprintf(test + l, sizeof test - l, " @ d%d", t->n_depth);
         }
-        printf("%-28s %-14s t%-3d %s/%s %10.2f ± %.2f tok/s   peak RSS %.0f MiB\n", t->name, test, t->threads,
-               kv_type_name(t->type_k), kv_type_name(t->type_v), mean, sd, (double)rss / 1048576.0);
+        char blas[48];
+        snprintf(blas, sizeof blas, "blas %s%s", blas_mode_name(t->blas), t->blas_matmuls > 0 ? "*" : "");
+        printf("%-28s %-14s t%-3d %s/%s %-10s %10.2f ± %.2f tok/s   peak RSS %.0f MiB\n", t->name, test,
+               t->threads, kv_type_name(t->type_k), kv_type_name(t->type_v), blas, mean, sd,
+               (double)rss / 1048576.0);
     }
     fflush(stdout);
 }
@@ -131,13 +162,15 @@ static int fill_depth(forward_ctx *f, const int32_t *toks, int depth, float *log
 }
 
 /* One test, reps times: tokens/s into tps. */
-static int run_test(forward_ctx *f, const struct bench_test *t, const int32_t *toks, float *logits, double *tps,
+static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, float *logits, double *tps,
                     char *err, size_t errlen)
 {
+    uint64_t blas_calls = 0;
     for (int r = 0; r < t->reps; r++) {
         if (fill_depth(f, toks, t->n_depth, logits, err, errlen) != 0)
             return -1;
         const int32_t *seq = toks + t->n_depth;
+        const uint64_t b0 = forward_blas_calls(f);
         const double t0 = now_s();
         if (t->n_prompt > 0) {
             if (forward_eval(f, seq, t->n_prompt, t->n_depth, logits, false, err, errlen) != 0)
@@ -148,7 +181,9 @@ static int run_test(forward_ctx *f, const struct bench_test *t, const int32_t *t
                     return -1;
         }
         tps[r] = (t->n_prompt > 0 ? t->n_prompt : t->n_gen) / (now_s() - t0);
+        blas_calls += forward_blas_calls(f) - b0;
     }
+    t->blas_matmuls = (double)blas_calls / t->reps;
     return 0;
 }
 
@@ -157,19 +192,22 @@ int cmd_bench(int argc, char **argv)
     const char *path = NULL;
     int *pp = NULL, *tg = NULL, *depth = NULL, *thr = NULL;
     int n_pp = 0, n_tg = 0, n_depth = 0, n_thr = 0, reps = 3, batch = 0;
+    enum blas_mode blas[3] = {BLAS_MODE_AUTO};
+    int n_blas = 1;
     enum tensor_type type_k = TENSOR_TYPE_F16, type_v = TENSOR_TYPE_F16;
     bool jsonl = false;
     int rc = 2;
     static const int one_pp[] = {128}, one_tg[] = {64}, one_zero[] = {0};
     /* llama-bench's two-letter options (-ctk, -ctv) as long options: getopt
      * takes "-ctk" for "--ctk" when the short string has no 'c' */
-    enum { O_CTK = 256, O_CTV };
+    enum { O_CTK = 256, O_CTV, O_BLAS };
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"ctk", required_argument, 0, O_CTK},
                                          {"ctv", required_argument, 0, O_CTV},
                                          {"cache-type-k", required_argument, 0, O_CTK},
                                          {"cache-type-v", required_argument, 0, O_CTV},
                                          {"output", required_argument, 0, 'o'},
+                                         {"blas", required_argument, 0, O_BLAS},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -190,6 +228,7 @@ int cmd_bench(int argc, char **argv)
             break;
         case O_CTK: ok = parse_kv_type(optarg, &type_k); break;
         case O_CTV: ok = parse_kv_type(optarg, &type_v); break;
+        case O_BLAS: ok = parse_blas_list(optarg, blas, &n_blas); break;
         case 'h': bench_usage(stdout); rc = 0; goto out;
         default: ok = false;
         }
@@ -239,9 +278,10 @@ int cmd_bench(int argc, char **argv)
     }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     rc = 0;
-    for (int ti = 0; ti < nT && rc == 0; ti++) {
+    for (int ti = 0; ti < nT * n_blas && rc == 0; ti++) {
         forward_params fp = forward_default_params();
-        fp.n_threads = T[ti];
+        fp.blas = blas[ti % n_blas];
+        fp.n_threads = T[ti / n_blas];
         fp.kv_type = type_k;
         fp.v_type = type_v;
         if (batch > 0)
@@ -265,9 +305,9 @@ int cmd_bench(int argc, char **argv)
                     const int n = pass == 0 ? P[li] : G[li];
                     if (n == 0)
                         continue;
-                    struct bench_test t = {path, name, pass == 0 ? n : 0, pass == 1 ? n : 0, D[di],
-                                           T[ti] > 0 ? T[ti] : (int)threadpool_default_threads(), reps, type_k,
-                                           type_v};
+                    struct bench_test t = {path,    name,   pass == 0 ? n : 0, pass == 1 ? n : 0, D[di],
+                                           T[ti / n_blas] > 0 ? T[ti / n_blas] : (int)threadpool_default_threads(),
+                                           reps,    type_k, type_v,            fp.blas,           0};
                     if (run_test(f, &t, toks, logits, tps, err, sizeof err) != 0) {
                         fprintf(stderr, "tokscope: %s\n", err);
                         rc = 1;

@@ -33,6 +33,8 @@ static void usage(FILE *f)
             "  --f32-kv             the same as -ctk f32 -ctv f32\n"
             "  --cache-type-k T, --cache-type-v T (or -ctk, -ctv)\n"
             "                       KV cache types: f16 (default), f32, q8_0, q4_0\n"
+            "  --blas MODE          OpenBLAS for large batches: off (default: the reference's order,\n"
+            "                       bit for bit), auto, on (F32/F16/BF16 weights within F32 rounding)\n"
             "  --top N              positions to list (default 10)\n"
             "  --max-diff X         fail when max |dlogit| > X (default 0.05 for F32/F16 models, off for\n"
             "                       quantized)\n"
@@ -106,7 +108,8 @@ int cmd_compare(int argc, char **argv)
     int batch = 0, top_n = 10, threads = 0;
     long n_ctx = 0;
     double max_diff = -1, max_kl = -1, min_top1 = -1;
-    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV, O_CTK, O_CTV, O_LENS };
+    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV, O_CTK, O_CTV, O_LENS, O_BLAS };
+    enum blas_mode blas = BLAS_MODE_OFF;
     enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},   {"threads", required_argument, 0, 't'},
@@ -119,6 +122,7 @@ int cmd_compare(int argc, char **argv)
         {"cache-type-k", required_argument, 0, O_CTK}, {"cache-type-v", required_argument, 0, O_CTV},
         {"ctk", required_argument, 0, O_CTK},   {"ctv", required_argument, 0, O_CTV},
         {"lens-layer", required_argument, 0, O_LENS},
+        {"blas", required_argument, 0, O_BLAS},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -154,6 +158,10 @@ int cmd_compare(int argc, char **argv)
             break;
         case O_CTV:
             if (!forward_kv_type_parse(optarg, &ctv))
+                goto bad;
+            break;
+        case O_BLAS:
+            if (!blas_mode_parse(optarg, &blas))
                 goto bad;
             break;
         case O_BATCH:
@@ -236,6 +244,7 @@ int cmd_compare(int argc, char **argv)
         golden_free(g);
         return 1;
     }
+    fp.blas = blas;
     forward_ctx *f = seq ? forward_build(m, &fp, err, sizeof err) : NULL;
     float *logits = malloc((size_t)n_seq * n_vocab * sizeof(float));
     struct pos_stat *st = calloc((size_t)n_seq, sizeof *st);
@@ -319,11 +328,13 @@ int cmd_compare(int argc, char **argv)
         min_top1 = quantized ? 0.98 : 0;
 
     const tokenizer *tok = model_get_tokenizer(m);
-    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt%s), mode %s, KV %s/%s\n", golden_path,
-           model_path, quantized ? "quantized" : "float", n_cmp, g->n_prompt,
+    printf("compare %s\n  model %s (%s weights), %d positions (%d prompt%s), mode %s, KV %s/%s, blas %s (%llu "
+           "products)\n",
+           golden_path, model_path, quantized ? "quantized" : "float", n_cmp, g->n_prompt,
            g->first > 0 ? ", logits of its last token only" : "",
            all_batched ? "all-batched" : no_cache ? "no-kv-cache" : one_by_one ? "one-by-one" : "prompt batched",
-           forward_kv_type_name(ctk), forward_kv_type_name(ctv));
+           forward_kv_type_name(ctk), forward_kv_type_name(ctv), blas_mode_name(blas),
+           (unsigned long long)forward_blas_calls(f));
     if (top_n > 0) {
         qsort(st, (size_t)n_cmp, sizeof *st, by_severity);
         int shown = top_n < n_cmp ? top_n : n_cmp;

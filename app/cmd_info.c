@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "gguf/gguf.h"
+#include "model/forward.h"
 #include "model/model.h"
 #include "gguf/tensor.h"
 
@@ -296,6 +297,10 @@ static void put_model_view(const char *path)
     if (hp->logit_softcap != 0.0f)
         printf("  %-22s %g\n", "logit softcapping", (double)hp->logit_softcap);
     printf("  %-22s %s\n", "output", w->output == w->tok_embd ? "tied to token_embd" : "output.weight");
+    /* what --blas auto (the default of the TUI, generate and bench) does with this model */
+    char blas[160];
+    forward_blas_describe(m, BLAS_MODE_AUTO, blas, sizeof blas);
+    printf("  %-22s %s; %s\n", "OpenBLAS", blas, blas_library());
     model_free(m);
 }
 

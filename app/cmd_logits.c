@@ -31,6 +31,8 @@ static void usage(FILE *f)
             "  --batch B            tokens per internal batch (default 512)\n"
             "  --no-bos             do not add BOS\n"
             "  --no-kv-cache        recompute the whole sequence at every position\n"
+            "  --blas MODE          OpenBLAS for large batches: off (default: the reference's order,\n"
+            "                       bit for bit), auto, on (F32/F16/BF16 weights within F32 rounding)\n"
             "  --chat               wrap the prompt in the chat template (one user turn)\n"
             "  --system TEXT        system message for --chat\n"
             "  --template NAME      force a built-in chat format\n"
@@ -132,7 +134,8 @@ int cmd_logits(int argc, char **argv)
     long n_ctx = 0;
     bool one_by_one = false, no_bos = false, no_cache = false, chat = false, last_only = false, lens = false;
     long lens_layer = 0;
-    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE, O_LAST, O_LENS, O_LENS_LAYER };
+    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE, O_LAST, O_LENS, O_LENS_LAYER, O_BLAS };
+    enum blas_mode blas = BLAS_MODE_OFF;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
         {"tokens", required_argument, 0, O_TOKENS}, {"one-by-one", no_argument, 0, O_ONE},
@@ -142,6 +145,7 @@ int cmd_logits(int argc, char **argv)
         {"threads", required_argument, 0, 't'},   {"ctx-size", required_argument, 0, 'c'},
         {"last", no_argument, 0, O_LAST},         {"help", no_argument, 0, 'h'},
         {"lens", no_argument, 0, O_LENS},         {"lens-layer", required_argument, 0, O_LENS_LAYER},
+        {"blas", required_argument, 0, O_BLAS},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -191,6 +195,10 @@ int cmd_logits(int argc, char **argv)
         case O_CHAT: chat = true; break;
         case O_SYSTEM: system = optarg; break;
         case O_TEMPLATE: tmpl = optarg; break;
+        case O_BLAS:
+            if (!blas_mode_parse(optarg, &blas))
+                goto bad;
+            break;
         case 'h': usage(stdout); return 0;
         default: goto bad;
         }
@@ -251,6 +259,7 @@ int cmd_logits(int argc, char **argv)
     fp.n_threads = threads;
     if (batch)
         fp.n_batch = (uint32_t)batch;
+    fp.blas = blas;
     f = forward_build(m, &fp, err, sizeof err);
     if (!f) {
         fprintf(stderr, "tokscope logits: %s\n", err);

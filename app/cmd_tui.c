@@ -32,6 +32,8 @@ static void tui_usage(FILE *f)
             "      --no-kv-cache         recompute the whole sequence every step (debugging)\n"
             "      --cache-type-k T      KV cache type of keys: f16 (default), q8_0, q4_0, f32\n"
             "      --cache-type-v T      ... of values (llama.cpp's -ctk/-ctv, the same numbers)\n"
+            "      --blas MODE           OpenBLAS for long prompts: auto (default; F32/F16/BF16\n"
+            "                            weights where measured faster), on, off (llama.cpp's bits)\n"
             "      --no-context-shift    stop at a full context instead of dropping old tokens\n"
             "      --no-color            monochrome (also: NO_COLOR=1)\n"
             "      --prob-colors         start with tokens coloured by probability\n"
@@ -70,6 +72,7 @@ enum {
     OPT_NO_KV,
     OPT_CTK,
     OPT_CTV,
+    OPT_BLAS,
     OPT_NO_SHIFT,
     OPT_NO_COLOR,
     OPT_PROB_COLORS,
@@ -118,6 +121,7 @@ int cmd_tui(int argc, char **argv)
         {"no-kv-cache", no_argument, NULL, OPT_NO_KV},
         {"cache-type-k", required_argument, NULL, OPT_CTK},
         {"cache-type-v", required_argument, NULL, OPT_CTV},
+        {"blas", required_argument, NULL, OPT_BLAS},
         {"no-context-shift", no_argument, NULL, OPT_NO_SHIFT},
         {"no-color", no_argument, NULL, OPT_NO_COLOR},
         {"prob-colors", no_argument, NULL, OPT_PROB_COLORS},
@@ -198,6 +202,12 @@ int cmd_tui(int argc, char **argv)
             if (!forward_kv_type_parse(optarg, c == OPT_CTK ? &o->engine.cache_type_k : &o->engine.cache_type_v)) {
                 fprintf(stderr, "tokscope: --cache-type-%c: '%s' is not f16, q8_0, q4_0 or f32\n",
                         c == OPT_CTK ? 'k' : 'v', optarg);
+                rc = 2;
+            }
+            break;
+        case OPT_BLAS:
+            if (!blas_mode_parse(optarg, &o->engine.blas)) {
+                fprintf(stderr, "tokscope: --blas: '%s' is not auto, on or off\n", optarg);
                 rc = 2;
             }
             break;

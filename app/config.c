@@ -52,7 +52,7 @@ static int ini_quiet(const char *fmt, ...)
 static const char *const known_ui[] = {"colors", "prob_colors", "mouse", "inspector_order", NULL};
 static const char *const known_paths[] = {"model", "model_dirs", NULL};
 static const char *const known_engine[] = {"n_ctx",         "threads",      "template",     "context_shift",
-                                           "kv_cache",      "cache_type_k", "cache_type_v", NULL};
+                                           "kv_cache",      "cache_type_k", "cache_type_v", "blas", NULL};
 static const char *const known_chat[] = {"system", NULL};
 
 static bool in_list(const char *const *l, const char *k)
@@ -217,6 +217,11 @@ bool config_load(tok_config *c, const char *path, bool must_exist, char *err, si
                         c->ui.engine.cache_type_k = t;
                     else
                         c->ui.engine.cache_type_v = t;
+                } else if (!strcmp(key, "blas")) {
+                    if (!blas_mode_parse(val, &c->ui.engine.blas)) {
+                        snprintf(err, errlen, "%s: [engine] blas: '%s' is not auto, on or off", path, val);
+                        ok = false;
+                    }
                 } else if (!strcmp(key, "template")) {
                     snprintf(c->template_name, sizeof c->template_name, "%s", val);
                     c->ui.engine.template_name = c->template_name[0] ? c->template_name : NULL;

@@ -17,6 +17,7 @@ engine_params engine_default_params(void)
     p.no_kv_cache = false;
     p.cache_type_k = TENSOR_TYPE_F16;
     p.cache_type_v = TENSOR_TYPE_F16;
+    p.blas = BLAS_MODE_AUTO;
     p.template_name = NULL;
     p.context_shift = true;
     p.sampling = sampler_default_params();
@@ -179,6 +180,7 @@ static void load(engine *e, const char *path)
     fp.n_threads = e->p.n_threads;
     fp.kv_type = e->p.cache_type_k;
     fp.v_type = e->p.cache_type_v;
+    fp.blas = e->p.blas;
     e->f = forward_build(e->m, &fp, err, sizeof err);
     if (!e->f) {
         engine_post_error(e, "%s", err[0] ? err : "cannot build the forward context");
@@ -218,6 +220,7 @@ static void load(engine *e, const char *path)
     snprintf(in->cache_types, sizeof in->cache_types, "%s/%s", forward_kv_type_name(e->p.cache_type_k),
              forward_kv_type_name(e->p.cache_type_v));
     in->cache_bytes = forward_kv_cache_bytes(e->f);
+    forward_blas_describe(e->m, e->p.blas, in->blas, sizeof in->blas);
     const gguf_ctx *g = model_get_gguf(e->m);
     for (int64_t i = 0; g && i < gguf_n_tensors(g); i++)
         in->n_params += (uint64_t)gguf_tensor_at(g, i)->n_elements;

@@ -27,6 +27,7 @@
 
 #include "chat/chat.h"
 #include "gguf/tensor.h"
+#include "kernels/blas.h"
 #include "sampler/sampler.h"
 
 #define ENGINE_TEXT_MAX 64   /* bytes of a token's piece carried in an event */
@@ -40,6 +41,7 @@ typedef struct engine_params {
     int32_t n_threads;       /* 0 = all cores */
     bool no_kv_cache;        /* recompute the whole sequence every step (debugging) */
     enum tensor_type cache_type_k, cache_type_v; /* KV cache types: F16 (default), Q8_0, Q4_0, F32 */
+    enum blas_mode blas;     /* OpenBLAS for large prompt batches: auto (default), on, off */
     const char *template_name; /* built-in format to force (chat_builtin_known() names, or
                                   "raw": contents back to back); NULL = the model's template,
                                   "raw" for models without one */
@@ -126,6 +128,7 @@ typedef struct engine_model_info {
     uint64_t n_params;
     char cache_types[24]; /* "q8_0/q4_0": K and V cache types */
     uint64_t cache_bytes;  /* the KV cache, all layers */
+    char blas[128];        /* forward_blas_describe: "auto: F16 from 256 tokens (155 of 155 matmul weights)" */
 } engine_model_info;
 
 typedef struct engine_token_candidate {

@@ -126,10 +126,10 @@ static void cmd_show(ui_app *app)
     OUT("Model\n");
     if (app->loaded)
         OUT("  %s  (%s, %s)\n  %s\n  layers %u  embd %u  vocab %d  ctx %u (trained %u)\n"
-            "  KV cache %s, %.1f MiB\n",
+            "  KV cache %s, %.1f MiB\n  BLAS %s\n",
             app->info.name, app->info.arch, app->info.file_type, app->model_path, app->info.n_layer,
             app->info.n_embd, app->info.n_vocab, app->info.n_ctx, app->info.n_ctx_train, app->info.cache_types,
-            (double)app->info.cache_bytes / 1048576.0);
+            (double)app->info.cache_bytes / 1048576.0, app->info.blas);
     else
         OUT("  (not loaded) %s\n", app->model_path);
     OUT("  template: %s\n\nSampling\n", app->template_name[0] ? app->template_name : app->info.template_name);

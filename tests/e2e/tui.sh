@@ -432,6 +432,37 @@ printf '[engine]\ncache_type_k = q3_k\n' >"$TMP/bad.ini"
 [ $? -ne 0 ] && grep -q 'cache_type_k' "$TMP/err.txt"
 result "tui: a bad cache type in the config is rejected naming the key" $?
 
+# ---- 18b. OpenBLAS: auto by default, [engine] blas and --blas; /show says what it does
+F16=$TESTDATA/models/tiny-spm-f16.gguf
+if need "$F16" "tui: /show names the BLAS mode"; then
+    start -m "$F16" -n 4 --seed 3
+    wait_for '^ idle ' 20
+    line "/show"
+    wait_for 'BLAS auto: F16 from [0-9]+ tokens \(29 of 29 matmul weights\)' 5
+    result "tui: OpenBLAS is auto by default, /show names the weights and the threshold" $?
+    keys Escape
+    keys C-q
+    printf '[engine]\nblas = off\n' >"$TMP/cfg/tokscope/tokscope.ini"
+    start -m "$F16" -n 4 --seed 3
+    wait_for '^ idle ' 20
+    line "/show"
+    wait_for 'BLAS off' 5
+    r1=$?
+    keys Escape
+    keys C-q
+    start -m "$F16" -n 4 --seed 3 --blas on
+    wait_for '^ idle ' 20
+    line "/show"
+    wait_for 'BLAS on: F16 from 2 tokens' 5 && [ $r1 -eq 0 ]
+    result "tui: [engine] blas = off turns it off, --blas on overrides the file" $?
+    keys Escape
+    keys C-q
+    rm -f "$TMP/cfg/tokscope/tokscope.ini"
+fi
+"$BIN" -m "$STORIES" --blas sometimes >"$TMP/err.txt" 2>&1 </dev/null
+[ $? -eq 2 ] && grep -q -- '--blas' "$TMP/err.txt"
+result "tui: a bad --blas mode is a usage error" $?
+
 # ---- 19. the other model families chat in the TUI ---------------------------
 for fam in qwen3-mini-q8_0 gemma3-mini-q8_0 phi3-mini-q8_0; do
     name="tui: $fam chats with its own template, status names the architecture"

@@ -23,7 +23,23 @@ else not_ok "bench: text lines name the depth and the peak RSS" "$(head -n 3 "$O
 "$BIN" bench -m "$TESTDATA/models/tiny-spm-q8_0.gguf" -p 8 -n 4 -r 1 -ctk q8_0 -ctv q4_0 -o jsonl >"$OUT/bench.jsonl" 2>&1
 if [ $? -eq 0 ] && grep -q '"type_k": "q8_0", "type_v": "q4_0"' "$OUT/bench.jsonl"; then ok "bench -ctk q8_0 -ctv q4_0"
 else not_ok "bench -ctk q8_0 -ctv q4_0" "$(head -n 2 "$OUT/bench.jsonl")"; fi
-for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv"; do
+# --blas: a list of modes, each test with each; OpenBLAS runs where the mode
+# says (on: every F16 weight of a batch, i.e. all but the last layer's FFN
+# and the head, which run for the one row with logits; auto: not below its
+# threshold; off: never), and the text marks those tests with '*'
+"$BIN" bench -m "$TESTDATA/models/tiny-spm-f16.gguf" -p 8 -n 2 -r 1 --blas off,on,auto -o jsonl >"$OUT/bench.jsonl" 2>&1
+if [ $? -eq 0 ] && python3 -c "
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+got = {(d['blas'], d['n_prompt'], d['n_gen']): d['blas_matmuls'] for d in L}
+want = {('off', 8, 0): 0, ('off', 0, 2): 0, ('on', 8, 0): 25, ('on', 0, 2): 0, ('auto', 8, 0): 0, ('auto', 0, 2): 0}
+sys.exit(0 if got == want and len(L) == 6 else 1)" "$OUT/bench.jsonl"; then ok "bench --blas off,on,auto: OpenBLAS products where each mode says"
+else not_ok "bench --blas off,on,auto: OpenBLAS products where each mode says" "$(head -n 6 "$OUT/bench.jsonl")"; fi
+"$BIN" bench -m "$TESTDATA/models/tiny-spm-f16.gguf" -p 8 -n 0 -r 1 --blas on,off >"$OUT/bench.txt" 2>&1
+if [ $? -eq 0 ] && grep -q 'pp8 .* blas on\* ' "$OUT/bench.txt" && grep -q 'pp8 .* blas off ' "$OUT/bench.txt"
+then ok "bench: text lines mark the tests OpenBLAS ran in"
+else not_ok "bench: text lines mark the tests OpenBLAS ran in" "$(cat "$OUT/bench.txt")"; fi
+for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv" "--blas maybe" "--blas on,,off"; do
     # shellcheck disable=SC2086
     "$BIN" bench -m "$M" $bad >"$OUT/bench.out" 2>&1
     rc=$?

@@ -34,7 +34,7 @@ for fam in $FAMILIES; do
         need "$M/$fam.gguf" "$name" && need "$g" "$name" || continue
         ids=$(golden_py "$g" "print(','.join(map(str, L[0]['prompt_tokens'])))")
         n=$(golden_py "$g" "print(len(L[-1]['generated']))")
-        "$BIN" generate -m "$M/$fam.gguf" --tokens "$ids" --temp 0 -n "$n" -c 512 >"$W/gen.txt" 2>"$W/gen.err"
+        "$BIN" generate -m "$M/$fam.gguf" --tokens "$ids" --temp 0 -n "$n" -c 512 --blas off >"$W/gen.txt" 2>"$W/gen.err"
         rc=$?
         # The golden's text went through JSON: bytes of a split UTF-8
         # sequence became U+FFFD, one or more of them; compare with every

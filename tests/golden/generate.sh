@@ -19,7 +19,7 @@ $2" "$1"
 for v in stories260K stories260K-f16; do
     name="generate --temp 0 -n 200 on $v equals the reference text"
     if need "$M/$v.gguf" "$name" && need "$G/$v.bos200.jsonl" "$name"; then
-        "$BIN" generate -m "$M/$v.gguf" -p "" --temp 0 -n 200 >"$OUT/gen_$v.txt" 2>"$OUT/gen_$v.err"
+        "$BIN" generate -m "$M/$v.gguf" -p "" --temp 0 -n 200 --blas off >"$OUT/gen_$v.txt" 2>"$OUT/gen_$v.err"
         rc=$?
         golden_py "$G/$v.bos200.jsonl" "sys.stdout.write(L[-1]['text'])" >"$OUT/gen_$v.want"
         if [ $rc -eq 0 ] && cmp -s "$OUT/gen_$v.txt" "$OUT/gen_$v.want"; then ok "$name"
@@ -60,7 +60,7 @@ print(c)")
     if [ "$cut" -gt 0 ] && cmp -s "$OUT/gen_$v.got" "$OUT/gen_$v.want"; then ok "$name ($cut tokens)"
     else not_ok "$name ($cut tokens)" "got:  $(head -c 100 "$OUT/gen_$v.got")" "want: $(head -c 100 "$OUT/gen_$v.want")"; fi
     name="generate $v prints the text of the greedy ids"
-    "$BIN" generate -m "$M/$v.gguf" -p "" --temp 0 -n "$cut" >"$OUT/gen_$v.txt" 2>"$OUT/gen_$v.err"
+    "$BIN" generate -m "$M/$v.gguf" -p "" --temp 0 -n "$cut" --blas off >"$OUT/gen_$v.txt" 2>"$OUT/gen_$v.err"
     tail -n 1 "$OUT/gen_$v.jsonl" | python3 -c "import json,sys; sys.stdout.write(json.load(sys.stdin)['text'])" >"$OUT/gen_$v.want"
     if cmp -s "$OUT/gen_$v.txt" "$OUT/gen_$v.want"; then ok "$name"; else not_ok "$name" "$(head -c 100 "$OUT/gen_$v.txt")"; fi
 done
@@ -71,11 +71,31 @@ done
 for v in stories260K tiny-spm-q8_0 tiny-spm-q4_0; do
     name="generate $v: cached and --no-kv-cache print the same text"
     need "$M/$v.gguf" "$name" || continue
-    "$BIN" generate -m "$M/$v.gguf" -p "Once upon a time" --temp 0 -n 40 >"$OUT/gen_kv.txt" 2>/dev/null
-    "$BIN" generate -m "$M/$v.gguf" -p "Once upon a time" --temp 0 -n 40 --no-kv-cache >"$OUT/gen_nokv.txt" 2>/dev/null
+    "$BIN" generate -m "$M/$v.gguf" -p "Once upon a time" --temp 0 -n 40 --blas off >"$OUT/gen_kv.txt" 2>/dev/null
+    "$BIN" generate -m "$M/$v.gguf" -p "Once upon a time" --temp 0 -n 40 --no-kv-cache --blas off \
+        >"$OUT/gen_nokv.txt" 2>/dev/null
     if [ -s "$OUT/gen_kv.txt" ] && cmp -s "$OUT/gen_kv.txt" "$OUT/gen_nokv.txt"; then ok "$name"
     else not_ok "$name" "cached: $(head -c 80 "$OUT/gen_kv.txt")" "no-kv:  $(head -c 80 "$OUT/gen_nokv.txt")"; fi
 done
+
+# OpenBLAS: the default (auto) takes a long prompt's F16 products and no
+# short prompt's; off takes none; the stats line counts them.
+name="generate --blas: auto takes a long F16 prompt's products, off none, a short prompt none"
+if need "$M/tiny-spm-f16.gguf" "$name"; then
+    ids=$(python3 -c "print(','.join(str(1 + i * 7919 % 31000) for i in range(300)))")
+    "$BIN" generate -m "$M/tiny-spm-f16.gguf" --tokens "$ids" --temp 0 -n 4 >"$OUT/gen_blas_auto.txt" 2>"$OUT/gen_blas_auto.err"
+    r1=$?
+    "$BIN" generate -m "$M/tiny-spm-f16.gguf" --tokens "$ids" --temp 0 -n 4 --blas off >"$OUT/gen_blas_off.txt" 2>"$OUT/gen_blas_off.err"
+    r2=$?
+    "$BIN" generate -m "$M/tiny-spm-f16.gguf" -p "Hello" --temp 0 -n 4 >/dev/null 2>"$OUT/gen_blas_short.err"
+    r3=$?
+    # 300 tokens in one batch: 25 F16 products (the last layer's FFN and the head run for one row)
+    if [ $r1$r2$r3 = 000 ] && grep -q '; blas auto: 25 products$' "$OUT/gen_blas_auto.err" &&
+        grep -q '; blas off: 0 products$' "$OUT/gen_blas_off.err" && grep -q '; blas auto: 0 products$' "$OUT/gen_blas_short.err"
+    then ok "$name"
+    else not_ok "$name" "exit $r1 $r2 $r3" "$(tail -n 1 "$OUT/gen_blas_auto.err")" "$(tail -n 1 "$OUT/gen_blas_off.err")" \
+        "$(tail -n 1 "$OUT/gen_blas_short.err")"; fi
+fi
 
 # Seeded sampling at the default parameters is reproducible; another seed
 # gives another story.

@@ -44,6 +44,7 @@ static void test_shipped_file_is_valid(void **state)
     assert_true(c.ui.engine.context_shift);
     assert_false(c.ui.engine.no_kv_cache);
     assert_int_equal(c.ui.engine.n_ctx, 0);
+    assert_int_equal(c.ui.engine.blas, BLAS_MODE_AUTO);
     config_free(&c);
 }
 
@@ -54,7 +55,7 @@ static void test_all_sections(void **state)
                               "[ui]\ncolors = false\nprob_colors = yes\nmouse = on\ninspector_order = post\n"
                               "[paths]\nmodel_dirs = /a/b: ~/c , /d\nmodel = /x/y.gguf\n"
                               "[engine]\nn_ctx = 512\nthreads = 3\ntemplate = chatml\ncontext_shift = false\n"
-                              "kv_cache = false\n"
+                              "kv_cache = false\nblas = off\n"
                               "[chat]\nsystem = \"Be brief; really.\"\n");
     tok_config c;
     config_init(&c);
@@ -80,6 +81,7 @@ static void test_all_sections(void **state)
     assert_string_equal(c.ui.engine.template_name, "chatml");
     assert_false(c.ui.engine.context_shift);
     assert_true(c.ui.engine.no_kv_cache);
+    assert_int_equal(c.ui.engine.blas, BLAS_MODE_OFF);
     assert_string_equal(c.ui.system, "Be brief; really.");
     config_free(&c);
     remove(p);
@@ -110,6 +112,7 @@ static void test_errors(void **state)
     expect_error("[engine]\nn_ctx = -5\n", "n_ctx");
     expect_error("[engine]\nthreads = many\n", "threads");
     expect_error("[engine]\ncontext_shift = 2\n", "context_shift");
+    expect_error("[engine]\nblas = sometimes\n", "blas");
     expect_error("[paths]\nmodels = /x\n", "models");
     expect_error("[whatever]\nx = 1\n", "whatever");
 }
