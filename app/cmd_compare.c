@@ -34,7 +34,7 @@ static void usage(FILE *f)
             "  --cache-type-k T, --cache-type-v T (or -ctk, -ctv)\n"
             "                       KV cache types: f16 (default), f32, q8_0, q4_0\n"
             "  --blas MODE          OpenBLAS for large batches: off (default: the reference's order,\n"
-            "                       bit for bit), auto, on (F32/F16/BF16 weights within F32 rounding)\n"
+            "                       bit for bit), auto, on (the same products in another order)\n"
             "  --top N              positions to list (default 10)\n"
             "  --max-diff X         fail when max |dlogit| > X (default 0.05 for F32/F16 models, off for\n"
             "                       quantized)\n"

@@ -298,7 +298,7 @@ static void put_model_view(const char *path)
         printf("  %-22s %g\n", "logit softcapping", (double)hp->logit_softcap);
     printf("  %-22s %s\n", "output", w->output == w->tok_embd ? "tied to token_embd" : "output.weight");
     /* what --blas auto (the default of the TUI, generate and bench) does with this model */
-    char blas[160];
+    char blas[256];
     forward_blas_describe(m, BLAS_MODE_AUTO, blas, sizeof blas);
     printf("  %-22s %s; %s\n", "OpenBLAS", blas, blas_library());
     model_free(m);

@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "  --no-bos             do not add BOS\n"
             "  --no-kv-cache        recompute the whole sequence at every position\n"
             "  --blas MODE          OpenBLAS for large batches: off (default: the reference's order,\n"
-            "                       bit for bit), auto, on (F32/F16/BF16 weights within F32 rounding)\n"
+            "                       bit for bit), auto, on (the same products in another order)\n"
             "  --chat               wrap the prompt in the chat template (one user turn)\n"
             "  --system TEXT        system message for --chat\n"
             "  --template NAME      force a built-in chat format\n"

@@ -128,7 +128,7 @@ typedef struct engine_model_info {
     uint64_t n_params;
     char cache_types[24]; /* "q8_0/q4_0": K and V cache types */
     uint64_t cache_bytes;  /* the KV cache, all layers */
-    char blas[128];        /* forward_blas_describe: "auto: F16 from 256 tokens (155 of 155 matmul weights)" */
+    char blas[256];        /* forward_blas_describe: "auto: F16 from 256 tokens (155 of 155 matmul weights)" */
 } engine_model_info;
 
 typedef struct engine_token_candidate {

@@ -78,3 +78,7 @@ gemma3-1b gemma3-mini-q8_0 --arch gemma3 --dim 1152 --layers 26 --heads 4 --kv-h
 phi3-mini phi3-mini-q8_0 --arch phi3 --dim 3072 --layers 32 --heads 32 --kv-heads 32 --ffn 8192 --ctx 4096
 qwen25-0.5b qwen2-mini-q4_k_m --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ffn 4864 --ctx 32768
 EOF_SHAPES
+
+
+# OpenBLAS (--blas) off and on, against llama.cpp (tests/bench_blas.sh)
+[ "${BENCH_BLAS:-1}" = 0 ] || BUILD=$BUILD BIN=$BIN sh tests/bench_blas.sh

@@ -62,22 +62,49 @@ const char *blas_mode_name(enum blas_mode m)
     return "?";
 }
 
+/* Q4_0, Q4_K and Q8_0 are left out: their weights are packed at load time
+ * (forward_packed.h; the original bytes are then released) and their
+ * integer kernels outrun any F32 product. */
 bool blas_takes(enum tensor_type type)
-{
-    return type == TENSOR_TYPE_F32 || type == TENSOR_TYPE_F16 || type == TENSOR_TYPE_BF16;
-}
-
-/* Where auto hands a type to OpenBLAS: from this many tokens per batch on,
- * OpenBLAS (with the conversion) was faster than tokscope's own kernels on
- * TinyLlama-1.1B shapes, 2 threads (README, "OpenBLAS"). */
-int blas_auto_min_tokens(enum tensor_type type)
 {
     switch (type) {
     case TENSOR_TYPE_F32:
-        return 256;
     case TENSOR_TYPE_F16:
-        return 256;
     case TENSOR_TYPE_BF16:
+    case TENSOR_TYPE_Q4_1:
+    case TENSOR_TYPE_Q5_0:
+    case TENSOR_TYPE_Q5_1:
+    case TENSOR_TYPE_Q2_K:
+    case TENSOR_TYPE_Q3_K:
+    case TENSOR_TYPE_Q5_K:
+    case TENSOR_TYPE_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Where auto hands a type to OpenBLAS: from this many tokens per batch on,
+ * OpenBLAS (conversion included) was faster than tokscope's own kernels on
+ * TinyLlama-1.1B shapes with 2 threads, measured on an Intel Xeon (AVX-512)
+ * at 64, 128, 192, 256, 384 and 512 tokens; the table is in the README
+ * ("OpenBLAS"). Below it, it lost or was level. */
+int blas_auto_min_tokens(enum tensor_type type)
+{
+    switch (type) {
+    case TENSOR_TYPE_Q4_1: /* 1.38x at 64, 2x from 256 */
+    case TENSOR_TYPE_Q5_1: /* 1.27x at 64, 2x from 192 */
+        return 64;
+    case TENSOR_TYPE_F32:  /* 1.05x at 64, 1.18x at 128 */
+    case TENSOR_TYPE_BF16: /* 0.94x at 64, 1.07x at 128 */
+    case TENSOR_TYPE_Q3_K: /* 0.90x at 64, 1.17x at 128 */
+    case TENSOR_TYPE_Q5_K: /* 0.88x at 64, 1.12x at 128 */
+        return 128;
+    case TENSOR_TYPE_Q5_0: /* 1.00x at 128, 1.13x at 192 */
+    case TENSOR_TYPE_Q6_K: /* 0.99x at 128, 1.12x at 192 */
+        return 192;
+    case TENSOR_TYPE_F16:  /* 0.97x at 192, 1.08x at 256 */
+    case TENSOR_TYPE_Q2_K: /* 1.00x at 128, 1.16x at 192 (wall clock 1.07), 1.17x at 256 */
         return 256;
     default:
         return 0;
@@ -170,10 +197,15 @@ uint64_t blas_calls(const blas_ctx *b)
     return b ? b->calls : 0;
 }
 
-/* n weights of `type` (F16 or BF16) to floats. Exact: every F16 and BF16
- * value is a float. */
-static void widen(enum tensor_type type, const uint16_t *src, float *dst, int64_t n)
+/* n values of `type` to floats: F16 and BF16 exactly (every such value is
+ * a float), quantized blocks as the type's dequantization computes them. */
+static void widen(enum tensor_type type, const void *vsrc, float *dst, int64_t n)
 {
+    if (type != TENSOR_TYPE_F16 && type != TENSOR_TYPE_BF16) {
+        tensor_dequantize_row(type, vsrc, dst, n);
+        return;
+    }
+    const uint16_t *src = vsrc;
     int64_t i = 0;
 #if defined(__AVX512F__)
     if (type == TENSOR_TYPE_F16)
@@ -217,7 +249,7 @@ static void act_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const float *x = j->x + t * j->n_in;
         float *y = j->b->act + t * j->n_in;
         tensor_quantize_row(j->dot, x, tmp, j->n_in);
-        widen(j->dot, (const uint16_t *)(const void *)tmp, y, j->n_in);
+        widen(j->dot, tmp, y, j->n_in);
     }
 }
 
@@ -251,7 +283,12 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         wf = (const float *)sg->w->data + r0 * j->n_in;
     } else {
         float *p = j->b->panel + (size_t)ith * (size_t)j->b->panel_cap;
-        widen(type, (const uint16_t *)sg->w->data + r0 * j->n_in, p, (r1 - r0) * j->n_in);
+        const size_t rb = tensor_row_size(type, j->n_in);
+        if (type == TENSOR_TYPE_F16 || type == TENSOR_TYPE_BF16)
+            widen(type, (const uint8_t *)sg->w->data + (size_t)r0 * rb, p, (r1 - r0) * j->n_in); /* one run */
+        else
+            for (int64_t r = r0; r < r1; r++)
+                widen(type, (const uint8_t *)sg->w->data + (size_t)r * rb, p + (r - r0) * j->n_in, j->n_in);
         wf = p;
     }
     /* out (n_tok x rows, row-major) = act (n_tok x n_in) . W^T (W: rows x n_in) */

@@ -1,17 +1,21 @@
 /* OpenBLAS for the large dense products where it beats the reference-order
- * kernels: prompt batches of many tokens against F32, F16 and BF16 weights
- * (the output head included, which `logits` runs for every row).
+ * kernels: prompt batches of many tokens against F32, F16, BF16 weights and
+ * the quantized types that have no packed integer kernel (Q4_1, Q5_0, Q5_1,
+ * Q2_K, Q3_K, Q5_K, Q6_K), the output head included, which `logits` runs
+ * for every row.
  *
  * The products are the exact path's: the activations are rounded to the
- * weight's dot type first (F16 or BF16 values, as the reference's kernels
- * see them), so only the order of the additions differs, and each output
- * stays within F32 rounding of the exact one (the bound in the unit test
- * follows from the sizes). The bits are not the reference's, so the parity
- * commands keep it off unless asked.
+ * weight's dot type first (F16, BF16 or Q8 values, as the reference's
+ * kernels see them) and the weights dequantized, so only the order of the
+ * additions differs (and, for Q4_1/Q5_1, the F16 block sums Q8_1 keeps):
+ * each output stays within F32 rounding of the exact one, by a bound the
+ * unit test derives from the sizes. The bits are not the reference's, so
+ * the parity commands keep it off unless asked.
  *
- * F16 and BF16 weights are converted to F32 a panel of rows at a time into
- * a per-thread buffer (a few MB) and multiplied right away: no converted
- * copy of the model is kept. OpenBLAS runs one thread per call; the
+ * The weights are widened to F32 a panel of rows at a time into a
+ * per-thread buffer (4 MB) and multiplied right away: no converted copy of
+ * the model is kept (it would double an F16 model's memory, and more for
+ * the quantized ones). OpenBLAS runs one thread per call; the
  * parallelism is tokscope's own pool, which hands out the panels, so the
  * two never run more threads than the cores asked for. */
 #ifndef TOKSCOPE_BLAS_H

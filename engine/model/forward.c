@@ -429,22 +429,35 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
     if (mode == BLAS_MODE_OFF)
         return;
     if (taken == 0) {
-        snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, ": unused (no F32, F16 or BF16 matmul weights)");
+        snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, ": unused (no matmul weight of a type it takes)");
         return;
     }
+    /* the types, grouped by the batch size from which the mode takes them */
     const char *sep = ": ";
-    for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
-        if (seen[t]) {
-            if (mode == BLAS_MODE_AUTO)
-                n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%s from %d tokens", sep,
-                                      tensor_type_name((uint32_t)t), blas_auto_min_tokens((enum tensor_type)t));
-            else
-                n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%s", sep,
+    for (int min = 2; min > 0;) {
+        int next = 0;
+        const char *tsep = "";
+        for (int t = 0; t < TENSOR_TYPE_COUNT; t++) {
+            if (!seen[t])
+                continue;
+            const int at = mode == BLAS_MODE_ON ? 2 : blas_auto_min_tokens((enum tensor_type)t);
+            if (at == min) {
+                n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%s%s", sep, tsep,
                                       tensor_type_name((uint32_t)t));
-            sep = ", ";
+                sep = "";
+                tsep = ", ";
+            } else if (at > min && (next == 0 || at < next)) {
+                next = at;
+            }
         }
-    snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s (%lld of %lld matmul weights)",
-             mode == BLAS_MODE_ON ? " from 2 tokens" : "", (long long)taken, (long long)total);
+        if (*tsep)
+            n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, " from %d tokens", min);
+        if (*tsep && next)
+            sep = "; ";
+        min = next;
+    }
+    snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, " (%lld of %lld matmul weights)", (long long)taken,
+             (long long)total);
 }
 
 /* The OpenBLAS buffers, when a full batch would send any weight there. */

@@ -151,10 +151,10 @@ done
 # what --blas auto does with the model, and the library
 facts "$M/tiny-spm-f16.gguf" "info tiny-spm-f16: OpenBLAS takes every F16 matmul from its threshold" \
     '^  OpenBLAS +auto: F16 from [0-9]+ tokens \(29 of 29 matmul weights\); OpenBLAS [0-9.]+ \('
-facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: OpenBLAS takes its F32, F16 and BF16 matmuls" \
-    '^  OpenBLAS +auto: F32 from [0-9]+ tokens, F16 from [0-9]+ tokens, BF16 from [0-9]+ tokens \(4 of 29 matmul'
+facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: OpenBLAS takes all but its Q4_0, Q4_K and Q8_0 matmuls, by threshold" \
+    '^  OpenBLAS +auto: Q4_1, Q5_1 from 64 tokens; F32, Q3_K, Q5_K, BF16 from 128 tokens; Q5_0, Q6_K from 192 tokens; F16, Q2_K from 256 tokens \(22 of 29 matmul weights\); OpenBLAS '
 facts "$M/tiny-spm-q4_0.gguf" "info tiny-spm-q4_0: OpenBLAS has nothing to do" \
-    '^  OpenBLAS +auto: unused \(no F32, F16 or BF16 matmul weights\)'
+    '^  OpenBLAS +auto: unused \(no matmul weight of a type it takes\)'
 facts "$M/tiny-spm-q4_k_m.gguf" "info tiny-spm-q4_k_m: Q4_K and Q6_K" '^file type: +15 \(MOSTLY_Q4_K_M\)$' \
     '^  Q4_K +[0-9]+ ' '^  Q6_K +[0-9]+ '
 # every block type once, in the totals section
