@@ -30,6 +30,10 @@
 #include "utf8.h"
 
 #define UI_FRAME_S (1.0 / 30.0)
+/* While a reply streams the screen changes every frame; 20 frames a second
+ * read as smooth, and each frame not drawn is CPU the engine's threads keep
+ * (on a 2-core machine they want both cores). */
+#define UI_FRAME_GEN_S (1.0 / 20.0)
 #define UI_MSG_SECONDS 6.0
 #define KEY_PASTE_BEGIN (KEY_MAX + 1)
 #define KEY_PASTE_END (KEY_MAX + 2)
@@ -1235,32 +1239,36 @@ int ui_run(const ui_options *o)
         if (app->state == UI_STATE_GENERATING)
             app->dirty = true; /* live tok/s */
         int timeout = 1000;
+        bool frame_wait = false;
         if (app->dirty) {
-            double wait = app->last_draw + UI_FRAME_S - now;
+            const bool streaming = app->state == UI_STATE_GENERATING || app->state == UI_STATE_PREFILL;
+            double wait = app->last_draw + (streaming ? UI_FRAME_GEN_S : UI_FRAME_S) - now;
             if (wait <= 0) {
                 draw_all(app);
                 app->last_draw = now;
                 app->dirty = false;
                 timeout = app->state == UI_STATE_GENERATING ? 250 : 1000;
-            } else
+            } else {
                 timeout = (int)(wait * 1000.0) + 1;
+                frame_wait = true;
+            }
         }
         if (app->msg[0] && app->msg_until > 0) {
             int t = (int)((app->msg_until - now) * 1000.0) + 1;
             if (t < timeout)
                 timeout = t > 0 ? t : 0;
         }
+        /* Until the next frame is due the engine's events wait in their
+         * queue (drained below, before the frame): waking for each token
+         * would take a core from the engine's threads for nothing the
+         * screen shows sooner. Keys and signals still wake us at once.
+         * poll() skips a negative fd. */
         struct pollfd fds[3] = {
             {STDIN_FILENO, POLLIN, 0},
-            {engine_event_fd(app->eng), POLLIN, 0},
+            {frame_wait ? -1 : engine_event_fd(app->eng), POLLIN, 0},
             {g_winch_pipe[0], POLLIN, 0},
         };
-        int nfds = fds[1].fd >= 0 ? 3 : 1;
-        if (nfds == 1 && g_winch_pipe[0] >= 0) {
-            fds[1] = fds[2];
-            nfds = 2;
-        }
-        int r = poll(fds, (nfds_t)nfds, timeout);
+        int r = poll(fds, 3, timeout);
         if (r < 0 && errno != EINTR)
             break;
         char sigs[64];
