@@ -815,6 +815,20 @@ static void ui_ctrl_c(ui_app *app)
     }
 }
 
+/* ESC [ ... final (CSI) or ESC O ... final (SS3) that ncurses could not match
+ * against the terminal's description (a key the terminfo entry lacks, or a
+ * TERM that names another terminal): dropped whole rather than typed into
+ * the input as "[1~". Its bytes arrive together, so they are readable now. */
+static void drop_escape_sequence(void)
+{
+    int c = getch();
+    /* parameter and intermediate bytes 0x20-0x3f, then one final byte */
+    for (int n = 0; c != ERR && c >= 0x20 && c < 0x40 && n < 64; n++)
+        c = getch();
+    if (c != ERR && !(c >= 0x40 && c <= 0x7e))
+        ungetch(c); /* not part of a sequence after all */
+}
+
 static void handle_key(ui_app *app, int key, bool *in_paste)
 {
     app->dirty = true;
@@ -864,6 +878,10 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
     bool lone_esc = key == UI_KEY_LONE_ESC;
     if (key == 27 || lone_esc) {
         int next = lone_esc ? ERR : getch();
+        if (next == '[' || next == 'O') {
+            drop_escape_sequence();
+            return;
+        }
         if (next == '\r' || next == '\n' || next == KEY_ENTER) {
             app->focus = UI_FOCUS_INPUT;
             input_insert("\n");
