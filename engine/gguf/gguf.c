@@ -598,6 +598,7 @@ size_t gguf_file_size(const gguf_ctx *ctx) { return ctx->size; }
 size_t gguf_alignment(const gguf_ctx *ctx) { return ctx->alignment; }
 size_t gguf_data_offset(const gguf_ctx *ctx) { return ctx->data_offset; }
 const char *gguf_path(const gguf_ctx *ctx) { return ctx->path; }
+bool gguf_is_mapped(const gguf_ctx *ctx) { return ctx->mapped; }
 int64_t gguf_n_kv(const gguf_ctx *ctx) { return ctx->n_kv; }
 int64_t gguf_n_tensors(const gguf_ctx *ctx) { return ctx->n_tensors; }
 

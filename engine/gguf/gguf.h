@@ -63,6 +63,9 @@ size_t gguf_file_size(const gguf_ctx *ctx);
 size_t gguf_alignment(const gguf_ctx *ctx);
 size_t gguf_data_offset(const gguf_ctx *ctx);
 const char *gguf_path(const gguf_ctx *ctx);
+/* True when the data is a file mapping (gguf_open), false for a caller's
+ * buffer: only a mapping's pages may be dropped and read back from the file. */
+bool gguf_is_mapped(const gguf_ctx *ctx);
 
 /* ---- key/values ---- */
 int64_t gguf_n_kv(const gguf_ctx *ctx);

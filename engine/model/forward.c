@@ -206,8 +206,10 @@ static bool build_packed(forward_ctx *f)
     if (ok && job.n > 0) {
         job.buf = f->packed_buf;
         threadpool_run(f->tp, job.total < f->n_threads * 8 ? job.total : f->n_threads * 8, pack_worker, &job);
+        const bool mapped = gguf_is_mapped(g); /* a caller's buffer has no file behind it */
         for (int i = 0; i < job.n; i++) {
-            release_original(items[i].w);
+            if (mapped)
+                release_original(items[i].w);
             f->packed_of[items[i].idx] = f->packed_buf + items[i].off;
         }
     }

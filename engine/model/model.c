@@ -226,18 +226,18 @@ static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
     return true;
 }
 
-static model *load(const char *path, bool need_tokenizer, char *err, size_t errlen)
+/* Takes ownership of g (closed on failure). path names the file in messages. */
+static model *load(gguf_ctx *gctx, const char *path, bool need_tokenizer, char *err, size_t errlen)
 {
+    if (!gctx)
+        return NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) {
+        gguf_close(gctx);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    m->g = gguf_open(path, err, errlen);
-    if (!m->g) {
-        free(m);
-        return NULL;
-    }
+    m->g = gctx;
     const gguf_ctx *g = m->g;
     m->arch = gguf_get_str_dup(g, "general.architecture");
     if (!m->arch) {
@@ -325,11 +325,19 @@ static model *load(const char *path, bool need_tokenizer, char *err, size_t errl
     return m;
 }
 
-model *model_load(const char *path, char *err, size_t errlen) { return load(path, true, err, errlen); }
+model *model_load(const char *path, char *err, size_t errlen)
+{
+    return load(gguf_open(path, err, errlen), path, true, err, errlen);
+}
 
 model *model_load_weights_only(const char *path, char *err, size_t errlen)
 {
-    return load(path, false, err, errlen);
+    return load(gguf_open(path, err, errlen), path, false, err, errlen);
+}
+
+model *model_load_buffer(const void *buf, size_t size, const char *name, char *err, size_t errlen)
+{
+    return load(gguf_open_buffer(buf, size, name, err, errlen), name, true, err, errlen);
 }
 
 void model_free(model *m)

@@ -73,6 +73,9 @@ model *model_load(const char *path, char *err, size_t errlen);
 /* Same, but a tokenizer that fails to build is not an error:
  * model_get_tokenizer() then returns NULL (compare needs token ids only). */
 model *model_load_weights_only(const char *path, char *err, size_t errlen);
+/* model_load over a caller-owned buffer (fuzzing, tests); buf must outlive
+ * the model. name stands for the file in messages. */
+model *model_load_buffer(const void *buf, size_t size, const char *name, char *err, size_t errlen);
 void model_free(model *m);
 
 const model_hparams *model_get_hparams(const model *m);
