@@ -5,6 +5,9 @@
 #   make test       install missing Debian packages, build, run every test suite
 #   make bench      tokens/s benchmark (see tests/bench.sh)
 #   make lint       cppcheck + clang-tidy over our sources
+#   make fuzz       libFuzzer targets (clang), FUZZ_TIME seconds each
+#   make test-asan  the test suites under AddressSanitizer + UBSan (BUILD=build-asan)
+#   make install    PREFIX=/usr/local DESTDIR=... (make uninstall removes it again)
 #
 # BUILD=dir puts objects elsewhere (parallel builds in one tree do not collide).
 
@@ -42,7 +45,7 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test test-only bench lint format clean FORCE
+.PHONY: all deps run test test-only bench lint format clean fuzz fuzz-deps fuzz-build test-asan install uninstall FORCE
 
 all: $(BIN)
 
@@ -103,11 +106,49 @@ $(BUILD)/tests/test_quant_avx2: FORCE
 
 FORCE:
 
-test-only: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(AVX2_BIN)
+test-only: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(AVX2_BIN)
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/run.sh
 
 bench: $(BIN) $(BUILD)/tools/gguf_random
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/bench.sh
+
+# ---- fuzzing -----------------------------------------------------------------
+# libFuzzer targets (tests/fuzz/fuzz_*.c) over the library built again by
+# clang with ASan + UBSan in $(BUILD)/fuzz. `make fuzz` runs each for
+# FUZZ_TIME seconds (FUZZ_TARGETS picks some, FUZZ_JOBS runs that many at
+# once, under nice); the working corpora stay in $(BUILD)/fuzz/corpus, crash
+# inputs land in $(BUILD)/fuzz/crashes. make test replays the seeds and
+# regression inputs (tests/fuzz/corpus, tests/fuzz/regress) through the same
+# targets built with $(CC), and make test-asan under the sanitizers.
+FUZZ_PKGS    := clang libclang-rt-dev
+FUZZ_TARGETS ?= gguf tokenizer jinja store ini
+FUZZ_TIME    ?= 60
+FUZZ_JOBS    ?= 1
+FUZZ_ALL     := gguf tokenizer jinja store ini
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_BIN     := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz_%)
+REPLAY_BIN   := $(FUZZ_ALL:%=$(BUILD)/replay/fuzz_%)
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(FUZZ_PKGS)"
+
+fuzz: deps fuzz-deps
+	@$(MAKE) --no-print-directory fuzz-build $(BUILD)/tools/gguf_corpus $(BUILD)/tools/gguf_random
+	@BUILD=$(BUILD) FUZZ_TIME=$(FUZZ_TIME) FUZZ_JOBS=$(FUZZ_JOBS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/fuzz CC=clang \
+	  OPT="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(BUILD)/fuzz/libtokscope.a
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(BUILD)/fuzz/libtokscope.a
+	clang $(CPPFLAGS) $(NCURSES_CFLAGS) -Iui -Itests/fuzz -O1 -g $(ARCHFLAGS) -std=gnu11 -pthread $(FUZZ_SAN) \
+	  -fsanitize=fuzzer -o $@ $< $(BUILD)/fuzz/libtokscope.a $(LDLIBS)
+
+$(BUILD)/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libtokscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) -Itests/fuzz $(CFLAGS) -o $@ $< tests/fuzz/replay.c \
+	  $(BUILD)/libtokscope.a $(LDLIBS)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

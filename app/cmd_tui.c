@@ -1,5 +1,6 @@
 /* `tokscope [-m MODEL] [options]`: the chat TUI. Order of precedence:
- * built-in defaults < config file < command line. */
+ * built-in defaults < system config < user config < --config FILE < command
+ * line (config.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +29,16 @@ static void tui_usage(FILE *f)
             "      --template NAME       chat template: chatml llama2 llama3 zephyr mistral phi3\n"
             "                            gemma vicuna plain raw (default: the model's own)\n"
             "      --system TEXT         system prompt of the first conversation\n"
-            "      --config FILE         read FILE instead of $XDG_CONFIG_HOME/tokscope/tokscope.ini\n"
+            "      --config FILE         read FILE after the system and user configuration files\n"
+            "      --print-config        print the merged configuration as INI (each value's source\n"
+            "                            in a comment) and exit\n"
             "      --no-kv-cache         recompute the whole sequence every step (debugging)\n"
             "      --cache-type-k T      KV cache type of keys: f16 (default), q8_0, q4_0, f32\n"
             "      --cache-type-v T      ... of values (llama.cpp's -ctk/-ctv, the same numbers)\n"
             "      --blas MODE           OpenBLAS for long prompts: auto (default; where measured\n"
             "                            faster, by weight type and batch size), on, off (llama.cpp's bits)\n"
             "      --no-context-shift    stop at a full context instead of dropping old tokens\n"
+            "      --context-shift       drop the oldest tokens of a full context (the default)\n"
             "      --no-color            monochrome (also: NO_COLOR=1)\n"
             "      --prob-colors         start with tokens coloured by probability\n"
             "      --mouse               mouse wheel scrolls the conversation\n"
@@ -74,6 +78,8 @@ enum {
     OPT_CTV,
     OPT_BLAS,
     OPT_NO_SHIFT,
+    OPT_SHIFT,
+    OPT_PRINT_CONFIG,
     OPT_NO_COLOR,
     OPT_PROB_COLORS,
     OPT_MOUSE,
@@ -82,31 +88,45 @@ enum {
     OPT_SAMPLING, /* + index into sampling_opts */
 };
 
-static const char *const sampling_opts[][2] = {
-    {"temp", "temp"},
-    {"top-k", "top_k"},
-    {"top-p", "top_p"},
-    {"min-p", "min_p"},
-    {"typical-p", "typical_p"},
-    {"repeat-penalty", "repeat_penalty"},
-    {"repeat-last-n", "repeat_last_n"},
-    {"frequency-penalty", "frequency_penalty"},
-    {"presence-penalty", "presence_penalty"},
-    {"seed", "seed"},
-    {"n-predict", "n_predict"},
-    {"n-top", "n_top"},
+static const char *const sampling_opts[][3] = {
+    {"temp", "temp", "--temp"},
+    {"top-k", "top_k", "--top-k"},
+    {"top-p", "top_p", "--top-p"},
+    {"min-p", "min_p", "--min-p"},
+    {"typical-p", "typical_p", "--typical-p"},
+    {"repeat-penalty", "repeat_penalty", "--repeat-penalty"},
+    {"repeat-last-n", "repeat_last_n", "--repeat-last-n"},
+    {"frequency-penalty", "frequency_penalty", "--frequency-penalty"},
+    {"presence-penalty", "presence_penalty", "--presence-penalty"},
+    {"seed", "seed", "--seed"},
+    {"n-predict", "n_predict", "--n-predict"},
+    {"n-top", "n_top", "--n-top"},
 };
 #define N_SAMPLING_OPTS (sizeof sampling_opts / sizeof sampling_opts[0])
 
-static bool parse_uint(const char *s, long max, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > max)
-        return false;
-    *out = v;
-    return true;
-}
+/* An option that sets one configuration key: [section] key = value (value
+ * NULL: the option's argument). */
+static const struct {
+    int opt;
+    const char *label, *section, *key, *value;
+} option_keys[] = {
+    {'m', "-m", "paths", "model", NULL},
+    {'c', "-c", "engine", "n_ctx", NULL},
+    {'t', "-t", "engine", "threads", NULL},
+    {'n', "-n", "sampling", "n_predict", NULL},
+    {OPT_TEMPLATE, "--template", "engine", "template", NULL},
+    {OPT_SYSTEM, "--system", "chat", "system", NULL},
+    {OPT_NO_KV, "--no-kv-cache", "engine", "kv_cache", "false"},
+    {OPT_CTK, "--cache-type-k", "engine", "cache_type_k", NULL},
+    {OPT_CTV, "--cache-type-v", "engine", "cache_type_v", NULL},
+    {OPT_BLAS, "--blas", "engine", "blas", NULL},
+    {OPT_NO_SHIFT, "--no-context-shift", "engine", "context_shift", "false"},
+    {OPT_SHIFT, "--context-shift", "engine", "context_shift", "true"},
+    {OPT_NO_COLOR, "--no-color", "ui", "colors", "false"},
+    {OPT_PROB_COLORS, "--prob-colors", "ui", "prob_colors", "true"},
+    {OPT_MOUSE, "--mouse", "ui", "mouse", "true"},
+    {OPT_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
+};
 
 int cmd_tui(int argc, char **argv)
 {
@@ -118,11 +138,13 @@ int cmd_tui(int argc, char **argv)
         {"template", required_argument, NULL, OPT_TEMPLATE},
         {"system", required_argument, NULL, OPT_SYSTEM},
         {"config", required_argument, NULL, OPT_CONFIG},
+        {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
         {"no-kv-cache", no_argument, NULL, OPT_NO_KV},
         {"cache-type-k", required_argument, NULL, OPT_CTK},
         {"cache-type-v", required_argument, NULL, OPT_CTV},
         {"blas", required_argument, NULL, OPT_BLAS},
         {"no-context-shift", no_argument, NULL, OPT_NO_SHIFT},
+        {"context-shift", no_argument, NULL, OPT_SHIFT},
         {"no-color", no_argument, NULL, OPT_NO_COLOR},
         {"prob-colors", no_argument, NULL, OPT_PROB_COLORS},
         {"mouse", no_argument, NULL, OPT_MOUSE},
@@ -137,8 +159,10 @@ int cmd_tui(int argc, char **argv)
         opts[no++] = (struct option){sampling_opts[i][0], required_argument, NULL, OPT_SAMPLING + (int)i};
     opts[no] = (struct option){0};
 
-    /* pass 1: --help and --config (the config must be read before the rest applies) */
+    /* pass 1: --help, --config and --print-config (the files are read
+     * before the options override them) */
     const char *config_path = NULL;
+    bool print_config = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -149,93 +173,58 @@ int cmd_tui(int argc, char **argv)
         }
         if (c == OPT_CONFIG)
             config_path = optarg;
+        if (c == OPT_PRINT_CONFIG)
+            print_config = true;
     }
     tok_config cfg;
     config_init(&cfg);
     char path_buf[4096], err[512] = "";
-    bool explicit_cfg = config_path != NULL;
-    if (!config_path)
-        config_path = config_default_path(path_buf, sizeof path_buf);
-    if (!config_load(&cfg, config_path, explicit_cfg, err, sizeof err)) {
+    bool ok = config_load(&cfg, config_system_path(), false, stderr, err, sizeof err) &&
+              config_load(&cfg, config_default_path(path_buf, sizeof path_buf), false, stderr, err, sizeof err) &&
+              (!config_path || config_load(&cfg, config_path, true, stderr, err, sizeof err));
+    if (!ok) {
         fprintf(stderr, "tokscope: config: %s\n", err);
         config_free(&cfg);
         return 2;
     }
+    config_apply_env(&cfg);
     ui_options *o = &cfg.ui;
-    if (cfg.model[0])
-        o->engine.model_path = cfg.model;
 
-    /* pass 2: everything else overrides the config */
+    /* pass 2: everything else overrides the files */
     opterr = 1;
     optind = 1;
     int rc = 0;
     while ((c = getopt_long(argc, argv, "m:c:t:n:h", opts, NULL)) != -1) {
-        long v;
-        switch (c) {
-        case 'm': o->engine.model_path = optarg; break;
-        case 'c':
-            if (!parse_uint(optarg, 1L << 24, &v)) {
-                fprintf(stderr, "tokscope: -c: '%s' is not a context size\n", optarg);
-                rc = 2;
-            } else
-                o->engine.n_ctx = (uint32_t)v;
-            break;
-        case 't':
-            if (!parse_uint(optarg, 1024, &v)) {
-                fprintf(stderr, "tokscope: -t: '%s' is not a thread count (0..1024)\n", optarg);
-                rc = 2;
-            } else
-                o->engine.n_threads = (int32_t)v;
-            break;
-        case 'n':
-            if (!params_set_value(&o->engine.sampling, "n_predict", optarg, err, sizeof err)) {
-                fprintf(stderr, "tokscope: %s\n", err);
+        const char *label = NULL, *section = NULL, *key = NULL, *value = optarg;
+        for (size_t i = 0; i < sizeof option_keys / sizeof option_keys[0]; i++)
+            if (option_keys[i].opt == c) {
+                label = option_keys[i].label;
+                section = option_keys[i].section;
+                key = option_keys[i].key;
+                if (option_keys[i].value)
+                    value = option_keys[i].value;
+            }
+        if (c >= OPT_SAMPLING && c < OPT_SAMPLING + (int)N_SAMPLING_OPTS) {
+            label = sampling_opts[c - OPT_SAMPLING][2];
+            section = "sampling";
+            key = sampling_opts[c - OPT_SAMPLING][1];
+        }
+        if (key) {
+            if (!config_set(&cfg, section, key, value, label, err, sizeof err)) {
+                fprintf(stderr, "tokscope: %s: %s\n", label, err);
                 rc = 2;
             }
-            break;
-        case OPT_TEMPLATE: o->engine.template_name = optarg; break;
-        case OPT_SYSTEM: o->system = optarg; break;
-        case OPT_CONFIG: break;
-        case OPT_NO_KV: o->engine.no_kv_cache = true; break;
-        case OPT_CTK:
-        case OPT_CTV:
-            if (!forward_kv_type_parse(optarg, c == OPT_CTK ? &o->engine.cache_type_k : &o->engine.cache_type_v)) {
-                fprintf(stderr, "tokscope: --cache-type-%c: '%s' is not f16, q8_0, q4_0 or f32\n",
-                        c == OPT_CTK ? 'k' : 'v', optarg);
-                rc = 2;
-            }
-            break;
-        case OPT_BLAS:
-            if (!blas_mode_parse(optarg, &o->engine.blas)) {
-                fprintf(stderr, "tokscope: --blas: '%s' is not auto, on or off\n", optarg);
-                rc = 2;
-            }
-            break;
-        case OPT_NO_SHIFT: o->engine.context_shift = false; break;
-        case OPT_NO_COLOR: o->colors = false; break;
-        case OPT_PROB_COLORS: o->prob_colors = true; break;
-        case OPT_MOUSE: o->mouse = true; break;
-        case OPT_RESUME:
+        } else if (c == OPT_RESUME) {
+            /* what to do this time, not a preference: not a configuration key */
             o->resume = true;
             o->resume_path = optarg;
             if (optarg && access(optarg, R_OK) != 0) {
                 fprintf(stderr, "tokscope: --resume: cannot read '%s'\n", optarg);
                 rc = 2;
             }
-            break;
-        case OPT_NO_AUTOSAVE: o->no_autosave = true; break;
-        case '?':
+        } else if (c == '?') {
             fprintf(stderr, "tokscope: try 'tokscope --help' or 'tokscope -m MODEL --help'\n");
             rc = 2;
-            break;
-        default:
-            if (c >= OPT_SAMPLING && c < OPT_SAMPLING + (int)N_SAMPLING_OPTS) {
-                const char *name = sampling_opts[c - OPT_SAMPLING][1];
-                if (!params_set_value(&o->engine.sampling, name, optarg, err, sizeof err)) {
-                    fprintf(stderr, "tokscope: --%s: %s\n", sampling_opts[c - OPT_SAMPLING][0], err);
-                    rc = 2;
-                }
-            }
         }
         if (rc)
             break;
@@ -244,14 +233,11 @@ int cmd_tui(int argc, char **argv)
         fprintf(stderr, "tokscope: unexpected argument '%s' (try tokscope --help)\n", argv[optind]);
         rc = 2;
     }
-    if (!rc && o->engine.template_name && *o->engine.template_name && strcmp(o->engine.template_name, "model") != 0) {
-        bool known = !strcmp(o->engine.template_name, "raw") || chat_builtin_known(o->engine.template_name);
-        if (!known) {
-            fprintf(stderr, "tokscope: unknown template '%s'\n", o->engine.template_name);
-            rc = 2;
-        }
-    } else if (o->engine.template_name && (!*o->engine.template_name || !strcmp(o->engine.template_name, "model")))
-        o->engine.template_name = NULL;
+    if (!rc && print_config) {
+        config_print(&cfg, stdout);
+        config_free(&cfg);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     if (!rc && o->engine.model_path && access(o->engine.model_path, R_OK) != 0) {
         fprintf(stderr, "tokscope: cannot read model '%s'\n", o->engine.model_path);
         rc = 1;

@@ -1,17 +1,97 @@
-/* Config file reader (iniparser). */
+/* The configuration layers and what each key means. The file syntax is
+ * iniparser's (config_ini.c reads it with line numbers). */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-#include <iniparser/iniparser.h>
-
+#include "chat/chat.h"
+#include "config_ini.h"
 #include "model/forward.h"
 #include "params.h"
+
+#define CONFIG_FILE_MAX (1u << 20) /* a config file this large is a mistake */
+
+static const struct {
+    const char *section, *name;
+} keys[] = {
+    {"sampling", "temp"},
+    {"sampling", "top_k"},
+    {"sampling", "top_p"},
+    {"sampling", "min_p"},
+    {"sampling", "typical_p"},
+    {"sampling", "repeat_penalty"},
+    {"sampling", "repeat_last_n"},
+    {"sampling", "frequency_penalty"},
+    {"sampling", "presence_penalty"},
+    {"sampling", "seed"},
+    {"sampling", "n_predict"},
+    {"sampling", "n_top"},
+    {"sampling", "top_n_sigma"},
+    {"sampling", "xtc_probability"},
+    {"sampling", "xtc_threshold"},
+    {"sampling", "mirostat"},
+    {"sampling", "mirostat_tau"},
+    {"sampling", "mirostat_eta"},
+    {"sampling", "dry_multiplier"},
+    {"sampling", "dry_base"},
+    {"sampling", "dry_allowed_length"},
+    {"sampling", "dry_penalty_last_n"},
+    {"sampling", "stop"},
+    {"ui", "colors"},
+    {"ui", "prob_colors"},
+    {"ui", "mouse"},
+    {"ui", "inspector_order"},
+    {"ui", "autosave"},
+    {"paths", "model_dirs"},
+    {"paths", "model"},
+    {"engine", "n_ctx"},
+    {"engine", "threads"},
+    {"engine", "template"},
+    {"engine", "context_shift"},
+    {"engine", "kv_cache"},
+    {"engine", "cache_type_k"},
+    {"engine", "cache_type_v"},
+    {"engine", "blas"},
+    {"chat", "system"},
+};
+#define N_KEYS (sizeof keys / sizeof keys[0])
+_Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
+
+size_t config_n_keys(void) { return N_KEYS; }
+
+bool config_key_at(size_t i, const char **section, const char **name)
+{
+    if (i >= N_KEYS)
+        return false;
+    *section = keys[i].section;
+    *name = keys[i].name;
+    return true;
+}
+
+static int key_index(const char *section, const char *name)
+{
+    if (!strcmp(section, "sampling") && !strcmp(name, "temperature"))
+        name = "temp"; /* the sampler's alias */
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name))
+            return (int)i;
+    return -1;
+}
+
+static bool known_section(const char *s)
+{
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (!strcmp(keys[i].section, s))
+            return true;
+    return false;
+}
 
 void config_init(tok_config *c)
 {
@@ -19,15 +99,25 @@ void config_init(tok_config *c)
     ui_default_options(&c->ui);
 }
 
-void config_free(tok_config *c)
+static void free_dirs(tok_config *c)
 {
     for (size_t i = 0; i < c->n_dirs; i++)
         free(c->dirs[i]);
     free(c->dirs);
-    free(c->system);
     c->dirs = NULL;
     c->n_dirs = 0;
+    c->ui.model_dirs = NULL;
+    c->ui.n_model_dirs = 0;
+}
+
+void config_free(tok_config *c)
+{
+    free_dirs(c);
+    free(c->system);
     c->system = NULL;
+    for (size_t i = 0; i < c->n_files; i++)
+        free(c->files[i]);
+    c->n_files = 0;
 }
 
 const char *config_default_path(char *buf, size_t cap)
@@ -43,25 +133,9 @@ const char *config_default_path(char *buf, size_t cap)
     return buf;
 }
 
-static int ini_quiet(const char *fmt, ...)
-{
-    (void)fmt;
-    return 0;
-}
+const char *config_system_path(void) { return TOKSCOPE_SYSCONFDIR "/tokscope/tokscope.ini"; }
 
-static const char *const known_ui[] = {"colors", "prob_colors", "mouse", "inspector_order", NULL};
-static const char *const known_paths[] = {"model", "model_dirs", NULL};
-static const char *const known_engine[] = {"n_ctx",         "threads",      "template",     "context_shift",
-                                           "kv_cache",      "cache_type_k", "cache_type_v", "blas", NULL};
-static const char *const known_chat[] = {"system", NULL};
-
-static bool in_list(const char *const *l, const char *k)
-{
-    for (; *l; l++)
-        if (!strcmp(*l, k))
-            return true;
-    return false;
-}
+/* ---- values ------------------------------------------------------------- */
 
 static bool parse_bool(const char *v, bool *out)
 {
@@ -87,27 +161,30 @@ static bool parse_long(const char *v, long lo, long hi, long *out)
     return true;
 }
 
-static void add_dirs(tok_config *c, const char *list)
+/* ':' or ',' separated; replaces what a lower layer set */
+static void set_dirs(tok_config *c, const char *list)
 {
-    /* ':' or ',' separated */
+    free_dirs(c);
     const char *p = list;
     while (*p) {
         size_t l = strcspn(p, ":,");
-        while (l && (*p == ' ')) {
-            p++;
-            l--;
-        }
+        const char *b = p;
         size_t t = l;
-        while (t && p[t - 1] == ' ')
+        while (t && *b == ' ') {
+            b++;
+            t--;
+        }
+        while (t && b[t - 1] == ' ')
             t--;
         if (t) {
-            char **v = realloc(c->dirs, (c->n_dirs + 1) * sizeof *v);
-            if (v) {
+            char **v = realloc(c->dirs, (c->n_dirs + 1) * sizeof *v); // NOLINT(bugprone-sizeof-expression)
+            char *d = strndup(b, t);
+            if (v)
                 c->dirs = v;
-                c->dirs[c->n_dirs] = strndup(p, t);
-                if (c->dirs[c->n_dirs])
-                    c->n_dirs++;
-            }
+            if (v && d)
+                c->dirs[c->n_dirs++] = d;
+            else
+                free(d);
         }
         p += l;
         if (*p)
@@ -117,137 +194,351 @@ static void add_dirs(tok_config *c, const char *list)
     c->ui.n_model_dirs = c->n_dirs;
 }
 
-bool config_load(tok_config *c, const char *path, bool must_exist, char *err, size_t errlen)
+static bool bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool bad(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* Sets key i; false + err (naming the key) on a bad value. */
+static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_t errlen)
+{
+    const char *sec = keys[i].section, *key = keys[i].name;
+    engine_params *e = &c->ui.engine;
+    long x;
+    bool b;
+    if (!strcmp(sec, "sampling")) {
+        sampler_params sp = e->sampling;
+        char perr[200] = "";
+        if (!strcmp(key, "stop")) { /* one stop string; empty = none */
+            sampler_params_set(&sp, "stop", "", perr, sizeof perr);
+            if (*val && !sampler_params_set(&sp, "stop", val, perr, sizeof perr))
+                return bad(err, errlen, "[sampling] stop: %s", perr);
+        } else if (!params_set_value(&sp, key, val, perr, sizeof perr))
+            return bad(err, errlen, "[sampling] %s", perr);
+        e->sampling = sp;
+        return true;
+    }
+    if (!strcmp(sec, "ui")) {
+        if (!strcmp(key, "inspector_order")) {
+            if (strcmp(val, "raw") != 0 && strcmp(val, "post") != 0)
+                return bad(err, errlen, "[ui] inspector_order: '%s' is not raw or post", val);
+            c->ui.post_order = !strcmp(val, "post");
+            return true;
+        }
+        if (!parse_bool(val, &b))
+            return bad(err, errlen, "[ui] %s: '%s' is not a boolean (true/false)", key, val);
+        if (!strcmp(key, "colors"))
+            c->ui.colors = b;
+        else if (!strcmp(key, "prob_colors"))
+            c->ui.prob_colors = b;
+        else if (!strcmp(key, "autosave"))
+            c->ui.no_autosave = !b;
+        else
+            c->ui.mouse = b;
+        return true;
+    }
+    if (!strcmp(sec, "paths")) {
+        if (!strcmp(key, "model")) {
+            if (strlen(val) >= sizeof c->model)
+                return bad(err, errlen, "[paths] model: path too long");
+            snprintf(c->model, sizeof c->model, "%s", val);
+            e->model_path = c->model[0] ? c->model : NULL;
+        } else
+            set_dirs(c, val);
+        return true;
+    }
+    if (!strcmp(sec, "engine")) {
+        if (!strcmp(key, "n_ctx")) {
+            if (!parse_long(val, 0, 1L << 24, &x))
+                return bad(err, errlen, "[engine] n_ctx: '%s' is not 0..16777216", val);
+            e->n_ctx = (uint32_t)x;
+        } else if (!strcmp(key, "threads")) {
+            if (!parse_long(val, 0, 1024, &x))
+                return bad(err, errlen, "[engine] threads: '%s' is not 0..1024", val);
+            e->n_threads = (int32_t)x;
+        } else if (!strcmp(key, "template")) {
+            if (!*val || !strcmp(val, "model")) {
+                c->template_name[0] = 0;
+                e->template_name = NULL;
+            } else if (strcmp(val, "raw") != 0 && !chat_builtin_known(val))
+                return bad(err, errlen, "[engine] template: unknown template '%s'", val);
+            else {
+                snprintf(c->template_name, sizeof c->template_name, "%s", val);
+                e->template_name = c->template_name;
+            }
+        } else if (!strcmp(key, "cache_type_k") || !strcmp(key, "cache_type_v")) {
+            enum tensor_type t;
+            if (!forward_kv_type_parse(val, &t))
+                return bad(err, errlen, "[engine] %s: '%s' is not f16, q8_0, q4_0 or f32", key, val);
+            *(key[11] == 'k' ? &e->cache_type_k : &e->cache_type_v) = t;
+        } else if (!strcmp(key, "blas")) {
+            if (!blas_mode_parse(val, &e->blas))
+                return bad(err, errlen, "[engine] blas: '%s' is not auto, on or off", val);
+        } else if (!parse_bool(val, &b))
+            return bad(err, errlen, "[engine] %s: '%s' is not a boolean (true/false)", key, val);
+        else if (!strcmp(key, "context_shift"))
+            e->context_shift = b;
+        else
+            e->no_kv_cache = !b;
+        return true;
+    }
+    /* [chat] system */
+    char *s = strdup(val);
+    if (!s)
+        return bad(err, errlen, "out of memory");
+    free(c->system);
+    c->system = s;
+    c->ui.system = s;
+    return true;
+}
+
+void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
+{
+    const char *sec = keys[i].section, *key = keys[i].name;
+    const engine_params *e = &c->ui.engine;
+    buf[0] = 0;
+    if (!strcmp(sec, "sampling")) {
+        if (!strcmp(key, "stop"))
+            snprintf(buf, cap, "%s", e->sampling.n_stop > 0 ? e->sampling.stop[0] : "");
+        else
+            sampler_params_get(&e->sampling, key, buf, cap);
+    } else if (!strcmp(key, "colors"))
+        snprintf(buf, cap, "%s", c->ui.colors ? "true" : "false");
+    else if (!strcmp(key, "prob_colors"))
+        snprintf(buf, cap, "%s", c->ui.prob_colors ? "true" : "false");
+    else if (!strcmp(key, "mouse"))
+        snprintf(buf, cap, "%s", c->ui.mouse ? "true" : "false");
+    else if (!strcmp(key, "inspector_order"))
+        snprintf(buf, cap, "%s", c->ui.post_order ? "post" : "raw");
+    else if (!strcmp(key, "autosave"))
+        snprintf(buf, cap, "%s", c->ui.no_autosave ? "false" : "true");
+    else if (!strcmp(key, "model_dirs")) {
+        size_t off = 0;
+        for (size_t k = 0; k < c->n_dirs && off < cap; k++) {
+            int w = snprintf(buf + off, cap - off, "%s%s", k ? ":" : "", c->dirs[k]);
+            if (w < 0)
+                break;
+            off += (size_t)w;
+        }
+    } else if (!strcmp(key, "model"))
+        snprintf(buf, cap, "%s", e->model_path ? e->model_path : "");
+    else if (!strcmp(key, "n_ctx"))
+        snprintf(buf, cap, "%u", (unsigned)e->n_ctx);
+    else if (!strcmp(key, "threads"))
+        snprintf(buf, cap, "%d", (int)e->n_threads);
+    else if (!strcmp(key, "template"))
+        snprintf(buf, cap, "%s", e->template_name ? e->template_name : "");
+    else if (!strcmp(key, "context_shift"))
+        snprintf(buf, cap, "%s", e->context_shift ? "true" : "false");
+    else if (!strcmp(key, "kv_cache"))
+        snprintf(buf, cap, "%s", e->no_kv_cache ? "false" : "true");
+    else if (!strcmp(key, "cache_type_k"))
+        snprintf(buf, cap, "%s", forward_kv_type_name(e->cache_type_k));
+    else if (!strcmp(key, "cache_type_v"))
+        snprintf(buf, cap, "%s", forward_kv_type_name(e->cache_type_v));
+    else if (!strcmp(key, "blas"))
+        snprintf(buf, cap, "%s", blas_mode_name(e->blas));
+    else if (!strcmp(key, "system"))
+        snprintf(buf, cap, "%s", c->ui.system ? c->ui.system : "");
+}
+
+bool config_set(tok_config *c, const char *section, const char *key, const char *value, const char *option,
+                char *err, size_t errlen)
+{
+    int i = key_index(section, key);
+    if (i < 0)
+        return bad(err, errlen, "unknown key [%s] %s", section, key);
+    if (!set_value(c, (size_t)i, value, err, errlen))
+        return false;
+    c->origin[i] = (config_origin){option, 0};
+    return true;
+}
+
+void config_apply_env(tok_config *c)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (nc && *nc) {
+        c->ui.colors = false;
+        c->origin[key_index("ui", "colors")] = (config_origin){"NO_COLOR", 0};
+    }
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+struct load_state {
+    tok_config *c;
+    const char *name; /* as stored in c->files */
+    FILE *diag;
+    char unknown_section[INI_LINE_MAX + 1]; /* reported once, its keys skipped */
+};
+
+static void report(struct load_state *st, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(struct load_state *st, int line, const char *fmt, ...)
+{
+    st->c->n_issues++;
+    if (!st->diag)
+        return;
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(st->diag, "tokscope: %s:%d: %s\n", st->name, line, msg);
+}
+
+static bool on_entry(void *user, int line, const char *section, const char *key, const char *value)
+{
+    struct load_state *st = user;
+    if (!key) {
+        report(st, line, "%s (line ignored)", value);
+        return true;
+    }
+    if (!*key) { /* a section header */
+        if (!known_section(section)) {
+            report(st, line, "unknown section [%s] (ignored with its keys)", section);
+            snprintf(st->unknown_section, sizeof st->unknown_section, "%s", section);
+        }
+        return true;
+    }
+    if (!*section) {
+        report(st, line, "'%s' is outside any [section] (ignored)", key);
+        return true;
+    }
+    if (!strcmp(section, st->unknown_section))
+        return true;
+    int i = key_index(section, key);
+    if (i < 0) {
+        report(st, line, "unknown key '%s' in [%s] (ignored)", key, section);
+        return true;
+    }
+    char err[600];
+    if (!set_value(st->c, (size_t)i, value, err, sizeof err)) {
+        report(st, line, "%s (ignored)", err);
+        return true;
+    }
+    st->c->origin[i] = (config_origin){st->name, line};
+    return true;
+}
+
+static const char *remember_file(tok_config *c, const char *name, bool read)
+{
+    if (c->n_files >= CONFIG_MAX_FILES)
+        return name; /* only the header of --print-config loses it */
+    char *s = strdup(name);
+    if (!s)
+        return name;
+    c->files[c->n_files] = s;
+    c->file_read[c->n_files++] = read;
+    return s;
+}
+
+void config_load_text(tok_config *c, const char *text, size_t n, const char *name, FILE *diag)
+{
+    struct load_state st = {c, remember_file(c, name, true), diag, ""};
+    /* the stored name outlives this call: origins point at it */
+    ini_parse(text, n, on_entry, &st);
+}
+
+bool config_load(tok_config *c, const char *path, bool must_exist, FILE *diag, char *err, size_t errlen)
 {
     if (!path || !*path)
         return true;
-    if (access(path, R_OK) != 0) {
-        if (!must_exist && errno == ENOENT)
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        if (!must_exist && e == ENOENT) {
+            remember_file(c, path, false);
             return true;
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        }
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
         return false;
     }
-    iniparser_set_error_callback(ini_quiet);
-    dictionary *d = iniparser_load(path);
-    if (!d) {
-        snprintf(err, errlen, "%s: cannot parse (INI syntax error)", path);
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > (off_t)CONFIG_FILE_MAX) {
+        fclose(f);
+        snprintf(err, errlen, "%s: not a regular file of at most 1 MiB", path);
         return false;
     }
-    bool ok = true;
-    int nsec = iniparser_getnsec(d);
-    for (int s = 0; s < nsec && ok; s++) {
-        const char *sec = iniparser_getsecname(d, s);
-        int nk = iniparser_getsecnkeys(d, sec);
-        if (nk <= 0)
-            continue;
-        const char **keys = calloc((size_t)nk, sizeof *keys);
-        if (!keys || !iniparser_getseckeys(d, sec, keys)) {
-            free(keys);
-            continue;
-        }
-        for (int k = 0; k < nk && ok; k++) {
-            const char *full = keys[k]; /* "section:key" */
-            const char *key = strchr(full, ':');
-            key = key ? key + 1 : full;
-            const char *val = iniparser_getstring(d, full, "");
-            char perr[256] = "";
-            if (!strcmp(sec, "sampling")) {
-                sampler_params *sp = &c->ui.engine.sampling;
-                if (!params_set_value(sp, key, val, perr, sizeof perr)) {
-                    snprintf(err, errlen, "%s: [sampling] %s: %s", path, key, perr);
-                    ok = false;
-                }
-            } else if (!strcmp(sec, "ui")) {
-                if (!in_list(known_ui, key)) {
-                    snprintf(err, errlen, "%s: unknown key [ui] %s", path, key);
-                    ok = false;
-                } else if (!strcmp(key, "inspector_order")) {
-                    if (!strcmp(val, "raw") || !strcmp(val, "post"))
-                        c->ui.post_order = !strcmp(val, "post");
-                    else {
-                        snprintf(err, errlen, "%s: [ui] inspector_order must be raw or post", path);
-                        ok = false;
-                    }
-                } else {
-                    bool b;
-                    if (!parse_bool(val, &b)) {
-                        snprintf(err, errlen, "%s: [ui] %s: '%s' is not a boolean", path, key, val);
-                        ok = false;
-                    } else if (!strcmp(key, "colors"))
-                        c->ui.colors = b;
-                    else if (!strcmp(key, "prob_colors"))
-                        c->ui.prob_colors = b;
-                    else
-                        c->ui.mouse = b;
-                }
-            } else if (!strcmp(sec, "paths")) {
-                if (!in_list(known_paths, key)) {
-                    snprintf(err, errlen, "%s: unknown key [paths] %s", path, key);
-                    ok = false;
-                } else if (!strcmp(key, "model"))
-                    snprintf(c->model, sizeof c->model, "%s", val);
-                else
-                    add_dirs(c, val);
-            } else if (!strcmp(sec, "engine")) {
-                long x;
-                bool b;
-                if (!in_list(known_engine, key)) {
-                    snprintf(err, errlen, "%s: unknown key [engine] %s", path, key);
-                    ok = false;
-                } else if (!strcmp(key, "n_ctx")) {
-                    if (parse_long(val, 0, 1L << 24, &x))
-                        c->ui.engine.n_ctx = (uint32_t)x;
-                    else {
-                        snprintf(err, errlen, "%s: [engine] n_ctx: '%s' is not 0..16777216", path, val);
-                        ok = false;
-                    }
-                } else if (!strcmp(key, "threads")) {
-                    if (parse_long(val, 0, 1024, &x))
-                        c->ui.engine.n_threads = (int32_t)x;
-                    else {
-                        snprintf(err, errlen, "%s: [engine] threads: '%s' is not 0..1024", path, val);
-                        ok = false;
-                    }
-                } else if (!strcmp(key, "cache_type_k") || !strcmp(key, "cache_type_v")) {
-                    enum tensor_type t;
-                    if (!forward_kv_type_parse(val, &t)) {
-                        snprintf(err, errlen, "%s: [engine] %s: '%s' is not f16, q8_0, q4_0 or f32", path, key, val);
-                        ok = false;
-                    } else if (key[11] == 'k')
-                        c->ui.engine.cache_type_k = t;
-                    else
-                        c->ui.engine.cache_type_v = t;
-                } else if (!strcmp(key, "blas")) {
-                    if (!blas_mode_parse(val, &c->ui.engine.blas)) {
-                        snprintf(err, errlen, "%s: [engine] blas: '%s' is not auto, on or off", path, val);
-                        ok = false;
-                    }
-                } else if (!strcmp(key, "template")) {
-                    snprintf(c->template_name, sizeof c->template_name, "%s", val);
-                    c->ui.engine.template_name = c->template_name[0] ? c->template_name : NULL;
-                } else if (!parse_bool(val, &b)) {
-                    snprintf(err, errlen, "%s: [engine] %s: '%s' is not a boolean", path, key, val);
-                    ok = false;
-                } else if (!strcmp(key, "context_shift"))
-                    c->ui.engine.context_shift = b;
-                else
-                    c->ui.engine.no_kv_cache = !b;
-            } else if (!strcmp(sec, "chat")) {
-                if (!in_list(known_chat, key)) {
-                    snprintf(err, errlen, "%s: unknown key [chat] %s", path, key);
-                    ok = false;
-                } else {
-                    free(c->system);
-                    c->system = strdup(val);
-                    c->ui.system = c->system;
-                }
-            } else {
-                snprintf(err, errlen, "%s: unknown section [%s]", path, sec);
-                ok = false;
-            }
-        }
-        free(keys);
+    char *text = malloc((size_t)sb.st_size + 1);
+    size_t n = text ? fread(text, 1, (size_t)sb.st_size, f) : 0;
+    bool ok = text && !ferror(f);
+    fclose(f);
+    if (!ok) {
+        free(text);
+        snprintf(err, errlen, "%s: cannot read", path);
+        return false;
     }
-    iniparser_freedict(d);
-    return ok;
+    config_load_text(c, text, n, path, diag);
+    free(text);
+    return true;
+}
+
+/* ---- --print-config ----------------------------------------------------- */
+
+/* v as INI reads it back: quoted when it has ';' or '#', outer spaces or a
+ * leading quote (iniparser keeps what is inside quotes). false when it
+ * cannot be written: it would need quotes and has both kinds. */
+static bool quote(const char *v, char *out, size_t cap)
+{
+    size_t n = strlen(v);
+    bool needs = strpbrk(v, ";#") || (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) ||
+                 v[0] == '"' || v[0] == '\'' || (n && v[n - 1] == '\\') || !strcmp(v, "\"\"") ||
+                 !strcmp(v, "''");
+    if (!needs)
+        snprintf(out, cap, "%s", v);
+    else if (!strchr(v, '"'))
+        snprintf(out, cap, "\"%s\"", v);
+    else if (!strchr(v, '\''))
+        snprintf(out, cap, "'%s'", v);
+    else {
+        snprintf(out, cap, "%s", v);
+        return false;
+    }
+    return true;
+}
+
+void config_print(const tok_config *c, FILE *out)
+{
+    fprintf(out, "; tokscope --print-config: the merged configuration. Sources, lowest first:\n"
+                 ";   built-in defaults\n");
+    for (size_t i = 0; i < c->n_files; i++)
+        fprintf(out, ";   %s%s\n", c->files[i], c->file_read[i] ? "" : " (absent)");
+    fprintf(out, ";   environment (NO_COLOR), command-line options\n");
+    const char *sec = "";
+    for (size_t i = 0; i < N_KEYS; i++) {
+        if (strcmp(sec, keys[i].section) != 0) {
+            sec = keys[i].section;
+            fprintf(out, "\n[%s]\n", sec);
+        }
+        char v[4096], q[4200], line[4400];
+        config_value(c, i, v, sizeof v);
+        for (char *p = v; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' '; /* an INI value is one line */
+        const config_origin *o = &c->origin[i];
+        char src[4200];
+        if (!o->src)
+            snprintf(src, sizeof src, "default");
+        else if (o->line > 0)
+            snprintf(src, sizeof src, "%s:%d", o->src, o->line);
+        else if (!strcmp(o->src, "NO_COLOR"))
+            snprintf(src, sizeof src, "environment: NO_COLOR");
+        else
+            snprintf(src, sizeof src, "command line: %s", o->src);
+        bool ok = quote(v, q, sizeof q);
+        snprintf(line, sizeof line, "%s = %s", keys[i].name, q);
+        /* an INI line holds at most INI_LINE_MAX - 2 bytes */
+        if (!ok || strlen(line) + 3 > INI_LINE_MAX - 2)
+            fprintf(out, "; %s: %s, cannot be written as an INI value (%s)\n", keys[i].name,
+                    ok ? "too long" : "needs quotes and has both kinds", src);
+        else if (strlen(line) + 3 + strlen(src) <= INI_LINE_MAX - 2)
+            fprintf(out, "%-30s ; %s\n", line, src);
+        else
+            fprintf(out, "%s\n", line);
+    }
 }

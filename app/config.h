@@ -1,12 +1,32 @@
 /* tokscope.ini: defaults for the TUI ([sampling], [ui], [paths], [engine],
- * [chat]) read with iniparser. conf/tokscope.ini documents every key. */
+ * [chat]), merged from layers, lowest first: built-in defaults, the system
+ * file (TOKSCOPE_SYSCONFDIR/tokscope/tokscope.ini), the user's
+ * ($XDG_CONFIG_HOME/tokscope/tokscope.ini), --config FILE, the command line.
+ * Each key remembers which layer set it (--print-config shows it). A file's
+ * unknown keys, bad values and unreadable lines are reported as FILE:LINE
+ * and skipped; they never stop tokscope. conf/tokscope.ini documents every key. */
 #ifndef TOKSCOPE_APP_CONFIG_H
 #define TOKSCOPE_APP_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "ui.h"
+
+#ifndef TOKSCOPE_SYSCONFDIR
+#define TOKSCOPE_SYSCONFDIR "/usr/local/etc"
+#endif
+
+#define CONFIG_MAX_KEYS 64
+#define CONFIG_MAX_FILES 8
+
+/* Where a key's value came from: a file and line, or a command-line option,
+ * or the environment; src == NULL is the built-in default. */
+typedef struct config_origin {
+    const char *src; /* a path in files[], an option ("--temp"), "NO_COLOR" */
+    int line;        /* > 0 for a file */
+} config_origin;
 
 typedef struct tok_config {
     ui_options ui;           /* engine params (with sampling) and UI switches */
@@ -15,14 +35,41 @@ typedef struct tok_config {
     char *system;            /* [chat] system */
     char **dirs;             /* [paths] model_dirs (owned) */
     size_t n_dirs;
+    config_origin origin[CONFIG_MAX_KEYS]; /* per key of config_key_at() */
+    char *files[CONFIG_MAX_FILES];         /* every file looked at, in order (owned) */
+    bool file_read[CONFIG_MAX_FILES];      /* false: it did not exist */
+    size_t n_files;
+    int n_issues;            /* lines reported and skipped, all files */
 } tok_config;
 
 void config_init(tok_config *c);
 void config_free(tok_config *c);
 /* $XDG_CONFIG_HOME/tokscope/tokscope.ini (or ~/.config/...) into buf. */
 const char *config_default_path(char *buf, size_t cap);
-/* Reads path into c. A missing file is fine unless must_exist. Bad values
- * and unknown keys are errors (false + message naming section:key). */
-bool config_load(tok_config *c, const char *path, bool must_exist, char *err, size_t errlen);
+/* TOKSCOPE_SYSCONFDIR/tokscope/tokscope.ini, compiled in by make from PREFIX. */
+const char *config_system_path(void);
+
+/* Reads path into c over what is there. A missing file is fine unless
+ * must_exist; false + err only when the file cannot be read. Problems in
+ * the file go to diag ("tokscope: PATH:LINE: ...", diag may be NULL). */
+bool config_load(tok_config *c, const char *path, bool must_exist, FILE *diag, char *err, size_t errlen);
+/* The same over text in memory; name stands for the file. */
+void config_load_text(tok_config *c, const char *text, size_t n, const char *name, FILE *diag);
+/* Sets [section] key = value on behalf of a command-line option (origin:
+ * the option as typed, which must outlive c). false + err on an unknown key
+ * or a bad value. */
+bool config_set(tok_config *c, const char *section, const char *key, const char *value, const char *option,
+                char *err, size_t errlen);
+/* NO_COLOR (non-empty) turns colours off. */
+void config_apply_env(tok_config *c);
+/* The merged configuration as INI that tokscope reads back to the same
+ * values: every key, each followed by a comment naming its source. */
+void config_print(const tok_config *c, FILE *out);
+
+/* The keys in print order: section and name, i < config_n_keys(). */
+size_t config_n_keys(void);
+bool config_key_at(size_t i, const char **section, const char **name);
+/* Current value of key i as config_print writes it (before quoting). */
+void config_value(const tok_config *c, size_t i, char *buf, size_t cap);
 
 #endif

@@ -485,6 +485,22 @@ static bool parse_tensors(gguf_ctx *ctx, struct reader *r, uint64_t n_tensors)
     return true;
 }
 
+/* The alignment in memory that reading a tensor in place needs: its widest
+ * scalar (F32 values, a Q8_K's float scale, the F16 scales of the other
+ * block types). */
+static size_t type_align(uint32_t type)
+{
+    switch (type) {
+    case TENSOR_TYPE_F32:
+    case TENSOR_TYPE_I32:
+    case TENSOR_TYPE_Q8_K: return 4;
+    case TENSOR_TYPE_I64:
+    case TENSOR_TYPE_F64: return 8;
+    case TENSOR_TYPE_I8: return 1;
+    default: return 2;
+    }
+}
+
 /* Tensor data: aligned, laid out back to back in table order (each tensor
  * starts at the padded end of the previous one, as ggml writes them and as
  * llama.cpp requires), and inside the file. */
@@ -514,6 +530,12 @@ static bool check_data(gguf_ctx *ctx, struct reader *r)
                         ctx->data_offset + (size_t)t->offset,
                         (unsigned long long)ctx->data_offset + t->offset + t->nbytes, r->size);
         t->data = r->base + ctx->data_offset + t->offset;
+        /* general.alignment 1 or 2 can put a tensor where its values cannot
+         * be read in place (llama.cpp reads them misaligned anyway) */
+        const size_t ta = type_align(t->type);
+        if ((uintptr_t)t->data % ta != 0)
+            return fail(r, at, field, "data at byte %zu is not %zu-byte aligned, as %s values must be",
+                        ctx->data_offset + (size_t)t->offset, ta, tensor_type_name(t->type));
         /* cannot overflow: offset + nbytes <= size and a <= 2^31 */
         expect = (t->offset + t->nbytes + a - 1) / a * a;
     }

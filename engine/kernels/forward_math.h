@@ -55,8 +55,8 @@ static inline float v_expf(float x)
     const float z = fmaf(x, 0x1.715476p+0f, r);
     const float n = z - r;
     const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    if (fabsf(n) > 192.0f)
-        return n <= 0.0f ? 0.0f : INFINITY;
+    if (!(fabsf(n) <= 192.0f)) /* NaN too (a NaN x): (int)n below would be undefined */
+        return n != n ? x : n <= 0.0f ? 0.0f : INFINITY;
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                          fmaf(0x1.ffffecp-1f, b, 1.0f));

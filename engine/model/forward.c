@@ -132,10 +132,19 @@ static void pack_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 /* The packed weights are read end to end for every token. In 2 MB pages
  * (transparent huge pages, where the kernel grants them) that takes far
  * fewer TLB misses than in 4 KB pages, and packing takes far fewer page
- * faults. The mapping starts on a 2 MB boundary; *len is what to munmap. */
+ * faults. The mapping starts on a 2 MB boundary (below 1 MB of weights, a
+ * page boundary); *len is what to munmap. */
 static uint8_t *packed_alloc(size_t n, size_t *len)
 {
     const size_t huge = (size_t)2 << 20;
+    if (n < huge / 2) { /* a small model: a huge page would be mostly waste (and zeroing it, time) */
+        const size_t want = (n + 4095) & ~(size_t)4095;
+        uint8_t *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        *len = want;
+        return p;
+    }
     const size_t want = (n + huge - 1) & ~(huge - 1);
     uint8_t *p = mmap(NULL, want + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)

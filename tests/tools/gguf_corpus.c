@@ -460,6 +460,36 @@ static void bad_tensors(void)
     for (int i = 0; i < 128; i++)
         put_u8(&b, 1);
     emit_buf("bad_offset_align64.gguf", &b, "alignment 64");
+
+    /* general.alignment 1 lets a tensor start at an odd byte: an F16 there
+     * (1 x 3 values) puts the next tensor, F32, where its floats cannot be
+     * read in place (make fuzz: UBSan saw the misaligned loads) */
+    hdr(&b, 3, 2, 1);
+    kv_u32(&b, "general.alignment", 1);
+    static const uint64_t ne3[] = {3}, ne4[] = {4};
+    tinfo(&b, "hh", 1, ne3, TENSOR_TYPE_F16, 0); /* data at byte 124 */
+    tinfo(&b, "f", 1, ne4, TENSOR_TYPE_F32, 6);
+    for (int i = 0; i < 6 + 16; i++)
+        put_u8(&b, 0);
+    emit_buf("bad_f32_misaligned.gguf", &b, "is not 4-byte aligned");
+    hdr(&b, 3, 2, 1);
+    kv_u32(&b, "general.alignment", 1);
+    static const uint64_t ne1[] = {1}, ne32[] = {32};
+    tinfo(&b, "ii", 1, ne1, TENSOR_TYPE_I8, 0); /* data at byte 124 */
+    tinfo(&b, "q", 1, ne32, TENSOR_TYPE_Q8_0, 1);
+    for (int i = 0; i < 1 + 34; i++)
+        put_u8(&b, 0);
+    emit_buf("bad_q8_0_misaligned.gguf", &b, "is not 2-byte aligned");
+    /* alignment 2: F16 after an odd-sized I8 pair is fine, aligned as needed */
+    hdr(&b, 3, 2, 1);
+    kv_u32(&b, "general.alignment", 2);
+    static const uint64_t ne2[] = {2};
+    tinfo(&b, "i", 1, ne2, TENSOR_TYPE_I8, 0);
+    tinfo(&b, "h", 1, ne2, TENSOR_TYPE_F16, 2);
+    pad(&b, 2);
+    for (int i = 0; i < 2 + 4; i++)
+        put_u8(&b, 0);
+    emit_buf("valid_align2_f16.gguf", &b, NULL);
 }
 
 /* The standard file cut at every offset up to its data section and at a

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/forward_math.h"
 #include "model/forward_attn.h"
 #include "gguf/tensor.h"
 
@@ -314,10 +315,28 @@ static void test_view_and_choice(void **state)
     assert_false(attn_use_tiled(128, 8)); /* head size not a multiple of 16 */
 }
 
+/* v_expf at the edges: a NaN input (a corrupt model's NaN weights reach
+ * softmax) gives NaN without converting NaN to int, which C leaves
+ * undefined (make fuzz found it: UBSan's float-cast-overflow); infinities
+ * and huge inputs saturate. make test-asan runs this under UBSan. */
+static void test_expf_edges(void **s)
+{
+    (void)s;
+    volatile float nan = NAN; /* not folded at compile time */
+    assert_true(isnan(v_expf(nan)));
+    assert_true(isnan(v_expf(-nan)));
+    assert_true(isinf(v_expf(INFINITY)) && v_expf(INFINITY) > 0);
+    assert_true(v_expf(-INFINITY) == 0.0f);
+    assert_true(isinf(v_expf(1e30f)) && v_expf(-1e30f) == 0.0f);
+    assert_float_equal(v_expf(0.0f), 1.0f, 0);
+    assert_float_equal(v_expf(1.0f), expf(1.0f), 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_are_attention),
+        cmocka_unit_test(test_expf_edges),
         cmocka_unit_test(test_causal),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_tile_grouping),

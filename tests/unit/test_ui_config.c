@@ -1,71 +1,146 @@
-/* Config file: the shipped conf/tokscope.ini is valid and matches the
- * built-in defaults; every section is read; bad input names the key. */
+/* Configuration: the shipped conf/tokscope.ini is valid, matches the built-in
+ * defaults and documents every key; every section is read; a bad line, key or
+ * value is reported as FILE:LINE and skipped, never fatal; layers override
+ * in order and each key remembers its source; --print-config's output reads
+ * back to the same values; the INI reader agrees with iniparser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <iniparser/iniparser.h>
+
 #include "config.h"
+#include "config_ini.h"
 #include "testutil.h"
 
-static const char *write_tmp(const char *text)
+static const char *write_tmp(const char *text, size_t n)
 {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/tokscope-cfg-XXXXXX");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(write(fd, text, n), (ssize_t)n);
     close(fd);
     return path;
+}
+
+/* Loads text as a file; returns the diagnostics (malloc'd). */
+static char *load_text(tok_config *c, const char *text)
+{
+    const char *p = write_tmp(text, strlen(text));
+    char *diag = NULL;
+    size_t dn = 0;
+    FILE *d = open_memstream(&diag, &dn);
+    char err[512] = "";
+    if (!config_load(c, p, true, d, err, sizeof err))
+        fail_msg("%s", err);
+    fclose(d);
+    remove(p);
+    return diag;
+}
+
+static size_t key_of(const char *section, const char *name)
+{
+    const char *s, *n;
+    for (size_t i = 0; config_key_at(i, &s, &n); i++)
+        if (!strcmp(s, section) && !strcmp(n, name))
+            return i;
+    fail_msg("no key [%s] %s", section, name);
+    return 0;
 }
 
 static void test_shipped_file_is_valid(void **state)
 {
     (void)state;
-    tok_config c;
+    tok_config c, d;
     config_init(&c);
-    sampler_params d = c.ui.engine.sampling;
+    config_init(&d);
+    char *diag = NULL;
+    size_t dn = 0;
+    FILE *df = open_memstream(&diag, &dn);
     char err[512] = "";
-    if (!config_load(&c, "conf/tokscope.ini", true, err, sizeof err))
+    if (!config_load(&c, "conf/tokscope.ini", true, df, err, sizeof err))
         fail_msg("conf/tokscope.ini: %s", err);
-    /* the documented values are the defaults */
-    assert_float_equal(c.ui.engine.sampling.temp, d.temp, 1e-6);
-    assert_int_equal(c.ui.engine.sampling.top_k, d.top_k);
-    assert_float_equal(c.ui.engine.sampling.top_p, d.top_p, 1e-6);
-    assert_float_equal(c.ui.engine.sampling.min_p, d.min_p, 1e-6);
-    assert_int_equal(c.ui.engine.sampling.repeat_last_n, d.repeat_last_n);
-    assert_int_equal(c.ui.engine.sampling.n_predict, d.n_predict);
-    assert_int_equal(c.ui.engine.sampling.n_top, d.n_top);
+    fclose(df);
+    if (c.n_issues)
+        fail_msg("conf/tokscope.ini: %s", diag);
+    free(diag);
+    /* the documented values are the defaults, key by key */
+    for (size_t i = 0; i < config_n_keys(); i++) {
+        char a[4096], b[4096];
+        config_value(&c, i, a, sizeof a);
+        config_value(&d, i, b, sizeof b);
+        const char *s, *n;
+        config_key_at(i, &s, &n);
+        if (strcmp(a, b) != 0)
+            fail_msg("[%s] %s: conf/tokscope.ini says '%s', the default is '%s'", s, n, a, b);
+    }
     assert_false(c.ui.engine.sampling.seed_set);
-    assert_true(c.ui.colors);
-    assert_false(c.ui.mouse);
     assert_null(c.ui.engine.template_name);
     assert_true(c.ui.engine.context_shift);
     assert_false(c.ui.engine.no_kv_cache);
     assert_int_equal(c.ui.engine.n_ctx, 0);
     assert_int_equal(c.ui.engine.blas, BLAS_MODE_AUTO);
+    assert_false(c.ui.no_autosave);
     config_free(&c);
+    config_free(&d);
+}
+
+/* Every key --print-config prints is documented in the shipped file, as a
+ * setting or a commented-out example ("; key = ..."). */
+static void test_shipped_file_documents_every_key(void **state)
+{
+    (void)state;
+    FILE *f = fopen("conf/tokscope.ini", "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    const char *s, *k;
+    for (size_t i = 0; config_key_at(i, &s, &k); i++) {
+        char sec[64];
+        snprintf(sec, sizeof sec, "[%s]", s);
+        const char *at = strstr(text, sec);
+        if (!at)
+            fail_msg("conf/tokscope.ini has no %s", sec);
+        const char *next = strstr(at + 1, "\n[");
+        bool found = false;
+        for (const char *l = at; l && (!next || l < next) && !found; l = strchr(l + 1, '\n')) {
+            const char *p = l + 1;
+            while (*p == ' ' || *p == ';')
+                p++;
+            size_t kl = strlen(k);
+            found = !strncmp(p, k, kl) && (p[kl] == ' ' || p[kl] == '=');
+        }
+        if (!found)
+            fail_msg("conf/tokscope.ini does not document [%s] %s", s, k);
+    }
 }
 
 static void test_all_sections(void **state)
 {
     (void)state;
-    const char *p = write_tmp("[sampling]\ntemp = 0.3\ntop_k = 7\nseed = 42\n"
-                              "[ui]\ncolors = false\nprob_colors = yes\nmouse = on\ninspector_order = post\n"
-                              "[paths]\nmodel_dirs = /a/b: ~/c , /d\nmodel = /x/y.gguf\n"
-                              "[engine]\nn_ctx = 512\nthreads = 3\ntemplate = chatml\ncontext_shift = false\n"
-                              "kv_cache = false\nblas = off\n"
-                              "[chat]\nsystem = \"Be brief; really.\"\n");
     tok_config c;
     config_init(&c);
-    char err[512] = "";
-    if (!config_load(&c, p, true, err, sizeof err))
-        fail_msg("%s", err);
+    char *diag = load_text(&c, "[sampling]\ntemp = 0.3\ntop_k = 7\nseed = 42\nstop = \"</s>\"\n"
+                               "[ui]\ncolors = false\nprob_colors = yes\nmouse = on\ninspector_order = post\n"
+                               "autosave = no\n"
+                               "[paths]\nmodel_dirs = /a/b: ~/c , /d\nmodel = /x/y.gguf\n"
+                               "[engine]\nn_ctx = 512\nthreads = 3\ntemplate = chatml\ncontext_shift = false\n"
+                               "kv_cache = false\ncache_type_k = q8_0\nblas = off\n"
+                               "[chat]\nsystem = \"Be brief; really.\"\n");
+    assert_int_equal(c.n_issues, 0);
+    assert_string_equal(diag, "");
+    free(diag);
     assert_float_equal(c.ui.engine.sampling.temp, 0.3f, 1e-6);
     assert_int_equal(c.ui.engine.sampling.top_k, 7);
     assert_true(c.ui.engine.sampling.seed_set);
     assert_int_equal(c.ui.engine.sampling.seed, 42);
+    assert_int_equal(c.ui.engine.sampling.n_stop, 1);
+    assert_string_equal(c.ui.engine.sampling.stop[0], "</s>");
     assert_false(c.ui.colors);
     assert_true(c.ui.prob_colors);
     assert_true(c.ui.mouse);
@@ -75,46 +150,121 @@ static void test_all_sections(void **state)
     assert_string_equal(c.dirs[1], "~/c");
     assert_string_equal(c.dirs[2], "/d");
     assert_int_equal(c.ui.n_model_dirs, 3);
-    assert_string_equal(c.model, "/x/y.gguf");
+    assert_string_equal(c.ui.engine.model_path, "/x/y.gguf");
     assert_int_equal(c.ui.engine.n_ctx, 512);
     assert_int_equal(c.ui.engine.n_threads, 3);
     assert_string_equal(c.ui.engine.template_name, "chatml");
     assert_false(c.ui.engine.context_shift);
     assert_true(c.ui.engine.no_kv_cache);
+    assert_int_equal(c.ui.engine.cache_type_k, TENSOR_TYPE_Q8_0);
     assert_int_equal(c.ui.engine.blas, BLAS_MODE_OFF);
+    assert_true(c.ui.no_autosave);
     assert_string_equal(c.ui.system, "Be brief; really.");
     config_free(&c);
-    remove(p);
 }
 
-static void expect_error(const char *text, const char *needle)
+/* A bad line is reported as FILE:LINE naming what is wrong, the rest of the
+ * file still applies and the bad key keeps its previous value. */
+static void expect_issue(const char *text, int line, const char *needle)
 {
-    const char *p = write_tmp(text);
     tok_config c;
     config_init(&c);
-    char err[512] = "";
-    assert_false(config_load(&c, p, true, err, sizeof err));
-    if (!strstr(err, needle))
-        fail_msg("error '%s' does not mention '%s'", err, needle);
+    tok_config d;
+    config_init(&d);
+    char *diag = load_text(&c, text);
+    assert_int_equal(c.n_issues, 1);
+    char at[32];
+    snprintf(at, sizeof at, ":%d: ", line);
+    if (!strstr(diag, at) || !strstr(diag, needle) || !strstr(diag, "ignored") || !strstr(diag, "/tmp/tokscope-cfg-"))
+        fail_msg("for %s: report '%s' lacks the file, line %d, '%s' or 'ignored'", text, diag, line, needle);
+    free(diag);
+    /* the good keys after it were read */
+    assert_int_equal(c.ui.engine.n_threads, 5);
+    /* and the bad one left as it was */
+    for (size_t i = 0; i < config_n_keys(); i++) {
+        const char *s, *k;
+        config_key_at(i, &s, &k);
+        if (!strcmp(k, "threads"))
+            continue;
+        char a[4096], b[4096];
+        config_value(&c, i, a, sizeof a);
+        config_value(&d, i, b, sizeof b);
+        if (strcmp(a, b) != 0)
+            fail_msg("for %s: [%s] %s changed to '%s'", text, s, k, a);
+    }
     config_free(&c);
-    remove(p);
+    config_free(&d);
 }
 
-static void test_errors(void **state)
+static void test_issues_are_reported_and_skipped(void **state)
 {
     (void)state;
-    expect_error("[sampling]\ntemp = banana\n", "temp");
-    expect_error("[sampling]\ntop_p = 3\n", "top_p");
-    expect_error("[sampling]\nwarmth = 1\n", "warmth");
-    expect_error("[ui]\ncolors = maybe\n", "colors");
-    expect_error("[ui]\ncolour = true\n", "colour");
-    expect_error("[ui]\ninspector_order = sideways\n", "inspector_order");
-    expect_error("[engine]\nn_ctx = -5\n", "n_ctx");
-    expect_error("[engine]\nthreads = many\n", "threads");
-    expect_error("[engine]\ncontext_shift = 2\n", "context_shift");
-    expect_error("[engine]\nblas = sometimes\n", "blas");
-    expect_error("[paths]\nmodels = /x\n", "models");
-    expect_error("[whatever]\nx = 1\n", "whatever");
+    expect_issue("[sampling]\ntemp = banana\n[engine]\nthreads = 5\n", 2, "temp");
+    expect_issue("[sampling]\n\ntop_p = 3\n[engine]\nthreads = 5\n", 3, "top_p");
+    expect_issue("[sampling]\nwarmth = 1\n[engine]\nthreads = 5\n", 2, "warmth");
+    expect_issue("; c\n[ui]\ncolors = maybe\n[engine]\nthreads = 5\n", 3, "colors");
+    expect_issue("[ui]\ncolour = true\n[engine]\nthreads = 5\n", 2, "colour");
+    expect_issue("[ui]\ninspector_order = sideways\n[engine]\nthreads = 5\n", 2, "inspector_order");
+    expect_issue("[engine]\nn_ctx = -5\nthreads = 5\n", 2, "n_ctx");
+    expect_issue("[engine]\nthreads = many\nthreads = 5\n", 2, "threads");
+    expect_issue("[engine]\ncontext_shift = 2\nthreads = 5\n", 2, "context_shift");
+    expect_issue("[engine]\ntemplate = nonsense\nthreads = 5\n", 2, "nonsense");
+    expect_issue("[engine]\ncache_type_k = q3_k\nthreads = 5\n", 2, "cache_type_k");
+    expect_issue("[engine]\nblas = sometimes\nthreads = 5\n", 2, "blas");
+    expect_issue("[ui]\nautosave = often\n[engine]\nthreads = 5\n", 2, "autosave");
+    expect_issue("[paths]\nmodels = /x\n[engine]\nthreads = 5\n", 2, "models");
+    expect_issue("[whatever]\nx = 1\ny = 2\n[engine]\nthreads = 5\n", 1, "whatever");
+    expect_issue("temp = 0.1\n[engine]\nthreads = 5\n", 1, "outside");
+    expect_issue("[engine]\njust words\nthreads = 5\n", 2, "not a [section]");
+    expect_issue("[engine]\nthreads = 5\n[]\n", 3, "name");
+    /* after "[]" iniparser files keys under the old section's first letter:
+     * unknown, so each is reported too */
+    tok_config c;
+    config_init(&c);
+    char *diag = load_text(&c, "[engine]\n[]\nthreads = 5\n");
+    assert_int_equal(c.n_issues, 2);
+    assert_non_null(strstr(diag, ":3: unknown key 'threads' in [e]"));
+    assert_int_equal(c.ui.engine.n_threads, 0);
+    free(diag);
+    config_free(&c);
+    /* a continued line is reported where it starts */
+    expect_issue("[engine]\nn_ctx = 1\\\n2x\nthreads = 5\n", 2, "n_ctx");
+}
+
+static void test_lines_iniparser_gives_up_on(void **state)
+{
+    (void)state;
+    /* iniparser_load drops the whole file for these; here only the line goes */
+    char text[3000];
+    int n = snprintf(text, sizeof text, "[engine]\nthreads = 5\n[chat]\nsystem = ");
+    memset(text + n, 'x', 1100);
+    n += 1100;
+    n += snprintf(text + n, sizeof text - (size_t)n, "\n[ui]\nmouse = true\n");
+    tok_config c;
+    config_init(&c);
+    char *diag = load_text(&c, text);
+    assert_int_equal(c.n_issues, 1);
+    assert_non_null(strstr(diag, ":4: line too long"));
+    assert_true(c.ui.mouse);
+    assert_int_equal(c.ui.engine.n_threads, 5);
+    free(diag);
+    config_free(&c);
+
+    static const char nul[] = "[engine]\nthreads = 5\nn_ctx = 1\0 2\n[ui]\nmouse = true\n";
+    config_init(&c);
+    const char *p = write_tmp(nul, sizeof nul - 1);
+    diag = NULL;
+    size_t dn;
+    FILE *d = open_memstream(&diag, &dn);
+    char err[256];
+    assert_true(config_load(&c, p, true, d, err, sizeof err));
+    fclose(d);
+    remove(p);
+    assert_non_null(strstr(diag, ":3: contains a NUL byte"));
+    assert_true(c.ui.mouse);
+    assert_int_equal(c.ui.engine.n_ctx, 0);
+    free(diag);
+    config_free(&c);
 }
 
 static void test_missing_file(void **state)
@@ -123,13 +273,14 @@ static void test_missing_file(void **state)
     tok_config c;
     config_init(&c);
     char err[512] = "";
-    assert_true(config_load(&c, "/nonexistent/tokscope.ini", false, err, sizeof err)); /* optional */
-    assert_false(config_load(&c, "/nonexistent/tokscope.ini", true, err, sizeof err)); /* --config */
+    assert_true(config_load(&c, "/nonexistent/tokscope.ini", false, NULL, err, sizeof err)); /* optional */
+    assert_false(config_load(&c, "/nonexistent/tokscope.ini", true, NULL, err, sizeof err)); /* --config */
     assert_non_null(strstr(err, "/nonexistent/tokscope.ini"));
+    assert_false(config_load(&c, "/tmp", true, NULL, err, sizeof err)); /* a directory */
     config_free(&c);
 }
 
-static void test_default_path(void **state)
+static void test_default_paths(void **state)
 {
     (void)state;
     char buf[512];
@@ -138,14 +289,198 @@ static void test_default_path(void **state)
     unsetenv("XDG_CONFIG_HOME");
     setenv("HOME", "/home/u", 1);
     assert_string_equal(config_default_path(buf, sizeof buf), "/home/u/.config/tokscope/tokscope.ini");
+    assert_string_equal(config_system_path(), TOKSCOPE_SYSCONFDIR "/tokscope/tokscope.ini");
+}
+
+/* Layers: a later file overrides an earlier one key by key, the command line
+ * overrides both, and each key names where its value came from. */
+static void test_layers_and_origins(void **state)
+{
+    (void)state;
+    tok_config c;
+    config_init(&c);
+    free(load_text(&c, "[sampling]\ntemp = 0.1\ntop_k = 5\n[paths]\nmodel_dirs = /a:/b\n"));
+    char first[64];
+    snprintf(first, sizeof first, "%s", c.files[0]);
+    free(load_text(&c, "[sampling]\n; comment\ntop_k = 6\n[paths]\nmodel_dirs = /c\n"));
+    char err[256];
+    assert_true(config_set(&c, "sampling", "min_p", "0.2", "--min-p", err, sizeof err));
+    assert_false(config_set(&c, "sampling", "min_p", "2", "--min-p", err, sizeof err));
+    assert_non_null(strstr(err, "min_p"));
+    assert_false(config_set(&c, "sampling", "nope", "2", "--nope", err, sizeof err));
+    assert_float_equal(c.ui.engine.sampling.temp, 0.1f, 1e-6);
+    assert_int_equal(c.ui.engine.sampling.top_k, 6);
+    assert_float_equal(c.ui.engine.sampling.min_p, 0.2f, 1e-6);
+    assert_int_equal(c.n_dirs, 1); /* a later layer replaces the list */
+    assert_string_equal(c.dirs[0], "/c");
+    const config_origin *o = &c.origin[key_of("sampling", "temp")];
+    assert_string_equal(o->src, first);
+    assert_int_equal(o->line, 2);
+    o = &c.origin[key_of("sampling", "top_k")];
+    assert_string_equal(o->src, c.files[1]);
+    assert_int_equal(o->line, 3);
+    o = &c.origin[key_of("sampling", "min_p")];
+    assert_string_equal(o->src, "--min-p");
+    assert_int_equal(o->line, 0);
+    assert_null(c.origin[key_of("sampling", "top_p")].src);
+
+    char *out = NULL;
+    size_t on = 0;
+    FILE *f = open_memstream(&out, &on);
+    config_print(&c, f);
+    fclose(f);
+    char want[300];
+    snprintf(want, sizeof want, "\ntemp = 0.1                     ; %s:2\n", first);
+    if (!strstr(out, want) || !strstr(out, "\nmin_p = 0.2                    ; command line: --min-p\n") ||
+        !strstr(out, "\ntop_p = 0.95                   ; default\n"))
+        fail_msg("print-config:\n%s", out);
+    free(out);
+
+    setenv("NO_COLOR", "1", 1);
+    config_apply_env(&c);
+    unsetenv("NO_COLOR");
+    assert_false(c.ui.colors);
+    assert_string_equal(c.origin[key_of("ui", "colors")].src, "NO_COLOR");
+    config_free(&c);
+}
+
+/* --print-config's output, read as a config file, gives the same values;
+ * awkward values (comment characters, outer spaces, quotes) survive. */
+static void test_print_reads_back(void **state)
+{
+    (void)state;
+    tok_config c;
+    config_init(&c);
+    char err[256];
+    assert_true(config_set(&c, "chat", "system", "  a; b # c  ", "--system", err, sizeof err));
+    assert_true(config_set(&c, "sampling", "stop", "say \"#\"", "x", err, sizeof err));
+    /* make fuzz found these: a leading quote was printed bare and read back
+     * as the start of a quoted value; a trailing backslash continues a line */
+    assert_true(config_set(&c, "paths", "model", "\"", "x", err, sizeof err));
+    assert_true(config_set(&c, "engine", "template", "", "x", err, sizeof err));
+    assert_true(config_set(&c, "sampling", "temp", "0.123", "x", err, sizeof err));
+    assert_true(config_set(&c, "sampling", "seed", "7", "x", err, sizeof err));
+    assert_true(config_set(&c, "paths", "model_dirs", "/m1:/m2", "x", err, sizeof err));
+    assert_true(config_set(&c, "engine", "template", "llama3", "x", err, sizeof err));
+    tok_config c2;
+    config_init(&c2);
+    assert_true(config_set(&c2, "chat", "system", "'quoted' \\", "x", err, sizeof err));
+    assert_true(config_set(&c2, "paths", "model_dirs", "/a\\", "x", err, sizeof err));
+    char *o2 = NULL;
+    size_t o2n = 0;
+    FILE *f2 = open_memstream(&o2, &o2n);
+    config_print(&c2, f2);
+    fclose(f2);
+    tok_config d2;
+    config_init(&d2);
+    free(load_text(&d2, o2));
+    assert_int_equal(d2.n_issues, 0);
+    assert_string_equal(d2.ui.system, "'quoted' \\");
+    assert_string_equal(d2.dirs[0], "/a\\");
+    free(o2);
+    config_free(&c2);
+    config_free(&d2);
+    assert_true(config_set(&c, "engine", "cache_type_v", "q4_0", "x", err, sizeof err));
+    assert_true(config_set(&c, "ui", "inspector_order", "post", "x", err, sizeof err));
+    char *out = NULL;
+    size_t on = 0;
+    FILE *f = open_memstream(&out, &on);
+    config_print(&c, f);
+    fclose(f);
+    tok_config d;
+    config_init(&d);
+    char *diag = load_text(&d, out);
+    if (d.n_issues)
+        fail_msg("print-config output does not read back: %s\n%s", diag, out);
+    free(diag);
+    for (size_t i = 0; i < config_n_keys(); i++) {
+        char a[4096], b[4096];
+        config_value(&c, i, a, sizeof a);
+        config_value(&d, i, b, sizeof b);
+        const char *s, *k;
+        config_key_at(i, &s, &k);
+        if (strcmp(a, b) != 0)
+            fail_msg("[%s] %s: printed '%s', read back '%s'", s, k, a, b);
+    }
+    free(out);
+    config_free(&c);
+    config_free(&d);
+}
+
+/* The reader's values are iniparser's for the syntax both accept. */
+struct collect {
+    char *text;
+    size_t len;
+    FILE *f;
+};
+static bool collect_fn(void *user, int line, const char *section, const char *key, const char *value)
+{
+    (void)line;
+    FILE *f = user;
+    if (key && *key && *section)
+        fprintf(f, "%s:%s=%s\n", section, key, value);
+    return true;
+}
+
+static void test_agrees_with_iniparser(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "[A]\nKey = Value\n",
+        "[s]\nk = \"quoted ; with # and  spaces \"\nj='single'\n",
+        "[s]\nk = v ; comment\nj = v#c\nz=\nq = ;\nw = #\n",
+        "[s]\nk = a \\\n  continued\nx = 1\n",
+        "[ s p ]\n  k  =  v  \n\n\n# c\n; c\n",
+        "[s]\nk = \"\"\nj = ''\nm = \"unterminated\n",
+        "[s]\nk = 1\nk = 2\n",
+        "[s]\nk = v\r\nj = w\t\n",
+        "[s]\nk =v\n[t]\nk= w\n",
+        /* make fuzz: "[]" cuts the current section's name to its first
+         * character in iniparser (its lowercasing stops at the line's length) */
+        "[sampling]\n[]\nk = v\n",
+        "[]\nk = v\n[a]\n",
+    };
+    iniparser_set_error_callback(NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = write_tmp(cases[i], strlen(cases[i]));
+        dictionary *d = iniparser_load(p);
+        remove(p);
+        assert_non_null(d);
+        char *mine = NULL;
+        size_t mn = 0;
+        FILE *f = open_memstream(&mine, &mn);
+        ini_parse(cases[i], strlen(cases[i]), collect_fn, f);
+        fclose(f);
+        /* every value read here is iniparser's (last one wins in both) */
+        for (char *l = mine; *l;) {
+            char *nl = strchr(l, '\n');
+            *nl = 0;
+            char *eq = strchr(l, '=');
+            *eq = 0;
+            const char *theirs = iniparser_getstring(d, l, NULL);
+            char *later = strstr(nl + 1, l); /* a later duplicate decides */
+            if (!later && (!theirs || strcmp(theirs, eq + 1) != 0))
+                fail_msg("case %zu: %s: mine '%s', iniparser's '%s'", i, l, eq + 1, theirs ? theirs : "(none)");
+            l = nl + 1;
+        }
+        free(mine);
+        iniparser_freedict(d);
+    }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shipped_file_is_valid), cmocka_unit_test(test_all_sections),
-        cmocka_unit_test(test_errors),                cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_shipped_file_is_valid),
+        cmocka_unit_test(test_shipped_file_documents_every_key),
+        cmocka_unit_test(test_all_sections),
+        cmocka_unit_test(test_issues_are_reported_and_skipped),
+        cmocka_unit_test(test_lines_iniparser_gives_up_on),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_default_paths),
+        cmocka_unit_test(test_layers_and_origins),
+        cmocka_unit_test(test_print_reads_back),
+        cmocka_unit_test(test_agrees_with_iniparser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
