@@ -44,8 +44,10 @@ UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+FUZZ_ALL   := gguf tokenizer jinja store ini
+REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/replay/fuzz_%)
 
-.PHONY: all deps run test test-only bench lint format clean fuzz fuzz-deps fuzz-build test-asan install uninstall FORCE
+.PHONY: all deps run test test-only test-bins asan-bins bench lint format clean fuzz fuzz-deps fuzz-build test-asan install uninstall FORCE
 
 all: $(BIN)
 
@@ -106,8 +108,30 @@ $(BUILD)/tests/test_quant_avx2: FORCE
 
 FORCE:
 
-test-only: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(AVX2_BIN)
-	@BUILD=$(BUILD) BIN=$(BIN) sh tests/run.sh
+test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(AVX2_BIN)
+
+test-only: test-bins asan-bins
+	@BUILD=$(BUILD) BIN=$(BIN) ASAN_BUILD=$(ASAN_BUILD) ASAN_PART="$(ASAN_PART)" sh tests/run.sh
+
+# ---- sanitizers --------------------------------------------------------------
+# make test-asan: every suite (unit, golden, fuzz replay, end-to-end) on a
+# build with AddressSanitizer (LeakSanitizer included) and UBSan, in
+# $(ASAN_BUILD). Any report fails the run: the sanitizers log to files
+# (tests/run.sh counts them), so reports from the TUI under tmux count too.
+# make test runs the ASAN_PART suites of it too, as "asan/..." (all of it
+# takes too long for CI: see README).
+ASAN_BUILD ?= $(BUILD)-asan
+SAN_FLAGS  := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_PART  ?= unit/ golden/fuzz golden/info golden/generate e2e/
+ASAN_SUITES ?=
+
+test-asan: deps
+	@$(MAKE) --no-print-directory asan-bins
+	@BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tokscope SANITIZE=1 SUITES="$(ASAN_SUITES)" sh tests/run.sh
+
+asan-bins:
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tokscope OPT="-O2 -g $(SAN_FLAGS)" \
+	  AVX2_VARIANT= test-bins
 
 bench: $(BIN) $(BUILD)/tools/gguf_random
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/bench.sh
@@ -124,10 +148,8 @@ FUZZ_PKGS    := clang libclang-rt-dev
 FUZZ_TARGETS ?= gguf tokenizer jinja store ini
 FUZZ_TIME    ?= 60
 FUZZ_JOBS    ?= 1
-FUZZ_ALL     := gguf tokenizer jinja store ini
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_BIN     := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz_%)
-REPLAY_BIN   := $(FUZZ_ALL:%=$(BUILD)/replay/fuzz_%)
 
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="$(FUZZ_PKGS)"

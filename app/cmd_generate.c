@@ -44,6 +44,10 @@ static void usage(FILE *f)
             "  --system TEXT            system message for --chat\n"
             "  --template NAME          force a built-in chat format for --chat\n"
             "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
+            "  --context-shift          on a full context drop the older half of the tokens after the\n"
+            "                           first (BOS) and go on; a prompt longer than the context keeps\n"
+            "                           its start and its end (default: stop, as llama.cpp does)\n"
+            "  --no-context-shift       stop at a full context; refuse a prompt that does not fit\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
             "\n"
             "Prints only the generated text; prompt and generation speed go to stderr.\n");
@@ -82,11 +86,11 @@ int cmd_generate(int argc, char **argv)
     enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
     enum blas_mode blas = BLAS_MODE_AUTO;
     long n_predict = 128, n_ctx = 0, threads = 0, v = 0;
-    bool no_bos = false, no_cache = false, chat = false;
+    bool no_bos = false, no_cache = false, chat = false, shift = false;
     sampler_params sp = sampler_default_params();
     enum {
         O_TEMP = 256, O_TOPK, O_TOPP, O_MINP, O_TYP, O_RP, O_RLN, O_FP, O_PP, O_SEED, O_NOBOS, O_NOKV, O_CHAT,
-        O_SYSTEM, O_TEMPLATE, O_TOKENS, O_CTK, O_CTV, O_BLAS
+        O_SYSTEM, O_TEMPLATE, O_TOKENS, O_CTK, O_CTV, O_BLAS, O_SHIFT, O_NO_SHIFT
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},
@@ -111,6 +115,8 @@ int cmd_generate(int argc, char **argv)
         {"cache-type-v", required_argument, 0, O_CTV},
         {"blas", required_argument, 0, O_BLAS},
         {"ctx-size", required_argument, 0, 'c'},
+        {"context-shift", no_argument, 0, O_SHIFT},
+        {"no-context-shift", no_argument, 0, O_NO_SHIFT},
         {"threads", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -158,6 +164,8 @@ int cmd_generate(int argc, char **argv)
         case O_CTK: ok = forward_kv_type_parse(optarg, &ctk); break;
         case O_CTV: ok = forward_kv_type_parse(optarg, &ctv); break;
         case O_BLAS: ok = blas_mode_parse(optarg, &blas); break;
+        case O_SHIFT: shift = true; break;
+        case O_NO_SHIFT: shift = false; break;
         case 'h': usage(stdout); return 0;
         default: ok = false;
         }
@@ -211,10 +219,26 @@ int cmd_generate(int argc, char **argv)
         goto done;
     }
     const int32_t ctx = (int32_t)forward_n_ctx(f);
-    if (n_prompt >= ctx) {
-        fprintf(stderr, "tokscope generate: the prompt (%d tokens) does not fit the context of %d tokens (use -c)\n",
-                n_prompt, ctx);
-        goto done;
+    /* on a shift the BOS stays, as llama.cpp keeps it (--keep 0) */
+    const int32_t n_keep = tok && n_prompt > 0 && toks[0] == tokenizer_bos(tok) ? 1 : 0;
+    if (n_prompt >= ctx) { /* room for one generated token is needed */
+        if (!shift) {
+            fprintf(stderr,
+                    "tokscope generate: the prompt (%d tokens) does not fit the context of %d tokens "
+                    "(use -c, or --context-shift to keep its start and end)\n",
+                    n_prompt, ctx);
+            goto done;
+        }
+        /* as the TUI's engine does: the first n_keep tokens, then the most
+         * recent ones in half of the rest, so that the reply has room */
+        const int32_t tail = (ctx - n_keep) / 2;
+        const int32_t drop = n_prompt - n_keep - tail;
+        memmove(toks + n_keep, toks + n_keep + drop, (size_t)tail * sizeof *toks);
+        fprintf(stderr,
+                "tokscope generate: context shift: the prompt (%d tokens) is longer than the context (%d): "
+                "kept the first %d and the last %d\n",
+                n_prompt, ctx, n_keep, tail);
+        n_prompt -= drop;
     }
     logits = malloc((size_t)n_vocab * sizeof(float));
     seq = malloc((size_t)ctx * sizeof *seq);
@@ -236,7 +260,7 @@ int cmd_generate(int argc, char **argv)
     /* Pieces can end inside a UTF-8 character; hold those bytes back. */
     char pend[256];
     size_t n_pend = 0;
-    int32_t n_past = n_prompt, n_gen = 0;
+    int32_t n_past = n_prompt, n_gen = 0, n_shifts = 0;
     const char *stop = "length";
     while (n_gen < n_predict) {
         int32_t id = sampler_sample(smp, logits, NULL);
@@ -265,13 +289,23 @@ int cmd_generate(int argc, char **argv)
         }
         if (n_gen >= n_predict)
             break;
+        bool recompute = no_cache;
         if (n_past >= ctx) {
-            stop = "context full";
-            break;
+            /* context shift: drop the older half of what follows the kept
+             * tokens, then evaluate the rest again from position 0 */
+            const int32_t n_discard = (n_past - n_keep) / 2;
+            if (!shift || n_discard <= 0) {
+                stop = "context full";
+                break;
+            }
+            memmove(seq + n_keep, seq + n_keep + n_discard, (size_t)(n_past - n_keep - n_discard) * sizeof *seq);
+            n_past -= n_discard;
+            n_shifts++;
+            recompute = true;
         }
         seq[n_past] = id;
-        int ev = no_cache ? forward_eval(f, seq, n_past + 1, 0, logits, false, err, sizeof err)
-                          : forward_eval(f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
+        int ev = recompute ? forward_eval(f, seq, n_past + 1, 0, logits, false, err, sizeof err)
+                           : forward_eval(f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "\ntokscope generate: %s\n", err);
             goto done;
@@ -283,10 +317,11 @@ int cmd_generate(int argc, char **argv)
     double t2 = now_s();
     const double tp = t1 - t0, tg = t2 - t1;
     fprintf(stderr,
-            "\nprompt: %d tokens in %.3f s (%.1f tok/s); generation: %d tokens in %.3f s (%.1f tok/s); stop: %s; "
-            "blas %s: %llu products\n",
-            n_prompt, tp, tp > 0 ? n_prompt / tp : 0.0, n_gen, tg, tg > 0 ? n_gen / tg : 0.0, stop,
-            blas_mode_name(blas), (unsigned long long)forward_blas_calls(f));
+            "\nprompt: %d tokens in %.3f s (%.1f tok/s); generation: %d tokens in %.3f s (%.1f tok/s); stop: %s",
+            n_prompt, tp, tp > 0 ? n_prompt / tp : 0.0, n_gen, tg, tg > 0 ? n_gen / tg : 0.0, stop);
+    if (n_shifts)
+        fprintf(stderr, "; %d context shift%s", n_shifts, n_shifts == 1 ? "" : "s");
+    fprintf(stderr, "; blas %s: %llu products\n", blas_mode_name(blas), (unsigned long long)forward_blas_calls(f));
     rc = 0;
 done:
     sampler_free(smp);

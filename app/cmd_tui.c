@@ -11,6 +11,7 @@
 #include "config.h"
 #include "model/forward.h"
 #include "params.h"
+#include "signals.h"
 #include "ui.h"
 
 static void tui_usage(FILE *f)
@@ -246,8 +247,10 @@ int cmd_tui(int argc, char **argv)
         fprintf(stderr, "tokscope: the TUI needs a terminal (use 'tokscope generate' for scripts)\n");
         rc = 2;
     }
-    if (!rc)
+    if (!rc) {
+        signals_save_terminal(); /* a SIGBUS handler puts it back before its message */
         rc = ui_run(o);
+    }
     config_free(&cfg);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "signals.h"
 
 static const struct {
     const char *name;
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    signals_install();
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
         usage(stdout);
         return 0;

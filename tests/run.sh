@@ -1,6 +1,12 @@
 #!/bin/sh
 # Runs every suite: cmocka unit tests, golden tests against ../shared, and the
 # end-to-end tests; ends with one line "N passed, N failed".
+#
+# SUITES="unit/ golden/info ...": only the suites whose name starts with one
+# of these. SANITIZE=1: the binaries are sanitizer builds (make test-asan);
+# their reports go to files, and each report is a failure. ASAN_BUILD and
+# ASAN_PART (make test): after the suites, run the ASAN_PART ones again on
+# the sanitizer build in ASAN_BUILD, counted as "asan/...".
 BUILD=${BUILD:-build}
 export BUILD
 export BIN=${BIN:-tokscope}
@@ -27,40 +33,74 @@ if [ "${CI:-}" = true ] && [ ! -d "$TOKSCOPE_TESTDATA/models" ]; then
     total_fail=$((total_fail + 1))
 fi
 
-for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] || continue
-    name=$(basename "$t")
-    log="$OUT/$name.log"
-    timeout 600 "$t" >"$log" 2>&1
-    rc=$?
-    ran=$(sed -n 's/^\[==========\] Running \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
-    p=$(grep -c '^\[       OK \]' "$log")
-    s=$(grep -c '^\[  SKIPPED \]' "$log")
-    f=$((ran - p - s))
-    if [ "$rc" -ne 0 ] && [ "$f" -le 0 ]; then f=1; fi
-    [ "$f" -gt 0 ] && { grep -E '^\[  (FAILED|ERROR) +\]|Failure|error:' "$log" | head -n 20; echo "  (full log: $log)"; }
-    add "unit/$name" "$p" "$f" "$s"
-done
+selected() { # NAME: in $SUITES (all when empty)
+    [ -z "$SUITES" ] && return 0
+    for s in $SUITES; do case "$1" in "$s"*) return 0 ;; esac; done
+    return 1
+}
 
-for t in tests/golden/*.sh tests/e2e/*.sh; do
-    [ -f "$t" ] || continue
-    name=$(echo "$t" | sed 's|^tests/||; s|\.sh$||')
-    log="$OUT/$(echo "$name" | tr / _).log"
-    timeout 900 sh "$t" >"$log" 2>&1
-    rc=$?
-    p=$(grep -c '^ok - ' "$log")
-    f=$(grep -c '^not ok - ' "$log")
-    s=$(grep -c '^skip - ' "$log")
-    x=$(grep -c '^xfail - ' "$log")
-    grep '^xfail - ' "$log" >>"$OUT/xfail-seen.txt"
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$t exited with status $rc"; fi
-    [ "$f" -gt 0 ] && { grep -A3 '^not ok - ' "$log" | head -n 30; echo "  (full log: $log)"; }
-    add "$name" "$p" "$f" "$s" "$x"
-done
+# sanitize_on DIR: the sanitizers write their reports under DIR, one file
+# per process, instead of stderr (a TUI's stderr is its screen)
+sanitize_on() {
+    rm -rf "$1" && mkdir -p "$1"
+    export ASAN_OPTIONS="log_path=$1/asan:detect_leaks=1:exitcode=86:strip_path_prefix=$(pwd)/"
+    export UBSAN_OPTIONS="log_path=$1/ubsan:print_stacktrace=1:halt_on_error=1:exitcode=87:strip_path_prefix=$(pwd)/"
+}
+
+# sanitize_check DIR LABEL: every report file is a failure
+sanitize_check() {
+    n=$(find "$1" -type f | wc -l)
+    if [ "$n" -gt 0 ]; then
+        for f in $(find "$1" -type f | head -n 5); do
+            echo "sanitizer report $f:"; grep -m 8 -E 'ERROR|SUMMARY|runtime error|#[0-4] ' "$f" | sed 's/^/  /'
+        done
+    fi
+    add "$2" "$([ "$n" -eq 0 ] && echo 1 || echo 0)" "$n" 0
+}
+
+# run_suites PREFIX: the unit binaries of $BUILD and the shell suites
+run_suites() {
+    for t in "$BUILD"/tests/test_*; do
+        [ -x "$t" ] || continue
+        name=$(basename "$t")
+        selected "unit/$name" || continue
+        log="$OUT/$name.log"
+        timeout 600 "$t" >"$log" 2>&1
+        rc=$?
+        ran=$(sed -n 's/^\[==========\] Running \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+        p=$(grep -c '^\[       OK \]' "$log")
+        s=$(grep -c '^\[  SKIPPED \]' "$log")
+        f=$((ran - p - s))
+        if [ "$rc" -ne 0 ] && [ "$f" -le 0 ]; then f=1; fi
+        [ "$f" -gt 0 ] && { grep -E '^\[  (FAILED|ERROR) +\]|Failure|error:' "$log" | head -n 20; echo "  (full log: $log)"; }
+        add "$1unit/$name" "$p" "$f" "$s"
+    done
+
+    for t in tests/golden/*.sh tests/e2e/*.sh; do
+        [ -f "$t" ] || continue
+        name=$(echo "$t" | sed 's|^tests/||; s|\.sh$||')
+        selected "$name" || continue
+        log="$OUT/$(echo "$name" | tr / _).log"
+        timeout "${SUITE_TIMEOUT:-900}" sh "$t" >"$log" 2>&1
+        rc=$?
+        p=$(grep -c '^ok - ' "$log")
+        f=$(grep -c '^not ok - ' "$log")
+        s=$(grep -c '^skip - ' "$log")
+        x=$(grep -c '^xfail - ' "$log")
+        grep '^xfail - ' "$log" >>"$OUT/xfail-seen.txt"
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$t exited with status $rc"; fi
+        [ "$f" -gt 0 ] && { grep -A3 '^not ok - ' "$log" | head -n 30; echo "  (full log: $log)"; }
+        add "$1$name" "$p" "$f" "$s" "$x"
+    done
+}
+
+if [ "${SANITIZE:-}" = 1 ]; then sanitize_on "$OUT/sanitizer-reports"; fi
+run_suites ""
+if [ "${SANITIZE:-}" = 1 ]; then sanitize_check "$OUT/sanitizer-reports" "sanitizer reports"; fi
 
 # Every expected failure must have run: a mark on a check that no longer
 # exists (renamed, removed) would otherwise hide nothing and linger.
-if [ -f tests/xfail.txt ]; then
+if [ -f tests/xfail.txt ] && [ -z "$SUITES" ]; then
     grep -v '^#' tests/xfail.txt | grep -v '^$' | while IFS= read -r x; do
         # the AVX2 build exists only where make test could build it
         case "$x" in *"AVX2 build"*) [ -x "$BUILD/avx2/tokscope" ] || continue ;; esac
@@ -70,6 +110,22 @@ if [ -f tests/xfail.txt ]; then
         echo "tests/xfail.txt lists checks that did not run (as xfail):"; sed 's/^/  /' "$OUT/xfail-unseen.txt"
         total_fail=$((total_fail + $(wc -l <"$OUT/xfail-unseen.txt")))
     fi
+fi
+
+# make test: part of the suites again on the sanitizer build
+if [ -n "${ASAN_BUILD:-}" ] && [ -n "${ASAN_PART:-}" ]; then
+    echo
+    echo "under AddressSanitizer + UBSan ($ASAN_BUILD; make test-asan runs every suite):"
+    BUILD=$ASAN_BUILD
+    BIN=$ASAN_BUILD/tokscope
+    OUT=$OUT/asan
+    SUITES=$ASAN_PART
+    mkdir -p "$OUT"
+    export BUILD BIN OUT
+    sanitize_on "$OUT/sanitizer-reports"
+    run_suites "asan/"
+    sanitize_check "$OUT/sanitizer-reports" "asan/sanitizer reports"
+    unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 echo

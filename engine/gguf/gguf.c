@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,10 +372,63 @@ static bool read_tensor(struct reader *r, gguf_tensor *t, int64_t idx)
     return true;
 }
 
+/* ---- live mappings -------------------------------------------------------
+ * A mapped file that is truncated while in use turns the next read of a
+ * vanished page into SIGBUS. The handler (app/signals.c) looks the faulting
+ * address up here to name the file, so the table is read without locks:
+ * a slot's base is published last and withdrawn first. */
+#define GGUF_MAX_MAPPINGS 32
+static struct {
+    _Atomic(uintptr_t) base;
+    size_t size;
+    const char *path;
+} mappings[GGUF_MAX_MAPPINGS];
+
+#define MAPPING_CLAIMED UINTPTR_MAX /* a slot being filled in */
+
+static void mapping_add(const gguf_ctx *ctx)
+{
+    for (int i = 0; i < GGUF_MAX_MAPPINGS; i++) {
+        uintptr_t free_slot = 0;
+        if (!atomic_compare_exchange_strong(&mappings[i].base, &free_slot, MAPPING_CLAIMED))
+            continue;
+        mappings[i].size = ctx->size;
+        mappings[i].path = ctx->path;
+        atomic_store(&mappings[i].base, (uintptr_t)ctx->base);
+        return;
+    }
+    /* more open files than slots: a fault in this one goes unnamed */
+}
+
+static void mapping_remove(const gguf_ctx *ctx)
+{
+    for (int i = 0; i < GGUF_MAX_MAPPINGS; i++) {
+        uintptr_t mine = (uintptr_t)ctx->base;
+        if (atomic_compare_exchange_strong(&mappings[i].base, &mine, 0))
+            return;
+    }
+}
+
+bool gguf_mapping_of(const void *addr, const char **path, size_t *offset)
+{
+    const uintptr_t a = (uintptr_t)addr;
+    for (int i = 0; i < GGUF_MAX_MAPPINGS; i++) {
+        const uintptr_t b = atomic_load(&mappings[i].base);
+        if (b && b != MAPPING_CLAIMED && a >= b && a - b < mappings[i].size) {
+            *path = mappings[i].path;
+            *offset = a - b;
+            return true;
+        }
+    }
+    return false;
+}
+
 static void ctx_free(gguf_ctx *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->mapped && ctx->base)
+        mapping_remove(ctx);
     for (int64_t i = 0; i < ctx->n_kv; i++)
         free(ctx->kv[i].strs);
     free(ctx->kv);
@@ -610,6 +664,7 @@ gguf_ctx *gguf_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     ctx->mapped = true;
+    mapping_add(ctx);
     return ctx;
 }
 

@@ -465,6 +465,16 @@ static void test_context_shift(void **state)
         assert_non_null(strstr(t->done.message, "context"));
         assert_int_equal(t->n_shift, 0);
     }
+    /* ... and a conversation longer than the context is refused, naming both sizes */
+    submit1(e, "user",
+            "Once upon a time there was a little girl named Lily. She loved to play outside in the park "
+            "with her friend Ben. One day they saw a big red ball under a tall green tree.");
+    collect_turn(e, t);
+    assert_int_equal(t->done.reason, ENGINE_DONE_CTX_FULL);
+    assert_int_equal(t->n_tok, 0);
+    assert_int_equal(t->n_shift, 0);
+    if (!strstr(t->done.message, "does not fit the context (32 tokens)"))
+        fail_msg("message: %s", t->done.message);
     free(t);
     free(r);
     engine_shutdown(e);

@@ -1,0 +1,78 @@
+/* SIGBUS handler. Only async-signal-safe calls: write, tcsetattr, _exit,
+ * and gguf_mapping_of, which reads its table without locks. */
+#include "signals.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "gguf/gguf.h"
+
+static struct termios saved_tty;
+static volatile sig_atomic_t tty_saved;
+
+void signals_save_terminal(void)
+{
+    if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_tty) == 0)
+        tty_saved = 1;
+}
+
+static void put(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void put_u64(int fd, unsigned long long v)
+{
+    char b[24];
+    int i = (int)sizeof b;
+    b[--i] = 0;
+    do
+        b[--i] = (char)('0' + v % 10);
+    while ((v /= 10) && i > 0);
+    put(fd, b + i);
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    const char *path;
+    size_t off;
+    if (!gguf_mapping_of(si->si_addr, &path, &off)) {
+        /* not a model file: the default action, once the instruction faults again */
+        signal(sig, SIG_DFL);
+        return;
+    }
+    if (tty_saved) {
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+        /* leave the alternate screen and the modes the TUI turned on:
+         * mouse reports, bracketed paste, application keys; show the cursor */
+        if (isatty(STDOUT_FILENO))
+            put(STDOUT_FILENO, "\033[?1000l\033[?1002l\033[?1006l\033[?2004l\033[?1l\033>\033[0m\033[?25h\033[?1049l\r\n");
+    }
+    put(STDERR_FILENO, "tokscope: ");
+    put(STDERR_FILENO, path);
+    put(STDERR_FILENO, ": the model file was truncated or changed while in use (its byte ");
+    put_u64(STDERR_FILENO, off);
+    put(STDERR_FILENO, " is gone); stopping\n");
+    _exit(1);
+}
+
+void signals_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}

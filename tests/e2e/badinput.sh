@@ -1,0 +1,115 @@
+#!/bin/sh
+# Bad input in the TUI, driven in tmux like tests/e2e/tui.sh: a conversation
+# longer than the context under both policies (refused with a message, or
+# context shift), a reply that outgrows the context, and the model file
+# truncated while the TUI generates from it (message naming the file, the
+# terminal given back, exit status 1; never death by SIGBUS).
+. tests/lib.sh
+
+if ! command -v tmux >/dev/null 2>&1; then
+    if in_ci; then not_ok "tui: tmux available" "tmux is a test dependency"; else echo "skip - e2e/badinput (no tmux)"; fi
+    exit 0
+fi
+STORIES=$TESTDATA/models/stories260K.gguf
+need "$STORIES" "e2e/badinput: test model" || exit 0
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-bad.XXXXXX")
+SOCK="tokscope-bad-$$-0"
+N_START=0
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+cleanup() { T kill-server >/dev/null 2>&1; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"; }
+trap cleanup EXIT INT TERM
+
+# start ARGS...: a fresh TUI session (isolated HOME, config and history)
+start() {
+    T kill-server >/dev/null 2>&1
+    N_START=$((N_START + 1))
+    SOCK="tokscope-bad-$$-$N_START"
+    rm -f "$TMP/exit"
+    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/state"
+    T new-session -d -x 240 -y 40 \
+        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='$TMP/state' \
+         TERM=xterm-256color LANG=C.UTF-8 '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
+    T set-option -g window-size manual >/dev/null 2>&1
+}
+screen() { T capture-pane -p 2>/dev/null; }
+status() { screen | grep -E '^ (idle|generating|prefill|loading|stopping|no model)' | head -n 1; }
+wait_for() {
+    n=$(( ${2:-15} * 20 ))
+    while [ "$n" -gt 0 ]; do
+        screen | grep -qE -- "$1" && return 0
+        sleep 0.05
+        n=$((n - 1))
+    done
+    return 1
+}
+wait_idle() {
+    n=$(( ${1:-30} * 20 ))
+    while [ "$n" -gt 0 ]; do
+        status | grep -q '^ idle' && return 0
+        sleep 0.05
+        n=$((n - 1))
+    done
+    return 1
+}
+wait_exit() {
+    n=$(( ${1:-20} * 20 ))
+    while [ "$n" -gt 0 ] && [ ! -s "$TMP/exit" ]; do sleep 0.05; n=$((n - 1)); done
+    [ -s "$TMP/exit" ]
+}
+line() { T send-keys -l "$1"; T send-keys Enter; }
+result() { # NAME STATUS
+    if [ "$2" -eq 0 ]; then ok "$1"; else
+        not_ok "$1"
+        echo "#   screen:"
+        screen | sed 's/^/#   /' | head -n 45
+    fi
+}
+LONG="Once upon a time there was a little girl named Lily. She loved to play outside in the park with her friend Ben. One day they saw a big red ball."
+
+# ---- a conversation longer than the context ----------------------------------
+start -m "$STORIES" -c 32 --no-context-shift --temp 0
+wait_for '^ idle ' 20
+line "$LONG"
+# the engine says "the conversation (N tokens) does not fit the context (32
+# tokens)"; the TUI's status line shows it or, as it does today, "context full (0/32)"
+wait_for 'does not fit the context \(32 tokens\)|context full \(0/32\)' 20 && screen | grep -q 'Assistant \[error\]'
+result "tui --no-context-shift: a message longer than the context is refused with a message" $?
+wait_idle 10
+line "/quit"
+
+start -m "$STORIES" -c 32 --temp 0 -n 8
+wait_for '^ idle ' 20
+line "$LONG"
+wait_for 'context shift: dropped [0-9]+ tokens' 20 && wait_for 'Assistant \[n_predict reached\] 8 tokens' 20
+result "tui: with context shift (the default) a message longer than the context keeps its end, the reply comes" $?
+line "/quit"
+
+# ---- a reply that outgrows the context ----------------------------------------
+start -m "$STORIES" -c 32 --no-context-shift --temp 0 -n 100 --repeat-penalty 1.3
+wait_for '^ idle ' 20
+line "Once upon a time"
+wait_for 'Assistant \[context full\]' 30
+result "tui --no-context-shift: a reply stops at a full context and says so" $?
+line "/quit"
+
+start -m "$STORIES" -c 32 --temp 0 -n 100 --repeat-penalty 1.3
+wait_for '^ idle ' 20
+line "Once upon a time"
+wait_for 'Assistant \[n_predict reached\] 100 tokens' 30 && screen | grep -qE 'context shift: dropped'
+result "tui: with context shift a reply goes on past the context" $?
+line "/quit"
+
+# ---- the model file truncated while generating --------------------------------
+cp "$STORIES" "$TMP/model.gguf"
+start -m "$TMP/model.gguf" -n -1 --repeat-penalty 1.3 -c 2048
+wait_for '^ idle ' 20
+line "Once upon a time"
+wait_for '^ generating' 20
+truncate -s 4096 "$TMP/model.gguf"
+wait_exit 20
+rc=$(cat "$TMP/exit" 2>/dev/null)
+sleep 0.2
+[ "$rc" = 1 ] && screen | grep -qF "tokscope: $TMP/model.gguf: the model file was truncated or changed while in use" &&
+    ! screen | grep -qE '^ (idle|generating)'
+result "tui: the model truncated while generating: message naming it, terminal back, exit 1 (got ${rc:-none})" $?
