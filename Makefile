@@ -46,6 +46,7 @@ TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 FUZZ_ALL   := gguf tokenizer jinja store ini
 REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/replay/fuzz_%)
+SYSCONF_TEST_BIN := $(BUILD)/tests/tokscope-sysconf
 
 .PHONY: all deps run test test-only test-bins asan-bins bench lint format clean fuzz fuzz-deps fuzz-build test-asan install uninstall FORCE
 
@@ -108,7 +109,7 @@ $(BUILD)/tests/test_quant_avx2: FORCE
 
 FORCE:
 
-test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(AVX2_BIN)
+test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(AVX2_BIN)
 
 test-only: test-bins asan-bins
 	@BUILD=$(BUILD) BIN=$(BIN) ASAN_BUILD=$(ASAN_BUILD) ASAN_PART="$(ASAN_PART)" sh tests/run.sh
@@ -122,7 +123,7 @@ test-only: test-bins asan-bins
 # takes too long for CI: see README).
 ASAN_BUILD ?= $(BUILD)-asan
 SAN_FLAGS  := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
-ASAN_PART  ?= unit/ golden/fuzz golden/info golden/generate e2e/
+ASAN_PART  ?= unit/ golden/fuzz golden/info golden/generate golden/badinput e2e/
 ASAN_SUITES ?=
 
 test-asan: deps
@@ -135,6 +136,38 @@ asan-bins:
 
 bench: $(BIN) $(BUILD)/tools/gguf_random
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/bench.sh
+
+# ---- install -----------------------------------------------------------------
+# make install PREFIX=/usr/local DESTDIR=...: the binary, the man page
+# (gzip), the example config in the doc directory and, when there is none,
+# in SYSCONFDIR/tokscope (/etc for PREFIX=/usr, PREFIX/etc otherwise; the
+# binary reads it from there). make uninstall removes what it installed
+# (conf/install.sh keeps the list).
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/tokscope
+
+# config.o knows SYSCONFDIR: rebuilt when it changes
+$(BUILD)/sysconfdir.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SYSCONFDIR)' | cmp -s - $@ || echo '$(SYSCONFDIR)' >$@
+$(BUILD)/app/config.o $(BUILD)/tests/test_ui_config: $(BUILD)/sysconfdir.txt
+$(BUILD)/app/config.o $(BUILD)/tests/test_ui_config: CPPFLAGS += -DTOKSCOPE_SYSCONFDIR='"$(SYSCONFDIR)"'
+
+# tokscope reading its system config from $(BUILD)/test-etc (tests/golden/config.sh)
+$(SYSCONF_TEST_BIN): app/config.c $(BUILD)/app/main.o $(BUILD)/libtokscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DTOKSCOPE_SYSCONFDIR='"$(abspath $(BUILD))/test-etc"' $(CFLAGS) -o $@ app/config.c \
+	  $(BUILD)/app/main.o $(BUILD)/libtokscope.a $(LDLIBS)
+
+install: all
+	@sh conf/install.sh install "$(DESTDIR)" "$(BINDIR)" "$(MANDIR)" "$(DOCDIR)" "$(SYSCONFDIR)" $(BIN)
+
+uninstall:
+	@sh conf/install.sh uninstall "$(DESTDIR)" "$(BINDIR)" "$(MANDIR)" "$(DOCDIR)" "$(SYSCONFDIR)"
 
 # ---- fuzzing -----------------------------------------------------------------
 # libFuzzer targets (tests/fuzz/fuzz_*.c) over the library built again by

@@ -64,7 +64,10 @@ static const struct {
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
 
-size_t config_n_keys(void) { return N_KEYS; }
+size_t config_n_keys(void)
+{
+    return N_KEYS;
+}
 
 bool config_key_at(size_t i, const char **section, const char **name)
 {
@@ -133,7 +136,10 @@ const char *config_default_path(char *buf, size_t cap)
     return buf;
 }
 
-const char *config_system_path(void) { return TOKSCOPE_SYSCONFDIR "/tokscope/tokscope.ini"; }
+const char *config_system_path(void)
+{
+    return TOKSCOPE_SYSCONFDIR "/tokscope/tokscope.ini";
+}
 
 /* ---- values ------------------------------------------------------------- */
 
@@ -377,7 +383,8 @@ struct load_state {
     char unknown_section[INI_LINE_MAX + 1]; /* reported once, its keys skipped */
 };
 
-static void report(struct load_state *st, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(struct load_state *st, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void report(struct load_state *st, int line, const char *fmt, ...)
 {
     st->c->n_issues++;
@@ -486,9 +493,9 @@ bool config_load(tok_config *c, const char *path, bool must_exist, FILE *diag, c
 static bool quote(const char *v, char *out, size_t cap)
 {
     size_t n = strlen(v);
-    bool needs = strpbrk(v, ";#") || (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) ||
-                 v[0] == '"' || v[0] == '\'' || (n && v[n - 1] == '\\') || !strcmp(v, "\"\"") ||
-                 !strcmp(v, "''");
+    bool needs = strpbrk(v, ";#") ||
+                 (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) || v[0] == '"' ||
+                 v[0] == '\'' || (n && v[n - 1] == '\\') || !strcmp(v, "\"\"") || !strcmp(v, "''");
     if (!needs)
         snprintf(out, cap, "%s", v);
     else if (!strchr(v, '"'))

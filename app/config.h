@@ -29,17 +29,17 @@ typedef struct config_origin {
 } config_origin;
 
 typedef struct tok_config {
-    ui_options ui;           /* engine params (with sampling) and UI switches */
-    char model[4096];        /* [paths] model: default -m */
-    char template_name[64];  /* [engine] template */
-    char *system;            /* [chat] system */
-    char **dirs;             /* [paths] model_dirs (owned) */
+    ui_options ui;          /* engine params (with sampling) and UI switches */
+    char model[4096];       /* [paths] model: default -m */
+    char template_name[64]; /* [engine] template */
+    char *system;           /* [chat] system */
+    char **dirs;            /* [paths] model_dirs (owned) */
     size_t n_dirs;
     config_origin origin[CONFIG_MAX_KEYS]; /* per key of config_key_at() */
     char *files[CONFIG_MAX_FILES];         /* every file looked at, in order (owned) */
     bool file_read[CONFIG_MAX_FILES];      /* false: it did not exist */
     size_t n_files;
-    int n_issues;            /* lines reported and skipped, all files */
+    int n_issues; /* lines reported and skipped, all files */
 } tok_config;
 
 void config_init(tok_config *c);

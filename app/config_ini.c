@@ -52,8 +52,8 @@ static enum ini_line classify(const char *input, char *section, char *key, char 
         return INI_SECTION;
     }
     if (sscanf(line, "%1024[^=] = \"%1024[^\"]\"", key, value) == 2 || // NOLINT(cert-err34-c)
-        sscanf(line, "%1024[^=] = '%1024[^\']'", key, value) == 2) {  // NOLINT(cert-err34-c)
-        strip(key); /* quoted values keep their spaces */
+        sscanf(line, "%1024[^=] = '%1024[^\']'", key, value) == 2) {   // NOLINT(cert-err34-c)
+        strip(key);                                                    /* quoted values keep their spaces */
         lower(key);
         return INI_VALUE;
     }
@@ -67,7 +67,7 @@ static enum ini_line classify(const char *input, char *section, char *key, char 
     }
     if (sscanf(line, "%1024[^=] = %1024[;#]", key, value) == 2 || // NOLINT(cert-err34-c)
         sscanf(line, "%1024[^=] %1024[=]", key, value) == 2) {    // NOLINT(cert-err34-c)
-        strip(key); /* key =, key = ;comment, key = #comment */
+        strip(key);                                               /* key =, key = ;comment, key = #comment */
         lower(key);
         value[0] = 0;
         return INI_VALUE;
@@ -101,7 +101,8 @@ void ini_parse(const char *text, size_t n, ini_entry_fn fn, void *user)
             first = lineno;
         if (has_nul || (!nl && !at_eof)) {
             /* iniparser gives up on the whole file here; skip to the next line */
-            if (!fn(user, first, section, NULL, has_nul ? "contains a NUL byte" : "line too long (over 1022 bytes)"))
+            if (!fn(user, first, section, NULL,
+                    has_nul ? "contains a NUL byte" : "line too long (over 1022 bytes)"))
                 return;
             while (!nl && pos < n)
                 nl = text[pos++] == '\n';
@@ -128,11 +129,20 @@ void ini_parse(const char *text, size_t n, ini_entry_fn fn, void *user)
         bool ok = true;
         switch (classify(line, section, key, value)) {
         case INI_EMPTY:
-        case INI_COMMENT: break;
-        case INI_SECTION: ok = fn(user, first, section, "", ""); break;
-        case INI_VALUE: ok = fn(user, first, section, key, value); break;
-        case INI_NO_NAME: ok = fn(user, first, section, NULL, "a section needs a name"); break;
-        case INI_ERROR: ok = fn(user, first, section, NULL, "not a [section], a key = value or a comment"); break;
+        case INI_COMMENT:
+            break;
+        case INI_SECTION:
+            ok = fn(user, first, section, "", "");
+            break;
+        case INI_VALUE:
+            ok = fn(user, first, section, key, value);
+            break;
+        case INI_NO_NAME:
+            ok = fn(user, first, section, NULL, "a section needs a name");
+            break;
+        case INI_ERROR:
+            ok = fn(user, first, section, NULL, "not a [section], a key = value or a comment");
+            break;
         }
         if (!ok)
             return;

@@ -24,6 +24,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tokscope [-m MODEL] [options]      open the chat TUI (model picker without -m)\n"
             "       tokscope SUBCOMMAND [args]         run a subcommand (SUBCOMMAND --help for its options)\n"
+            "       tokscope --print-config [options]  the merged configuration, each value's source\n"
             "       tokscope --help | --version\n\nsubcommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(f, "  %s\n", subcommands[i].help);

@@ -57,7 +57,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
         /* leave the alternate screen and the modes the TUI turned on:
          * mouse reports, bracketed paste, application keys; show the cursor */
         if (isatty(STDOUT_FILENO))
-            put(STDOUT_FILENO, "\033[?1000l\033[?1002l\033[?1006l\033[?2004l\033[?1l\033>\033[0m\033[?25h\033[?1049l\r\n");
+            put(STDOUT_FILENO,
+                "\033[?1000l\033[?1002l\033[?1006l\033[?2004l\033[?1l\033>\033[0m\033[?25h\033[?1049l\r\n");
     }
     put(STDERR_FILENO, "tokscope: ");
     put(STDERR_FILENO, path);

@@ -199,7 +199,7 @@ static void one_chunk_generic(const attn_kv *kv, const float *q, int32_t k0, int
         const uint8_t *vr = (const uint8_t *)kv->v + (size_t)ic * kv->v_row;
         /* ggml_vec_dot_f16 / _f32 for float keys, the block type's vec_dot otherwise */
         const float s = (kt == TENSOR_TYPE_F16   ? refdot_f16(hd, (const fp16_t *)kr, (const fp16_t *)qd)
-                         : kt == TENSOR_TYPE_F32 ? refdot_f32(hd, (const float *)kr, (const float *)qd)
+                         : kt == TENSOR_TYPE_F32 ? refdot_f32(hd, (const float *)(const void *)kr, (const float *)(const void *)qd)
                                                  : tensor_vec_dot(kt, hd, kr, qd)) *
                         kv->scale;
         float ms = 1.0f, vs = 1.0f;

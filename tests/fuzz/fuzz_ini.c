@@ -92,14 +92,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!mine->key[i] || !mine->val[i])
             continue;
         const char *t = iniparser_getstring(theirs, mine->key[i], NULL);
-        FUZZ_CHECK(t && !strcmp(t, mine->val[i]), "%s: mine '%s', iniparser's '%s'", mine->key[i], mine->val[i],
-                   t ? t : "(none)");
+        FUZZ_CHECK(t && !strcmp(t, mine->val[i]), "%s: mine '%s', iniparser's '%s'", mine->key[i],
+                   mine->val[i], t ? t : "(none)");
     }
     for (int i = 0; i < theirs->size; i++) { /* and iniparser found no key the reader missed */
         const char *k = theirs->key[i];
         if (!k || !strchr(k, ':') || k[0] == ':' || !theirs->val[i])
             continue;
-        FUZZ_CHECK(dictionary_get(mine, k, NULL), "iniparser has %s = '%s', the reader nothing", k, theirs->val[i]);
+        FUZZ_CHECK(dictionary_get(mine, k, NULL), "iniparser has %s = '%s', the reader nothing", k,
+                   theirs->val[i]);
     }
     dictionary_del(mine);
     iniparser_freedict(theirs);

@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *tmpl = copy;
     size_t tl = strlen(tmpl);
     const char *msgs_text = tl < size ? copy + tl + 1 : default_messages;
-    const char *extra_text = tl < size && tl + 1 + strlen(msgs_text) < size ? msgs_text + strlen(msgs_text) + 1 : "";
+    const char *extra_text =
+        tl < size && tl + 1 + strlen(msgs_text) < size ? msgs_text + strlen(msgs_text) + 1 : "";
 
     cJSON *msgs = cJSON_Parse(msgs_text);
     if (!cJSON_IsArray(msgs)) {

@@ -100,7 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(store_save(b, p2, err, sizeof err), "save: %s", err);
     size_t n1, n2;
     char *s1 = slurp(p1, &n1), *s2 = slurp(p2, &n2);
-    FUZZ_CHECK(n1 == n2 && !memcmp(s1, s2, n1), "save, load, save changed the file (%zu -> %zu bytes)", n1, n2);
+    FUZZ_CHECK(n1 == n2 && !memcmp(s1, s2, n1), "save, load, save changed the file (%zu -> %zu bytes)", n1,
+               n2);
     free(s1);
     free(s2);
     unlink(p1);

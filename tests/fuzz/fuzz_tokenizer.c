@@ -16,12 +16,18 @@
 #include "tokenizer/tokenizer.h"
 
 static const char *const vocab_files[] = {
-    "golden/tokenizer/ggml-vocab-llama-spm.gguf",    "golden/tokenizer/ggml-vocab-phi-3.gguf",
-    "models/stories260K.gguf",                       "golden/tokenizer/ggml-vocab-gpt-2.gguf",
-    "golden/tokenizer/ggml-vocab-starcoder.gguf",    "golden/tokenizer/ggml-vocab-deepseek-llm.gguf",
-    "golden/tokenizer/ggml-vocab-deepseek-coder.gguf", "golden/tokenizer/ggml-vocab-falcon.gguf",
-    "golden/tokenizer/ggml-vocab-refact.gguf",       "golden/tokenizer/ggml-vocab-mpt.gguf",
-    "models/smollm-mini-q8_0.gguf",                  "models/llama3-mini-q8_0.gguf",
+    "golden/tokenizer/ggml-vocab-llama-spm.gguf",
+    "golden/tokenizer/ggml-vocab-phi-3.gguf",
+    "models/stories260K.gguf",
+    "golden/tokenizer/ggml-vocab-gpt-2.gguf",
+    "golden/tokenizer/ggml-vocab-starcoder.gguf",
+    "golden/tokenizer/ggml-vocab-deepseek-llm.gguf",
+    "golden/tokenizer/ggml-vocab-deepseek-coder.gguf",
+    "golden/tokenizer/ggml-vocab-falcon.gguf",
+    "golden/tokenizer/ggml-vocab-refact.gguf",
+    "golden/tokenizer/ggml-vocab-mpt.gguf",
+    "models/smollm-mini-q8_0.gguf",
+    "models/llama3-mini-q8_0.gguf",
     "models/qwen3-mini-q8_0.gguf",
 };
 #define N_VOCABS (sizeof vocab_files / sizeof vocab_files[0])
@@ -128,7 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int32_t m = tokenizer_decode(t, ids, n, false, false, out, (int32_t)cap);
     FUZZ_CHECK(m >= 0 && (size_t)m < cap, "decode returned %d", m);
     if (lossless[vi] && !special && !add_bos && clean_utf8((const uint8_t *)text, len))
-        FUZZ_CHECK((size_t)m == len && !memcmp(out, text, len), "BPE round trip: %zu bytes in, %d out", len, m);
+        FUZZ_CHECK((size_t)m == len && !memcmp(out, text, len), "BPE round trip: %zu bytes in, %d out", len,
+                   m);
     tokenizer_detokenize(t, ids, n, true, true, out, (int32_t)cap);
     tokenizer_detokenize(t, ids, n, false, false, out, 3); /* a short buffer */
     /* pieces of arbitrary ids, the specials included */

@@ -42,7 +42,10 @@ static void run_file(const char *path)
     n_inputs++;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static void run_path(const char *path)
 {

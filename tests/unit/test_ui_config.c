@@ -175,7 +175,8 @@ static void expect_issue(const char *text, int line, const char *needle)
     assert_int_equal(c.n_issues, 1);
     char at[32];
     snprintf(at, sizeof at, ":%d: ", line);
-    if (!strstr(diag, at) || !strstr(diag, needle) || !strstr(diag, "ignored") || !strstr(diag, "/tmp/tokscope-cfg-"))
+    if (!strstr(diag, at) || !strstr(diag, needle) || !strstr(diag, "ignored") ||
+        !strstr(diag, "/tmp/tokscope-cfg-"))
         fail_msg("for %s: report '%s' lacks the file, line %d, '%s' or 'ignored'", text, diag, line, needle);
     free(diag);
     /* the good keys after it were read */
@@ -460,7 +461,8 @@ static void test_agrees_with_iniparser(void **state)
             const char *theirs = iniparser_getstring(d, l, NULL);
             char *later = strstr(nl + 1, l); /* a later duplicate decides */
             if (!later && (!theirs || strcmp(theirs, eq + 1) != 0))
-                fail_msg("case %zu: %s: mine '%s', iniparser's '%s'", i, l, eq + 1, theirs ? theirs : "(none)");
+                fail_msg("case %zu: %s: mine '%s', iniparser's '%s'", i, l, eq + 1,
+                         theirs ? theirs : "(none)");
             l = nl + 1;
         }
         free(mine);
