@@ -113,3 +113,18 @@ sleep 0.2
 [ "$rc" = 1 ] && screen | grep -qF "tokscope: $TMP/model.gguf: the model file was truncated or changed while in use" &&
     ! screen | grep -qE '^ (idle|generating)'
 result "tui: the model truncated while generating: message naming it, terminal back, exit 1 (got ${rc:-none})" $?
+
+# ---- a configuration file with mistakes ----------------------------------------
+mkdir -p "$TMP/cfg/tokscope"
+printf '[sampling]\ntemp = 0.3\nwarmth = 2\n[engine]\ncontext_shift = perhaps\n' >"$TMP/cfg/tokscope/tokscope.ini"
+start -m "$STORIES"
+wait_for '^ idle ' 20 && wait_for 'temp\*? +0\.30' 2
+started=$?
+line "/quit"
+wait_exit 10
+# the reports were printed before the TUI took the screen: they are there after it
+[ $started -eq 0 ] && [ "$(cat "$TMP/exit")" = 0 ] &&
+    screen | grep -q "tokscope.ini:3: unknown key 'warmth' in \[sampling\] (ignored)" &&
+    screen | grep -q "tokscope.ini:5: \[engine\] context_shift: 'perhaps' is not a boolean"
+result "tui: a config file with an unknown key and a bad value: reported as FILE:LINE, the TUI runs with the rest" $?
+rm -f "$TMP/cfg/tokscope/tokscope.ini"
