@@ -41,10 +41,11 @@ static enum ini_line classify(const char *input, char *section, char *key, char 
         return INI_COMMENT;
     if (line[0] == '[' && line[len - 1] == ']') {
         if (sscanf(line, "[%1024[^]]", section) != 1) { // NOLINT(cert-err34-c): strings, no numbers
-            /* "[]": iniparser lowercases the old name up to the line's
-             * length less one, which cuts it to its first character */
-            if (section[0])
-                section[1] = 0;
+            /* "[]...]": iniparser lowercases the old name in place up to
+             * the line's length less one, which cuts a longer name there
+             * ("[]" leaves its first character) */
+            if (strlen(section) > len - 1)
+                section[len - 1] = 0;
             return INI_NO_NAME;
         }
         strip(section);

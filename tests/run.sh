@@ -47,8 +47,13 @@ sanitize_on() {
     export UBSAN_OPTIONS="log_path=$1/ubsan:print_stacktrace=1:halt_on_error=1:exitcode=87:strip_path_prefix=$(pwd)/"
 }
 
-# sanitize_check DIR LABEL: every report file is a failure
+# sanitize_check DIR LABEL: every report file is a failure, and so is a
+# UBSan report in a suite's log (gcc's UBSan, linked with ASan, writes to
+# stderr whatever log_path says; it also stops the process, exit 87)
 sanitize_check() {
+    grep -l 'runtime error:' "$OUT"/*.log 2>/dev/null | while IFS= read -r l; do
+        cp "$l" "$1/ubsan-in-$(basename "$l")"
+    done
     n=$(find "$1" -type f | wc -l)
     if [ "$n" -gt 0 ]; then
         for f in $(find "$1" -type f | head -n 5); do

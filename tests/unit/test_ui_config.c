@@ -440,6 +440,7 @@ static void test_agrees_with_iniparser(void **state)
          * character in iniparser (its lowercasing stops at the line's length) */
         "[sampling]\n[]\nk = v\n",
         "[]\nk = v\n[a]\n",
+        "[sampling]\n[]x]\nk = v\n[engine]\n[]xxxxxxxxxxx]\nk = v\n",
     };
     iniparser_set_error_callback(NULL);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
