@@ -434,11 +434,12 @@ static bool on_entry(void *user, int line, const char *section, const char *key,
 
 static const char *remember_file(tok_config *c, const char *name, bool read)
 {
+    /* origins point at the stored name, so it must outlive the caller's */
     if (c->n_files >= CONFIG_MAX_FILES)
-        return name; /* only the header of --print-config loses it */
+        return "(a file past the first 8)";
     char *s = strdup(name);
     if (!s)
-        return name;
+        return "(a file)";
     c->files[c->n_files] = s;
     c->file_read[c->n_files++] = read;
     return s;
