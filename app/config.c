@@ -1,5 +1,5 @@
-/* The configuration layers and what each key means. The file syntax is
- * iniparser's (config_ini.c reads it with line numbers). */
+/* The configuration layers and what each key means. Files are read by
+ * iniparser (config_ini.c adds line numbers and skips the lines it refuses). */
 #include "config.h"
 
 #include <ctype.h>
@@ -361,7 +361,7 @@ bool config_set(tok_config *c, const char *section, const char *key, const char 
         return bad(err, errlen, "unknown key [%s] %s", section, key);
     if (!set_value(c, (size_t)i, value, err, errlen))
         return false;
-    c->origin[i] = (config_origin){option, 0};
+    c->origin[i] = (config_origin){option, 0, false};
     return true;
 }
 
@@ -370,7 +370,7 @@ void config_apply_env(tok_config *c)
     const char *nc = getenv("NO_COLOR");
     if (nc && *nc) {
         c->ui.colors = false;
-        c->origin[key_index("ui", "colors")] = (config_origin){"NO_COLOR", 0};
+        c->origin[key_index("ui", "colors")] = (config_origin){"NO_COLOR", 0, false};
     }
 }
 
@@ -380,7 +380,6 @@ struct load_state {
     tok_config *c;
     const char *name; /* as stored in c->files */
     FILE *diag;
-    char unknown_section[INI_LINE_MAX + 1]; /* reported once, its keys skipped */
 };
 
 static void report(struct load_state *st, int line, const char *fmt, ...)
@@ -395,41 +394,52 @@ static void report(struct load_state *st, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(st->diag, "tokscope: %s:%d: %s\n", st->name, line, msg);
+    if (line > 0)
+        fprintf(st->diag, "tokscope: %s:%d: %s\n", st->name, line, msg);
+    else
+        fprintf(st->diag, "tokscope: %s: %s\n", st->name, msg);
 }
 
-static bool on_entry(void *user, int line, const char *section, const char *key, const char *value)
+static void on_item(void *user, const ini_item *it)
 {
     struct load_state *st = user;
-    if (!key) {
-        report(st, line, "%s (line ignored)", value);
-        return true;
+    const int line = it->line;
+    switch (it->kind) {
+    case INI_SKIPPED: report(st, line, "%s (line ignored)", it->value); return;
+    case INI_NAMELESS: report(st, line, "a section header needs a name (ignored)"); return;
+    case INI_SECTION:
+        /* a section iniparser made up after a nameless header has no line:
+         * its keys are reported one by one */
+        if (line > 0 && !known_section(it->section))
+            report(st, line, "unknown section [%s] (ignored with its keys)", it->section);
+        return;
+    case INI_OVERRIDDEN:
+        if (key_index(it->section, it->key) >= 0)
+            report(st, line, "[%s] %s is set again on line %d (this line ignored)", it->section, it->key, it->later);
+        return;
+    case INI_KEY: break;
     }
-    if (!*key) { /* a section header */
-        if (!known_section(section)) {
-            report(st, line, "unknown section [%s] (ignored with its keys)", section);
-            snprintf(st->unknown_section, sizeof st->unknown_section, "%s", section);
-        }
-        return true;
+    if (!*it->section) {
+        report(st, line, "'%s' is outside any [section] (ignored)", it->key);
+        return;
     }
-    if (!*section) {
-        report(st, line, "'%s' is outside any [section] (ignored)", key);
-        return true;
+    if (!it->section_line) {
+        report(st, line, "'%s' follows a section header without a name (ignored)", it->key);
+        return;
     }
-    if (!strcmp(section, st->unknown_section))
-        return true;
-    int i = key_index(section, key);
+    if (!known_section(it->section))
+        return; /* reported with its section */
+    int i = key_index(it->section, it->key);
     if (i < 0) {
-        report(st, line, "unknown key '%s' in [%s] (ignored)", key, section);
-        return true;
+        report(st, line, "unknown key '%s' in [%s] (ignored)", it->key, it->section);
+        return;
     }
     char err[600];
-    if (!set_value(st->c, (size_t)i, value, err, sizeof err)) {
+    if (!set_value(st->c, (size_t)i, it->value, err, sizeof err)) {
         report(st, line, "%s (ignored)", err);
-        return true;
+        return;
     }
-    st->c->origin[i] = (config_origin){st->name, line};
-    return true;
+    st->c->origin[i] = (config_origin){st->name, line, true};
 }
 
 static const char *remember_file(tok_config *c, const char *name, bool read)
@@ -447,9 +457,11 @@ static const char *remember_file(tok_config *c, const char *name, bool read)
 
 void config_load_text(tok_config *c, const char *text, size_t n, const char *name, FILE *diag)
 {
-    struct load_state st = {c, remember_file(c, name, true), diag, ""};
+    struct load_state st = {c, remember_file(c, name, true), diag};
     /* the stored name outlives this call: origins point at it */
-    ini_parse(text, n, on_entry, &st);
+    char err[300];
+    if (!ini_read(text, n, on_item, &st, err, sizeof err))
+        report(&st, 0, "%s (the rest of the file ignored)", err);
 }
 
 bool config_load(tok_config *c, const char *path, bool must_exist, FILE *diag, char *err, size_t errlen)
@@ -532,8 +544,10 @@ void config_print(const tok_config *c, FILE *out)
         char src[4200];
         if (!o->src)
             snprintf(src, sizeof src, "default");
-        else if (o->line > 0)
+        else if (o->file && o->line > 0)
             snprintf(src, sizeof src, "%s:%d", o->src, o->line);
+        else if (o->file)
+            snprintf(src, sizeof src, "%s", o->src);
         else if (!strcmp(o->src, "NO_COLOR"))
             snprintf(src, sizeof src, "environment: NO_COLOR");
         else

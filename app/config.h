@@ -25,7 +25,8 @@
  * or the environment; src == NULL is the built-in default. */
 typedef struct config_origin {
     const char *src; /* a path in files[], an option ("--temp"), "NO_COLOR" */
-    int line;        /* > 0 for a file */
+    int line;        /* in a file: > 0 (0 when it could not be placed) */
+    bool file;       /* src is a file */
 } config_origin;
 
 typedef struct tok_config {

@@ -2,7 +2,9 @@
  * defaults and documents every key; every section is read; a bad line, key or
  * value is reported as FILE:LINE and skipped, never fatal; layers override
  * in order and each key remembers its source; --print-config's output reads
- * back to the same values; the INI reader agrees with iniparser. */
+ * back to the same values; the values are iniparser's, and ini_read places
+ * them on their lines. */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -218,18 +220,69 @@ static void test_issues_are_reported_and_skipped(void **state)
     expect_issue("temp = 0.1\n[engine]\nthreads = 5\n", 1, "outside");
     expect_issue("[engine]\njust words\nthreads = 5\n", 2, "not a [section]");
     expect_issue("[engine]\nthreads = 5\n[]\n", 3, "name");
-    /* after "[]" iniparser files keys under the old section's first letter:
-     * unknown, so each is reported too */
+    /* after "[]" iniparser files keys under the old section's name cut
+     * short ("e"): each is reported as following the nameless header */
     tok_config c;
     config_init(&c);
     char *diag = load_text(&c, "[engine]\n[]\nthreads = 5\n");
     assert_int_equal(c.n_issues, 2);
-    assert_non_null(strstr(diag, ":3: unknown key 'threads' in [e]"));
+    assert_non_null(strstr(diag, ":2: a section header needs a name"));
+    assert_non_null(strstr(diag, ":3: 'threads' follows a section header without a name (ignored)"));
     assert_int_equal(c.ui.engine.n_threads, 0);
     free(diag);
     config_free(&c);
     /* a continued line is reported where it starts */
     expect_issue("[engine]\nn_ctx = 1\\\n2x\nthreads = 5\n", 2, "n_ctx");
+    expect_issue("[engine]\nn_ctx = 1\\\n2\\\n  x\nthreads = 5\n", 2, "n_ctx");
+    expect_issue("[engine]\nnot\\\n a key\nthreads = 5\n", 2, "not a [section]");
+    /* a key set twice: the earlier line is reported, the later one counts */
+    expect_issue("[engine]\nthreads = 2\nthreads = 5\n", 2, "set again on line 3");
+    expect_issue("[engine]\nthreads = 2\n[ui]\n[engine]\nTHREADS = 5\n", 2, "set again on line 5");
+}
+
+/* iniparser refuses a whole file for a line it cannot read: each such line
+ * is reported with its number and the others are read, also when one line
+ * hides the next (iniparser stops at the first line that is too long). */
+static void test_many_bad_lines(void **state)
+{
+    (void)state;
+    char text[8000];
+    int n = snprintf(text, sizeof text, "[sampling]\njunk\ntemp = 0.5\nmore junk\ntop_k = ");
+    memset(text + n, '7', 1100);
+    n += 1100;
+    n += snprintf(text + n, sizeof text - (size_t)n, "\n[engine]\nthreads = 5\nstill junk\nn_ctx = ");
+    memset(text + n, '1', 2000);
+    n += 2000;
+    n += snprintf(text + n, sizeof text - (size_t)n, "\n[ui]\nmouse = true\nnope \\\n again\n");
+    tok_config c;
+    config_init(&c);
+    char *diag = load_text(&c, text);
+    static const char *const want[] = {
+        ":2: not a [section]", ":4: not a [section]", ":5: line too long",   ":8: not a [section]",
+        ":9: line too long",   ":12: not a [section]",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(diag, want[i]))
+            fail_msg("no '%s' in:\n%s", want[i], diag);
+    assert_int_equal(c.n_issues, 6);
+    /* in line order */
+    assert_true(strstr(diag, ":2: ") < strstr(diag, ":5: ") && strstr(diag, ":5: ") < strstr(diag, ":12: "));
+    assert_float_equal(c.ui.engine.sampling.temp, 0.5f, 1e-6);
+    assert_int_equal(c.ui.engine.sampling.top_k, 40);
+    assert_int_equal(c.ui.engine.n_threads, 5);
+    assert_int_equal(c.ui.engine.n_ctx, 0);
+    assert_true(c.ui.mouse);
+    assert_int_equal(c.origin[key_of("ui", "mouse")].line, 11);
+    free(diag);
+    config_free(&c);
+
+    /* nothing readable at all: every line reported, no value changed */
+    config_init(&c);
+    diag = load_text(&c, "a\nb\nc\n");
+    assert_int_equal(c.n_issues, 3);
+    assert_non_null(strstr(diag, ":3: not a [section]"));
+    free(diag);
+    config_free(&c);
 }
 
 static void test_lines_iniparser_gives_up_on(void **state)
@@ -263,6 +316,20 @@ static void test_lines_iniparser_gives_up_on(void **state)
     remove(p);
     assert_non_null(strstr(diag, ":3: contains a NUL byte"));
     assert_true(c.ui.mouse);
+    assert_int_equal(c.ui.engine.n_ctx, 0);
+    free(diag);
+    config_free(&c);
+
+    /* on the last line too (where iniparser would read up to the NUL) */
+    static const char nul_end[] = "[engine]\nthreads = 5\nn_ctx = 1\0 2";
+    config_init(&c);
+    p = write_tmp(nul_end, sizeof nul_end - 1);
+    d = open_memstream(&diag, &dn);
+    assert_true(config_load(&c, p, true, d, err, sizeof err));
+    fclose(d);
+    remove(p);
+    assert_non_null(strstr(diag, ":3: contains a NUL byte"));
+    assert_int_equal(c.ui.engine.n_threads, 5);
     assert_int_equal(c.ui.engine.n_ctx, 0);
     free(diag);
     config_free(&c);
@@ -408,19 +475,40 @@ static void test_print_reads_back(void **state)
     config_free(&d);
 }
 
-/* The reader's values are iniparser's for the syntax both accept. */
+/* ini_read's sections, keys and values are iniparser's, each on its line. */
 struct collect {
-    char *text;
-    size_t len;
     FILE *f;
+    const char *text;
 };
-static bool collect_fn(void *user, int line, const char *section, const char *key, const char *value)
+
+/* true when line (1-based) of text, lowercased, contains needle */
+static bool line_has(const char *text, int line, const char *needle)
 {
-    (void)line;
-    FILE *f = user;
-    if (key && *key && *section)
-        fprintf(f, "%s:%s=%s\n", section, key, value);
-    return true;
+    const char *l = text;
+    for (int i = 1; i < line && l; i++) {
+        l = strchr(l, '\n');
+        if (l)
+            l++;
+    }
+    if (!l)
+        return false;
+    size_t n = strcspn(l, "\n");
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%.*s", (int)n, l);
+    for (char *p = buf; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return strstr(buf, needle) != NULL;
+}
+
+static void collect_fn(void *user, const ini_item *it)
+{
+    struct collect *c = user;
+    if (it->kind == INI_KEY) {
+        fprintf(c->f, "%s:%s=%s\n", it->section, it->key, it->value);
+        if (!line_has(c->text, it->line, it->key))
+            fail_msg("%s:%s placed on line %d", it->section, it->key, it->line);
+    } else if (it->kind == INI_SECTION && *it->section && it->line > 0 && !line_has(c->text, it->line, it->section))
+        fail_msg("[%s] placed on line %d", it->section, it->line);
 }
 
 static void test_agrees_with_iniparser(void **state)
@@ -435,9 +523,10 @@ static void test_agrees_with_iniparser(void **state)
         "[s]\nk = \"\"\nj = ''\nm = \"unterminated\n",
         "[s]\nk = 1\nk = 2\n",
         "[s]\nk = v\r\nj = w\t\n",
-        "[s]\nk =v\n[t]\nk= w\n",
-        /* make fuzz: "[]" cuts the current section's name to its first
-         * character in iniparser (its lowercasing stops at the line's length) */
+        "[s]\nk =v\n[t]\nk= w\n[S]\nj = 3\n",
+        "k = before\n[s]\nk:x = colon\n[a:b]\nc = d\n",
+        /* "[]" cuts the current section's name short in iniparser (its
+         * lowercasing stops at the line's length) */
         "[sampling]\n[]\nk = v\n",
         "[]\nk = v\n[a]\n",
         "[sampling]\n[]x]\nk = v\n[engine]\n[]xxxxxxxxxxx]\nk = v\n",
@@ -450,22 +539,25 @@ static void test_agrees_with_iniparser(void **state)
         assert_non_null(d);
         char *mine = NULL;
         size_t mn = 0;
-        FILE *f = open_memstream(&mine, &mn);
-        ini_parse(cases[i], strlen(cases[i]), collect_fn, f);
-        fclose(f);
-        /* every value read here is iniparser's (last one wins in both) */
-        for (char *l = mine; *l;) {
+        struct collect col = {open_memstream(&mine, &mn), cases[i]};
+        char err[256];
+        assert_true(ini_read(cases[i], strlen(cases[i]), collect_fn, &col, err, sizeof err));
+        fclose(col.f);
+        int n_mine = 0;
+        for (char *l = mine; *l; n_mine++) {
             char *nl = strchr(l, '\n');
             *nl = 0;
             char *eq = strchr(l, '=');
             *eq = 0;
             const char *theirs = iniparser_getstring(d, l, NULL);
-            char *later = strstr(nl + 1, l); /* a later duplicate decides */
-            if (!later && (!theirs || strcmp(theirs, eq + 1) != 0))
-                fail_msg("case %zu: %s: mine '%s', iniparser's '%s'", i, l, eq + 1,
-                         theirs ? theirs : "(none)");
+            if (!theirs || strcmp(theirs, eq + 1) != 0)
+                fail_msg("case %zu: %s: mine '%s', iniparser's '%s'", i, l, eq + 1, theirs ? theirs : "(none)");
             l = nl + 1;
         }
+        int n_theirs = 0; /* and no key of iniparser's is missing */
+        for (ssize_t k = 0; k < d->size; k++)
+            n_theirs += d->key[k] && d->val[k];
+        assert_int_equal(n_mine, n_theirs);
         free(mine);
         iniparser_freedict(d);
     }
@@ -478,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_shipped_file_documents_every_key),
         cmocka_unit_test(test_all_sections),
         cmocka_unit_test(test_issues_are_reported_and_skipped),
+        cmocka_unit_test(test_many_bad_lines),
         cmocka_unit_test(test_lines_iniparser_gives_up_on),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_default_paths),
