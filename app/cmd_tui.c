@@ -129,6 +129,24 @@ static const struct {
     {OPT_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
 };
 
+/* "N problems in the configuration; the first: FILE:LINE: ..." from the
+ * reports config_load wrote (one per line, each "tokscope: ..."). */
+static void config_note_from(const char *reports, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = reports; *p; p++)
+        n += *p == '\n';
+    if (!n)
+        return;
+    static const char prefix[] = "tokscope: ";
+    const char *first = strncmp(reports, prefix, sizeof prefix - 1) ? reports : reports + sizeof prefix - 1;
+    int len = (int)strcspn(first, "\n");
+    if (n == 1)
+        snprintf(out, cap, "config: %.*s", len, first);
+    else
+        snprintf(out, cap, "config: %zu problems (all listed on stderr); the first: %.*s", n, len, first);
+}
+
 int cmd_tui(int argc, char **argv)
 {
     struct option opts[32 + N_SAMPLING_OPTS];
@@ -180,9 +198,23 @@ int cmd_tui(int argc, char **argv)
     tok_config cfg;
     config_init(&cfg);
     char path_buf[4096], err[512] = "";
-    bool ok = config_load(&cfg, config_system_path(), false, stderr, err, sizeof err) &&
-              config_load(&cfg, config_default_path(path_buf, sizeof path_buf), false, stderr, err, sizeof err) &&
-              (!config_path || config_load(&cfg, config_path, true, stderr, err, sizeof err));
+    /* the reports go to stderr, which the TUI's screen then covers: the
+     * first of them is also shown in the TUI */
+    char *diag_text = NULL;
+    size_t diag_len = 0;
+    FILE *diag = open_memstream(&diag_text, &diag_len);
+    if (!diag)
+        diag = stderr;
+    bool ok = config_load(&cfg, config_system_path(), false, diag, err, sizeof err) &&
+              config_load(&cfg, config_default_path(path_buf, sizeof path_buf), false, diag, err, sizeof err) &&
+              (!config_path || config_load(&cfg, config_path, true, diag, err, sizeof err));
+    char config_note[512] = "";
+    if (diag != stderr) {
+        fclose(diag);
+        fwrite(diag_text, 1, diag_len, stderr);
+        config_note_from(diag_text, config_note, sizeof config_note);
+        free(diag_text);
+    }
     if (!ok) {
         fprintf(stderr, "tokscope: config: %s\n", err);
         config_free(&cfg);
@@ -190,6 +222,7 @@ int cmd_tui(int argc, char **argv)
     }
     config_apply_env(&cfg);
     ui_options *o = &cfg.ui;
+    o->config_note = config_note[0] ? config_note : NULL;
 
     /* pass 2: everything else overrides the files */
     opterr = 1;

@@ -317,7 +317,13 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         app->n_past = ev->n_past;
         if (!ui_busy(app))
             app->state = app->gen_conv_id >= 0 ? UI_STATE_PREFILL : UI_STATE_IDLE;
-        ui_message(app, UI_MSG_INFO, "loaded %s (%s, %s)", ev->info.name, ev->info.arch, ev->info.file_type);
+        if (app->config_note[0]) { /* the screen hid what was printed before it */
+            ui_message(app, UI_MSG_WARN, "%s", app->config_note);
+            app->msg_until = ui_now() + 4 * UI_MSG_SECONDS;
+            app->config_note[0] = 0;
+        } else {
+            ui_message(app, UI_MSG_INFO, "loaded %s (%s, %s)", ev->info.name, ev->info.arch, ev->info.file_type);
+        }
         break;
     case ENGINE_EV_PREFILL:
         if (app->gen_conv_id < 0)
@@ -1182,6 +1188,8 @@ int ui_run(const ui_options *o)
     app->colors = o->colors && !(nc && *nc);
     if (o->engine.template_name)
         snprintf(app->template_name, sizeof app->template_name, "%s", o->engine.template_name);
+    if (o->config_note)
+        snprintf(app->config_note, sizeof app->config_note, "%s", o->config_note);
     ui_new_conv(app, o->system);
     autosave_init(app, !o->no_autosave);
     signals_init();

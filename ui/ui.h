@@ -45,6 +45,7 @@ typedef struct ui_options {
     bool resume;             /* --resume: continue the last autosaved conversation ... */
     const char *resume_path; /* ... or this file (--resume=FILE) */
     bool no_autosave;        /* --no-autosave */
+    const char *config_note; /* problems in the config files, shown once loaded (NULL: none) */
 } ui_options;
 
 void ui_default_options(ui_options *o);
@@ -77,6 +78,7 @@ typedef struct ui_app {
     engine_model_info info;
     char template_name[64]; /* forced template ("" = model's own) */
 
+    char config_note[512];  /* config file problems, shown when the model has loaded */
     char msg[ENGINE_MSG_MAX + 64];
     enum ui_msg_level msg_level;
     double msg_until;       /* monotonic seconds; 0 = sticky until replaced */

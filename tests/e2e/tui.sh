@@ -379,9 +379,10 @@ result "tui: tokscope -m MODEL --help lists the TUI options" $?
 [ $? -ne 0 ] && grep -q 'temp' "$TMP/err.txt"
 result "tui: a bad option value is rejected with a message" $?
 printf '[sampling]\ntemp = banana\n' >"$TMP/bad.ini"
-"$BIN" -m "$STORIES" --config "$TMP/bad.ini" >"$TMP/err.txt" 2>&1 </dev/null
-[ $? -ne 0 ] && grep -q 'temp' "$TMP/err.txt"
-result "tui: a bad config value is rejected naming the key" $?
+"$BIN" -m "$STORIES" --config "$TMP/bad.ini" --print-config >"$TMP/out.txt" 2>"$TMP/err.txt" </dev/null
+[ $? -eq 0 ] && grep -qx "tokscope: $TMP/bad.ini:2: \[sampling\] temp: 'banana' is not a number (ignored)" "$TMP/err.txt" &&
+    grep -qE '^temp = 0\.8 +; default$' "$TMP/out.txt"
+result "tui: a bad config value is reported as FILE:LINE naming the key, and the default stays" $?
 mkdir -p "$TMP/cfg/tokscope"
 printf '[sampling]\ntemp = 0.3\ntop_k = 7\n[ui]\ncolors = false\n' >"$TMP/cfg/tokscope/tokscope.ini"
 start -m "$STORIES" --top-k 9
