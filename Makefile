@@ -103,7 +103,9 @@ AVX2_BIN     := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(BUILD)/tests/test_
 $(BUILD)/avx2/tokscope: FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell BIN=$@ $@
 
-$(BUILD)/tests/test_quant_avx2: FORCE
+# after the binary: two sub-makes at once in $(BUILD)/avx2 (make -j2) would
+# write the same objects and library
+$(BUILD)/tests/test_quant_avx2: $(BUILD)/avx2/tokscope FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell $(BUILD)/avx2/tests/test_quant
 	@mkdir -p $(dir $@) && cp $(BUILD)/avx2/tests/test_quant $@
 
