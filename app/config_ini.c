@@ -632,6 +632,7 @@ bool ini_read(const char *text, size_t len, ini_item_fn fn, void *user, char *er
     said.lines = NULL;
     said.too_long = NULL;
     said.n = said.cap = 0;
+    said.path = NULL; /* it pointed into sc */
     scratch_close(&sc);
 
     places p;
