@@ -540,15 +540,15 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int h = (int)(i % items_per_block) * heads_per_item;
         const int kvh = h / group;
         const attn_kv kv = {
-            .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * f->k_head,
-            .v = (const uint8_t *)f->v_cache[job->layer] + (size_t)kvh * f->v_head,
-            .stride = f->kv_dim,
+            .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * f->p.n_ctx * f->k_head,
+            .v = (const uint8_t *)f->v_cache[job->layer] + (size_t)kvh * f->p.n_ctx * f->v_head,
+            .stride = hd,
             .f16 = f->p.kv_type == TENSOR_TYPE_F16,
             .generic = f->kv_generic,
             .k_type = f->p.kv_type,
             .v_type = f->p.v_type,
-            .k_row = f->k_row,
-            .v_row = f->v_row,
+            .k_row = f->k_head,
+            .v_row = f->v_head,
             .hd = hd,
             .scale = f->hp.kq_scale,
             .window = window,

@@ -100,7 +100,10 @@ struct forward_ctx {
     size_t k_row, v_row;   /* bytes per cache row (all KV heads of a position) */
     size_t k_head, v_head; /* bytes of one head within a row */
     bool kv_generic;       /* not one F16/F32 type: ggml's one-chunk kernel only (attn_kv.generic) */
-    void **k_cache; /* [n_layer] -> n_ctx rows of kv_dim, F16 or F32 */
+    /* [n_layer] -> head-major: KV head h's row at position p is at
+     * (h * n_ctx + p) * k_head bytes (so attention reads each head's keys
+     * as one stream) */
+    void **k_cache;
     void **v_cache;
     /* row buffers, n_batch rows of graph.width[b] floats each (LOGITS is the caller's) */
     float *buf[FWD_N_BUF];

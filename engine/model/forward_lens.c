@@ -57,6 +57,27 @@ int forward_eval_cut(forward_ctx *f, int32_t n_layer, const int32_t *tokens, int
     return g ? forward_run(f, g, tokens, n, start_pos, logits, all_logits, err, errlen) : -1;
 }
 
+/* Every layer's and KV head's K and V rows from start_pos on (kb and vb
+ * bytes of each head) into buf, or back from it with restore. */
+static void cache_rows_copy(forward_ctx *f, int32_t start_pos, size_t kb, size_t vb, uint8_t *buf,
+                            bool restore)
+{
+    const size_t n_ctx = f->p.n_ctx;
+    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+        for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
+            uint8_t *k = (uint8_t *)f->k_cache[l] + (h * n_ctx + (size_t)start_pos) * f->k_head;
+            uint8_t *v = (uint8_t *)f->v_cache[l] + (h * n_ctx + (size_t)start_pos) * f->v_head;
+            if (restore) {
+                memcpy(k, buf, kb);
+                memcpy(v, buf + kb, vb);
+            } else {
+                memcpy(buf, k, kb);
+                memcpy(buf + kb, v, vb);
+            }
+            buf += kb + vb;
+        }
+}
+
 int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                       bool keep_cache, forward_lens_fn fn, void *user, char *err, size_t errlen)
 {
@@ -68,22 +89,18 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
                  f->p.n_ctx);
         return -1;
     }
-    /* the rows this evaluation overwrites, every layer's K and V */
-    const uint32_t L = f->hp.n_layer;
-    const size_t kb = (size_t)n * f->k_row, vb = (size_t)n * f->v_row;
+    /* the rows this evaluation overwrites, every layer's K and V: per KV
+     * head, as the cache is head-major (forward_internal.h) */
+    const uint32_t L = f->hp.n_layer, H = f->hp.n_head_kv;
+    const size_t kb = (size_t)n * f->k_head, vb = (size_t)n * f->v_head;
     uint8_t *saved = NULL;
     if (keep_cache) {
-        saved = malloc((size_t)L * (kb + vb));
+        saved = malloc((size_t)L * H * (kb + vb));
         if (!saved) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        for (uint32_t l = 0; l < L; l++) {
-            memcpy(saved + (size_t)l * (kb + vb), (uint8_t *)f->k_cache[l] + (size_t)start_pos * f->k_row,
-                   kb);
-            memcpy(saved + (size_t)l * (kb + vb) + kb,
-                   (uint8_t *)f->v_cache[l] + (size_t)start_pos * f->v_row, vb);
-        }
+        cache_rows_copy(f, start_pos, kb, vb, saved, false);
     }
     f->lens_fn = fn;
     f->lens_user = user;
@@ -91,12 +108,7 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     f->lens_fn = NULL;
     f->lens_user = NULL;
     if (saved) {
-        for (uint32_t l = 0; l < L; l++) {
-            memcpy((uint8_t *)f->k_cache[l] + (size_t)start_pos * f->k_row, saved + (size_t)l * (kb + vb),
-                   kb);
-            memcpy((uint8_t *)f->v_cache[l] + (size_t)start_pos * f->v_row,
-                   saved + (size_t)l * (kb + vb) + kb, vb);
-        }
+        cache_rows_copy(f, start_pos, kb, vb, saved, true);
         free(saved);
     }
     return rc;

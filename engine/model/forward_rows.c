@@ -110,25 +110,31 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot, enum model_rop
     }
 }
 
+/* The cache is head-major (forward_internal.h): each KV head's rows are
+ * contiguous, so attention streams them. A row of a head is converted alone;
+ * for the block types that is the whole row's quantization (heads are whole
+ * blocks), as ggml_set_rows does it. */
 static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
 {
-    const int64_t KV = f->kv_dim;
+    const int64_t hd = f->hp.head_dim;
     const enum tensor_type types[2] = {f->p.kv_type, f->p.v_type};
     const float *src[2] = {k, v};
-    uint8_t *dst[2] = {(uint8_t *)f->k_cache[l] + (size_t)pos * f->k_row,
-                       (uint8_t *)f->v_cache[l] + (size_t)pos * f->v_row};
-    for (int c = 0; c < 2; c++) {
-        if (types[c] == TENSOR_TYPE_F16) {
-            fp16_t *d = (fp16_t *)dst[c];
-            for (int64_t i = 0; i < KV; i++)
-                d[i] = f2h(src[c][i]);
-        } else if (types[c] == TENSOR_TYPE_F32) {
-            memcpy(dst[c], src[c], (size_t)KV * sizeof(float));
-        } else {
-            /* ggml_set_rows: the cache type's from_float over the whole row */
-            tensor_quantize_row(types[c], src[c], dst[c], KV);
+    uint8_t *base[2] = {(uint8_t *)f->k_cache[l], (uint8_t *)f->v_cache[l]};
+    const size_t head[2] = {f->k_head, f->v_head};
+    for (int c = 0; c < 2; c++)
+        for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
+            uint8_t *dst = base[c] + ((size_t)h * f->p.n_ctx + (size_t)pos) * head[c];
+            const float *x = src[c] + (int64_t)h * hd;
+            if (types[c] == TENSOR_TYPE_F16) {
+                fp16_t *d = (fp16_t *)dst;
+                for (int64_t i = 0; i < hd; i++)
+                    d[i] = f2h(x[i]);
+            } else if (types[c] == TENSOR_TYPE_F32) {
+                memcpy(dst, x, (size_t)hd * sizeof(float));
+            } else {
+                tensor_quantize_row(types[c], x, dst, hd);
+            }
         }
-    }
 }
 
 /* ggml's fast Walsh-Hadamard transform (the CPU kernel behind llama.cpp's
