@@ -343,7 +343,12 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         /* each thread's scratch on cache lines of its own: two threads
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
          * made the attention a third slower */
-        f->attn_floats = (attn_scratch_floats((int)hp->head_dim, p.n_ctx, f->n_group) + 15) & ~(size_t)15;
+        f->attn_floats = attn_scratch_floats((int)hp->head_dim, p.n_ctx, f->n_group);
+        const attn_kv probe = {.f16 = p.kv_type == TENSOR_TYPE_F16, .generic = f->kv_generic, .hd = (int)hp->head_dim};
+        f->attn_group = attn_group_ok(&probe);
+        if (f->attn_group && attn_group_scratch_floats(probe.hd) > f->attn_floats)
+            f->attn_floats = attn_group_scratch_floats(probe.hd);
+        f->attn_floats = (f->attn_floats + 15) & ~(size_t)15;
         f->attn_halfs = (2 * (size_t)hp->head_dim + 31) & ~(size_t)31;
         f->attn_buf = aligned_alloc(64, (size_t)p.n_threads * f->attn_floats * sizeof(float));
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
@@ -515,6 +520,14 @@ static void attn_items(const forward_ctx *f, int n_tok, int *rows, int *heads, i
     const bool tiled = !f->kv_generic && attn_use_tiled(n_tok, (int)f->hp.head_dim);
     *rows = tiled ? ATTN_TILE : 1;
     *heads = tiled ? f->n_group : 1;
+    if (!tiled && f->attn_group) {
+        /* the query heads of a KV head together (attn_group_*), in as few
+         * blocks as keep every thread busy */
+        int hb = f->n_group;
+        while (hb > ATTN_GROUP_MAX || (hb % 2 == 0 && (int64_t)n_tok * f->hp.n_head / hb < 2 * f->n_threads))
+            hb = hb % 2 == 0 ? hb / 2 : 1;
+        *heads = hb;
+    }
     *n_items = (int64_t)((n_tok + *rows - 1) / *rows) * (int64_t)f->hp.n_head_kv * (f->n_group / *heads);
 }
 
@@ -559,6 +572,12 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         if (rows_per_item > 1) { /* tiled */
             const int rows = job->n_tok - t0 < rows_per_item ? job->n_tok - t0 : rows_per_item;
             attn_tile(&kv, q, qs, heads_per_item, rows, pos, &s, out, os);
+        } else if (f->attn_group) {
+            float *scratch = f->attn_buf + (size_t)ith * f->attn_floats;
+            if (job->n_tok == 1 && attn_kv_view(pos) >= 512)
+                attn_group_split(&kv, q, heads_per_item, pos + 1, attn_kv_view(pos), f->n_threads, scratch, out);
+            else
+                attn_group_row(&kv, q, heads_per_item, pos + 1, scratch, out);
         } else if (job->n_tok == 1 && attn_kv_view(pos) >= 512 && !f->kv_generic) {
             attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
         } else {

@@ -71,6 +71,23 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
 void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads, int n_rows, int32_t pos0,
                attn_scratch *s, float *out, int64_t out_stride);
 
+/* ---- the query heads of one KV head together (forward_attn_group.c) ----
+ * Single queries (and batches below ATTN_TILE) on an F16 cache, heads 64,
+ * 128 or 256 wide, AVX-512 builds, when expf_libm_exact(): the same
+ * numbers as attn_row / attn_row_split for each of the nh (<= ATTN_GROUP_MAX)
+ * query heads that share the KV head kv, whose queries are q + h * hd (and
+ * outputs out + h * hd). scratch holds attn_group_scratch_floats(hd). */
+#define ATTN_GROUP_MAX 16
+
+bool attn_group_ok(const attn_kv *kv);
+size_t attn_group_scratch_floats(int hd);
+/* one chunk [k0, k1): vkq + h * hd the undivided sum, M[h], S[h] */
+void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int32_t k1, float *scratch, float *vkq,
+                      float *M, float *S);
+void attn_group_row(const attn_kv *kv, const float *q, int nh, int32_t n_kv, float *scratch, float *out);
+void attn_group_split(const attn_kv *kv, const float *q, int nh, int32_t n_kv, int32_t n_view, int n_split,
+                      float *scratch, float *out);
+
 /* True when ggml would run a batch of n_tok queries through the tiled kernel
  * (F16 or F32 caches of one type only). */
 bool attn_use_tiled(int n_tok, int hd);

@@ -100,6 +100,7 @@ struct forward_ctx {
     size_t k_row, v_row;   /* bytes per cache row (all KV heads of a position) */
     size_t k_head, v_head; /* bytes of one head within a row */
     bool kv_generic;       /* not one F16/F32 type: ggml's one-chunk kernel only (attn_kv.generic) */
+    bool attn_group;       /* single queries run per KV head (attn_group_*) */
     /* [n_layer] -> head-major: KV head h's row at position p is at
      * (h * n_ctx + p) * k_head bytes (so attention reads each head's keys
      * as one stream) */

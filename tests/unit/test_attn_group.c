@@ -1,0 +1,199 @@
+/* The per-KV-head attention kernels (engine/model/forward_attn_group.c) and
+ * the vector expf they use (engine/kernels/expf_libm.c) give, bit for bit,
+ * what the one-query kernels of forward_attn.c give for each head alone, and
+ * what the C library's expf gives. Those one-query kernels are the
+ * reference's order (tests/golden/logits.sh and tests/golden/longctx.sh hold
+ * them to llama.cpp). Skipped where the build has no such kernels (no
+ * AVX-512) or the C library computes expf differently. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/tensor.h"
+#include "kernels/expf_libm.h"
+#include "model/forward_attn.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float rnd(void) { return (float)(test_xorshift64(&rng) >> 40) / (float)(1 << 24) * 2.0f - 1.0f; }
+
+/* Every float of a stride-pattern over [-112, 112] (about 1 in 97 of them),
+ * infinities, NaN and both zeros: the vector lanes and the library agree. */
+static void test_expf_matches_libm(void **state)
+{
+    (void)state;
+    if (!expf_libm_exact())
+        skip();
+    enum { B = 4096 };
+    static float x[B], y[B];
+    long bad = 0;
+    for (int sign = 0; sign < 2; sign++)
+        for (uint64_t b0 = 0; b0 < 0x42e00000u; b0 += (uint64_t)B * 97) {
+            int n = 0;
+            for (uint64_t b = b0; n < B && b < 0x42e00000u; b += 97) {
+                const uint32_t bits = (uint32_t)b | (sign ? 0x80000000u : 0u);
+                memcpy(&x[n++], &bits, sizeof bits);
+            }
+            expf_libm_n(x, y, n);
+            for (int i = 0; i < n; i++) {
+                const float want = expf(x[i]);
+                if (memcmp(&want, &y[i], sizeof want) != 0 && bad++ < 5)
+                    print_error("expf(%a): library %a, lanes %a\n", (double)x[i], (double)want, (double)y[i]);
+            }
+        }
+    const float special[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 88.0f, -88.0f, 89.0f, -104.0f, -200.0f};
+    const int ns = (int)(sizeof special / sizeof special[0]);
+    expf_libm_n(special, y, ns);
+    for (int i = 0; i < ns; i++) {
+        const float want = expf(special[i]);
+        if (memcmp(&want, &y[i], sizeof want) != 0 && !(isnan(want) && isnan(y[i])) && bad++ < 10)
+            print_error("expf(%a): library %a, lanes %a\n", (double)special[i], (double)want, (double)y[i]);
+    }
+    assert_int_equal(bad, 0);
+}
+
+enum { N_CTX = 1200, KV_HEADS = 2 };
+
+typedef struct {
+    int hd;
+    uint16_t *k, *v; /* head-major: KV head h's row p at (h * N_CTX + p) * hd */
+    float *q, *a, *b;
+    float *buf, *gbuf;
+    uint16_t half[512];
+    attn_scratch s;
+} fixture;
+
+static void fixture_init(fixture *fx, int hd, float kscale)
+{
+    fx->hd = hd;
+    const size_t n = (size_t)KV_HEADS * N_CTX * (size_t)hd;
+    fx->k = malloc(n * 2);
+    fx->v = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        fx->k[i] = tensor_fp32_to_fp16(rnd() * kscale);
+        fx->v[i] = tensor_fp32_to_fp16(rnd());
+    }
+    const size_t w = (size_t)ATTN_GROUP_MAX * (size_t)hd;
+    fx->q = malloc(w * sizeof(float));
+    fx->a = malloc(w * sizeof(float));
+    fx->b = malloc(w * sizeof(float));
+    fx->buf = malloc(attn_scratch_floats(hd, N_CTX, 1) * sizeof(float));
+    fx->gbuf = malloc(attn_group_scratch_floats(hd) * sizeof(float));
+    attn_scratch_init(&fx->s, fx->buf, fx->half, hd, N_CTX);
+}
+
+static void fixture_free(fixture *fx)
+{
+    free(fx->k);
+    free(fx->v);
+    free(fx->q);
+    free(fx->a);
+    free(fx->b);
+    free(fx->buf);
+    free(fx->gbuf);
+}
+
+static attn_kv view(const fixture *fx, int head, int32_t window)
+{
+    const attn_kv kv = {
+        .k = fx->k + (size_t)head * N_CTX * fx->hd,
+        .v = fx->v + (size_t)head * N_CTX * fx->hd,
+        .stride = fx->hd,
+        .f16 = true,
+        .hd = fx->hd,
+        .scale = 1.0f / sqrtf((float)fx->hd),
+        .window = window,
+    };
+    return kv;
+}
+
+/* nh heads at once against each head alone, one chunk and split, for
+ * lengths around the 16-key groups and 64-key blocks, with and without a
+ * window. kscale large makes scores spread past expf's vector range (the
+ * library's own path) and new maxima late in the keys. */
+static void check_heads(int hd, float kscale)
+{
+    fixture fx;
+    fixture_init(&fx, hd, kscale);
+    const int nhs[] = {1, 3, 8, 16};
+    const int32_t lens[] = {1, 2, 15, 16, 17, 63, 64, 65, 130, 300, 513, 1100};
+    const int32_t windows[] = {0, 40, 512};
+    for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+        const attn_kv kv = view(&fx, 1, windows[w]);
+        for (size_t h = 0; h < sizeof nhs / sizeof nhs[0]; h++) {
+            const int nh = nhs[h];
+            for (int i = 0; i < nh * hd; i++)
+                fx.q[i] = rnd() * 2.0f;
+            for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+                const int32_t n = lens[l];
+                attn_group_row(&kv, fx.q, nh, n, fx.gbuf, fx.a);
+                for (int g = 0; g < nh; g++)
+                    attn_row(&kv, fx.q + (size_t)g * hd, n, &fx.s, fx.b + (size_t)g * hd);
+                if (memcmp(fx.a, fx.b, sizeof(float) * (size_t)nh * hd) != 0)
+                    fail_msg("attn_group_row hd %d, %d heads, %d keys, window %d", hd, nh, n, windows[w]);
+                for (int split = 1; split <= 3; split++) {
+                    const int32_t view_len = attn_kv_view(n - 1);
+                    attn_group_split(&kv, fx.q, nh, n, view_len, split, fx.gbuf, fx.a);
+                    for (int g = 0; g < nh; g++)
+                        attn_row_split(&kv, fx.q + (size_t)g * hd, n, view_len, split, &fx.s, fx.b + (size_t)g * hd);
+                    if (memcmp(fx.a, fx.b, sizeof(float) * (size_t)nh * hd) != 0)
+                        fail_msg("attn_group_split hd %d, %d heads, %d keys, %d chunks, window %d", hd, nh, n, split,
+                                 windows[w]);
+                }
+            }
+        }
+    }
+    fixture_free(&fx);
+}
+
+static void test_group_matches_one_head(void **state)
+{
+    (void)state;
+    const attn_kv probe = {.f16 = true, .hd = 64};
+    if (!attn_group_ok(&probe))
+        skip();
+    check_heads(64, 2.0f);
+    check_heads(128, 2.0f);
+    check_heads(256, 1.0f);
+}
+
+static void test_group_wide_scores(void **state)
+{
+    (void)state;
+    const attn_kv probe = {.f16 = true, .hd = 64};
+    if (!attn_group_ok(&probe))
+        skip();
+    check_heads(64, 60.0f);
+}
+
+/* Which heads and caches the kernels take */
+static void test_group_choice(void **state)
+{
+    (void)state;
+    attn_kv kv = {.f16 = true, .hd = 80};
+    assert_false(attn_group_ok(&kv)); /* not a multiple of 64 */
+    kv.hd = 64;
+    kv.f16 = false;
+    assert_false(attn_group_ok(&kv)); /* F32 cache */
+    kv.f16 = true;
+    kv.generic = true;
+    assert_false(attn_group_ok(&kv)); /* quantized cache */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expf_matches_libm),
+        cmocka_unit_test(test_group_matches_one_head),
+        cmocka_unit_test(test_group_wide_scores),
+        cmocka_unit_test(test_group_choice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
