@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX512F__) && defined(__FMA__)
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__FMA__)
 #include <immintrin.h>
 #define EXPF_AVX512 1
 
@@ -63,9 +63,21 @@ void expf_libm_n(const float *x, float *y, int n)
         const __m256 v = _mm256_loadu_ps(x + i);
         /* |x| >= 88 (top 12 bits at least 0x42b), inf, NaN: the library's own paths */
         const __m256i abs = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff));
-        if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x42afffff))))) {
-            for (int k = 0; k < 8; k++)
-                y[i + k] = expf(x[i + k]);
+        const __mmask8 big = _mm256_cmpgt_epi32_mask(abs, _mm256_set1_epi32(0x42afffff));
+        if (big) {
+            /* -inf gives 0 and NaN x + x, as the library does; other
+             * large arguments (overflow, underflow, errno) are its own */
+            const __mmask8 ninf = _mm256_cmpeq_epi32_mask(_mm256_castps_si256(v), _mm256_set1_epi32((int)0xff800000));
+            const __mmask8 nan = _mm256_cmpgt_epi32_mask(abs, _mm256_set1_epi32(0x7f800000));
+            if (big & ~(ninf | nan)) {
+                for (int k = 0; k < 8; k++)
+                    y[i + k] = expf(x[i + k]);
+                continue;
+            }
+            __m256 r = expf8(_mm256_mask_mov_ps(v, big, _mm256_setzero_ps()), t0, t1, t2, t3);
+            r = _mm256_mask_mov_ps(r, ninf, _mm256_setzero_ps());
+            r = _mm256_mask_add_ps(r, nan, v, v);
+            _mm256_storeu_ps(y + i, r);
             continue;
         }
         _mm256_storeu_ps(y + i, expf8(v, t0, t1, t2, t3));

@@ -348,6 +348,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_group = attn_group_ok(&probe);
         if (f->attn_group && attn_group_scratch_floats(probe.hd) > f->attn_floats)
             f->attn_floats = attn_group_scratch_floats(probe.hd);
+        const attn_kv probe_q = {.generic = f->kv_generic, .k_type = p.kv_type, .v_type = p.v_type, .hd = probe.hd};
+        f->attn_quant = attn_quant_ok(&probe_q);
+        if (f->attn_quant && attn_quant_scratch_floats(probe.hd) > f->attn_floats)
+            f->attn_floats = attn_quant_scratch_floats(probe.hd);
         f->attn_floats = (f->attn_floats + 15) & ~(size_t)15;
         f->attn_halfs = (2 * (size_t)hp->head_dim + 31) & ~(size_t)31;
         f->attn_buf = aligned_alloc(64, (size_t)p.n_threads * f->attn_floats * sizeof(float));
@@ -511,24 +515,45 @@ struct attn_job {
     int32_t start_pos;
 };
 
-/* Work items of attention: for the tiled kernel, a block of ATTN_TILE
- * tokens times one KV head with all the query heads that share it (so its
- * K/V tiles are converted once); otherwise one token times one head. See
- * forward_attn.h for which kernel the reference runs when. */
-static void attn_items(const forward_ctx *f, int n_tok, int *rows, int *heads, int64_t *n_items)
+/* How a batch's attention runs (see forward_attn.h for which kernel the
+ * reference runs when) and its work items: a block of `rows` tokens times
+ * `heads` query heads of one KV head.
+ *  - tiled: ATTN_TILE tokens, all the query heads of a KV head (so its K/V
+ *    tiles are converted once);
+ *  - group (F16 cache): one token, the query heads of a KV head together;
+ *  - quant (quantized cache): up to ATTN_GROUP_MAX queries, tokens times
+ *    the query heads of a KV head, all against the same keys;
+ *  - one: one token, one head (the scalar kernels). */
+enum attn_mode { ATTN_ONE, ATTN_TILED, ATTN_GROUP, ATTN_QUANT };
+
+struct attn_plan {
+    enum attn_mode mode;
+    int rows, heads;
+    int64_t n_items;
+};
+
+static struct attn_plan attn_plan(const forward_ctx *f, int n_tok)
 {
-    const bool tiled = !f->kv_generic && attn_use_tiled(n_tok, (int)f->hp.head_dim);
-    *rows = tiled ? ATTN_TILE : 1;
-    *heads = tiled ? f->n_group : 1;
-    if (!tiled && f->attn_group) {
-        /* the query heads of a KV head together (attn_group_*), in as few
-         * blocks as keep every thread busy */
+    struct attn_plan p = {ATTN_ONE, 1, 1, 0};
+    if (!f->kv_generic && attn_use_tiled(n_tok, (int)f->hp.head_dim)) {
+        p.mode = ATTN_TILED;
+        p.rows = ATTN_TILE;
+        p.heads = f->n_group;
+    } else if (f->attn_group || f->attn_quant) {
+        p.mode = f->attn_group ? ATTN_GROUP : ATTN_QUANT;
+        /* as few blocks as keep every thread busy */
         int hb = f->n_group;
         while (hb > ATTN_GROUP_MAX || (hb % 2 == 0 && (int64_t)n_tok * f->hp.n_head / hb < 2 * f->n_threads))
             hb = hb % 2 == 0 ? hb / 2 : 1;
-        *heads = hb;
+        p.heads = hb;
+        if (p.mode == ATTN_QUANT) {
+            p.rows = ATTN_GROUP_MAX / hb;
+            while (p.rows > 1 && ((int64_t)n_tok + p.rows - 1) / p.rows * f->hp.n_head / hb < 2 * f->n_threads)
+                p.rows /= 2;
+        }
     }
-    *n_items = (int64_t)((n_tok + *rows - 1) / *rows) * (int64_t)f->hp.n_head_kv * (f->n_group / *heads);
+    p.n_items = (int64_t)((n_tok + p.rows - 1) / p.rows) * (int64_t)f->hp.n_head_kv * (f->n_group / p.heads);
+    return p;
 }
 
 static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
@@ -540,17 +565,16 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const int64_t qs = f->graph.width[FWD_Q], os = f->graph.width[FWD_ATT];
     /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos] */
     const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa : 0;
-    int rows_per_item, heads_per_item;
-    int64_t total;
-    attn_items(f, job->n_tok, &rows_per_item, &heads_per_item, &total);
-    const int items_per_block = (int)f->hp.n_head / heads_per_item;
+    const struct attn_plan plan = attn_plan(f, job->n_tok);
+    const int items_per_block = (int)f->hp.n_head / plan.heads;
+    const int64_t total = plan.n_items;
     const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
+    float *scratch = f->attn_buf + (size_t)ith * f->attn_floats;
     attn_scratch s;
-    attn_scratch_init(&s, f->attn_buf + (size_t)ith * f->attn_floats, f->attn_half + (size_t)ith * f->attn_halfs, hd,
-                      f->p.n_ctx);
+    attn_scratch_init(&s, scratch, f->attn_half + (size_t)ith * f->attn_halfs, hd, f->p.n_ctx);
     for (int64_t i = i0; i < i1; i++) {
-        const int t0 = (int)(i / items_per_block) * rows_per_item;
-        const int h = (int)(i % items_per_block) * heads_per_item;
+        const int t0 = (int)(i / items_per_block) * plan.rows;
+        const int h = (int)(i % items_per_block) * plan.heads;
         const int kvh = h / group;
         const attn_kv kv = {
             .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * f->p.n_ctx * f->k_head,
@@ -569,19 +593,38 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const float *q = f->buf[FWD_Q] + (size_t)t0 * qs + (size_t)h * hd;
         float *out = f->buf[FWD_ATT] + (size_t)t0 * os + (size_t)h * hd;
         const int32_t pos = job->start_pos + t0;
-        if (rows_per_item > 1) { /* tiled */
-            const int rows = job->n_tok - t0 < rows_per_item ? job->n_tok - t0 : rows_per_item;
-            attn_tile(&kv, q, qs, heads_per_item, rows, pos, &s, out, os);
-        } else if (f->attn_group) {
-            float *scratch = f->attn_buf + (size_t)ith * f->attn_floats;
+        const int rows = job->n_tok - t0 < plan.rows ? job->n_tok - t0 : plan.rows;
+        switch (plan.mode) {
+        case ATTN_TILED:
+            attn_tile(&kv, q, qs, plan.heads, rows, pos, &s, out, os);
+            break;
+        case ATTN_GROUP:
             if (job->n_tok == 1 && attn_kv_view(pos) >= 512)
-                attn_group_split(&kv, q, heads_per_item, pos + 1, attn_kv_view(pos), f->n_threads, scratch, out);
+                attn_group_split(&kv, q, plan.heads, pos + 1, attn_kv_view(pos), f->n_threads, scratch, out);
             else
-                attn_group_row(&kv, q, heads_per_item, pos + 1, scratch, out);
-        } else if (job->n_tok == 1 && attn_kv_view(pos) >= 512 && !f->kv_generic) {
-            attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
-        } else {
-            attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and those before it */
+                attn_group_row(&kv, q, plan.heads, pos + 1, scratch, out);
+            break;
+        case ATTN_QUANT: {
+            attn_query qv[ATTN_GROUP_MAX];
+            int nq = 0;
+            for (int r = 0; r < rows; r++)
+                for (int g = 0; g < plan.heads; g++) {
+                    const int32_t n_kv = pos + r + 1; /* causal, and within the window */
+                    qv[nq].q = q + (size_t)r * qs + (size_t)g * hd;
+                    qv[nq].out = out + (size_t)r * os + (size_t)g * hd;
+                    qv[nq].lo = window > 0 && n_kv > window ? n_kv - window : 0;
+                    qv[nq].hi = n_kv;
+                    nq++;
+                }
+            attn_quant_queries(&kv, qv, nq, scratch);
+            break;
+        }
+        case ATTN_ONE:
+            if (job->n_tok == 1 && attn_kv_view(pos) >= 512 && !f->kv_generic)
+                attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
+            else
+                attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and those before it */
+            break;
         }
     }
 }
@@ -589,9 +632,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 static void run_attention(forward_ctx *f, uint32_t il, int n, int32_t start_pos)
 {
     struct attn_job job = {f, il, n, start_pos};
-    int rows, heads;
-    int64_t items;
-    attn_items(f, n, &rows, &heads, &items);
+    const int64_t items = attn_plan(f, n).n_items;
     threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * (start_pos + n) * f->hp.head_dim),
                    attn_worker, &job);
 }

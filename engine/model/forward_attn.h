@@ -88,6 +88,23 @@ void attn_group_row(const attn_kv *kv, const float *q, int nh, int32_t n_kv, flo
 void attn_group_split(const attn_kv *kv, const float *q, int nh, int32_t n_kv, int32_t n_view, int n_split,
                       float *scratch, float *out);
 
+/* ---- a quantized cache, many queries at once (forward_attn_quant.c) ----
+ * ggml's one-chunk kernel, which llama.cpp runs for every query when K or V
+ * is quantized (or they differ): K Q8_0 or Q4_0, V Q8_0, Q4_0 or F16, heads
+ * 64, 128 or 256 wide, AVX-512 VNNI builds, when expf_libm_exact(). Up to
+ * ATTN_GROUP_MAX queries sharing the KV head kv; query i attends to keys
+ * [lo, hi) (its causal and window bounds) and gets out = attn_row_generic's
+ * result. scratch holds attn_quant_scratch_floats(hd), 64-byte aligned. */
+typedef struct attn_query {
+    const float *q;
+    float *out;
+    int32_t lo, hi;
+} attn_query;
+
+bool attn_quant_ok(const attn_kv *kv);
+size_t attn_quant_scratch_floats(int hd);
+void attn_quant_queries(const attn_kv *kv, const attn_query *qs, int nq, float *scratch);
+
 /* True when ggml would run a batch of n_tok queries through the tiled kernel
  * (F16 or F32 caches of one type only). */
 bool attn_use_tiled(int n_tok, int hd);

@@ -101,6 +101,7 @@ struct forward_ctx {
     size_t k_head, v_head; /* bytes of one head within a row */
     bool kv_generic;       /* not one F16/F32 type: ggml's one-chunk kernel only (attn_kv.generic) */
     bool attn_group;       /* single queries run per KV head (attn_group_*) */
+    bool attn_quant;       /* a quantized cache's queries run 16 at a time (attn_quant_*) */
     /* [n_layer] -> head-major: KV head h's row at position p is at
      * (h * n_ctx + p) * k_head bytes (so attention reads each head's keys
      * as one stream) */

@@ -1,4 +1,5 @@
-/* The per-KV-head attention kernels (engine/model/forward_attn_group.c) and
+/* The per-KV-head attention kernels (engine/model/forward_attn_group.c,
+ * forward_attn_quant.c) and
  * the vector expf they use (engine/kernels/expf_libm.c) give, bit for bit,
  * what the one-query kernels of forward_attn.c give for each head alone, and
  * what the C library's expf gives. Those one-query kernels are the
@@ -173,6 +174,85 @@ static void test_group_wide_scores(void **state)
     check_heads(64, 60.0f);
 }
 
+/* A quantized cache: up to 16 queries at once (attn_quant_queries) against
+ * each alone through the generic one-chunk kernel (attn_row), for the K and
+ * V types the fast kernel takes, causal bounds (a prompt's tokens) and
+ * windows. */
+static void check_quant(int hd, enum tensor_type kt, enum tensor_type vt)
+{
+    enum { N = 700 };
+    const size_t krow = tensor_row_size(kt, hd), vrow = tensor_row_size(vt, hd);
+    uint8_t *k = malloc(N * krow), *v = malloc(N * vrow);
+    float *row = malloc(sizeof(float) * (size_t)hd);
+    for (int j = 0; j < N; j++) {
+        for (int i = 0; i < hd; i++)
+            row[i] = rnd() * 2.0f;
+        tensor_quantize_row(kt, row, k + (size_t)j * krow, hd);
+        for (int i = 0; i < hd; i++)
+            row[i] = rnd();
+        if (vt == TENSOR_TYPE_F16)
+            for (int i = 0; i < hd; i++)
+                ((uint16_t *)(v + (size_t)j * vrow))[i] = tensor_fp32_to_fp16(row[i]);
+        else
+            tensor_quantize_row(vt, row, v + (size_t)j * vrow, hd);
+    }
+    float *q = malloc(sizeof(float) * ATTN_GROUP_MAX * (size_t)hd);
+    float *a = malloc(sizeof(float) * ATTN_GROUP_MAX * (size_t)hd), *b = malloc(sizeof(float) * (size_t)hd);
+    float *scratch = aligned_alloc(64, (attn_quant_scratch_floats(hd) * sizeof(float) + 63) & ~(size_t)63);
+    float *buf = malloc(attn_scratch_floats(hd, N, 1) * sizeof(float));
+    uint16_t half[512];
+    attn_scratch sc;
+    attn_scratch_init(&sc, buf, half, hd, N);
+    for (int i = 0; i < ATTN_GROUP_MAX * hd; i++)
+        q[i] = rnd() * 2.0f;
+    const int32_t windows[] = {0, 50};
+    const int nqs[] = {1, 5, 16};
+    const int32_t ends[] = {1, 17, 64, 65, 200, 700};
+    for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+        for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++)
+            for (size_t n = 0; n < sizeof nqs / sizeof nqs[0]; n++) {
+                const attn_kv kv = {.k = k, .v = v, .generic = true, .k_type = kt, .v_type = vt, .k_row = krow,
+                                    .v_row = vrow, .hd = hd, .scale = 1.0f / sqrtf((float)hd), .window = windows[w]};
+                attn_query qv[ATTN_GROUP_MAX];
+                const int nq = nqs[n];
+                for (int i = 0; i < nq; i++) {
+                    /* consecutive tokens ending at ends[e], two heads each */
+                    const int32_t n_kv = ends[e] - (nq - 1 - i) / 2 > 0 ? ends[e] - (nq - 1 - i) / 2 : 1;
+                    qv[i] = (attn_query){q + (size_t)i * hd, a + (size_t)i * hd,
+                                         windows[w] > 0 && n_kv > windows[w] ? n_kv - windows[w] : 0, n_kv};
+                }
+                attn_quant_queries(&kv, qv, nq, scratch);
+                for (int i = 0; i < nq; i++) {
+                    attn_row(&kv, qv[i].q, qv[i].hi, &sc, b);
+                    if (memcmp(qv[i].out, b, sizeof(float) * (size_t)hd) != 0)
+                        fail_msg("attn_quant_queries %s/%s hd %d: query %d of %d, keys [%d, %d)", tensor_type_name(kt),
+                                 tensor_type_name(vt), hd, i, nq, qv[i].lo, qv[i].hi);
+                }
+            }
+    free(k);
+    free(v);
+    free(row);
+    free(q);
+    free(a);
+    free(b);
+    free(scratch);
+    free(buf);
+}
+
+static void test_quant_matches_one_query(void **state)
+{
+    (void)state;
+    const attn_kv probe = {.generic = true, .k_type = TENSOR_TYPE_Q8_0, .v_type = TENSOR_TYPE_Q8_0, .hd = 64};
+    if (!attn_quant_ok(&probe))
+        skip();
+    check_quant(64, TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q8_0);
+    check_quant(64, TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_0);
+    check_quant(64, TENSOR_TYPE_Q8_0, TENSOR_TYPE_F16);
+    check_quant(64, TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q8_0);
+    check_quant(128, TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q4_0);
+    check_quant(256, TENSOR_TYPE_Q4_0, TENSOR_TYPE_F16);
+}
+
 /* Which heads and caches the kernels take */
 static void test_group_choice(void **state)
 {
@@ -185,6 +265,14 @@ static void test_group_choice(void **state)
     kv.f16 = true;
     kv.generic = true;
     assert_false(attn_group_ok(&kv)); /* quantized cache */
+    attn_kv qk = {.generic = true, .k_type = TENSOR_TYPE_F16, .v_type = TENSOR_TYPE_Q8_0, .hd = 64};
+    assert_false(attn_quant_ok(&qk)); /* F16 K: the scalar kernel */
+    qk.k_type = TENSOR_TYPE_Q8_0;
+    qk.v_type = TENSOR_TYPE_F32;
+    assert_false(attn_quant_ok(&qk)); /* F32 V */
+    qk.v_type = TENSOR_TYPE_Q4_0;
+    qk.hd = 96;
+    assert_false(attn_quant_ok(&qk)); /* heads not 64, 128 or 256 */
 }
 
 int main(void)
@@ -193,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_expf_matches_libm),
         cmocka_unit_test(test_group_matches_one_head),
         cmocka_unit_test(test_group_wide_scores),
+        cmocka_unit_test(test_quant_matches_one_query),
         cmocka_unit_test(test_group_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
