@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "kernels/threadpool.h"
+#include "gguf/gguf.h"
 #include "gguf/tensor.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -32,7 +33,8 @@ static void bench_usage(FILE *f)
                "                      [-ctk TYPE] [-ctv TYPE] [--blas MODE,..] [-o text|jsonl]\n"
                "  -p N,..     prompt tokens evaluated as one batch (default 128; 0 skips)\n"
                "  -n N,..     tokens generated one at a time (default 64; 0 skips)\n"
-               "  -d N,..     depth: tokens already in the cache before each test (default 0)\n"
+               "  -d N,..     depth: tokens already in the cache before each test (default 0; filled\n"
+               "              once per depth, not timed)\n"
                "  -t N,..     threads (default: all cores)\n"
                "  -r N        repetitions (default 3)\n"
                "  -b N        batch size for the prompt (default 512)\n"
@@ -42,8 +44,9 @@ static void bench_usage(FILE *f)
                "  -o FORMAT   text (default): one line per test, tokens/s mean ± stddev and the\n"
                "              peak resident memory so far; jsonl: one object per test with\n"
                "              llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, type_k,\n"
-               "              type_v, avg_ts, stddev_ts, samples_ts, ...), peak_rss_bytes, blas and\n"
-               "              blas_matmuls (products per run that OpenBLAS computed)\n"
+               "              type_v, avg_ts, stddev_ts, samples_ts, ...), peak_rss_bytes, blas,\n"
+               "              blas_matmuls (products per run that OpenBLAS computed), and\n"
+               "              weight_bytes / kv_bytes_per_pos (what a generated token reads)\n"
                "Every combination of the lists runs, in the order -t, --blas, -d, then -p and -n.\n");
 }
 
@@ -113,7 +116,26 @@ struct bench_test {
     enum tensor_type type_k, type_v;
     enum blas_mode blas;
     double blas_matmuls; /* per run, set by run_test */
+    /* what one generated token reads: every weight a matmul uses (the
+     * embeddings' one row aside) and the cache's K and V per position */
+    double weight_bytes, kv_bytes_per_pos;
 };
+
+/* Bytes of the weights one token's forward pass reads: every tensor but the
+ * token embeddings, of which it reads one row (unless they are the output
+ * matrix too). */
+static double weight_bytes(const model *m)
+{
+    const gguf_ctx *g = model_get_gguf(m);
+    const model_weights *w = model_get_weights(m);
+    double sum = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        if (t != w->tok_embd || w->output == w->tok_embd)
+            sum += (double)t->nbytes;
+    }
+    return sum;
+}
 
 static void report(const struct bench_test *t, const double *tps, int reps, bool jsonl)
 {
@@ -134,8 +156,10 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
                kv_type_name(t->type_v), mean > 0 ? 1e9 * n / mean : 0.0, mean, sd);
         for (int i = 0; i < reps; i++)
             printf("%s%.2f", i ? ", " : " ", tps[i]);
-        printf(" ], \"peak_rss_bytes\": %ld, \"blas\": \"%s\", \"blas_matmuls\": %.0f}\n", rss,
+        printf(" ], \"peak_rss_bytes\": %ld, \"blas\": \"%s\", \"blas_matmuls\": %.0f", rss,
                blas_mode_name(t->blas), t->blas_matmuls);
+        printf(", \"weight_bytes\": %.0f, \"kv_bytes_per_pos\": %.0f}\n", t->weight_bytes,
+               t->kv_bytes_per_pos);
     } else {
         char test[64];
         if (t->n_prompt > 0)
@@ -155,20 +179,22 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
     fflush(stdout);
 }
 
-/* Fills the cache with `depth` tokens (not timed), as llama-bench's -d. */
+/* Fills the cache with `depth` tokens (not timed), as llama-bench's -d.
+ * llama-bench fills it again before every repetition; the tests only write
+ * positions from `depth` on and every evaluation is given its start
+ * position, so here one fill serves every test and repetition at that
+ * depth: the same work is timed, without refilling 16k positions per run. */
 static int fill_depth(forward_ctx *f, const int32_t *toks, int depth, float *logits, char *err, size_t errlen)
 {
     return depth > 0 ? forward_eval(f, toks, depth, 0, logits, false, err, errlen) : 0;
 }
 
-/* One test, reps times: tokens/s into tps. */
+/* One test, reps times, on a cache filled to t->n_depth: tokens/s into tps. */
 static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, float *logits, double *tps,
                     char *err, size_t errlen)
 {
     uint64_t blas_calls = 0;
     for (int r = 0; r < t->reps; r++) {
-        if (fill_depth(f, toks, t->n_depth, logits, err, errlen) != 0)
-            return -1;
         const int32_t *seq = toks + t->n_depth;
         const uint64_t b0 = forward_blas_calls(f);
         const double t0 = now_s();
@@ -277,6 +303,7 @@ int cmd_bench(int argc, char **argv)
         toks[i] = (int32_t)((s >> 8) % (uint32_t)hp->n_vocab);
     }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const double wbytes = weight_bytes(m);
     rc = 0;
     for (int ti = 0; ti < nT * n_blas && rc == 0; ti++) {
         forward_params fp = forward_default_params();
@@ -293,21 +320,37 @@ int cmd_bench(int argc, char **argv)
             rc = 1;
             break;
         }
+        const int threads = fp.n_threads > 0 ? (int)fp.n_threads : (int)threadpool_default_threads();
         /* one warm-up evaluation so page faults of the mmap are not measured */
         if (forward_eval(f, toks, 1, 0, logits, false, err, sizeof err) != 0) {
             fprintf(stderr, "tokscope: %s\n", err);
             rc = 1;
         }
         for (int di = 0; di < nD && rc == 0; di++) {
+            if (fill_depth(f, toks, D[di], logits, err, sizeof err) != 0) {
+                fprintf(stderr, "tokscope: %s\n", err);
+                rc = 1;
+                break;
+            }
             for (int pass = 0; pass < 2 && rc == 0; pass++) {
                 const int n_list = pass == 0 ? nP : nG;
                 for (int li = 0; li < n_list && rc == 0; li++) {
                     const int n = pass == 0 ? P[li] : G[li];
                     if (n == 0)
                         continue;
-                    struct bench_test t = {path,    name,   pass == 0 ? n : 0, pass == 1 ? n : 0, D[di],
-                                           T[ti / n_blas] > 0 ? T[ti / n_blas] : (int)threadpool_default_threads(),
-                                           reps,    type_k, type_v,            fp.blas,           0};
+                    struct bench_test t = {path,
+                                           name,
+                                           pass == 0 ? n : 0,
+                                           pass == 1 ? n : 0,
+                                           D[di],
+                                           threads,
+                                           reps,
+                                           type_k,
+                                           type_v,
+                                           fp.blas,
+                                           0,
+                                           wbytes,
+                                           (double)forward_kv_cache_bytes(f) / forward_n_ctx(f)};
                     if (run_test(f, &t, toks, logits, tps, err, sizeof err) != 0) {
                         fprintf(stderr, "tokscope: %s\n", err);
                         rc = 1;

@@ -1,84 +1,167 @@
 #!/bin/sh
-# `make bench`: throughput on the shared models (prompt processing and token
-# generation, tokens/s), then on models of TinyLlama-1.1B's size, which do
-# not fit in the CPU caches, and on real-size shapes of each model family
-# (BENCH_BIG=0 skips both). Not part of `make test`: numbers, not assertions.
+# `make bench`: throughput (tokens/s) of prompt processing (ppN: N tokens as
+# batches) and generation (tgN: N tokens one at a time, "@ dD" with D tokens
+# already in the cache), on
+#  1. the shared models (small: they sit in the CPU caches), pp128 / tg64;
+#  2. real-size shapes written by tests/tools/gguf_random (random weights,
+#     2.5-6 GB written once to $BUILD/bench-models): TinyLlama-1.1B and
+#     Llama-3.2-1B in Q4_0 and Q4_K_M, and TinyLlama-1.1B Q8_0, with
+#     pp512, pp2048, tg64 and tg64 @ d4096, F16 and Q8_0 caches;
+#  3. the other families' real-size shapes in Q4_K_M (Qwen3-0.6B,
+#     Gemma-3-1B, Phi-3-mini, Qwen2.5-0.5B), pp512 / tg64, F16 cache;
+#  4. with BENCH_LONG=1, pp8192 and tg64 @ d16384 on the shapes of 2;
+#  5. OpenBLAS off and on alternately on prompt batches (tests/bench_blas.sh).
+# Before 2, tests/tools/membw measures the memory read bandwidth with the
+# benchmark's threads; every generation line gives the fraction of it the
+# test achieved: (weights read per token + the cache's K and V up to the
+# test's positions) x tokens/s / bandwidth.
 #
-# With LLAMA_BENCH=/path/to/llama-bench, llama.cpp runs the same tests on the
-# same file right after tokscope, model by model, and each line gives
-# tokscope / llama.cpp. BENCH_PP, BENCH_TG, BENCH_DEPTH (comma lists),
-# BENCH_REPS and BENCH_THREADS choose the tests.
+# With LLAMA_BENCH=/path/to/llama-bench, llama-bench runs the same tests on
+# the same file right after tokscope, model by model and cache type by cache
+# type (alternately), and each line gives tokscope / llama.cpp.
+#
+# Knobs (comma lists where it makes sense): BENCH_REPS (3), BENCH_THREADS
+# (all cores), BENCH_CACHE (f16,q8_0), BENCH_PP (512,2048), BENCH_TG (64),
+# BENCH_DEPTH (4096, the depth of the extra generation test; 0 for none),
+# BENCH_MODELS (a subset of tinyllama-1.1b-q4_0, tinyllama-1.1b-q4_k_m,
+# tinyllama-1.1b-q8_0, llama32-1b-q4_0, llama32-1b-q4_k_m, matched as
+# prefixes), BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0 and BENCH_BLAS=0
+# skip sections 1, 2, 3 and 5. Not part of `make test`: numbers, not
+# assertions.
 TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
 case "$BIN" in */*) ;; *) BIN=./$BIN ;; esac
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-PP=${BENCH_PP:-128} TG=${BENCH_TG:-64} REPS=${BENCH_REPS:-3} THREADS=${BENCH_THREADS:-$(nproc)}
+GEN=$BUILD/tools/gguf_random
+THREADS=${BENCH_THREADS:-$(nproc)}
+REPS=${BENCH_REPS:-3}
+CACHES=$(echo "${BENCH_CACHE:-f16,q8_0}" | tr , ' ')
+PP=${BENCH_PP:-512,2048}
+TG=${BENCH_TG:-64}
+DEPTH=${BENCH_DEPTH:-4096}
+start=$(date +%s)
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
+    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $THREADS threads, $REPS repetitions"
+BW=0
 
-# bench_one MODEL: tokscope (its JSONL, as a table), then with LLAMA_BENCH
-# llama-bench on the same file and the ratio of each test
-bench_one() {
-    out=$("$BIN" bench -m "$1" -p "$PP" -n "$TG" -d "${BENCH_DEPTH:-0}" -r "$REPS" -t "$THREADS" -o jsonl) ||
-        { echo "tokscope bench failed on $1"; return; }
-    ref=""
-    if [ -n "${LLAMA_BENCH:-}" ]; then
-        ref=$("$LLAMA_BENCH" -m "$1" -p "$PP" -n "$TG" -d "${BENCH_DEPTH:-0}" -r "$REPS" -t "$THREADS" -o jsonl \
-            2>/dev/null) || { echo "llama-bench failed on $1"; ref=""; }
-    fi
+# measure_bw: the read bandwidth now (GB/s), into BW
+measure_bw() {
+    BW=$("$BUILD/tools/membw" -t "$THREADS" -m 512 -r 3 2>/dev/null || echo 0)
+    echo "memory read bandwidth, $THREADS threads: $BW GB/s"
+}
+
+# table TOKSCOPE_JSONL LLAMA_JSONL: one line per tokscope test, with the
+# llama.cpp result and ratio of the same test when there is one
+table() {
     python3 -c "
 import json, os, sys
-key = lambda d: (d['n_prompt'], d['n_gen'], d['n_depth'], d['n_threads'])
+bw = float(sys.argv[3]) * 1e9
+key = lambda d: (d['n_prompt'], d['n_gen'], d['n_depth'], d['n_threads'], d['type_k'], d['type_v'])
 ref = {key(d): d for d in map(json.loads, filter(None, sys.argv[2].splitlines()))}
 for d in map(json.loads, filter(None, sys.argv[1].splitlines())):
     test = ('pp%d' % d['n_prompt'] if d['n_prompt'] else 'tg%d' % d['n_gen']) + (' @ d%d' % d['n_depth'] if d['n_depth'] else '')
-    line = '%-28s %-14s %10.2f ± %-8.2f tok/s  RSS %5.0f MiB' % (os.path.basename(d['model_filename']), test,
-        d['avg_ts'], d['stddev_ts'], d['peak_rss_bytes'] / 1048576)
+    line = '%-28s %-12s %-4s %9.2f ± %-6.2f tok/s  RSS %5.0f MiB' % (os.path.basename(d['model_filename']), test,
+        d['type_k'], d['avg_ts'], d['stddev_ts'], d['peak_rss_bytes'] / 1048576)
+    if d['n_gen'] and bw > 0:
+        # per token: every weight, and K and V of the positions before it
+        per_tok = d['weight_bytes'] + d['kv_bytes_per_pos'] * (d['n_depth'] + (d['n_gen'] - 1) / 2)
+        line += '  %3.0f%% of bw' % (100 * per_tok * d['avg_ts'] / bw)
     r = ref.get(key(d))
     if r:
-        line += '   llama.cpp %10.2f  ratio %.2f' % (r['avg_ts'], d['avg_ts'] / r['avg_ts'])
+        line += '   llama.cpp %9.2f  ratio %.2f' % (r['avg_ts'], d['avg_ts'] / r['avg_ts'])
     print(line)
-" "$out" "$ref"
+" "$1" "$2" "$BW"
 }
-for m in stories260K.gguf stories260K-q8_0.gguf tiny-spm-f16.gguf tiny-spm-q8_0.gguf tiny-spm-q4_0.gguf \
-         tiny-spm-q4_k_m.gguf tiny-spm-mix.gguf smollm-mini-q8_0.gguf; do
-    f="$TESTDATA/models/$m"
-    [ -f "$f" ] || { echo "missing $f"; continue; }
-    bench_one "$f"
-done
 
-# Real size: TinyLlama-1.1B shapes with random weights (tests/tools/gguf_random,
-# the tokenizer of tiny-spm), written once to $BUILD/bench-models (2.5 GB).
-[ "${BENCH_BIG:-1}" = 0 ] && exit 0
-src="$TESTDATA/models/tiny-spm-q4_0.gguf"
-[ -f "$src" ] || { echo "missing $src"; exit 0; }
+# run ARGS...: tokscope bench with these tests, then llama-bench with the
+# same (with LLAMA_BENCH), one table
+run() {
+    m=$1
+    shift
+    out=$("$BIN" bench -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@") || { echo "tokscope bench failed on $m $*"; return; }
+    ref=""
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        ref=$("$LLAMA_BENCH" -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@" 2>/dev/null) ||
+            { echo "llama-bench failed on $m $*"; ref=""; }
+    fi
+    table "$out" "$ref"
+}
+
+# long_tests MODEL: section 2's tests (or 4's) for each cache type
+long_tests() {
+    for c in $CACHES; do
+        if [ "${BENCH_LONG:-0}" = 1 ]; then
+            run "$1" -ctk "$c" -ctv "$c" -p 8192 -n 0
+            run "$1" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d 16384
+            continue
+        fi
+        run "$1" -ctk "$c" -ctv "$c" -p "$PP" -n "$TG"
+        [ "$DEPTH" != 0 ] && run "$1" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d "$DEPTH"
+    done
+}
+
+# wanted NAME: in BENCH_MODELS (or no BENCH_MODELS)
+wanted() {
+    [ -z "${BENCH_MODELS:-}" ] && return 0
+    for w in $(echo "$BENCH_MODELS" | tr , ' '); do
+        case "$1" in "$w"*) return 0 ;; esac
+    done
+    return 1
+}
+
+# 1. the shared models
+if [ "${BENCH_SMALL:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
+    for m in stories260K.gguf stories260K-q8_0.gguf tiny-spm-f16.gguf tiny-spm-q8_0.gguf tiny-spm-q4_0.gguf \
+        tiny-spm-q4_k_m.gguf tiny-spm-mix.gguf smollm-mini-q8_0.gguf; do
+        f="$TESTDATA/models/$m"
+        [ -f "$f" ] || { echo "missing $f"; continue; }
+        run "$f" -p 128 -n 64 -ctk f16 -ctv f16
+    done
+fi
+
+# 2. (and 4.) TinyLlama-1.1B and Llama-3.2-1B shapes
 mkdir -p "$BUILD/bench-models"
-for t in Q4_0 Q4_K_M Q8_0; do
-    f="$BUILD/bench-models/tinyllama-1.1b-$(echo $t | tr A-Z a-z).gguf"
-    [ -f "$f" ] || "$BUILD/tools/gguf_random" --like "$src" --type $t --dim 2048 --layers 22 --heads 32 --kv-heads 4 \
-        --ffn 5632 "$f" 2>/dev/null || { echo "gguf_random failed for $t"; continue; }
-    bench_one "$f"
-done
+if [ "${BENCH_BIG:-1}" != 0 ]; then
+    measure_bw
+    while read -r name like type args; do
+        wanted "$name" || continue
+        src="$TESTDATA/models/$like.gguf"
+        [ -f "$src" ] || { echo "missing $src"; continue; }
+        f="$BUILD/bench-models/$name.gguf"
+        # shellcheck disable=SC2086 # the option list is meant to split
+        [ -f "$f" ] || "$GEN" --like "$src" --type "$type" $args "$f" 2>/dev/null ||
+            { echo "gguf_random failed for $name"; continue; }
+        long_tests "$f"
+    done <<'EOF_BIG'
+tinyllama-1.1b-q4_0 tiny-spm-q4_0 Q4_0 --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632
+tinyllama-1.1b-q4_k_m tiny-spm-q4_0 Q4_K_M --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632
+tinyllama-1.1b-q8_0 tiny-spm-q4_0 Q8_0 --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632
+llama32-1b-q4_0 llama3-mini-q8_0 Q4_0 --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --rope-freqs 32 --tied --ctx 131072
+llama32-1b-q4_k_m llama3-mini-q8_0 Q4_K_M --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --rope-freqs 32 --tied --ctx 131072
+EOF_BIG
+    measure_bw
+fi
 
-# Real-size shapes of the model families, full depth, Q4_K_M (random
-# weights; tokenizer of the family's shared mini model): Llama-3.2-1B,
-# Qwen3-0.6B, Gemma-3-1B (its vocabulary is the mini model's 32000, not
-# 262144), Phi-3-mini, Qwen2.5-0.5B. Written once (about 4.5 GB).
-while read -r name like args; do
-    src="$TESTDATA/models/$like.gguf"
-    [ -f "$src" ] || { echo "missing $src"; continue; }
-    f="$BUILD/bench-models/$name-q4_k_m.gguf"
-    # shellcheck disable=SC2086 # the option list is meant to split
-    [ -f "$f" ] || "$BUILD/tools/gguf_random" --like "$src" --type Q4_K_M $args "$f" 2>/dev/null ||
-        { echo "gguf_random failed for $name"; continue; }
-    bench_one "$f"
-done <<'EOF_SHAPES'
-llama32-1b llama3-mini-q8_0 --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --rope-freqs 32 --tied --ctx 131072
+# 3. the other families, full depth, Q4_K_M (Gemma's vocabulary is the mini
+# model's 32000, not 262144)
+if [ "${BENCH_FAMILIES:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
+    while read -r name like args; do
+        wanted "$name" || continue
+        src="$TESTDATA/models/$like.gguf"
+        [ -f "$src" ] || { echo "missing $src"; continue; }
+        f="$BUILD/bench-models/$name-q4_k_m.gguf"
+        # shellcheck disable=SC2086 # the option list is meant to split
+        [ -f "$f" ] || "$GEN" --like "$src" --type Q4_K_M $args "$f" 2>/dev/null ||
+            { echo "gguf_random failed for $name"; continue; }
+        run "$f" -p 512 -n 64 -ctk f16 -ctv f16
+    done <<'EOF_SHAPES'
 qwen3-0.6b qwen3-mini-q8_0 --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --ctx 40960
 gemma3-1b gemma3-mini-q8_0 --arch gemma3 --dim 1152 --layers 26 --heads 4 --kv-heads 1 --head-dim 256 --ffn 6912 --swa 512 --ctx 32768
 phi3-mini phi3-mini-q8_0 --arch phi3 --dim 3072 --layers 32 --heads 32 --kv-heads 32 --ffn 8192 --ctx 4096
 qwen25-0.5b qwen2-mini-q4_k_m --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ffn 4864 --ctx 32768
 EOF_SHAPES
+fi
 
-
-# OpenBLAS (--blas) off and on, against llama.cpp (tests/bench_blas.sh)
+# 5. OpenBLAS (--blas) off and on, against llama.cpp (tests/bench_blas.sh)
 [ "${BENCH_BLAS:-1}" = 0 ] || BUILD=$BUILD BIN=$BIN sh tests/bench_blas.sh
+echo "bench: $(($(date +%s) - start)) s"
