@@ -23,6 +23,16 @@ else not_ok "bench: text lines name the depth and the peak RSS" "$(head -n 3 "$O
 "$BIN" bench -m "$TESTDATA/models/tiny-spm-q8_0.gguf" -p 8 -n 4 -r 1 -ctk q8_0 -ctv q4_0 -o jsonl >"$OUT/bench.jsonl" 2>&1
 if [ $? -eq 0 ] && grep -q '"type_k": "q8_0", "type_v": "q4_0"' "$OUT/bench.jsonl"; then ok "bench -ctk q8_0 -ctv q4_0"
 else not_ok "bench -ctk q8_0 -ctv q4_0" "$(head -n 2 "$OUT/bench.jsonl")"; fi
+# what a generated token reads: tiny-spm's 4 layers of 2 KV heads of 32 hold
+# 4 * 2 * 64 K values and as many V per position (Q8_0 K: 2 blocks of 34
+# bytes per row, Q4_0 V: 2 of 18); every weight but the embeddings (not tied)
+if python3 -c "
+import json, os, sys
+d = json.loads(open(sys.argv[1]).readline())
+w = os.path.getsize(sys.argv[2])
+sys.exit(0 if d['kv_bytes_per_pos'] == 4 * (68 + 36) and 0.5 * w < d['weight_bytes'] < w else 1)" \
+    "$OUT/bench.jsonl" "$TESTDATA/models/tiny-spm-q8_0.gguf"; then ok "bench: weight_bytes and kv_bytes_per_pos"
+else not_ok "bench: weight_bytes and kv_bytes_per_pos" "$(head -n 1 "$OUT/bench.jsonl")"; fi
 # --blas: a list of modes, each test with each; OpenBLAS runs where the mode
 # says (on: every F16 weight of a batch, i.e. all but the last layer's FFN
 # and the head, which run for the one row with logits; auto: not below its
