@@ -659,6 +659,7 @@ static inline __m512i q2_K_scale(__m512i scales, int i)
     return _mm512_shuffle_epi8(scales, _mm512_load_si512(q2_K_shuf[i]));
 }
 
+#ifndef __AVX512VNNI__
 /* q2_K_tile_1x4 for two weight rows at once, one per 256-bit half: the
  * integer group sums are exact whatever the order, and each of the 8
  * outputs (2 rows x 4 tokens) keeps its own fma chains in q2_K_tile_1x4's
@@ -716,6 +717,83 @@ static void q2_K_tile_2x4(const block_q2_K *x0, const block_q2_K *x1, const uint
     _mm_storeu_ps(out0, _mm256_castps256_ps128(r));
     _mm_storeu_ps(out1, _mm256_extractf128_ps(r, 1));
 }
+#endif
+
+#ifdef __AVX512VNNI__
+/* Per 128-bit lane q of four registers, the sums of their four int32 lanes:
+ * lane q of the result holds (a, b, c, d)'s. Integers: any order is exact. */
+static inline __m512i sum4x4_epi32(__m512i a, __m512i b, __m512i c, __m512i d)
+{
+    const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+}
+
+/* q2_K_tile_2x4 with the weights' scales folded into them: a 2-bit value
+ * times its sub-block's 4-bit scale is at most 45, a byte, so
+ * scale * (q . a) of a sub-block is one VNNI dot of (q * scale) with the
+ * activations. q * scale comes from a per-lane table [0, s, 2s, 3s] by
+ * vpshufb, the table from the 16-bit scale by one multiply; all of it is
+ * shared by the four tokens, which then cost one instruction per 32
+ * weights of both rows. The integer sums are exact, so the group sums, the
+ * mins and each output's fma chains are q2_K_tile_1x4's. */
+static void q2_K_tile_2x4_vnni(const block_q2_K *x0, const block_q2_K *x1, const uint8_t *act, size_t act_stride,
+                               int64_t nb, float out0[4], float out1[4])
+{
+    const block_q8_K *y[4];
+    tile_rows(act, act_stride, y);
+    /* words [s * 256, s * 770]: bytes 0, s, 2s, 3s */
+    const __m512i tab_mul = _mm512_set1_epi32(256 | (770 << 16));
+    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps(); /* lanes 0-3 row 0, 4-7 row 1 */
+    for (int64_t b = 0; b < nb; b++) {
+        const __m512i scales = q2_K_scales2(&x0[b], &x1[b]);
+        __m128 dw0, dm0, dw1, dm1;
+        tile_scales(x0[b].d, x0[b].dmin, y, b, &dw0, &dm0);
+        tile_scales(x1[b].d, x1[b].dmin, y, b, &dw1, &dm1);
+        const __m256 dw = _mm256_set_m128(dw1, dw0), dm = _mm256_set_m128(dm1, dm0);
+        /* min * bsum: 128-bit lane 0 row 0's group 0, 1 its group 1, 2 and 3 row 1's */
+        const __m256i m0 = _mm256_cvtepu8_epi16(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)x0[b].scales), 4));
+        const __m256i m1 = _mm256_cvtepu8_epi16(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)x1[b].scales), 4));
+        const __m512i mins = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(m0), m1, 1),
+                                              _mm512_set1_epi16(0x0F));
+        __m512i mk[4];
+        for (int k = 0; k < 4; k++)
+            mk[k] = _mm512_madd_epi16(mins, quant_dup256(y[k][b].bsums));
+        const __m512i msum = sum4x4_epi32(mk[0], mk[1], mk[2], mk[3]); /* lane q: tokens 0-3 */
+        _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
+        {
+            const __m512i raw = quant_pair256(x0[b].qs + 32 * g, x1[b].qs + 32 * g);
+            __m512i w[4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * j), _mm512_set1_epi8(3));
+                const __m512i tab = _mm512_mullo_epi16(q2_K_scale(scales, 4 * g + j), tab_mul);
+                w[j] = _mm512_shuffle_epi8(tab, v);
+            }
+            __m512i p[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const int8_t *a = y[k][b].qs + 128 * g;
+                p[k] = _mm512_setzero_si512();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) p[k] =
+                    _mm512_dpbusd_epi32(p[k], w[j], quant_dup256(a + 32 * j));
+            }
+            /* lanes 0, 1: row 0's sub-blocks; 2, 3: row 1's */
+            const __m512i s = sum4x4_epi32(p[0], p[1], p[2], p[3]);
+            const __m512i rows = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+            const __m256i gs = _mm512_castsi512_si256(_mm512_shuffle_i32x4(rows, rows, _MM_SHUFFLE(2, 0, 2, 0)));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gs), dw, acc);
+            /* group g's mins: lanes g (row 0) and 2 + g (row 1) */
+            const __m256i gm = _mm512_castsi512_si256(_mm512_shuffle_i32x4(
+                msum, msum, g ? _MM_SHUFFLE(3, 1, 3, 1) : _MM_SHUFFLE(2, 0, 2, 0)));
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gm), dm, acc_min);
+        }
+    }
+    const __m256 r = _mm256_sub_ps(acc, acc_min);
+    _mm_storeu_ps(out0, _mm256_castps256_ps128(r));
+    _mm_storeu_ps(out1, _mm256_extractf128_ps(r, 1));
+}
+#endif
 
 /* gemv's order (q2_K_repacked_dot with gemm false) for two rows and one
  * token: per super-block the exact integer sums of both groups, then one
@@ -791,8 +869,13 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
             float o[2][4];
 #ifdef RP_Q2K_PAIRS
             if (nr == 2)
+#ifdef __AVX512VNNI__
+                q2_K_tile_2x4_vnni((const block_q2_K *)x, (const block_q2_K *)(x + rb),
+                                   act + (size_t)t * act_stride, act_stride, nb, o[0], o[1]);
+#else
                 q2_K_tile_2x4((const block_q2_K *)x, (const block_q2_K *)(x + rb), act + (size_t)t * act_stride,
                               act_stride, nb, o[0], o[1]);
+#endif
             else
 #endif
                 tile(x, act + (size_t)t * act_stride, act_stride, nb, o[0]);
