@@ -473,9 +473,10 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
         for (int c = 0; c < C; c++)
             a[k][c] = _mm512_setzero_ps();
     for (int d = 0; d < hd; d++) {
+        /* unrolled, or GCC copies the tile row through the stack in halves
+         * and reloads it whole (a store-forwarding stall per row) */
         __m512 kd[C];
-        for (int c = 0; c < C; c++)
-            kd[c] = _mm512_loadu_ps(kt + (size_t)d * T + 16 * c);
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) kd[c] = _mm512_loadu_ps(kt + (size_t)d * T + 16 * c);
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         {
             const __m512 qd = _mm512_set1_ps(qr[k][d]);
