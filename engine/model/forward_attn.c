@@ -419,6 +419,12 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     *M = Mnew;
     double sum = 0.0;
     for (int j = 0; j < T; j += 16) {
+#ifdef ATTN_AVX512
+        /* ggml_vec_soft_max_f32's AVX-512 loop itself */
+        const __m512 e = v_expf16(_mm512_sub_ps(_mm512_loadu_ps(kq + j), _mm512_set1_ps(Mnew)));
+        _mm512_storeu_ps(kq + j, e);
+        sum += (double)_mm512_reduce_add_ps(e);
+#else
 #ifdef FWD_F16C
         _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
         _mm256_storeu_ps(kq + j + 8, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
@@ -427,6 +433,7 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
             kq[j + l] = v_expf(kq[j + l] - Mnew);
 #endif
         sum += (double)red16(kq + j);
+#endif
     }
     *S = (float)((double)*S + sum);
     return true;

@@ -33,9 +33,9 @@ enum { GB = 64 }; /* keys per block */
 size_t attn_group_scratch_floats(int hd)
 {
     /* Q as rounded floats (16 heads), K block as floats, scores/expf per
-     * head and block, new-maximum masks, one split chunk's results */
+     * head and block, one split chunk's results */
     return (size_t)ATTN_GROUP_MAX * (size_t)hd + (size_t)GB * (size_t)hd + (size_t)ATTN_GROUP_MAX * GB +
-           (size_t)ATTN_GROUP_MAX * GB / 16 + (size_t)ATTN_GROUP_MAX * ((size_t)hd + 2) + 64;
+           (size_t)ATTN_GROUP_MAX * ((size_t)hd + 2) + 64;
 }
 
 bool attn_group_ok(const attn_kv *kv)
@@ -196,7 +196,7 @@ static inline __attribute__((always_inline)) void group_chunk_hd(const attn_kv *
                                                                  float *M, float *S, const int hd)
 {
     float *qf = scratch, *kf = qf + (size_t)ATTN_GROUP_MAX * hd, *sc = kf + (size_t)GB * hd;
-    uint16_t *nm = (uint16_t *)(sc + (size_t)ATTN_GROUP_MAX * GB);
+    uint16_t nm[ATTN_GROUP_MAX * GB / 16];
     for (int h = 0; h < nh; h++) {
         /* Q rounded to F16 (ggml converts it to the cache type) */
         for (int d = 0; d < hd; d += 16)

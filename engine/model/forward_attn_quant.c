@@ -35,9 +35,10 @@ enum { QB = 64, QMAX = ATTN_GROUP_MAX, NBLK_MAX = 8 };
 static size_t off_q(void) { return 0; }
 static size_t off_qd(void) { return off_q() + (size_t)QMAX * NBLK_MAX * 32; } /* Q bytes + negated offsets */
 static size_t off_k(void) { return off_qd() + (size_t)QMAX * NBLK_MAX; }      /* Q's block scales */
-static size_t off_v(void) { return off_k() + (size_t)(QB / 2) * NBLK_MAX * 32; } /* K pairs: bytes + scales */
+static size_t off_kd(void) { return off_k() + (size_t)(QB / 2) * NBLK_MAX * 16; } /* K pairs' bytes */
+static size_t off_v(void) { return off_kd() + (size_t)(QB / 2) * NBLK_MAX * 16; } /* K pairs' scales */
 static size_t off_sc(int hd) { return off_v() + (size_t)QB * (size_t)hd; }     /* V block as F32 */
-static size_t off_acc(int hd) { return off_sc(hd) + (size_t)QMAX * QB + (size_t)QMAX * QB / 16; }
+static size_t off_acc(int hd) { return off_sc(hd) + (size_t)QMAX * QB; }
 
 size_t attn_quant_scratch_floats(int hd) { return off_acc(hd) + (size_t)QMAX * (size_t)hd + 16; }
 
@@ -100,12 +101,13 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
     const int nblk = hd / 32, W = hd / 16;
     const int kt = kv->k_type, vt = kv->v_type;
     const bool v16 = vt == TENSOR_TYPE_F16;
-    uint8_t *qbuf = (uint8_t *)(scratch + off_q());   /* [query][block]: 64 Q bytes, 16 int32 offsets */
-    float *qd = scratch + off_qd(); /* [query][block] */
-    uint8_t *kbuf = (uint8_t *)(scratch + off_k()); /* [pair][block]: 64 bytes, 16 scales */
+    uint8_t *qbuf = (uint8_t *)(void *)(scratch + off_q()); /* [query][block]: 64 Q bytes, 16 int32 offsets */
+    float *qd = scratch + off_qd();                          /* [query][block] */
+    uint8_t *kbuf = (uint8_t *)(void *)(scratch + off_k());  /* [pair][block]: 64 bytes */
+    float *kd = scratch + off_kd();                          /* [pair][block]: 16 scales */
     float *vf = scratch + off_v();
     float *sc = scratch + off_sc(hd);
-    uint16_t *nm = (uint16_t *)(sc + (size_t)QMAX * QB);
+    uint16_t nm[QMAX * QB / 16];
     float *acc = scratch + off_acc(hd);
     float M[QMAX], S[QMAX];
     int32_t lo = INT32_MAX, hi = 0;
@@ -136,7 +138,7 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
         /* K pairs: [key 2p | key 2p+1] bytes of block b, offset to unsigned, and their scales */
         for (int j = 0; j < nb16; j += 2)
             for (int b = 0; b < nblk; b++) {
-                uint8_t *o = kbuf + ((size_t)(j / 2) * NBLK_MAX + b) * 128;
+                uint8_t *o = kbuf + ((size_t)(j / 2) * NBLK_MAX + b) * 64;
                 float d0 = 0.0f, d1 = 0.0f;
                 const __m256i k0 = j < nb ? k_block(kt, (const uint8_t *)kv->k + (size_t)(kb + j) * kv->k_row, b, &d0)
                                           : _mm256_setzero_si256();
@@ -145,7 +147,8 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
                                        : _mm256_setzero_si256();
                 const __m512i kk = _mm512_inserti64x4(_mm512_castsi256_si512(k0), k1, 1);
                 _mm512_storeu_si512(o, _mm512_xor_si512(kk, _mm512_set1_epi8((char)0x80)));
-                _mm512_storeu_ps((float *)(o + 64), _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1));
+                _mm512_storeu_ps(kd + ((size_t)(j / 2) * NBLK_MAX + b) * 16,
+                                 _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1));
             }
         /* V rows as F32 (exact) */
         if (!v16)
@@ -159,14 +162,15 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
             for (int j = 0; j < nb16; j += 16) {
                 __m512 v[8];
                 for (int m = 0; m < 8; m++) {
-                    const uint8_t *kp = kbuf + (size_t)((j + 2 * m) / 2) * NBLK_MAX * 128;
+                    const uint8_t *kp = kbuf + (size_t)((j + 2 * m) / 2) * NBLK_MAX * 64;
+                    const float *kdp = kd + (size_t)((j + 2 * m) / 2) * NBLK_MAX * 16;
                     __m512 a = _mm512_setzero_ps();
                     for (int b = 0; b < nblk; b++) {
                         const uint8_t *qb = qbuf + ((size_t)i * NBLK_MAX + b) * 128;
                         const __m512i isum = _mm512_dpbusd_epi32(_mm512_loadu_si512(qb + 64),
-                                                                 _mm512_loadu_si512(kp + (size_t)b * 128),
+                                                                 _mm512_loadu_si512(kp + (size_t)b * 64),
                                                                  _mm512_loadu_si512(qb));
-                        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(kp + (size_t)b * 128 + 64)),
+                        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(kdp + (size_t)b * 16),
                                                        _mm512_set1_ps(qd[i * NBLK_MAX + b]));
                         a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), a);
                     }
