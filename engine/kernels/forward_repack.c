@@ -760,6 +760,10 @@ static void q2_K_tile_2x4_vnni(const block_q2_K *x0, const block_q2_K *x1, const
         for (int k = 0; k < 4; k++)
             mk[k] = _mm512_madd_epi16(mins, quant_dup256(y[k][b].bsums));
         const __m512i msum = sum4x4_epi32(mk[0], mk[1], mk[2], mk[3]); /* lane q: tokens 0-3 */
+        /* group g's mins: lanes g (row 0) and 2 + g (row 1) */
+        const __m256i gmin[2] = {
+            _mm512_castsi512_si256(_mm512_shuffle_i32x4(msum, msum, _MM_SHUFFLE(2, 0, 2, 0))),
+            _mm512_castsi512_si256(_mm512_shuffle_i32x4(msum, msum, _MM_SHUFFLE(3, 1, 3, 1)))};
         _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
         {
             const __m512i raw = quant_pair256(x0[b].qs + 32 * g, x1[b].qs + 32 * g);
@@ -783,10 +787,7 @@ static void q2_K_tile_2x4_vnni(const block_q2_K *x0, const block_q2_K *x1, const
             const __m512i rows = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
             const __m256i gs = _mm512_castsi512_si256(_mm512_shuffle_i32x4(rows, rows, _MM_SHUFFLE(2, 0, 2, 0)));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gs), dw, acc);
-            /* group g's mins: lanes g (row 0) and 2 + g (row 1) */
-            const __m256i gm = _mm512_castsi512_si256(_mm512_shuffle_i32x4(
-                msum, msum, g ? _MM_SHUFFLE(3, 1, 3, 1) : _MM_SHUFFLE(2, 0, 2, 0)));
-            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gm), dm, acc_min);
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gmin[g]), dm, acc_min);
         }
     }
     const __m256 r = _mm256_sub_ps(acc, acc_min);
