@@ -11,10 +11,11 @@
 #     Gemma-3-1B, Phi-3-mini, Qwen2.5-0.5B), pp512 / tg64, F16 cache;
 #  4. with BENCH_LONG=1, pp8192 and tg64 @ d16384 on the shapes of 2;
 #  5. OpenBLAS off and on alternately on prompt batches (tests/bench_blas.sh).
-# Before 2, tests/tools/membw measures the memory read bandwidth with the
-# benchmark's threads; every generation line gives the fraction of it the
-# test achieved: (weights read per token + the cache's K and V up to the
-# test's positions) x tokens/s / bandwidth.
+# In 2 and 3, tests/tools/membw measures the memory read bandwidth with the
+# benchmark's threads right before each model and cache type; every
+# generation line gives the fraction of it the test achieved: (weights read
+# per token + the cache's K and V up to the test's positions) x tokens/s /
+# bandwidth.
 #
 # With LLAMA_BENCH=/path/to/llama-bench, llama-bench runs the same tests on
 # the same file right after tokscope, model by model and cache type by cache
@@ -44,10 +45,10 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //
     "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $THREADS threads, $REPS repetitions"
 BW=0
 
-# measure_bw: the read bandwidth now (GB/s), into BW
+# measure_bw: the read bandwidth now (GB/s), into BW; run right before
+# each real-size model's tests, as a shared machine's bandwidth wanders
 measure_bw() {
     BW=$("$BUILD/tools/membw" -t "$THREADS" -m 512 -r 3 2>/dev/null || echo 0)
-    echo "memory read bandwidth, $THREADS threads: $BW GB/s"
 }
 
 # table TOKSCOPE_JSONL LLAMA_JSONL: one line per tokscope test, with the
@@ -65,7 +66,7 @@ for d in map(json.loads, filter(None, sys.argv[1].splitlines())):
     if d['n_gen'] and bw > 0:
         # per token: every weight, and K and V of the positions before it
         per_tok = d['weight_bytes'] + d['kv_bytes_per_pos'] * (d['n_depth'] + (d['n_gen'] - 1) / 2)
-        line += '  %3.0f%% of bw' % (100 * per_tok * d['avg_ts'] / bw)
+        line += '  %3.0f%% of %.1f GB/s' % (100 * per_tok * d['avg_ts'] / bw, bw / 1e9)
     r = ref.get(key(d))
     if r:
         line += '   llama.cpp %9.2f  ratio %.2f' % (r['avg_ts'], d['avg_ts'] / r['avg_ts'])
@@ -90,6 +91,7 @@ run() {
 # long_tests MODEL: section 2's tests (or 4's) for each cache type
 long_tests() {
     for c in $CACHES; do
+        measure_bw
         if [ "${BENCH_LONG:-0}" = 1 ]; then
             run "$1" -ctk "$c" -ctv "$c" -p 8192 -n 0
             run "$1" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d 16384
@@ -122,7 +124,6 @@ fi
 # 2. (and 4.) TinyLlama-1.1B and Llama-3.2-1B shapes
 mkdir -p "$BUILD/bench-models"
 if [ "${BENCH_BIG:-1}" != 0 ]; then
-    measure_bw
     while read -r name like type args; do
         wanted "$name" || continue
         src="$TESTDATA/models/$like.gguf"
@@ -139,7 +140,6 @@ tinyllama-1.1b-q8_0 tiny-spm-q4_0 Q8_0 --dim 2048 --layers 22 --heads 32 --kv-he
 llama32-1b-q4_0 llama3-mini-q8_0 Q4_0 --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --rope-freqs 32 --tied --ctx 131072
 llama32-1b-q4_k_m llama3-mini-q8_0 Q4_K_M --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --rope-freqs 32 --tied --ctx 131072
 EOF_BIG
-    measure_bw
 fi
 
 # 3. the other families, full depth, Q4_K_M (Gemma's vocabulary is the mini
@@ -153,6 +153,7 @@ if [ "${BENCH_FAMILIES:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
         # shellcheck disable=SC2086 # the option list is meant to split
         [ -f "$f" ] || "$GEN" --like "$src" --type Q4_K_M $args "$f" 2>/dev/null ||
             { echo "gguf_random failed for $name"; continue; }
+        measure_bw
         run "$f" -p 512 -n 64 -ctk f16 -ctv f16
     done <<'EOF_SHAPES'
 qwen3-0.6b qwen3-mini-q8_0 --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --ctx 40960
