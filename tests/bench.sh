@@ -10,7 +10,11 @@
 #  3. the other families' real-size shapes in Q4_K_M (Qwen3-0.6B,
 #     Gemma-3-1B, Phi-3-mini, Qwen2.5-0.5B), pp512 / tg64, F16 cache;
 #  4. with BENCH_LONG=1, pp8192 and tg64 @ d16384 on the shapes of 2;
-#  5. OpenBLAS off and on alternately on prompt batches (tests/bench_blas.sh).
+#  5. OpenBLAS off and on alternately on prompt batches (tests/bench_blas.sh,
+#     F16 and Q6_K TinyLlama-1.1B shapes);
+#  6. what the TUI costs generation (tests/tui_overhead.sh: the real TUI in
+#     tmux against `generate`, alternately, on the TinyLlama-1.1B Q4_0
+#     shape of 2; TUI_BENCH_N tokens, 200, in TUI_BENCH_PASSES passes, 3).
 # In 2 and 3, tests/tools/membw measures the memory read bandwidth with the
 # benchmark's threads right before each model and cache type; every
 # generation line gives the fraction of it the test achieved: (weights read
@@ -26,9 +30,9 @@
 # BENCH_DEPTH (4096, the depth of the extra generation test; 0 for none),
 # BENCH_MODELS (a subset of tinyllama-1.1b-q4_0, tinyllama-1.1b-q4_k_m,
 # tinyllama-1.1b-q8_0, llama32-1b-q4_0, llama32-1b-q4_k_m, matched as
-# prefixes), BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0 and BENCH_BLAS=0
-# skip sections 1, 2, 3 and 5. Not part of `make test`: numbers, not
-# assertions.
+# prefixes), BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0, BENCH_BLAS=0 and
+# BENCH_TUI=0 skip sections 1, 2, 3, 5 and 6. Not part of `make test`:
+# numbers, not assertions.
 TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
@@ -164,5 +168,11 @@ EOF_SHAPES
 fi
 
 # 5. OpenBLAS (--blas) off and on, against llama.cpp (tests/bench_blas.sh)
-[ "${BENCH_BLAS:-1}" = 0 ] || BUILD=$BUILD BIN=$BIN sh tests/bench_blas.sh
+[ "${BENCH_BLAS:-1}" = 0 ] || [ "${BENCH_LONG:-0}" = 1 ] ||
+    BUILD=$BUILD BIN=$BIN BENCH_THREADS=$THREADS sh tests/bench_blas.sh
+
+# 6. the TUI against generate (tests/tui_overhead.sh), on the file of 2
+[ "${BENCH_TUI:-1}" = 0 ] || [ "${BENCH_LONG:-0}" = 1 ] ||
+    BUILD=$BUILD BIN=$BIN BENCH_THREADS=$THREADS TUI_BENCH_PASSES=${TUI_BENCH_PASSES:-3} \
+        sh tests/tui_overhead.sh "$BUILD/bench-models/tinyllama-1.1b-q4_0.gguf"
 echo "bench: $(($(date +%s) - start)) s"
