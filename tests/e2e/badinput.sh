@@ -13,58 +13,8 @@ fi
 STORIES=$TESTDATA/models/stories260K.gguf
 need "$STORIES" "e2e/badinput: test model" || exit 0
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-bad.XXXXXX")
-SOCK="tokscope-bad-$$-0"
-N_START=0
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"; }
-trap cleanup EXIT INT TERM
-
-# start ARGS...: a fresh TUI session (isolated HOME, config and history)
-start() {
-    T kill-server >/dev/null 2>&1
-    N_START=$((N_START + 1))
-    SOCK="tokscope-bad-$$-$N_START"
-    rm -f "$TMP/exit"
-    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/state"
-    T new-session -d -x 240 -y 40 \
-        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='$TMP/state' \
-         TERM=xterm-256color LANG=C.UTF-8 '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
-    T set-option -g window-size manual >/dev/null 2>&1
-}
-screen() { T capture-pane -p 2>/dev/null; }
-status() { screen | grep -E '^ (idle|generating|prefill|loading|stopping|no model)' | head -n 1; }
-wait_for() {
-    n=$(( ${2:-15} * 20 ))
-    while [ "$n" -gt 0 ]; do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.05
-        n=$((n - 1))
-    done
-    return 1
-}
-wait_idle() {
-    n=$(( ${1:-30} * 20 ))
-    while [ "$n" -gt 0 ]; do
-        status | grep -q '^ idle' && return 0
-        sleep 0.05
-        n=$((n - 1))
-    done
-    return 1
-}
-wait_exit() {
-    n=$(( ${1:-20} * 20 ))
-    while [ "$n" -gt 0 ] && [ ! -s "$TMP/exit" ]; do sleep 0.05; n=$((n - 1)); done
-    [ -s "$TMP/exit" ]
-}
-line() { T send-keys -l "$1"; T send-keys Enter; }
-result() { # NAME STATUS
-    if [ "$2" -eq 0 ]; then ok "$1"; else
-        not_ok "$1"
-        echo "#   screen:"
-        screen | sed 's/^/#   /' | head -n 45
-    fi
-}
+E2E_COLS=240
+. tests/e2e/lib/tmux.sh
 LONG="Once upon a time there was a little girl named Lily. She loved to play outside in the park with her friend Ben. One day they saw a big red ball."
 
 # ---- a conversation longer than the context ----------------------------------

@@ -11,61 +11,7 @@ fi
 STORIES=$TESTDATA/models/stories260K.gguf
 TINY=$TESTDATA/models/tiny-spm-q8_0.gguf
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-tui.XXXXXX")
-SOCK="tokscope-e2e-$$-0"
-N_START=0
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"; }
-trap cleanup EXIT INT TERM
-
-# start MODEL_ARGS...: a fresh session (isolated HOME, config and history)
-start() {
-    T kill-server >/dev/null 2>&1
-    # a new server per session: a new-session racing a dying server fails
-    N_START=$((N_START + 1))
-    SOCK="tokscope-e2e-$$-$N_START"
-    rm -f "$TMP/exit"
-    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/state"
-    T new-session -d -x 120 -y 40 \
-        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='$TMP/state' \
-         TERM=xterm-256color LANG=C.UTF-8 NO_COLOR='${NO_COLOR_VALUE:-}' '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
-    T set-option -g window-size manual >/dev/null 2>&1
-}
-screen() { T capture-pane -p 2>/dev/null; }
-# the conversation pane: the columns left of the right column's rule
-left() { screen | sed 's/│.*//'; }
-# the right column (parameters, inspector), without the inspector's bars
-right() { screen | sed -n 's/^[^│]*│//p' | sed -E 's/ *(▏|▎|▍|▌|▋|▊|▉|█)+ *$//'; }
-status() { screen | grep -E '^ (idle|generating|prefill|loading|stopping|no model)' | head -n 1; }
-# wait_for REGEX [SECONDS]: until the screen matches
-wait_for() {
-    n=$(( ${2:-15} * 20 ))
-    while [ "$n" -gt 0 ]; do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.05
-        n=$((n - 1))
-    done
-    return 1
-}
-# wait_idle [SECONDS]: until the status line says idle
-wait_idle() {
-    n=$(( ${1:-30} * 20 ))
-    while [ "$n" -gt 0 ]; do
-        status | grep -q '^ idle' && return 0
-        sleep 0.05
-        n=$((n - 1))
-    done
-    return 1
-}
-keys() { T send-keys "$@"; }
-line() { T send-keys -l "$1"; T send-keys Enter; }
-result() { # NAME CONDITION-EXIT-STATUS [DETAIL]
-    if [ "$2" -eq 0 ]; then ok "$1"; else
-        not_ok "$1" "$3"
-        echo "#   screen:"
-        screen | sed 's/^/#   /' | head -n 45
-    fi
-}
+. tests/e2e/lib/tmux.sh
 # Temperature implied by the inspector rows on screen: for every candidate r
 # with a measurable post-chain probability, (logit1 - logit_r) / ln(post1 / post_r).
 # Prints the estimates, one per line (nothing when no row is measurable).

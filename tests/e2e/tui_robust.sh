@@ -15,63 +15,8 @@ fi
 STORIES=$TESTDATA/models/stories260K.gguf
 SMOLLM=$TESTDATA/models/smollm-mini-q8_0.gguf
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-robust.XXXXXX")
-SOCK="tokscope-robust-$$-0"
-N_START=0
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-# stops the session's server and removes its socket (tmux leaves it behind)
-stop_server() {
-    T kill-server >/dev/null 2>&1
-    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
-}
-cleanup() {
-    stop_server
-    chmod -R u+w "$TMP" 2>/dev/null
-    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
-# start ARGS...: a fresh session. STATE (default $TMP/state) is its
-# XDG_STATE_HOME, WRAP a command it runs under (setpriv, unshare).
-start() {
-    stop_server
-    N_START=$((N_START + 1))
-    SOCK="tokscope-robust-$$-$N_START"
-    rm -f "$TMP/exit"
-    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/tmp" "${STATE:-$TMP/state}"
-    T new-session -d -x 160 -y 40 \
-        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='${STATE:-$TMP/state}' \
-         TMPDIR='$TMP/tmp' TERM=xterm-256color LANG=C.UTF-8 ${WRAP:-} '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
-    T set-option -g window-size manual >/dev/null 2>&1
-}
-screen() { T capture-pane -p 2>/dev/null; }
-left() { screen | sed 's/│.*//'; }
-status() { screen | grep -E '^ (idle|generating|prefill|loading|stopping|no model)' | head -n 1; }
-wait_for() {
-    n=$(( ${2:-15} * 20 ))
-    while [ "$n" -gt 0 ]; do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.05
-        n=$((n - 1))
-    done
-    return 1
-}
-wait_idle() {
-    n=$(( ${1:-30} * 20 ))
-    while [ "$n" -gt 0 ]; do
-        status | grep -q '^ idle' && return 0
-        sleep 0.05
-        n=$((n - 1))
-    done
-    return 1
-}
-wait_exit() {
-    n=$(( ${1:-10} * 20 ))
-    while [ ! -f "$TMP/exit" ] && [ "$n" -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
-    [ -f "$TMP/exit" ]
-}
-keys() { T send-keys "$@"; }
-line() { T send-keys -l "$1"; T send-keys Enter; }
+E2E_COLS=160
+. tests/e2e/lib/tmux.sh
 # the pid of tokscope: the child of the pane's shell (env, setpriv and
 # unshare exec it)
 tpid() { ps -o pid=,comm= --ppid "$(T display -p '#{pane_pid}')" | awk '$2 == "tokscope" { print $1; exit }'; }
@@ -93,13 +38,6 @@ turn() {
 }
 restored() { [ "$(T display -p '#{alternate_on}#{cursor_flag}')" = "01" ] && ! screen | grep -q 'Parameters'; }
 sessions() { ls "${STATE:-$TMP/state}/tokscope/sessions/"*.json 2>/dev/null; }
-result() { # NAME CONDITION-EXIT-STATUS [DETAIL]
-    if [ "$2" -eq 0 ]; then ok "$1"; else
-        not_ok "$1" "$3"
-        echo "#   screen:"
-        screen | sed 's/^/#   /' | head -n 45
-    fi
-}
 # jsonq FILE EXPR: evaluates a Python expression on the JSON in FILE (d);
 # fails when the file is not strict JSON in UTF-8
 jsonq() {

@@ -2,24 +2,37 @@
 # session of a fixed size, keys sent and the screen read with capture-pane.
 # Every wait polls the screen with a timeout; nothing asserts timing.
 # (Sourced by tests/e2e/*.sh after tests/lib.sh; not a test itself.)
+# Set before start: E2E_COLS (the width, 120), STATE (XDG_STATE_HOME,
+# $TMP/state), WRAP (a command tokscope runs under: setpriv, unshare),
+# NO_COLOR_VALUE (NO_COLOR's value, empty).
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tokscope-e2e.XXXXXX")
 SOCK="tokscope-e2e-$$-0"
 N_START=0
 T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"; }
+# stops the session's server and removes its socket (tmux leaves it behind)
+stop_server() {
+    T kill-server >/dev/null 2>&1
+    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
+}
+cleanup() {
+    stop_server
+    chmod -R u+w "$TMP" 2>/dev/null # a test may leave a read-only directory
+    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
 trap cleanup EXIT INT TERM
 
-# start MODEL_ARGS...: a fresh session (isolated HOME, config and history)
+# start ARGS...: a fresh session (isolated HOME, config, state and TMPDIR)
 start() {
-    T kill-server >/dev/null 2>&1
+    stop_server
     # a new server per session: a new-session racing a dying server fails
     N_START=$((N_START + 1))
     SOCK="tokscope-e2e-$$-$N_START"
     rm -f "$TMP/exit"
-    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/state"
-    T new-session -d -x 120 -y 40 \
-        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='$TMP/state' \
-         TERM=xterm-256color LANG=C.UTF-8 NO_COLOR='${NO_COLOR_VALUE:-}' '$BIN' $*; echo \$? > '$TMP/exit'; sleep 600"
+    mkdir -p "$TMP/home" "$TMP/cfg" "$TMP/tmp" "${STATE:-$TMP/state}"
+    T new-session -d -x "${E2E_COLS:-120}" -y 40 \
+        "cd '$(pwd)' && env HOME='$TMP/home' XDG_CONFIG_HOME='$TMP/cfg' XDG_STATE_HOME='${STATE:-$TMP/state}' \
+         TMPDIR='$TMP/tmp' TERM=xterm-256color LANG=C.UTF-8 NO_COLOR='${NO_COLOR_VALUE:-}' ${WRAP:-} '$BIN' $*; \
+         echo \$? > '$TMP/exit'; sleep 600"
     T set-option -g window-size manual >/dev/null 2>&1
 }
 screen() { T capture-pane -p 2>/dev/null; }
@@ -58,8 +71,14 @@ result() { # NAME CONDITION-EXIT-STATUS [DETAIL]
         screen | sed 's/^/#   /' | head -n 45
     fi
 }
+# wait_exit [SECONDS]: until the program has exited (its status in $TMP/exit)
+wait_exit() {
+    n=$(( ${1:-20} * 20 ))
+    while [ "$n" -gt 0 ] && [ ! -s "$TMP/exit" ]; do sleep 0.05; n=$((n - 1)); done
+    [ -s "$TMP/exit" ]
+}
 # quit_wait: Ctrl-Q, then until the program has exited
 quit_wait() {
     keys C-q
-    n=200; while [ ! -f "$TMP/exit" ] && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
+    wait_exit 10
 }
