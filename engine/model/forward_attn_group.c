@@ -23,6 +23,7 @@
 
 #include "kernels/expf_libm.h"
 #include "kernels/forward_math.h"
+#include "model/attn_scan.h"
 
 #if defined(__AVX512F__) && defined(FWD_F16C)
 #define GROUP_AVX512 1
@@ -97,9 +98,6 @@ static inline __m512 reduce16(__m512 v[16])
     return _mm512_permutexvar_ps(order, z);
 }
 
-/* lane i gets v[i - k] (k lanes up), lanes below k get fill[16 - k + i] */
-#define SHIFT_UP(v, fill, k) _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_castps_si512(fill), 16 - (k)))
-
 /* One block of keys [kb, kb + nb) of a chunk, all heads: the scores, each
  * key's new-maximum bit and exp (sc[h][j]; bit j of nm[h][j / 16]), with
  * the running maxima M; then the accumulators and sums. */
@@ -126,19 +124,8 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
             __m512 s = _mm512_mul_ps(reduce16(v), scale);
             if (nb - j < 16) /* keys past the block: -inf, never a new maximum */
                 s = _mm512_mask_mov_ps(ninf, (__mmask16)((1u << (nb - j)) - 1u), s);
-            /* inclusive prefix maximum, then the maximum before each key */
-            __m512 p = _mm512_max_ps(s, SHIFT_UP(s, ninf, 1));
-            p = _mm512_max_ps(p, SHIFT_UP(p, ninf, 2));
-            p = _mm512_max_ps(p, SHIFT_UP(p, ninf, 4));
-            p = _mm512_max_ps(p, SHIFT_UP(p, ninf, 8));
-            p = _mm512_max_ps(p, Mv);
-            const __m512 before = SHIFT_UP(p, Mv, 1);
             /* s > M: M = s, ms = expf(Mold - s); else vs = expf(s - M) */
-            const __mmask16 nw = _mm512_cmp_ps_mask(s, before, _CMP_GT_OQ);
-            const __m512 arg = _mm512_mask_sub_ps(_mm512_sub_ps(s, before), nw, before, s);
-            _mm512_storeu_ps(sh + j, arg);
-            nm[h * (GB / 16) + j / 16] = nw;
-            Mv = _mm512_permutexvar_ps(_mm512_set1_epi32(15), p);
+            nm[h * (GB / 16) + j / 16] = attn_scan16(s, ninf, &Mv, sh + j);
         }
         M[h] = _mm512_cvtss_f32(Mv);
         expf_libm_n(sh, sh, nb16);

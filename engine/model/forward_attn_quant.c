@@ -24,6 +24,7 @@
 #include "kernels/expf_libm.h"
 #include "kernels/forward_math.h"
 #include "kernels/quant_internal.h"
+#include "model/attn_scan.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(FWD_F16C)
 #define QATT_AVX512 1
@@ -92,8 +93,6 @@ static inline __m512 reduce8x2(const __m512 v[8])
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     return _mm512_permutexvar_ps(order, z);
 }
-
-#define SHIFT_UP(v, fill, k) _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_castps_si512(fill), 16 - (k)))
 
 static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv *kv, const attn_query *qs, int nq,
                                                                    float *scratch, const int hd)
@@ -184,17 +183,7 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
                 if (a0 > 0)
                     vis &= a0 >= 16 ? 0 : (__mmask16)~((1u << a0) - 1u);
                 s = _mm512_mask_mov_ps(ninf, vis, s);
-                __m512 p = _mm512_max_ps(s, SHIFT_UP(s, ninf, 1));
-                p = _mm512_max_ps(p, SHIFT_UP(p, ninf, 2));
-                p = _mm512_max_ps(p, SHIFT_UP(p, ninf, 4));
-                p = _mm512_max_ps(p, SHIFT_UP(p, ninf, 8));
-                p = _mm512_max_ps(p, Mv);
-                const __m512 before = SHIFT_UP(p, Mv, 1);
-                const __mmask16 nw = _mm512_cmp_ps_mask(s, before, _CMP_GT_OQ);
-                const __m512 arg = _mm512_mask_sub_ps(_mm512_sub_ps(s, before), nw, before, s);
-                _mm512_storeu_ps(si + j, arg);
-                nm[i * (QB / 16) + j / 16] = nw;
-                Mv = _mm512_permutexvar_ps(_mm512_set1_epi32(15), p);
+                nm[i * (QB / 16) + j / 16] = attn_scan16(s, ninf, &Mv, si + j);
             }
             M[i] = _mm512_cvtss_f32(Mv);
             expf_libm_n(si, si, nb16);
