@@ -188,6 +188,10 @@ static bool valid_role(const char *r)
 
 static bool load_params(const cJSON *params, sampler_params *sp, const char *path, char *err, size_t errlen)
 {
+    if (params && !cJSON_IsObject(params)) { /* an array's items have no names */
+        snprintf(err, errlen, "%s: \"params\" is not an object", path);
+        return false;
+    }
     const cJSON *p;
     cJSON_ArrayForEach(p, params)
     {

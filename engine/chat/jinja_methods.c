@@ -1,6 +1,7 @@
 /* Python methods on str/dict/list values and the global functions
  * transformers exposes (range, namespace, raise_exception, strftime_now). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -532,6 +533,28 @@ jv jx_call_builtin(jctx *x, jv fn, jv *args, int nargs, const char **kwn, jv *kw
 }
 
 /* ---- printf-style formatting: "%s: %d" % (a, b) and the format filter ---- */
+
+/* An integer's digits laid out as Python's %d does: sign ('-', or '+' / ' '
+ * by flag), zeros up to the precision, then the width filled with spaces
+ * (left with '-') or with zeros after the sign ('0'). Into the buffer
+ * directly, so a width of any size is whole. */
+static void put_int_text(jctx *x, jbuf *b, bool neg, const char *digits, const char *flags, int width, int prec)
+{
+    const char *sign = neg ? "-" : strchr(flags, '+') ? "+" : strchr(flags, ' ') ? " " : "";
+    const size_t nd = strlen(digits), ns = strlen(sign);
+    const size_t zeros = prec > 0 && (size_t)prec > nd ? (size_t)prec - nd : 0;
+    const size_t len = ns + zeros + nd;
+    const size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
+    const bool left = strchr(flags, '-') != NULL, zero_fill = !left && strchr(flags, '0') != NULL;
+    for (size_t i = 0; !left && !zero_fill && i < pad; i++)
+        jbuf_put(x, b, " ", 1);
+    jbuf_put(x, b, sign, ns);
+    for (size_t i = 0; i < (zero_fill ? pad : 0) + zeros; i++)
+        jbuf_put(x, b, "0", 1);
+    jbuf_put(x, b, digits, nd);
+    for (size_t i = 0; left && i < pad; i++)
+        jbuf_put(x, b, " ", 1);
+}
 jv jx_printf(jctx *x, const jstr *fmt, jv args)
 {
     jv *av = &args;
@@ -623,16 +646,34 @@ jv jx_printf(jctx *x, const jstr *fmt, jv args)
                 iv = v.u.i;
             else if (v.t == JV_BOOL)
                 iv = v.u.b;
-            else if (v.t == JV_FLOAT && conv != 'c' && conv != 'x' && conv != 'X' && conv != 'o')
-                iv = (int64_t)v.u.f;
-            else
+            else if (v.t == JV_FLOAT && conv != 'c' && conv != 'x' && conv != 'X' && conv != 'o') {
+                const double f = v.u.f;
+                if (isnan(f) || isinf(f))
+                    jx_fail(x, JINJA_ERR_RUNTIME, "cannot convert float %s to integer", isnan(f) ? "NaN" : "infinity");
+                if (f >= 0x1p63 || f < -0x1p63) {
+                    /* past int64_t, where every double is a whole number:
+                     * Python prints all its digits */
+                    char digits[400];
+                    snprintf(digits, sizeof digits, "%.0f", fabs(f));
+                    put_int_text(x, &b, f < 0, digits, flags, width, prec);
+                    continue;
+                }
+                iv = (int64_t)f; /* truncated, as int() does */
+            } else
                 jx_fail(x, JINJA_ERR_RUNTIME, "%%%c format: a number is required, not %s", conv, jv_type_name(v));
             if (conv == 'c') {
                 char ch = (char)iv;
                 jbuf_put(x, &b, &ch, 1);
                 continue;
             }
-            char c2 = conv == 'i' || conv == 'u' ? 'd' : conv;
+            if (conv != 'x' && conv != 'X' && conv != 'o') {
+                char digits[24];
+                snprintf(digits, sizeof digits, "%llu",
+                         iv < 0 ? 0ull - (unsigned long long)iv : (unsigned long long)iv);
+                put_int_text(x, &b, iv < 0, digits, flags, width, prec);
+                continue;
+            }
+            char c2 = conv;
             if (prec >= 0)
                 snprintf(spec, sizeof spec, "%%%s%s.%d%s%c", flags, width >= 0 ? "*" : "", prec, "ll", c2);
             else

@@ -108,6 +108,13 @@ static void test_filters(void **state)
            "a\n    b\n\n    c|  a\n  b|a\n  \n  b");
     EXPECT("{{ messages | length }}|{{ \"H\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac\" | length }}|{{ {'a': 1} | count }}",
            "4|8|1");
+    /* %d of a float past 64 bits prints it whole, as Python does (make fuzz:
+     * the cast to int64_t was undefined) */
+    EXPECT("{{ '%d' | format(2.2222222222222222e24) }}|{{ '%5d|' % -3.0 }}|{{ '%d' % -9.3e18 }}|{{ '%i' % 1e19 }}|"
+           "{{ '%30d|' % 1e20 }}|{{ '%-22d|' % -1e20 }}",
+           "2222222222222222184939520|   -3||-9300000000000000000|10000000000000000000|"
+           "         100000000000000000000||-100000000000000000000|");
+    EXPECT_ERR("{{ '%d' % (1e308 * 10) }}", JINJA_ERR_RUNTIME, "infinity");
 }
 
 static void test_tojson(void **state)

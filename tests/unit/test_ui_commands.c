@@ -214,6 +214,20 @@ static void test_save_load_roundtrip(void **state)
     commands_run(b, cmd);
     assert_int_equal(b->msg_level, UI_MSG_ERROR);
     assert_int_equal(b->n_convs, 2);
+    /* "params" that is not an object (make fuzz: a NULL key reached strcmp) */
+    f = fopen(path, "w");
+    fputs("{\"conversations\":[ {\"params\": [0]} ]}", f);
+    fclose(f);
+    commands_run(b, cmd);
+    assert_int_equal(b->msg_level, UI_MSG_ERROR);
+    assert_non_null(strstr(b->msg, "params"));
+    assert_int_equal(b->n_convs, 2);
+    f = fopen(path, "w");
+    fputs("{\"params\": 5, \"conversations\":[ {\"messages\": []} ]}", f);
+    fclose(f);
+    commands_run(b, cmd);
+    assert_int_equal(b->msg_level, UI_MSG_ERROR);
+    assert_int_equal(b->n_convs, 2);
     f = fopen(path, "w");
     fputs("not json", f);
     fclose(f);
