@@ -268,6 +268,9 @@ typedef struct jctx {
 } jctx;
 
 _Noreturn void jx_fail(jctx *x, enum jinja_err kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* f truncated to an integer, as Python's int(); a value that int64_t cannot
+ * hold (Python would make a big integer) fails the render, naming it */
+int64_t jx_trunc_int(jctx *x, double f);
 
 /* value helpers (jinja_value.c) */
 jv jv_undef(const char *hint);

@@ -36,7 +36,7 @@ static int64_t want_int(jctx *x, jv v, const char *what)
     if (v.t == JV_BOOL)
         return v.u.b;
     if (v.t == JV_FLOAT)
-        return (int64_t)v.u.f;
+        return jx_trunc_int(x, v.u.f);
     jx_fail(x, JINJA_ERR_RUNTIME, "%s must be an integer, not %s", what, jv_type_name(v));
 }
 
@@ -472,7 +472,7 @@ static jv do_int(jctx *x, jv v, jv def)
     case JV_FLOAT:
         if (isnan(v.u.f) || isinf(v.u.f))
             return d;
-        return jv_int((int64_t)v.u.f);
+        return jv_int(jx_trunc_int(x, v.u.f));
     case JV_STR: {
         jv t = jx_strip(x, v, jv_none(), true, true);
         char *e;
@@ -481,7 +481,7 @@ static jv do_int(jctx *x, jv v, jv def)
             return jv_int(i);
         double f = strtod(t.u.s->p, &e);
         if (t.u.s->len && *e == 0 && !isnan(f) && !isinf(f))
-            return jv_int((int64_t)f);
+            return jv_int(jx_trunc_int(x, f));
         return d;
     }
     default:

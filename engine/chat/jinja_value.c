@@ -745,3 +745,10 @@ jlist *jv_iter_list(jctx *x, jv v)
         jx_fail(x, JINJA_ERR_RUNTIME, "'%s' object is not iterable", jv_type_name(v));
     }
 }
+
+int64_t jx_trunc_int(jctx *x, double f)
+{
+    if (!(f > -0x1p63 - 1025.0 && f < 0x1p63)) /* NaN too */
+        jx_fail(x, JINJA_ERR_RUNTIME, "%g does not fit a 64-bit integer", f);
+    return (int64_t)f;
+}

@@ -115,6 +115,12 @@ static void test_filters(void **state)
            "2222222222222222184939520|   -3||-9300000000000000000|10000000000000000000|"
            "         100000000000000000000||-100000000000000000000|");
     EXPECT_ERR("{{ '%d' % (1e308 * 10) }}", JINJA_ERR_RUNTIME, "infinity");
+    /* int of a float past int64_t: Python makes a big integer, which this
+     * engine has not: an error rather than a wrong number (the cast was undefined) */
+    EXPECT("{{ 9.2e18 | int }}|{{ -9.2e18 | int }}|{{ '1e18' | int }}", "9200000000000000000|-9200000000000000000|1000000000000000000");
+    EXPECT_ERR("{{ 1e20 | int }}", JINJA_ERR_RUNTIME, "does not fit a 64-bit integer");
+    EXPECT_ERR("{{ '-1e19' | int }}", JINJA_ERR_RUNTIME, "does not fit a 64-bit integer");
+    EXPECT_ERR("{{ 'x' | indent(1e300) }}", JINJA_ERR_RUNTIME, "does not fit a 64-bit integer");
 }
 
 static void test_tojson(void **state)
