@@ -72,10 +72,8 @@ run_suites() {
         log="$OUT/$name.log"
         timeout 600 "$t" >"$log" 2>&1
         rc=$?
-        ran=$(sed -n 's/^\[==========\] Running \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
-        p=$(grep -c '^\[       OK \]' "$log")
-        s=$(grep -c '^\[  SKIPPED \]' "$log")
-        f=$((ran - p - s))
+        counts=$(awk -f tests/cmocka_counts.awk "$log")
+        p=${counts%% *} s=${counts##* } f=${counts#* } f=${f% *}
         if [ "$rc" -ne 0 ] && [ "$f" -le 0 ]; then f=1; fi
         [ "$f" -gt 0 ] && { grep -E '^\[  (FAILED|ERROR) +\]|Failure|error:' "$log" | head -n 20; echo "  (full log: $log)"; }
         add "$1unit/$name" "$p" "$f" "$s"
