@@ -30,6 +30,11 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
 #include <immintrin.h>
 #define PK_AVX512 1
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* AVX2 without AVX-512 (AMD Zen 2/3, older Intel): Q4_0 only, in the same
+ * layout, a 256-bit half (8 rows) at a time */
+#include <immintrin.h>
+#define PK_AVX2 1
 #endif
 
 enum {
@@ -68,6 +73,9 @@ size_t packed_bytes(const gguf_tensor *w)
 #ifdef PK_AVX512
     if (repack_applies(w) || (is_q4_K(w) && refk_applies(w)) ||
         (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
+        return (size_t)packed_groups(w) * group_bytes(w);
+#elif defined(PK_AVX2)
+    if (repack_applies(w))
         return (size_t)packed_groups(w) * group_bytes(w);
 #else
     (void)w;
@@ -347,6 +355,127 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 }
 #endif
 
+#ifdef PK_AVX2
+static inline int32_t ld32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* One half of a group (rows 8h..8h+7: the 256-bit half h of each of the
+ * layout's 64-byte vectors) against nt <= 4 tokens, q4_0_row_dot's steps
+ * per lane. Without VNNI the unsigned nibbles meet the signed activations in
+ * maddubs: a pair's sum is within [-3840, 3810], so the block's 16 pairs per
+ * lane add up in 16 bits without overflow (|sum| <= 30720) and one madd
+ * widens them; 8 * sum(a) comes back off, which leaves each block's exact
+ * sum of (nibble - 8) * a, FMA-accumulated with d_w * d_a as the reference
+ * does. The first half prefetches the next group (see PK_AVX512's kernels;
+ * on AMD Zen 3 the hardware prefetcher does not follow the group stream). */
+static inline __attribute__((always_inline)) void
+q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_stride, const int32_t *ys, int nt,
+          float *out, int64_t out_stride, __m256i keep, const uint8_t *pf, size_t pf_step)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB + 16 * h;
+    __m256 acc[4];
+    for (int k = 0; k < 4; k++)
+        acc[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step((const char *)pf, b, pf_step);
+        const uint8_t *nib = pw + (size_t)b * Q4_0_NIB + 32 * h;
+        __m256i v[8];
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(nib + 64 * j));
+            v[j] = _mm256_and_si256(p, m4);
+            v[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + (size_t)b * 32)));
+        _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
+        {
+            const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
+            __m256i s0 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(ld32(y->qs)));
+            __m256i s1 = _mm256_maddubs_epi16(v[1], _mm256_set1_epi32(ld32(y->qs + 4)));
+            _Pragma("GCC unroll 3") for (int j = 2; j < 8; j += 2)
+            {
+                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(v[j], _mm256_set1_epi32(ld32(y->qs + 4 * j))));
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(v[j + 1], _mm256_set1_epi32(ld32(y->qs + 4 * j + 4))));
+            }
+            const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones),
+                                               _mm256_set1_epi32(-8 * ys[(int64_t)k * nb + b]));
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(h2f(y->d))), acc[k]);
+        }
+    }
+    for (int k = 0; k < nt; k++)
+        _mm256_maskstore_ps(out + (int64_t)k * out_stride + 8 * h, keep, acc[k]);
+}
+
+/* A whole group against one token (generation): both halves in one pass
+ * over the group's bytes, the same steps per lane as q4_0_half. */
+static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const int32_t *ys, float *out,
+                      const __m256i keep[2], const uint8_t *pf, size_t pf_step)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step((const char *)pf, b, pf_step);
+        const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        {
+            const __m256i alo = _mm256_set1_epi32(ld32(y[b].qs + 4 * j)), ahi = _mm256_set1_epi32(ld32(y[b].qs + 16 + 4 * j));
+            const __m256i p0 = _mm256_loadu_si256((const __m256i *)(nib + 64 * j));
+            const __m256i p1 = _mm256_loadu_si256((const __m256i *)(nib + 64 * j + 32));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(p0, m4), alo));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(p1, m4), alo));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p0, 4), m4), ahi));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p1, 4), m4), ahi));
+        }
+        const __m256i base = _mm256_set1_epi32(-8 * ys[b]);
+        const __m256 da = _mm256_set1_ps(h2f(y[b].d));
+        const __m128i dh = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 32));
+        const __m128i dh1 = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 32 + 16));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(s0, ones), base)),
+                               _mm256_mul_ps(_mm256_cvtph_ps(dh), da), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(s1, ones), base)),
+                               _mm256_mul_ps(_mm256_cvtph_ps(dh1), da), acc1);
+    }
+    _mm256_maskstore_ps(out, keep[0], acc0);
+    _mm256_maskstore_ps(out + 8, keep[1], acc1);
+}
+
+/* Tokens in groups of 4 (a constant count keeps the accumulators in
+ * registers), then the rest; each half of the group in turn. */
+static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
+                        int n_tok, float *out, int64_t out_stride, int lo, int hi, size_t gb)
+{
+    const size_t step = quant_prefetch_step_size(gb, 1, nb);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i keeps[2];
+    for (int h = 0; h < 2; h++)
+        keeps[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
+                                    _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+    if (n_tok == 1) {
+        q4_0_gemv(pw, nb, (const block_q8_0 *)act, ys, out, keeps, pw + gb, step);
+        return;
+    }
+    for (int h = 0; h < 2; h++) {
+        if (hi <= 8 * h || lo >= 8 * h + 8)
+            continue;
+        const __m256i keep = keeps[h];
+        int t = 0;
+        for (; t + 4 <= n_tok; t += 4)
+            q4_0_half(pw, nb, h, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 4,
+                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 && h == 0 ? step : 0);
+        if (t < n_tok)
+            q4_0_half(pw, nb, h, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
+                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 && h == 0 ? step : 0);
+    }
+}
+#endif
+
 bool packed_needs_sums(const gguf_tensor *w)
 {
     return packed_bytes(w) > 0 && w->type == TENSOR_TYPE_Q4_0;
@@ -388,7 +517,21 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
                         keep, gb);
     }
 #else
-    /* nothing is packed in this build: the same results from the original */
+#ifdef PK_AVX2
+    if (packed_bytes(w) > 0) {
+        const int64_t nb = blocks_per_row(w);
+        const size_t gb = group_bytes(w);
+        for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
+            const int64_t base = g * PACKED_ROWS;
+            const int lo = r0 > base ? (int)(r0 - base) : 0;
+            const int hi = r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS;
+            q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride, lo,
+                        hi, gb);
+        }
+        return;
+    }
+#endif
+    /* not packed in this build: the same results from the original */
     (void)packed;
     (void)act_sums;
     if (is_q4_K(w))
