@@ -31,8 +31,8 @@
 #include <immintrin.h>
 #define PK_AVX512 1
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-/* AVX2 without AVX-512 (AMD Zen 2/3, older Intel): Q4_0 only, in the same
- * layout, a 256-bit half (8 rows) at a time */
+/* AVX2 without AVX-512 (AMD Zen 2/3, older Intel): Q4_0 and Q4_K, in the
+ * same layout, a 256-bit half (8 rows) at a time */
 #include <immintrin.h>
 #define PK_AVX2 1
 #endif
@@ -75,7 +75,7 @@ size_t packed_bytes(const gguf_tensor *w)
         (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
         return (size_t)packed_groups(w) * group_bytes(w);
 #elif defined(PK_AVX2)
-    if (repack_applies(w))
+    if (repack_applies(w) || (is_q4_K(w) && refk_applies(w)))
         return (size_t)packed_groups(w) * group_bytes(w);
 #else
     (void)w;
@@ -446,17 +446,133 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
     _mm256_maskstore_ps(out + 8, keep[1], acc1);
 }
 
+/* Q4_K: one pair j of sub-blocks of a super-block, half h of the group,
+ * against the activations a (the pair's 64 quants): the exact sums
+ * scale * (q . a) of both sub-blocks per lane. The 16-bit sums of a
+ * sub-block stay below 30720 in magnitude as for Q4_0, and madd with the
+ * scale in both 16-bit halves of a lane multiplies and widens at once. */
+static inline __attribute__((always_inline)) __m256i q4_K_pair(const uint8_t *nib, int h, const int8_t *a,
+                                                                 __m256i sc0, __m256i sc1)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
+    {
+        const __m256i p = _mm256_loadu_si256((const __m256i *)(nib + 64 * q + 32 * h));
+        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(p, m4), _mm256_set1_epi32(ld32(a + 4 * q))));
+        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p, 4), m4),
+                                                       _mm256_set1_epi32(ld32(a + 32 + 4 * q))));
+    }
+    return _mm256_add_epi32(_mm256_madd_epi16(s0, sc0), _mm256_madd_epi16(s1, sc1));
+}
+
+/* A lane's u8 scale in both of its 16-bit halves (for madd). */
+static inline __m256i q4_K_scale16(const uint8_t *p)
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+
+/* min(2j) * (bsums 0 + 1) + min(2j+1) * (bsums 2 + 3) per lane */
+static inline __m256i q4_K_mins(const uint8_t *h, int half, const block_q8_K *y, int j)
+{
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(h + 32 + 16 * half)));
+    const int16_t *bs = y->bsums + 4 * j;
+    const int32_t bpair =
+        (int32_t)((uint32_t)(uint16_t)(bs[0] + bs[1]) | ((uint32_t)(uint16_t)(bs[2] + bs[3]) << 16));
+    return _mm256_madd_epi16(mins, _mm256_set1_epi32(bpair));
+}
+
+/* Half h of a group against nt <= 4 tokens in the reference's gemm order
+ * (q4_K_group's with gemm: a float step per pair of sub-blocks). */
+static inline __attribute__((always_inline)) void
+q4_K_half_gemm(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_stride, int nt, float *out,
+               int64_t out_stride, __m256i keep, const uint8_t *pf, size_t pf_step)
+{
+    __m256 acc[4], accm[4];
+    for (int k = 0; k < 4; k++)
+        acc[k] = accm[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step((const char *)pf, b, pf_step);
+        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
+        for (int j = 0; j < 4; j++) {
+            const uint8_t *hd = sc + 64 + 64 * j;
+            const __m256i sc0 = q4_K_scale16(hd + 8 * h), sc1 = q4_K_scale16(hd + 16 + 8 * h);
+            _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
+            {
+                const block_q8_K *y = (const block_q8_K *)(act + (size_t)k * act_stride) + b;
+                const __m256i is = q4_K_pair(nib + 512 * j, h, y->qs + 64 * j, sc0, sc1);
+                const __m256i im = q4_K_mins(hd, h, y, j);
+                const __m256 da = _mm256_set1_ps(y->d);
+                acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, da), acc[k]);
+                accm[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dm, da), accm[k]);
+            }
+        }
+    }
+    for (int k = 0; k < nt; k++)
+        _mm256_maskstore_ps(out + (int64_t)k * out_stride + 8 * h, keep, _mm256_sub_ps(acc[k], accm[k]));
+}
+
+/* A whole group against one token in the reference's gemv order (integer
+ * sums over the super-block, then one float step): both halves in one pass. */
+static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float *out, const __m256i keep[2],
+                      const uint8_t *pf, size_t pf_step)
+{
+    __m256 acc[2], accm[2];
+    for (int h = 0; h < 2; h++)
+        acc[h] = accm[h] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step((const char *)pf, b, pf_step);
+        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        __m256i isum[2], imin[2];
+        for (int h = 0; h < 2; h++)
+            isum[h] = imin[h] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const uint8_t *hd = sc + 64 + 64 * j;
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+            {
+                isum[h] = _mm256_add_epi32(isum[h], q4_K_pair(nib + 512 * j, h, y[b].qs + 64 * j,
+                                                              q4_K_scale16(hd + 8 * h), q4_K_scale16(hd + 16 + 8 * h)));
+                imin[h] = _mm256_add_epi32(imin[h], q4_K_mins(hd, h, &y[b], j));
+            }
+        }
+        const __m256 da = _mm256_set1_ps(y[b].d);
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+        {
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
+            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
+            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(dw, da), acc[h]);
+            accm[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[h]), _mm256_mul_ps(dm, da), accm[h]);
+        }
+    }
+    for (int h = 0; h < 2; h++)
+        _mm256_maskstore_ps(out + 8 * h, keep[h], _mm256_sub_ps(acc[h], accm[h]));
+}
+
+/* The reference runs tokens in complete groups of 4 through its gemm
+ * kernel and the rest, one by one, through gemv. */
+static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
+                        float *out, int64_t out_stride, const __m256i keep[2], size_t gb)
+{
+    const size_t step = quant_prefetch_step_size(gb, 1, nb);
+    const int n_gemm = n_tok - n_tok % 4;
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < n_gemm; t += 4)
+            q4_K_half_gemm(pw, nb, h, act + (size_t)t * act_stride, act_stride, 4, out + (int64_t)t * out_stride,
+                           out_stride, keep[h], pw + gb, t == 0 && h == 0 ? step : 0);
+    for (int t = n_gemm; t < n_tok; t++)
+        q4_K_gemv(pw, nb, (const block_q8_K *)(act + (size_t)t * act_stride), out + (int64_t)t * out_stride, keep,
+                  pw + gb, t == 0 ? step : 0);
+}
+
 /* Tokens in groups of 4 (a constant count keeps the accumulators in
  * registers), then the rest; each half of the group in turn. */
 static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
-                        int n_tok, float *out, int64_t out_stride, int lo, int hi, size_t gb)
+                        int n_tok, float *out, int64_t out_stride, int lo, int hi, const __m256i keeps[2], size_t gb)
 {
     const size_t step = quant_prefetch_step_size(gb, 1, nb);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i keeps[2];
-    for (int h = 0; h < 2; h++)
-        keeps[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
-                                    _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
     if (n_tok == 1) {
         q4_0_gemv(pw, nb, (const block_q8_0 *)act, ys, out, keeps, pw + gb, step);
         return;
@@ -525,8 +641,16 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
             const int64_t base = g * PACKED_ROWS;
             const int lo = r0 > base ? (int)(r0 - base) : 0;
             const int hi = r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS;
-            q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride, lo,
-                        hi, gb);
+            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            __m256i keep[2];
+            for (int h = 0; h < 2; h++)
+                keep[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
+                                           _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+            if (is_q4_K(w))
+                q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep, gb);
+            else
+                q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
+                            lo, hi, keep, gb);
         }
         return;
     }

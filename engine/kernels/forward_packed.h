@@ -15,7 +15,7 @@
  *
  * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
  * 16 rows and super-block, for its decoded scales). AVX2 builds without
- * AVX-512 VNNI pack Q4_0 only, in the same layout (a 256-bit half of each
+ * AVX-512 VNNI pack Q4_0 and Q4_K, in the same layout (a 256-bit half of each
  * vector is 8 rows, and maddubs does the dots); builds without AVX2 pack
  * nothing (packed_bytes returns 0). */
 #ifndef TOKSCOPE_FORWARD_PACKED_H

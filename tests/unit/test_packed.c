@@ -167,11 +167,13 @@ static void test_which(void **state)
             assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_K ? rows32 + 2 * 64 : rows32);
         }
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-        /* AVX2 builds pack Q4_0 only */
+        /* AVX2 builds pack Q4_0 and Q4_K (Q8_0 keeps ggml's own order) */
         (void)repacked;
-        assert_int_equal(packed_bytes(&w) > 0, types[i] == TENSOR_TYPE_Q4_0);
-        if (types[i] == TENSOR_TYPE_Q4_0)
-            assert_int_equal(packed_bytes(&w), tensor_row_size(w.type, w.ne[0]) * 32);
+        assert_int_equal(packed_bytes(&w) > 0, types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K);
+        if (types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K) {
+            const size_t rows32 = tensor_row_size(w.type, w.ne[0]) * 32;
+            assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_K ? rows32 + 2 * 64 : rows32);
+        }
 #else
         (void)repacked;
         assert_int_equal(packed_bytes(&w), 0);
