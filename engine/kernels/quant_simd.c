@@ -349,6 +349,8 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
 #if defined(__AVX512F__) && defined(__AVX512BW__)
         k->dot4x4 = quant_avx512_dot4x4_q6_K;
         k->matvec = quant_avx512_matvec_q6_K;
+#else
+        k->matvec = quant_avx2_matvec_q6_K;
 #endif
         break;
     default:

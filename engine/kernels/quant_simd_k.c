@@ -257,8 +257,8 @@ QUANT_ROWS_KERNELS(q3_K)
 
 /* Q6_K: the unsigned 6-bit values and scale vectors are built once per
  * half block; q6_offset takes 32 * sc * bsum off each lane. */
-static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const void *w, const void *const act[4],
-                                                          int nt, float out[4])
+static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const void *w, const void *const act[4],
+                                                             int nt, float out[4], const char *pf, size_t pf_step)
 {
     const block_q6_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
@@ -267,6 +267,7 @@ static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const voi
     for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        quant_prefetch_step(pf, i, pf_step);
         const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
         const float xd = fp16_to_f32(x[i].d);
         __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
@@ -303,7 +304,28 @@ static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const voi
         out[c] = hsum_ps(acc[c]);
 }
 
+static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
+{
+    q6_K_rows_pf(n, w, act, nt, out, NULL, 0);
+}
+
 QUANT_ROWS_KERNELS(q6_K)
+
+/* One row at a time, as quant_avx2_dot_q6_K (the same body, so the same
+ * bits), prefetching the row QUANT_PF_AHEAD rows on step by step. */
+void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const void *const a[4] = {act, act, act, act};
+    const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *x = (const char *)w + (size_t)r * rs;
+        float o[4];
+        q6_K_rows_pf(n, x, a, 1, o, r + QUANT_PF_AHEAD < rows ? x + QUANT_PF_AHEAD * rs : NULL,
+                     r + QUANT_PF_AHEAD < rows ? step : 0);
+        out[r] = o[0];
+    }
+}
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* Q6_K rows in pairs, one per 256-bit half of each register: each half does
