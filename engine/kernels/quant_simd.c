@@ -296,6 +296,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q8_0:
         k->vec_dot = quant_avx2_dot_q8_0;
         k->matvec = quant_avx2_matvec_q8_0;
+        k->dequantize = quant_avx2_dequantize_q8_0;
         k->dot4 = quant_avx2_dot4_q8_0;
         k->dot4x4 = quant_avx2_dot4x4_q8_0;
         k->quantize = quantize_q8_0_avx2;
@@ -309,6 +310,7 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q4_0:
         k->vec_dot = quant_avx2_dot_q4_0;
         k->matvec = quant_avx2_matvec_q4_0;
+        k->dequantize = quant_avx2_dequantize_q4_0;
         k->dot4 = quant_avx2_dot4_q4_0;
         k->dot4x4 = quant_avx2_dot4x4_q4_0;
         break;

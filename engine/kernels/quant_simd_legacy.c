@@ -308,6 +308,38 @@ static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void 
     }
 }
 
+/* Dequantization: each value is one product, int times the block's scale,
+ * so the lanes give the scalar loop's bits. Quantized KV caches (V rows,
+ * converted per key) spent a fifth of a prompt's time in the scalar loop. */
+static inline void dequant8(const __m128i q8, float d, float *dst)
+{
+    const __m256 dv = _mm256_set1_ps(d);
+    _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), dv));
+    _mm256_storeu_ps(dst + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q8, 8))), dv));
+}
+
+void quant_avx2_dequantize_q8_0(const void *src, float *dst, int64_t n)
+{
+    const block_q8_0 *x = src;
+    for (int64_t i = 0; i < n / QK8_0; i++, dst += QK8_0) {
+        const float d = fp16_to_f32(x[i].d);
+        dequant8(_mm_loadu_si128((const __m128i *)x[i].qs), d, dst);
+        dequant8(_mm_loadu_si128((const __m128i *)(x[i].qs + 16)), d, dst + 16);
+    }
+}
+
+void quant_avx2_dequantize_q4_0(const void *src, float *dst, int64_t n)
+{
+    const block_q4_0 *x = src;
+    for (int64_t i = 0; i < n / QK4_0; i++, dst += QK4_0) {
+        const float d = fp16_to_f32(x[i].d);
+        /* elements 0-15: low nibbles, 16-31: high nibbles, minus 8 */
+        const __m256i v = _mm256_sub_epi8(nibbles32(x[i].qs), _mm256_set1_epi8(8));
+        dequant8(_mm256_castsi256_si128(v), d, dst);
+        dequant8(_mm256_extracti128_si256(v, 1), d, dst + 16);
+    }
+}
+
 void quant_avx2_dot4x4_q8_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
 {
     mm4x4_q8act(n / QK8_0, w, rs, act, out, 0);

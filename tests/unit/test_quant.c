@@ -630,6 +630,39 @@ static void test_simd_matches_scalar(void **state)
     free(wq);
 }
 
+/* The table's dequantizers (SIMD where the build has them) give the scalar
+ * loops' bits: each value is one int x scale product. Random bytes, so
+ * every quant (Q8_0's -128 too) and scales of any magnitude, NaN and inf. */
+static void test_dequant_simd_matches_scalar(void **state)
+{
+    (void)state;
+    enum { NB = 96 };
+    static const struct {
+        enum tensor_type t;
+        void (*scalar)(const void *, float *, int64_t);
+    } cases[] = {{TENSOR_TYPE_Q8_0, quant_dequantize_q8_0}, {TENSOR_TYPE_Q4_0, quant_dequantize_q4_0},
+                 {TENSOR_TYPE_F16, quant_dequantize_f16}, {TENSOR_TYPE_BF16, quant_dequantize_bf16}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t n = tensor_type_block_size(cases[c].t) == 1 ? 32 * NB + 5 : 32 * NB;
+        const size_t rs = tensor_row_size(cases[c].t, n);
+        uint8_t *src = malloc(rs);
+        float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+        for (int r = 0; r < 8; r++) {
+            for (size_t i = 0; i < rs; i++)
+                src[i] = (uint8_t)rnd_u32();
+            tensor_dequantize_row(cases[c].t, src, a, n);
+            cases[c].scalar(src, b, n);
+            for (int64_t i = 0; i < n; i++)
+                if (f2u(a[i]) != f2u(b[i]))
+                    fail_msg("%s dequantize [%lld]: %.9g, scalar %.9g", tensor_type_name(cases[c].t),
+                             (long long)i, (double)a[i], (double)b[i]);
+        }
+        free(src);
+        free(a);
+        free(b);
+    }
+}
+
 /* tensor_matvec and tensor_matmul give what tensor_vec_dot gives per row. */
 static void test_matvec_matmul(void **state)
 {
@@ -1343,6 +1376,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_error),
         cmocka_unit_test(test_vec_dot_matches_dequantized),
         cmocka_unit_test(test_simd_matches_scalar),
+        cmocka_unit_test(test_dequant_simd_matches_scalar),
         cmocka_unit_test(test_matvec_matmul),
         cmocka_unit_test(test_q6_K_pairs),
         cmocka_unit_test(test_real_tensors),
