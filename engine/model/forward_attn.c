@@ -168,6 +168,31 @@ static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1,
     *S_out = S;
 }
 
+/* y = y * s and y = fma(v, s, y), lane by lane (ggml_vec_scale_f32 and
+ * ggml_vec_mad_f32: one rounding per element, so any vector width gives
+ * the same bits); GCC's -O2 leaves these loops scalar for a runtime hd */
+static void vec_scale(float *y, int n, float s)
+{
+    int i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_set1_ps(s)));
+#endif
+    for (; i < n; i++)
+        y[i] *= s;
+}
+
+static void vec_mad(float *y, const float *v, int n, float s)
+{
+    int i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(v + i), _mm256_set1_ps(s), _mm256_loadu_ps(y + i)));
+#endif
+    for (; i < n; i++)
+        y[i] = fmaf(v[i], s, y[i]);
+}
+
 /* ggml's one-chunk kernel for the other cache types (attn_kv.generic):
  * s = vec_dot(K row, Q in K's dot type) * scale; V accumulated in F16
  * when V is F16 (as above), else in F32 after converting the row. */
@@ -210,8 +235,7 @@ static void one_chunk_generic(const attn_kv *kv, const float *q, int32_t k0, int
             if (v16)
                 acc16_scale(acc, hd, ms);
             else
-                for (int i = 0; i < hd; i++)
-                    vkq[i] *= ms;
+                vec_scale(vkq, hd, ms);
         } else {
             vs = expf(s - M);
         }
@@ -219,8 +243,7 @@ static void one_chunk_generic(const attn_kv *kv, const float *q, int32_t k0, int
             acc16_mad(acc, (const fp16_t *)vr, hd, vs);
         } else {
             tensor_dequantize_row(vt, vr, vrow, hd);
-            for (int i = 0; i < hd; i++)
-                vkq[i] = fmaf(vrow[i], vs, vkq[i]); /* ggml_vec_mad_f32 */
+            vec_mad(vkq, vrow, hd, vs);
         }
         S = fmaf(S, ms, vs);
     }
