@@ -139,6 +139,16 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
     }
 }
 
+#if defined(PK_AVX512) || defined(PK_AVX2)
+/* 4 bytes of activations, for a broadcast */
+static inline int32_t ld32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+#endif
+
 #ifdef PK_AVX512
 /* Every packed kernel prefetches the next group while it works on one:
  * block step b of a group fetches step b of the next group's bytes (gb / nb
@@ -148,13 +158,6 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
  * from 36.6 to 65 tok/s (Q4_0), 42.8 to 58 (Q4_K_M) and about 33 to 35
  * (Q8_0, which prefetched 8 blocks ahead in its quants before). Only the
  * first pass over the group's tokens prefetches (step 0 for the others). */
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* One group against nt <= 8 tokens, q4_0_row_dot's steps per lane: the
  * unsigned nibbles meet the signed activations in VNNI dots, straight from
  * the activation buffer (broadcast loads), and 8 * sum(a) comes back off,
@@ -356,13 +359,6 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 #endif
 
 #ifdef PK_AVX2
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* One half of a group (rows 8h..8h+7: the 256-bit half h of each of the
  * layout's 64-byte vectors) against nt <= 4 tokens, q4_0_row_dot's steps
  * per lane. Without VNNI the unsigned nibbles meet the signed activations in
@@ -556,38 +552,42 @@ static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float 
 static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
                         float *out, int64_t out_stride, const __m256i keep[2], size_t gb)
 {
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
+    size_t step = quant_prefetch_step_size(gb, 1, nb);
     const int n_gemm = n_tok - n_tok % 4;
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < 2 && n_gemm > 0; h++) {
+        if (_mm256_testz_si256(keep[h], keep[h]))
+            continue; /* no row of this half is wanted */
         for (int t = 0; t < n_gemm; t += 4)
             q4_K_half_gemm(pw, nb, h, act + (size_t)t * act_stride, act_stride, 4, out + (int64_t)t * out_stride,
-                           out_stride, keep[h], pw + gb, t == 0 && h == 0 ? step : 0);
-    for (int t = n_gemm; t < n_tok; t++)
+                           out_stride, keep[h], pw + gb, t == 0 ? step : 0);
+        step = 0; /* the first pass prefetches */
+    }
+    for (int t = n_gemm; t < n_tok; t++, step = 0)
         q4_K_gemv(pw, nb, (const block_q8_K *)(act + (size_t)t * act_stride), out + (int64_t)t * out_stride, keep,
-                  pw + gb, t == 0 ? step : 0);
+                  pw + gb, step);
 }
 
 /* Tokens in groups of 4 (a constant count keeps the accumulators in
  * registers), then the rest; each half of the group in turn. */
 static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
-                        int n_tok, float *out, int64_t out_stride, int lo, int hi, const __m256i keeps[2], size_t gb)
+                        int n_tok, float *out, int64_t out_stride, const __m256i keep[2], size_t gb)
 {
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
+    size_t step = quant_prefetch_step_size(gb, 1, nb);
     if (n_tok == 1) {
-        q4_0_gemv(pw, nb, (const block_q8_0 *)act, ys, out, keeps, pw + gb, step);
+        q4_0_gemv(pw, nb, (const block_q8_0 *)act, ys, out, keep, pw + gb, step);
         return;
     }
     for (int h = 0; h < 2; h++) {
-        if (hi <= 8 * h || lo >= 8 * h + 8)
-            continue;
-        const __m256i keep = keeps[h];
+        if (_mm256_testz_si256(keep[h], keep[h]))
+            continue; /* no row of this half is wanted */
         int t = 0;
-        for (; t + 4 <= n_tok; t += 4)
+        for (; t + 4 <= n_tok; t += 4, step = 0) /* the first pass prefetches */
             q4_0_half(pw, nb, h, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 4,
-                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 && h == 0 ? step : 0);
+                      out + (int64_t)t * out_stride, out_stride, keep[h], pw + gb, step);
         if (t < n_tok)
             q4_0_half(pw, nb, h, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
-                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 && h == 0 ? step : 0);
+                      out + (int64_t)t * out_stride, out_stride, keep[h], pw + gb, step);
+        step = 0;
     }
 }
 #endif
@@ -634,7 +634,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     }
 #else
 #ifdef PK_AVX2
-    if (packed_bytes(w) > 0) {
+    if (packed) { /* Q4_0 or Q4_K */
         const int64_t nb = blocks_per_row(w);
         const size_t gb = group_bytes(w);
         for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
@@ -650,7 +650,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
                 q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep, gb);
             else
                 q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
-                            lo, hi, keep, gb);
+                            keep, gb);
         }
         return;
     }

@@ -320,9 +320,9 @@ void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, c
     const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
     for (int64_t r = 0; r < rows; r++) {
         const char *x = (const char *)w + (size_t)r * rs;
+        const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
         float o[4];
-        q6_K_rows_pf(n, x, a, 1, o, r + QUANT_PF_AHEAD < rows ? x + QUANT_PF_AHEAD * rs : NULL,
-                     r + QUANT_PF_AHEAD < rows ? step : 0);
+        q6_K_rows_pf(n, x, a, 1, o, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
         out[r] = o[0];
     }
 }
