@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1166,6 +1168,19 @@ static void start_resume(ui_app *app, const char *path)
         autosave_note(app, UI_MSG_ERROR, "cannot resume: %s", err);
 }
 
+/* The UI thread needs a few milliseconds of CPU a second; the engine's
+ * threads want every core while a reply streams, in lockstep, so each time
+ * the UI's wakeup preempted one of them the other waited too. At nice 19
+ * (this thread only: Linux's nice is per thread, and the engine's threads,
+ * made before this, keep theirs) the UI runs where the engine leaves a core
+ * idle, between tokens, and still gets its share when it does not. */
+static void ui_yield_to_engine(void)
+{
+#ifdef SYS_gettid
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#endif
+}
+
 int ui_run(const ui_options *o)
 {
     char err_exit[1024] = "";
@@ -1221,6 +1236,7 @@ int ui_run(const ui_options *o)
 
     char err[512] = "";
     app->eng = engine_start(&app->eparams, err, sizeof err);
+    ui_yield_to_engine();
     if (!app->eng) {
         endwin();
         fprintf(stderr, "tokscope: %s\n", err[0] ? err : "cannot start the engine");
@@ -1266,14 +1282,19 @@ int ui_run(const ui_options *o)
             app->dirty = true; /* live tok/s */
         int timeout = 1000;
         bool frame_wait = false;
+        const bool streaming = app->state == UI_STATE_GENERATING || app->state == UI_STATE_PREFILL;
         if (app->dirty) {
-            const bool streaming = app->state == UI_STATE_GENERATING || app->state == UI_STATE_PREFILL;
             double wait = app->last_draw + (streaming ? UI_FRAME_GEN_S : UI_FRAME_S) - now;
             if (wait <= 0) {
                 draw_all(app);
                 app->last_draw = now;
                 app->dirty = false;
-                timeout = app->state == UI_STATE_GENERATING ? 250 : 1000;
+                /* While a reply streams, the next frame is the next time
+                 * anything shows: sleep until then rather than wake for
+                 * the next token only to wait for the frame (each wakeup
+                 * takes a core from the engine's threads). */
+                timeout = streaming ? (int)(UI_FRAME_GEN_S * 1000.0) : 1000;
+                frame_wait = streaming;
             } else {
                 timeout = (int)(wait * 1000.0) + 1;
                 frame_wait = true;

@@ -201,6 +201,18 @@ wait_for 'n_predict\*? +-1' 5
 line "Tell me a long story"
 wait_for '^ generating' 20
 gen=$?
+# While it streams, the UI thread (the process's first) yields to the
+# engine: nice 19 there, and the busiest thread, computing, at nice 0.
+pid=$(pgrep -P "$(T display-message -p '#{pane_pid}')" | head -n 1)
+sleep 0.5
+niceness=$(for t in /proc/"$pid"/task/*; do
+    # fields after the ") " closing comm: 14-15 utime stime, 19 nice
+    sed 's/.*) //' "$t/stat" | awk -v tid="${t##*/}" '{ print tid, $12 + $13, $17 }'
+done)
+ui_nice=$(printf "%s\n" "$niceness" | awk -v p="$pid" '$1 == p { print $3 }')
+busy_nice=$(printf "%s\n" "$niceness" | sort -k2,2nr | awk 'NR == 1 { print $3 }')
+[ -n "$pid" ] && [ "$ui_nice" = 19 ] && [ "$busy_nice" = 0 ]
+result "tui: the UI thread runs at nice 19, the engine's busiest thread at 0" $? "$(printf "%s\n" "$niceness" | tr '\n' ';')"
 # a parameter changed mid-generation applies to the following tokens: switch
 # to greedy, let a few more tokens arrive, stop, and check the last ones
 line "/set temp 0"
