@@ -524,7 +524,7 @@ struct attn_job {
  *  - quant (quantized cache): up to ATTN_GROUP_MAX queries, tokens times
  *    the query heads of a KV head, all against the same keys;
  *  - one: one token, one head (the scalar kernels). */
-enum attn_mode { ATTN_ONE, ATTN_TILED, ATTN_GROUP, ATTN_QUANT };
+enum attn_mode { ATTN_ONE, ATTN_TILED, ATTN_GROUP, ATTN_QUANT, ATTN_GENERIC };
 
 struct attn_plan {
     enum attn_mode mode;
@@ -539,8 +539,8 @@ static struct attn_plan attn_plan(const forward_ctx *f, int n_tok)
         p.mode = ATTN_TILED;
         p.rows = ATTN_TILE;
         p.heads = f->n_group;
-    } else if (f->attn_group || f->attn_quant) {
-        p.mode = f->attn_group ? ATTN_GROUP : ATTN_QUANT;
+    } else if (f->attn_group || f->attn_quant || f->kv_generic) {
+        p.mode = f->attn_group ? ATTN_GROUP : f->attn_quant ? ATTN_QUANT : ATTN_GENERIC;
         /* as few blocks as keep every thread busy */
         int hb = f->n_group;
         while (hb > ATTN_GROUP_MAX || (hb % 2 == 0 && (int64_t)n_tok * f->hp.n_head / hb < 2 * f->n_threads))
@@ -619,6 +619,9 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             attn_quant_queries(&kv, qv, nq, scratch);
             break;
         }
+        case ATTN_GENERIC:
+            attn_rows_generic(&kv, q, plan.heads, pos + 1, &s, out);
+            break;
         case ATTN_ONE:
             if (job->n_tok == 1 && attn_kv_view(pos) >= 512 && !f->kv_generic)
                 attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);

@@ -195,74 +195,105 @@ static void vec_mad(float *y, const float *v, int n, float s)
 
 /* ggml's one-chunk kernel for the other cache types (attn_kv.generic):
  * s = vec_dot(K row, Q in K's dot type) * scale; V accumulated in F16
- * when V is F16 (as above), else in F32 after converting the row. */
-static void one_chunk_generic(const attn_kv *kv, const float *q, int32_t k0, int32_t k1, const attn_scratch *sc,
-                              float *vkq, float *M_out, float *S_out)
+ * when V is F16 (as above), else in F32 after converting the row. ggml
+ * runs each query head alone; here the nh heads that share this KV head
+ * (queries q + h * hd, sums vkq + h * hd, M[h], S[h]) go through the keys
+ * together, so a key's rows are read, and V converted, once for all of
+ * them, and each head's numbers keep their order. */
+static void chunk_generic(const attn_kv *kv, const float *q, int nh, int32_t k0, int32_t k1, float *tile,
+                          float *vkq, float *M, float *S)
 {
     const int hd = kv->hd;
     const enum tensor_type kt = (enum tensor_type)kv->k_type, vt = (enum tensor_type)kv->v_type;
-    /* Q in K's dot type, then a V row, in the tile scratch (unused here) */
-    uint8_t *qd = (uint8_t *)sc->tile;
-    float *vrow = sc->tile + (tensor_row_size(tensor_dot_type(kt), hd) + 3) / 4 + 16;
     const bool v16 = vt == TENSOR_TYPE_F16;
-    fp16_t *acc = sc->half + hd;
-    /* Q in K's dot type (ggml's from_float of that type) */
-    if (kt == TENSOR_TYPE_F32)
-        memcpy(qd, q, sizeof(float) * (size_t)hd);
-    else if (kt == TENSOR_TYPE_F16)
-        for (int i = 0; i < hd; i++)
-            ((fp16_t *)qd)[i] = f2h(q[i]);
-    else
-        tensor_quantize_row(tensor_dot_type(kt), q, qd, hd);
-    for (int i = 0; i < hd; i++) {
-        vkq[i] = 0.0f;
-        acc[i] = 0;
+    /* tile: each head's Q in K's dot type, a V row, each head's F16 sums */
+    const size_t qrow = kt == TENSOR_TYPE_F32 ? (size_t)hd * sizeof(float)
+                        : kt == TENSOR_TYPE_F16 ? (size_t)hd * sizeof(fp16_t)
+                                                : tensor_row_size(tensor_dot_type(kt), hd);
+    const size_t qstep = (qrow + 63) / 64 * 16; /* floats, whole cache lines */
+    uint8_t *qd = (uint8_t *)tile;
+    float *vrow = tile + (size_t)nh * qstep;
+    fp16_t *acc = (fp16_t *)(vrow + ((size_t)hd + 15) / 16 * 16);
+    for (int h = 0; h < nh; h++) {
+        uint8_t *qh = qd + (size_t)h * qstep * sizeof(float);
+        const float *qf = q + (size_t)h * hd;
+        /* Q in K's dot type (ggml's from_float of that type) */
+        if (kt == TENSOR_TYPE_F32)
+            memcpy(qh, qf, sizeof(float) * (size_t)hd);
+        else if (kt == TENSOR_TYPE_F16)
+            for (int i = 0; i < hd; i++)
+                ((fp16_t *)qh)[i] = f2h(qf[i]);
+        else
+            tensor_quantize_row(tensor_dot_type(kt), qf, qh, hd);
+        for (int i = 0; i < hd; i++) {
+            vkq[(size_t)h * hd + i] = 0.0f;
+            acc[(size_t)h * hd + i] = 0;
+        }
+        S[h] = 0.0f;
+        M[h] = -INFINITY;
     }
-    float S = 0.0f, M = -INFINITY;
     for (int32_t ic = k0; ic < k1; ic++) {
         const uint8_t *kr = (const uint8_t *)kv->k + (size_t)ic * kv->k_row;
         const uint8_t *vr = (const uint8_t *)kv->v + (size_t)ic * kv->v_row;
-        /* ggml_vec_dot_f16 / _f32 for float keys, the block type's vec_dot otherwise */
-        const float s = (kt == TENSOR_TYPE_F16   ? refdot_f16(hd, (const fp16_t *)kr, (const fp16_t *)qd)
-                         : kt == TENSOR_TYPE_F32 ? refdot_f32(hd, (const float *)(const void *)kr, (const float *)(const void *)qd)
-                                                 : tensor_vec_dot(kt, hd, kr, qd)) *
-                        kv->scale;
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            const float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            if (v16)
-                acc16_scale(acc, hd, ms);
-            else
-                vec_scale(vkq, hd, ms);
-        } else {
-            vs = expf(s - M);
-        }
-        if (v16) {
-            acc16_mad(acc, (const fp16_t *)vr, hd, vs);
-        } else {
+        if (!v16)
             tensor_dequantize_row(vt, vr, vrow, hd);
-            vec_mad(vkq, vrow, hd, vs);
+        for (int h = 0; h < nh; h++) {
+            const uint8_t *qh = qd + (size_t)h * qstep * sizeof(float);
+            fp16_t *ah = acc + (size_t)h * hd;
+            float *yh = vkq + (size_t)h * hd;
+            /* ggml_vec_dot_f16 / _f32 for float keys, the block type's vec_dot otherwise */
+            const float s = (kt == TENSOR_TYPE_F16 ? refdot_f16(hd, (const fp16_t *)kr, (const fp16_t *)qh)
+                             : kt == TENSOR_TYPE_F32
+                                 ? refdot_f32(hd, (const float *)(const void *)kr, (const float *)(const void *)qh)
+                                 : tensor_vec_dot(kt, hd, kr, qh)) *
+                            kv->scale;
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M[h]) {
+                const float Mold = M[h];
+                M[h] = s;
+                ms = expf(Mold - M[h]);
+                if (v16)
+                    acc16_scale(ah, hd, ms);
+                else
+                    vec_scale(yh, hd, ms);
+            } else {
+                vs = expf(s - M[h]);
+            }
+            if (v16)
+                acc16_mad(ah, (const fp16_t *)vr, hd, vs);
+            else
+                vec_mad(yh, vrow, hd, vs);
+            S[h] = fmaf(S[h], ms, vs);
         }
-        S = fmaf(S, ms, vs);
     }
     if (v16)
-        for (int i = 0; i < hd; i++)
+        for (size_t i = 0; i < (size_t)nh * hd; i++)
             vkq[i] = h2f(acc[i]);
-    *M_out = M;
-    *S_out = S;
+}
+
+size_t attn_generic_tile_floats(int hd, int nh)
+{
+    const size_t qstep = ((size_t)hd * sizeof(float) + 63) / 64 * 16; /* F32 keys' Q, the widest */
+    return (size_t)nh * qstep + ((size_t)hd + 15) / 16 * 16 + ((size_t)nh * hd + 1) / 2;
+}
+
+void attn_rows_generic(const attn_kv *kv, const float *q, int nh, int32_t n_kv, attn_scratch *s, float *out)
+{
+    float M[ATTN_GROUP_MAX], S[ATTN_GROUP_MAX];
+    const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
+    chunk_generic(kv, q, nh, k0, n_kv, s->tile, out, M, S);
+    for (int h = 0; h < nh; h++) {
+        const float inv = S[h] == 0.0f ? 0.0f : 1.0f / S[h];
+        for (int i = 0; i < kv->hd; i++)
+            out[(size_t)h * kv->hd + i] *= inv;
+    }
 }
 
 void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out)
 {
     float M, S;
     if (kv->generic) {
-        const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
-        one_chunk_generic(kv, q, k0, n_kv, s, out, &M, &S);
-        const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-        for (int i = 0; i < kv->hd; i++)
-            out[i] *= inv;
+        attn_rows_generic(kv, q, 1, n_kv, s, out);
         return;
     }
     /* masked keys are skipped by the reference, so leaving them out is the same */

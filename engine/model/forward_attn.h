@@ -59,6 +59,13 @@ int32_t attn_kv_view(int32_t last_pos);
  * query sits at n_kv - 1; with a window, over the last `window` of them). */
 void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, float *out);
 
+/* attn_row for the nh (<= ATTN_GROUP_MAX) query heads that share the KV
+ * head kv (queries q + h * hd, outputs out + h * hd), on a generic cache:
+ * each key's rows are read once for all of them. s->tile must hold
+ * attn_generic_tile_floats(hd, nh). */
+void attn_rows_generic(const attn_kv *kv, const float *q, int nh, int32_t n_kv, attn_scratch *s, float *out);
+size_t attn_generic_tile_floats(int hd, int nh);
+
 /* Same for a single query with the view [0, n_view) cut into n_split chunks;
  * keys at n_kv and beyond are masked. */
 void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_view, int n_split, attn_scratch *s,

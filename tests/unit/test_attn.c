@@ -332,6 +332,70 @@ static void test_expf_edges(void **s)
     assert_float_equal(v_expf(1.0f), expf(1.0f), 1e-6);
 }
 
+/* The generic kernel (quantized caches) for the query heads of one KV head
+ * together: each head's result the same bits as that head alone, for every
+ * K/V type pair the cache offers, with and without a window, and one head's
+ * numbers untouched by the others'. */
+static void test_generic_heads(void **state)
+{
+    (void)state;
+    enum { HD = 64, NK = 300, NH = 5 };
+    const enum tensor_type pairs[][2] = {
+        {TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q8_0}, {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_0},
+        {TENSOR_TYPE_Q8_0, TENSOR_TYPE_F16},  {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q8_0},
+        {TENSOR_TYPE_F16, TENSOR_TYPE_Q8_0},
+    };
+    const size_t k_max = tensor_row_size(TENSOR_TYPE_F16, HD);
+    uint8_t *kc = malloc((size_t)NK * k_max), *vc = malloc((size_t)NK * k_max);
+    float row[HD], q[NH * HD], all[NH * HD], one[HD];
+    float *buf = malloc(attn_scratch_floats(HD, N_CTX, NH) * sizeof(float));
+    uint16_t half[2 * HD];
+    attn_scratch sc;
+    attn_scratch_init(&sc, buf, half, HD, N_CTX);
+    assert_true(attn_generic_tile_floats(HD, NH) <= attn_scratch_floats(HD, N_CTX, NH) - N_CTX - HD);
+    for (int i = 0; i < NH * HD; i++)
+        q[i] = rnd() * 2.0f;
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        const enum tensor_type kt = pairs[p][0], vt = pairs[p][1];
+        const size_t kr = tensor_row_size(kt, HD), vr = tensor_row_size(vt, HD);
+        for (int j = 0; j < NK; j++) {
+            for (int i = 0; i < HD; i++)
+                row[i] = rnd() * 2.0f;
+            tensor_quantize_row(kt, row, kc + (size_t)j * kr, HD);
+            for (int i = 0; i < HD; i++)
+                row[i] = rnd();
+            tensor_quantize_row(vt, row, vc + (size_t)j * vr, HD);
+        }
+        attn_kv kv = {.k = kc, .v = vc, .generic = true, .k_type = kt, .v_type = vt, .k_row = kr, .v_row = vr,
+                      .hd = HD, .scale = 0.125f};
+        for (int w = 0; w <= 1; w++) {
+            kv.window = w ? 37 : 0;
+            const int32_t lens[] = {1, 38, NK};
+            for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+                attn_rows_generic(&kv, q, NH, lens[l], &sc, all);
+                for (int h = 0; h < NH; h++) {
+                    attn_row(&kv, q + h * HD, lens[l], &sc, one);
+                    if (memcmp(one, all + h * HD, sizeof one) != 0)
+                        fail_msg("K %d V %d window %d n_kv %d: head %d of %d differs from the head alone", kt, vt,
+                                 kv.window, lens[l], h, NH);
+                }
+            }
+        }
+        /* a different query in head 0 leaves the other heads' bits alone */
+        attn_rows_generic(&kv, q, NH, NK, &sc, all);
+        float q2[NH * HD], all2[NH * HD];
+        memcpy(q2, q, sizeof q2);
+        for (int i = 0; i < HD; i++)
+            q2[i] = -q2[i];
+        attn_rows_generic(&kv, q2, NH, NK, &sc, all2);
+        assert_true(memcmp(all, all2, HD * sizeof(float)) != 0);
+        assert_memory_equal(all + HD, all2 + HD, (NH - 1) * HD * sizeof(float));
+    }
+    free(kc);
+    free(vc);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_tile_grouping),
         cmocka_unit_test(test_tile_heads),
         cmocka_unit_test(test_view_and_choice),
+        cmocka_unit_test(test_generic_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
