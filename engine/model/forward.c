@@ -521,9 +521,11 @@ struct attn_job {
  *  - tiled: ATTN_TILE tokens, all the query heads of a KV head (so its K/V
  *    tiles are converted once);
  *  - group (F16 cache): one token, the query heads of a KV head together;
- *  - quant (quantized cache): up to ATTN_GROUP_MAX queries, tokens times
- *    the query heads of a KV head, all against the same keys;
- *  - one: one token, one head (the scalar kernels). */
+ *  - quant (quantized cache, AVX-512): up to ATTN_GROUP_MAX queries, tokens
+ *    times the query heads of a KV head, all against the same keys;
+ *  - generic (a quantized cache elsewhere, or K and V of different types):
+ *    one token, the query heads of a KV head together, key by key;
+ *  - one: one token, one head (the scalar kernels, F16 and F32 caches). */
 enum attn_mode { ATTN_ONE, ATTN_TILED, ATTN_GROUP, ATTN_QUANT, ATTN_GENERIC };
 
 struct attn_plan {
@@ -623,7 +625,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             attn_rows_generic(&kv, q, plan.heads, pos + 1, &s, out);
             break;
         case ATTN_ONE:
-            if (job->n_tok == 1 && attn_kv_view(pos) >= 512 && !f->kv_generic)
+            if (job->n_tok == 1 && attn_kv_view(pos) >= 512)
                 attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
             else
                 attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and those before it */
