@@ -255,6 +255,18 @@ static inline __attribute__((always_inline)) void q3_K_rows(int64_t n, const voi
 
 QUANT_ROWS_KERNELS(q3_K)
 
+/* pshufb masks for q6_K_row: in each 128-bit lane of a vector holding 8
+ * int16 scales, chunk k's scale 2k (low lane) or 2k+1 (high lane) spread
+ * over the lane, as scale_pair_s8 gives it. */
+static const uint8_t k_q6_scale16[4][32] = {
+#define Q6S(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1
+    {Q6S(0), Q6S(2)},
+    {Q6S(4), Q6S(6)},
+    {Q6S(8), Q6S(10)},
+    {Q6S(12), Q6S(14)},
+#undef Q6S
+};
+
 /* Q6_K: the unsigned 6-bit values and scale vectors are built once per
  * half block; q6_offset takes 32 * sc * bsum off each lane. */
 static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const void *w, const void *const act[4],
@@ -266,13 +278,19 @@ static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const 
     __m256 acc[4];
     for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
+    const __m256i sh[4] = {_mm256_loadu_si256((const __m256i *)k_q6_scale16[0]),
+                           _mm256_loadu_si256((const __m256i *)k_q6_scale16[1]),
+                           _mm256_loadu_si256((const __m256i *)k_q6_scale16[2]),
+                           _mm256_loadu_si256((const __m256i *)k_q6_scale16[3])};
     for (int64_t i = 0; i < n / QK_K; i++) {
         quant_prefetch_step(pf, i, pf_step);
         const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(scales);
         const float xd = fp16_to_f32(x[i].d);
         __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                            _mm256_setzero_si256()};
-        for (int h = 0; h < 2; h++) {
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+        {
             const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
@@ -283,8 +301,9 @@ static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const 
             q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
-            for (int k = 0; k < 4; k++)
-                scv[k] = scale_pair_s8(scales, 4 * h + k);
+            const __m256i ss = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+                                 : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) scv[k] = _mm256_shuffle_epi8(ss, sh[k]);
             _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
             {
                 const int8_t *q8 = y[c][i].qs + 128 * h;
@@ -312,17 +331,6 @@ static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const voi
 
 QUANT_ROWS_KERNELS(q6_K)
 
-/* pshufb masks for q6_K_row: in each 128-bit lane of a vector holding 8
- * int16 scales, chunk k's scale 2k (low lane) or 2k+1 (high lane) spread
- * over the lane, as scale_pair_s8 gives it. */
-static const uint8_t k_q6_scale16[4][32] = {
-#define Q6S(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1
-    {Q6S(0), Q6S(2)},
-    {Q6S(4), Q6S(6)},
-    {Q6S(8), Q6S(10)},
-    {Q6S(12), Q6S(14)},
-#undef Q6S
-};
 
 /* Half block h of one row against one token, q6_K_rows_pf's values and
  * lanes: ss holds the half's 8 scales as int16 in both lanes. */
