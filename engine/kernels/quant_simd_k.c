@@ -255,9 +255,13 @@ static inline __attribute__((always_inline)) void q3_K_rows(int64_t n, const voi
 
 QUANT_ROWS_KERNELS(q3_K)
 
-/* pshufb masks for q6_K_row: in each 128-bit lane of a vector holding 8
- * int16 scales, chunk k's scale 2k (low lane) or 2k+1 (high lane) spread
- * over the lane, as scale_pair_s8 gives it. */
+/* pshufb masks for Q6_K's scale vectors: in each 128-bit lane of a vector
+ * holding a half block's 8 scales as int16, chunk k's scale 2k (low lane)
+ * or 2k+1 (high lane) spread over the lane, as scale_pair_s8 gives it from
+ * bytes. Widening the 16 scales once per block and shuffling once per chunk
+ * replaced a loop that rebuilt each vector from bytes and passed it through
+ * the stack (the matvec ran at 10 GB/s on one core out of memory, 47 % of a
+ * Qwen3-0.6B token); integer lanes and float steps are unchanged. */
 static const uint8_t k_q6_scale16[4][32] = {
 #define Q6S(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1
     {Q6S(0), Q6S(2)},
@@ -331,67 +335,18 @@ static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const voi
 
 QUANT_ROWS_KERNELS(q6_K)
 
-
-/* Half block h of one row against one token, q6_K_rows_pf's values and
- * lanes: ss holds the half's 8 scales as int16 in both lanes. */
-#define Q6_HALF(x, q8, h, ss, sumi)                                                                                   \
-    do {                                                                                                               \
-        const __m256i l0 = _mm256_loadu_si256((const __m256i *)((x)->ql + 64 * (h)));                                  \
-        const __m256i l1 = _mm256_loadu_si256((const __m256i *)((x)->ql + 64 * (h) + 32));                             \
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)((x)->qh + 32 * (h)));                                  \
-        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2)); \
-        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2)); \
-        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2)); \
-        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),                            \
-                                           _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));                            \
-        const int8_t *y8 = (q8) + 128 * (h);                                                                           \
-        const __m256i p0 = q6_chunk(q0, y8, _mm256_shuffle_epi8(ss, sh0));                                             \
-        const __m256i p1 = q6_chunk(q1, y8 + 32, _mm256_shuffle_epi8(ss, sh1));                                        \
-        const __m256i p2 = q6_chunk(q2, y8 + 64, _mm256_shuffle_epi8(ss, sh2));                                        \
-        const __m256i p3 = q6_chunk(q3, y8 + 96, _mm256_shuffle_epi8(ss, sh3));                                        \
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));           \
-    } while (0)
-
-/* One row against one token, written out for the matvec: q6_K_rows_pf
- * with nt = 1 built its scale vectors in a loop through the stack and
- * rebuilt each one from bytes (the matvec ran at 10 GB/s on one core out of
- * memory, 47 % of a Qwen3-0.6B token). Here the 16 scales widen once per
- * block and one shuffle picks each chunk's pair. The integer lanes are the
- * same (integer sums, exact in any order) and the float steps too, so the
- * bits are quant_avx2_dot_q6_K's. */
-static inline __attribute__((always_inline)) float q6_K_row(int64_t nb, const block_q6_K *x, const block_q8_K *y,
-                                                            const char *pf, size_t pf_step)
-{
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-    const __m256i sh0 = _mm256_loadu_si256((const __m256i *)k_q6_scale16[0]);
-    const __m256i sh1 = _mm256_loadu_si256((const __m256i *)k_q6_scale16[1]);
-    const __m256i sh2 = _mm256_loadu_si256((const __m256i *)k_q6_scale16[2]);
-    const __m256i sh3 = _mm256_loadu_si256((const __m256i *)k_q6_scale16[3]);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++, x++, y++) {
-        quant_prefetch_step(pf, i, pf_step);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-        __m256i sumi = _mm256_setzero_si256();
-        Q6_HALF(x, y->qs, 0, _mm256_permute2x128_si256(sc16, sc16, 0x00), sumi);
-        Q6_HALF(x, y->qs, 1, _mm256_permute2x128_si256(sc16, sc16, 0x11), sumi);
-        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), sc16), 5);
-        sumi = _mm256_sub_epi32(sumi, off);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(y->d * fp16_to_f32(x->d)), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_ps(acc);
-}
-#undef Q6_HALF
-
-/* One row at a time, prefetching the row QUANT_PF_AHEAD rows on step by
- * step. */
+/* One row at a time, as quant_avx2_dot_q6_K (the same body, so the same
+ * bits), prefetching the row QUANT_PF_AHEAD rows on step by step. */
 void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
     const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
+    const void *const a[4] = {act, act, act, act};
     for (int64_t r = 0; r < rows; r++) {
         const char *x = (const char *)w + (size_t)r * rs;
         const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
-        out[r] = q6_K_row(n / QK_K, (const block_q6_K *)x, act, ahead ? x + QUANT_PF_AHEAD * rs : NULL,
-                          ahead ? step : 0);
+        float o[4];
+        q6_K_rows_pf(n, x, a, 1, o, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+        out[r] = o[0];
     }
 }
 
