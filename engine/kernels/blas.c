@@ -3,6 +3,7 @@
 #include "kernels/blas.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,25 @@ void openblas_set_num_threads(int num_threads);
 char *openblas_get_config(void);
 char *openblas_get_corename(void);
 int openblas_get_parallel(void);
+
+/* OpenBLAS's pthreads build starts a server thread per extra core when the
+ * library loads, and each polls the queue with sched_yield for some 0.1 s
+ * before it sleeps. tokscope calls OpenBLAS with one thread per call (its
+ * own pool's threads make the calls), so those threads never get work; on
+ * a 2-core machine their polling took a core from the first evaluations
+ * (short prompt runs of tiny-spm-q8_0 at 0.56 of llama.cpp, 1.05 with
+ * OPENBLAS_NUM_THREADS=1). So they are stopped before main runs, which
+ * libopenblas's own constructor precedes. blas_thread_shutdown_ is looked up
+ * rather than linked: the serial and OpenMP builds Debian can switch to
+ * have no such threads, nor necessarily the symbol. A single-threaded
+ * OpenBLAS never restarts them. */
+__attribute__((constructor)) static void blas_stop_server_threads(void)
+{
+    openblas_set_num_threads(1);
+    int (*shutdown)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+    if (shutdown)
+        shutdown();
+}
 
 /* Weight floats converted per panel: a panel is
  * BLAS_PANEL_FLOATS / n_in rows (4 MB), which sgemm then reads from the

@@ -452,9 +452,32 @@ static void test_blas_auto_mixed_model(void **s)
     check_model_auto("models/tiny-spm-mix.gguf", 22, 5e-2);
 }
 
+/* OpenBLAS's pthreads build starts a server thread per extra core when the
+ * library loads, and each polls with sched_yield for about 0.1 s before it
+ * sleeps: on a 2-core machine that took a core from the first evaluations
+ * (tiny-spm-q8_0 prompts at 0.56 of llama.cpp in short runs, 1.05 with
+ * OPENBLAS_NUM_THREADS=1). tokscope calls OpenBLAS with one thread per call,
+ * so no OpenBLAS thread may be left running once main starts. Run first,
+ * before anything here creates a thread. */
+static void test_blas_no_server_threads(void **s)
+{
+    (void)s;
+    int n = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8))
+            n = atoi(line + 8);
+    fclose(f);
+    if (n != 1)
+        fail_msg("%d threads before any pool was created (OpenBLAS's server threads still running?)", n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blas_no_server_threads),
         cmocka_unit_test(test_blas_within_f32_rounding),
         cmocka_unit_test(test_blas_mixed_job),
         cmocka_unit_test(test_blas_decision),
