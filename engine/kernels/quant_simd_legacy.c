@@ -3,6 +3,8 @@
  * tensor_matvec and tensor_matmul use (same bits per pair). */
 #include "kernels/quant_internal.h"
 
+#include <string.h>
+
 #if defined(QUANT_HAVE_AVX2)
 
 /* ---- legacy blocks against Q8_0 / Q8_1 ---- */
@@ -247,55 +249,63 @@ QUANT_ROWS_KERNELS(q5_1)
  * offset returns through per-lane activation sums computed once per block,
  * so each of the 16 pairs costs one dot, one convert, one multiply, one FMA.
  * Lane integers and float steps are those of vec_dot. */
-/* Block i of weight row r in a 4-row tile: Q4_0 as its unsigned nibbles
- * (0..15), Q8_0 as its signed bytes; *d gets the block scale. */
-static inline __m256i tile_weights(const void *w, size_t rs, int r, int64_t i, int q4, float *d)
-{
-    if (q4) {
-        const block_q4_0 *x = (const block_q4_0 *)((const char *)w + (size_t)r * rs) + i;
-        *d = fp16_to_f32(x->d);
-        return nibbles32(x->qs);
-    }
-    const block_q8_0 *x = (const block_q8_0 *)((const char *)w + (size_t)r * rs) + i;
-    *d = fp16_to_f32(x->d);
-    return _mm256_loadu_si256((const __m256i *)x->qs);
-}
-
-
 /* The tile runs as two 4 x 2 halves, each over the whole row: 8
  * accumulators and the operands fit AVX2's 16 registers, where 16
- * accumulators spilled (Q8_0 prompts 11 % faster on AMD Zen 3). */
+ * accumulators spilled (Q8_0 prompts 11 % faster on AMD Zen 3). As in the
+ * reference's tinyBLAS_Q0_AVX::gemm4xN, the four rows' scales convert in one
+ * instruction and one multiply per token gives the four products, which a
+ * shuffle hands to each row: the per-pair scalar conversions and multiplies
+ * (and the spills they caused) cost a fifth of the tile. Same products and
+ * FMAs, so the same bits. */
 static inline __attribute__((always_inline)) void mm4x2_q8act(int64_t nb, const void *w, size_t rs,
                                                              const block_q8_0 *const y[2], __m256 acc[4][2], int q4)
 {
     const int off_shift = q4 ? 3 : 7; /* offset 8 or 128 */
-    for (int r = 0; r < 4; r++)
+    const size_t bs = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const uint8_t *wr[4];
+    for (int r = 0; r < 4; r++) {
+        wr[r] = (const uint8_t *)w + (size_t)r * rs;
         for (int c = 0; c < 2; c++)
             acc[r][c] = _mm256_setzero_ps();
+    }
     for (int64_t i = 0; i < nb; i++) {
+        const size_t o = (size_t)i * bs; /* both block types start with the F16 scale */
+        uint16_t h0, h1, h2, h3;
+        memcpy(&h0, wr[0] + o, 2);
+        memcpy(&h1, wr[1] + o, 2);
+        memcpy(&h2, wr[2] + o, 2);
+        memcpy(&h3, wr[3] + o, 2);
+        const uint64_t hw = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
+        const __m128 dx4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)hw));
         __m256i yv[2], base[2];
-        __m256 dy[2];
-        for (int c = 0; c < 2; c++) {
+        __m256 ds[2];
+        _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+        {
             yv[c] = _mm256_loadu_si256((const __m256i *)y[c][i].qs);
-            base[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift));
-            dy[c] = _mm256_set1_ps(fp16_to_f32(y[c][i].d));
+            base[c] = q4 ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift))
+                         : _mm256_setzero_si256();
+            const __m128 d = _mm_mul_ps(dx4, _mm_set1_ps(fp16_to_f32(y[c][i].d)));
+            ds[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(d), d, 1);
         }
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
-            float dxs;
-            const __m256i u = tile_weights(w, rs, r, i, q4, &dxs);
-            const __m256 dx = _mm256_set1_ps(dxs);
+            const __m256i raw = q4 ? nibbles32(((const block_q4_0 *)(const void *)(wr[r] + o))->qs)
+                                   : _mm256_loadu_si256((const __m256i *)(const void *)(wr[r] + o + 2));
             _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
             {
                 /* Q4_0 nibbles (0..15) are safe in maddubs; Q8_0 bytes need q8w_dot */
-                __m256i p = q4 ? dpbusd(base[c], u, yv[c]) : q8w_dot(base[c], u, yv[c]);
-                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
+                const __m256i p = q4 ? dpbusd(base[c], raw, yv[c]) : q8w_dot(base[c], raw, yv[c]);
+                const __m256 sc = r == 0   ? _mm256_permute_ps(ds[c], 0x00)
+                                  : r == 1 ? _mm256_permute_ps(ds[c], 0x55)
+                                  : r == 2 ? _mm256_permute_ps(ds[c], 0xAA)
+                                           : _mm256_permute_ps(ds[c], 0xFF);
+                acc[r][c] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(p), acc[r][c]);
             }
         }
     }
 }
 
-static inline void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
+static inline __attribute__((always_inline)) void mm4x4_q8act(int64_t nb, const void *w, size_t rs, const void *const act[4], float out[4][4],
                                int q4)
 {
     for (int h = 0; h < 4; h += 2) {
