@@ -48,6 +48,31 @@ float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act)
  * (forward_packed.c), which prefetch on their own. */
 #define PF_BYTES 256
 
+/* The F16 scales at p0..p3 (each block's first field) as four floats, in
+ * one conversion, times dy: the products vec_dot forms one at a time, the
+ * same values. Converting and multiplying per row in scalar code (and
+ * broadcasting each) cost the Q8_0 tiles a fifth of their time. */
+static inline __m256 scales4(const void *p0, const void *p1, const void *p2, const void *p3, float dy)
+{
+    uint16_t h0, h1, h2, h3;
+    memcpy(&h0, p0, 2);
+    memcpy(&h1, p1, 2);
+    memcpy(&h2, p2, 2);
+    memcpy(&h3, p3, 2);
+    const uint64_t hw = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
+    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)hw)), _mm_set1_ps(dy));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(d), d, 1);
+}
+
+/* Lane k of each 128-bit half of s, in every lane. */
+static inline __m256 lane_of(__m256 s, int k)
+{
+    return k == 0 ? _mm256_permute_ps(s, 0x00)
+         : k == 1 ? _mm256_permute_ps(s, 0x55)
+         : k == 2 ? _mm256_permute_ps(s, 0xAA)
+                  : _mm256_permute_ps(s, 0xFF);
+}
+
 
 void quant_avx2_matvec_q4_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
@@ -64,10 +89,10 @@ void quant_avx2_matvec_q4_0(int64_t n, const void *w, size_t rs, int64_t rows, c
         for (int64_t i = 0; i < nb; i++) {
             __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
             __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 3));
-            float dy = fp16_to_f32(y[i].d);
+            const __m256 ds = scales4(&x[0][i], &x[1][i], &x[2][i], &x[3][i], fp16_to_f32(y[i].d));
             _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
                 __m256i p = dpbusd(base, nibbles32(x[k][i].qs), yv);
-                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
+                acc[k] = _mm256_fmadd_ps(lane_of(ds, k), _mm256_cvtepi32_ps(p), acc[k]);
             }
         }
         for (int k = 0; k < MV_ROWS; k++)
@@ -94,10 +119,10 @@ void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, c
                 _mm_prefetch((const char *)(x[k] + i) + PF_BYTES, _MM_HINT_T0);
             __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
             __m256i base = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
-            float dy = fp16_to_f32(y[i].d);
+            const __m256 ds = scales4(&x[0][i], &x[1][i], &x[2][i], &x[3][i], fp16_to_f32(y[i].d));
             _Pragma("GCC unroll 4") for (int k = 0; k < MV_ROWS; k++) {
                 __m256i p = q8w_dot(base, _mm256_loadu_si256((const __m256i *)x[k][i].qs), yv);
-                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[k][i].d) * dy), _mm256_cvtepi32_ps(p), acc[k]);
+                acc[k] = _mm256_fmadd_ps(lane_of(ds, k), _mm256_cvtepi32_ps(p), acc[k]);
             }
         }
         for (int k = 0; k < MV_ROWS; k++)
@@ -270,13 +295,6 @@ static inline __attribute__((always_inline)) void mm4x2_q8act(int64_t nb, const 
     }
     for (int64_t i = 0; i < nb; i++) {
         const size_t o = (size_t)i * bs; /* both block types start with the F16 scale */
-        uint16_t h0, h1, h2, h3;
-        memcpy(&h0, wr[0] + o, 2);
-        memcpy(&h1, wr[1] + o, 2);
-        memcpy(&h2, wr[2] + o, 2);
-        memcpy(&h3, wr[3] + o, 2);
-        const uint64_t hw = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
-        const __m128 dx4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)hw));
         __m256i yv[2], base[2];
         __m256 ds[2];
         _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
@@ -284,8 +302,7 @@ static inline __attribute__((always_inline)) void mm4x2_q8act(int64_t nb, const 
             yv[c] = _mm256_loadu_si256((const __m256i *)y[c][i].qs);
             base[c] = q4 ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift))
                          : _mm256_setzero_si256();
-            const __m128 d = _mm_mul_ps(dx4, _mm_set1_ps(fp16_to_f32(y[c][i].d)));
-            ds[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(d), d, 1);
+            ds[c] = scales4(wr[0] + o, wr[1] + o, wr[2] + o, wr[3] + o, fp16_to_f32(y[c][i].d));
         }
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
@@ -295,11 +312,7 @@ static inline __attribute__((always_inline)) void mm4x2_q8act(int64_t nb, const 
             {
                 /* Q4_0 nibbles (0..15) are safe in maddubs; Q8_0 bytes need q8w_dot */
                 const __m256i p = q4 ? dpbusd(base[c], raw, yv[c]) : q8w_dot(base[c], raw, yv[c]);
-                const __m256 sc = r == 0   ? _mm256_permute_ps(ds[c], 0x00)
-                                  : r == 1 ? _mm256_permute_ps(ds[c], 0x55)
-                                  : r == 2 ? _mm256_permute_ps(ds[c], 0xAA)
-                                           : _mm256_permute_ps(ds[c], 0xFF);
-                acc[r][c] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(p), acc[r][c]);
+                acc[r][c] = _mm256_fmadd_ps(lane_of(ds[c], r), _mm256_cvtepi32_ps(p), acc[r][c]);
             }
         }
     }
