@@ -278,7 +278,14 @@ int cmd_bench(int argc, char **argv)
             goto out;
         }
     }
-    if (!path || optind != argc || reps < 1 || reps > 100 || batch < 0) {
+    if (reps < 1 || reps > 100 || batch < 0) {
+        fprintf(stderr, reps < 1 || reps > 100 ? "tokscope bench: -r takes 1 to 100 repetitions, not %d\n"
+                                               : "tokscope bench: -b takes a batch size of 0 (the default) or more, not %d\n",
+                reps < 1 || reps > 100 ? reps : batch);
+        bench_usage(stderr);
+        goto out;
+    }
+    if (!path || optind != argc) {
         bench_usage(stderr);
         goto out;
     }

@@ -55,3 +55,12 @@ for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv" "--blas maybe" "--blas o
     rc=$?
     if [ $rc -eq 2 ]; then ok "bench $bad: usage error"; else not_ok "bench $bad: usage error" "exit $rc"; fi
 done
+# a value out of range names the option and its range, not only the usage
+for bad in "-r 0" "-r 101" "-b -1"; do
+    # shellcheck disable=SC2086
+    "$BIN" bench -m "$M" $bad >"$OUT/bench.out" 2>&1
+    rc=$?
+    opt=${bad%% *}
+    if [ $rc -eq 2 ] && grep -q -- "tokscope bench: $opt " "$OUT/bench.out"; then ok "bench $bad: says what is wrong"
+    else not_ok "bench $bad: says what is wrong" "exit $rc" "$(head -n 2 "$OUT/bench.out")"; fi
+done
