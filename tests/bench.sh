@@ -8,7 +8,8 @@
 #     Llama-3.2-1B in Q4_0 and Q4_K_M, and TinyLlama-1.1B Q8_0, with
 #     pp512, pp2048, tg64 and tg64 @ d4096, F16 and Q8_0 caches;
 #  3. the other families' real-size shapes in Q4_K_M (Qwen3-0.6B,
-#     Gemma-3-1B, Phi-3-mini, Qwen2.5-0.5B), pp512 / tg64, F16 cache;
+#     Gemma-3-1B, Phi-3-mini, Qwen2.5-0.5B), the tests of 2 (Phi-3-mini's
+#     depth test at 4032, its trained context less the 64 generated);
 #  4. with BENCH_LONG=1, pp8192 and tg64 @ d16384 on the shapes of 2;
 #  5. OpenBLAS off and on alternately on prompt batches (tests/bench_blas.sh,
 #     F16 and Q6_K TinyLlama-1.1B shapes);
@@ -92,8 +93,12 @@ run() {
     table "$out" "$ref"
 }
 
-# long_tests MODEL: section 2's tests (or 4's) for each cache type
+# long_tests MODEL [CTX]: section 2's tests (or 4's) for each cache type; a
+# model trained for CTX positions gets its depth test at CTX - TG at most
+# (Phi-3-mini's 4096: tg64 @ d4032)
 long_tests() {
+    d=$DEPTH
+    if [ -n "${2:-}" ] && [ "$d" -gt $(($2 - TG)) ]; then d=$(($2 - TG)); fi
     for c in $CACHES; do
         measure_bw
         if [ "${BENCH_LONG:-0}" = 1 ]; then
@@ -102,7 +107,7 @@ long_tests() {
             continue
         fi
         run "$1" -ctk "$c" -ctv "$c" -p "$PP" -n "$TG"
-        [ "$DEPTH" != 0 ] && run "$1" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d "$DEPTH"
+        [ "$d" != 0 ] && run "$1" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d "$d"
     done
 }
 
@@ -157,8 +162,8 @@ if [ "${BENCH_FAMILIES:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
         # shellcheck disable=SC2086 # the option list is meant to split
         [ -f "$f" ] || "$GEN" --like "$src" --type Q4_K_M $args "$f" 2>/dev/null ||
             { echo "gguf_random failed for $name"; continue; }
-        measure_bw
-        run "$f" -p 512 -n 64 -ctk f16 -ctv f16
+        # shellcheck disable=SC2086 # the option list is meant to split
+        long_tests "$f" "$(echo $args | sed -n 's/.*--ctx \([0-9]*\).*/\1/p')"
     done <<'EOF_SHAPES'
 qwen3-0.6b qwen3-mini-q8_0 --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --ctx 40960
 gemma3-1b gemma3-mini-q8_0 --arch gemma3 --dim 1152 --layers 26 --heads 4 --kv-heads 1 --head-dim 256 --ffn 6912 --swa 512 --ctx 32768
