@@ -277,8 +277,9 @@ static inline __attribute__((always_inline)) void mm4x2_q8act(int64_t nb, const 
         _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
         {
             yv[c] = _mm256_loadu_si256((const __m256i *)y[c][i].qs);
-            base[c] = q4 ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift))
-                         : _mm256_setzero_si256();
+            /* Q4_0's offset 8, and with VNNI Q8_0's 128 (q8w_dot); without
+             * VNNI q8w_dot ignores it and the sums are never computed */
+            base[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv[c]), off_shift));
             ds[c] = scales4(wr[0] + o, wr[1] + o, wr[2] + o, wr[3] + o, fp16_to_f32(y[c][i].d));
         }
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
