@@ -109,6 +109,56 @@ static void acc16_mad(fp16_t *acc, const fp16_t *v, int hd, float vs)
         acc[i] = f2h(fmaf(h2f(v[i]), vs, h2f(acc[i])));
 }
 
+/* The F16 cache's key loop of one_chunk. With reg8 (an 8-wide head, F16C)
+ * one register holds the accumulator, rounded through vcvtps2ph and back
+ * exactly where acc16_scale / acc16_mad store it: the same values without a
+ * store and reload per key, which made the per-key chain twice as long
+ * (stories260K's 8-wide heads, where this loop is most of a prompt). */
+static inline __attribute__((always_inline)) void keys_f16(const float *scores, int32_t k0, int32_t k1,
+                                                           const fp16_t *vc, int64_t stride, int hd, fp16_t *acc,
+                                                           bool reg8, float *M_io, float *S_io)
+{
+    float M = *M_io, S = *S_io;
+#ifdef FWD_F16C
+    __m256 a = _mm256_setzero_ps(); /* acc starts at 0 */
+#else
+    (void)reg8;
+#endif
+    for (int32_t ic = k0; ic < k1; ic++) {
+        const float s = scores[ic - k0];
+        const fp16_t *v = vc + (int64_t)ic * stride;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+#ifdef FWD_F16C
+            if (reg8)
+                a = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(a, _mm256_set1_ps(ms)), _MM_FROUND_TO_NEAREST_INT));
+            else
+#endif
+                acc16_scale(acc, hd, ms);
+        } else {
+            vs = expf(s - M);
+        }
+#ifdef FWD_F16C
+        if (reg8)
+            a = _mm256_cvtph_ps(_mm256_cvtps_ph(
+                _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v)), _mm256_set1_ps(vs), a),
+                _MM_FROUND_TO_NEAREST_INT));
+        else
+#endif
+            acc16_mad(acc, v, hd, vs);
+        S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
+    }
+#ifdef FWD_F16C
+    if (reg8) /* a holds F16 values: exact */
+        _mm_storeu_si128((__m128i *)acc, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
+#endif
+    *M_io = M;
+    *S_io = S;
+}
+
 /* ggml's one-chunk online softmax over keys [k0, k1): vkq (F32, not yet
  * divided by S), M and S. Q is rounded to the cache type first. */
 static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1, const attn_scratch *sc, float *vkq,
@@ -127,48 +177,11 @@ static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1,
         const fp16_t *kc = kv->k, *vc = kv->v;
         kq_scores_f16(kc, kv->stride, k0, k1, qh, hd, kv->scale, scores);
 #ifdef FWD_F16C
-        if (hd == 8) {
-            /* One register holds the whole F16 accumulator, rounded to F16
-             * (through vcvtps2ph and back) wherever acc16_scale / acc16_mad
-             * store it: the same values without a store and reload per key,
-             * which made the per-key chain twice as long (stories260K's
-             * 8-wide heads, where this loop is most of a prompt). */
-            __m256 a = _mm256_setzero_ps();
-            for (int32_t ic = k0; ic < k1; ic++) {
-                const float s = scores[ic - k0];
-                float ms = 1.0f, vs = 1.0f;
-                if (s > M) {
-                    const float Mold = M;
-                    M = s;
-                    ms = expf(Mold - M);
-                    a = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(a, _mm256_set1_ps(ms)), _MM_FROUND_TO_NEAREST_INT));
-                } else {
-                    vs = expf(s - M);
-                }
-                const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vc + (int64_t)ic * kv->stride)));
-                a = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(x, _mm256_set1_ps(vs), a), _MM_FROUND_TO_NEAREST_INT));
-                S = fmaf(S, ms, vs);
-            }
-            _mm256_storeu_ps(vkq, a);
-            *M_out = M;
-            *S_out = S;
-            return;
-        }
+        if (hd == 8)
+            keys_f16(scores, k0, k1, vc, kv->stride, hd, acc, true, &M, &S);
+        else
 #endif
-        for (int32_t ic = k0; ic < k1; ic++) {
-            const float s = scores[ic - k0];
-            float ms = 1.0f, vs = 1.0f;
-            if (s > M) {
-                const float Mold = M;
-                M = s;
-                ms = expf(Mold - M);
-                acc16_scale(acc, hd, ms);
-            } else {
-                vs = expf(s - M);
-            }
-            acc16_mad(acc, vc + (int64_t)ic * kv->stride, hd, vs);
-            S = fmaf(S, ms, vs); /* the reference compiles this to an FMA */
-        }
+            keys_f16(scores, k0, k1, vc, kv->stride, hd, acc, false, &M, &S);
         for (int i = 0; i < hd; i++)
             vkq[i] = h2f(acc[i]);
     } else {
