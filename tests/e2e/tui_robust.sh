@@ -498,12 +498,17 @@ wait_for 'Parameters' 5
 sleep 0.3
 p2=$(pos_now)
 s=$(screen)
-rc=0
-for label in '^ tokscope  1:Once upon' 'Parameters' 'Inspector: latest step' '^ generating' 'F1Help' '^> *$' '^  [A-Za-z"].* │ temp '; do
-    printf "%s\n" "$s" | grep -qE -- "$label" || { rc=1; echo "# missing after the resize: $label"; }
+missing=""
+for label in '^ tokscope  1:Once upon' 'Parameters' 'Inspector: latest step' '^ generating' 'F1Help' '^> *$' '^ .* │ temp '; do
+    printf "%s\n" "$s" | grep -qE -- "$label" || missing="$missing [$label]"
 done
-[ ! -f "$TMP/exit" ] && [ -n "$p1" ] && [ -n "$p2" ] && [ "$p2" != "$p1" ] && [ $rc -eq 0 ]
-result "tui-robust: resized to 1x1 and back while generating: no crash, generation went on ($p1 -> $p2), screen whole" $?
+# the conversation pane is drawn again beside the panel: rows of text left of
+# the rule (any text: a wrapped line of the reply may start with a comma)
+rows=$(printf "%s\n" "$s" | grep -cE '^  [^ ].* │')
+[ "$rows" -ge 1 ] || missing="$missing [conversation text beside the panel]"
+[ ! -f "$TMP/exit" ] && [ -n "$p1" ] && [ -n "$p2" ] && [ "$p2" != "$p1" ] && [ -z "$missing" ]
+result "tui-robust: resized to 1x1 and back while generating: no crash, generation went on ($p1 -> $p2), screen whole" $? \
+    "missing after the resize:${missing:- nothing}; exited: $([ -f "$TMP/exit" ] && cat "$TMP/exit" || echo no)"
 keys Escape
 wait_idle 10
 keys C-q
