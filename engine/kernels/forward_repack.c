@@ -345,11 +345,10 @@ static void tinyblas_rows_bf16(int64_t n, const uint8_t *w, size_t rb, int nb4, 
 #if !defined(__AVX512F__) && defined(RP_AVX2)
 /* AVX2 has 16 registers of 8 lanes: each output's 16-lane tinyBLAS
  * accumulator is a pair of halves (lanes 0-7, 8-15), each half doing the
- * same FMA per lane as the AVX-512 register would. A tile of 2 rows x 3
- * tokens holds its 12 halves, the two rows' weights and one activation in
- * the 16 registers; loading and converting each weight once for three
- * tokens is what the one-output loop (tinyblas_float) lacked: it ran the
- * reference's F16 prompts at a quarter of llama.cpp's speed here. */
+ * same FMA per lane as the AVX-512 register would. Loading and converting
+ * each weight once for three tokens is what the one-output loop
+ * (tinyblas_float) lacked: it ran the reference's F16 prompts at a quarter
+ * of llama.cpp's speed here. */
 static inline __m256 tb2_weights(bool f16, const uint8_t *w, int64_t k)
 {
     return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)(const void *)w + k)))
@@ -367,14 +366,28 @@ static inline void tb2_store2(__m256 alo, __m256 ahi, __m256 blo, __m256 bhi, fl
     _mm_storel_pi((__m64 *)(void *)out, _mm_unpacklo_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1)));
 }
 
-static inline __attribute__((always_inline)) void tb2_tile(bool f16, int rn, int64_t n, const uint8_t *w, size_t rb,
-                                                           const uint8_t *act, size_t act_stride, float *out,
+/* A tile of 2 rows x 3 tokens holds its 12 halves, the two rows' weights
+ * and one activation in the 16 registers. It runs over one k-block
+ * [k0, k1): from zero on the first block, else from the accumulators `acc`
+ * kept in memory; into `acc` again, or reduced to `out` after the last
+ * block. Each lane's FMAs stay in the order one 16-lane register would do
+ * them, so the bits do not depend on the blocking. */
+static inline __attribute__((always_inline)) void tb2_tile(bool f16, int rn, int64_t k0, int64_t k1, int64_t n,
+                                                           const uint8_t *w, size_t rb, const uint8_t *act,
+                                                           size_t act_stride, __m256 acc[2][2][3], float *out,
                                                            int64_t out_stride)
 {
     __m256 lo[2][3], hi[2][3];
-    _Pragma("GCC unroll 3") for (int j = 0; j < rn; j++) lo[0][j] = lo[1][j] = hi[0][j] = hi[1][j] =
-        _mm256_setzero_ps();
-    for (int64_t k = 0; k < n; k += 16) {
+    _Pragma("GCC unroll 3") for (int j = 0; j < rn; j++)
+    {
+        if (k0 == 0) {
+            lo[0][j] = lo[1][j] = hi[0][j] = hi[1][j] = _mm256_setzero_ps();
+        } else {
+            lo[0][j] = acc[0][0][j], lo[1][j] = acc[0][1][j];
+            hi[0][j] = acc[1][0][j], hi[1][j] = acc[1][1][j];
+        }
+    }
+    for (int64_t k = k0; k < k1; k += 16) {
         __m256 x0 = tb2_weights(f16, w, k), x1 = tb2_weights(f16, w + rb, k);
         _Pragma("GCC unroll 3") for (int j = 0; j < rn; j++)
         {
@@ -394,29 +407,49 @@ static inline __attribute__((always_inline)) void tb2_tile(bool f16, int rn, int
         }
     }
     _Pragma("GCC unroll 3") for (int j = 0; j < rn; j++)
-        tb2_store2(lo[0][j], hi[0][j], lo[1][j], hi[1][j], out + (int64_t)j * out_stride);
+    {
+        if (k1 == n) {
+            tb2_store2(lo[0][j], hi[0][j], lo[1][j], hi[1][j], out + (int64_t)j * out_stride);
+        } else {
+            acc[0][0][j] = lo[0][j], acc[0][1][j] = lo[1][j];
+            acc[1][0][j] = hi[0][j], acc[1][1][j] = hi[1][j];
+        }
+    }
 }
 
-/* Rows [r, r + 2 * nb2) against every token, 3-token tiles running over
- * all nb2 row pairs before the next tile (as tinyblas_rows, for the same
- * reason: the activations are read once per 2 * nb2 rows). */
+/* Rows up to TB2_KWHOLE long run whole (3 tokens' F32 activations, 24 KB,
+ * stay in L1 across the row pairs); longer ones (FFN down: 5632 in
+ * TinyLlama-1.1B) in k-blocks of TB2_KB, whose activations would otherwise
+ * come from L2 for every row pair. Zen 3, one thread, 2048 x 5632 F16
+ * weights x 512 tokens: 184-187 -> 157 ms (ggml_mul_mat 133-135). */
+#define TB2_KWHOLE 2048
+#define TB2_KB 1024
+/* Row pairs per call: the activations are read once per 32 rows (as
+ * tinyblas_rows); their accumulators between k-blocks take 6 KB. */
 #define TB2_NB2 16
+
 static inline __attribute__((always_inline)) void tb2_rows(bool f16, int64_t n, const uint8_t *w, size_t rb,
                                                            int nb2, const uint8_t *act, size_t act_stride,
                                                            int n_tok, float *out, int64_t out_stride)
 {
-    int t = 0;
-    for (; t + 3 <= n_tok; t += 3)
-        for (int b = 0; b < nb2; b++)
-            tb2_tile(f16, 3, n, w + (size_t)(2 * b) * rb, rb, act + (size_t)t * act_stride, act_stride,
-                     out + (int64_t)t * out_stride + 2 * b, out_stride);
-    for (int b = 0; b < nb2; b++) {
-        if (n_tok - t == 2)
-            tb2_tile(f16, 2, n, w + (size_t)(2 * b) * rb, rb, act + (size_t)t * act_stride, act_stride,
-                     out + (int64_t)t * out_stride + 2 * b, out_stride);
-        else if (n_tok - t == 1)
-            tb2_tile(f16, 1, n, w + (size_t)(2 * b) * rb, rb, act + (size_t)t * act_stride, act_stride,
-                     out + (int64_t)t * out_stride + 2 * b, out_stride);
+    __m256 acc[TB2_NB2][2][2][3];
+    const int64_t kb = n <= TB2_KWHOLE ? n : TB2_KB;
+    for (int t = 0; t < n_tok; t += 3) {
+        const int rn = n_tok - t < 3 ? n_tok - t : 3;
+        const uint8_t *at = act + (size_t)t * act_stride;
+        for (int64_t k0 = 0; k0 < n; k0 += kb) {
+            const int64_t k1 = n - k0 < kb ? n : k0 + kb;
+            for (int b = 0; b < nb2; b++) {
+                const uint8_t *wp = w + (size_t)(2 * b) * rb;
+                float *o = out + (int64_t)t * out_stride + 2 * b;
+                if (rn == 3)
+                    tb2_tile(f16, 3, k0, k1, n, wp, rb, at, act_stride, acc[b], o, out_stride);
+                else if (rn == 2)
+                    tb2_tile(f16, 2, k0, k1, n, wp, rb, at, act_stride, acc[b], o, out_stride);
+                else
+                    tb2_tile(f16, 1, k0, k1, n, wp, rb, at, act_stride, acc[b], o, out_stride);
+            }
+        }
     }
 }
 

@@ -1072,8 +1072,11 @@ static float emulate_f16_dot(int64_t n, const float *w, const float *a)
 static void test_reference_float_tiles(void **state)
 {
     (void)state;
-    enum { ROWS = 11, TOK = 13, NMAX = 784 };
-    const int64_t widths[] = {16, 48, 256, 784, 100};
+    /* 37 rows: more rows than one call of the AVX2 tile takes (32), and an
+     * odd one left over; 2096: past 2048, the AVX2 tile runs k-blocks of
+     * 1024 (and a short last one) */
+    enum { ROWS = 37, TOK = 13, NMAX = 2096 };
+    const int64_t widths[] = {16, 48, 256, 784, 2096, 100};
     float *w = malloc(sizeof(float) * NMAX * ROWS), *a = malloc(sizeof(float) * NMAX * TOK);
     float *out = malloc(sizeof(float) * ROWS * TOK);
     uint16_t *wh = malloc(sizeof(uint16_t) * NMAX * ROWS);
