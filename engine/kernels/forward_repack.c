@@ -982,6 +982,77 @@ static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const bl
 #define RP_Q2K_PAIRS 1
 #endif
 
+#if defined(RP_AVX2) && !defined(RP_Q2K_PAIRS)
+/* vpshufb controls for AVX2's pair tile: entry 4g + j broadcasts, as 16-bit
+ * lanes, sub-block 8g + 2j's scale over the low 128-bit lane and 8g + 2j + 1's
+ * over the high one (the 16 scale bytes sit in both lanes). */
+#define Q2P(a) (a), 0x80
+#define Q2L(a) Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a)
+#define Q2A(i) {Q2L(2 * (i)), Q2L(2 * (i) + 1)}
+static const uint8_t q2_K_shuf_avx2[8][32] __attribute__((aligned(32))) = {Q2A(0), Q2A(1), Q2A(2), Q2A(3),
+                                                                           Q2A(4), Q2A(5), Q2A(6), Q2A(7)};
+#undef Q2P
+#undef Q2L
+#undef Q2A
+
+/* q2_K_tile_1x4 for two weight rows (CPUs without AVX-512): each
+ * activation vector is loaded once for both rows, a sub-block pair's scales
+ * are one shuffle of the block's scale bytes (q2_K_group_load built them
+ * lane by lane), and the integer sums of both rows and four tokens come out
+ * of two horizontal adds. The sums are exact, and each output keeps
+ * q2_K_tile_1x4's fma chains: the same bits. */
+static void q2_K_tile_2x4_avx2(const block_q2_K *x0, const block_q2_K *x1, const uint8_t *act, size_t act_stride,
+                               int64_t nb, float out0[4], float out1[4])
+{
+    const block_q8_K *y[4];
+    tile_rows(act, act_stride, y);
+    __m128 acc0 = _mm_setzero_ps(), accm0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps(), accm1 = _mm_setzero_ps();
+    const __m256i lo2 = _mm256_set1_epi8(3), lo4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++) {
+        __m128 dw0, dm0, dw1, dm1;
+        tile_scales(x0[b].d, x0[b].dmin, y, b, &dw0, &dm0);
+        tile_scales(x1[b].d, x1[b].dmin, y, b, &dw1, &dm1);
+        __m256i mins0[4], mins1[4];
+        for (int k = 0; k < 4; k++) {
+            mins0[k] = q2_K_min_dot(&x0[b], &y[k][b]);
+            mins1[k] = q2_K_min_dot(&x1[b], &y[k][b]);
+        }
+        const __m256i s0 = _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x0[b].scales)), lo4);
+        const __m256i s1 = _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x1[b].scales)), lo4);
+        for (int g = 0; g < 2; g++) {
+            const __m256i raw0 = _mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g));
+            const __m256i raw1 = _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g));
+            __m256i p0[4], p1[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) p0[k] = p1[k] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                const __m256i v0 = _mm256_and_si256(_mm256_srli_epi16(raw0, 2 * j), lo2);
+                const __m256i v1 = _mm256_and_si256(_mm256_srli_epi16(raw1, 2 * j), lo2);
+                const __m256i ctl = _mm256_load_si256((const __m256i *)(const void *)q2_K_shuf_avx2[4 * g + j]);
+                const __m256i sc0 = _mm256_shuffle_epi8(s0, ctl), sc1 = _mm256_shuffle_epi8(s1, ctl);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                {
+                    const __m256i a = _mm256_loadu_si256((const __m256i *)(y[k][b].qs + 128 * g + 32 * j));
+                    p0[k] = _mm256_add_epi32(p0[k], _mm256_madd_epi16(_mm256_maddubs_epi16(v0, a), sc0));
+                    p1[k] = _mm256_add_epi32(p1[k], _mm256_madd_epi16(_mm256_maddubs_epi16(v1, a), sc1));
+                }
+            }
+            acc0 = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p0[0], p0[1], p0[2], p0[3])), dw0, acc0);
+            acc1 = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p1[0], p1[1], p1[2], p1[3])), dw1, acc1);
+            const __m128i m0 = _mm_setr_epi32(hsum_epi32_half(mins0[0], g), hsum_epi32_half(mins0[1], g),
+                                              hsum_epi32_half(mins0[2], g), hsum_epi32_half(mins0[3], g));
+            const __m128i m1 = _mm_setr_epi32(hsum_epi32_half(mins1[0], g), hsum_epi32_half(mins1[1], g),
+                                              hsum_epi32_half(mins1[2], g), hsum_epi32_half(mins1[3], g));
+            accm0 = _mm_fmadd_ps(_mm_cvtepi32_ps(m0), dm0, accm0);
+            accm1 = _mm_fmadd_ps(_mm_cvtepi32_ps(m1), dm1, accm1);
+        }
+    }
+    _mm_storeu_ps(out0, _mm_sub_ps(acc0, accm0));
+    _mm_storeu_ps(out1, _mm_sub_ps(acc1, accm1));
+}
+#define RP_Q2K_PAIRS_AVX2 1
+#endif
+
 bool refk_applies(const gguf_tensor *w)
 {
     return (w->type == TENSOR_TYPE_Q4_K || w->type == TENSOR_TYPE_Q2_K) && w->ne[1] % 8 == 0;
@@ -1003,6 +1074,8 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 #ifdef RP_Q2K_PAIRS
     const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 and q2_K_gemv_2rows in pairs */
     const size_t pf_step = quant_prefetch_step_size(rb, 2, nb);
+#elif defined(RP_Q2K_PAIRS_AVX2)
+    const int max_rows = q2 && n_gemm > 0 ? 2 : 1; /* Q2_K rows through q2_K_tile_2x4_avx2 in pairs */
 #else
     const int max_rows = 1;
 #endif
@@ -1022,6 +1095,11 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
                 q2_K_tile_2x4((const block_q2_K *)x, (const block_q2_K *)(x + rb), act + (size_t)t * act_stride,
                               act_stride, nb, o[0], o[1]);
 #endif
+            else
+#elif defined(RP_Q2K_PAIRS_AVX2)
+            if (nr == 2)
+                q2_K_tile_2x4_avx2((const block_q2_K *)x, (const block_q2_K *)(x + rb), act + (size_t)t * act_stride,
+                                   act_stride, nb, o[0], o[1]);
             else
 #endif
                 tile(x, act + (size_t)t * act_stride, act_stride, nb, o[0]);
