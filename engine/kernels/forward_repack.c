@@ -656,6 +656,33 @@ static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
  * 128g + 32j .. +32 and sub-blocks 8g + 2j (first 16) and 8g + 2j + 1. */
 
 #ifdef RP_AVX2
+/* vpshufb controls for a block's scale bytes: entry 4g + j puts, as 16-bit
+ * lanes, scale 8g + 2j in 128-bit lanes 0 and 2 and scale 8g + 2j + 1 in
+ * lanes 1 and 3 (sub-blocks 8g + 2j and 8g + 2j + 1, as maddubs lays out
+ * shift j of group g); 0x80 zeroes the high bytes. AVX2 code uses the
+ * first 32 bytes of an entry (one row), the AVX-512 pair kernels all 64
+ * (two rows, q2_K_scales2). */
+#define Q2S_L(i) i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80
+#define Q2S(i) {Q2S_L(i), Q2S_L((i) + 1), Q2S_L(i), Q2S_L((i) + 1)}
+static const uint8_t q2_K_shuf[8][64] __attribute__((aligned(64))) = {Q2S(0), Q2S(2),  Q2S(4),  Q2S(6),
+                                                                      Q2S(8), Q2S(10), Q2S(12), Q2S(14)};
+#undef Q2S
+#undef Q2S_L
+
+/* A block's 16 scale bytes (low nibbles) in both 128-bit lanes. */
+static inline __m256i q2_K_scales(const block_q2_K *x)
+{
+    return _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x->scales)),
+                            _mm256_set1_epi8(0x0F));
+}
+
+/* Shift j of group g's two sub-block scales (i = 4g + j) as 16-bit lanes:
+ * low half, high half. One shuffle (it was two broadcasts and an insert). */
+static inline __m256i q2_K_scale_pair(__m256i scales, int i)
+{
+    return _mm256_shuffle_epi8(scales, _mm256_load_si256((const __m256i *)(const void *)q2_K_shuf[i]));
+}
+
 /* One group's weights: per shift j the 2-bit values (32 bytes) and the two
  * sub-block scales as 16-bit lanes (low half, high half). */
 struct q2_K_group {
@@ -665,10 +692,10 @@ struct q2_K_group {
 static inline void q2_K_group_load(const block_q2_K *x, int g, struct q2_K_group *q)
 {
     const __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * g));
+    const __m256i scales = q2_K_scales(x);
     for (int j = 0; j < 4; j++) {
-        const uint8_t *sc = x->scales + 8 * g + 2 * j;
         q->v[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), _mm256_set1_epi8(3));
-        q->s[j] = _mm256_set_m128i(_mm_set1_epi16(sc[1] & 0xF), _mm_set1_epi16(sc[0] & 0xF));
+        q->s[j] = q2_K_scale_pair(scales, 4 * g + j);
     }
 }
 
@@ -788,17 +815,7 @@ static inline __m512i q2_K_scales2(const block_q2_K *x0, const block_q2_K *x1)
     return _mm512_and_si512(s, _mm512_set1_epi8(0x0F));
 }
 
-/* vpshufb controls for q2_K_scales2: entry 4g + j puts, as 16-bit lanes,
- * scale 8g + 2j in 128-bit lanes 0 and 2 and scale 8g + 2j + 1 in lanes 1
- * and 3 (sub-blocks 8g + 2j and 8g + 2j + 1 of each row, as maddubs lays
- * out shift j of group g); 0x80 zeroes the high bytes. */
-#define Q2S_L(i) i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80, i, 0x80
-#define Q2S(i) {Q2S_L(i), Q2S_L((i) + 1), Q2S_L(i), Q2S_L((i) + 1)}
-static const uint8_t q2_K_shuf[8][64] __attribute__((aligned(64))) = {Q2S(0), Q2S(2),  Q2S(4),  Q2S(6),
-                                                                      Q2S(8), Q2S(10), Q2S(12), Q2S(14)};
-#undef Q2S
-#undef Q2S_L
-
+/* q2_K_shuf's whole entry: both rows' scale pair */
 static inline __m512i q2_K_scale(__m512i scales, int i)
 {
     return _mm512_shuffle_epi8(scales, _mm512_load_si512(q2_K_shuf[i]));
@@ -983,23 +1000,11 @@ static void q2_K_gemv_2rows(const block_q2_K *x0, const block_q2_K *x1, const bl
 #endif
 
 #if defined(RP_AVX2) && !defined(RP_Q2K_PAIRS)
-/* vpshufb controls for AVX2's pair tile: entry 4g + j broadcasts, as 16-bit
- * lanes, sub-block 8g + 2j's scale over the low 128-bit lane and 8g + 2j + 1's
- * over the high one (the 16 scale bytes sit in both lanes). */
-#define Q2P(a) (a), 0x80
-#define Q2L(a) Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a), Q2P(a)
-#define Q2A(i) {Q2L(2 * (i)), Q2L(2 * (i) + 1)}
-static const uint8_t q2_K_shuf_avx2[8][32] __attribute__((aligned(32))) = {Q2A(0), Q2A(1), Q2A(2), Q2A(3),
-                                                                           Q2A(4), Q2A(5), Q2A(6), Q2A(7)};
-#undef Q2P
-#undef Q2L
-#undef Q2A
-
 /* q2_K_tile_1x4 for two weight rows (CPUs without AVX-512): each
- * activation vector is loaded once for both rows, a sub-block pair's scales
- * are one shuffle of the block's scale bytes (q2_K_group_load built them
- * lane by lane), and the integer sums of both rows and four tokens come out
- * of two horizontal adds. The sums are exact, and each output keeps
+ * activation vector is loaded once for both rows, each shift's values and
+ * scales are made as needed (two q2_K_groups would not fit the registers),
+ * and the integer sums of both rows and four tokens come out of two
+ * horizontal adds. The sums are exact, and each output keeps
  * q2_K_tile_1x4's fma chains: the same bits. */
 static void q2_K_tile_2x4_avx2(const block_q2_K *x0, const block_q2_K *x1, const uint8_t *act, size_t act_stride,
                                int64_t nb, float out0[4], float out1[4])
@@ -1007,7 +1012,7 @@ static void q2_K_tile_2x4_avx2(const block_q2_K *x0, const block_q2_K *x1, const
     const block_q8_K *y[4];
     tile_rows(act, act_stride, y);
     __m128 acc0 = _mm_setzero_ps(), accm0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps(), accm1 = _mm_setzero_ps();
-    const __m256i lo2 = _mm256_set1_epi8(3), lo4 = _mm256_set1_epi8(0x0F);
+    const __m256i lo2 = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < nb; b++) {
         __m128 dw0, dm0, dw1, dm1;
         tile_scales(x0[b].d, x0[b].dmin, y, b, &dw0, &dm0);
@@ -1017,8 +1022,7 @@ static void q2_K_tile_2x4_avx2(const block_q2_K *x0, const block_q2_K *x1, const
             mins0[k] = q2_K_min_dot(&x0[b], &y[k][b]);
             mins1[k] = q2_K_min_dot(&x1[b], &y[k][b]);
         }
-        const __m256i s0 = _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x0[b].scales)), lo4);
-        const __m256i s1 = _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x1[b].scales)), lo4);
+        const __m256i s0 = q2_K_scales(&x0[b]), s1 = q2_K_scales(&x1[b]);
         for (int g = 0; g < 2; g++) {
             const __m256i raw0 = _mm256_loadu_si256((const __m256i *)(x0[b].qs + 32 * g));
             const __m256i raw1 = _mm256_loadu_si256((const __m256i *)(x1[b].qs + 32 * g));
@@ -1028,8 +1032,7 @@ static void q2_K_tile_2x4_avx2(const block_q2_K *x0, const block_q2_K *x1, const
             {
                 const __m256i v0 = _mm256_and_si256(_mm256_srli_epi16(raw0, 2 * j), lo2);
                 const __m256i v1 = _mm256_and_si256(_mm256_srli_epi16(raw1, 2 * j), lo2);
-                const __m256i ctl = _mm256_load_si256((const __m256i *)(const void *)q2_K_shuf_avx2[4 * g + j]);
-                const __m256i sc0 = _mm256_shuffle_epi8(s0, ctl), sc1 = _mm256_shuffle_epi8(s1, ctl);
+                const __m256i sc0 = q2_K_scale_pair(s0, 4 * g + j), sc1 = q2_K_scale_pair(s1, 4 * g + j);
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                 {
                     const __m256i a = _mm256_loadu_si256((const __m256i *)(y[k][b].qs + 128 * g + 32 * j));
