@@ -1053,6 +1053,60 @@ static void q2_K_tile_2x4_avx2(const block_q2_K *x0, const block_q2_K *x1, const
     _mm_storeu_ps(out0, _mm_sub_ps(acc0, accm0));
     _mm_storeu_ps(out1, _mm_sub_ps(acc1, accm1));
 }
+
+/* gemv's order (q2_K_repacked_dot with gemm false) for four rows and one
+ * token (CPUs without AVX-512): each activation vector is loaded once for
+ * the four rows, the values are shifted straight out of memory, and the
+ * block's integer sums of all four rows (values and mins) come out of two
+ * horizontal adds; the four rows' fma chains run side by side in one
+ * vector, each lane the scalar fmaf of q2_K_repacked_dot: the same bits.
+ * The one-row dot left the group loop rolled (its q2_K_group went through
+ * the stack) and spent a third of its time on horizontal adds. pf, pf_step:
+ * as q2_K_gemv_2rows. */
+static void q2_K_gemv_4rows_avx2(const uint8_t *w, size_t rb, const block_q8_K *y, int64_t nb, float out[4],
+                                 const char *pf, size_t pf_step)
+{
+    const block_q2_K *x[4];
+    for (int r = 0; r < 4; r++)
+        x[r] = (const block_q2_K *)(const void *)(w + (size_t)r * rb);
+    const __m256i lo2 = _mm256_set1_epi8(3);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step(pf, b, pf_step);
+        __m256i s[4], p[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            s[r] = q2_K_scales(&x[r][b]);
+            p[r] = _mm256_setzero_si256();
+        }
+        _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
+        {
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                const __m256i a = _mm256_loadu_si256((const __m256i *)(y[b].qs + 128 * g + 32 * j));
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                {
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[r][b].qs + 32 * g));
+                    const __m256i v = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), lo2);
+                    p[r] = _mm256_add_epi32(
+                        p[r], _mm256_madd_epi16(_mm256_maddubs_epi16(v, a), q2_K_scale_pair(s[r], 4 * g + j)));
+                }
+            }
+        }
+        const __m128i isum = hsum4_i32(p[0], p[1], p[2], p[3]);
+        const __m128i imin = hsum4_i32(q2_K_min_dot(x[0] + b, y + b), q2_K_min_dot(x[1] + b, y + b),
+                                       q2_K_min_dot(x[2] + b, y + b), q2_K_min_dot(x[3] + b, y + b));
+        const __m128 da = _mm_set1_ps(y[b].d);
+        const __m128 dw = _mm_mul_ps(
+            _mm_cvtph_ps(_mm_setr_epi16((short)x[0][b].d, (short)x[1][b].d, (short)x[2][b].d, (short)x[3][b].d, 0, 0, 0, 0)), da);
+        const __m128 dm = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16((short)x[0][b].dmin, (short)x[1][b].dmin,
+                                                                 (short)x[2][b].dmin, (short)x[3][b].dmin, 0, 0, 0, 0)),
+                                     da);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), dw, acc);
+        acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(imin), dm, acc_min);
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
 #define RP_Q2K_PAIRS_AVX2 1
 #endif
 
@@ -1078,17 +1132,21 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 and q2_K_gemv_2rows in pairs */
     const size_t pf_step = quant_prefetch_step_size(rb, 2, nb);
 #elif defined(RP_Q2K_PAIRS_AVX2)
-    const int max_rows = q2 && n_gemm > 0 ? 2 : 1; /* Q2_K rows through q2_K_tile_2x4_avx2 in pairs */
+    /* Q2_K rows: q2_K_tile_2x4_avx2 takes pairs, q2_K_gemv_4rows_avx2 fours */
+    const int max_rows = q2 ? 4 : 1;
+    const size_t pf_step = quant_prefetch_step_size(rb, 4, nb);
 #else
     const int max_rows = 1;
 #endif
     for (int64_t r = r0; r < r1;) {
-        const int nr = r + max_rows <= r1 ? max_rows : 1;
+        int nr = max_rows;
+        while (r + nr > r1)
+            nr /= 2;
         const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
         int t = 0;
 #ifdef RP_AVX2
         for (; t < n_gemm; t += 4) {
-            float o[2][4];
+            float o[4][4];
 #ifdef RP_Q2K_PAIRS
             if (nr == 2)
 #ifdef __AVX512VNNI__
@@ -1100,9 +1158,10 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 #endif
             else
 #elif defined(RP_Q2K_PAIRS_AVX2)
-            if (nr == 2)
-                q2_K_tile_2x4_avx2((const block_q2_K *)x, (const block_q2_K *)(x + rb), act + (size_t)t * act_stride,
-                                   act_stride, nb, o[0], o[1]);
+            if (nr >= 2)
+                for (int k = 0; k < nr; k += 2)
+                    q2_K_tile_2x4_avx2((const block_q2_K *)(x + (size_t)k * rb), (const block_q2_K *)(x + (k + 1) * rb),
+                                       act + (size_t)t * act_stride, act_stride, nb, o[k], o[k + 1]);
             else
 #endif
                 tile(x, act + (size_t)t * act_stride, act_stride, nb, o[0]);
@@ -1118,6 +1177,15 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
                                 (const block_q8_K *)(act + (size_t)t * act_stride), nb,
                                 &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
                                 (const char *)x + QUANT_PF_AHEAD * 2 * rb, t == 0 ? pf_step : 0);
+#elif defined(RP_Q2K_PAIRS_AVX2)
+        if (nr == 4)
+            for (; t < n_tok; t++) { /* gemv; the first pass prefetches the next fours */
+                float o[4];
+                q2_K_gemv_4rows_avx2(x, rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, o,
+                                     (const char *)x + QUANT_PF_AHEAD * 4 * rb, t == 0 ? pf_step : 0);
+                for (int k = 0; k < 4; k++)
+                    out[(int64_t)t * out_stride + r + k] = o[k];
+            }
 #endif
         for (; t < n_tok; t++)
             for (int k = 0; k < nr; k++)
