@@ -1096,12 +1096,8 @@ static void q2_K_gemv_4rows_avx2(const uint8_t *w, size_t rb, const block_q8_K *
         const __m128i isum = hsum4_i32(p[0], p[1], p[2], p[3]);
         const __m128i imin = hsum4_i32(q2_K_min_dot(x[0] + b, y + b), q2_K_min_dot(x[1] + b, y + b),
                                        q2_K_min_dot(x[2] + b, y + b), q2_K_min_dot(x[3] + b, y + b));
-        const __m128 da = _mm_set1_ps(y[b].d);
-        const __m128 dw = _mm_mul_ps(
-            _mm_cvtph_ps(_mm_setr_epi16((short)x[0][b].d, (short)x[1][b].d, (short)x[2][b].d, (short)x[3][b].d, 0, 0, 0, 0)), da);
-        const __m128 dm = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16((short)x[0][b].dmin, (short)x[1][b].dmin,
-                                                                 (short)x[2][b].dmin, (short)x[3][b].dmin, 0, 0, 0, 0)),
-                                     da);
+        const __m128 dw = quant_f16x4_mul(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d, y[b].d);
+        const __m128 dm = quant_f16x4_mul(x[0][b].dmin, x[1][b].dmin, x[2][b].dmin, x[3][b].dmin, y[b].d);
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), dw, acc);
         acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(imin), dm, acc_min);
     }

@@ -40,10 +40,8 @@ float quant_avx2_dot_q4_0(int64_t n, const void *w, const void *act)
  * back through the activation sums: sum (u - 8) y = sum u y - 8 sum y.
  * (Models pack Q4_0 at load time, forward_packed.c; this serves the rest.) */
 #define MV_ROWS 4
-/* The F16 scales at p0..p3 (each block's first field) as four floats, in
- * one conversion, times dy: the products vec_dot forms one at a time, the
- * same values. Converting and multiplying per row in scalar code (and
- * broadcasting each) cost the Q8_0 tiles a fifth of their time. */
+/* The F16 scales at p0..p3 (each block's first field) times dy
+ * (quant_f16x4_mul), in both 128-bit halves. */
 static inline __m256 scales4(const void *p0, const void *p1, const void *p2, const void *p3, float dy)
 {
     uint16_t h0, h1, h2, h3;
@@ -51,8 +49,7 @@ static inline __m256 scales4(const void *p0, const void *p1, const void *p2, con
     memcpy(&h1, p1, 2);
     memcpy(&h2, p2, 2);
     memcpy(&h3, p3, 2);
-    const uint64_t hw = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
-    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)hw)), _mm_set1_ps(dy));
+    const __m128 d = quant_f16x4_mul(h0, h1, h2, h3, dy);
     return _mm256_insertf128_ps(_mm256_castps128_ps256(d), d, 1);
 }
 
