@@ -494,18 +494,25 @@ sleep 0.3
 T resize-window -x 1 -y 1
 sleep 0.5
 T resize-window -x 160 -y 40
-wait_for 'Parameters' 5
-sleep 0.3
-p2=$(pos_now)
-s=$(screen)
-missing=""
-for label in '^ tokscope  1:Once upon' 'Parameters' 'Inspector: latest step' '^ generating' 'F1Help' '^> *$' '^ .* │ temp '; do
-    printf "%s\n" "$s" | grep -qE -- "$label" || missing="$missing [$label]"
+# tmux shows its own copy of the old rows at once when the window grows,
+# before the UI has redrawn (one capture caught the redraw halfway): the
+# screen must be whole within 5 s, checked every 0.2 s
+i=0
+while :; do
+    s=$(screen)
+    missing=""
+    for label in '^ tokscope  1:Once upon' 'Parameters' 'Inspector: latest step' '^ generating' 'F1Help' '^> *$' '^ .* │ temp '; do
+        printf "%s\n" "$s" | grep -qE -- "$label" || missing="$missing [$label]"
+    done
+    # the conversation pane is drawn again beside the panel: rows of text left
+    # of the rule (any text: a wrapped line of the reply may start with a comma)
+    rows=$(printf "%s\n" "$s" | grep -cE '^  [^ ].* │')
+    [ "$rows" -ge 1 ] || missing="$missing [conversation text beside the panel]"
+    i=$((i + 1))
+    [ -z "$missing" ] || [ "$i" -ge 25 ] && break
+    sleep 0.2
 done
-# the conversation pane is drawn again beside the panel: rows of text left of
-# the rule (any text: a wrapped line of the reply may start with a comma)
-rows=$(printf "%s\n" "$s" | grep -cE '^  [^ ].* │')
-[ "$rows" -ge 1 ] || missing="$missing [conversation text beside the panel]"
+p2=$(pos_now)
 [ ! -f "$TMP/exit" ] && [ -n "$p1" ] && [ -n "$p2" ] && [ "$p2" != "$p1" ] && [ -z "$missing" ]
 result "tui-robust: resized to 1x1 and back while generating: no crash, generation went on ($p1 -> $p2), screen whole" $? \
     "missing after the resize:${missing:- nothing}; exited: $([ -f "$TMP/exit" ] && cat "$TMP/exit" || echo no)"
