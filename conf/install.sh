@@ -17,8 +17,11 @@ MANIFEST=$DOCDIR/installed-files
 CONF=$SYSCONFDIR/tokscope/tokscope.ini
 
 # mkdirs DIR: creates DIR and its missing parents, recording each created one
+# (DESTDIR itself, a packager's staging directory, is created but not ours to
+# remove: its creation is not recorded)
 mkdirs() {
     [ -d "$D$1" ] && return 0
+    case $1 in /|.|'') mkdir -p "$D/"; return 0 ;; esac
     mkdirs "$(dirname "$1")"
     mkdir "$D$1"
     echo "dir $1" >>"$NEW"

@@ -77,3 +77,16 @@ $MK uninstall DESTDIR="$W/d4" >"$W/log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ -f "$W/d4/usr/local/bin/tokscope" ] && grep -q 'installed-files' "$W/log"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(cat "$W/log")"; fi
+
+# A packager's staging directory that does not exist yet: created, with its
+# parents (mkdirs recursed on / forever there, issue 30).
+name="make install DESTDIR=a directory that does not exist yet creates it"
+timeout 60 $MK install DESTDIR="$W/d5/not/yet" >"$W/log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -x "$W/d5/not/yet/usr/local/bin/tokscope" ]; then ok "$name"
+else not_ok "$name" "exit $rc" "$(tail -c 300 "$W/log")"; fi
+name="make uninstall after it leaves the staging directory empty"
+$MK uninstall DESTDIR="$W/d5/not/yet" >"$W/log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -d "$W/d5/not/yet" ] && [ -z "$(ls -A "$W/d5/not/yet")" ]; then ok "$name"
+else not_ok "$name" "exit $rc" "$(cat "$W/log")" "$(cd "$W/d5" && find . | head)"; fi
