@@ -1,5 +1,6 @@
 /* JSONL golden files: cJSON per line, strict about the fields we use. */
 #include "golden.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -283,11 +284,25 @@ void golden_write_final(FILE *f, const int32_t *gen, int32_t n, const char *text
     fputs("{\"generated\":", f);
     write_ids(f, gen, n);
     fputs(",\"text\":", f);
-    cJSON *s = cJSON_CreateString(text ? text : "");
+    /* byte tokens may give bytes that are not UTF-8, which JSON forbids:
+     * U+FFFD for those (as the TUI's saves), the exact bytes in text_hex */
+    if (!text)
+        text = "";
+    const size_t len = strlen(text);
+    const bool valid = utf8_valid(text, len);
+    char *clean = valid ? NULL : utf8_sanitize(text, len, NULL);
+    cJSON *s = cJSON_CreateString(clean ? clean : valid ? text : "");
     char *js = s ? cJSON_PrintUnformatted(s) : NULL;
     fputs(js ? js : "\"\"", f);
     free(js);
     cJSON_Delete(s);
+    free(clean);
+    if (!valid) {
+        fputs(",\"text_hex\":\"", f);
+        for (size_t i = 0; i < len; i++)
+            fprintf(f, "%02x", (unsigned char)text[i]);
+        fputc('"', f);
+    }
     fputs("}\n", f);
 }
 
