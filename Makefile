@@ -48,7 +48,7 @@ FUZZ_ALL   := gguf tokenizer jinja store ini
 REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/replay/fuzz_%)
 SYSCONF_TEST_BIN := $(BUILD)/tests/tokscope-sysconf
 
-.PHONY: all deps run test test-only test-bins asan-bins bench lint format clean fuzz fuzz-deps fuzz-build test-asan install uninstall FORCE
+.PHONY: all deps deps-check run test test-only test-bins asan-bins bench lint format clean fuzz fuzz-deps fuzz-build test-asan install uninstall FORCE
 
 all: $(BIN)
 
@@ -86,6 +86,24 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+
+# Plain `make` on a machine without the packages stops with one line saying
+# which are missing, instead of a compiler error deep in the build. Checked
+# for `make`, `make all` and `make deps-check` from the command line only;
+# skipped where there is no dpkg (the packages may come from elsewhere).
+ifeq ($(MAKELEVEL),0)
+ifneq ($(filter all deps-check,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell command -v dpkg-query),)
+DEPS_MISSING := $(strip $(foreach p,$(DEB_PKGS),$(if $(shell dpkg-query -W -f='$${Status}' $(p) 2>/dev/null | \
+                  grep -q 'install ok installed' && echo y),,$(p))))
+ifneq ($(DEPS_MISSING),)
+$(error missing Debian packages: $(DEPS_MISSING); run 'make deps' (make run and make test install them too))
+endif
+endif
+endif
+endif
+deps-check:
+	@:
 
 run: deps
 	@$(MAKE) --no-print-directory all

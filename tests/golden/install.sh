@@ -90,3 +90,18 @@ $MK uninstall DESTDIR="$W/d5/not/yet" >"$W/log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && [ -d "$W/d5/not/yet" ] && [ -z "$(ls -A "$W/d5/not/yet")" ]; then ok "$name"
 else not_ok "$name" "exit $rc" "$(cat "$W/log")" "$(cd "$W/d5" && find . | head)"; fi
+
+# Plain `make` on a machine without the Debian packages stopped deep in the
+# compiler (cjson/cJSON.h: No such file or directory, issue 30): it now says
+# in one line which packages are missing and to run make deps.
+name="make without a Debian package it needs says so in one line and exits non-zero"
+if command -v dpkg-query >/dev/null; then
+    make -s --no-print-directory BUILD="$BUILD" BIN="$BIN" DEB_PKGS="gcc tokscope-no-such-package" deps-check \
+        >"$W/log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && [ "$(grep -c . "$W/log")" -eq 1 ] && grep -q 'tokscope-no-such-package' "$W/log" &&
+        grep -q 'make deps' "$W/log" && ! grep -q 'gcc' "$W/log"; then ok "$name: $(cat "$W/log")"
+    else not_ok "$name" "exit $rc" "$(cat "$W/log")"; fi
+else
+    echo "skip - $name (no dpkg-query)"
+fi
