@@ -27,6 +27,13 @@ enum tokenizer_token_type {
     TOKEN_TYPE_BYTE = 6,
 };
 
+/* What tokscope makes of a tokenizer.ggml.model value, for display: the
+ * algorithm in a few words, NULL when the model is not supported. */
+const char *tokenizer_model_about(const char *model);
+/* The pre-tokenizer a tokenizer.ggml.model implies whatever tokenizer.ggml.pre
+ * says ("default" for llama, "gemma4" for gemma4), NULL when the key decides. */
+const char *tokenizer_model_pre(const char *model);
+
 /* Builds from the tokenizer.* keys of an open GGUF (model or vocab-only). The
  * tokenizer copies what it needs; the gguf may be closed afterwards. */
 tokenizer *tokenizer_build(const gguf_ctx *g, char *err, size_t errlen);

@@ -115,6 +115,30 @@ int32_t tok_byte_to_id(const tokenizer *t, uint8_t b)
 
 /* ---- loading ---- */
 
+static const struct {
+    const char *model, *about, *pre;
+} k_models[] = {
+    {"llama", "SentencePiece (score-ordered merges, <0xXX> byte fallback)", "default"},
+    {"gpt2", "byte-level BPE (pre-tokenizer from tokenizer.ggml.pre)", NULL},
+    {"gemma4", "BPE over SentencePiece-style text (spaces as \xe2\x96\x81, <0xXX> byte fallback)", "gemma4"},
+};
+
+const char *tokenizer_model_about(const char *model)
+{
+    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++)
+        if (!strcmp(model, k_models[i].model))
+            return k_models[i].about;
+    return NULL;
+}
+
+const char *tokenizer_model_pre(const char *model)
+{
+    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++)
+        if (!strcmp(model, k_models[i].model))
+            return k_models[i].pre;
+    return NULL;
+}
+
 static int32_t gguf_token_id(const gguf_ctx *g, const char *key, int32_t def, int32_t n_vocab)
 {
     uint32_t v;

@@ -132,6 +132,18 @@ if need "$G4" tokenizer-gemma4-decode; then
     if [ "$got" = "<bos><|turn>Hello
 <turn|>🦙" ]; then ok tokenizer-gemma4-decode; else not_ok tokenizer-gemma4-decode "got '$got'"; fi
 fi
+# `info` says what the gemma4 model name means and that it implies its own pre-tokenizer
+if need "$G4" tokenizer-gemma4-info; then
+    "$BIN" info "$G4" >"$OUT/tok-info.out" 2>&1
+    if grep -Eq '^  model +gemma4$' "$OUT/tok-info.out" &&
+        grep -Eq '^  kind +BPE over SentencePiece-style text' "$OUT/tok-info.out" &&
+        grep -Eq '^  pre +- \(absent: gemma4 implies gemma4\)$' "$OUT/tok-info.out"; then
+        ok tokenizer-gemma4-info
+    else
+        not_ok tokenizer-gemma4-info "$(sed -n '/^tokenizer:/,/^  vocab/p' "$OUT/tok-info.out")"
+    fi
+fi
+
 # errors: unreadable files give a message and exit 1, never a crash
 printf 'x' | "$BIN" tokenize -m /nonexistent/model.gguf >"$OUT/tok-err.out" 2>&1
 rc=$?
