@@ -370,6 +370,9 @@ static void test_pretokenizer_presets(void **state)
     expect_split("qwen2", "a\xe2\x80\x83\xc3\xa4", "a|\xe2\x80\x83\xc3\xa4|");
     expect_split("gpt-2", "a\xe2\x80\x83\xe2\x80\x83" "b", "a|\xe2\x80\x83|\xe2\x80\x83|b|");
     expect_split("gpt-2", "a  b  ", "a| | b|  |");
+    /* gemma4: runs of newlines and of everything else, nothing more */
+    expect_split("gemma4", "a b, c!\n\n d\t\n", "a b, c!|\n\n| d\t|\n|");
+    expect_split("granite-embed-multi-311m", "\nx y", "\n|x y|");
     /* every supported preset compiles and splits hostile text */
     static const char *const names[] = {
         "default", "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
@@ -379,7 +382,8 @@ static void test_pretokenizer_presets(void **state)
         "trillion", "granite-docling", "exaone4", "roberta-bpe", "qwen2", "deepseek-r1-qwen", "megrez",
         "stablelm2", "hunyuan", "solar-open", "grok-2", "poro-chat", "bloom", "gpt3-finnish", "viking",
         "seed-coder", "tekken", "gpt-4o", "llama4", "minimax-m2", "chameleon", "qwen35", "jais-2", "spark2_5",
-        "bailingmoe", "llada-moe", "ufakzeka", "laguna", "exaone-moe", "minicpm5"};
+        "bailingmoe", "llada-moe", "ufakzeka", "laguna", "exaone-moe", "minicpm5", "gemma4",
+        "granite-embed-multi-311m"};
     static const char hostile[] = "a\xff\xfe 12 \xe2\x80\x83\n\r\n\t<|x|> \xf0\x9f\x98\x81\xcc\x81 'S 3333333 $%^";
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         tokenizer p;
