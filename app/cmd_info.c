@@ -13,6 +13,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "gguf/tensor.h"
+#include "tokenizer/tokenizer.h"
 
 #define KV_ARRAY_PREVIEW 8 /* array elements shown by --kv */
 #define KV_STRING_MAX 160  /* string bytes shown before eliding */
@@ -349,16 +350,26 @@ static void put_tokenizer(const gguf_ctx *g)
     gguf_str s;
     puts("tokenizer:");
     printf("  %-12s ", "model");
+    char model[64] = "";
     if (gguf_get_str(g, "tokenizer.ggml.model", &s)) {
         put_escaped(s, 64);
         putchar('\n');
+        snprintf(model, sizeof model, "%.*s", (int)(s.len < 63 ? s.len : 63), s.ptr);
+        /* the name alone does not say how tokscope tokenizes (gemma4 is a BPE) */
+        const char *about = tokenizer_model_about(model);
+        printf("  %-12s %s\n", "kind", about ? about : "not supported by tokscope");
     } else
         puts("- (absent)");
+    const char *implied = model[0] ? tokenizer_model_pre(model) : NULL;
     printf("  %-12s ", "pre");
     if (gguf_get_str(g, "tokenizer.ggml.pre", &s)) {
         put_escaped(s, 64);
+        if (implied && (s.len != strlen(implied) || memcmp(s.ptr, implied, s.len)))
+            printf(" (ignored: %s implies %s)", model, implied);
         putchar('\n');
-    } else
+    } else if (implied)
+        printf("- (absent: %s implies %s)\n", model, implied);
+    else
         puts("- (absent)");
     int64_t tokens = gguf_find_key(g, "tokenizer.ggml.tokens");
     if (tokens >= 0 && (gguf_kv_type(g, tokens) != GGUF_VTYPE_ARRAY || gguf_arr_type(g, tokens) != GGUF_VTYPE_STRING)) {

@@ -1,6 +1,7 @@
 /* Tokenizer front end: special-token partitioning (llama.cpp's
  * tokenizer_st_partition) and dispatch of the raw-text fragments to the SPM
- * or BPE encoder, with llama.cpp's BOS and space-prefix rules. */
+ * or BPE encoder, with llama.cpp's BOS, space-prefix and (SPM, gemma4)
+ * space-escaping rules. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,23 @@ static bool partition(const tokenizer *t, const char *text, size_t len, bool par
     return !cur->oom && !nxt.oom;
 }
 
+/* llama_escape_whitespace: each ' ' byte becomes U+2581 (E2 96 81); out
+ * holds 3 * len bytes. Returns the bytes written. */
+static size_t escape_spaces(const char *s, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == ' ') {
+            out[o++] = (char)0xE2;
+            out[o++] = (char)0x96;
+            out[o++] = (char)0x81;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    return o;
+}
+
 int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_bos, bool parse_special,
                          int32_t *out, int32_t max_out)
 {
@@ -142,32 +160,27 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
                 continue;
             }
             size_t o = 0;
-            /* spaces become U+2581 (E2 96 81), the space prefix too */
-            if (t->add_space_prefix && prev_special) {
-                buf[o++] = (char)0xE2;
-                buf[o++] = (char)0x96;
-                buf[o++] = (char)0x81;
-            }
-            for (size_t i = 0; i < f->len; i++) {
-                char c = text[f->off + i];
-                if (c == ' ') {
-                    buf[o++] = (char)0xE2;
-                    buf[o++] = (char)0x96;
-                    buf[o++] = (char)0x81;
-                } else {
-                    buf[o++] = c;
-                }
-            }
+            /* spaces become U+2581, the space prefix too */
+            if (t->add_space_prefix && prev_special)
+                o = escape_spaces(" ", 1, buf);
+            o += escape_spaces(text + f->off, f->len, buf + o);
             tok_spm_encode(t, buf, o, &ids);
             prev_special = false;
         }
     } else {
+        if (t->escape_ws && !(buf = malloc(len * 3 + 1)))
+            goto done;
         for (size_t k = 0; k < fr.n; k++) {
             const frag *f = &fr.v[k];
-            if (f->token >= 0)
+            if (f->token >= 0) {
                 tok_ids_push(&ids, f->token);
-            else
+            } else if (t->escape_ws) {
+                /* gemma4: every space becomes U+2581 before the merges (no prefix) */
+                size_t o = escape_spaces(text + f->off, f->len, buf);
+                tok_bpe_encode(t, buf, o, &ids);
+            } else {
                 tok_bpe_encode(t, text + f->off, f->len, &ids);
+            }
         }
     }
     if (ids.oom || ids.n > INT32_MAX)

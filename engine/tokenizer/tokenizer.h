@@ -1,5 +1,7 @@
-/* Tokenizers: SentencePiece-style (GGUF `tokenizer.ggml.model = llama`) and
- * byte-level BPE (`gpt2`, pre-tokenizer chosen by `tokenizer.ggml.pre`).
+/* Tokenizers: SentencePiece-style (GGUF `tokenizer.ggml.model = llama`),
+ * byte-level BPE (`gpt2`, pre-tokenizer chosen by `tokenizer.ggml.pre`) and
+ * Gemma 4's BPE over SentencePiece-style text (`gemma4`: spaces are U+2581,
+ * no word splitting but at newlines, <0xXX> byte fallback; kind BPE).
  * Behaviour matches llama.cpp's llama-vocab for the same GGUF vocab. */
 #ifndef TOKSCOPE_TOKENIZER_H
 #define TOKSCOPE_TOKENIZER_H
@@ -25,6 +27,13 @@ enum tokenizer_token_type {
     TOKEN_TYPE_BYTE = 6,
 };
 
+/* What tokscope makes of a tokenizer.ggml.model value, for display: the
+ * algorithm in a few words, NULL when the model is not supported. */
+const char *tokenizer_model_about(const char *model);
+/* The pre-tokenizer a tokenizer.ggml.model implies whatever tokenizer.ggml.pre
+ * says ("default" for llama, "gemma4" for gemma4), NULL when the key decides. */
+const char *tokenizer_model_pre(const char *model);
+
 /* Builds from the tokenizer.* keys of an open GGUF (model or vocab-only). The
  * tokenizer copies what it needs; the gguf may be closed afterwards. */
 tokenizer *tokenizer_build(const gguf_ctx *g, char *err, size_t errlen);
@@ -39,7 +48,8 @@ int32_t tokenizer_eot(const tokenizer *t);  /* -1 if none */
 int32_t tokenizer_unk(const tokenizer *t);
 int32_t tokenizer_pad(const tokenizer *t);
 /* tokenizer.ggml.add_bos_token (default: SPM and llama3-style BPE yes, other
- * BPE no) and the vocab has a BOS id. */
+ * BPE no; gemma4 always yes, as the reference forces it) and the vocab has a
+ * BOS id. */
 bool tokenizer_add_bos(const tokenizer *t);
 
 /* Encodes `len` bytes of text like llama_tokenize(add_special = add_bos).
@@ -57,8 +67,8 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
 const char *tokenizer_token_str(const tokenizer *t, int32_t id, size_t *len);
 enum tokenizer_token_type tokenizer_token_type(const tokenizer *t, int32_t id);
 
-/* The bytes the token contributes to the output text (SPM: ▁ -> space, <0xXX>
- * -> that byte; BPE: byte-level decoding). Control tokens give their text only
+/* The bytes the token contributes to the output text (SPM and gemma4: ▁ ->
+ * space, <0xXX> -> that byte; other BPE: byte-level decoding). Control tokens give their text only
  * when render_special. Returns the byte count (may exceed cap; nothing past cap
  * is written). A token can be part of a UTF-8 character: callers that print
  * must buffer incomplete sequences (see tokenizer_utf8_complete). */

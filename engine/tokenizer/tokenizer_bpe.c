@@ -1,8 +1,9 @@
-/* Byte-level BPE (llama.cpp's llm_tokenizer_bpe_session): pre-tokenize into
- * words, then within each word repeatedly merge the adjacent pair with the
- * lowest merge rank (ties: leftmost). Symbols that are not tokens fall back
- * to single-byte tokens, and are dropped where even those do not exist,
- * exactly like the reference. */
+/* BPE (llama.cpp's llm_tokenizer_bpe_session): pre-tokenize into words,
+ * then within each word repeatedly merge the adjacent pair with the lowest
+ * merge rank (ties: leftmost). Symbols that are not tokens fall back to
+ * single-byte tokens (byte-level characters, or <0xXX> for gemma4's raw
+ * UTF-8 words), and are dropped where even those do not exist, exactly like
+ * the reference. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,15 @@ static void bpe_try_add(const tokenizer *t, bpe_work *w, const char *word, int32
     bpe_push(w, b);
 }
 
+/* true when some byte of s[0..len) differs from c */
+static bool memchr_not(const char *s, int c, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != (char)c)
+            return true;
+    return false;
+}
+
 static void bpe_word(const tokenizer *t, bpe_work *w, const char *word, size_t len, tok_ids *out)
 {
     if (!len)
@@ -122,7 +132,10 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *word, size_t l
         w->sym_cap = nc;
     }
     int32_t n = 0;
-    if (t->ignore_merges && tok_text_to_id(t, word, len) >= 0) {
+    if ((t->ignore_merges || (t->newline_words && !memchr_not(word, '\n', len))) &&
+        tok_text_to_id(t, word, len) >= 0) {
+        /* a whole-word token; for gemma4 only runs of newlines (their merges
+         * would pair them differently than the vocab's run tokens) */
         w->sym[0] = (bpe_sym){-1, -1, 0, len};
         n = 1;
     } else {
@@ -161,7 +174,10 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *word, size_t l
             continue;
         }
         for (size_t j = 0; j < s->n; j++) {
-            int32_t bid = tok_text_to_id(t, word + s->off + j, 1);
+            /* byte-level vocabs spell a byte as its mapped character (the word
+             * is already byte-encoded), raw-UTF-8 ones as <0xXX> */
+            int32_t bid = t->raw_words ? tok_byte_token(t, (uint8_t)word[s->off + j])
+                                       : tok_text_to_id(t, word + s->off + j, 1);
             if (bid >= 0)
                 tok_ids_push(out, bid);
         }

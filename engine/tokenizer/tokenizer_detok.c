@@ -58,7 +58,7 @@ bool tok_build_pieces(tokenizer *t)
             memcpy(tmp, tk->text, tk->len);
             n = tk->len;
         } else if (a & TOK_ATTR_NORMAL) {
-            if (t->kind == TOKENIZER_SPM) {
+            if (t->kind == TOKENIZER_SPM || t->escape_ws) { /* ▁ -> space (gemma4 too) */
                 for (size_t i = 0; i < tk->len;) {
                     if (i + 3 <= tk->len && !memcmp(tk->text + i, "\xe2\x96\x81", 3)) {
                         tmp[n++] = ' ';

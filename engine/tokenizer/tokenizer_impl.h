@@ -70,6 +70,12 @@ struct tokenizer {
 
     int32_t bos, eos, eot, eom, unk, sep, pad, nl;
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
+    /* BPE over SentencePiece-style text (llama.cpp's GEMMA4 pre-type):
+     * spaces become U+2581 before the merges (escape_ws), words stay raw
+     * UTF-8 instead of GPT-2 byte-level text and byte fallback uses the
+     * <0xXX> tokens (raw_words: the reference's byte_encode = false). */
+    bool escape_ws, raw_words;
+    bool newline_words; /* a word made only of '\n' that is a token stays whole (gemma4) */
 
     int32_t *special; /* CONTROL | USER_DEFINED | UNKNOWN ids, longest text first */
     int32_t n_special;
@@ -84,6 +90,9 @@ struct tokenizer {
 
 /* tokenizer_vocab.c */
 int32_t tok_text_to_id(const tokenizer *t, const char *s, size_t len);
+/* The <0xXX> token of byte b, -1 if none. */
+int32_t tok_byte_token(const tokenizer *t, uint8_t b);
+/* SPM byte fallback: <0xXX>, else the one-byte token b, else -1. */
 int32_t tok_byte_to_id(const tokenizer *t, uint8_t b);
 
 /* tokenizer_pretok.c: pre-tokenizer regexes chosen by tokenizer.ggml.pre */

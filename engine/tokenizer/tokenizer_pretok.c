@@ -103,6 +103,8 @@ static const struct pre_set k_pre_sets[] = {
       "\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"}},
     {"ufakzeka", {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
     {"laguna", {"[^\\n]+|[\\n]+", RE_QWEN2}},
+    /* SentencePiece-style BPE: no word splitting beyond newline runs (words stay raw UTF-8) */
+    {"gemma4|granite-embed-multi-311m", {"[^\\n]+|[\\n]+"}},
     {"exaone-moe",
      {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: "
       "\\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"}},
@@ -649,7 +651,8 @@ bool tok_pretok_split(const tokenizer *t, const char *text, size_t len, tok_word
         a = b;
         b = tmp;
     }
-    /* words: codepoints back to UTF-8, then every byte through the GPT-2 map */
+    /* words: codepoints back to UTF-8, then every byte through the GPT-2 map
+     * (unless the vocab is not byte-level: gemma4) */
     if (!w->off) {
         w->ocap = 64;
         w->off = malloc(w->ocap * sizeof *w->off);
@@ -664,6 +667,10 @@ bool tok_pretok_split(const tokenizer *t, const char *text, size_t len, tok_word
         for (size_t i = start; i < start + a.v[k]; i++) {
             char u[4];
             int l = unicode_encode(cpts[i], u);
+            if (t->raw_words) {
+                words_put(w, u, (size_t)l);
+                continue;
+            }
             for (int j = 0; j < l; j++) {
                 int bl;
                 const char *e = unicode_byte_to_utf8((uint8_t)u[j], &bl);

@@ -98,17 +98,46 @@ int32_t tok_text_to_id(const tokenizer *t, const char *s, size_t len)
     return tok_map_get(&t->vocab, s, len);
 }
 
-int32_t tok_byte_to_id(const tokenizer *t, uint8_t b)
+int32_t tok_byte_token(const tokenizer *t, uint8_t b)
 {
     static const char hex[] = "0123456789ABCDEF";
     char buf[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
-    int32_t id = tok_text_to_id(t, buf, 6);
+    return tok_text_to_id(t, buf, 6);
+}
+
+int32_t tok_byte_to_id(const tokenizer *t, uint8_t b)
+{
+    int32_t id = tok_byte_token(t, b);
     if (id < 0) /* the reference falls back to the byte itself as text */
         id = tok_text_to_id(t, (const char *)&b, 1);
     return id;
 }
 
 /* ---- loading ---- */
+
+static const struct {
+    const char *model, *about, *pre;
+} k_models[] = {
+    {"llama", "SentencePiece (score-ordered merges, <0xXX> byte fallback)", "default"},
+    {"gpt2", "byte-level BPE (pre-tokenizer from tokenizer.ggml.pre)", NULL},
+    {"gemma4", "BPE over SentencePiece-style text (spaces as \xe2\x96\x81, <0xXX> byte fallback)", "gemma4"},
+};
+
+const char *tokenizer_model_about(const char *model)
+{
+    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++)
+        if (!strcmp(model, k_models[i].model))
+            return k_models[i].about;
+    return NULL;
+}
+
+const char *tokenizer_model_pre(const char *model)
+{
+    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++)
+        if (!strcmp(model, k_models[i].model))
+            return k_models[i].pre;
+    return NULL;
+}
 
 static int32_t gguf_token_id(const gguf_ctx *g, const char *key, int32_t def, int32_t n_vocab)
 {
@@ -262,6 +291,13 @@ static bool str_in(const char *s, const char *const *list)
     return false;
 }
 
+/* llama.cpp's GEMMA4 pre-type: tokenizer model gemma4 (which implies it),
+ * or a gpt2 vocab naming it. */
+static bool pre_is_gemma4(const char *pre)
+{
+    return !strcmp(pre, "gemma4") || !strcmp(pre, "granite-embed-multi-311m");
+}
+
 /* BPE pre-tokenizer flags (the regexes live in tokenizer_pretok.c). */
 static void bpe_pre_flags(tokenizer *t)
 {
@@ -275,6 +311,12 @@ static void bpe_pre_flags(tokenizer *t)
         "minimax-m2", "solar-open", NULL};
     t->add_space_prefix = false;
     t->clean_spaces = true;
+    if (pre_is_gemma4(t->pre)) {
+        /* llama.cpp's GEMMA4 pre-type (clean_spaces stays on there) */
+        t->escape_ws = true;
+        t->raw_words = true;
+        t->newline_words = true;
+    }
     if (str_in(t->pre, llama3)) {
         t->ignore_merges = true;
         t->add_bos = true;
@@ -368,8 +410,16 @@ tokenizer *tokenizer_build(const gguf_ctx *g, char *err, size_t errlen)
         def_bos = 11, def_eos = 11, def_unk = -1;
         if (!t->pre[0])
             snprintf(t->pre, sizeof t->pre, "default");
+    } else if (!strcmp(t->model, "gemma4")) {
+        /* BPE merges over SentencePiece-style text; the reference ignores
+         * tokenizer.ggml.pre here and has no default special ids */
+        t->kind = TOKENIZER_BPE;
+        def_bos = def_eos = def_unk = -1;
+        snprintf(t->pre, sizeof t->pre, "gemma4");
     } else {
-        snprintf(err, errlen, "%s: unsupported tokenizer model '%s' (only 'llama' SPM and 'gpt2' BPE)",
+        snprintf(err, errlen,
+                 "%s: unsupported tokenizer model '%s' (only 'llama' SPM, 'gpt2' BPE and 'gemma4' BPE over "
+                 "SentencePiece-style text)",
                  gguf_path(g), t->model);
         goto fail;
     }
@@ -471,6 +521,8 @@ tokenizer *tokenizer_build(const gguf_ctx *g, char *err, size_t errlen)
         t->add_bos = bv;
     if (gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &bv))
         t->add_eos = bv;
+    if (t->kind == TOKENIZER_BPE && pre_is_gemma4(t->pre)) /* the reference forces BOS on whatever the key says */
+        t->add_bos = true;
 
     int32_t fim[6];
     static const char *const fim_keys[6] = {"tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id",

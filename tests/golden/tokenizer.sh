@@ -8,7 +8,8 @@
 G="$TESTDATA/golden/tokenizer"
 CASES="$G/ggml-vocab-gpt-2.gguf.inp"
 
-vocab_path() { # NAME.gguf -> path (vocab dir, else models/)
+vocab_path() { # NAME.gguf -> path (vocab dir, else models/; a path as is)
+    case $1 in */*) echo "$1"; return ;; esac
     if [ -f "$G/$1" ]; then echo "$G/$1"; else echo "$TESTDATA/models/$1"; fi
 }
 
@@ -102,6 +103,45 @@ if need "$G/ggml-vocab-llama-spm.gguf" tokenizer-cli-decode; then
     rc=$?
     if [ $rc -eq 1 ] && grep -q 99999999 "$OUT/tok-err.out"; then ok tokenizer-cli-decode-bad-id; else
         not_ok tokenizer-cli-decode-bad-id "rc=$rc" "$(cat "$OUT/tok-err.out")"; fi
+fi
+
+# Gemma 4 (tokenizer model gemma4; its ids against llama.cpp are checked by
+# golden/families2026): its own cases and the shared ones round-trip; special
+# tokens through the CLI, ids from its .out ("Hello" 9259, "\n" 107, the llama
+# 478 397 404 391) and its vocab (<bos> 2, <|turn> 105, user-defined <|"|> 52
+# matched even unparsed, as llama.cpp does)
+G4="$TESTDATA/families2026/golden/tokenizer/ggml-vocab-gemma-4.gguf"
+if need "$G4" tokenizer-gemma4-roundtrip; then
+    for c in "$G4.inp" "$CASES"; do
+        ncases=$(grep -c '^__ggml_vocab_test__$' "$c")
+        if "$BIN" tokenize -m "$G4" --cases "$c" --roundtrip >"$OUT/tok-rt.got" 2>"$OUT/tok-rt.err" &&
+            [ "$(wc -l <"$OUT/tok-rt.got")" -eq "$ncases" ]; then
+            ok "tokenizer-gemma4-roundtrip-$(basename "$c")"
+        else
+            not_ok "tokenizer-gemma4-roundtrip-$(basename "$c")" "$(head -c 400 "$OUT/tok-rt.err")"
+        fi
+    done
+fi
+spot tokenizer-gemma4-special-on "$G4" "2 105 9259 107" "<|turn>Hello
+" --special
+spot tokenizer-gemma4-user-defined "$G4" "2 52 9259" '<|"|>Hello'
+spot tokenizer-gemma4-no-bos "$G4" "9259 107" "Hello
+" --no-bos
+if need "$G4" tokenizer-gemma4-decode; then
+    got=$(echo "2 105 9259 107 106 478 397 404 391" | "$BIN" tokenize -m "$G4" --decode 2>&1)
+    if [ "$got" = "<bos><|turn>Hello
+<turn|>🦙" ]; then ok tokenizer-gemma4-decode; else not_ok tokenizer-gemma4-decode "got '$got'"; fi
+fi
+# `info` says what the gemma4 model name means and that it implies its own pre-tokenizer
+if need "$G4" tokenizer-gemma4-info; then
+    "$BIN" info "$G4" >"$OUT/tok-info.out" 2>&1
+    if grep -Eq '^  model +gemma4$' "$OUT/tok-info.out" &&
+        grep -Eq '^  kind +BPE over SentencePiece-style text' "$OUT/tok-info.out" &&
+        grep -Eq '^  pre +- \(absent: gemma4 implies gemma4\)$' "$OUT/tok-info.out"; then
+        ok tokenizer-gemma4-info
+    else
+        not_ok tokenizer-gemma4-info "$(sed -n '/^tokenizer:/,/^  vocab/p' "$OUT/tok-info.out")"
+    fi
 fi
 
 # errors: unreadable files give a message and exit 1, never a crash

@@ -53,6 +53,13 @@ static void expect_ids(const tokenizer *t, const char *s, bool bos, bool special
         expect_ids(t, s, bos, sp, e_, (int)(sizeof e_ / sizeof e_[0]));                                            \
     } while (0)
 
+/* same with ids known only at run time */
+#define EXPECTV(t, s, bos, sp, ...)                                                                                \
+    do {                                                                                                           \
+        const int32_t e_[] = {__VA_ARGS__};                                                                        \
+        expect_ids(t, s, bos, sp, e_, (int)(sizeof e_ / sizeof e_[0]));                                            \
+    } while (0)
+
 static void test_golden_ids(void **state)
 {
     (void)state;
@@ -363,6 +370,9 @@ static void test_pretokenizer_presets(void **state)
     expect_split("qwen2", "a\xe2\x80\x83\xc3\xa4", "a|\xe2\x80\x83\xc3\xa4|");
     expect_split("gpt-2", "a\xe2\x80\x83\xe2\x80\x83" "b", "a|\xe2\x80\x83|\xe2\x80\x83|b|");
     expect_split("gpt-2", "a  b  ", "a| | b|  |");
+    /* gemma4: runs of newlines and of everything else, nothing more */
+    expect_split("gemma4", "a b, c!\n\n d\t\n", "a b, c!|\n\n| d\t|\n|");
+    expect_split("granite-embed-multi-311m", "\nx y", "\n|x y|");
     /* every supported preset compiles and splits hostile text */
     static const char *const names[] = {
         "default", "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
@@ -372,7 +382,8 @@ static void test_pretokenizer_presets(void **state)
         "trillion", "granite-docling", "exaone4", "roberta-bpe", "qwen2", "deepseek-r1-qwen", "megrez",
         "stablelm2", "hunyuan", "solar-open", "grok-2", "poro-chat", "bloom", "gpt3-finnish", "viking",
         "seed-coder", "tekken", "gpt-4o", "llama4", "minimax-m2", "chameleon", "qwen35", "jais-2", "spark2_5",
-        "bailingmoe", "llada-moe", "ufakzeka", "laguna", "exaone-moe", "minicpm5"};
+        "bailingmoe", "llada-moe", "ufakzeka", "laguna", "exaone-moe", "minicpm5", "gemma4",
+        "granite-embed-multi-311m"};
     static const char hostile[] = "a\xff\xfe 12 \xe2\x80\x83\n\r\n\t<|x|> \xf0\x9f\x98\x81\xcc\x81 'S 3333333 $%^";
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         tokenizer p;
@@ -515,6 +526,380 @@ static void test_bad_vocab(void **state)
     gguf_close(g);
 }
 
+/* ---- Gemma 4: tokenizer.ggml.model = gemma4 (BPE over SentencePiece-style text) ---- */
+
+#define GEMMA4 "families2026/golden/tokenizer/ggml-vocab-gemma-4.gguf"
+
+/* A GGUF v3 in memory, vocab keys only, to check gemma4's rules on a vocab
+ * small enough to work every expected id out by hand. */
+typedef struct gbuf {
+    unsigned char *p;
+    size_t n, cap;
+} gbuf;
+
+static void gb_put(gbuf *b, const void *x, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 256;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+static void gb_u32(gbuf *b, uint32_t v) { gb_put(b, &v, 4); }
+static void gb_u64(gbuf *b, uint64_t v) { gb_put(b, &v, 8); }
+static void gb_str(gbuf *b, const char *s)
+{
+    gb_u64(b, strlen(s));
+    gb_put(b, s, strlen(s));
+}
+enum { GV_U32 = 4, GV_I32 = 5, GV_BOOL = 7, GV_STR = 8, GV_ARR = 9 };
+static void gb_kv_str(gbuf *b, const char *k, const char *v)
+{
+    gb_str(b, k);
+    gb_u32(b, GV_STR);
+    gb_str(b, v);
+}
+static void gb_kv_u32(gbuf *b, const char *k, uint32_t v)
+{
+    gb_str(b, k);
+    gb_u32(b, GV_U32);
+    gb_u32(b, v);
+}
+static void gb_kv_bool(gbuf *b, const char *k, bool v)
+{
+    gb_str(b, k);
+    gb_u32(b, GV_BOOL);
+    unsigned char c = v;
+    gb_put(b, &c, 1);
+}
+static void gb_kv_strs(gbuf *b, const char *k, const char *const *v, int n)
+{
+    gb_str(b, k);
+    gb_u32(b, GV_ARR);
+    gb_u32(b, GV_STR);
+    gb_u64(b, (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        gb_str(b, v[i]);
+}
+static void gb_kv_i32s(gbuf *b, const char *k, const int32_t *v, int n)
+{
+    gb_str(b, k);
+    gb_u32(b, GV_ARR);
+    gb_u32(b, GV_I32);
+    gb_u64(b, (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        gb_put(b, &v[i], 4);
+}
+
+/* ids of the small vocab below */
+enum { G_PAD, G_EOS, G_BOS, G_UNK, G_TURN, G_TURN_END, G_QUOTE, G_SP, G_A, G_B, G_SP_A, G_AB, G_SP_AB, G_NL, G_NL2,
+       G_NL3, G_SP2, G_XC3, G_XA4, G_XEF, G_RAW_BF, G_COMMA, G_APOS, G_S, G_NTOK };
+
+/* with_ids: bos/eos keys (2 and 1) and add_bos_token = false, which gemma4 overrides */
+static tokenizer *small_gemma4(bool with_ids)
+{
+    static const char *const tok[G_NTOK] = {
+        "<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>", "<|\"|>", "\xe2\x96\x81", "a", "b",
+        "\xe2\x96\x81" "a", "ab", "\xe2\x96\x81" "ab", "\n", "\n\n", "\n\n\n", "\xe2\x96\x81\xe2\x96\x81",
+        "<0xC3>", "<0xA4>", "<0xEF>", "\xbf", ",", "'", "s"};
+    int32_t ty[G_NTOK];
+    for (int i = 0; i < G_NTOK; i++)
+        ty[i] = i <= G_TURN_END ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_NORMAL;
+    ty[G_QUOTE] = TOKEN_TYPE_USER_DEFINED;
+    ty[G_XC3] = ty[G_XA4] = ty[G_XEF] = TOKEN_TYPE_BYTE;
+    /* no merge builds "\n\n\n": only the whole-newline-word rule gives it */
+    static const char *const merges[] = {"\xe2\x96\x81 a", "a b", "\xe2\x96\x81" "a b", "\n \n",
+                                         "\xe2\x96\x81 \xe2\x96\x81"};
+    gbuf b = {0};
+    gb_put(&b, "GGUF", 4);
+    gb_u32(&b, 3);
+    gb_u64(&b, 0);
+    gb_u64(&b, with_ids ? 8 : 5);
+    gb_kv_str(&b, "tokenizer.ggml.model", "gemma4");
+    gb_kv_str(&b, "tokenizer.ggml.pre", "llama3"); /* ignored: gemma4 implies its own */
+    gb_kv_strs(&b, "tokenizer.ggml.tokens", tok, G_NTOK);
+    gb_kv_i32s(&b, "tokenizer.ggml.token_type", ty, G_NTOK);
+    gb_kv_strs(&b, "tokenizer.ggml.merges", merges, 5);
+    if (with_ids) {
+        gb_kv_u32(&b, "tokenizer.ggml.bos_token_id", G_BOS);
+        gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", G_EOS);
+        gb_kv_bool(&b, "tokenizer.ggml.add_bos_token", false);
+    }
+    char err[256];
+    gguf_ctx *g = gguf_open_buffer(b.p, b.n, "small-gemma4", err, sizeof err);
+    if (!g)
+        fail_msg("%s", err);
+    tokenizer *t = tokenizer_build(g, err, sizeof err);
+    gguf_close(g);
+    free(b.p);
+    if (!t)
+        fail_msg("%s", err);
+    return t;
+}
+
+/* Every id below follows from llama.cpp's rules for the GEMMA4 pre-type
+ * (llama-vocab.cpp at 34af94cd): spaces -> U+2581, words = runs of newlines
+ * and of other characters, lowest merge rank first (ties: leftmost), a
+ * newline-only word that is a token stays whole, <0xXX>-only byte fallback. */
+static void test_gemma4_small_rules(void **state)
+{
+    (void)state;
+    tokenizer *t = small_gemma4(true);
+    assert_int_equal(tokenizer_kind(t), TOKENIZER_BPE);
+    assert_string_equal(tokenizer_pre(t), "gemma4");
+    EXPECT(t, "ab", false, false, G_AB);
+    EXPECT(t, " ab", false, false, G_SP_AB);            /* "▁ a" (rank 0), then "▁a b" */
+    EXPECT(t, "a b", false, false, G_A, G_SP, G_B);     /* no space prefix, no merge with ▁ on the left */
+    EXPECT(t, "  a", false, false, G_SP, G_SP_A);       /* "▁ a" (rank 0) before "▁ ▁" (rank 4) */
+    EXPECT(t, "   ", false, false, G_SP2, G_SP);        /* equal ranks: leftmost first */
+    EXPECT(t, "\xe2\x96\x81" "ab", false, false, G_SP_AB); /* a literal ▁ is a space */
+    EXPECT(t, "\n\n", false, false, G_NL2);
+    EXPECT(t, "\n\n\n", false, false, G_NL3);           /* whole newline word; the merges give \n\n \n */
+    EXPECT(t, "\n\n\n\n", false, false, G_NL2, G_NL2);   /* not a token: merges */
+    EXPECT(t, "a\nb", false, false, G_A, G_NL, G_B);    /* no merge across a newline */
+    EXPECT(t, "ab\n\n\nab", false, false, G_AB, G_NL3, G_AB);
+    EXPECT(t, "\xc3\xa4", false, false, G_XC3, G_XA4);  /* ä: byte fallback */
+    EXPECT(t, "\xc3\xa4" "ab", false, false, G_XC3, G_XA4, G_AB);
+    /* invalid UTF-8 is U+FFFD (EF BF BD): <0xEF> exists, <0xBF> does not (the raw
+     * one-byte token "\xbf" is not a fallback here), <0xBD> neither: dropped */
+    EXPECT(t, "\xff", false, false, G_XEF);
+    int32_t ids[16];
+    assert_int_equal(tokenizer_encode(t, "x", 1, false, false, ids, 16), 0);
+    /* special tokens: control ones only when parsed, user-defined always, no space prefix after them */
+    EXPECT(t, "<|turn>ab<turn|>", false, true, G_TURN, G_AB, G_TURN_END);
+    EXPECT(t, "<|turn>ab<turn|>", false, false, G_AB);
+    EXPECT(t, "a<|\"|>b", false, false, G_A, G_QUOTE, G_B);
+    EXPECT(t, "<|turn> a", false, true, G_TURN, G_SP_A);
+    EXPECT(t, "<bos>", false, true, G_BOS);
+    /* BOS forced on although add_bos_token says false; EOS never appended */
+    assert_true(tokenizer_add_bos(t));
+    assert_int_equal(tokenizer_bos(t), G_BOS);
+    EXPECT(t, "ab", true, false, G_BOS, G_AB);
+    assert_true(tokenizer_is_eog(t, G_EOS));
+    assert_true(tokenizer_is_eog(t, G_TURN_END)); /* <turn|> is in the reference's list */
+    assert_false(tokenizer_is_eog(t, G_TURN));
+    assert_int_equal(tokenizer_nl(t), G_NL);
+
+    /* decoding: ▁ -> space, byte tokens -> their byte, no leading space removed */
+    char buf[64];
+    static const int32_t d1[] = {G_SP_AB, G_SP, G_B, G_XC3, G_XA4, G_XEF};
+    assert_int_equal(tokenizer_decode(t, d1, 6, true, false, buf, sizeof buf), 8);
+    assert_memory_equal(buf, " ab b\xc3\xa4\xef", 8);
+    /* llama_detokenize: gemma4 keeps clean_spaces on (" ," and " 's" lose the space) */
+    static const int32_t d2[] = {G_A, G_SP, G_COMMA, G_SP, G_APOS, G_S};
+    assert_int_equal(tokenizer_detokenize(t, d2, 6, false, false, buf, sizeof buf), 4);
+    assert_string_equal(buf, "a,'s");
+    static const int32_t d3[] = {G_BOS, G_SP_AB};
+    tokenizer_detokenize(t, d3, 2, true, false, buf, sizeof buf);
+    assert_string_equal(buf, " ab");
+    tokenizer_detokenize(t, d3, 2, false, true, buf, sizeof buf);
+    assert_string_equal(buf, "<bos> ab");
+    tokenizer_free(t);
+
+    /* no default special ids for gemma4: without the keys there is no BOS to add */
+    t = small_gemma4(false);
+    assert_int_equal(tokenizer_bos(t), -1);
+    assert_int_equal(tokenizer_eos(t), -1);
+    assert_int_equal(tokenizer_unk(t), -1);
+    assert_false(tokenizer_add_bos(t));
+    EXPECT(t, "ab", true, false, G_AB);
+    tokenizer_free(t);
+}
+
+/* Straightforward BPE written from the reference's rules, independent of
+ * tokenizer_bpe.c (quadratic: rescans every pair after each merge). */
+static int naive_gemma4(const tokenizer *t, const char *text, size_t len, bool newline_rule, int32_t *out, int cap)
+{
+    char esc[1024], utf[2048];
+    size_t el = 0, ul = 0;
+    for (size_t i = 0; i < len && el + 3 < sizeof esc; i++) {
+        if (text[i] == ' ') {
+            memcpy(esc + el, "\xe2\x96\x81", 3);
+            el += 3;
+        } else
+            esc[el++] = text[i];
+    }
+    for (size_t off = 0; off < el && ul + 4 < sizeof utf;) /* invalid UTF-8 -> U+FFFD */
+        ul += (size_t)unicode_encode(unicode_decode(esc, el, &off), utf + ul);
+    int n = 0;
+    for (size_t w = 0; w < ul;) {
+        bool nl = utf[w] == '\n';
+        size_t we = w;
+        while (we < ul && (utf[we] == '\n') == nl)
+            we++;
+        if (newline_rule && nl && tok_text_to_id(t, utf + w, we - w) >= 0) {
+            out[n++] = tok_text_to_id(t, utf + w, we - w);
+            w = we;
+            continue;
+        }
+        size_t so[256], sl[256];
+        int ns = 0;
+        for (size_t o = w; o < we; ns++) {
+            size_t l = unicode_len_utf8((uint8_t)utf[o]);
+            so[ns] = o;
+            sl[ns] = l < we - o ? l : we - o;
+            o += sl[ns];
+        }
+        for (;;) {
+            int best = -1;
+            int32_t best_rank = INT32_MAX;
+            for (int i = 0; i + 1 < ns; i++) {
+                char key[512];
+                memcpy(key, utf + so[i], sl[i]);
+                key[sl[i]] = ' ';
+                memcpy(key + sl[i] + 1, utf + so[i + 1], sl[i + 1]);
+                int32_t r = tok_map_get(&t->merges, key, sl[i] + 1 + sl[i + 1]);
+                if (r >= 0 && r < best_rank) {
+                    best_rank = r;
+                    best = i;
+                }
+            }
+            if (best < 0)
+                break;
+            sl[best] += sl[best + 1];
+            memmove(so + best + 1, so + best + 2, sizeof so[0] * (size_t)(ns - best - 2));
+            memmove(sl + best + 1, sl + best + 2, sizeof sl[0] * (size_t)(ns - best - 2));
+            ns--;
+        }
+        for (int i = 0; i < ns; i++) {
+            int32_t id = tok_text_to_id(t, utf + so[i], sl[i]);
+            if (id >= 0) {
+                if (n < cap)
+                    out[n++] = id;
+                continue;
+            }
+            for (size_t j = 0; j < sl[i]; j++) {
+                char hx[8];
+                snprintf(hx, sizeof hx, "<0x%02X>", (uint8_t)utf[so[i] + j]);
+                id = tokenizer_find(t, hx);
+                if (id >= 0 && n < cap)
+                    out[n++] = id;
+            }
+        }
+        w = we;
+    }
+    return n;
+}
+
+static void expect_naive(const tokenizer *t, const char *s, size_t len)
+{
+    int32_t a[512], b[512];
+    int32_t na = tokenizer_encode(t, s, len, false, false, a, 512);
+    int nb = naive_gemma4(t, s, len, true, b, 512);
+    if (na != nb || memcmp(a, b, sizeof a[0] * (size_t)na) != 0)
+        fail_msg("gemma4 encoding of '%.*s' (%zu bytes): %d tokens, naive BPE %d", (int)len, s, len, na, nb);
+}
+
+static void test_gemma4_vocab(void **state)
+{
+    (void)state;
+    tokenizer *t = load(GEMMA4);
+    assert_int_equal(tokenizer_kind(t), TOKENIZER_BPE);
+    assert_string_equal(tokenizer_pre(t), "gemma4");
+    /* lines of llama.cpp's ggml-vocab-gemma-4.gguf.out */
+    EXPECT(t, "   ", false, false, 139);
+    EXPECT(t, "\t\n", false, false, 255968, 107);
+    EXPECT(t, " Hello world", false, false, 26352, 1902);
+    EXPECT(t, "    Hello\n    Hello", false, false, 140, 9259, 107, 140, 9259);
+    EXPECT(t, " this is \xf0\x9f\xa6\x99.cpp", false, false, 672, 563, 236743, 478, 397, 404, 391, 236761, 12362);
+    assert_true(tokenizer_add_bos(t));
+    assert_int_equal(tokenizer_bos(t), 2);
+    EXPECT(t, "Hello", true, false, 2, 9259);
+
+    /* byte fallback: the peacock (U+1F99A) and \r have no token, their bytes do */
+    int32_t f0 = tokenizer_find(t, "<0xF0>"), x9f = tokenizer_find(t, "<0x9F>");
+    int32_t xa6 = tokenizer_find(t, "<0xA6>"), x9a = tokenizer_find(t, "<0x9A>"), cr = tokenizer_find(t, "<0x0D>");
+    assert_true(f0 >= 0 && x9f >= 0 && xa6 >= 0 && x9a >= 0 && cr >= 0);
+    assert_int_equal(tokenizer_find(t, "\xf0\x9f\xa6\x9a"), -1);
+    assert_int_equal(tokenizer_find(t, "\r"), -1);
+    assert_int_equal(tokenizer_token_type(t, f0), TOKEN_TYPE_BYTE);
+    EXPECTV(t, "\xf0\x9f\xa6\x9a", false, false, f0, x9f, xa6, x9a);
+    EXPECTV(t, "\r\n", false, false, cr, tokenizer_find(t, "\n")); /* the newline is its own word */
+    char buf[512];
+    assert_int_equal(tokenizer_token_to_piece(t, f0, false, buf, sizeof buf), 1);
+    assert_int_equal((uint8_t)buf[0], 0xF0);
+    /* invalid UTF-8 becomes U+FFFD, which is a token here */
+    EXPECTV(t, "\xff", false, false, tokenizer_find(t, "\xef\xbf\xbd"));
+
+    /* special tokens */
+    int32_t turn = tokenizer_find(t, "<|turn>"), turn_end = tokenizer_find(t, "<turn|>");
+    int32_t quote = tokenizer_find(t, "<|\"|>"), tool_resp = tokenizer_find(t, "<|tool_response>");
+    assert_int_equal(turn, 105);
+    assert_int_equal(turn_end, 106);
+    int32_t a[64], b[64];
+    int32_t nb = tokenizer_encode(t, "user\nHi", 7, false, false, b, 64);
+    int32_t na = tokenizer_encode(t, "<|turn>user\nHi<turn|>", 21, false, true, a, 64);
+    assert_int_equal(na, nb + 2);
+    assert_int_equal(a[0], turn);
+    assert_memory_equal(a + 1, b, sizeof b[0] * (size_t)nb);
+    assert_int_equal(a[na - 1], turn_end);
+    na = tokenizer_encode(t, "<|turn>user\nHi<turn|>", 21, false, false, a, 64);
+    for (int32_t i = 0; i < na; i++)
+        assert_true(a[i] != turn && a[i] != turn_end);
+    EXPECTV(t, "<|\"|>", false, false, quote);     /* user-defined: matched even unparsed */
+    EXPECTV(t, "<|tool_response>", false, true, tool_resp);
+    na = tokenizer_encode(t, "<|tool_response>", 16, false, false, a, 64);
+    assert_true(na > 1); /* user-defined, but made control as end-of-generation: parsed only on request */
+    assert_true(tokenizer_is_eog(t, tool_resp));
+    assert_true(tokenizer_is_eog(t, turn_end));
+    assert_true(tokenizer_is_eog(t, tokenizer_eos(t)));
+
+    /* whitespace runs and everything else against the naive BPE; a newline
+     * run that is a token stays whole (here the merges agree with it: the
+     * small vocab above is where the rule shows) */
+    char s[256];
+    for (int k = 1; k <= 40; k++) {
+        memset(s, '\n', (size_t)k);
+        expect_naive(t, s, (size_t)k);
+        int32_t whole = tok_text_to_id(t, s, (size_t)k);
+        if (whole >= 0) {
+            assert_int_equal(tokenizer_encode(t, s, (size_t)k, false, false, a, 64), 1);
+            assert_int_equal(a[0], whole);
+        }
+        memset(s, ' ', (size_t)k);
+        expect_naive(t, s, (size_t)k);
+        memset(s, '\t', (size_t)k);
+        expect_naive(t, s, (size_t)k);
+    }
+    static const char *const alpha[] = {" ", "  ", "\n", "\n\n", "\t", "\r", "a", "Hello", "ab", "3", "!!",
+                                        "\xc3\xa4", "\xe4\xbd\xa0", "\xf0\x9f\xa6\x9a", "\xf0\x9f\xa6\x99", "\xff",
+                                        "\xe2\x96", "\xe2\x80\x83", "<", "|", ">", "'s", ".cpp", "\xc2\xa0"};
+    uint64_t seed = 0x6e6d6d61; /* "gemma" */
+    for (int r = 0; r < 3000; r++) {
+        size_t len = 0;
+        int n = 1 + r % 16;
+        s[0] = 0;
+        for (int j = 0; j < n; j++) {
+            const char *p = alpha[test_xorshift64(&seed) % (sizeof alpha / sizeof alpha[0])];
+            memcpy(s + len, p, strlen(p));
+            len += strlen(p);
+        }
+        expect_naive(t, s, len);
+        /* valid UTF-8 without ▁ round-trips through decode */
+        if (!memchr(s, '\xff', len) && !memmem(s, len, "\xe2\x96", 2)) {
+            na = tokenizer_encode(t, s, len, false, false, a, 64);
+            assert_true(na >= 0 && na <= 64);
+            int32_t d = tokenizer_decode(t, a, na, true, false, buf, sizeof buf);
+            if ((size_t)d != len || memcmp(buf, s, len) != 0)
+                fail_msg("gemma4 round-trip of '%.*s' failed", (int)len, s);
+        }
+    }
+    /* a literal ▁ is a space to the tokenizer, and comes back as one */
+    EXPECT(t, "\xe2\x96\x81Hello", false, false, 26352);
+
+    /* llama_detokenize cleans " ," and " 's" for gemma4 (clean_spaces stays on) */
+    const char *txt = "Hello , world 's ok ?";
+    na = tokenizer_encode(t, txt, strlen(txt), true, false, a, 64);
+    assert_int_equal(a[0], 2);
+    tokenizer_detokenize(t, a, na, true, false, buf, sizeof buf);
+    assert_string_equal(buf, "Hello, world's ok?");
+    assert_int_equal(tokenizer_decode(t, a + 1, na - 1, true, false, buf, sizeof buf), (int32_t)strlen(txt));
+    assert_string_equal(buf, txt);
+    tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +912,8 @@ int main(void)
         cmocka_unit_test(test_unicode_table),
         cmocka_unit_test(test_pretokenizer_presets),
         cmocka_unit_test(test_pretokenizer_custom_vs_regex),
+        cmocka_unit_test(test_gemma4_small_rules),
+        cmocka_unit_test(test_gemma4_vocab),
     };
     return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);
 }
