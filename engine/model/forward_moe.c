@@ -78,6 +78,10 @@ void fwd_block_moe(fwd_graph *g, const fwd_moe *m)
         return;
     const bool shared = m->sh_up != NULL;
     fwd_matmul1(g, FWD_ROUTER, m->router_in, m->router);
+    /* the reference's order even where --blas would take the weight: one
+     * bit of a logit can change which experts run */
+    if (!g->oom)
+        g->steps[g->n_steps - 1].no_blas = true;
     if (m->router_b)
         fwd_bias(g, FWD_ROUTER, m->router_b);
     if (g->n_moe == g->cap_moe) {
