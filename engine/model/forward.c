@@ -91,6 +91,7 @@ void forward_free(forward_ctx *f)
     free(f->attn_buf);
     free(f->attn_half);
     free(f->packed_of);
+    forward_moe_free(f);
     fwd_graph_free(&f->graph);
     forward_lens_free(f);
     if (f->packed_buf)
@@ -328,9 +329,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
-        for (int b = 0; b < FWD_N_BUF; b++)
-            if (b != FWD_LOGITS && !(f->buf[b] = malloc(B * (size_t)f->graph.width[b] * sizeof(float))))
+        for (int b = 0; b < FWD_N_BUF; b++) /* (a width 0 buffer still gets a row: malloc(0) may be NULL) */
+            if (b != FWD_LOGITS && !(f->buf[b] = malloc(B * (size_t)(f->graph.width[b] + 1) * sizeof(float))))
                 ok = false;
+        ok = ok && forward_moe_alloc(f);
         const size_t maxin = (size_t)f->graph.max_in;
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
         for (int i = 0; i < 3; i++) {
@@ -397,7 +399,7 @@ static int64_t blas_plan(const fwd_graph *g, enum blas_mode m, int n_tok, int64_
         const struct fwd_step *st = &g->steps[i];
         for (int s = 0; st->kind == STEP_MATMUL && s < st->n_seg; s++) {
             total++;
-            if (blas_wants(m, st->w[s], n_tok)) {
+            if (!st->no_blas && blas_wants(m, st->w[s], n_tok)) {
                 n++;
                 b += st->w[s]->nbytes;
             }
@@ -439,7 +441,7 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
             const gguf_tensor *w = g.steps[i].w[s];
             total++;
             /* a batch as large as any: what the mode takes at all */
-            if (blas_wants(mode, w, 1 << 20)) {
+            if (!g.steps[i].no_blas && blas_wants(mode, w, 1 << 20)) {
                 taken++;
                 seen[w->type < TENSOR_TYPE_COUNT ? w->type : 0] = true;
             }
@@ -667,10 +669,15 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
                 outs[s] = f->buf[st->out[s]];
                 strides[s] = f->graph.width[st->out[s]];
             }
+            blas_ctx *blas = f->blas;
+            if (st->no_blas)
+                f->blas = NULL;
             forward_matmul(f, f->buf[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs, strides);
+            f->blas = blas;
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;
+        case STEP_MOE: forward_run_moe(f, gr, st, n); break;
         case STEP_KEEP_OUT:
             if (out_first > 0) {
                 /* Past the last attention, only the rows with logits
