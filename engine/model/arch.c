@@ -45,6 +45,8 @@ const char *model_rope_scaling_name(enum model_rope_scaling s)
         return "linear";
     case MODEL_ROPE_SCALING_LONGROPE:
         return "longrope";
+    case MODEL_ROPE_SCALING_YARN:
+        return "yarn";
     }
     return "?";
 }

@@ -111,8 +111,8 @@ if need "$M/qwen3-mini-q8_0.gguf" "refusals"; then
         "tensor 'blk.2.attn_q_norm.weight' is missing (required by architecture 'qwen3')"
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/extra.gguf" --add-tensor blk.0.attn_sinks.weight
     refuses "a tensor no rule uses is refused" "$W/extra.gguf" "tensor 'blk.0.attn_sinks.weight' is not used"
-    $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/yarn.gguf" --set-str qwen3.rope.scaling.type yarn
-    refuses "a rope scaling type not implemented is refused" "$W/yarn.gguf" "rope scaling type 'yarn' is not supported"
+    $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/ntk.gguf" --set-str qwen3.rope.scaling.type ntk
+    refuses "a rope scaling type not implemented is refused" "$W/ntk.gguf" "rope scaling type 'ntk' is not supported"
 fi
 if need "$M/phi3-mini-q8_0.gguf" "phi3 refusal"; then
     $MUTATE "$M/phi3-mini-q8_0.gguf" "$W/noqkv.gguf" --drop-tensor blk.1.attn_qkv.weight
