@@ -21,6 +21,7 @@ enum model_arch {
     MODEL_ARCH_GEMMA3,
     MODEL_ARCH_PHI3,
     MODEL_ARCH_QWEN3MOE,
+    MODEL_ARCH_GPTOSS,
     MODEL_ARCH_COUNT,
 };
 
@@ -124,6 +125,8 @@ typedef struct model_layer {
     const gguf_tensor *bq, *bk, *bv;        /* biases added after the Q, K, V matmuls */
     const gguf_tensor *q_norm, *k_norm;     /* per-head RMS norms of Q and K */
     const gguf_tensor *wo;
+    const gguf_tensor *bo;                  /* bias added after the output projection */
+    const gguf_tensor *attn_sinks;          /* [n_head] sink logits (gpt-oss), forward_attn.h */
     const gguf_tensor *attn_post_norm;      /* norm of the attention output */
     const gguf_tensor *ffn_norm;
     const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* gate NULL: ffn_up holds gate|up rows */
