@@ -120,16 +120,6 @@ float quant_dot_mxfp4_x86order(int64_t n, const void *w, const void *act)
     return sum;
 }
 
-float quant_dot_mxfp4_repacked(int64_t n, const void *w, const void *act)
-{
-    const block_mxfp4 *x = w;
-    const block_q8_0 *y = act;
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n / QK_MXFP4; i++)
-        acc = fmaf((float)isum_block(&x[i], &y[i]), quant_e8m0_to_fp32_half(x[i].e) * fp16_to_f32(y[i].d), acc);
-    return acc;
-}
-
 #if defined(QUANT_HAVE_AVX2)
 /* The 32 signed values of a block: low nibbles then high nibbles, through
  * the value table (pshufb), as the reference's kernel does. */
@@ -147,6 +137,12 @@ static inline __m256i mxfp4_values(const block_mxfp4 *x)
 static inline __m256 mxfp4_lanes(const block_mxfp4 *x, const block_q8_0 *y)
 {
     return _mm256_cvtepi32_ps(dot_s8(mxfp4_values(x), _mm256_loadu_si256((const __m256i *)y->qs)));
+}
+
+/* The block's integer sum, all 32 products at once (exact). */
+static inline int isum_block_avx2(const block_mxfp4 *x, const block_q8_0 *y)
+{
+    return hsum_epi32(dot_s8(mxfp4_values(x), _mm256_loadu_si256((const __m256i *)y->qs)));
 }
 
 static float dot_mxfp4_avx2(int64_t n, const void *w, const void *act)
@@ -167,6 +163,22 @@ static float dot_mxfp4_avx2(int64_t n, const void *w, const void *act)
     return sum;
 }
 #endif
+
+float quant_dot_mxfp4_repacked(int64_t n, const void *w, const void *act)
+{
+    const block_mxfp4 *x = w;
+    const block_q8_0 *y = act;
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / QK_MXFP4; i++) {
+#if defined(QUANT_HAVE_AVX2)
+        const int s = isum_block_avx2(&x[i], &y[i]);
+#else
+        const int s = isum_block(&x[i], &y[i]);
+#endif
+        acc = fmaf((float)s, quant_e8m0_to_fp32_half(x[i].e) * fp16_to_f32(y[i].d), acc);
+    }
+    return acc;
+}
 
 void quant_mxfp4_install(struct quant_kernels *k)
 {
