@@ -24,6 +24,7 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
         return false;
     hp->moe_gating = MODEL_MOE_GATING_SOFTMAX_WEIGHT;
     hp->moe_norm_w = false;
+    hp->moe_act = FWD_MOE_SWIGLU_OAI; /* alpha 1.702, limit 7 (the block's defaults) */
     if (!ml_u32(ld, "attention.sliding_window", &hp->n_swa))
         return ml_fail(ld, "missing hyperparameter %s.attention.sliding_window", "gpt-oss");
     if (!ml_bool_array(ld, "attention.sliding_window_pattern", hp->swa_layer, hp->n_layer)) {
@@ -75,8 +76,7 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
     fwd_bias(g, FWD_XB, L->bo);
     fwd_add(g, FWD_X, FWD_XB);
     fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
-    fwd_moe moe = fwd_moe_of(hp, L);
-    moe.act = FWD_MOE_SWIGLU_OAI; /* xb = sum of the top-k experts' clamped SwiGLU FFNs, weighted */
+    const fwd_moe moe = fwd_moe_of(hp, L); /* xb = sum of the top-k experts' clamped SwiGLU FFNs, weighted */
     fwd_block_moe(g, &moe);
     fwd_add(g, FWD_X, FWD_XB);
     /* the reference drops the unused rows after the last layer, not after
