@@ -236,12 +236,46 @@ static void test_repack_dispatch(void **state)
     assert_false(repack_applies(&t));
 }
 
+/* gpt-oss's experts from the file: 3-D MXFP4 tensors of the size the
+ * blocks give, each element a value of the grid times its block's scale. */
+static void test_real_experts(void **state)
+{
+    (void)state;
+    const char *path = testdata_path("families2026/models/gptoss-mini-mxfp4.gguf");
+    if (access(path, R_OK) != 0) {
+        if (testdata_in_ci())
+            fail_msg("%s missing", path);
+        skip();
+    }
+    char err[256];
+    gguf_ctx *g = gguf_open(path, err, sizeof err);
+    assert_non_null(g);
+    const gguf_tensor *t = gguf_find_tensor(g, "blk.0.ffn_gate_exps.weight");
+    assert_non_null(t);
+    assert_int_equal(t->type, TENSOR_TYPE_MXFP4);
+    assert_int_equal(t->ne[0], 64);
+    assert_int_equal(t->ne[2], 8);
+    assert_int_equal(t->nbytes, (size_t)(64 / 32) * 17 * 64 * 8);
+    const block_mxfp4 *b = t->data;
+    float y[32];
+    for (int64_t i = 0; i < (int64_t)(t->nbytes / 17); i++) {
+        tensor_dequantize_row(TENSOR_TYPE_MXFP4, &b[i], y, 32);
+        for (int j = 0; j < 32; j++) {
+            const double v = fabs((double)y[j]) / e8m0(b[i].e);
+            if (!(v == 0 || v == 0.5 || v == 1 || v == 1.5 || v == 2 || v == 3 || v == 4 || v == 6))
+                fail_msg("block %lld element %d: %g is off the grid", (long long)i, j, (double)y[j]);
+        }
+    }
+    gguf_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),          cmocka_unit_test(test_e8m0_half),
         cmocka_unit_test(test_dequantize_known), cmocka_unit_test(test_quantize_exact),
         cmocka_unit_test(test_dot_orders),     cmocka_unit_test(test_repack_dispatch),
+        cmocka_unit_test(test_real_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
