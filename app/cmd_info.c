@@ -4,6 +4,7 @@
  *
  * Exit status: 0 described, 1 the file is unreadable or malformed (the
  * reader's message, naming field and byte offset, goes to stderr), 2 usage. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "model/forward.h"
 #include "model/forward_graph.h"
 #include "model/model.h"
+#include "model/rope_yarn.h"
 #include "gguf/tensor.h"
 #include "tokenizer/tokenizer.h"
 
@@ -317,6 +319,18 @@ static void put_model_view(const char *path)
     } else {
         printf("  %-22s none (full causal attention)\n", "sliding window");
     }
+    if (hp->rope_scaling == MODEL_ROPE_SCALING_YARN) {
+        float dims[2];
+        rope_yarn_corr_dims((int)hp->n_rot, (int)hp->n_ctx_orig, hp->rope_freq_base, ROPE_YARN_BETA_FAST,
+                            ROPE_YARN_BETA_SLOW, dims);
+        printf("  %-22s original context %u, beta %g/%g: pairs up to %g extrapolate, from %g on interpolate; "
+               "cos/sin * %.9g\n", "YaRN", hp->n_ctx_orig, (double)ROPE_YARN_BETA_FAST, (double)ROPE_YARN_BETA_SLOW,
+               (double)dims[0], (double)dims[1],
+               (double)(hp->rope_attn_factor * (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale))));
+    }
+    if (L0->attn_sinks)
+        printf("  %-22s one logit per query head (attn_sinks) joins every softmax%s\n", "attention sinks",
+               L0->bo ? "; output projection with a bias" : "");
     if (hp->q_scale != 0.0f)
         printf("  %-22s queries * %g before attention, softmax scale %g\n", "attention scale", (double)hp->q_scale,
                (double)hp->kq_scale);

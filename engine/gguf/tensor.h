@@ -7,7 +7,7 @@
  * so that our logits land where its logits land:
  *   F32 -> F32, F16 -> F16, BF16 -> BF16,
  *   Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 -> Q8_0 (Q4_1/Q5_1 use Q8_1 in ggml; Q8_1 here),
- *   Q2_K..Q6_K -> Q8_K.
+ *   Q2_K..Q6_K -> Q8_K, MXFP4 -> Q8_0.
  */
 #ifndef TOKSCOPE_TENSOR_H
 #define TOKSCOPE_TENSOR_H
@@ -37,20 +37,21 @@ enum tensor_type {
     TENSOR_TYPE_I64 = 27,
     TENSOR_TYPE_F64 = 28,
     TENSOR_TYPE_BF16 = 30,
+    TENSOR_TYPE_MXFP4 = 39,
     TENSOR_TYPE_COUNT = 40, /* upper bound of ids we know by number */
 };
 
 #define QK_K 256
 
 /* Name of a ggml type id ("Q4_K"); for ids ggml has but we cannot compute with
- * (IQ*, TQ*, MXFP4) the name is still given so errors can say what the file
+ * (IQ*, TQ*) the name is still given so errors can say what the file
  * holds. Unknown ids give NULL. */
 const char *tensor_type_name(uint32_t type);
 
 /* True when the id has a known byte layout (size per block). */
 bool tensor_type_is_known(uint32_t type);
 
-/* True when we have dequantize + dot kernels for it (the 13 model types). */
+/* True when we have dequantize + dot kernels for it (the 14 model types). */
 bool tensor_type_is_supported(uint32_t type);
 
 /* Elements per block and bytes per block; 0 for unknown types. */

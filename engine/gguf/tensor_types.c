@@ -42,7 +42,7 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [30] = {"BF16", 1, 2, true},
     [34] = {"TQ1_0", QK_K, 54, false},
     [35] = {"TQ2_0", QK_K, 66, false},
-    [39] = {"MXFP4", 32, 17, false},
+    [39] = {"MXFP4", 32, 17, true},
 };
 
 static const struct type_traits *get(uint32_t type)
@@ -92,6 +92,7 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_Q4_0:
     case TENSOR_TYPE_Q5_0:
     case TENSOR_TYPE_Q8_0:
+    case TENSOR_TYPE_MXFP4:
         return TENSOR_TYPE_Q8_0;
     case TENSOR_TYPE_Q4_1:
     case TENSOR_TYPE_Q5_1:

@@ -7,6 +7,7 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/quant_internal.h"
+#include "kernels/quant_mxfp4.h"
 #include "gguf/tensor.h"
 
 #ifdef QUANT_HAVE_AVX2
@@ -1193,8 +1194,9 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 
 bool repack_applies(const gguf_tensor *w)
 {
-    /* a portable build too follows what an AVX2 reference machine does */
-    return w->type == TENSOR_TYPE_Q4_0 && w->ne[1] % 8 == 0 && w->ne[0] % 32 == 0;
+    /* a portable build too follows what an AVX2 reference machine does;
+     * MXFP4 (gpt-oss's experts) is repacked 8x8 on the same condition */
+    return (w->type == TENSOR_TYPE_Q4_0 || w->type == TENSOR_TYPE_MXFP4) && w->ne[1] % 8 == 0 && w->ne[0] % 32 == 0;
 }
 
 /* One output of ggml_gemv/gemm_q4_0_8x8_q8_0: each block's exact integer
@@ -1268,6 +1270,14 @@ static void q4_0_rows4(const block_q4_0 *const x[4], const block_q8_0 *y, int64_
 void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                    int n_tok, float *out, int64_t out_stride)
 {
+    if (w->type == TENSOR_TYPE_MXFP4) {
+        const size_t rb = tensor_row_size(TENSOR_TYPE_MXFP4, n);
+        for (int64_t r = r0; r < r1; r++)
+            for (int t = 0; t < n_tok; t++)
+                out[(int64_t)t * out_stride + r] =
+                    quant_dot_mxfp4_repacked(n, (const uint8_t *)w->data + (size_t)r * rb, act + (size_t)t * act_stride);
+        return;
+    }
     const int64_t nb = n / 32;
     const size_t rb = (size_t)nb * sizeof(block_q4_0);
     int64_t r = r0;

@@ -1,7 +1,7 @@
 /* Matmuls in the float order of the reference's repacked weights.
  *
- * The reference CPU backend repacks some weight types at load time (Q4_0 and
- * Q4_K with a multiple of 8 rows, on AVX2 machines) and multiplies them with
+ * The reference CPU backend repacks some weight types at load time (Q4_0,
+ * MXFP4 and Q4_K with a multiple of 8 rows, on AVX2 machines) and multiplies them with
  * kernels whose float accumulation differs from the plain dot products:
  * every block's exact integer dot is scaled and FMA-accumulated in block
  * order. Matching that order keeps the last bits equal, which the F16 KV

@@ -48,7 +48,7 @@ typedef struct arch_def {
 } arch_def;
 
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
-extern const arch_def arch_qwen3moe;
+extern const arch_def arch_qwen3moe, arch_gptoss;
 
 const arch_def *arch_find(const char *name);
 const arch_def *arch_get(enum model_arch a);

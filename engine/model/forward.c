@@ -347,11 +347,13 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
          * made the attention a third slower */
         f->attn_floats = attn_scratch_floats((int)hp->head_dim, p.n_ctx, f->n_group);
         const attn_kv probe = {.f16 = p.kv_type == TENSOR_TYPE_F16, .generic = f->kv_generic, .hd = (int)hp->head_dim};
-        f->attn_group = attn_group_ok(&probe);
+        /* the grouped and quantized AVX-512 kernels have no attention sinks */
+        const bool sinks = f->w->layers[0].attn_sinks != NULL;
+        f->attn_group = !sinks && attn_group_ok(&probe);
         if (f->attn_group && attn_group_scratch_floats(probe.hd) > f->attn_floats)
             f->attn_floats = attn_group_scratch_floats(probe.hd);
         const attn_kv probe_q = {.generic = f->kv_generic, .k_type = p.kv_type, .v_type = p.v_type, .hd = probe.hd};
-        f->attn_quant = attn_quant_ok(&probe_q);
+        f->attn_quant = !sinks && attn_quant_ok(&probe_q);
         if (f->attn_quant && attn_quant_scratch_floats(probe.hd) > f->attn_floats)
             f->attn_floats = attn_quant_scratch_floats(probe.hd);
         f->attn_floats = (f->attn_floats + 15) & ~(size_t)15;
@@ -569,6 +571,8 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const int64_t qs = f->graph.width[FWD_Q], os = f->graph.width[FWD_ATT];
     /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos] */
     const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa : 0;
+    const gguf_tensor *sink_t = f->w->layers[job->layer].attn_sinks;
+    const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
     const struct attn_plan plan = attn_plan(f, job->n_tok);
     const int items_per_block = (int)f->hp.n_head / plan.heads;
     const int64_t total = plan.n_items;
@@ -593,6 +597,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             .hd = hd,
             .scale = f->hp.kq_scale,
             .window = window,
+            .sinks = sinks ? sinks + h : NULL, /* this call's first query head */
         };
         const float *q = f->buf[FWD_Q] + (size_t)t0 * qs + (size_t)h * hd;
         float *out = f->buf[FWD_ATT] + (size_t)t0 * os + (size_t)h * hd;

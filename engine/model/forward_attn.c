@@ -235,6 +235,22 @@ static void vec_mad(float *y, const float *v, int n, float s)
         y[i] = fmaf(v[i], s, y[i]);
 }
 
+/* The sink logit joined to a finished online softmax (M, S, the F32 sums
+ * vkq), as ggml's flash-attention kernels do it after their key loops:
+ * `S = S*ms + vs`, which the reference compiles to an FMA. */
+static void apply_sink(float sink, float *M, float *S, float *vkq, int hd)
+{
+    float ms = 1.0f, vs = 1.0f;
+    if (sink > *M) {
+        ms = expf(*M - sink);
+        *M = sink;
+        vec_scale(vkq, hd, ms);
+    } else {
+        vs = expf(sink - *M);
+    }
+    *S = fmaf(*S, ms, vs);
+}
+
 /* ggml's one-chunk kernel for the other cache types (attn_kv.generic):
  * s = vec_dot(K row, Q in K's dot type) * scale; V accumulated in F16
  * when V is F16 (as above), else in F32 after converting the row. ggml
@@ -324,6 +340,9 @@ void attn_rows_generic(const attn_kv *kv, const float *q, int nh, int32_t n_kv, 
     float M[ATTN_GROUP_MAX], S[ATTN_GROUP_MAX];
     const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
     chunk_generic(kv, q, nh, k0, n_kv, s->tile, out, M, S);
+    if (kv->sinks)
+        for (int h = 0; h < nh; h++)
+            apply_sink(kv->sinks[h], &M[h], &S[h], out + (size_t)h * kv->hd, kv->hd);
     for (int h = 0; h < nh; h++) {
         const float inv = S[h] == 0.0f ? 0.0f : 1.0f / S[h];
         for (int i = 0; i < kv->hd; i++)
@@ -341,6 +360,8 @@ void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, 
     /* masked keys are skipped by the reference, so leaving them out is the same */
     const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
     one_chunk(kv, q, k0, n_kv, s, out, &M, &S);
+    if (kv->sinks)
+        apply_sink(kv->sinks[0], &M, &S, out, kv->hd);
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (int i = 0; i < kv->hd; i++)
         out[i] *= inv;
@@ -363,10 +384,17 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
         int32_t k1 = (c + 1) * chunk < n_view ? (c + 1) * chunk : n_view;
         if (k1 > n_kv)
             k1 = n_kv; /* keys past the query's position are masked */
-        if (k0 >= k1)
+        const bool sink = kv->sinks && c == 0; /* the reference's first chunk carries the sink */
+        if (k0 >= k1 && !sink)
             continue; /* nothing visible: S = 0, skipped by the merge */
-        float Mc, Sc;
-        one_chunk(kv, q, k0, k1, s, part, &Mc, &Sc);
+        float Mc = -INFINITY, Sc = 0.0f;
+        if (k0 < k1)
+            one_chunk(kv, q, k0, k1, s, part, &Mc, &Sc);
+        else
+            for (int i = 0; i < hd; i++)
+                part[i] = 0.0f;
+        if (sink)
+            apply_sink(kv->sinks[0], &Mc, &Sc, part, hd);
         if (Sc == 0.0f)
             continue;
         /* ggml_flash_attn_ext_reduce_partials, as GCC contracts it */
@@ -680,6 +708,9 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
             pv_tile(acc, vt, hd, kq);
         }
     }
+    if (kv->sinks)
+        for (int i = 0; i < nq; i++)
+            apply_sink(kv->sinks[i / n_rows], &Ms[i], &Ss[i], vkq + (size_t)i * hd, hd);
     for (int i = 0; i < nq; i++) {
         const int g = i / n_rows, r = i % n_rows;
         const float inv = Ss[i] == 0.0f ? 0.0f : 1.0f / Ss[i];

@@ -11,7 +11,9 @@
  *  - tiled (attn_tile): batches of 64 or more queries. Q stays F32, K.Q and
  *    P.V are FMA chains over 64-key tiles, and the accumulator is F32.
  * The KV view is the cache length llama.cpp would use: the number of used
- * positions rounded up to a multiple of 256. */
+ * positions rounded up to a multiple of 256. Attention sinks (attn_kv.sinks)
+ * are applied by these three kernels and attn_rows_generic only: the
+ * grouped and quantized AVX-512 paths below are not taken with sinks. */
 #ifndef TOKSCOPE_FORWARD_ATTN_H
 #define TOKSCOPE_FORWARD_ATTN_H
 
@@ -34,6 +36,12 @@ typedef struct attn_kv {
     int hd;            /* head dimension (K and V) */
     float scale;       /* softmax(scale * K.Q) */
     int32_t window;    /* > 0: a query at pos sees keys (pos - window, pos] only (sliding window) */
+    /* attention sinks (gpt-oss): NULL, or one logit per query head served
+     * (sinks[g] for the call's g-th head) that joins the softmax without a
+     * value row. The reference adds it after the keys, on the F32 sums:
+     * VKQ and S rescaled when it beats the maximum, else S += exp(s - M);
+     * in the split kernel on the first chunk only. */
+    const float *sinks;
 } attn_kv;
 
 #define ATTN_TILE 64 /* queries and keys per tile (GGML_FA_TILE_Q/KV) */

@@ -15,6 +15,7 @@
 
 #include "kernels/forward_math.h"
 #include "model/forward_internal.h"
+#include "model/rope_yarn.h"
 
 static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
@@ -77,12 +78,24 @@ static void geglu_row(float *out, const float *g, const float *up, int64_t n)
     }
 }
 
-/* cos/sin pairs for position pos, like ggml_rope_cache_init. */
+/* cos/sin pairs for position pos, like ggml_rope_cache_init; with YaRN
+ * (ext_factor != 0) through rope_yarn_cs, its correction dims from the
+ * table's base and the original context. */
 static void rope_table(float *cs, int32_t pos, uint32_t n_rot, float base, float freq_scale, float mscale,
-                       const float *factors)
+                       const float *factors, float ext_factor, uint32_t n_ctx_orig)
 {
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
+    if (ext_factor != 0.0f) {
+        float dims[2];
+        rope_yarn_corr_dims((int)n_rot, (int)n_ctx_orig, base, ROPE_YARN_BETA_FAST, ROPE_YARN_BETA_SLOW, dims);
+        for (uint32_t i = 0; i < n_rot; i += 2) {
+            const float ff = factors ? factors[i / 2] : 1.0f;
+            rope_yarn_cs(theta / ff, freq_scale, dims, i, ext_factor, mscale, &cs[i], &cs[i + 1]);
+            theta *= theta_scale;
+        }
+        return;
+    }
     for (uint32_t i = 0; i < n_rot; i += 2) {
         const float ff = factors ? factors[i / 2] : 1.0f;
         const float t = freq_scale * (theta / ff);
@@ -181,10 +194,10 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
         const int32_t pos = f->start_pos + t;
         rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor,
-                   f->rope_factors);
+                   f->rope_factors, hp->rope_ext_factor, hp->n_ctx_orig);
         if (f->n_rope_tables > 1)
             rope_table(cs + f->rope_stride, pos, hp->n_rot, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
-                       hp->rope_attn_factor, f->rope_factors);
+                       hp->rope_attn_factor, f->rope_factors, hp->rope_ext_factor, hp->n_ctx_orig);
         break;
     }
     case OP_NORM:

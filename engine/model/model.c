@@ -15,6 +15,7 @@
 
 #include "gguf/tensor.h"
 #include "model/arch.h"
+#include "model/rope_yarn.h"
 
 struct model {
     gguf_ctx *g;
@@ -112,7 +113,7 @@ const gguf_tensor *ml_tensor3(model_loader *ld, int il, const char *suffix, int6
     const char *tn = tensor_type_name(t->type);
     if (!tensor_type_is_supported(t->type)) {
         ml_fail(ld, "tensor '%s' has type %s, which tokscope cannot compute with (supported: F32 F16 BF16 Q4_0 "
-                "Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K)", name, tn ? tn : "unknown");
+                "Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4)", name, tn ? tn : "unknown");
         return NULL;
     }
     if ((flags & ML_F32) && t->type != TENSOR_TYPE_F32) {
@@ -217,8 +218,10 @@ static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
         hp->rope_scaling = MODEL_ROPE_SCALING_LINEAR;
     else if (str_is(stype, "longrope"))
         hp->rope_scaling = MODEL_ROPE_SCALING_LONGROPE;
+    else if (str_is(stype, "yarn"))
+        hp->rope_scaling = MODEL_ROPE_SCALING_YARN;
     else
-        return ml_fail(ld, "rope scaling type '%.*s' is not supported (supported: none, linear, longrope)",
+        return ml_fail(ld, "rope scaling type '%.*s' is not supported (supported: none, linear, longrope, yarn)",
                        (int)(stype.len > 40 ? 40 : stype.len), stype.ptr);
     float factor = 0;
     if (!ml_f32(ld, "rope.scaling.factor", &factor))
@@ -228,6 +231,14 @@ static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
         hp->rope_freq_scale = 1.0f; /* never scale when the type says none */
     if (!ml_f32(ld, "rope.scaling.attn_factor", &hp->rope_attn_factor))
         hp->rope_attn_factor = 1.0f;
+    /* YaRN as llama_context sets it up: ext_factor 1, the attention factor
+     * derived from the scaling factor (the yarn_* keys are not read by the
+     * reference's loader; neither are they here) */
+    hp->rope_ext_factor = 0.0f;
+    if (hp->rope_scaling == MODEL_ROPE_SCALING_YARN) {
+        hp->rope_ext_factor = 1.0f;
+        hp->rope_attn_factor = rope_yarn_attn_factor(hp->rope_freq_scale, hp->rope_attn_factor);
+    }
     if (!ml_u32(ld, "rope.scaling.original_context_length", &hp->n_ctx_orig))
         hp->n_ctx_orig = hp->n_ctx_train;
     hp->rope_freq_base_swa = 10000.0f;

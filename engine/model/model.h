@@ -21,6 +21,7 @@ enum model_arch {
     MODEL_ARCH_GEMMA3,
     MODEL_ARCH_PHI3,
     MODEL_ARCH_QWEN3MOE,
+    MODEL_ARCH_GPTOSS,
     MODEL_ARCH_COUNT,
 };
 
@@ -53,6 +54,7 @@ enum model_rope_scaling {
     MODEL_ROPE_SCALING_NONE,
     MODEL_ROPE_SCALING_LINEAR,   /* positions divided by rope.scaling.factor */
     MODEL_ROPE_SCALING_LONGROPE, /* Phi-3: per-dimension long/short factors */
+    MODEL_ROPE_SCALING_YARN,     /* YaRN: interpolation ramped into extrapolation (rope_yarn.h) */
 };
 
 typedef struct model_hparams {
@@ -70,7 +72,9 @@ typedef struct model_hparams {
     enum model_rope_scaling rope_scaling;
     float rope_freq_base;   /* default 10000 */
     float rope_freq_scale;  /* 1 / rope.scaling.factor for linear scaling, else 1 */
-    float rope_attn_factor; /* rope.scaling.attn_factor: cos and sin are scaled by it (1 = none) */
+    float rope_attn_factor; /* rope.scaling.attn_factor: cos and sin are scaled by it (1 = none);
+                               with YaRN the reference's derived factor (rope_yarn_attn_factor) */
+    float rope_ext_factor;  /* YaRN's extrapolation mix: 1 with YaRN, else 0 */
     uint32_t n_ctx_orig;    /* rope.scaling.original_context_length, default n_ctx_train */
     /* sliding-window attention: layer l sees the n_swa positions up to its
      * own when swa_layer[l]; those layers use their own RoPE base and scale */
@@ -129,6 +133,8 @@ typedef struct model_layer {
     const gguf_tensor *bq, *bk, *bv;        /* biases added after the Q, K, V matmuls */
     const gguf_tensor *q_norm, *k_norm;     /* per-head RMS norms of Q and K */
     const gguf_tensor *wo;
+    const gguf_tensor *bo;                  /* bias added after the output projection */
+    const gguf_tensor *attn_sinks;          /* [n_head] sink logits (gpt-oss), forward_attn.h */
     const gguf_tensor *attn_post_norm;      /* norm of the attention output */
     const gguf_tensor *ffn_norm;
     const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* gate NULL: ffn_up holds gate|up rows */

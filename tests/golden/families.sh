@@ -105,14 +105,14 @@ refuses() {
 if need "$M/qwen3-mini-q8_0.gguf" "refusals"; then
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/mamba.gguf" --set-str general.architecture mamba
     refuses "an unknown architecture is refused" "$W/mamba.gguf" \
-        "architecture 'mamba' is not supported (supported: llama qwen2 qwen3 gemma3 phi3 qwen3moe)"
+        "architecture 'mamba' is not supported (supported: llama qwen2 qwen3 gemma3 phi3 qwen3moe gpt-oss)"
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/noqnorm.gguf" --drop-tensor blk.2.attn_q_norm.weight
     refuses "a missing required tensor is refused" "$W/noqnorm.gguf" \
         "tensor 'blk.2.attn_q_norm.weight' is missing (required by architecture 'qwen3')"
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/extra.gguf" --add-tensor blk.0.attn_sinks.weight
     refuses "a tensor no rule uses is refused" "$W/extra.gguf" "tensor 'blk.0.attn_sinks.weight' is not used"
-    $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/yarn.gguf" --set-str qwen3.rope.scaling.type yarn
-    refuses "a rope scaling type not implemented is refused" "$W/yarn.gguf" "rope scaling type 'yarn' is not supported"
+    $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/ntk.gguf" --set-str qwen3.rope.scaling.type ntk
+    refuses "a rope scaling type not implemented is refused" "$W/ntk.gguf" "rope scaling type 'ntk' is not supported"
 fi
 if need "$M/phi3-mini-q8_0.gguf" "phi3 refusal"; then
     $MUTATE "$M/phi3-mini-q8_0.gguf" "$W/noqkv.gguf" --drop-tensor blk.1.attn_qkv.weight

@@ -73,6 +73,36 @@ info_has "2026 info: qwen3moe experts and router" "$M/qwen3moe-mini-q8_0.gguf" \
     '^  experts +8, 2 used per token, each 64 wide, SiLU-gated; Q8_0$' \
     '^  router +softmax, top 2, weights renormalised to sum 1$'
 
+info_has "2026 info: gpt-oss YaRN, sinks, window and experts" "$M/gptoss-mini-mxfp4.gguf" \
+    '^  rope +neox, 32 of 32 dims, base 150000, scaling yarn \(factor 32\)$' \
+    '^  YaRN +original context 4096, beta 32/1: pairs up to 4 extrapolate, from 9 on interpolate; cos/sin \* 1\.34657359$' \
+    '^  attention sinks +one logit per query head \(attn_sinks\) joins every softmax; output projection with a bias$' \
+    '^  sliding window +window 8 on 2 of 4 layers \(global: 1 3\)' \
+    '^  experts +8, 2 used per token, each 64 wide, clamped SwiGLU \(swiglu_oai\), with biases; MXFP4$' \
+    '^  router +top 2 logits, softmax over them, logits biased$'
+
+# gpt-oss without what the reference requires is refused, naming it
+MUTATE="python3 tests/tools/gguf_mutate.py"
+# refuses NAME FILE TEXT: generate exits 1 with one line on stderr containing TEXT
+refuses() {
+    "$BIN" generate -m "$2" -p "Hello" -n 4 >"$W/out" 2>"$W/err"
+    rc=$?
+    if [ $rc -eq 1 ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$3" "$W/err"; then
+        ok "$1: $(cat "$W/err")"
+    else not_ok "$1" "exit $rc, want 1 with one line containing: $3" "$(head -n 3 "$W/err")"; fi
+}
+if need "$M/gptoss-mini-mxfp4.gguf" "gpt-oss refusals"; then
+    $MUTATE "$M/gptoss-mini-mxfp4.gguf" "$W/nosinks.gguf" --drop-tensor blk.2.attn_sinks.weight
+    refuses "2026 gpt-oss without its attention sinks is refused" "$W/nosinks.gguf" \
+        "tensor 'blk.2.attn_sinks.weight' is missing (required by architecture 'gpt-oss')"
+    $MUTATE "$M/gptoss-mini-mxfp4.gguf" "$W/nobias.gguf" --drop-tensor blk.1.ffn_up_exps.bias
+    refuses "2026 gpt-oss without its expert biases is refused" "$W/nobias.gguf" \
+        "layer 1 lacks gpt-oss's router bias or separate gate/up/down experts with biases"
+    $MUTATE "$M/gptoss-mini-mxfp4.gguf" "$W/noout.gguf" --drop-tensor output.weight
+    refuses "2026 gpt-oss without output.weight is refused" "$W/noout.gguf" \
+        "tensor 'output.weight' is missing (required by architecture 'gpt-oss')"
+fi
+
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
     name="2026 tokenizer ggml-vocab-$v matches llama.cpp"

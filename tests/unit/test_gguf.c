@@ -480,6 +480,8 @@ static void test_reject_tensors(void **state)
         {(uint64_t)1 << 31, (uint64_t)1 << 31, TENSOR_TYPE_F64, 0, "byte size overflows"},
         {33, 1, TENSOR_TYPE_Q8_0, 0, "row length 33 is not a multiple of the Q8_0 block size 32"},
         {128, 1, TENSOR_TYPE_Q6_K, 0, "block size 256"},
+        {48, 1, TENSOR_TYPE_MXFP4, 0, "row length 48 is not a multiple of the MXFP4 block size 32"},
+        {64, 8, TENSOR_TYPE_MXFP4, 0, "past its end"}, /* 8 rows of 2 blocks of 17 bytes: 272 > 256 */
         {32, 1, 99, 0, "unknown tensor type 99"},
         {32, 1, 5, 0, "unknown tensor type 5"},
         {32, 1, TENSOR_TYPE_F32, 8, "8 is not a multiple of the alignment 32"},
