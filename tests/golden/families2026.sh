@@ -57,6 +57,24 @@ sys.exit(0 if f(want)==f(got) and len(got)>0 else 1)" "$g" "$W/gen.txt"; then ok
     else not_ok "$name" "exit $rc" "$(head -c 200 "$W/gen.err")"; fi
 done
 
+# info_has NAME MODEL PATTERN...: every pattern is a line of `info`
+info_has() {
+    name=$1 model=$2
+    shift 2
+    need "$model" "$name" || return 0
+    "$BIN" info "$model" >"$W/info.txt" 2>&1 || { not_ok "$name" "info failed"; return 0; }
+    for p in "$@"; do
+        grep -qE -- "$p" "$W/info.txt" || { not_ok "$name" "missing: $p"; return 0; }
+    done
+    ok "$name"
+}
+
+info_has "2026 info: gemma4 head sizes per kind, shared KV layers, per-layer embeddings" "$M/gemma4-mini-q8_0.gguf" \
+    '^as tokscope runs it \(gemma4\):' 'head sizes +64 on full layers, 32 on sliding layers \(rope 64 / 32 dims\)' \
+    'shared KV +layers 4-7 read the caches of layers 2, 2, 2, 3 \(no K/V of their own\)' \
+    'per-layer embeddings +16 per layer \(128 in all\)' 'sliding window +window 8 on 6 of 8 layers \(global: 3 7\)' \
+    'softmax scale 1$' 'logit softcapping +30' 'GELU\(tanh\)-gated'
+
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
     name="2026 tokenizer ggml-vocab-$v matches llama.cpp"
