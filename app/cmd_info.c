@@ -264,6 +264,34 @@ static void put_experts(const model_hparams *hp, const model_layer *L0)
         printf("  %-22s %lld wide, SiLU-gated, behind a sigmoid gate\n", "shared expert", (long long)L0->ffn_up_shexp->ne[1]);
 }
 
+/* What Gemma 4 adds, when a file has it: head sizes per layer kind, layers
+ * that share another's KV cache, K = V layers, per-layer embeddings. */
+static void put_layer_kinds(const model_hparams *hp, const model_weights *w)
+{
+    if (hp->head_dim_swa != hp->head_dim || hp->n_rot_swa != hp->n_rot)
+        printf("  %-22s %u on full layers, %u on sliding layers (rope %u / %u dims)\n", "head sizes", hp->head_dim,
+               hp->head_dim_swa, hp->n_rot, hp->n_rot_swa);
+    if (hp->n_layer_kv < hp->n_layer) {
+        printf("  %-22s layers %u-%u read the caches of layers", "shared KV", hp->n_layer_kv, hp->n_layer - 1);
+        for (uint32_t l = hp->n_layer_kv; l < hp->n_layer; l++)
+            printf("%s %u", l > hp->n_layer_kv ? "," : "", hp->kv_layer[l]);
+        printf(" (no K/V of their own)\n");
+    }
+    int n_kv_same = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        n_kv_same += hp->kv_layer[l] == l && w->layers[l].wk && !w->layers[l].wv;
+    if (n_kv_same > 0) {
+        printf("  %-22s on layer%s", "K = V", n_kv_same > 1 ? "s" : "");
+        for (uint32_t l = 0; l < hp->n_layer; l++)
+            if (hp->kv_layer[l] == l && w->layers[l].wk && !w->layers[l].wv)
+                printf(" %u", l);
+        printf(" (no attn_v: the K projection is V)\n");
+    }
+    if (hp->n_embd_per_layer > 0)
+        printf("  %-22s %u per layer (%u in all), gated into every layer's output\n", "per-layer embeddings",
+               hp->n_embd_per_layer, hp->n_embd_per_layer * hp->n_layer);
+}
+
 /* The hyperparameters tokscope derives and the architecture's rules, as the
  * forward pass will use them; or why it will not run the file. */
 static void put_model_view(const char *path)
@@ -331,15 +359,19 @@ static void put_model_view(const char *path)
     if (L0->attn_sinks)
         printf("  %-22s one logit per query head (attn_sinks) joins every softmax%s\n", "attention sinks",
                L0->bo ? "; output projection with a bias" : "");
+    put_layer_kinds(hp, w);
     if (hp->q_scale != 0.0f)
         printf("  %-22s queries * %g before attention, softmax scale %g\n", "attention scale", (double)hp->q_scale,
                (double)hp->kq_scale);
-    else
+    else if (hp->kq_scale == 1.0f / sqrtf((float)hp->head_dim))
         printf("  %-22s softmax scale %g (1/sqrt(head size))\n", "attention scale", (double)hp->kq_scale);
+    else
+        printf("  %-22s softmax scale %g\n", "attention scale", (double)hp->kq_scale);
     printf("  %-22s %s%s%s\n", "Q/K/V", L0->wqkv ? "fused attn_qkv" : "separate", L0->bq ? ", with biases" : "",
            L0->q_norm ? ", per-head Q/K RMS norms" : "");
+    const bool gelu = hp->arch == MODEL_ARCH_GEMMA3 || hp->arch == MODEL_ARCH_GEMMA4;
     if (L0->ffn_up)
-        printf("  %-22s %s%s%s\n", "FFN", hp->arch == MODEL_ARCH_GEMMA3 ? "GELU(tanh)-gated" : "SiLU-gated",
+        printf("  %-22s %s%s%s\n", "FFN", gelu ? "GELU(tanh)-gated" : "SiLU-gated",
                L0->ffn_gate ? "" : " (gate and up fused in ffn_up)",
                L0->ffn_post_norm ? ", post-attention and post-FFN norms" : "");
     if (hp->n_expert > 0)

@@ -138,6 +138,13 @@ bool blas_wants(enum blas_mode m, const gguf_tensor *w, int n_tok)
         return false;
     if (m == BLAS_MODE_ON)
         return true;
+    /* a product with fewer than 32 outputs or inputs per token (a MoE
+     * router's 8 logits, Gemma 4's 16-wide per-layer projections) gains
+     * nothing there, and ggml's BLAS backend leaves it to the CPU too
+     * (min_batch 32 on every dimension): the reference's bits, which a
+     * router turns into other experts when they differ */
+    if (w->ne[0] < 32 || w->ne[1] < 32)
+        return false;
     const int min = blas_auto_min_tokens(type);
     return min > 0 && n_tok >= min;
 }

@@ -33,6 +33,8 @@ bool ml_u32(model_loader *ld, const char *key, uint32_t *out);
 bool ml_f32(model_loader *ld, const char *key, float *out);
 /* ARCH.KEY as a per-layer bool array (sliding_window_pattern); false when absent. */
 bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n);
+/* ARCH.KEY as a per-layer u32 array (or one u32 for every layer); false when absent. */
+bool ml_u32_array(model_loader *ld, const char *key, uint32_t *out, uint32_t n);
 /* Marks the load failed with a message (first one wins); returns false. */
 bool ml_fail(model_loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool ml_failed(const model_loader *ld);
@@ -48,7 +50,8 @@ typedef struct arch_def {
 } arch_def;
 
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
-extern const arch_def arch_qwen3moe, arch_gptoss;
+extern const arch_def arch_qwen3moe, arch_gptoss, arch_gemma4;
+
 
 const arch_def *arch_find(const char *name);
 const arch_def *arch_get(enum model_arch a);

@@ -73,6 +73,8 @@ void forward_free(forward_ctx *f)
         threadpool_free(f->tp);
     blas_free(f->blas);
     for (uint32_t l = 0; l < f->hp.n_layer; l++) {
+        if (f->hp.kv_layer[l] != l)
+            continue; /* the cache of the layer it shares */
         if (f->k_cache)
             free(f->k_cache[l]);
         if (f->v_cache)
@@ -263,6 +265,14 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
                      tensor_type_name(kvt[i]) ? tensor_type_name(kvt[i]) : "?");
             return NULL;
         }
+        if (kvt[i] != TENSOR_TYPE_F16 && kvt[i] != TENSOR_TYPE_F32 && hp->head_dim_swa != hp->head_dim) {
+            /* llama.cpp gives each kind its own cache and decides the
+             * Hadamard rotation from the full layers' head size for both:
+             * not something tokscope has checked against it */
+            snprintf(err, errlen, "a %s cache is not supported with head sizes that differ by layer kind (%u and "
+                     "%u); use f16", tensor_type_name(kvt[i]), hp->head_dim, hp->head_dim_swa);
+            return NULL;
+        }
         if (tensor_row_size(kvt[i], hp->head_dim) == 0) {
             snprintf(err, errlen, "a %s cache needs a head size that is a multiple of %lld (this model's is %u)",
                      tensor_type_name(kvt[i]), (long long)tensor_type_block_size(kvt[i]), hp->head_dim);
@@ -316,6 +326,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
                                                        : f->w->rope_short;
     f->rope_factors = ft ? ft->data : NULL;
     f->n_rope_tables = hp->n_swa > 0 ? 2 : 1;
+    const uint32_t max_hd = hp->head_dim > hp->head_dim_swa ? hp->head_dim : hp->head_dim_swa;
+    const uint32_t max_rot = hp->n_rot > hp->n_rot_swa ? hp->n_rot : hp->n_rot_swa;
 
     const size_t B = p.n_batch;
     bool ok = true;
@@ -323,9 +335,14 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->v_cache = calloc(hp->n_layer, sizeof *f->v_cache);
     ok = f->k_cache && f->v_cache;
     for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+        if (hp->kv_layer[l] != l) { /* a shared-KV layer reads an earlier layer's cache */
+            f->k_cache[l] = f->k_cache[hp->kv_layer[l]];
+            f->v_cache[l] = f->v_cache[hp->kv_layer[l]];
+            continue;
+        }
         /* calloc: rows never written read as zeros, never as garbage */
-        f->k_cache[l] = calloc((size_t)p.n_ctx, f->k_row);
-        f->v_cache[l] = calloc((size_t)p.n_ctx, f->v_row);
+        f->k_cache[l] = calloc((size_t)p.n_ctx * hp->n_head_kv, forward_k_head(f, l));
+        f->v_cache[l] = calloc((size_t)p.n_ctx * hp->n_head_kv, forward_v_head(f, l));
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
@@ -340,24 +357,29 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
             f->act_sum[i] = malloc(B * (maxin / 32 + 1) * sizeof(int32_t));
             ok = ok && f->act[i] && f->act_sum[i];
         }
-        f->rope_stride = ((size_t)hp->n_rot + 15) & ~(size_t)15; /* whole cache lines per token: no false sharing */
+        f->rope_stride = ((size_t)max_rot + 15) & ~(size_t)15; /* whole cache lines per token: no false sharing */
         f->rope = aligned_alloc(64, B * (size_t)f->n_rope_tables * f->rope_stride * sizeof(float));
         /* each thread's scratch on cache lines of its own: two threads
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
          * made the attention a third slower */
-        f->attn_floats = attn_scratch_floats((int)hp->head_dim, p.n_ctx, f->n_group);
-        const attn_kv probe = {.f16 = p.kv_type == TENSOR_TYPE_F16, .generic = f->kv_generic, .hd = (int)hp->head_dim};
-        /* the grouped and quantized AVX-512 kernels have no attention sinks */
+        f->attn_floats = attn_scratch_floats((int)max_hd, p.n_ctx, f->n_group);
+        /* the group and quant kernels take some head sizes only: both kinds'
+         * must; the grouped and quantized AVX-512 kernels have no attention sinks */
         const bool sinks = f->w->layers[0].attn_sinks != NULL;
-        f->attn_group = !sinks && attn_group_ok(&probe);
-        if (f->attn_group && attn_group_scratch_floats(probe.hd) > f->attn_floats)
-            f->attn_floats = attn_group_scratch_floats(probe.hd);
-        const attn_kv probe_q = {.generic = f->kv_generic, .k_type = p.kv_type, .v_type = p.v_type, .hd = probe.hd};
-        f->attn_quant = !sinks && attn_quant_ok(&probe_q);
-        if (f->attn_quant && attn_quant_scratch_floats(probe.hd) > f->attn_floats)
-            f->attn_floats = attn_quant_scratch_floats(probe.hd);
+        f->attn_group = f->attn_quant = !sinks;
+        for (int kind = 0; kind < 2; kind++) {
+            const int hd = (int)(kind ? hp->head_dim_swa : hp->head_dim);
+            const attn_kv probe = {.f16 = p.kv_type == TENSOR_TYPE_F16, .generic = f->kv_generic, .hd = hd};
+            f->attn_group = f->attn_group && attn_group_ok(&probe);
+            const attn_kv probe_q = {.generic = f->kv_generic, .k_type = p.kv_type, .v_type = p.v_type, .hd = hd};
+            f->attn_quant = f->attn_quant && attn_quant_ok(&probe_q);
+        }
+        if (f->attn_group && attn_group_scratch_floats((int)max_hd) > f->attn_floats)
+            f->attn_floats = attn_group_scratch_floats((int)max_hd);
+        if (f->attn_quant && attn_quant_scratch_floats((int)max_hd) > f->attn_floats)
+            f->attn_floats = attn_quant_scratch_floats((int)max_hd);
         f->attn_floats = (f->attn_floats + 15) & ~(size_t)15;
-        f->attn_halfs = (2 * (size_t)hp->head_dim + 31) & ~(size_t)31;
+        f->attn_halfs = (2 * (size_t)max_hd + 31) & ~(size_t)31;
         f->attn_buf = aligned_alloc(64, (size_t)p.n_threads * f->attn_floats * sizeof(float));
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
         ok = ok && f->rope && f->attn_buf && f->attn_half;
@@ -499,9 +521,23 @@ uint64_t forward_blas_calls(const forward_ctx *f) { return blas_calls(f->blas); 
 
 uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
 
+size_t forward_k_head(const forward_ctx *f, uint32_t l)
+{
+    return tensor_row_size(f->p.kv_type, forward_hd(f, l));
+}
+
+size_t forward_v_head(const forward_ctx *f, uint32_t l)
+{
+    return tensor_row_size(f->p.v_type, forward_hd(f, l));
+}
+
 size_t forward_kv_cache_bytes(const forward_ctx *f)
 {
-    return (size_t)f->hp.n_layer * f->p.n_ctx * (f->k_row + f->v_row);
+    size_t n = 0;
+    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+        if (f->hp.kv_layer[l] == l)
+            n += (size_t)f->p.n_ctx * f->hp.n_head_kv * (forward_k_head(f, l) + forward_v_head(f, l));
+    return n;
 }
 
 void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
@@ -538,10 +574,10 @@ struct attn_plan {
     int64_t n_items;
 };
 
-static struct attn_plan attn_plan(const forward_ctx *f, int n_tok)
+static struct attn_plan attn_plan(const forward_ctx *f, int n_tok, uint32_t il)
 {
     struct attn_plan p = {ATTN_ONE, 1, 1, 0};
-    if (!f->kv_generic && attn_use_tiled(n_tok, (int)f->hp.head_dim)) {
+    if (!f->kv_generic && attn_use_tiled(n_tok, (int)forward_hd(f, il))) {
         p.mode = ATTN_TILED;
         p.rows = ATTN_TILE;
         p.heads = f->n_group;
@@ -566,14 +602,16 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     const struct attn_job *job = arg;
     forward_ctx *f = job->f;
-    const int hd = (int)f->hp.head_dim;
+    const int hd = (int)forward_hd(f, job->layer);
+    const uint32_t kl = f->hp.kv_layer[job->layer]; /* the cache it reads */
+    const size_t k_head = forward_k_head(f, job->layer), v_head = forward_v_head(f, job->layer);
     const int group = f->n_group;
     const int64_t qs = f->graph.width[FWD_Q], os = f->graph.width[FWD_ATT];
     /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos] */
     const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa : 0;
     const gguf_tensor *sink_t = f->w->layers[job->layer].attn_sinks;
     const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
-    const struct attn_plan plan = attn_plan(f, job->n_tok);
+    const struct attn_plan plan = attn_plan(f, job->n_tok, job->layer);
     const int items_per_block = (int)f->hp.n_head / plan.heads;
     const int64_t total = plan.n_items;
     const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
@@ -585,15 +623,15 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int h = (int)(i % items_per_block) * plan.heads;
         const int kvh = h / group;
         const attn_kv kv = {
-            .k = (const uint8_t *)f->k_cache[job->layer] + (size_t)kvh * f->p.n_ctx * f->k_head,
-            .v = (const uint8_t *)f->v_cache[job->layer] + (size_t)kvh * f->p.n_ctx * f->v_head,
+            .k = (const uint8_t *)f->k_cache[kl] + (size_t)kvh * f->p.n_ctx * k_head,
+            .v = (const uint8_t *)f->v_cache[kl] + (size_t)kvh * f->p.n_ctx * v_head,
             .stride = hd,
             .f16 = f->p.kv_type == TENSOR_TYPE_F16,
             .generic = f->kv_generic,
             .k_type = f->p.kv_type,
             .v_type = f->p.v_type,
-            .k_row = f->k_head,
-            .v_row = f->v_head,
+            .k_row = k_head,
+            .v_row = v_head,
             .hd = hd,
             .scale = f->hp.kq_scale,
             .window = window,
@@ -644,8 +682,8 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 static void run_attention(forward_ctx *f, uint32_t il, int n, int32_t start_pos)
 {
     struct attn_job job = {f, il, n, start_pos};
-    const int64_t items = attn_plan(f, n).n_items;
-    threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * (start_pos + n) * f->hp.head_dim),
+    const int64_t items = attn_plan(f, n, il).n_items;
+    threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * (start_pos + n) * forward_hd(f, il)),
                    attn_worker, &job);
 }
 
@@ -677,7 +715,8 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
             blas_ctx *blas = f->blas;
             if (st->no_blas)
                 f->blas = NULL;
-            forward_matmul(f, f->buf[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs, strides);
+            forward_matmul_strided(f, f->buf[st->in], f->graph.width[st->in], n, st->w[0]->ne[0], st->n_seg, st->w,
+                                   pk, outs, strides);
             f->blas = blas;
             break;
         }

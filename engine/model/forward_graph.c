@@ -53,7 +53,7 @@ void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tenso
 
 void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w)
 {
-    row_op(g, (struct fwd_op){.kind = OP_HEAD_NORM, .dst = buf, .w = w});
+    row_op(g, (struct fwd_op){.kind = OP_HEAD_NORM, .dst = buf, .w = w, .il = g->il});
 }
 
 void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src)
@@ -110,6 +110,11 @@ void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c)
     row_op(g, (struct fwd_op){.kind = OP_SOFTCAP, .dst = buf, .s = c});
 }
 
+void fwd_copy(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src)
+{
+    row_op(g, (struct fwd_op){.kind = OP_COPY, .dst = dst, .src = src});
+}
+
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs)
 {
     struct fwd_step *st = push(g, STEP_MATMUL);
@@ -146,8 +151,8 @@ void fwd_attention(fwd_graph *g, uint32_t il)
 
 void fwd_keep_out_rows(fwd_graph *g, uint32_t il)
 {
-    if (il + 1 == g->n_layer)
-        push(g, STEP_KEEP_OUT);
+    if (il + 1 == g->n_layer && push(g, STEP_KEEP_OUT))
+        g->kept_out = true;
 }
 
 /* ---- shared blocks ---------------------------------------------------------- */
@@ -201,10 +206,15 @@ void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L)
 
 /* ---- the whole model ---------------------------------------------------------- */
 
-/* The output norm and head on the residual X (LOGITS = head(norm(X))). */
-static void head(fwd_graph *g, const model_hparams *hp, const model_weights *w)
+/* The output norm and head on the residual X (LOGITS = head(norm(X))).
+ * A recipe that never dropped the rows without logits (fwd_keep_out_rows)
+ * drops them after the output norm, where llama.cpp's graphs without the
+ * early get_rows do (gemma4): the last layer then runs on every row. */
+static void head(fwd_graph *g, const model_hparams *hp, const model_weights *w, bool final)
 {
     fwd_norm(g, FWD_XB, FWD_X, w->output_norm);
+    if (final && !g->kept_out && push(g, STEP_KEEP_OUT))
+        g->kept_out = true;
     fwd_matmul1(g, FWD_LOGITS, FWD_XB, w->output);
     if (hp->logit_softcap != 0.0f)
         fwd_softcap(g, FWD_LOGITS, hp->logit_softcap);
@@ -232,18 +242,21 @@ bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint
     g->width[FWD_HB] = g->width[FWD_HB2] = hp->n_ff;
     g->width[FWD_LOGITS] = hp->n_vocab;
     fwd_embed(g);
+    if (w->ple_tok_embd)
+        fwd_ple_inputs(g, w);
     for (uint32_t il = 0; il < g->n_layer; il++) {
+        g->il = il;
         a->layer(g, hp, &w->layers[il], il);
         if (lens && il + 1 < g->n_layer) {
             /* the head reads X and writes XB and LOGITS, which the next
              * block's first norm overwrites anyway */
-            head(g, hp, w);
+            head(g, hp, w, false);
             struct fwd_step *st = push(g, STEP_LENS);
             if (st)
                 st->il = il;
         }
     }
-    head(g, hp, w);
+    head(g, hp, w, true);
     if (lens) {
         struct fwd_step *st = push(g, STEP_LENS);
         if (st)

@@ -27,6 +27,8 @@ enum fwd_buf {
     FWD_HB,     /* FFN hidden (n_ff) */
     FWD_HB2,    /* FFN hidden, second matmul output (n_ff, or 2 n_ff fused) */
     FWD_LOGITS, /* the caller's logits rows */
+    FWD_PLE,    /* per-layer embedding inputs of every layer (n_layer * n_embd_per_layer) */
+    FWD_PLG,    /* one layer's per-layer embedding gate (n_embd_per_layer) */
     FWD_XB2,    /* a second n_embd row: a mixture of experts' output, a router's own input */
     FWD_ROUTER, /* a router's logits (n_expert) */
     FWD_SHGATE, /* a shared expert's gate logit (1) */
@@ -38,7 +40,7 @@ typedef struct fwd_graph fwd_graph;
 /* ---- row steps ---- */
 void fwd_embed(fwd_graph *g); /* X = token embeddings (* embd_scale) */
 void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm * w */
-void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w); /* RMS norm * w of each head */
+void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w); /* RMS norm (* w, if any) of each head */
 void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);           /* dst += src */
 void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b);      /* buf += b */
 void fwd_scale(fwd_graph *g, enum fwd_buf buf, float s);                  /* buf *= s */
@@ -49,6 +51,7 @@ void fwd_swiglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf 
 void fwd_swiglu_fused(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate_up); /* silu(1st half) * 2nd half */
 void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up); /* gelu_tanh(gate) * up */
 void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c);                          /* c * tanh(buf / c) */
+void fwd_copy(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);                    /* dst = src (same width) */
 
 /* ---- matmuls: out[s] = in . ws[s] for up to 3 weights sharing the input ---- */
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs);
@@ -72,6 +75,12 @@ void fwd_block_ffn_swiglu(fwd_graph *g, const model_layer *L);
 /* XB = FFN(XB) with a GELU(tanh)-gated FFN. */
 void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L);
 
+/* ---- per-layer embeddings (Gemma 4, forward_ple.c) ---- */
+/* After fwd_embed: PLE = every layer's input, from the token's per-layer
+ * rows and a projection of the scaled embeddings X. */
+void fwd_ple_inputs(fwd_graph *g, const model_weights *w);
+/* At the end of layer il: X += norm(proj(gelu(gate X) * layer il's PLE)). */
+void fwd_block_ple(fwd_graph *g, const model_layer *L, uint32_t il);
 /* ---- mixture of experts (forward_moe.c) ----
  *
  * dst = MoE(in): a router picks n_used of n_expert expert FFNs per token,

@@ -26,7 +26,7 @@
 enum fwd_op_kind {
     OP_EMBED,        /* X = embedding row * embd_scale; the token's RoPE tables */
     OP_NORM,         /* dst = rmsnorm(src) * w */
-    OP_HEAD_NORM,    /* each head of dst = rmsnorm(head) * w */
+    OP_HEAD_NORM,    /* each head of dst (layer il's head size) = rmsnorm(head) * w (w NULL: no weight) */
     OP_ADD,          /* dst += src */
     OP_BIAS,         /* dst += w */
     OP_SCALE,        /* dst *= s */
@@ -38,6 +38,9 @@ enum fwd_op_kind {
     OP_GEGLU,        /* dst = gelu(src) * src2 */
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
     OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
+    OP_COPY,         /* dst = src */
+    OP_PLE_INPUT,    /* PLE = (rmsnorm of each layer's piece of PLE / sqrt(n_embd) * w + token rows) / sqrt(2) */
+    OP_PLE_GATE,     /* dst = gelu(dst) * layer il's piece of PLE */
     OP_SHEXP_MIX,    /* dst = src + dst * sigmoid(src2[0]) (a shared expert into the routed experts' sum) */
 };
 
@@ -72,6 +75,8 @@ struct fwd_step {
 struct fwd_graph {
     const model_hparams *hp;
     uint32_t n_layer; /* blocks in this graph: hp->n_layer, or fewer for a cut one */
+    uint32_t il;      /* the layer whose recipe is being appended (ops that need its head size) */
+    bool kept_out;    /* a STEP_KEEP_OUT was appended */
     struct fwd_step *steps;
     int n_steps, cap;
     int64_t width[FWD_N_BUF]; /* floats per row of each buffer */
@@ -99,6 +104,9 @@ bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v);
  * a STEP_LENS. */
 bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint32_t n_layer, bool lens);
 void fwd_graph_free(fwd_graph *g);
+/* Appends a row op (joining the previous row step), for graph words
+ * outside forward_graph.c. */
+void fwd_graph_row_op(fwd_graph *g, struct fwd_op op);
 
 struct forward_ctx {
     const model *m;
@@ -218,5 +226,16 @@ static inline int64_t forward_chunk_start(int64_t total, int64_t c, int64_t n)
  * packed[s]: forward_packed.h copy of ws[s], or NULL (forward_matmul.c). */
 void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
                     const uint8_t *const *packed, float *const *outs, const int64_t *out_strides);
+/* The same with input rows x_stride floats apart (>= n_in: a buffer sized
+ * for the widest layer, read by a narrower one). */
+void forward_matmul_strided(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
+                            const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
+                            const int64_t *out_strides);
+
+/* Layer l's head size (its kind's) and the bytes of one K / V head row
+ * of one position in the cache it reads. */
+static inline int64_t forward_hd(const forward_ctx *f, uint32_t l) { return model_head_dim(&f->hp, l); }
+size_t forward_k_head(const forward_ctx *f, uint32_t l);
+size_t forward_v_head(const forward_ctx *f, uint32_t l);
 
 #endif

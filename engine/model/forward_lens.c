@@ -57,25 +57,32 @@ int forward_eval_cut(forward_ctx *f, int32_t n_layer, const int32_t *tokens, int
     return g ? forward_run(f, g, tokens, n, start_pos, logits, all_logits, err, errlen) : -1;
 }
 
-/* Every layer's and KV head's K and V rows from start_pos on (kb and vb
- * bytes of each head) into buf, or back from it with restore. */
-static void cache_rows_copy(forward_ctx *f, int32_t start_pos, size_t kb, size_t vb, uint8_t *buf,
-                            bool restore)
+/* Every layer's and KV head's K and V rows [start_pos, start_pos + n) into
+ * buf, or back from it with restore; layers that share another's cache
+ * have none of their own. Returns the bytes. */
+static size_t cache_rows_copy(forward_ctx *f, int32_t start_pos, int32_t n, uint8_t *buf, bool restore)
 {
     const size_t n_ctx = f->p.n_ctx;
-    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+    size_t total = 0;
+    for (uint32_t l = 0; l < f->hp.n_layer; l++) {
+        if (f->hp.kv_layer[l] != l)
+            continue;
+        const size_t kh = forward_k_head(f, l), vh = forward_v_head(f, l);
+        const size_t kb = (size_t)n * kh, vb = (size_t)n * vh;
         for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
-            uint8_t *k = (uint8_t *)f->k_cache[l] + (h * n_ctx + (size_t)start_pos) * f->k_head;
-            uint8_t *v = (uint8_t *)f->v_cache[l] + (h * n_ctx + (size_t)start_pos) * f->v_head;
-            if (restore) {
-                memcpy(k, buf, kb);
-                memcpy(v, buf + kb, vb);
-            } else {
-                memcpy(buf, k, kb);
-                memcpy(buf + kb, v, vb);
+            uint8_t *k = (uint8_t *)f->k_cache[l] + (h * n_ctx + (size_t)start_pos) * kh;
+            uint8_t *v = (uint8_t *)f->v_cache[l] + (h * n_ctx + (size_t)start_pos) * vh;
+            if (buf && restore) {
+                memcpy(k, buf + total, kb);
+                memcpy(v, buf + total + kb, vb);
+            } else if (buf) {
+                memcpy(buf + total, k, kb);
+                memcpy(buf + total + kb, v, vb);
             }
-            buf += kb + vb;
+            total += kb + vb;
         }
+    }
+    return total;
 }
 
 int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
@@ -91,16 +98,14 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     }
     /* the rows this evaluation overwrites, every layer's K and V: per KV
      * head, as the cache is head-major (forward_internal.h) */
-    const uint32_t L = f->hp.n_layer, H = f->hp.n_head_kv;
-    const size_t kb = (size_t)n * f->k_head, vb = (size_t)n * f->v_head;
     uint8_t *saved = NULL;
     if (keep_cache) {
-        saved = malloc((size_t)L * H * (kb + vb));
+        saved = malloc(cache_rows_copy(f, start_pos, n, NULL, false));
         if (!saved) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        cache_rows_copy(f, start_pos, kb, vb, saved, false);
+        cache_rows_copy(f, start_pos, n, saved, false);
     }
     f->lens_fn = fn;
     f->lens_user = user;
@@ -108,7 +113,7 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     f->lens_fn = NULL;
     f->lens_user = NULL;
     if (saved) {
-        cache_rows_copy(f, start_pos, kb, vb, saved, true);
+        cache_rows_copy(f, start_pos, n, saved, true);
         free(saved);
     }
     return rc;

@@ -24,6 +24,11 @@ static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float
         sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / n);
     const float scale = 1.0f / sqrtf(mean + eps);
+    if (!w) { /* ggml_rms_norm alone */
+        for (int64_t i = 0; i < n; i++)
+            out[i] = x[i] * scale;
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         out[i] = (x[i] * scale) * w[i];
 }
@@ -129,11 +134,11 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot, enum model_rop
  * blocks), as ggml_set_rows does it. */
 static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
 {
-    const int64_t hd = f->hp.head_dim;
+    const int64_t hd = forward_hd(f, l);
     const enum tensor_type types[2] = {f->p.kv_type, f->p.v_type};
     const float *src[2] = {k, v};
     uint8_t *base[2] = {(uint8_t *)f->k_cache[l], (uint8_t *)f->v_cache[l]};
-    const size_t head[2] = {f->k_head, f->v_head};
+    const size_t head[2] = {forward_k_head(f, l), forward_v_head(f, l)};
     for (int c = 0; c < 2; c++)
         for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
             uint8_t *dst = base[c] + ((size_t)h * f->p.n_ctx + (size_t)pos) * head[c];
@@ -175,6 +180,37 @@ static inline float *row(forward_ctx *f, enum fwd_buf b, int t)
     return f->buf[b] + (size_t)t * f->graph.width[b];
 }
 
+/* Heads of layer il's size in a row of buffer b: the layer's own count
+ * for the attention buffers, which are as wide as the widest layer's. */
+static int64_t n_heads(const forward_ctx *f, enum fwd_buf b, int64_t hd)
+{
+    if (b == FWD_Q || b == FWD_ATT)
+        return f->hp.n_head;
+    if (b == FWD_K || b == FWD_V)
+        return f->hp.n_head_kv;
+    return f->graph.width[b] / hd;
+}
+
+/* Gemma 4's per-layer inputs of token t (forward_ple.c): d holds the
+ * projection of the scaled embeddings, all layers' pieces side by side. */
+static void ple_input(forward_ctx *f, const struct fwd_op *op, float *d, int t)
+{
+    const model_hparams *hp = &f->hp;
+    const gguf_tensor *te = f->w->ple_tok_embd;
+    const int64_t npl = hp->n_embd_per_layer, n = npl * hp->n_layer;
+    float tok[n]; /* the loader keeps n_layer * n_embd_per_layer small */
+    const size_t rb = tensor_row_size((enum tensor_type)te->type, n);
+    tensor_dequantize_row((enum tensor_type)te->type, (const uint8_t *)te->data + (size_t)f->tokens[t] * rb, tok, n);
+    const float tok_scale = sqrtf((float)npl), proj_scale = 1.0f / sqrtf((float)hp->n_embd);
+    const float inp_scale = 1.0f / sqrtf(2.0f);
+    for (int64_t i = 0; i < n; i++)
+        d[i] *= proj_scale;
+    for (int64_t l = 0; l < hp->n_layer; l++)
+        rmsnorm(d + l * npl, d + l * npl, op->w->data, npl, hp->rms_eps);
+    for (int64_t i = 0; i < n; i++)
+        d[i] = (d[i] + tok[i] * tok_scale) * inp_scale;
+}
+
 static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
 {
     const model_hparams *hp = &f->hp;
@@ -196,17 +232,18 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor,
                    f->rope_factors, hp->rope_ext_factor, hp->n_ctx_orig);
         if (f->n_rope_tables > 1)
-            rope_table(cs + f->rope_stride, pos, hp->n_rot, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
-                       hp->rope_attn_factor, f->rope_factors, hp->rope_ext_factor, hp->n_ctx_orig);
+            rope_table(cs + f->rope_stride, pos, hp->n_rot_swa, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
+                       hp->rope_attn_factor, hp->rope_factors_full_only ? NULL : f->rope_factors,
+                       hp->rope_ext_factor, hp->n_ctx_orig);
         break;
     }
     case OP_NORM:
         rmsnorm(d, row(f, op->src, t), op->w->data, width[op->src], hp->rms_eps);
         break;
     case OP_HEAD_NORM: {
-        const int64_t hd = hp->head_dim;
-        for (int64_t h = 0; h < width[op->dst] / hd; h++)
-            rmsnorm(d + h * hd, d + h * hd, op->w->data, hd, hp->rms_eps);
+        const int64_t hd = forward_hd(f, op->il);
+        for (int64_t h = 0; h < n_heads(f, op->dst, hd); h++)
+            rmsnorm(d + h * hd, d + h * hd, op->w ? op->w->data : NULL, hd, hp->rms_eps);
         break;
     }
     case OP_ADD: {
@@ -228,9 +265,9 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
     case OP_ROPE: {
         const int tab = f->n_rope_tables > 1 && hp->swa_layer[op->il];
         const float *cs = f->rope + ((size_t)t * f->n_rope_tables + tab) * f->rope_stride;
-        const int64_t hd = hp->head_dim;
-        for (int64_t h = 0; h < width[op->dst] / hd; h++)
-            rope_apply(d + h * hd, cs, hp->n_rot, hp->rope_type);
+        const int64_t hd = forward_hd(f, op->il);
+        for (int64_t h = 0; h < n_heads(f, op->dst, hd); h++)
+            rope_apply(d + h * hd, cs, model_n_rot(hp, op->il), hp->rope_type);
         break;
     }
     case OP_KV_STORE:
@@ -257,6 +294,15 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]);
         break;
     case OP_HADAMARD: hadamard_row(d, width[op->dst], op->il); break;
+    case OP_COPY:
+        memcpy(d, row(f, op->src, t), (size_t)width[op->dst] * sizeof(float));
+        break;
+    case OP_PLE_INPUT: ple_input(f, op, d, t); break;
+    case OP_PLE_GATE: {
+        const int64_t npl = hp->n_embd_per_layer;
+        geglu_row(d, d, row(f, op->src, t) + (size_t)op->il * npl, npl);
+        break;
+    }
     case OP_SHEXP_MIX: {
         /* ggml_sigmoid, ggml_mul, ggml_add: each rounded on its own */
         const float gate = 1.0f / (1.0f + expf(-row(f, op->src2, t)[0]));
@@ -304,7 +350,7 @@ void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n)
 {
     int64_t width = 0;
     for (int i = 0; i < st->n_ops; i++) {
-        if (st->ops[i].kind == OP_GEGLU)
+        if (st->ops[i].kind == OP_GEGLU || st->ops[i].kind == OP_PLE_GATE)
             pthread_once(&gelu_once, gelu_table_init);
         const int64_t w = f->graph.width[st->ops[i].dst];
         width = w > width ? w : width;

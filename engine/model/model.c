@@ -78,6 +78,33 @@ bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n)
     return true;
 }
 
+bool ml_u32_array(model_loader *ld, const char *key, uint32_t *out, uint32_t n)
+{
+    char k[160];
+    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
+    const int64_t i = gguf_find_key(ld->g, k);
+    if (i < 0)
+        return false;
+    if (gguf_kv_type(ld->g, i) != GGUF_VTYPE_ARRAY) {
+        uint32_t v;
+        if (!gguf_get_u32(ld->g, k, &v))
+            return false;
+        for (uint32_t j = 0; j < n; j++)
+            out[j] = v;
+        return true;
+    }
+    if (gguf_arr_len(ld->g, i) < n)
+        return ml_fail(ld, "%s has %llu entries, the model has %u layers", k,
+                       (unsigned long long)gguf_arr_len(ld->g, i), n);
+    for (uint32_t j = 0; j < n; j++) {
+        const int64_t v = gguf_arr_i64(ld->g, i, j);
+        if (v < 0 || v > (1 << 20))
+            return ml_fail(ld, "%s[%u] = %lld is out of range", k, j, (long long)v);
+        out[j] = (uint32_t)v;
+    }
+    return true;
+}
+
 const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, unsigned flags)
 {
     return ml_tensor3(ld, il, suffix, ne0, ne1, 1, flags);
@@ -173,8 +200,17 @@ static bool str_is(gguf_str s, const char *lit) { return s.len == strlen(lit) &&
 /* The hyperparameters every architecture has (llama.cpp's load_hparams). */
 static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
 {
+    bool have_ff = ml_u32(ld, "feed_forward_length", &hp->n_ff);
+    if (!have_ff && ml_u32(ld, "block_count", &hp->n_layer) && hp->n_layer > 0 && hp->n_layer <= MODEL_MAX_LAYERS) {
+        /* one width per layer (Gemma 4): n_ff is the widest, which sizes the
+         * buffers; each layer's tensors say their own */
+        uint32_t ff[MODEL_MAX_LAYERS];
+        have_ff = ml_u32_array(ld, "feed_forward_length", ff, hp->n_layer);
+        for (uint32_t l = 0; have_ff && l < hp->n_layer; l++)
+            hp->n_ff = ff[l] > hp->n_ff ? ff[l] : hp->n_ff;
+    }
     if (!ml_u32(ld, "embedding_length", &hp->n_embd) || !ml_u32(ld, "block_count", &hp->n_layer) ||
-        !ml_u32(ld, "attention.head_count", &hp->n_head) || !ml_u32(ld, "feed_forward_length", &hp->n_ff))
+        !ml_u32(ld, "attention.head_count", &hp->n_head) || !have_ff)
         return ml_fail(ld, "missing hyperparameter (%s.embedding_length, block_count, attention.head_count or "
                        "feed_forward_length)", ld->arch);
     if (!ml_u32(ld, "attention.head_count_kv", &hp->n_head_kv))
@@ -243,6 +279,11 @@ static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
         hp->n_ctx_orig = hp->n_ctx_train;
     hp->rope_freq_base_swa = 10000.0f;
     hp->rope_freq_scale_swa = 1.0f;
+    hp->head_dim_swa = hp->head_dim;
+    hp->n_rot_swa = hp->n_rot;
+    hp->n_layer_kv = hp->n_layer;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        hp->kv_layer[l] = (uint16_t)l;
     if (!ml_f32(ld, "attention.layer_norm_rms_epsilon", &hp->rms_eps))
         hp->rms_eps = 1e-5f;
     hp->kq_scale = 1.0f / sqrtf((float)hp->head_dim);

@@ -20,6 +20,7 @@ enum model_arch {
     MODEL_ARCH_QWEN3,
     MODEL_ARCH_GEMMA3,
     MODEL_ARCH_PHI3,
+    MODEL_ARCH_GEMMA4,
     MODEL_ARCH_QWEN3MOE,
     MODEL_ARCH_GPTOSS,
     MODEL_ARCH_COUNT,
@@ -86,6 +87,16 @@ typedef struct model_hparams {
     float kq_scale;      /* softmax(kq_scale * K.Q) */
     float logit_softcap; /* logits = c * tanh(logits / c) (0 = none) */
     float rms_eps;
+    /* Gemma 4: the sliding-window layers' own head size and rotated dims
+     * (attention.key_length_swa, rope.dimension_count_swa; default
+     * head_dim and n_rot, so model_head_dim() is head_dim elsewhere) */
+    uint32_t head_dim_swa, n_rot_swa;
+    bool rope_factors_full_only; /* rope_freqs divide only the full-attention layers' thetas */
+    /* layers [0, n_layer_kv) own a KV cache; a later one reads the cache of
+     * kv_layer[l] and stores nothing (Gemma 4's shared KV layers) */
+    uint32_t n_layer_kv;
+    uint16_t kv_layer[MODEL_MAX_LAYERS];
+    uint32_t n_embd_per_layer; /* per-layer embedding size (Gemma 4), 0 = none */
     uint32_t file_type; /* general.file_type, 0 if absent */
     /* mixture of experts (0 experts: a dense model); see forward_graph.h's fwd_moe */
     uint32_t n_expert, n_expert_used; /* expert_count, expert_used_count */
@@ -96,6 +107,16 @@ typedef struct model_hparams {
     float moe_w_scale; /* the k weights times this (0 or 1: not scaled) */
     enum fwd_moe_act moe_act; /* the experts' activation (default SiLU) */
 } model_hparams;
+
+/* Layer il's head size and rotated dims (its kind's). */
+static inline uint32_t model_head_dim(const model_hparams *hp, uint32_t il)
+{
+    return hp->swa_layer[il] ? hp->head_dim_swa : hp->head_dim;
+}
+static inline uint32_t model_n_rot(const model_hparams *hp, uint32_t il)
+{
+    return hp->swa_layer[il] ? hp->n_rot_swa : hp->n_rot;
+}
 
 typedef struct model model;
 
@@ -139,6 +160,9 @@ typedef struct model_layer {
     const gguf_tensor *ffn_norm;
     const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* gate NULL: ffn_up holds gate|up rows */
     const gguf_tensor *ffn_post_norm;       /* norm of the FFN output */
+    /* Gemma 4's per-layer embedding block: gate (n_embd -> n_embd_per_layer),
+     * projection back, its norm; and the layer's output scale ([1]) */
+    const gguf_tensor *ple_gate, *ple_proj, *ple_post_norm, *out_scale;
     /* mixture of experts (arch_moe.c's ml_moe): expert tensors are 3-D,
      * ne0 x ne1 x n_expert (expert e's rows start at e * nbytes / n_expert);
      * their biases and the per-expert scales 2-D / 1-D, one row per expert */
@@ -157,6 +181,9 @@ typedef struct model_weights {
     /* RoPE frequency factors, one per rotated pair (divide theta): Llama 3's
      * rope_freqs, or Phi-3's long/short factors chosen by the context size */
     const gguf_tensor *rope_freqs, *rope_long, *rope_short;
+    /* Gemma 4's per-layer embeddings: token rows of n_layer * n_embd_per_layer,
+     * the projection of the scaled embeddings to that width, its norm */
+    const gguf_tensor *ple_tok_embd, *ple_model_proj, *ple_proj_norm;
     model_layer *layers; /* n_layer */
 } model_weights;
 

@@ -103,6 +103,12 @@ if need "$M/gptoss-mini-mxfp4.gguf" "gpt-oss refusals"; then
         "tensor 'output.weight' is missing (required by architecture 'gpt-oss')"
 fi
 
+info_has "2026 info: gemma4 head sizes per kind, shared KV layers, per-layer embeddings" "$M/gemma4-mini-q8_0.gguf" \
+    '^as tokscope runs it \(gemma4\):' 'head sizes +64 on full layers, 32 on sliding layers \(rope 64 / 32 dims\)' \
+    'shared KV +layers 4-7 read the caches of layers 2, 2, 2, 3 \(no K/V of their own\)' \
+    'per-layer embeddings +16 per layer \(128 in all\)' 'sliding window +window 8 on 6 of 8 layers \(global: 3 7\)' \
+    'softmax scale 1$' 'logit softcapping +30' 'GELU\(tanh\)-gated'
+
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
     name="2026 tokenizer ggml-vocab-$v matches llama.cpp"

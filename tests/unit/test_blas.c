@@ -312,6 +312,22 @@ static void test_blas_decision(void **s)
             assert_int_equal(blas_wants(BLAS_MODE_AUTO, &w, n), takes && n >= min);
         }
     }
+    /* auto leaves products narrower than 32 either way to the CPU kernels:
+     * gemma4moe-mini's F32 router (64 x 8) picked other experts through
+     * OpenBLAS at 143 tokens */
+    gguf_tensor small;
+    memset(&small, 0, sizeof small);
+    small.type = TENSOR_TYPE_F32;
+    small.ne[0] = 64;
+    small.ne[1] = 8;
+    assert_false(blas_wants(BLAS_MODE_AUTO, &small, 4096));
+    assert_true(blas_wants(BLAS_MODE_ON, &small, 4096));
+    small.ne[0] = 16;
+    small.ne[1] = 64;
+    assert_false(blas_wants(BLAS_MODE_AUTO, &small, 4096));
+    small.ne[0] = 32;
+    small.ne[1] = 32;
+    assert_true(blas_wants(BLAS_MODE_AUTO, &small, 4096));
     enum blas_mode m;
     assert_true(blas_mode_parse("AUTO", &m) && m == BLAS_MODE_AUTO);
     assert_true(blas_mode_parse("off", &m) && m == BLAS_MODE_OFF);
