@@ -91,6 +91,7 @@ void forward_free(forward_ctx *f)
     free(f->attn_buf);
     free(f->attn_half);
     free(f->packed_of);
+    forward_rs_free(f);
     fwd_graph_free(&f->graph);
     forward_lens_free(f);
     if (f->packed_buf)
@@ -358,6 +359,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
         ok = ok && f->rope && f->attn_buf && f->attn_half;
     }
+    ok = ok && forward_rs_alloc(f);
     if (!ok) {
         snprintf(err, errlen, "out of memory allocating the KV cache and buffers (n_ctx %u, n_batch %u)", p.n_ctx,
                  p.n_batch);
@@ -718,6 +720,8 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
                      f->hp.n_vocab - 1);
             return -1;
         }
+    if (forward_rs_check(f, g->n_layer, start_pos, err, errlen) != 0)
+        return -1;
     const int32_t nb = (int32_t)f->p.n_batch;
     for (int32_t done = 0; done < n;) {
         const int32_t cnt = n - done < nb ? n - done : nb;
@@ -734,6 +738,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         f->row0 = done;
         eval_batch(f, g, tokens + done, cnt, start_pos + done, out, out_first);
         done += cnt;
+        f->rs_pos = start_pos + done; /* the recurrent state has consumed these, even if cancelled next */
         if (f->progress && !f->progress(f->progress_user, done, n)) {
             snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);
             return -1;

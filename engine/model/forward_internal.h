@@ -142,12 +142,28 @@ struct forward_ctx {
     forward_lens_fn lens_fn;
     void *lens_user;
     int32_t row0; /* first row of the running batch within the evaluation */
+    /* recurrent state (forward_rs.c): the recurrent layers' states, one
+     * block of rs_bytes; rs_pos positions consumed. NULL / 0 without them */
+    uint8_t *rs;
+    size_t rs_bytes;
+    int32_t rs_pos;
+    uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
 };
 
 /* Runs graph g over tokens like forward_eval (which is this with
  * f->graph): internal batches, progress, STEP_LENS calls to f->lens_fn. */
 int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32_t n, int32_t start_pos,
                 float *logits, bool all_logits, char *err, size_t errlen);
+/* The recurrent state (forward_rs.c): allocated in forward_build (false
+ * when out of memory), freed in forward_free; forward_rs_check refuses a
+ * start_pos the state cannot continue from (0 resets it), or a graph of
+ * another depth than the one that advanced it. */
+bool forward_rs_alloc(forward_ctx *f);
+void forward_rs_free(forward_ctx *f);
+int forward_rs_check(forward_ctx *f, uint32_t n_layer, int32_t start_pos, char *err, size_t errlen);
+/* Bytes of layer il's recurrent state (0: not a recurrent layer). */
+size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il);
+
 /* Frees the lens and cut graphs (forward_lens.c). */
 void forward_lens_free(forward_ctx *f);
 
