@@ -323,6 +323,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->v_cache = calloc(hp->n_layer, sizeof *f->v_cache);
     ok = f->k_cache && f->v_cache;
     for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+        if (hp->recurrent_layer[l])
+            continue; /* a Gated DeltaNet layer keeps a recurrent state instead (forward_rs.c) */
         /* calloc: rows never written read as zeros, never as garbage */
         f->k_cache[l] = calloc((size_t)p.n_ctx, f->k_row);
         f->v_cache[l] = calloc((size_t)p.n_ctx, f->v_row);
@@ -499,7 +501,10 @@ uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
 
 size_t forward_kv_cache_bytes(const forward_ctx *f)
 {
-    return (size_t)f->hp.n_layer * f->p.n_ctx * (f->k_row + f->v_row);
+    size_t n = 0;
+    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+        n += f->hp.recurrent_layer[l] ? 0 : 1;
+    return n * f->p.n_ctx * (f->k_row + f->v_row);
 }
 
 void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
@@ -673,6 +678,7 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;
+        case STEP_DELTANET: forward_deltanet_run(f, st->il, n); break;
         case STEP_KEEP_OUT:
             if (out_first > 0) {
                 /* Past the last attention, only the rows with logits

@@ -38,6 +38,8 @@ enum fwd_op_kind {
     OP_GEGLU,        /* dst = gelu(src) * src2 */
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
     OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
+    OP_SPLIT_QGATE,  /* src (per head: query, gate) -> dst (queries), src2 (gates) */
+    OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
 };
 
 struct fwd_op {
@@ -50,7 +52,7 @@ struct fwd_op {
 
 /* STEP_LENS (logit lens graphs only): LOGITS holds the head's output on
  * the residual after block il + 1; forward_run hands it to the lens callback */
-enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS };
+enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS, STEP_DELTANET };
 
 #define FWD_MAX_OPS 12
 
@@ -62,7 +64,7 @@ struct fwd_step {
     enum fwd_buf in;
     const gguf_tensor *w[3];
     enum fwd_buf out[3];
-    uint32_t il; /* STEP_ATTN */
+    uint32_t il; /* STEP_ATTN, STEP_DELTANET */
 };
 
 struct fwd_graph {
@@ -166,6 +168,11 @@ size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il);
 
 /* Frees the lens and cut graphs (forward_lens.c). */
 void forward_lens_free(forward_ctx *f);
+
+/* Runs layer il's Gated DeltaNet on the batch's n rows (forward_deltanet.c). */
+void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
+/* Byte offset of layer il's state within the recurrent state block. */
+size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 
 /* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);

@@ -64,7 +64,7 @@ static void cache_rows_copy(forward_ctx *f, int32_t start_pos, size_t kb, size_t
 {
     const size_t n_ctx = f->p.n_ctx;
     for (uint32_t l = 0; l < f->hp.n_layer; l++)
-        for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
+        for (uint32_t h = 0; f->k_cache[l] && h < f->hp.n_head_kv; h++) { /* none on recurrent layers */
             uint8_t *k = (uint8_t *)f->k_cache[l] + (h * n_ctx + (size_t)start_pos) * f->k_head;
             uint8_t *v = (uint8_t *)f->v_cache[l] + (h * n_ctx + (size_t)start_pos) * f->v_head;
             if (restore) {

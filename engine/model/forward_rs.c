@@ -11,13 +11,6 @@
 
 #include "model/forward_internal.h"
 
-size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il)
-{
-    (void)hp;
-    (void)il;
-    return 0;
-}
-
 bool forward_rs_alloc(forward_ctx *f)
 {
     f->rs_bytes = 0;
