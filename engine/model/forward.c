@@ -676,7 +676,8 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
                 outs[s] = f->buf[st->out[s]];
                 strides[s] = f->graph.width[st->out[s]];
             }
-            forward_matmul(f, f->buf[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs, strides);
+            forward_matmul(f, f->buf[st->in], f->graph.width[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs,
+                           strides);
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;

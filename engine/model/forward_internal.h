@@ -235,10 +235,12 @@ static inline int64_t forward_chunk_start(int64_t total, int64_t c, int64_t n)
     return c >= n ? total : total * c * (2 * n - c) / (n * n);
 }
 
-/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in): outs[s]
+/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in, x_stride
+ * floats apart: a row buffer may be wider than one weight's rows): outs[s]
  * gets n_tok rows of ws[s]->ne[1] outputs, out_strides[s] floats apart.
  * packed[s]: forward_packed.h copy of ws[s], or NULL (forward_matmul.c). */
-void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides);
+void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
+                    const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
+                    const int64_t *out_strides);
 
 #endif
