@@ -51,7 +51,7 @@ typedef struct arch_def {
 } arch_def;
 
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
-extern const arch_def arch_qwen3moe, arch_qwen35;
+extern const arch_def arch_qwen3moe, arch_qwen35, arch_qwen35moe;
 
 const arch_def *arch_find(const char *name);
 const arch_def *arch_get(enum model_arch a);
