@@ -49,7 +49,7 @@ fwd_moe fwd_moe_of(const model_hparams *hp, const model_layer *L)
     m.gating = hp->moe_gating;
     m.norm_w = hp->moe_norm_w;
     m.w_scale = hp->moe_w_scale;
-    m.act = FWD_MOE_SILU;
+    m.act = hp->moe_act;
     m.oai_alpha = 1.702f;
     m.oai_limit = 7.0f;
     m.router = L->ffn_gate_inp;
