@@ -292,6 +292,34 @@ static void put_layer_kinds(const model_hparams *hp, const model_weights *w)
                hp->n_embd_per_layer, hp->n_embd_per_layer * hp->n_layer);
 }
 
+/* qwen35's hybrid layout: which layers are Gated DeltaNet, their sizes and
+ * recurrent state (what forward_rs_bytes snapshots), and IMROPE's sections. */
+static void put_hybrid(const model_hparams *hp)
+{
+    if (hp->rope_imrope)
+        printf("  %-22s IMROPE sections %d %d %d %d (text: one position in the first three)\n", "rope sections",
+               hp->rope_sections[0], hp->rope_sections[1], hp->rope_sections[2], hp->rope_sections[3]);
+    uint32_t n_rec = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        n_rec += hp->recurrent_layer[l];
+    if (n_rec == 0)
+        return;
+    const uint64_t S = hp->ssm_d_state, ch = 2 * S * hp->ssm_n_group + hp->ssm_d_inner;
+    const uint64_t conv = (uint64_t)(hp->ssm_d_conv - 1) * ch * 4, delta = S * S * hp->ssm_dt_rank * 4;
+    printf("  %-22s %u of %u layers (attention:", "Gated DeltaNet", n_rec, hp->n_layer);
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        if (!hp->recurrent_layer[l])
+            printf(" %u", l);
+    printf("), conv %u over %llu channels, %u key / %u value heads of %llu\n", hp->ssm_d_conv,
+           (unsigned long long)ch, hp->ssm_n_group, hp->ssm_dt_rank, (unsigned long long)S);
+    printf("  %-22s %llu bytes per DeltaNet layer (conv %llu, delta rule %llu), %llu in all\n", "recurrent state",
+           (unsigned long long)(conv + delta), (unsigned long long)conv, (unsigned long long)delta,
+           (unsigned long long)((conv + delta) * n_rec));
+    printf("  %-22s attention output times sigmoid of a per-head gate (attn_q: query | gate)\n", "attention gate");
+    if (hp->n_layer_nextn)
+        printf("  %-22s %u nextn/MTP block(s) after the trunk, loaded and never run\n", "MTP", hp->n_layer_nextn);
+}
+
 /* The hyperparameters tokscope derives and the architecture's rules, as the
  * forward pass will use them; or why it will not run the file. */
 static void put_model_view(const char *path)
@@ -306,6 +334,9 @@ static void put_model_view(const char *path)
     const model_hparams *hp = model_get_hparams(m);
     const model_weights *w = model_get_weights(m);
     const model_layer *L0 = &w->layers[0];
+    const model_layer *LA = L0; /* the first attention layer (a hybrid model's first may be DeltaNet) */
+    for (uint32_t l = 0; l < hp->n_layer && hp->recurrent_layer[l]; l++)
+        LA = &w->layers[l + 1 < hp->n_layer ? l + 1 : l];
     printf("as tokscope runs it (%s):\n", model_arch_name(hp->arch));
     printf("  %-22s %u query / %u KV heads of %u (queries %u wide)\n", "attention", hp->n_head, hp->n_head_kv,
            hp->head_dim, hp->n_head * hp->head_dim);
@@ -360,6 +391,7 @@ static void put_model_view(const char *path)
         printf("  %-22s one logit per query head (attn_sinks) joins every softmax%s\n", "attention sinks",
                L0->bo ? "; output projection with a bias" : "");
     put_layer_kinds(hp, w);
+    put_hybrid(hp);
     if (hp->q_scale != 0.0f)
         printf("  %-22s queries * %g before attention, softmax scale %g\n", "attention scale", (double)hp->q_scale,
                (double)hp->kq_scale);
@@ -367,8 +399,8 @@ static void put_model_view(const char *path)
         printf("  %-22s softmax scale %g (1/sqrt(head size))\n", "attention scale", (double)hp->kq_scale);
     else
         printf("  %-22s softmax scale %g\n", "attention scale", (double)hp->kq_scale);
-    printf("  %-22s %s%s%s\n", "Q/K/V", L0->wqkv ? "fused attn_qkv" : "separate", L0->bq ? ", with biases" : "",
-           L0->q_norm ? ", per-head Q/K RMS norms" : "");
+    printf("  %-22s %s%s%s\n", "Q/K/V", LA->wqkv ? "fused attn_qkv" : "separate", LA->bq ? ", with biases" : "",
+           LA->q_norm ? ", per-head Q/K RMS norms" : "");
     const bool gelu = hp->arch == MODEL_ARCH_GEMMA3 || hp->arch == MODEL_ARCH_GEMMA4;
     if (L0->ffn_up)
         printf("  %-22s %s%s%s\n", "FFN", gelu ? "GELU(tanh)-gated" : "SiLU-gated",

@@ -35,6 +35,9 @@ bool ml_f32(model_loader *ld, const char *key, float *out);
 bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n);
 /* ARCH.KEY as a per-layer u32 array (or one u32 for every layer); false when absent. */
 bool ml_u32_array(model_loader *ld, const char *key, uint32_t *out, uint32_t n);
+/* ARCH.KEY as up to n int32 (rope.dimension_sections), the rest 0; false
+ * when absent (failed when longer than n). */
+bool ml_i32_array(model_loader *ld, const char *key, int32_t *out, uint32_t n);
 /* Marks the load failed with a message (first one wins); returns false. */
 bool ml_fail(model_loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool ml_failed(const model_loader *ld);
@@ -50,7 +53,7 @@ typedef struct arch_def {
 } arch_def;
 
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
-extern const arch_def arch_qwen3moe, arch_gptoss, arch_gemma4;
+extern const arch_def arch_qwen3moe, arch_gptoss, arch_gemma4, arch_qwen35, arch_qwen35moe;
 
 
 const arch_def *arch_find(const char *name);

@@ -94,6 +94,7 @@ void forward_free(forward_ctx *f)
     free(f->attn_half);
     free(f->packed_of);
     forward_moe_free(f);
+    forward_rs_free(f);
     fwd_graph_free(&f->graph);
     forward_lens_free(f);
     if (f->packed_buf)
@@ -340,6 +341,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
             f->v_cache[l] = f->v_cache[hp->kv_layer[l]];
             continue;
         }
+        if (hp->recurrent_layer[l])
+            continue; /* a Gated DeltaNet layer keeps a recurrent state instead (forward_rs.c) */
         /* calloc: rows never written read as zeros, never as garbage */
         f->k_cache[l] = calloc((size_t)p.n_ctx * hp->n_head_kv, forward_k_head(f, l));
         f->v_cache[l] = calloc((size_t)p.n_ctx * hp->n_head_kv, forward_v_head(f, l));
@@ -384,6 +387,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
         ok = ok && f->rope && f->attn_buf && f->attn_half;
     }
+    ok = ok && forward_rs_alloc(f);
     if (!ok) {
         snprintf(err, errlen, "out of memory allocating the KV cache and buffers (n_ctx %u, n_batch %u)", p.n_ctx,
                  p.n_batch);
@@ -535,7 +539,7 @@ size_t forward_kv_cache_bytes(const forward_ctx *f)
 {
     size_t n = 0;
     for (uint32_t l = 0; l < f->hp.n_layer; l++)
-        if (f->hp.kv_layer[l] == l)
+        if (f->hp.kv_layer[l] == l && !f->hp.recurrent_layer[l])
             n += (size_t)f->p.n_ctx * f->hp.n_head_kv * (forward_k_head(f, l) + forward_v_head(f, l));
     return n;
 }
@@ -715,13 +719,14 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
             blas_ctx *blas = f->blas;
             if (st->no_blas)
                 f->blas = NULL;
-            forward_matmul_strided(f, f->buf[st->in], f->graph.width[st->in], n, st->w[0]->ne[0], st->n_seg, st->w,
-                                   pk, outs, strides);
+            forward_matmul(f, f->buf[st->in], f->graph.width[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs,
+                           strides);
             f->blas = blas;
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;
         case STEP_MOE: forward_run_moe(f, gr, st, n); break;
+        case STEP_DELTANET: forward_deltanet_run(f, st->il, n); break;
         case STEP_KEEP_OUT:
             if (out_first > 0) {
                 /* Past the last attention, only the rows with logits
@@ -769,6 +774,8 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
                      f->hp.n_vocab - 1);
             return -1;
         }
+    if (forward_rs_check(f, g->n_layer, start_pos, err, errlen) != 0)
+        return -1;
     const int32_t nb = (int32_t)f->p.n_batch;
     for (int32_t done = 0; done < n;) {
         const int32_t cnt = n - done < nb ? n - done : nb;
@@ -785,6 +792,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         f->row0 = done;
         eval_batch(f, g, tokens + done, cnt, start_pos + done, out, out_first);
         done += cnt;
+        f->rs_pos = start_pos + done; /* the recurrent state has consumed these, even if cancelled next */
         if (f->progress && !f->progress(f->progress_user, done, n)) {
             snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);
             return -1;

@@ -42,6 +42,8 @@ enum fwd_op_kind {
     OP_PLE_INPUT,    /* PLE = (rmsnorm of each layer's piece of PLE / sqrt(n_embd) * w + token rows) / sqrt(2) */
     OP_PLE_GATE,     /* dst = gelu(dst) * layer il's piece of PLE */
     OP_SHEXP_MIX,    /* dst = src + dst * sigmoid(src2[0]) (a shared expert into the routed experts' sum) */
+    OP_SPLIT_QGATE,  /* src (per head: query, gate) -> dst (queries), src2 (gates) */
+    OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
 };
 
 struct fwd_op {
@@ -55,7 +57,7 @@ struct fwd_op {
 /* STEP_LENS (logit lens graphs only): LOGITS holds the head's output on
  * the residual after block il + 1; forward_run hands it to the lens callback */
 /* STEP_MOE: the routed experts of graph->moe[moe] (forward_moe.c) */
-enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS, STEP_MOE };
+enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS, STEP_MOE, STEP_DELTANET };
 
 #define FWD_MAX_OPS 12
 
@@ -68,7 +70,7 @@ struct fwd_step {
     const gguf_tensor *w[3];
     enum fwd_buf out[3];
     bool no_blas; /* STEP_MATMUL: never OpenBLAS (a router: another bit may pick another expert) */
-    uint32_t il;  /* STEP_ATTN */
+    uint32_t il;  /* STEP_ATTN, STEP_DELTANET */
     int moe;     /* STEP_MOE */
 };
 
@@ -162,14 +164,35 @@ struct forward_ctx {
     void *lens_user;
     int32_t row0; /* first row of the running batch within the evaluation */
     struct fwd_moe_scratch *moe; /* the MoE step's buffers (forward_moe.c), NULL without one */
+    /* recurrent state (forward_rs.c): the recurrent layers' states, one
+     * block of rs_bytes; rs_pos positions consumed. NULL / 0 without them */
+    uint8_t *rs;
+    size_t rs_bytes;
+    int32_t rs_pos;
+    uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
 };
 
 /* Runs graph g over tokens like forward_eval (which is this with
  * f->graph): internal batches, progress, STEP_LENS calls to f->lens_fn. */
 int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32_t n, int32_t start_pos,
                 float *logits, bool all_logits, char *err, size_t errlen);
+/* The recurrent state (forward_rs.c): allocated in forward_build (false
+ * when out of memory), freed in forward_free; forward_rs_check refuses a
+ * start_pos the state cannot continue from (0 resets it), or a graph of
+ * another depth than the one that advanced it. */
+bool forward_rs_alloc(forward_ctx *f);
+void forward_rs_free(forward_ctx *f);
+int forward_rs_check(forward_ctx *f, uint32_t n_layer, int32_t start_pos, char *err, size_t errlen);
+/* Bytes of layer il's recurrent state (0: not a recurrent layer). */
+size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il);
+
 /* Frees the lens and cut graphs (forward_lens.c). */
 void forward_lens_free(forward_ctx *f);
+
+/* Runs layer il's Gated DeltaNet on the batch's n rows (forward_deltanet.c). */
+void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
+/* Byte offset of layer il's state within the recurrent state block. */
+size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 
 /* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);
@@ -221,16 +244,13 @@ static inline int64_t forward_chunk_start(int64_t total, int64_t c, int64_t n)
     return c >= n ? total : total * c * (2 * n - c) / (n * n);
 }
 
-/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in): outs[s]
+/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in, x_stride
+ * floats apart: a row buffer may be wider than one weight's rows): outs[s]
  * gets n_tok rows of ws[s]->ne[1] outputs, out_strides[s] floats apart.
  * packed[s]: forward_packed.h copy of ws[s], or NULL (forward_matmul.c). */
-void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides);
-/* The same with input rows x_stride floats apart (>= n_in: a buffer sized
- * for the widest layer, read by a narrower one). */
-void forward_matmul_strided(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
-                            const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
-                            const int64_t *out_strides);
+void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
+                    const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
+                    const int64_t *out_strides);
 
 /* Layer l's head size (its kind's) and the bytes of one K / V head row
  * of one position in the cache it reads. */

@@ -65,7 +65,7 @@ static size_t cache_rows_copy(forward_ctx *f, int32_t start_pos, int32_t n, uint
     const size_t n_ctx = f->p.n_ctx;
     size_t total = 0;
     for (uint32_t l = 0; l < f->hp.n_layer; l++) {
-        if (f->hp.kv_layer[l] != l)
+        if (f->hp.kv_layer[l] != l || !f->k_cache[l]) /* shared, or recurrent (no cache) */
             continue;
         const size_t kh = forward_k_head(f, l), vh = forward_v_head(f, l);
         const size_t kb = (size_t)n * kh, vb = (size_t)n * vh;
@@ -99,13 +99,15 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     /* the rows this evaluation overwrites, every layer's K and V: per KV
      * head, as the cache is head-major (forward_internal.h) */
     uint8_t *saved = NULL;
+    const size_t rsb = forward_rs_bytes(f); /* and the recurrent state, whole */
+    const int32_t rs_pos = forward_rs_pos(f);
     if (keep_cache) {
-        saved = malloc(cache_rows_copy(f, start_pos, n, NULL, false));
+        saved = malloc(cache_rows_copy(f, start_pos, n, NULL, false) + rsb);
         if (!saved) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        cache_rows_copy(f, start_pos, n, saved, false);
+        forward_rs_save(f, saved + cache_rows_copy(f, start_pos, n, saved, false));
     }
     f->lens_fn = fn;
     f->lens_user = user;
@@ -113,7 +115,7 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     f->lens_fn = NULL;
     f->lens_user = NULL;
     if (saved) {
-        cache_rows_copy(f, start_pos, n, saved, true);
+        forward_rs_load(f, saved + cache_rows_copy(f, start_pos, n, saved, true), rs_pos);
         free(saved);
     }
     return rc;

@@ -107,8 +107,7 @@ static void round_f16_row(const float *x, float *y, int64_t n)
  * F16-rounded (exact), so that the kernels convert only the weights. */
 struct prep_job {
     const float *x;
-    int64_t x_stride; /* floats between input rows */
-    int64_t n_in;
+    int64_t n_in, x_stride;
     int n_tok, n_dots;
     enum tensor_type dot[3];
     uint8_t *act[3];
@@ -134,15 +133,9 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         }
 }
 
-void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
-{
-    forward_matmul_strided(f, x, n_in, n_tok, n_in, n_seg, ws, packed, outs, out_strides);
-}
-
-void forward_matmul_strided(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
-                            const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
-                            const int64_t *out_strides)
+void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
+                    const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
+                    const int64_t *out_strides)
 {
     /* ---- OpenBLAS (kernels/blas.h) takes the weights it is faster on; the
      * others go on below as if they were the whole job ---- */
@@ -154,7 +147,8 @@ void forward_matmul_strided(forward_ctx *f, const float *x, int64_t x_stride, in
         struct blas_seg bs[3];
         int n_blas = 0, n_rest = 0;
         for (int s = 0; s < n_seg; s++) {
-            if (!packed[s] && blas_wants(blas_mode_of(f->blas), ws[s], n_tok)) {
+            /* OpenBLAS reads the rows n_in apart */
+            if (!packed[s] && x_stride == n_in && blas_wants(blas_mode_of(f->blas), ws[s], n_tok)) {
                 bs[n_blas++] = (struct blas_seg){ws[s], outs[s], out_strides[s]};
                 continue;
             }
@@ -178,8 +172,8 @@ void forward_matmul_strided(forward_ctx *f, const float *x, int64_t x_stride, in
     struct prep_job pj;
     memset(&pj, 0, sizeof pj);
     pj.x = x;
-    pj.x_stride = x_stride;
     pj.n_in = n_in;
+    pj.x_stride = x_stride;
     pj.n_tok = n_tok;
     int seg_dot[3];
     bool any = false;

@@ -72,6 +72,15 @@ info_has "2026 info: qwen3moe experts and router" "$M/qwen3moe-mini-q8_0.gguf" \
     '^  experts +8$' '^  experts used +2$' '^  expert FFN length +64$' \
     '^  experts +8, 2 used per token, each 64 wide, SiLU-gated; Q8_0$' \
     '^  router +softmax, top 2, weights renormalised to sum 1$'
+info_has "2026 info: qwen35 hybrid layout, recurrent state, rope sections" "$M/qwen35-mini-q8_0.gguf" \
+    '^as tokscope runs it \(qwen35\):' 'rope +neox, 16 of 64 dims, base 1e\+07' \
+    '^  rope sections +IMROPE sections 3 3 2 0 ' \
+    '^  Gated DeltaNet +6 of 8 layers \(attention: 3 7\), conv 4 over 256 channels, 2 key / 4 value heads of 32$' \
+    '^  recurrent state +19456 bytes per DeltaNet layer \(conv 3072, delta rule 16384\), 116736 in all$' \
+    '^  attention gate ' 'Q/K/V +separate, per-head Q/K RMS norms' '^  FFN +SiLU-gated$'
+info_has "2026 info: qwen35moe hybrid layout with experts" "$M/qwen35moe-mini-q8_0.gguf" \
+    '^  Gated DeltaNet +6 of 8 layers \(attention: 3 7\)' '^  experts +8, 2 used per token, each 64 wide' \
+    '^  shared expert +128 wide, SiLU-gated, behind a sigmoid gate$'
 
 info_has "2026 info: gpt-oss YaRN, sinks, window and experts" "$M/gptoss-mini-mxfp4.gguf" \
     '^  rope +neox, 32 of 32 dims, base 150000, scaling yarn \(factor 32\)$' \
