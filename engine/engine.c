@@ -180,17 +180,19 @@ static void load(engine *e, const char *path)
         unload(e);
         return;
     }
-    forward_set_progress(e->f, engine_progress_cb, e);
     e->n_vocab = hp->n_vocab;
     e->n_ctx = (int32_t)forward_n_ctx(e->f);
     e->s = sampler_build(&e->sp, e->n_vocab);
     if (e->s)
         sampler_set_tokenizer(e->s, e->tok); /* DRY sequence breakers */
-    if (!e->s || !memory_init(&e->mem, e->f, e->n_ctx, e->n_vocab, e->p.no_kv_cache, err, sizeof err)) {
+    memory_params mp = {.ckpt_every = e->p.ckpt_every, .ckpt_max = e->p.ckpt_max,
+                        .ckpt_max_bytes = (size_t)e->p.ckpt_max_bytes};
+    if (!e->s || !memory_init(&e->mem, e->f, e->n_ctx, e->n_vocab, e->p.no_kv_cache, &mp, err, sizeof err)) {
         engine_post_error(e, "out of memory after loading %s", path);
         unload(e);
         return;
     }
+    memory_set_progress(&e->mem, engine_progress_cb, e);
     post_progress(e, 1.0f);
 
     engine_event ev;
@@ -211,6 +213,11 @@ static void load(engine *e, const char *path)
              forward_kv_type_name(e->p.cache_type_v));
     in->cache_bytes = forward_kv_cache_bytes(e->f);
     forward_blas_describe(e->m, e->p.blas, in->blas, sizeof in->blas);
+    in->recurrent = memory_is_recurrent(&e->mem);
+    in->ckpt_unit_bytes = memory_ckpt_unit_bytes(&e->mem);
+    in->ckpt_every = e->mem.p.ckpt_every;
+    in->ckpt_max = e->mem.p.ckpt_max;
+    in->ckpt_max_bytes = e->mem.p.ckpt_max_bytes;
     const gguf_ctx *g = model_get_gguf(e->m);
     for (int64_t i = 0; g && i < gguf_n_tensors(g); i++)
         in->n_params += (uint64_t)gguf_tensor_at(g, i)->n_elements;

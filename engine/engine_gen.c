@@ -23,6 +23,8 @@ static void ev_init(engine *e, engine_event *ev, enum engine_event_type type)
     ev->req_id = e->req_id;
     ev->n_past = e->mem.n_past;
     ev->n_ctx = e->n_ctx;
+    ev->n_ckpt = memory_n_ckpt(&e->mem);
+    ev->ckpt_bytes = memory_ckpt_bytes(&e->mem);
 }
 
 static char *token_text_dup(const tokenizer *t, int32_t id)
@@ -115,7 +117,7 @@ bool engine_progress_cb(void *user, int32_t done, int32_t total)
 {
     engine *e = user;
     (void)total;
-    if (e->report_prefill) {
+    if (e->report_prefill && !e->mem.replaying) { /* a state restored is not the prompt's progress */
         engine_event ev;
         ev_init(e, &ev, ENGINE_EV_PREFILL);
         ev.done = e->mem.eval_base + done;
@@ -339,10 +341,12 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
     *n_keep = compute_n_keep(e, c->messages, c->n_messages, seq, np);
 
     if (total >= e->n_ctx) { /* leave room for at least one generated token */
-        if (!e->p.context_shift) {
+        if (!e->p.context_shift || !memory_can_shift(&e->mem)) {
             char msg[256];
-            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)", (int)total,
-                     (int)e->n_ctx);
+            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)%s", (int)total,
+                     (int)e->n_ctx,
+                     memory_can_shift(&e->mem) ? "" : ", and this model's recurrent layers cannot drop tokens "
+                                                      "(no context shift)");
             free(seq);
             fail(e, t, msg);
             t->reason = ENGINE_DONE_CTX_FULL;
@@ -619,10 +623,13 @@ void engine_run_submit(engine *e, const engine_cmd *c)
             finish = true;
         }
         if (!finish && e->mem.n_past >= e->n_ctx) {
-            if (!e->p.context_shift) {
+            if (!e->p.context_shift || !memory_can_shift(&e->mem)) {
+                /* a recurrent state cannot lose its oldest tokens: never shifted, said so */
                 t.reason = ENGINE_DONE_CTX_FULL;
-                snprintf(t.message, sizeof t.message, "context full (%d tokens) and context shift is off",
-                         (int)e->n_ctx);
+                snprintf(t.message, sizeof t.message, "context full (%d tokens) and %s", (int)e->n_ctx,
+                         memory_can_shift(&e->mem) ? "context shift is off"
+                                                   : "this model's recurrent layers cannot drop tokens (no context "
+                                                     "shift)");
                 finish = true;
             } else {
                 int32_t d = context_shift(e, n_keep, err, sizeof err);
