@@ -5,7 +5,7 @@
 
 static const arch_def *const archs[MODEL_ARCH_COUNT] = {
     [MODEL_ARCH_LLAMA] = &arch_llama,   [MODEL_ARCH_QWEN2] = &arch_qwen2, [MODEL_ARCH_QWEN3] = &arch_qwen3,
-    [MODEL_ARCH_GEMMA3] = &arch_gemma3, [MODEL_ARCH_PHI3] = &arch_phi3,
+    [MODEL_ARCH_GEMMA3] = &arch_gemma3, [MODEL_ARCH_PHI3] = &arch_phi3, [MODEL_ARCH_QWEN35] = &arch_qwen35,
 };
 
 const arch_def *arch_find(const char *name)
@@ -28,7 +28,7 @@ const char *model_arch_name(enum model_arch a)
 
 const char *model_arch_list(void)
 {
-    return "llama qwen2 qwen3 gemma3 phi3";
+    return "llama qwen2 qwen3 gemma3 phi3 qwen35";
 }
 
 const char *model_rope_type_name(enum model_rope_type t)

@@ -30,6 +30,9 @@ bool ml_u32(model_loader *ld, const char *key, uint32_t *out);
 bool ml_f32(model_loader *ld, const char *key, float *out);
 /* ARCH.KEY as a per-layer bool array (sliding_window_pattern); false when absent. */
 bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n);
+/* ARCH.KEY as up to n int32 (rope.dimension_sections), the rest 0; false
+ * when absent (failed when longer than n). */
+bool ml_i32_array(model_loader *ld, const char *key, int32_t *out, uint32_t n);
 /* Marks the load failed with a message (first one wins); returns false. */
 bool ml_fail(model_loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool ml_failed(const model_loader *ld);
@@ -44,7 +47,7 @@ typedef struct arch_def {
     void (*layer)(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il);
 } arch_def;
 
-extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3, arch_qwen35;
 
 const arch_def *arch_find(const char *name);
 const arch_def *arch_get(enum model_arch a);

@@ -91,6 +91,7 @@ void forward_free(forward_ctx *f)
     free(f->attn_buf);
     free(f->attn_half);
     free(f->packed_of);
+    forward_rs_free(f);
     fwd_graph_free(&f->graph);
     forward_lens_free(f);
     if (f->packed_buf)
@@ -322,6 +323,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->v_cache = calloc(hp->n_layer, sizeof *f->v_cache);
     ok = f->k_cache && f->v_cache;
     for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+        if (hp->recurrent_layer[l])
+            continue; /* a Gated DeltaNet layer keeps a recurrent state instead (forward_rs.c) */
         /* calloc: rows never written read as zeros, never as garbage */
         f->k_cache[l] = calloc((size_t)p.n_ctx, f->k_row);
         f->v_cache[l] = calloc((size_t)p.n_ctx, f->v_row);
@@ -358,6 +361,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
         ok = ok && f->rope && f->attn_buf && f->attn_half;
     }
+    ok = ok && forward_rs_alloc(f);
     if (!ok) {
         snprintf(err, errlen, "out of memory allocating the KV cache and buffers (n_ctx %u, n_batch %u)", p.n_ctx,
                  p.n_batch);
@@ -497,7 +501,10 @@ uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
 
 size_t forward_kv_cache_bytes(const forward_ctx *f)
 {
-    return (size_t)f->hp.n_layer * f->p.n_ctx * (f->k_row + f->v_row);
+    size_t n = 0;
+    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+        n += f->hp.recurrent_layer[l] ? 0 : 1;
+    return n * f->p.n_ctx * (f->k_row + f->v_row);
 }
 
 void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
@@ -671,6 +678,7 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;
+        case STEP_DELTANET: forward_deltanet_run(f, st->il, n); break;
         case STEP_KEEP_OUT:
             if (out_first > 0) {
                 /* Past the last attention, only the rows with logits
@@ -718,6 +726,8 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
                      f->hp.n_vocab - 1);
             return -1;
         }
+    if (forward_rs_check(f, g->n_layer, start_pos, err, errlen) != 0)
+        return -1;
     const int32_t nb = (int32_t)f->p.n_batch;
     for (int32_t done = 0; done < n;) {
         const int32_t cnt = n - done < nb ? n - done : nb;
@@ -734,6 +744,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         f->row0 = done;
         eval_batch(f, g, tokens + done, cnt, start_pos + done, out, out_first);
         done += cnt;
+        f->rs_pos = start_pos + done; /* the recurrent state has consumed these, even if cancelled next */
         if (f->progress && !f->progress(f->progress_user, done, n)) {
             snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);
             return -1;

@@ -58,6 +58,19 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen);
 
+/* ---- recurrent state (engine/model/forward_rs.c) ---------------------------------
+ * Recurrent state (Gated DeltaNet layers' conv and delta-rule states). A model
+ * without recurrent layers has none: forward_rs_bytes() == 0, the rest are no-ops.
+ * The state follows the same explicit position counter as the KV cache: on a
+ * recurrent model forward_eval refuses a start_pos other than forward_rs_pos(f),
+ * except 0, which resets the state first. */
+bool forward_is_recurrent(const forward_ctx *f);
+size_t forward_rs_bytes(const forward_ctx *f);            /* bytes of one snapshot, all layers */
+int32_t forward_rs_pos(const forward_ctx *f);             /* positions the state has consumed: [0, pos) */
+void forward_rs_save(const forward_ctx *f, void *dst);    /* snapshot (forward_rs_bytes bytes) */
+void forward_rs_load(forward_ctx *f, const void *src, int32_t pos); /* restore a snapshot taken at pos */
+void forward_rs_reset(forward_ctx *f);                    /* empty state, pos 0 */
+
 /* ---- logit lens (engine/model/forward_lens.c) -----------------------------------
  * Evaluations beside forward_eval, on the same context and cache; forward_eval
  * itself does no extra work for them. */

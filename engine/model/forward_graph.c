@@ -106,6 +106,18 @@ void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c)
     row_op(g, (struct fwd_op){.kind = OP_SOFTCAP, .dst = buf, .s = c});
 }
 
+void fwd_split_qgate(fwd_graph *g)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SPLIT_QGATE, .dst = FWD_Q, .src = FWD_QKV, .src2 = FWD_GATE});
+    if (g->width[FWD_Q] > g->width[FWD_GATE])
+        g->width[FWD_GATE] = g->width[FWD_Q];
+}
+
+void fwd_sigmoid_mul(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate)
+{
+    row_op(g, (struct fwd_op){.kind = OP_SIGMOID_MUL, .dst = dst, .src = gate});
+}
+
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs)
 {
     struct fwd_step *st = push(g, STEP_MATMUL);
@@ -138,6 +150,14 @@ void fwd_attention(fwd_graph *g, uint32_t il)
         st->il = il;
     if (g->rot_v)
         row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_ATT, .il = (uint32_t)g->rot_v});
+}
+
+void fwd_deltanet(fwd_graph *g, uint32_t il)
+{
+    struct fwd_step *st = push(g, STEP_DELTANET);
+    if (st)
+        st->il = il;
+    g->width[FWD_DN] = g->hp->ssm_d_inner;
 }
 
 void fwd_keep_out_rows(fwd_graph *g, uint32_t il)
@@ -184,6 +204,16 @@ void fwd_block_ffn_swiglu(fwd_graph *g, const model_layer *L)
         fwd_swiglu_fused(g, FWD_HB, FWD_HB2);
     }
     fwd_matmul1(g, FWD_XB, FWD_HB, L->ffn_down);
+}
+
+void fwd_block_deltanet(fwd_graph *g, const model_layer *L, uint32_t il)
+{
+    const gguf_tensor *ws[3] = {L->wqkv, L->attn_gate, L->ssm_beta};
+    const enum fwd_buf outs[3] = {FWD_QKV, FWD_GATE, FWD_BETA};
+    fwd_matmul(g, FWD_XB, 3, ws, outs);
+    fwd_matmul1(g, FWD_ALPHA, FWD_XB, L->ssm_alpha);
+    fwd_deltanet(g, il);
+    fwd_matmul1(g, FWD_XB, FWD_DN, L->ssm_out);
 }
 
 void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L)

@@ -26,6 +26,10 @@ enum fwd_buf {
     FWD_QKV,    /* a fused Q|K|V matmul's output */
     FWD_HB,     /* FFN hidden (n_ff) */
     FWD_HB2,    /* FFN hidden, second matmul output (n_ff, or 2 n_ff fused) */
+    FWD_GATE,   /* gated attention's output gate (n_head * head_dim); DeltaNet's z */
+    FWD_BETA,   /* DeltaNet: beta per value head, before its sigmoid */
+    FWD_ALPHA,  /* DeltaNet: alpha per value head, before softplus */
+    FWD_DN,     /* DeltaNet output (ssm.inner_size) */
     FWD_LOGITS, /* the caller's logits rows */
     FWD_N_BUF,
 };
@@ -46,6 +50,10 @@ void fwd_swiglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf 
 void fwd_swiglu_fused(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate_up); /* silu(1st half) * 2nd half */
 void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up); /* gelu_tanh(gate) * up */
 void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c);                          /* c * tanh(buf / c) */
+/* QKV holds each head's query and then its gate (qwen35's attn_q): Q = the
+ * queries, GATE = the gates */
+void fwd_split_qgate(fwd_graph *g);
+void fwd_sigmoid_mul(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate); /* dst *= sigmoid(gate) */
 
 /* ---- matmuls: out[s] = in . ws[s] for up to 3 weights sharing the input ---- */
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs);
@@ -54,6 +62,11 @@ void fwd_matmul1(fwd_graph *g, enum fwd_buf out, enum fwd_buf in, const gguf_ten
 /* ---- attention: ATT = softmax(kq_scale * Q.K) V over layer il's cache,
  * causal, within the sliding window on the layer's that have one ---- */
 void fwd_attention(fwd_graph *g, uint32_t il);
+
+/* ---- Gated DeltaNet (forward_deltanet.c): DN = the layer's DeltaNet
+ * output from QKV (the convolution's input), GATE (z), BETA and ALPHA,
+ * advancing layer il's recurrent state over the batch's tokens ---- */
+void fwd_deltanet(fwd_graph *g, uint32_t il);
 
 /* In the last layer, after the attention's output projection: from here on
  * only the rows whose logits were asked for are computed (llama.cpp's
@@ -66,6 +79,8 @@ void fwd_keep_out_rows(fwd_graph *g, uint32_t il);
 void fwd_block_qkv_rope(fwd_graph *g, const model_layer *L, uint32_t il);
 /* XB = FFN(XB) with a SiLU-gated FFN (gate and up separate or fused). */
 void fwd_block_ffn_swiglu(fwd_graph *g, const model_layer *L);
+/* XB = DeltaNet(XB): the projections, fwd_deltanet, the output projection. */
+void fwd_block_deltanet(fwd_graph *g, const model_layer *L, uint32_t il);
 /* XB = FFN(XB) with a GELU(tanh)-gated FFN. */
 void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L);
 

@@ -38,6 +38,8 @@ enum fwd_op_kind {
     OP_GEGLU,        /* dst = gelu(src) * src2 */
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
     OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
+    OP_SPLIT_QGATE,  /* src (per head: query, gate) -> dst (queries), src2 (gates) */
+    OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
 };
 
 struct fwd_op {
@@ -50,7 +52,7 @@ struct fwd_op {
 
 /* STEP_LENS (logit lens graphs only): LOGITS holds the head's output on
  * the residual after block il + 1; forward_run hands it to the lens callback */
-enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS };
+enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS, STEP_DELTANET };
 
 #define FWD_MAX_OPS 12
 
@@ -62,7 +64,7 @@ struct fwd_step {
     enum fwd_buf in;
     const gguf_tensor *w[3];
     enum fwd_buf out[3];
-    uint32_t il; /* STEP_ATTN */
+    uint32_t il; /* STEP_ATTN, STEP_DELTANET */
 };
 
 struct fwd_graph {
@@ -142,14 +144,35 @@ struct forward_ctx {
     forward_lens_fn lens_fn;
     void *lens_user;
     int32_t row0; /* first row of the running batch within the evaluation */
+    /* recurrent state (forward_rs.c): the recurrent layers' states, one
+     * block of rs_bytes; rs_pos positions consumed. NULL / 0 without them */
+    uint8_t *rs;
+    size_t rs_bytes;
+    int32_t rs_pos;
+    uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
 };
 
 /* Runs graph g over tokens like forward_eval (which is this with
  * f->graph): internal batches, progress, STEP_LENS calls to f->lens_fn. */
 int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32_t n, int32_t start_pos,
                 float *logits, bool all_logits, char *err, size_t errlen);
+/* The recurrent state (forward_rs.c): allocated in forward_build (false
+ * when out of memory), freed in forward_free; forward_rs_check refuses a
+ * start_pos the state cannot continue from (0 resets it), or a graph of
+ * another depth than the one that advanced it. */
+bool forward_rs_alloc(forward_ctx *f);
+void forward_rs_free(forward_ctx *f);
+int forward_rs_check(forward_ctx *f, uint32_t n_layer, int32_t start_pos, char *err, size_t errlen);
+/* Bytes of layer il's recurrent state (0: not a recurrent layer). */
+size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il);
+
 /* Frees the lens and cut graphs (forward_lens.c). */
 void forward_lens_free(forward_ctx *f);
+
+/* Runs layer il's Gated DeltaNet on the batch's n rows (forward_deltanet.c). */
+void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
+/* Byte offset of layer il's state within the recurrent state block. */
+size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 
 /* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);

@@ -64,7 +64,7 @@ static void cache_rows_copy(forward_ctx *f, int32_t start_pos, size_t kb, size_t
 {
     const size_t n_ctx = f->p.n_ctx;
     for (uint32_t l = 0; l < f->hp.n_layer; l++)
-        for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
+        for (uint32_t h = 0; f->k_cache[l] && h < f->hp.n_head_kv; h++) { /* none on recurrent layers */
             uint8_t *k = (uint8_t *)f->k_cache[l] + (h * n_ctx + (size_t)start_pos) * f->k_head;
             uint8_t *v = (uint8_t *)f->v_cache[l] + (h * n_ctx + (size_t)start_pos) * f->v_head;
             if (restore) {
@@ -94,13 +94,16 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     const uint32_t L = f->hp.n_layer, H = f->hp.n_head_kv;
     const size_t kb = (size_t)n * f->k_head, vb = (size_t)n * f->v_head;
     uint8_t *saved = NULL;
+    const size_t rsb = forward_rs_bytes(f); /* and the recurrent state, whole */
+    const int32_t rs_pos = forward_rs_pos(f);
     if (keep_cache) {
-        saved = malloc((size_t)L * H * (kb + vb));
+        saved = malloc((size_t)L * H * (kb + vb) + rsb);
         if (!saved) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
         cache_rows_copy(f, start_pos, kb, vb, saved, false);
+        forward_rs_save(f, saved + (size_t)L * H * (kb + vb));
     }
     f->lens_fn = fn;
     f->lens_user = user;
@@ -109,6 +112,7 @@ int forward_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t 
     f->lens_user = NULL;
     if (saved) {
         cache_rows_copy(f, start_pos, kb, vb, saved, true);
+        forward_rs_load(f, saved + (size_t)L * H * (kb + vb), rs_pos);
         free(saved);
     }
     return rc;

@@ -77,18 +77,38 @@ static void geglu_row(float *out, const float *g, const float *up, int64_t n)
     }
 }
 
-/* cos/sin pairs for position pos, like ggml_rope_cache_init. */
+/* IMROPE (ggml_mrope_cache_init, interleaved): pair k's sector k % (sum of
+ * the sections) takes its angle from the time, height or width position
+ * (all the token's position for text) when it is below 3x that section,
+ * else from the fourth position, 0 for text: no rotation. */
+static bool imrope_pos0(const int32_t sec[4], uint32_t pair)
+{
+    const int32_t dims = sec[0] + sec[1] + sec[2] + sec[3];
+    const int32_t k = (int32_t)pair % dims;
+    if (k % 3 == 1 && k < 3 * sec[1])
+        return false;
+    if (k % 3 == 2 && k < 3 * sec[2])
+        return false;
+    if (k % 3 == 0 && k < 3 * sec[0])
+        return false;
+    return true;
+}
+
+/* cos/sin pairs for position pos, like ggml_rope_cache_init (sections:
+ * IMROPE's, or NULL). */
 static void rope_table(float *cs, int32_t pos, uint32_t n_rot, float base, float freq_scale, float mscale,
-                       const float *factors)
+                       const float *factors, const int32_t *sections)
 {
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
-    float theta = (float)pos;
+    float theta = (float)pos, theta0 = 0.0f;
     for (uint32_t i = 0; i < n_rot; i += 2) {
         const float ff = factors ? factors[i / 2] : 1.0f;
-        const float t = freq_scale * (theta / ff);
+        const float th = sections && imrope_pos0(sections, i / 2) ? theta0 : theta;
+        const float t = freq_scale * (th / ff);
         cs[i] = cosf(t) * mscale;
         cs[i + 1] = sinf(t) * mscale;
         theta *= theta_scale;
+        theta0 *= theta_scale;
     }
 }
 
@@ -180,11 +200,12 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         /* the token's RoPE tables, used by every layer */
         float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
         const int32_t pos = f->start_pos + t;
+        const int32_t *sec = hp->rope_imrope ? hp->rope_sections : NULL;
         rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor,
-                   f->rope_factors);
+                   f->rope_factors, sec);
         if (f->n_rope_tables > 1)
             rope_table(cs + f->rope_stride, pos, hp->n_rot, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
-                       hp->rope_attn_factor, f->rope_factors);
+                       hp->rope_attn_factor, f->rope_factors, sec);
         break;
     }
     case OP_NORM:
@@ -244,6 +265,22 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]);
         break;
     case OP_HADAMARD: hadamard_row(d, width[op->dst], op->il); break;
+    case OP_SPLIT_QGATE: {
+        const float *s = row(f, op->src, t);
+        float *gate = row(f, op->src2, t);
+        const int64_t hd = hp->head_dim;
+        for (int64_t h = 0; h < width[op->dst] / hd; h++) {
+            memcpy(d + h * hd, s + 2 * h * hd, (size_t)hd * sizeof(float));
+            memcpy(gate + h * hd, s + (2 * h + 1) * hd, (size_t)hd * sizeof(float));
+        }
+        break;
+    }
+    case OP_SIGMOID_MUL: { /* ggml_sigmoid (libm expf), then ggml_mul */
+        const float *s = row(f, op->src, t);
+        for (int64_t i = 0; i < (int64_t)hp->n_head * hp->head_dim; i++)
+            d[i] *= 1.0f / (1.0f + expf(-s[i]));
+        break;
+    }
     case OP_SOFTCAP: {
         const float inv = 1.0f / op->s;
         for (int64_t i = 0; i < width[op->dst]; i++)

@@ -77,6 +77,24 @@ bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n)
     return true;
 }
 
+bool ml_i32_array(model_loader *ld, const char *key, int32_t *out, uint32_t n)
+{
+    char k[160];
+    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
+    const int64_t i = gguf_find_key(ld->g, k);
+    if (i < 0 || gguf_kv_type(ld->g, i) != GGUF_VTYPE_ARRAY)
+        return false;
+    if (gguf_arr_len(ld->g, i) > n)
+        return ml_fail(ld, "%s has %llu entries, at most %u expected", k, (unsigned long long)gguf_arr_len(ld->g, i), n);
+    for (uint32_t j = 0; j < n; j++) {
+        const int64_t v = j < gguf_arr_len(ld->g, i) ? gguf_arr_i64(ld->g, i, j) : 0;
+        if (v < INT32_MIN || v > INT32_MAX)
+            return ml_fail(ld, "%s[%u] = %lld is out of range", k, j, (long long)v);
+        out[j] = (int32_t)v;
+    }
+    return true;
+}
+
 const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, unsigned flags)
 {
     if (ld->failed)

@@ -20,6 +20,7 @@ enum model_arch {
     MODEL_ARCH_QWEN3,
     MODEL_ARCH_GEMMA3,
     MODEL_ARCH_PHI3,
+    MODEL_ARCH_QWEN35,
     MODEL_ARCH_COUNT,
 };
 
@@ -60,6 +61,17 @@ typedef struct model_hparams {
     float q_scale;       /* queries multiplied by this before attention (0 = not) */
     float kq_scale;      /* softmax(kq_scale * K.Q) */
     float logit_softcap; /* logits = c * tanh(logits / c) (0 = none) */
+    /* IMROPE (qwen35): rope.dimension_sections; a text token's position
+     * drives the first three sections, the fourth sees position 0 */
+    bool rope_imrope;
+    int32_t rope_sections[4];
+    /* Gated DeltaNet (qwen35): recurrent_layer[l] marks its layers, the
+     * rest are full attention. ssm.conv_kernel, ssm.state_size (the head
+     * size of keys and values), ssm.group_count (key heads),
+     * ssm.time_step_rank (value heads), ssm.inner_size (value width) */
+    bool recurrent_layer[MODEL_MAX_LAYERS];
+    uint32_t ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank, ssm_d_inner;
+    uint32_t n_layer_nextn; /* nextn/MTP blocks after the n_layer ones: loaded, never run */
     float rms_eps;
     uint32_t file_type; /* general.file_type, 0 if absent */
 } model_hparams;
@@ -104,6 +116,10 @@ typedef struct model_layer {
     const gguf_tensor *ffn_norm;
     const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* gate NULL: ffn_up holds gate|up rows */
     const gguf_tensor *ffn_post_norm;       /* norm of the FFN output */
+    /* Gated DeltaNet layers (qwen35): wqkv holds the Q|K|V rows fed to the
+     * convolution, attn_gate the output gate z */
+    const gguf_tensor *attn_gate;
+    const gguf_tensor *ssm_conv1d, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out;
 } model_layer;
 
 typedef struct model_weights {

@@ -1,0 +1,238 @@
+/* Gated DeltaNet (qwen35's linear-attention layers), the way llama.cpp's
+ * CPU build computes it with its fused ops (fused_gdn_ar / fused_gdn_ch are
+ * on for the CPU, for prompts and single tokens alike):
+ *
+ *  1. ggml_ssm_conv: each channel of the Q|K|V projection convolved over
+ *     its last ssm.conv_kernel inputs (the first ones from the state), a
+ *     chain of FMAs from 0 in tap order; then SiLU (ggml_vec_silu_f32: the
+ *     vector exp on 16-lane groups of a row, libm expf on its tail). The
+ *     state keeps the last conv_kernel - 1 inputs.
+ *  2. per value head h (key head h % key heads, as the op's broadcast
+ *     takes it): q and k L2-normalised (sum of squares in double,
+ *     1 / max(sqrtf, eps)); beta = sigmoid; g = softplus(alpha + dt) * a;
+ *  3. ggml_gated_delta_net, token by token: S *= expf(g); for each value
+ *     column j: sk = sum_i S[i][j] k[i] (ggml_vec_dot_f32 of 32 or fewer:
+ *     rounded products summed in order from 0), delta = (v[j] - sk) * beta;
+ *     S[i][j] = fma(k[i], delta, S[i][j]) (ggml_vec_mad_f32); out[j] =
+ *     (sum_i S[i][j] q[i]) / sqrt(state_size), the same dot.
+ *  4. RMS norm of each head's output times ssm_norm, times SiLU(z).
+ *
+ * The state is kept as S[i][j] (key index i, value index j) so that the
+ * dots over i run across j in vector lanes, each lane in the reference's
+ * sequential order: the same bits at vector speed. The products are kept
+ * rounded (an empty asm stops GCC from fusing them into the adds). */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/forward_math.h"
+#include "model/forward_internal.h"
+
+/* Only the dots' order up to 32 elements is the one described above
+ * (ggml_vec_dot_f32's leftover loop; longer keys take its 64-wide SIMD
+ * part first): larger states are refused when the context is built. */
+#define DN_MAX_STATE 32
+
+size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il)
+{
+    if (!hp->recurrent_layer[il])
+        return 0;
+    const size_t conv_dim = 2 * (size_t)hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
+    const size_t S = hp->ssm_d_state;
+    return ((hp->ssm_d_conv - 1) * conv_dim + S * S * hp->ssm_dt_rank) * sizeof(float);
+}
+
+size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il)
+{
+    size_t off = 0;
+    for (uint32_t l = 0; l < il; l++)
+        off += forward_rs_layer_bytes(hp, l);
+    return off;
+}
+
+static inline float keep_rounded(float x)
+{
+    __asm__("" : "+x"(x));
+    return x;
+}
+
+/* ggml_vec_silu_f32's element at index i of a row of n */
+static inline float silu_at(float x, int64_t i, int64_t n)
+{
+    return i < (n & ~(int64_t)15) ? x / (1.0f + v_expf(0.0f - x)) : x / (1.0f + expf(-x));
+}
+
+struct dn_job {
+    forward_ctx *f;
+    const model_layer *L;
+    float *conv_state; /* [conv_dim][d_conv - 1] */
+    float *ssm;        /* [HV][S (key i)][S (value j)] */
+    int n;
+};
+
+/* ---- 1. the convolution, channels split across the pool ---- */
+
+static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct dn_job *j = arg;
+    const forward_ctx *f = j->f;
+    const model_hparams *hp = &f->hp;
+    const int64_t W = f->graph.width[FWD_QKV], K = hp->ssm_d_conv;
+    const int64_t C = 2 * (int64_t)hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner; /* channels */
+    const int64_t c1 = forward_chunk_start(C, chunk + 1, n_chunks);
+    const float *wconv = j->L->ssm_conv1d->data;
+    float win[64];
+    for (int64_t c = forward_chunk_start(C, chunk, n_chunks); c < c1; c++) {
+        float *st = j->conv_state + c * (K - 1);
+        const float *w = wconv + c * K;
+        memcpy(win, st, (size_t)(K - 1) * sizeof(float));
+        for (int t = 0; t < j->n; t++) {
+            float *x = f->buf[FWD_QKV] + (size_t)t * W + c;
+            win[K - 1] = *x;
+            float sum = 0.0f;
+            for (int64_t i = 0; i < K; i++)
+                sum = fmaf(win[i], w[i], sum);
+            *x = silu_at(sum, c, C);
+            memmove(win, win + 1, (size_t)(K - 1) * sizeof(float));
+        }
+        memcpy(st, win, (size_t)(K - 1) * sizeof(float));
+    }
+}
+
+/* ---- 2-4. the delta rule, value heads split across the pool ---- */
+
+/* ggml_l2_norm of one head */
+static void l2norm(float *out, const float *x, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = x[i] * scale;
+}
+
+/* One token of ggml_gated_delta_net on one head's state s[S][S]. */
+static void delta_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
+                       float scale, float *out)
+{
+    float sk[DN_MAX_STATE], delta[DN_MAX_STATE], o[DN_MAX_STATE];
+#ifdef FWD_F16C
+    if (S % 8 == 0) {
+        const int nv = (int)(S / 8);
+        __m256 acc[DN_MAX_STATE / 8];
+        const __m256 veg = _mm256_set1_ps(eg);
+        for (int b = 0; b < nv; b++)
+            acc[b] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < S; i++) {
+            float *r = s + i * S;
+            const __m256 ki = _mm256_set1_ps(k[i]);
+            for (int b = 0; b < nv; b++) {
+                const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(r + 8 * b), veg);
+                _mm256_storeu_ps(r + 8 * b, x);
+                __m256 p = _mm256_mul_ps(x, ki);
+                __asm__("" : "+x"(p));
+                acc[b] = _mm256_add_ps(acc[b], p);
+            }
+        }
+        const __m256 vb = _mm256_set1_ps(beta);
+        __m256 d[DN_MAX_STATE / 8];
+        for (int b = 0; b < nv; b++) {
+            d[b] = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + 8 * b), acc[b]), vb);
+            acc[b] = _mm256_setzero_ps();
+        }
+        for (int64_t i = 0; i < S; i++) {
+            float *r = s + i * S;
+            const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
+            for (int b = 0; b < nv; b++) {
+                const __m256 x = _mm256_fmadd_ps(ki, d[b], _mm256_loadu_ps(r + 8 * b));
+                _mm256_storeu_ps(r + 8 * b, x);
+                __m256 p = _mm256_mul_ps(x, qi);
+                __asm__("" : "+x"(p));
+                acc[b] = _mm256_add_ps(acc[b], p);
+            }
+        }
+        const __m256 vs = _mm256_set1_ps(scale);
+        for (int b = 0; b < nv; b++)
+            _mm256_storeu_ps(out + 8 * b, _mm256_mul_ps(acc[b], vs));
+        return;
+    }
+#endif
+    /* ggml_vec_dot_f32's leftover loop as GCC vectorized it (refdot_f32):
+     * with 16 or more, products rounded for the multiples of 16 and one
+     * more 8; FMAs for the rest */
+    const int64_t n16 = S >= 16 ? (S & ~(int64_t)15) : 0;
+    const int64_t nr = n16 + (S >= 16 && S - n16 >= 8 ? 8 : 0);
+    for (int64_t j = 0; j < S; j++)
+        sk[j] = o[j] = 0.0f;
+    for (int64_t i = 0; i < S; i++) {
+        float *r = s + i * S;
+        for (int64_t j = 0; j < S; j++) {
+            r[j] = keep_rounded(r[j] * eg);
+            sk[j] = i < nr ? sk[j] + keep_rounded(r[j] * k[i]) : fmaf(r[j], k[i], sk[j]);
+        }
+    }
+    for (int64_t j = 0; j < S; j++)
+        delta[j] = (v[j] - sk[j]) * beta;
+    for (int64_t i = 0; i < S; i++) {
+        float *r = s + i * S;
+        for (int64_t j = 0; j < S; j++) {
+            r[j] = fmaf(k[i], delta[j], r[j]);
+            o[j] = i < nr ? o[j] + keep_rounded(r[j] * q[i]) : fmaf(r[j], q[i], o[j]);
+        }
+    }
+    for (int64_t j = 0; j < S; j++)
+        out[j] = o[j] * scale;
+}
+
+static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct dn_job *j = arg;
+    const forward_ctx *f = j->f;
+    const model_hparams *hp = &f->hp;
+    const model_layer *L = j->L;
+    const int64_t S = hp->ssm_d_state, HK = hp->ssm_n_group, HV = hp->ssm_dt_rank, KD = S * HK;
+    const int64_t W = f->graph.width[FWD_QKV];
+    const float eps = hp->rms_eps, scale = 1.0f / sqrtf((float)S);
+    const float *dt = L->ssm_dt->data, *A = L->ssm_a->data, *nw = L->ssm_norm->data;
+    const int64_t h1 = forward_chunk_start(HV, chunk + 1, n_chunks);
+    float qn[DN_MAX_STATE], kn[DN_MAX_STATE], o[DN_MAX_STATE];
+    for (int64_t h = forward_chunk_start(HV, chunk, n_chunks); h < h1; h++) {
+        float *s = j->ssm + h * S * S;
+        const int64_t kh = h % HK;
+        for (int t = 0; t < j->n; t++) {
+            const float *row = f->buf[FWD_QKV] + (size_t)t * W;
+            l2norm(qn, row + kh * S, S, eps);
+            l2norm(kn, row + KD + kh * S, S, eps);
+            const float *v = row + 2 * KD + h * S;
+            const float braw = f->buf[FWD_BETA][(size_t)t * f->graph.width[FWD_BETA] + h];
+            const float beta = 1.0f / (1.0f + expf(-braw));
+            const float a = f->buf[FWD_ALPHA][(size_t)t * f->graph.width[FWD_ALPHA] + h] + dt[h];
+            const float sp = a > 20.0f ? a : logf(1.0f + expf(a));
+            const float g = sp * A[h];
+            delta_step(s, S, kn, qn, v, beta, expf(g), scale, o);
+            /* gated RMS norm: rms_norm(o) * ssm_norm * silu(z) */
+            double sum = 0.0;
+            for (int64_t i = 0; i < S; i++)
+                sum += (double)(o[i] * o[i]);
+            const float mean = (float)(sum / S);
+            const float rs = 1.0f / sqrtf(mean + eps);
+            const float *z = f->buf[FWD_GATE] + (size_t)t * f->graph.width[FWD_GATE] + h * S;
+            float *dst = f->buf[FWD_DN] + (size_t)t * f->graph.width[FWD_DN] + h * S;
+            for (int64_t i = 0; i < S; i++)
+                dst[i] = ((o[i] * rs) * nw[i]) * silu_at(z[i], i, S);
+        }
+    }
+}
+
+void forward_deltanet_run(forward_ctx *f, uint32_t il, int n)
+{
+    const model_hparams *hp = &f->hp;
+    const int64_t C = 2 * (int64_t)hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
+    uint8_t *st = f->rs + forward_rs_layer_offset(hp, il);
+    struct dn_job j = {f, &f->w->layers[il], (float *)st, (float *)st + (size_t)(hp->ssm_d_conv - 1) * C, n};
+    threadpool_run(f->tp, forward_n_chunks(f, C, (int64_t)n * C * hp->ssm_d_conv * PREP_COST), conv_worker, &j);
+    const int64_t S = hp->ssm_d_state, HV = hp->ssm_dt_rank;
+    threadpool_run(f->tp, forward_n_chunks(f, HV, (int64_t)n * HV * S * S * 4), head_worker, &j);
+}

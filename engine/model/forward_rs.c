@@ -1,0 +1,89 @@
+/* The recurrent state of a forward context: what the Gated DeltaNet layers
+ * carry from one position to the next (their convolution's last inputs and
+ * the delta rule's state matrices), in one block so that a snapshot is one
+ * copy. It follows the caller's position counter like the KV cache, but
+ * unlike the cache it cannot be rewound by writing rows again: a state at
+ * pos has consumed exactly [0, pos), so an evaluation must start there (or
+ * at 0, from an empty state). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward_internal.h"
+
+bool forward_rs_alloc(forward_ctx *f)
+{
+    f->rs_bytes = 0;
+    f->rs_pos = 0;
+    f->rs_nl = f->hp.n_layer;
+    f->rs = NULL;
+    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+        f->rs_bytes += forward_rs_layer_bytes(&f->hp, l);
+    if (f->rs_bytes == 0)
+        return true;
+    f->rs = calloc(1, f->rs_bytes);
+    return f->rs != NULL;
+}
+
+void forward_rs_free(forward_ctx *f)
+{
+    free(f->rs);
+    f->rs = NULL;
+    f->rs_bytes = 0;
+}
+
+bool forward_is_recurrent(const forward_ctx *f) { return f->rs_bytes > 0; }
+
+size_t forward_rs_bytes(const forward_ctx *f) { return f->rs_bytes; }
+
+int32_t forward_rs_pos(const forward_ctx *f) { return f->rs_bytes ? f->rs_pos : 0; }
+
+void forward_rs_save(const forward_ctx *f, void *dst)
+{
+    if (f->rs_bytes)
+        memcpy(dst, f->rs, f->rs_bytes);
+}
+
+void forward_rs_load(forward_ctx *f, const void *src, int32_t pos)
+{
+    if (!f->rs_bytes)
+        return;
+    memcpy(f->rs, src, f->rs_bytes);
+    f->rs_pos = pos;
+    f->rs_nl = f->hp.n_layer;
+}
+
+void forward_rs_reset(forward_ctx *f)
+{
+    if (!f->rs_bytes)
+        return;
+    memset(f->rs, 0, f->rs_bytes);
+    f->rs_pos = 0;
+    f->rs_nl = f->hp.n_layer;
+}
+
+int forward_rs_check(forward_ctx *f, uint32_t n_layer, int32_t start_pos, char *err, size_t errlen)
+{
+    if (!f->rs_bytes)
+        return 0;
+    if (start_pos == 0) {
+        forward_rs_reset(f);
+        f->rs_nl = n_layer;
+        return 0;
+    }
+    if (n_layer != f->rs_nl) {
+        snprintf(err, errlen,
+                 "the recurrent state was advanced by %u of the %u blocks: an evaluation with %u blocks must start "
+                 "again at position 0",
+                 f->rs_nl, f->hp.n_layer, n_layer);
+        return -1;
+    }
+    if (start_pos != f->rs_pos) {
+        snprintf(err, errlen,
+                 "the recurrent state holds positions [0, %d): it cannot continue at position %d "
+                 "(restore a snapshot taken there, or start again at 0)",
+                 f->rs_pos, start_pos);
+        return -1;
+    }
+    return 0;
+}

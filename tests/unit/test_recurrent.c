@@ -1,0 +1,200 @@
+/* The recurrent state of a forward context (forward.h, forward_rs.c): a
+ * snapshot restores the state bit for bit, positions the state cannot
+ * continue from are refused, start_pos 0 starts again from an empty state,
+ * and a model without recurrent layers has none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward.h"
+#include "model/model.h"
+#include "testutil.h"
+
+#define QWEN35 "families2026/models/qwen35-mini-q8_0.gguf"
+
+static model *load(const char *rel)
+{
+    const char *path = TESTDATA_REQUIRE(rel);
+    char err[512];
+    model *m = model_load_weights_only(path, err, sizeof err);
+    if (!m) {
+        fail_msg("%s", err);
+        abort();
+    }
+    return m;
+}
+
+static forward_ctx *build(const model *m, uint32_t n_ctx)
+{
+    forward_params p = forward_default_params();
+    p.n_ctx = n_ctx;
+    p.n_threads = 2;
+    char err[512];
+    forward_ctx *f = forward_build(m, &p, err, sizeof err);
+    if (!f) {
+        fail_msg("%s", err);
+        abort();
+    }
+    return f;
+}
+
+static const int32_t seq[] = {1, 291, 278, 333, 415, 413, 415, 277, 372, 410, 354, 411, 427, 285, 263, 420};
+#define N_SEQ ((int32_t)(sizeof seq / sizeof seq[0]))
+
+/* Evaluates seq[p0, p1) one token at a time; logits: one row per token. */
+static void eval_each(forward_ctx *f, int32_t p0, int32_t p1, float *logits, int32_t n_vocab)
+{
+    char err[256];
+    for (int32_t p = p0; p < p1; p++) {
+        const int rc = forward_eval(f, &seq[p], 1, p, logits + (size_t)(p - p0) * n_vocab, false, err, sizeof err);
+        if (rc != 0)
+            fail_msg("position %d: %s", p, err);
+    }
+}
+
+static void test_sizes(void **s)
+{
+    (void)s;
+    model *m = load(QWEN35);
+    forward_ctx *f = build(m, 64);
+    const model_hparams *hp = model_get_hparams(m);
+    /* 6 DeltaNet layers (3 and 7 are attention): conv state 3 x 256, delta
+     * state 4 heads x 32 x 32, in floats */
+    int n_rec = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        n_rec += hp->recurrent_layer[l];
+    assert_int_equal(n_rec, 6);
+    assert_false(hp->recurrent_layer[3]);
+    assert_false(hp->recurrent_layer[7]);
+    assert_true(forward_is_recurrent(f));
+    assert_int_equal(forward_rs_bytes(f), 6 * (3 * 256 + 4 * 32 * 32) * sizeof(float));
+    assert_int_equal(forward_rs_pos(f), 0);
+    /* the KV cache holds the two attention layers only */
+    assert_int_equal(forward_kv_cache_bytes(f), 2 * 64 * 2 * (64 * sizeof(uint16_t)));
+    forward_free(f);
+    model_free(m);
+}
+
+static void test_snapshot_restores(void **s)
+{
+    (void)s;
+    model *m = load(QWEN35);
+    forward_ctx *f = build(m, 64);
+    const int32_t V = model_get_hparams(m)->n_vocab, P = 7;
+    float *a = malloc((size_t)N_SEQ * V * sizeof(float)), *b = malloc((size_t)N_SEQ * V * sizeof(float));
+    char err[256];
+    assert_int_equal(forward_eval(f, seq, P, 0, a, false, err, sizeof err), 0);
+    assert_int_equal(forward_rs_pos(f), P);
+    void *snap = malloc(forward_rs_bytes(f));
+    forward_rs_save(f, snap);
+    eval_each(f, P, N_SEQ, a, V);
+    assert_int_equal(forward_rs_pos(f), N_SEQ);
+    forward_rs_load(f, snap, P);
+    assert_int_equal(forward_rs_pos(f), P);
+    eval_each(f, P, N_SEQ, b, V);
+    assert_memory_equal(a, b, (size_t)(N_SEQ - P) * V * sizeof(float));
+    free(snap);
+    free(a);
+    free(b);
+    forward_free(f);
+    model_free(m);
+}
+
+static void test_wrong_position_refused(void **s)
+{
+    (void)s;
+    model *m = load(QWEN35);
+    forward_ctx *f = build(m, 64);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    float *lg = malloc((size_t)V * sizeof(float));
+    char err[256] = "";
+    assert_int_equal(forward_eval(f, seq, 5, 0, lg, false, err, sizeof err), 0);
+    /* past the state, and back into what it has consumed: both refused */
+    err[0] = 0;
+    assert_int_equal(forward_eval(f, &seq[6], 1, 6, lg, false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "recurrent state"));
+    err[0] = 0;
+    assert_int_equal(forward_eval(f, &seq[3], 1, 3, lg, false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "position 3"));
+    assert_int_equal(forward_rs_pos(f), 5); /* a refused call changes nothing */
+    assert_int_equal(forward_eval(f, &seq[5], 1, 5, lg, false, err, sizeof err), 0);
+    assert_int_equal(forward_rs_pos(f), 6);
+    /* a cut evaluation advances only its blocks: the full graph may not
+     * continue from it, but may start again at 0 */
+    assert_int_equal(forward_eval_cut(f, 4, seq, 3, 0, lg, false, err, sizeof err), 0);
+    err[0] = 0;
+    assert_int_equal(forward_eval(f, &seq[3], 1, 3, lg, false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "blocks"));
+    assert_int_equal(forward_eval(f, seq, 3, 0, lg, false, err, sizeof err), 0);
+    free(lg);
+    forward_free(f);
+    model_free(m);
+}
+
+/* start_pos 0 starts from an empty state: recomputing from 0 (what
+ * --no-kv-cache does) gives the first run's logits again */
+static void test_restart_at_zero(void **s)
+{
+    (void)s;
+    model *m = load(QWEN35);
+    forward_ctx *f = build(m, 64);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    float *a = malloc((size_t)N_SEQ * V * sizeof(float)), *b = malloc((size_t)N_SEQ * V * sizeof(float));
+    char err[256];
+    assert_int_equal(forward_eval(f, seq, N_SEQ, 0, a, true, err, sizeof err), 0);
+    assert_int_equal(forward_eval(f, seq, N_SEQ, 0, b, true, err, sizeof err), 0);
+    assert_memory_equal(a, b, (size_t)N_SEQ * V * sizeof(float));
+    /* and so does a reset followed by one token at a time, against a fresh context */
+    forward_rs_reset(f);
+    assert_int_equal(forward_rs_pos(f), 0);
+    eval_each(f, 0, N_SEQ, a, V);
+    forward_ctx *g = build(m, 64);
+    eval_each(g, 0, N_SEQ, b, V);
+    assert_memory_equal(a, b, (size_t)N_SEQ * V * sizeof(float));
+    forward_free(g);
+    free(a);
+    free(b);
+    forward_free(f);
+    model_free(m);
+}
+
+static void test_not_recurrent(void **s)
+{
+    (void)s;
+    model *m = load("models/stories260K.gguf");
+    forward_ctx *f = build(m, 32);
+    assert_false(forward_is_recurrent(f));
+    assert_int_equal(forward_rs_bytes(f), 0);
+    assert_int_equal(forward_rs_pos(f), 0);
+    forward_rs_save(f, NULL);
+    forward_rs_load(f, NULL, 9);
+    forward_rs_reset(f);
+    assert_int_equal(forward_rs_pos(f), 0);
+    /* positions stay the caller's: any start_pos the cache covers runs */
+    float *lg = malloc((size_t)model_get_hparams(m)->n_vocab * sizeof(float));
+    char err[256];
+    assert_int_equal(forward_eval(f, seq, 4, 0, lg, false, err, sizeof err), 0);
+    assert_int_equal(forward_eval(f, &seq[2], 1, 2, lg, false, err, sizeof err), 0);
+    assert_int_equal(forward_eval(f, &seq[9], 1, 9, lg, false, err, sizeof err), 0);
+    free(lg);
+    forward_free(f);
+    model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_snapshot_restores),
+        cmocka_unit_test(test_wrong_position_refused),
+        cmocka_unit_test(test_restart_at_zero),
+        cmocka_unit_test(test_not_recurrent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
