@@ -5,7 +5,6 @@
  * borrowing of the context; for a recurrent state, restoring it from a
  * checkpoint by evaluating again what lies between. See memory.h. */
 #include "memory/memory.h"
-#include "memory/memory_rs_stub.h"
 
 #include <stdio.h>
 #include <stdlib.h>

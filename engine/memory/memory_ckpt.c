@@ -4,7 +4,6 @@
  * back to position p restores the nearest one at or before p, so what is
  * evaluated again is bounded by the spacing between two of them. */
 #include "memory/memory.h"
-#include "memory/memory_rs_stub.h"
 
 #include <stdlib.h>
 #include <string.h>
