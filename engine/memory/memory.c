@@ -73,9 +73,18 @@ void memory_set_progress(memory *m, forward_progress_fn fn, void *user)
     forward_set_progress(m->f, progress, m);
 }
 
-bool memory_is_recurrent(const memory *m) { return m->f && forward_is_recurrent(m->f); }
-int32_t memory_n_ckpt(const memory *m) { return m->n_ckpt; }
-size_t memory_ckpt_bytes(const memory *m) { return m->ckpt_bytes; }
+bool memory_is_recurrent(const memory *m)
+{
+    return m->f && forward_is_recurrent(m->f);
+}
+int32_t memory_n_ckpt(const memory *m)
+{
+    return m->n_ckpt;
+}
+size_t memory_ckpt_bytes(const memory *m)
+{
+    return m->ckpt_bytes;
+}
 
 void memory_truncate(memory *m, int32_t n)
 {
@@ -103,7 +112,10 @@ int32_t memory_common(const memory *m, const int32_t *seq, int32_t n)
 
 /* Whether the state after [0, t) was ever there: t ends a recorded call
  * (t <= n_past). */
-static bool boundary(const memory *m, int32_t t) { return t == 0 || m->call_end[t - 1] == t; }
+static bool boundary(const memory *m, int32_t t)
+{
+    return t == 0 || m->call_end[t - 1] == t;
+}
 
 /* Whether the forward context's state is the one after [0, rs_pos) of the
  * tokens held: a call it consumed may have been cut short, or truncated. */
@@ -309,13 +321,17 @@ int memory_push(memory *m, int32_t tok, char *err, size_t errlen)
     return 0;
 }
 
-bool memory_can_shift(const memory *m) { return !memory_is_recurrent(m); }
+bool memory_can_shift(const memory *m)
+{
+    return !memory_is_recurrent(m);
+}
 
 int memory_shift(memory *m, int32_t n_keep, int32_t *n_discard, char *err, size_t errlen)
 {
     *n_discard = 0;
     if (!memory_can_shift(m)) { /* never silently: the engine says what to do */
-        snprintf(err, errlen, "this model's recurrent layers cannot drop tokens, so there is no context shift");
+        snprintf(err, errlen,
+                 "this model's recurrent layers cannot drop tokens, so there is no context shift");
         return -1;
     }
     const int32_t n_left = m->n_past - n_keep;
@@ -332,8 +348,8 @@ int memory_shift(memory *m, int32_t n_keep, int32_t *n_discard, char *err, size_
     return 0;
 }
 
-int memory_lens(memory *m, const int32_t *seq, int32_t n, float *logits, forward_lens_fn fn, void *user, char *err,
-                size_t errlen)
+int memory_lens(memory *m, const int32_t *seq, int32_t n, float *logits, forward_lens_fn fn, void *user,
+                char *err, size_t errlen)
 {
     const int32_t q = n - 1;
     const bool was = m->evaluating;

@@ -63,7 +63,7 @@ typedef struct memory {
     /* ---- private ---- */
     forward_ctx *f;
     int32_t n_ctx, n_vocab;
-    bool no_kv_cache;   /* recompute the whole sequence every step */
+    bool no_kv_cache; /* recompute the whole sequence every step */
     /* The prompt's last logits as its batch computed them (a one-token
      * re-evaluation rounds differently): a branch at the reply's first
      * token, an undo back to it, /regen and the second side of a comparison
@@ -74,15 +74,15 @@ typedef struct memory {
     bool recurrent;
     memory_params p;
     int32_t *call_start, *call_end; /* position i was evaluated by the call [call_start[i], call_end[i]) */
-    memory_ckpt *ckpt;   /* by position, ascending */
+    memory_ckpt *ckpt;              /* by position, ascending */
     int32_t n_ckpt;
-    size_t ckpt_bytes;   /* all checkpoints, logits included */
-    size_t rs_bytes;     /* one snapshot of the state */
-    float *scratch;      /* n_vocab: logits of evaluations that must not touch m->logits */
-    void *top;           /* rs_bytes: the state at n_past while the lens borrows the context */
+    size_t ckpt_bytes;            /* all checkpoints, logits included */
+    size_t rs_bytes;              /* one snapshot of the state */
+    float *scratch;               /* n_vocab: logits of evaluations that must not touch m->logits */
+    void *top;                    /* rs_bytes: the state at n_past while the lens borrows the context */
     forward_progress_fn progress; /* the engine's, called between internal batches */
     void *progress_user;
-    bool no_cancel;      /* giving a prompt's cache rows back: the evaluation must finish */
+    bool no_cancel; /* giving a prompt's cache rows back: the evaluation must finish */
 } memory;
 
 /* Sets m up for a forward context (n_ctx positions, n_vocab logits). p may
@@ -142,8 +142,8 @@ int memory_shift(memory *m, int32_t n_keep, int32_t *n_discard, char *err, size_
  * model needs the state at n-1: restored (checkpoint, then the calls after
  * it again), or, inside a prompt, the prompt from its start cut there, and
  * that prompt evaluated again afterwards to give its cache rows back. */
-int memory_lens(memory *m, const int32_t *seq, int32_t n, float *logits, forward_lens_fn fn, void *user, char *err,
-                size_t errlen);
+int memory_lens(memory *m, const int32_t *seq, int32_t n, float *logits, forward_lens_fn fn, void *user,
+                char *err, size_t errlen);
 
 /* Recurrent models: whether the model has a recurrent state, the
  * checkpoints kept and their bytes (false/0 otherwise). */

@@ -34,13 +34,14 @@
 
 struct forward_ctx {
     bool recurrent;
-    float state;  /* the recurrent state after [0, pos) */
+    float state; /* the recurrent state after [0, pos) */
     int32_t pos;
     float kv[CTX]; /* one "key" per position */
     forward_progress_fn progress;
     void *progress_user;
     int n_calls, n_tokens, n_lens;
-    int cancel_after; /* > 0: the progress callback's answer is ignored, the call fails after that many batches */
+    int cancel_after; /* > 0: the progress callback's answer is ignored, the call fails after that many
+                         batches */
 };
 
 void fake_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
@@ -49,10 +50,22 @@ void fake_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
     f->progress_user = user;
 }
 
-bool fake_is_recurrent(const forward_ctx *f) { return f->recurrent; }
-size_t fake_rs_bytes(const forward_ctx *f) { return f->recurrent ? sizeof(float) : 0; }
-int32_t fake_rs_pos(const forward_ctx *f) { return f->recurrent ? f->pos : 0; }
-void fake_rs_save(const forward_ctx *f, void *dst) { memcpy(dst, &f->state, sizeof f->state); }
+bool fake_is_recurrent(const forward_ctx *f)
+{
+    return f->recurrent;
+}
+size_t fake_rs_bytes(const forward_ctx *f)
+{
+    return f->recurrent ? sizeof(float) : 0;
+}
+int32_t fake_rs_pos(const forward_ctx *f)
+{
+    return f->recurrent ? f->pos : 0;
+}
+void fake_rs_save(const forward_ctx *f, void *dst)
+{
+    memcpy(dst, &f->state, sizeof f->state);
+}
 void fake_rs_load(forward_ctx *f, const void *src, int32_t pos)
 {
     memcpy(&f->state, src, sizeof f->state);
@@ -82,7 +95,7 @@ static void fake_token(forward_ctx *f, int32_t tok, int32_t p, int32_t off, int3
 }
 
 int fake_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start, float *logits, bool all,
-                     char *err, size_t errlen)
+              char *err, size_t errlen)
 {
     assert_false(all);
     if (start == 0)
@@ -113,7 +126,7 @@ int fake_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start, f
 
 /* One position alone; "block 1" sees the state only, "block 2" is the model. */
 int fake_eval_lens(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start, float *logits,
-                          bool keep_cache, forward_lens_fn fn, void *user, char *err, size_t errlen)
+                   bool keep_cache, forward_lens_fn fn, void *user, char *err, size_t errlen)
 {
     assert_int_equal(n, 1);
     if (f->recurrent && start != f->pos) {
@@ -313,7 +326,8 @@ static void test_second_turn(void **s)
     for (int i = 0; i < 20; i++)
         seq[np2 + i] = reply[(i + 11) % NR];
     float want[V], got[V];
-    for (int pass = 0; pass < 2; pass++) { /* pass 0: a fresh memory's logits at np2 + 13; pass 1: after a branch */
+    for (int pass = 0; pass < 2;
+         pass++) { /* pass 0: a fresh memory's logits at np2 + 13; pass 1: after a branch */
         forward_ctx *f = fake_new(true);
         memory *m = mem_new(f, 4, 64);
         assert_int_equal(memory_ensure(m, seq, NP, NP, &ev, err, sizeof err), 0);
@@ -511,11 +525,16 @@ static void test_cancel_replay(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rollback_is_fresh), cmocka_unit_test(test_branch_is_fresh),
-        cmocka_unit_test(test_undo_chain),        cmocka_unit_test(test_second_turn),
-        cmocka_unit_test(test_edit_in_prompt),    cmocka_unit_test(test_lens),
-        cmocka_unit_test(test_caps),              cmocka_unit_test(test_no_shift),
-        cmocka_unit_test(test_not_recurrent),     cmocka_unit_test(test_cancel_replay),
+        cmocka_unit_test(test_rollback_is_fresh),
+        cmocka_unit_test(test_branch_is_fresh),
+        cmocka_unit_test(test_undo_chain),
+        cmocka_unit_test(test_second_turn),
+        cmocka_unit_test(test_edit_in_prompt),
+        cmocka_unit_test(test_lens),
+        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_no_shift),
+        cmocka_unit_test(test_not_recurrent),
+        cmocka_unit_test(test_cancel_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
