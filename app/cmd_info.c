@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "gguf/gguf.h"
+#include "memory/memory.h"
 #include "model/forward.h"
 #include "model/forward_graph.h"
 #include "model/model.h"
@@ -322,6 +323,37 @@ static void put_hybrid(const model_hparams *hp)
 
 /* The hyperparameters tokscope derives and the architecture's rules, as the
  * forward pass will use them; or why it will not run the file. */
+/* A recurrent model (Qwen3.5): the state one snapshot holds, as a forward
+ * context of the model reports it, and what explore mode's checkpoints of
+ * it cost (engine/memory/memory.h). */
+static void put_memory(const model *m)
+{
+    const model_hparams *hp = model_get_hparams(m);
+    uint32_t n_rec = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        n_rec += hp->recurrent_layer[l];
+    if (n_rec == 0)
+        return;
+    char err[256];
+    forward_params fp = forward_default_params();
+    fp.n_ctx = 16; /* the state's size does not depend on it */
+    fp.n_threads = 1;
+    forward_ctx *f = forward_build(m, &fp, err, sizeof err);
+    if (!f) {
+        printf("  %-22s %u of %u layers (%s)\n", "recurrent state", n_rec, hp->n_layer, err);
+        return;
+    }
+    const size_t rs = forward_rs_bytes(f), lg = (size_t)hp->n_vocab * sizeof(float);
+    forward_free(f);
+    printf("  %-22s %u of %u layers; one snapshot %.1f KiB\n", "recurrent state", n_rec, hp->n_layer,
+           (double)rs / 1024.0);
+    printf("  %-22s %.1f KiB each (the state and a row of logits): one at every prompt's end and every %d\n"
+           "  %-22s reply tokens, at most %d and %.0f MiB; going back re-evaluates at most %d reply tokens\n",
+           "state checkpoints", (double)(rs + lg) / 1024.0, MEMORY_CKPT_EVERY, "", MEMORY_CKPT_MAX,
+           (double)MEMORY_CKPT_MAX_BYTES / (1024.0 * 1024.0), MEMORY_CKPT_EVERY - 1);
+    printf("  %-22s none (a recurrent state cannot drop tokens)\n", "context shift");
+}
+
 static void put_model_view(const char *path)
 {
     char err[1024];
@@ -413,6 +445,7 @@ static void put_model_view(const char *path)
     if (hp->logit_softcap != 0.0f)
         printf("  %-22s %g\n", "logit softcapping", (double)hp->logit_softcap);
     printf("  %-22s %s\n", "output", w->output == w->tok_embd ? "tied to token_embd" : "output.weight");
+    put_memory(m);
     /* what --blas auto (the default of the TUI, generate and bench) does with this model */
     char blas[256];
     forward_blas_describe(m, BLAS_MODE_AUTO, blas, sizeof blas);

@@ -1,6 +1,6 @@
-/* Engine thread: owns the model, forward context, position counter and
- * sampler; the UI talks to it through two queues. This file holds the public
- * API, the command loop and model loading; engine_gen.c runs a turn. */
+/* Engine thread: owns the model, forward context, memory (memory/memory.h)
+ * and sampler; the UI talks to it through two queues. This file holds the
+ * public API, the command loop and model loading; engine_gen.c runs a turn. */
 #include "engine_internal.h"
 
 #include <stdio.h>
@@ -125,21 +125,14 @@ static void unload(engine *e)
     forward_free(e->f);
     sampler_free(e->s);
     model_free(e->m);
-    free(e->logits);
-    free(e->kv);
-    free(e->anchor);
+    memory_release(&e->mem);
     free(e->reply_off);
-    e->anchor = NULL;
     e->reply_off = NULL;
     e->reply_cap = 0;
-    e->anchor_pos = e->logits_pos = -1;
     e->f = NULL;
     e->s = NULL;
     e->m = NULL;
     e->tok = NULL;
-    e->logits = NULL;
-    e->kv = NULL;
-    e->n_kv = 0;
     e->n_ctx = 0;
     e->n_vocab = 0;
 }
@@ -187,20 +180,19 @@ static void load(engine *e, const char *path)
         unload(e);
         return;
     }
-    forward_set_progress(e->f, engine_progress_cb, e);
     e->n_vocab = hp->n_vocab;
     e->n_ctx = (int32_t)forward_n_ctx(e->f);
     e->s = sampler_build(&e->sp, e->n_vocab);
     if (e->s)
         sampler_set_tokenizer(e->s, e->tok); /* DRY sequence breakers */
-    e->logits = malloc((size_t)e->n_vocab * sizeof *e->logits);
-    e->anchor = malloc((size_t)e->n_vocab * sizeof *e->anchor);
-    e->kv = malloc((size_t)e->n_ctx * sizeof *e->kv);
-    if (!e->s || !e->logits || !e->kv || !e->anchor) {
+    memory_params mp = {.ckpt_every = e->p.ckpt_every, .ckpt_max = e->p.ckpt_max,
+                        .ckpt_max_bytes = (size_t)e->p.ckpt_max_bytes};
+    if (!e->s || !memory_init(&e->mem, e->f, e->n_ctx, e->n_vocab, e->p.no_kv_cache, &mp, err, sizeof err)) {
         engine_post_error(e, "out of memory after loading %s", path);
         unload(e);
         return;
     }
+    memory_set_progress(&e->mem, engine_progress_cb, e);
     post_progress(e, 1.0f);
 
     engine_event ev;
@@ -221,6 +213,11 @@ static void load(engine *e, const char *path)
              forward_kv_type_name(e->p.cache_type_v));
     in->cache_bytes = forward_kv_cache_bytes(e->f);
     forward_blas_describe(e->m, e->p.blas, in->blas, sizeof in->blas);
+    in->recurrent = memory_is_recurrent(&e->mem);
+    in->ckpt_unit_bytes = memory_ckpt_unit_bytes(&e->mem);
+    in->ckpt_every = e->mem.p.ckpt_every;
+    in->ckpt_max = e->mem.p.ckpt_max;
+    in->ckpt_max_bytes = e->mem.p.ckpt_max_bytes;
     const gguf_ctx *g = model_get_gguf(e->m);
     for (int64_t i = 0; g && i < gguf_n_tensors(g); i++)
         in->n_params += (uint64_t)gguf_tensor_at(g, i)->n_elements;
@@ -230,8 +227,7 @@ static void load(engine *e, const char *path)
 
 static void reset(engine *e)
 {
-    engine_kv_truncate(e, 0);
-    e->logits_pos = -1;
+    memory_truncate(&e->mem, 0);
     if (e->s)
         sampler_reset_history(e->s);
 }
@@ -283,7 +279,7 @@ void engine_drain(engine *e)
     engine_cmd c;
     while (queue_pop(e->cmds, &c))
         handle_between(e, &c);
-    if (!e->evaluating)
+    if (!e->mem.evaluating)
         engine_lens_run_pending(e, false);
 }
 
@@ -390,7 +386,7 @@ engine *engine_start(const engine_params *p, char *err, size_t errlen)
     e->lens_q = queue_build(sizeof(engine_cmd), false);
     e->events = queue_build(sizeof(engine_event), true);
     e->step_on = e->p.step_mode;
-    e->anchor_pos = e->logits_pos = -1;
+    memory_release(&e->mem); /* empty: no positions, no logits */
     if (!e->cmds || !e->deferred || !e->lens_q || !e->events) {
         snprintf(err, errlen, "cannot create the engine queues");
         engine_destroy(e);

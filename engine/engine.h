@@ -45,7 +45,12 @@ typedef struct engine_params {
     const char *template_name; /* built-in format to force (chat_builtin_known() names, or
                                   "raw": contents back to back); NULL = the model's template,
                                   "raw" for models without one */
-    bool context_shift;      /* on overflow drop the oldest half (true) or stop with an error */
+    bool context_shift;      /* on overflow drop the oldest half (true) or stop with an error; never
+                                on a recurrent model (Qwen3.5): it stops with an error saying so */
+    /* Recurrent models: checkpoints of the state (engine/memory/memory.h), to go back to any
+     * position: 0 = the defaults (every 256 tokens a reply adds, at most 32, at most 1 GiB) */
+    int32_t ckpt_every, ckpt_max;
+    uint64_t ckpt_max_bytes;
     bool step_mode;          /* step mode at start (ENGINE_CMD_SET_STEP changes it): before every
                                 token the engine posts a STEP event and waits for ENGINE_CMD_STEP
                                 or ENGINE_CMD_UNDO (other commands act as usual meanwhile) */
@@ -129,6 +134,10 @@ typedef struct engine_model_info {
     char cache_types[24]; /* "q8_0/q4_0": K and V cache types */
     uint64_t cache_bytes;  /* the KV cache, all layers */
     char blas[256];        /* forward_blas_describe: "auto: F16 from 256 tokens (155 of 155 matmul weights)" */
+    bool recurrent;        /* recurrent layers (Qwen3.5): checkpoints, no context shift */
+    uint64_t ckpt_unit_bytes; /* one checkpoint: the recurrent state and one row of logits */
+    int32_t ckpt_every, ckpt_max; /* the checkpoint spacing and count cap in force */
+    uint64_t ckpt_max_bytes;
 } engine_model_info;
 
 typedef struct engine_token_candidate {
@@ -177,6 +186,8 @@ typedef struct engine_event {
     int32_t n_prompt, n_gen;    /* tokens evaluated / generated this turn */
     double prompt_tps, gen_tps; /* DONE; prompt_tps also on the PREFILL event that ends the prompt */
     int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
+    int32_t n_ckpt;             /* DONE, TOKEN, PREFILL: recurrent-state checkpoints kept (0: none) */
+    uint64_t ckpt_bytes;        /* ... and the bytes they take */
     int32_t n_dropped;          /* CONTEXT_SHIFT */
     int32_t reply_len;          /* UNDO: bytes of the reply text that stay */
     int32_t index;              /* LENS: the command's index */

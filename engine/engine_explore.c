@@ -1,98 +1,11 @@
-/* Positions and the cache for explore mode: truncating (the O(1)
- * rollback), bringing the cache to hold a token sequence with as little
- * work as the cache allows, the distribution at an earlier position, and
- * the logit lens of one step. Engine thread only. */
+/* Explore mode's helpers beside the memory (memory/memory.h): tokenizing a
+ * conversation, and the logit lens of one step. Engine thread only. */
 #include "engine_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void engine_kv_truncate(engine *e, int32_t n)
-{
-    if (n < 0)
-        n = 0;
-    if (n >= e->n_kv)
-        return;
-    e->n_kv = n;
-    if (e->anchor_pos > n)
-        e->anchor_pos = -1;
-    if (e->logits_pos > n)
-        e->logits_pos = -1;
-}
-
-int engine_eval_kv(engine *e, int32_t start, int32_t n, char *err, size_t errlen)
-{
-    if (e->p.no_kv_cache)
-        start = 0;
-    e->evaluating = true;
-    int rc = forward_eval(e->f, e->kv + start, n - start, start, e->logits, false, err, errlen);
-    e->evaluating = false;
-    e->logits_pos = rc == 0 ? n : -1;
-    return rc;
-}
-
-int engine_ensure_prefix(engine *e, const int32_t *seq, int32_t np, int32_t upto, int32_t *evaluated, char *err,
-                         size_t errlen)
-{
-    *evaluated = 0;
-    if (upto > e->n_ctx) {
-        snprintf(err, errlen, "%d tokens do not fit the context of %d", upto, e->n_ctx);
-        return -1;
-    }
-    int32_t common = 0;
-    if (!e->p.no_kv_cache)
-        while (common < e->n_kv && common < upto && e->kv[common] == seq[common])
-            common++;
-    engine_kv_truncate(e, common);
-    if (common == upto)
-        return 0;
-    memcpy(e->kv + common, seq + common, (size_t)(upto - common) * sizeof *seq);
-    const int32_t batch_end = np < upto ? np : upto;
-    if (common < batch_end) {
-        e->prefill_base = 0;
-        int rc = engine_eval_kv(e, common, batch_end, err, errlen);
-        if (rc != 0)
-            return rc;
-        *evaluated += batch_end - common;
-        e->n_kv = batch_end;
-        if (batch_end == np) { /* the prompt's own last logits, as its batch computed them */
-            memcpy(e->anchor, e->logits, (size_t)e->n_vocab * sizeof *e->anchor);
-            e->anchor_pos = np;
-        }
-    }
-    for (int32_t p = e->n_kv; p < upto; p++) {
-        e->prefill_base = *evaluated;
-        int rc = engine_eval_kv(e, p, p + 1, err, errlen);
-        if (rc != 0)
-            return rc;
-        (*evaluated)++;
-        e->n_kv = p + 1;
-    }
-    return 0;
-}
-
-int engine_rollback(engine *e, int32_t p, char *err, size_t errlen)
-{
-    if (p < 1 || p > e->n_kv) {
-        snprintf(err, errlen, "cannot go back to position %d (the cache holds %d)", p, e->n_kv);
-        return -1;
-    }
-    engine_kv_truncate(e, p);
-    if (e->logits_pos == p)
-        return 0;
-    if (e->anchor_pos == p) {
-        memcpy(e->logits, e->anchor, (size_t)e->n_vocab * sizeof *e->logits);
-        e->logits_pos = p;
-        return 0;
-    }
-    engine_kv_truncate(e, p - 1);
-    if (engine_eval_kv(e, p - 1, p, err, errlen) != 0)
-        return -1;
-    e->n_kv = p;
-    return 0;
-}
 
 int32_t *engine_tokenize_msgs(engine *e, const chat_message *msgs, size_t n, int32_t *np, char *warn, size_t warnlen,
                               char *err, size_t errlen)
@@ -226,9 +139,7 @@ static bool lens_run(engine *e, const engine_cmd *c, bool may_prefill)
     if (c->n_tokens > 0)
         memcpy(seq + np, c->tokens, (size_t)c->n_tokens * sizeof *seq);
     const int32_t q = n - 1; /* the token whose evaluation gave the step's distribution */
-    int32_t common = 0;
-    while (common < e->n_kv && common < q && e->kv[common] == seq[common])
-        common++;
+    const int32_t common = memory_common(&e->mem, seq, q);
     bool ok = true;
     if (n > e->n_ctx) {
         post_lens_error(e, c, "the conversation does not fit the context");
@@ -240,7 +151,7 @@ static bool lens_run(engine *e, const engine_cmd *c, bool may_prefill)
         /* only when the cache does not hold the prefix (never while a turn
          * runs): the rest of the cache is kept otherwise */
         int32_t evaluated;
-        int rc = e->p.no_kv_cache || common == q ? 0 : engine_ensure_prefix(e, seq, np, q, &evaluated, err, sizeof err);
+        int rc = e->p.no_kv_cache || common == q ? 0 : memory_ensure(&e->mem, seq, np, q, &evaluated, err, sizeof err);
         const model_hparams *hp = model_get_hparams(e->m);
         engine_lens *out = rc == 0 ? calloc(1, sizeof *out + hp->n_layer * sizeof out->layer[0]) : NULL;
         float *lg = out ? malloc((size_t)(e->p.no_kv_cache ? n : 1) * e->n_vocab * sizeof *lg) : NULL;
@@ -249,13 +160,7 @@ static bool lens_run(engine *e, const engine_cmd *c, bool may_prefill)
             out->token = c->token;
             out->n_layer = (int32_t)hp->n_layer;
             lens_job job = {e, out, e->p.no_kv_cache ? q : 0, c->token};
-            e->evaluating = true;
-            /* the position may be cached already (q < n_kv): it is run again
-             * and the cache rows restored, nothing else changes */
-            rc = e->p.no_kv_cache
-                     ? forward_eval_lens(e->f, seq, n, 0, lg, false, lens_layer, &job, err, sizeof err)
-                     : forward_eval_lens(e->f, seq + q, 1, q, lg, q < e->n_kv, lens_layer, &job, err, sizeof err);
-            e->evaluating = false;
+            rc = memory_lens(&e->mem, seq, n, lg, lens_layer, &job, err, sizeof err);
         }
         if (rc == 0 && lg) {
             for (int32_t l = 0; l < out->n_layer; l++)

@@ -21,8 +21,10 @@ static void ev_init(engine *e, engine_event *ev, enum engine_event_type type)
     ev->type = type;
     ev->conv_id = e->conv_id;
     ev->req_id = e->req_id;
-    ev->n_past = e->n_kv;
+    ev->n_past = e->mem.n_past;
     ev->n_ctx = e->n_ctx;
+    ev->n_ckpt = memory_n_ckpt(&e->mem);
+    ev->ckpt_bytes = memory_ckpt_bytes(&e->mem);
 }
 
 static char *token_text_dup(const tokenizer *t, int32_t id)
@@ -115,10 +117,10 @@ bool engine_progress_cb(void *user, int32_t done, int32_t total)
 {
     engine *e = user;
     (void)total;
-    if (e->report_prefill) {
+    if (e->report_prefill && !e->mem.replaying) { /* a state restored is not the prompt's progress */
         engine_event ev;
         ev_init(e, &ev, ENGINE_EV_PREFILL);
-        ev.done = e->prefill_base + done;
+        ev.done = e->mem.eval_base + done;
         ev.total = e->prefill_total;
         engine_post(e, &ev);
     }
@@ -127,23 +129,19 @@ bool engine_progress_cb(void *user, int32_t done, int32_t total)
 }
 
 /* Drops the oldest half of the tokens after n_keep and re-evaluates the rest
- * from position 0. Returns the number dropped, 0 if nothing could be, -1 on error. */
+ * from position 0 (memory_shift). Returns the number dropped, 0 if nothing could be, -1 on error. */
 static int32_t context_shift(engine *e, int32_t n_keep, char *err, size_t errlen)
 {
-    int32_t n_left = e->n_kv - n_keep;
-    int32_t n_discard = n_left / 2;
-    if (n_discard <= 0)
-        return 0;
-    memmove(e->kv + n_keep, e->kv + n_keep + n_discard, (size_t)(n_left - n_discard) * sizeof *e->kv);
-    int32_t n = e->n_kv - n_discard;
-    engine_kv_truncate(e, 0); /* the cache rows are stale until the re-evaluation succeeds */
     bool rp = e->report_prefill;
     e->report_prefill = false;
-    int rc = engine_eval_kv(e, 0, n, err, errlen);
+    int32_t n_discard = 0;
+    int rc = memory_shift(&e->mem, n_keep, &n_discard, err, errlen);
     e->report_prefill = rp;
     if (rc != 0)
         return -1;
-    e->n_kv = n;
+    if (n_discard == 0)
+        return 0;
+    const int32_t n = e->mem.n_past;
     e->reply_start -= n_discard; /* the reply's earlier tokens may be gone: undo stops there */
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_CONTEXT_SHIFT);
@@ -310,7 +308,7 @@ static void reply_push(engine *e, int32_t pos, int32_t tok)
 }
 
 /* Renders, tokenizes, fits and brings the cache to hold the prompt and the
- * reply's forced tokens but the last (a branch); e->logits then hold the
+ * reply's forced tokens but the last (a branch); e->mem.logits then hold the
  * next distribution. Everything the cache already holds is kept: a branch
  * from an earlier step only sets the position counter back. Returns false
  * with t->reason set when the turn ends here. */
@@ -343,10 +341,12 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
     *n_keep = compute_n_keep(e, c->messages, c->n_messages, seq, np);
 
     if (total >= e->n_ctx) { /* leave room for at least one generated token */
-        if (!e->p.context_shift) {
+        if (!e->p.context_shift || !memory_can_shift(&e->mem)) {
             char msg[256];
-            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)", (int)total,
-                     (int)e->n_ctx);
+            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)%s", (int)total,
+                     (int)e->n_ctx,
+                     memory_can_shift(&e->mem) ? "" : ", and this model's recurrent layers cannot drop tokens "
+                                                      "(no context shift)");
             free(seq);
             fail(e, t, msg);
             t->reason = ENGINE_DONE_CTX_FULL;
@@ -366,10 +366,7 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
         engine_post(e, &ev);
     }
 
-    int32_t common = 0;
-    if (!e->p.no_kv_cache)
-        while (common < e->n_kv && common < total && e->kv[common] == seq[common])
-            common++;
+    const int32_t common = memory_reuse(&e->mem, seq, total);
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_PREFILL);
     ev.done = 0;
@@ -381,12 +378,13 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
     e->prefill_total = ev.total;
     e->report_prefill = true;
     int32_t evaluated = 0;
-    int rc = engine_ensure_prefix(e, seq, np, total, &evaluated, err, sizeof err);
-    if (rc == 0 && e->logits_pos != total) {
+    int rc = memory_ensure(&e->mem, seq, np, total, &evaluated, err, sizeof err);
+    if (rc == 0 && e->mem.logits_pos != total) {
         /* all of it was cached: the distribution after it from the
          * prompt's saved logits, or its last token evaluated again */
-        evaluated += e->anchor_pos != total;
-        rc = engine_rollback(e, total, err, sizeof err);
+        int32_t again = 0;
+        rc = memory_rollback(&e->mem, total, &again, err, sizeof err);
+        evaluated += again;
     }
     e->report_prefill = false;
     t->t_prompt = now_s() - t0;
@@ -426,12 +424,12 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
 static void undo(engine *e, turn *t)
 {
     char err[512] = "";
-    const int32_t p = e->n_kv - 1;
+    const int32_t p = e->mem.n_past - 1;
     if (p < e->undo_floor || p < 1 || e->n_reply <= 0) {
         engine_post_error(e, "nothing to take back: the reply starts here");
         return;
     }
-    if (engine_rollback(e, p, err, sizeof err) != 0) {
+    if (memory_rollback(&e->mem, p, NULL, err, sizeof err) != 0) {
         engine_post_error(e, "undo: %s", err);
         e->stop = true;
         return;
@@ -448,8 +446,8 @@ static void undo(engine *e, turn *t)
     if (t->n_gen > 0)
         t->n_gen--;
     sampler_reset_history(e->s);
-    for (int32_t k = 0; k < e->n_kv; k++)
-        sampler_accept(e->s, e->kv[k]);
+    for (int32_t k = 0; k < e->mem.n_past; k++)
+        sampler_accept(e->s, e->mem.tokens[k]);
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_UNDO);
     ev.pos = p;
@@ -491,12 +489,12 @@ static int32_t *tokenize_typed(engine *e, const char *text, int32_t *n_out)
 static int32_t step_choice(engine *e, turn *t, int32_t **pending, int32_t *n_pending)
 {
     sampler_step st;
-    sampler_report(e->s, e->logits, -1, &st);
+    sampler_report(e->s, e->mem.logits, -1, &st);
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_STEP);
     fill_candidates(e, &ev, &st);
     ev.token = -1;
-    ev.pos = e->n_kv;
+    ev.pos = e->mem.n_past;
     engine_post(e, &ev);
     engine_wait_step(e);
     if (e->stop)
@@ -593,9 +591,9 @@ void engine_run_submit(engine *e, const engine_cmd *c)
                 continue;
         }
         if (tok >= 0)
-            sampler_report(e->s, e->logits, tok, &st);
+            sampler_report(e->s, e->mem.logits, tok, &st);
         else
-            tok = sampler_sample(e->s, e->logits, &st);
+            tok = sampler_sample(e->s, e->mem.logits, &st);
         sampler_accept(e->s, tok);
         t.n_gen++;
         e->n_reply++;
@@ -605,7 +603,7 @@ void engine_run_submit(engine *e, const engine_cmd *c)
         fill_candidates(e, &ev, &st);
         ev.token = tok;
         bool finish = false;
-        reply_push(e, e->n_kv, tok);
+        reply_push(e, e->mem.n_past, tok);
         if (tokenizer_is_eog(e->tok, tok)) {
             t.reason = ENGINE_DONE_EOG;
             finish = true;
@@ -624,11 +622,14 @@ void engine_run_submit(engine *e, const engine_cmd *c)
             t.reason = ENGINE_DONE_LENGTH;
             finish = true;
         }
-        if (!finish && e->n_kv >= e->n_ctx) {
-            if (!e->p.context_shift) {
+        if (!finish && e->mem.n_past >= e->n_ctx) {
+            if (!e->p.context_shift || !memory_can_shift(&e->mem)) {
+                /* a recurrent state cannot lose its oldest tokens: never shifted, said so */
                 t.reason = ENGINE_DONE_CTX_FULL;
-                snprintf(t.message, sizeof t.message, "context full (%d tokens) and context shift is off",
-                         (int)e->n_ctx);
+                snprintf(t.message, sizeof t.message, "context full (%d tokens) and %s", (int)e->n_ctx,
+                         memory_can_shift(&e->mem) ? "context shift is off"
+                                                   : "this model's recurrent layers cannot drop tokens (no context "
+                                                     "shift)");
                 finish = true;
             } else {
                 int32_t d = context_shift(e, n_keep, err, sizeof err);
@@ -641,18 +642,17 @@ void engine_run_submit(engine *e, const engine_cmd *c)
                         engine_post_error(e, "%s", t.message);
                     finish = true;
                 } else {
-                    e->undo_floor = e->n_kv;
+                    e->undo_floor = e->mem.n_past;
                 }
             }
         }
-        ev.pos = e->n_kv;
-        ev.n_past = e->n_kv + 1;
+        ev.pos = e->mem.n_past;
+        ev.n_past = e->mem.n_past + 1;
         engine_post(e, &ev);
         if (finish)
             break;
 
-        e->kv[e->n_kv] = tok;
-        if (engine_eval_kv(e, e->n_kv, e->n_kv + 1, err, sizeof err) != 0) {
+        if (memory_push(&e->mem, tok, err, sizeof err) != 0) {
             if (e->stop) {
                 t.reason = ENGINE_DONE_STOPPED;
                 break;
@@ -660,7 +660,6 @@ void engine_run_submit(engine *e, const engine_cmd *c)
             fail(e, &t, err);
             break;
         }
-        e->n_kv++;
     }
     free(pending);
     t.t_gen = now_s() - t0;

@@ -1,6 +1,8 @@
-/* State shared by engine.c (thread, commands, loading) and engine_gen.c
- * (rendering, prefill, generation). Everything below the marked line belongs
- * to the engine thread alone. */
+/* State shared by engine.c (thread, commands, loading), engine_gen.c
+ * (rendering, prefill, generation) and engine_explore.c (tokenizing, the
+ * lens). What the forward context holds (tokens, position counter, logits,
+ * checkpoints) is the memory's (memory/memory.h). Everything below the
+ * marked line belongs to the engine thread alone. */
 #ifndef TOKSCOPE_ENGINE_INTERNAL_H
 #define TOKSCOPE_ENGINE_INTERNAL_H
 
@@ -8,6 +10,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "memory/memory.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "queue.h"
@@ -29,16 +32,7 @@ struct engine {
     const tokenizer *tok;
     int32_t n_vocab;
     int32_t n_ctx;
-    float *logits;       /* n_vocab */
-    int32_t *kv;         /* tokens whose keys/values sit in the cache, position = index */
-    int32_t n_kv;        /* == n_past; lowered only through engine_kv_truncate */
-    int32_t logits_pos;  /* the position whose distribution e->logits holds, -1 = none */
-    /* The prompt's last logits as its batch computed them (a one-token
-     * re-evaluation rounds differently): a branch at the reply's first token,
-     * an undo back to it, /regen and the second side of a comparison start
-     * from them. Valid while the cache keeps [0, anchor_pos). */
-    float *anchor;
-    int32_t anchor_pos;  /* -1 = none */
+    memory mem;          /* the tokens the context holds, n_past, logits (memory/memory.h) */
     int32_t *prompt;     /* tokenized conversation */
     int32_t prompt_cap;
     char *tmpl_force;    /* built-in format forced by params/SET_TEMPLATE, NULL = model's */
@@ -50,12 +44,10 @@ struct engine {
     char *step_text;     /* force these tokens (owned) */
     bool undo_req;       /* step mode: an UNDO arrived */
     bool params_changed; /* step mode: a STEP event must be posted again */
-    bool evaluating;     /* inside forward_eval: no lens now */
     int32_t req_id;      /* the running SUBMIT's */
     bool turn_own;       /* the running SUBMIT samples with its own parameters */
     bool report_prefill; /* progress callback posts PREFILL events */
     int32_t conv_id;
-    int32_t prefill_base; /* tokens of the current prefill before this forward_eval */
     int32_t prefill_total;
     char *gen;           /* reply text of the current turn */
     size_t gen_len, gen_cap, emitted;
@@ -85,22 +77,7 @@ void engine_wait_step(engine *e);
 /* SUBMIT: render, tokenize, prefill the new suffix, generate. Posts DONE. */
 void engine_run_submit(engine *e, const engine_cmd *c);
 
-/* ---- engine_explore.c: positions, the prefix, the lens ---- */
-/* n_kv = n (the anchor goes when n is below it). Never raises n_kv. */
-void engine_kv_truncate(engine *e, int32_t n);
-/* Evaluates e->kv[start, n) at positions start.. (the last token's logits
- * land in e->logits, logits_pos = n). no_kv_cache recomputes from 0. */
-int engine_eval_kv(engine *e, int32_t start, int32_t n, char *err, size_t errlen);
-/* Brings the cache to hold seq[0, upto): keeps the common prefix, evaluates
- * seq[.., np) as one batch (the prompt, saving its logits as the anchor when
- * the batch ends at np) and seq[np, upto) one token at a time, as generation
- * evaluated them. *evaluated gets how many tokens it evaluated. */
-int engine_ensure_prefix(engine *e, const int32_t *seq, int32_t np, int32_t upto, int32_t *evaluated, char *err,
-                         size_t errlen);
-/* Makes e->logits the distribution at position p (1 <= p <= n_kv): n_kv = p,
- * the logits from the anchor or from token p-1 evaluated alone (how
- * generation evaluated it). At most one token of work. */
-int engine_rollback(engine *e, int32_t p, char *err, size_t errlen);
+/* ---- engine_explore.c: tokenizing, the lens ---- */
 /* Renders and tokenizes msgs (malloc'd tokens, *n); NULL with err set.
  * warn (may be NULL) gets a template fallback notice. */
 int32_t *engine_tokenize_msgs(engine *e, const chat_message *msgs, size_t n, int32_t *np, char *warn, size_t warnlen,

@@ -307,6 +307,11 @@ static void undo_token(ui_app *app, const engine_event *ev)
 void ui_handle_event(ui_app *app, const engine_event *ev)
 {
     app->dirty = true;
+    if (ev->type == ENGINE_EV_LOADED || ev->type == ENGINE_EV_PREFILL || ev->type == ENGINE_EV_TOKEN ||
+        ev->type == ENGINE_EV_DONE || ev->type == ENGINE_EV_STEP || ev->type == ENGINE_EV_UNDO) {
+        app->n_ckpt = ev->n_ckpt; /* the engine's memory (engine/memory/memory.h) */
+        app->ckpt_bytes = ev->ckpt_bytes;
+    }
     switch (ev->type) {
     case ENGINE_EV_LOAD_PROGRESS:
         app->state = UI_STATE_LOADING;
@@ -386,9 +391,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         if (ev->reason == ENGINE_DONE_ERROR)
             ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "generation failed");
         else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0])
-            ui_message(app, UI_MSG_WARN,
-                       "%s: /edit it shorter, /clear or /new (or a larger -c, or context shift on)",
-                       ev->message);
+            ui_message(app, UI_MSG_WARN, "%s: /edit it shorter, /clear or /new (or a larger -c%s)", ev->message,
+                       app->info.recurrent ? "" : ", or context shift on");
         else if (ev->reason == ENGINE_DONE_CTX_FULL)
             ui_message(app, UI_MSG_WARN, "context full (%d/%d)", app->n_past, app->n_ctx);
         break;

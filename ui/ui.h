@@ -71,6 +71,8 @@ typedef struct ui_app {
     float progress;         /* loading / prefill fraction */
     int32_t prefill_done, prefill_total;
     int32_t n_past, n_ctx;
+    int32_t n_ckpt;         /* recurrent models: state checkpoints the engine keeps, and their bytes */
+    uint64_t ckpt_bytes;
     double prompt_tps, gen_tps;
     double gen_t0;          /* first token time of the running turn */
     int32_t gen_count;

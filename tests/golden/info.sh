@@ -157,6 +157,17 @@ facts "$M/tiny-spm-q4_0.gguf" "info tiny-spm-q4_0: OpenBLAS has nothing to do" \
     '^  OpenBLAS +auto: unused \(no matmul weight of a type it takes\)'
 facts "$M/tiny-spm-q4_k_m.gguf" "info tiny-spm-q4_k_m: Q4_K and Q6_K" '^file type: +15 \(MOSTLY_Q4_K_M\)$' \
     '^  Q4_K +[0-9]+ ' '^  Q6_K +[0-9]+ '
+# a recurrent model: the state, what explore mode's checkpoints of it cost, no context shift
+# (engine/memory/memory.h; the snapshot size is the forward context's own)
+facts "$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf" "info qwen35-mini: recurrent state and its checkpoints" \
+    '^  recurrent state +6 of 8 layers; one snapshot [0-9.]+ KiB$' \
+    "^  state checkpoints +[0-9.]+ KiB each \\(the state and a row of logits\\): one at every prompt's end and every 256\$" \
+    '^ +reply tokens, at most 32 and 1024 MiB; going back re-evaluates at most 255 reply tokens$' \
+    '^  context shift +none \(a recurrent state cannot drop tokens\)$'
+facts "$M/qwen3-mini-q8_0.gguf" "info qwen3-mini: no recurrent state" '^  OpenBLAS '
+if [ -f "$M/qwen3-mini-q8_0.gguf" ] && has '^  (recurrent state|state checkpoints) '; then
+    not_ok "info qwen3-mini: no checkpoint lines" "$(grep -E 'recurrent|checkpoints' "$W/out")"
+else ok "info qwen3-mini: no checkpoint lines"; fi
 # every block type once, in the totals section
 facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: all 13 types in the totals" \
     '^  F32 +[0-9]+ ' '^  F16 +[0-9]+ ' '^  BF16 +[0-9]+ ' '^  Q4_0 +[0-9]+ ' '^  Q4_1 +[0-9]+ ' '^  Q5_0 +[0-9]+ ' \

@@ -480,6 +480,42 @@ static void test_context_shift(void **state)
     engine_shutdown(e);
 }
 
+/* Qwen3.5's recurrent state cannot drop tokens: a full context is never
+ * shifted, context shift on or not; the turn ends saying why, and a
+ * conversation longer than the context is refused the same way. */
+static void test_no_shift_recurrent(void **state)
+{
+    (void)state;
+    engine_params p = base_params(TESTDATA_REQUIRE("families2026/models/qwen35-mini-q8_0.gguf"));
+    p.n_ctx = 32;
+    p.template_name = "raw";
+    p.sampling.temp = 0;
+    p.sampling.n_predict = 100;
+    engine *e = start_loaded(&p, NULL);
+    turn_log *t = malloc(sizeof *t);
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, t);
+    assert_int_equal(t->n_shift, 0);
+    if (t->done.reason != ENGINE_DONE_EOG) {
+        assert_int_equal(t->done.reason, ENGINE_DONE_CTX_FULL);
+        if (!strstr(t->done.message, "recurrent layers cannot drop tokens (no context shift)"))
+            fail_msg("message: %s", t->done.message);
+        for (int i = 0; i < t->n_tok; i++)
+            assert_int_equal(t->pos[i], t->pos[0] + i);
+    }
+    submit1(e, "user",
+            "Once upon a time there was a little girl named Lily. She loved to play outside in the park "
+            "with her friend Ben. One day they saw a big red ball under a tall green tree.");
+    collect_turn(e, t);
+    assert_int_equal(t->done.reason, ENGINE_DONE_CTX_FULL);
+    assert_int_equal(t->n_tok, 0);
+    assert_int_equal(t->n_shift, 0);
+    if (!strstr(t->done.message, "does not fit the context (32 tokens), and this model's recurrent layers"))
+        fail_msg("message: %s", t->done.message);
+    free(t);
+    engine_shutdown(e);
+}
+
 static void test_stop_string(void **state)
 {
     (void)state;
@@ -680,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_prefix_reuse_and_reset),
         cmocka_unit_test(test_quit_mid_generation),
         cmocka_unit_test(test_context_shift),
+        cmocka_unit_test(test_no_shift_recurrent),
         cmocka_unit_test(test_stop_string),
         cmocka_unit_test(test_template_model),
         cmocka_unit_test(test_force_template),

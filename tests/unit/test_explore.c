@@ -47,9 +47,12 @@ static void wait_for(engine *e, enum engine_event_type type, engine_event *ev)
     }
 }
 
+static int32_t ckpt_every; /* 0: the engine's default (recurrent models) */
+
 static engine_params params_of(const char *path)
 {
     engine_params p = engine_default_params();
+    p.ckpt_every = ckpt_every;
     p.model_path = path;
     p.n_ctx = 256;
     p.n_threads = 2;
@@ -183,28 +186,28 @@ static void assert_step_is_row(const step *s, const float *row)
         assert_memory_equal(&s->top[i].logit, &row[s->top[i].id], sizeof(float));
 }
 
-/* Greedy reply; a branch from step 9 with its own token again (rollback and
+/* Greedy reply; a branch from step K with its own token again (rollback and
  * regenerate), then with the second candidate; each against a fresh engine
  * submitting the same and against teacher forcing. */
-static void check_branch(const char *rel, const char *text)
+static void check_branch_at(const char *rel, const char *text, int n_gen, int K)
 {
     const char *path = TESTDATA_REQUIRE(rel);
     engine_params p = params_of(path);
+    p.sampling.n_predict = n_gen;
     engine *e = start(&p);
     turn_log *orig = malloc(sizeof *orig), *again = malloc(sizeof *again), *fresh = malloc(sizeof *fresh);
     submit(e, text, NULL, 0, 0);
     collect(e, orig);
-    assert_int_equal(orig->n, 20);
-    const int K = 9;
-    int32_t prefix[32];
+    assert_int_equal(orig->n, n_gen);
+    int32_t prefix[MAX_TOK];
     for (int i = 0; i <= K; i++)
         prefix[i] = orig->s[i].token;
-    /* the same token: the cache is set back to step 9, one token evaluated
+    /* the same token: the cache is set back to step K, one token evaluated
      * (the one before it, alone, as generation had evaluated it) */
     submit(e, text, prefix, K + 1, 0);
     collect(e, again);
     assert_int_equal(again->done.n_prompt, 1);
-    assert_int_equal(again->n, 20 - K);
+    assert_int_equal(again->n, n_gen - K);
     for (int i = 0; i < again->n; i++)
         assert_same_step(&again->s[i], &orig->s[K + i]);
     /* the second candidate instead */
@@ -228,7 +231,7 @@ static void check_branch(const char *rel, const char *text)
         assert_same_step(&fresh->s[i], &again->s[i]);
     engine_shutdown(e2);
     /* teacher forcing the whole branch */
-    int32_t reply[64], np;
+    int32_t reply[2 * MAX_TOK], np;
     for (int i = 0; i < K; i++)
         reply[i] = orig->s[i].token;
     for (int i = 0; i < again->n; i++)
@@ -255,6 +258,8 @@ static void check_branch(const char *rel, const char *text)
     free(fresh);
     engine_shutdown(e);
 }
+
+static void check_branch(const char *rel, const char *text) { check_branch_at(rel, text, 20, 9); }
 
 static void test_branch_llama(void **s)
 {
@@ -352,10 +357,11 @@ static void test_step_force(void **s)
 /* Undo: five tokens, take back three (the last with the reply's first
  * token: the prompt's own logits come back), draw again: the same steps,
  * the same text; nothing to undo at the reply's start. */
-static void test_step_undo(void **s)
+/* text: check the reply's byte counts too (not for a vocabulary whose
+ * tokens split UTF-8 characters: the bytes held back move them) */
+static void check_undo(const char *rel, bool text)
 {
-    (void)s;
-    engine_params p = params_of(TESTDATA_REQUIRE("models/tiny-spm-q8_0.gguf"));
+    engine_params p = params_of(TESTDATA_REQUIRE(rel));
     p.step_mode = true;
     engine *e = start(&p);
     submit(e, "The quick brown fox", NULL, 0, 0);
@@ -395,8 +401,10 @@ static void test_step_undo(void **s)
     engine_undo(e);
     wait_for(e, ENGINE_EV_UNDO, &ev);
     assert_int_equal(ev.pos, b->s[4].pos);
-    assert_int_equal(ev.reply_len, (int)b->s[4].text_at);
-    assert_true(b->s[4].text_at < b->len); /* it had added text */
+    if (text) {
+        assert_int_equal(ev.reply_len, (int)b->s[4].text_at);
+        assert_true(b->s[4].text_at < b->len); /* it had added text */
+    }
     wait_for(e, ENGINE_EV_STEP, &ev);
     for (int i = 0; i < b->s[4].n_top; i++) /* the distribution at position 4 again */
         assert_memory_equal(&ev.top[i].logit, &b->s[4].top[i].logit, sizeof(float));
@@ -414,11 +422,22 @@ static void test_step_undo(void **s)
     engine_shutdown(e);
 }
 
+static void test_step_undo(void **s)
+{
+    (void)s;
+    check_undo("models/tiny-spm-q8_0.gguf", true);
+}
+
 /* The lens of every step of a reply: its last block is the step's own
  * distribution (bit for bit past the first token, which the prompt's batch
  * computed), its blocks count the model's, and the cache is left as it was:
  * a reply with lenses asked in the middle (step mode) equals one without. */
-static void check_lens(const char *rel, const char *text)
+static void check_lens_first(const char *rel, const char *text, const float *first);
+static void check_lens(const char *rel, const char *text) { check_lens_first(rel, text, NULL); }
+
+/* first: the logits the first step's lens must end in, bit for bit (NULL:
+ * within 1e-3 of the prompt's own, which its batch computed) */
+static void check_lens_first(const char *rel, const char *text, const float *first)
 {
     const char *path = TESTDATA_REQUIRE(rel);
     engine_params p = params_of(path);
@@ -447,6 +466,12 @@ static void check_lens(const char *rel, const char *text)
         assert_int_equal(ev.lens->pos, a->s[k].pos);
         assert_int_equal(ev.lens->n_layer, L);
         const engine_lens_layer *last = &ev.lens->layer[L - 1];
+        if (k == 0 && first) {
+            for (int i = 0; i < last->n_top; i++)
+                assert_memory_equal(&last->top[i].logit, &first[last->top[i].id], sizeof(float));
+            engine_lens_free(ev.lens);
+            continue;
+        }
         assert_int_equal(last->top[0].id, a->s[k].top[0].id); /* greedy: the chosen one is top-1 at the end */
         assert_int_equal(last->chosen_rank, 0);
         assert_true(ev.lens->first_top >= 1 && ev.lens->first_top <= L);
@@ -611,13 +636,105 @@ static void test_errors(void **s)
     engine_shutdown(e);
 }
 
+/* The logits of a fresh run of text's prompt cut before its last token
+ * (one batch), then that token alone: what the lens of a recurrent
+ * model's first reply step must give (no state was ever kept inside the
+ * prompt's batch; engine/memory/memory.h). */
+static float *cut_first(const char *path, const char *text)
+{
+    char err[512];
+    model *m = model_load(path, err, sizeof err);
+    if (!m)
+        fail_msg("%s", err);
+    const tokenizer *t = model_get_tokenizer(m);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    int32_t toks[512];
+    const int32_t np = tokenizer_encode(t, text, strlen(text), tokenizer_add_bos(t) && tokenizer_bos(t) >= 0, true,
+                                        toks, 512);
+    assert_true(np > 1 && np < 256);
+    forward_params fp = forward_default_params();
+    fp.n_ctx = 256;
+    fp.n_threads = 2;
+    forward_ctx *f = forward_build(m, &fp, err, sizeof err);
+    assert_non_null(f);
+    float *lg = malloc((size_t)V * sizeof *lg);
+    assert_int_equal(forward_eval(f, toks, np - 1, 0, lg, false, err, sizeof err), 0);
+    assert_int_equal(forward_eval(f, toks + np - 1, 1, np - 1, lg, false, err, sizeof err), 0);
+    forward_free(f);
+    model_free(m);
+    return lg;
+}
+
+/* Qwen3.5 (Gated DeltaNet layers: a recurrent state that cannot be
+ * truncated; engine/memory/). A branch in the middle of a reply gives the
+ * logits of a fresh run to that position (a fresh engine, and teacher
+ * forcing: the prompt as one batch, every reply token alone), with the
+ * state restored from the prompt's checkpoint and, with a checkpoint every
+ * 4 tokens, from one in the middle of the reply; step mode with forced
+ * tokens and text, undo, the lens (the cache left as it was) likewise. */
+static void test_qwen35(void **s)
+{
+    (void)s;
+    const char *rel = "families2026/models/qwen35-mini-q8_0.gguf";
+    const char *path = TESTDATA_REQUIRE(rel);
+    char err[256];
+    model *m = model_load(path, err, sizeof err);
+    if (!m)
+        fail_msg("%s", err);
+    model_free(m);
+    /* the engine knows it is recurrent, and keeps checkpoints */
+    ckpt_every = 4;
+    engine_params p = params_of(path);
+    engine *e = engine_start(&p, err, sizeof err);
+    assert_non_null(e);
+    engine_event ev;
+    wait_for(e, ENGINE_EV_LOADED, &ev);
+    assert_true(ev.info.recurrent);
+    assert_true(ev.info.ckpt_unit_bytes > 0);
+    assert_int_equal(ev.info.ckpt_every, 4);
+    submit(e, "The quick brown fox jumps over the lazy dog", NULL, 0, 0);
+    turn_log *t = calloc(1, sizeof *t);
+    collect(e, t);
+    assert_int_equal(t->n, 20);
+    assert_int_equal(t->done.n_ckpt, 1 + 19 / 4); /* the prompt's end, then every 4 tokens */
+    assert_int_equal(t->done.ckpt_bytes, (uint64_t)t->done.n_ckpt * ev.info.ckpt_unit_bytes);
+    free(t);
+    engine_shutdown(e);
+
+    check_branch(rel, "The quick brown fox jumps over the lazy dog");
+    check_step_force(rel, "Hello there", " the big dog");
+    check_undo(rel, false);
+    /* Qwen3.5-mini's evaluation of 64 tokens or more at once rounds
+     * otherwise than one at a time (below 64 it gives the same bits): a
+     * prompt that long, and a branch at step 83 of a reply, so that what is
+     * evaluated again to restore the state would show if it were evaluated
+     * otherwise than the first time (the prompt as one batch, the reply's
+     * tokens alone), and the lens of the first step (the prompt cut before
+     * its last token) would show if the prompt's cache rows were not given
+     * back. With a checkpoint every 16 tokens, then only the prompt's. */
+    const char *long_text = "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy "
+                            "dog again, and then the dog wakes up and runs after the fox into the woods.";
+    /* 64 tokens: the prompt one chunk of 64, the prompt cut before its last
+     * token evaluated otherwise, so that its cache rows differ */
+    const char *text64 = "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog "
+                         "again, and";
+    float *first = cut_first(path, text64);
+    ckpt_every = 16;
+    check_branch_at(rel, long_text, 100, 83);
+    check_lens_first(rel, text64, first);
+    ckpt_every = 0; /* the default (256): only the prompt's checkpoint in these replies */
+    check_branch_at(rel, long_text, 100, 83);
+    check_lens_first(rel, text64, first);
+    free(first);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_branch_llama),  cmocka_unit_test(test_branch_families),
         cmocka_unit_test(test_step_force),    cmocka_unit_test(test_step_undo),
         cmocka_unit_test(test_lens),          cmocka_unit_test(test_compare_turns),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_qwen35),
     };
     return cmocka_run_group_tests_name("explore", tests, NULL, NULL);
 }
