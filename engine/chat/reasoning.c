@@ -89,6 +89,15 @@ void chat_reasoning_init(chat_reasoning *r, enum chat_reasoning_style style, con
         r->state = ST_ANSWER; /* a final (or commentary) message already opened */
 }
 
+void chat_reasoning_init_inside(chat_reasoning *r, enum chat_reasoning_style style, bool inside)
+{
+    chat_reasoning_init(r, style, NULL);
+    if (inside && style != CHAT_REASONING_NONE) {
+        r->state = ST_REASON;
+        r->seen = true;
+    }
+}
+
 void chat_reasoning_free(chat_reasoning *r)
 {
     free(r->spans);

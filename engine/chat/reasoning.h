@@ -59,6 +59,8 @@ const char *chat_reasoning_style_name(enum chat_reasoning_style s);
  * plain start); a prompt that ends inside reasoning (Qwen3.5's "<think>\n")
  * makes the reply start there. */
 void chat_reasoning_init(chat_reasoning *r, enum chat_reasoning_style style, const char *prompt);
+/* The same with the start given: inside reasoning or not. */
+void chat_reasoning_init_inside(chat_reasoning *r, enum chat_reasoning_style style, bool inside);
 void chat_reasoning_free(chat_reasoning *r);
 /* Feeds the next bytes of the reply; returns how many bytes became classified. */
 size_t chat_reasoning_feed(chat_reasoning *r, const char *s, size_t n);

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "chat/reasoning.h"
+#include "chat/chat.h"
 
 /* Feeds pieces (NULL-terminated) and finishes; checks the extracts. */
 static void check_pieces(enum chat_reasoning_style st, const char *prompt, const char *const *pieces,
@@ -202,13 +203,78 @@ static void test_none(void **state)
     check_pieces(CHAT_REASONING_NONE, NULL, p, "", "<think>no</think>", NULL);
 }
 
+static char *slurp_testdata(const char *rel)
+{
+    FILE *f = fopen(testdata_path(rel), "rb");
+    if (!f)
+        return NULL;
+    char *b = calloc(1, 1 << 16);
+    size_t n = fread(b, 1, (1 << 16) - 1, f);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* The UI's way of sending reasoning and template variables through the
+ * engine: pseudo messages that chat_render turns into message fields and
+ * variables, and the built-in formats drop. */
+static void test_render_pseudo_messages(void **state)
+{
+    (void)state;
+    char *qwen = slurp_testdata("families2026/golden/chat/templates/Qwen3.5-4B.jinja");
+    char *oss = slurp_testdata("families2026/golden/chat/templates/openai-gpt-oss-120b.jinja");
+    if (!qwen || !oss) {
+        if (testdata_in_ci())
+            fail_msg("missing the 2026 templates");
+        free(qwen);
+        free(oss);
+        skip();
+    }
+    const chat_message m[] = {
+        {"user", "2+2?"},
+        {CHAT_ROLE_REASONING, "Add two and two."},
+        {"assistant", "4"},
+        {CHAT_ROLE_VARS, "{\"enable_thinking\": false, \"reasoning_effort\": \"high\"}"},
+    };
+    chat_render_params p = {.bos_token = "", .eos_token = "", .add_generation_prompt = false, .date = "2024-07-26"};
+    char warn[256], err[256];
+    char *q = chat_render(qwen, NULL, m, 4, &p, warn, sizeof warn, err, sizeof err);
+    assert_non_null(q);
+    assert_non_null(strstr(q, "<|im_start|>assistant\n<think>\nAdd two and two.\n</think>\n\n4<|im_end|>"));
+    assert_null(strstr(q, "tokscope"));
+    free(q);
+    char *o = chat_render(oss, NULL, m, 4, &p, warn, sizeof warn, err, sizeof err);
+    assert_non_null(o);
+    assert_non_null(strstr(o, "Reasoning: high\n"));
+    assert_non_null(strstr(o, "<|channel|>analysis<|message|>Add two and two.<|end|>"));
+    free(o);
+    /* a generation prompt after the vars: enable_thinking=false closes the think block */
+    p.add_generation_prompt = true;
+    const chat_message g[] = {{"user", "Hi"}, {CHAT_ROLE_VARS, "{\"enable_thinking\": false}"}};
+    q = chat_render(qwen, NULL, g, 2, &p, warn, sizeof warn, err, sizeof err);
+    assert_non_null(q);
+    size_t ql = strlen(q);
+    assert_true(ql > 19 && !strcmp(q + ql - 19, "<think>\n\n</think>\n\n"));
+    free(q);
+    /* built-ins: the pseudo messages are gone */
+    char *c = chat_render(NULL, "chatml", m, 4, &p, warn, sizeof warn, err, sizeof err);
+    assert_non_null(c);
+    assert_string_equal(c, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>assistant\n");
+    free(c);
+    /* bad variables: an error, not a silent render */
+    const chat_message b[] = {{"user", "Hi"}, {CHAT_ROLE_VARS, "[1]"}};
+    assert_null(chat_render_jinja(qwen, b, 2, &p, err, sizeof err));
+    free(qwen);
+    free(oss);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_think_prompt_opens),
         cmocka_unit_test(test_think_model_opens), cmocka_unit_test(test_think_kinds),
         cmocka_unit_test(test_gemma4),       cmocka_unit_test(test_harmony),
-        cmocka_unit_test(test_none),
+        cmocka_unit_test(test_none),         cmocka_unit_test(test_render_pseudo_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
