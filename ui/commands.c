@@ -24,7 +24,7 @@ const ui_command commands_table[] = {
     {"regen", "", "generate the last reply again (the old one stays a version: < > switch)"},
     {"edit", "", "edit the last user message: Enter sends it as a new version"},
     {"system", "[TEXT]", "set (or with no text, clear) this conversation's system prompt"},
-    {"set", "PARAM VALUE", "set a sampling parameter (temp, top_k, ..., seed random), think on|off|auto, effort low|medium|high|auto"},
+    {"set", "PARAM VALUE", "set a parameter (temp, top_k, ..., seed random; think on|off, effort high, ...)"},
     {"show", "", "show the model, the parameters and the conversation"},
     {"save", "FILE", "save all conversations and parameters as JSON"},
     {"load", "FILE", "load conversations and parameters saved with /save"},
@@ -355,14 +355,7 @@ const char *commands_help_text(void)
         "\nParameter focus\n"
         "  Up/Down        pick      Left/Right  adjust (Shift: x10)\n"
         "  digits, Enter  type a value and apply it         Esc       cancel\n"
-        "  think, effort  Left/Right/Enter: auto|on|off, auto|low|medium|high (template variables\n"
-        "                 enable_thinking, reasoning_effort; from the next turn)\n"
-        "\nReasoning\n"
-        "  A reply's reasoning (Qwen3.x <think>, Gemma 4's thought channel, gpt-oss's analysis\n"
-        "  channel; from the model's template) shows dimmed under a \"thinking\" line, open while\n"
-        "  the model thinks and folded once the answer starts (F9 or t, or a click on the line);\n"
-        "  the token cursor, inspector, strip and lens work inside it as anywhere. The next\n"
-        "  turns send it back to the template apart from the answer, as the template expects.\n"
+        "  think, effort  Left/Right: template variables enable_thinking, reasoning_effort (Reasoning)\n"
         "\nCommands\n");
     for (const ui_command *c = commands_table; c->name; c++) {
         char lhs[64];
@@ -370,6 +363,14 @@ const char *commands_help_text(void)
         OUT("  %-22s %s\n", lhs, c->help);
     }
     OUT("  //text                 send a message that starts with '/'\n");
+    OUT("\nReasoning\n"
+        "  A reply's reasoning (Qwen3.x <think>, Gemma 4's thought channel, gpt-oss's analysis\n"
+        "  channel; from the model's template) shows dimmed under a \"thinking\" line, open while\n"
+        "  the model thinks and folded once the answer starts (F9 or t, or a click on the line);\n"
+        "  the token cursor, inspector, strip and lens work inside it as anywhere. The next\n"
+        "  turns send it back to the template apart from the answer, as the template expects.\n"
+        "  think auto|on|off, effort auto|low|medium|high (panel, /set): enable_thinking and\n"
+        "  reasoning_effort from the next turn; auto passes nothing (the template's default)\n");
     OUT("\nExplore mode\n"
         "  Branch        Tab to the conversation, pick a token, Enter: the inspector's rows;\n"
         "                Enter on another candidate continues from it (the old reply stays a\n"

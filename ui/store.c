@@ -547,7 +547,11 @@ bool store_export_md(ui_app *app, const char *path, char *err, size_t errlen)
     for (size_t i = 0; i < c->n_msgs; i++) {
         const ui_msg *m = &c->msgs[i];
         const char *title = !strcmp(m->role, "user") ? "User" : !strcmp(m->role, "assistant") ? "Assistant" : "System";
-        fprintf(f, "## %s\n\n%s\n\n", title, m->text);
+        if (m->reasoning) /* reasoning apart, folded as in the pane */
+            fprintf(f, "## %s\n\n<details><summary>thinking</summary>\n\n%s\n\n</details>\n\n%s\n\n", title,
+                    m->reasoning, m->answer ? m->answer : "");
+        else
+            fprintf(f, "## %s\n\n%s\n\n", title, m->text);
     }
     if (fclose(f) != 0 || !mem) {
         free(mem);

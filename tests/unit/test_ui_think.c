@@ -14,6 +14,7 @@
 
 #include "chat/chat.h"
 #include "chat/reasoning.h"
+#include "commands.h"
 #include "params.h"
 #include "store.h"
 #include "testutil.h"
@@ -239,6 +240,11 @@ static void test_vars(void **state)
     assert_int_equal(n, 2);
     assert_string_equal(msgs[1].role, "user");
     free(msgs);
+    /* documented in /help */
+    const char *help = commands_help_text();
+    assert_non_null(strstr(help, "F9 "));
+    assert_non_null(strstr(help, "think, effort"));
+    assert_non_null(strstr(help, "  t              fold"));
     free_app(app);
 }
 
@@ -262,6 +268,10 @@ static void test_save_load(void **state)
     assert_true(fd >= 0);
     close(fd);
     char err[256];
+    assert_true(store_export_md(app, path, err, sizeof err));
+    char *md = slurp(path);
+    assert_non_null(strstr(md, "## Assistant\n\n<details><summary>thinking</summary>\n\nHmm\n\n</details>\n\n4\n"));
+    free(md);
     assert_true(store_save(app, path, err, sizeof err));
     ui_app *b = fake_app(NULL);
     if (!store_load(b, path, err, sizeof err))
