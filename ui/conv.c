@@ -740,8 +740,9 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
             draw_str(y, r.x + CONV_INDENT, width - CONV_INDENT, "(empty reply)", theme_attr(THEME_DIM));
         else if (is_asst && m->n_toks)
             draw_token_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT, o);
-        else
-            draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, m->text + v->start, v->len, 0);
+        else /* a reply without token data (an older save) still sets its reasoning apart */
+            draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, m->text + v->start, v->len,
+                      v->start < m->think_end ? theme_attr(THEME_DIM) : 0);
     }
     /* scroll indicator */
     if (total > r.h) {

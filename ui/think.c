@@ -1,6 +1,7 @@
 /* Reasoning in the chat (see think.h). */
 #include "think.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +21,71 @@ void think_style_update(ui_app *app)
     app->think_style = forced ? CHAT_REASONING_NONE : (int)chat_reasoning_detect(app->tmpl_text);
 }
 
-void think_load_template(ui_app *app)
+/* The vocabulary's control tokens: the engine's reply text leaves their text
+ * out, but some are a reasoning format's markers (gpt-oss). */
+typedef struct think_ctl {
+    int32_t id;
+    char *text;
+} think_ctl;
+
+void think_free(ui_app *app)
 {
+    for (size_t i = 0; i < app->n_think_ctl; i++)
+        free(app->think_ctl[i].text);
+    free(app->think_ctl);
+    app->think_ctl = NULL;
+    app->n_think_ctl = 0;
     free(app->tmpl_text);
     app->tmpl_text = NULL;
+}
+
+static void load_controls(ui_app *app, const gguf_ctx *g)
+{
+    const int64_t ti = gguf_find_key(g, "tokenizer.ggml.tokens");
+    const int64_t ty = gguf_find_key(g, "tokenizer.ggml.token_type");
+    if (ti < 0 || ty < 0 || gguf_arr_len(g, ti) != gguf_arr_len(g, ty))
+        return;
+    const uint64_t n = gguf_arr_len(g, ti);
+    size_t cap = 0;
+    for (uint64_t j = 0; j < n && j < INT32_MAX; j++) {
+        if (gguf_arr_i64(g, ty, j) != 3) /* llama.cpp's LLAMA_TOKEN_TYPE_CONTROL */
+            continue;
+        gguf_str s = gguf_arr_str(g, ti, j);
+        if (!s.ptr || s.len == 0 || s.len > 64)
+            continue;
+        if (app->n_think_ctl == cap) {
+            cap = cap ? cap * 2 : 64;
+            think_ctl *c = realloc(app->think_ctl, cap * sizeof *c);
+            if (!c)
+                abort();
+            app->think_ctl = c;
+        }
+        app->think_ctl[app->n_think_ctl++] = (think_ctl){(int32_t)j, strndup(s.ptr, s.len)};
+    }
+}
+
+/* A control token's text (ids ascending: binary search), NULL for others. */
+static const char *control_text(const ui_app *app, int32_t id)
+{
+    size_t lo = 0, hi = app->n_think_ctl;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (app->think_ctl[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < app->n_think_ctl && app->think_ctl[lo].id == id ? app->think_ctl[lo].text : NULL;
+}
+
+void think_load_template(ui_app *app)
+{
+    think_free(app);
     char err[256];
     gguf_ctx *g = app->model_path[0] ? gguf_open(app->model_path, err, sizeof err) : NULL;
     if (g) {
         app->tmpl_text = gguf_get_str_dup(g, "tokenizer.chat_template");
+        load_controls(app, g);
         gguf_close(g);
     }
     think_style_update(app);
@@ -84,6 +142,8 @@ size_t think_chat_messages(ui_app *app, const ui_conv *c, size_t n_msgs, chat_me
     return n;
 }
 
+static void feed_tokens(ui_app *app, ui_msg *m);
+
 /* think_end and the default fold from the splitter's state. */
 static void refresh(ui_msg *m)
 {
@@ -132,10 +192,31 @@ void think_begin(ui_app *app, ui_conv *c, size_t mi)
     chat_reasoning_init(m->rs, (enum chat_reasoning_style)app->think_style, prompt);
     m->think_inside = m->rs->seen;
     free(prompt);
-    think_sync(m);
+    feed_tokens(app, m); /* a branch's tokens before the step */
+    think_sync(app, m);
 }
 
-void think_sync(ui_msg *m)
+/* Feeds the reply's text token by token from the start: a token whose text
+ * is empty (a control token) goes in as its own text, virtually. */
+static void feed_tokens(ui_app *app, ui_msg *m)
+{
+    for (size_t j = 0; j < m->n_toks; j++) {
+        const ui_token *t = &m->toks[j];
+        if (t->off > m->rs->fed && t->off <= m->len) /* bytes before it that no token holds */
+            chat_reasoning_feed(m->rs, m->text + m->rs->fed, t->off - m->rs->fed);
+        if (t->off < m->rs->fed || (size_t)t->off + t->len > m->len)
+            continue;
+        if (t->len)
+            chat_reasoning_feed(m->rs, m->text + t->off, t->len);
+        else {
+            const char *ct = control_text(app, t->id);
+            if (ct)
+                chat_reasoning_feed_virtual(m->rs, ct, strlen(ct));
+        }
+    }
+}
+
+void think_sync(ui_app *app, ui_msg *m)
 {
     if (!m->rs)
         return;
@@ -143,16 +224,29 @@ void think_sync(ui_msg *m)
         enum chat_reasoning_style st = m->rs->style;
         chat_reasoning_free(m->rs);
         chat_reasoning_init_inside(m->rs, st, m->think_inside);
+        feed_tokens(app, m);
     }
     chat_reasoning_feed(m->rs, m->text + m->rs->fed, m->len - m->rs->fed);
     refresh(m);
 }
 
-void think_end_turn(ui_msg *m)
+void think_token(ui_app *app, ui_msg *m, int32_t id, bool empty)
 {
     if (!m->rs)
         return;
-    think_sync(m);
+    think_sync(app, m);
+    const char *ct = empty ? control_text(app, id) : NULL;
+    if (ct) {
+        chat_reasoning_feed_virtual(m->rs, ct, strlen(ct));
+        refresh(m);
+    }
+}
+
+void think_end_turn(ui_app *app, ui_msg *m)
+{
+    if (!m->rs)
+        return;
+    think_sync(app, m);
     chat_reasoning_finish(m->rs);
     refresh(m);
     if (m->rs->seen) {

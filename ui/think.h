@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conv.h"
 
@@ -18,8 +19,11 @@ enum effort_mode { EFFORT_AUTO, EFFORT_LOW, EFFORT_MEDIUM, EFFORT_HIGH };     /*
 extern const char *const think_mode_names[];   /* "auto" "on" "off" */
 extern const char *const effort_mode_names[];  /* "auto" "low" "medium" "high" */
 
-/* The model loaded: reads its chat template (the reasoning style). */
+/* The model loaded: reads its chat template (the reasoning style) and its
+ * control tokens' texts (markers the reply's text lacks: gpt-oss). */
 void think_load_template(struct ui_app *app);
+/* Frees what think_load_template read. */
+void think_free(struct ui_app *app);
 /* The template in use changed (/template): the style again. */
 void think_style_update(struct ui_app *app);
 /* The messages of c before n_msgs for the engine (conv_chat_messages_upto),
@@ -29,9 +33,12 @@ size_t think_chat_messages(struct ui_app *app, const ui_conv *c, size_t n_msgs, 
 /* A turn starts with c->msgs[mi] as its reply (maybe with a branch's text already). */
 void think_begin(struct ui_app *app, ui_conv *c, size_t mi);
 /* The reply's text changed (tokens appended, or taken back): the block follows. */
-void think_sync(ui_msg *m);
+void think_sync(struct ui_app *app, ui_msg *m);
+/* A token arrived (after msg_add_token): empty, a control token's text goes
+ * to the splitter as a marker it could not see. */
+void think_token(struct ui_app *app, ui_msg *m, int32_t id, bool empty);
 /* The reply ended: its reasoning and answer for the next turns. */
-void think_end_turn(ui_msg *m);
+void think_end_turn(struct ui_app *app, ui_msg *m);
 /* F9 / t: folds or unfolds the reasoning at the cursor (else the last one). */
 void think_toggle(struct ui_app *app);
 /* Sets think/effort by name ("on", "off", "auto"; "low", ...). False: unknown value. */

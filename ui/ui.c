@@ -251,7 +251,7 @@ static void finish_turn(ui_app *app, int reason)
         ui_msg *m = &c->msgs[app->gen_msg];
         m->streaming = false;
         m->done_reason = reason;
-        think_end_turn(m);
+        think_end_turn(app, m);
     }
     if (reason == ENGINE_DONE_STOPPED)
         ui_message(app, UI_MSG_INFO, "stopped after %d tokens", app->gen_count);
@@ -299,7 +299,7 @@ static void undo_token(ui_app *app, const engine_event *ev)
     if (ev->reply_len >= 0 && (size_t)ev->reply_len < m->len) {
         m->len = (size_t)ev->reply_len;
         m->text[m->len] = 0;
-        think_sync(m);
+        think_sync(app, m);
     }
     if (c->sel_msg == (int32_t)app->gen_msg && c->sel_tok >= (int32_t)m->n_toks)
         conv_sel_clear(c);
@@ -353,7 +353,7 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         app->has_pending = false;
         ui_msg *m = &c->msgs[app->gen_msg];
         msg_add_token(m, ev);
-        think_sync(m);
+        think_token(app, m, ev->token, ev->text_len <= 0);
         if (app->state != UI_STATE_STOPPING)
             app->state = UI_STATE_GENERATING;
         if (app->gen_count++ == 0)
@@ -375,7 +375,7 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
                 if (m->n_toks && (size_t)m->toks[m->n_toks - 1].off + m->toks[m->n_toks - 1].len == m->len)
                     m->toks[m->n_toks - 1].len += (uint32_t)n;
                 msg_append(m, ev->text, n);
-                think_sync(m);
+                think_sync(app, m);
             }
         }
         if (app->gen_conv_id >= 0)
@@ -1370,7 +1370,7 @@ int ui_run(const ui_options *o)
     for (size_t i = 0; i < app->n_convs; i++)
         conv_free(app->convs[i]);
     free(app->convs);
-    free(app->tmpl_text);
+    think_free(app);
     free(app->pending.top);
     free(picked);
     free(app);

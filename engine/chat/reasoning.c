@@ -146,15 +146,25 @@ static int header_state(const chat_reasoning *r)
     return left >= 8 && !memcmp(h, "analysis", 8) ? ST_REASON : ST_ANSWER;
 }
 
+/* Drops the first k pending bytes. */
+static void pend_drop(chat_reasoning *r, size_t k)
+{
+    memmove(r->pend, r->pend + k, r->n_pend - k);
+    memmove(r->pend_virtual, r->pend_virtual + k, (r->n_pend - k) * sizeof *r->pend_virtual);
+    r->n_pend -= k;
+}
+
 static void take_marker(chat_reasoning *r, const marker *m, size_t len)
 {
-    emit(r, len, CHAT_SPAN_MARKER);
+    size_t real = 0; /* virtual bytes take no room in the reply */
+    for (size_t i = 0; i < len; i++)
+        real += !r->pend_virtual[i];
+    emit(r, real, CHAT_SPAN_MARKER);
     r->seen = true;
     r->state = m->next >= 0 ? m->next : header_state(r);
     if (r->state == ST_HEADER)
         r->n_hdr = 0;
-    memmove(r->pend, r->pend + len, r->n_pend - len);
-    r->n_pend -= len;
+    pend_drop(r, len);
 }
 
 /* One content byte (no marker starts there) in the current state. */
@@ -168,14 +178,15 @@ static void take_byte(chat_reasoning *r)
         if (++r->n_hdr > HEADER_MAX) /* not the format: answer from here */
             r->state = ST_ANSWER;
     }
-    if (k == CHAT_SPAN_ANSWER && r->seen && r->answer_at == SIZE_MAX && c != ' ' && c != '\n' && c != '\r' &&
-        c != '\t')
+    const bool real = !r->pend_virtual[0];
+    if (real && k == CHAT_SPAN_ANSWER && r->seen && r->answer_at == SIZE_MAX && c != ' ' && c != '\n' &&
+        c != '\r' && c != '\t')
         r->answer_at = r->pos;
     if (k == CHAT_SPAN_REASONING)
         r->seen = true;
-    emit(r, 1, k);
-    memmove(r->pend, r->pend + 1, r->n_pend - 1);
-    r->n_pend--;
+    if (real)
+        emit(r, 1, k);
+    pend_drop(r, 1);
 }
 
 /* Decides pending bytes: a full marker is taken (the longest), a byte that
@@ -206,15 +217,26 @@ static void resolve(chat_reasoning *r, bool final)
     }
 }
 
+static void feed(chat_reasoning *r, const char *s, size_t n, bool virt)
+{
+    for (size_t i = 0; i < n; i++) {
+        r->pend_virtual[r->n_pend] = virt;
+        r->pend[r->n_pend++] = s[i]; /* resolve leaves fewer bytes than the longest marker */
+        r->fed += !virt;
+        resolve(r, false);
+    }
+}
+
 size_t chat_reasoning_feed(chat_reasoning *r, const char *s, size_t n)
 {
     size_t before = r->pos;
-    for (size_t i = 0; i < n; i++) {
-        r->pend[r->n_pend++] = s[i]; /* resolve leaves fewer bytes than the longest marker */
-        r->fed++;
-        resolve(r, false);
-    }
+    feed(r, s, n, false);
     return r->pos - before;
+}
+
+void chat_reasoning_feed_virtual(chat_reasoning *r, const char *s, size_t n)
+{
+    feed(r, s, n, true);
 }
 
 void chat_reasoning_finish(chat_reasoning *r)

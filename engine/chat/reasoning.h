@@ -39,9 +39,10 @@ typedef struct chat_span {
 typedef struct chat_reasoning {
     enum chat_reasoning_style style;
     int state;        /* internal: answer, reasoning, harmony header */
-    size_t fed;       /* bytes fed so far */
-    size_t pos;       /* bytes classified: [pos, fed) are pending */
+    size_t fed;       /* reply bytes fed so far (virtual ones not counted) */
+    size_t pos;       /* reply bytes classified: [pos, fed) are pending */
     char pend[32];    /* the pending bytes (a possible marker's start) */
+    bool pend_virtual[32]; /* ... each one fed by chat_reasoning_feed_virtual */
     size_t n_pend;
     char hdr[64];     /* harmony: the header being read (to find its channel) */
     size_t n_hdr;
@@ -64,6 +65,11 @@ void chat_reasoning_init_inside(chat_reasoning *r, enum chat_reasoning_style sty
 void chat_reasoning_free(chat_reasoning *r);
 /* Feeds the next bytes of the reply; returns how many bytes became classified. */
 size_t chat_reasoning_feed(chat_reasoning *r, const char *s, size_t n);
+/* Feeds text that is not in the reply but tells its structure: a control
+ * token's text that the detokenizer leaves out (gpt-oss's <|channel|>,
+ * <|message|>, <|end|>, <|start|> are control tokens). It moves the state
+ * like the same bytes would, and takes no room: offsets count reply bytes. */
+void chat_reasoning_feed_virtual(chat_reasoning *r, const char *s, size_t n);
 /* The reply ended: pending bytes are classified (as what they are, no marker). */
 void chat_reasoning_finish(chat_reasoning *r);
 /* Kind of reply byte off; pending bytes and bytes not fed yet count as the

@@ -196,6 +196,46 @@ static void test_harmony(void **state)
     chat_reasoning_free(&r);
 }
 
+/* gpt-oss's markers are control tokens: the reply's text lacks them, the
+ * caller feeds them as virtual text (no room in the offsets) */
+static void test_harmony_control_tokens(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool virt;
+    } p[] = {{"<|channel|>", true}, {"analysis", false}, {"<|message|>", true}, {"Add two", false},
+             {" and two.", false},  {"<|end|>", true},   {"<|start|>", true},   {"assistant", false},
+             {"<|channel|>", true}, {"final", false},    {"<|message|>", true}, {"4", false},
+             {"<|return|>", true}};
+    chat_reasoning r;
+    chat_reasoning_init(&r, CHAT_REASONING_HARMONY, "<|start|>assistant");
+    char text[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        if (p[i].virt) {
+            chat_reasoning_feed_virtual(&r, p[i].text, strlen(p[i].text));
+        } else {
+            memcpy(text + len, p[i].text, strlen(p[i].text));
+            len += strlen(p[i].text);
+            chat_reasoning_feed(&r, p[i].text, strlen(p[i].text));
+        }
+        assert_int_equal(r.fed, len);
+    }
+    chat_reasoning_finish(&r);
+    assert_string_equal(text, "analysisAdd two and two.assistantfinal4");
+    assert_int_equal(r.pos, len);
+    char *rs = chat_reasoning_extract(&r, text, len, CHAT_SPAN_REASONING);
+    char *an = chat_reasoning_extract(&r, text, len, CHAT_SPAN_ANSWER);
+    assert_string_equal(rs, "Add two and two.");
+    assert_string_equal(an, "4");
+    assert_int_equal(r.answer_at, len - 1);
+    assert_int_equal(chat_reasoning_kind_at(&r, 0), CHAT_SPAN_MARKER); /* "analysis": the header */
+    free(rs);
+    free(an);
+    chat_reasoning_free(&r);
+}
+
 static void test_none(void **state)
 {
     (void)state;
@@ -275,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_think_model_opens), cmocka_unit_test(test_think_kinds),
         cmocka_unit_test(test_gemma4),       cmocka_unit_test(test_harmony),
         cmocka_unit_test(test_none),         cmocka_unit_test(test_render_pseudo_messages),
+        cmocka_unit_test(test_harmony_control_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static void free_app(ui_app *app)
     for (size_t i = 0; i < app->n_convs; i++)
         conv_free(app->convs[i]);
     free(app->convs);
-    free(app->tmpl_text);
+    think_free(app);
     ui_overlay_close(app);
     free(app);
 }
@@ -74,19 +74,24 @@ static size_t start_turn(ui_app *app, const char *user)
     return mi;
 }
 
-static void token(ui_app *app, const char *piece, int32_t pos)
+static void token_id(ui_app *app, const char *piece, int32_t pos, int32_t id)
 {
     engine_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = ENGINE_EV_TOKEN;
     ev.conv_id = ui_current(app)->id;
     ev.req_id = 7;
-    ev.token = pos;
+    ev.token = id;
     ev.pos = pos;
     ev.p_raw = ev.p_post = 0.5f;
     snprintf(ev.text, sizeof ev.text, "%s", piece);
     ev.text_len = (int32_t)strlen(piece);
     ui_handle_event(app, &ev);
+}
+
+static void token(ui_app *app, const char *piece, int32_t pos)
+{
+    token_id(app, piece, pos, pos);
 }
 
 static void done(ui_app *app)
@@ -196,6 +201,66 @@ static void test_turn_folds(void **state)
     assert_non_null(strstr(p, "<|im_start|>assistant\n4.<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n"));
     free(p);
     free(msgs);
+    free_app(app);
+}
+
+/* gpt-oss: the harmony markers are control tokens, whose text the engine's
+ * reply leaves out (empty TOKEN texts); the UI knows their texts from the
+ * vocabulary and feeds them to the splitter */
+static void test_harmony_control_tokens(void **state)
+{
+    (void)state;
+    ui_app *app = fake_app(NULL);
+    snprintf(app->model_path, sizeof app->model_path, "%s",
+             testdata_path("families2026/golden/tokenizer/ggml-vocab-gpt-4o.gguf"));
+    think_load_template(app);
+    char *tmpl = slurp(testdata_path("families2026/golden/chat/templates/openai-gpt-oss-120b.jinja"));
+    if (!app->n_think_ctl || !tmpl) {
+        free(tmpl);
+        free_app(app);
+        if (testdata_in_ci())
+            fail_msg("missing the gpt-4o vocab or the gpt-oss template");
+        skip();
+    }
+    free(app->tmpl_text);
+    app->tmpl_text = tmpl;
+    think_style_update(app);
+    assert_int_equal(app->think_style, CHAT_REASONING_HARMONY);
+    const size_t mi = start_turn(app, "2+2?");
+    ui_msg *m = &ui_current(app)->msgs[mi];
+    /* ids of <|channel|> <|message|> <|end|> <|start|> <|return|> in o200k_harmony */
+    static const struct {
+        int32_t id;
+        const char *text;
+    } t[] = {{200005, ""}, {1, "analysis"}, {200008, ""}, {2, "Add two"}, {3, " and two."}, {200007, ""},
+             {200006, ""}, {4, "assistant"}, {200005, ""}, {5, "final"}, {200008, ""}, {6, "4"}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        token_id(app, t[i].text, (int32_t)(20 + i), t[i].id);
+        if (i == 4) { /* inside the analysis message: open */
+            assert_true(m->think_open);
+            assert_int_equal(m->think_end, m->len);
+        }
+    }
+    assert_int_equal(m->think_end, m->len - 1); /* the answer started: folded */
+    assert_false(m->think_open);
+    /* step mode's undo takes "4" back: split again from the tokens, control ones included */
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_UNDO;
+    ev.conv_id = ui_current(app)->id;
+    ev.req_id = 7;
+    ev.reply_len = (int32_t)m->len - 1;
+    ui_handle_event(app, &ev);
+    assert_int_equal(m->len, strlen("analysisAdd two and two.assistantfinal"));
+    assert_int_equal(m->think_end, m->len); /* the final header read, no answer byte yet */
+    token_id(app, "4", 31, 6);
+    token_id(app, "", 32, 200002); /* <|return|>: end of generation */
+    done(app);
+    assert_string_equal(m->text, "analysisAdd two and two.assistantfinal4");
+    assert_int_equal(m->think_end, m->len - 1);
+    assert_false(m->think_open);
+    assert_string_equal(m->reasoning, "Add two and two.");
+    assert_string_equal(m->answer, "4");
     free_app(app);
 }
 
@@ -316,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_turn_folds),
         cmocka_unit_test(test_vars),
+        cmocka_unit_test(test_harmony_control_tokens),
         cmocka_unit_test(test_save_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
