@@ -14,9 +14,11 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: tokscope template [-m MODEL | --template FILE.jinja [--bos S] [--eos S]] [--builtin NAME]\n"
-               "                         [--no-generation-prompt] [--date YYYY-MM-DD] MESSAGES.json\n"
+               "                         [--no-generation-prompt] [--date YYYY-MM-DD] [--var NAME=VALUE]... MESSAGES.json\n"
                "MESSAGES.json: an array of {\"role\", \"content\"} objects, or an object with a \"messages\" array\n"
                "(its other keys, e.g. \"tools\", become template variables).\n"
+               "--var NAME=VALUE: one more template variable (VALUE as JSON when it parses: true, false, 3,\n"
+               "\"text\"; else the text itself), e.g. --var enable_thinking=false --var reasoning_effort=high.\n"
                "Built-in formats:");
     for (int i = 0; chat_builtin_names[i]; i++)
         fprintf(f, " %s", chat_builtin_names[i]);
@@ -97,10 +99,30 @@ static bool valid_date(const char *d)
            day >= 1 && day <= 31;
 }
 
+/* A copy of the file's variables (base may be NULL) with each NAME=VALUE
+ * set: VALUE as JSON when it parses, else as a string. */
+static cJSON *with_vars(const cJSON *base, const char *const *vars, int n)
+{
+    cJSON *o = base ? cJSON_Duplicate(base, true) : cJSON_CreateObject();
+    for (int i = 0; o && i < n; i++) {
+        const char *eq = strchr(vars[i], '=');
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - vars[i]), vars[i]);
+        cJSON *v = cJSON_Parse(eq + 1);
+        if (!v)
+            v = cJSON_CreateString(eq + 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(o, name);
+        cJSON_AddItemToObject(o, name, v);
+    }
+    return o;
+}
+
 int cmd_template(int argc, char **argv)
 {
     const char *model = NULL, *tfile = NULL, *bos = NULL, *eos = NULL, *builtin = NULL, *date = NULL, *mfile = NULL;
     bool gen = true;
+    const char *vars[32];
+    int n_vars = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -121,7 +143,14 @@ int cmd_template(int argc, char **argv)
             date = argv[++i];
         else if (!strcmp(a, "--no-generation-prompt"))
             gen = false;
-        else if (a[0] == '-' && a[1]) {
+        else if (!strcmp(a, "--var") && has_val) {
+            const char *v = argv[++i], *eq = strchr(v, '=');
+            if (!eq || eq == v || n_vars == 32) {
+                fprintf(stderr, "tokscope: template: --var wants NAME=VALUE (32 at most), got '%s'\n", v);
+                return 1;
+            }
+            vars[n_vars++] = v;
+        } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "tokscope: template: unknown option or missing value '%s'\n", a);
             usage(stderr);
             return 1;
@@ -221,7 +250,12 @@ int cmd_template(int argc, char **argv)
     if (tmpl && !builtin) {
         bool raised = false;
         /* in the object form, keys besides "messages" become template variables (tools, enable_thinking, ...) */
-        out = chat_render_jinja_vars(tmpl, msgs, cJSON_IsObject(root) ? root : NULL, &p, &raised, err, sizeof err);
+        cJSON *extra = cJSON_IsObject(root) ? root : NULL;
+        if (n_vars) /* --var on top of the file's variables */
+            extra = with_vars(extra, vars, n_vars);
+        out = chat_render_jinja_vars(tmpl, msgs, extra, &p, &raised, err, sizeof err);
+        if (extra != root)
+            cJSON_Delete(extra);
         if (!out) {
             /* First line: the message alone, as a Python traceback would end
              * (comparable with transformers' errors); then where it happened. */

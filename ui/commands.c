@@ -10,7 +10,9 @@
 #include "explore.h"
 #include "input.h"
 #include "params.h"
+#include "chat/reasoning.h"
 #include "store.h"
+#include "think.h"
 #include "ui.h"
 
 const ui_command commands_table[] = {
@@ -22,7 +24,7 @@ const ui_command commands_table[] = {
     {"regen", "", "generate the last reply again (the old one stays a version: < > switch)"},
     {"edit", "", "edit the last user message: Enter sends it as a new version"},
     {"system", "[TEXT]", "set (or with no text, clear) this conversation's system prompt"},
-    {"set", "PARAM VALUE", "set a sampling parameter (temp, top_k, ..., seed random)"},
+    {"set", "PARAM VALUE", "set a parameter (temp, top_k, ..., seed random; think on|off, effort high, ...)"},
     {"show", "", "show the model, the parameters and the conversation"},
     {"save", "FILE", "save all conversations and parameters as JSON"},
     {"load", "FILE", "load conversations and parameters saved with /save"},
@@ -132,7 +134,10 @@ static void cmd_show(ui_app *app)
             (double)app->info.cache_bytes / 1048576.0, app->info.blas);
     else
         OUT("  (not loaded) %s\n", app->model_path);
-    OUT("  template: %s\n\nSampling\n", app->template_name[0] ? app->template_name : app->info.template_name);
+    OUT("  template: %s (reasoning: %s; think %s, effort %s)\n\nSampling\n",
+        app->template_name[0] ? app->template_name : app->info.template_name,
+        chat_reasoning_style_name((enum chat_reasoning_style)app->think_style), think_value(app, 0),
+        think_value(app, 1));
     for (int i = 0; params_names[i]; i++) {
         char v[64];
         params_format(&app->sp, params_names[i], v, sizeof v);
@@ -245,6 +250,15 @@ void commands_run(ui_app *app, const char *line)
             ui_message(app, UI_MSG_ERROR, "usage: /set PARAM VALUE");
             return;
         }
+        if (!strcmp(param, "think") || !strcmp(param, "effort")) { /* template variables, next turn */
+            if (think_set(app, param, value))
+                ui_message(app, UI_MSG_INFO, "%s = %s (from the next turn)", param,
+                           think_value(app, !strcmp(param, "think") ? 0 : 1));
+            else
+                ui_message(app, UI_MSG_ERROR, "%s: %s", param,
+                           !strcmp(param, "think") ? "on, off or auto" : "low, medium, high or auto");
+            return;
+        }
         if (!params_set_value(&app->sp, param, value, err, sizeof err)) {
             ui_message(app, UI_MSG_ERROR, "%s", err);
             return;
@@ -292,6 +306,7 @@ void commands_run(ui_app *app, const char *line)
         else
             free(cmd.name);
         snprintf(app->template_name, sizeof app->template_name, "%.63s", model ? "" : args);
+        think_style_update(app);
         ui_message(app, UI_MSG_INFO, "template %s", model ? "of the model" : args);
     } else if (!strcmp(n, "raw")) {
         app->post_order = false;
@@ -325,6 +340,7 @@ const char *commands_help_text(void)
         "  F4             colour assistant tokens by probability\n"
         "  F5             inspector order: raw logit / post-chain probability\n"
         "  F6 F7 F8       step mode / entropy strip / logit lens (see Explore mode)\n"
+        "  F9             fold / unfold the reasoning (\"thinking\") at the cursor, else the last one\n"
         "  PgUp/PgDn      scroll the conversation (mouse wheel when enabled)\n"
         "  Up/Down        input: history (or lines of a multi-line message)\n"
         "\nConversation focus (token cursor)\n"
@@ -332,12 +348,14 @@ const char *commands_help_text(void)
         "  Home/End       first / last token                Esc       back to the input\n"
         "  Enter          the inspector's candidates          < >      versions of the message\n"
         "  e              edit the user message above        [ ]      previous / next uncertain token\n"
+        "  t              fold / unfold the reasoning of the message (as F9)\n"
         "\nInspector focus\n"
         "  Up/Down        pick a candidate     Enter  branch from it (step mode: take it)\n"
         "  Left/Right     previous / next token  Space, Backspace  step mode: draw, undo\n"
         "\nParameter focus\n"
         "  Up/Down        pick      Left/Right  adjust (Shift: x10)\n"
         "  digits, Enter  type a value and apply it         Esc       cancel\n"
+        "  think, effort  Left/Right: template variables enable_thinking, reasoning_effort (Reasoning)\n"
         "\nCommands\n");
     for (const ui_command *c = commands_table; c->name; c++) {
         char lhs[64];
@@ -345,6 +363,14 @@ const char *commands_help_text(void)
         OUT("  %-22s %s\n", lhs, c->help);
     }
     OUT("  //text                 send a message that starts with '/'\n");
+    OUT("\nReasoning\n"
+        "  A reply's reasoning (Qwen3.x <think>, Gemma 4's thought channel, gpt-oss's analysis\n"
+        "  channel; from the model's template) shows dimmed under a \"thinking\" line, open while\n"
+        "  the model thinks and folded once the answer starts (F9 or t, or a click on the line);\n"
+        "  the token cursor, inspector, strip and lens work inside it as anywhere. The next\n"
+        "  turns send it back to the template apart from the answer, as the template expects.\n"
+        "  think auto|on|off, effort auto|low|medium|high (panel, /set): enable_thinking and\n"
+        "  reasoning_effort from the next turn; auto passes nothing (the template's default)\n");
     OUT("\nExplore mode\n"
         "  Branch        Tab to the conversation, pick a token, Enter: the inspector's rows;\n"
         "                Enter on another candidate continues from it (the old reply stays a\n"

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat.h"
+#include "chat/reasoning.h"
 #include "draw.h"
 #include "theme.h"
 #include "wrap.h"
@@ -43,6 +45,11 @@ void msg_clear(ui_msg *m)
 {
     msg_versions_free(m);
     free(m->wl);
+    free(m->reasoning);
+    free(m->answer);
+    if (m->rs)
+        chat_reasoning_free(m->rs);
+    free(m->rs);
     for (size_t i = 0; i < m->n_toks; i++) {
         free(m->toks[i].top);
         engine_lens_free(m->toks[i].lens);
@@ -177,11 +184,20 @@ size_t conv_chat_messages_upto(const ui_conv *c, size_t n_msgs, chat_message **o
     size_t n = 0;
     if (c->system && *c->system)
         v[n++] = (chat_message){"system", c->system};
+    size_t extra = 0;
+    for (size_t i = 0; i < n_msgs; i++)
+        extra += c->msgs[i].reasoning != NULL;
+    if (extra)
+        v = xrealloc(v, (n_msgs + extra + 1) * sizeof *v);
     for (size_t i = 0; i < n_msgs; i++) {
         const ui_msg *m = &c->msgs[i];
         if (!strcmp(m->role, "assistant") && m->len == 0)
             continue;
-        v[n++] = (chat_message){m->role, m->text};
+        if (m->reasoning) { /* the template gets reasoning and answer apart, as it expects */
+            v[n++] = (chat_message){CHAT_ROLE_REASONING, m->reasoning};
+            v[n++] = (chat_message){m->role, m->answer ? m->answer : ""};
+        } else
+            v[n++] = (chat_message){m->role, m->text};
     }
     *out = v;
     return n;
@@ -288,11 +304,22 @@ static int32_t token_at(const ui_msg *m, size_t b)
     return m->n_toks ? (int32_t)m->n_toks - 1 : -1;
 }
 
+void msg_think_toggle(ui_msg *m)
+{
+    m->think_open = !m->think_open;
+    m->think_set = true;
+}
+
 static long vline_of(const ui_conv *c, int32_t mi, size_t off)
 {
     long best = -1;
     for (size_t i = 0; i < c->n_vl; i++) {
         const conv_vline *v = &c->vl[i];
+        if (v->msg == mi && v->kind == CONV_VL_FOLD) { /* a token of a folded block is on its line */
+            if (off < v->start + v->len)
+                best = (long)i;
+            continue;
+        }
         if (v->msg != mi || v->kind != CONV_VL_TEXT)
             continue;
         if (v->start <= off)
@@ -313,7 +340,7 @@ bool conv_sel_line(ui_conv *c, int dir)
         return conv_sel_step(c, dir);
     const conv_vline *cur = &c->vl[li];
     ui_msg *m = &c->msgs[c->sel_msg];
-    int col = wrap_str_width(m->text + cur->start, t->off - cur->start);
+    int col = cur->kind == CONV_VL_FOLD ? 0 : wrap_str_width(m->text + cur->start, t->off - cur->start);
     for (long k = li + dir; k >= 0 && k < (long)c->n_vl; k += dir) {
         const conv_vline *v = &c->vl[k];
         if (v->kind != CONV_VL_TEXT || c->msgs[v->msg].n_toks == 0)
@@ -365,6 +392,10 @@ bool conv_hit(ui_conv *c, int y, int x)
     if (li < 0 || (size_t)li >= c->n_vl)
         return false;
     const conv_vline *v = &c->vl[li];
+    if (v->kind == CONV_VL_FOLD && v->msg >= 0) { /* a click on "thinking" folds or unfolds it */
+        msg_think_toggle(&c->msgs[v->msg]);
+        return false;
+    }
     if ((v->kind != CONV_VL_TEXT && v->kind != CONV_VL_STRIP) || v->msg < 0 || c->msgs[v->msg].n_toks == 0)
         return false;
     const ui_msg *m = &c->msgs[v->msg];
@@ -391,15 +422,20 @@ static void vl_push(ui_conv *c, int32_t msg, int32_t kind, size_t start, size_t 
 
 static void msg_wrap(ui_msg *m, int tw)
 {
-    if (m->wl_width != tw || m->wl_len > m->len) {
+    if (m->wl_width != tw || m->wl_len > m->len || m->wl_base != m->think_end) {
         m->n_wl = 0;
         m->wl_len = 0;
         m->wl_width = tw;
+        m->wl_base = m->think_end; /* the answer after a reasoning block wraps on its own */
     }
     if (m->n_wl && m->wl_len == m->len)
         return;
+    if (m->wl_base >= m->len) { /* nothing after the block yet */
+        m->wl_len = m->len;
+        return;
+    }
     /* lines before the last one cannot change when text is appended */
-    size_t from = 0;
+    size_t from = m->wl_base;
     if (m->n_wl) {
         from = m->wl[m->n_wl - 1].start;
         m->n_wl--;
@@ -443,8 +479,28 @@ void conv_build_lines(ui_conv *c, int width)
     for (size_t mi = 0; mi < c->n_msgs; mi++) {
         ui_msg *m = &c->msgs[mi];
         vl_push(c, (int32_t)mi, CONV_VL_LABEL, 0, 0);
+        if (m->think_end > m->len)
+            m->think_end = (uint32_t)m->len; /* text taken back (undo) */
         msg_wrap(m, tw);
         const bool strip = c->strip != CONV_STRIP_OFF && m->n_toks > 0;
+        if (m->think_end) { /* the reasoning block: its line, then (unfolded) its text */
+            vl_push(c, (int32_t)mi, CONV_VL_FOLD, 0, m->think_end);
+            size_t bend = m->think_end; /* the blank lines before the answer are not drawn */
+            while (bend > 0 && (m->text[bend - 1] == '\n' || m->text[bend - 1] == ' '))
+                bend--;
+            if (m->think_open && bend) {
+                size_t n = wrap_text(m->text, bend, tw, NULL, 0);
+                wrap_line *lines = n <= 256 ? tmp : xrealloc(NULL, n * sizeof *lines);
+                wrap_text(m->text, bend, tw, lines, n);
+                for (size_t i = 0; i < n; i++) {
+                    vl_push(c, (int32_t)mi, CONV_VL_TEXT, lines[i].start, lines[i].len);
+                    if (strip)
+                        vl_push(c, (int32_t)mi, CONV_VL_STRIP, lines[i].start, lines[i].len);
+                }
+                if (lines != tmp)
+                    free(lines);
+            }
+        }
         for (size_t i = 0; i < m->n_wl; i++) {
             vl_push(c, (int32_t)mi, CONV_VL_TEXT, m->wl[i].start, m->wl[i].len);
             if (strip) /* under each line of the reply, aligned with its text */
@@ -503,11 +559,15 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
                 seg_end = te;
             if (o->prob_colors)
                 attr = theme_attr(theme_prob_elem(o->post ? t->p_post : t->p_raw));
+            else if (b < m->think_end) /* reasoning: set apart */
+                attr = theme_attr(THEME_DIM);
             if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
                 attr = theme_attr(THEME_SELECTED) | A_BOLD;
         } else if (j < m->n_toks && m->toks[j].off < seg_end) {
             seg_end = m->toks[j].off;
         }
+        if (!attr && b < m->think_end)
+            attr = theme_attr(THEME_DIM);
         col += draw_text(y, x + col, w - col, m->text + b, seg_end - b, attr);
         b = seg_end;
     }
@@ -571,6 +631,23 @@ static void draw_strip_line(const ui_conv *c, const ui_msg *m, const conv_vline 
         col += cols;
         b = seg_end;
     }
+}
+
+/* The line over a reasoning block: folded, how many tokens it holds (and
+ * whether the token cursor is inside: the inspector shows that token). */
+static void draw_fold_line(const ui_conv *c, const ui_msg *m, const conv_vline *v, int y, int x, int w)
+{
+    size_t n = 0;
+    while (n < m->n_toks && m->toks[n].off < v->start + v->len)
+        n++;
+    const int32_t mi = (int32_t)(m - c->msgs);
+    const bool sel_inside = mi == c->sel_msg && c->sel_tok >= 0 && (size_t)c->sel_tok < n;
+    const bool going = m->streaming && m->think_end == m->len;
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s thinking%s \xc2\xb7 %zu token%s%s", m->think_open ? "\xe2\x96\xbe" : "\xe2\x96\xb8",
+             going ? "\xe2\x80\xa6" : "", n, n == 1 ? "" : "s",
+             m->think_open ? "  (F9 folds)" : sel_inside ? "  (cursor inside; F9 unfolds)" : "  (F9 unfolds)");
+    draw_str(y, x, w, buf, theme_attr(sel_inside && !m->think_open ? THEME_SELECTED : THEME_DIM));
 }
 
 void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
@@ -655,12 +732,17 @@ void conv_draw(ui_conv *c, ui_rect r, const conv_draw_opts *o)
             draw_strip_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT);
             continue;
         }
+        if (v->kind == CONV_VL_FOLD) {
+            draw_fold_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT);
+            continue;
+        }
         if (is_asst && m->len == 0 && !m->streaming)
             draw_str(y, r.x + CONV_INDENT, width - CONV_INDENT, "(empty reply)", theme_attr(THEME_DIM));
         else if (is_asst && m->n_toks)
             draw_token_line(c, m, v, y, r.x + CONV_INDENT, width - CONV_INDENT, o);
-        else
-            draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, m->text + v->start, v->len, 0);
+        else /* a reply without token data (an older save) still sets its reasoning apart */
+            draw_text(y, r.x + CONV_INDENT, width - CONV_INDENT, m->text + v->start, v->len,
+                      v->start < m->think_end ? theme_attr(THEME_DIM) : 0);
     }
     /* scroll indicator */
     if (total > r.h) {

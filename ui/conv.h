@@ -44,6 +44,18 @@ typedef struct ui_msg {
     struct wrap_line *wl;
     size_t n_wl, cap_wl, wl_len;
     int wl_width;
+    size_t wl_base;  /* the wrap cache covers text[wl_base..): the answer after a reasoning block */
+    /* reasoning (ui/think.c): text[0..think_end) is the reply's reasoning
+     * block, the format's markers included, drawn dimmed under a "thinking"
+     * line and folded or not; 0: none. The text and the tokens stay as
+     * generated, so token indices are those of the reply. */
+    uint32_t think_end;
+    bool think_open;          /* unfolded */
+    bool think_set;           /* folded/unfolded by the user: no automatic fold */
+    int8_t think_style;       /* enum chat_reasoning_style the reply was split with */
+    bool think_inside;        /* the reply started inside reasoning (the prompt opened it) */
+    char *reasoning, *answer; /* once the reply ended: what the next turn's template gets (NULL: no reasoning) */
+    struct chat_reasoning *rs; /* the splitter while the reply streams */
 } ui_msg;
 
 /* A branch: the versions of one message, each with the conversation that
@@ -62,7 +74,8 @@ typedef struct ui_versions {
 /* entropy strip modes */
 enum conv_strip { CONV_STRIP_OFF, CONV_STRIP_ENTROPY, CONV_STRIP_PROB };
 
-enum conv_vline_kind { CONV_VL_LABEL, CONV_VL_TEXT, CONV_VL_BLANK, CONV_VL_STRIP };
+/* CONV_VL_FOLD: the "thinking" line over a reasoning block [start, start + len) */
+enum conv_vline_kind { CONV_VL_LABEL, CONV_VL_TEXT, CONV_VL_BLANK, CONV_VL_STRIP, CONV_VL_FOLD };
 
 typedef struct conv_vline {
     int32_t msg;
@@ -105,7 +118,9 @@ void msg_append(ui_msg *m, const char *s, size_t n);
 void msg_add_token(ui_msg *m, const engine_event *ev);
 
 /* Message list for engine_submit: system prompt (when set) + messages,
- * skipping empty assistant placeholders. Pointers into c; *out is malloc'd. */
+ * skipping empty assistant placeholders; a reply with reasoning goes as a
+ * CHAT_ROLE_REASONING message and its answer (chat.h). Pointers into c;
+ * *out is malloc'd. */
 size_t conv_chat_messages(const ui_conv *c, chat_message **out);
 /* The same for the first n_msgs messages only. */
 size_t conv_chat_messages_upto(const ui_conv *c, size_t n_msgs, chat_message **out);
@@ -137,6 +152,8 @@ ui_token *conv_latest(ui_conv *c);
 /* Index of tok within all generated tokens of c (1-based), total in *n. */
 int conv_token_ordinal(const ui_conv *c, const ui_token *tok, int *n);
 void conv_sel_clear(ui_conv *c);
+/* The message's reasoning block: folded or unfolded (by the user from now on). */
+void msg_think_toggle(ui_msg *m);
 /* Moves the cursor by delta tokens (starting from the latest when none). */
 bool conv_sel_step(ui_conv *c, int delta);
 /* Moves the cursor to the token on the visual line above (-1) or below (+1). */

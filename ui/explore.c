@@ -9,6 +9,7 @@
 
 #include "input.h"
 #include "params.h"
+#include "think.h"
 
 /* ---- sides and the shown token ---- */
 
@@ -260,7 +261,7 @@ static void lens_request(ui_app *app, ui_conv *c, size_t mi, size_t k)
 {
     ui_msg *m = &c->msgs[mi];
     chat_message *msgs;
-    size_t n = conv_chat_messages_upto(c, mi, &msgs);
+    size_t n = think_chat_messages(app, c, mi, &msgs); /* as the turn was sent: same positions */
     int32_t *ids = malloc((k + 1) * sizeof *ids);
     if (!ids) {
         free(msgs);
@@ -389,6 +390,11 @@ bool explore_compare(ui_app *app, const char *args, char *err, size_t errlen)
             const ui_msg *m = &a->msgs[i];
             size_t k = conv_add_msg(b, m->role, m->text);
             b->msgs[k].done_reason = m->done_reason;
+            if (m->reasoning) { /* the same turns go to the template */
+                b->msgs[k].reasoning = strdup(m->reasoning);
+                b->msgs[k].answer = strdup(m->answer ? m->answer : "");
+                b->msgs[k].think_end = m->think_end;
+            }
         }
     }
     b->has_sp = true;

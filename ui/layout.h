@@ -7,7 +7,7 @@
 
 #define LAYOUT_MIN_COLS 40
 #define LAYOUT_MIN_ROWS 10
-#define LAYOUT_PARAMS_ROWS 13 /* title + one row per panel parameter */
+#define LAYOUT_PARAMS_ROWS 15 /* title + one row per panel row (PARAMS_ROWS: 12 sampler parameters, think, effort) */
 
 typedef struct ui_rect {
     int y, x, h, w;

@@ -11,6 +11,7 @@
 
 #include "draw.h"
 #include "theme.h"
+#include "think.h"
 #include "ui.h"
 
 const char *const params_names[PARAMS_N + 1] = {
@@ -197,9 +198,26 @@ void params_draw(ui_app *app, ui_rect r)
     int name_w = 18;
     if (w < 28)
         name_w = w - 7 > 4 ? w - 7 : 4; /* values need ~6 cells; names get the rest */
-    for (int i = 0; i < PARAMS_N && 1 + i < r.h; i++) {
+    for (int i = 0; i < PARAMS_ROWS && 1 + i < r.h; i++) {
         int y = r.y + 1 + i;
         bool sel = focus && app->param_sel == i;
+        if (i >= PARAMS_N) { /* template variables */
+            static const char *const names[2] = {"think", "effort"};
+            static const char *const help[2] = {"enable_thinking; from the next turn",
+                                                "reasoning_effort (gpt-oss); next turn"};
+            const char *val = think_value(app, i - PARAMS_N);
+            int attr = sel ? theme_attr(THEME_SELECTED) : 0;
+            if (sel)
+                draw_fill(y, x, w, attr);
+            int nw = draw_str(y, x, name_w - 1, names[i - PARAMS_N], attr);
+            if (strcmp(val, "auto") != 0 && nw < name_w - 1) /* set: the template's default no more */
+                draw_str(y, x + nw, 1, "*", attr | theme_attr(THEME_HEADER));
+            draw_str(y, x + name_w, w - name_w, val, attr | A_BOLD);
+            if (sel && w - name_w - (int)strlen(val) > 4)
+                draw_str(y, x + name_w + (int)strlen(val) + 2, w - name_w - (int)strlen(val) - 2, help[i - PARAMS_N],
+                         attr);
+            continue;
+        }
         char val[80];
         if (sel && app->param_editing)
             snprintf(val, sizeof val, "%s_", app->param_edit);
@@ -221,8 +239,28 @@ void params_draw(ui_app *app, ui_rect r)
     }
 }
 
+/* Keys on the think/effort rows: Left/Right/Enter step through the values. */
+static bool think_row_key(ui_app *app, int key)
+{
+    const int row = app->param_sel - PARAMS_N;
+    int dir = 0;
+    if (key == KEY_LEFT || key == KEY_SLEFT)
+        dir = -1;
+    else if (key == KEY_RIGHT || key == KEY_SRIGHT || key == '\n' || key == '\r' || key == KEY_ENTER || key == ' ')
+        dir = 1;
+    if (!dir)
+        return false;
+    think_step(app, row, dir);
+    ui_message(app, UI_MSG_INFO, "%s = %s (from the next turn)", row == 0 ? "think" : "effort", think_value(app, row));
+    return true;
+}
+
 bool params_key(ui_app *app, int key)
 {
+    if (app->param_sel >= PARAMS_N && key != KEY_UP && key != KEY_DOWN && key != 'k' && key != 'j') {
+        app->param_editing = false;
+        return think_row_key(app, key);
+    }
     const char *name = params_names[app->param_sel];
     if (app->param_editing) {
         size_t n = strlen(app->param_edit);
@@ -253,11 +291,11 @@ bool params_key(ui_app *app, int key)
     switch (key) {
     case KEY_UP:
     case 'k':
-        app->param_sel = (app->param_sel + PARAMS_N - 1) % PARAMS_N;
+        app->param_sel = (app->param_sel + PARAMS_ROWS - 1) % PARAMS_ROWS;
         return true;
     case KEY_DOWN:
     case 'j':
-        app->param_sel = (app->param_sel + 1) % PARAMS_N;
+        app->param_sel = (app->param_sel + 1) % PARAMS_ROWS;
         return true;
     case KEY_LEFT:
     case KEY_RIGHT:

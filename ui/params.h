@@ -13,6 +13,10 @@
 
 #define PARAMS_N 12
 extern const char *const params_names[PARAMS_N + 1]; /* panel order, NULL-terminated */
+/* The panel's rows: the sampler parameters, then the template variables
+ * think (enable_thinking: auto|on|off) and effort (reasoning_effort:
+ * auto|low|medium|high), which apply from the next turn (ui/think.h). */
+#define PARAMS_ROWS (PARAMS_N + 2)
 
 /* Index in params_names, -1 when unknown. */
 int params_index(const char *name);

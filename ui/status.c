@@ -103,7 +103,7 @@ void status_draw_keys(ui_app *app, ui_rect r)
         return;
     static const char *const keys[][2] = {
         {"F1", "Help"}, {"Tab", "Focus"}, {"Esc", "Stop"}, {"^P/^N", "Chat"}, {"F4", "Colour"},
-        {"F5", "Raw/Post"}, {"F6", "Step"}, {"F7", "Strip"}, {"F8", "Lens"}, {"^Q", "Quit"},
+        {"F5", "Raw/Post"}, {"F6", "Step"}, {"F7", "Strip"}, {"F8", "Lens"}, {"F9", "Think"}, {"^Q", "Quit"},
     };
     /* step mode waiting: what the keys do now */
     static const char *const step_keys[][2] = {

@@ -19,6 +19,7 @@
 
 #include "atomic.h"
 #include "params.h"
+#include "think.h"
 #include "ui.h"
 #include "utf8.h"
 #include "wrap.h"
@@ -83,6 +84,14 @@ static cJSON *msg_json(const ui_msg *m)
         cJSON_AddNumberToObject(jm, "done", m->done_reason);
     if (m->n_toks)
         cJSON_AddItemToObject(jm, "tokens", tokens_json(m));
+    if (m->think_end && !m->streaming) { /* reasoning: content[0..think_end) is its block */
+        cJSON_AddNumberToObject(jm, "think_end", m->think_end);
+        cJSON_AddBoolToObject(jm, "think_open", m->think_open);
+        if (m->reasoning) {
+            cJSON_AddStringToObject(jm, "reasoning", m->reasoning);
+            cJSON_AddStringToObject(jm, "answer", m->answer ? m->answer : "");
+        }
+    }
     if (m->vers && m->vers->n > 1) {
         cJSON *vs = cJSON_AddArrayToObject(jm, "versions");
         for (size_t k = 0; k < m->vers->n; k++)
@@ -112,6 +121,8 @@ char *store_serialize(ui_app *app, char *err, size_t errlen)
     cJSON_AddStringToObject(root, "model", app->model_path);
     cJSON_AddStringToObject(root, "template", app->template_name);
     cJSON_AddItemToObject(root, "params", params_json(&app->sp));
+    cJSON_AddStringToObject(root, "think", think_value(app, 0));
+    cJSON_AddStringToObject(root, "effort", think_value(app, 1));
     cJSON_AddNumberToObject(root, "current", (double)app->cur);
     cJSON *convs = cJSON_AddArrayToObject(root, "conversations");
     for (size_t k = 0; k < app->n_convs; k++) {
@@ -268,6 +279,17 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, c
             snprintf(err, errlen, "%s: a message's \"tokens\" are malformed", path);
             return false;
         }
+        /* reasoning (files since the 2026 templates; older ones have none) */
+        const cJSON *te = cJSON_GetObjectItemCaseSensitive(m, "think_end");
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
+        const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
+        if ((te && (!cJSON_IsNumber(te) || te->valuedouble < 0 ||
+                    te->valuedouble > (double)strlen(content->valuestring) || te->valuedouble != (int)te->valuedouble)) ||
+            (rs && !cJSON_IsString(rs)) || (an && !cJSON_IsString(an))) {
+            snprintf(err, errlen, "%s: a message's reasoning (\"think_end\", \"reasoning\", \"answer\") is malformed",
+                     path);
+            return false;
+        }
         const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");
         if (!vers)
             continue;
@@ -358,6 +380,18 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
         if (toks)
             load_tokens(msg, toks);
+        const cJSON *te = cJSON_GetObjectItemCaseSensitive(m, "think_end");
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
+        if (cJSON_IsNumber(te) && !strcmp(role, "assistant")) {
+            msg->think_end = (uint32_t)te->valuedouble;
+            msg->think_open = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "think_open"));
+            msg->think_set = true;
+            if (cJSON_IsString(rs)) {
+                const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
+                msg->reasoning = strdup(rs->valuestring);
+                msg->answer = strdup(cJSON_IsString(an) ? an->valuestring : "");
+            }
+        }
         const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");
         if (!vers)
             continue;
@@ -483,6 +517,14 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
     ui_params_changed(app);
     const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(root, "template");
     (void)tmpl; /* the template stays a property of the session: /template changes it */
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(root, "think");
+    const cJSON *ef = cJSON_GetObjectItemCaseSensitive(root, "effort");
+    app->think = THINK_AUTO; /* older files: the template's defaults */
+    app->effort = EFFORT_AUTO;
+    if (cJSON_IsString(th))
+        think_set(app, "think", th->valuestring);
+    if (cJSON_IsString(ef))
+        think_set(app, "effort", ef->valuestring);
     cJSON_Delete(root);
     return true;
 }
@@ -505,7 +547,11 @@ bool store_export_md(ui_app *app, const char *path, char *err, size_t errlen)
     for (size_t i = 0; i < c->n_msgs; i++) {
         const ui_msg *m = &c->msgs[i];
         const char *title = !strcmp(m->role, "user") ? "User" : !strcmp(m->role, "assistant") ? "Assistant" : "System";
-        fprintf(f, "## %s\n\n%s\n\n", title, m->text);
+        if (m->reasoning) /* reasoning apart, folded as in the pane */
+            fprintf(f, "## %s\n\n<details><summary>thinking</summary>\n\n%s\n\n</details>\n\n%s\n\n", title,
+                    m->reasoning, m->answer ? m->answer : "");
+        else
+            fprintf(f, "## %s\n\n%s\n\n", title, m->text);
     }
     if (fclose(f) != 0 || !mem) {
         free(mem);

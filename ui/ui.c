@@ -29,6 +29,7 @@
 #include "picker.h"
 #include "status.h"
 #include "theme.h"
+#include "think.h"
 #include "utf8.h"
 
 #define UI_FRAME_S (1.0 / 30.0)
@@ -117,7 +118,7 @@ bool ui_busy(const ui_app *app)
 void ui_start_turn(ui_app *app, ui_conv *c, size_t mi, const int32_t *toks, int32_t n_toks, int32_t emitted)
 {
     chat_message *msgs;
-    size_t n = conv_chat_messages_upto(c, mi, &msgs);
+    size_t n = think_chat_messages(app, c, mi, &msgs);
     engine_cmd cmd = {.type = ENGINE_CMD_SUBMIT,
                       .messages = msgs,
                       .n_messages = n,
@@ -136,6 +137,7 @@ void ui_start_turn(ui_app *app, ui_conv *c, size_t mi, const int32_t *toks, int3
     engine_send(app->eng, &cmd);
     free(msgs);
     c->msgs[mi].streaming = true;
+    think_begin(app, c, mi); /* where the reasoning is, as the reply streams */
     c->scroll = 0;
     conv_sel_clear(c);
     app->gen_req = cmd.req_id;
@@ -249,6 +251,7 @@ static void finish_turn(ui_app *app, int reason)
         ui_msg *m = &c->msgs[app->gen_msg];
         m->streaming = false;
         m->done_reason = reason;
+        think_end_turn(app, m);
     }
     if (reason == ENGINE_DONE_STOPPED)
         ui_message(app, UI_MSG_INFO, "stopped after %d tokens", app->gen_count);
@@ -296,6 +299,7 @@ static void undo_token(ui_app *app, const engine_event *ev)
     if (ev->reply_len >= 0 && (size_t)ev->reply_len < m->len) {
         m->len = (size_t)ev->reply_len;
         m->text[m->len] = 0;
+        think_sync(app, m);
     }
     if (c->sel_msg == (int32_t)app->gen_msg && c->sel_tok >= (int32_t)m->n_toks)
         conv_sel_clear(c);
@@ -320,6 +324,7 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
     case ENGINE_EV_LOADED:
         app->info = ev->info;
         app->loaded = true;
+        think_load_template(app); /* the reasoning style of its template */
         app->n_ctx = ev->n_ctx > 0 ? ev->n_ctx : (int32_t)ev->info.n_ctx;
         app->n_past = ev->n_past;
         if (!ui_busy(app))
@@ -353,6 +358,7 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         app->has_pending = false;
         ui_msg *m = &c->msgs[app->gen_msg];
         msg_add_token(m, ev);
+        think_token(app, m, ev->token, ev->text_len <= 0);
         if (app->state != UI_STATE_STOPPING)
             app->state = UI_STATE_GENERATING;
         if (app->gen_count++ == 0)
@@ -374,6 +380,7 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
                 if (m->n_toks && (size_t)m->toks[m->n_toks - 1].off + m->toks[m->n_toks - 1].len == m->len)
                     m->toks[m->n_toks - 1].len += (uint32_t)n;
                 msg_append(m, ev->text, n);
+                think_sync(app, m);
             }
         }
         if (app->gen_conv_id >= 0)
@@ -776,6 +783,9 @@ static void conv_focus_key(ui_app *app, int key)
     case 'r':
         app->post_order = !app->post_order;
         break;
+    case 't':
+        think_toggle(app);
+        break;
     default:
         /* typing while the pane has focus goes to the input */
         if (key >= 32 && key < 256 && key != 127) {
@@ -950,6 +960,9 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         app->strip = (app->strip + 1) % 3;
         ui_message(app, UI_MSG_INFO, "entropy strip: %s",
                    app->strip == CONV_STRIP_ENTROPY ? "entropy" : app->strip == CONV_STRIP_PROB ? "probability" : "off");
+        return;
+    case KEY_F(9):
+        think_toggle(app);
         return;
     case KEY_F(8):
         app->lens_on = !app->lens_on;
@@ -1361,6 +1374,7 @@ int ui_run(const ui_options *o)
     for (size_t i = 0; i < app->n_convs; i++)
         conv_free(app->convs[i]);
     free(app->convs);
+    think_free(app);
     free(app->pending.top);
     free(picked);
     free(app);

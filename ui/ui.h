@@ -79,6 +79,14 @@ typedef struct ui_app {
     bool loaded;
     engine_model_info info;
     char template_name[64]; /* forced template ("" = model's own) */
+    /* reasoning (ui/think.c) */
+    char *tmpl_text;        /* the model's chat template (NULL: none) */
+    int think_style;        /* enum chat_reasoning_style of the template in use */
+    int think;              /* enum think_mode: template variable enable_thinking (auto: not passed) */
+    int effort;             /* enum effort_mode: reasoning_effort (auto: not passed) */
+    char think_vars[96];    /* the variables as JSON, for the turn being sent */
+    struct think_ctl *think_ctl; /* the vocabulary's control tokens (id, text), ids ascending */
+    size_t n_think_ctl;
 
     char config_note[512];  /* config file problems, shown when the model has loaded */
     char msg[ENGINE_MSG_MAX + 64];

@@ -55,7 +55,48 @@ char *chat_render_jinja_vars(const char *tmpl, const cJSON *messages, const cJSO
     return out;
 }
 
-static cJSON *messages_json(const chat_message *msgs, size_t n)
+static bool is_role(const chat_message *m, const char *role)
+{
+    return m->role && !strcmp(m->role, role);
+}
+
+/* The messages without the pseudo ones (a malloc'd array of pointers into
+ * msgs, *np of them); reasoning[i] (when asked) the reasoning of plain
+ * message i or NULL; *vars the last CHAT_ROLE_VARS content or NULL. */
+static chat_message *plain_messages(const chat_message *msgs, size_t n, size_t *np, const char ***reasoning,
+                                    const char **vars)
+{
+    chat_message *v = malloc((n + 1) * sizeof *v);
+    const char **r = reasoning ? calloc(n + 1, sizeof *r) : NULL;
+    if (!v || (reasoning && !r)) {
+        free(v);
+        free(r);
+        return NULL;
+    }
+    size_t k = 0;
+    const char *pending = NULL;
+    if (vars)
+        *vars = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (is_role(&msgs[i], CHAT_ROLE_VARS)) {
+            if (vars)
+                *vars = msgs[i].content;
+        } else if (is_role(&msgs[i], CHAT_ROLE_REASONING)) {
+            pending = msgs[i].content;
+        } else {
+            if (r)
+                r[k] = is_role(&msgs[i], "assistant") ? pending : NULL;
+            v[k++] = msgs[i];
+            pending = NULL;
+        }
+    }
+    *np = k;
+    if (reasoning)
+        *reasoning = r;
+    return v;
+}
+
+static cJSON *messages_json(const chat_message *msgs, size_t n, const char *const *reasoning)
 {
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < n; i++) {
@@ -63,6 +104,10 @@ static cJSON *messages_json(const chat_message *msgs, size_t n)
         cJSON_AddStringToObject(m, "role", msgs[i].role ? msgs[i].role : "");
         if (msgs[i].content)
             cJSON_AddStringToObject(m, "content", msgs[i].content);
+        if (reasoning && reasoning[i]) { /* the two names the 2026 templates read */
+            cJSON_AddStringToObject(m, "reasoning_content", reasoning[i]);
+            cJSON_AddStringToObject(m, "thinking", reasoning[i]);
+        }
         cJSON_AddItemToArray(arr, m);
     }
     return arr;
@@ -71,13 +116,41 @@ static cJSON *messages_json(const chat_message *msgs, size_t n)
 static char *render_jinja_kind(const char *tmpl, const chat_message *msgs, size_t n, const chat_render_params *p,
                                bool *raised, char *err, size_t errlen)
 {
-    cJSON *arr = messages_json(msgs, n);
+    size_t np = 0;
+    const char **reasoning = NULL, *vars_text = NULL;
+    chat_message *plain = plain_messages(msgs, n, &np, &reasoning, &vars_text);
+    cJSON *arr = plain ? messages_json(plain, np, reasoning) : NULL;
+    free(plain);
+    free(reasoning);
     if (!arr) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    char *out = chat_render_jinja_json(tmpl, arr, p, raised, err, errlen);
+    cJSON *vars = vars_text ? cJSON_Parse(vars_text) : NULL;
+    if (vars_text && !cJSON_IsObject(vars)) {
+        snprintf(err, errlen, "template variables are not a JSON object: %.80s", vars_text);
+        cJSON_Delete(vars);
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    char *out = chat_render_jinja_vars(tmpl, arr, vars, p, raised, err, errlen);
+    cJSON_Delete(vars);
     cJSON_Delete(arr);
+    return out;
+}
+
+/* A built-in format over the plain messages. */
+static char *render_builtin_plain(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
+                                  char *err, size_t errlen)
+{
+    size_t np = 0;
+    chat_message *plain = plain_messages(msgs, n, &np, NULL, NULL);
+    if (!plain) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    char *out = chat_render_builtin(name, plain, np, p, err, errlen);
+    free(plain);
     return out;
 }
 
@@ -105,8 +178,8 @@ char *chat_render(const char *tmpl, const char *builtin, const chat_message *msg
         const char *fb = chat_detect_builtin(tmpl);
         if (warn && warnlen)
             snprintf(warn, warnlen, "chat template failed (%s); using built-in format '%s'", jerr, fb);
-        return chat_render_builtin(fb, msgs, n, p, err, errlen);
+        return render_builtin_plain(fb, msgs, n, p, err, errlen);
     }
     const char *name = builtin ? builtin : (tmpl && *tmpl ? chat_detect_builtin(tmpl) : "chatml");
-    return chat_render_builtin(name, msgs, n, p, err, errlen);
+    return render_builtin_plain(name, msgs, n, p, err, errlen);
 }

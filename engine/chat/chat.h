@@ -12,6 +12,18 @@ typedef struct chat_message {
     const char *content;
 } chat_message;
 
+/* Pseudo messages: what a conversation carries besides role/content travels
+ * as messages of these roles (so that every path that copies messages, the
+ * engine's queue included, keeps it). chat_render and chat_render_jinja take
+ * them out: a CHAT_ROLE_VARS message's content is a JSON object of template
+ * variables (enable_thinking, reasoning_effort; the last one wins); a
+ * CHAT_ROLE_REASONING message's content is the reasoning of the assistant
+ * message right after it, which templates get as both "reasoning_content"
+ * (Qwen3.x, Gemma 4) and "thinking" (gpt-oss). The built-in formats ignore
+ * both. */
+#define CHAT_ROLE_VARS "tokscope.vars"
+#define CHAT_ROLE_REASONING "tokscope.reasoning"
+
 typedef struct chat_render_params {
     const char *bos_token;   /* "" when NULL */
     const char *eos_token;

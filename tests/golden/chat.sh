@@ -80,6 +80,49 @@ for l in open(sys.argv[1], encoding="utf-8"):
     done
 fi
 
+# 2026 templates (Qwen3.5, Gemma 4 and its interleaved variant, gpt-oss):
+# every line of golden2026.jsonl byte for byte, with its template variables
+# (enable_thinking, reasoning_effort) and messages carrying reasoning_content /
+# thinking; then the CLI's --var: the rendered prompt changes with thinking
+# on/off and the effort, as the templates say.
+G26="$TESTDATA/families2026/golden/chat"
+if need "$G26/golden2026.jsonl" "chat 2026 golden data"; then
+    if [ -x "$BUILD/tools/chat_golden" ]; then
+        "$BUILD/tools/chat_golden" "$G26" golden2026.jsonl tests/golden/chat/templates2026
+    else
+        not_ok "chat_golden tool (2026)" "missing $BUILD/tools/chat_golden"
+    fi
+    printf '%s' '[{"role": "user", "content": "Hi"}]' >"$T/hi.json"
+    t26() { t26n=$1; shift; "$BIN" template --template "$G26/templates/$t26n.jinja" --date 2024-07-26 "$@" "$T/hi.json" 2>&1; }
+    check_tail() { # name, wanted ending (printf format); the render in $T/t26.out
+        printf "$2" >"$T/t26.want"
+        if tail -c "$(wc -c <"$T/t26.want")" "$T/t26.out" | cmp -s - "$T/t26.want"; then ok "$1"
+        else not_ok "$1" "want ...$(od -c "$T/t26.want" | head -2 | tr '\n' ' ')" "got ...$(tail -c 40 "$T/t26.out" | od -c | head -3 | tr '\n' ' ')"; fi
+    }
+    nl='
+'
+    t26 Qwen3.5-4B >"$T/t26.out"; check_tail "chat --var Qwen3.5 thinking by default" '<think>\n'
+    t26 Qwen3.5-4B --var enable_thinking=false >"$T/t26.out"; check_tail "chat --var Qwen3.5 enable_thinking=false" '<think>\n\n</think>\n\n'
+    t26 Qwen3.5-4B --var enable_thinking=true >"$T/t26.out"; check_tail "chat --var Qwen3.5 enable_thinking=true" 'assistant\n<think>\n'
+    t26 google-gemma-4-31B-it >"$T/t26.out"; check_tail "chat --var Gemma 4 no thinking by default" '<|turn>model\n<|channel>thought\n<channel|>'
+    t26 google-gemma-4-31B-it --var enable_thinking=true >"$T/t26.out"; check_tail "chat --var Gemma 4 enable_thinking=true" 'Hi<turn|>\n<|turn>model\n'
+    g=$(cat "$T/t26.out")
+    case "$g" in *"<|think|>"*) ok "chat --var Gemma 4 thinking token in the system turn" ;; *) not_ok "chat --var Gemma 4 thinking token in the system turn" "$g" ;; esac
+    for e in low medium high; do
+        o=$(t26 openai-gpt-oss-120b --var reasoning_effort=$e)
+        case "$o" in *"Reasoning: $e$nl"*) ok "chat --var gpt-oss reasoning_effort=$e" ;; *) not_ok "chat --var gpt-oss reasoning_effort=$e" "$o" ;; esac
+    done
+    o=$(t26 openai-gpt-oss-120b --var reasoning_effort='"high"' --var enable_thinking=false)
+    case "$o" in *"Reasoning: high$nl"*) ok "chat --var JSON values" ;; *) not_ok "chat --var JSON values" "$o" ;; esac
+    # Jinja2 itself on conversations whose reasoning the templates render
+    # (an assistant turn after the last user one, tool calls) and with
+    # template variables
+    python3 tests/tools/jinja_reference.py "$BIN" "$G26/templates:tests/golden/chat/templates2026" \
+        tests/golden/chat/conversations2026.json
+    "$BIN" template --builtin chatml --var nonsense "$T/hi.json" >/dev/null 2>"$T/var.err"; rc=$?
+    if [ $rc -eq 1 ] && grep -q "NAME=VALUE" "$T/var.err"; then ok "chat --var without =: usage error"; else not_ok "chat --var without =: usage error" "rc=$rc $(cat "$T/var.err")"; fi
+fi
+
 # 4. bad input: clear error, exit 1, no crash
 printf '[{"role": "user", "content": "hi"}' >"$T/bad.json"
 "$BIN" template --builtin chatml "$T/bad.json" >/dev/null 2>"$T/bad.err"; rc=$?

@@ -1,6 +1,9 @@
 /* Checks the chat template renderer against golden/chat (rendered by
- * transformers): `chat_golden DIR` reads DIR/golden.jsonl and
- * DIR/templates/NAME.{jinja,json}, prints one ok/not ok line per golden line
+ * transformers): `chat_golden DIR [FILE [MORE]]` reads DIR/FILE (default
+ * golden.jsonl) and DIR/templates/NAME.{jinja,json} (MORE/NAME.{jinja,json} when
+ * DIR has no such file: one the golden was made with but the shared
+ * folder lacks); a line's "vars" object is passed as template variables
+ * (enable_thinking, reasoning_effort); prints one ok/not ok line per golden line
  * (a diff snippet on mismatch), then smoke-renders every template that has
  * no golden line with a few conversations (it must not fail, unless the
  * template raises on purpose). Exit status 1 when any check failed. */
@@ -35,13 +38,23 @@ typedef struct tmpl_info {
     char *text, *bos, *eos;
 } tmpl_info;
 
+static const char *g_more; /* extra template folder (NULL: none) */
+
 static int load_template(const char *dir, const char *name, tmpl_info *t)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/templates/%s.jinja", dir, name);
     t->text = slurp(path);
+    if (!t->text && g_more) {
+        snprintf(path, sizeof path, "%s/%s.jinja", g_more, name);
+        t->text = slurp(path);
+    }
     snprintf(path, sizeof path, "%s/templates/%s.json", dir, name);
     char *js = slurp(path);
+    if (!js && g_more) {
+        snprintf(path, sizeof path, "%s/%s.json", g_more, name);
+        js = slurp(path);
+    }
     t->bos = t->eos = NULL;
     if (js) {
         cJSON *j = cJSON_Parse(js);
@@ -51,6 +64,9 @@ static int load_template(const char *dir, const char *name, tmpl_info *t)
         t->eos = strdup(cJSON_IsString(e) ? e->valuestring : "");
         cJSON_Delete(j);
         free(js);
+    } else if (t->text) { /* no NAME.json: no BOS/EOS text (a template that uses them needs one) */
+        t->bos = strdup("");
+        t->eos = strdup("");
     }
     return t->text && t->bos ? 0 : -1;
 }
@@ -81,8 +97,10 @@ static void show_diff(const char *want, const char *got)
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "../shared/golden/chat";
+    const char *file = argc > 2 ? argv[2] : "golden.jsonl";
+    g_more = argc > 3 ? argv[3] : NULL;
     char path[4096];
-    snprintf(path, sizeof path, "%s/golden.jsonl", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "chat_golden: cannot open %s\n", path);
@@ -102,6 +120,7 @@ int main(int argc, char **argv)
         const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
         const cJSON *out = cJSON_GetObjectItemCaseSensitive(j, "output");
         const cJSON *gerr = cJSON_GetObjectItemCaseSensitive(j, "error");
+        const cJSON *vars = cJSON_GetObjectItemCaseSensitive(j, "vars");
         if (!cJSON_IsString(tn) || !cJSON_IsArray(msgs)) {
             printf("not ok - chat golden line %d\n#   malformed line\n", lineno);
             fails++;
@@ -128,7 +147,8 @@ int main(int argc, char **argv)
                                 .date = "2024-07-26"};
         char err[1024];
         bool raised;
-        char *r = chat_render_jinja_json(t.text, msgs, &p, &raised, err, sizeof err);
+        char *r = chat_render_jinja_vars(t.text, msgs, cJSON_IsObject(vars) ? vars : NULL, &p, &raised, err,
+                                         sizeof err);
         if (cJSON_IsString(gerr)) {
             if (!r && raised && !strcmp(err, gerr->valuestring))
                 printf("ok - %s (error)\n", name);

@@ -6,7 +6,13 @@ fixed date 2024-07-26, tojson without ASCII escaping), and checks that
 `tokscope template` renders every conversation of CONVERSATIONS.json the
 same way, byte for byte, or fails with the same message.
 
-  jinja_reference.py TOKSCOPE TEMPLATE_DIR CONVERSATIONS.json
+  jinja_reference.py TOKSCOPE TEMPLATE_DIR[:MORE_DIR...] CONVERSATIONS.json
+
+Every DIR's NAME.jinja is a template; NAME.json (in any of the dirs, else
+none: no BOS/EOS text) gives its bos_token/eos_token. A conversation is a
+list of messages, or {"messages": [...], "vars": {...}}: template variables
+(enable_thinking, reasoning_effort) passed as keyword arguments, and to
+tokscope as the messages file's other keys.
 
 Prints one "ok - ..." / "not ok - ..." line per template, conversation and
 add_generation_prompt value (tests/run.sh counts them)."""
@@ -26,7 +32,7 @@ except ImportError:
     sys.exit(0)
 
 
-def render(src, messages, bos, eos, gen):
+def render(src, messages, bos, eos, gen, tvars):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
 
     def raise_exception(msg):
@@ -38,27 +44,34 @@ def render(src, messages, bos, eos, gen):
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: datetime.datetime(2024, 7, 26).strftime(fmt)
-    return env.from_string(src).render(messages=messages, bos_token=bos, eos_token=eos, add_generation_prompt=gen)
+    return env.from_string(src).render(messages=messages, bos_token=bos, eos_token=eos, add_generation_prompt=gen,
+                                     **tvars)
 
 
 def main():
-    binary, tdir, conv_path = sys.argv[1:4]
+    binary, tdirs, conv_path = sys.argv[1:4]
     convs = json.load(open(conv_path, encoding="utf-8"))
-    names = sorted(f[:-6] for f in os.listdir(tdir) if f.endswith(".jinja"))
+    tdirs = tdirs.split(":")
+    names = sorted((f[:-6], d) for d in tdirs for f in os.listdir(d) if f.endswith(".jinja"))
     work = tempfile.mkdtemp()
     msgs_path = os.path.join(work, "messages.json")
-    for t in names:
-        meta = json.load(open(os.path.join(tdir, t + ".json"), encoding="utf-8"))
+    for t, tdir in names:
+        meta = {}
+        for d in tdirs:
+            if os.path.exists(os.path.join(d, t + ".json")):
+                meta = json.load(open(os.path.join(d, t + ".json"), encoding="utf-8"))
+                break
         src = open(os.path.join(tdir, t + ".jinja"), encoding="utf-8").read()
         bos, eos = meta.get("bos_token") or "", meta.get("eos_token") or ""
-        for cname, msgs in convs.items():
+        for cname, conv in convs.items():
+            msgs, tvars = (conv["messages"], conv.get("vars", {})) if isinstance(conv, dict) else (conv, {})
             with open(msgs_path, "w", encoding="utf-8") as f:
-                json.dump(msgs, f, ensure_ascii=False)
+                json.dump(dict(tvars, messages=msgs) if tvars else msgs, f, ensure_ascii=False)
             for gen in (True, False):
                 name = "chat vs Jinja2: %s %s%s" % (t, cname, " +gen" if gen else "")
                 other = None
                 try:
-                    want, err = render(src, msgs, bos, eos, gen), None
+                    want, err = render(src, msgs, bos, eos, gen, tvars), None
                 except jinja2.exceptions.TemplateError as e:
                     want, err = None, str(e)
                 except Exception as e:  # a Python error inside Jinja2 (undefined | tojson): no message to match

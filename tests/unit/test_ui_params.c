@@ -152,8 +152,8 @@ static void test_panel_keys(void **state)
     assert_true(params_key(app, KEY_SRIGHT)); /* +10 */
     assert_int_equal(app->sp.top_k, 50);
     assert_true(params_key(app, KEY_UP));
-    assert_true(params_key(app, KEY_UP)); /* wraps to the last row */
-    assert_int_equal(app->param_sel, PARAMS_N - 1);
+    assert_true(params_key(app, KEY_UP)); /* wraps to the last row: effort */
+    assert_int_equal(app->param_sel, PARAMS_ROWS - 1);
     assert_true(params_key(app, KEY_DOWN));
     assert_int_equal(app->param_sel, 0);
     /* typing a value: digits start an edit, Enter applies */
