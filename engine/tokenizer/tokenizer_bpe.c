@@ -134,8 +134,9 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *word, size_t l
     int32_t n = 0;
     if ((t->ignore_merges || (t->newline_words && !memchr_not(word, '\n', len))) &&
         tok_text_to_id(t, word, len) >= 0) {
-        /* a whole-word token; for gemma4 only runs of newlines (their merges
-         * would pair them differently than the vocab's run tokens) */
+        /* a whole-word token; for gemma4 only a run of newlines (llama.cpp's
+         * PR 21343; on the shipped vocab the merges agree for runs up to 40,
+         * but a vocab whose merges pair them otherwise would differ) */
         w->sym[0] = (bpe_sym){-1, -1, 0, len};
         n = 1;
     } else {

@@ -521,7 +521,8 @@ tokenizer *tokenizer_build(const gguf_ctx *g, char *err, size_t errlen)
         t->add_bos = bv;
     if (gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &bv))
         t->add_eos = bv;
-    if (t->kind == TOKENIZER_BPE && pre_is_gemma4(t->pre)) /* the reference forces BOS on whatever the key says */
+    /* Gemma 4: the reference forces BOS on whatever the key says */
+    if (t->kind == TOKENIZER_BPE && pre_is_gemma4(t->pre))
         t->add_bos = true;
 
     int32_t fim[6];

@@ -54,10 +54,10 @@ static void expect_ids(const tokenizer *t, const char *s, bool bos, bool special
     } while (0)
 
 /* same with ids known only at run time */
-#define EXPECTV(t, s, bos, sp, ...)                                                                                \
-    do {                                                                                                           \
-        const int32_t e_[] = {__VA_ARGS__};                                                                        \
-        expect_ids(t, s, bos, sp, e_, (int)(sizeof e_ / sizeof e_[0]));                                            \
+#define EXPECTV(t, s, bos, sp, ...)                                                                          \
+    do {                                                                                                     \
+        const int32_t e_[] = {__VA_ARGS__};                                                                  \
+        expect_ids(t, s, bos, sp, e_, (int)(sizeof e_ / sizeof e_[0]));                                      \
     } while (0)
 
 static void test_golden_ids(void **state)
@@ -594,8 +594,8 @@ static void gb_kv_i32s(gbuf *b, const char *k, const int32_t *v, int n)
 }
 
 /* ids of the small vocab below */
-enum { G_PAD, G_EOS, G_BOS, G_UNK, G_TURN, G_TURN_END, G_QUOTE, G_SP, G_A, G_B, G_SP_A, G_AB, G_SP_AB, G_NL, G_NL2,
-       G_NL3, G_SP2, G_XC3, G_XA4, G_XEF, G_RAW_BF, G_COMMA, G_APOS, G_S, G_NTOK };
+enum { G_PAD, G_EOS, G_BOS, G_UNK, G_TURN, G_TURN_END, G_QUOTE, G_SP, G_A, G_B, G_SP_A, G_AB, G_SP_AB,
+       G_NL, G_NL2, G_NL3, G_SP2, G_XC3, G_XA4, G_XEF, G_RAW_BF, G_COMMA, G_APOS, G_S, G_NTOK };
 
 /* with_ids: bos/eos keys (2 and 1) and add_bos_token = false, which gemma4 overrides */
 static tokenizer *small_gemma4(bool with_ids)
@@ -710,7 +710,8 @@ static void test_gemma4_small_rules(void **state)
 
 /* Straightforward BPE written from the reference's rules, independent of
  * tokenizer_bpe.c (quadratic: rescans every pair after each merge). */
-static int naive_gemma4(const tokenizer *t, const char *text, size_t len, bool newline_rule, int32_t *out, int cap)
+static int naive_gemma4(const tokenizer *t, const char *text, size_t len, bool newline_rule, int32_t *out,
+                        int cap)
 {
     char esc[1024], utf[2048];
     size_t el = 0, ul = 0;
@@ -803,14 +804,16 @@ static void test_gemma4_vocab(void **state)
     EXPECT(t, "\t\n", false, false, 255968, 107);
     EXPECT(t, " Hello world", false, false, 26352, 1902);
     EXPECT(t, "    Hello\n    Hello", false, false, 140, 9259, 107, 140, 9259);
-    EXPECT(t, " this is \xf0\x9f\xa6\x99.cpp", false, false, 672, 563, 236743, 478, 397, 404, 391, 236761, 12362);
+    EXPECT(t, " this is \xf0\x9f\xa6\x99.cpp", false, false, 672, 563, 236743, 478, 397, 404, 391, 236761,
+           12362);
     assert_true(tokenizer_add_bos(t));
     assert_int_equal(tokenizer_bos(t), 2);
     EXPECT(t, "Hello", true, false, 2, 9259);
 
     /* byte fallback: the peacock (U+1F99A) and \r have no token, their bytes do */
     int32_t f0 = tokenizer_find(t, "<0xF0>"), x9f = tokenizer_find(t, "<0x9F>");
-    int32_t xa6 = tokenizer_find(t, "<0xA6>"), x9a = tokenizer_find(t, "<0x9A>"), cr = tokenizer_find(t, "<0x0D>");
+    int32_t xa6 = tokenizer_find(t, "<0xA6>"), x9a = tokenizer_find(t, "<0x9A>");
+    int32_t cr = tokenizer_find(t, "<0x0D>");
     assert_true(f0 >= 0 && x9f >= 0 && xa6 >= 0 && x9a >= 0 && cr >= 0);
     assert_int_equal(tokenizer_find(t, "\xf0\x9f\xa6\x9a"), -1);
     assert_int_equal(tokenizer_find(t, "\r"), -1);
@@ -864,8 +867,9 @@ static void test_gemma4_vocab(void **state)
         expect_naive(t, s, (size_t)k);
     }
     static const char *const alpha[] = {" ", "  ", "\n", "\n\n", "\t", "\r", "a", "Hello", "ab", "3", "!!",
-                                        "\xc3\xa4", "\xe4\xbd\xa0", "\xf0\x9f\xa6\x9a", "\xf0\x9f\xa6\x99", "\xff",
-                                        "\xe2\x96", "\xe2\x80\x83", "<", "|", ">", "'s", ".cpp", "\xc2\xa0"};
+                                        "\xc3\xa4", "\xe4\xbd\xa0", "\xf0\x9f\xa6\x9a", "\xf0\x9f\xa6\x99",
+                                        "\xff", "\xe2\x96", "\xe2\x80\x83", "<", "|", ">", "'s", ".cpp",
+                                        "\xc2\xa0"};
     uint64_t seed = 0x6e6d6d61; /* "gemma" */
     for (int r = 0; r < 3000; r++) {
         size_t len = 0;
