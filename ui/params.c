@@ -261,7 +261,8 @@ bool params_key(ui_app *app, int key)
         app->param_editing = false;
         return think_row_key(app, key);
     }
-    const char *name = params_names[app->param_sel];
+    /* the think/effort rows reach here for Up/Down only, which need no name */
+    const char *name = app->param_sel < PARAMS_N ? params_names[app->param_sel] : "";
     if (app->param_editing) {
         size_t n = strlen(app->param_edit);
         if (key == '\n' || key == '\r' || key == KEY_ENTER) {

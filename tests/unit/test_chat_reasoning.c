@@ -183,7 +183,7 @@ static void test_harmony(void **state)
     const char *const s[] = {"<|channel|>commentary<|message|>Checking.", "<|end|>", NULL};
     check_pieces(CHAT_REASONING_HARMONY, prompt, s, "", "Checking.", "Checking.");
     /* not the format at all (a model that ignores it): answer after the header limit */
-    char plain[400] = "";
+    char plain[512] = "";
     for (int i = 0; i < 8; i++)
         strcat(plain, "Just plain text that never opens a harmony header. ");
     chat_reasoning r;
