@@ -39,7 +39,7 @@ typedef struct fwd_graph fwd_graph;
 
 /* ---- row steps ---- */
 void fwd_embed(fwd_graph *g); /* X = token embeddings (* embd_scale) */
-void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm * w */
+void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm (* w, if any) */
 void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w); /* RMS norm (* w, if any) of each head */
 void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);           /* dst += src */
 void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b);      /* buf += b */
@@ -51,7 +51,8 @@ void fwd_swiglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf 
 void fwd_swiglu_fused(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate_up); /* silu(1st half) * 2nd half */
 void fwd_geglu(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate, enum fwd_buf up); /* gelu_tanh(gate) * up */
 void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c);                          /* c * tanh(buf / c) */
-void fwd_copy(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);                    /* dst = src (same width) */
+void fwd_copy(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);                    /* dst = src */
+void fwd_mul(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w);                  /* buf *= w, elementwise */
 
 /* ---- matmuls: out[s] = in . ws[s] for up to 3 weights sharing the input ---- */
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs);

@@ -74,6 +74,11 @@ info_has "2026 info: gemma4 head sizes per kind, shared KV layers, per-layer emb
     'shared KV +layers 4-7 read the caches of layers 2, 2, 2, 3 \(no K/V of their own\)' \
     'per-layer embeddings +16 per layer \(128 in all\)' 'sliding window +window 8 on 6 of 8 layers \(global: 3 7\)' \
     'softmax scale 1$' 'logit softcapping +30' 'GELU\(tanh\)-gated'
+info_has "2026 info: gemma4 MoE KV heads by layer, K = V layer, experts beside the dense FFN" \
+    "$M/gemma4moe-mini-q8_0.gguf" 'KV heads by layer +2, 2, 2, 2, 2, 1$' \
+    'K = V +on layer 5 \(no attn_v: the K projection is V\)' \
+    'experts +2 of 8 \(GELU, width 64\) on 6 of 6 layers, beside the dense FFN' \
+    'head sizes +64 on full layers, 32 on sliding layers'
 
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
