@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "model/forward.h"
+#include "model/forward_graph.h"
 #include "model/model.h"
 #include "gguf/tensor.h"
 
@@ -220,6 +221,13 @@ static void put_hparams(const gguf_ctx *g, const char *arch)
         {"rope.scaling.original_context_length", "rope original context"},
         {"final_logit_softcapping", "logit softcapping"},
         {"vocab_size", "vocab size (arch)"},
+        {"expert_count", "experts"},
+        {"expert_used_count", "experts used"},
+        {"expert_feed_forward_length", "expert FFN length"},
+        {"expert_shared_feed_forward_length", "shared expert FFN"},
+        {"expert_weights_scale", "expert weights scale"},
+        {"expert_weights_norm", "expert weights norm"},
+        {"expert_gating_func", "expert gating func"},
     };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         snprintf(key, sizeof key, "%s.%s", arch, extra[i].suffix);
@@ -264,12 +272,37 @@ static void put_layer_kinds(const model_hparams *hp, const model_weights *w)
     for (uint32_t l = 0; l < hp->n_layer; l++)
         n_moe += w->layers[l].ffn_gate_inp_s != NULL;
     if (n_moe > 0)
-        printf("  %-22s %u of %u (GELU, width %u) on %d of %u layers, beside the dense FFN; router input "
-               "rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale\n", "experts", hp->n_expert_used, hp->n_expert,
-               hp->n_ff_exp, n_moe, hp->n_layer);
+        printf("  %-22s %d of %u, the experts beside the dense FFN; router input rms_norm(x) / sqrt(n_embd) * "
+               "ffn_gate_inp.scale\n", "MoE layers", n_moe, hp->n_layer);
     if (hp->n_embd_per_layer > 0)
         printf("  %-22s %u per layer (%u in all), gated into every layer's output\n", "per-layer embeddings",
                hp->n_embd_per_layer, hp->n_embd_per_layer * hp->n_layer);
+}
+
+/* A mixture of experts as the forward pass runs it (forward_graph.h's fwd_moe). */
+static void put_experts(const model_hparams *hp, const model_layer *L0)
+{
+    static const char *const act[] = {[FWD_MOE_SILU] = "SiLU-gated", [FWD_MOE_GELU] = "GELU(tanh)-gated",
+                                      [FWD_MOE_SWIGLU_OAI] = "clamped SwiGLU (swiglu_oai)"};
+    const gguf_tensor *x = L0->ffn_gate_up_exps ? L0->ffn_gate_up_exps : L0->ffn_down_exps;
+    printf("  %-22s %u, %u used per token, each %u wide, %s%s%s; %s\n", "experts", hp->n_expert, hp->n_expert_used,
+           hp->n_ff_exp, act[hp->moe_act], L0->ffn_gate_up_exps ? " (gate and up fused)" : "",
+           L0->ffn_down_exps_b ? ", with biases" : "", x ? tensor_type_name(x->type) : "?");
+    printf("  %-22s ", "router");
+    switch (hp->moe_gating) {
+    case MODEL_MOE_GATING_SIGMOID: printf("sigmoid, top %u", hp->n_expert_used); break;
+    case MODEL_MOE_GATING_SOFTMAX_WEIGHT: printf("top %u logits, softmax over them", hp->n_expert_used); break;
+    default: printf("softmax, top %u", hp->n_expert_used); break;
+    }
+    if (L0->ffn_gate_inp_b)
+        printf(", logits biased");
+    if (hp->moe_norm_w)
+        printf(", weights renormalised to sum 1");
+    if (hp->moe_w_scale != 0.0f && hp->moe_w_scale != 1.0f)
+        printf(", weights * %g", (double)hp->moe_w_scale);
+    putchar('\n');
+    if (L0->ffn_up_shexp)
+        printf("  %-22s %lld wide, SiLU-gated, behind a sigmoid gate\n", "shared expert", (long long)L0->ffn_up_shexp->ne[1]);
 }
 
 /* The hyperparameters tokscope derives and the architecture's rules, as the
@@ -338,9 +371,12 @@ static void put_model_view(const char *path)
     printf("  %-22s %s%s%s\n", "Q/K/V", L0->wqkv ? "fused attn_qkv" : "separate", L0->bq ? ", with biases" : "",
            L0->q_norm ? ", per-head Q/K RMS norms" : "");
     const bool gelu = hp->arch == MODEL_ARCH_GEMMA3 || hp->arch == MODEL_ARCH_GEMMA4;
-    printf("  %-22s %s%s%s\n", "FFN", gelu ? "GELU(tanh)-gated" : "SiLU-gated",
-           L0->ffn_gate ? "" : " (gate and up fused in ffn_up)",
-           L0->ffn_post_norm ? ", post-attention and post-FFN norms" : "");
+    if (L0->ffn_up)
+        printf("  %-22s %s%s%s\n", "FFN", gelu ? "GELU(tanh)-gated" : "SiLU-gated",
+               L0->ffn_gate ? "" : " (gate and up fused in ffn_up)",
+               L0->ffn_post_norm ? ", post-attention and post-FFN norms" : "");
+    if (hp->n_expert > 0)
+        put_experts(hp, L0);
     if (hp->embd_scale != 0.0f)
         printf("  %-22s %g (sqrt of the embedding length)\n", "embedding scale", (double)hp->embd_scale);
     if (hp->logit_softcap != 0.0f)

@@ -84,6 +84,7 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
         hp->moe_gating = MODEL_MOE_GATING_SOFTMAX;
         hp->moe_norm_w = true;
         hp->moe_w_scale = 1.0f;
+        hp->moe_act = FWD_MOE_GELU;
     }
     ml_f32(ld, "final_logit_softcapping", &hp->logit_softcap);
     hp->embd_scale = sqrtf((float)hp->n_embd);
@@ -183,7 +184,6 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
         fwd_moe moe = fwd_moe_of(hp, L); /* xb2 = the top-k GELU experts of xb, weighted */
         moe.router_in = FWD_XB2;
         moe.dst = FWD_XB2;
-        moe.act = FWD_MOE_GELU;
         fwd_block_moe(g, &moe);
         fwd_norm(g, FWD_XB2, FWD_XB2, L->ffn_post_norm_2);
         fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);

@@ -104,20 +104,19 @@ void fwd_block_ple(fwd_graph *g, const model_layer *L, uint32_t il);
  * only its chosen experts' rows.
  *
  * A recipe starts from fwd_moe_of (the layer's tensors, the model's
- * options: in = router_in = XB, dst = XB, SiLU) and changes what its
- * architecture does differently, e.g. for gpt-oss
+ * options that the architecture's load() set: hp->moe_gating, moe_norm_w,
+ * moe_w_scale, moe_act; in = router_in = dst = XB) and changes what its
+ * architecture does differently, e.g. gpt-oss's load() sets
+ *     hp->moe_gating = MODEL_MOE_GATING_SOFTMAX_WEIGHT; hp->moe_act = FWD_MOE_SWIGLU_OAI;
+ * and gemma4's recipe routes from its own router input:
  *     fwd_moe m = fwd_moe_of(hp, L);
- *     m.gating = MODEL_MOE_GATING_SOFTMAX_WEIGHT; m.act = FWD_MOE_SWIGLU_OAI;
+ *     m.router_in = FWD_XB2;  (rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale, made by the recipe)
  *     fwd_block_moe(g, &m);
+ * (Setting the options in hp lets `tokscope info` show them.)
  * Buffers it uses besides in/dst: ROUTER, SHGATE, XB2 (output of the
  * routed experts when there is a shared expert, else free), HB and HB2 (the
  * shared expert). in and router_in are only read. */
-enum fwd_moe_act {
-    FWD_MOE_SILU,       /* silu(g) * u (ggml_swiglu_split) */
-    FWD_MOE_GELU,       /* gelu_tanh(g) * u (ggml_geglu_split) */
-    FWD_MOE_SWIGLU_OAI, /* gpt-oss: x = min(g, limit), y = clamp(u, +-limit), x / (1 + e^(-alpha x)) * (y + 1) */
-};
-
+/* (enum fwd_moe_act, the experts' activation, is in model.h: hp->moe_act) */
 typedef struct fwd_moe {
     enum fwd_buf in, router_in, dst;
     uint32_t n_expert, n_used;
@@ -135,7 +134,7 @@ typedef struct fwd_moe {
     const gguf_tensor *sh_gate, *sh_up, *sh_down, *sh_gate_inp;
 } fwd_moe;
 
-/* The layer's MoE tensors and the model's options (hp->moe_*), SiLU. */
+/* The layer's MoE tensors and the model's options (hp->n_expert*, hp->moe_*). */
 fwd_moe fwd_moe_of(const model_hparams *hp, const model_layer *L);
 void fwd_block_moe(fwd_graph *g, const fwd_moe *m);
 

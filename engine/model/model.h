@@ -42,6 +42,13 @@ enum model_moe_gating {
     MODEL_MOE_GATING_SOFTMAX_WEIGHT = 3,
 };
 
+/* The activation of a mixture of experts' FFNs (forward_graph.h's fwd_moe). */
+enum fwd_moe_act {
+    FWD_MOE_SILU,       /* silu(g) * u (ggml_swiglu_split) */
+    FWD_MOE_GELU,       /* gelu_tanh(g) * u (ggml_geglu_split) */
+    FWD_MOE_SWIGLU_OAI, /* gpt-oss: x = min(g, limit), y = clamp(u, +-limit), x / (1 + e^(-alpha x)) * (y + 1) */
+};
+
 /* rope.scaling.type: what the frequencies are scaled by. */
 enum model_rope_scaling {
     MODEL_ROPE_SCALING_NONE,
@@ -97,6 +104,7 @@ typedef struct model_hparams {
     enum model_moe_gating moe_gating;
     bool moe_norm_w;   /* the k weights divided by their sum */
     float moe_w_scale; /* the k weights times this (0 or 1: not scaled) */
+    enum fwd_moe_act moe_act; /* the experts' activation (default SiLU) */
 } model_hparams;
 
 /* Layer il's head size and rotated dims (its kind's). */
