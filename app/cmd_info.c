@@ -272,6 +272,15 @@ static void put_layer_kinds(const model_hparams *hp, const model_weights *w)
     if (hp->head_dim_swa != hp->head_dim || hp->n_rot_swa != hp->n_rot)
         printf("  %-22s %u on full layers, %u on sliding layers (rope %u / %u dims)\n", "head sizes", hp->head_dim,
                hp->head_dim_swa, hp->n_rot, hp->n_rot_swa);
+    bool kv_vary = false;
+    for (uint32_t l = 1; l < hp->n_layer; l++)
+        kv_vary |= hp->n_head_kv_l[l] != hp->n_head_kv_l[0];
+    if (kv_vary) {
+        printf("  %-22s", "KV heads by layer");
+        for (uint32_t l = 0; l < hp->n_layer; l++)
+            printf("%s %u", l ? "," : "", hp->n_head_kv_l[l]);
+        putchar('\n');
+    }
     if (hp->n_layer_kv < hp->n_layer) {
         printf("  %-22s layers %u-%u read the caches of layers", "shared KV", hp->n_layer_kv, hp->n_layer - 1);
         for (uint32_t l = hp->n_layer_kv; l < hp->n_layer; l++)
@@ -288,6 +297,12 @@ static void put_layer_kinds(const model_hparams *hp, const model_weights *w)
                 printf(" %u", l);
         printf(" (no attn_v: the K projection is V)\n");
     }
+    int n_moe = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        n_moe += w->layers[l].ffn_gate_inp_s != NULL;
+    if (n_moe > 0)
+        printf("  %-22s %d of %u, the experts beside the dense FFN; router input rms_norm(x) / sqrt(n_embd) * "
+               "ffn_gate_inp.scale\n", "MoE layers", n_moe, hp->n_layer);
     if (hp->n_embd_per_layer > 0)
         printf("  %-22s %u per layer (%u in all), gated into every layer's output\n", "per-layer embeddings",
                hp->n_embd_per_layer, hp->n_embd_per_layer * hp->n_layer);

@@ -17,7 +17,15 @@
  * forward_ple.c) are mixed in at the end of each layer, then the layer's
  * output is multiplied by layer_output_scale when present. Logits are
  * soft-capped (final_logit_softcapping). The last layer runs on every row:
- * the rows without logits are dropped after the output norm. RoPE is NEOX. */
+ * the rows without logits are dropped after the output norm. RoPE is NEOX.
+ * attention.head_count_kv may be an array (KV heads per layer).
+ *
+ * MoE layers (those with ffn_gate_inp): the dense FFN (ffn_norm, then
+ * post_ffw_norm_1) runs beside expert_count GELU experts (pre_ffw_norm_2,
+ * then post_ffw_norm_2), and their sum gets post_ffw_norm. The router reads
+ * rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale, not the experts' input;
+ * softmax, the top expert_used_count renormalised, no weight scale; each
+ * expert's down output times ffn_down_exps.scale (fwd_block_moe). */
 #include "model/arch.h"
 
 #include <math.h>
@@ -68,6 +76,16 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
     if ((uint64_t)hp->n_embd_per_layer * hp->n_layer > 65536)
         return ml_fail(ld, "per-layer embeddings of %u x %u layers are larger than tokscope supports",
                        hp->n_embd_per_layer, hp->n_layer);
+    uint32_t n_expert = 0;
+    if (ml_u32(ld, "expert_count", &n_expert) && n_expert > 0) {
+        if (!ml_moe_hparams(ld, hp))
+            return false;
+        /* build_moe_ffn as gemma4 calls it: softmax, the top k renormalised, no scale */
+        hp->moe_gating = MODEL_MOE_GATING_SOFTMAX;
+        hp->moe_norm_w = true;
+        hp->moe_w_scale = 1.0f;
+        hp->moe_act = FWD_MOE_GELU;
+    }
     ml_f32(ld, "final_logit_softcapping", &hp->logit_softcap);
     hp->embd_scale = sqrtf((float)hp->n_embd);
     hp->q_scale = 0.0f;  /* Gemma 4 scales nothing before attention */
@@ -96,7 +114,8 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
     for (uint32_t il = 0; il < hp->n_layer && !ml_failed(ld); il++) {
         model_layer *L = &w->layers[il];
         const int l = (int)il;
-        const int64_t HD = model_head_dim(hp, il), NQ = (int64_t)hp->n_head * HD, KV = (int64_t)hp->n_head_kv * HD;
+        const int64_t HD = model_head_dim(hp, il), NQ = (int64_t)hp->n_head * HD;
+        const int64_t KV = (int64_t)model_n_head_kv(hp, il) * HD;
         const bool own_kv = hp->kv_layer[il] == il;
         const unsigned kv_flags = own_kv ? 0 : ML_OPTIONAL;
         L->attn_norm = ml_tensor(ld, l, "attn_norm.weight", E, 1, ML_F32);
@@ -115,6 +134,14 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
         L->ffn_up = ml_tensor(ld, l, "ffn_up.weight", E, n_ff[il], 0);
         L->ffn_down = ml_tensor(ld, l, "ffn_down.weight", n_ff[il], E, 0);
         L->ffn_post_norm = ml_tensor(ld, l, "post_ffw_norm.weight", E, 1, ML_F32);
+        /* a MoE layer: the FFN above runs beside the experts (a shared expert) */
+        if (hp->n_expert > 0 && ml_tensor(ld, l, "ffn_gate_inp.weight", E, hp->n_expert, ML_OPTIONAL)) {
+            ml_moe(ld, L, il, hp);
+            L->ffn_gate_inp_s = ml_tensor(ld, l, "ffn_gate_inp.scale", E, 1, ML_F32);
+            L->ffn_pre_norm_2 = ml_tensor(ld, l, "pre_ffw_norm_2.weight", E, 1, ML_F32);
+            L->ffn_post_norm_1 = ml_tensor(ld, l, "post_ffw_norm_1.weight", E, 1, ML_F32);
+            L->ffn_post_norm_2 = ml_tensor(ld, l, "post_ffw_norm_2.weight", E, 1, ML_F32);
+        }
         if (PL > 0) {
             L->ple_gate = ml_tensor(ld, l, "inp_gate.weight", E, PL, 0);
             L->ple_proj = ml_tensor(ld, l, "proj.weight", PL, E, 0);
@@ -148,8 +175,25 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
     fwd_matmul1(g, FWD_XB, FWD_ATT, L->wo);
     fwd_norm(g, FWD_XB, FWD_XB, L->attn_post_norm);
     fwd_add(g, FWD_X, FWD_XB);
-    fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
-    fwd_block_ffn_geglu(g, L);
+    if (L->ffn_gate_inp) {
+        /* the router reads its own input: rms_norm(x) / sqrt(n_embd) * scale */
+        fwd_norm(g, FWD_XB2, FWD_X, NULL);
+        fwd_scale(g, FWD_XB2, 1.0f / sqrtf((float)hp->n_embd));
+        fwd_mul(g, FWD_XB2, L->ffn_gate_inp_s);
+        fwd_norm(g, FWD_XB, FWD_X, L->ffn_pre_norm_2);
+        fwd_moe moe = fwd_moe_of(hp, L); /* xb2 = the top-k GELU experts of xb, weighted */
+        moe.router_in = FWD_XB2;
+        moe.dst = FWD_XB2;
+        fwd_block_moe(g, &moe);
+        fwd_norm(g, FWD_XB2, FWD_XB2, L->ffn_post_norm_2);
+        fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
+        fwd_block_ffn_geglu(g, L);
+        fwd_norm(g, FWD_XB, FWD_XB, L->ffn_post_norm_1);
+        fwd_add(g, FWD_XB, FWD_XB2); /* the dense FFN's and the experts' outputs */
+    } else {
+        fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm);
+        fwd_block_ffn_geglu(g, L);
+    }
     fwd_norm(g, FWD_XB, FWD_XB, L->ffn_post_norm);
     fwd_add(g, FWD_X, FWD_XB);
     if (L->ple_gate)

@@ -294,7 +294,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->w = model_get_weights(m);
     f->p = p;
     f->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
-    f->n_group = (int)(hp->n_head / hp->n_head_kv);
+    f->n_group = 1;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        if (forward_group(f, l) > f->n_group)
+            f->n_group = forward_group(f, l);
     f->k_row = tensor_row_size(p.kv_type, f->kv_dim);
     f->v_row = tensor_row_size(p.v_type, f->kv_dim);
     f->k_head = tensor_row_size(p.kv_type, hp->head_dim);
@@ -344,8 +347,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         if (hp->recurrent_layer[l])
             continue; /* a Gated DeltaNet layer keeps a recurrent state instead (forward_rs.c) */
         /* calloc: rows never written read as zeros, never as garbage */
-        f->k_cache[l] = calloc((size_t)p.n_ctx * hp->n_head_kv, forward_k_head(f, l));
-        f->v_cache[l] = calloc((size_t)p.n_ctx * hp->n_head_kv, forward_v_head(f, l));
+        f->k_cache[l] = calloc((size_t)p.n_ctx * forward_n_kv(f, l), forward_k_head(f, l));
+        f->v_cache[l] = calloc((size_t)p.n_ctx * forward_n_kv(f, l), forward_v_head(f, l));
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
@@ -540,7 +543,7 @@ size_t forward_kv_cache_bytes(const forward_ctx *f)
     size_t n = 0;
     for (uint32_t l = 0; l < f->hp.n_layer; l++)
         if (f->hp.kv_layer[l] == l && !f->hp.recurrent_layer[l])
-            n += (size_t)f->p.n_ctx * f->hp.n_head_kv * (forward_k_head(f, l) + forward_v_head(f, l));
+            n += (size_t)f->p.n_ctx * forward_n_kv(f, l) * (forward_k_head(f, l) + forward_v_head(f, l));
     return n;
 }
 
@@ -584,11 +587,11 @@ static struct attn_plan attn_plan(const forward_ctx *f, int n_tok, uint32_t il)
     if (!f->kv_generic && attn_use_tiled(n_tok, (int)forward_hd(f, il))) {
         p.mode = ATTN_TILED;
         p.rows = ATTN_TILE;
-        p.heads = f->n_group;
+        p.heads = forward_group(f, il);
     } else if (f->attn_group || f->attn_quant || f->kv_generic) {
         p.mode = f->attn_group ? ATTN_GROUP : f->attn_quant ? ATTN_QUANT : ATTN_GENERIC;
         /* as few blocks as keep every thread busy */
-        int hb = f->n_group;
+        int hb = forward_group(f, il);
         while (hb > ATTN_GROUP_MAX || (hb % 2 == 0 && (int64_t)n_tok * f->hp.n_head / hb < 2 * f->n_threads))
             hb = hb % 2 == 0 ? hb / 2 : 1;
         p.heads = hb;
@@ -598,7 +601,7 @@ static struct attn_plan attn_plan(const forward_ctx *f, int n_tok, uint32_t il)
                 p.rows /= 2;
         }
     }
-    p.n_items = (int64_t)((n_tok + p.rows - 1) / p.rows) * (int64_t)f->hp.n_head_kv * (f->n_group / p.heads);
+    p.n_items = (int64_t)((n_tok + p.rows - 1) / p.rows) * (int64_t)forward_n_kv(f, il) * (forward_group(f, il) / p.heads);
     return p;
 }
 
@@ -609,7 +612,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const int hd = (int)forward_hd(f, job->layer);
     const uint32_t kl = f->hp.kv_layer[job->layer]; /* the cache it reads */
     const size_t k_head = forward_k_head(f, job->layer), v_head = forward_v_head(f, job->layer);
-    const int group = f->n_group;
+    const int group = forward_group(f, job->layer);
     const int64_t qs = f->graph.width[FWD_Q], os = f->graph.width[FWD_ATT];
     /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos] */
     const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa : 0;

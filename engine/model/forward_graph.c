@@ -110,6 +110,11 @@ void fwd_softcap(fwd_graph *g, enum fwd_buf buf, float c)
     row_op(g, (struct fwd_op){.kind = OP_SOFTCAP, .dst = buf, .s = c});
 }
 
+void fwd_mul(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w)
+{
+    row_op(g, (struct fwd_op){.kind = OP_MUL, .dst = buf, .w = w});
+}
+
 void fwd_copy(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src)
 {
     row_op(g, (struct fwd_op){.kind = OP_COPY, .dst = dst, .src = src});

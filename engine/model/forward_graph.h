@@ -43,7 +43,7 @@ typedef struct fwd_graph fwd_graph;
 
 /* ---- row steps ---- */
 void fwd_embed(fwd_graph *g); /* X = token embeddings (* embd_scale) */
-void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm * w */
+void fwd_norm(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src, const gguf_tensor *w); /* RMS norm (* w, if any) */
 void fwd_head_norm(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w); /* RMS norm (* w, if any) of each head */
 void fwd_add(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);           /* dst += src */
 void fwd_bias(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *b);      /* buf += b */
@@ -60,6 +60,7 @@ void fwd_copy(fwd_graph *g, enum fwd_buf dst, enum fwd_buf src);                
  * queries, GATE = the gates */
 void fwd_split_qgate(fwd_graph *g);
 void fwd_sigmoid_mul(fwd_graph *g, enum fwd_buf dst, enum fwd_buf gate); /* dst *= sigmoid(gate) */
+void fwd_mul(fwd_graph *g, enum fwd_buf buf, const gguf_tensor *w);      /* buf *= w, elementwise */
 
 /* ---- matmuls: out[s] = in . ws[s] for up to 3 weights sharing the input ---- */
 void fwd_matmul(fwd_graph *g, enum fwd_buf in, int n, const gguf_tensor *const *ws, const enum fwd_buf *outs);

@@ -25,7 +25,7 @@
 /* ---- the graph a recipe builds (forward_graph.c) ---- */
 enum fwd_op_kind {
     OP_EMBED,        /* X = embedding row * embd_scale; the token's RoPE tables */
-    OP_NORM,         /* dst = rmsnorm(src) * w */
+    OP_NORM,         /* dst = rmsnorm(src) * w (w NULL: no weight) */
     OP_HEAD_NORM,    /* each head of dst (layer il's head size) = rmsnorm(head) * w (w NULL: no weight) */
     OP_ADD,          /* dst += src */
     OP_BIAS,         /* dst += w */
@@ -39,6 +39,7 @@ enum fwd_op_kind {
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
     OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
     OP_COPY,         /* dst = src */
+    OP_MUL,          /* dst *= w, element by element (w->ne[0] of them) */
     OP_PLE_INPUT,    /* PLE = (rmsnorm of each layer's piece of PLE / sqrt(n_embd) * w + token rows) / sqrt(2) */
     OP_PLE_GATE,     /* dst = gelu(dst) * layer il's piece of PLE */
     OP_SHEXP_MIX,    /* dst = src + dst * sigmoid(src2[0]) (a shared expert into the routed experts' sum) */
@@ -117,7 +118,7 @@ struct forward_ctx {
     forward_params p;
     fwd_graph graph;
     int64_t kv_dim;
-    int n_group;       /* query heads per KV head (the model loader checked that it divides) */
+    int n_group;       /* the most query heads per KV head of any layer (forward_group: layer l's) */
     size_t k_row, v_row;   /* bytes per cache row (all KV heads of a position) */
     size_t k_head, v_head; /* bytes of one head within a row */
     bool kv_generic;       /* not one F16/F32 type: ggml's one-chunk kernel only (attn_kv.generic) */
@@ -255,6 +256,9 @@ void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok,
 /* Layer l's head size (its kind's) and the bytes of one K / V head row
  * of one position in the cache it reads. */
 static inline int64_t forward_hd(const forward_ctx *f, uint32_t l) { return model_head_dim(&f->hp, l); }
+/* Layer l's KV heads and query heads per KV head. */
+static inline int forward_n_kv(const forward_ctx *f, uint32_t l) { return (int)model_n_head_kv(&f->hp, l); }
+static inline int forward_group(const forward_ctx *f, uint32_t l) { return (int)(f->hp.n_head / model_n_head_kv(&f->hp, l)); }
 size_t forward_k_head(const forward_ctx *f, uint32_t l);
 size_t forward_v_head(const forward_ctx *f, uint32_t l);
 

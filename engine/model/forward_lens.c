@@ -69,7 +69,7 @@ static size_t cache_rows_copy(forward_ctx *f, int32_t start_pos, int32_t n, uint
             continue;
         const size_t kh = forward_k_head(f, l), vh = forward_v_head(f, l);
         const size_t kb = (size_t)n * kh, vb = (size_t)n * vh;
-        for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
+        for (int h = 0; h < forward_n_kv(f, l); h++) {
             uint8_t *k = (uint8_t *)f->k_cache[l] + (h * n_ctx + (size_t)start_pos) * kh;
             uint8_t *v = (uint8_t *)f->v_cache[l] + (h * n_ctx + (size_t)start_pos) * vh;
             if (buf && restore) {

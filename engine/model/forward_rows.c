@@ -161,7 +161,7 @@ static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, co
     uint8_t *base[2] = {(uint8_t *)f->k_cache[l], (uint8_t *)f->v_cache[l]};
     const size_t head[2] = {forward_k_head(f, l), forward_v_head(f, l)};
     for (int c = 0; c < 2; c++)
-        for (uint32_t h = 0; h < f->hp.n_head_kv; h++) {
+        for (int h = 0; h < forward_n_kv(f, l); h++) {
             uint8_t *dst = base[c] + ((size_t)h * f->p.n_ctx + (size_t)pos) * head[c];
             const float *x = src[c] + (int64_t)h * hd;
             if (types[c] == TENSOR_TYPE_F16) {
@@ -203,12 +203,12 @@ static inline float *row(forward_ctx *f, enum fwd_buf b, int t)
 
 /* Heads of layer il's size in a row of buffer b: the layer's own count
  * for the attention buffers, which are as wide as the widest layer's. */
-static int64_t n_heads(const forward_ctx *f, enum fwd_buf b, int64_t hd)
+static int64_t n_heads(const forward_ctx *f, enum fwd_buf b, uint32_t il, int64_t hd)
 {
     if (b == FWD_Q || b == FWD_ATT)
         return f->hp.n_head;
     if (b == FWD_K || b == FWD_V)
-        return f->hp.n_head_kv;
+        return forward_n_kv(f, il);
     return f->graph.width[b] / hd;
 }
 
@@ -260,11 +260,11 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         break;
     }
     case OP_NORM:
-        rmsnorm(d, row(f, op->src, t), op->w->data, width[op->src], hp->rms_eps);
+        rmsnorm(d, row(f, op->src, t), op->w ? op->w->data : NULL, width[op->src], hp->rms_eps);
         break;
     case OP_HEAD_NORM: {
         const int64_t hd = forward_hd(f, op->il);
-        for (int64_t h = 0; h < n_heads(f, op->dst, hd); h++)
+        for (int64_t h = 0; h < n_heads(f, op->dst, op->il, hd); h++)
             rmsnorm(d + h * hd, d + h * hd, op->w ? op->w->data : NULL, hd, hp->rms_eps);
         break;
     }
@@ -288,7 +288,7 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         const int tab = f->n_rope_tables > 1 && hp->swa_layer[op->il];
         const float *cs = f->rope + ((size_t)t * f->n_rope_tables + tab) * f->rope_stride;
         const int64_t hd = forward_hd(f, op->il);
-        for (int64_t h = 0; h < n_heads(f, op->dst, hd); h++)
+        for (int64_t h = 0; h < n_heads(f, op->dst, op->il, hd); h++)
             rope_apply(d + h * hd, cs, model_n_rot(hp, op->il), hp->rope_type);
         break;
     }
@@ -317,8 +317,15 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         break;
     case OP_HADAMARD: hadamard_row(d, width[op->dst], op->il); break;
     case OP_COPY:
-        memcpy(d, row(f, op->src, t), (size_t)width[op->dst] * sizeof(float));
+        memcpy(d, row(f, op->src, t), (size_t)(width[op->dst] < width[op->src] ? width[op->dst] : width[op->src]) *
+                                          sizeof(float));
         break;
+    case OP_MUL: {
+        const float *w = op->w->data;
+        for (int64_t i = 0; i < op->w->ne[0]; i++)
+            d[i] *= w[i];
+        break;
+    }
     case OP_PLE_INPUT: ple_input(f, op, d, t); break;
     case OP_PLE_GATE: {
         const int64_t npl = hp->n_embd_per_layer;

@@ -231,8 +231,24 @@ static bool load_shared_hparams(model_loader *ld, model_hparams *hp)
         !ml_u32(ld, "attention.head_count", &hp->n_head) || !have_ff)
         return ml_fail(ld, "missing hyperparameter (%s.embedding_length, block_count, attention.head_count or "
                        "feed_forward_length)", ld->arch);
-    if (!ml_u32(ld, "attention.head_count_kv", &hp->n_head_kv))
+    bool kv_per_layer = false;
+    if (!ml_u32(ld, "attention.head_count_kv", &hp->n_head_kv)) {
         hp->n_head_kv = hp->n_head;
+        /* one count per layer (Gemma 4): n_head_kv is the most, for sizes */
+        if (hp->n_layer > 0 && hp->n_layer <= MODEL_MAX_LAYERS &&
+            ml_u32_array(ld, "attention.head_count_kv", hp->n_head_kv_l, hp->n_layer)) {
+            kv_per_layer = true;
+            hp->n_head_kv = 0;
+            for (uint32_t l = 0; l < hp->n_layer; l++) {
+                if (hp->n_head_kv_l[l] == 0 || hp->n_head % hp->n_head_kv_l[l] != 0)
+                    return ml_fail(ld, "layer %u has %u KV heads, which do not divide its %u query heads", l,
+                                   hp->n_head_kv_l[l], hp->n_head);
+                hp->n_head_kv = hp->n_head_kv_l[l] > hp->n_head_kv ? hp->n_head_kv_l[l] : hp->n_head_kv;
+            }
+        }
+    }
+    for (uint32_t l = 0; !kv_per_layer && l < hp->n_layer && l < MODEL_MAX_LAYERS; l++)
+        hp->n_head_kv_l[l] = hp->n_head_kv;
     if (!ml_u32(ld, "context_length", &hp->n_ctx_train))
         hp->n_ctx_train = 2048;
     if (hp->n_embd == 0 || hp->n_layer == 0 || hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_ff == 0 ||

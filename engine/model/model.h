@@ -110,6 +110,9 @@ typedef struct model_hparams {
     uint32_t n_layer_kv;
     uint16_t kv_layer[MODEL_MAX_LAYERS];
     uint32_t n_embd_per_layer; /* per-layer embedding size (Gemma 4), 0 = none */
+    /* KV heads of each layer: attention.head_count_kv may be an array
+     * (Gemma 4); n_head_kv is then the most of them */
+    uint32_t n_head_kv_l[MODEL_MAX_LAYERS];
     uint32_t file_type; /* general.file_type, 0 if absent */
     /* mixture of experts (0 experts: a dense model); see forward_graph.h's fwd_moe */
     uint32_t n_expert, n_expert_used; /* expert_count, expert_used_count */
@@ -130,6 +133,7 @@ static inline uint32_t model_n_rot(const model_hparams *hp, uint32_t il)
 {
     return hp->swa_layer[il] ? hp->n_rot_swa : hp->n_rot;
 }
+static inline uint32_t model_n_head_kv(const model_hparams *hp, uint32_t il) { return hp->n_head_kv_l[il]; }
 
 typedef struct model model;
 
@@ -176,6 +180,9 @@ typedef struct model_layer {
     /* Gemma 4's per-layer embedding block: gate (n_embd -> n_embd_per_layer),
      * projection back, its norm; and the layer's output scale ([1]) */
     const gguf_tensor *ple_gate, *ple_proj, *ple_post_norm, *out_scale;
+    /* Gemma 4 MoE layers: the router input's scale, the experts' input norm,
+     * the dense FFN's and the experts' output norms (before their sum) */
+    const gguf_tensor *ffn_gate_inp_s, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2;
     /* mixture of experts (arch_moe.c's ml_moe): expert tensors are 3-D,
      * ne0 x ne1 x n_expert (expert e's rows start at e * nbytes / n_expert);
      * their biases and the per-expert scales 2-D / 1-D, one row per expert */

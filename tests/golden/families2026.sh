@@ -117,6 +117,25 @@ info_has "2026 info: gemma4 head sizes per kind, shared KV layers, per-layer emb
     'shared KV +layers 4-7 read the caches of layers 2, 2, 2, 3 \(no K/V of their own\)' \
     'per-layer embeddings +16 per layer \(128 in all\)' 'sliding window +window 8 on 6 of 8 layers \(global: 3 7\)' \
     'softmax scale 1$' 'logit softcapping +30' 'GELU\(tanh\)-gated'
+info_has "2026 info: gemma4 MoE KV heads by layer, K = V layer, experts beside the dense FFN" \
+    "$M/gemma4moe-mini-q8_0.gguf" 'KV heads by layer +2, 2, 2, 2, 2, 1$' \
+    'K = V +on layer 5 \(no attn_v: the K projection is V\)' \
+    'MoE layers +6 of 6, the experts beside the dense FFN; router input rms_norm\(x\) / sqrt\(n_embd\)' \
+    '^  experts +8, 2 used per token, each 64 wide, GELU\(tanh\)-gated \(gate and up fused\); Q8_0$' \
+    '^  router +softmax, top 2, weights renormalised to sum 1$' \
+    'head sizes +64 on full layers, 32 on sliding layers'
+
+# what a generated token reads: of the experts (3 tensors of 8 x 4352 bytes a layer), the 2 used
+name="2026 bench: qwen3moe's weight_bytes counts the used experts' share only"
+if need "$M/qwen3moe-mini-q8_0.gguf" "$name"; then
+    "$BIN" bench -m "$M/qwen3moe-mini-q8_0.gguf" -p 0 -n 2 -r 1 -o jsonl >"$W/bench.jsonl" 2>"$W/bench.err"
+    if python3 -c "import json,sys
+d=json.loads(open(sys.argv[1]).readline())
+# the tensors' 568576 bytes (file size less data offset), less 6 of 8 experts in 4 layers x 3 tensors
+sys.exit(0 if d['weight_bytes'] == 587520 - 18944 - 4 * 3 * 34816 * 6 // 8 else 1)" "$W/bench.jsonl"; then
+        ok "$name"
+    else not_ok "$name" "$(head -c 300 "$W/bench.jsonl")" "$(head -c 200 "$W/bench.err")"; fi
+fi
 
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do

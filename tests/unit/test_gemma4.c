@@ -1,5 +1,6 @@
 /* Gemma 4 (arch_gemma4.c, forward_ple.c): the keys read as llama.cpp reads
- * them (head sizes per layer kind, shared KV layers, per-layer FFN widths),
+ * them (head sizes per layer kind, shared KV layers, per-layer FFN widths
+ * and KV heads, the MoE variant's tensors and routing),
  * shared-KV layers store nothing and read the right layer's cache, the rows
  * without logits are dropped after the output norm, the paths agree bit for
  * bit, and a quantized cache is refused. The logits themselves are checked
@@ -19,6 +20,7 @@
 #include "testutil.h"
 
 #define DENSE "families2026/models/gemma4-mini-q8_0.gguf"
+#define MOE "families2026/models/gemma4moe-mini-q8_0.gguf"
 
 static model *load(const char *rel)
 {
@@ -72,6 +74,42 @@ static void test_hparams(void **s)
     const uint16_t want[8] = {0, 1, 2, 3, 2, 2, 2, 3};
     for (uint32_t l = 0; l < 8; l++)
         assert_int_equal(hp->kv_layer[l], want[l]);
+    model_free(m);
+}
+
+/* MoE: KV heads per layer (head_count_kv is an array), K = V on the full
+ * layer, every layer's experts beside its dense FFN, gemma4's routing */
+static void test_moe_hparams(void **s)
+{
+    (void)s;
+    model *m = load(MOE);
+    const model_hparams *hp = model_get_hparams(m);
+    const model_weights *w = model_get_weights(m);
+    assert_int_equal(hp->n_layer, 6);
+    assert_int_equal(hp->n_head_kv, 2);
+    for (uint32_t l = 0; l < 6; l++) {
+        assert_int_equal(model_n_head_kv(hp, l), l == 5 ? 1 : 2);
+        assert_int_equal(hp->kv_layer[l], l); /* no shared KV layers */
+        const model_layer *L = &w->layers[l];
+        assert_non_null(L->wk);
+        assert_true((L->wv == NULL) == (l == 5)); /* K = V on the full layer */
+        assert_non_null(L->ffn_gate_inp);
+        assert_non_null(L->ffn_gate_inp_s);
+        assert_non_null(L->ffn_gate_up_exps);
+        assert_non_null(L->ffn_down_exps_s);
+        assert_non_null(L->ffn_gate); /* the dense FFN beside them */
+    }
+    assert_int_equal(hp->n_expert, 8);
+    assert_int_equal(hp->n_expert_used, 2);
+    assert_int_equal(hp->n_ff_exp, 64);
+    assert_int_equal(hp->moe_gating, MODEL_MOE_GATING_SOFTMAX);
+    assert_true(hp->moe_norm_w);
+    assert_int_equal(hp->n_embd_per_layer, 0);
+    assert_null(w->ple_tok_embd);
+    /* each layer's cache has its own KV heads: 5 x 2 of 32, 1 x 1 of 64 */
+    forward_ctx *f = build(m, 64, 0);
+    assert_int_equal(forward_kv_cache_bytes(f), (size_t)64 * 2 * 2 * (5 * 2 * 32 + 64));
+    forward_free(f);
     model_free(m);
 }
 
@@ -209,6 +247,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hparams),
+        cmocka_unit_test(test_moe_hparams),
         cmocka_unit_test(test_shared_kv),
         cmocka_unit_test(test_rows_dropped_after_output_norm),
         cmocka_unit_test(test_paths_agree),
