@@ -205,10 +205,17 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
         }
         return;
     }
-    /* vec_dot order, each weight row decoded once for all the tokens */
-    const size_t rb = tensor_row_size(v.type, n);
-    tensor_matmul((enum tensor_type)v.type, n, (const uint8_t *)v.data + (size_t)lo * rb, hi - lo, act, n_tok, stride,
-                  out + lo, out_stride);
+    /* vec_dot order (both kernels give its bits): tokens in fours through
+     * the tiles that decode each weight row once for four of them, the rest
+     * (one token's decoding, always) through the matvec kernel, which
+     * outruns the tiles' one-token remainder path */
+    const enum tensor_type type = (enum tensor_type)v.type;
+    const uint8_t *w0 = (const uint8_t *)v.data + (size_t)lo * tensor_row_size(type, n);
+    const int n4 = n_tok & ~3;
+    if (n4 > 0)
+        tensor_matmul(type, n, w0, hi - lo, act, n4, stride, out + lo, out_stride);
+    for (int t = n4; t < n_tok; t++)
+        tensor_matvec(type, n, w0, hi - lo, act + (size_t)t * stride, out + (int64_t)t * out_stride + lo);
 }
 
 struct seg_job {
