@@ -481,6 +481,8 @@ bool forward_moe_alloc(forward_ctx *f)
         E = m->down->ne[1] > E ? m->down->ne[1] : E;
     }
     const int64_t R = (int64_t)f->p.n_batch * U;
+    if (R <= 0 || X <= 0 || F <= 0 || E <= 0)
+        return false;
     struct fwd_moe_scratch *s = calloc(1, sizeof *s);
     if (!s)
         return false;

@@ -154,11 +154,14 @@ static void introsort_loop(int32_t *first, int32_t *last, int depth, const float
     }
 }
 
-static void linear_insert(int32_t *last, const float *v)
+/* libstdc++'s unguarded insertion: an element before `first` never moves
+ * (the callers know one not smaller is there); the bound check changes no
+ * result and lets an analyzer see that */
+static void linear_insert(int32_t *first, int32_t *last, const float *v)
 {
     const int32_t val = *last;
     int32_t *next = last - 1;
-    while (gt(v, val, *next)) {
+    while (next >= first && gt(v, val, *next)) {
         *last = *next;
         last = next;
         --next;
@@ -176,7 +179,7 @@ static void insertion_sort(int32_t *first, int32_t *last, const float *v)
             memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
             *first = val;
         } else {
-            linear_insert(i, v);
+            linear_insert(first, i, v);
         }
     }
 }
@@ -194,7 +197,7 @@ void moe_argsort_desc(const float *v, int32_t *idx, int n)
     if (n > 16) {
         insertion_sort(idx, idx + 16, v);
         for (int32_t *i = idx + 16; i != idx + n; ++i)
-            linear_insert(i, v);
+            linear_insert(idx, i, v);
     } else {
         insertion_sort(idx, idx + n, v);
     }
@@ -205,6 +208,13 @@ void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gat
 {
     float probs[MODEL_MAX_EXPERTS] = {0}; /* (only n_expert are read; this quiets -Wmaybe-uninitialized) */
     int32_t idx[MODEL_MAX_EXPERTS];
+    /* the loader keeps 1 <= n_used <= n_expert <= MODEL_MAX_EXPERTS */
+    if (n_expert < 1 || n_used < 1)
+        return;
+    if (n_expert > MODEL_MAX_EXPERTS)
+        n_expert = MODEL_MAX_EXPERTS;
+    if (n_used > n_expert)
+        n_used = n_expert;
     switch (gating) {
     case MODEL_MOE_GATING_SIGMOID:
         for (int i = 0; i < n_expert; i++)
