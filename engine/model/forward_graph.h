@@ -97,7 +97,7 @@ void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L);
 void fwd_ple_inputs(fwd_graph *g, const model_weights *w);
 /* At the end of layer il: X += norm(proj(gelu(gate X) * layer il's PLE)). */
 void fwd_block_ple(fwd_graph *g, const model_layer *L, uint32_t il);
-/* ---- mixture of experts (forward_moe.c) ----
+/* ---- mixture of experts (forward_moe.c, its router forward_moe_route.c) ----
  *
  * dst = MoE(in): a router picks n_used of n_expert expert FFNs per token,
  * their outputs are summed with the router's weights, plus an optional

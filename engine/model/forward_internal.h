@@ -207,7 +207,7 @@ void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *
 /* Its buffers, for a full batch of the graph's largest block; false when out of memory. */
 bool forward_moe_alloc(forward_ctx *f);
 void forward_moe_free(forward_ctx *f);
-/* The reference's routing of one token (unit-tested): softmax / sigmoid /
+/* The reference's routing of one token (forward_moe_route.c; unit-tested): softmax / sigmoid /
  * softmax-weight gating of n_expert logits, the top n_used, normalised and
  * scaled weights. */
 void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gating gating, bool norm_w,

@@ -1,4 +1,4 @@
-/* The mixture-of-experts block (forward_moe.c): routing against
+/* The mixture-of-experts block (forward_moe.c, forward_moe_route.c): routing against
  * hand-computed values for every gating option (softmax, sigmoid, softmax
  * over the top-k logits, renormalisation, its clamp, scale), the top-k's
  * tie order against libstdc++'s std::sort, swiglu_oai, and the expert step
