@@ -64,7 +64,8 @@ struct fwd_step {
     enum fwd_buf in;
     const gguf_tensor *w[3];
     enum fwd_buf out[3];
-    uint32_t il; /* STEP_ATTN */
+    bool no_blas; /* STEP_MATMUL: never OpenBLAS (a router: another bit may pick another expert) */
+    uint32_t il;  /* STEP_ATTN */
     int moe;     /* STEP_MOE */
 };
 

@@ -78,6 +78,10 @@ void fwd_block_moe(fwd_graph *g, const fwd_moe *m)
         return;
     const bool shared = m->sh_up != NULL;
     fwd_matmul1(g, FWD_ROUTER, m->router_in, m->router);
+    /* the reference's order even where --blas would take the weight: one
+     * bit of a logit can change which experts run */
+    if (!g->oom)
+        g->steps[g->n_steps - 1].no_blas = true;
     if (m->router_b)
         fwd_bias(g, FWD_ROUTER, m->router_b);
     if (g->n_moe == g->cap_moe) {
@@ -413,6 +417,10 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
     v.nbytes = per;
     v.n_elements = w->ne[0] * w->ne[1];
     const int64_t n = w->ne[0];
+    /* A type the reference repacks on its AVX-512 machine (ggml-cpu/repack.cpp:
+     * Q4_0, Q4_K, Q2_K here; IQ4_NL and MXFP4 8x8 once tokscope runs them)
+     * takes this first branch with its gemv kernel: mul_mat_id never uses
+     * the repacked gemm. */
     if (repack_applies(&v) || refk_applies(&v) || reffloat_applies(&v)) {
         /* the reference's repacked mul_mat_id runs gemv, its plain one
          * vec_dot, a token at a time: never the batch kernels' order */
