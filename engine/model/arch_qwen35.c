@@ -88,8 +88,8 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
                            "inner_size = state_size * time_step_rank)",
                        hp->ssm_d_conv, S, HK, HV, hp->ssm_d_inner);
 
-    if (S > 32) /* forward_deltanet.c: only ggml_vec_dot_f32's short-row order so far */
-        return ml_fail(ld, "Gated DeltaNet state_size %u is not supported yet (at most 32)", S);
+    if (S > 256) /* forward_deltanet.c's DN_MAX_STATE */
+        return ml_fail(ld, "Gated DeltaNet state_size %u is not supported (at most 256)", S);
 
     bool rec[MODEL_MAX_LAYERS] = {false};
     if (ml_bool_array(ld, "attention.recurrent_layers", rec, n_all)) {

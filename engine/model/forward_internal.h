@@ -171,6 +171,7 @@ struct forward_ctx {
     size_t rs_bytes;
     int32_t rs_pos;
     uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
+    float *dn_lanes; /* per thread, 64 * ssm_d_state floats: the DeltaNet dots' 64 lanes (forward_deltanet.c) */
 };
 
 /* Runs graph g over tokens like forward_eval (which is this with
@@ -192,6 +193,11 @@ void forward_lens_free(forward_ctx *f);
 
 /* Runs layer il's Gated DeltaNet on the batch's n rows (forward_deltanet.c). */
 void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
+/* One token of ggml_gated_delta_net on one head's state s (S x S, key
+ * index major): S *= eg, the delta rule with k, v, beta, out = S^T q *
+ * scale, in the reference's float order (for tests). */
+void forward_deltanet_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
+                           float scale, float *out);
 /* Byte offset of layer il's state within the recurrent state block. */
 size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 
