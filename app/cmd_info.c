@@ -12,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "memory/memory.h"
 #include "model/forward.h"
+#include "model/forward_graph.h"
 #include "model/model.h"
 #include "gguf/tensor.h"
 
@@ -220,12 +221,73 @@ static void put_hparams(const gguf_ctx *g, const char *arch)
         {"rope.scaling.original_context_length", "rope original context"},
         {"final_logit_softcapping", "logit softcapping"},
         {"vocab_size", "vocab size (arch)"},
+        {"expert_count", "experts"},
+        {"expert_used_count", "experts used"},
+        {"expert_feed_forward_length", "expert FFN length"},
+        {"expert_shared_feed_forward_length", "shared expert FFN"},
+        {"expert_weights_scale", "expert weights scale"},
+        {"expert_weights_norm", "expert weights norm"},
+        {"expert_gating_func", "expert gating func"},
     };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         snprintf(key, sizeof key, "%s.%s", arch, extra[i].suffix);
         if (gguf_find_key(g, key) >= 0)
             put_hparam(g, arch, extra[i].suffix, extra[i].label, "-");
     }
+}
+
+/* A mixture of experts as the forward pass runs it (forward_graph.h's fwd_moe). */
+static void put_experts(const model_hparams *hp, const model_layer *L0)
+{
+    static const char *const act[] = {[FWD_MOE_SILU] = "SiLU-gated", [FWD_MOE_GELU] = "GELU(tanh)-gated",
+                                      [FWD_MOE_SWIGLU_OAI] = "clamped SwiGLU (swiglu_oai)"};
+    const gguf_tensor *x = L0->ffn_gate_up_exps ? L0->ffn_gate_up_exps : L0->ffn_down_exps;
+    printf("  %-22s %u, %u used per token, each %u wide, %s%s%s; %s\n", "experts", hp->n_expert, hp->n_expert_used,
+           hp->n_ff_exp, act[hp->moe_act], L0->ffn_gate_up_exps ? " (gate and up fused)" : "",
+           L0->ffn_down_exps_b ? ", with biases" : "", x ? tensor_type_name(x->type) : "?");
+    printf("  %-22s ", "router");
+    switch (hp->moe_gating) {
+    case MODEL_MOE_GATING_SIGMOID: printf("sigmoid, top %u", hp->n_expert_used); break;
+    case MODEL_MOE_GATING_SOFTMAX_WEIGHT: printf("top %u logits, softmax over them", hp->n_expert_used); break;
+    default: printf("softmax, top %u", hp->n_expert_used); break;
+    }
+    if (L0->ffn_gate_inp_b)
+        printf(", logits biased");
+    if (hp->moe_norm_w)
+        printf(", weights renormalised to sum 1");
+    if (hp->moe_w_scale != 0.0f && hp->moe_w_scale != 1.0f)
+        printf(", weights * %g", (double)hp->moe_w_scale);
+    putchar('\n');
+    if (L0->ffn_up_shexp)
+        printf("  %-22s %lld wide, SiLU-gated, behind a sigmoid gate\n", "shared expert", (long long)L0->ffn_up_shexp->ne[1]);
+}
+
+/* qwen35's hybrid layout: which layers are Gated DeltaNet, their sizes and
+ * recurrent state (what forward_rs_bytes snapshots), and IMROPE's sections. */
+static void put_hybrid(const model_hparams *hp)
+{
+    if (hp->rope_imrope)
+        printf("  %-22s IMROPE sections %d %d %d %d (text: one position in the first three)\n", "rope sections",
+               hp->rope_sections[0], hp->rope_sections[1], hp->rope_sections[2], hp->rope_sections[3]);
+    uint32_t n_rec = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        n_rec += hp->recurrent_layer[l];
+    if (n_rec == 0)
+        return;
+    const uint64_t S = hp->ssm_d_state, ch = 2 * S * hp->ssm_n_group + hp->ssm_d_inner;
+    const uint64_t conv = (uint64_t)(hp->ssm_d_conv - 1) * ch * 4, delta = S * S * hp->ssm_dt_rank * 4;
+    printf("  %-22s %u of %u layers (attention:", "Gated DeltaNet", n_rec, hp->n_layer);
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+        if (!hp->recurrent_layer[l])
+            printf(" %u", l);
+    printf("), conv %u over %llu channels, %u key / %u value heads of %llu\n", hp->ssm_d_conv,
+           (unsigned long long)ch, hp->ssm_n_group, hp->ssm_dt_rank, (unsigned long long)S);
+    printf("  %-22s %llu bytes per DeltaNet layer (conv %llu, delta rule %llu), %llu in all\n", "recurrent state",
+           (unsigned long long)(conv + delta), (unsigned long long)conv, (unsigned long long)delta,
+           (unsigned long long)((conv + delta) * n_rec));
+    printf("  %-22s attention output times sigmoid of a per-head gate (attn_q: query | gate)\n", "attention gate");
+    if (hp->n_layer_nextn)
+        printf("  %-22s %u nextn/MTP block(s) after the trunk, loaded and never run\n", "MTP", hp->n_layer_nextn);
 }
 
 /* The hyperparameters tokscope derives and the architecture's rules, as the
@@ -273,6 +335,9 @@ static void put_model_view(const char *path)
     const model_hparams *hp = model_get_hparams(m);
     const model_weights *w = model_get_weights(m);
     const model_layer *L0 = &w->layers[0];
+    const model_layer *LA = L0; /* the first attention layer (a hybrid model's first may be DeltaNet) */
+    for (uint32_t l = 0; l < hp->n_layer && hp->recurrent_layer[l]; l++)
+        LA = &w->layers[l + 1 < hp->n_layer ? l + 1 : l];
     printf("as tokscope runs it (%s):\n", model_arch_name(hp->arch));
     printf("  %-22s %u query / %u KV heads of %u (queries %u wide)\n", "attention", hp->n_head, hp->n_head_kv,
            hp->head_dim, hp->n_head * hp->head_dim);
@@ -314,16 +379,20 @@ static void put_model_view(const char *path)
     } else {
         printf("  %-22s none (full causal attention)\n", "sliding window");
     }
+    put_hybrid(hp);
     if (hp->q_scale != 0.0f)
         printf("  %-22s queries * %g before attention, softmax scale %g\n", "attention scale", (double)hp->q_scale,
                (double)hp->kq_scale);
     else
         printf("  %-22s softmax scale %g (1/sqrt(head size))\n", "attention scale", (double)hp->kq_scale);
-    printf("  %-22s %s%s%s\n", "Q/K/V", L0->wqkv ? "fused attn_qkv" : "separate", L0->bq ? ", with biases" : "",
-           L0->q_norm ? ", per-head Q/K RMS norms" : "");
-    printf("  %-22s %s%s%s\n", "FFN", hp->arch == MODEL_ARCH_GEMMA3 ? "GELU(tanh)-gated" : "SiLU-gated",
-           L0->ffn_gate ? "" : " (gate and up fused in ffn_up)",
-           L0->ffn_post_norm ? ", post-attention and post-FFN norms" : "");
+    printf("  %-22s %s%s%s\n", "Q/K/V", LA->wqkv ? "fused attn_qkv" : "separate", LA->bq ? ", with biases" : "",
+           LA->q_norm ? ", per-head Q/K RMS norms" : "");
+    if (L0->ffn_up)
+        printf("  %-22s %s%s%s\n", "FFN", hp->arch == MODEL_ARCH_GEMMA3 ? "GELU(tanh)-gated" : "SiLU-gated",
+               L0->ffn_gate ? "" : " (gate and up fused in ffn_up)",
+               L0->ffn_post_norm ? ", post-attention and post-FFN norms" : "");
+    if (hp->n_expert > 0)
+        put_experts(hp, L0);
     if (hp->embd_scale != 0.0f)
         printf("  %-22s %g (sqrt of the embedding length)\n", "embedding scale", (double)hp->embd_scale);
     if (hp->logit_softcap != 0.0f)

@@ -5,7 +5,9 @@
 
 static const arch_def *const archs[MODEL_ARCH_COUNT] = {
     [MODEL_ARCH_LLAMA] = &arch_llama,   [MODEL_ARCH_QWEN2] = &arch_qwen2, [MODEL_ARCH_QWEN3] = &arch_qwen3,
-    [MODEL_ARCH_GEMMA3] = &arch_gemma3, [MODEL_ARCH_PHI3] = &arch_phi3, [MODEL_ARCH_QWEN35] = &arch_qwen35,
+    [MODEL_ARCH_GEMMA3] = &arch_gemma3, [MODEL_ARCH_PHI3] = &arch_phi3,
+    [MODEL_ARCH_QWEN3MOE] = &arch_qwen3moe, [MODEL_ARCH_QWEN35] = &arch_qwen35,
+    [MODEL_ARCH_QWEN35MOE] = &arch_qwen35moe,
 };
 
 const arch_def *arch_find(const char *name)
@@ -28,7 +30,7 @@ const char *model_arch_name(enum model_arch a)
 
 const char *model_arch_list(void)
 {
-    return "llama qwen2 qwen3 gemma3 phi3 qwen35";
+    return "llama qwen2 qwen3 gemma3 phi3 qwen3moe qwen35 qwen35moe";
 }
 
 const char *model_rope_type_name(enum model_rope_type t)

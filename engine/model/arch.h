@@ -25,6 +25,9 @@ enum {
  * NULL when absent (the loader has failed unless ML_OPTIONAL) or bad (failed). */
 const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1,
                              unsigned flags);
+/* The same for a 3-D tensor ne0 x ne1 x ne2 (a layer's experts: ne2 = n_expert). */
+const gguf_tensor *ml_tensor3(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, int64_t ne2,
+                              unsigned flags);
 /* ARCH.KEY, false when absent. */
 bool ml_u32(model_loader *ld, const char *key, uint32_t *out);
 bool ml_f32(model_loader *ld, const char *key, float *out);
@@ -47,7 +50,8 @@ typedef struct arch_def {
     void (*layer)(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il);
 } arch_def;
 
-extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3, arch_qwen35;
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
+extern const arch_def arch_qwen3moe, arch_qwen35, arch_qwen35moe;
 
 const arch_def *arch_find(const char *name);
 const arch_def *arch_get(enum model_arch a);
@@ -57,5 +61,20 @@ const arch_def *arch_get(enum model_arch a);
 bool ml_qkv(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp, bool fused_allowed);
 /* ffn_gate, ffn_up, ffn_down. */
 bool ml_ffn(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp);
+
+/* Mixture of experts (arch_moe.c). ml_moe_hparams: expert_count,
+ * expert_used_count (both required, 1 <= used <= count <= MODEL_MAX_EXPERTS),
+ * expert_feed_forward_length (default n_ff / n_expert_used, as the
+ * reference), expert_shared_feed_forward_length (default 0), and
+ * expert_weights_scale (default 0: none); gating and norm_w are left to the
+ * architecture (the reference hard-codes them per model). */
+#define MODEL_MAX_EXPERTS 512
+bool ml_moe_hparams(model_loader *ld, model_hparams *hp);
+/* A layer's router ffn_gate_inp (+ optional .bias), the experts
+ * ffn_{gate,up,down}_exps (or ffn_gate_up_exps fused) with their optional
+ * biases (.bias, [width, n_expert]) and output scales (.scale, [n_expert]),
+ * and, when present, the shared expert ffn_{gate,up,down}_shexp of width
+ * n_ff_shexp with its gate ffn_gate_inp_shexp. */
+bool ml_moe(model_loader *ld, model_layer *L, uint32_t il, const model_hparams *hp);
 
 #endif

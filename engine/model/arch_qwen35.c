@@ -15,11 +15,11 @@
  * matmuls see every row of the batch. */
 #include <stdio.h>
 
-#include "model/arch.h"
+#include "model/arch_qwen35.h"
 
-/* The MTP block's tensors (llama_model_qwen35::load_block_mtp), claimed so
- * that a file with them loads; none is read. */
-static void load_mtp(model_loader *ld, const model_hparams *hp, uint32_t il)
+/* The MTP block's tensors (llama_model_qwen35(moe)::load_block_mtp),
+ * claimed so that a file with them loads; none is read. */
+static void load_mtp(model_loader *ld, const model_hparams *hp, uint32_t il, bool moe)
 {
     const int64_t E = hp->n_embd, HD = hp->head_dim, NQ = (int64_t)hp->n_head * HD,
                   KV = (int64_t)hp->n_head_kv * HD, F = hp->n_ff, V = hp->n_vocab;
@@ -33,9 +33,22 @@ static void load_mtp(model_loader *ld, const model_hparams *hp, uint32_t il)
     ml_tensor(ld, l, "attn_output.weight", NQ, E, o);
     ml_tensor(ld, l, "attn_q_norm.weight", HD, 1, o);
     ml_tensor(ld, l, "attn_k_norm.weight", HD, 1, o);
-    ml_tensor(ld, l, "ffn_gate.weight", E, F, o);
-    ml_tensor(ld, l, "ffn_up.weight", E, F, o);
-    ml_tensor(ld, l, "ffn_down.weight", F, E, o);
+    if (moe) {
+        const int64_t X = hp->n_expert, FE = hp->n_ff_exp, FS = hp->n_ff_shexp ? hp->n_ff_shexp : hp->n_ff;
+        ml_tensor(ld, l, "ffn_gate_inp.weight", E, X, o);
+        ml_tensor3(ld, l, "ffn_gate_up_exps.weight", E, 2 * FE, X, o);
+        ml_tensor3(ld, l, "ffn_gate_exps.weight", E, FE, X, o);
+        ml_tensor3(ld, l, "ffn_up_exps.weight", E, FE, X, o);
+        ml_tensor3(ld, l, "ffn_down_exps.weight", FE, E, X, o);
+        ml_tensor(ld, l, "ffn_gate_inp_shexp.weight", E, 1, o);
+        ml_tensor(ld, l, "ffn_gate_shexp.weight", E, FS, o);
+        ml_tensor(ld, l, "ffn_up_shexp.weight", E, FS, o);
+        ml_tensor(ld, l, "ffn_down_shexp.weight", FS, E, o);
+    } else {
+        ml_tensor(ld, l, "ffn_gate.weight", E, F, o);
+        ml_tensor(ld, l, "ffn_up.weight", E, F, o);
+        ml_tensor(ld, l, "ffn_down.weight", F, E, o);
+    }
     ml_tensor(ld, l, "nextn.eh_proj.weight", 2 * E, E, o);
     ml_tensor(ld, l, "nextn.enorm.weight", E, 1, o);
     ml_tensor(ld, l, "nextn.hnorm.weight", E, 1, o);
@@ -54,8 +67,8 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
     hp->n_layer = n_all - hp->n_layer_nextn;
 
     if (!ml_i32_array(ld, "rope.dimension_sections", hp->rope_sections, 4))
-        return ml_fail(ld, "%s.rope.dimension_sections is missing (required by architecture 'qwen35')",
-                       model_arch_name(hp->arch));
+        return ml_fail(ld, "%s.rope.dimension_sections is missing (required by architecture '%s')",
+                       model_arch_name(hp->arch), model_arch_name(hp->arch));
     const int32_t *sec = hp->rope_sections;
     if (sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0 || sec[0] + sec[1] + sec[2] + sec[3] <= 0 ||
         sec[0] + sec[1] + sec[2] <= 0)
@@ -65,8 +78,8 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
     if (!ml_u32(ld, "ssm.conv_kernel", &hp->ssm_d_conv) || !ml_u32(ld, "ssm.state_size", &hp->ssm_d_state) ||
         !ml_u32(ld, "ssm.group_count", &hp->ssm_n_group) || !ml_u32(ld, "ssm.time_step_rank", &hp->ssm_dt_rank) ||
         !ml_u32(ld, "ssm.inner_size", &hp->ssm_d_inner))
-        return ml_fail(ld, "missing hyperparameter (qwen35.ssm.conv_kernel, state_size, group_count, "
-                           "time_step_rank or inner_size)");
+        return ml_fail(ld, "missing hyperparameter (%s.ssm.conv_kernel, state_size, group_count, "
+                           "time_step_rank or inner_size)", model_arch_name(hp->arch));
     const uint32_t S = hp->ssm_d_state, HK = hp->ssm_n_group, HV = hp->ssm_dt_rank;
     if (hp->ssm_d_conv < 1 || hp->ssm_d_conv > 64 || S == 0 || S > 1024 || HK == 0 || HV == 0 || HV % HK != 0 ||
         HV > 4096 || hp->ssm_d_inner != S * HV)
@@ -75,8 +88,8 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
                            "inner_size = state_size * time_step_rank)",
                        hp->ssm_d_conv, S, HK, HV, hp->ssm_d_inner);
 
-    if (S > 32) /* forward_deltanet.c: only ggml_vec_dot_f32's short-row order so far */
-        return ml_fail(ld, "Gated DeltaNet state_size %u is not supported yet (at most 32)", S);
+    if (S > 256) /* forward_deltanet.c's DN_MAX_STATE */
+        return ml_fail(ld, "Gated DeltaNet state_size %u is not supported (at most 256)", S);
 
     bool rec[MODEL_MAX_LAYERS] = {false};
     if (ml_bool_array(ld, "attention.recurrent_layers", rec, n_all)) {
@@ -95,10 +108,17 @@ static bool load_hparams(model_loader *ld, model_hparams *hp)
     return true;
 }
 
-static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
+bool qwen35_load(model_loader *ld, model_hparams *hp, model_weights *w, bool moe)
 {
     if (!load_hparams(ld, hp))
         return false;
+    if (moe) {
+        if (!ml_moe_hparams(ld, hp))
+            return false;
+        /* build_moe_ffn's arguments for this architecture, whatever the file says */
+        hp->moe_gating = MODEL_MOE_GATING_SOFTMAX;
+        hp->moe_norm_w = true;
+    }
     const int64_t E = hp->n_embd, HD = hp->head_dim, NQ = (int64_t)hp->n_head * HD;
     const int64_t S = hp->ssm_d_state, KD = S * hp->ssm_n_group, VD = hp->ssm_d_inner, HV = hp->ssm_dt_rank;
     for (uint32_t il = 0; il < hp->n_layer && !ml_failed(ld); il++) {
@@ -125,10 +145,13 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
             L->k_norm = ml_tensor(ld, l, "attn_k_norm.weight", HD, 1, ML_F32);
             L->wo = ml_tensor(ld, l, "attn_output.weight", NQ, E, 0);
         }
-        ml_ffn(ld, L, il, hp);
+        if (moe)
+            ml_moe(ld, L, il, hp);
+        else
+            ml_ffn(ld, L, il, hp);
     }
     for (uint32_t il = hp->n_layer; il < hp->n_layer + hp->n_layer_nextn && !ml_failed(ld); il++)
-        load_mtp(ld, hp, il);
+        load_mtp(ld, hp, il, moe);
     return !ml_failed(ld);
 }
 
@@ -150,7 +173,7 @@ static void attn_gated(fwd_graph *g, const model_layer *L, uint32_t il)
     fwd_matmul1(g, FWD_XB, FWD_ATT, L->wo);
 }
 
-static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il)
+void qwen35_layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il, bool moe)
 {
     fwd_norm(g, FWD_XB, FWD_X, L->attn_norm);
     if (hp->recurrent_layer[il])
@@ -159,11 +182,23 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
         attn_gated(g, L, il);
     fwd_add(g, FWD_X, FWD_XB);
     fwd_norm(g, FWD_XB, FWD_X, L->ffn_norm); /* post_attention_norm */
-    fwd_block_ffn_swiglu(g, L);
+    if (moe) { /* routed experts (softmax, top k renormalised) + the shared expert behind its sigmoid gate */
+        const fwd_moe m = fwd_moe_of(hp, L);
+        fwd_block_moe(g, &m);
+    } else {
+        fwd_block_ffn_swiglu(g, L);
+    }
     fwd_add(g, FWD_X, FWD_XB);
     /* the rows without logits go after the output norm, which is per row:
      * dropping them here gives the same bits and the head the same rows */
     fwd_keep_out_rows(g, il);
+}
+
+static bool load(model_loader *ld, model_hparams *hp, model_weights *w) { return qwen35_load(ld, hp, w, false); }
+
+static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, uint32_t il)
+{
+    qwen35_layer(g, hp, L, il, false);
 }
 
 const arch_def arch_qwen35 = {MODEL_ARCH_QWEN35, "qwen35", MODEL_ROPE_NEOX, load, layer};

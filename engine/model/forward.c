@@ -91,6 +91,7 @@ void forward_free(forward_ctx *f)
     free(f->attn_buf);
     free(f->attn_half);
     free(f->packed_of);
+    forward_moe_free(f);
     forward_rs_free(f);
     fwd_graph_free(&f->graph);
     forward_lens_free(f);
@@ -331,9 +332,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
-        for (int b = 0; b < FWD_N_BUF; b++)
-            if (b != FWD_LOGITS && !(f->buf[b] = malloc(B * (size_t)f->graph.width[b] * sizeof(float))))
+        for (int b = 0; b < FWD_N_BUF; b++) /* (a width 0 buffer still gets a row: malloc(0) may be NULL) */
+            if (b != FWD_LOGITS && !(f->buf[b] = malloc(B * (size_t)(f->graph.width[b] + 1) * sizeof(float))))
                 ok = false;
+        ok = ok && forward_moe_alloc(f);
         const size_t maxin = (size_t)f->graph.max_in;
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
         for (int i = 0; i < 3; i++) {
@@ -674,10 +676,12 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
                 outs[s] = f->buf[st->out[s]];
                 strides[s] = f->graph.width[st->out[s]];
             }
-            forward_matmul(f, f->buf[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs, strides);
+            forward_matmul(f, f->buf[st->in], f->graph.width[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs,
+                           strides);
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;
+        case STEP_MOE: forward_run_moe(f, gr, st, n); break;
         case STEP_DELTANET: forward_deltanet_run(f, st->il, n); break;
         case STEP_KEEP_OUT:
             if (out_first > 0) {

@@ -11,26 +11,26 @@
  *     takes it): q and k L2-normalised (sum of squares in double,
  *     1 / max(sqrtf, eps)); beta = sigmoid; g = softplus(alpha + dt) * a;
  *  3. ggml_gated_delta_net, token by token: S *= expf(g); for each value
- *     column j: sk = sum_i S[i][j] k[i] (ggml_vec_dot_f32 of 32 or fewer:
- *     rounded products summed in order from 0), delta = (v[j] - sk) * beta;
+ *     column j: sk = sum_i S[i][j] k[i] (ggml_vec_dot_f32's order, see
+ *     coldot; for 32: rounded products summed in order from 0), delta =
+ *     (v[j] - sk) * beta;
  *     S[i][j] = fma(k[i], delta, S[i][j]) (ggml_vec_mad_f32); out[j] =
  *     (sum_i S[i][j] q[i]) / sqrt(state_size), the same dot.
  *  4. RMS norm of each head's output times ssm_norm, times SiLU(z).
  *
  * The state is kept as S[i][j] (key index i, value index j) so that the
  * dots over i run across j in vector lanes, each lane in the reference's
- * sequential order: the same bits at vector speed. The products are kept
- * rounded (an empty asm stops GCC from fusing them into the adds). */
+ * order: the same bits at vector speed. Products the reference rounds are
+ * kept rounded (an empty asm stops GCC from fusing them into the adds). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/forward_math.h"
 #include "model/forward_internal.h"
 
-/* Only the dots' order up to 32 elements is the one described above
- * (ggml_vec_dot_f32's leftover loop; longer keys take its 64-wide SIMD
- * part first): larger states are refused when the context is built. */
-#define DN_MAX_STATE 32
+/* State sizes up to this (Qwen3.5's is 128). */
+#define DN_MAX_STATE 256
 
 size_t forward_rs_layer_bytes(const model_hparams *hp, uint32_t il)
 {
@@ -112,15 +112,72 @@ static void l2norm(float *out, const float *x, int64_t n, float eps)
         out[i] = x[i] * scale;
 }
 
-/* One token of ggml_gated_delta_net on one head's state s[S][S]. */
-static void delta_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
-                       float scale, float *out)
+/* ---- ggml_vec_dot_f32(S) of every column j of a state s[i][j] at once ----
+ * ggml_vec_dot_f32 on the reference build: the first np = S & ~63 elements
+ * in 64 lanes (four 16-lane accumulators, FMA), element i in lane i % 64,
+ * reduced as (a0 + a2) + (a1 + a3) and then _mm512_reduce_add_ps (red16);
+ * the rest as GCC vectorized its leftover loop (refdot_f32's f32_tail): with
+ * 16 or more left, the products of the multiples of 16 and one more 8
+ * rounded and added in order, FMAs for the rest. Each column's sum follows
+ * that order exactly; the columns run side by side. */
+struct coldot {
+    int64_t S, np, nr;
+    float *lanes; /* [64][S] while i < np */
+    float *sum;   /* [S] */
+};
+
+static void coldot_init(struct coldot *c, int64_t S, float *lanes, float *sum)
 {
-    float sk[DN_MAX_STATE], delta[DN_MAX_STATE], o[DN_MAX_STATE];
+    c->S = S;
+    c->np = S & ~(int64_t)63;
+    const int64_t left = S - c->np, n16 = left >= 16 ? (left & ~(int64_t)15) : 0;
+    c->nr = n16 + (left >= 16 && left - n16 >= 8 ? 8 : 0);
+    c->lanes = lanes;
+    c->sum = sum;
+    if (c->np > 0)
+        memset(lanes, 0, 64 * (size_t)S * sizeof(float));
+    memset(sum, 0, (size_t)S * sizeof(float));
+}
+
+/* Adds row i's terms r[j] * y. */
+static inline void coldot_row(const struct coldot *c, int64_t i, const float *r, float y)
+{
+    const int64_t S = c->S;
+    if (i < c->np) {
+        float *p = c->lanes + (i & 63) * S;
+        for (int64_t j = 0; j < S; j++)
+            p[j] = fmaf(r[j], y, p[j]);
+        if (i + 1 == c->np)
+            for (int64_t j = 0; j < S; j++) {
+                float v[16];
+                for (int l = 0; l < 16; l++) {
+                    const float *pl = c->lanes + l * S + j;
+                    v[l] = (pl[0] + pl[32 * S]) + (pl[16 * S] + pl[48 * S]);
+                }
+                c->sum[j] = red16(v);
+            }
+    } else if (i - c->np < c->nr) {
+        for (int64_t j = 0; j < S; j++)
+            c->sum[j] += keep_rounded(r[j] * y);
+    } else {
+        for (int64_t j = 0; j < S; j++)
+            c->sum[j] = fmaf(r[j], y, c->sum[j]);
+    }
+}
+
+/* One token of ggml_gated_delta_net on one head's state s[S][S] (key index
+ * i, value index j): S *= eg; sk[j] = dot(S[.][j], k); delta = (v - sk) *
+ * beta; S[i][j] = fma(k[i], delta[j], S[i][j]); out[j] = dot(S[.][j], q) *
+ * scale. lanes: 64 * S floats of scratch. */
+static void delta_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
+                       float scale, float *out, float *lanes)
+{
 #ifdef FWD_F16C
-    if (S % 8 == 0) {
+    /* 16 <= S < 64, a multiple of 8 (qwen35-mini's 32): every product
+     * rounded and summed in order, 8 columns per vector */
+    if (S >= 16 && S < 64 && S % 8 == 0) {
         const int nv = (int)(S / 8);
-        __m256 acc[DN_MAX_STATE / 8];
+        __m256 acc[8];
         const __m256 veg = _mm256_set1_ps(eg);
         for (int b = 0; b < nv; b++)
             acc[b] = _mm256_setzero_ps();
@@ -136,7 +193,7 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
             }
         }
         const __m256 vb = _mm256_set1_ps(beta);
-        __m256 d[DN_MAX_STATE / 8];
+        __m256 d[8];
         for (int b = 0; b < nv; b++) {
             d[b] = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + 8 * b), acc[b]), vb);
             acc[b] = _mm256_setzero_ps();
@@ -158,36 +215,38 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
         return;
     }
 #endif
-    /* ggml_vec_dot_f32's leftover loop as GCC vectorized it (refdot_f32):
-     * with 16 or more, products rounded for the multiples of 16 and one
-     * more 8; FMAs for the rest */
-    const int64_t n16 = S >= 16 ? (S & ~(int64_t)15) : 0;
-    const int64_t nr = n16 + (S >= 16 && S - n16 >= 8 ? 8 : 0);
-    for (int64_t j = 0; j < S; j++)
-        sk[j] = o[j] = 0.0f;
+    float sum[DN_MAX_STATE], delta[DN_MAX_STATE];
+    struct coldot c;
+    coldot_init(&c, S, lanes, sum);
     for (int64_t i = 0; i < S; i++) {
         float *r = s + i * S;
-        for (int64_t j = 0; j < S; j++) {
-            r[j] = keep_rounded(r[j] * eg);
-            sk[j] = i < nr ? sk[j] + keep_rounded(r[j] * k[i]) : fmaf(r[j], k[i], sk[j]);
-        }
+        for (int64_t j = 0; j < S; j++)
+            r[j] *= eg;
+        coldot_row(&c, i, r, k[i]);
     }
     for (int64_t j = 0; j < S; j++)
-        delta[j] = (v[j] - sk[j]) * beta;
+        delta[j] = (v[j] - sum[j]) * beta;
+    coldot_init(&c, S, lanes, sum);
     for (int64_t i = 0; i < S; i++) {
         float *r = s + i * S;
-        for (int64_t j = 0; j < S; j++) {
+        for (int64_t j = 0; j < S; j++)
             r[j] = fmaf(k[i], delta[j], r[j]);
-            o[j] = i < nr ? o[j] + keep_rounded(r[j] * q[i]) : fmaf(r[j], q[i], o[j]);
-        }
+        coldot_row(&c, i, r, q[i]);
     }
     for (int64_t j = 0; j < S; j++)
-        out[j] = o[j] * scale;
+        out[j] = sum[j] * scale;
+}
+
+void forward_deltanet_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
+                           float scale, float *out)
+{
+    float *lanes = malloc(64 * (size_t)S * sizeof(float));
+    delta_step(s, S, k, q, v, beta, eg, scale, out, lanes);
+    free(lanes);
 }
 
 static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
-    (void)ith;
     const struct dn_job *j = arg;
     const forward_ctx *f = j->f;
     const model_hparams *hp = &f->hp;
@@ -198,6 +257,7 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const float *dt = L->ssm_dt->data, *A = L->ssm_a->data, *nw = L->ssm_norm->data;
     const int64_t h1 = forward_chunk_start(HV, chunk + 1, n_chunks);
     float qn[DN_MAX_STATE], kn[DN_MAX_STATE], o[DN_MAX_STATE];
+    float *lanes = f->dn_lanes + (size_t)ith * 64 * S;
     for (int64_t h = forward_chunk_start(HV, chunk, n_chunks); h < h1; h++) {
         float *s = j->ssm + h * S * S;
         const int64_t kh = h % HK;
@@ -211,7 +271,7 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             const float a = f->buf[FWD_ALPHA][(size_t)t * f->graph.width[FWD_ALPHA] + h] + dt[h];
             const float sp = a > 20.0f ? a : logf(1.0f + expf(a));
             const float g = sp * A[h];
-            delta_step(s, S, kn, qn, v, beta, expf(g), scale, o);
+            delta_step(s, S, kn, qn, v, beta, expf(g), scale, o, lanes);
             /* gated RMS norm: rms_norm(o) * ssm_norm * silu(z) */
             double sum = 0.0;
             for (int64_t i = 0; i < S; i++)

@@ -37,6 +37,10 @@ static void row_op(fwd_graph *g, struct fwd_op op)
         st->ops[st->n_ops++] = op;
 }
 
+struct fwd_step *fwd_graph_push(fwd_graph *g, enum fwd_step_kind kind) { return push(g, kind); }
+
+void fwd_graph_row_op(fwd_graph *g, struct fwd_op op) { row_op(g, op); }
+
 void fwd_embed(fwd_graph *g)
 {
     row_op(g, (struct fwd_op){.kind = OP_EMBED, .dst = FWD_X});
@@ -252,7 +256,7 @@ bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint
     g->rot_k = rot_k;
     g->rot_v = rot_v;
     const int64_t NQ = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
-    g->width[FWD_X] = g->width[FWD_XB] = hp->n_embd;
+    g->width[FWD_X] = g->width[FWD_XB] = g->width[FWD_XB2] = hp->n_embd;
     g->width[FWD_ATT] = g->width[FWD_Q] = NQ;
     g->width[FWD_K] = g->width[FWD_V] = KV;
     g->width[FWD_HB] = g->width[FWD_HB2] = hp->n_ff;
@@ -284,4 +288,7 @@ void fwd_graph_free(fwd_graph *g)
     free(g->steps);
     g->steps = NULL;
     g->n_steps = g->cap = 0;
+    free(g->moe);
+    g->moe = NULL;
+    g->n_moe = g->cap_moe = 0;
 }

@@ -31,6 +31,9 @@ enum fwd_buf {
     FWD_ALPHA,  /* DeltaNet: alpha per value head, before softplus */
     FWD_DN,     /* DeltaNet output (ssm.inner_size) */
     FWD_LOGITS, /* the caller's logits rows */
+    FWD_XB2,    /* a second n_embd row: a mixture of experts' output, a router's own input */
+    FWD_ROUTER, /* a router's logits (n_expert) */
+    FWD_SHGATE, /* a shared expert's gate logit (1) */
     FWD_N_BUF,
 };
 
@@ -83,5 +86,61 @@ void fwd_block_ffn_swiglu(fwd_graph *g, const model_layer *L);
 void fwd_block_deltanet(fwd_graph *g, const model_layer *L, uint32_t il);
 /* XB = FFN(XB) with a GELU(tanh)-gated FFN. */
 void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L);
+
+/* ---- mixture of experts (forward_moe.c) ----
+ *
+ * dst = MoE(in): a router picks n_used of n_expert expert FFNs per token,
+ * their outputs are summed with the router's weights, plus an optional
+ * shared expert behind a sigmoid gate. llama.cpp's build_moe_ffn, step for
+ * step and in its float order:
+ *   logits = router . router_in (+ router bias)
+ *   probs  = softmax(logits) | sigmoid(logits) | logits (SOFTMAX_WEIGHT)
+ *   the top n_used probs (ggml_argsort: libstdc++'s std::sort, descending)
+ *   w      = their probs; SOFTMAX_WEIGHT: softmax over those n_used
+ *   norm_w: w /= max(sum w, 2^-14);  w_scale (not 0 or 1): w *= w_scale
+ *   per chosen expert e: g = gate_e . in, u = up_e . in (each * scale_e,
+ *     + bias_e), h = act(g, u), y = down_e . h (* scale_e, + bias_e)
+ *   dst = y_0 * w_0 + y_1 * w_1 + ... (each product rounded, summed in slot order)
+ *   shared expert: dst += down_sh(silu(gate_sh . in) * up_sh . in) * sigmoid(gate_inp_sh . in)
+ * The expert matmuls use the reference's mul_mat_id kernels: each output is
+ * one weight row's dot with one token's quantized row (vec_dot order; the
+ * repacked types' gemv order), so a batch groups its tokens by expert and
+ * multiplies each expert's rows once for all of them, and one token reads
+ * only its chosen experts' rows.
+ *
+ * A recipe starts from fwd_moe_of (the layer's tensors, the model's
+ * options that the architecture's load() set: hp->moe_gating, moe_norm_w,
+ * moe_w_scale, moe_act; in = router_in = dst = XB) and changes what its
+ * architecture does differently, e.g. gpt-oss's load() sets
+ *     hp->moe_gating = MODEL_MOE_GATING_SOFTMAX_WEIGHT; hp->moe_act = FWD_MOE_SWIGLU_OAI;
+ * and gemma4's recipe routes from its own router input:
+ *     fwd_moe m = fwd_moe_of(hp, L);
+ *     m.router_in = FWD_XB2;  (rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale, made by the recipe)
+ *     fwd_block_moe(g, &m);
+ * (Setting the options in hp lets `tokscope info` show them.)
+ * Buffers it uses besides in/dst: ROUTER, SHGATE, XB2 (output of the
+ * routed experts when there is a shared expert, else free), HB and HB2 (the
+ * shared expert). in and router_in are only read. */
+/* (enum fwd_moe_act, the experts' activation, is in model.h: hp->moe_act) */
+typedef struct fwd_moe {
+    enum fwd_buf in, router_in, dst;
+    uint32_t n_expert, n_used;
+    enum model_moe_gating gating;
+    bool norm_w;
+    float w_scale;
+    enum fwd_moe_act act;
+    float oai_alpha, oai_limit; /* FWD_MOE_SWIGLU_OAI (1.702, 7) */
+    const gguf_tensor *router, *router_b; /* [n_embd, n_expert], [n_expert] or NULL */
+    /* experts [n_in, n_out, n_expert]; gate NULL and gate_up set: gate|up rows fused */
+    const gguf_tensor *gate, *up, *gate_up, *down;
+    const gguf_tensor *gate_b, *up_b, *gate_up_b, *down_b; /* [n_out, n_expert] or NULL */
+    const gguf_tensor *gate_s, *up_s, *down_s;             /* [n_expert] output scales or NULL */
+    /* the shared expert (SiLU-gated), NULL when none */
+    const gguf_tensor *sh_gate, *sh_up, *sh_down, *sh_gate_inp;
+} fwd_moe;
+
+/* The layer's MoE tensors and the model's options (hp->n_expert*, hp->moe_*). */
+fwd_moe fwd_moe_of(const model_hparams *hp, const model_layer *L);
+void fwd_block_moe(fwd_graph *g, const fwd_moe *m);
 
 #endif

@@ -38,6 +38,7 @@ enum fwd_op_kind {
     OP_GEGLU,        /* dst = gelu(src) * src2 */
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
     OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
+    OP_SHEXP_MIX,    /* dst = src + dst * sigmoid(src2[0]) (a shared expert into the routed experts' sum) */
     OP_SPLIT_QGATE,  /* src (per head: query, gate) -> dst (queries), src2 (gates) */
     OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
 };
@@ -52,7 +53,8 @@ struct fwd_op {
 
 /* STEP_LENS (logit lens graphs only): LOGITS holds the head's output on
  * the residual after block il + 1; forward_run hands it to the lens callback */
-enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS, STEP_DELTANET };
+/* STEP_MOE: the routed experts of graph->moe[moe] (forward_moe.c) */
+enum fwd_step_kind { STEP_ROWS, STEP_MATMUL, STEP_ATTN, STEP_KEEP_OUT, STEP_LENS, STEP_MOE, STEP_DELTANET };
 
 #define FWD_MAX_OPS 12
 
@@ -65,6 +67,7 @@ struct fwd_step {
     const gguf_tensor *w[3];
     enum fwd_buf out[3];
     uint32_t il; /* STEP_ATTN, STEP_DELTANET */
+    int moe;     /* STEP_MOE */
 };
 
 struct fwd_graph {
@@ -78,8 +81,15 @@ struct fwd_graph {
      * matrix of this size (0: not): Q and K for a quantized K cache, V and
      * the attention output for a quantized V cache */
     int rot_k, rot_v;
+    fwd_moe *moe; /* the MoE blocks' options, by STEP_MOE's index */
+    int n_moe, cap_moe;
     bool oom;
 };
+
+/* Appends a step (NULL when out of memory), or a row op to the last row
+ * step (forward_graph.c). */
+struct fwd_step *fwd_graph_push(fwd_graph *g, enum fwd_step_kind kind);
+void fwd_graph_row_op(fwd_graph *g, struct fwd_op op);
 
 /* Builds the whole model's graph: embeddings, every layer's recipe, the
  * output norm and head. false when out of memory. */
@@ -144,12 +154,14 @@ struct forward_ctx {
     forward_lens_fn lens_fn;
     void *lens_user;
     int32_t row0; /* first row of the running batch within the evaluation */
+    struct fwd_moe_scratch *moe; /* the MoE step's buffers (forward_moe.c), NULL without one */
     /* recurrent state (forward_rs.c): the recurrent layers' states, one
      * block of rs_bytes; rs_pos positions consumed. NULL / 0 without them */
     uint8_t *rs;
     size_t rs_bytes;
     int32_t rs_pos;
     uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
+    float *dn_lanes; /* per thread, 64 * ssm_d_state floats: the DeltaNet dots' 64 lanes (forward_deltanet.c) */
 };
 
 /* Runs graph g over tokens like forward_eval (which is this with
@@ -171,11 +183,37 @@ void forward_lens_free(forward_ctx *f);
 
 /* Runs layer il's Gated DeltaNet on the batch's n rows (forward_deltanet.c). */
 void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
+/* One token of ggml_gated_delta_net on one head's state s (S x S, key
+ * index major): S *= eg, the delta rule with k, v, beta, out = S^T q *
+ * scale, in the reference's float order (for tests). */
+void forward_deltanet_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
+                           float scale, float *out);
 /* Byte offset of layer il's state within the recurrent state block. */
 size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 
 /* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);
+/* ggml_vec_swiglu_f32 / ggml_vec_geglu_f32 on one row (out may be g). */
+void forward_swiglu_row(float *out, const float *g, const float *up, int64_t n);
+void forward_geglu_row(float *out, const float *g, const float *up, int64_t n);
+
+/* ---- mixture of experts (forward_moe.c) ---- */
+/* Runs step st (a STEP_MOE of graph g) on rows [0, n). */
+void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *st, int n);
+/* Its buffers, for a full batch of the graph's largest block; false when out of memory. */
+bool forward_moe_alloc(forward_ctx *f);
+void forward_moe_free(forward_ctx *f);
+/* The reference's routing of one token (unit-tested): softmax / sigmoid /
+ * softmax-weight gating of n_expert logits, the top n_used, normalised and
+ * scaled weights. */
+void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gating gating, bool norm_w,
+               float w_scale, int32_t *ids, float *w);
+/* ggml_soft_max of one row; y may be x. */
+void moe_softmax(const float *x, float *y, int n);
+/* ggml_argsort descending: idx = 0..n-1 ordered as libstdc++'s std::sort orders them. */
+void moe_argsort_desc(const float *v, int32_t *idx, int n);
+/* ggml_swiglu_oai of one row (out may be g). */
+void moe_swiglu_oai(float *out, const float *g, const float *u, int64_t n, float alpha, float limit);
 
 /* How many chunks to cut `items` units of work into: one (inline) when the
  * job is too small to be worth waking the pool, else several per thread,
@@ -203,10 +241,12 @@ static inline int64_t forward_chunk_start(int64_t total, int64_t c, int64_t n)
     return c >= n ? total : total * c * (2 * n - c) / (n * n);
 }
 
-/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in): outs[s]
+/* Runs up to 3 matmuls sharing the input x (n_tok rows of n_in, x_stride
+ * floats apart: a row buffer may be wider than one weight's rows): outs[s]
  * gets n_tok rows of ws[s]->ne[1] outputs, out_strides[s] floats apart.
  * packed[s]: forward_packed.h copy of ws[s], or NULL (forward_matmul.c). */
-void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides);
+void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
+                    const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
+                    const int64_t *out_strides);
 
 #endif

@@ -107,7 +107,7 @@ static void round_f16_row(const float *x, float *y, int64_t n)
  * F16-rounded (exact), so that the kernels convert only the weights. */
 struct prep_job {
     const float *x;
-    int64_t n_in;
+    int64_t n_in, x_stride;
     int n_tok, n_dots;
     enum tensor_type dot[3];
     uint8_t *act[3];
@@ -122,7 +122,7 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const int t0 = (int)forward_chunk_start(j->n_tok, chunk, n_chunks), t1 = (int)forward_chunk_start(j->n_tok, chunk + 1, n_chunks);
     for (int d = 0; d < j->n_dots; d++)
         for (int t = t0; t < t1; t++) {
-            const float *x = j->x + (size_t)t * j->n_in;
+            const float *x = j->x + (size_t)t * j->x_stride;
             uint8_t *a = j->act[d] + (size_t)t * j->stride[d];
             if (j->dot[d] == TENSOR_TYPE_F16)
                 round_f16_row(x, (float *)(void *)a, j->n_in);
@@ -133,8 +133,9 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         }
 }
 
-void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int n_seg, const gguf_tensor *const *ws,
-                    const uint8_t *const *packed, float *const *outs, const int64_t *out_strides)
+void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
+                    const gguf_tensor *const *ws, const uint8_t *const *packed, float *const *outs,
+                    const int64_t *out_strides)
 {
     /* ---- OpenBLAS (kernels/blas.h) takes the weights it is faster on; the
      * others go on below as if they were the whole job ---- */
@@ -146,7 +147,8 @@ void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int
         struct blas_seg bs[3];
         int n_blas = 0, n_rest = 0;
         for (int s = 0; s < n_seg; s++) {
-            if (!packed[s] && blas_wants(blas_mode_of(f->blas), ws[s], n_tok)) {
+            /* OpenBLAS reads the rows n_in apart */
+            if (!packed[s] && x_stride == n_in && blas_wants(blas_mode_of(f->blas), ws[s], n_tok)) {
                 bs[n_blas++] = (struct blas_seg){ws[s], outs[s], out_strides[s]};
                 continue;
             }
@@ -171,6 +173,7 @@ void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int
     memset(&pj, 0, sizeof pj);
     pj.x = x;
     pj.n_in = n_in;
+    pj.x_stride = x_stride;
     pj.n_tok = n_tok;
     int seg_dot[3];
     bool any = false;
@@ -182,8 +185,9 @@ void forward_matmul(forward_ctx *f, const float *x, int n_tok, int64_t n_in, int
         if (d == pj.n_dots) {
             pj.dot[d] = dot;
             pj.act[d] = dot == TENSOR_TYPE_F32 ? (uint8_t *)(uintptr_t)x : f->act[d];
-            pj.stride[d] = dot == TENSOR_TYPE_F32 || dot == TENSOR_TYPE_F16 ? (size_t)n_in * sizeof(float)
-                                                                              : tensor_row_size(dot, n_in);
+            pj.stride[d] = dot == TENSOR_TYPE_F32   ? (size_t)x_stride * sizeof(float)
+                           : dot == TENSOR_TYPE_F16 ? (size_t)n_in * sizeof(float)
+                                                    : tensor_row_size(dot, n_in);
             any |= dot != TENSOR_TYPE_F32;
             pj.n_dots++;
         }

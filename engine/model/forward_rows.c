@@ -281,6 +281,16 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
             d[i] *= 1.0f / (1.0f + expf(-s[i]));
         break;
     }
+    case OP_SHEXP_MIX: {
+        /* ggml_sigmoid, ggml_mul, ggml_add: each rounded on its own */
+        const float gate = 1.0f / (1.0f + expf(-row(f, op->src2, t)[0]));
+        const float *moe = row(f, op->src, t);
+        for (int64_t i = 0; i < width[op->dst]; i++)
+            d[i] *= gate;
+        for (int64_t i = 0; i < width[op->dst]; i++)
+            d[i] = moe[i] + d[i];
+        break;
+    }
     case OP_SOFTCAP: {
         const float inv = 1.0f / op->s;
         for (int64_t i = 0; i < width[op->dst]; i++)
@@ -288,6 +298,14 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         break;
     }
     }
+}
+
+void forward_swiglu_row(float *out, const float *g, const float *up, int64_t n) { swiglu_row(out, g, up, n); }
+
+void forward_geglu_row(float *out, const float *g, const float *up, int64_t n)
+{
+    pthread_once(&gelu_once, gelu_table_init);
+    geglu_row(out, g, up, n);
 }
 
 struct rows_job {

@@ -22,13 +22,16 @@ bool forward_rs_alloc(forward_ctx *f)
     if (f->rs_bytes == 0)
         return true;
     f->rs = calloc(1, f->rs_bytes);
-    return f->rs != NULL;
+    f->dn_lanes = malloc((size_t)f->p.n_threads * 64 * f->hp.ssm_d_state * sizeof(float));
+    return f->rs != NULL && f->dn_lanes != NULL;
 }
 
 void forward_rs_free(forward_ctx *f)
 {
     free(f->rs);
+    free(f->dn_lanes);
     f->rs = NULL;
+    f->dn_lanes = NULL;
     f->rs_bytes = 0;
 }
 

@@ -97,6 +97,12 @@ bool ml_i32_array(model_loader *ld, const char *key, int32_t *out, uint32_t n)
 
 const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, unsigned flags)
 {
+    return ml_tensor3(ld, il, suffix, ne0, ne1, 1, flags);
+}
+
+const gguf_tensor *ml_tensor3(model_loader *ld, int il, const char *suffix, int64_t ne0, int64_t ne1, int64_t ne2,
+                              unsigned flags)
+{
     if (ld->failed)
         return NULL;
     char name[128];
@@ -110,9 +116,15 @@ const gguf_tensor *ml_tensor(model_loader *ld, int il, const char *suffix, int64
             ml_fail(ld, "tensor '%s' is missing (required by architecture '%s')", name, ld->arch);
         return NULL;
     }
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-        ml_fail(ld, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name, (long long)t->ne[0],
-                (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)ne1);
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1) {
+        if (ne2 == 1)
+            ml_fail(ld, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name,
+                    (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
+                    (long long)ne1);
+        else
+            ml_fail(ld, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]", name,
+                    (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
+                    (long long)ne1, (long long)ne2);
         return NULL;
     }
     const char *tn = tensor_type_name(t->type);
@@ -395,7 +407,10 @@ bool model_is_quantized(const model *m)
         return true;
     for (uint32_t l = 0; l < m->hp.n_layer; l++) {
         const model_layer *L = &w->layers[l];
-        const gguf_tensor *ts[] = {L->wq, L->wk, L->wv, L->wqkv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down};
+        const gguf_tensor *ts[] = {L->wq,          L->wk,         L->wv,           L->wqkv,
+                                   L->wo,          L->ffn_gate,   L->ffn_up,       L->ffn_down,
+                                   L->ffn_gate_exps, L->ffn_up_exps, L->ffn_gate_up_exps, L->ffn_down_exps,
+                                   L->ffn_gate_shexp, L->ffn_up_shexp, L->ffn_down_shexp};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
             if (is_quant(ts[i]))
                 return true;

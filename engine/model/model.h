@@ -20,13 +20,35 @@ enum model_arch {
     MODEL_ARCH_QWEN3,
     MODEL_ARCH_GEMMA3,
     MODEL_ARCH_PHI3,
+    MODEL_ARCH_QWEN3MOE,
     MODEL_ARCH_QWEN35,
+    MODEL_ARCH_QWEN35MOE,
     MODEL_ARCH_COUNT,
 };
 
 /* How RoPE pairs a head's elements: NORM rotates adjacent pairs (i, i+1),
  * NEOX the two halves (i, i + n_rot/2). */
 enum model_rope_type { MODEL_ROPE_NORM, MODEL_ROPE_NEOX };
+
+/* How a mixture-of-experts router turns its logits into expert weights
+ * (llama.cpp's llama_expert_gating_func_type, same numbers as the GGUF key
+ * expert_gating_func):
+ *  SOFTMAX: softmax over all experts, the top k of those probabilities;
+ *  SIGMOID: each logit's sigmoid, the top k of those;
+ *  SOFTMAX_WEIGHT: the top k logits, then a softmax over those k (gpt-oss). */
+enum model_moe_gating {
+    MODEL_MOE_GATING_NONE = 0,
+    MODEL_MOE_GATING_SOFTMAX = 1,
+    MODEL_MOE_GATING_SIGMOID = 2,
+    MODEL_MOE_GATING_SOFTMAX_WEIGHT = 3,
+};
+
+/* The activation of a mixture of experts' FFNs (forward_graph.h's fwd_moe). */
+enum fwd_moe_act {
+    FWD_MOE_SILU,       /* silu(g) * u (ggml_swiglu_split) */
+    FWD_MOE_GELU,       /* gelu_tanh(g) * u (ggml_geglu_split) */
+    FWD_MOE_SWIGLU_OAI, /* gpt-oss: x = min(g, limit), y = clamp(u, +-limit), x / (1 + e^(-alpha x)) * (y + 1) */
+};
 
 /* rope.scaling.type: what the frequencies are scaled by. */
 enum model_rope_scaling {
@@ -74,6 +96,14 @@ typedef struct model_hparams {
     uint32_t n_layer_nextn; /* nextn/MTP blocks after the n_layer ones: loaded, never run */
     float rms_eps;
     uint32_t file_type; /* general.file_type, 0 if absent */
+    /* mixture of experts (0 experts: a dense model); see forward_graph.h's fwd_moe */
+    uint32_t n_expert, n_expert_used; /* expert_count, expert_used_count */
+    uint32_t n_ff_exp;                /* expert_feed_forward_length: one expert's width */
+    uint32_t n_ff_shexp;              /* expert_shared_feed_forward_length (0: no shared expert) */
+    enum model_moe_gating moe_gating;
+    bool moe_norm_w;   /* the k weights divided by their sum */
+    float moe_w_scale; /* the k weights times this (0 or 1: not scaled) */
+    enum fwd_moe_act moe_act; /* the experts' activation (default SiLU) */
 } model_hparams;
 
 typedef struct model model;
@@ -116,6 +146,16 @@ typedef struct model_layer {
     const gguf_tensor *ffn_norm;
     const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* gate NULL: ffn_up holds gate|up rows */
     const gguf_tensor *ffn_post_norm;       /* norm of the FFN output */
+    /* mixture of experts (arch_moe.c's ml_moe): expert tensors are 3-D,
+     * ne0 x ne1 x n_expert (expert e's rows start at e * nbytes / n_expert);
+     * their biases and the per-expert scales 2-D / 1-D, one row per expert */
+    const gguf_tensor *ffn_gate_inp, *ffn_gate_inp_b;         /* router [n_embd, n_expert], its bias */
+    const gguf_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+    const gguf_tensor *ffn_gate_up_exps;                      /* gate|up rows fused (gate_exps, up_exps NULL) */
+    const gguf_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_gate_up_exps_b, *ffn_down_exps_b;
+    const gguf_tensor *ffn_gate_exps_s, *ffn_up_exps_s, *ffn_down_exps_s; /* [n_expert] output scales */
+    const gguf_tensor *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp; /* the shared expert */
+    const gguf_tensor *ffn_gate_inp_shexp;                              /* its sigmoid gate [n_embd] */
     /* Gated DeltaNet layers (qwen35): wqkv holds the Q|K|V rows fed to the
      * convolution, attn_gate the output gate z */
     const gguf_tensor *attn_gate;

@@ -57,6 +57,31 @@ sys.exit(0 if f(want)==f(got) and len(got)>0 else 1)" "$g" "$W/gen.txt"; then ok
     else not_ok "$name" "exit $rc" "$(head -c 200 "$W/gen.err")"; fi
 done
 
+# info_has NAME MODEL PATTERN...: every pattern is a line of `info`
+info_has() {
+    name=$1 model=$2
+    shift 2
+    need "$model" "$name" || return 0
+    "$BIN" info "$model" >"$W/info.txt" 2>&1 || { not_ok "$name" "info failed"; return 0; }
+    for p in "$@"; do
+        grep -qE -- "$p" "$W/info.txt" || { not_ok "$name" "missing: $p"; return 0; }
+    done
+    ok "$name"
+}
+info_has "2026 info: qwen3moe experts and router" "$M/qwen3moe-mini-q8_0.gguf" \
+    '^  experts +8$' '^  experts used +2$' '^  expert FFN length +64$' \
+    '^  experts +8, 2 used per token, each 64 wide, SiLU-gated; Q8_0$' \
+    '^  router +softmax, top 2, weights renormalised to sum 1$'
+info_has "2026 info: qwen35 hybrid layout, recurrent state, rope sections" "$M/qwen35-mini-q8_0.gguf" \
+    '^as tokscope runs it \(qwen35\):' 'rope +neox, 16 of 64 dims, base 1e\+07' \
+    '^  rope sections +IMROPE sections 3 3 2 0 ' \
+    '^  Gated DeltaNet +6 of 8 layers \(attention: 3 7\), conv 4 over 256 channels, 2 key / 4 value heads of 32$' \
+    '^  recurrent state +19456 bytes per DeltaNet layer \(conv 3072, delta rule 16384\), 116736 in all$' \
+    '^  attention gate ' 'Q/K/V +separate, per-head Q/K RMS norms' '^  FFN +SiLU-gated$'
+info_has "2026 info: qwen35moe hybrid layout with experts" "$M/qwen35moe-mini-q8_0.gguf" \
+    '^  Gated DeltaNet +6 of 8 layers \(attention: 3 7\)' '^  experts +8, 2 used per token, each 64 wide' \
+    '^  shared expert +128 wide, SiLU-gated, behind a sigmoid gate$'
+
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
     name="2026 tokenizer ggml-vocab-$v matches llama.cpp"

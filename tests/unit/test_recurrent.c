@@ -8,11 +8,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/forward_repack.h"
 #include "model/forward.h"
+#include "model/forward_internal.h"
 #include "model/model.h"
 #include "testutil.h"
 
@@ -187,9 +190,65 @@ static void test_not_recurrent(void **s)
     model_free(m);
 }
 
+/* ggml_compute_forward_gated_delta_net_one_chunk for one token, written the
+ * way the reference writes it (the state transposed, one column dot at a
+ * time through refdot_f32, the reference's ggml_vec_dot_f32), against
+ * forward_deltanet_step's column-parallel form, for state sizes on both
+ * sides of the dot's 16-, 8- and 64-element boundaries. */
+static void ref_step(float *st, int S, const float *k, const float *q, const float *v, float beta, float eg, float scale,
+                     float *out)
+{
+    /* st[j * S + i] = S[i][j] */
+    float *delta = malloc((size_t)S * sizeof(float));
+    for (int i = 0; i < S * S; i++)
+        st[i] *= eg;
+    for (int j = 0; j < S; j++)
+        delta[j] = (v[j] - refdot_f32(S, st + (size_t)j * S, k)) * beta;
+    for (int j = 0; j < S; j++)
+        for (int i = 0; i < S; i++)
+            st[(size_t)j * S + i] = fmaf(k[i], delta[j], st[(size_t)j * S + i]);
+    for (int j = 0; j < S; j++)
+        out[j] = refdot_f32(S, st + (size_t)j * S, q) * scale;
+    free(delta);
+}
+
+static void test_delta_step_order(void **s)
+{
+    (void)s;
+    static const int sizes[] = {8, 12, 16, 20, 24, 32, 40, 56, 64, 72, 96, 128, 200};
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        const int S = sizes[c];
+        float *a = malloc((size_t)S * S * sizeof(float)), *b = malloc((size_t)S * S * sizeof(float));
+        float *kq = malloc(3 * (size_t)S * sizeof(float)), *oa = malloc((size_t)S * sizeof(float)),
+              *ob = malloc((size_t)S * sizeof(float));
+        for (int i = 0; i < S * S; i++)
+            a[i] = b[i] = 0.0f;
+        for (int t = 0; t < 4; t++) {
+            for (int i = 0; i < 3 * S; i++)
+                kq[i] = (float)((double)(test_xorshift64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+            const float beta = 0.3f + 0.1f * (float)t, eg = 0.9f - 0.05f * (float)t, scale = 1.0f / sqrtf((float)S);
+            forward_deltanet_step(a, S, kq, kq + S, kq + 2 * S, beta, eg, scale, oa);
+            ref_step(b, S, kq, kq + S, kq + 2 * S, beta, eg, scale, ob);
+            if (memcmp(oa, ob, (size_t)S * sizeof(float)) != 0)
+                fail_msg("state size %d, token %d: outputs differ", S, t);
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++)
+                    if (memcmp(&a[(size_t)i * S + j], &b[(size_t)j * S + i], sizeof(float)) != 0)
+                        fail_msg("state size %d, token %d: state [%d][%d] differs", S, t, i, j);
+        }
+        free(a);
+        free(b);
+        free(kq);
+        free(oa);
+        free(ob);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_delta_step_order),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_snapshot_restores),
         cmocka_unit_test(test_wrong_position_refused),

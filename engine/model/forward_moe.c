@@ -1,0 +1,744 @@
+/* The mixture-of-experts block (forward_graph.h's fwd_block_moe): the
+ * recipe words that build it, and the STEP_MOE step that runs the routed
+ * experts of a batch.
+ *
+ * What the reference computes (llama.cpp's build_moe_ffn on the CPU
+ * backend), and where this file follows it:
+ *  - the router is a plain matmul (a STEP_MATMUL before STEP_MOE, so it
+ *    gets the dense kernels' float order) and its bias a plain add;
+ *  - softmax is ggml_soft_max: the max, expf(x - max) summed in double
+ *    (16 lanes of ggml_v_expf at a time, each reduced like
+ *    _mm512_reduce_add_ps, the tail with libm's expf), times (float)(1/sum);
+ *    sigmoid is 1 / (1 + expf(-x));
+ *  - the top k is ggml_argsort (descending) cut to k: std::sort, whose
+ *    libstdc++ algorithm (introsort, median of three, insertion sort below
+ *    17) decides which of two equal probabilities comes first, so
+ *    argsort_desc repeats it step for step;
+ *  - the weights' sum is ggml_sum_rows (in double, rounded to float),
+ *    clamped below at 2^-14, each weight divided by it, then ggml_scale;
+ *  - the experts are ggml_mul_mat_id: the input rows quantized to the
+ *    weight's dot type, then for every expert the rows routed to it, each
+ *    output one dot product in vec_dot order (ggml_vec_dot_*; the types the
+ *    reference repacks take their gemv order, one token at a time, exactly
+ *    as its repacked mul_mat_id does) - so grouping tokens by expert, as
+ *    the reference does, changes no bit;
+ *  - scales (ggml_mul), biases (ggml_add_id), the activation (ggml_swiglu /
+ *    geglu / swiglu_oai), the router weight (ggml_mul) and the sum over the
+ *    slots (ggml_add of views, slot 0 + slot 1, then + slot 2, ...) are each
+ *    their own pass here too: one rounding per operation, never a fused
+ *    multiply-add the reference does not do. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/forward_math.h"
+#include "kernels/forward_repack.h"
+#include "kernels/quant_batch.h"
+#include "model/arch.h"
+#include "model/forward_internal.h"
+
+/* ---- building the block --------------------------------------------------- */
+
+fwd_moe fwd_moe_of(const model_hparams *hp, const model_layer *L)
+{
+    fwd_moe m;
+    memset(&m, 0, sizeof m);
+    m.in = m.router_in = m.dst = FWD_XB;
+    m.n_expert = hp->n_expert;
+    m.n_used = hp->n_expert_used;
+    m.gating = hp->moe_gating;
+    m.norm_w = hp->moe_norm_w;
+    m.w_scale = hp->moe_w_scale;
+    m.act = hp->moe_act;
+    m.oai_alpha = 1.702f;
+    m.oai_limit = 7.0f;
+    m.router = L->ffn_gate_inp;
+    m.router_b = L->ffn_gate_inp_b;
+    m.gate = L->ffn_gate_exps;
+    m.up = L->ffn_up_exps;
+    m.gate_up = L->ffn_gate_up_exps;
+    m.down = L->ffn_down_exps;
+    m.gate_b = L->ffn_gate_exps_b;
+    m.up_b = L->ffn_up_exps_b;
+    m.gate_up_b = L->ffn_gate_up_exps_b;
+    m.down_b = L->ffn_down_exps_b;
+    m.gate_s = L->ffn_gate_exps_s;
+    m.up_s = L->ffn_up_exps_s;
+    m.down_s = L->ffn_down_exps_s;
+    m.sh_gate = L->ffn_gate_shexp;
+    m.sh_up = L->ffn_up_shexp;
+    m.sh_down = L->ffn_down_shexp;
+    m.sh_gate_inp = L->ffn_gate_inp_shexp;
+    return m;
+}
+
+void fwd_block_moe(fwd_graph *g, const fwd_moe *m)
+{
+    if (g->oom)
+        return;
+    const bool shared = m->sh_up != NULL;
+    fwd_matmul1(g, FWD_ROUTER, m->router_in, m->router);
+    if (m->router_b)
+        fwd_bias(g, FWD_ROUTER, m->router_b);
+    if (g->n_moe == g->cap_moe) {
+        const int cap = g->cap_moe ? 2 * g->cap_moe : 16;
+        fwd_moe *p = realloc(g->moe, (size_t)cap * sizeof *p);
+        if (!p) {
+            g->oom = true;
+            return;
+        }
+        g->moe = p;
+        g->cap_moe = cap;
+    }
+    fwd_moe *c = &g->moe[g->n_moe];
+    *c = *m;
+    if (shared)
+        c->dst = FWD_XB2; /* the routed experts' sum, until the shared expert's is added */
+    struct fwd_step *st = fwd_graph_push(g, STEP_MOE);
+    if (!st)
+        return;
+    st->moe = g->n_moe++;
+    if (!shared)
+        return;
+    /* llama.cpp (qwen35moe / qwen3next): build_ffn on the same input, its
+     * gate logit sigmoid-ed, ffn_shexp * gate, then moe_out + that */
+    const gguf_tensor *ws[3] = {m->sh_gate, m->sh_up, m->sh_gate_inp};
+    const enum fwd_buf outs[3] = {FWD_HB, FWD_HB2, FWD_SHGATE};
+    fwd_matmul(g, m->in, 3, ws, outs);
+    fwd_swiglu(g, FWD_HB, FWD_HB, FWD_HB2);
+    fwd_matmul1(g, m->dst, FWD_HB, m->sh_down);
+    fwd_graph_row_op(g, (struct fwd_op){.kind = OP_SHEXP_MIX, .dst = m->dst, .src = FWD_XB2, .src2 = FWD_SHGATE});
+}
+
+/* ---- routing ----------------------------------------------------------------- */
+
+/* ggml_soft_max_f32 on one row of n (AVX-512 build): y may be x. */
+void moe_softmax(const float *x, float *y, int n)
+{
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        max = max > x[i] ? max : x[i];
+    double sum = 0.0;
+    int i = 0;
+    for (; i + 15 < n; i += 16) {
+        float v[16];
+        for (int l = 0; l < 16; l++)
+            v[l] = v_expf(x[i + l] - max);
+        for (int l = 0; l < 16; l++)
+            y[i + l] = v[l];
+        sum += (double)red16(v);
+    }
+    for (; i < n; i++) {
+        const float v = expf(x[i] - max);
+        sum += (double)v;
+        y[i] = v;
+    }
+    sum = 1.0 / sum;
+    const float s = (float)sum;
+    for (int j = 0; j < n; j++)
+        y[j] *= s;
+}
+
+/* libstdc++'s std::sort of idx[0, n) by v[idx] descending (ggml_argsort),
+ * step for step, so that equal values end in the same order. */
+static inline bool gt(const float *v, int32_t a, int32_t b) { return v[a] > v[b]; }
+
+static void swap_i(int32_t *a, int32_t *b)
+{
+    const int32_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void push_heap(int32_t *first, int64_t hole, int64_t top, int32_t value, const float *v)
+{
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && gt(v, first[parent], value)) {
+        first[hole] = first[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    first[hole] = value;
+}
+
+static void adjust_heap(int32_t *first, int64_t hole, int64_t len, int32_t value, const float *v)
+{
+    const int64_t top = hole;
+    int64_t child = hole;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (gt(v, first[child], first[child - 1]))
+            child--;
+        first[hole] = first[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        first[hole] = first[child - 1];
+        hole = child - 1;
+    }
+    push_heap(first, hole, top, value, v);
+}
+
+static void heap_sort(int32_t *first, int32_t *last, const float *v)
+{
+    const int64_t len = last - first;
+    if (len >= 2)
+        for (int64_t parent = (len - 2) / 2;; parent--) {
+            adjust_heap(first, parent, len, first[parent], v);
+            if (parent == 0)
+                break;
+        }
+    while (last - first > 1) {
+        --last;
+        const int32_t value = *last;
+        *last = *first;
+        adjust_heap(first, 0, last - first, value, v);
+    }
+}
+
+static void median_to_first(int32_t *result, int32_t *a, int32_t *b, int32_t *c, const float *v)
+{
+    if (gt(v, *a, *b)) {
+        if (gt(v, *b, *c))
+            swap_i(result, b);
+        else if (gt(v, *a, *c))
+            swap_i(result, c);
+        else
+            swap_i(result, a);
+    } else if (gt(v, *a, *c)) {
+        swap_i(result, a);
+    } else if (gt(v, *b, *c)) {
+        swap_i(result, c);
+    } else {
+        swap_i(result, b);
+    }
+}
+
+static int32_t *partition_pivot(int32_t *first, int32_t *last, const float *v)
+{
+    int32_t *mid = first + (last - first) / 2;
+    median_to_first(first, first + 1, mid, last - 1, v);
+    int32_t *lo = first + 1, *hi = last;
+    const int32_t *pivot = first;
+    for (;;) {
+        while (gt(v, *lo, *pivot))
+            ++lo;
+        --hi;
+        while (gt(v, *pivot, *hi))
+            --hi;
+        if (!(lo < hi))
+            return lo;
+        swap_i(lo, hi);
+        ++lo;
+    }
+}
+
+static void introsort_loop(int32_t *first, int32_t *last, int depth, const float *v)
+{
+    while (last - first > 16) {
+        if (depth == 0) {
+            heap_sort(first, last, v);
+            return;
+        }
+        --depth;
+        int32_t *cut = partition_pivot(first, last, v);
+        introsort_loop(cut, last, depth, v);
+        last = cut;
+    }
+}
+
+static void linear_insert(int32_t *last, const float *v)
+{
+    const int32_t val = *last;
+    int32_t *next = last - 1;
+    while (gt(v, val, *next)) {
+        *last = *next;
+        last = next;
+        --next;
+    }
+    *last = val;
+}
+
+static void insertion_sort(int32_t *first, int32_t *last, const float *v)
+{
+    if (first == last)
+        return;
+    for (int32_t *i = first + 1; i != last; ++i) {
+        if (gt(v, *i, *first)) {
+            const int32_t val = *i;
+            memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
+            *first = val;
+        } else {
+            linear_insert(i, v);
+        }
+    }
+}
+
+void moe_argsort_desc(const float *v, int32_t *idx, int n)
+{
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    if (n < 2)
+        return;
+    int lg = 0;
+    while ((2 << lg) <= n)
+        lg++; /* floor(log2(n)) */
+    introsort_loop(idx, idx + n, 2 * lg, v);
+    if (n > 16) {
+        insertion_sort(idx, idx + 16, v);
+        for (int32_t *i = idx + 16; i != idx + n; ++i)
+            linear_insert(i, v);
+    } else {
+        insertion_sort(idx, idx + n, v);
+    }
+}
+
+void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gating gating, bool norm_w,
+               float w_scale, int32_t *ids, float *w)
+{
+    float probs[MODEL_MAX_EXPERTS] = {0}; /* (only n_expert are read; this quiets -Wmaybe-uninitialized) */
+    int32_t idx[MODEL_MAX_EXPERTS];
+    switch (gating) {
+    case MODEL_MOE_GATING_SIGMOID:
+        for (int i = 0; i < n_expert; i++)
+            probs[i] = 1.0f / (1.0f + expf(-logits[i]));
+        break;
+    case MODEL_MOE_GATING_SOFTMAX_WEIGHT:
+        memcpy(probs, logits, (size_t)n_expert * sizeof *probs);
+        break;
+    default:
+        moe_softmax(logits, probs, n_expert);
+        break;
+    }
+    moe_argsort_desc(probs, idx, n_expert);
+    for (int k = 0; k < n_used; k++) {
+        ids[k] = idx[k];
+        w[k] = probs[idx[k]];
+    }
+    if (gating == MODEL_MOE_GATING_SOFTMAX_WEIGHT)
+        moe_softmax(w, w, n_used);
+    if (norm_w) {
+        double sum = 0.0;
+        for (int k = 0; k < n_used; k++)
+            sum += (double)w[k];
+        float s = (float)sum;
+        s = s < 6.103515625e-5f ? 6.103515625e-5f : s; /* ggml_clamp(sum, 2^-14, inf) */
+        for (int k = 0; k < n_used; k++)
+            w[k] = w[k] / s;
+    }
+    if (w_scale != 0.0f && w_scale != 1.0f)
+        for (int k = 0; k < n_used; k++)
+            w[k] *= w_scale;
+}
+
+/* ---- activations ---------------------------------------------------------------- */
+
+/* ggml_swiglu_oai_f32, one row */
+void moe_swiglu_oai(float *out, const float *g, const float *u, int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i] < limit ? g[i] : limit;                            /* std::min(x, limit) */
+        const float y = u[i] < -limit ? -limit : limit < u[i] ? limit : u[i]; /* std::clamp */
+        const float glu = x / (1.0f + expf(alpha * (-x)));
+        out[i] = glu * (y + 1.0f);
+    }
+}
+
+/* ---- running a batch's experts ------------------------------------------------- */
+
+/* Scratch of the MoE step, sized for the largest block of the graph and a
+ * full batch (forward_moe_alloc). Rows of the routed experts are kept
+ * "grouped": expert e's rows are off[e] .. off[e] + cnt[e], tokens in
+ * order, so that each expert's matmul is one call over its rows. */
+struct fwd_moe_scratch {
+    int64_t max_rows;  /* n_batch * n_used */
+    int32_t *ids;      /* [token * n_used + k]: the expert */
+    float *w;          /* [token * n_used + k]: its weight */
+    int32_t *pos;      /* [token * n_used + k]: its grouped row */
+    int32_t *row_tok;  /* [grouped row]: the token */
+    int32_t *row_slot; /* [grouped row]: token * n_used + k */
+    int64_t *cnt, *off; /* [n_expert] */
+    uint8_t *act[2];    /* grouped input rows, in the gate's and the up's dot type */
+    uint8_t *act_dn;    /* grouped activation rows, in the down's dot type */
+    float *hid;         /* grouped gate|up rows (2 n_ff) */
+    float *out;         /* grouped down rows (n_embd) */
+    struct moe_seg *seg;
+    int max_seg;
+};
+
+/* One expert matmul of a job: rows of expert e of w against its grouped rows. */
+struct moe_seg {
+    const gguf_tensor *w;
+    int32_t e;
+    int64_t rows;
+    const uint8_t *act;
+    size_t act_stride;
+    int n_tok;
+    float *out;
+    int64_t out_stride;
+};
+
+static size_t dot_stride(enum tensor_type dot, int64_t n)
+{
+    return dot == TENSOR_TYPE_F32 || dot == TENSOR_TYPE_F16 ? (size_t)n * sizeof(float) : tensor_row_size(dot, n);
+}
+
+/* x in the weight's dot type, as forward_matmul prepares it: F32 as is, F16
+ * as F16-rounded floats (the float kernels convert only the weights),
+ * the others quantized. */
+static void to_dot(enum tensor_type dot, const float *x, uint8_t *a, int64_t n)
+{
+    if (dot == TENSOR_TYPE_F32) {
+        memcpy(a, x, (size_t)n * sizeof(float));
+    } else if (dot == TENSOR_TYPE_F16) {
+        float *y = (float *)(void *)a;
+        for (int64_t i = 0; i < n; i++)
+            y[i] = h2f(f2h(x[i]));
+    } else {
+        tensor_quantize_row(dot, x, a, n);
+    }
+}
+
+/* Rows [lo, hi) of expert e of w against n_tok activation rows. */
+static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
+                          int n_tok, float *out, int64_t out_stride)
+{
+    /* expert e's matrix, as a 2-D weight the dense kernels know */
+    gguf_tensor v = *w;
+    const size_t per = w->nbytes / (size_t)w->ne[2];
+    v.data = (const uint8_t *)w->data + (size_t)e * per;
+    v.ne[2] = 1;
+    v.n_dims = 2;
+    v.nbytes = per;
+    v.n_elements = w->ne[0] * w->ne[1];
+    const int64_t n = w->ne[0];
+    if (repack_applies(&v) || refk_applies(&v) || reffloat_applies(&v)) {
+        /* the reference's repacked mul_mat_id runs gemv, its plain one
+         * vec_dot, a token at a time: never the batch kernels' order */
+        for (int t = 0; t < n_tok; t++) {
+            const uint8_t *a = act + (size_t)t * stride;
+            float *o = out + (int64_t)t * out_stride;
+            if (repack_applies(&v))
+                repack_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
+            else if (refk_applies(&v))
+                refk_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
+            else
+                reffloat_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
+        }
+        return;
+    }
+    /* vec_dot order, each weight row decoded once for all the tokens */
+    const size_t rb = tensor_row_size(v.type, n);
+    tensor_matmul((enum tensor_type)v.type, n, (const uint8_t *)v.data + (size_t)lo * rb, hi - lo, act, n_tok, stride,
+                  out + lo, out_stride);
+}
+
+struct seg_job {
+    const struct moe_seg *seg;
+    int n_seg;
+    int64_t total_rows;
+};
+
+static int64_t seg_row(const struct seg_job *j, int64_t chunk, int64_t n_chunks)
+{
+    const int64_t r = forward_chunk_start(j->total_rows, chunk, n_chunks);
+    return chunk >= n_chunks ? j->total_rows : r - r % 8; /* whole 8-row groups (repacked weights) */
+}
+
+static void seg_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct seg_job *j = arg;
+    const int64_t r0 = seg_row(j, chunk, n_chunks), r1 = seg_row(j, chunk + 1, n_chunks);
+    int64_t base = 0;
+    for (int s = 0; s < j->n_seg && base < r1; s++) {
+        const struct moe_seg *sg = &j->seg[s];
+        const int64_t lo = r0 > base ? r0 - base : 0;
+        const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
+        base += sg->rows;
+        if (lo < hi)
+            expert_matmul(sg->w, sg->e, lo, hi, sg->act, sg->act_stride, sg->n_tok, sg->out, sg->out_stride);
+    }
+}
+
+static void run_segs(forward_ctx *f, const struct moe_seg *seg, int n_seg)
+{
+    struct seg_job j = {seg, n_seg, 0};
+    int64_t work = 0;
+    for (int s = 0; s < n_seg; s++) {
+        j.total_rows += seg[s].rows;
+        work += seg[s].rows * seg[s].w->ne[0] * seg[s].n_tok;
+    }
+    threadpool_run(f->tp, forward_n_chunks(f, j.total_rows, work), seg_worker, &j);
+}
+
+/* The per-token and per-row passes between the matmuls. */
+struct moe_job {
+    forward_ctx *f;
+    const fwd_moe *m;
+    int n;
+    int64_t F, E;
+    enum tensor_type dot_g, dot_u, dot_d;
+};
+
+static void route_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct moe_job *j = arg;
+    struct fwd_moe_scratch *s = j->f->moe;
+    const int U = (int)j->m->n_used;
+    const int64_t lw = j->f->graph.width[FWD_ROUTER];
+    const int t1 = (int)forward_chunk_start(j->n, chunk + 1, n_chunks);
+    for (int t = (int)forward_chunk_start(j->n, chunk, n_chunks); t < t1; t++)
+        moe_route(j->f->buf[FWD_ROUTER] + (size_t)t * lw, (int)j->m->n_expert, U, j->m->gating, j->m->norm_w,
+                  j->m->w_scale, s->ids + (size_t)t * U, s->w + (size_t)t * U);
+}
+
+/* Each grouped row: its token's input in the gate's (and up's) dot type. */
+static void gather_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct moe_job *j = arg;
+    struct fwd_moe_scratch *s = j->f->moe;
+    const int64_t R = (int64_t)j->n * j->m->n_used, E = j->E;
+    const int64_t in_w = j->f->graph.width[j->m->in];
+    const size_t sg = dot_stride(j->dot_g, E), su = dot_stride(j->dot_u, E);
+    const int64_t r1 = forward_chunk_start(R, chunk + 1, n_chunks);
+    for (int64_t r = forward_chunk_start(R, chunk, n_chunks); r < r1; r++) {
+        const float *x = j->f->buf[j->m->in] + (size_t)s->row_tok[r] * in_w;
+        to_dot(j->dot_g, x, s->act[0] + (size_t)r * sg, E);
+        if (j->dot_u != j->dot_g)
+            to_dot(j->dot_u, x, s->act[1] + (size_t)r * su, E);
+    }
+}
+
+/* Each grouped row after gate and up: scales, biases, the activation, then
+ * the result in the down's dot type. */
+static void act_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct moe_job *j = arg;
+    const fwd_moe *m = j->m;
+    struct fwd_moe_scratch *s = j->f->moe;
+    const int64_t R = (int64_t)j->n * m->n_used, F = j->F;
+    const size_t sd = dot_stride(j->dot_d, F);
+    const int64_t r1 = forward_chunk_start(R, chunk + 1, n_chunks);
+    for (int64_t r = forward_chunk_start(R, chunk, n_chunks); r < r1; r++) {
+        const int32_t e = s->ids[s->row_slot[r]];
+        float *g = s->hid + (size_t)r * 2 * F, *u = g + F;
+        /* one pass per ggml op: a scale then a bias must not become an FMA */
+        if (m->gate_up) {
+            if (m->up_s) { /* build_lora_mm_id scales the fused rows by up_exps_s */
+                const float sc = ((const float *)m->up_s->data)[e];
+                for (int64_t i = 0; i < 2 * F; i++)
+                    g[i] *= sc;
+            }
+            if (m->gate_up_b) {
+                const float *b = (const float *)m->gate_up_b->data + (size_t)e * 2 * F;
+                for (int64_t i = 0; i < 2 * F; i++)
+                    g[i] += b[i];
+            }
+        } else {
+            if (m->up_s) {
+                const float sc = ((const float *)m->up_s->data)[e];
+                for (int64_t i = 0; i < F; i++)
+                    u[i] *= sc;
+            }
+            if (m->up_b) {
+                const float *b = (const float *)m->up_b->data + (size_t)e * F;
+                for (int64_t i = 0; i < F; i++)
+                    u[i] += b[i];
+            }
+            if (m->gate_s) {
+                const float sc = ((const float *)m->gate_s->data)[e];
+                for (int64_t i = 0; i < F; i++)
+                    g[i] *= sc;
+            }
+            if (m->gate_b) {
+                const float *b = (const float *)m->gate_b->data + (size_t)e * F;
+                for (int64_t i = 0; i < F; i++)
+                    g[i] += b[i];
+            }
+        }
+        switch (m->act) {
+        case FWD_MOE_SILU: forward_swiglu_row(g, g, u, F); break;
+        case FWD_MOE_GELU: forward_geglu_row(g, g, u, F); break;
+        case FWD_MOE_SWIGLU_OAI: moe_swiglu_oai(g, g, u, F, m->oai_alpha, m->oai_limit); break;
+        }
+        to_dot(j->dot_d, g, s->act_dn + (size_t)r * sd, F);
+    }
+}
+
+/* Each token: its slots' down rows scaled, biased and weighted (each a
+ * pass of its own), then summed in slot order into dst. */
+static void combine_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct moe_job *j = arg;
+    const fwd_moe *m = j->m;
+    struct fwd_moe_scratch *s = j->f->moe;
+    const int U = (int)m->n_used;
+    const int64_t E = j->E, dw = j->f->graph.width[m->dst];
+    const int t1 = (int)forward_chunk_start(j->n, chunk + 1, n_chunks);
+    for (int t = (int)forward_chunk_start(j->n, chunk, n_chunks); t < t1; t++) {
+        float *d = j->f->buf[m->dst] + (size_t)t * dw;
+        for (int k = 0; k < U; k++) {
+            const int32_t slot = t * U + k, e = s->ids[slot];
+            float *y = s->out + (size_t)s->pos[slot] * E;
+            if (m->down_s) {
+                const float sc = ((const float *)m->down_s->data)[e];
+                for (int64_t i = 0; i < E; i++)
+                    y[i] *= sc;
+            }
+            if (m->down_b) {
+                const float *b = (const float *)m->down_b->data + (size_t)e * E;
+                for (int64_t i = 0; i < E; i++)
+                    y[i] += b[i];
+            }
+            const float wk = s->w[slot];
+            for (int64_t i = 0; i < E; i++)
+                y[i] *= wk;
+        }
+        memcpy(d, s->out + (size_t)s->pos[t * U] * E, (size_t)E * sizeof(float));
+        for (int k = 1; k < U; k++) {
+            const float *y = s->out + (size_t)s->pos[t * U + k] * E;
+            for (int64_t i = 0; i < E; i++)
+                d[i] += y[i];
+        }
+    }
+}
+
+void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *st, int n)
+{
+    const fwd_moe *m = &g->moe[st->moe];
+    struct fwd_moe_scratch *s = f->moe;
+    const int U = (int)m->n_used;
+    const int64_t X = m->n_expert, R = (int64_t)n * U;
+    const gguf_tensor *down = m->down;
+    struct moe_job j = {f, m, n, down->ne[0], down->ne[1], TENSOR_TYPE_F32, TENSOR_TYPE_F32, TENSOR_TYPE_F32};
+    const int64_t F = j.F, E = j.E;
+    j.dot_g = tensor_dot_type((enum tensor_type)(m->gate_up ? m->gate_up : m->gate)->type);
+    j.dot_u = m->gate_up ? j.dot_g : tensor_dot_type((enum tensor_type)m->up->type);
+    j.dot_d = tensor_dot_type((enum tensor_type)down->type);
+
+    /* 1. the router's choice and weights, per token */
+    threadpool_run(f->tp, forward_n_chunks(f, n, (int64_t)n * X * 8), route_worker, &j);
+
+    /* 2. rows grouped by expert, tokens in order (mul_mat_id's matrix_rows) */
+    memset(s->cnt, 0, (size_t)X * sizeof *s->cnt);
+    for (int64_t i = 0; i < R; i++)
+        s->cnt[s->ids[i]]++;
+    int64_t acc = 0;
+    for (int64_t e = 0; e < X; e++) {
+        s->off[e] = acc;
+        acc += s->cnt[e];
+        s->cnt[e] = 0;
+    }
+    for (int64_t i = 0; i < R; i++) {
+        const int32_t e = s->ids[i];
+        const int64_t r = s->off[e] + s->cnt[e]++;
+        s->pos[i] = (int32_t)r;
+        s->row_tok[r] = (int32_t)(i / U);
+        s->row_slot[r] = (int32_t)i;
+    }
+
+    /* 3. inputs in the experts' dot types */
+    threadpool_run(f->tp, forward_n_chunks(f, R, R * E * PREP_COST), gather_worker, &j);
+
+    /* 4. gate and up of every chosen expert over its rows */
+    const size_t sg = dot_stride(j.dot_g, E), su = dot_stride(j.dot_u, E), sd = dot_stride(j.dot_d, F);
+    const uint8_t *act_u = j.dot_u != j.dot_g ? s->act[1] : s->act[0];
+    int ns = 0;
+    for (int64_t e = 0; e < X; e++) {
+        const int64_t c = s->cnt[e], o = s->off[e];
+        if (c == 0)
+            continue;
+        float *h = s->hid + (size_t)o * 2 * F;
+        if (m->gate_up) {
+            s->seg[ns++] = (struct moe_seg){m->gate_up, (int32_t)e, 2 * F, s->act[0] + (size_t)o * sg, sg, (int)c, h, 2 * F};
+        } else {
+            s->seg[ns++] = (struct moe_seg){m->gate, (int32_t)e, F, s->act[0] + (size_t)o * sg, sg, (int)c, h, 2 * F};
+            s->seg[ns++] = (struct moe_seg){m->up, (int32_t)e, F, act_u + (size_t)o * su, su, (int)c, h + F, 2 * F};
+        }
+    }
+    run_segs(f, s->seg, ns);
+
+    /* 5. the activation, in the down's dot type */
+    threadpool_run(f->tp, forward_n_chunks(f, R, R * F * 8), act_worker, &j);
+
+    /* 6. down */
+    ns = 0;
+    for (int64_t e = 0; e < X; e++) {
+        const int64_t c = s->cnt[e], o = s->off[e];
+        if (c > 0)
+            s->seg[ns++] = (struct moe_seg){down, (int32_t)e, E, s->act_dn + (size_t)o * sd, sd, (int)c,
+                                            s->out + (size_t)o * E, E};
+    }
+    run_segs(f, s->seg, ns);
+
+    /* 7. weighted, summed */
+    threadpool_run(f->tp, forward_n_chunks(f, n, R * E * 4), combine_worker, &j);
+}
+
+/* ---- scratch ------------------------------------------------------------------- */
+
+bool forward_moe_alloc(forward_ctx *f)
+{
+    const fwd_graph *g = &f->graph;
+    if (g->n_moe == 0)
+        return true;
+    int64_t U = 0, X = 0, F = 0, E = 0;
+    for (int i = 0; i < g->n_moe; i++) {
+        const fwd_moe *m = &g->moe[i];
+        U = (int64_t)m->n_used > U ? (int64_t)m->n_used : U;
+        X = (int64_t)m->n_expert > X ? (int64_t)m->n_expert : X;
+        F = m->down->ne[0] > F ? m->down->ne[0] : F;
+        E = m->down->ne[1] > E ? m->down->ne[1] : E;
+    }
+    const int64_t R = (int64_t)f->p.n_batch * U;
+    struct fwd_moe_scratch *s = calloc(1, sizeof *s);
+    if (!s)
+        return false;
+    f->moe = s;
+    s->max_rows = R;
+    s->ids = malloc((size_t)R * sizeof *s->ids);
+    s->w = malloc((size_t)R * sizeof *s->w);
+    s->pos = malloc((size_t)R * sizeof *s->pos);
+    s->row_tok = malloc((size_t)R * sizeof *s->row_tok);
+    s->row_slot = malloc((size_t)R * sizeof *s->row_slot);
+    s->cnt = malloc((size_t)X * sizeof *s->cnt);
+    s->off = malloc((size_t)X * sizeof *s->off);
+    const size_t in_row = (size_t)(E > F ? E : F) * sizeof(float) + 64; /* F32, the widest dot type */
+    for (int i = 0; i < 2; i++)
+        s->act[i] = aligned_alloc(64, ((size_t)R * in_row + 63) & ~(size_t)63);
+    s->act_dn = aligned_alloc(64, ((size_t)R * in_row + 63) & ~(size_t)63);
+    s->hid = malloc((size_t)R * 2 * F * sizeof(float));
+    s->out = malloc((size_t)R * E * sizeof(float));
+    s->max_seg = (int)(2 * X);
+    s->seg = malloc((size_t)s->max_seg * sizeof *s->seg);
+    return s->ids && s->w && s->pos && s->row_tok && s->row_slot && s->cnt && s->off && s->act[0] && s->act[1] &&
+           s->act_dn && s->hid && s->out && s->seg;
+}
+
+void forward_moe_free(forward_ctx *f)
+{
+    struct fwd_moe_scratch *s = f->moe;
+    if (!s)
+        return;
+    free(s->ids);
+    free(s->w);
+    free(s->pos);
+    free(s->row_tok);
+    free(s->row_slot);
+    free(s->cnt);
+    free(s->off);
+    free(s->act[0]);
+    free(s->act[1]);
+    free(s->act_dn);
+    free(s->hid);
+    free(s->out);
+    free(s->seg);
+    free(s);
+    f->moe = NULL;
+}
