@@ -47,10 +47,19 @@ void status_draw(ui_app *app, ui_rect r)
         snprintf(model, sizeof model, "%.100s (%.31s)", app->info.name, app->info.arch[0] ? app->info.arch : "?");
     else
         snprintf(model, sizeof model, "-");
-    char ckpt[64] = ""; /* a recurrent model: the state checkpoints explore mode goes back with */
-    if (app->loaded && app->info.recurrent)
-        snprintf(ckpt, sizeof ckpt, " \xe2\x94\x82 ckpt %d (%.1f MiB)", (int)app->n_ckpt,
-                 (double)app->ckpt_bytes / (1024.0 * 1024.0));
+    char ckpt[64] = ""; /* a recurrent model: the state checkpoints explore mode goes back with (short:
+                           the message after the line needs the room) */
+    if (app->loaded && app->info.recurrent) {
+        const double b = (double)app->ckpt_bytes;
+        char sz[16];
+        if (b < 1024.0 * 1024.0)
+            snprintf(sz, sizeof sz, "%.0fK", b / 1024.0);
+        else if (b < 1024.0 * 1024.0 * 1024.0)
+            snprintf(sz, sizeof sz, b < 10.0 * 1024 * 1024 ? "%.1fM" : "%.0fM", b / (1024.0 * 1024.0));
+        else
+            snprintf(sz, sizeof sz, "%.1fG", b / (1024.0 * 1024.0 * 1024.0));
+        snprintf(ckpt, sizeof ckpt, " \xe2\x94\x82 ckpt %d %s", (int)app->n_ckpt, sz);
+    }
     snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %s \xe2\x94\x82 tmpl %s \xe2\x94\x82 pos %d/%d \xe2\x94\x82 KV %d%%%s \xe2\x94\x82 pp %.0f t/s \xe2\x94\x82 tg %.1f t/s ",
              st, model, tmpl, app->n_past, app->n_ctx, kv, ckpt, app->prompt_tps, gen_tps);
     int used = draw_str(r.y, r.x, r.w, buf, sa | A_BOLD);

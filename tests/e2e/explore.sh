@@ -249,14 +249,26 @@ result "explore: --mouse: a click on a token selects it for the inspector" $?
 quit_wait
 
 # ---- 9. the other architectures: branch, lens, a step, with their chat templates ----
-for fam in qwen2-mini-q4_k_m qwen3-mini-q8_0 gemma3-mini-q8_0 phi3-mini-q8_0; do
+# (Qwen3.5's recurrent state goes back through checkpoints: the status line counts them)
+for rel in models/qwen2-mini-q4_k_m models/qwen3-mini-q8_0 models/gemma3-mini-q8_0 models/phi3-mini-q8_0 \
+           families2026/models/qwen35-mini-q8_0; do
+    fam=${rel##*/}
     name="explore: $fam: branch from another candidate, the lens, a step"
-    need "$TESTDATA/models/$fam.gguf" "$name" || continue
-    blocks=$("$BIN" info "$TESTDATA/models/$fam.gguf" 2>/dev/null | awk '/^  layers/ { print $2 }')
-    start -m "$TESTDATA/models/$fam.gguf" -n 10 --temp 0 --seed 3
+    need "$TESTDATA/$rel.gguf" "$name" || continue
+    blocks=$("$BIN" info "$TESTDATA/$rel.gguf" 2>/dev/null | awk '/^  layers/ { print $2 }')
+    # qwen35: its name and checkpoints make the status line longer; the messages after it need room
+    case $fam in qwen35*) E2E_COLS=140 ;; *) E2E_COLS=120 ;; esac
+    start -m "$TESTDATA/$rel.gguf" -n 10 --temp 0 --seed 3
     wait_for '^ idle ' 20
     line "Hello there"
     turn
+    ckpt_rc=0
+    case $fam in
+    qwen35*) status | grep -qE ' ckpt 1 [0-9.]+[KMG] ' || ckpt_rc=1 ;;
+    *) status | grep -q ' ckpt ' && ckpt_rc=1 ;;
+    esac
+    result "explore: $fam: the status line counts state checkpoints for a recurrent model alone" $ckpt_rc \
+        "$(status)"
     keys Tab
     wait_for 'focus: conversation' 5
     keys Left Left Left Enter
