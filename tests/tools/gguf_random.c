@@ -8,6 +8,9 @@
  *               [--qkv-bias|--no-qkv-bias] [--swa N] [--rope-base-swa F]
  *               [--rope-freqs FACTOR] [--rope-low F] [--rope-high F] [--rope-orig-ctx N]
  *               [--longrope ORIG] [--llama-quantize] [--seed 1] [--threads N] OUT.gguf
+ *   gguf_random --like MINI-2026.gguf --type TYPE [--set KEY=V[,V...]]... [--layers N]
+ *               [--vocab N] [--untied] [--expert-type MXFP4|TYPE] [--dry-run] [--seed 1]
+ *               [--threads N] OUT.gguf
  *
  * The tensors and keys of each architecture are those llama.cpp's converter
  * writes: qwen2 Q/K/V biases; qwen3 and gemma3 per-head Q/K norms and a
@@ -64,6 +67,82 @@
  * by tensor, so memory use stays small whatever the model size. Values
  * depend only on --seed and the shapes, never on --threads. A partial file
  * is removed on failure.
+ *
+ * The 2026 families (SRC of architecture qwen35, qwen35moe, qwen3moe, gemma4
+ * or gpt-oss) have no recipe here: the output copies SRC's own layout (its
+ * keys, tensor names and order, and for each output layer the tensors of
+ * the first SRC layer of the same kind: DeltaNet or attention for qwen35,
+ * sliding or global and own or shared K/V for gemma4), with
+ *   --set KEY=V[,V...]  the key ARCH.KEY of SRC (which must have it) set to
+ *                       these values, in its type; a list makes a scalar a
+ *                       per-layer array; V*N repeats V; a list ending in
+ *                       ",..." repeats to block_count (a layer pattern);
+ *   --layers N          block_count N, every per-layer array cut to its
+ *                       first N values (so --set the whole model, then cut);
+ *   --vocab N           the token list padded to N with unused tokens (the
+ *                       real vocabulary's embedding and output sizes);
+ *   --untied            an output.weight when SRC ties it to the embeddings;
+ *   --expert-type T     the experts (*_exps.weight) in T: MXFP4 (this
+ *                       tool's quantizer, the reference's rule) or a type of
+ *                       --type without a mix; general.file_type 38
+ *                       (MOSTLY_MXFP4_MOE) with MXFP4;
+ *   --dry-run           no file: one line "tensors N bytes B active A" on
+ *                       stdout (A: what a generated token reads: every
+ *                       weight but the embeddings' other rows, the experts
+ *                       expert_used_count of expert_count; the tied
+ *                       embedding whole, as the output), and with
+ *                       GGUF_RANDOM_LIST set one line per tensor.
+ * Every tensor's shape is a rule over the keys (scaled_dims: the shapes the
+ * reference's src/models/{qwen35,qwen35moe,qwen3moe,gemma4,openai-moe}.cpp
+ * create), checked against each SRC tensor first: a tensor the rules do not
+ * know, or do not size as SRC has it, is refused. TYPE's mix as above
+ * (Q4_K_M: Q6_K for attn_v, every ffn_down including the experts' and the
+ * shared one's, and the output or tied embeddings; Q5_K for DeltaNet's
+ * fused attn_qkv; Q4_K otherwise, with the fallbacks above for rows of 704
+ * or 2112); tensors that are F32 in SRC (norms, routers, conv, gemma4's
+ * per-layer proj) stay F32.
+ *
+ * The 2026 families' real shapes, as make bench (tests/bench.sh section 7)
+ * writes them from the mini models in ../shared/families2026/models. The GGUF
+ * keys are the converter's (conversion/{qwen,gemma,gpt_oss}.py at 34af94cd:
+ * ssm.state_size = linear_key_head_dim, ssm.group_count =
+ * linear_num_key_heads, ssm.time_step_rank = linear_num_value_heads,
+ * ssm.inner_size = linear_value_head_dim x linear_num_value_heads,
+ * rope.dimension_count = head_dim x partial_rotary_factor for qwen35;
+ * gemma4's key_length the global head, key_length_swa the sliding one,
+ * feed_forward_length doubled on the shared-K/V layers with
+ * use_double_wide_mlp, head_count_kv an array when global layers have
+ * their own count); the layer counts are the reference's model-type
+ * tables (src/models/FAMILY.cpp load_arch_hparams: qwen35 24 layers and not
+ * 1024 wide = 2B, qwen35moe 40 = 35B-A3B, qwen3moe 48 = 30B-A3B, gpt-oss 24
+ * = 20B, gemma4 35 = E2B, 30 = 26B-A4B). The widths are the models'
+ * config.json values as I know them (the configs themselves are not in
+ * the reference tree); each total was checked against the published
+ * parameter count (in brackets), and the doubtful ones are marked (?):
+ *   Qwen3.5-2B       2048 wide, 24 layers (every 4th attention), attention
+ *                    8 heads (?) / 2 KV of 256 (rope 64 of them), DeltaNet
+ *                    16 K heads and 16 V heads (?) of 128, conv 4, FFN
+ *                    6144, vocab 248320, tied (?) [1.9B without vision]
+ *   Qwen3.5-35B-A3B  2048 wide, 40 layers, attention 16 / 2 KV of 256,
+ *                    DeltaNet 16 K / 32 V heads of 128, 256 experts of 512,
+ *                    8 used, shared expert 512, vocab 248320, untied
+ *                    [34.6B, 3.0B active]
+ *   Qwen3-30B-A3B    2048 wide, 48 layers, 32 / 4 KV heads of 128, 128
+ *                    experts of 768, 8 used, vocab 151936, untied [30.5B]
+ *   gpt-oss-20b      2880 wide, 24 layers (sliding 128 and full
+ *                    alternately), 64 / 8 KV heads of 64, 32 experts of
+ *                    2880, 4 used, vocab 201088, untied [20.9B, 3.6B active]
+ *   Gemma-4-E2B      1536 wide, 35 layers, 8 heads / 1 KV head, sliding
+ *                    heads 256, global 512, sliding window 512, 4 sliding
+ *                    to 1 global (?), the last 20 layers share K/V (?), FFN
+ *                    6144 (12288 on those), per-layer inputs 256, vocab
+ *                    262144, tied [1.9B + 2.3B per-layer embeddings]
+ *   Gemma-4-26B-A4B  2816 wide, 30 layers, 16 heads, 8 KV heads of 256
+ *                    sliding and 2 of 512 global with K as V, window 1024
+ *                    (?), 5 sliding to 1 global, dense FFN 2112, 128
+ *                    experts of 704, 8 used, vocab 262144, tied [25.2B]
+ * (the mini models' other keys stay: rope bases, epsilons, softcapping,
+ * gpt-oss's YaRN; the tokenizer is the mini's, padded with --vocab).
  *
  * Real models' shapes (M=../shared/models; --layers 4, or 6 for Gemma so
  * that a global layer is among them, cuts them for tests; add
@@ -679,6 +758,9 @@ static void usage(FILE *f)
                "                   [--qkv-bias|--no-qkv-bias] [--swa N] [--rope-base-swa F]\n"
                "                   [--rope-freqs FACTOR] [--rope-low F] [--rope-high F] [--rope-orig-ctx N]\n"
                "                   [--longrope ORIG] [--llama-quantize] [--seed 1] [--threads N] OUT.gguf\n"
+               "       gguf_random --like MINI-2026.gguf --type TYPE [--set KEY=V[,V...]]... [--layers N]\n"
+               "                   [--vocab N] [--untied] [--expert-type MXFP4|TYPE] [--dry-run] OUT.gguf\n"
+               "                   (qwen35, qwen35moe, qwen3moe, gemma4 and gpt-oss SRC files)\n"
                "TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M\n"
                "TYPE with --llama-quantize: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
                "                            Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
