@@ -237,9 +237,11 @@ if [ "${BENCH_2026:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
         cut=""
         [ "$layers" = - ] || cut="--layers $layers"
         # shellcheck disable=SC2086 # the option lists are meant to split
-        whole=$("$GEN" --like "$src" --type "$type" $args --dry-run 2>/dev/null) &&
-            this=$("$GEN" --like "$src" --type "$type" $args $cut --dry-run 2>/dev/null) ||
-            { echo "gguf_random refused $name's shape"; continue; }
+        if ! whole=$("$GEN" --like "$src" --type "$type" $args --dry-run 2>/dev/null) ||
+            ! this=$("$GEN" --like "$src" --type "$type" $args $cut --dry-run 2>/dev/null); then
+            echo "gguf_random refused $name's shape"
+            continue
+        fi
         # shellcheck disable=SC2086
         [ -f "$f" ] || "$GEN" --like "$src" --type "$type" $args $cut "$f" 2>/dev/null ||
             { echo "gguf_random failed for $name"; continue; }

@@ -929,6 +929,14 @@ struct kvset {
     int64_t n_vocab;
 };
 
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (!q)
+        die("out of memory");
+    return q;
+}
+
 static bool is_num_type(enum gguf_vtype t)
 {
     return t != GGUF_VTYPE_STRING && t != GGUF_VTYPE_ARRAY;
@@ -1052,8 +1060,8 @@ static void kvset_apply(struct kvset *s, const char *suffix, const char *val)
                 die("--set %s: '%s' is not a number", suffix, tok);
         }
         for (long long r = 0; r < rep; r++) {
-            if (n == cap && !(v = realloc(v, (cap *= 2) * sizeof *v)))
-                die("out of memory");
+            if (n == cap)
+                v = xrealloc(v, (cap *= 2) * sizeof *v);
             v[n++] = x;
         }
     }
@@ -1062,8 +1070,7 @@ static void kvset_apply(struct kvset *s, const char *suffix, const char *val)
         die("--set %s: no value", suffix);
     if (cycle) {
         const size_t period = n, want = (size_t)hp(s, "block_count", 0, -1);
-        if (!(v = realloc(v, (want > n ? want : n) * sizeof *v)))
-            die("out of memory");
+        v = xrealloc(v, (want > n ? want : n) * sizeof *v);
         for (; n < want; n++)
             v[n] = v[n - period];
         n = want;
