@@ -30,7 +30,7 @@
 #     and the generation lines' bandwidth fraction counts those bytes. A
 #     family tokscope cannot load yet prints "tokscope bench failed" and
 #     llama.cpp's numbers alone. BENCH_2026_PREPARE=1 only writes the files
-#     (about 17 GB, 15-20 minutes on 2 cores).
+#     (about 17 GB; 31 minutes on this shared 2-core machine).
 # In 2 and 3, tests/tools/membw measures the memory read bandwidth with the
 # benchmark's threads right before each model and cache type; every
 # generation line gives the fraction of it the test achieved: (weights read
