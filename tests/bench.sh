@@ -15,7 +15,22 @@
 #     F16 and Q6_K TinyLlama-1.1B shapes);
 #  6. what the TUI costs generation (tests/tui_overhead.sh: the real TUI in
 #     tmux against `generate`, alternately, on the TinyLlama-1.1B Q4_0
-#     shape of 2; TUI_BENCH_N tokens, 200, in TUI_BENCH_PASSES passes, 3).
+#     shape of 2; TUI_BENCH_N tokens, 200, in TUI_BENCH_PASSES passes, 3);
+#  7. the 2026 families at real width (issue 28): Qwen3.5-2B (whole),
+#     Qwen3.5-35B-A3B (4 of 40 layers), Qwen3-30B-A3B (6 of 48), gpt-oss-20b
+#     (4 of 24, MXFP4 experts), Gemma-4-E2B (whole), Gemma-4-26B-A4B (6 of
+#     30), written by gguf_random from the layouts of
+#     $TESTDATA/families2026/models/*-mini-*.gguf: full width, head and
+#     expert counts and vocabulary, layers cut where a file would pass ~3 GB
+#     (the hyperparameters and their sources: tests/tools/gguf_random.c,
+#     "The 2026 families"); pp512, tg64 and tg64 @ d4096, F16 and Q8_0
+#     caches, on BENCH_2026_THREADS threads (2). Before each model a line
+#     gives its file size and the bytes a generated token reads (weights;
+#     experts: expert_used_count of expert_count), the whole model's too,
+#     and the generation lines' bandwidth fraction counts those bytes. A
+#     family tokscope cannot load yet prints "tokscope bench failed" and
+#     llama.cpp's numbers alone. BENCH_2026_PREPARE=1 only writes the files
+#     (about 17 GB; 31 minutes on this shared 2-core machine).
 # In 2 and 3, tests/tools/membw measures the memory read bandwidth with the
 # benchmark's threads right before each model and cache type; every
 # generation line gives the fraction of it the test achieved: (weights read
@@ -31,9 +46,22 @@
 # BENCH_DEPTH (4096, the depth of the extra generation test; 0 for none),
 # BENCH_MODELS (a subset of tinyllama-1.1b-q4_0, tinyllama-1.1b-q4_k_m,
 # tinyllama-1.1b-q8_0, llama32-1b-q4_0, llama32-1b-q4_k_m, matched as
-# prefixes), BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0, BENCH_BLAS=0 and
-# BENCH_TUI=0 skip sections 1, 2, 3, 5 and 6. Not part of `make test`:
-# numbers, not assertions.
+# prefixes; section 7's names too: qwen35-2b, qwen35moe-35b-a3b,
+# qwen3moe-30b-a3b, gptoss-20b, gemma4-e2b, gemma4moe-26b-a4b),
+# BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0, BENCH_BLAS=0, BENCH_TUI=0
+# and BENCH_2026=0 skip sections 1, 2, 3, 5, 6 and 7; BENCH_2026_PREPARE,
+# BENCH_2026_THREADS and BENCH_2026_PP (512) are section 7's. Only
+# section 7, against llama.cpp:
+#   BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 \
+#   LLAMA_BENCH=/path/to/llama-bench make bench
+# Not part of `make test`: numbers, not assertions. `sh tests/bench.sh
+# --help` prints this.
+case "${1:-}" in
+-h | --help)
+    sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
@@ -57,26 +85,35 @@ measure_bw() {
 }
 
 # table TOKSCOPE_JSONL LLAMA_JSONL: one line per tokscope test, with the
-# llama.cpp result and ratio of the same test when there is one
+# llama.cpp result and ratio of the same test when there is one (llama.cpp's
+# lines alone when tokscope has none). ACTIVE_BYTES, when set, is what a
+# generated token reads of the weights (a MoE's used experts), in place of
+# tokscope's weight_bytes.
 table() {
     python3 -c "
 import json, os, sys
 bw = float(sys.argv[3]) * 1e9
+active = float(sys.argv[4] or 0)
 key = lambda d: (d['n_prompt'], d['n_gen'], d['n_depth'], d['n_threads'], d['type_k'], d['type_v'])
 ref = {key(d): d for d in map(json.loads, filter(None, sys.argv[2].splitlines()))}
-for d in map(json.loads, filter(None, sys.argv[1].splitlines())):
+ours = list(map(json.loads, filter(None, sys.argv[1].splitlines())))
+for d in ours or ref.values():
     test = ('pp%d' % d['n_prompt'] if d['n_prompt'] else 'tg%d' % d['n_gen']) + (' @ d%d' % d['n_depth'] if d['n_depth'] else '')
+    if not ours:
+        print('%-28s %-12s %-4s  tokscope -            llama.cpp %9.2f ± %.2f tok/s' % (
+            os.path.basename(d['model_filename']), test, d['type_k'], d['avg_ts'], d['stddev_ts']))
+        continue
     line = '%-28s %-12s %-4s %9.2f ± %-6.2f tok/s  RSS %5.0f MiB' % (os.path.basename(d['model_filename']), test,
         d['type_k'], d['avg_ts'], d['stddev_ts'], d['peak_rss_bytes'] / 1048576)
     if d['n_gen'] and bw > 0:
-        # per token: every weight, and K and V of the positions before it
-        per_tok = d['weight_bytes'] + d['kv_bytes_per_pos'] * (d['n_depth'] + (d['n_gen'] - 1) / 2)
+        # per token: every weight (or the active ones), and K and V of the positions before it
+        per_tok = (active or d['weight_bytes']) + d['kv_bytes_per_pos'] * (d['n_depth'] + (d['n_gen'] - 1) / 2)
         line += '  %3.0f%% of %.1f GB/s' % (100 * per_tok * d['avg_ts'] / bw, bw / 1e9)
     r = ref.get(key(d))
     if r:
         line += '   llama.cpp %9.2f  ratio %.2f' % (r['avg_ts'], d['avg_ts'] / r['avg_ts'])
     print(line)
-" "$1" "$2" "$BW"
+" "$1" "$2" "$BW" "${ACTIVE_BYTES:-}"
 }
 
 # run ARGS...: tokscope bench with these tests, then llama-bench with the
@@ -84,7 +121,8 @@ for d in map(json.loads, filter(None, sys.argv[1].splitlines())):
 run() {
     m=$1
     shift
-    out=$("$BIN" bench -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@") || { echo "tokscope bench failed on $m $*"; return; }
+    out=$("$BIN" bench -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@") ||
+        { echo "tokscope bench failed on $m $*"; out=""; }
     ref=""
     if [ -n "${LLAMA_BENCH:-}" ]; then
         ref=$("$LLAMA_BENCH" -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@" 2>/dev/null) ||
@@ -180,4 +218,59 @@ fi
 [ "${BENCH_TUI:-1}" = 0 ] || [ "${BENCH_LONG:-0}" = 1 ] ||
     BUILD=$BUILD BIN=$BIN BENCH_THREADS=$THREADS TUI_BENCH_PASSES=${TUI_BENCH_PASSES:-3} \
         sh tests/tui_overhead.sh "$BUILD/bench-models/tinyllama-1.1b-q4_0.gguf"
+# 7. the 2026 families at real width. Columns: file name, mini model of the
+# layout, --type, layers kept (- for all), then the real model's
+# hyperparameters as gguf_random options (their sources are listed in
+# tests/tools/gguf_random.c, "The 2026 families"). Q4_K_M is the tool's
+# simplified mix (Q4_K; Q6_K for attn_v, every ffn_down, the output or tied
+# embeddings; Q5_K for DeltaNet's fused qkv; the llama-quantize fallbacks
+# for rows that are not whole blocks); gpt-oss is Q8_0 with MXFP4 experts,
+# as the mini and the released file.
+if [ "${BENCH_2026:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
+    threads_before=$THREADS
+    THREADS=${BENCH_2026_THREADS:-2}
+    while read -r name like type layers args; do
+        wanted "$name" || continue
+        src="$TESTDATA/families2026/models/$like.gguf"
+        [ -f "$src" ] || { echo "missing $src"; continue; }
+        f="$BUILD/bench-models/$name.gguf"
+        cut=""
+        [ "$layers" = - ] || cut="--layers $layers"
+        # shellcheck disable=SC2086 # the option lists are meant to split
+        if ! whole=$("$GEN" --like "$src" --type "$type" $args --dry-run 2>/dev/null) ||
+            ! this=$("$GEN" --like "$src" --type "$type" $args $cut --dry-run 2>/dev/null); then
+            echo "gguf_random refused $name's shape"
+            continue
+        fi
+        # shellcheck disable=SC2086
+        [ -f "$f" ] || "$GEN" --like "$src" --type "$type" $args $cut "$f" 2>/dev/null ||
+            { echo "gguf_random failed for $name"; continue; }
+        # "tensors N bytes B active A": the file's, then the whole model's
+        # shellcheck disable=SC2086
+        set -- $this $whole
+        active=$6
+        total=$(echo "$args" | sed -n 's/.*--set block_count=\([0-9]*\).*/\1/p')
+        what="all $total layers"
+        [ "$layers" = - ] || what="$layers of $total layers"
+        echo "$name: $what;" \
+            "file $(awk "BEGIN{printf \"%.2f GB, a token reads %.3f GB (%.1f%%)\", $4/1e9, $6/1e9, 100*$6/$4}");" \
+            "whole model $(awk "BEGIN{printf \"%.2f GB, %.3f GB (%.1f%%)\", ${10}/1e9, ${12}/1e9, 100*${12}/${10}}")"
+        [ "${BENCH_2026_PREPARE:-0}" = 1 ] && continue
+        for c in $CACHES; do
+            measure_bw
+            ACTIVE_BYTES=$active
+            run "$f" -ctk "$c" -ctv "$c" -p "${BENCH_2026_PP:-512}" -n "$TG"
+            [ "$DEPTH" != 0 ] && run "$f" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d "$DEPTH"
+            ACTIVE_BYTES=""
+        done
+    done <<'EOF_2026'
+qwen35-2b-q4_k_m qwen35-mini-q8_0 Q4_K_M - --vocab 248320 --set embedding_length=2048 --set block_count=24 --set feed_forward_length=6144 --set attention.head_count=8 --set attention.head_count_kv=2 --set attention.key_length=256 --set attention.value_length=256 --set rope.dimension_count=64 --set rope.dimension_sections=11,11,10,0 --set ssm.conv_kernel=4 --set ssm.state_size=128 --set ssm.group_count=16 --set ssm.time_step_rank=16 --set ssm.inner_size=2048 --set full_attention_interval=4
+qwen35moe-35b-a3b-q4_k_m qwen35moe-mini-q8_0 Q4_K_M 4 --vocab 248320 --untied --set embedding_length=2048 --set block_count=40 --set feed_forward_length=512 --set attention.head_count=16 --set attention.head_count_kv=2 --set attention.key_length=256 --set attention.value_length=256 --set rope.dimension_count=64 --set rope.dimension_sections=11,11,10,0 --set ssm.conv_kernel=4 --set ssm.state_size=128 --set ssm.group_count=16 --set ssm.time_step_rank=32 --set ssm.inner_size=4096 --set full_attention_interval=4 --set expert_count=256 --set expert_used_count=8 --set expert_feed_forward_length=512 --set expert_shared_feed_forward_length=512
+qwen3moe-30b-a3b-q4_k_m qwen3moe-mini-q8_0 Q4_K_M 6 --vocab 151936 --untied --set embedding_length=2048 --set block_count=48 --set feed_forward_length=6144 --set attention.head_count=32 --set attention.head_count_kv=4 --set attention.key_length=128 --set attention.value_length=128 --set rope.dimension_count=128 --set expert_count=128 --set expert_used_count=8 --set expert_feed_forward_length=768
+gptoss-20b-mxfp4 gptoss-mini-mxfp4 Q8_0 4 --expert-type MXFP4 --vocab 201088 --set embedding_length=2880 --set block_count=24 --set feed_forward_length=2880 --set attention.head_count=64 --set attention.head_count_kv=8 --set attention.key_length=64 --set attention.value_length=64 --set rope.dimension_count=64 --set expert_count=32 --set expert_used_count=4 --set expert_feed_forward_length=2880 --set attention.sliding_window=128
+gemma4-e2b-q4_k_m gemma4-mini-q8_0 Q4_K_M - --vocab 262144 --set embedding_length=1536 --set block_count=35 --set feed_forward_length=6144*15,12288*20 --set attention.head_count=8 --set attention.head_count_kv=1 --set attention.key_length=512 --set attention.value_length=512 --set attention.key_length_swa=256 --set attention.value_length_swa=256 --set rope.dimension_count=512 --set rope.dimension_count_swa=256 --set attention.sliding_window=512 --set attention.sliding_window_pattern=true*4,false,... --set attention.shared_kv_layers=20 --set embedding_length_per_layer_input=256
+gemma4moe-26b-a4b-q4_k_m gemma4moe-mini-q8_0 Q4_K_M 6 --vocab 262144 --set embedding_length=2816 --set block_count=30 --set feed_forward_length=2112 --set attention.head_count=16 --set attention.head_count_kv=8*5,2,... --set attention.key_length=512 --set attention.value_length=512 --set attention.key_length_swa=256 --set attention.value_length_swa=256 --set rope.dimension_count=512 --set rope.dimension_count_swa=256 --set attention.sliding_window=1024 --set attention.sliding_window_pattern=true*5,false,... --set expert_count=128 --set expert_used_count=8 --set expert_feed_forward_length=704
+EOF_2026
+    THREADS=$threads_before
+fi
 echo "bench: $(($(date +%s) - start)) s"
