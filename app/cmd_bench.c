@@ -124,15 +124,19 @@ struct bench_test {
 
 /* Bytes of the weights one token's forward pass reads: every tensor but the
  * token embeddings, of which it reads one row (unless they are the output
- * matrix too). */
+ * matrix too); of a mixture of experts' 3-D expert tensors, the used
+ * experts' share. */
 static double weight_bytes(const model *m)
 {
     const gguf_ctx *g = model_get_gguf(m);
     const model_weights *w = model_get_weights(m);
+    const model_hparams *hp = model_get_hparams(m);
     double sum = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
         const gguf_tensor *t = gguf_tensor_at(g, i);
-        if (t != w->tok_embd || w->output == w->tok_embd)
+        if (hp->n_expert > 1 && t->n_dims == 3 && t->ne[2] == (int64_t)hp->n_expert)
+            sum += (double)t->nbytes * hp->n_expert_used / hp->n_expert;
+        else if (t != w->tok_embd || w->output == w->tok_embd)
             sum += (double)t->nbytes;
     }
     return sum;

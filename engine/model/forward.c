@@ -403,7 +403,7 @@ static int64_t blas_plan(const fwd_graph *g, enum blas_mode m, int n_tok, int64_
         const struct fwd_step *st = &g->steps[i];
         for (int s = 0; st->kind == STEP_MATMUL && s < st->n_seg; s++) {
             total++;
-            if (blas_wants(m, st->w[s], n_tok)) {
+            if (!st->no_blas && blas_wants(m, st->w[s], n_tok)) {
                 n++;
                 b += st->w[s]->nbytes;
             }
@@ -445,7 +445,7 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
             const gguf_tensor *w = g.steps[i].w[s];
             total++;
             /* a batch as large as any: what the mode takes at all */
-            if (blas_wants(mode, w, 1 << 20)) {
+            if (!g.steps[i].no_blas && blas_wants(mode, w, 1 << 20)) {
                 taken++;
                 seen[w->type < TENSOR_TYPE_COUNT ? w->type : 0] = true;
             }
@@ -676,8 +676,12 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
                 outs[s] = f->buf[st->out[s]];
                 strides[s] = f->graph.width[st->out[s]];
             }
+            blas_ctx *blas = f->blas;
+            if (st->no_blas)
+                f->blas = NULL;
             forward_matmul(f, f->buf[st->in], f->graph.width[st->in], n, st->w[0]->ne[0], st->n_seg, st->w, pk, outs,
                            strides);
+            f->blas = blas;
             break;
         }
         case STEP_ATTN: run_attention(f, st->il, n, start_pos); break;

@@ -132,36 +132,81 @@ static void coldot_init(struct coldot *c, int64_t S, float *lanes, float *sum)
     c->np = S & ~(int64_t)63;
     const int64_t left = S - c->np, n16 = left >= 16 ? (left & ~(int64_t)15) : 0;
     c->nr = n16 + (left >= 16 && left - n16 >= 8 ? 8 : 0);
-    c->lanes = lanes;
+    c->lanes = lanes; /* rows 0..63 write their lane (an FMA on zero), later ones add */
     c->sum = sum;
-    if (c->np > 0)
-        memset(lanes, 0, 64 * (size_t)S * sizeof(float));
     memset(sum, 0, (size_t)S * sizeof(float));
 }
 
-/* Adds row i's terms r[j] * y. */
-static inline void coldot_row(const struct coldot *c, int64_t i, const float *r, float y)
+/* Adds row i's terms r[j] * y, columns [j0, S) (j0: what the vector part did). */
+static inline void coldot_row_tail(const struct coldot *c, int64_t i, const float *r, float y, int64_t j0)
 {
     const int64_t S = c->S;
     if (i < c->np) {
         float *p = c->lanes + (i & 63) * S;
-        for (int64_t j = 0; j < S; j++)
-            p[j] = fmaf(r[j], y, p[j]);
-        if (i + 1 == c->np)
-            for (int64_t j = 0; j < S; j++) {
-                float v[16];
-                for (int l = 0; l < 16; l++) {
-                    const float *pl = c->lanes + l * S + j;
-                    v[l] = (pl[0] + pl[32 * S]) + (pl[16 * S] + pl[48 * S]);
-                }
-                c->sum[j] = red16(v);
-            }
+        for (int64_t j = j0; j < S; j++)
+            p[j] = fmaf(r[j], y, i < 64 ? 0.0f : p[j]);
     } else if (i - c->np < c->nr) {
-        for (int64_t j = 0; j < S; j++)
+        for (int64_t j = j0; j < S; j++)
             c->sum[j] += keep_rounded(r[j] * y);
     } else {
-        for (int64_t j = 0; j < S; j++)
+        for (int64_t j = j0; j < S; j++)
             c->sum[j] = fmaf(r[j], y, c->sum[j]);
+    }
+}
+
+/* Adds row i's terms r[j] * y; after row np - 1, reduces the lanes. */
+static inline void coldot_row(const struct coldot *c, int64_t i, const float *r, float y)
+{
+    const int64_t S = c->S;
+    int64_t j0 = 0;
+#ifdef FWD_F16C
+    const __m256 vy = _mm256_set1_ps(y);
+    if (i < c->np) {
+        float *p = c->lanes + (i & 63) * S;
+        if (i < 64)
+            for (; j0 + 8 <= S; j0 += 8)
+                _mm256_storeu_ps(p + j0, _mm256_fmadd_ps(_mm256_loadu_ps(r + j0), vy, _mm256_setzero_ps()));
+        else
+            for (; j0 + 8 <= S; j0 += 8)
+                _mm256_storeu_ps(p + j0, _mm256_fmadd_ps(_mm256_loadu_ps(r + j0), vy, _mm256_loadu_ps(p + j0)));
+    } else if (i - c->np < c->nr) {
+        for (; j0 + 8 <= S; j0 += 8) {
+            __m256 t = _mm256_mul_ps(_mm256_loadu_ps(r + j0), vy);
+            __asm__("" : "+x"(t));
+            _mm256_storeu_ps(c->sum + j0, _mm256_add_ps(_mm256_loadu_ps(c->sum + j0), t));
+        }
+    } else {
+        for (; j0 + 8 <= S; j0 += 8)
+            _mm256_storeu_ps(c->sum + j0,
+                             _mm256_fmadd_ps(_mm256_loadu_ps(r + j0), vy, _mm256_loadu_ps(c->sum + j0)));
+    }
+#endif
+    coldot_row_tail(c, i, r, y, j0);
+    if (i + 1 != c->np)
+        return;
+    int64_t j = 0;
+#ifdef FWD_F16C
+    for (; j + 8 <= S; j += 8) { /* red16 below, 8 columns per vector */
+        __m256 v[16];
+        for (int l = 0; l < 16; l++) {
+            const float *pl = c->lanes + l * S + j;
+            v[l] = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(pl), _mm256_loadu_ps(pl + 32 * S)),
+                                 _mm256_add_ps(_mm256_loadu_ps(pl + 16 * S), _mm256_loadu_ps(pl + 48 * S)));
+        }
+        for (int l = 0; l < 8; l++)
+            v[l] = _mm256_add_ps(v[8 + l], v[l]);
+        for (int l = 0; l < 4; l++)
+            v[l] = _mm256_add_ps(v[4 + l], v[l]);
+        _mm256_storeu_ps(c->sum + j, _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3])));
+    }
+#endif
+    for (; j < S; j++) {
+        float v[16];
+        for (int l = 0; l < 16; l++) {
+            const float *pl = c->lanes + l * S + j;
+            v[l] = (pl[0] + pl[32 * S]) + (pl[16 * S] + pl[48 * S]);
+        }
+        c->sum[j] = red16(v);
     }
 }
 
@@ -220,7 +265,13 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
     coldot_init(&c, S, lanes, sum);
     for (int64_t i = 0; i < S; i++) {
         float *r = s + i * S;
-        for (int64_t j = 0; j < S; j++)
+        int64_t j = 0;
+#ifdef FWD_F16C
+        const __m256 veg = _mm256_set1_ps(eg);
+        for (; j + 8 <= S; j += 8) /* exact products: any width gives the same bits */
+            _mm256_storeu_ps(r + j, _mm256_mul_ps(_mm256_loadu_ps(r + j), veg));
+#endif
+        for (; j < S; j++)
             r[j] *= eg;
         coldot_row(&c, i, r, k[i]);
     }
@@ -229,7 +280,13 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
     coldot_init(&c, S, lanes, sum);
     for (int64_t i = 0; i < S; i++) {
         float *r = s + i * S;
-        for (int64_t j = 0; j < S; j++)
+        int64_t j = 0;
+#ifdef FWD_F16C
+        const __m256 ki = _mm256_set1_ps(k[i]);
+        for (; j + 8 <= S; j += 8)
+            _mm256_storeu_ps(r + j, _mm256_fmadd_ps(ki, _mm256_loadu_ps(delta + j), _mm256_loadu_ps(r + j)));
+#endif
+        for (; j < S; j++)
             r[j] = fmaf(k[i], delta[j], r[j]);
         coldot_row(&c, i, r, q[i]);
     }

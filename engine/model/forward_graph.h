@@ -87,7 +87,7 @@ void fwd_block_deltanet(fwd_graph *g, const model_layer *L, uint32_t il);
 /* XB = FFN(XB) with a GELU(tanh)-gated FFN. */
 void fwd_block_ffn_geglu(fwd_graph *g, const model_layer *L);
 
-/* ---- mixture of experts (forward_moe.c) ----
+/* ---- mixture of experts (forward_moe.c, its router forward_moe_route.c) ----
  *
  * dst = MoE(in): a router picks n_used of n_expert expert FFNs per token,
  * their outputs are summed with the router's weights, plus an optional

@@ -66,7 +66,8 @@ struct fwd_step {
     enum fwd_buf in;
     const gguf_tensor *w[3];
     enum fwd_buf out[3];
-    uint32_t il; /* STEP_ATTN, STEP_DELTANET */
+    bool no_blas; /* STEP_MATMUL: never OpenBLAS (a router: another bit may pick another expert) */
+    uint32_t il;  /* STEP_ATTN, STEP_DELTANET */
     int moe;     /* STEP_MOE */
 };
 
@@ -203,7 +204,7 @@ void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *
 /* Its buffers, for a full batch of the graph's largest block; false when out of memory. */
 bool forward_moe_alloc(forward_ctx *f);
 void forward_moe_free(forward_ctx *f);
-/* The reference's routing of one token (unit-tested): softmax / sigmoid /
+/* The reference's routing of one token (forward_moe_route.c; unit-tested): softmax / sigmoid /
  * softmax-weight gating of n_expert logits, the top n_used, normalised and
  * scaled weights. */
 void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gating gating, bool norm_w,

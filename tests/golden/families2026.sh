@@ -82,6 +82,18 @@ info_has "2026 info: qwen35moe hybrid layout with experts" "$M/qwen35moe-mini-q8
     '^  Gated DeltaNet +6 of 8 layers \(attention: 3 7\)' '^  experts +8, 2 used per token, each 64 wide' \
     '^  shared expert +128 wide, SiLU-gated, behind a sigmoid gate$'
 
+# what a generated token reads: of the experts (3 tensors of 8 x 4352 bytes a layer), the 2 used
+name="2026 bench: qwen3moe's weight_bytes counts the used experts' share only"
+if need "$M/qwen3moe-mini-q8_0.gguf" "$name"; then
+    "$BIN" bench -m "$M/qwen3moe-mini-q8_0.gguf" -p 0 -n 2 -r 1 -o jsonl >"$W/bench.jsonl" 2>"$W/bench.err"
+    if python3 -c "import json,sys
+d=json.loads(open(sys.argv[1]).readline())
+# the tensors' 568576 bytes (file size less data offset), less 6 of 8 experts in 4 layers x 3 tensors
+sys.exit(0 if d['weight_bytes'] == 587520 - 18944 - 4 * 3 * 34816 * 6 // 8 else 1)" "$W/bench.jsonl"; then
+        ok "$name"
+    else not_ok "$name" "$(head -c 300 "$W/bench.jsonl")" "$(head -c 200 "$W/bench.err")"; fi
+fi
+
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
     name="2026 tokenizer ggml-vocab-$v matches llama.cpp"

@@ -1,4 +1,4 @@
-/* The mixture-of-experts block (forward_moe.c): routing against
+/* The mixture-of-experts block (forward_moe.c, forward_moe_route.c): routing against
  * hand-computed values for every gating option (softmax, sigmoid, softmax
  * over the top-k logits, renormalisation, its clamp, scale), the top-k's
  * tie order against libstdc++'s std::sort, swiglu_oai, and the expert step
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "model/arch.h"
+#include "model/forward.h"
 #include "model/forward_internal.h"
 #include "testutil.h"
 
@@ -564,6 +565,21 @@ static void test_load_rejects_expert_shape(void **s)
     free(buf);
 }
 
+/* --blas never takes a router (F32, the type OpenBLAS takes): another last
+ * bit there may pick another expert than the reference does. */
+static void test_router_never_blas(void **s)
+{
+    (void)s;
+    const char *path = TESTDATA_REQUIRE("families2026/models/qwen3moe-mini-q8_0.gguf");
+    char err[512];
+    model *m = model_load_weights_only(path, err, sizeof err);
+    assert_non_null(m);
+    int64_t total = 0;
+    assert_int_equal(forward_blas_plan(m, BLAS_MODE_ON, 512, &total, NULL), 0);
+    assert_int_equal(total, 4 * 5 + 1); /* q, k, v, o and the router in each layer, the output */
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -580,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_shared_expert_mix),
         cmocka_unit_test(test_block_steps),
         cmocka_unit_test(test_load_rejects_expert_shape),
+        cmocka_unit_test(test_router_never_blas),
     };
     return cmocka_run_group_tests_name("moe", tests, NULL, NULL);
 }
