@@ -310,7 +310,7 @@ static void put_layer_kinds(const model_hparams *hp, const model_weights *w)
 
 /* qwen35's hybrid layout: which layers are Gated DeltaNet, their sizes and
  * recurrent state (what forward_rs_bytes snapshots), and IMROPE's sections. */
-static void put_hybrid(const model_hparams *hp)
+static uint64_t put_hybrid(const model_hparams *hp)
 {
     if (hp->rope_imrope)
         printf("  %-22s IMROPE sections %d %d %d %d (text: one position in the first three)\n", "rope sections",
@@ -319,7 +319,7 @@ static void put_hybrid(const model_hparams *hp)
     for (uint32_t l = 0; l < hp->n_layer; l++)
         n_rec += hp->recurrent_layer[l];
     if (n_rec == 0)
-        return;
+        return 0;
     const uint64_t S = hp->ssm_d_state, ch = 2 * S * hp->ssm_n_group + hp->ssm_d_inner;
     const uint64_t conv = (uint64_t)(hp->ssm_d_conv - 1) * ch * 4, delta = S * S * hp->ssm_dt_rank * 4;
     printf("  %-22s %u of %u layers (attention:", "Gated DeltaNet", n_rec, hp->n_layer);
@@ -334,34 +334,19 @@ static void put_hybrid(const model_hparams *hp)
     printf("  %-22s attention output times sigmoid of a per-head gate (attn_q: query | gate)\n", "attention gate");
     if (hp->n_layer_nextn)
         printf("  %-22s %u nextn/MTP block(s) after the trunk, loaded and never run\n", "MTP", hp->n_layer_nextn);
+    return (conv + delta) * n_rec;
 }
 
 /* The hyperparameters tokscope derives and the architecture's rules, as the
  * forward pass will use them; or why it will not run the file. */
-/* A recurrent model (Qwen3.5): the state one snapshot holds, as a forward
- * context of the model reports it, and what explore mode's checkpoints of
- * it cost (engine/memory/memory.h). */
-static void put_memory(const model *m)
+/* A recurrent model (Qwen3.5) with a state of rs bytes (put_hybrid): what
+ * explore mode's checkpoints of it cost (engine/memory/memory.h), and that
+ * it has no context shift. */
+static void put_memory(const model_hparams *hp, uint64_t rs)
 {
-    const model_hparams *hp = model_get_hparams(m);
-    uint32_t n_rec = 0;
-    for (uint32_t l = 0; l < hp->n_layer; l++)
-        n_rec += hp->recurrent_layer[l];
-    if (n_rec == 0)
+    if (rs == 0)
         return;
-    char err[256];
-    forward_params fp = forward_default_params();
-    fp.n_ctx = 16; /* the state's size does not depend on it */
-    fp.n_threads = 1;
-    forward_ctx *f = forward_build(m, &fp, err, sizeof err);
-    if (!f) {
-        printf("  %-22s %u of %u layers (%s)\n", "recurrent state", n_rec, hp->n_layer, err);
-        return;
-    }
-    const size_t rs = forward_rs_bytes(f), lg = (size_t)hp->n_vocab * sizeof(float);
-    forward_free(f);
-    printf("  %-22s %u of %u layers; one snapshot %.1f KiB\n", "recurrent state", n_rec, hp->n_layer,
-           (double)rs / 1024.0);
+    const uint64_t lg = (uint64_t)hp->n_vocab * sizeof(float);
     printf("  %-22s %.1f KiB each (the state and a row of logits): one at every prompt's end and every %d\n"
            "  %-22s reply tokens, at most %d and %.0f MiB; going back re-evaluates at most %d reply tokens\n",
            "state checkpoints", (double)(rs + lg) / 1024.0, MEMORY_CKPT_EVERY, "", MEMORY_CKPT_MAX,
@@ -438,7 +423,7 @@ static void put_model_view(const char *path)
         printf("  %-22s one logit per query head (attn_sinks) joins every softmax%s\n", "attention sinks",
                L0->bo ? "; output projection with a bias" : "");
     put_layer_kinds(hp, w);
-    put_hybrid(hp);
+    const uint64_t rs_bytes = put_hybrid(hp);
     if (hp->q_scale != 0.0f)
         printf("  %-22s queries * %g before attention, softmax scale %g\n", "attention scale", (double)hp->q_scale,
                (double)hp->kq_scale);
@@ -460,7 +445,7 @@ static void put_model_view(const char *path)
     if (hp->logit_softcap != 0.0f)
         printf("  %-22s %g\n", "logit softcapping", (double)hp->logit_softcap);
     printf("  %-22s %s\n", "output", w->output == w->tok_embd ? "tied to token_embd" : "output.weight");
-    put_memory(m);
+    put_memory(hp, rs_bytes);
     /* what --blas auto (the default of the TUI, generate and bench) does with this model */
     char blas[256];
     forward_blas_describe(m, BLAS_MODE_AUTO, blas, sizeof blas);

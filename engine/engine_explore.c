@@ -151,7 +151,12 @@ static bool lens_run(engine *e, const engine_cmd *c, bool may_prefill)
         /* only when the cache does not hold the prefix (never while a turn
          * runs): the rest of the cache is kept otherwise */
         int32_t evaluated;
-        int rc = e->p.no_kv_cache || common == q ? 0 : memory_ensure(&e->mem, seq, np, q, &evaluated, err, sizeof err);
+        /* a recurrent model's cache gets the whole prompt, as its own batch, when the step is the
+         * reply's first: cut before its last token it would be evaluated otherwise than a fresh run
+         * does, and stay so for the turns after (memory_lens borrows the state at q from it) */
+        const int32_t upto = memory_is_recurrent(&e->mem) && q < np ? np : q;
+        int rc = e->p.no_kv_cache || common == q ? 0
+                                                 : memory_ensure(&e->mem, seq, np, upto, &evaluated, err, sizeof err);
         const model_hparams *hp = model_get_hparams(e->m);
         engine_lens *out = rc == 0 ? calloc(1, sizeof *out + hp->n_layer * sizeof out->layer[0]) : NULL;
         float *lg = out ? malloc((size_t)(e->p.no_kv_cache ? n : 1) * e->n_vocab * sizeof *lg) : NULL;

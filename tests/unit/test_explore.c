@@ -524,6 +524,25 @@ static void check_lens_first(const char *rel, const char *text, const float *fir
     for (int i = 0; i < ev.lens->layer[L - 1].n_top; i++)
         assert_memory_equal(&ev.lens->layer[L - 1].top[i].logit, &a->s[2].top[i].logit, sizeof(float));
     engine_lens_free(ev.lens);
+    if (first) { /* recurrent: the first step's lens from an empty cache, then the reply again: the
+                    prompt was evaluated as its own batch (not cut before its last token), so the
+                    reply is the first one, bit for bit */
+        engine_reset(e);
+        engine_cmd c0 = {.type = ENGINE_CMD_LENS, .messages = &msg, .n_messages = 1, .token = a->s[0].token};
+        engine_send(e, &c0);
+        wait_for(e, ENGINE_EV_LENS, &ev);
+        assert_non_null(ev.lens);
+        for (int i = 0; i < ev.lens->layer[L - 1].n_top; i++)
+            assert_memory_equal(&ev.lens->layer[L - 1].top[i].logit, &first[ev.lens->layer[L - 1].top[i].id],
+                                sizeof(float));
+        engine_lens_free(ev.lens);
+        submit(e, text, NULL, 0, 0);
+        collect(e, b);
+        assert_int_equal(b->done.n_prompt, 0); /* the prompt's checkpoint: nothing evaluated */
+        assert_int_equal(b->n, a->n);
+        for (int k = 0; k < a->n; k++)
+            assert_same_step(&b->s[k], &a->s[k]);
+    }
     free(a);
     free(b);
     engine_shutdown(e);
