@@ -63,11 +63,17 @@ bool ml_f32(model_loader *ld, const char *key, float *out)
     return gguf_get_f32(ld->g, k, out);
 }
 
+/* ARCH.KEY's name into k and its index (-1 when absent). */
+static int64_t ml_find(model_loader *ld, const char *key, char *k, size_t cap)
+{
+    snprintf(k, cap, "%s.%s", ld->arch, key);
+    return gguf_find_key(ld->g, k);
+}
+
 bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n)
 {
     char k[160];
-    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
-    const int64_t i = gguf_find_key(ld->g, k);
+    const int64_t i = ml_find(ld, key, k, sizeof k);
     if (i < 0 || gguf_kv_type(ld->g, i) != GGUF_VTYPE_ARRAY)
         return false;
     if (gguf_arr_len(ld->g, i) < n)
@@ -81,8 +87,7 @@ bool ml_bool_array(model_loader *ld, const char *key, bool *out, uint32_t n)
 bool ml_u32_array(model_loader *ld, const char *key, uint32_t *out, uint32_t n)
 {
     char k[160];
-    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
-    const int64_t i = gguf_find_key(ld->g, k);
+    const int64_t i = ml_find(ld, key, k, sizeof k);
     if (i < 0)
         return false;
     if (gguf_kv_type(ld->g, i) != GGUF_VTYPE_ARRAY) {
@@ -108,8 +113,7 @@ bool ml_u32_array(model_loader *ld, const char *key, uint32_t *out, uint32_t n)
 bool ml_i32_array(model_loader *ld, const char *key, int32_t *out, uint32_t n)
 {
     char k[160];
-    snprintf(k, sizeof k, "%s.%s", ld->arch, key);
-    const int64_t i = gguf_find_key(ld->g, k);
+    const int64_t i = ml_find(ld, key, k, sizeof k);
     if (i < 0 || gguf_kv_type(ld->g, i) != GGUF_VTYPE_ARRAY)
         return false;
     if (gguf_arr_len(ld->g, i) > n)

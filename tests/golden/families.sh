@@ -20,31 +20,13 @@ W=$(mktemp -d "$OUT/families.XXXXXX") || exit 1
 MUTATE="python3 tests/tools/gguf_mutate.py"
 FAMILIES="llama3-mini-q8_0 qwen2-mini-q4_k_m qwen3-mini-q8_0 gemma3-mini-q8_0 phi3-mini-q8_0"
 
-golden_py() {
-    python3 -c "import json,sys
-L=[json.loads(l) for l in open(sys.argv[1])]
-$2" "$1"
-}
+. tests/lib_families.sh
 
 # ---- greedy text, cache on and off -------------------------------------------
 for fam in $FAMILIES; do
     for case in chat plain; do
-        g=$G/$fam.$case.jsonl
-        name="generate --temp 0 on $fam.$case reproduces the reference's greedy text"
-        need "$M/$fam.gguf" "$name" && need "$g" "$name" || continue
-        ids=$(golden_py "$g" "print(','.join(map(str, L[0]['prompt_tokens'])))")
-        n=$(golden_py "$g" "print(len(L[-1]['generated']))")
-        "$BIN" generate -m "$M/$fam.gguf" --tokens "$ids" --temp 0 -n "$n" -c 512 --blas off >"$W/gen.txt" 2>"$W/gen.err"
-        rc=$?
-        # The golden's text went through JSON: bytes of a split UTF-8
-        # sequence became U+FFFD, one or more of them; compare with every
-        # run of those as one.
-        if [ $rc -eq 0 ] && python3 -c "import json,re,sys
-want=json.loads(open(sys.argv[1]).read().splitlines()[-1])['text']
-got=open(sys.argv[2],'rb').read().decode('utf-8','replace')
-f=lambda s: re.sub('\ufffd+','\ufffd',s)
-sys.exit(0 if f(want)==f(got) and len(got)>0 else 1)" "$g" "$W/gen.txt"; then ok "$name"
-        else not_ok "$name" "exit $rc" "$(head -c 200 "$W/gen.err")"; fi
+        greedy_text "generate --temp 0 on $fam.$case reproduces the reference's greedy text" "$M/$fam.gguf" \
+            "$G/$fam.$case.jsonl" --blas off
     done
 done
 
@@ -93,15 +75,6 @@ if need "$M/gemma3-mini-q8_0.gguf" "gemma3 sliding window"; then
 fi
 
 # ---- refused with one line naming the problem ------------------------------------
-# refuses NAME FILE TEXT: generate exits 1 with exactly one line on stderr
-# that contains TEXT, and nothing on stdout
-refuses() {
-    "$BIN" generate -m "$2" -p "Hello" -n 4 >"$W/out" 2>"$W/err"
-    rc=$?
-    if [ $rc -eq 1 ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$3" "$W/err"; then
-        ok "$1: $(cat "$W/err")"
-    else not_ok "$1" "exit $rc, want 1 with one line containing: $3" "$(head -n 3 "$W/err")"; fi
-}
 if need "$M/qwen3-mini-q8_0.gguf" "refusals"; then
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/mamba.gguf" --set-str general.architecture mamba
     refuses "an unknown architecture is refused" "$W/mamba.gguf" \
@@ -124,17 +97,6 @@ if need "$M/gemma3-mini-q8_0.gguf" "gemma3 refusal"; then
 fi
 
 # ---- info shows what each architecture adds --------------------------------------
-# info_has NAME MODEL PATTERN...: every pattern is a line of `info`
-info_has() {
-    name=$1 model=$2
-    shift 2
-    need "$model" "$name" || return 0
-    "$BIN" info "$model" >"$W/info.txt" 2>&1 || { not_ok "$name" "info failed"; return 0; }
-    for p in "$@"; do
-        grep -qE -- "$p" "$W/info.txt" || { not_ok "$name" "missing: $p"; return 0; }
-    done
-    ok "$name"
-}
 info_has "info: gemma3 window, local layers, head size and scales" "$M/gemma3-mini-q8_0.gguf" \
     '^as tokscope runs it \(gemma3\):' 'attention +4 query / 1 KV heads of 128 \(queries 512 wide\)' \
     'sliding window +window 16 on 6 of 7 layers \(global: 5\), local rope base 10000' \
