@@ -117,10 +117,13 @@ float quant_dot_iq4_nl_x86order(int64_t n, const void *w, const void *act)
     for (int k = 0; k < 8; k++)
         t[k] = acc[0][k] + acc[1][k];
     float sum = hsum8_c(t);
-    /* the odd last block: `sumf += d * (sumi1 + sumi2)`, an FMA in the
-     * reference's -march build (as for MXFP4, whose loop is the same) */
-    for (; i < nb; i++)
-        sum = fmaf(nl_scale(&x[i], &y[i]), (float)iq4_isum(x[i].qs, y[i].qs), sum);
+    /* the odd last block: `sumf += d * (sumi1 + sumi2)`, which the
+     * reference's GCC build leaves a multiply and an add (vmulss, vaddss in
+     * its libggml-cpu; the reference dumps of test_iq4 show it too) */
+    for (; i < nb; i++) {
+        volatile float p = nl_scale(&x[i], &y[i]) * (float)iq4_isum(x[i].qs, y[i].qs);
+        sum += p;
+    }
     return sum;
 }
 
@@ -226,8 +229,10 @@ static float dot_iq4_nl_avx2(int64_t n, const void *w, const void *act)
         acc2 = _mm256_fmadd_ps(_mm256_set1_ps(nl_scale(&x[i + 1], &y[i + 1])), _mm256_cvtepi32_ps(p2), acc2);
     }
     float sum = hsum_ps(_mm256_add_ps(acc1, acc2));
-    for (; i < nb; i++)
-        sum = fmaf(nl_scale(&x[i], &y[i]), (float)hsum_epi32(dot_s8(iq4_values_avx2(x[i].qs), load32(y[i].qs))), sum);
+    for (; i < nb; i++) { /* rounded product, then the add (see the x86 order) */
+        volatile float p = nl_scale(&x[i], &y[i]) * (float)hsum_epi32(dot_s8(iq4_values_avx2(x[i].qs), load32(y[i].qs)));
+        sum += p;
+    }
     return sum;
 }
 

@@ -14,7 +14,8 @@
  * - generic C (ggml_vec_dot_iq4_nl_q8_0_generic): the spec;
  * - x86 vec_dot (its AVX-512 build runs the AVX2 code): blocks alternate
  *   between two 8-lane FMA accumulators (lane k: elements 4k..4k+3), added
- *   and reduced; an odd last block as in the scalar loop. One token;
+ *   and reduced; an odd last block's product then added (not fused). One
+ *   token;
  * - tinyBLAS_Q0_AVX (llamafile sgemm): one 8-lane FMA accumulator per
  *   output, reduced. Batches of 2 or more tokens with a row count that is
  *   not a multiple of 8;
