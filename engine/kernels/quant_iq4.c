@@ -199,7 +199,12 @@ float quant_dot_iq4_xs_x86order(int64_t n, const void *w, const void *act)
 static inline __m256i iq4_values_avx2(const uint8_t *qs)
 {
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl));
-    return _mm256_shuffle_epi8(lut, nibbles32(qs));
+    /* the 16 bytes in both halves, the upper half shifted by 4: a
+     * broadcast load and a variable shift keep the insert (a shuffle-port
+     * instruction, next to pshufb) out of the loop */
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+    return _mm256_shuffle_epi8(lut, nib);
 }
 
 static inline __m256i load32(const int8_t *p)
@@ -207,12 +212,15 @@ static inline __m256i load32(const int8_t *p)
     return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-/* The 4 totals of 4 vectors of 8 int32 sums (exact in any order). */
-static inline __m128i hsum4x8_i32(__m256i a, __m256i b, __m256i c, __m256i d)
+/* The totals of 8 vectors of 8 int32 sums, in one vector (lane i: vector
+ * i's); exact in any order. */
+static inline __m256i hsum8x8_i32(__m256i a, __m256i b, __m256i c, __m256i d, __m256i e, __m256i f, __m256i g,
+                                  __m256i h)
 {
-    const __m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
-    const __m256i abcd = _mm256_hadd_epi32(ab, cd);
-    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    const __m256i efgh = _mm256_hadd_epi32(_mm256_hadd_epi32(e, f), _mm256_hadd_epi32(g, h));
+    /* 128-bit lane 0 of abcd holds a..d's low halves, lane 1 their high ones */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(abcd, efgh, 0x20), _mm256_permute2x128_si256(abcd, efgh, 0x31));
 }
 
 static float dot_iq4_nl_avx2(int64_t n, const void *w, const void *act)
@@ -236,25 +244,40 @@ static float dot_iq4_nl_avx2(int64_t n, const void *w, const void *act)
     return sum;
 }
 
+/* x . y for the 4 activation blocks ya..yd against one block's values v
+ * (|v| precomputed as av): 4 vectors of 8 lane sums (elements 4k..4k+3). */
+#define IQ4_DOT4(v, av, ya, yb, yc, yd, p)                                                                           \
+    do {                                                                                                             \
+        p[0] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((ya)->qs), v));                            \
+        p[1] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yb)->qs), v));                            \
+        p[2] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yc)->qs), v));                            \
+        p[3] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yd)->qs), v));                            \
+    } while (0)
+
 /* One weight row against 4 activation rows in tinyBLAS's order: each
  * output its own 8-lane accumulator, the row's values decoded once. */
-static void nl_tinyblas_1x4(const block_iq4_nl *x, const block_q8_0 *const y[4], int64_t nb, float out[4])
+static void nl_tinyblas_1x4(const block_iq4_nl *x, const block_q8_0 *y0, const block_q8_0 *y1,
+                            const block_q8_0 *y2, const block_q8_0 *y3, int64_t nb, float out[4])
 {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+           acc3 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256i v = iq4_values_avx2(x[b].qs);
         const __m256i av = _mm256_sign_epi8(v, v);
-        float ds[4]; /* d_a * d_w: tinyBLAS's d_w * d_a, the same products */
-        _mm_storeu_ps(ds, quant_f16x4_mul(y[0][b].d, y[1][b].d, y[2][b].d, y[3][b].d, fp16_to_f32(x[b].d)));
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-        {
-            const __m256i p = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32(y[c][b].qs), v));
-            const __m256 d = _mm256_set1_ps(ds[c]);
-            acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[c]);
-        }
+        __m256i p[4];
+        IQ4_DOT4(v, av, &y0[b], &y1[b], &y2[b], &y3[b], p);
+        /* d_a * d_w: tinyBLAS's d_w * d_a, the same products */
+        const __m128 ds = quant_f16x4_mul(y0[b].d, y1[b].d, y2[b].d, y3[b].d, fp16_to_f32(x[b].d));
+        const __m256 d2 = _mm256_set_m128(ds, ds);
+        acc0 = _mm256_fmadd_ps(_mm256_permute_ps(d2, 0x00), _mm256_cvtepi32_ps(p[0]), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_permute_ps(d2, 0x55), _mm256_cvtepi32_ps(p[1]), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_permute_ps(d2, 0xAA), _mm256_cvtepi32_ps(p[2]), acc2);
+        acc3 = _mm256_fmadd_ps(_mm256_permute_ps(d2, 0xFF), _mm256_cvtepi32_ps(p[3]), acc3);
     }
-    for (int c = 0; c < 4; c++)
-        out[c] = hsum_ps(acc[c]);
+    out[0] = hsum_ps(acc0);
+    out[1] = hsum_ps(acc1);
+    out[2] = hsum_ps(acc2);
+    out[3] = hsum_ps(acc3);
 }
 
 static float dot_iq4_nl_tinyblas_avx2(const block_iq4_nl *x, const block_q8_0 *y, int64_t nb)
@@ -267,37 +290,72 @@ static float dot_iq4_nl_tinyblas_avx2(const block_iq4_nl *x, const block_q8_0 *y
     return hsum_ps(acc);
 }
 
-/* Repacked order, one weight row against 4 activation rows: the four
- * block sums from one horizontal add, then per output the scalar
- * fma(isum, d_w * d_a, acc) of quant_dot_iq4_nl_repacked, side by side. */
-static void nl_repacked_1x4(const block_iq4_nl *x, const block_q8_0 *const y[4], int64_t nb, float out[4])
+/* Repacked order, two weight rows against 4 activation rows: the eight
+ * block sums from one reduction, then per output the scalar
+ * fma(isum, d_w * d_a, acc) of quant_dot_iq4_nl_repacked, side by side
+ * (lanes 0-3: row 0's tokens, 4-7: row 1's). */
+static void nl_repacked_2x4(const block_iq4_nl *x0, const block_iq4_nl *x1, const block_q8_0 *y0,
+                            const block_q8_0 *y1, const block_q8_0 *y2, const block_q8_0 *y3, int64_t nb,
+                            float out0[4], float out1[4])
 {
-    __m128 acc = _mm_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const __m256i v = iq4_values_avx2(x[b].qs);
-        const __m256i av = _mm256_sign_epi8(v, v);
-        __m256i p[4];
-        for (int c = 0; c < 4; c++)
-            p[c] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32(y[c][b].qs), v));
-        const __m128 ds = quant_f16x4_mul(y[0][b].d, y[1][b].d, y[2][b].d, y[3][b].d, fp16_to_f32(x[b].d));
-        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4x8_i32(p[0], p[1], p[2], p[3])), ds, acc);
+        const __m256i v0 = iq4_values_avx2(x0[b].qs), v1 = iq4_values_avx2(x1[b].qs);
+        const __m256i av0 = _mm256_sign_epi8(v0, v0), av1 = _mm256_sign_epi8(v1, v1);
+        __m256i p[4], q[4];
+        IQ4_DOT4(v0, av0, &y0[b], &y1[b], &y2[b], &y3[b], p);
+        IQ4_DOT4(v1, av1, &y0[b], &y1[b], &y2[b], &y3[b], q);
+        const __m256 ds = _mm256_mul_ps(
+            _mm256_set_m128(_mm_set1_ps(fp16_to_f32(x1[b].d)), _mm_set1_ps(fp16_to_f32(x0[b].d))),
+            _mm256_cvtph_ps(_mm_set1_epi64x((long long)((uint64_t)y0[b].d | (uint64_t)y1[b].d << 16 |
+                                                        (uint64_t)y2[b].d << 32 | (uint64_t)y3[b].d << 48))));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8x8_i32(p[0], p[1], p[2], p[3], q[0], q[1], q[2], q[3])), ds, acc);
     }
-    _mm_storeu_ps(out, acc);
+    _mm_storeu_ps(out0, _mm256_castps256_ps128(acc));
+    _mm_storeu_ps(out1, _mm256_extractf128_ps(acc, 1));
 }
 
-/* Repacked order, 4 weight rows against one activation row (gemv). */
-static void nl_repacked_4x1(const block_iq4_nl *const x[4], const block_q8_0 *y, int64_t nb, float out[4])
+/* Repacked order, 8 weight rows against one activation row (gemv). Rows
+ * go in pairs, one per 128-bit half: the low nibbles of both (elements
+ * 0-15) in one vector, the high ones (16-31) in another, against the
+ * activations' halves duplicated; the sign trick runs the other way round
+ * (|a|, shared by all rows, unsigned; the values with a's signs), the same
+ * exact products. A pair's sums land 4 lanes per row, which halves the
+ * horizontal work; each row's block total, and so every bit, is the same. */
+static void nl_repacked_8x1(const uint8_t *w, size_t rb, const block_q8_0 *y, int64_t nb, float out[8])
 {
-    __m128 acc = _mm_setzero_ps();
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const __m256i a = load32(y[b].qs);
+        const __m128i a0 = _mm_loadu_si128((const __m128i *)y[b].qs), a1 = _mm_loadu_si128((const __m128i *)y[b].qs + 1);
+        const __m256i alo = _mm256_set_m128i(a0, a0), ahi = _mm256_set_m128i(a1, a1);
+        const __m256i aalo = _mm256_sign_epi8(alo, alo), aahi = _mm256_sign_epi8(ahi, ahi);
+        const block_iq4_nl *x[8];
         __m256i p[4];
-        for (int r = 0; r < 4; r++)
-            p[r] = dot_s8(iq4_values_avx2(x[r][b].qs), a);
-        const __m128 ds = quant_f16x4_mul(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d, fp16_to_f32(y[b].d));
-        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4x8_i32(p[0], p[1], p[2], p[3])), ds, acc);
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
+            x[2 * k] = (const block_iq4_nl *)(const void *)(w + (size_t)(2 * k) * rb) + b;
+            x[2 * k + 1] = (const block_iq4_nl *)(const void *)(w + (size_t)(2 * k + 1) * rb) + b;
+            const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x[2 * k + 1]->qs),
+                                               _mm_loadu_si128((const __m128i *)x[2 * k]->qs));
+            const __m256i vlo = _mm256_shuffle_epi8(lut, _mm256_and_si256(q, m4));
+            const __m256i vhi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            p[k] = dpbusd(dpbusd(_mm256_setzero_si256(), aalo, _mm256_sign_epi8(vlo, alo)), aahi,
+                          _mm256_sign_epi8(vhi, ahi));
+        }
+        /* lanes 0-3 of p[k]: row 2k, 4-7: row 2k + 1 */
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        /* h: 128-bit half 0 rows 0, 2, 4, 6; half 1 rows 1, 3, 5, 7 */
+        const __m256i isum = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        /* the scales as two 64-bit words (eight 16-bit stores read back as
+         * one vector would stall store forwarding) */
+        const float da = fp16_to_f32(y[b].d);
+        const __m256 ds = _mm256_set_m128(quant_f16x4_mul(x[4]->d, x[5]->d, x[6]->d, x[7]->d, da),
+                                          quant_f16x4_mul(x[0]->d, x[1]->d, x[2]->d, x[3]->d, da));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), ds, acc);
     }
-    _mm_storeu_ps(out, acc);
+    _mm256_storeu_ps(out, acc);
 }
 
 /* IQ4_XS: per super-block the 8 lanes of ls-weighted sums. */
@@ -395,25 +453,29 @@ void quant_iq4_nl_batch_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int6
 #if defined(QUANT_HAVE_AVX2)
     const int n4 = n_tok & ~3;
     if (n_tok == 1 && repacked)
-        for (; r + 4 <= r1; r += 4) {
-            const block_iq4_nl *x[4] = {ROW(r), ROW(r + 1), ROW(r + 2), ROW(r + 3)};
-            nl_repacked_4x1(x, ACT(0), nb, out + r);
-        }
-    for (; r < r1; r++) {
+        for (; r + 8 <= r1; r += 8)
+            nl_repacked_8x1(wd + (size_t)r * rb, rb, ACT(0), nb, out + r);
+    for (; r < r1;) {
+        const int nr = repacked && r + 2 <= r1 ? 2 : 1; /* the repacked tile takes row pairs */
         int t = 0;
         for (; t < n4; t += 4) {
-            const block_q8_0 *y[4] = {ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3)};
-            float o[4];
-            if (repacked)
-                nl_repacked_1x4(ROW(r), y, nb, o);
+            float o[2][4];
+            if (nr == 2)
+                nl_repacked_2x4(ROW(r), ROW(r + 1), ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3), nb, o[0], o[1]);
+            else if (repacked)
+                for (int c = 0; c < 4; c++)
+                    o[0][c] = quant_dot_iq4_nl_repacked(n, ROW(r), ACT(t + c));
             else
-                nl_tinyblas_1x4(ROW(r), y, nb, o);
-            for (int c = 0; c < 4; c++)
-                OUT(t + c, r) = o[c];
+                nl_tinyblas_1x4(ROW(r), ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3), nb, o[0]);
+            for (int k = 0; k < nr; k++)
+                for (int c = 0; c < 4; c++)
+                    OUT(t + c, r + k) = o[k][c];
         }
         for (; t < n_tok; t++)
-            OUT(t, r) = repacked ? quant_dot_iq4_nl_repacked(n, ROW(r), ACT(t))
-                                 : dot_iq4_nl_tinyblas_avx2(ROW(r), ACT(t), nb);
+            for (int k = 0; k < nr; k++)
+                OUT(t, r + k) = repacked ? quant_dot_iq4_nl_repacked(n, ROW(r + k), ACT(t))
+                                         : dot_iq4_nl_tinyblas_avx2(ROW(r + k), ACT(t), nb);
+        r += nr;
     }
 #else
     for (; r < r1; r++)
