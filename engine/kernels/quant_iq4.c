@@ -290,6 +290,16 @@ static float dot_iq4_nl_tinyblas_avx2(const block_iq4_nl *x, const block_q8_0 *y
     return hsum_ps(acc);
 }
 
+/* Repacked order, one row and one token (rows left over from the tiles). */
+static float dot_iq4_nl_repacked_avx2(const block_iq4_nl *x, const block_q8_0 *y, int64_t nb)
+{
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++)
+        acc = fmaf((float)hsum_epi32(dot_s8(iq4_values_avx2(x[b].qs), load32(y[b].qs))),
+                   fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d), acc);
+    return acc;
+}
+
 /* Repacked order, two weight rows against 4 activation rows: the eight
  * block sums from one reduction, then per output the scalar
  * fma(isum, d_w * d_a, acc) of quant_dot_iq4_nl_repacked, side by side
@@ -464,7 +474,7 @@ void quant_iq4_nl_batch_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int6
                 nl_repacked_2x4(ROW(r), ROW(r + 1), ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3), nb, o[0], o[1]);
             else if (repacked)
                 for (int c = 0; c < 4; c++)
-                    o[0][c] = quant_dot_iq4_nl_repacked(n, ROW(r), ACT(t + c));
+                    o[0][c] = dot_iq4_nl_repacked_avx2(ROW(r), ACT(t + c), nb);
             else
                 nl_tinyblas_1x4(ROW(r), ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3), nb, o[0]);
             for (int k = 0; k < nr; k++)
@@ -473,7 +483,7 @@ void quant_iq4_nl_batch_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int6
         }
         for (; t < n_tok; t++)
             for (int k = 0; k < nr; k++)
-                OUT(t, r + k) = repacked ? quant_dot_iq4_nl_repacked(n, ROW(r + k), ACT(t))
+                OUT(t, r + k) = repacked ? dot_iq4_nl_repacked_avx2(ROW(r + k), ACT(t), nb)
                                          : dot_iq4_nl_tinyblas_avx2(ROW(r + k), ACT(t), nb);
         r += nr;
     }
