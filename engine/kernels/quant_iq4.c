@@ -12,7 +12,8 @@
 
 #include <math.h>
 
-const int8_t quant_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+const int8_t quant_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                        1,    13,   25,  38,  53,  69,  89,  113};
 
 /* ---- dequantization (ggml-quants.c: one multiply per element) ---- */
 
@@ -203,7 +204,8 @@ static inline __m256i iq4_values_avx2(const uint8_t *qs)
      * broadcast load and a variable shift keep the insert (a shuffle-port
      * instruction, next to pshufb) out of the loop */
     const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
-    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+    const __m256i nib =
+        _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
     return _mm256_shuffle_epi8(lut, nib);
 }
 
@@ -220,7 +222,8 @@ static inline __m256i hsum8x8_i32(__m256i a, __m256i b, __m256i c, __m256i d, __
     const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
     const __m256i efgh = _mm256_hadd_epi32(_mm256_hadd_epi32(e, f), _mm256_hadd_epi32(g, h));
     /* 128-bit lane 0 of abcd holds a..d's low halves, lane 1 their high ones */
-    return _mm256_add_epi32(_mm256_permute2x128_si256(abcd, efgh, 0x20), _mm256_permute2x128_si256(abcd, efgh, 0x31));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(abcd, efgh, 0x20),
+                            _mm256_permute2x128_si256(abcd, efgh, 0x31));
 }
 
 static float dot_iq4_nl_avx2(int64_t n, const void *w, const void *act)
@@ -238,7 +241,8 @@ static float dot_iq4_nl_avx2(int64_t n, const void *w, const void *act)
     }
     float sum = hsum_ps(_mm256_add_ps(acc1, acc2));
     for (; i < nb; i++) { /* rounded product, then the add (see the x86 order) */
-        volatile float p = nl_scale(&x[i], &y[i]) * (float)hsum_epi32(dot_s8(iq4_values_avx2(x[i].qs), load32(y[i].qs)));
+        volatile float p =
+            nl_scale(&x[i], &y[i]) * (float)hsum_epi32(dot_s8(iq4_values_avx2(x[i].qs), load32(y[i].qs)));
         sum += p;
     }
     return sum;
@@ -246,12 +250,12 @@ static float dot_iq4_nl_avx2(int64_t n, const void *w, const void *act)
 
 /* x . y for the 4 activation blocks ya..yd against one block's values v
  * (|v| precomputed as av): 4 vectors of 8 lane sums (elements 4k..4k+3). */
-#define IQ4_DOT4(v, av, ya, yb, yc, yd, p)                                                                           \
-    do {                                                                                                             \
-        p[0] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((ya)->qs), v));                            \
-        p[1] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yb)->qs), v));                            \
-        p[2] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yc)->qs), v));                            \
-        p[3] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yd)->qs), v));                            \
+#define IQ4_DOT4(v, av, ya, yb, yc, yd, p)                                                                   \
+    do {                                                                                                     \
+        p[0] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((ya)->qs), v));                    \
+        p[1] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yb)->qs), v));                    \
+        p[2] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yc)->qs), v));                    \
+        p[3] = dpbusd(_mm256_setzero_si256(), av, _mm256_sign_epi8(load32((yd)->qs), v));                    \
     } while (0)
 
 /* One weight row against 4 activation rows in tinyBLAS's order: each
@@ -285,7 +289,8 @@ static float dot_iq4_nl_tinyblas_avx2(const block_iq4_nl *x, const block_q8_0 *y
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256i p = dot_s8(iq4_values_avx2(x[b].qs), load32(y[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d)), _mm256_cvtepi32_ps(p), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d)),
+                              _mm256_cvtepi32_ps(p), acc);
     }
     return hsum_ps(acc);
 }
@@ -319,7 +324,8 @@ static void nl_repacked_2x4(const block_iq4_nl *x0, const block_iq4_nl *x1, cons
             _mm256_set_m128(_mm_set1_ps(fp16_to_f32(x1[b].d)), _mm_set1_ps(fp16_to_f32(x0[b].d))),
             _mm256_cvtph_ps(_mm_set1_epi64x((long long)((uint64_t)y0[b].d | (uint64_t)y1[b].d << 16 |
                                                         (uint64_t)y2[b].d << 32 | (uint64_t)y3[b].d << 48))));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8x8_i32(p[0], p[1], p[2], p[3], q[0], q[1], q[2], q[3])), ds, acc);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8x8_i32(p[0], p[1], p[2], p[3], q[0], q[1], q[2], q[3])),
+                              ds, acc);
     }
     _mm_storeu_ps(out0, _mm256_castps256_ps128(acc));
     _mm_storeu_ps(out1, _mm256_extractf128_ps(acc, 1));
@@ -338,7 +344,8 @@ static void nl_repacked_8x1(const uint8_t *w, size_t rb, const block_q8_0 *y, in
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const __m128i a0 = _mm_loadu_si128((const __m128i *)y[b].qs), a1 = _mm_loadu_si128((const __m128i *)y[b].qs + 1);
+        const __m128i a0 = _mm_loadu_si128((const __m128i *)y[b].qs),
+                      a1 = _mm_loadu_si128((const __m128i *)y[b].qs + 1);
         const __m256i alo = _mm256_set_m128i(a0, a0), ahi = _mm256_set_m128i(a1, a1);
         const __m256i aalo = _mm256_sign_epi8(alo, alo), aahi = _mm256_sign_epi8(ahi, ahi);
         const block_iq4_nl *x[8];
@@ -379,7 +386,8 @@ static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
         _Pragma("GCC unroll 8") for (int ib = 0; ib < QK_K / 32; ib++)
         {
             const __m256i v = iq4_values_avx2(x[i].qs + 16 * ib);
-            const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(load32(y[i].qs + 32 * ib), v));
+            const __m256i p16 =
+                _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(load32(y[i].qs + 32 * ib), v));
             const __m256i ls = _mm256_set1_epi16((short)(quant_iq4_xs_scale(&x[i], ib) - 32));
             s = _mm256_add_epi32(s, _mm256_madd_epi16(p16, ls));
         }
@@ -395,7 +403,8 @@ static void iq4_xs_rows(int64_t n, const void *w, const void *const act[4], int 
     const block_iq4_xs *x = w;
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t i = 0; i < n / QK_K; i++) {
-        __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+        __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
         for (int ib = 0; ib < QK_K / 32; ib++) {
             const __m256i v = iq4_values_avx2(x[i].qs + 16 * ib);
             const __m256i av = _mm256_sign_epi8(v, v);
@@ -456,9 +465,9 @@ void quant_iq4_nl_batch_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int6
     const int64_t nb = n / QK4_NL;
     const size_t rb = (size_t)nb * sizeof(block_iq4_nl);
     const uint8_t *wd = w->data;
-#define ROW(r) ((const block_iq4_nl *)(const void *)(wd + (size_t)(r) * rb))
-#define ACT(t) ((const block_q8_0 *)(const void *)(act + (size_t)(t) * act_stride))
-#define OUT(t, r) out[(int64_t)(t) * out_stride + (r)]
+#define ROW(r) ((const block_iq4_nl *)(const void *)(wd + (size_t)(r)*rb))
+#define ACT(t) ((const block_q8_0 *)(const void *)(act + (size_t)(t)*act_stride))
+#define OUT(t, r) out[(int64_t)(t)*out_stride + (r)]
     int64_t r = r0;
 #if defined(QUANT_HAVE_AVX2)
     const int n4 = n_tok & ~3;
@@ -471,7 +480,8 @@ void quant_iq4_nl_batch_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int6
         for (; t < n4; t += 4) {
             float o[2][4];
             if (nr == 2)
-                nl_repacked_2x4(ROW(r), ROW(r + 1), ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3), nb, o[0], o[1]);
+                nl_repacked_2x4(ROW(r), ROW(r + 1), ACT(t), ACT(t + 1), ACT(t + 2), ACT(t + 3), nb, o[0],
+                                o[1]);
             else if (repacked)
                 for (int c = 0; c < 4; c++)
                     o[0][c] = dot_iq4_nl_repacked_avx2(ROW(r), ACT(t + c), nb);

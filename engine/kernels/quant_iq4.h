@@ -35,15 +35,15 @@
 #define QK4_NL 32
 
 typedef struct {
-    uint16_t d;            /* fp16 scale */
+    uint16_t d;             /* fp16 scale */
     uint8_t qs[QK4_NL / 2]; /* element j low nibble of qs[j], j + 16 high */
 } block_iq4_nl;
 
 typedef struct {
-    uint16_t d;              /* fp16 super-block scale */
-    uint16_t scales_h;       /* top 2 bits of sub-block ib's scale at bit 2 * ib */
+    uint16_t d;                  /* fp16 super-block scale */
+    uint16_t scales_h;           /* top 2 bits of sub-block ib's scale at bit 2 * ib */
     uint8_t scales_l[QK_K / 64]; /* low 4 bits: ib even low nibble, odd high */
-    uint8_t qs[QK_K / 2];    /* 8 sub-blocks of 16 bytes, laid out as IQ4_NL */
+    uint8_t qs[QK_K / 2];        /* 8 sub-blocks of 16 bytes, laid out as IQ4_NL */
 } block_iq4_xs;
 
 _Static_assert(sizeof(block_iq4_nl) == 18, "iq4_nl size");

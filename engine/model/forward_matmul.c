@@ -69,7 +69,8 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             continue;
         }
         if (quant_iq4_nl_batch_applies(sg->w, job->n_tok)) {
-            quant_iq4_nl_batch_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            quant_iq4_nl_batch_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out,
+                                      sg->out_stride);
             continue;
         }
         if (refk_applies(sg->w)) {

@@ -193,8 +193,8 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
      * the repacked gemm. */
     if (quant_iq4_nl_batch_applies(&v, 1)) { /* IQ4_NL repacked 8x8: its gemv order, a token at a time */
         for (int t = 0; t < n_tok; t++)
-            quant_iq4_nl_batch_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1, out + (int64_t)t * out_stride,
-                                      out_stride);
+            quant_iq4_nl_batch_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1,
+                                      out + (int64_t)t * out_stride, out_stride);
         return;
     }
     if (repack_applies(&v) || refk_applies(&v) || reffloat_applies(&v)) {

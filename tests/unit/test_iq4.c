@@ -25,7 +25,10 @@
 #include "data/iq4_ref.h"
 
 static uint64_t rng_state = 0x4951344e4cull;
-static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng_state) >> 16); }
+static uint32_t rnd_u32(void)
+{
+    return (uint32_t)(test_xorshift64(&rng_state) >> 16);
+}
 
 static uint32_t f2u(float f)
 {
@@ -124,7 +127,8 @@ static void expect_bits(const char *what, int i, float got, uint32_t want)
     if (f2u(got) != want) {
         float w;
         memcpy(&w, &want, 4);
-        fail_msg("%s [%d]: %.9g (0x%08x), reference %.9g (0x%08x)", what, i, (double)got, f2u(got), (double)w, want);
+        fail_msg("%s [%d]: %.9g (0x%08x), reference %.9g (0x%08x)", what, i, (double)got, f2u(got), (double)w,
+                 want);
     }
 }
 
@@ -173,8 +177,10 @@ static void test_reference_dots_nl(void **state)
         for (int r = 0; r < R; r++) {
             const void *w = ref_nl_w + rs * r, *a = ref_nl_act + as * t;
             const int i = t * R + r;
-            expect_bits("iq4_nl vec_dot (x86 order)", i, quant_dot_iq4_nl_x86order(N, w, a), ref_nl_vec_dot[i]);
-            expect_bits("iq4_nl vec_dot (table)", i, tensor_vec_dot(TENSOR_TYPE_IQ4_NL, N, w, a), ref_nl_vec_dot[i]);
+            expect_bits("iq4_nl vec_dot (x86 order)", i, quant_dot_iq4_nl_x86order(N, w, a),
+                        ref_nl_vec_dot[i]);
+            expect_bits("iq4_nl vec_dot (table)", i, tensor_vec_dot(TENSOR_TYPE_IQ4_NL, N, w, a),
+                        ref_nl_vec_dot[i]);
             expect_bits("iq4_nl tinyBLAS", i, quant_dot_iq4_nl_tinyblas(N, w, a), ref_nl_tinyblas[i]);
             expect_bits("iq4_nl repacked gemv", i, quant_dot_iq4_nl_repacked(N, w, a), ref_nl_gemv[i]);
             if (t < 4) /* gemm and gemv: the same float steps per output */
@@ -223,8 +229,10 @@ static void test_reference_dots_xs(void **state)
         for (int r = 0; r < R; r++) {
             const void *w = ref_xs_w + rs * r, *a = ref_xs_act + as * t;
             const int i = t * R + r;
-            expect_bits("iq4_xs vec_dot (x86 order)", i, quant_dot_iq4_xs_x86order(N, w, a), ref_xs_vec_dot[i]);
-            expect_bits("iq4_xs vec_dot (table)", i, tensor_vec_dot(TENSOR_TYPE_IQ4_XS, N, w, a), ref_xs_vec_dot[i]);
+            expect_bits("iq4_xs vec_dot (x86 order)", i, quant_dot_iq4_xs_x86order(N, w, a),
+                        ref_xs_vec_dot[i]);
+            expect_bits("iq4_xs vec_dot (table)", i, tensor_vec_dot(TENSOR_TYPE_IQ4_XS, N, w, a),
+                        ref_xs_vec_dot[i]);
         }
     /* the batch path (tiles of 4 tokens), and one token's matvec */
     float out[T * R];
@@ -277,7 +285,8 @@ static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
         w[i] = (uint8_t)rnd_u32();
     const size_t bs = tensor_type_size(t);
     for (size_t o = 0; o < bytes; o += bs) {
-        const uint16_t h = tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
+        const uint16_t h =
+            tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
         memcpy(w + o, &h, 2);
     }
 }
@@ -307,7 +316,8 @@ static void test_random_orders(void **state)
         /* IQ4_NL: 1..13 blocks (odd counts take vec_dot's tail) */
         {
             const int64_t n = 32 * (1 + rep % NBMAX);
-            const size_t rs = tensor_row_size(TENSOR_TYPE_IQ4_NL, n), as = tensor_row_size(TENSOR_TYPE_Q8_0, n);
+            const size_t rs = tensor_row_size(TENSOR_TYPE_IQ4_NL, n),
+                         as = tensor_row_size(TENSOR_TYPE_Q8_0, n);
             random_weights(TENSOR_TYPE_IQ4_NL, w, rs * R);
             random_acts(TENSOR_TYPE_Q8_0, a, n, T);
             for (int t = 0; t < T; t++)
@@ -315,10 +325,13 @@ static void test_random_orders(void **state)
                     const void *wr = w + rs * r, *ar = a + as * t;
                     const float g = quant_dot_iq4_nl_scalar(n, wr, ar), s = spec_nl_generic(n, wr, ar);
                     if (f2u(g) != f2u(s))
-                        fail_msg("iq4_nl generic n=%lld: %.9g, spec %.9g", (long long)n, (double)g, (double)s);
-                    const float v = tensor_vec_dot(TENSOR_TYPE_IQ4_NL, n, wr, ar), x = quant_dot_iq4_nl_x86order(n, wr, ar);
+                        fail_msg("iq4_nl generic n=%lld: %.9g, spec %.9g", (long long)n, (double)g,
+                                 (double)s);
+                    const float v = tensor_vec_dot(TENSOR_TYPE_IQ4_NL, n, wr, ar),
+                                x = quant_dot_iq4_nl_x86order(n, wr, ar);
                     if (f2u(v) != f2u(x))
-                        fail_msg("iq4_nl vec_dot n=%lld: %.9g, x86 order %.9g", (long long)n, (double)v, (double)x);
+                        fail_msg("iq4_nl vec_dot n=%lld: %.9g, x86 order %.9g", (long long)n, (double)v,
+                                 (double)x);
                 }
             const int nt = 1 + rep % T;
             const int64_t rows = rep % 2 ? R : R - 2 - rep % 5; /* repacked, or not a multiple of 8 */
@@ -334,15 +347,16 @@ static void test_random_orders(void **state)
                                                          : quant_dot_iq4_nl_tinyblas(n, wr, ar);
                         if (f2u(out[t * R + r]) != f2u(want))
                             fail_msg("iq4_nl batch rows=%lld nt=%d n=%lld [%d][%lld]: %.9g, want %.9g",
-                                     (long long)rows, nt, (long long)n, t, (long long)r, (double)out[t * R + r],
-                                     (double)want);
+                                     (long long)rows, nt, (long long)n, t, (long long)r,
+                                     (double)out[t * R + r], (double)want);
                     }
             }
         }
         /* IQ4_XS: 1..4 super-blocks */
         {
             const int64_t n = QK_K * (1 + rep % 4);
-            const size_t rs = tensor_row_size(TENSOR_TYPE_IQ4_XS, n), as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
+            const size_t rs = tensor_row_size(TENSOR_TYPE_IQ4_XS, n),
+                         as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
             random_weights(TENSOR_TYPE_IQ4_XS, w, rs * R);
             random_acts(TENSOR_TYPE_Q8_K, a, n, T);
             const int nt = 1 + rep % T;
@@ -352,11 +366,13 @@ static void test_random_orders(void **state)
                     const void *wr = w + rs * r, *ar = a + as * t;
                     const float g = quant_dot_iq4_xs_scalar(n, wr, ar), s = spec_xs_generic(n, wr, ar);
                     if (f2u(g) != f2u(s))
-                        fail_msg("iq4_xs generic n=%lld: %.9g, spec %.9g", (long long)n, (double)g, (double)s);
-                    const float v = tensor_vec_dot(TENSOR_TYPE_IQ4_XS, n, wr, ar), x = quant_dot_iq4_xs_x86order(n, wr, ar);
+                        fail_msg("iq4_xs generic n=%lld: %.9g, spec %.9g", (long long)n, (double)g,
+                                 (double)s);
+                    const float v = tensor_vec_dot(TENSOR_TYPE_IQ4_XS, n, wr, ar),
+                                x = quant_dot_iq4_xs_x86order(n, wr, ar);
                     if (f2u(v) != f2u(x) || f2u(out[t * R + r]) != f2u(x))
-                        fail_msg("iq4_xs n=%lld [%d][%d]: vec_dot %.9g, tile %.9g, x86 order %.9g", (long long)n, t,
-                                 r, (double)v, (double)out[t * R + r], (double)x);
+                        fail_msg("iq4_xs n=%lld [%d][%d]: vec_dot %.9g, tile %.9g, x86 order %.9g",
+                                 (long long)n, t, r, (double)v, (double)out[t * R + r], (double)x);
                 }
         }
     }
