@@ -29,10 +29,10 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [17] = {"IQ2_XS", QK_K, 74, false},
     [18] = {"IQ3_XXS", QK_K, 98, false},
     [19] = {"IQ1_S", QK_K, 50, false},
-    [20] = {"IQ4_NL", 32, 18, false},
+    [20] = {"IQ4_NL", 32, 18, true},
     [21] = {"IQ3_S", QK_K, 110, false},
     [22] = {"IQ2_S", QK_K, 82, false},
-    [23] = {"IQ4_XS", QK_K, 136, false},
+    [23] = {"IQ4_XS", QK_K, 136, true},
     [24] = {"I8", 1, 1, false},
     [25] = {"I16", 1, 2, false},
     [26] = {"I32", 1, 4, false},
@@ -93,6 +93,7 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_Q5_0:
     case TENSOR_TYPE_Q8_0:
     case TENSOR_TYPE_MXFP4:
+    case TENSOR_TYPE_IQ4_NL:
         return TENSOR_TYPE_Q8_0;
     case TENSOR_TYPE_Q4_1:
     case TENSOR_TYPE_Q5_1:
@@ -102,6 +103,7 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_Q4_K:
     case TENSOR_TYPE_Q5_K:
     case TENSOR_TYPE_Q6_K:
+    case TENSOR_TYPE_IQ4_XS:
         return TENSOR_TYPE_Q8_K;
     default:
         return type;

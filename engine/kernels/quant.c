@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/quant_internal.h"
+#include "kernels/quant_iq4.h"
 #include "kernels/quant_mxfp4.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
@@ -50,10 +51,15 @@ static void table_init(void)
     set(TENSOR_TYPE_Q6_K, quant_dequantize_q6_K, quant_quantize_q6_K, quant_dot_q6_K_scalar);
     set(TENSOR_TYPE_Q8_K, quant_dequantize_q8_K, quant_quantize_q8_K_scalar, NULL);
     set(TENSOR_TYPE_MXFP4, quant_dequantize_mxfp4, quant_quantize_mxfp4, quant_dot_mxfp4_scalar);
+    /* no quantizer: the files come quantized (tensor_quantize_row zeroes) */
+    set(TENSOR_TYPE_IQ4_NL, quant_dequantize_iq4_nl, NULL, quant_dot_iq4_nl_scalar);
+    set(TENSOR_TYPE_IQ4_XS, quant_dequantize_iq4_xs, NULL, quant_dot_iq4_xs_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
     quant_mxfp4_install(&table[TENSOR_TYPE_MXFP4]);
+    quant_iq4_install(TENSOR_TYPE_IQ4_NL, &table[TENSOR_TYPE_IQ4_NL]);
+    quant_iq4_install(TENSOR_TYPE_IQ4_XS, &table[TENSOR_TYPE_IQ4_XS]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)
@@ -76,7 +82,7 @@ void tensor_dequantize_row(enum tensor_type type, const void *src, float *dst, i
 void tensor_quantize_row(enum tensor_type type, const float *src, void *dst, int64_t n)
 {
     const struct quant_kernels *k = quant_kernels_get(type);
-    if (k)
+    if (k && k->quantize)
         k->quantize(src, dst, n);
     else
         memset(dst, 0, tensor_row_size(type, n));
@@ -85,7 +91,7 @@ void tensor_quantize_row(enum tensor_type type, const float *src, void *dst, int
 void quant_quantize_row_scalar(enum tensor_type type, const float *src, void *dst, int64_t n)
 {
     const struct quant_kernels *k = quant_kernels_get(type);
-    if (k)
+    if (k && k->quantize_scalar)
         k->quantize_scalar(src, dst, n);
     else
         memset(dst, 0, tensor_row_size(type, n));

@@ -11,6 +11,7 @@
 #include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
 #include "kernels/quant_batch.h"
+#include "kernels/quant_iq4.h"
 
 /* One matmul of a job: out[t*out_stride + r] = W[r] . act[t] for r < rows. */
 struct mm_seg {
@@ -65,6 +66,11 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         }
         if (repack_applies(sg->w)) {
             repack_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
+        if (quant_iq4_nl_batch_applies(sg->w, job->n_tok)) {
+            quant_iq4_nl_batch_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out,
+                                      sg->out_stride);
             continue;
         }
         if (refk_applies(sg->w)) {

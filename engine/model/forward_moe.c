@@ -25,6 +25,7 @@
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
 #include "kernels/quant_batch.h"
+#include "kernels/quant_iq4.h"
 #include "model/arch.h"
 #include "model/forward_internal.h"
 
@@ -190,6 +191,12 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
      * Q4_0, Q4_K, Q2_K here; IQ4_NL and MXFP4 8x8 once tokscope runs them)
      * takes this first branch with its gemv kernel: mul_mat_id never uses
      * the repacked gemm. */
+    if (quant_iq4_nl_batch_applies(&v, 1)) { /* IQ4_NL repacked 8x8: its gemv order, a token at a time */
+        for (int t = 0; t < n_tok; t++)
+            quant_iq4_nl_batch_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1,
+                                      out + (int64_t)t * out_stride, out_stride);
+        return;
+    }
     if (repack_applies(&v) || refk_applies(&v) || reffloat_applies(&v)) {
         /* the reference's repacked mul_mat_id runs gemv, its plain one
          * vec_dot, a token at a time: never the batch kernels' order */

@@ -283,7 +283,7 @@ static void valid_files(void)
         }
     }
     {
-        static const struct tdesc ts[] = {{"t.iq4nl", 2, {64, 2}, 20 /* IQ4_NL: known, no kernels */},
+        static const struct tdesc ts[] = {{"t.iq4nl", 2, {64, 2}, 20 /* IQ4_NL: not one of the common types */},
                                           {"t.f32", 4, {2, 3, 4, 5}, TENSOR_TYPE_F32}};
         memcpy(b.p + 8, &(uint64_t){2}, 8); /* tensor count lives at offset 8..15 */
         tensors_and_data(&b, ts, 2, 64);

@@ -337,56 +337,88 @@ static void test_load_rejects(void **s)
     assert_non_null(strstr(err, "token_embd.weight"));
 }
 
-/* A weight of a type we cannot compute with (IQ4_NL has Q4_0's block size,
- * so retyping a Q4_0 tensor keeps the file valid) is refused by name. */
+/* The tensor-info entry of `name` in a GGUF image: the bytes just past the
+ * name (n_dims, dims, type, offset follow). */
+static char *tensor_info_after_name(char *buf, long size, const char *name)
+{
+    const size_t len = strlen(name);
+    for (long i = 8; i + (long)len < size; i++) {
+        uint64_t n;
+        memcpy(&n, buf + i - 8, 8);
+        if (n == len && !memcmp(buf + i, name, len))
+            return buf + i + len;
+    }
+    return NULL;
+}
+
+/* A weight of a type we cannot compute with is refused by name. Q8_1 (an
+ * activation format, never a weight type here) has Q4_0's 32-element
+ * blocks at 36 bytes rather than 18, so the retyped tensor's data grows by
+ * 18 bytes a block and every later tensor moves by as much: the file stays
+ * valid and only the type is wrong. (This used IQ4_NL, which has Q4_0's
+ * size, until IQ4_NL became a supported type.) */
 static void test_load_rejects_iq_type(void **s)
 {
     (void)s;
     const char *path = TESTDATA_REQUIRE("models/stories260K-q4_0.gguf");
+    char err[512] = "";
+    gguf_ctx *g = gguf_open(path, err, sizeof err);
+    if (!g)
+        fail_msg("%s", err);
     FILE *fp = fopen(path, "rb");
     assert_non_null(fp);
     fseek(fp, 0, SEEK_END);
     long size = ftell(fp);
     fseek(fp, 0, SEEK_SET);
-    char *buf = size > 0 ? malloc((size_t)size) : NULL;
+    const char name[] = "blk.0.attn_q.weight";
+    const gguf_tensor *q = gguf_find_tensor(g, name);
+    assert_non_null(q);
+    assert_int_equal(q->type, TENSOR_TYPE_Q4_0);
+    const long grow = (long)(q->n_elements / 32 * (36 - 18));
+    assert_int_equal(grow % 32, 0); /* later offsets keep the alignment */
+    char *buf = size > 0 ? calloc(1, (size_t)(size + grow)) : NULL;
     if (!buf) {
         fail_msg("cannot read %s", path);
         abort();
     }
     assert_int_equal(fread(buf, 1, (size_t)size, fp), (size_t)size);
     fclose(fp);
-    const char name[] = "blk.0.attn_q.weight";
-    char *hit = NULL;
-    for (long i = 0; i + (long)sizeof name < size && !hit; i++)
-        if (!memcmp(buf + i, name, sizeof name - 1) && buf[i + sizeof name - 1] != '.')
-            hit = buf + i;
-    if (!hit) {
-        fail_msg("tensor name not found in %s", path);
-        abort();
-    }
-    /* tensor info: name, n_dims (u32), n_dims x u64, type (u32) */
-    char *p = hit + sizeof name - 1;
+    /* the type, then every later tensor's offset */
+    char *p = tensor_info_after_name(buf, size, name);
+    assert_non_null(p);
     uint32_t n_dims;
     memcpy(&n_dims, p, 4);
     assert_int_equal(n_dims, 2);
-    p += 4 + 8 * n_dims;
-    uint32_t type;
-    memcpy(&type, p, 4);
-    assert_int_equal(type, TENSOR_TYPE_Q4_0);
-    type = 20; /* IQ4_NL */
-    memcpy(p, &type, 4);
+    const uint32_t type = TENSOR_TYPE_Q8_1;
+    memcpy(p + 4 + 8 * n_dims, &type, 4);
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        if (t->offset <= q->offset)
+            continue;
+        char *e = tensor_info_after_name(buf, size, t->name);
+        assert_non_null(e);
+        uint32_t nd;
+        memcpy(&nd, e, 4);
+        const uint64_t off = t->offset + (uint64_t)grow;
+        memcpy(e + 4 + 8 * nd + 4, &off, 8);
+    }
+    /* the data: room for the larger tensor right after its old end */
+    const size_t end = gguf_data_offset(g) + q->offset + q->nbytes;
+    memmove(buf + end + grow, buf + end, (size_t)size - end);
+    memset(buf + end, 0, (size_t)grow);
+    gguf_close(g);
     char tmp[] = "/tmp/tokscope_iq_XXXXXX";
     int fd = mkstemp(tmp);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, buf, (size_t)size), size);
+    assert_int_equal(write(fd, buf, (size_t)(size + grow)), size + grow);
     close(fd);
     free(buf);
-    char err[512] = "";
     model *m = model_load_weights_only(tmp, err, sizeof err);
     unlink(tmp);
     assert_null(m);
     assert_non_null(strstr(err, "blk.0.attn_q.weight"));
-    assert_non_null(strstr(err, "IQ4_NL"));
+    assert_non_null(strstr(err, "Q8_1"));
+    assert_non_null(strstr(err, "cannot compute with"));
 }
 
 int main(void)
