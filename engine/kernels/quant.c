@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/quant_internal.h"
+#include "kernels/quant_iq2.h"
 #include "kernels/quant_mxfp4.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
@@ -50,10 +51,16 @@ static void table_init(void)
     set(TENSOR_TYPE_Q6_K, quant_dequantize_q6_K, quant_quantize_q6_K, quant_dot_q6_K_scalar);
     set(TENSOR_TYPE_Q8_K, quant_dequantize_q8_K, quant_quantize_q8_K_scalar, NULL);
     set(TENSOR_TYPE_MXFP4, quant_dequantize_mxfp4, quant_quantize_mxfp4, quant_dot_mxfp4_scalar);
+    set(TENSOR_TYPE_IQ2_XXS, quant_dequantize_iq2_xxs, NULL, quant_dot_iq2_xxs_scalar);
+    set(TENSOR_TYPE_IQ2_XS, quant_dequantize_iq2_xs, NULL, quant_dot_iq2_xs_scalar);
+    set(TENSOR_TYPE_IQ2_S, quant_dequantize_iq2_s, NULL, quant_dot_iq2_s_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
     quant_mxfp4_install(&table[TENSOR_TYPE_MXFP4]);
+    quant_iq2_install(TENSOR_TYPE_IQ2_XXS, &table[TENSOR_TYPE_IQ2_XXS]);
+    quant_iq2_install(TENSOR_TYPE_IQ2_XS, &table[TENSOR_TYPE_IQ2_XS]);
+    quant_iq2_install(TENSOR_TYPE_IQ2_S, &table[TENSOR_TYPE_IQ2_S]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)
@@ -76,7 +83,7 @@ void tensor_dequantize_row(enum tensor_type type, const void *src, float *dst, i
 void tensor_quantize_row(enum tensor_type type, const float *src, void *dst, int64_t n)
 {
     const struct quant_kernels *k = quant_kernels_get(type);
-    if (k)
+    if (k && k->quantize) /* IQ types: no quantizer (files come quantized) */
         k->quantize(src, dst, n);
     else
         memset(dst, 0, tensor_row_size(type, n));
@@ -85,7 +92,7 @@ void tensor_quantize_row(enum tensor_type type, const float *src, void *dst, int
 void quant_quantize_row_scalar(enum tensor_type type, const float *src, void *dst, int64_t n)
 {
     const struct quant_kernels *k = quant_kernels_get(type);
-    if (k)
+    if (k && k->quantize_scalar)
         k->quantize_scalar(src, dst, n);
     else
         memset(dst, 0, tensor_row_size(type, n));

@@ -482,6 +482,9 @@ static void test_reject_tensors(void **state)
         {128, 1, TENSOR_TYPE_Q6_K, 0, "block size 256"},
         {48, 1, TENSOR_TYPE_MXFP4, 0, "row length 48 is not a multiple of the MXFP4 block size 32"},
         {64, 8, TENSOR_TYPE_MXFP4, 0, "past its end"}, /* 8 rows of 2 blocks of 17 bytes: 272 > 256 */
+        {128, 1, TENSOR_TYPE_IQ2_XS, 0, "row length 128 is not a multiple of the IQ2_XS block size 256"},
+        {256, 4, TENSOR_TYPE_IQ2_XXS, 0, "past its end"}, /* 4 blocks of 66 bytes: 264 > 256 */
+        {256, 4, TENSOR_TYPE_IQ2_S, 0, "past its end"},   /* 4 x 82 = 328 > 256 */
         {32, 1, 99, 0, "unknown tensor type 99"},
         {32, 1, 5, 0, "unknown tensor type 5"},
         {32, 1, TENSOR_TYPE_F32, 8, "8 is not a multiple of the alignment 32"},
