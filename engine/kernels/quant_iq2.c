@@ -168,6 +168,56 @@ float quant_dot_iq2_s_x86order(int64_t n, const void *w, const void *act) { retu
 #if defined(QUANT_HAVE_AVX2)
 #define IQ2_INLINE static inline __attribute__((always_inline))
 
+/* What a block's sub-blocks share, prepared once per block: for IQ2_XS and
+ * IQ2_S the 16 multipliers 2s + 1 as int16 (lanes 0-7: the low nibbles of
+ * scales[0..7], i.e. each sub-block's first 16 weights; lanes 8-15: the high
+ * nibbles), and the 32 groups' sign bytes (IQ2_XS: the 7 stored bits plus
+ * the parity bit; IQ2_S stores them whole). */
+struct iq2_prep {
+    __m256i scales;
+    const uint8_t *signs;
+    uint8_t buf[32];
+};
+
+IQ2_INLINE __m256i scales16(const uint8_t sc[8])
+{
+    uint64_t v;
+    memcpy(&v, sc, 8);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i nib = _mm_and_si128(_mm_set_epi64x((long long)(v >> 4), (long long)v), m4);
+    return _mm256_cvtepu8_epi16(_mm_add_epi8(_mm_add_epi8(nib, nib), _mm_set1_epi8(1)));
+}
+
+/* IQ2_XS: 16 groups' uint16 codes -> their full sign bytes in the low byte
+ * of each 16-bit lane: bits 9-15, and bit 7 set when those 7 have odd parity
+ * (folded to a nibble, looked up). */
+IQ2_INLINE __m256i xs_sign_lanes(const uint16_t *q)
+{
+    const __m256i parity = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0,
+                                            -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    const __m256i s7 = _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)q), 9);
+    const __m256i fold = _mm256_xor_si256(s7, _mm256_srli_epi16(s7, 4)); /* < 128: pshufb reads bits 0-3 */
+    return _mm256_or_si256(s7, _mm256_shuffle_epi8(parity, fold));
+}
+
+IQ2_INLINE void prep_block(enum tensor_type type, const void *blk, struct iq2_prep *p)
+{
+    if (type == TENSOR_TYPE_IQ2_XS) {
+        const block_iq2_xs *b = blk;
+        p->scales = scales16(b->scales);
+        /* the low bytes of groups 0-15 and 16-31, packed to 32 bytes in order */
+        const __m256i lo = xs_sign_lanes(b->qs), hi = xs_sign_lanes(b->qs + 16);
+        const __m256i m = _mm256_set1_epi16(0xFF);
+        const __m256i packed = _mm256_packus_epi16(_mm256_and_si256(lo, m), _mm256_and_si256(hi, m));
+        _mm256_storeu_si256((__m256i *)p->buf, _mm256_permute4x64_epi64(packed, _MM_SHUFFLE(3, 1, 2, 0)));
+        p->signs = p->buf;
+    } else if (type == TENSOR_TYPE_IQ2_S) {
+        const block_iq2_s *b = blk;
+        p->scales = scales16(b->scales);
+        p->signs = b->qs + QK_K / 8;
+    }
+}
+
 /* Sub-block sb (32 weights) of a block: the grid bytes, the sign bytes
  * (0xff: negative) and the 16 int16 multipliers 2s + 1 (lanes 0-7: the
  * first 16 weights, 8-15: the next 16), as madd wants them. */
@@ -175,12 +225,14 @@ struct iq2_sub {
     __m256i grid, sign, scale;
 };
 
-IQ2_INLINE __m256i scales2(int lo, int hi)
+/* Int16 lanes 0-7 from lane sb of the scales' low half, 8-15 from lane sb
+ * of the high half (pshufb works per 128 bits). */
+IQ2_INLINE __m256i pick_scale(__m256i scales, int sb)
 {
-    return _mm256_set_m128i(_mm_set1_epi16((short)(2 * hi + 1)), _mm_set1_epi16((short)(2 * lo + 1)));
+    return _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(2 * sb | (2 * sb + 1) << 8)));
 }
 
-IQ2_INLINE struct iq2_sub decode_sub(enum tensor_type type, const void *blk, int sb)
+IQ2_INLINE struct iq2_sub decode_sub(enum tensor_type type, const void *blk, const struct iq2_prep *p, int sb)
 {
     struct iq2_sub s;
     if (type == TENSOR_TYPE_IQ2_XXS) {
@@ -194,15 +246,14 @@ IQ2_INLINE struct iq2_sub decode_sub(enum tensor_type type, const void *blk, int
         s.sign = _mm256_set_epi64x((long long)quant_ksigns64[(sgn >> 21) & 127], (long long)quant_ksigns64[(sgn >> 14) & 127],
                                    (long long)quant_ksigns64[(sgn >> 7) & 127], (long long)quant_ksigns64[sgn & 127]);
         s.scale = _mm256_set1_epi16((short)(2 * (sgn >> 28) + 1));
-    } else if (type == TENSOR_TYPE_IQ2_XS) {
+        return s;
+    }
+    if (type == TENSOR_TYPE_IQ2_XS) {
         const block_iq2_xs *b = blk;
         const uint16_t *q = b->qs + 4 * sb;
         const uint64_t *G = quant_iq2xs_grid;
         s.grid = _mm256_set_epi64x((long long)G[q[3] & 511], (long long)G[q[2] & 511], (long long)G[q[1] & 511],
                                    (long long)G[q[0] & 511]);
-        s.sign = _mm256_set_epi64x((long long)quant_ksigns64[q[3] >> 9], (long long)quant_ksigns64[q[2] >> 9],
-                                   (long long)quant_ksigns64[q[1] >> 9], (long long)quant_ksigns64[q[0] >> 9]);
-        s.scale = scales2(b->scales[sb] & 15, b->scales[sb] >> 4);
     } else {
         const block_iq2_s *b = blk;
         const uint8_t *q = b->qs + 4 * sb;
@@ -210,9 +261,9 @@ IQ2_INLINE struct iq2_sub decode_sub(enum tensor_type type, const void *blk, int
         const uint64_t *G = quant_iq2s_grid;
         s.grid = _mm256_set_epi64x((long long)G[q[3] | (h << 2 & 0x300)], (long long)G[q[2] | (h << 4 & 0x300)],
                                    (long long)G[q[1] | (h << 6 & 0x300)], (long long)G[q[0] | (h << 8 & 0x300)]);
-        s.sign = bits32(b->qs + QK_K / 8 + 4 * sb);
-        s.scale = scales2(b->scales[sb] & 15, b->scales[sb] >> 4);
     }
+    s.sign = bits32(p->signs + 4 * sb);
+    s.scale = pick_scale(p->scales, sb);
     return s;
 }
 
@@ -240,11 +291,14 @@ IQ2_INLINE void iq2_rows(enum tensor_type type, int64_t n, const void *w, const 
     for (int64_t i = 0; i < n / QK_K; i++) {
         const void *blk = (const char *)w + (size_t)i * bs;
         const float dw = fp16_to_f32(*(const uint16_t *)blk);
+        struct iq2_prep p;
+        prep_block(type, blk, &p);
         __m256i sumi[4];
         for (int c = 0; c < nt; c++)
             sumi[c] = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int sb = 0; sb < QK_K / 32; sb++) {
-            const struct iq2_sub s = decode_sub(type, blk, sb);
+            const struct iq2_sub s = decode_sub(type, blk, &p, sb);
             for (int c = 0; c < nt; c++)
                 sumi[c] = _mm256_add_epi32(sumi[c], sub_lanes(&s, ((const block_q8_K *)act[c])[i].qs + 32 * sb));
         }
