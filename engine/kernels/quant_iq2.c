@@ -81,7 +81,8 @@ static void dequantize(enum tensor_type type, const void *src, float *y, int64_t
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = block_groups(type, src, i, &g);
         for (int k = 0; k < QK_K / 8; k++, y += 8) {
-            const float db = d * (0.5f + (float)g.scale[k / 2]) * 0.25f;
+            const int half = k / 2; /* the 16 weights group k is in */
+            const float db = d * (0.5f + (float)g.scale[half]) * 0.25f;
             for (int j = 0; j < 8; j++) {
                 const float mag = (float)(uint8_t)(g.grid[k] >> 8 * j);
                 y[j] = db * mag * (g.signs[k] >> j & 1 ? -1.0f : 1.0f);
@@ -142,9 +143,9 @@ static float dot_x86order(enum tensor_type type, int64_t n, const void *w, const
             for (int sb = 0; sb < QK_K / 32; sb++) {
                 int32_t s = 0;
                 for (int e = 32 * sb + 4 * k; e < 32 * sb + 4 * k + 4; e++) {
-                    const int q = y[i].qs[e];
+                    const int8_t q = y[i].qs[e];
                     /* the byte negation of _mm256_sign_epi8: -(-128) is -128 */
-                    const int neg = (int8_t)(uint8_t)(-q);
+                    const int8_t neg = (int8_t)(uint8_t)(0u - (uint8_t)q);
                     s += (int)(uint8_t)(g.grid[e / 8] >> 8 * (e % 8)) * (g.signs[e / 8] >> (e % 8) & 1 ? neg : q);
                 }
                 lane += s * (2 * g.scale[2 * sb + k / 4] + 1);
