@@ -25,13 +25,13 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [13] = {"Q5_K", QK_K, 176, true},
     [14] = {"Q6_K", QK_K, 210, true},
     [15] = {"Q8_K", QK_K, 292, false},
-    [16] = {"IQ2_XXS", QK_K, 66, false},
-    [17] = {"IQ2_XS", QK_K, 74, false},
+    [16] = {"IQ2_XXS", QK_K, 66, true},
+    [17] = {"IQ2_XS", QK_K, 74, true},
     [18] = {"IQ3_XXS", QK_K, 98, false},
     [19] = {"IQ1_S", QK_K, 50, false},
     [20] = {"IQ4_NL", 32, 18, true},
     [21] = {"IQ3_S", QK_K, 110, false},
-    [22] = {"IQ2_S", QK_K, 82, false},
+    [22] = {"IQ2_S", QK_K, 82, true},
     [23] = {"IQ4_XS", QK_K, 136, true},
     [24] = {"I8", 1, 1, false},
     [25] = {"I16", 1, 2, false},
@@ -104,6 +104,9 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_Q5_K:
     case TENSOR_TYPE_Q6_K:
     case TENSOR_TYPE_IQ4_XS:
+    case TENSOR_TYPE_IQ2_XXS:
+    case TENSOR_TYPE_IQ2_XS:
+    case TENSOR_TYPE_IQ2_S:
         return TENSOR_TYPE_Q8_K;
     default:
         return type;

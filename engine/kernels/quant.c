@@ -7,6 +7,7 @@
 
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq4.h"
+#include "kernels/quant_iq2.h"
 #include "kernels/quant_mxfp4.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
@@ -54,12 +55,18 @@ static void table_init(void)
     /* no quantizer: the files come quantized (tensor_quantize_row zeroes) */
     set(TENSOR_TYPE_IQ4_NL, quant_dequantize_iq4_nl, NULL, quant_dot_iq4_nl_scalar);
     set(TENSOR_TYPE_IQ4_XS, quant_dequantize_iq4_xs, NULL, quant_dot_iq4_xs_scalar);
+    set(TENSOR_TYPE_IQ2_XXS, quant_dequantize_iq2_xxs, NULL, quant_dot_iq2_xxs_scalar);
+    set(TENSOR_TYPE_IQ2_XS, quant_dequantize_iq2_xs, NULL, quant_dot_iq2_xs_scalar);
+    set(TENSOR_TYPE_IQ2_S, quant_dequantize_iq2_s, NULL, quant_dot_iq2_s_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
     quant_mxfp4_install(&table[TENSOR_TYPE_MXFP4]);
     quant_iq4_install(TENSOR_TYPE_IQ4_NL, &table[TENSOR_TYPE_IQ4_NL]);
     quant_iq4_install(TENSOR_TYPE_IQ4_XS, &table[TENSOR_TYPE_IQ4_XS]);
+    quant_iq2_install(TENSOR_TYPE_IQ2_XXS, &table[TENSOR_TYPE_IQ2_XXS]);
+    quant_iq2_install(TENSOR_TYPE_IQ2_XS, &table[TENSOR_TYPE_IQ2_XS]);
+    quant_iq2_install(TENSOR_TYPE_IQ2_S, &table[TENSOR_TYPE_IQ2_S]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)

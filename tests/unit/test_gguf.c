@@ -486,6 +486,9 @@ static void test_reject_tensors(void **state)
         {64, 8, TENSOR_TYPE_IQ4_NL, 0, "past its end"}, /* 8 rows of 2 blocks of 18 bytes: 288 > 256 */
         {128, 1, TENSOR_TYPE_IQ4_XS, 0, "row length 128 is not a multiple of the IQ4_XS block size 256"},
         {256, 2, TENSOR_TYPE_IQ4_XS, 0, "past its end"}, /* 2 rows of 136 bytes: 272 > 256 */
+        {128, 1, TENSOR_TYPE_IQ2_XS, 0, "row length 128 is not a multiple of the IQ2_XS block size 256"},
+        {256, 4, TENSOR_TYPE_IQ2_XXS, 0, "past its end"}, /* 4 blocks of 66 bytes: 264 > 256 */
+        {256, 4, TENSOR_TYPE_IQ2_S, 0, "past its end"},   /* 4 x 82 = 328 > 256 */
         {32, 1, 99, 0, "unknown tensor type 99"},
         {32, 1, 5, 0, "unknown tensor type 5"},
         {32, 1, TENSOR_TYPE_F32, 8, "8 is not a multiple of the alignment 32"},
