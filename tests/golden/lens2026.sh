@@ -12,7 +12,9 @@
 #  - logits --lens-layer L prints the reference's numbers (to 2e-6) on the
 #    first EXACT positions, where the AVX2 run still agrees bit for bit;
 #  - logits --lens-layer L on the whole file and logits on the cut file give
-#    the same bytes (no AVX2 in that one: both are ours).
+#    the same bytes (no AVX2 in that one: both are ours);
+#  - batched runs: logits --lens lists, at every prompt position, block L's
+#    top as --lens-layer L.
 . tests/lib.sh
 R=tests/golden/reference/lens2026
 M=$TESTDATA/families2026/models
@@ -68,6 +70,22 @@ PY
     "$BIN" logits -m "$cut" --tokens "$toks" -n 12 -k 10 $copt >"$W/lens.cut" 2>&1
     if cmp -s "$W/lens.ours" "$W/lens.cut"; then ok "$label: the same bytes as logits on the cut file"
     else not_ok "$label: the same bytes as logits on the cut file" "$(diff "$W/lens.ours" "$W/lens.cut" | head -n 4)"; fi
+    if [ "$mode" = batch ]; then
+        "$BIN" logits -m "$full" --tokens "$toks" -n 4 -k 10 --lens >"$W/lens.all" 2>&1
+        python3 - "$W/lens.all" "$W/lens.ours" "$blocks" "$(echo "$toks" | tr ',' '\n' | wc -l)" \
+            >"$W/lens.diff" 2>&1 <<'PY'
+import json, sys
+allb = [json.loads(l) for l in open(sys.argv[1])]
+one = [json.loads(l) for l in open(sys.argv[2])]
+L, n_prompt = int(sys.argv[3]), int(sys.argv[4])
+for a, b in zip(allb[1:1 + n_prompt], one[1:1 + n_prompt]):
+    e = a["lens"][L - 1]
+    assert e["layer"] == L and e["top"] == b["top"] and e["argmax"] == b["argmax"] and e["lse"] == b["lse"], a["pos"]
+    assert a["lens"][-1]["top"] == a["top"], a["pos"]  # the last block is the model's own
+PY
+        if [ $? -eq 0 ]; then ok "$label: logits --lens, block $blocks = --lens-layer $blocks at every prompt position"
+        else not_ok "$label: logits --lens, block $blocks = --lens-layer $blocks at every prompt position" "$(tail -n 3 "$W/lens.diff")"; fi
+    fi
     rm -f "$cut"
 done
 rm -rf "$W"
