@@ -88,5 +88,20 @@ PY
     fi
     rm -f "$cut"
 done
+
+# MTP (NextN) blocks are the last ones and never run: gguf_cut keeps them out
+# of any cut and sets nextn_predict_layers to 0 in the cut file
+Q=$M/qwen35moe-mini-q8_0.gguf
+if need "$Q" "lens2026 gguf_cut and MTP blocks"; then
+    python3 tests/tools/gguf_mutate.py "$Q" "$W/mtp.gguf" --set-u32 qwen35moe.nextn_predict_layers 1
+    python3 tests/tools/gguf_cut.py "$W/mtp.gguf" "$W/mtp.cut8.gguf" 8 >"$W/cut.log" 2>&1
+    [ $? -ne 0 ] && grep -q "1..7: the last 1 blocks are MTP layers" "$W/cut.log"
+    r=$?; [ $r -eq 0 ] && ok "lens2026 gguf_cut refuses to keep a file's MTP block" || not_ok "lens2026 gguf_cut refuses to keep a file's MTP block" "$(cat "$W/cut.log")"
+    python3 tests/tools/gguf_cut.py "$W/mtp.gguf" "$W/mtp.cut4.gguf" 4 >"$W/cut.log" 2>&1 &&
+        python3 tests/tools/gguf_cut.py "$Q" "$W/plain.cut4.gguf" 4 >>"$W/cut.log" 2>&1 &&
+        python3 tests/tools/gguf_mutate.py "$W/plain.cut4.gguf" "$W/want.cut4.gguf" --set-u32 qwen35moe.nextn_predict_layers 0
+    if cmp -s "$W/mtp.cut4.gguf" "$W/want.cut4.gguf"; then ok "lens2026 gguf_cut sets nextn_predict_layers to 0 in a cut"
+    else not_ok "lens2026 gguf_cut sets nextn_predict_layers to 0 in a cut" "$(tail -n 3 "$W/cut.log")"; fi
+fi
 rm -rf "$W"
 exit 0
