@@ -8,7 +8,8 @@
 # written again by tests/tools/gguf_random from tests/golden/reference/
 # families2026/SHAPES; MD5SUMS proves they are the bytes the reference ran
 # on. NAME.p60: a 60-token prompt as one batch, then 12 greedy tokens;
-# NAME.obo40: 40 tokens one at a time, then 8 greedy ones.
+# NAME.obo35: the 35-token story prompt one token at a time, then 8 greedy
+# ones.
 # The reference runs come from an AVX2 build of llama.cpp 34af94cd
 # (/work/ref/refrun on this Zen 3), which rounds differently from the
 # AVX-512 build tokscope reproduces, here from the first positions on
