@@ -20,6 +20,7 @@ R=tests/golden/reference/lens2026
 M=$TESTDATA/families2026/models
 W=$(mktemp -d "$OUT/lens2026.XXXXXX") || exit 1
 
+# shellcheck disable=SC2034 # the case names the prompt in RUNS; the file holds it
 grep -v '^#' "$R/RUNS" | while read -r name model blocks case mode maxdiff maxkl mintop1 exact; do
     full=$M/$model.gguf
     label="lens2026 $name ($model, $blocks blocks, $mode, AVX2 reference)"
@@ -44,6 +45,7 @@ grep -v '^#' "$R/RUNS" | while read -r name model blocks case mode maxdiff maxkl
     [ "$mintop1" != - ] && tol="$tol --min-top1 $mintop1"
     what="within the measured AVX2 gap, max|d| $maxdiff"
     [ "$maxdiff" = 0.000005 ] && what="bit-exact"
+    # shellcheck disable=SC2086 # the option lists are meant to split
     if "$BIN" compare -m "$full" --lens-layer "$blocks" --top 3 $copt "$ref" $tol >"$W/lens.cmp" 2>&1; then
         ok "$label: compare --lens-layer $blocks ($what) $(tail -n 1 "$W/lens.cmp")"
     else
