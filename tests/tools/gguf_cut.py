@@ -6,7 +6,18 @@ lens tests (tokscope logits --lens-layer N must give what this file gives):
 
 Leaves out every tensor blk.I.* with I >= N, sets ARCH.block_count to N and
 cuts every per-block array key of the architecture (ARCH.*, one entry per
-block, such as a sliding-window pattern) to N entries. Everything else
+block, such as a sliding-window pattern) to N entries. The 2026 families
+need more: gemma4's shared-KV layers are the last ones, so
+ARCH.attention.shared_kv_layers drops by the blocks cut (to 0 at least) and
+the layers kept read the same caches; its per-layer embeddings hold one
+slice of ARCH.embedding_length_per_layer_input values per block, so
+per_layer_token_embd keeps the first N slices of each row and
+per_layer_model_proj the first N slices of rows (whole quant blocks only);
+gemma4's rope_freqs serves only its global blocks, and the reference
+refuses a file with a tensor it does not load, so it goes where every block
+kept is a sliding-window one; ARCH.nextn_predict_layers (MTP blocks, the last ones, never run) becomes 0.
+qwen35's DeltaNet/attention layout (full_attention_interval) and gpt-oss's
+alternating window are rules over the block index, unchanged. Everything else
 (other keys, the tensors kept, their order, types and bytes) is copied
 unchanged; the output is a valid GGUF v3 file and always the same bytes
 for the same input."""
@@ -14,6 +25,10 @@ import re
 import struct
 import sys
 
+# ggml type: (values per block, bytes per block), to cut rows at whole blocks
+BLOCK = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+         10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+         15: (256, 292), 30: (1, 2), 39: (32, 17)}
 SCALAR = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}
 
 
@@ -99,6 +114,47 @@ def main():
         a = data_start + tensors[i][3]
         b = data_start + tensors[order[j + 1]][3] if j + 1 < len(order) else len(data)
         blobs[i] = data[a:b]
+    def scalar(key):
+        for k, t, v in kvs:
+            if k == arch + b'.' + key:
+                return struct.unpack('<' + SCALAR[t], v)[0]
+        return None
+
+    nextn = scalar(b'nextn_predict_layers') or 0
+    if n_keep > n_layer - nextn:
+        sys.exit('N must be 1..%d: the last %d blocks are MTP layers' % (n_layer - nextn, nextn))
+    per_layer = scalar(b'embedding_length_per_layer_input') or 0
+    if per_layer:
+        for i, (name, ne, tt, _) in enumerate(tensors):
+            # the per-layer embeddings: one slice of per_layer values per block
+            dim = {b'per_layer_token_embd.weight': 0, b'per_layer_model_proj.weight': 1}.get(name)
+            if dim is None:
+                continue
+            if tt not in BLOCK or ne[dim] != per_layer * n_layer:
+                sys.exit('%s: type %d or shape %s not cut' % (name.decode(), tt, ne))
+            bn, bb = BLOCK[tt]
+            row = ne[0] // bn * bb
+            if dim == 0:
+                if per_layer * n_keep % bn:
+                    sys.exit('%s: %d values a row is no whole %d-value block' % (name.decode(), per_layer * n_keep, bn))
+                keep_b = per_layer * n_keep // bn * bb
+                n_rows = 1
+                for n in ne[1:]:
+                    n_rows *= n
+                blobs[i] = b''.join(blobs[i][r * row:r * row + keep_b] for r in range(n_rows))
+            else:
+                blobs[i] = blobs[i][:row * per_layer * n_keep]
+            ne[dim] = per_layer * n_keep
+
+    pattern = [k for k in kvs if k[0] == arch + b'.attention.sliding_window_pattern']
+    if arch == b'gemma4' and pattern and pattern[0][1] == 9:
+        swa = pattern[0][2][12:12 + n_keep]
+        if len(swa) == n_keep and all(swa):
+            gone = [i for i, tt in enumerate(tensors) if tt[0] == b'rope_freqs.weight']
+            tensors = [tt for i, tt in enumerate(tensors) if i not in gone]
+            blobs = [b for i, b in sorted(blobs.items()) if i not in gone]
+            blobs = dict(enumerate(blobs))
+
     blk = re.compile(rb'^blk\.(\d+)\.')
     keep = [i for i, tt in enumerate(tensors) if not (blk.match(tt[0]) and int(blk.match(tt[0]).group(1)) >= n_keep)]
     tensors = [tensors[i] for i in keep]
@@ -108,6 +164,10 @@ def main():
     for k, t, v in kvs:
         if k == count_key:
             v = struct.pack('<' + SCALAR[t], n_keep)
+        elif k == arch + b'.attention.shared_kv_layers':
+            v = struct.pack('<' + SCALAR[t], max(0, struct.unpack('<' + SCALAR[t], v)[0] - (n_layer - n_keep)))
+        elif k == arch + b'.nextn_predict_layers':
+            v = struct.pack('<' + SCALAR[t], 0)
         elif t == 9 and k.startswith(arch + b'.'):
             at, n = struct.unpack_from('<IQ', v)
             if n == n_layer and at in SCALAR:

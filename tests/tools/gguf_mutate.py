@@ -3,6 +3,7 @@
 check tokscope refuses what it does not understand:
 
   gguf_mutate.py IN OUT --set-str KEY VALUE   set a string key (added if absent)
+  gguf_mutate.py IN OUT --set-u32 KEY VALUE   set a uint32 key (added if absent)
   gguf_mutate.py IN OUT --drop-tensor NAME    leave a tensor out
   gguf_mutate.py IN OUT --add-tensor NAME     add an F32 vector tensor of 32 zeros
   gguf_mutate.py IN OUT --drop-key KEY        leave a key out
@@ -90,6 +91,9 @@ def main():
         val = gstr(sys.argv[5].encode())
         kvs = [(k, t, v) for k, t, v in kvs if k != key]
         kvs.insert(0, (key, 8, val))
+    elif op == '--set-u32':
+        kvs = [(k, t, v) for k, t, v in kvs if k != key]
+        kvs.append((key, 4, struct.pack('<I', int(sys.argv[5]))))
     elif op == '--drop-key':
         kvs = [(k, t, v) for k, t, v in kvs if k != key]
     elif op == '--drop-tensor':
