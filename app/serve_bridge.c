@@ -80,7 +80,8 @@ serve_job *serve_bridge_submit(serve_bridge *b, serve_request *req)
     memset(req, 0, sizeof *req);
     j->refs = 2;
     pthread_mutex_lock(&b->mu);
-    if (b->quit || b->n_waiting >= b->max_queue) {
+    /* max_queue counts those that wait besides the one running */
+    if (b->quit || b->n_waiting + (b->cur ? 1 : 0) > b->max_queue) {
         pthread_mutex_unlock(&b->mu);
         serve_request_free(&j->req);
         close(j->fd);
@@ -192,6 +193,7 @@ static void drop_cancelled(serve_bridge *b)
                 b->tail = prev;
             b->n_waiting--;
             j->queued = false;
+            fprintf(stderr, "tokscope serve: #%d dropped from the queue (client gone)\n", (int)j->req_id);
             job_finish(b, j, ENGINE_DONE_STOPPED, NULL);
             continue;
         }
@@ -265,6 +267,21 @@ static void push_token(serve_bridge *b, serve_job *j, const engine_event *ev)
     }
 }
 
+static const char *reason_name(enum engine_done_reason r)
+{
+    static const char *const names[] = {"end of turn", "length", "stopped", "stop string", "context full", "error"};
+    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "?";
+}
+
+/* One line per request on stderr: what ran, how it ended. */
+static void log_done(const serve_job *j, const engine_event *ev)
+{
+    fprintf(stderr, "tokscope serve: #%d %s: prompt %d tokens (%d evaluated), %d generated, %.1f tok/s; %s%s%s%s\n",
+            (int)j->req_id, j->req.chat ? "chat" : "completion", (int)j->d.n_prompt, (int)ev->n_prompt,
+            (int)ev->n_gen, ev->gen_tps, reason_name(ev->reason), j->cancelled ? " (client gone)" : "",
+            j->d.message[0] ? ": " : "", j->d.message);
+}
+
 static void on_event(serve_bridge *b, const engine_event *ev)
 {
     serve_job *j = b->cur;
@@ -302,6 +319,7 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         b->cur = NULL;
         j->running = false;
         j->started = true;
+        log_done(j, ev);
         job_finish(b, j, ev->reason, NULL);
         return;
     }
