@@ -11,6 +11,23 @@
 M=$TESTDATA/models
 API="python3 tests/tools/serve_api.py"
 
+name="serve is in tokscope --help, serve --help names its options, README and man page document it"
+"$BIN" --help >"$OUT/serve_help.txt" 2>&1
+"$BIN" serve --help >"$OUT/serve_help2.txt" 2>&1
+rc=$?
+missing=""
+grep -q "^  serve -m MODEL" "$OUT/serve_help.txt" || missing="$missing tokscope-help"
+for o in --host --port --api-key-file --max-queue --ctx-size --threads; do
+    grep -q -- "$o" "$OUT/serve_help2.txt" || missing="$missing serve-help:$o"
+done
+grep -q "^## tokscope serve" README.md || missing="$missing README"
+grep -q "^tokscope serve -m MODEL" README.md || missing="$missing README-commands"
+grep -q '^\.BI "serve' man/tokscope.1 || missing="$missing man"
+for f in p_raw p_post entropy_raw entropy_post; do
+    grep -q "\`$f\`" README.md || missing="$missing README:$f"
+done
+if [ $rc -eq 0 ] && [ -z "$missing" ]; then ok "$name"; else not_ok "$name" "exit $rc, missing:$missing"; fi
+
 name="serve refuses a non-loopback address without an API key"
 "$BIN" serve -m "$M/stories260K.gguf" --host 0.0.0.0 --port 0 >"$OUT/serve_refuse.out" 2>&1
 rc=$?
