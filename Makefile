@@ -149,7 +149,7 @@ test-only: test-bins asan-bins
 # takes too long for CI: see README).
 ASAN_BUILD ?= $(BUILD)-asan
 SAN_FLAGS  := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
-ASAN_PART  ?= unit/ golden/fuzz golden/info golden/generate golden/badinput golden/config e2e/
+ASAN_PART  ?= unit/ golden/fuzz golden/info golden/generate golden/badinput golden/config golden/serve e2e/
 ASAN_SUITES ?=
 
 test-asan: deps
