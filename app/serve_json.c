@@ -237,7 +237,7 @@ void serve_out_feed(serve_out *o, const serve_token *t, const char *rest, size_t
                 chat_reasoning_feed_virtual(&o->rs, t->control, strlen(t->control));
         }
     } else {
-        if (rest_len > 0) {
+        if (rest && rest_len > 0) {
             out_append(o, rest, rest_len);
             if (o->split)
                 chat_reasoning_feed(&o->rs, rest, rest_len);
@@ -374,6 +374,18 @@ static cJSON *choice(bool chat, bool chunk, bool first, const char *content, con
     return ch;
 }
 
+/* "data: JSON\n\n" from a JSON text (taken over). */
+static char *sse_event(char *json)
+{
+    if (!json)
+        return NULL;
+    char *out = NULL;
+    if (asprintf(&out, "data: %s\n\n", json) < 0)
+        out = NULL;
+    free(json);
+    return out;
+}
+
 char *serve_chunk(const serve_reply_meta *m, bool chat, bool first, const char *content, const char *reasoning,
                   cJSON *entries, const char *finish)
 {
@@ -381,18 +393,7 @@ char *serve_chunk(const serve_reply_meta *m, bool chat, bool first, const char *
     cJSON *chs = cJSON_AddArrayToObject(o, "choices");
     size_t off = 0; /* streamed legacy chunks: offsets within the chunk */
     cJSON_AddItemToArray(chs, choice(chat, true, first, content, reasoning, entries, finish, &off));
-    char *s = print_free(o);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *out = malloc(n + 9);
-    if (out) {
-        memcpy(out, "data: ", 6);
-        memcpy(out + 6, s, n);
-        memcpy(out + 6 + n, "\n\n", 3);
-    }
-    free(s);
-    return out;
+    return sse_event(print_free(o));
 }
 
 static cJSON *usage(int32_t n_prompt, int32_t n_gen)
@@ -409,18 +410,7 @@ char *serve_usage_chunk(const serve_reply_meta *m, bool chat, int32_t n_prompt, 
     cJSON *o = head(m, chat, true);
     cJSON_AddArrayToObject(o, "choices");
     cJSON_AddItemToObject(o, "usage", usage(n_prompt, n_gen));
-    char *s = print_free(o);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *out = malloc(n + 9);
-    if (out) {
-        memcpy(out, "data: ", 6);
-        memcpy(out + 6, s, n);
-        memcpy(out + 6 + n, "\n\n", 3);
-    }
-    free(s);
-    return out;
+    return sse_event(print_free(o));
 }
 
 char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, const char *reasoning, cJSON *entries,

@@ -183,7 +183,7 @@ static int refuse_unsupported(pctx *c, const cJSON *o, bool chat)
         return bad(c, "tools", "tools are not supported by tokscope serve");
     if ((f = field(o, "response_format"))) {
         const cJSON *t = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
-        if (!cJSON_IsString(t))
+        if (!t || !cJSON_IsString(t))
             return bad(c, "response_format", "'response_format' must be an object with a string 'type'");
         if (strcmp(t->valuestring, "text") != 0)
             return bad(c, "response_format", "response_format '%s' is not supported (only 'text')", t->valuestring);
@@ -228,9 +228,9 @@ static int content_text(pctx *c, const cJSON *m, int i, char **out)
     {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
-        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+        if (!type || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
             return bad(c, name, "only text parts are supported in '%s'", name);
-        if (!cJSON_IsString(text))
+        if (!text || !cJSON_IsString(text))
             return bad(c, name, "a text part of '%s' has no string 'text'", name);
         len += strlen(text->valuestring);
     }
