@@ -305,8 +305,8 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         break;
     case ENGINE_EV_DONE: {
         j->d.reason = ev->reason;
-        if (!j->seen_token)
-            j->d.n_prompt = ev->n_past;
+        if (!j->seen_token) /* no reply token: the position counter is the prompt's end, if it got in */
+            j->d.n_prompt = j->started ? ev->n_past : 0;
         j->d.n_gen = ev->n_gen;
         memcpy(j->d.rest, ev->text, (size_t)ev->text_len);
         j->d.rest_len = ev->text_len;
@@ -317,8 +317,7 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         if (ev->reason == ENGINE_DONE_EOG && j->n_toks > 0)
             j->toks[j->n_toks - 1].eog = true;
         b->cur = NULL;
-        j->running = false;
-        j->started = true;
+        j->running = false; /* started stays false when the prompt never got in (too long, an error) */
         log_done(j, ev);
         job_finish(b, j, ev->reason, NULL);
         return;

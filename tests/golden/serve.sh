@@ -51,8 +51,8 @@ if need "$S" "serve on stories260K"; then
         $API basic "$SPORT" stories260K.gguf "$PROMPT" 24 "$OUT/serve_want.txt"
         $API errors "$SPORT"
         $API hangup "$SPORT"
-        name="serve stops the generation of a client that hung up"
-        if grep -q "stopped (client gone)" "$OUT/serve_stories.log"; then ok "$name"
+        name="serve stops the generation of a client that hung up (streamed and whole)"
+        if [ "$(grep -c "stopped (client gone)" "$OUT/serve_stories.log")" -eq 2 ]; then ok "$name"
         else not_ok "$name" "$(tail -n 3 "$OUT/serve_stories.log")"; fi
         serve_stop
         name="serve stops cleanly on SIGTERM"

@@ -315,6 +315,16 @@ def errors(port):
         head = data.split(b"\r\n", 1)[0]
         return [] if b" 413 " in head and b'"error"' in data else ["got %r" % data[:200]]
 
+    def too_long():
+        st, hd, b = sc.request(port, "POST", "/v1/completions",
+                               body={"prompt": "the cat sat on the mat. " * 500, "max_tokens": 4})
+        b = json.loads(b)
+        bad = is_error_shape(b, st, 400)
+        if b.get("error", {}).get("code") != "context_length_exceeded":
+            bad.append("code %r" % b.get("error", {}).get("code"))
+        return bad
+
+    run("serve 400: a prompt longer than the context (context_length_exceeded)", too_long)
     run("serve 404: unknown paths", unknown_path)
     run("serve 405: wrong methods, with Allow", wrong_method)
     run("serve 413: a body over 8 MiB (Content-Length)", too_big)
@@ -383,7 +393,20 @@ def hangup(port):
         st, hd, o = sc.post(port, "/v1/completions", {"prompt": "Once", "max_tokens": 4})
         return [] if len(ev) == 2 and st == 200 else ["events %d, next status %d" % (len(ev), st)]
 
+    def whole():
+        # a client waiting for a whole reply hangs up: its generation stops too
+        s = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
+        body = json.dumps({"prompt": "Once", "max_tokens": 2000, "temperature": 1, "seed": 9}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(0.3)
+        s.close()
+        time.sleep(0.5)
+        st, hd, o = sc.post(port, "/v1/completions", {"prompt": "Once", "max_tokens": 4})
+        return [] if st == 200 else ["next status %d" % st]
+
     run("serve a client that hangs up mid-stream: the next request is served", check)
+    run("serve a client that hangs up while waiting for a whole reply: the next request is served", whole)
 
 
 if __name__ == "__main__":
