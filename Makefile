@@ -29,11 +29,11 @@ NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncurs
 
 CFLAGS   += $(OPT) $(ARCHFLAGS) -std=gnu11 -Wall -Wextra -pthread -MMD -MP
 CPPFLAGS += -Iengine -Iui -Iapp -D_GNU_SOURCE
-LDLIBS   += $(NCURSES_LIBS) -lreadline -liniparser -lpcre2-8 -lcjson -lcurl -lmicrohttpd -lopenblas -lm -lpthread
+LDLIBS   += $(NCURSES_LIBS) -lreadline -liniparser -lpcre2-8 -lcjson -lcurl -lcrypto -lmicrohttpd -lopenblas -lm -lpthread
 
 # Debian packages the build, the tests and `make run` need.
 DEB_PKGS := gcc make pkg-config libncursesw5-dev libreadline-dev libopenblas-dev \
-            libiniparser-dev libcmocka-dev libpcre2-dev libcjson-dev libcurl4-openssl-dev \
+            libiniparser-dev libcmocka-dev libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev \
             libmicrohttpd-dev tmux python3 python3-jinja2
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c engine/*/*.c))

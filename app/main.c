@@ -18,6 +18,7 @@ static const struct {
     {"template", cmd_template, "template [-m MODEL | --template FILE.jinja] MESSAGES.json"},
     {"bench", cmd_bench, "bench -m MODEL [-p N] [-n N] [-r REPS] [-t THREADS]"},
     {"serve", cmd_serve, "serve -m MODEL [--host ADDR] [--port N] [--api-key-file F]"},
+    {"pull", cmd_pull, "pull REPO[:QUANT] | URL [-o DIR]  download a GGUF from a Hugging Face hub"},
 };
 
 static void usage(FILE *f)
