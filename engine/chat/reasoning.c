@@ -138,11 +138,14 @@ bool chat_reasoning_inside(const chat_reasoning *r)
 /* The harmony header just read: its channel decides what the message is. */
 static int header_state(const chat_reasoning *r)
 {
-    const char *h = memmem(r->hdr, r->n_hdr, "<|channel|>", 11);
+    /* n_hdr counts the header's bytes up to HEADER_MAX; hdr keeps the first
+     * sizeof hdr of them */
+    const size_t n = r->n_hdr < sizeof r->hdr ? r->n_hdr : sizeof r->hdr;
+    const char *h = memmem(r->hdr, n, "<|channel|>", 11);
     if (!h)
         return ST_ANSWER;
     h += 11;
-    size_t left = (size_t)(r->hdr + r->n_hdr - h);
+    size_t left = (size_t)(r->hdr + n - h);
     return left >= 8 && !memcmp(h, "analysis", 8) ? ST_REASON : ST_ANSWER;
 }
 
