@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "remote_ui.h"
 #include "explore.h"
 #include "theme.h"
 #include "ui.h"
@@ -156,7 +157,9 @@ static void draw_table(ui_app *app, const ui_token *t, bool cursor, int y, int x
     int hl = snprintf(hdr, sizeof hdr, "%2s %6s %-*s", "#", "id", tok_w, "token");
     if (show_logit)
         hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %7s", "logit");
-    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", "raw%", "post%");
+    /* --remote: the numbers are the server's (its logprobs); it gives one set */
+    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", remote_ui_on(app) ? "srv%" : "raw%",
+             remote_ui_on(app) ? "srv%" : "post%");
     draw_str(y, x, w, hdr, theme_attr(THEME_HEADER));
     int bar_x = x + 10 + tok_w + (show_logit ? 8 : 0) + 14 + 1;
     if (bar_w)
@@ -217,6 +220,8 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
         snprintf(title, sizeof title, " %s%s: token %d/%d ", label, app->lens_on ? "Lens" : "Inspector", ord, n_all);
     else
         snprintf(title, sizeof title, " %s%s: latest step ", label, app->lens_on ? "Lens" : "Inspector");
+    if (remote_ui_on(app)) /* whose numbers these are */
+        snprintf(title + strlen(title), sizeof title - strlen(title), "(server's probabilities) ");
     int tl = draw_str(r.y, x, w, title, theme_attr(THEME_HEADER));
     draw_str(r.y, x + tl + 1, w - tl - 1, app->post_order ? "[post order]" : "[raw order]", theme_attr(THEME_DIM));
     if (!t) {
