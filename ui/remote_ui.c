@@ -6,13 +6,16 @@
 
 #include "ui.h"
 
-bool remote_ui_on(const ui_app *app) { return app->eparams.remote_url && *app->eparams.remote_url; }
+bool remote_ui_on(const ui_app *app)
+{
+    return app->eparams.remote_url && *app->eparams.remote_url;
+}
 
 bool remote_ui_refuse(ui_app *app, const char *what)
 {
     if (!remote_ui_on(app))
         return false;
-    ui_message(app, UI_MSG_WARN, "%s needs the local engine: not available with --remote", what);
+    ui_message(app, UI_MSG_WARN, "%s needs the local engine (not with --remote)", what);
     return true;
 }
 
@@ -31,7 +34,8 @@ bool remote_ui_ignored(const ui_app *app, const char *name)
 void remote_ui_model_cmd(ui_app *app, const char *args)
 {
     if (!remote_ui_on(app)) {
-        ui_message(app, UI_MSG_WARN, "/model is for --remote (a local model is chosen with -m or the picker)");
+        ui_message(app, UI_MSG_WARN,
+                   "/model is for --remote (a local model is chosen with -m or the picker)");
         return;
     }
     if (args && *args) {

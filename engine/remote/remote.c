@@ -187,7 +187,7 @@ static void curl_message(CURLcode rc, const struct remote *r, char *out, size_t 
     case CURLE_RECV_ERROR:
     case CURLE_PARTIAL_FILE:
     case CURLE_SEND_ERROR:
-        snprintf(out, cap, "connection lost (the server closed it mid-reply)");
+        snprintf(out, cap, "connection lost");
         break;
     default:
         snprintf(out, cap, "%s: %s", r->url, curl_easy_strerror(rc));
@@ -199,11 +199,12 @@ static void http_message(long status, const char *body, const struct remote *r, 
 {
     char m[ENGINE_MSG_MAX];
     remote_error_message(body, m, sizeof m);
-    const char *what = status == 401 || status == 403 ? "unauthorized (check TOKSCOPE_API_KEY or [remote] api_key_file)"
-                       : status == 404                 ? "not found (model or endpoint)"
-                       : status == 429                 ? "rate limited, retry later"
-                       : status >= 500                 ? "server error"
-                                                       : "request refused";
+    const char *what = status == 401 || status == 403
+                           ? "unauthorized (check TOKSCOPE_API_KEY or [remote] api_key_file)"
+                       : status == 404 ? "not found (model or endpoint)"
+                       : status == 429 ? "rate limited, retry later"
+                       : status >= 500 ? "server error"
+                                       : "request refused";
     snprintf(out, cap, "HTTP %ld %s%s%.160s", status, what, m[0] ? ": " : "", m);
     (void)r;
 }
@@ -314,7 +315,8 @@ static void connect_server(engine *e)
     }
     char warn[ENGINE_MSG_MAX] = "";
     if (!chosen && r->model[0])
-        snprintf(warn, sizeof warn, "remote: the server does not list model '%.100s' (/model shows its list)", r->model);
+        snprintf(warn, sizeof warn, "remote: the server does not list model '%.100s' (/model shows its list)",
+                 r->model);
     if (chosen && !r->model[0]) {
         free(r->model);
         r->model = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(chosen, "id")));
@@ -323,7 +325,8 @@ static void connect_server(engine *e)
     }
     r->n_ctx = json_int(chosen, "max_model_len"); /* vLLM */
     if (!r->n_ctx)
-        r->n_ctx = json_int(cJSON_GetObjectItemCaseSensitive(chosen, "meta"), "n_ctx_train"); /* llama-server */
+        r->n_ctx =
+            json_int(cJSON_GetObjectItemCaseSensitive(chosen, "meta"), "n_ctx_train"); /* llama-server */
     if (r->kind == REMOTE_UNKNOWN || r->kind == REMOTE_LLAMA) {
         char e2[64];
         char *props = http_get(r, "/props", &st, e2, sizeof e2);
@@ -362,11 +365,11 @@ typedef struct turn {
     const engine_cmd *c;
     sse_reader sse;
     CURL *h;
-    long status;     /* HTTP status, read at the first body byte */
-    buf errbody;     /* the body of a non-200 answer */
+    long status; /* HTTP status, read at the first body byte */
+    buf errbody; /* the body of a non-200 answer */
     bool in_reasoning;
-    bool got_done;   /* data: [DONE] */
-    char finish[32]; /* finish_reason */
+    bool got_done;              /* data: [DONE] */
+    char finish[32];            /* finish_reason */
     char error[ENGINE_MSG_MAX]; /* an error the stream reported */
     bool bad_json;
     int32_t n_gen, pos, n_prompt;
@@ -632,7 +635,7 @@ static void run_submit(engine *e, const engine_cmd *c)
     else if (t.sse.failed)
         snprintf(why, sizeof why, "the stream sent an event over %u bytes", SSE_MAX_EVENT);
     else if (!t.got_done && !t.finish[0])
-        snprintf(why, sizeof why, "connection lost: the stream ended mid-reply");
+        snprintf(why, sizeof why, "connection lost (the stream ended mid-reply)");
     else if (!strcmp(t.finish, "length"))
         ev->reason = ENGINE_DONE_LENGTH;
     else

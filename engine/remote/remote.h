@@ -44,8 +44,8 @@ int32_t remote_max_top(enum remote_kind k);
  * prefix as a last assistant message to continue (NULL: none), the
  * sampling parameters the kind takes, top_logprobs min(n_top, cap).
  * Malloc'd JSON, NULL when out of memory. */
-char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n, const char *prefix,
-                  const sampler_params *sp);
+char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n,
+                  const char *prefix, const sampler_params *sp);
 
 /* One streamed chunk, parsed. */
 typedef struct remote_piece {
@@ -64,7 +64,7 @@ typedef struct remote_chunk_cb {
     void *user;
     /* reasoning: the piece is reasoning_content */
     void (*piece)(void *user, const remote_piece *p, bool reasoning);
-    void (*finish)(void *user, const char *reason);            /* finish_reason */
+    void (*finish)(void *user, const char *reason);                                /* finish_reason */
     void (*usage)(void *user, int32_t n_prompt, int32_t n_gen, double prompt_tps); /* -1 / 0: unknown */
     void (*error)(void *user, const char *message);
 } remote_chunk_cb;

@@ -11,11 +11,16 @@
 const char *remote_kind_name(enum remote_kind k)
 {
     switch (k) {
-    case REMOTE_LLAMA: return "llama-server";
-    case REMOTE_VLLM: return "vllm";
-    case REMOTE_OLLAMA: return "ollama";
-    case REMOTE_TOKSCOPE: return "tokscope";
-    default: return "openai";
+    case REMOTE_LLAMA:
+        return "llama-server";
+    case REMOTE_VLLM:
+        return "vllm";
+    case REMOTE_OLLAMA:
+        return "ollama";
+    case REMOTE_TOKSCOPE:
+        return "tokscope";
+    default:
+        return "openai";
     }
 }
 
@@ -45,9 +50,12 @@ const char *remote_ignored_params(enum remote_kind k)
 {
     switch (k) {
     case REMOTE_LLAMA:
-    case REMOTE_TOKSCOPE: return "";
-    case REMOTE_VLLM: return "typical_p repeat_last_n";
-    default: return "top_k min_p typical_p repeat_penalty repeat_last_n";
+    case REMOTE_TOKSCOPE:
+        return "";
+    case REMOTE_VLLM:
+        return "typical_p repeat_last_n";
+    default:
+        return "top_k min_p typical_p repeat_penalty repeat_last_n";
     }
 }
 
@@ -72,8 +80,8 @@ static void add_float(cJSON *o, const char *key, float v)
     cJSON_AddNumberToObject(o, key, round((double)v * 1e6) / 1e6);
 }
 
-char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n, const char *prefix,
-                  const sampler_params *sp)
+char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n,
+                  const char *prefix, const sampler_params *sp)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -92,7 +100,8 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
             cJSON *think = cJSON_DetachItemFromObjectCaseSensitive(v, "enable_thinking");
             cJSON *effort = cJSON_DetachItemFromObjectCaseSensitive(v, "reasoning_effort");
             if (think)
-                cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "chat_template_kwargs"), "enable_thinking", think);
+                cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "chat_template_kwargs"), "enable_thinking",
+                                      think);
             if (effort)
                 cJSON_AddItemToObject(o, "reasoning_effort", effort);
             cJSON_Delete(v);
@@ -274,8 +283,10 @@ bool remote_parse_chunk(const char *data, size_t n, const remote_chunk_cb *cb)
     }
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "choices"), 0);
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(ch, "delta");
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ch, "logprobs"), "content");
-    const char *reasoning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"));
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ch, "logprobs"), "content");
+    const char *reasoning =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"));
     if (!reasoning)
         reasoning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning"));
     const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "content"));
@@ -294,7 +305,10 @@ bool remote_parse_chunk(const char *data, size_t n, const remote_chunk_cb *cb)
         const cJSON *ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
         const cJSON *pps = cJSON_GetObjectItemCaseSensitive(timings, "prompt_per_second");
         const cJSON *pn = cJSON_GetObjectItemCaseSensitive(timings, "prompt_n");
-        cb->usage(cb->user, cJSON_IsNumber(pt) ? pt->valueint : cJSON_IsNumber(pn) ? pn->valueint : -1,
+        cb->usage(cb->user,
+                  cJSON_IsNumber(pt)   ? pt->valueint
+                  : cJSON_IsNumber(pn) ? pn->valueint
+                                       : -1,
                   cJSON_IsNumber(ct) ? ct->valueint : -1, cJSON_IsNumber(pps) ? pps->valuedouble : 0);
     }
     cJSON_Delete(root);

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sse_init(sse_reader *r) { memset(r, 0, sizeof *r); }
+void sse_init(sse_reader *r)
+{
+    memset(r, 0, sizeof *r);
+}
 
 void sse_free(sse_reader *r)
 {
@@ -147,4 +150,7 @@ bool sse_feed(sse_reader *r, const char *buf, size_t n, sse_event_cb cb, void *u
     return !r->failed && !r->stopped;
 }
 
-bool sse_finish(sse_reader *r) { return r->n_line == 0 && !r->has_data && (r->bom_checked || !r->n_bom); }
+bool sse_finish(sse_reader *r)
+{
+    return r->n_line == 0 && !r->has_data && (r->bom_checked || !r->n_bom);
+}

@@ -29,18 +29,18 @@
 typedef bool (*sse_event_cb)(void *user, const char *event, const char *data, size_t n);
 
 typedef struct sse_reader {
-    char *line;        /* the line being read */
+    char *line; /* the line being read */
     size_t n_line, cap_line;
-    char *data;        /* the event's data so far */
+    char *data; /* the event's data so far */
     size_t n_data, cap_data;
-    bool has_data;     /* a data line was seen (data may still be empty) */
-    char event[64];    /* the event's name ("" = message) */
-    bool after_cr;     /* the last byte was a CR: a following LF belongs to it */
-    bool bom_checked;  /* a leading UTF-8 BOM is dropped once */
-    int n_bom;         /* bytes of a BOM's start seen so far */
-    bool failed;       /* out of memory or an event over SSE_MAX_EVENT */
-    bool stopped;      /* the callback returned false */
-    size_t n_events;   /* events dispatched */
+    bool has_data;    /* a data line was seen (data may still be empty) */
+    char event[64];   /* the event's name ("" = message) */
+    bool after_cr;    /* the last byte was a CR: a following LF belongs to it */
+    bool bom_checked; /* a leading UTF-8 BOM is dropped once */
+    int n_bom;        /* bytes of a BOM's start seen so far */
+    bool failed;      /* out of memory or an event over SSE_MAX_EVENT */
+    bool stopped;     /* the callback returned false */
+    size_t n_events;  /* events dispatched */
 } sse_reader;
 
 void sse_init(sse_reader *r);

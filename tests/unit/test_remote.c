@@ -440,14 +440,10 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_handshake),
-        cmocka_unit_test(test_tokens_and_topk),
-        cmocka_unit_test(test_request_body),
-        cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_failures),
-        cmocka_unit_test(test_unreachable),
-        cmocka_unit_test(test_stop_closes_stream),
-        cmocka_unit_test(test_branch_prefix),
+        cmocka_unit_test(test_handshake),          cmocka_unit_test(test_tokens_and_topk),
+        cmocka_unit_test(test_request_body),       cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_failures),           cmocka_unit_test(test_unreachable),
+        cmocka_unit_test(test_stop_closes_stream), cmocka_unit_test(test_branch_prefix),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, start_mock, stop_mock);

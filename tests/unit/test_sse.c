@@ -88,8 +88,8 @@ static void test_multiline_comments_event_names(void **state)
                     "unknown: field\n"
                     "\n"
                     ":keep-alive\n\n"
-                    "data\n\n"          /* a field without a colon: empty data */
-                    "event: ping\n\n"   /* no data: nothing dispatched, the name forgotten */
+                    "data\n\n"        /* a field without a colon: empty data */
+                    "event: ping\n\n" /* no data: nothing dispatched, the name forgotten */
                     "data: after\n\n";
     feed_whole(s, &g);
     assert_string_equal(g.log, "delta|line 1\nline 2\nmessage|\nmessage|after\n");
@@ -110,7 +110,8 @@ static void test_bom_and_unterminated(void **state)
 {
     (void)state;
     got g;
-    const char *s = "\xef\xbb\xbf" "data: x\n\n";
+    const char *s = "\xef\xbb\xbf"
+                    "data: x\n\n";
     feed_whole(s, &g);
     assert_string_equal(g.log, "message|x\n");
     check_cuts(s, g.log);
@@ -132,8 +133,9 @@ static void test_llama_server_error_line(void **state)
     const char *s = "data: {\"choices\":[]}\n\n"
                     "error: {\"code\":500,\"message\":\"slot unavailable\",\"type\":\"server_error\"}\n\n";
     feed_whole(s, &g);
-    assert_string_equal(g.log, "message|{\"choices\":[]}\n"
-                               "error|{\"code\":500,\"message\":\"slot unavailable\",\"type\":\"server_error\"}\n");
+    assert_string_equal(g.log,
+                        "message|{\"choices\":[]}\n"
+                        "error|{\"code\":500,\"message\":\"slot unavailable\",\"type\":\"server_error\"}\n");
     check_cuts(s, g.log);
     char m[256];
     remote_error_message("{\"code\":500,\"message\":\"slot unavailable\"}", m, sizeof m);
@@ -142,7 +144,8 @@ static void test_llama_server_error_line(void **state)
     assert_string_equal(m, "Invalid API key");
     remote_error_message("{\"error\":\"model 'x' not found\"}", m, sizeof m); /* ollama */
     assert_string_equal(m, "model 'x' not found");
-    remote_error_message("{\"object\":\"error\",\"message\":\"bad\\nrequest\",\"code\":400}", m, sizeof m); /* vLLM */
+    remote_error_message("{\"object\":\"error\",\"message\":\"bad\\nrequest\",\"code\":400}", m,
+                         sizeof m); /* vLLM */
     assert_string_equal(m, "bad request");
     remote_error_message("Bad Gateway\n", m, sizeof m);
     assert_string_equal(m, "Bad Gateway ");
@@ -210,14 +213,20 @@ static void on_piece(void *user, const remote_piece *p, bool reasoning)
                              (int)p->len, p->text);
     q->n_pieces++;
 }
-static void on_finish(void *user, const char *r) { snprintf(((pieces *)user)->finish, 32, "%s", r); }
+static void on_finish(void *user, const char *r)
+{
+    snprintf(((pieces *)user)->finish, 32, "%s", r);
+}
 static void on_usage(void *user, int32_t np, int32_t ng, double tps)
 {
     (void)ng;
     (void)tps;
     ((pieces *)user)->n_prompt = np;
 }
-static void on_error(void *user, const char *m) { snprintf(((pieces *)user)->error, 256, "%s", m); }
+static void on_error(void *user, const char *m)
+{
+    snprintf(((pieces *)user)->error, 256, "%s", m);
+}
 
 static bool parse_event(void *user, const char *event, const char *data, size_t n)
 {
@@ -246,16 +255,26 @@ static void test_llama_server_transcript(void **state)
 {
     (void)state;
     const char *s =
-        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null}}],"
-        "\"created\":1,\"id\":\"chatcmpl-x\",\"model\":\"gpt-3.5-turbo\",\"object\":\"chat.completion.chunk\"}\n\n"
-        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"Hel\"},\"logprobs\":"
-        "{\"content\":[{\"id\":9906,\"token\":\"Hel\",\"bytes\":[72,101,108],\"logprob\":-0.25,\"top_logprobs\":["
+        "data: "
+        "{\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":"
+        "null}}],"
+        "\"created\":1,\"id\":\"chatcmpl-x\",\"model\":\"gpt-3.5-turbo\",\"object\":\"chat.completion."
+        "chunk\"}\n\n"
+        "data: "
+        "{\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"Hel\"},\"logprobs\":"
+        "{\"content\":[{\"id\":9906,\"token\":\"Hel\",\"bytes\":[72,101,108],\"logprob\":-0.25,\"top_"
+        "logprobs\":["
         "{\"id\":9906,\"token\":\"Hel\",\"bytes\":[72,101,108],\"logprob\":-0.25},"
-        "{\"id\":13347,\"token\":\"Hi\",\"bytes\":[72,105],\"logprob\":-1.75}]}]}}],\"object\":\"chat.completion.chunk\"}\n\n"
-        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"lo \xc3\xa9\"},\"logprobs\":"
-        "{\"content\":[{\"id\":385,\"token\":\"lo\",\"bytes\":[108,111],\"logprob\":-0.5,\"top_logprobs\":[]},"
-        "{\"id\":1,\"token\":\" \xc3\xa9\",\"bytes\":[32,195,169],\"logprob\":-0.01,\"top_logprobs\":[]}]}}]}\n\n"
-        "data: {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,\"delta\":{}}],\"timings\":{\"prompt_n\":7,"
+        "{\"id\":13347,\"token\":\"Hi\",\"bytes\":[72,105],\"logprob\":-1.75}]}]}}],\"object\":\"chat."
+        "completion.chunk\"}\n\n"
+        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"lo "
+        "\xc3\xa9\"},\"logprobs\":"
+        "{\"content\":[{\"id\":385,\"token\":\"lo\",\"bytes\":[108,111],\"logprob\":-0.5,\"top_logprobs\":[]}"
+        ","
+        "{\"id\":1,\"token\":\" "
+        "\xc3\xa9\",\"bytes\":[32,195,169],\"logprob\":-0.01,\"top_logprobs\":[]}]}}]}\n\n"
+        "data: "
+        "{\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,\"delta\":{}}],\"timings\":{\"prompt_n\":7,"
         "\"prompt_per_second\":120.5,\"predicted_n\":3}}\n\n"
         "data: [DONE]\n\n";
     pieces q;
@@ -275,10 +294,13 @@ static void test_vllm_transcript(void **state)
 {
     (void)state;
     const char *s =
-        "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"Qwen/Qwen3-8B\","
+        "data: "
+        "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"Qwen/"
+        "Qwen3-8B\","
         "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
         "\"finish_reason\":null}]}\n\n"
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Hmm\"},\"logprobs\":{\"content\":["
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Hmm\"},\"logprobs\":{\"content\":["
         "{\"token\":\"Hmm\",\"logprob\":-0.9,\"bytes\":[72,109,109],\"top_logprobs\":[{\"token\":\"Hmm\","
         "\"logprob\":-0.9,\"bytes\":[72,109,109]}]}]},\"finish_reason\":null}]}\n\n"
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Yes\"},\"logprobs\":{\"content\":["
@@ -295,9 +317,10 @@ static void test_vllm_transcript(void **state)
     assert_string_equal(q.finish, "length");
     assert_int_equal(q.n_prompt, 20);
     /* a mid-stream error in vLLM's shape */
-    parse_stream("data: {\"object\":\"error\",\"message\":\"out of KV cache\",\"type\":\"InternalServerError\","
-                 "\"code\":500}\n\ndata: [DONE]\n\n",
-                 &q);
+    parse_stream(
+        "data: {\"object\":\"error\",\"message\":\"out of KV cache\",\"type\":\"InternalServerError\","
+        "\"code\":500}\n\ndata: [DONE]\n\n",
+        &q);
     assert_string_equal(q.error, "out of KV cache");
 }
 
@@ -307,12 +330,15 @@ static void test_ollama_transcript(void **state)
 {
     (void)state;
     const char *s =
-        "data: {\"id\":\"chatcmpl-42\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"llama3.2\","
+        "data: "
+        "{\"id\":\"chatcmpl-42\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"llama3.2\","
         "\"system_fingerprint\":\"fp_ollama\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
         "\"reasoning\":\"ok so\"},\"finish_reason\":null}]}\n\n"
-        "data: {\"id\":\"chatcmpl-42\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":"
+        "data: "
+        "{\"id\":\"chatcmpl-42\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":"
         "{\"role\":\"assistant\",\"content\":\"The sky\"},\"finish_reason\":null}]}\n\n"
-        "data: {\"id\":\"chatcmpl-42\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":"
+        "data: "
+        "{\"id\":\"chatcmpl-42\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":"
         "{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":\"stop\"}]}\n\n"
         "data: [DONE]\n\n";
     pieces q;
@@ -332,14 +358,16 @@ static void test_unspelled_text(void **state)
 {
     (void)state;
     pieces q;
-    parse_stream("data: {\"choices\":[{\"delta\":{\"content\":\"abc\"},\"logprobs\":{\"content\":[{\"token\":\"ab\","
-                 "\"logprob\":-1.0,\"top_logprobs\":[]},{\"token\":\"x\",\"logprob\":-1}]}}]}\n\n",
-                 &q);
+    parse_stream(
+        "data: {\"choices\":[{\"delta\":{\"content\":\"abc\"},\"logprobs\":{\"content\":[{\"token\":\"ab\","
+        "\"logprob\":-1.0,\"top_logprobs\":[]},{\"token\":\"x\",\"logprob\":-1}]}}]}\n\n",
+        &q);
     assert_string_equal(q.text, "abc|");
     assert_int_equal(q.n_with_prob, 0);
-    parse_stream("data: {\"choices\":[{\"delta\":{\"content\":\"abc\"},\"logprobs\":{\"content\":[{\"token\":\"ab\","
-                 "\"logprob\":-1.0,\"top_logprobs\":[]}]}}]}\n\n",
-                 &q);
+    parse_stream(
+        "data: {\"choices\":[{\"delta\":{\"content\":\"abc\"},\"logprobs\":{\"content\":[{\"token\":\"ab\","
+        "\"logprob\":-1.0,\"top_logprobs\":[]}]}}]}\n\n",
+        &q);
     assert_string_equal(q.text, "abc|");
     assert_int_equal(q.n_with_prob, 1);
     memset(&q, 0, sizeof q);
