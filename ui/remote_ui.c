@@ -11,6 +11,11 @@ bool remote_ui_on(const ui_app *app)
     return app->eparams.remote_url && *app->eparams.remote_url;
 }
 
+bool remote_ui_one_prob(const ui_app *app)
+{
+    return remote_ui_on(app) && strcmp(app->info.remote_kind, "tokscope") != 0;
+}
+
 bool remote_ui_refuse(ui_app *app, const char *what)
 {
     if (!remote_ui_on(app))

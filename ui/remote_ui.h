@@ -16,6 +16,9 @@ bool remote_ui_on(const struct ui_app *app);
 bool remote_ui_refuse(struct ui_app *app, const char *what);
 /* The server ignores the panel's parameter name (info.remote_ignored). */
 bool remote_ui_ignored(const struct ui_app *app, const char *name);
+/* --remote with one probability per token (the server's logprobs), not
+ * tokscope serve's raw and post-sampler pair. */
+bool remote_ui_one_prob(const struct ui_app *app);
 /* /model [ID]: the server's models, or switch to ID. */
 void remote_ui_model_cmd(struct ui_app *app, const char *args);
 

@@ -415,6 +415,20 @@ static void token_event(turn *t, const char *text, size_t len, const remote_piec
             h -= (1 - mass) * log(1 - mass);
         ev->n_top = k;
         ev->entropy_raw = ev->entropy_post = (float)h;
+        if (p->has_ext) { /* tokscope serve: the engine's own numbers, raw and post */
+            ev->logit = p->logit;
+            ev->p_raw = p->p_raw;
+            ev->p_post = p->p_post;
+            if (p->entropy_raw >= 0)
+                ev->entropy_raw = p->entropy_raw;
+            if (p->entropy_post >= 0)
+                ev->entropy_post = p->entropy_post;
+            for (int32_t i = 0; i < k; i++) {
+                ev->top[i].logit = p->top[i].logit;
+                ev->top[i].p_raw = p->top[i].p_raw;
+                ev->top[i].p_post = p->top[i].p_post;
+            }
+        }
     }
     engine_post(t->e, ev);
     free(ev);
@@ -568,6 +582,20 @@ static void run_submit(engine *e, const engine_cmd *c)
         connect_server(e); /* the server was down at start: try again */
     sampler_params sp = c->own_sampling ? c->sampling : e->sp;
     char *prefix = NULL;
+    if (c->n_tokens > 0 && !remote_continues(r->kind)) {
+        engine_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = ENGINE_EV_DONE;
+        ev.conv_id = c->conv_id;
+        ev.req_id = c->req_id;
+        ev.reason = ENGINE_DONE_ERROR;
+        snprintf(ev.message, sizeof ev.message,
+                 "remote: %s does not continue an assistant message: branching needs llama-server, vLLM or ollama",
+                 remote_kind_name(r->kind));
+        engine_post(e, &ev);
+        sse_free(&t.sse);
+        return;
+    }
     if (c->n_tokens > 0) {
         prefix = prefix_text(r, c->tokens, c->n_tokens);
         /* the last forced token is the branch's new one: shown as a token */

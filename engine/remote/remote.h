@@ -37,6 +37,8 @@ const char *remote_kind_name(enum remote_kind k);
 enum remote_kind remote_kind_from_models(const char *json);
 /* Space-separated names of the panel's parameters the kind ignores. */
 const char *remote_ignored_params(enum remote_kind k);
+/* The kind continues a last assistant message (a branch's prefix). */
+bool remote_continues(enum remote_kind k);
 /* Most top_logprobs the kind gives (OpenAI and vLLM: 20). */
 int32_t remote_max_top(enum remote_kind k);
 
@@ -53,10 +55,15 @@ typedef struct remote_piece {
     size_t len;
     bool has_prob;
     float logprob;
+    /* tokscope serve's extension fields: the engine's own numbers, raw and
+     * after the sampler chain (has_ext: they were there) */
+    bool has_ext;
+    float logit, p_raw, p_post, entropy_raw, entropy_post;
     int32_t n_top;
     struct {
         char text[ENGINE_TEXT_MAX];
         float logprob;
+        float logit, p_raw, p_post; /* with has_ext */
     } top[SAMPLER_MAX_TOP];
 } remote_piece;
 

@@ -59,9 +59,15 @@ const char *remote_ignored_params(enum remote_kind k)
     }
 }
 
+/* llama-server prefills a last assistant message, vLLM with
+ * continue_final_message, ollama continues it; OpenAI's API does not, and
+ * tokscope serve renders it as a finished turn */
+bool remote_continues(enum remote_kind k) { return k == REMOTE_LLAMA || k == REMOTE_VLLM || k == REMOTE_OLLAMA; }
+
 int32_t remote_max_top(enum remote_kind k)
 {
-    return k == REMOTE_TOKSCOPE ? SAMPLER_MAX_TOP : 20;
+    (void)k; /* OpenAI's limit, which vLLM, ollama and tokscope serve keep; llama-server clamps n_probs itself */
+    return 20;
 }
 
 static bool takes(enum remote_kind k, const char *name)
@@ -117,7 +123,7 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
         cJSON_AddStringToObject(m, "role", "assistant");
         cJSON_AddStringToObject(m, "content", prefix);
         cJSON_AddItemToArray(arr, m);
-        if (k == REMOTE_VLLM || k == REMOTE_TOKSCOPE) {
+        if (k == REMOTE_VLLM) {
             cJSON_AddBoolToObject(o, "continue_final_message", true);
             cJSON_AddBoolToObject(o, "add_generation_prompt", false);
         }
@@ -186,10 +192,27 @@ static float entry_logprob(const cJSON *e)
     return cJSON_IsNumber(lp) ? (float)lp->valuedouble : -INFINITY;
 }
 
+static bool get_float(const cJSON *o, const char *key, float *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v))
+        return false;
+    *out = (float)v->valuedouble;
+    return true;
+}
+
 static void fill_piece(remote_piece *p, const cJSON *e)
 {
     p->has_prob = true;
     p->logprob = entry_logprob(e);
+    p->has_ext = get_float(e, "p_raw", &p->p_raw) && get_float(e, "p_post", &p->p_post);
+    if (p->has_ext) {
+        p->logit = p->logprob;
+        get_float(e, "logit", &p->logit);
+        p->entropy_raw = p->entropy_post = -1;
+        get_float(e, "entropy_raw", &p->entropy_raw);
+        get_float(e, "entropy_post", &p->entropy_post);
+    }
     p->n_top = 0;
     const cJSON *tops = cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"), *t;
     cJSON_ArrayForEach(t, tops)
@@ -198,6 +221,14 @@ static void fill_piece(remote_piece *p, const cJSON *e)
             break;
         entry_bytes(t, p->top[p->n_top].text, sizeof p->top[p->n_top].text);
         p->top[p->n_top].logprob = entry_logprob(t);
+        if (p->has_ext) {
+            float *x = &p->top[p->n_top].p_raw, *y = &p->top[p->n_top].p_post, *z = &p->top[p->n_top].logit;
+            *x = *y = expf(p->top[p->n_top].logprob);
+            *z = p->top[p->n_top].logprob;
+            get_float(t, "p_raw", x);
+            get_float(t, "p_post", y);
+            get_float(t, "logit", z);
+        }
         p->n_top++;
     }
 }

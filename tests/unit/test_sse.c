@@ -375,6 +375,46 @@ static void test_unspelled_text(void **state)
     assert_false(remote_parse_chunk("{not json", 9, &cb));
 }
 
+/* tokscope serve: OpenAI's entries plus the engine's own numbers. */
+typedef struct ext_seen {
+    remote_piece p;
+    int n;
+} ext_seen;
+static void on_ext_piece(void *user, const remote_piece *p, bool reasoning)
+{
+    (void)reasoning;
+    ext_seen *s = user;
+    s->p = *p;
+    s->n++;
+}
+
+static void test_tokscope_extension(void **state)
+{
+    (void)state;
+    const char *d = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\" the\"},\"logprobs\":{\"content\":[{\"token\":"
+                    "\" the\",\"logprob\":-0.3566749,\"bytes\":[32,116,104,101],\"id\":278,\"logit\":11.25,\"p_raw\":0.7,"
+                    "\"p_post\":0.9,\"entropy_raw\":1.5,\"entropy_post\":0.25,\"top_logprobs\":[{\"token\":\" the\","
+                    "\"logprob\":-0.3566749,\"id\":278,\"logit\":11.25,\"p_raw\":0.7,\"p_post\":0.9},{\"token\":\" a\","
+                    "\"logprob\":-2.3,\"id\":263,\"logit\":9.5,\"p_raw\":0.1,\"p_post\":0.0}]}]},"
+                    "\"finish_reason\":null}]}";
+    ext_seen s;
+    memset(&s, 0, sizeof s);
+    remote_chunk_cb cb = {&s, on_ext_piece, on_finish, on_usage, on_error};
+    assert_true(remote_parse_chunk(d, strlen(d), &cb));
+    assert_int_equal(s.n, 1);
+    assert_true(s.p.has_ext);
+    assert_true(s.p.p_raw == 0.7f && s.p.p_post == 0.9f && s.p.logit == 11.25f);
+    assert_true(s.p.entropy_raw == 1.5f && s.p.entropy_post == 0.25f);
+    assert_int_equal(s.p.n_top, 2);
+    assert_true(s.p.top[1].p_raw == 0.1f && s.p.top[1].p_post == 0.0f && s.p.top[1].logit == 9.5f);
+    /* without them: no extension */
+    memset(&s, 0, sizeof s);
+    const char *o = "{\"choices\":[{\"delta\":{\"content\":\"x\"},\"logprobs\":{\"content\":[{\"token\":\"x\","
+                    "\"logprob\":-1}]}}]}";
+    assert_true(remote_parse_chunk(o, strlen(o), &cb));
+    assert_false(s.p.has_ext);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_vllm_transcript),
         cmocka_unit_test(test_ollama_transcript),
         cmocka_unit_test(test_unspelled_text),
+        cmocka_unit_test(test_tokscope_extension),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
