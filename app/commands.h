@@ -12,6 +12,7 @@ int cmd_logits(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 /* The TUI: `tokscope [-m MODEL] [options]`; argv[0] is the program name. */
 int cmd_tui(int argc, char **argv);
 

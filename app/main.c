@@ -17,6 +17,7 @@ static const struct {
     {"compare", cmd_compare, "compare -m MODEL GOLDEN.jsonl [--one-by-one] [--batch B]"},
     {"template", cmd_template, "template [-m MODEL | --template FILE.jinja] MESSAGES.json"},
     {"bench", cmd_bench, "bench -m MODEL [-p N] [-n N] [-r REPS] [-t THREADS]"},
+    {"serve", cmd_serve, "serve -m MODEL [--host ADDR] [--port N] [--api-key-file F]  OpenAI-compatible API"},
 };
 
 static void usage(FILE *f)

@@ -170,12 +170,17 @@ static void gen_append(engine *e, const char *s, size_t n)
     e->gen[e->gen_len] = 0;
 }
 
+/* The stop strings in force: the turn's own when it brought parameters
+ * (sampler_get_params), else the engine's. */
+static const sampler_params *turn_params(engine *e) { return sampler_get_params(e->s); }
+
 /* Position of the first complete stop string at or after e->emitted, or -1. */
 static long find_stop(engine *e)
 {
     long best = -1;
-    for (int32_t i = 0; i < e->sp.n_stop; i++) {
-        const char *st = e->sp.stop[i];
+    const sampler_params *sp = turn_params(e);
+    for (int32_t i = 0; i < sp->n_stop; i++) {
+        const char *st = sp->stop[i];
         size_t sl = strlen(st);
         if (!sl || e->gen_len < e->emitted + sl)
             continue;
@@ -190,8 +195,9 @@ static long find_stop(engine *e)
 static size_t stop_holdback(engine *e)
 {
     size_t hold = 0;
-    for (int32_t i = 0; i < e->sp.n_stop; i++) {
-        const char *st = e->sp.stop[i];
+    const sampler_params *sp = turn_params(e);
+    for (int32_t i = 0; i < sp->n_stop; i++) {
+        const char *st = sp->stop[i];
         size_t sl = strlen(st);
         for (size_t k = sl ? sl - 1 : 0; k > hold; k--)
             if (k <= e->gen_len - e->emitted && !memcmp(e->gen + e->gen_len - k, st, k)) {

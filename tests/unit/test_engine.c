@@ -546,6 +546,44 @@ static void test_stop_string(void **state)
     engine_shutdown(e);
 }
 
+/* A SUBMIT with its own sampling parameters stops at its own stop strings
+ * (tokscope serve sends every request so): they were read from the engine's
+ * parameters instead, so a request's "stop" did nothing. */
+static void test_stop_string_own_sampling(void **state)
+{
+    (void)state;
+    engine_params p = base_params(TESTDATA_REQUIRE(STORIES));
+    p.sampling.temp = 0;
+    p.sampling.n_predict = 40;
+    engine *e = start_loaded(&p, NULL);
+    turn_log *t = malloc(sizeof *t), *s = malloc(sizeof *s);
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, t);
+    assert_true(t->len > 30);
+    char stop[8];
+    memcpy(stop, t->text + 20, 5);
+    stop[5] = 0;
+    const char *first = strstr(t->text, stop);
+    chat_message m = {"user", "Once upon a time"};
+    engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .sampling = p.sampling,
+                    .own_sampling = true};
+    char err[128];
+    assert_true(sampler_params_set(&c.sampling, "stop", stop, err, sizeof err));
+    engine_send(e, &c);
+    collect_turn(e, s);
+    assert_int_equal(s->done.reason, ENGINE_DONE_STOP_STRING);
+    assert_int_equal(s->len, (size_t)(first - t->text));
+    assert_memory_equal(s->text, t->text, s->len);
+    /* and the engine's own parameters (no stop string) apply again after it */
+    submit1(e, "user", "Once upon a time");
+    collect_turn(e, s);
+    assert_int_equal(s->done.reason, ENGINE_DONE_LENGTH);
+    assert_int_equal(s->len, t->len);
+    free(t);
+    free(s);
+    engine_shutdown(e);
+}
+
 /* Forcing a built-in on a template-less model changes the prompt. */
 static void test_force_template(void **state)
 {
@@ -718,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_context_shift),
         cmocka_unit_test(test_no_shift_recurrent),
         cmocka_unit_test(test_stop_string),
+        cmocka_unit_test(test_stop_string_own_sampling),
         cmocka_unit_test(test_template_model),
         cmocka_unit_test(test_force_template),
         cmocka_unit_test(test_submit_during_turn),

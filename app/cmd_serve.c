@@ -1,0 +1,246 @@
+/* tokscope serve: the exact engine behind the OpenAI API (serve.h has the
+ * map of the pieces). Loopback by default; any other address only with an
+ * API key. Runs until SIGINT or SIGTERM. */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "serve.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tokscope serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key-file F] [options]\n"
+            "\n"
+            "The engine behind an OpenAI-compatible API: POST /v1/chat/completions and /v1/completions\n"
+            "(streaming or not, logprobs), GET /v1/models, GET /health. One engine, requests in arrival order.\n"
+            "\n"
+            "  -m, --model FILE         GGUF model\n"
+            "  --host ADDR              numeric address to listen on (default 127.0.0.1); an address that\n"
+            "                           is not loopback needs --api-key-file\n"
+            "  --port N                 TCP port (default 8080; 0 = any free port, printed at start)\n"
+            "  --api-key-file F         every endpoint but /health wants 'Authorization: Bearer KEY', KEY\n"
+            "                           being the file's first line\n"
+            "  --max-queue N            requests that may wait for the engine (default 64); past it: 503\n"
+            "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
+            "  -t, --threads N          threads (default: online CPUs)\n"
+            "\n"
+            "Prints 'listening on http://ADDR:PORT' on stderr once the model is loaded.\n");
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* 127.0.0.0/8, ::1 and ::ffff:127.x; false for anything else (0.0.0.0 included). */
+static bool is_loopback(const char *host, bool *numeric)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    *numeric = true;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        if (IN6_IS_ADDR_LOOPBACK(&a6))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+    }
+    *numeric = false;
+    return false;
+}
+
+/* The key: the file's first line, blanks at its ends trimmed. */
+static char *read_key(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read the API key file %s", path);
+        return NULL;
+    }
+    char line[1024];
+    char *key = NULL;
+    if (fgets(line, sizeof line, f)) {
+        char *s = line, *e = line + strlen(line);
+        while (*s == ' ' || *s == '\t')
+            s++;
+        while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            *--e = 0;
+        if (*s)
+            key = strdup(s);
+    }
+    fclose(f);
+    if (!key)
+        snprintf(err, errlen, "the API key file %s holds no key on its first line", path);
+    return key;
+}
+
+/* Waits for the engine's LOADED (true, info filled) or a load error. */
+static bool wait_loaded(engine *e, engine_model_info *info, char *err, size_t errlen)
+{
+    engine_event *ev = malloc(sizeof *ev);
+    if (!ev) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    bool ok = false;
+    for (;;) {
+        struct pollfd pf = {.fd = engine_event_fd(e), .events = POLLIN};
+        if (poll(&pf, 1, -1) < 0)
+            continue;
+        bool end = false;
+        while (!end && engine_poll(e, ev)) {
+            if (ev->type == ENGINE_EV_LOADED) {
+                *info = ev->info;
+                ok = end = true;
+            } else if (ev->type == ENGINE_EV_ERROR) {
+                snprintf(err, errlen, "%s", ev->message);
+                end = true;
+            }
+        }
+        if (end)
+            break;
+    }
+    free(ev);
+    return ok;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
+    long port = 8080, max_queue = 64, n_ctx = 0, threads = 0;
+    enum { O_HOST = 256, O_PORT, O_KEY, O_QUEUE };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},      {"host", required_argument, 0, O_HOST},
+        {"port", required_argument, 0, O_PORT},    {"api-key-file", required_argument, 0, O_KEY},
+        {"max-queue", required_argument, 0, O_QUEUE}, {"ctx-size", required_argument, 0, 'c'},
+        {"threads", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    int o;
+    while ((o = getopt_long(argc, argv, "m:c:t:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'm': model_path = optarg; break;
+        case O_HOST: host = optarg; break;
+        case O_KEY: key_file = optarg; break;
+        case O_PORT:
+            if (!parse_long(optarg, 0, 65535, &port))
+                goto bad;
+            break;
+        case O_QUEUE:
+            if (!parse_long(optarg, 0, 100000, &max_queue))
+                goto bad;
+            break;
+        case 'c':
+            if (!parse_long(optarg, 0, 1L << 30, &n_ctx))
+                goto bad;
+            break;
+        case 't':
+            if (!parse_long(optarg, 0, 4096, &threads))
+                goto bad;
+            break;
+        case 'h': usage(stdout); return 0;
+        default: goto bad;
+        }
+    }
+    if (optind != argc || !model_path)
+        goto bad;
+    bool numeric;
+    const bool loopback = is_loopback(host, &numeric);
+    if (!numeric) {
+        fprintf(stderr, "tokscope serve: --host wants a numeric IPv4 or IPv6 address, not '%s'\n", host);
+        return 2;
+    }
+    if (!loopback && !key_file) {
+        fprintf(stderr,
+                "tokscope serve: refusing to listen on %s without an API key: anyone who reaches it could use "
+                "the model (give --api-key-file F, or listen on 127.0.0.1)\n",
+                host);
+        return 2;
+    }
+    char err[512];
+    char *key = NULL;
+    if (key_file && !(key = read_key(key_file, err, sizeof err))) {
+        fprintf(stderr, "tokscope serve: %s\n", err);
+        return 2;
+    }
+
+    /* SIGINT/SIGTERM end the server: blocked in every thread, taken by sigwait */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    serve_vocab *v = NULL;
+    engine *e = NULL;
+    serve_bridge *b = NULL;
+    serve_http *h = NULL;
+    engine_model_info info;
+    if (!(v = serve_vocab_open(model_path, err, sizeof err))) {
+        fprintf(stderr, "tokscope serve: %s: %s\n", model_path, err);
+        goto out;
+    }
+    engine_params ep = engine_default_params();
+    ep.model_path = model_path;
+    ep.n_ctx = (uint32_t)n_ctx;
+    ep.n_threads = (int32_t)threads;
+    ep.context_shift = false; /* a full context ends the reply ("length"), as llama-server does */
+    if (!(e = engine_start(&ep, err, sizeof err)) || !wait_loaded(e, &info, err, sizeof err)) {
+        fprintf(stderr, "tokscope serve: %s\n", err);
+        goto out;
+    }
+    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, err, sizeof err))) {
+        fprintf(stderr, "tokscope serve: %s\n", err);
+        goto out;
+    }
+    e = NULL; /* the bridge's now */
+    const char *slash = strrchr(model_path, '/');
+    serve_http_params hp = {.host = host,
+                            .port = (uint16_t)port,
+                            .api_key = key,
+                            .model_id = slash ? slash + 1 : model_path,
+                            .info = info,
+                            .bridge = b,
+                            .vocab = v};
+    if (!(h = serve_http_start(&hp, err, sizeof err))) {
+        fprintf(stderr, "tokscope serve: %s\n", err);
+        goto out;
+    }
+    const bool v6 = strchr(host, ':') != NULL;
+    fprintf(stderr, "tokscope serve: %s (%s, context %u) listening on http://%s%s%s:%u (queue %ld, %s)\n",
+            hp.model_id, info.arch, info.n_ctx, v6 ? "[" : "", host, v6 ? "]" : "", serve_http_port(h), max_queue,
+            key ? "API key required" : "no API key");
+    fflush(stderr);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "tokscope serve: %s, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
+    rc = 0;
+out:
+    /* the bridge first: every job ends, so connection threads return */
+    serve_bridge_stop(b);
+    serve_http_stop(h);
+    serve_bridge_free(b);
+    if (e)
+        engine_shutdown(e);
+    serve_vocab_close(v);
+    free(key);
+    return rc;
+bad:
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,209 @@
+/* tokscope serve: the engine behind an OpenAI-compatible HTTP API.
+ *
+ * The pieces, one job each:
+ *   serve_request.c  a request body (JSON) -> serve_request, validated; every
+ *                    refusal names the field (HTTP 400 in OpenAI's error shape)
+ *   serve_json.c     response shaping: errors, logprobs entries, streamed
+ *                    chunks and whole replies (chat and legacy completions),
+ *                    the model list; the reasoning/answer split of a reply
+ *   serve_vocab.c    the server's own view of the model file: token pieces,
+ *                    control tokens, the chat template's reasoning style
+ *   serve_bridge.c   the one engine thread: a FIFO of jobs, one SUBMIT at a
+ *                    time, events routed to the job that asked
+ *   serve_http.c     libmicrohttpd: routing, methods, bodies, the API key,
+ *                    non-streaming replies and the SSE stream
+ *   cmd_serve.c      the command line, startup checks, shutdown
+ * No HTTP parsing of our own: libmicrohttpd does it; JSON is cJSON's. */
+#ifndef TOKSCOPE_SERVE_H
+#define TOKSCOPE_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat/chat.h"
+#include "chat/reasoning.h"
+#include "engine.h"
+#include "sampler/sampler.h"
+
+struct cJSON;
+
+#define SERVE_MAX_TOP 20           /* top_logprobs a request may ask for (OpenAI's limit) */
+#define SERVE_MAX_BODY (8u << 20)  /* request bodies larger than this get 413 */
+#define SERVE_PIECE_MAX 128        /* bytes of a token's piece kept for its logprobs entry */
+
+/* ---- serve_request.c ---------------------------------------------------- */
+
+typedef struct serve_request {
+    bool chat;            /* /v1/chat/completions (else /v1/completions) */
+    bool stream;
+    bool include_usage;   /* stream_options.include_usage: a last chunk with usage */
+    chat_message *msgs;   /* chat: role/content malloc'd; pseudo messages (CHAT_ROLE_VARS,
+                             CHAT_ROLE_REASONING) carry template variables and earlier reasoning */
+    size_t n_msgs;
+    char *prompt;         /* completions: the raw text (no template) */
+    char *model;          /* the name asked for (echoed; any name is served by the one model) */
+    sampler_params sp;    /* the defaults, then the request's fields */
+    bool logprobs;        /* per-token logprobs wanted */
+    int32_t top_logprobs; /* alternatives per token (0..SERVE_MAX_TOP) */
+    bool post_sampling;   /* llama-server's post_sampling_probs: logprob fields are the sampler's */
+} serve_request;
+
+/* Parses and validates a body. Returns 0, or the HTTP status (400) with a
+ * message in err and the offending field in param (may be ""). req is
+ * filled only on success (free it with serve_request_free either way). */
+int serve_request_parse(serve_request *req, bool chat, const char *body, size_t len, const sampler_params *defaults,
+                        char *err, size_t errlen, char *param, size_t paramlen);
+void serve_request_free(serve_request *req);
+
+/* ---- serve_vocab.c ------------------------------------------------------ */
+
+typedef struct serve_vocab serve_vocab;
+
+/* Opens the model file for its tokenizer and template (not its weights). */
+serve_vocab *serve_vocab_open(const char *path, char *err, size_t errlen);
+void serve_vocab_close(serve_vocab *v);
+/* The token's piece as a logprobs entry shows it (control tokens' text
+ * included); returns the byte count, cut at cap. */
+int32_t serve_vocab_piece(const serve_vocab *v, int32_t id, char *buf, int32_t cap);
+/* A control token's text (the reasoning splitter needs gpt-oss's), else NULL. */
+const char *serve_vocab_control_text(const serve_vocab *v, int32_t id);
+enum chat_reasoning_style serve_vocab_reasoning_style(const serve_vocab *v);
+/* The chat prompt as the engine renders it, for where the reply starts
+ * (inside reasoning or not); malloc'd, NULL when it cannot be rendered. */
+char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n);
+
+/* ---- serve_json.c: response shaping ------------------------------------- */
+
+typedef struct serve_cand {
+    int32_t id;
+    float logit, p_raw, p_post;
+    char piece[ENGINE_TEXT_MAX];
+    int32_t piece_len;
+} serve_cand;
+
+/* One generated token, as the bridge hands it on. */
+typedef struct serve_token {
+    int32_t id;
+    bool eog;                    /* end of generation: no text, no logprobs entry */
+    const char *control;         /* a control token's text (NULL for others): fed to the splitter */
+    char piece[SERVE_PIECE_MAX]; /* the token's own bytes (logprobs "token"/"bytes") */
+    int32_t piece_len;
+    char text[ENGINE_TEXT_MAX];  /* the bytes it adds to the reply (held-back bytes come later) */
+    int32_t text_len;
+    float logit, p_raw, p_post, entropy_raw, entropy_post;
+    int32_t n_top;
+    serve_cand top[SERVE_MAX_TOP];
+} serve_token;
+
+/* Turns a reply's tokens into content and reasoning, and logprobs entries.
+ * One per request; fed token by token (streaming or not). */
+typedef struct serve_out {
+    bool chat;
+    bool logprobs, post_sampling;
+    int32_t top_logprobs;
+    bool split;              /* the template marks reasoning: split it off */
+    chat_reasoning rs;
+    char *text;              /* the reply as fed (all bytes) */
+    size_t len, cap;
+    size_t done_to;          /* bytes of text already turned into deltas */
+    bool answer_started, reasoning_started; /* leading blanks are dropped */
+    int32_t n_tokens;        /* non-EOG tokens */
+} serve_out;
+
+void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_style style, const char *prompt);
+void serve_out_free(serve_out *o);
+/* Feeds a token (NULL: the reply ended, with rest = the held-back bytes).
+ * Returns the deltas this made: content and reasoning (malloc'd, "" when
+ * none) and, when logprobs are on, the token's entry (cJSON, owned by the
+ * caller; NULL for EOG or when off). */
+void serve_out_feed(serve_out *o, const serve_token *t, const char *rest, size_t rest_len, char **content,
+                    char **reasoning, struct cJSON **entry);
+/* The chat shape of one logprobs entry (token, logprob, bytes, top_logprobs,
+ * and tokscope's fields: id, logit, p_raw, p_post, entropy_raw, entropy_post). */
+struct cJSON *serve_logprob_entry(const serve_token *t, int32_t top, bool post_sampling);
+/* Valid UTF-8 copy (invalid bytes become U+FFFD), malloc'd. */
+char *serve_utf8_clean(const char *s, size_t n);
+
+const char *serve_finish_reason(enum engine_done_reason r);
+
+/* {"error":{"message","type","param","code"}} as a malloc'd string. */
+char *serve_error_json(const char *message, const char *type, const char *param, const char *code);
+
+typedef struct serve_reply_meta {
+    const char *id;     /* "chatcmpl-..." / "cmpl-..." */
+    long long created;
+    const char *model;
+} serve_reply_meta;
+
+/* Streaming: one chunk, "data: {...}\n\n" (malloc'd). entries: an array of
+ * logprobs entries (taken over; NULL when none). finish: NULL while going. */
+char *serve_chunk(const serve_reply_meta *m, bool chat, bool first, const char *content, const char *reasoning,
+                  struct cJSON *entries, const char *finish);
+/* The usage chunk (stream_options.include_usage) and the usage object. */
+char *serve_usage_chunk(const serve_reply_meta *m, bool chat, int32_t n_prompt, int32_t n_gen);
+/* Non-streaming: the whole reply. entries taken over (NULL when none). */
+char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, const char *reasoning,
+                  struct cJSON *entries, const char *finish, int32_t n_prompt, int32_t n_gen);
+/* GET /v1/models */
+char *serve_models_json(const char *model_id, long long created, const engine_model_info *info);
+
+/* ---- serve_bridge.c ----------------------------------------------------- */
+
+typedef struct serve_bridge serve_bridge;
+typedef struct serve_job serve_job;
+
+typedef struct serve_done {
+    enum engine_done_reason reason;
+    int32_t n_prompt;   /* tokens of the prompt (the whole of it, cached or not) */
+    int32_t n_gen;
+    char rest[ENGINE_TEXT_MAX]; /* held-back reply bytes the end released */
+    int32_t rest_len;
+    char message[ENGINE_MSG_MAX]; /* the error, when the turn failed */
+} serve_done;
+
+/* Starts the bridge thread over a started engine whose model is loaded. */
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, char *err, size_t errlen);
+/* Stops every job (their clients get what was made), the thread, the engine. */
+void serve_bridge_stop(serve_bridge *b);
+/* Frees it once no connection holds a job any more (after serve_http_stop). */
+void serve_bridge_free(serve_bridge *b);
+/* Queues a request (taken over, also on failure). NULL when the queue is
+ * full (503). The job has two owners: the caller and the bridge. */
+serve_job *serve_bridge_submit(serve_bridge *b, serve_request *req);
+/* Requests waiting (not the running one). */
+int32_t serve_bridge_waiting(serve_bridge *b);
+
+const serve_request *serve_job_request(const serve_job *j);
+/* Readable when the job has news (tokens, its start, its end). */
+int serve_job_fd(const serve_job *j);
+/* Takes the tokens that arrived since the last call (malloc'd array of n,
+ * the caller frees it) and tells whether generation started and ended
+ * (then *d is filled). Clears the fd. */
+serve_token *serve_job_take(serve_job *j, size_t *n, bool *started, bool *done, serve_done *d);
+/* Whether generation started and ended (then *d is filled), without taking
+ * tokens. Clears the fd. */
+void serve_job_peek(serve_job *j, bool *started, bool *done, serve_done *d);
+/* The client is gone: a queued job is dropped, a running one stopped. */
+void serve_job_cancel(serve_job *j);
+void serve_job_release(serve_job *j);
+
+/* ---- serve_http.c ------------------------------------------------------- */
+
+typedef struct serve_http_params {
+    const char *host;          /* numeric address to bind */
+    uint16_t port;             /* 0: any free port */
+    const char *api_key;       /* NULL: no key asked */
+    const char *model_id;      /* what /v1/models names */
+    engine_model_info info;
+    serve_bridge *bridge;
+    const serve_vocab *vocab;
+} serve_http_params;
+
+typedef struct serve_http serve_http;
+
+serve_http *serve_http_start(const serve_http_params *p, char *err, size_t errlen);
+uint16_t serve_http_port(const serve_http *h);
+void serve_http_stop(serve_http *h);
+
+#endif

@@ -1,0 +1,407 @@
+/* A request body -> serve_request. OpenAI's fields and llama-server's
+ * sampler extras; fields we do not know are ignored (clients send many),
+ * fields we know with the wrong type or range are refused, naming them. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "serve.h"
+
+typedef struct pctx {
+    char *err;
+    size_t errlen;
+    char *param;
+    size_t paramlen;
+} pctx;
+
+__attribute__((format(printf, 3, 4))) static int bad(pctx *c, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+    snprintf(c->param, c->paramlen, "%s", field);
+    return 400;
+}
+
+/* The field, or NULL when absent or JSON null (clients send null for "unset"). */
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return f && !cJSON_IsNull(f) ? f : NULL;
+}
+
+/* A number field in [lo, hi]: 0 ok (set *out when present), else 400. */
+static int get_num(pctx *c, const cJSON *o, const char *name, double lo, double hi, float *out)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
+        return bad(c, name, "'%s' must be a number", name);
+    if (f->valuedouble < lo || f->valuedouble > hi)
+        return bad(c, name, "'%s' must be between %g and %g", name, lo, hi);
+    *out = (float)f->valuedouble;
+    return 0;
+}
+
+static int get_int(pctx *c, const cJSON *o, const char *name, double lo, double hi, long long *out, bool *set)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return 0;
+    const double v = cJSON_IsNumber(f) ? f->valuedouble : NAN;
+    if (!isfinite(v) || v != floor(v))
+        return bad(c, name, "'%s' must be an integer", name);
+    if (v < lo || v > hi)
+        return bad(c, name, "'%s' must be between %.0f and %.0f", name, lo, hi);
+    *out = (long long)v;
+    if (set)
+        *set = true;
+    return 0;
+}
+
+static int get_bool(pctx *c, const cJSON *o, const char *name, bool *out)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsBool(f))
+        return bad(c, name, "'%s' must be a boolean", name);
+    *out = cJSON_IsTrue(f);
+    return 0;
+}
+
+static int get_i32(pctx *c, const cJSON *o, const char *name, double lo, double hi, int32_t *out)
+{
+    long long v = 0;
+    bool set = false;
+    int rc = get_int(c, o, name, lo, hi, &v, &set);
+    if (!rc && set)
+        *out = (int32_t)v;
+    return rc;
+}
+
+static int parse_stop(pctx *c, const cJSON *o, sampler_params *sp)
+{
+    const cJSON *f = field(o, "stop");
+    if (!f)
+        return 0;
+    const cJSON *one[1] = {f};
+    int n = cJSON_IsString(f) ? 1 : cJSON_IsArray(f) ? cJSON_GetArraySize(f) : -1;
+    if (n < 0)
+        return bad(c, "stop", "'stop' must be a string or an array of strings");
+    if (n > SAMPLER_MAX_STOP)
+        return bad(c, "stop", "'stop' takes at most %d strings", SAMPLER_MAX_STOP);
+    sp->n_stop = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *s = cJSON_IsString(f) ? one[0] : cJSON_GetArrayItem(f, i);
+        if (!cJSON_IsString(s))
+            return bad(c, "stop", "'stop' must be a string or an array of strings");
+        size_t l = strlen(s->valuestring);
+        if (l == 0)
+            continue;
+        if (l >= SAMPLER_STOP_LEN)
+            return bad(c, "stop", "a stop string is longer than %d bytes", SAMPLER_STOP_LEN - 1);
+        memcpy(sp->stop[sp->n_stop++], s->valuestring, l + 1);
+    }
+    return 0;
+}
+
+static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
+{
+    sampler_params *sp = &r->sp;
+    int rc = 0;
+    long long v = 0;
+    bool set = false;
+    if ((rc = get_num(c, o, "temperature", 0, 1e6, &sp->temp)) || (rc = get_num(c, o, "top_p", 0, 1, &sp->top_p)) ||
+        (rc = get_i32(c, o, "top_k", 0, 1e9, &sp->top_k)) || (rc = get_num(c, o, "min_p", 0, 1, &sp->min_p)) ||
+        (rc = get_num(c, o, "typical_p", 0, 1, &sp->typical_p)) ||
+        (rc = get_num(c, o, "repeat_penalty", 0, 1e6, &sp->repeat_penalty)) ||
+        (rc = get_i32(c, o, "repeat_last_n", -1, 1e9, &sp->repeat_last_n)) ||
+        (rc = get_num(c, o, "presence_penalty", -2, 2, &sp->presence_penalty)) ||
+        (rc = get_num(c, o, "frequency_penalty", -2, 2, &sp->frequency_penalty)))
+        return rc;
+    if ((rc = get_int(c, o, "seed", -1, 9007199254740992.0, &v, &set)))
+        return rc;
+    if (set) {
+        sp->seed_set = v >= 0;
+        sp->seed = v >= 0 ? (uint64_t)v : 0;
+    }
+    /* max_tokens (and chat's newer max_completion_tokens, llama-server's n_predict) */
+    sp->n_predict = -1;
+    if ((rc = get_i32(c, o, "max_tokens", 0, 1e9, &sp->n_predict)) ||
+        (r->chat && (rc = get_i32(c, o, "max_completion_tokens", 0, 1e9, &sp->n_predict))) ||
+        (rc = get_i32(c, o, "n_predict", -1, 1e9, &sp->n_predict)))
+        return rc;
+    int32_t n = 1;
+    if ((rc = get_i32(c, o, "n", 1, 1e9, &n)))
+        return rc;
+    if (n != 1)
+        return bad(c, "n", "only n = 1 is supported (one engine, one reply per request)");
+    return parse_stop(c, o, sp);
+}
+
+static int parse_logprobs(pctx *c, const cJSON *o, serve_request *r)
+{
+    int rc;
+    const cJSON *lp = field(o, "logprobs");
+    if (r->chat) {
+        if ((rc = get_bool(c, o, "logprobs", &r->logprobs)) ||
+            (rc = get_i32(c, o, "top_logprobs", 0, SERVE_MAX_TOP, &r->top_logprobs)))
+            return rc;
+        if (field(o, "top_logprobs") && !r->logprobs)
+            return bad(c, "top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+    } else if (lp) { /* the legacy shape: logprobs is the number of alternatives */
+        if ((rc = get_i32(c, o, "logprobs", 0, SERVE_MAX_TOP, &r->top_logprobs)))
+            return rc;
+        r->logprobs = true;
+    }
+    /* llama-server's n_probs: alternatives per token, logprobs implied */
+    int32_t n_probs = -1;
+    if ((rc = get_i32(c, o, "n_probs", 0, SERVE_MAX_TOP, &n_probs)) ||
+        (rc = get_bool(c, o, "post_sampling_probs", &r->post_sampling)))
+        return rc;
+    if (n_probs > 0) {
+        r->logprobs = true;
+        if (n_probs > r->top_logprobs)
+            r->top_logprobs = n_probs;
+    }
+    r->sp.n_top = r->top_logprobs;
+    return 0;
+}
+
+/* Unsupported features that would change the reply: refused rather than ignored. */
+static int refuse_unsupported(pctx *c, const cJSON *o, bool chat)
+{
+    const cJSON *f;
+    if ((f = field(o, "tools")) && (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > 0))
+        return bad(c, "tools", "tools are not supported by tokscope serve");
+    if ((f = field(o, "response_format"))) {
+        const cJSON *t = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
+        if (!cJSON_IsString(t))
+            return bad(c, "response_format", "'response_format' must be an object with a string 'type'");
+        if (strcmp(t->valuestring, "text") != 0)
+            return bad(c, "response_format", "response_format '%s' is not supported (only 'text')", t->valuestring);
+    }
+    if (!chat) {
+        bool echo = false;
+        int rc = get_bool(c, o, "echo", &echo);
+        if (rc)
+            return rc;
+        if (echo)
+            return bad(c, "echo", "'echo' is not supported");
+        if (field(o, "suffix"))
+            return bad(c, "suffix", "'suffix' is not supported");
+        int32_t best_of = 1;
+        if ((rc = get_i32(c, o, "best_of", 1, 1e9, &best_of)))
+            return rc;
+        if (best_of != 1)
+            return bad(c, "best_of", "only best_of = 1 is supported");
+    }
+    return 0;
+}
+
+/* A message's content: a string, null, or an array of text parts. */
+static int content_text(pctx *c, const cJSON *m, int i, char **out)
+{
+    const cJSON *f = field(m, "content");
+    char name[48];
+    snprintf(name, sizeof name, "messages[%d].content", i);
+    if (!f) {
+        *out = strdup("");
+        return 0;
+    }
+    if (cJSON_IsString(f)) {
+        *out = strdup(f->valuestring);
+        return 0;
+    }
+    if (!cJSON_IsArray(f))
+        return bad(c, name, "'%s' must be a string or an array of text parts", name);
+    size_t len = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, f)
+    {
+        const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
+        const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+            return bad(c, name, "only text parts are supported in '%s'", name);
+        if (!cJSON_IsString(text))
+            return bad(c, name, "a text part of '%s' has no string 'text'", name);
+        len += strlen(text->valuestring);
+    }
+    char *s = malloc(len + 1), *w = s;
+    if (!s)
+        return bad(c, name, "out of memory");
+    cJSON_ArrayForEach(p, f) w = stpcpy(w, cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    *w = 0;
+    *out = s;
+    return 0;
+}
+
+static bool push_msg(serve_request *r, size_t cap, const char *role, char *content)
+{
+    if (r->n_msgs >= cap || !content) {
+        free(content);
+        return false;
+    }
+    r->msgs[r->n_msgs].role = strdup(role);
+    r->msgs[r->n_msgs].content = content;
+    if (!r->msgs[r->n_msgs].role) {
+        free(content);
+        return false;
+    }
+    r->n_msgs++;
+    return true;
+}
+
+/* The template variables: chat_template_kwargs (llama-server's, e.g.
+ * enable_thinking) and OpenAI's reasoning_effort, as one pseudo message. */
+static int parse_vars(pctx *c, const cJSON *o, serve_request *r, size_t cap)
+{
+    const cJSON *kw = field(o, "chat_template_kwargs");
+    const cJSON *effort = field(o, "reasoning_effort");
+    if (kw && !cJSON_IsObject(kw))
+        return bad(c, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    if (effort && !cJSON_IsString(effort))
+        return bad(c, "reasoning_effort", "'reasoning_effort' must be a string");
+    if (!kw && !effort)
+        return 0;
+    cJSON *vars = kw ? cJSON_Duplicate(kw, true) : cJSON_CreateObject();
+    if (vars && effort) {
+        cJSON_DeleteItemFromObjectCaseSensitive(vars, "reasoning_effort");
+        cJSON_AddStringToObject(vars, "reasoning_effort", effort->valuestring);
+    }
+    char *s = vars ? cJSON_PrintUnformatted(vars) : NULL;
+    cJSON_Delete(vars);
+    if (!push_msg(r, cap, CHAT_ROLE_VARS, s))
+        return bad(c, "chat_template_kwargs", "out of memory");
+    return 0;
+}
+
+static int parse_messages(pctx *c, const cJSON *o, serve_request *r)
+{
+    const cJSON *ms = field(o, "messages");
+    if (!ms)
+        return bad(c, "messages", "'messages' is required");
+    if (!cJSON_IsArray(ms))
+        return bad(c, "messages", "'messages' must be an array");
+    const int n = cJSON_GetArraySize(ms);
+    if (n == 0)
+        return bad(c, "messages", "'messages' must not be empty");
+    const size_t cap = 2 * (size_t)n + 1; /* each may bring its reasoning; one vars message */
+    r->msgs = calloc(cap, sizeof *r->msgs);
+    if (!r->msgs)
+        return bad(c, "messages", "out of memory");
+    int rc = parse_vars(c, o, r, cap);
+    if (rc)
+        return rc;
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
+    for (int i = 0; i < n; i++) {
+        const cJSON *m = cJSON_GetArrayItem(ms, i);
+        char name[48];
+        snprintf(name, sizeof name, "messages[%d]", i);
+        if (!cJSON_IsObject(m))
+            return bad(c, name, "'%s' must be an object", name);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        snprintf(name, sizeof name, "messages[%d].role", i);
+        if (!cJSON_IsString(role))
+            return bad(c, name, "'%s' must be a string", name);
+        bool known = false;
+        for (int k = 0; roles[k]; k++)
+            known |= !strcmp(role->valuestring, roles[k]);
+        if (!known)
+            return bad(c, name, "unknown role '%.32s' (system, developer, user, assistant, tool)",
+                       role->valuestring);
+        const cJSON *rc_ = field(m, "reasoning_content");
+        if (rc_) {
+            snprintf(name, sizeof name, "messages[%d].reasoning_content", i);
+            if (!cJSON_IsString(rc_))
+                return bad(c, name, "'%s' must be a string", name);
+            if (!push_msg(r, cap, CHAT_ROLE_REASONING, strdup(rc_->valuestring)))
+                return bad(c, name, "out of memory");
+        }
+        char *text = NULL;
+        if ((rc = content_text(c, m, i, &text)))
+            return rc;
+        if (!push_msg(r, cap, role->valuestring, text))
+            return bad(c, "messages", "out of memory");
+    }
+    return 0;
+}
+
+static int parse_prompt(pctx *c, const cJSON *o, serve_request *r)
+{
+    const cJSON *p = field(o, "prompt");
+    if (!p)
+        return bad(c, "prompt", "'prompt' is required");
+    if (cJSON_IsArray(p)) {
+        if (cJSON_GetArraySize(p) != 1)
+            return bad(c, "prompt", "'prompt' as an array must hold exactly one string");
+        p = cJSON_GetArrayItem(p, 0);
+    }
+    if (!cJSON_IsString(p))
+        return bad(c, "prompt", "'prompt' must be a string");
+    r->prompt = strdup(p->valuestring);
+    return r->prompt ? 0 : bad(c, "prompt", "out of memory");
+}
+
+int serve_request_parse(serve_request *req, bool chat, const char *body, size_t len, const sampler_params *defaults,
+                        char *err, size_t errlen, char *param, size_t paramlen)
+{
+    pctx c = {err, errlen, param, paramlen};
+    memset(req, 0, sizeof *req);
+    req->chat = chat;
+    req->sp = defaults ? *defaults : sampler_default_params();
+    req->sp.n_stop = 0;
+    if (param && paramlen)
+        param[0] = 0;
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    if (!o)
+        return bad(&c, "", "the body is not valid JSON");
+    int rc = 0;
+    const cJSON *f;
+    if (!cJSON_IsObject(o)) {
+        rc = bad(&c, "", "the body must be a JSON object");
+        goto out;
+    }
+    if ((f = field(o, "model"))) {
+        if (!cJSON_IsString(f)) {
+            rc = bad(&c, "model", "'model' must be a string");
+            goto out;
+        }
+        req->model = strdup(f->valuestring);
+    }
+    if ((rc = get_bool(&c, o, "stream", &req->stream)))
+        goto out;
+    if ((f = field(o, "stream_options"))) {
+        if (!cJSON_IsObject(f)) {
+            rc = bad(&c, "stream_options", "'stream_options' must be an object");
+            goto out;
+        }
+        if ((rc = get_bool(&c, f, "include_usage", &req->include_usage)))
+            goto out;
+    }
+    if ((rc = refuse_unsupported(&c, o, chat)) || (rc = parse_sampling(&c, o, req)) ||
+        (rc = parse_logprobs(&c, o, req)) || (rc = chat ? parse_messages(&c, o, req) : parse_prompt(&c, o, req)))
+        goto out;
+out:
+    cJSON_Delete(o);
+    return rc;
+}
+
+void serve_request_free(serve_request *req)
+{
+    for (size_t i = 0; i < req->n_msgs; i++) {
+        free((char *)req->msgs[i].role);
+        free((char *)req->msgs[i].content);
+    }
+    free(req->msgs);
+    free(req->prompt);
+    free(req->model);
+    memset(req, 0, sizeof *req);
+}

@@ -1,0 +1,99 @@
+/* The server's own view of the model file, beside the engine thread's: the
+ * tokenizer (token pieces for logprobs entries, control tokens for the
+ * reasoning splitter) and the chat template (its reasoning style, and the
+ * prompt's end: Qwen3.5 starts the reply inside <think>). Read-only after
+ * open, so every connection thread may use it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "serve.h"
+#include "tokenizer/tokenizer.h"
+
+struct serve_vocab {
+    gguf_ctx *g;
+    tokenizer *tok;
+    char *tmpl;   /* tokenizer.chat_template, NULL when none */
+    char *bos, *eos;
+    enum chat_reasoning_style style;
+    char **control; /* per id: the control token's text, NULL for others */
+    int32_t n_vocab;
+};
+
+static char *token_str(const tokenizer *t, int32_t id)
+{
+    size_t len = 0;
+    const char *s = id >= 0 ? tokenizer_token_str(t, id, &len) : NULL;
+    return s ? strndup(s, len) : strdup("");
+}
+
+serve_vocab *serve_vocab_open(const char *path, char *err, size_t errlen)
+{
+    serve_vocab *v = calloc(1, sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->g = gguf_open(path, err, errlen);
+    if (!v->g || !(v->tok = tokenizer_build(v->g, err, errlen))) {
+        serve_vocab_close(v);
+        return NULL;
+    }
+    v->tmpl = gguf_get_str_dup(v->g, "tokenizer.chat_template");
+    v->style = v->tmpl ? chat_reasoning_detect(v->tmpl) : CHAT_REASONING_NONE;
+    v->bos = token_str(v->tok, tokenizer_bos(v->tok));
+    v->eos = token_str(v->tok, tokenizer_eos(v->tok));
+    v->n_vocab = tokenizer_n_vocab(v->tok);
+    v->control = calloc((size_t)v->n_vocab, sizeof *v->control);
+    if (!v->control || !v->bos || !v->eos) {
+        snprintf(err, errlen, "out of memory");
+        serve_vocab_close(v);
+        return NULL;
+    }
+    for (int32_t i = 0; i < v->n_vocab; i++)
+        if (tokenizer_token_type(v->tok, i) == TOKEN_TYPE_CONTROL)
+            v->control[i] = token_str(v->tok, i);
+    return v;
+}
+
+void serve_vocab_close(serve_vocab *v)
+{
+    if (!v)
+        return;
+    if (v->control)
+        for (int32_t i = 0; i < v->n_vocab; i++)
+            free(v->control[i]);
+    free(v->control);
+    free(v->tmpl);
+    free(v->bos);
+    free(v->eos);
+    tokenizer_free(v->tok);
+    gguf_close(v->g);
+    free(v);
+}
+
+int32_t serve_vocab_piece(const serve_vocab *v, int32_t id, char *buf, int32_t cap)
+{
+    if (id < 0 || id >= v->n_vocab)
+        return 0;
+    int32_t k = tokenizer_token_to_piece(v->tok, id, true, buf, cap);
+    return k < 0 ? 0 : k > cap ? cap : k;
+}
+
+const char *serve_vocab_control_text(const serve_vocab *v, int32_t id)
+{
+    return id >= 0 && id < v->n_vocab ? v->control[id] : NULL;
+}
+
+enum chat_reasoning_style serve_vocab_reasoning_style(const serve_vocab *v) { return v->style; }
+
+char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n)
+{
+    if (!v->tmpl)
+        return NULL;
+    bool add_gen = !(n > 0 && msgs[n - 1].role && !strcmp(msgs[n - 1].role, "assistant"));
+    chat_render_params rp = {.bos_token = v->bos, .eos_token = v->eos, .add_generation_prompt = add_gen};
+    char warn[256], err[256];
+    return chat_render(v->tmpl, NULL, msgs, n, &rp, warn, sizeof warn, err, sizeof err);
+}
