@@ -325,6 +325,8 @@ static void connect_server(engine *e)
     }
     r->n_ctx = json_int(chosen, "max_model_len"); /* vLLM */
     if (!r->n_ctx)
+        r->n_ctx = json_int(cJSON_GetObjectItemCaseSensitive(chosen, "meta"), "n_ctx"); /* tokscope serve */
+    if (!r->n_ctx)
         r->n_ctx =
             json_int(cJSON_GetObjectItemCaseSensitive(chosen, "meta"), "n_ctx_train"); /* llama-server */
     if (r->kind == REMOTE_UNKNOWN || r->kind == REMOTE_LLAMA) {
