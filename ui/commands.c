@@ -396,6 +396,13 @@ const char *commands_help_text(void)
         "                nats, or p <= 50%%); with --mouse a click on a token selects it\n"
         "  Compare       /compare temp 1.0 ...: two sides, two parameter sets; a message goes\n"
         "                to both, A answers then B; Ctrl-W switches sides; /compare off\n");
+    OUT("\nRemote backend (tokscope --remote URL)\n"
+        "  The same screen on an OpenAI-compatible server (llama-server, vLLM, ollama,\n"
+        "  tokscope serve). /model lists its models. The inspector shows the server's\n"
+        "  candidates (at most 20); the panel dims parameters the server ignores. Works:\n"
+        "  chat, /regen, /edit, versions, compare, reasoning; branching where the server\n"
+        "  continues an assistant message. Needs the local engine: step mode, the lens,\n"
+        "  undo, /template. A failure keeps the partial reply ([cut]); /regen retries.\n");
     OUT("\nNothing lost\n"
         "  Every conversation is autosaved after each reply and on exit (also SIGTERM,\n"
         "  SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (~/.local/state/tokscope/sessions);\n"
