@@ -83,7 +83,7 @@ bool explore_branch(ui_app *app, ui_conv *c, size_t mi, size_t k, int32_t id)
         return false;
     if (!can_change(app, c))
         return false;
-    if (id < 0 || id >= app->info.n_vocab) {
+    if (id < 0 || (id >= app->info.n_vocab && !remote_ui_on(app))) { /* remote: the backend's own ids */
         ui_message(app, UI_MSG_ERROR, "token %d is outside the vocabulary", id);
         return false;
     }

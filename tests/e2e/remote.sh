@@ -49,6 +49,23 @@ result "remote: the reply streams, the inspector shows the server's candidates" 
 curl -s "http://127.0.0.1:$PORT/mock/headers" | grep -q "Bearer $KEY"
 result "remote: the API key goes as a bearer header" $?
 
+# ---- 2b. branch from an alternative: an assistant prefix to continue --------
+# (the reply's second token ',' has the alternative '!': the branch sends
+# "Hello!" as the assistant message the server continues)
+keys Tab
+keys Left
+keys Left
+keys Enter
+keys Down
+keys Enter
+wait_for 'branch at token 2' 10 && wait_idle 10 &&
+    curl -s "http://127.0.0.1:$PORT/mock/last" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["messages"]
+assert m[-1] == {"role": "assistant", "content": "Hello!"}, m'
+result "remote: a branch from an alternative sends the reply so far as an assistant prefix" $?
+for _ in 1 2 3 4; do screen | grep -q 'focus: input' && break; keys Tab; sleep 0.2; done
+
 # ---- 3. step mode and the lens need the local engine -----------------------
 keys F6
 wait_for 'step mode needs the local engine' 5
