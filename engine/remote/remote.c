@@ -288,8 +288,9 @@ static int32_t json_int(const cJSON *o, const char *key)
 /* GET /v1/models (the ids, the kind where owned_by tells it, vLLM's
  * max_model_len), then /props (llama-server) or /api/version (ollama).
  * Posts LOADED whatever happens, so that the UI is usable and a later
- * submit retries; a failure is an ERROR event after it. */
-static void connect_server(engine *e)
+ * submit retries; a failure is an ERROR event after it. quiet (the retry
+ * before a turn): a failure posts nothing, the turn's DONE tells it. */
+static void connect_server(engine *e, bool quiet)
 {
     struct remote *r = e->remote;
     char err[ENGINE_MSG_MAX] = "";
@@ -297,6 +298,8 @@ static void connect_server(engine *e)
     r->connected = false;
     char *models = http_get(r, "/v1/models", &st, err, sizeof err);
     if (!models) {
+        if (quiet)
+            return;
         post_loaded(e, NULL);
         engine_post_error(e, "remote: %s", err);
         return;
@@ -577,11 +580,11 @@ static void run_submit(engine *e, const engine_cmd *c)
     t.c = c;
     t.n_prompt = -1;
     t.t_start = now_s();
-    e->conv_id = c->conv_id;
-    e->req_id = c->req_id;
     sse_init(&t.sse);
     if (!r->connected)
-        connect_server(e); /* the server was down at start: try again */
+        connect_server(e, true); /* the server was down at start: try again */
+    e->conv_id = c->conv_id;
+    e->req_id = c->req_id;
     sampler_params sp = c->own_sampling ? c->sampling : e->sp;
     char *prefix = NULL;
     if (c->n_tokens > 0 && !remote_continues(r->kind)) {
@@ -709,7 +712,7 @@ void *remote_main(void *arg)
 {
     engine *e = arg;
     curl_global_init(CURL_GLOBAL_DEFAULT); /* thread-safe in the libcurl Debian ships */
-    connect_server(e);
+    connect_server(e, false);
     while (!e->quit) {
         engine_cmd c;
         if (!queue_pop(e->deferred, &c) && !queue_pop_wait(e->cmds, &c, -1))
@@ -721,7 +724,7 @@ void *remote_main(void *arg)
             e->remote->model = strdup(c.path ? c.path : "");
             if (!e->remote->model)
                 e->remote->model = calloc(1, 1);
-            connect_server(e);
+            connect_server(e, false);
             break;
         case ENGINE_CMD_SUBMIT:
             run_submit(e, &c);

@@ -28,18 +28,20 @@ static pid_t mock_pid;
 static int mock_port;
 static char base_url[64];
 
-static int start_mock(void **state)
+/* Starts the mock on port (0: a free one); its port, 0 on failure. */
+static int spawn_mock(int port, pid_t *pid)
 {
-    (void)state;
     int fd[2];
     if (pipe(fd) != 0)
-        return -1;
-    mock_pid = fork();
-    if (mock_pid == 0) {
+        return 0;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    *pid = fork();
+    if (*pid == 0) {
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
-        execlp("python3", "python3", "tests/tools/mock_openai.py", "--kind", "llamacpp", (char *)NULL);
+        execlp("python3", "python3", "tests/tools/mock_openai.py", "--kind", "llamacpp", "--port", ps, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -53,7 +55,13 @@ static int start_mock(void **state)
         n++;
     }
     close(fd[0]);
-    mock_port = atoi(line);
+    return atoi(line);
+}
+
+static int start_mock(void **state)
+{
+    (void)state;
+    mock_port = spawn_mock(0, &mock_pid);
     snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", mock_port);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     return mock_port > 0 ? 0 : -1;
@@ -367,6 +375,51 @@ static void test_unreachable(void **state)
     }
 }
 
+/* A port nobody listens on (bound, then closed). */
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    getsockname(s, (struct sockaddr *)&a, &al);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* The server is down at start and comes up later: the next message asks it
+ * again, and the turn's events carry no stale error of the handshake. */
+static void test_server_comes_back(void **state)
+{
+    (void)state;
+    int port = free_port();
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    engine *e = start_at(url, "ok", 3, NULL);
+    engine_event ev;
+    wait_type(e, &ev, ENGINE_EV_LOADED, 20000);
+    wait_type(e, &ev, ENGINE_EV_ERROR, 20000);
+    assert_non_null(strstr(ev.message, "cannot connect"));
+    /* still down: the turn ends with one DONE that says so, no second ERROR */
+    engine_cmd d = {0};
+    turn_log t0;
+    run_turn(e, &d, &t0, 20000);
+    assert_int_equal(t0.done.reason, ENGINE_DONE_ERROR);
+    assert_non_null(strstr(t0.done.message, "cannot connect"));
+    assert_string_equal(t0.errors, "");
+    pid_t pid;
+    assert_int_equal(spawn_mock(port, &pid), port);
+    engine_cmd c = {0};
+    turn_log t;
+    run_turn(e, &c, &t, 20000);
+    assert_string_equal(t.text, "Hello, world!");
+    assert_string_equal(t.errors, "");
+    assert_int_equal(t.done.reason, ENGINE_DONE_EOG);
+    engine_shutdown(e);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
 static void test_stop_closes_stream(void **state)
 {
     (void)state;
@@ -443,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_handshake),          cmocka_unit_test(test_tokens_and_topk),
         cmocka_unit_test(test_request_body),       cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_failures),           cmocka_unit_test(test_unreachable),
+        cmocka_unit_test(test_server_comes_back),
         cmocka_unit_test(test_stop_closes_stream), cmocka_unit_test(test_branch_prefix),
         cmocka_unit_test(test_refusals),
     };
