@@ -127,7 +127,7 @@ bool sse_feed(sse_reader *r, const char *buf, size_t n, sse_event_cb cb, void *u
                 continue;
             }
             r->bom_checked = true;
-            for (int k = 0; k < r->n_bom; k++) /* not a BOM after all: those bytes are the line's */
+            for (int k = 0; k < r->n_bom && k < 3; k++) /* not a BOM after all: those bytes are the line's */
                 if (!push_byte(r, bom[k]))
                     return false;
         }
