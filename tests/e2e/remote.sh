@@ -38,6 +38,13 @@ result "remote: the mock server starts" $?
 "$BIN" --remote "http://127.0.0.1:$PORT" --print-config >"$TMP/printed.ini" 2>&1
 grep -q "^url = http://127.0.0.1:$PORT" "$TMP/printed.ini" && ! grep -q "$KEY" "$TMP/printed.ini"
 result "remote: --print-config shows [remote] url, never the key" $?
+printf '%s\n' "$KEY" >"$TMP/keyfile"
+"$BIN" --remote "http://127.0.0.1:$PORT" --api-key-file "$TMP/keyfile" --print-config >"$TMP/printed2.ini" 2>&1
+grep -q "^api_key_file = $TMP/keyfile" "$TMP/printed2.ini" && ! grep -q "$KEY" "$TMP/printed2.ini"
+result "remote: --print-config names the key file, never its content" $?
+"$BIN" --remote "http://127.0.0.1:$PORT" --api-key-file "$TMP/nokey" </dev/null >/dev/null 2>"$TMP/nokey.err"
+[ $? -eq 2 ] && grep -q "cannot read '$TMP/nokey'" "$TMP/nokey.err"
+result "remote: an unreadable key file is an error naming the file" $?
 
 # ---- 2. a reply streams, with the server's candidates ---------------------
 WRAP="TOKSCOPE_API_KEY=$KEY" start --remote "http://127.0.0.1:$PORT" --remote-model ok
