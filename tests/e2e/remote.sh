@@ -20,7 +20,7 @@ MOCK_PID=""
 # mock [PORT]: starts the mock server (on PORT, else a free one) and sets PORT
 mock() {
     rm -f "$TMP/port"
-    python3 tests/tools/mock_openai.py --port "${1:-0}" >"$TMP/port" 2>"$TMP/mock.err" &
+    python3 tests/tools/mock_openai.py --port "${1:-0}" --kind "${KIND:-llamacpp}" >"$TMP/port" 2>"$TMP/mock.err" &
     MOCK_PID=$!
     n=200
     while [ $n -gt 0 ] && [ ! -s "$TMP/port" ]; do sleep 0.1; n=$((n - 1)); done
@@ -116,5 +116,16 @@ result "remote: the partial reply survives a save and reload" $?
 line "/regen"
 wait_for 'Hello, world!' 20 && wait_idle 10
 result "remote: /regen retries against the server" $?
+quit_wait
+mock_stop
+
+# ---- 6. a vLLM server: the panel marks what it ignores, n_top shows the cap ----
+KIND=vllm mock
+start --remote "http://127.0.0.1:$PORT" --remote-model ok --n-top 30
+wait_for 'remote: vllm, model ok; n_top 30 capped to the server.s 20' 20
+result "remote: the status line says when the server caps n_top" $?
+right | grep -q 'typical_p .*(ignored by server)' && right | grep -q 'repeat_last_n .*(ignored by server)' &&
+    ! right | grep -q 'top_k .*(ignored by server)' && right | grep -q 'n_top .*30 (server: 20)'
+result "remote: the panel marks the parameters vLLM ignores and the top_logprobs cap" $?
 quit_wait
 mock_stop
