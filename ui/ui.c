@@ -336,8 +336,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
             app->config_note[0] = 0;
         } else if (ev->info.remote_kind[0]) {
             if (app->sp.n_top > ev->info.remote_max_top) /* short: the status line must show all of it */
-                ui_message(app, UI_MSG_WARN, "remote: %s, model %s; n_top %d capped to the server's %d", ev->info.remote_kind,
-                           ev->info.name, app->sp.n_top, ev->info.remote_max_top);
+                ui_message(app, UI_MSG_WARN, "remote: %s, model %s; n_top %d capped to the server's %d",
+                           ev->info.remote_kind, ev->info.name, app->sp.n_top, ev->info.remote_max_top);
             else
                 ui_message(app, UI_MSG_INFO, "remote: %s at %s, model %s", ev->info.remote_kind,
                            app->eparams.remote_url ? app->eparams.remote_url : "?", ev->info.name);
