@@ -24,7 +24,7 @@
 #include "remote/remote.h"
 #include "testutil.h"
 
-static pid_t mock_pid;
+static pid_t mock_pid, mock2_pid; /* the second: test_server_comes_back's (killed at teardown too, if it failed) */
 static int mock_port;
 static char base_url[64];
 
@@ -73,6 +73,10 @@ static int stop_mock(void **state)
     if (mock_pid > 0) {
         kill(mock_pid, SIGTERM);
         waitpid(mock_pid, NULL, 0);
+    }
+    if (mock2_pid > 0) {
+        kill(mock2_pid, SIGTERM);
+        waitpid(mock2_pid, NULL, 0);
     }
     return 0;
 }
@@ -407,8 +411,7 @@ static void test_server_comes_back(void **state)
     assert_int_equal(t0.done.reason, ENGINE_DONE_ERROR);
     assert_non_null(strstr(t0.done.message, "cannot connect"));
     assert_string_equal(t0.errors, "");
-    pid_t pid;
-    assert_int_equal(spawn_mock(port, &pid), port);
+    assert_int_equal(spawn_mock(port, &mock2_pid), port);
     engine_cmd c = {0};
     turn_log t;
     run_turn(e, &c, &t, 20000);
@@ -416,8 +419,9 @@ static void test_server_comes_back(void **state)
     assert_string_equal(t.errors, "");
     assert_int_equal(t.done.reason, ENGINE_DONE_EOG);
     engine_shutdown(e);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    kill(mock2_pid, SIGTERM);
+    waitpid(mock2_pid, NULL, 0);
+    mock2_pid = 0;
 }
 
 static void test_stop_closes_stream(void **state)
