@@ -45,7 +45,7 @@ UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
-FUZZ_ALL   := gguf tokenizer jinja store ini serve
+FUZZ_ALL   := gguf tokenizer jinja store ini serve sse
 REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/replay/fuzz_%)
 SYSCONF_TEST_BIN := $(BUILD)/tests/tokscope-sysconf
 
@@ -204,7 +204,7 @@ uninstall:
 # regression inputs (tests/fuzz/corpus, tests/fuzz/regress) through the same
 # targets built with $(CC), and make test-asan under the sanitizers.
 FUZZ_PKGS    := clang libclang-rt-dev
-FUZZ_TARGETS ?= gguf tokenizer jinja store ini serve
+FUZZ_TARGETS ?= gguf tokenizer jinja store ini serve sse
 FUZZ_TIME    ?= 60
 FUZZ_JOBS    ?= 1
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

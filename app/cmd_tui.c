@@ -47,6 +47,15 @@ static void tui_usage(FILE *f)
             "                            with /save); without -m, with the model it used\n"
             "      --no-autosave         do not write session files (/save still works)\n"
             "\n"
+            "remote backend (an OpenAI-compatible server: llama-server, vLLM, ollama,\n"
+            "tokscope serve; see tokscope(1), REMOTE BACKEND):\n"
+            "      --remote URL          talk to the server at URL instead of a local model\n"
+            "                            (also [remote] url)\n"
+            "      --remote-model ID     the server's model to use (default: its first; /model\n"
+            "                            lists them)\n"
+            "      --api-key-file FILE   read the API key from FILE (also [remote] api_key_file,\n"
+            "                            or TOKSCOPE_API_KEY); never give the key itself\n"
+            "\n"
             "sampling (also /set PARAM VALUE and the parameter panel):\n"
             "      --temp T              temperature (0.8; 0 = greedy)\n"
             "      --top-k N             (40; 0 = off)\n"
@@ -86,6 +95,9 @@ enum {
     OPT_MOUSE,
     OPT_RESUME,
     OPT_NO_AUTOSAVE,
+    OPT_REMOTE,
+    OPT_REMOTE_MODEL,
+    OPT_API_KEY_FILE,
     OPT_SAMPLING, /* + index into sampling_opts */
 };
 
@@ -127,6 +139,9 @@ static const struct {
     {OPT_PROB_COLORS, "--prob-colors", "ui", "prob_colors", "true"},
     {OPT_MOUSE, "--mouse", "ui", "mouse", "true"},
     {OPT_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
+    {OPT_REMOTE, "--remote", "remote", "url", NULL},
+    {OPT_REMOTE_MODEL, "--remote-model", "remote", "model", NULL},
+    {OPT_API_KEY_FILE, "--api-key-file", "remote", "api_key_file", NULL},
 };
 
 /* "N problems in the configuration; the first: FILE:LINE: ..." from the
@@ -145,6 +160,29 @@ static void config_note_from(const char *reports, char *out, size_t cap)
         snprintf(out, cap, "config: %.*s", len, first);
     else
         snprintf(out, cap, "config: %zu problems (all listed on stderr); the first: %.*s", n, len, first);
+}
+
+/* The API key: the first line of path, blanks trimmed (malloc'd), or NULL
+ * with a message that names the file, never its content. */
+static char *read_api_key(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "tokscope: [remote] api_key_file: cannot read '%s'\n", path);
+        return NULL;
+    }
+    char line[4096] = "";
+    char *ok = fgets(line, sizeof line, f);
+    fclose(f);
+    size_t n = ok ? strcspn(line, "\r\n") : 0;
+    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    size_t b = strspn(line, " \t");
+    char *key = n > b ? strndup(line + b, n - b) : NULL;
+    memset(line, 0, sizeof line);
+    if (!key)
+        fprintf(stderr, "tokscope: [remote] api_key_file: '%s' holds no key on its first line\n", path);
+    return key;
 }
 
 int cmd_tui(int argc, char **argv)
@@ -169,6 +207,9 @@ int cmd_tui(int argc, char **argv)
         {"mouse", no_argument, NULL, OPT_MOUSE},
         {"resume", optional_argument, NULL, OPT_RESUME},
         {"no-autosave", no_argument, NULL, OPT_NO_AUTOSAVE},
+        {"remote", required_argument, NULL, OPT_REMOTE},
+        {"remote-model", required_argument, NULL, OPT_REMOTE_MODEL},
+        {"api-key-file", required_argument, NULL, OPT_API_KEY_FILE},
         {"help", no_argument, NULL, 'h'},
     };
     size_t nb = sizeof base / sizeof base[0], no = 0;
@@ -272,6 +313,17 @@ int cmd_tui(int argc, char **argv)
         config_free(&cfg);
         return fflush(stdout) == 0 ? 0 : 1;
     }
+    char *api_key = NULL;
+    if (!rc && o->engine.remote_url) {
+        /* the remote backend: no model file; the key from its file or the
+         * environment, held in memory only */
+        o->engine.model_path = NULL;
+        if (cfg.api_key_file[0] && !(api_key = read_api_key(cfg.api_key_file)))
+            rc = 2;
+        else if (!api_key && getenv("TOKSCOPE_API_KEY") && *getenv("TOKSCOPE_API_KEY"))
+            api_key = strdup(getenv("TOKSCOPE_API_KEY"));
+        o->engine.remote_api_key = api_key;
+    }
     if (!rc && o->engine.model_path && access(o->engine.model_path, R_OK) != 0) {
         fprintf(stderr, "tokscope: cannot read model '%s'\n", o->engine.model_path);
         rc = 1;
@@ -283,6 +335,10 @@ int cmd_tui(int argc, char **argv)
     if (!rc) {
         signals_save_terminal(); /* a SIGBUS handler puts it back before its message */
         rc = ui_run(o);
+    }
+    if (api_key) {
+        memset(api_key, 0, strlen(api_key));
+        free(api_key);
     }
     config_free(&cfg);
     return rc;

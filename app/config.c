@@ -60,6 +60,10 @@ static const struct {
     {"engine", "cache_type_v"},
     {"engine", "blas"},
     {"chat", "system"},
+    {"remote", "url"},
+    {"remote", "model"},
+    {"remote", "api_key_file"},
+    {"remote", "timeout"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
@@ -293,6 +297,26 @@ static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_
             e->no_kv_cache = !b;
         return true;
     }
+    if (!strcmp(sec, "remote")) { /* the key itself is never a configuration value: only its file */
+        if (!strcmp(key, "timeout")) {
+            if (!parse_long(val, 0, 86400, &x))
+                return bad(err, errlen, "[remote] timeout: '%s' is not 0..86400 seconds", val);
+            e->remote_timeout_s = (int32_t)x;
+            return true;
+        }
+        char *dst = !strcmp(key, "url") ? c->remote_url : !strcmp(key, "model") ? c->remote_model : c->api_key_file;
+        size_t cap = !strcmp(key, "url") ? sizeof c->remote_url
+                     : !strcmp(key, "model") ? sizeof c->remote_model
+                                             : sizeof c->api_key_file;
+        if (strlen(val) >= cap)
+            return bad(err, errlen, "[remote] %s: too long", key);
+        if (!strcmp(key, "url") && *val && strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0)
+            return bad(err, errlen, "[remote] url: '%s' is not an http:// or https:// URL", val);
+        snprintf(dst, cap, "%s", val);
+        e->remote_url = c->remote_url[0] ? c->remote_url : NULL;
+        e->remote_model = c->remote_model[0] ? c->remote_model : NULL;
+        return true;
+    }
     /* [chat] system */
     char *s = strdup(val);
     if (!s)
@@ -331,7 +355,7 @@ void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
                 break;
             off += (size_t)w;
         }
-    } else if (!strcmp(key, "model"))
+    } else if (!strcmp(sec, "paths") && !strcmp(key, "model"))
         snprintf(buf, cap, "%s", e->model_path ? e->model_path : "");
     else if (!strcmp(key, "n_ctx"))
         snprintf(buf, cap, "%u", (unsigned)e->n_ctx);
@@ -351,6 +375,14 @@ void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
         snprintf(buf, cap, "%s", blas_mode_name(e->blas));
     else if (!strcmp(key, "system"))
         snprintf(buf, cap, "%s", c->ui.system ? c->ui.system : "");
+    else if (!strcmp(key, "url"))
+        snprintf(buf, cap, "%s", c->remote_url);
+    else if (!strcmp(sec, "remote") && !strcmp(key, "model"))
+        snprintf(buf, cap, "%s", c->remote_model);
+    else if (!strcmp(key, "api_key_file"))
+        snprintf(buf, cap, "%s", c->api_key_file);
+    else if (!strcmp(key, "timeout"))
+        snprintf(buf, cap, "%d", (int)e->remote_timeout_s);
 }
 
 bool config_set(tok_config *c, const char *section, const char *key, const char *value, const char *option,

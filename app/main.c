@@ -25,6 +25,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tokscope [-m MODEL] [options]      open the chat TUI (model picker without -m)\n"
+            "       tokscope --remote URL [options]    the same TUI on an OpenAI-compatible server (llama-server,\n"
+            "                                          vLLM, ollama, tokscope serve; see --remote URL --help)\n"
             "       tokscope SUBCOMMAND [args]         run a subcommand (SUBCOMMAND --help for its options)\n"
             "       tokscope --print-config [options]  the merged configuration, each value's source\n"
             "       tokscope --help | --version\n\nsubcommands:\n");

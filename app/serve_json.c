@@ -262,6 +262,7 @@ const char *serve_finish_reason(enum engine_done_reason r)
     case ENGINE_DONE_CTX_FULL:
         return "length";
     case ENGINE_DONE_ERROR:
+    case ENGINE_DONE_CUT: /* the remote backend's; the local engine never ends so */
         break;
     }
     return "error";

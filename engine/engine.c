@@ -2,6 +2,7 @@
  * and sampler; the UI talks to it through two queues. This file holds the
  * public API, the command loop and model loading; engine_gen.c runs a turn. */
 #include "engine_internal.h"
+#include "remote/remote.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +364,7 @@ static void engine_destroy(engine *e)
     free(e->tmpl_force);
     free(e->prompt);
     free(e->gen);
+    remote_free(e);
     free(e);
 }
 
@@ -400,11 +402,18 @@ engine *engine_start(const engine_params *p, char *err, size_t errlen)
         }
         e->tmpl_force = strdup(e->template_name);
     }
-    if (e->model_path) {
+    if (e->p.remote_url && *e->p.remote_url) { /* a client of a server (remote/remote.h) */
+        if (!remote_init(e, &e->p, err, errlen)) {
+            engine_destroy(e);
+            return NULL;
+        }
+        /* the copies are the backend's own; nothing else keeps the key */
+        e->p.remote_url = e->p.remote_api_key = e->p.remote_model = NULL;
+    } else if (e->model_path) {
         engine_cmd c = {.type = ENGINE_CMD_LOAD, .path = strdup(e->model_path)};
         queue_push(e->cmds, &c);
     }
-    int rc = pthread_create(&e->th, NULL, engine_main, e);
+    int rc = pthread_create(&e->th, NULL, e->remote ? remote_main : engine_main, e);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the engine thread: %s", strerror(rc));
         engine_destroy(e);

@@ -55,6 +55,14 @@ typedef struct engine_params {
                                 token the engine posts a STEP event and waits for ENGINE_CMD_STEP
                                 or ENGINE_CMD_UNDO (other commands act as usual meanwhile) */
     sampler_params sampling;
+    /* Remote backend (engine/remote/remote.h): with remote_url set, the engine
+     * thread is a client of an OpenAI-compatible server (llama-server, vLLM,
+     * ollama, tokscope serve) instead of running a model: same commands, same
+     * events; what needs a local model (step mode, the lens, undo) is refused. */
+    const char *remote_url;     /* "http://host:port" (or with /v1); NULL = local */
+    const char *remote_api_key; /* sent as a bearer token only; never printed, logged or saved */
+    const char *remote_model;   /* model id to ask for; NULL = the server's first */
+    int32_t remote_timeout_s;   /* a request with no byte for this long fails (0 = 60) */
 } engine_params;
 
 engine_params engine_default_params(void);
@@ -121,6 +129,7 @@ enum engine_done_reason {
     ENGINE_DONE_STOP_STRING,
     ENGINE_DONE_CTX_FULL,
     ENGINE_DONE_ERROR,
+    ENGINE_DONE_CUT,       /* remote: the reply was cut (connection lost, server error); text kept */
 };
 
 typedef struct engine_model_info {
@@ -138,6 +147,11 @@ typedef struct engine_model_info {
     uint64_t ckpt_unit_bytes; /* one checkpoint: the recurrent state and one row of logits */
     int32_t ckpt_every, ckpt_max; /* the checkpoint spacing and count cap in force */
     uint64_t ckpt_max_bytes;
+    /* remote backend ("" / 0 for a local model) */
+    char remote_kind[16];     /* "llama-server" "vllm" "ollama" "tokscope" "openai" */
+    char remote_ignored[160]; /* sampler parameters the server ignores, space-separated names */
+    int32_t remote_max_top;   /* most candidates per token the server gives (top_logprobs cap) */
+    char remote_models[512];  /* the ids GET /v1/models lists, space-separated (cut when long) */
 } engine_model_info;
 
 typedef struct engine_token_candidate {

@@ -24,6 +24,7 @@ struct engine {
     queue *deferred; /* commands that arrived mid-generation, run after it */
     queue *lens_q;   /* LENS commands not run yet (run between tokens when the cache allows) */
     pthread_t th;
+    struct remote *remote; /* the remote backend's state (remote/remote.h); NULL: local */
 
     /* --- engine thread only --- */
     model *m;

@@ -13,6 +13,7 @@
 #include "chat/reasoning.h"
 #include "store.h"
 #include "think.h"
+#include "remote_ui.h"
 #include "ui.h"
 
 const ui_command commands_table[] = {
@@ -37,6 +38,7 @@ const ui_command commands_table[] = {
     {"step", "[on|off]", "step mode: the engine waits before every token (also F6)"},
     {"strip", "[entropy|prob|off]", "a strip under replies: each token's entropy or improbability (F7)"},
     {"lens", "[on|off]", "inspector: the logit lens of the step, block by block (also F8)"},
+    {"model", "[ID]", "--remote: the server's models (GET /v1/models), or use model ID"},
     {"compare", "PARAM VALUE...|off", "split: the same prompt under the panel's and these parameters"},
     {NULL, NULL, NULL},
 };
@@ -206,6 +208,8 @@ void commands_run(ui_app *app, const char *line)
         }
         if (!strcmp(n, "step")) {
             explore_step_toggle(app, on);
+        } else if ((on > 0 || (on < 0 && !app->lens_on)) && remote_ui_refuse(app, "the logit lens")) {
+            return;
         } else {
             app->lens_on = on < 0 ? !app->lens_on : on;
             app->lens_scroll = -1;
@@ -288,6 +292,10 @@ void commands_run(ui_app *app, const char *line)
                        app->n_convs == 1 ? "" : "s");
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
+    } else if (!strcmp(n, "model")) {
+        remote_ui_model_cmd(app, args);
+    } else if (!strcmp(n, "template") && remote_ui_refuse(app, "/template (the server applies its own)")) {
+        return;
     } else if (!strcmp(n, "template")) {
         if (!args[0]) {
             ui_message(app, UI_MSG_ERROR, "usage: /template NAME (or 'model')");
@@ -388,6 +396,13 @@ const char *commands_help_text(void)
         "                nats, or p <= 50%%); with --mouse a click on a token selects it\n"
         "  Compare       /compare temp 1.0 ...: two sides, two parameter sets; a message goes\n"
         "                to both, A answers then B; Ctrl-W switches sides; /compare off\n");
+    OUT("\nRemote backend (tokscope --remote URL)\n"
+        "  The same screen on an OpenAI-compatible server (llama-server, vLLM, ollama,\n"
+        "  tokscope serve). /model lists its models. The inspector shows the server's\n"
+        "  candidates (at most 20); the panel dims parameters the server ignores. Works:\n"
+        "  chat, /regen, /edit, versions, compare, reasoning; branching where the server\n"
+        "  continues an assistant message. Needs the local engine: step mode, the lens,\n"
+        "  undo, /template. A failure keeps the partial reply ([cut]); /regen retries.\n");
     OUT("\nNothing lost\n"
         "  Every conversation is autosaved after each reply and on exit (also SIGTERM,\n"
         "  SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (~/.local/state/tokscope/sessions);\n"

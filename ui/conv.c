@@ -525,6 +525,7 @@ static const char *reason_text(int r)
     case ENGINE_DONE_STOPPED: return "stopped";
     case ENGINE_DONE_CTX_FULL: return "context full";
     case ENGINE_DONE_ERROR: return "error";
+    case ENGINE_DONE_CUT: return "cut: connection lost";
     default: return NULL;
     }
 }

@@ -2,6 +2,7 @@
  * and keeps the conversation model (versions, the streaming reply, lens
  * answers) in step. See explore.h. */
 #include "explore.h"
+#include "remote_ui.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ bool explore_branch(ui_app *app, ui_conv *c, size_t mi, size_t k, int32_t id)
         return false;
     if (!can_change(app, c))
         return false;
-    if (id < 0 || id >= app->info.n_vocab) {
+    if (id < 0 || (id >= app->info.n_vocab && !remote_ui_on(app))) { /* remote: the backend's own ids */
         ui_message(app, UI_MSG_ERROR, "token %d is outside the vocabulary", id);
         return false;
     }
@@ -205,6 +206,8 @@ bool explore_switch(ui_app *app, int delta)
 
 void explore_step_toggle(ui_app *app, int on)
 {
+    if ((on > 0 || (on < 0 && !app->step_on)) && remote_ui_refuse(app, "step mode"))
+        return;
     app->step_on = on < 0 ? !app->step_on : on != 0;
     if (app->eng)
         engine_set_step(app->eng, app->step_on);
@@ -414,7 +417,7 @@ void explore_turn_done(ui_app *app, int32_t conv_id, int reason)
     if (!app->cmp_queued || conv_id != app->cmp_a)
         return;
     app->cmp_queued = false;
-    if (reason == ENGINE_DONE_STOPPED || reason == ENGINE_DONE_ERROR || !app->cmp_on)
+    if (reason == ENGINE_DONE_STOPPED || reason == ENGINE_DONE_ERROR || reason == ENGINE_DONE_CUT || !app->cmp_on)
         return;
     ui_conv *b = ui_conv_by_id(app, app->cmp_b);
     if (!b || !b->n_msgs || strcmp(b->msgs[b->n_msgs - 1].role, "user") != 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "remote_ui.h"
 #include "explore.h"
 #include "theme.h"
 #include "ui.h"
@@ -156,7 +157,9 @@ static void draw_table(ui_app *app, const ui_token *t, bool cursor, int y, int x
     int hl = snprintf(hdr, sizeof hdr, "%2s %6s %-*s", "#", "id", tok_w, "token");
     if (show_logit)
         hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %7s", "logit");
-    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", "raw%", "post%");
+    /* --remote: the numbers are the server's (its logprobs); it gives one set */
+    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", remote_ui_one_prob(app) ? "srv%" : "raw%",
+             remote_ui_one_prob(app) ? "srv%" : "post%");
     draw_str(y, x, w, hdr, theme_attr(THEME_HEADER));
     int bar_x = x + 10 + tok_w + (show_logit ? 8 : 0) + 14 + 1;
     if (bar_w)
@@ -217,6 +220,9 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
         snprintf(title, sizeof title, " %s%s: token %d/%d ", label, app->lens_on ? "Lens" : "Inspector", ord, n_all);
     else
         snprintf(title, sizeof title, " %s%s: latest step ", label, app->lens_on ? "Lens" : "Inspector");
+    if (remote_ui_on(app)) /* whose numbers these are */
+        snprintf(title + strlen(title), sizeof title - strlen(title), "%s",
+                 remote_ui_one_prob(app) ? "(server's probabilities) " : "(tokscope serve: raw, post) ");
     int tl = draw_str(r.y, x, w, title, theme_attr(THEME_HEADER));
     draw_str(r.y, x + tl + 1, w - tl - 1, app->post_order ? "[post order]" : "[raw order]", theme_attr(THEME_DIM));
     if (!t) {
@@ -257,7 +263,9 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
     wrap_escape(piece, plen, esc, sizeof esc);
     if (y < y_end)
         draw_printf(y++, x, w, 0, "pos %d  id %d  '%s'", t->pos, t->id, esc);
-    if (y < y_end)
+    if (y < y_end && remote_ui_one_prob(app)) /* one number per token: the server's logprob */
+        draw_printf(y++, x, w, 0, "server %.2f%%  logprob %.3f", t->p_raw * 100.0, (double)t->logit);
+    else if (y < y_end)
         draw_printf(y++, x, w, 0, "raw %.2f%%  post %.2f%%  logit %.3f", t->p_raw * 100.0, t->p_post * 100.0,
                     (double)t->logit);
     if (app->lens_on) {
@@ -272,7 +280,9 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
                      theme_attr(THEME_DIM));
         return;
     }
-    if (y < y_end)
+    if (y < y_end && remote_ui_one_prob(app))
+        draw_printf(y++, x, w, 0, "entropy %.3f nats (of the server's top %d)", (double)t->entropy_raw, t->n_top);
+    else if (y < y_end)
         draw_printf(y++, x, w, 0, "entropy raw %.3f  post %.3f nats", (double)t->entropy_raw,
                     (double)t->entropy_post);
     if (y < y_end)

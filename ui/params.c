@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "draw.h"
+#include "remote_ui.h"
 #include "theme.h"
 #include "think.h"
 #include "ui.h"
@@ -232,10 +233,20 @@ void params_draw(ui_app *app, ui_rect r)
         int nw = draw_str(y, x, name_w - 1, params_names[i], attr);
         if (changed && nw < name_w - 1) /* changed since start */
             draw_str(y, x + nw, 1, "*", attr | theme_attr(THEME_HEADER));
-        draw_str(y, x + name_w, w - name_w, val, attr | A_BOLD);
+        /* --remote: a parameter the server ignores is dimmed and says so;
+         * n_top above the server's cap shows the cap */
+        const bool ignored = remote_ui_ignored(app, params_names[i]);
+        const bool capped = i == 11 && remote_ui_on(app) && app->loaded && app->info.remote_max_top > 0 &&
+                            app->sp.n_top > app->info.remote_max_top;
+        if (capped && !(sel && app->param_editing))
+            snprintf(val + strlen(val), sizeof val - strlen(val), " (server: %d)", app->info.remote_max_top);
+        draw_str(y, x + name_w, w - name_w, val, ignored ? attr | theme_attr(THEME_DIM) : attr | (int)A_BOLD);
+        if (ignored && !sel && w - name_w - (int)strlen(val) > 12)
+            draw_str(y, x + name_w + (int)strlen(val) + 1, w - name_w - (int)strlen(val) - 1, "(ignored by server)",
+                     theme_attr(THEME_DIM));
         if (sel && w - name_w - (int)strlen(val) > 4)
-            draw_str(y, x + name_w + (int)strlen(val) + 2, w - name_w - (int)strlen(val) - 2, pdefs[i].help,
-                     attr);
+            draw_str(y, x + name_w + (int)strlen(val) + 2, w - name_w - (int)strlen(val) - 2,
+                     ignored ? "the server ignores this parameter" : pdefs[i].help, attr);
     }
 }
 

@@ -60,8 +60,13 @@ void status_draw(ui_app *app, ui_rect r)
             snprintf(sz, sizeof sz, "%.1fG", b / (1024.0 * 1024.0 * 1024.0));
         snprintf(ckpt, sizeof ckpt, " \xe2\x94\x82 ckpt %d %s", (int)app->n_ckpt, sz);
     }
-    snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %s \xe2\x94\x82 tmpl %s \xe2\x94\x82 pos %d/%d \xe2\x94\x82 KV %d%%%s \xe2\x94\x82 pp %.0f t/s \xe2\x94\x82 tg %.1f t/s ",
-             st, model, tmpl, app->n_past, app->n_ctx, kv, ckpt, app->prompt_tps, gen_tps);
+    if (app->info.remote_kind[0]) { /* --remote: no template, cache or prompt speed of ours; room for messages */
+        snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %.60s (%s) \xe2\x94\x82 pos %d \xe2\x94\x82 tg %.1f t/s ", st,
+                 app->info.name, app->info.remote_kind, app->n_past, gen_tps);
+    } else {
+        snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %s \xe2\x94\x82 tmpl %s \xe2\x94\x82 pos %d/%d \xe2\x94\x82 KV %d%%%s \xe2\x94\x82 pp %.0f t/s \xe2\x94\x82 tg %.1f t/s ",
+                 st, model, tmpl, app->n_past, app->n_ctx, kv, ckpt, app->prompt_tps, gen_tps);
+    }
     int used = draw_str(r.y, r.x, r.w, buf, sa | A_BOLD);
     if (app->msg[0] && used + 4 < r.w) {
         int attr = app->msg_level == UI_MSG_ERROR ? theme_attr(THEME_ERROR)

@@ -375,7 +375,7 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
         const size_t at = conv_add_msg(c, role, content); /* may move c->msgs */
         ui_msg *msg = &c->msgs[at];
         const cJSON *done = cJSON_GetObjectItemCaseSensitive(m, "done");
-        if (cJSON_IsNumber(done) && done->valuedouble >= 0 && done->valuedouble <= ENGINE_DONE_ERROR)
+        if (cJSON_IsNumber(done) && done->valuedouble >= 0 && done->valuedouble <= ENGINE_DONE_CUT)
             msg->done_reason = (int)done->valuedouble;
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
         if (toks)

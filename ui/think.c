@@ -9,6 +9,7 @@
 #include "chat/chat.h"
 #include "chat/reasoning.h"
 #include "explore.h"
+#include "remote_ui.h"
 #include "gguf/gguf.h"
 #include "ui.h"
 
@@ -19,6 +20,8 @@ void think_style_update(ui_app *app)
 {
     const bool forced = app->template_name[0] && strcmp(app->template_name, "model") != 0;
     app->think_style = forced ? CHAT_REASONING_NONE : (int)chat_reasoning_detect(app->tmpl_text);
+    if (remote_ui_on(app)) /* the remote backend sends reasoning_content between <think> markers */
+        app->think_style = CHAT_REASONING_THINK;
 }
 
 /* The vocabulary's control tokens: the engine's reply text leaves their text
@@ -82,7 +85,7 @@ void think_load_template(ui_app *app)
 {
     think_free(app);
     char err[256];
-    gguf_ctx *g = app->model_path[0] ? gguf_open(app->model_path, err, sizeof err) : NULL;
+    gguf_ctx *g = app->model_path[0] && !remote_ui_on(app) ? gguf_open(app->model_path, err, sizeof err) : NULL;
     if (g) {
         app->tmpl_text = gguf_get_str_dup(g, "tokenizer.chat_template");
         load_controls(app, g);

@@ -26,6 +26,7 @@
 #include "inspector.h"
 #include "params.h"
 #include "queued.h"
+#include "remote_ui.h"
 #include "picker.h"
 #include "status.h"
 #include "theme.h"
@@ -333,6 +334,13 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
             ui_message(app, UI_MSG_WARN, "%s", app->config_note);
             app->msg_until = ui_now() + 4 * UI_MSG_SECONDS;
             app->config_note[0] = 0;
+        } else if (ev->info.remote_kind[0]) {
+            if (app->sp.n_top > ev->info.remote_max_top) /* short: the status line must show all of it */
+                ui_message(app, UI_MSG_WARN, "remote: %s, model %s; n_top %d capped to the server's %d",
+                           ev->info.remote_kind, ev->info.name, app->sp.n_top, ev->info.remote_max_top);
+            else
+                ui_message(app, UI_MSG_INFO, "remote: %s at %s, model %s", ev->info.remote_kind,
+                           app->eparams.remote_url ? app->eparams.remote_url : "?", ev->info.name);
         } else {
             ui_message(app, UI_MSG_INFO, "loaded %s (%s, %s)", ev->info.name, ev->info.arch, ev->info.file_type);
         }
@@ -395,7 +403,7 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
             app->n_past = ev->n_past;
             app->n_ctx = ev->n_ctx;
         }
-        if (ev->reason == ENGINE_DONE_ERROR)
+        if (ev->reason == ENGINE_DONE_ERROR || ev->reason == ENGINE_DONE_CUT)
             ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "generation failed");
         else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0])
             ui_message(app, UI_MSG_WARN, "%s: /edit it shorter, /clear or /new (or a larger -c%s)", ev->message,
@@ -965,6 +973,8 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         think_toggle(app);
         return;
     case KEY_F(8):
+        if (!app->lens_on && remote_ui_refuse(app, "the logit lens"))
+            return;
         app->lens_on = !app->lens_on;
         app->lens_scroll = -1;
         ui_message(app, UI_MSG_INFO, "logit lens %s", app->lens_on ? "on" : "off");
@@ -1233,9 +1243,12 @@ int ui_run(const ui_options *o)
     if (resume && (o->resume_path || autosave_last_path(app)))
         snprintf(resume_path, sizeof resume_path, "%s",
                  o->resume_path ? o->resume_path : autosave_last_path(app));
-    if (!o->engine.model_path)
+    const bool remote = o->engine.remote_url && *o->engine.remote_url;
+    if (!o->engine.model_path && !remote)
         picked = pick_model(app, o, &resume, resume_path, sizeof resume_path);
-    if (!o->engine.model_path) {
+    if (remote) /* the server's models: /model lists them */
+        app->eparams.model_path = NULL;
+    else if (!o->engine.model_path) {
         if (!picked) {
             endwin();
             autosave_finish(app, err_exit, sizeof err_exit); /* nothing to save yet: frees */
@@ -1246,7 +1259,10 @@ int ui_run(const ui_options *o)
         }
         app->eparams.model_path = picked;
     }
-    snprintf(app->model_path, sizeof app->model_path, "%s", app->eparams.model_path);
+    if (remote)
+        snprintf(app->model_path, sizeof app->model_path, "remote %s", o->engine.remote_url);
+    else
+        snprintf(app->model_path, sizeof app->model_path, "%s", app->eparams.model_path);
     erase();
     draw_printf(0, 0, COLS, A_BOLD, "tokscope: starting the engine for %s", app->model_path);
     refresh();

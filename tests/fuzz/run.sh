@@ -16,7 +16,7 @@ T=${FUZZ_TIME:-60}
 J=${FUZZ_JOBS:-1}
 TD=${TOKSCOPE_TESTDATA:-../shared}
 export TOKSCOPE_TESTDATA="$TD"
-targets=${*:-gguf tokenizer jinja store ini serve}
+targets=${*:-gguf tokenizer jinja store ini serve sse}
 S=$B/fuzz/seeds
 mkdir -p "$B/fuzz/crashes" "$B/fuzz/logs"
 

@@ -25,7 +25,7 @@ if "$BUILD/tools/gguf_corpus" "$W/corpus" >/dev/null 2>&1; then
     done
 fi
 
-for t in gguf tokenizer jinja store ini serve; do
+for t in gguf tokenizer jinja store ini serve sse; do
     bin=$BUILD/replay/fuzz_$t
     name="fuzz: $t seeds and regression inputs replay cleanly"
     if [ ! -x "$bin" ]; then not_ok "$name" "$bin not built"; continue; fi

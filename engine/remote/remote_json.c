@@ -1,0 +1,347 @@
+/* The remote backend's JSON: what each server kind takes, the request body,
+ * the streamed chunks and error bodies (remote.h). cJSON does the parsing. */
+#include "remote/remote.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *remote_kind_name(enum remote_kind k)
+{
+    switch (k) {
+    case REMOTE_LLAMA:
+        return "llama-server";
+    case REMOTE_VLLM:
+        return "vllm";
+    case REMOTE_OLLAMA:
+        return "ollama";
+    case REMOTE_TOKSCOPE:
+        return "tokscope";
+    default:
+        return "openai";
+    }
+}
+
+enum remote_kind remote_kind_from_models(const char *json)
+{
+    enum remote_kind k = REMOTE_UNKNOWN;
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "data"), 0);
+    const char *by = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "owned_by"));
+    if (by && !strcmp(by, "vllm"))
+        k = REMOTE_VLLM;
+    else if (by && !strcmp(by, "llamacpp"))
+        k = REMOTE_LLAMA;
+    else if (by && !strcmp(by, "tokscope"))
+        k = REMOTE_TOKSCOPE;
+    else if (by && (!strcmp(by, "library") || !strcmp(by, "ollama")))
+        k = REMOTE_OLLAMA;
+    cJSON_Delete(root);
+    return k;
+}
+
+/* By the servers' documentation of their OpenAI-compatible endpoint:
+ * llama-server takes llama.cpp's whole sampler set; vLLM takes top_k, min_p
+ * and repetition_penalty but no typical_p or penalty window; ollama's /v1
+ * and OpenAI itself take only OpenAI's fields (the others are not sent). */
+const char *remote_ignored_params(enum remote_kind k)
+{
+    switch (k) {
+    case REMOTE_LLAMA:
+    case REMOTE_TOKSCOPE:
+        return "";
+    case REMOTE_VLLM:
+        return "typical_p repeat_last_n";
+    default:
+        return "top_k min_p typical_p repeat_penalty repeat_last_n";
+    }
+}
+
+/* llama-server prefills a last assistant message, vLLM with
+ * continue_final_message, ollama continues it; OpenAI's API does not, and
+ * tokscope serve renders it as a finished turn */
+bool remote_continues(enum remote_kind k) { return k == REMOTE_LLAMA || k == REMOTE_VLLM || k == REMOTE_OLLAMA; }
+
+int32_t remote_max_top(enum remote_kind k)
+{
+    (void)k; /* OpenAI's limit, which vLLM, ollama and tokscope serve keep; llama-server clamps n_probs itself */
+    return 20;
+}
+
+static bool takes(enum remote_kind k, const char *name)
+{
+    const char *ign = remote_ignored_params(k);
+    size_t n = strlen(name);
+    for (const char *p = strstr(ign, name); p; p = strstr(p + 1, name))
+        if ((p == ign || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+            return false;
+    return true;
+}
+
+/* floats as the panel shows them (0.95, not 0.949999988) */
+static void add_float(cJSON *o, const char *key, float v)
+{
+    cJSON_AddNumberToObject(o, key, round((double)v * 1e6) / 1e6);
+}
+
+char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n,
+                  const char *prefix, const sampler_params *sp)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (model && *model)
+        cJSON_AddStringToObject(o, "model", model);
+    cJSON *arr = cJSON_AddArrayToObject(o, "messages");
+    for (size_t i = 0; arr && i < n; i++) {
+        const char *role = msgs[i].role ? msgs[i].role : "user";
+        if (!strcmp(role, CHAT_ROLE_REASONING))
+            continue; /* earlier turns' reasoning: the servers drop it from the history too */
+        if (!strcmp(role, CHAT_ROLE_VARS)) {
+            /* the template variables: enable_thinking goes as chat_template_kwargs
+             * (llama-server, vLLM), reasoning_effort as OpenAI's field */
+            cJSON *v = cJSON_Parse(msgs[i].content ? msgs[i].content : "");
+            cJSON *think = cJSON_DetachItemFromObjectCaseSensitive(v, "enable_thinking");
+            cJSON *effort = cJSON_DetachItemFromObjectCaseSensitive(v, "reasoning_effort");
+            if (think)
+                cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "chat_template_kwargs"), "enable_thinking",
+                                      think);
+            if (effort)
+                cJSON_AddItemToObject(o, "reasoning_effort", effort);
+            cJSON_Delete(v);
+            continue;
+        }
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", role);
+        cJSON_AddStringToObject(m, "content", msgs[i].content ? msgs[i].content : "");
+        cJSON_AddItemToArray(arr, m);
+    }
+    if (prefix && arr) { /* a branch: the server continues this assistant message */
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddStringToObject(m, "content", prefix);
+        cJSON_AddItemToArray(arr, m);
+        if (k == REMOTE_VLLM) {
+            cJSON_AddBoolToObject(o, "continue_final_message", true);
+            cJSON_AddBoolToObject(o, "add_generation_prompt", false);
+        }
+    }
+    cJSON_AddBoolToObject(o, "stream", true);
+    cJSON *so = cJSON_AddObjectToObject(o, "stream_options");
+    cJSON_AddBoolToObject(so, "include_usage", true);
+    cJSON_AddBoolToObject(o, "logprobs", true);
+    int32_t top = sp->n_top < 0 ? 0 : sp->n_top;
+    if (top > remote_max_top(k))
+        top = remote_max_top(k);
+    cJSON_AddNumberToObject(o, "top_logprobs", top);
+    add_float(o, "temperature", sp->temp);
+    add_float(o, "top_p", sp->top_p);
+    add_float(o, "presence_penalty", sp->presence_penalty);
+    add_float(o, "frequency_penalty", sp->frequency_penalty);
+    if (sp->seed_set)
+        cJSON_AddNumberToObject(o, "seed", (double)sp->seed);
+    if (sp->n_predict >= 0)
+        cJSON_AddNumberToObject(o, "max_tokens", sp->n_predict);
+    if (takes(k, "top_k")) /* vLLM's "off" is -1 */
+        cJSON_AddNumberToObject(o, "top_k", sp->top_k > 0 ? sp->top_k : k == REMOTE_VLLM ? -1 : 0);
+    if (takes(k, "min_p"))
+        add_float(o, "min_p", sp->min_p);
+    if (takes(k, "typical_p"))
+        add_float(o, "typical_p", sp->typical_p);
+    if (takes(k, "repeat_penalty"))
+        add_float(o, k == REMOTE_VLLM ? "repetition_penalty" : "repeat_penalty", sp->repeat_penalty);
+    if (takes(k, "repeat_last_n"))
+        cJSON_AddNumberToObject(o, "repeat_last_n", sp->repeat_last_n);
+    if (sp->n_stop > 0) {
+        cJSON *st = cJSON_AddArrayToObject(o, "stop");
+        for (int32_t i = 0; i < sp->n_stop && i < SAMPLER_MAX_STOP; i++)
+            cJSON_AddItemToArray(st, cJSON_CreateString(sp->stop[i]));
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* A logprobs entry's exact bytes ("bytes": [..], else "token"), at most cap - 1. */
+static size_t entry_bytes(const cJSON *e, char *out, size_t cap)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+    size_t n = 0;
+    if (cJSON_IsArray(b) && cJSON_GetArraySize(b) > 0) {
+        const cJSON *x;
+        cJSON_ArrayForEach(x, b)
+        {
+            if (n + 1 < cap && cJSON_IsNumber(x))
+                out[n++] = (char)(unsigned char)x->valueint;
+        }
+    } else {
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "token"));
+        if (t)
+            for (; *t && n + 1 < cap; t++)
+                out[n++] = *t;
+    }
+    out[n] = 0;
+    return n;
+}
+
+static float entry_logprob(const cJSON *e)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(e, "logprob");
+    return cJSON_IsNumber(lp) ? (float)lp->valuedouble : -INFINITY;
+}
+
+static bool get_float(const cJSON *o, const char *key, float *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v))
+        return false;
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+static void fill_piece(remote_piece *p, const cJSON *e)
+{
+    p->has_prob = true;
+    p->logprob = entry_logprob(e);
+    p->has_ext = get_float(e, "p_raw", &p->p_raw) && get_float(e, "p_post", &p->p_post);
+    if (p->has_ext) {
+        p->logit = p->logprob;
+        get_float(e, "logit", &p->logit);
+        p->entropy_raw = p->entropy_post = -1;
+        get_float(e, "entropy_raw", &p->entropy_raw);
+        get_float(e, "entropy_post", &p->entropy_post);
+    }
+    p->n_top = 0;
+    const cJSON *tops = cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"), *t;
+    cJSON_ArrayForEach(t, tops)
+    {
+        if (p->n_top >= SAMPLER_MAX_TOP)
+            break;
+        entry_bytes(t, p->top[p->n_top].text, sizeof p->top[p->n_top].text);
+        p->top[p->n_top].logprob = entry_logprob(t);
+        if (p->has_ext) {
+            float *x = &p->top[p->n_top].p_raw, *y = &p->top[p->n_top].p_post, *z = &p->top[p->n_top].logit;
+            *x = *y = expf(p->top[p->n_top].logprob);
+            *z = p->top[p->n_top].logprob;
+            get_float(t, "p_raw", x);
+            get_float(t, "p_post", y);
+            get_float(t, "logit", z);
+        }
+        p->n_top++;
+    }
+}
+
+/* Text (reasoning or content) with the logprobs entries that came with it:
+ * one piece per entry when their bytes spell the text, else the text as one
+ * piece (with the entry's numbers when there is exactly one). */
+static void report_text(const remote_chunk_cb *cb, const char *text, const cJSON *lp, bool reasoning)
+{
+    size_t len = strlen(text);
+    if (!len)
+        return;
+    remote_piece *p = calloc(1, sizeof *p);
+    if (!p)
+        return;
+    int n_lp = cJSON_IsArray(lp) ? cJSON_GetArraySize(lp) : 0;
+    bool spelled = n_lp > 0;
+    size_t off = 0;
+    char buf[4096];
+    for (int i = 0; spelled && i < n_lp; i++) {
+        size_t bl = entry_bytes(cJSON_GetArrayItem(lp, i), buf, sizeof buf);
+        if (off + bl > len || memcmp(text + off, buf, bl) != 0)
+            spelled = false;
+        off += bl;
+    }
+    if (spelled && off == len) {
+        off = 0;
+        for (int i = 0; i < n_lp; i++) {
+            const cJSON *e = cJSON_GetArrayItem(lp, i);
+            size_t bl = entry_bytes(e, buf, sizeof buf);
+            fill_piece(p, e);
+            p->text = text + off;
+            p->len = bl;
+            off += bl;
+            if (bl)
+                cb->piece(cb->user, p, reasoning);
+        }
+    } else {
+        if (n_lp == 1)
+            fill_piece(p, cJSON_GetArrayItem(lp, 0));
+        p->text = text;
+        p->len = len;
+        cb->piece(cb->user, p, reasoning);
+    }
+    free(p);
+}
+
+void remote_error_message(const char *body, char *out, size_t cap)
+{
+    cJSON *root = body ? cJSON_Parse(body) : NULL;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const char *msg = cJSON_GetStringValue(err);
+    if (!msg)
+        msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+    if (!msg)
+        msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "message"));
+    if (!msg)
+        msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "detail"));
+    if (!msg && !root)
+        msg = body;
+    snprintf(out, cap, "%s", msg ? msg : "");
+    for (char *c = out; *c; c++) /* one line */
+        if (*c == '\n' || *c == '\r' || *c == '\t')
+            *c = ' ';
+    cJSON_Delete(root);
+}
+
+bool remote_parse_chunk(const char *data, size_t n, const remote_chunk_cb *cb)
+{
+    cJSON *root = cJSON_ParseWithLength(data, n);
+    if (!root)
+        return false;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const char *obj = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "object"));
+    if (err || (obj && !strcmp(obj, "error"))) {
+        char *s = cJSON_PrintUnformatted(root);
+        char msg[ENGINE_MSG_MAX];
+        remote_error_message(s, msg, sizeof msg);
+        free(s);
+        cb->error(cb->user, msg[0] ? msg : "the server reported an error");
+        cJSON_Delete(root);
+        return true;
+    }
+    const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "choices"), 0);
+    const cJSON *delta = cJSON_GetObjectItemCaseSensitive(ch, "delta");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ch, "logprobs"), "content");
+    const char *reasoning =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"));
+    if (!reasoning)
+        reasoning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning"));
+    const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "content"));
+    const bool has_content = content && *content;
+    if (reasoning && *reasoning)
+        report_text(cb, reasoning, has_content ? NULL : lp, true);
+    if (has_content)
+        report_text(cb, content, lp, false);
+    const char *fin = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ch, "finish_reason"));
+    if (fin && cb->finish)
+        cb->finish(cb->user, fin);
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+    const cJSON *timings = cJSON_GetObjectItemCaseSensitive(root, "timings"); /* llama-server */
+    if ((cJSON_IsObject(usage) || cJSON_IsObject(timings)) && cb->usage) {
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+        const cJSON *pps = cJSON_GetObjectItemCaseSensitive(timings, "prompt_per_second");
+        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(timings, "prompt_n");
+        cb->usage(cb->user,
+                  cJSON_IsNumber(pt)   ? pt->valueint
+                  : cJSON_IsNumber(pn) ? pn->valueint
+                                       : -1,
+                  cJSON_IsNumber(ct) ? ct->valueint : -1, cJSON_IsNumber(pps) ? pps->valuedouble : 0);
+    }
+    cJSON_Delete(root);
+    return true;
+}

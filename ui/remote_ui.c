@@ -1,0 +1,68 @@
+/* The UI's side of the remote backend (see remote_ui.h). */
+#include "remote_ui.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ui.h"
+
+bool remote_ui_on(const ui_app *app)
+{
+    return app->eparams.remote_url && *app->eparams.remote_url;
+}
+
+bool remote_ui_one_prob(const ui_app *app)
+{
+    return remote_ui_on(app) && strcmp(app->info.remote_kind, "tokscope") != 0;
+}
+
+bool remote_ui_refuse(ui_app *app, const char *what)
+{
+    if (!remote_ui_on(app))
+        return false;
+    ui_message(app, UI_MSG_WARN, "%s needs the local engine (not with --remote)", what);
+    return true;
+}
+
+bool remote_ui_ignored(const ui_app *app, const char *name)
+{
+    if (!remote_ui_on(app) || !app->loaded)
+        return false;
+    const char *ign = app->info.remote_ignored;
+    size_t n = strlen(name);
+    for (const char *p = strstr(ign, name); p; p = strstr(p + 1, name))
+        if ((p == ign || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+            return true;
+    return false;
+}
+
+void remote_ui_model_cmd(ui_app *app, const char *args)
+{
+    if (!remote_ui_on(app)) {
+        ui_message(app, UI_MSG_WARN,
+                   "/model is for --remote (a local model is chosen with -m or the picker)");
+        return;
+    }
+    if (args && *args) {
+        if (ui_busy(app)) {
+            ui_message(app, UI_MSG_WARN, "still generating: Esc stops it first");
+            return;
+        }
+        engine_load(app->eng, args);
+        ui_message(app, UI_MSG_INFO, "asking the server for model %s", args);
+        return;
+    }
+    char text[1024];
+    int n = snprintf(text, sizeof text, "Server: %s (%s)\nIn use: %s\n\nThe server lists (GET /v1/models):\n",
+                     app->eparams.remote_url, app->info.remote_kind, app->info.name);
+    const char *p = app->info.remote_models;
+    while (*p && n > 0 && (size_t)n < sizeof text) {
+        size_t l = strcspn(p, " ");
+        n += snprintf(text + n, sizeof text - (size_t)n, "  %.*s\n", (int)l, p);
+        p += l;
+        p += *p == ' ';
+    }
+    if (n > 0 && (size_t)n < sizeof text)
+        snprintf(text + n, sizeof text - (size_t)n, "\n/model ID switches to one of them.");
+    ui_overlay_show(app, "Remote models  (Esc closes)", text);
+}
