@@ -27,10 +27,10 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [15] = {"Q8_K", QK_K, 292, false},
     [16] = {"IQ2_XXS", QK_K, 66, false},
     [17] = {"IQ2_XS", QK_K, 74, false},
-    [18] = {"IQ3_XXS", QK_K, 98, false},
+    [18] = {"IQ3_XXS", QK_K, 98, true},
     [19] = {"IQ1_S", QK_K, 50, false},
     [20] = {"IQ4_NL", 32, 18, false},
-    [21] = {"IQ3_S", QK_K, 110, false},
+    [21] = {"IQ3_S", QK_K, 110, true},
     [22] = {"IQ2_S", QK_K, 82, false},
     [23] = {"IQ4_XS", QK_K, 136, false},
     [24] = {"I8", 1, 1, false},
@@ -102,6 +102,8 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_Q4_K:
     case TENSOR_TYPE_Q5_K:
     case TENSOR_TYPE_Q6_K:
+    case TENSOR_TYPE_IQ3_XXS:
+    case TENSOR_TYPE_IQ3_S:
         return TENSOR_TYPE_Q8_K;
     default:
         return type;

@@ -1,0 +1,152 @@
+/* Reference dumps for the IQ3_XXS, IQ3_S, IQ1_S and IQ1_M unit tests
+ * (tests/unit/test_iq3.c, test_iq1.c): llama.cpp 34af94cd's own
+ * dequantize_row and vec_dot on blocks built here, against Q8_K activations
+ * made by its own quantize_row_q8_K. For these types its AVX2 and AVX-512
+ * builds run the same x86 code (no AVX-512 branch), so these are the bits the
+ * goldens' machine computes.
+ *
+ * The weight rows use every grid entry once (in order, so a wrong entry in a
+ * table shows up in the dots), with random signs, scales and super-block
+ * scales; the activations are random floats with some large ones (every Q8_K
+ * block holds a -128, which a negative sign leaves at -128 in the x86 code).
+ *
+ * Build and run (from the repository root):
+ *   cc -O2 -I/work/ref/ggml/include -o /tmp/iq_dump tests/golden/reference/iq_dump.c \
+ *      -L/work/ref/build/bin -lggml-cpu -lggml-base -Wl,-rpath,/work/ref/build/bin
+ *   /tmp/iq_dump tests/unit/data
+ * File layout (little endian), tests/unit/data/iq_ref_TYPE.bin:
+ *   "IQREF1\0\0", u32 type, n, rows, cols, n_deq;
+ *   rows weight rows (n / 256 blocks each); cols Q8_K activation rows;
+ *   rows x cols float dots (row-major: dot[r * cols + c]);
+ *   n_deq floats: the dequantized weights, rows concatenated, from the start. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+static uint64_t st = 0x1A31D0C5ull;
+static uint64_t rnd(void)
+{
+    st ^= st << 13;
+    st ^= st >> 7;
+    st ^= st << 17;
+    return st;
+}
+
+/* A random fp16 with |value| in [2^-10, 2^-4). */
+static uint16_t rnd_d(void)
+{
+    const uint64_t r = rnd();
+    return (uint16_t)((r & 1) << 15 | (5 + (r >> 1) % 6) << 10 | (r >> 8) % 1024);
+}
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* Block b of a type's rows: grid entries used in order from b's first. */
+static void fill(int type, uint8_t *blk, int b)
+{
+    if (type == GGML_TYPE_IQ3_XXS) { /* d, qs[64], 8 x u32 */
+        put16(blk, rnd_d());
+        for (int j = 0; j < 64; j++)
+            blk[2 + j] = (uint8_t)(64 * b + j);
+        for (int j = 0; j < 32; j++)
+            blk[2 + 64 + j] = (uint8_t)rnd();
+    } else if (type == GGML_TYPE_IQ3_S) { /* d, qs[64], qh[8], signs[32], scales[4] */
+        put16(blk, rnd_d());
+        uint8_t *qs = blk + 2, *qh = blk + 66, *sg = blk + 74, *sc = blk + 106;
+        memset(qh, 0, 8);
+        for (int j = 0; j < 64; j++) {
+            const int idx = (64 * b + j) % 512;
+            qs[j] = (uint8_t)idx;
+            qh[j / 8] |= (uint8_t)((idx >> 8) << (j % 8));
+        }
+        for (int j = 0; j < 32; j++)
+            sg[j] = (uint8_t)rnd();
+        for (int j = 0; j < 4; j++)
+            sc[j] = (uint8_t)rnd();
+    } else if (type == GGML_TYPE_IQ1_S) { /* d, qs[32], qh[8] u16 */
+        put16(blk, rnd_d());
+        for (int ib = 0; ib < 8; ib++) {
+            uint16_t h = (uint16_t)(rnd() & 0xF000); /* scale bits 12-14, delta sign 15 */
+            for (int l = 0; l < 4; l++) {
+                const int idx = (32 * b + 4 * ib + l) % 2048;
+                blk[2 + 4 * ib + l] = (uint8_t)idx;
+                h |= (uint16_t)((idx >> 8) << (3 * l));
+            }
+            put16(blk + 34 + 2 * ib, h);
+        }
+    } else { /* IQ1_M: qs[32], qh[16], scales[8] (4 x u16, fp16 d in the top nibbles) */
+        uint8_t *qs = blk, *qh = blk + 32, *sc = blk + 48;
+        for (int ib = 0; ib < 8; ib++)
+            for (int l = 0; l < 4; l++) {
+                const int idx = (32 * b + 4 * ib + l) % 2048;
+                qs[4 * ib + l] = (uint8_t)idx;
+                const int nib = (idx >> 8) | (int)(rnd() & 1) << 3; /* 3 index bits, delta sign */
+                if (l % 2 == 0)
+                    qh[2 * ib + l / 2] = (uint8_t)nib;
+                else
+                    qh[2 * ib + l / 2] |= (uint8_t)(nib << 4);
+            }
+        const uint16_t d = rnd_d();
+        for (int k = 0; k < 4; k++)
+            put16(sc + 2 * k, (uint16_t)((rnd() & 0x0FFF) | (uint16_t)((d >> (4 * k)) & 0xF) << 12));
+    }
+}
+
+static int dump(const char *dir, int type, const char *name, int n, int rows, int cols, int n_deq)
+{
+    const struct ggml_type_traits *tt = ggml_get_type_traits((enum ggml_type)type);
+    const struct ggml_type_traits_cpu *ct = ggml_get_type_traits_cpu((enum ggml_type)type);
+    const struct ggml_type_traits_cpu *q8 = ggml_get_type_traits_cpu(GGML_TYPE_Q8_K);
+    const size_t rs = ggml_row_size((enum ggml_type)type, n), as = ggml_row_size(GGML_TYPE_Q8_K, n);
+    uint8_t *w = calloc((size_t)rows, rs), *a = calloc((size_t)cols, as);
+    float *x = malloc((size_t)n * sizeof(float)), *dots = malloc((size_t)(rows * cols) * sizeof(float));
+    float *deq = malloc((size_t)rows * (size_t)n * sizeof(float));
+    const int nb = n / 256;
+    for (int r = 0; r < rows; r++)
+        for (int b = 0; b < nb; b++)
+            fill(type, w + (size_t)r * rs + (size_t)b * tt->type_size, r * nb + b);
+    for (int c = 0; c < cols; c++) {
+        for (int j = 0; j < n; j++) {
+            const double u = (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+            x[j] = (float)(j % 37 == c ? 8.0 * u : u);
+        }
+        q8->from_float(x, a + (size_t)c * as, n);
+    }
+    for (int r = 0; r < rows; r++) {
+        tt->to_float(w + (size_t)r * rs, deq + (size_t)r * n, n);
+        for (int c = 0; c < cols; c++)
+            ct->vec_dot(n, &dots[r * cols + c], 0, w + (size_t)r * rs, 0, a + (size_t)c * as, 0, 1);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/iq_ref_%s.bin", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 1;
+    const uint32_t hdr[5] = {(uint32_t)type, (uint32_t)n, (uint32_t)rows, (uint32_t)cols, (uint32_t)n_deq};
+    fwrite("IQREF1\0\0", 1, 8, f);
+    fwrite(hdr, 4, 5, f);
+    fwrite(w, rs, (size_t)rows, f);
+    fwrite(a, as, (size_t)cols, f);
+    fwrite(dots, sizeof(float), (size_t)(rows * cols), f);
+    fwrite(deq, sizeof(float), (size_t)n_deq, f);
+    fclose(f);
+    printf("%s: n %d, %d rows x %d cols, dot[0] %.9g\n", path, n, rows, cols, (double)dots[0]);
+    free(w), free(a), free(x), free(dots), free(deq);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : ".";
+    ggml_cpu_init();
+    /* rows x blocks = the grid's entries over the indices per block */
+    int rc = dump(dir, GGML_TYPE_IQ3_XXS, "iq3_xxs", 512, 2, 3, 1024);  /* 256 / 64 = 4 blocks */
+    rc |= dump(dir, GGML_TYPE_IQ3_S, "iq3_s", 512, 4, 3, 2048);         /* 512 / 64 = 8 */
+    rc |= dump(dir, GGML_TYPE_IQ1_S, "iq1_s", 2048, 8, 2, 1024);        /* 2048 / 32 = 64 */
+    rc |= dump(dir, GGML_TYPE_IQ1_M, "iq1_m", 2048, 8, 2, 1024);
+    return rc;
+}
