@@ -28,7 +28,7 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [16] = {"IQ2_XXS", QK_K, 66, false},
     [17] = {"IQ2_XS", QK_K, 74, false},
     [18] = {"IQ3_XXS", QK_K, 98, true},
-    [19] = {"IQ1_S", QK_K, 50, false},
+    [19] = {"IQ1_S", QK_K, 50, true},
     [20] = {"IQ4_NL", 32, 18, false},
     [21] = {"IQ3_S", QK_K, 110, true},
     [22] = {"IQ2_S", QK_K, 82, false},
@@ -38,7 +38,7 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [26] = {"I32", 1, 4, false},
     [27] = {"I64", 1, 8, false},
     [28] = {"F64", 1, 8, false},
-    [29] = {"IQ1_M", QK_K, 56, false},
+    [29] = {"IQ1_M", QK_K, 56, true},
     [30] = {"BF16", 1, 2, true},
     [34] = {"TQ1_0", QK_K, 54, false},
     [35] = {"TQ2_0", QK_K, 66, false},
@@ -104,6 +104,8 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_Q6_K:
     case TENSOR_TYPE_IQ3_XXS:
     case TENSOR_TYPE_IQ3_S:
+    case TENSOR_TYPE_IQ1_S:
+    case TENSOR_TYPE_IQ1_M:
         return TENSOR_TYPE_Q8_K;
     default:
         return type;

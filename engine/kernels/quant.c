@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/quant_internal.h"
+#include "kernels/quant_iq1.h"
 #include "kernels/quant_iq3.h"
 #include "kernels/quant_mxfp4.h"
 
@@ -53,11 +54,14 @@ static void table_init(void)
     set(TENSOR_TYPE_MXFP4, quant_dequantize_mxfp4, quant_quantize_mxfp4, quant_dot_mxfp4_scalar);
     set(TENSOR_TYPE_IQ3_XXS, quant_dequantize_iq3_xxs, NULL, quant_dot_iq3_xxs_scalar);
     set(TENSOR_TYPE_IQ3_S, quant_dequantize_iq3_s, NULL, quant_dot_iq3_s_scalar);
+    set(TENSOR_TYPE_IQ1_S, quant_dequantize_iq1_s, NULL, quant_dot_iq1_s_scalar);
+    set(TENSOR_TYPE_IQ1_M, quant_dequantize_iq1_m, NULL, quant_dot_iq1_m_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
     quant_mxfp4_install(&table[TENSOR_TYPE_MXFP4]);
     quant_iq3_install(&table[TENSOR_TYPE_IQ3_XXS], &table[TENSOR_TYPE_IQ3_S]);
+    quant_iq1_install(&table[TENSOR_TYPE_IQ1_S], &table[TENSOR_TYPE_IQ1_M]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)

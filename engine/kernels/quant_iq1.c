@@ -1,0 +1,277 @@
+/* IQ1_S / IQ1_M blocks (see quant_iq1.h): dequantization and dot products
+ * against Q8_K activations in the reference's generic and x86 orders, plus
+ * the AVX2 kernels that give the x86 order's bits. */
+#include "kernels/quant_iq1.h"
+
+#include <string.h>
+
+#include "kernels/quant_iq3.h" /* quant_iq_hsum8, quant_iq_neg_wrap */
+
+/* Byte j (0..7) of grid entry idx: -1, 0 or +1. */
+static inline int grid_val(int idx, int j)
+{
+    return (int8_t)(quant_iq1s_grid[idx] >> (8 * j) & 0xFF);
+}
+
+/* g * q as the x86 code forms it: |g| times q with g's sign applied by
+ * sign_epi8 (-(-128) stays -128). */
+static inline int mul_sign(int g, int8_t q)
+{
+    return g == 0 ? 0 : g > 0 ? q : quant_iq_neg_wrap(q);
+}
+
+/* ---- IQ1_S ---- */
+
+/* Grid index of group l (0..3) of sub-block b. */
+static inline int s_idx(const block_iq1_s *x, int b, int l)
+{
+    return x->qs[4 * b + l] | ((x->qh[b] >> (3 * l)) & 7) << 8;
+}
+static inline int s_scale(const block_iq1_s *x, int b)
+{
+    return 2 * ((x->qh[b] >> 12) & 7) + 1;
+}
+
+void quant_dequantize_iq1_s(const void *src, float *dst, int64_t n)
+{
+    const block_iq1_s *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int b = 0; b < QK_K / 32; b++) {
+            const float dl = d * (float)s_scale(&x[i], b);
+            const float delta = x[i].qh[b] & 0x8000 ? -QUANT_IQ1_DELTA : QUANT_IQ1_DELTA;
+            for (int l = 0; l < 4; l++, dst += 8)
+                for (int j = 0; j < 8; j++)
+                    dst[j] = dl * ((float)grid_val(s_idx(&x[i], b, l), j) + delta);
+        }
+    }
+}
+
+/* Sub-block b's delta part: scale * delta sign * (sum of its 32 activations). */
+static inline int s_delta_sum(const block_iq1_s *x, const block_q8_K *y, int b)
+{
+    const int ls = x->qh[b] & 0x8000 ? -s_scale(x, b) : s_scale(x, b);
+    return ls * (y->bsums[2 * b] + y->bsums[2 * b + 1]);
+}
+
+float quant_dot_iq1_s_scalar(int64_t n, const void *w, const void *act)
+{
+    const block_iq1_s *x = w;
+    const block_q8_K *y = act;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int sumi = 0, sumi1 = 0;
+        for (int b = 0; b < QK_K / 32; b++) {
+            int lsum = 0;
+            for (int e = 0; e < 32; e++)
+                lsum += y[i].qs[32 * b + e] * grid_val(s_idx(&x[i], b, e / 8), e % 8);
+            sumi += s_scale(&x[i], b) * lsum;
+            sumi1 += s_delta_sum(&x[i], &y[i], b);
+        }
+        /* the product rounded, then added (the C as written) */
+        volatile float p = fp16_to_f32(x[i].d) * y[i].d * ((float)sumi + QUANT_IQ1_DELTA * (float)sumi1);
+        sum += p;
+    }
+    return sum;
+}
+
+float quant_dot_iq1_s_x86order(int64_t n, const void *w, const void *act)
+{
+    const block_iq1_s *x = w;
+    const block_q8_K *y = act;
+    float acc[8] = {0}, acc_delta = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int32_t lane[8] = {0};
+        int sumi1 = 0;
+        for (int b = 0; b < QK_K / 32; b++) {
+            const int ls = s_scale(&x[i], b);
+            for (int e = 0; e < 32; e++)
+                lane[e / 4] += ls * mul_sign(grid_val(s_idx(&x[i], b, e / 8), e % 8), y[i].qs[32 * b + e]);
+            sumi1 += s_delta_sum(&x[i], &y[i], b);
+        }
+        const float d = y[i].d * fp16_to_f32(x[i].d);
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lane[k], acc[k]);
+        /* `accum1 += d * sumi1`: an FMA in the reference's build (its
+         * disassembly: vfmadd231ss) */
+        acc_delta = fmaf(d, (float)sumi1, acc_delta);
+    }
+    return quant_iq_hsum8(acc) + QUANT_IQ1_DELTA * acc_delta;
+}
+
+/* ---- IQ1_M ---- */
+
+/* The four uint16 scales. */
+static inline void m_sc(const block_iq1_m *x, uint16_t sc[4])
+{
+    memcpy(sc, x->scales, 8);
+}
+
+/* Group l (0..3) of sub-block b: its qh nibble (index bits 0..2, delta sign
+ * bit 3), its grid index, the scale of its half. */
+static inline int m_nib(const block_iq1_m *x, int b, int l)
+{
+    return x->qh[2 * b + l / 2] >> (4 * (l % 2)) & 15;
+}
+static inline int m_idx(const block_iq1_m *x, int b, int l)
+{
+    return x->qs[4 * b + l] | (m_nib(x, b, l) & 7) << 8;
+}
+static inline int m_scale(const uint16_t sc[4], int b, int half)
+{
+    return 2 * ((sc[b / 2] >> (6 * (b % 2) + 3 * half)) & 7) + 1;
+}
+
+void quant_dequantize_iq1_m(const void *src, float *dst, int64_t n)
+{
+    const block_iq1_m *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint16_t sc[4];
+        m_sc(&x[i], sc);
+        const float d = fp16_to_f32(quant_iq1m_d(&x[i]));
+        for (int b = 0; b < QK_K / 32; b++) {
+            const float dl[2] = {d * (float)m_scale(sc, b, 0), d * (float)m_scale(sc, b, 1)};
+            for (int l = 0; l < 4; l++, dst += 8) {
+                const float delta = m_nib(&x[i], b, l) & 8 ? -QUANT_IQ1_DELTA : QUANT_IQ1_DELTA;
+                for (int j = 0; j < 8; j++)
+                    dst[j] = dl[l / 2] * ((float)grid_val(m_idx(&x[i], b, l), j) + delta);
+            }
+        }
+    }
+}
+
+float quant_dot_iq1_m_scalar(int64_t n, const void *w, const void *act)
+{
+    const block_iq1_m *x = w;
+    const block_q8_K *y = act;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint16_t sc[4];
+        m_sc(&x[i], sc);
+        int sumi1 = 0, sumi2 = 0;
+        for (int b = 0; b < QK_K / 32; b++)
+            for (int half = 0; half < 2; half++) {
+                int s1 = 0, s2 = 0;
+                for (int e = 16 * half; e < 16 * half + 16; e++) {
+                    const int q = y[i].qs[32 * b + e];
+                    s1 += q * grid_val(m_idx(&x[i], b, e / 8), e % 8);
+                    s2 += m_nib(&x[i], b, e / 8) & 8 ? -q : q;
+                }
+                sumi1 += s1 * m_scale(sc, b, half);
+                sumi2 += s2 * m_scale(sc, b, half);
+            }
+        volatile float p =
+            fp16_to_f32(quant_iq1m_d(&x[i])) * y[i].d * ((float)sumi1 + QUANT_IQ1_DELTA * (float)sumi2);
+        sum += p;
+    }
+    return sum;
+}
+
+float quant_dot_iq1_m_x86order(int64_t n, const void *w, const void *act)
+{
+    const block_iq1_m *x = w;
+    const block_q8_K *y = act;
+    float acc1[8] = {0}, acc2[8] = {0};
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint16_t sc[4];
+        m_sc(&x[i], sc);
+        int32_t lane1[8] = {0}, lane2[8] = {0};
+        for (int b = 0; b < QK_K / 32; b++)
+            for (int e = 0; e < 32; e++) {
+                const int ls = m_scale(sc, b, e / 16);
+                const int8_t q = y[i].qs[32 * b + e];
+                lane1[e / 4] += ls * mul_sign(grid_val(m_idx(&x[i], b, e / 8), e % 8), q);
+                lane2[e / 4] += ls * (m_nib(&x[i], b, e / 8) & 8 ? quant_iq_neg_wrap(q) : q);
+            }
+        const float d = y[i].d * fp16_to_f32(quant_iq1m_d(&x[i]));
+        for (int k = 0; k < 8; k++) {
+            acc1[k] = fmaf(d, (float)lane1[k], acc1[k]);
+            acc2[k] = fmaf(d, (float)lane2[k], acc2[k]);
+        }
+    }
+    return quant_iq_hsum8(acc1) + QUANT_IQ1_DELTA * quant_iq_hsum8(acc2);
+}
+
+#if defined(QUANT_HAVE_AVX2)
+/* Lanes of scale * (4-weight sums) for 32 grid bytes g (-1/0/+1) and
+ * activations: |g| unsigned times q with g's sign (maddubs, exact). */
+static inline __m256i grid_lanes(__m256i g, __m256i q8, __m256i scale)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(g, g), _mm256_sign_epi8(q8, g)), scale);
+}
+
+static float dot_iq1_s_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_iq1_s *x = w;
+    const block_q8_K *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    float acc_delta = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *qs = x[i].qs;
+        const int8_t *q8 = y[i].qs;
+        __m256i sumi = _mm256_setzero_si256();
+        int sumi1 = 0;
+        for (int b = 0; b < QK_K / 32; b++, qs += 4, q8 += 32) {
+            const unsigned h = x[i].qh[b];
+            const __m256i g = _mm256_set_epi64x((long long)quant_iq1s_grid[qs[3] | (h >> 1 & 0x700)],
+                                                (long long)quant_iq1s_grid[qs[2] | (h << 2 & 0x700)],
+                                                (long long)quant_iq1s_grid[qs[1] | (h << 5 & 0x700)],
+                                                (long long)quant_iq1s_grid[qs[0] | (h << 8 & 0x700)]);
+            const __m256i ls = _mm256_set1_epi16((int16_t)s_scale(&x[i], b));
+            sumi = _mm256_add_epi32(sumi, grid_lanes(g, _mm256_loadu_si256((const __m256i *)q8), ls));
+            sumi1 += s_delta_sum(&x[i], &y[i], b);
+        }
+        const float d = y[i].d * fp16_to_f32(x[i].d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc_delta = fmaf(d, (float)sumi1, acc_delta);
+    }
+    return hsum_ps(acc) + QUANT_IQ1_DELTA * acc_delta;
+}
+
+static float dot_iq1_m_avx2(int64_t n, const void *w, const void *act)
+{
+    const block_iq1_m *x = w;
+    const block_q8_K *y = act;
+    const long long pos = 0x0101010101010101LL, neg = -1LL;
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256 acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint16_t sc[4];
+        m_sc(&x[i], sc);
+        const uint8_t *qs = x[i].qs, *qh = x[i].qh;
+        const int8_t *q8 = y[i].qs;
+        __m256i sumi1 = _mm256_setzero_si256(), sumi2 = _mm256_setzero_si256();
+        for (int b = 0; b < QK_K / 32; b++, qs += 4, qh += 2, q8 += 32) {
+            const unsigned h0 = qh[0], h1 = qh[1];
+            const __m256i g = _mm256_set_epi64x((long long)quant_iq1s_grid[qs[3] | (h1 << 4 & 0x700)],
+                                                (long long)quant_iq1s_grid[qs[2] | (h1 << 8 & 0x700)],
+                                                (long long)quant_iq1s_grid[qs[1] | (h0 << 4 & 0x700)],
+                                                (long long)quant_iq1s_grid[qs[0] | (h0 << 8 & 0x700)]);
+            const __m256i delta = _mm256_set_epi64x(h1 & 0x80 ? neg : pos, h1 & 0x08 ? neg : pos,
+                                                    h0 & 0x80 ? neg : pos, h0 & 0x08 ? neg : pos);
+            /* weights 0..15 (low 128 bits) take the first scale, 16..31 the second */
+            const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((int16_t)m_scale(sc, b, 0)),
+                                                    _mm_set1_epi16((int16_t)m_scale(sc, b, 1)));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)q8);
+            sumi1 = _mm256_add_epi32(sumi1, grid_lanes(g, q, scale));
+            sumi2 = _mm256_add_epi32(
+                sumi2, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(q, delta)), scale));
+        }
+        const __m256 d = _mm256_set1_ps(y[i].d * fp16_to_f32(quant_iq1m_d(&x[i])));
+        acc1 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi1), acc1);
+        acc2 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi2), acc2);
+    }
+    return hsum_ps(acc1) + QUANT_IQ1_DELTA * hsum_ps(acc2);
+}
+#endif
+
+void quant_iq1_install(struct quant_kernels *s, struct quant_kernels *m)
+{
+#if defined(QUANT_HAVE_AVX2)
+    s->vec_dot = dot_iq1_s_avx2;
+    m->vec_dot = dot_iq1_m_avx2;
+#else
+    s->vec_dot = quant_dot_iq1_s_x86order;
+    m->vec_dot = quant_dot_iq1_m_x86order;
+#endif
+}
