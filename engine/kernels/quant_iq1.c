@@ -50,7 +50,8 @@ void quant_dequantize_iq1_s(const void *src, float *dst, int64_t n)
 /* Sub-block b's delta part: scale * delta sign * (sum of its 32 activations). */
 static inline int s_delta_sum(const block_iq1_s *x, const block_q8_K *y, int b)
 {
-    const int ls = x->qh[b] & 0x8000 ? -s_scale(x, b) : s_scale(x, b);
+    /* the sign by arithmetic: a branch on it mispredicts half the time */
+    const int ls = s_scale(x, b) * (1 - (int)(x->qh[b] >> 14 & 2));
     return ls * (y->bsums[2 * b] + y->bsums[2 * b + 1]);
 }
 
@@ -200,6 +201,44 @@ static inline __m256i grid_lanes(__m256i g, __m256i q8, __m256i scale)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(g, g), _mm256_sign_epi8(q8, g)), scale);
 }
 
+/* The four grid entries of one sub-block: qs[0..3] and 4 x 3 high index
+ * bits taken from hi at bits 0-2, 3-5, 6-8, 9-11 (IQ1_S) or 0-2, 4-6, 8-10,
+ * 12-14 (IQ1_M: hi & 0x7777), spread to 16-bit indices with pdep where the
+ * build has BMI2 (as the reference's build does; same indices). */
+static inline __m256i grid4(const uint8_t *qs, unsigned hi, int m)
+{
+#if defined(__BMI2__)
+    uint32_t q;
+    memcpy(&q, qs, 4);
+    const uint64_t p =
+        _pdep_u64(q, 0x00ff00ff00ff00ffULL) |
+        (m ? _pdep_u64(hi & 0x7777, 0x0f000f000f000f00ULL) : _pdep_u64(hi, 0x0700070007000700ULL));
+    return _mm256_set_epi64x(
+        (long long)quant_iq1s_grid[p >> 48], (long long)quant_iq1s_grid[p >> 32 & 0xffff],
+        (long long)quant_iq1s_grid[p >> 16 & 0xffff], (long long)quant_iq1s_grid[p & 0xffff]);
+#else
+    const int s1 = m ? 4 : 3, s2 = m ? 8 : 6, s3 = m ? 12 : 9;
+    return _mm256_set_epi64x((long long)quant_iq1s_grid[qs[3] | (hi >> s3 & 7) << 8],
+                             (long long)quant_iq1s_grid[qs[2] | (hi >> s2 & 7) << 8],
+                             (long long)quant_iq1s_grid[qs[1] | (hi >> s1 & 7) << 8],
+                             (long long)quant_iq1s_grid[qs[0] | (hi & 7) << 8]);
+#endif
+}
+
+/* The super-block's delta part, sum over sub-blocks b of (+-)(2 s_b + 1) *
+ * (bsums[2b] + bsums[2b + 1]), all 8 at once: the same integer as the
+ * reference's scalar sum (|each product| < 2^15 * 15, madd pairs exact). */
+static inline int delta_sum_avx2(const block_iq1_s *x, const block_q8_K *y)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)x->qh);
+    const __m128i ls =
+        _mm_or_si128(_mm_and_si128(_mm_srli_epi16(h, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
+    const __m128i sg = _mm_srai_epi16(h, 15); /* -1 where the delta is negative */
+    const __m128i lss = _mm_sub_epi16(_mm_xor_si128(ls, sg), sg);
+    const __m256i ls2 = _mm256_setr_m128i(_mm_unpacklo_epi16(lss, lss), _mm_unpackhi_epi16(lss, lss));
+    return hsum_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), ls2));
+}
+
 static float dot_iq1_s_avx2(int64_t n, const void *w, const void *act)
 {
     const block_iq1_s *x = w;
@@ -210,17 +249,19 @@ static float dot_iq1_s_avx2(int64_t n, const void *w, const void *act)
         const uint8_t *qs = x[i].qs;
         const int8_t *q8 = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
-        int sumi1 = 0;
-        for (int b = 0; b < QK_K / 32; b++, qs += 4, q8 += 32) {
-            const unsigned h = x[i].qh[b];
-            const __m256i g = _mm256_set_epi64x((long long)quant_iq1s_grid[qs[3] | (h >> 1 & 0x700)],
-                                                (long long)quant_iq1s_grid[qs[2] | (h << 2 & 0x700)],
-                                                (long long)quant_iq1s_grid[qs[1] | (h << 5 & 0x700)],
-                                                (long long)quant_iq1s_grid[qs[0] | (h << 8 & 0x700)]);
-            const __m256i ls = _mm256_set1_epi16((int16_t)s_scale(&x[i], b));
-            sumi = _mm256_add_epi32(sumi, grid_lanes(g, _mm256_loadu_si256((const __m256i *)q8), ls));
-            sumi1 += s_delta_sum(&x[i], &y[i], b);
+/* unrolled whole, as GCC does with the reference kernels */
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b += 2, qs += 8, q8 += 64) {
+            const unsigned h1 = x[i].qh[b], h2 = x[i].qh[b + 1];
+            const int ls1 = 2 * (h1 >> 12 & 7) + 1, ls2 = 2 * (h2 >> 12 & 7) + 1;
+            const __m256i p1 = grid_lanes(grid4(qs, h1, 0), _mm256_loadu_si256((const __m256i *)q8),
+                                          _mm256_set1_epi16((int16_t)ls1));
+            const __m256i p2 =
+                grid_lanes(grid4(qs + 4, h2, 0), _mm256_loadu_si256((const __m256i *)(q8 + 32)),
+                           _mm256_set1_epi16((int16_t)ls2));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p1, p2));
         }
+        const int sumi1 = delta_sum_avx2(&x[i], &y[i]);
         const float d = y[i].d * fp16_to_f32(x[i].d);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
         acc_delta = fmaf(d, (float)sumi1, acc_delta);
@@ -228,34 +269,60 @@ static float dot_iq1_s_avx2(int64_t n, const void *w, const void *act)
     return hsum_ps(acc) + QUANT_IQ1_DELTA * acc_delta;
 }
 
+/* 32 bytes of the delta signs of two groups' qh bytes h (bit 3: group 0,
+ * bit 7: group 1; two bytes = 4 groups of 8 weights): +1, or -1 where set. */
+static inline __m256i delta4(unsigned h)
+{
+#if defined(__BMI2__)
+    /* each sign bit to bit 7 of its byte: 0x80 | 1 is negative for sign_epi8 */
+    const uint64_t s = _pdep_u64(h & 0x8888, 0xf0f0f0f0ULL);
+    return _mm256_or_si256(_mm256_set1_epi8(1), _mm256_cvtepi8_epi64(_mm_cvtsi32_si128((int)s)));
+#else
+    const long long pos = 0x0101010101010101LL;
+    return _mm256_set_epi64x(pos | -(long long)(h >> 15 & 1), pos | -(long long)(h >> 11 & 1),
+                             pos | -(long long)(h >> 7 & 1), pos | -(long long)(h >> 3 & 1));
+#endif
+}
+
 static float dot_iq1_m_avx2(int64_t n, const void *w, const void *act)
 {
     const block_iq1_m *x = w;
     const block_q8_K *y = act;
-    const long long pos = 0x0101010101010101LL, neg = -1LL;
     const __m256i ones = _mm256_set1_epi8(1);
+    /* the 16 3-bit scales of a super-block as 2 s + 1 in 16-bit lanes: lanes
+     * 0-3 sc[k] bits 0-2, 4-7 bits 6-8 (low 128 bits: weights 0..15 of
+     * sub-blocks 2k, 2k + 1), 8-11 bits 3-5, 12-15 bits 9-11 (weights 16..31) */
+    const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
     __m256 acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        uint16_t sc[4];
-        m_sc(&x[i], sc);
+        uint64_t sc64;
+        memcpy(&sc64, x[i].scales, 8);
+        const __m256i sc = _mm256_add_epi16(
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
+                                               _mm256_set1_epi16(7)),
+                              1),
+            _mm256_set1_epi16(1));
         const uint8_t *qs = x[i].qs, *qh = x[i].qh;
         const int8_t *q8 = y[i].qs;
+        /* byte pairs selecting 16-bit lane k (sub-block 2k) and k + 4 (2k + 1) */
+        __m256i sel1 = _mm256_set1_epi16(0x0100), sel2 = _mm256_set1_epi16(0x0908);
         __m256i sumi1 = _mm256_setzero_si256(), sumi2 = _mm256_setzero_si256();
-        for (int b = 0; b < QK_K / 32; b++, qs += 4, qh += 2, q8 += 32) {
-            const unsigned h0 = qh[0], h1 = qh[1];
-            const __m256i g = _mm256_set_epi64x((long long)quant_iq1s_grid[qs[3] | (h1 << 4 & 0x700)],
-                                                (long long)quant_iq1s_grid[qs[2] | (h1 << 8 & 0x700)],
-                                                (long long)quant_iq1s_grid[qs[1] | (h0 << 4 & 0x700)],
-                                                (long long)quant_iq1s_grid[qs[0] | (h0 << 8 & 0x700)]);
-            const __m256i delta = _mm256_set_epi64x(h1 & 0x80 ? neg : pos, h1 & 0x08 ? neg : pos,
-                                                    h0 & 0x80 ? neg : pos, h0 & 0x08 ? neg : pos);
-            /* weights 0..15 (low 128 bits) take the first scale, 16..31 the second */
-            const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((int16_t)m_scale(sc, b, 0)),
-                                                    _mm_set1_epi16((int16_t)m_scale(sc, b, 1)));
-            const __m256i q = _mm256_loadu_si256((const __m256i *)q8);
-            sumi1 = _mm256_add_epi32(sumi1, grid_lanes(g, q, scale));
-            sumi2 = _mm256_add_epi32(
-                sumi2, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(q, delta)), scale));
+/* unrolled whole, as GCC does with the reference kernels */
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b += 2, qs += 8, qh += 4, q8 += 64) {
+            uint16_t hh[2];
+            memcpy(hh, qh, 4);
+            const __m256i s1 = _mm256_shuffle_epi8(sc, sel1), s2 = _mm256_shuffle_epi8(sc, sel2);
+            sel1 = _mm256_add_epi8(sel1, _mm256_set1_epi8(2));
+            sel2 = _mm256_add_epi8(sel2, _mm256_set1_epi8(2));
+            const __m256i qa = _mm256_loadu_si256((const __m256i *)q8);
+            const __m256i qb = _mm256_loadu_si256((const __m256i *)(q8 + 32));
+            sumi1 = _mm256_add_epi32(sumi1, _mm256_add_epi32(grid_lanes(grid4(qs, hh[0], 1), qa, s1),
+                                                             grid_lanes(grid4(qs + 4, hh[1], 1), qb, s2)));
+            const __m256i da = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(qa, delta4(hh[0])));
+            const __m256i db = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(qb, delta4(hh[1])));
+            sumi2 = _mm256_add_epi32(sumi2,
+                                     _mm256_add_epi32(_mm256_madd_epi16(da, s1), _mm256_madd_epi16(db, s2)));
         }
         const __m256 d = _mm256_set1_ps(y[i].d * fp16_to_f32(quant_iq1m_d(&x[i])));
         acc1 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi1), acc1);

@@ -192,6 +192,8 @@ static float dot_iq3_xxs_avx2(int64_t n, const void *w, const void *act)
         const uint8_t *q3 = x[i].qs;
         const int8_t *q8 = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
+/* unrolled whole, as GCC does with the reference kernels */
+#pragma GCC unroll 8
         for (int b = 0; b < QK_K / 32; b++, q3 += 8, q8 += 32) {
             const uint32_t aux = xxs_aux(&x[i], b);
             const __m256i mag = _mm256_set_epi32(
@@ -223,6 +225,8 @@ static float dot_iq3_s_avx2(int64_t n, const void *w, const void *act)
         const uint8_t *qs = x[i].qs;
         const int8_t *q8 = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
+/* unrolled whole, as GCC does with the reference kernels */
+#pragma GCC unroll 8
         for (int b = 0; b < QK_K / 32; b++, qs += 8, q8 += 32) {
             const unsigned h = x[i].qh[b];
             const __m256i mag = _mm256_set_epi32(
