@@ -13,7 +13,9 @@
 
 #include "gguf/gguf.h"
 #include "gguf/tensor.h"
+#include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
+#include "testutil.h"
 
 struct iq_ref {
     uint32_t type, n, rows, cols, n_deq;
@@ -132,4 +134,78 @@ static inline gguf_ctx *iq_gguf_one_tensor(uint32_t type, uint64_t ne0, uint64_t
     gguf_ctx *g = gguf_open_buffer(b, size, "mem.gguf", err, errlen);
     *keep = b;
     return g;
+}
+
+static inline uint64_t iq_fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The real tensors of the iq-mini models (tests/unit/data/iq_ref_models.txt,
+ * see iq_dump.c --model): for every line of one of the two types, tokscope's
+ * loader, Q8_K quantizer, dequantization, vec_dot and batched matmul give the
+ * reference's hashes. Skipped (outside CI) without ../shared. */
+static inline void iq_ref_check_models(enum tensor_type t1, enum tensor_type t2)
+{
+    FILE *f = fopen("tests/unit/data/iq_ref_models.txt", "r");
+    if (!f)
+        fail_msg("cannot open tests/unit/data/iq_ref_models.txt (run from the repository root)");
+    char file[128], name[128], first[64], rel[256];
+    int type, n, rows, line = 0, checked = 0;
+    unsigned long long ha, hd, hs;
+    while (fscanf(f, "%127s %127s %d %d %d %llx %llx %llx %63s", file, name, &type, &n, &rows, &ha, &hd, &hs,
+                  first) == 9) {
+        const int k = line++;
+        if (type != (int)t1 && type != (int)t2)
+            continue;
+        snprintf(rel, sizeof rel, "iq/models/%s", file);
+        const char *path = TESTDATA_REQUIRE(rel);
+        char err[512];
+        gguf_ctx *g = gguf_open(path, err, sizeof err);
+        if (!g)
+            fail_msg("%s: %s", path, err);
+        const gguf_tensor *tt = gguf_find_tensor(g, name);
+        assert_non_null(tt);
+        assert_int_equal(tt->type, type);
+        assert_int_equal(tt->ne[0], n);
+        const size_t rs = tensor_row_size((enum tensor_type)type, n),
+                     as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
+        uint8_t *a = malloc(2 * as);
+        float *x = malloc(sizeof(float) * (size_t)n), *deq = malloc(sizeof(float) * (size_t)n);
+        float *mm = malloc(sizeof(float) * 2 * (size_t)rows);
+        uint64_t st = 0x5EED0000ull + (uint64_t)k;
+        for (int c = 0; c < 2; c++) {
+            for (int j = 0; j < n; j++) {
+                const double u = (double)(test_xorshift64(&st) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+                x[j] = (float)(j % 37 == c ? 8.0 * u : u);
+            }
+            tensor_quantize_row(TENSOR_TYPE_Q8_K, x, a + (size_t)c * as, n);
+        }
+        tensor_matmul((enum tensor_type)type, n, tt->data, rows, a, 2, as, mm, rows);
+        uint64_t h_a = iq_fnv(0xcbf29ce484222325ull, a, 2 * as), h_d = 0xcbf29ce484222325ull,
+                 h_s = 0xcbf29ce484222325ull, h_m = 0xcbf29ce484222325ull;
+        for (int r = 0; r < rows; r++) {
+            const uint8_t *w = (const uint8_t *)tt->data + (size_t)r * rs;
+            tensor_dequantize_row((enum tensor_type)type, w, deq, n);
+            h_d = iq_fnv(h_d, deq, sizeof(float) * (size_t)n);
+            for (int c = 0; c < 2; c++) {
+                const float s = tensor_vec_dot((enum tensor_type)type, n, w, a + (size_t)c * as);
+                h_s = iq_fnv(h_s, &s, sizeof s);
+                h_m = iq_fnv(h_m, &mm[(size_t)c * rows + r], sizeof(float));
+            }
+        }
+        if (h_a != ha || h_d != hd || h_s != hs || h_m != hs)
+            fail_msg(
+                "%s %s: activations %s, dequantization %s, vec_dot %s, matmul %s (reference first dot %s)",
+                file, name, h_a == ha ? "ok" : "DIFFER", h_d == hd ? "ok" : "DIFFER",
+                h_s == hs ? "ok" : "DIFFER", h_m == hs ? "ok" : "DIFFER", first);
+        checked++;
+        free(a), free(x), free(deq), free(mm);
+        gguf_close(g);
+    }
+    fclose(f);
+    assert_true(checked > 0);
 }

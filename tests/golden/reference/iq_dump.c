@@ -14,11 +14,24 @@
  *   cc -O2 -I/work/ref/ggml/include -o /tmp/iq_dump tests/golden/reference/iq_dump.c \
  *      -L/work/ref/build/bin -lggml-cpu -lggml-base -Wl,-rpath,/work/ref/build/bin
  *   /tmp/iq_dump tests/unit/data
+ *   /tmp/iq_dump --model ../shared/iq/models/iq-mini-{iq3_xxs,iq3_s,iq1_s,iq1_m}.gguf \
+ *      > tests/unit/data/iq_ref_models.txt
  * File layout (little endian), tests/unit/data/iq_ref_TYPE.bin:
  *   "IQREF1\0\0", u32 type, n, rows, cols, n_deq;
  *   rows weight rows (n / 256 blocks each); cols Q8_K activation rows;
  *   rows x cols float dots (row-major: dot[r * cols + c]);
- *   n_deq floats: the dequantized weights, rows concatenated, from the start. */
+ *   n_deq floats: the dequantized weights, rows concatenated, from the start.
+ *
+ * With --model FILE.gguf...: for every tensor of these four types in the
+ * files (the iq-mini models), one line of tests/unit/data/iq_ref_models.txt:
+ *   FILE TENSOR TYPE N ROWS act_hash deq_hash dot_hash first_dot
+ * hashes FNV-1a 64 over the bytes of: the two Q8_K activation rows (floats
+ * from xorshift64 seeded with 0x5EED0000 + the line's index in the output,
+ * n floats each: element j of row c is 8 u for j % 37 == c, else u, u
+ * uniform in [-1, 1)), the whole tensor dequantized, and its dots (row r,
+ * activation c at r * 2 + c). test_iq1.c / test_iq3.c recompute them with
+ * tokscope's loader and kernels: the real tensors, bit for bit, where the
+ * goldens cannot be run yet (a file that also holds another engineer's type). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +39,7 @@
 
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "gguf.h"
 
 static uint64_t st = 0x1A31D0C5ull;
 static uint64_t rnd(void)
@@ -139,10 +153,75 @@ static int dump(const char *dir, int type, const char *name, int n, int rows, in
     return 0;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int dump_models(int argc, char **argv)
+{
+    int k = 0;
+    for (int f = 2; f < argc; f++) {
+        struct gguf_init_params ip = {true, NULL};
+        struct gguf_context *g = gguf_init_from_file(argv[f], ip);
+        FILE *fp = fopen(argv[f], "rb");
+        if (!g || !fp)
+            return 1;
+        const char *base = strrchr(argv[f], '/') ? strrchr(argv[f], '/') + 1 : argv[f];
+        for (int64_t t = 0; t < gguf_get_n_tensors(g); t++) {
+            const enum ggml_type type = gguf_get_tensor_type(g, t);
+            if (type != GGML_TYPE_IQ3_XXS && type != GGML_TYPE_IQ3_S && type != GGML_TYPE_IQ1_S &&
+                type != GGML_TYPE_IQ1_M)
+                continue;
+            const int64_t *ne = gguf_get_tensor_ne(g, t);
+            const int n = (int)ne[0], rows = (int)(ne[1] * ne[2] * ne[3]);
+            const size_t rs = ggml_row_size(type, n), as = ggml_row_size(GGML_TYPE_Q8_K, n);
+            uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(2 * as);
+            float *x = malloc((size_t)n * sizeof(float)), *deq = malloc((size_t)n * sizeof(float));
+            fseek(fp, (long)(gguf_get_data_offset(g) + gguf_get_tensor_offset(g, t)), SEEK_SET);
+            if (fread(w, rs, (size_t)rows, fp) != (size_t)rows)
+                return 1;
+            st = 0x5EED0000ull + (uint64_t)k++;
+            for (int c = 0; c < 2; c++) {
+                for (int j = 0; j < n; j++) {
+                    const double u = (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+                    x[j] = (float)(j % 37 == c ? 8.0 * u : u);
+                }
+                ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float(x, a + (size_t)c * as, n);
+            }
+            uint64_t ha = fnv(0xcbf29ce484222325ull, a, 2 * as), hd = 0xcbf29ce484222325ull,
+                     hs = 0xcbf29ce484222325ull;
+            float first = 0;
+            for (int r = 0; r < rows; r++) {
+                ggml_get_type_traits(type)->to_float(w + (size_t)r * rs, deq, n);
+                hd = fnv(hd, deq, (size_t)n * sizeof(float));
+                for (int c = 0; c < 2; c++) {
+                    float s;
+                    ggml_get_type_traits_cpu(type)->vec_dot(n, &s, 0, w + (size_t)r * rs, 0, a + (size_t)c * as, 0, 1);
+                    hs = fnv(hs, &s, sizeof s);
+                    if (r == 0 && c == 0)
+                        first = s;
+                }
+            }
+            printf("%s %s %d %d %d %016llx %016llx %016llx %a\n", base, gguf_get_tensor_name(g, t), (int)type, n, rows,
+                   (unsigned long long)ha, (unsigned long long)hd, (unsigned long long)hs, (double)first);
+            free(w), free(a), free(x), free(deq);
+        }
+        fclose(fp);
+        gguf_free(g);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : ".";
     ggml_cpu_init();
+    if (argc > 1 && !strcmp(argv[1], "--model"))
+        return dump_models(argc, argv);
+    const char *dir = argc > 1 ? argv[1] : ".";
     /* rows x blocks = the grid's entries over the indices per block */
     int rc = dump(dir, GGML_TYPE_IQ3_XXS, "iq3_xxs", 512, 2, 3, 1024);  /* 256 / 64 = 4 blocks */
     rc |= dump(dir, GGML_TYPE_IQ3_S, "iq3_s", 512, 4, 3, 2048);         /* 512 / 64 = 8 */
