@@ -330,6 +330,90 @@ static float dot_iq1_m_avx2(int64_t n, const void *w, const void *act)
     }
     return hsum_ps(acc1) + QUANT_IQ1_DELTA * hsum_ps(acc2);
 }
+
+/* One weight row against 4 activations, each with exactly the one-row
+ * kernel's arithmetic (the prompt path): a super-block's grid bytes, scales
+ * (and IQ1_M's delta signs) are decoded once and used for all four. */
+static void dot4_iq1_s_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_iq1_s *x = w;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    float acc_delta[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __m256i g[8], ls[8];
+    for (int64_t i = 0; i < n / QK_K; i++) {
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b++) {
+            const unsigned h = x[i].qh[b];
+            g[b] = grid4(x[i].qs + 4 * b, h, 0);
+            ls[b] = _mm256_set1_epi16((int16_t)(2 * (h >> 12 & 7) + 1));
+        }
+        const float dw = fp16_to_f32(x[i].d);
+        for (int c = 0; c < 4; c++) {
+            const block_q8_K *y = (const block_q8_K *)act[c] + i;
+            __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int b = 0; b < QK_K / 32; b++)
+                sumi = _mm256_add_epi32(
+                    sumi, grid_lanes(g[b], _mm256_loadu_si256((const __m256i *)(y->qs + 32 * b)), ls[b]));
+            const float d = y->d * dw;
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+            acc_delta[c] = fmaf(d, (float)delta_sum_avx2(&x[i], y), acc_delta[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]) + QUANT_IQ1_DELTA * acc_delta[c];
+}
+
+static void dot4_iq1_m_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_iq1_m *x = w;
+    const __m256i ones = _mm256_set1_epi8(1);
+    const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
+    __m256 acc1[4], acc2[4];
+    for (int c = 0; c < 4; c++)
+        acc1[c] = acc2[c] = _mm256_setzero_ps();
+    __m256i g[8], dl[8], scl[8];
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint64_t sc64;
+        memcpy(&sc64, x[i].scales, 8);
+        const __m256i sc = _mm256_add_epi16(
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
+                                               _mm256_set1_epi16(7)),
+                              1),
+            _mm256_set1_epi16(1));
+        __m256i sel1 = _mm256_set1_epi16(0x0100), sel2 = _mm256_set1_epi16(0x0908);
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b += 2) {
+            uint16_t hh[2];
+            memcpy(hh, x[i].qh + 2 * b, 4);
+            g[b] = grid4(x[i].qs + 4 * b, hh[0], 1);
+            g[b + 1] = grid4(x[i].qs + 4 * b + 4, hh[1], 1);
+            dl[b] = delta4(hh[0]);
+            dl[b + 1] = delta4(hh[1]);
+            scl[b] = _mm256_shuffle_epi8(sc, sel1);
+            scl[b + 1] = _mm256_shuffle_epi8(sc, sel2);
+            sel1 = _mm256_add_epi8(sel1, _mm256_set1_epi8(2));
+            sel2 = _mm256_add_epi8(sel2, _mm256_set1_epi8(2));
+        }
+        const float dw = fp16_to_f32(quant_iq1m_d(&x[i]));
+        for (int c = 0; c < 4; c++) {
+            const block_q8_K *y = (const block_q8_K *)act[c] + i;
+            __m256i sumi1 = _mm256_setzero_si256(), sumi2 = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int b = 0; b < QK_K / 32; b++) {
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * b));
+                sumi1 = _mm256_add_epi32(sumi1, grid_lanes(g[b], q, scl[b]));
+                sumi2 = _mm256_add_epi32(
+                    sumi2, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(q, dl[b])), scl[b]));
+            }
+            const __m256 d = _mm256_set1_ps(y->d * dw);
+            acc1[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi1), acc1[c]);
+            acc2[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi2), acc2[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc1[c]) + QUANT_IQ1_DELTA * hsum_ps(acc2[c]);
+}
 #endif
 
 void quant_iq1_install(struct quant_kernels *s, struct quant_kernels *m)
@@ -337,6 +421,8 @@ void quant_iq1_install(struct quant_kernels *s, struct quant_kernels *m)
 #if defined(QUANT_HAVE_AVX2)
     s->vec_dot = dot_iq1_s_avx2;
     m->vec_dot = dot_iq1_m_avx2;
+    s->dot4 = dot4_iq1_s_avx2;
+    m->dot4 = dot4_iq1_m_avx2;
 #else
     s->vec_dot = quant_dot_iq1_s_x86order;
     m->vec_dot = quant_dot_iq1_m_x86order;

@@ -245,6 +245,84 @@ static float dot_iq3_s_avx2(int64_t n, const void *w, const void *act)
     }
     return hsum_ps(acc);
 }
+
+/* One weight row against 4 activations, each with exactly the one-row
+ * kernel's arithmetic (the prompt path): a super-block's magnitudes, sign
+ * masks and scales are decoded once and used for all four. */
+struct iq3_dec {
+    __m256i mag[8], sgn[8];
+    int ls[8];
+};
+
+static inline void dot4_block(const struct iq3_dec *dc, float dw, int64_t i, const void *const act[4],
+                              __m256 acc[4])
+{
+    for (int c = 0; c < 4; c++) {
+        const block_q8_K *y = (const block_q8_K *)act[c] + i;
+        __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b++) {
+            const __m256i q8s =
+                apply_signs(_mm256_loadu_si256((const __m256i *)(y->qs + 32 * b)), dc->sgn[b]);
+            sumi = _mm256_add_epi32(sumi, lanes_scaled(dc->mag[b], q8s, dc->ls[b]));
+        }
+        acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), _mm256_cvtepi32_ps(sumi), acc[c]);
+    }
+}
+
+static void dot4_iq3_xxs_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_iq3_xxs *x = w;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    struct iq3_dec dc;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *q3 = x[i].qs;
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b++, q3 += 8) {
+            const uint32_t aux = xxs_aux(&x[i], b);
+            dc.mag[b] = _mm256_set_epi32((int)quant_iq3xxs_grid[q3[7]], (int)quant_iq3xxs_grid[q3[6]],
+                                         (int)quant_iq3xxs_grid[q3[5]], (int)quant_iq3xxs_grid[q3[4]],
+                                         (int)quant_iq3xxs_grid[q3[3]], (int)quant_iq3xxs_grid[q3[2]],
+                                         (int)quant_iq3xxs_grid[q3[1]], (int)quant_iq3xxs_grid[q3[0]]);
+            dc.sgn[b] = _mm256_set_epi64x(
+                (long long)quant_ksigns64[aux >> 21 & 127], (long long)quant_ksigns64[aux >> 14 & 127],
+                (long long)quant_ksigns64[aux >> 7 & 127], (long long)quant_ksigns64[aux & 127]);
+            dc.ls[b] = (int)(2 * (aux >> 28) + 1);
+        }
+        dot4_block(&dc, fp16_to_f32(x[i].d), i, act, acc);
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = 0.25f * hsum_ps(acc[c]);
+}
+
+static void dot4_iq3_s_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    const block_iq3_s *x = w;
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                            2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    struct iq3_dec dc;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *qs = x[i].qs;
+#pragma GCC unroll 8
+        for (int b = 0; b < QK_K / 32; b++, qs += 8) {
+            const unsigned h = x[i].qh[b];
+            dc.mag[b] = _mm256_set_epi32(
+                (int)quant_iq3s_grid[qs[7] | (h << 1 & 256)], (int)quant_iq3s_grid[qs[6] | (h << 2 & 256)],
+                (int)quant_iq3s_grid[qs[5] | (h << 3 & 256)], (int)quant_iq3s_grid[qs[4] | (h << 4 & 256)],
+                (int)quant_iq3s_grid[qs[3] | (h << 5 & 256)], (int)quant_iq3s_grid[qs[2] | (h << 6 & 256)],
+                (int)quant_iq3s_grid[qs[1] | (h << 7 & 256)], (int)quant_iq3s_grid[qs[0] | (h << 8 & 256)]);
+            const __m256i sb = _mm256_and_si256(
+                _mm256_shuffle_epi8(_mm256_set1_epi32((int)le32(x[i].signs + 4 * b)), spread), bit);
+            dc.sgn[b] = _mm256_cmpeq_epi8(sb, bit);
+            dc.ls[b] = s_scale(&x[i], b);
+        }
+        dot4_block(&dc, fp16_to_f32(x[i].d), i, act, acc);
+    }
+    for (int c = 0; c < 4; c++)
+        out[c] = hsum_ps(acc[c]);
+}
 #endif
 
 void quant_iq3_install(struct quant_kernels *xxs, struct quant_kernels *s)
@@ -252,6 +330,8 @@ void quant_iq3_install(struct quant_kernels *xxs, struct quant_kernels *s)
 #if defined(QUANT_HAVE_AVX2)
     xxs->vec_dot = dot_iq3_xxs_avx2;
     s->vec_dot = dot_iq3_s_avx2;
+    xxs->dot4 = dot4_iq3_xxs_avx2;
+    s->dot4 = dot4_iq3_s_avx2;
 #else
     xxs->vec_dot = quant_dot_iq3_xxs_x86order;
     s->vec_dot = quant_dot_iq3_s_x86order;
