@@ -69,9 +69,9 @@ float quant_dot_iq1_s_scalar(int64_t n, const void *w, const void *act)
             sumi += s_scale(&x[i], b) * lsum;
             sumi1 += s_delta_sum(&x[i], &y[i], b);
         }
-        /* the product rounded, then added (the C as written) */
-        volatile float p = fp16_to_f32(x[i].d) * y[i].d * ((float)sumi + QUANT_IQ1_DELTA * (float)sumi1);
-        sum += p;
+        /* `sumf += d_w * d_act * (sumi + 1/8 * sumi1)`: an FMA as the
+         * reference's compiler built its generic kernel (vfmadd231ss) */
+        sum = fmaf(fp16_to_f32(x[i].d) * y[i].d, (float)sumi + QUANT_IQ1_DELTA * (float)sumi1, sum);
     }
     return sum;
 }
@@ -161,9 +161,8 @@ float quant_dot_iq1_m_scalar(int64_t n, const void *w, const void *act)
                 sumi1 += s1 * m_scale(sc, b, half);
                 sumi2 += s2 * m_scale(sc, b, half);
             }
-        volatile float p =
-            fp16_to_f32(quant_iq1m_d(&x[i])) * y[i].d * ((float)sumi1 + QUANT_IQ1_DELTA * (float)sumi2);
-        sum += p;
+        sum = fmaf(fp16_to_f32(quant_iq1m_d(&x[i])) * y[i].d, (float)sumi1 + QUANT_IQ1_DELTA * (float)sumi2,
+                   sum);
     }
     return sum;
 }

@@ -50,9 +50,11 @@ static inline uint16_t quant_iq1m_d(const block_iq1_m *x)
 void quant_dequantize_iq1_s(const void *src, float *dst, int64_t n);
 void quant_dequantize_iq1_m(const void *src, float *dst, int64_t n);
 
-/* The _generic order: per super-block exact integer sums of scale * grid *
- * activation and of scale * delta sign * activation, combined as
- * d_w * d_act * (sum + 1/8 * delta sum) into one float. */
+/* The _generic order, with the reference build's float operations: per
+ * super-block exact integer sums of scale * grid * activation and of scale *
+ * delta sign * activation, sum = fma(d_w * d_act, sum + 1/8 * delta sum,
+ * sum) (its compiler contracts that line; test_iq1 holds these to the
+ * reference's ggml_vec_dot_iq1_*_q8_K_generic bit for bit). */
 float quant_dot_iq1_s_scalar(int64_t n, const void *w, const void *act);
 float quant_dot_iq1_m_scalar(int64_t n, const void *w, const void *act);
 

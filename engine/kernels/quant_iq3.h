@@ -42,8 +42,10 @@ void quant_dequantize_iq3_xxs(const void *src, float *dst, int64_t n);
 void quant_dequantize_iq3_s(const void *src, float *dst, int64_t n);
 
 /* The _generic order: per super-block one exact integer sum of
- * scale * (grid value * sign * activation), times d_w * d_act, added to one
- * float; IQ3_XXS's total times 0.25. */
+ * scale * (grid value * sign * activation), times d_w * d_act (rounded:
+ * the reference's compiler does not contract this one), added to one float;
+ * IQ3_XXS's total times 0.25. test_iq3 holds these to the reference's
+ * ggml_vec_dot_iq3_*_q8_K_generic bit for bit. */
 float quant_dot_iq3_xxs_scalar(int64_t n, const void *w, const void *act);
 float quant_dot_iq3_s_scalar(int64_t n, const void *w, const void *act);
 

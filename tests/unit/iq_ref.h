@@ -209,3 +209,22 @@ static inline void iq_ref_check_models(enum tensor_type t1, enum tensor_type t2)
     fclose(f);
     assert_true(checked > 0);
 }
+
+/* The reference's generic C dot for (row, col) of the NAME dumps
+ * (tests/unit/data/iq_ref_generic.txt, see iq_dump.c). */
+static inline float iq_ref_generic(const char *name, uint32_t row, uint32_t col)
+{
+    FILE *f = fopen("tests/unit/data/iq_ref_generic.txt", "r");
+    if (!f)
+        fail_msg("cannot open tests/unit/data/iq_ref_generic.txt (run from the repository root)");
+    char t[32], v[64];
+    unsigned r, c;
+    while (fscanf(f, "%31s %u %u %63s", t, &r, &c, v) == 4)
+        if (!strcmp(t, name) && r == row && c == col) {
+            fclose(f);
+            return strtof(v, NULL);
+        }
+    fclose(f);
+    fail_msg("no generic dot for %s %u %u", name, row, col);
+    return 0.0f;
+}

@@ -249,6 +249,11 @@ static void check_ref(const char *name, enum tensor_type t, dot_fn scalar, dot_f
             const void *w = r.w + i * r.rs, *a = r.a + c * r.as;
             const float ref = r.dots[i * r.cols + c];
             const float v[3] = {x86(r.n, w, a), tensor_vec_dot(t, r.n, w, a), mm[c * r.rows + i]};
+            /* the generic order: the reference's _generic kernel's bits */
+            const float gen = iq_ref_generic(name, i, c), sc = scalar(r.n, w, a);
+            if (iq_f2u(sc) != iq_f2u(gen))
+                fail_msg("%s row %u col %u: scalar %a, reference generic %a", name, i, c, (double)sc,
+                         (double)gen);
             for (int k = 0; k < 3; k++)
                 if (iq_f2u(v[k]) != iq_f2u(ref))
                     fail_msg("%s row %u col %u: kernel %d gives %.9g, reference %.9g", name, i, c, k,

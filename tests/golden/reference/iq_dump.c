@@ -21,6 +21,8 @@
  *   rows weight rows (n / 256 blocks each); cols Q8_K activation rows;
  *   rows x cols float dots (row-major: dot[r * cols + c]);
  *   n_deq floats: the dequantized weights, rows concatenated, from the start.
+ * And tests/unit/data/iq_ref_generic.txt: "TYPE ROW COL DOT" lines, the
+ * reference's ggml_vec_dot_*_q8_K_generic on the same rows (%a).
  *
  * With --model FILE.gguf...: for every tensor of these four types in the
  * files (the iq-mini models), one line of tests/unit/data/iq_ref_models.txt:
@@ -56,6 +58,15 @@ static uint16_t rnd_d(void)
     const uint64_t r = rnd();
     return (uint16_t)((r & 1) << 15 | (5 + (r >> 1) % 6) << 10 | (r >> 8) % 1024);
 }
+
+/* The reference's generic C kernels (exported by libggml-cpu), as its
+ * compiler built them: tokscope's scalar kernels must give their bits. */
+typedef void (*dot_fn)(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_vec_dot_iq3_xxs_q8_K_generic(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_vec_dot_iq3_s_q8_K_generic(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_vec_dot_iq1_s_q8_K_generic(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_vec_dot_iq1_m_q8_K_generic(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+static FILE *generic_out;
 
 static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
@@ -130,10 +141,19 @@ static int dump(const char *dir, int type, const char *name, int n, int rows, in
         }
         q8->from_float(x, a + (size_t)c * as, n);
     }
+    const dot_fn gen = type == GGML_TYPE_IQ3_XXS ? ggml_vec_dot_iq3_xxs_q8_K_generic
+                       : type == GGML_TYPE_IQ3_S ? ggml_vec_dot_iq3_s_q8_K_generic
+                       : type == GGML_TYPE_IQ1_S ? ggml_vec_dot_iq1_s_q8_K_generic
+                                                 : ggml_vec_dot_iq1_m_q8_K_generic;
     for (int r = 0; r < rows; r++) {
         tt->to_float(w + (size_t)r * rs, deq + (size_t)r * n, n);
-        for (int c = 0; c < cols; c++)
+        for (int c = 0; c < cols; c++) {
             ct->vec_dot(n, &dots[r * cols + c], 0, w + (size_t)r * rs, 0, a + (size_t)c * as, 0, 1);
+            float g;
+            gen(n, &g, 0, w + (size_t)r * rs, 0, a + (size_t)c * as, 0, 1);
+            if (generic_out)
+                fprintf(generic_out, "%s %d %d %a\n", name, r, c, (double)g);
+        }
     }
     char path[512];
     snprintf(path, sizeof path, "%s/iq_ref_%s.bin", dir, name);
@@ -222,10 +242,15 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--model"))
         return dump_models(argc, argv);
     const char *dir = argc > 1 ? argv[1] : ".";
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "%s/iq_ref_generic.txt", dir);
+    generic_out = fopen(gpath, "w");
     /* rows x blocks = the grid's entries over the indices per block */
     int rc = dump(dir, GGML_TYPE_IQ3_XXS, "iq3_xxs", 512, 2, 3, 1024);  /* 256 / 64 = 4 blocks */
     rc |= dump(dir, GGML_TYPE_IQ3_S, "iq3_s", 512, 4, 3, 2048);         /* 512 / 64 = 8 */
     rc |= dump(dir, GGML_TYPE_IQ1_S, "iq1_s", 2048, 8, 2, 1024);        /* 2048 / 32 = 64 */
     rc |= dump(dir, GGML_TYPE_IQ1_M, "iq1_m", 2048, 8, 2, 1024);
+    if (generic_out)
+        fclose(generic_out);
     return rc;
 }
