@@ -154,7 +154,7 @@ float quant_dot_iq1_m_scalar(int64_t n, const void *w, const void *act)
             for (int half = 0; half < 2; half++) {
                 int s1 = 0, s2 = 0;
                 for (int e = 16 * half; e < 16 * half + 16; e++) {
-                    const int q = y[i].qs[32 * b + e];
+                    const int8_t q = y[i].qs[32 * b + e];
                     s1 += q * grid_val(m_idx(&x[i], b, e / 8), e % 8);
                     s2 += m_nib(&x[i], b, e / 8) & 8 ? -q : q;
                 }
