@@ -7,7 +7,8 @@
  * so that our logits land where its logits land:
  *   F32 -> F32, F16 -> F16, BF16 -> BF16,
  *   Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 -> Q8_0 (Q4_1/Q5_1 use Q8_1 in ggml; Q8_1 here),
- *   Q2_K..Q6_K -> Q8_K, MXFP4 -> Q8_0, IQ4_NL -> Q8_0, IQ4_XS IQ2_XXS IQ2_XS IQ2_S -> Q8_K.
+ *   Q2_K..Q6_K -> Q8_K, MXFP4 -> Q8_0, IQ4_NL -> Q8_0, IQ4_XS IQ2_XXS IQ2_XS IQ2_S IQ3_XXS
+ *   IQ3_S IQ1_S IQ1_M -> Q8_K.
  */
 #ifndef TOKSCOPE_TENSOR_H
 #define TOKSCOPE_TENSOR_H
@@ -36,11 +37,15 @@ enum tensor_type {
     TENSOR_TYPE_IQ2_XXS = 16,
     TENSOR_TYPE_IQ2_XS = 17,
     TENSOR_TYPE_IQ2_S = 22,
+    TENSOR_TYPE_IQ3_XXS = 18,
+    TENSOR_TYPE_IQ1_S = 19,
+    TENSOR_TYPE_IQ3_S = 21,
     TENSOR_TYPE_I8 = 24,
     TENSOR_TYPE_I16 = 25,
     TENSOR_TYPE_I32 = 26,
     TENSOR_TYPE_I64 = 27,
     TENSOR_TYPE_F64 = 28,
+    TENSOR_TYPE_IQ1_M = 29,
     TENSOR_TYPE_BF16 = 30,
     TENSOR_TYPE_MXFP4 = 39,
     TENSOR_TYPE_COUNT = 40, /* upper bound of ids we know by number */

@@ -27,10 +27,10 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [15] = {"Q8_K", QK_K, 292, false},
     [16] = {"IQ2_XXS", QK_K, 66, true},
     [17] = {"IQ2_XS", QK_K, 74, true},
-    [18] = {"IQ3_XXS", QK_K, 98, false},
-    [19] = {"IQ1_S", QK_K, 50, false},
+    [18] = {"IQ3_XXS", QK_K, 98, true},
+    [19] = {"IQ1_S", QK_K, 50, true},
     [20] = {"IQ4_NL", 32, 18, true},
-    [21] = {"IQ3_S", QK_K, 110, false},
+    [21] = {"IQ3_S", QK_K, 110, true},
     [22] = {"IQ2_S", QK_K, 82, true},
     [23] = {"IQ4_XS", QK_K, 136, true},
     [24] = {"I8", 1, 1, false},
@@ -38,7 +38,7 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [26] = {"I32", 1, 4, false},
     [27] = {"I64", 1, 8, false},
     [28] = {"F64", 1, 8, false},
-    [29] = {"IQ1_M", QK_K, 56, false},
+    [29] = {"IQ1_M", QK_K, 56, true},
     [30] = {"BF16", 1, 2, true},
     [34] = {"TQ1_0", QK_K, 54, false},
     [35] = {"TQ2_0", QK_K, 66, false},
@@ -107,6 +107,10 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_IQ2_XXS:
     case TENSOR_TYPE_IQ2_XS:
     case TENSOR_TYPE_IQ2_S:
+    case TENSOR_TYPE_IQ3_XXS:
+    case TENSOR_TYPE_IQ3_S:
+    case TENSOR_TYPE_IQ1_S:
+    case TENSOR_TYPE_IQ1_M:
         return TENSOR_TYPE_Q8_K;
     default:
         return type;

@@ -8,6 +8,8 @@
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq4.h"
 #include "kernels/quant_iq2.h"
+#include "kernels/quant_iq1.h"
+#include "kernels/quant_iq3.h"
 #include "kernels/quant_mxfp4.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
@@ -58,6 +60,10 @@ static void table_init(void)
     set(TENSOR_TYPE_IQ2_XXS, quant_dequantize_iq2_xxs, NULL, quant_dot_iq2_xxs_scalar);
     set(TENSOR_TYPE_IQ2_XS, quant_dequantize_iq2_xs, NULL, quant_dot_iq2_xs_scalar);
     set(TENSOR_TYPE_IQ2_S, quant_dequantize_iq2_s, NULL, quant_dot_iq2_s_scalar);
+    set(TENSOR_TYPE_IQ3_XXS, quant_dequantize_iq3_xxs, NULL, quant_dot_iq3_xxs_scalar);
+    set(TENSOR_TYPE_IQ3_S, quant_dequantize_iq3_s, NULL, quant_dot_iq3_s_scalar);
+    set(TENSOR_TYPE_IQ1_S, quant_dequantize_iq1_s, NULL, quant_dot_iq1_s_scalar);
+    set(TENSOR_TYPE_IQ1_M, quant_dequantize_iq1_m, NULL, quant_dot_iq1_m_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
@@ -67,6 +73,8 @@ static void table_init(void)
     quant_iq2_install(TENSOR_TYPE_IQ2_XXS, &table[TENSOR_TYPE_IQ2_XXS]);
     quant_iq2_install(TENSOR_TYPE_IQ2_XS, &table[TENSOR_TYPE_IQ2_XS]);
     quant_iq2_install(TENSOR_TYPE_IQ2_S, &table[TENSOR_TYPE_IQ2_S]);
+    quant_iq3_install(&table[TENSOR_TYPE_IQ3_XXS], &table[TENSOR_TYPE_IQ3_S]);
+    quant_iq1_install(&table[TENSOR_TYPE_IQ1_S], &table[TENSOR_TYPE_IQ1_M]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)
