@@ -47,6 +47,7 @@ void msg_clear(ui_msg *m)
     free(m->wl);
     free(m->reasoning);
     free(m->answer);
+    free(m->think_vis);
     if (m->rs)
         chat_reasoning_free(m->rs);
     free(m->rs);
@@ -489,16 +490,31 @@ void conv_build_lines(ui_conv *c, int width)
             while (bend > 0 && (m->text[bend - 1] == '\n' || m->text[bend - 1] == ' '))
                 bend--;
             if (m->think_open && bend) {
-                size_t n = wrap_text(m->text, bend, tw, NULL, 0);
-                wrap_line *lines = n <= 256 ? tmp : xrealloc(NULL, n * sizeof *lines);
-                wrap_text(m->text, bend, tw, lines, n);
-                for (size_t i = 0; i < n; i++) {
-                    vl_push(c, (int32_t)mi, CONV_VL_TEXT, lines[i].start, lines[i].len);
-                    if (strip)
-                        vl_push(c, (int32_t)mi, CONV_VL_STRIP, lines[i].start, lines[i].len);
+                /* the reasoning's pieces, each wrapped on its own (the
+                 * markers between them are not drawn), blanks at their ends
+                 * left out; without pieces the block's text as it is */
+                const uint32_t whole[2] = {0, (uint32_t)bend};
+                const uint32_t *vis = m->n_think_vis ? m->think_vis : whole;
+                const uint32_t n_vis = m->n_think_vis ? m->n_think_vis : 1;
+                for (uint32_t p = 0; p < n_vis; p++) {
+                    size_t a = vis[2 * p], e = vis[2 * p + 1] < bend ? vis[2 * p + 1] : bend;
+                    while (a < e && (m->text[a] == '\n' || m->text[a] == ' '))
+                        a++;
+                    while (e > a && (m->text[e - 1] == '\n' || m->text[e - 1] == ' '))
+                        e--;
+                    if (a >= e)
+                        continue;
+                    size_t n = wrap_text(m->text + a, e - a, tw, NULL, 0);
+                    wrap_line *lines = n <= 256 ? tmp : xrealloc(NULL, n * sizeof *lines);
+                    wrap_text(m->text + a, e - a, tw, lines, n);
+                    for (size_t i = 0; i < n; i++) {
+                        vl_push(c, (int32_t)mi, CONV_VL_TEXT, a + lines[i].start, lines[i].len);
+                        if (strip)
+                            vl_push(c, (int32_t)mi, CONV_VL_STRIP, a + lines[i].start, lines[i].len);
+                    }
+                    if (lines != tmp)
+                        free(lines);
                 }
-                if (lines != tmp)
-                    free(lines);
             }
         }
         for (size_t i = 0; i < m->n_wl; i++) {

@@ -50,6 +50,12 @@ typedef struct ui_msg {
      * line and folded or not; 0: none. The text and the tokens stay as
      * generated, so token indices are those of the reply. */
     uint32_t think_end;
+    /* the block's text drawn when unfolded: think_vis[2i]..think_vis[2i+1]
+     * for i < n_think_vis, in order, the format's markers and headers left
+     * out (gpt-oss's "analysis", "assistant", "final" header words, whose
+     * control tokens have no text, included); 0 pairs: all of [0, think_end) */
+    uint32_t *think_vis;
+    uint32_t n_think_vis;
     bool think_open;          /* unfolded */
     bool think_set;           /* folded/unfolded by the user: no automatic fold */
     int8_t think_style;       /* enum chat_reasoning_style the reply was split with */

@@ -397,6 +397,14 @@ bool explore_compare(ui_app *app, const char *args, char *err, size_t errlen)
                 b->msgs[k].reasoning = strdup(m->reasoning);
                 b->msgs[k].answer = strdup(m->answer ? m->answer : "");
                 b->msgs[k].think_end = m->think_end;
+                if (m->n_think_vis) {
+                    const size_t sz = 2 * (size_t)m->n_think_vis * sizeof *m->think_vis;
+                    b->msgs[k].think_vis = malloc(sz);
+                    if (!b->msgs[k].think_vis)
+                        abort();
+                    memcpy(b->msgs[k].think_vis, m->think_vis, sz);
+                    b->msgs[k].n_think_vis = m->n_think_vis;
+                }
             }
         }
     }

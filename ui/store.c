@@ -87,6 +87,15 @@ static cJSON *msg_json(const ui_msg *m)
     if (m->think_end && !m->streaming) { /* reasoning: content[0..think_end) is its block */
         cJSON_AddNumberToObject(jm, "think_end", m->think_end);
         cJSON_AddBoolToObject(jm, "think_open", m->think_open);
+        if (m->n_think_vis) { /* the block's drawn pieces: [start, end) pairs, markers left out */
+            cJSON *tv = cJSON_AddArrayToObject(jm, "think_text");
+            for (uint32_t i = 0; i < m->n_think_vis; i++) {
+                cJSON *pr = cJSON_CreateArray();
+                cJSON_AddItemToArray(pr, cJSON_CreateNumber(m->think_vis[2 * i]));
+                cJSON_AddItemToArray(pr, cJSON_CreateNumber(m->think_vis[2 * i + 1]));
+                cJSON_AddItemToArray(tv, pr);
+            }
+        }
         if (m->reasoning) {
             cJSON_AddStringToObject(jm, "reasoning", m->reasoning);
             cJSON_AddStringToObject(jm, "answer", m->answer ? m->answer : "");
@@ -225,6 +234,43 @@ static bool load_params(const cJSON *params, sampler_params *sp, const char *pat
 
 /* A message's "tokens": [id, pos, off, len, logit, p_raw, p_post, h_raw,
  * h_post, [[id, logit, p_raw, p_post, "text"], ...]] each, in text order. */
+/* "think_text": absent, or [start, end) pairs in order inside [0, think_end] */
+static bool valid_think_text(const cJSON *tv, const cJSON *te)
+{
+    if (!tv)
+        return true;
+    if (!cJSON_IsArray(tv) || !cJSON_IsNumber(te) || cJSON_GetArraySize(tv) < 1)
+        return false;
+    double last = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, tv)
+    {
+        const cJSON *a = cJSON_GetArrayItem(p, 0), *e = cJSON_GetArrayItem(p, 1);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(e) ||
+            a->valuedouble != (int)a->valuedouble || e->valuedouble != (int)e->valuedouble ||
+            a->valuedouble < last || e->valuedouble < a->valuedouble || e->valuedouble > te->valuedouble)
+            return false;
+        last = e->valuedouble;
+    }
+    return true;
+}
+
+static void load_think_text(ui_msg *msg, const cJSON *tv)
+{
+    const int n = tv ? cJSON_GetArraySize(tv) : 0;
+    if (n <= 0)
+        return;
+    msg->think_vis = malloc(2 * (size_t)n * sizeof *msg->think_vis);
+    if (!msg->think_vis)
+        abort();
+    for (int i = 0; i < n; i++) {
+        const cJSON *p = cJSON_GetArrayItem(tv, i);
+        msg->think_vis[2 * i] = (uint32_t)cJSON_GetArrayItem(p, 0)->valuedouble;
+        msg->think_vis[2 * i + 1] = (uint32_t)cJSON_GetArrayItem(p, 1)->valuedouble;
+    }
+    msg->n_think_vis = (uint32_t)n;
+}
+
 static bool valid_tokens(const cJSON *toks, size_t text_len)
 {
     if (!cJSON_IsArray(toks))
@@ -285,7 +331,8 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, c
         const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
         if ((te && (!cJSON_IsNumber(te) || te->valuedouble < 0 ||
                     te->valuedouble > (double)strlen(content->valuestring) || te->valuedouble != (int)te->valuedouble)) ||
-            (rs && !cJSON_IsString(rs)) || (an && !cJSON_IsString(an))) {
+            (rs && !cJSON_IsString(rs)) || (an && !cJSON_IsString(an)) ||
+            !valid_think_text(cJSON_GetObjectItemCaseSensitive(m, "think_text"), te)) {
             snprintf(err, errlen, "%s: a message's reasoning (\"think_end\", \"reasoning\", \"answer\") is malformed",
                      path);
             return false;
@@ -386,6 +433,7 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
             msg->think_end = (uint32_t)te->valuedouble;
             msg->think_open = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "think_open"));
             msg->think_set = true;
+            load_think_text(msg, cJSON_GetObjectItemCaseSensitive(m, "think_text"));
             if (cJSON_IsString(rs)) {
                 const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
                 msg->reasoning = strdup(rs->valuestring);

@@ -147,15 +147,58 @@ size_t think_chat_messages(ui_app *app, const ui_conv *c, size_t n_msgs, chat_me
 
 static void feed_tokens(ui_app *app, ui_msg *m);
 
+/* The block's drawn pieces (ui_msg.think_vis): the splitter's spans before
+ * think_end that are not markers, adjacent ones merged. Bytes it has not
+ * classified yet (a possible marker's start) are left out until it has. */
+static void set_vis(ui_msg *m, const chat_reasoning *r)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < r->n_spans && r->spans[i].start < m->think_end; i++)
+        n += r->spans[i].kind != CHAT_SPAN_MARKER;
+    uint32_t *v = n ? realloc(m->think_vis, 2 * (size_t)n * sizeof *v) : NULL;
+    if (n && !v)
+        abort();
+    if (!n)
+        free(m->think_vis);
+    m->think_vis = v;
+    n = 0;
+    for (size_t i = 0; i < r->n_spans && r->spans[i].start < m->think_end; i++) {
+        if (r->spans[i].kind == CHAT_SPAN_MARKER)
+            continue;
+        const uint32_t a = (uint32_t)r->spans[i].start;
+        const uint32_t e = (uint32_t)(r->spans[i].end < m->think_end ? r->spans[i].end : m->think_end);
+        if (n && v[2 * n - 1] == a)
+            v[2 * n - 1] = e;
+        else {
+            v[2 * n] = a;
+            v[2 * n + 1] = e;
+            n++;
+        }
+    }
+    if (n == 0) { /* nothing but markers yet: no piece to draw (not "all of it") */
+        free(m->think_vis);
+        m->think_vis = malloc(2 * sizeof *m->think_vis);
+        if (!m->think_vis)
+            abort();
+        m->think_vis[0] = m->think_vis[1] = 0;
+        n = 1;
+    }
+    m->n_think_vis = n;
+}
+
 /* think_end and the default fold from the splitter's state. */
 static void refresh(ui_msg *m)
 {
     const chat_reasoning *r = m->rs;
     if (!r || !r->seen) {
         m->think_end = 0;
+        free(m->think_vis);
+        m->think_vis = NULL;
+        m->n_think_vis = 0;
         return;
     }
     m->think_end = (uint32_t)(r->answer_at != (size_t)-1 ? r->answer_at : m->len);
+    set_vis(m, r);
     if (!m->think_set) /* open while it thinks, folded once the answer starts */
         m->think_open = r->answer_at == (size_t)-1;
 }
@@ -167,8 +210,11 @@ static void reset(ui_msg *m)
     free(m->rs);
     free(m->reasoning);
     free(m->answer);
+    free(m->think_vis);
     m->rs = NULL;
     m->reasoning = m->answer = NULL;
+    m->think_vis = NULL;
+    m->n_think_vis = 0;
     m->think_end = 0;
 }
 

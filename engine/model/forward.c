@@ -266,18 +266,14 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
                      tensor_type_name(kvt[i]) ? tensor_type_name(kvt[i]) : "?");
             return NULL;
         }
-        if (kvt[i] != TENSOR_TYPE_F16 && kvt[i] != TENSOR_TYPE_F32 && hp->head_dim_swa != hp->head_dim) {
-            /* llama.cpp gives each kind its own cache and decides the
-             * Hadamard rotation from the full layers' head size for both:
-             * not something tokscope has checked against it */
-            snprintf(err, errlen, "a %s cache is not supported with head sizes that differ by layer kind (%u and "
-                     "%u); use f16", tensor_type_name(kvt[i]), hp->head_dim, hp->head_dim_swa);
-            return NULL;
-        }
-        if (tensor_row_size(kvt[i], hp->head_dim) == 0) {
-            snprintf(err, errlen, "a %s cache needs a head size that is a multiple of %lld (this model's is %u)",
-                     tensor_type_name(kvt[i]), (long long)tensor_type_block_size(kvt[i]), hp->head_dim);
-            return NULL;
+        /* rows are per layer (forward_k_head): each kind's heads must be whole blocks */
+        for (int kind = 0; kind < 2; kind++) {
+            const uint32_t hd = kind ? hp->head_dim_swa : hp->head_dim;
+            if (tensor_row_size(kvt[i], hd) == 0) {
+                snprintf(err, errlen, "a %s cache needs a head size that is a multiple of %lld (this model's is %u)",
+                         tensor_type_name(kvt[i]), (long long)tensor_type_block_size(kvt[i]), hd);
+                return NULL;
+            }
         }
     }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim == 0) {
@@ -305,17 +301,22 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     f->kv_generic = p.kv_type != p.v_type || (p.kv_type != TENSOR_TYPE_F16 && p.kv_type != TENSOR_TYPE_F32);
     f->n_threads = p.n_threads;
     /* llama.cpp (llama_kv_cache) rotates a quantized cache's contents when
-     * the head size is a multiple of 64: K (and Q) by the largest power of
-     * two dividing it, V (and the output) by 64. LLAMA_ATTN_ROT_DISABLE=1
+     * the head size of layer 0 (n_embd_head_k(), the sliding kind's on
+     * Gemma 4, for both of its caches) is a multiple of 64: K (and Q) by the
+     * largest power of two dividing the head size of the cache's own layers,
+     * V (and the output) by 64 (fwd_rot_size). LLAMA_ATTN_ROT_DISABLE=1
      * turns that off there, and here. */
     const char *rot_off = getenv("LLAMA_ATTN_ROT_DISABLE");
     const bool rot = !(rot_off && atoi(rot_off));
-    int rot_k = 0, rot_v = 0;
-    if (rot && tensor_type_block_size(p.kv_type) > 1 && hp->head_dim % 64 == 0)
-        for (rot_k = 64; hp->head_dim % (2 * rot_k) == 0;)
-            rot_k *= 2;
-    if (rot && tensor_type_block_size(p.v_type) > 1 && hp->head_dim % 64 == 0)
-        rot_v = 64;
+    const uint32_t hd0 = model_head_dim(hp, 0);
+    const int rot_k = rot && tensor_type_block_size(p.kv_type) > 1 && hd0 % 64 == 0;
+    const int rot_v = rot && tensor_type_block_size(p.v_type) > 1 && hd0 % 64 == 0;
+    if ((rot_k || rot_v) && (hp->head_dim % 64 != 0 || hp->head_dim_swa % 64 != 0)) {
+        /* a Walsh-Hadamard piece would straddle two heads: not what llama.cpp checks for */
+        snprintf(err, errlen, "a rotated (quantized) cache with head sizes %u and %u is not supported; use f16 or "
+                 "LLAMA_ATTN_ROT_DISABLE=1", hp->head_dim, hp->head_dim_swa);
+        return NULL;
+    }
     f->rot_k = rot_k;
     f->rot_v = rot_v;
     if (!fwd_graph_build(&f->graph, m, rot_k, rot_v)) {

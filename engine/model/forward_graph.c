@@ -79,9 +79,9 @@ void fwd_rope(fwd_graph *g, enum fwd_buf buf, uint32_t il)
 void fwd_kv_store(fwd_graph *g, uint32_t il)
 {
     if (g->rot_k)
-        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_K, .il = (uint32_t)g->rot_k});
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_K, .il = il});
     if (g->rot_v)
-        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_V, .il = (uint32_t)g->rot_v});
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_V, .il = il});
     row_op(g, (struct fwd_op){.kind = OP_KV_STORE, .dst = FWD_K, .src = FWD_V, .il = il});
 }
 
@@ -158,12 +158,12 @@ void fwd_attention(fwd_graph *g, uint32_t il)
 {
     /* the queries as the (rotated) keys they meet; the output rotated back */
     if (g->rot_k)
-        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_Q, .il = (uint32_t)g->rot_k});
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_Q, .il = il});
     struct fwd_step *st = push(g, STEP_ATTN);
     if (st)
         st->il = il;
     if (g->rot_v)
-        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_ATT, .il = (uint32_t)g->rot_v});
+        row_op(g, (struct fwd_op){.kind = OP_HADAMARD, .dst = FWD_ATT, .il = il});
 }
 
 void fwd_deltanet(fwd_graph *g, uint32_t il)

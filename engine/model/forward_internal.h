@@ -37,7 +37,8 @@ enum fwd_op_kind {
     OP_SWIGLU_FUSED, /* dst = silu(src[0, n)) * src[n, 2n) */
     OP_GEGLU,        /* dst = gelu(src) * src2 */
     OP_SOFTCAP,      /* dst = s * tanh(dst / s) */
-    OP_HADAMARD,     /* each n-element piece of dst times the n x n Walsh-Hadamard matrix (n = il) */
+    OP_HADAMARD,     /* layer il's heads in dst, each n-element piece times the n x n Walsh-Hadamard
+                      * matrix (n: fwd_rot_size of that layer and buffer) */
     OP_COPY,         /* dst = src */
     OP_MUL,          /* dst *= w, element by element (w->ne[0] of them) */
     OP_PLE_INPUT,    /* PLE = (rmsnorm of each layer's piece of PLE / sqrt(n_embd) * w + token rows) / sqrt(2) */
@@ -85,8 +86,8 @@ struct fwd_graph {
     int64_t width[FWD_N_BUF]; /* floats per row of each buffer */
     int64_t max_in;           /* widest matmul input */
     /* llama.cpp rotates what a quantized cache holds by a Walsh-Hadamard
-     * matrix of this size (0: not): Q and K for a quantized K cache, V and
-     * the attention output for a quantized V cache */
+     * matrix (0: not; the size is per layer, fwd_rot_size): Q and K for a
+     * quantized K cache, V and the attention output for a quantized V cache */
     int rot_k, rot_v;
     fwd_moe *moe; /* the MoE blocks' options, by STEP_MOE's index */
     int n_moe, cap_moe;
@@ -101,6 +102,19 @@ void fwd_graph_row_op(fwd_graph *g, struct fwd_op op);
 /* Builds the whole model's graph: embeddings, every layer's recipe, the
  * output norm and head. false when out of memory. */
 bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v);
+/* The Walsh-Hadamard size for buffer b (Q/K: the K rotation, V/ATT: the V
+ * rotation) of a layer with heads of hd: llama.cpp sizes the K rotation by
+ * its cache's head size (the largest power of two from 64 dividing it; each
+ * kind of a sliding-window model has its own cache), the V rotation 64. */
+static inline int64_t fwd_rot_size(int b_is_k, int64_t hd)
+{
+    if (!b_is_k)
+        return 64;
+    int64_t n = 64;
+    while (hd % (2 * n) == 0)
+        n *= 2;
+    return n;
+}
 /* The same with only the first n_layer blocks (the output norm and head then
  * read the residual after block n_layer, as in a file cut to n_layer
  * blocks), and with lens: the head after every block too, each followed by

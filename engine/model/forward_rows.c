@@ -315,7 +315,11 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
     case OP_GEGLU:
         geglu_row(d, row(f, op->src, t), row(f, op->src2, t), width[op->dst]);
         break;
-    case OP_HADAMARD: hadamard_row(d, width[op->dst], op->il); break;
+    case OP_HADAMARD: { /* the layer's own heads: a sliding layer's may be narrower than the buffer */
+        const int64_t hd = forward_hd(f, op->il);
+        hadamard_row(d, n_heads(f, op->dst, op->il, hd) * hd, fwd_rot_size(op->dst == FWD_Q || op->dst == FWD_K, hd));
+        break;
+    }
     case OP_COPY:
         memcpy(d, row(f, op->src, t), (size_t)(width[op->dst] < width[op->src] ? width[op->dst] : width[op->src]) *
                                           sizeof(float));

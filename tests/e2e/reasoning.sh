@@ -10,9 +10,9 @@
 # is kept by /save and /load; think and effort in the parameter panel and
 # /set; think off changes the prompt (Qwen3's template closes an empty think
 # block in it: the first step sits 4 tokens later) and the reply then has no
-# reasoning. Not checked here: the 2026 models themselves (not runnable on
-# this branch; their templates are golden/chat's, their reply formats
-# unit/test_chat_reasoning's).
+# reasoning. The 2026 models themselves (gpt-oss's harmony channels, Gemma
+# 4's thought channel, the think/effort template variables on each) are
+# e2e/families2026's.
 . tests/lib.sh
 
 if ! command -v tmux >/dev/null 2>&1; then

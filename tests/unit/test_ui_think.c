@@ -116,6 +116,21 @@ static size_t count_lines(const ui_conv *c, int32_t mi, int kind)
     return n;
 }
 
+/* The reasoning block's drawn text of message mi in the last layout: its
+ * TEXT lines before the answer, joined by '|'. */
+static char *block_text(const ui_conv *c, int32_t mi)
+{
+    const ui_msg *m = &c->msgs[mi];
+    static char buf[512];
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < c->n_vl; i++)
+        if (c->vl[i].msg == mi && c->vl[i].kind == CONV_VL_TEXT && c->vl[i].start < m->think_end)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%.*s", n ? "|" : "", (int)c->vl[i].len,
+                                  m->text + c->vl[i].start);
+    return buf;
+}
+
 static void test_turn_folds(void **state)
 {
     (void)state;
@@ -173,13 +188,15 @@ static void test_turn_folds(void **state)
     think_toggle(app);
     assert_true(m->think_open && m->think_set);
     conv_build_lines(c, 60);
-    assert_int_equal(count_lines(c, (int32_t)mi, CONV_VL_TEXT), 3); /* "Add two.", "</think>", "4." */
+    /* "Add two.", "4.": the block shows the reasoning, not the format's </think> */
+    assert_int_equal(count_lines(c, (int32_t)mi, CONV_VL_TEXT), 2);
+    assert_string_equal(block_text(c, (int32_t)mi), "Add two.");
     assert_true(conv_sel_line(c, -1));
     assert_true(c->sel_tok < 6);
     /* the strip lines follow the block's text lines too */
     c->strip = CONV_STRIP_ENTROPY;
     conv_build_lines(c, 60);
-    assert_int_equal(count_lines(c, (int32_t)mi, CONV_VL_STRIP), 3);
+    assert_int_equal(count_lines(c, (int32_t)mi, CONV_VL_STRIP), 2);
     think_toggle(app);
     conv_build_lines(c, 60);
     assert_int_equal(count_lines(c, (int32_t)mi, CONV_VL_STRIP), 1);
@@ -261,6 +278,62 @@ static void test_harmony_control_tokens(void **state)
     assert_false(m->think_open);
     assert_string_equal(m->reasoning, "Add two and two.");
     assert_string_equal(m->answer, "4");
+    /* unfolded, the block shows the analysis message's text: not the header
+     * words around it (the channel and role names whose control tokens the
+     * text lacks: "analysis", "assistant", "final") */
+    ui_conv *c = ui_current(app);
+    think_toggle(app);
+    assert_true(m->think_open);
+    conv_build_lines(c, 60);
+    assert_string_equal(block_text(c, (int32_t)mi), "Add two and two.");
+    free_app(app);
+}
+
+/* gpt-oss with a vocabulary whose harmony markers are plain text (the mini
+ * models'): the whole header is in the reply's text, and stays out of the
+ * block as well; two analysis messages show as two paragraphs */
+static void test_harmony_text_markers(void **state)
+{
+    (void)state;
+    ui_app *app = fake_app("families2026/golden/chat/templates/openai-gpt-oss-120b.jinja");
+    if (!app->tmpl_text) {
+        free_app(app);
+        if (testdata_in_ci())
+            fail_msg("missing the gpt-oss template");
+        skip();
+    }
+    assert_int_equal(app->think_style, CHAT_REASONING_HARMONY);
+    const size_t mi = start_turn(app, "2+2?");
+    ui_conv *c = ui_current(app);
+    ui_msg *m = &c->msgs[mi];
+    static const char *const t[] = {"<|channel|>", "analysis", "<|message|>", "Add two.", "<|end|>", "<|start|>",
+                                    "assistant", "<|channel|>analysis<|message|>", "Sure.", "<|end|><|start|>",
+                                    "assistant<|channel|>final<|message|>", "4"};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        token(app, t[i], (int32_t)(20 + i));
+    done(app);
+    assert_string_equal(m->reasoning, "Add two.Sure.");
+    assert_string_equal(m->answer, "4");
+    assert_false(m->think_open);
+    think_toggle(app);
+    conv_build_lines(c, 60);
+    assert_string_equal(block_text(c, (int32_t)mi), "Add two.|Sure.");
+    /* kept by a save */
+    char path[] = "/tmp/tokscope-think-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[256];
+    assert_true(store_save(app, path, err, sizeof err));
+    ui_app *b = fake_app(NULL);
+    if (!store_load(b, path, err, sizeof err))
+        fail_msg("%s", err);
+    ui_conv *bc = ui_current(b);
+    bc->msgs[1].think_open = true;
+    conv_build_lines(bc, 60);
+    assert_string_equal(block_text(bc, 1), "Add two.|Sure.");
+    unlink(path);
+    free_app(b);
     free_app(app);
 }
 
@@ -382,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_turn_folds),
         cmocka_unit_test(test_vars),
         cmocka_unit_test(test_harmony_control_tokens),
+        cmocka_unit_test(test_harmony_text_markers),
         cmocka_unit_test(test_save_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
