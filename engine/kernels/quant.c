@@ -7,6 +7,7 @@
 
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
+#include "kernels/quant_tq.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
 #if !defined(__F16C__)
@@ -50,10 +51,13 @@ static void table_init(void)
     set(TENSOR_TYPE_Q6_K, quant_dequantize_q6_K, quant_quantize_q6_K, quant_dot_q6_K_scalar);
     set(TENSOR_TYPE_Q8_K, quant_dequantize_q8_K, quant_quantize_q8_K_scalar, NULL);
     set(TENSOR_TYPE_MXFP4, quant_dequantize_mxfp4, quant_quantize_mxfp4, quant_dot_mxfp4_scalar);
+    set(TENSOR_TYPE_TQ1_0, quant_dequantize_tq1_0, quant_quantize_tq1_0, quant_dot_tq1_0_scalar);
+    set(TENSOR_TYPE_TQ2_0, quant_dequantize_tq2_0, quant_quantize_tq2_0, quant_dot_tq2_0_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
     quant_mxfp4_install(&table[TENSOR_TYPE_MXFP4]);
+    quant_tq_install(&table[TENSOR_TYPE_TQ1_0], &table[TENSOR_TYPE_TQ2_0]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)
