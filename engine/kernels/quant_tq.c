@@ -245,18 +245,19 @@ static float dot_tq1_0_avx2(int64_t n, const void *w, const void *act)
     for (int64_t i = 0; i < n / QK_K; i++) {
         const int8_t *a = y[i].qs;
         const __m256i v = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        __m256i s = tq_madd(tq1_trits(v, p3[0]), a);
-        for (int k = 1; k < 5; k++)
-            s = _mm256_add_epi16(s, tq_madd(tq1_trits(v, p3[k]), a + 32 * k));
+        __m256i s = tq_madd(tq1_trits(v, p3[0]), a), s1 = tq_madd(tq1_trits(v, p3[1]), a + 32);
+        s = _mm256_add_epi16(s, tq_madd(tq1_trits(v, p3[2]), a + 64));
+        s1 = _mm256_add_epi16(s1, tq_madd(tq1_trits(v, p3[3]), a + 96));
+        s = _mm256_add_epi16(s, tq_madd(tq1_trits(v, p3[4]), a + 128));
         const __m128i tail = _mm_loadu_si128((const __m128i *)(x[i].qs + 32));
         int32_t qh;
         memcpy(&qh, x[i].qh, 4);
         const __m256i tt = _mm256_broadcastsi128_si256(tail);
         const __m256i th = _mm256_inserti128_si256(tt, _mm_set1_epi32(qh), 1);
-        s = _mm256_add_epi16(s, tq_madd(tq1_trits(tt, m01), a + 160));
+        s1 = _mm256_add_epi16(s1, tq_madd(tq1_trits(tt, m01), a + 160));
         s = _mm256_add_epi16(s, tq_madd(tq1_trits(tt, m23), a + 192));
-        s = _mm256_add_epi16(s, tq_madd(tq1_trits(th, m4h), a + 224));
-        acc = tq_finish(s, &y[i], y[i].d * fp16_to_f32(x[i].d), acc);
+        s1 = _mm256_add_epi16(s1, tq_madd(tq1_trits(th, m4h), a + 224));
+        acc = tq_finish(_mm256_add_epi16(s, s1), &y[i], y[i].d * fp16_to_f32(x[i].d), acc);
     }
     return hsum_ps(acc);
 }
@@ -269,13 +270,18 @@ static float dot_tq2_0_avx2(int64_t n, const void *w, const void *act)
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const int8_t *a = y[i].qs;
-        __m256i s = _mm256_setzero_si256();
+        /* two independent 16-bit sums (exact either way) for the adds to overlap */
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
-            for (int l = 0; l < 4; l++)
-                s = _mm256_add_epi16(s, tq_madd(_mm256_and_si256(_mm256_srli_epi16(v, 2 * l), m3), a + 128 * h + 32 * l));
+            const int8_t *ah = a + 128 * h;
+            s0 = _mm256_add_epi16(s0, tq_madd(_mm256_and_si256(v, m3), ah));
+            s1 = _mm256_add_epi16(s1, tq_madd(_mm256_and_si256(_mm256_srli_epi16(v, 2), m3), ah + 32));
+            s0 = _mm256_add_epi16(s0, tq_madd(_mm256_and_si256(_mm256_srli_epi16(v, 4), m3), ah + 64));
+            s1 = _mm256_add_epi16(s1, tq_madd(_mm256_and_si256(_mm256_srli_epi16(v, 6), m3), ah + 96));
         }
-        acc = tq_finish(s, &y[i], y[i].d * fp16_to_f32(x[i].d), acc);
+        acc = tq_finish(_mm256_add_epi16(s0, s1), &y[i], y[i].d * fp16_to_f32(x[i].d), acc);
     }
     return hsum_ps(acc);
 }
