@@ -62,7 +62,10 @@ static float tq_scale(const float *x, float *id)
     return amax;
 }
 
-static int tq_trit_of(float v, float id) { return (int)lroundf(v * id) + 1; }
+static int tq_trit_of(float v, float id)
+{
+    return (int)lroundf(v * id) + 1;
+}
 
 /* Trits t0..t4 (t0 most significant) as ceil(value * 256 / 243). */
 static uint8_t tq1_pack(const int *tr, int count)
@@ -236,8 +239,8 @@ static float dot_tq1_0_avx2(int64_t n, const void *w, const void *act)
     const block_tq1_0 *x = w;
     const block_q8_K *y = act;
     __m256 acc = _mm256_setzero_ps();
-    const __m256i p3[5] = {_mm256_set1_epi16(1), _mm256_set1_epi16(3), _mm256_set1_epi16(9), _mm256_set1_epi16(27),
-                           _mm256_set1_epi16(81)};
+    const __m256i p3[5] = {_mm256_set1_epi16(1), _mm256_set1_epi16(3), _mm256_set1_epi16(9),
+                           _mm256_set1_epi16(27), _mm256_set1_epi16(81)};
     /* qs[32..47] twice: digits (0, 1), (2, 3), (4, qh) */
     const __m256i m01 = _mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i m23 = _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27, 27, 27, 27);

@@ -30,7 +30,10 @@ static uint64_t next(void)
     return rng;
 }
 
-static int wr_i32(FILE *f, int32_t v) { return fwrite(&v, 4, 1, f) == 1 ? 0 : -1; }
+static int wr_i32(FILE *f, int32_t v)
+{
+    return fwrite(&v, 4, 1, f) == 1 ? 0 : -1;
+}
 
 static int is_matrix(const gguf_tensor *t)
 {
@@ -77,7 +80,8 @@ int main(int argc, char **argv)
         }
     }
     static const char dataset[] = "random";
-    bad |= wr_i32(f, 1) || wr_i32(f, (int32_t)strlen(dataset)) || fwrite(dataset, 1, strlen(dataset), f) != strlen(dataset);
+    bad |= wr_i32(f, 1) || wr_i32(f, (int32_t)strlen(dataset)) ||
+           fwrite(dataset, 1, strlen(dataset), f) != strlen(dataset);
     bad |= fclose(f) != 0;
     gguf_close(g);
     if (bad) {

@@ -23,7 +23,10 @@
 #include "testutil.h"
 
 static uint64_t rng_state = 0x54513130ull;
-static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng_state) >> 16); }
+static uint32_t rnd_u32(void)
+{
+    return (uint32_t)(test_xorshift64(&rng_state) >> 16);
+}
 
 static uint32_t f2u(float f)
 {
@@ -113,8 +116,8 @@ static void test_dequantize_layout(void **state)
         }
         for (int h = 0; h < 2; h++) /* qs[32h+m] bits 2l: element 128h + 32l + m */
             for (int m = 0; m < 32; m++)
-                b2.qs[32 * h + m] = (uint8_t)(t[128 * h + m] | t[128 * h + 32 + m] << 2 | t[128 * h + 64 + m] << 4 |
-                                              t[128 * h + 96 + m] << 6);
+                b2.qs[32 * h + m] = (uint8_t)(t[128 * h + m] | t[128 * h + 32 + m] << 2 |
+                                              t[128 * h + 64 + m] << 4 | t[128 * h + 96 + m] << 6);
         float y1[QK_K], y2[QK_K];
         tensor_dequantize_row(TENSOR_TYPE_TQ1_0, &b1, y1, QK_K);
         tensor_dequantize_row(TENSOR_TYPE_TQ2_0, &b2, y2, QK_K);
@@ -165,13 +168,14 @@ static void check_dump(const char *path, enum tensor_type type)
         tensor_dequantize_row(type, w, mine, n);
         for (uint32_t e = 0; e < n; e++)
             if (f2u(mine[e]) != f2u(dq[e]))
-                fail_msg("%s row %u element %u: %.9g, reference %.9g", tensor_type_name(type), r, e, (double)mine[e],
-                         (double)dq[e]);
+                fail_msg("%s row %u element %u: %.9g, reference %.9g", tensor_type_name(type), r, e,
+                         (double)mine[e], (double)dq[e]);
         const float got = tensor_vec_dot(type, n, w, a);
-        const float x86 = type == TENSOR_TYPE_TQ1_0 ? quant_dot_tq1_0_x86order(n, w, a) : quant_dot_tq2_0_x86order(n, w, a);
+        const float x86 =
+            type == TENSOR_TYPE_TQ1_0 ? quant_dot_tq1_0_x86order(n, w, a) : quant_dot_tq2_0_x86order(n, w, a);
         if (f2u(got) != f2u(dot) || f2u(x86) != f2u(dot))
-            fail_msg("%s row %u: dot %.9g (x86 order %.9g), reference %.9g", tensor_type_name(type), r, (double)got,
-                     (double)x86, (double)dot);
+            fail_msg("%s row %u: dot %.9g (x86 order %.9g), reference %.9g", tensor_type_name(type), r,
+                     (double)got, (double)x86, (double)dot);
         /* the generic order adds the same products differently: close only */
         const float sc = quant_vec_dot_scalar(type, n, w, a);
         assert_true(fabsf(sc - dot) <= 1e-5f * (1.0f + fabsf(dot)));
@@ -260,9 +264,12 @@ static void test_batched(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sizes),          cmocka_unit_test(test_trit_digits),
-        cmocka_unit_test(test_dequantize_layout), cmocka_unit_test(test_reference_dump),
-        cmocka_unit_test(test_kernel_orders),  cmocka_unit_test(test_batched),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_trit_digits),
+        cmocka_unit_test(test_dequantize_layout),
+        cmocka_unit_test(test_reference_dump),
+        cmocka_unit_test(test_kernel_orders),
+        cmocka_unit_test(test_batched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
