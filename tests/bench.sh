@@ -320,8 +320,12 @@ if [ "${BENCH_IQ:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
             f="$BUILD/bench-models/$name.gguf"
             if [ ! -f "$f" ]; then
                 qs=$(date +%s)
-                nice "$QUANT" --imatrix "$imat" "$f16" "$f.tmp" "$t" "$THREADS" >"$f.log" 2>&1 && mv "$f.tmp" "$f" ||
-                    { echo "llama-quantize failed for $name (log: $f.log)"; rm -f "$f.tmp"; continue; }
+                if ! nice "$QUANT" --imatrix "$imat" "$f16" "$f.tmp" "$t" "$THREADS" >"$f.log" 2>&1 ||
+                    ! mv "$f.tmp" "$f"; then
+                    echo "llama-quantize failed for $name (log: $f.log)"
+                    rm -f "$f.tmp"
+                    continue
+                fi
                 echo "$name: written by llama-quantize in $(($(date +%s) - qs)) s"
             fi
             echo "$name: $("$BIN" info "$f" 2>/dev/null | grep '^type mix' || echo 'tokscope info failed')"
