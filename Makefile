@@ -160,7 +160,7 @@ asan-bins:
 	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tokscope OPT="-O2 -g $(SAN_FLAGS)" \
 	  AVX2_VARIANT= test-bins
 
-bench: $(BIN) $(BUILD)/tools/gguf_random $(BUILD)/tools/membw
+bench: $(BIN) $(BUILD)/tools/gguf_random $(BUILD)/tools/membw $(BUILD)/tools/imatrix_random
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/bench.sh
 
 # ---- install -----------------------------------------------------------------

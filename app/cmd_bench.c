@@ -47,7 +47,9 @@ static void bench_usage(FILE *f)
                "              llama-bench's field names (n_prompt, n_gen, n_depth, n_threads, type_k,\n"
                "              type_v, avg_ts, stddev_ts, samples_ts, ...), peak_rss_bytes, blas,\n"
                "              blas_matmuls (products per run that OpenBLAS computed), and\n"
-               "              weight_bytes / kv_bytes_per_pos (what a generated token reads)\n"
+               "              weight_bytes / kv_bytes_per_pos (what a generated token reads) and\n"
+               "              weight_bytes_by_type (weight_bytes split by tensor type; the text\n"
+               "              output gives that split once, in its first line)\n"
                "Every combination of the lists runs, in the order -t, --blas, -d, then -p and -n.\n");
 }
 
@@ -120,26 +122,54 @@ struct bench_test {
     /* what one generated token reads: every weight a matmul uses (the
      * embeddings' one row aside) and the cache's K and V per position */
     double weight_bytes, kv_bytes_per_pos;
+    const double *type_bytes; /* weight_bytes split by tensor type, TENSOR_TYPE_COUNT entries */
 };
 
 /* Bytes of the weights one token's forward pass reads: every tensor but the
  * token embeddings, of which it reads one row (unless they are the output
  * matrix too); of a mixture of experts' 3-D expert tensors, the used
  * experts' share. */
-static double weight_bytes(const model *m)
+static double weight_bytes(const model *m, double by_type[TENSOR_TYPE_COUNT])
 {
     const gguf_ctx *g = model_get_gguf(m);
     const model_weights *w = model_get_weights(m);
     const model_hparams *hp = model_get_hparams(m);
     double sum = 0;
+    for (int ty = 0; ty < TENSOR_TYPE_COUNT; ty++)
+        by_type[ty] = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
         const gguf_tensor *t = gguf_tensor_at(g, i);
+        double b = 0;
         if (hp->n_expert > 1 && t->n_dims == 3 && t->ne[2] == (int64_t)hp->n_expert)
-            sum += (double)t->nbytes * hp->n_expert_used / hp->n_expert;
+            b = (double)t->nbytes * hp->n_expert_used / hp->n_expert;
         else if (t != w->tok_embd || w->output == w->tok_embd)
-            sum += (double)t->nbytes;
+            b = (double)t->nbytes;
+        sum += b;
+        if (t->type < TENSOR_TYPE_COUNT) /* always: the reader refuses unknown ids */
+            by_type[t->type] += b;
     }
     return sum;
+}
+
+/* Text mode, once per model: what a generated token reads of the weights,
+ * per tensor type, largest share first (an imatrix quant's mix: the speed
+ * of a "IQ2_XXS" file is partly its K-type tensors'). */
+static void report_type_bytes(const char *name, double total, const double *by_type)
+{
+    printf("%s: a generated token reads %.2f MiB of weights:", name, total / 1048576.0);
+    bool done[TENSOR_TYPE_COUNT] = {false};
+    for (const char *sep = " ";; sep = ", ") {
+        int best = -1;
+        for (int ty = 0; ty < TENSOR_TYPE_COUNT; ty++)
+            if (by_type[ty] > 0 && !done[ty] && (best < 0 || by_type[ty] > by_type[best]))
+                best = ty;
+        if (best < 0)
+            break;
+        done[best] = true;
+        printf("%s%s %.2f MiB (%.1f%%)", sep, tensor_type_name((uint32_t)best), by_type[best] / 1048576.0,
+               total > 0 ? 100.0 * by_type[best] / total : 0.0);
+    }
+    putchar('\n');
 }
 
 static void report(const struct bench_test *t, const double *tps, int reps, bool jsonl)
@@ -163,8 +193,14 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
             printf("%s%.2f", i ? ", " : " ", tps[i]);
         printf(" ], \"peak_rss_bytes\": %ld, \"blas\": \"%s\", \"blas_matmuls\": %.0f", rss,
                blas_mode_name(t->blas), t->blas_matmuls);
-        printf(", \"weight_bytes\": %.0f, \"kv_bytes_per_pos\": %.0f}\n", t->weight_bytes,
-               t->kv_bytes_per_pos);
+        printf(", \"weight_bytes\": %.0f, \"weight_bytes_by_type\": {", t->weight_bytes);
+        const char *sep = "";
+        for (int ty = 0; ty < TENSOR_TYPE_COUNT; ty++)
+            if (t->type_bytes[ty] > 0) {
+                printf("%s\"%s\": %.0f", sep, tensor_type_name((uint32_t)ty), t->type_bytes[ty]);
+                sep = ", ";
+            }
+        printf("}, \"kv_bytes_per_pos\": %.0f}\n", t->kv_bytes_per_pos);
     } else {
         char test[64];
         if (t->n_prompt > 0)
@@ -329,7 +365,10 @@ int cmd_bench(int argc, char **argv)
         toks[i] = (int32_t)((s >> 8) % (uint32_t)hp->n_vocab);
     }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    const double wbytes = weight_bytes(m);
+    double type_bytes[TENSOR_TYPE_COUNT];
+    const double wbytes = weight_bytes(m, type_bytes);
+    if (!jsonl)
+        report_type_bytes(name, wbytes, type_bytes);
     rc = 0;
     for (int ti = 0; ti < nT * n_blas && rc == 0; ti++) {
         forward_params fp = forward_default_params();
@@ -376,7 +415,8 @@ int cmd_bench(int argc, char **argv)
                                            fp.blas,
                                            0,
                                            wbytes,
-                                           (double)forward_kv_cache_bytes(f) / forward_n_ctx(f)};
+                                           (double)forward_kv_cache_bytes(f) / forward_n_ctx(f),
+                                           type_bytes};
                     if (run_test(f, &t, toks, logits, tps, err, sizeof err) != 0) {
                         fprintf(stderr, "tokscope: %s\n", err);
                         rc = 1;

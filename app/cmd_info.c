@@ -28,7 +28,8 @@ static void usage(FILE *f)
                "       tokscope info [--kv] -m MODEL.gguf\n\n"
                "Describes a GGUF file: file layout, architecture and hyperparameters, tokenizer\n"
                "(special token ids and text), chat template, file type, every tensor (shape, type,\n"
-               "bytes), totals by type and the parameter count. Vocab-only files (no tensors) work.\n\n"
+               "bytes), totals by type (tensors, parameters, bytes), the type mix (each type's share\n"
+               "of all tensor bytes) and the parameter count. Vocab-only files (no tensors) work.\n\n"
                "  --kv        also dump every key/value (arrays: length and first elements)\n"
                "  -h, --help  this text\n\n"
                "Exit status: 0 ok, 1 unreadable or malformed file (message on stderr), 2 usage.\n");
@@ -621,6 +622,25 @@ static void put_tensors(const gguf_ctx *g)
     if (params)
         printf(", %.2f bits per weight", (double)bytes * 8 / (double)params);
     putchar('\n');
+    /* The type mix in one line, largest share of the bytes first: what an
+     * imatrix quant really is (an "IQ2_XXS" file keeps K types on some
+     * tensors). Types of equal bytes keep their id order. */
+    if (bytes) {
+        printf("type mix (share of tensor bytes):");
+        bool done[TENSOR_TYPE_COUNT] = {false};
+        for (const char *sep = " ";; sep = ", ") {
+            int best = -1;
+            for (int ty = 0; ty < TENSOR_TYPE_COUNT; ty++)
+                if (by_type[ty].count && !done[ty] && (best < 0 || by_type[ty].bytes > by_type[best].bytes))
+                    best = ty;
+            if (best < 0)
+                break;
+            done[best] = true;
+            printf("%s%s %.1f%%", sep, tensor_type_name((uint32_t)best),
+                   100.0 * (double)by_type[best].bytes / (double)bytes);
+        }
+        putchar('\n');
+    }
     if (gguf_find_tensor(g, "token_embd.weight")) {
         if (gguf_find_tensor(g, "output.weight"))
             puts("output: separate output.weight");

@@ -31,6 +31,21 @@
 #     family tokscope cannot load yet prints "tokscope bench failed" and
 #     llama.cpp's numbers alone. BENCH_2026_PREPARE=1 only writes the files
 #     (about 17 GB; 31 minutes on this shared 2-core machine).
+#  8. the IQ types (issue 29): the TinyLlama-1.1B shape of 2 in F16 (the
+#     file of 5, written once), an importance matrix of random positive
+#     values for it (tests/tools/imatrix_random: llama-quantize's legacy
+#     .dat format; IQ2_XXS and IQ1_M demand one, the others use it), then
+#     the reference's llama-quantize (LLAMA_QUANTIZE, default: next to
+#     LLAMA_BENCH) to BENCH_IQ_TYPES (IQ4_XS IQ3_S IQ2_XXS IQ1_M), each
+#     written once as $BUILD/bench-models/tinyllama-1.1b-TYPE.gguf; pp512
+#     and tg64 with an F16 cache on BENCH_IQ_THREADS threads (2). Before
+#     each model a line gives its type mix (tokscope info: llama-quantize
+#     keeps some tensors in other types). Where tokscope refuses a type it
+#     cannot run yet, "tokscope bench failed" and llama.cpp's numbers
+#     alone. BENCH_IQ_PREPARE=1 only writes the files; BENCH_IQ_LAYERS
+#     (22) writes a shorter model under other names (a quick trial: the
+#     IQ2/IQ1 searches are slow, minutes per type and layer on a loaded
+#     2-core machine).
 # In 2 and 3, tests/tools/membw measures the memory read bandwidth with the
 # benchmark's threads right before each model and cache type; every
 # generation line gives the fraction of it the test achieved: (weights read
@@ -48,12 +63,18 @@
 # tinyllama-1.1b-q8_0, llama32-1b-q4_0, llama32-1b-q4_k_m, matched as
 # prefixes; section 7's names too: qwen35-2b, qwen35moe-35b-a3b,
 # qwen3moe-30b-a3b, gptoss-20b, gemma4-e2b, gemma4moe-26b-a4b),
-# BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0, BENCH_BLAS=0, BENCH_TUI=0
-# and BENCH_2026=0 skip sections 1, 2, 3, 5, 6 and 7; BENCH_2026_PREPARE,
-# BENCH_2026_THREADS and BENCH_2026_PP (512) are section 7's. Only
-# section 7, against llama.cpp:
+# BENCH_SMALL=0, BENCH_BIG=0, BENCH_FAMILIES=0, BENCH_BLAS=0, BENCH_TUI=0,
+# BENCH_2026=0 and BENCH_IQ=0 skip sections 1, 2, 3, 5, 6, 7 and 8;
+# BENCH_2026_PREPARE, BENCH_2026_THREADS and BENCH_2026_PP (512) are
+# section 7's, BENCH_IQ_TYPES, BENCH_IQ_THREADS, BENCH_IQ_PREPARE,
+# BENCH_IQ_LAYERS and LLAMA_QUANTIZE section 8's (its names for
+# BENCH_MODELS: tinyllama-1.1b-iq4_xs, ...). Only section 7, against
+# llama.cpp:
 #   BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 \
-#   LLAMA_BENCH=/path/to/llama-bench make bench
+#   BENCH_IQ=0 LLAMA_BENCH=/path/to/llama-bench make bench
+# Only section 8 (llama-quantize next to llama-bench):
+#   BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 \
+#   BENCH_2026=0 LLAMA_BENCH=/work/ref/build/bin/llama-bench make bench
 # Not part of `make test`: numbers, not assertions. `sh tests/bench.sh
 # --help` prints this.
 case "${1:-}" in
@@ -271,6 +292,49 @@ gptoss-20b-mxfp4 gptoss-mini-mxfp4 Q8_0 4 --expert-type MXFP4 --vocab 201088 --s
 gemma4-e2b-q4_k_m gemma4-mini-q8_0 Q4_K_M - --vocab 262144 --set embedding_length=1536 --set block_count=35 --set feed_forward_length=6144*15,12288*20 --set attention.head_count=8 --set attention.head_count_kv=1 --set attention.key_length=512 --set attention.value_length=512 --set attention.key_length_swa=256 --set attention.value_length_swa=256 --set rope.dimension_count=512 --set rope.dimension_count_swa=256 --set attention.sliding_window=512 --set attention.sliding_window_pattern=true*4,false,... --set attention.shared_kv_layers=20 --set embedding_length_per_layer_input=256
 gemma4moe-26b-a4b-q4_k_m gemma4moe-mini-q8_0 Q4_K_M 6 --vocab 262144 --set embedding_length=2816 --set block_count=30 --set feed_forward_length=2112 --set attention.head_count=16 --set attention.head_count_kv=8*5,2,... --set attention.key_length=512 --set attention.value_length=512 --set attention.key_length_swa=256 --set attention.value_length_swa=256 --set rope.dimension_count=512 --set rope.dimension_count_swa=256 --set attention.sliding_window=1024 --set attention.sliding_window_pattern=true*5,false,... --set expert_count=128 --set expert_used_count=8 --set expert_feed_forward_length=704
 EOF_2026
+    THREADS=$threads_before
+fi
+
+# 8. the IQ types on the TinyLlama-1.1B shape, quantized by llama-quantize
+# with a random importance matrix
+if [ "${BENCH_IQ:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
+    threads_before=$THREADS
+    THREADS=${BENCH_IQ_THREADS:-2}
+    QUANT=${LLAMA_QUANTIZE:-}
+    [ -z "$QUANT" ] && [ -n "${LLAMA_BENCH:-}" ] && QUANT=$(dirname "$LLAMA_BENCH")/llama-quantize
+    layers=${BENCH_IQ_LAYERS:-22}
+    stem=tinyllama-1.1b
+    [ "$layers" = 22 ] || stem=tinyllama-1.1b-l$layers
+    src="$TESTDATA/models/tiny-spm-q4_0.gguf"
+    f16="$BUILD/bench-models/$stem-f16.gguf"
+    imat="$BUILD/bench-models/$stem.imatrix.dat"
+    if [ -z "$QUANT" ] || [ ! -x "$QUANT" ]; then
+        echo "IQ types: no llama-quantize (LLAMA_QUANTIZE, or LLAMA_BENCH's folder): section 8 skipped"
+    elif [ ! -f "$src" ]; then
+        echo "missing $src"
+    elif { [ -f "$f16" ] || "$GEN" --like "$src" --type F16 --dim 2048 --layers "$layers" --heads 32 --kv-heads 4 \
+        --ffn 5632 "$f16" >/dev/null 2>&1; } && { [ -f "$imat" ] || "$BUILD/tools/imatrix_random" "$f16" "$imat" >/dev/null; }; then
+        for t in ${BENCH_IQ_TYPES:-IQ4_XS IQ3_S IQ2_XXS IQ1_M}; do
+            name=$stem-$(echo "$t" | tr A-Z a-z)
+            wanted "$name" || continue
+            f="$BUILD/bench-models/$name.gguf"
+            if [ ! -f "$f" ]; then
+                qs=$(date +%s)
+                if ! nice "$QUANT" --imatrix "$imat" "$f16" "$f.tmp" "$t" "$THREADS" >"$f.log" 2>&1 ||
+                    ! mv "$f.tmp" "$f"; then
+                    echo "llama-quantize failed for $name (log: $f.log)"
+                    rm -f "$f.tmp"
+                    continue
+                fi
+                echo "$name: written by llama-quantize in $(($(date +%s) - qs)) s"
+            fi
+            echo "$name: $("$BIN" info "$f" 2>/dev/null | grep '^type mix' || echo 'tokscope info failed')"
+            [ "${BENCH_IQ_PREPARE:-0}" = 1 ] && continue
+            run "$f" -ctk f16 -ctv f16 -p 512 -n "$TG"
+        done
+    else
+        echo "IQ types: writing $f16 or its importance matrix failed"
+    fi
     THREADS=$threads_before
 fi
 echo "bench: $(($(date +%s) - start)) s"

@@ -8,7 +8,7 @@
  *   F32 -> F32, F16 -> F16, BF16 -> BF16,
  *   Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 -> Q8_0 (Q4_1/Q5_1 use Q8_1 in ggml; Q8_1 here),
  *   Q2_K..Q6_K -> Q8_K, MXFP4 -> Q8_0, IQ4_NL -> Q8_0, IQ4_XS IQ2_XXS IQ2_XS IQ2_S IQ3_XXS
- *   IQ3_S IQ1_S IQ1_M -> Q8_K.
+ *   IQ3_S IQ1_S IQ1_M TQ1_0 TQ2_0 -> Q8_K.
  */
 #ifndef TOKSCOPE_TENSOR_H
 #define TOKSCOPE_TENSOR_H
@@ -47,6 +47,8 @@ enum tensor_type {
     TENSOR_TYPE_F64 = 28,
     TENSOR_TYPE_IQ1_M = 29,
     TENSOR_TYPE_BF16 = 30,
+    TENSOR_TYPE_TQ1_0 = 34,
+    TENSOR_TYPE_TQ2_0 = 35,
     TENSOR_TYPE_MXFP4 = 39,
     TENSOR_TYPE_COUNT = 40, /* upper bound of ids we know by number */
 };

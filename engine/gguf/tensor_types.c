@@ -40,8 +40,8 @@ static const struct type_traits traits[TENSOR_TYPE_COUNT] = {
     [28] = {"F64", 1, 8, false},
     [29] = {"IQ1_M", QK_K, 56, true},
     [30] = {"BF16", 1, 2, true},
-    [34] = {"TQ1_0", QK_K, 54, false},
-    [35] = {"TQ2_0", QK_K, 66, false},
+    [34] = {"TQ1_0", QK_K, 54, true},
+    [35] = {"TQ2_0", QK_K, 66, true},
     [39] = {"MXFP4", 32, 17, true},
 };
 
@@ -111,6 +111,8 @@ enum tensor_type tensor_dot_type(enum tensor_type type)
     case TENSOR_TYPE_IQ3_S:
     case TENSOR_TYPE_IQ1_S:
     case TENSOR_TYPE_IQ1_M:
+    case TENSOR_TYPE_TQ1_0:
+    case TENSOR_TYPE_TQ2_0:
         return TENSOR_TYPE_Q8_K;
     default:
         return type;

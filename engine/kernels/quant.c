@@ -11,6 +11,7 @@
 #include "kernels/quant_iq1.h"
 #include "kernels/quant_iq3.h"
 #include "kernels/quant_mxfp4.h"
+#include "kernels/quant_tq.h"
 
 static struct quant_kernels table[TENSOR_TYPE_COUNT];
 #if !defined(__F16C__)
@@ -64,6 +65,8 @@ static void table_init(void)
     set(TENSOR_TYPE_IQ3_S, quant_dequantize_iq3_s, NULL, quant_dot_iq3_s_scalar);
     set(TENSOR_TYPE_IQ1_S, quant_dequantize_iq1_s, NULL, quant_dot_iq1_s_scalar);
     set(TENSOR_TYPE_IQ1_M, quant_dequantize_iq1_m, NULL, quant_dot_iq1_m_scalar);
+    set(TENSOR_TYPE_TQ1_0, quant_dequantize_tq1_0, quant_quantize_tq1_0, quant_dot_tq1_0_scalar);
+    set(TENSOR_TYPE_TQ2_0, quant_dequantize_tq2_0, quant_quantize_tq2_0, quant_dot_tq2_0_scalar);
     for (int t = 0; t < TENSOR_TYPE_COUNT; t++)
         if (table[t].dequantize)
             quant_simd_install((enum tensor_type)t, &table[t]);
@@ -75,6 +78,7 @@ static void table_init(void)
     quant_iq2_install(TENSOR_TYPE_IQ2_S, &table[TENSOR_TYPE_IQ2_S]);
     quant_iq3_install(&table[TENSOR_TYPE_IQ3_XXS], &table[TENSOR_TYPE_IQ3_S]);
     quant_iq1_install(&table[TENSOR_TYPE_IQ1_S], &table[TENSOR_TYPE_IQ1_M]);
+    quant_tq_install(&table[TENSOR_TYPE_TQ1_0], &table[TENSOR_TYPE_TQ2_0]);
 }
 
 const struct quant_kernels *quant_kernels_get(enum tensor_type type)

@@ -162,7 +162,7 @@ const gguf_tensor *ml_tensor3(model_loader *ld, int il, const char *suffix, int6
     const char *tn = tensor_type_name(t->type);
     if (!tensor_type_is_supported(t->type)) {
         ml_fail(ld, "tensor '%s' has type %s, which tokscope cannot compute with (supported: F32 F16 BF16 Q4_0 "
-                "Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4 IQ4_NL IQ4_XS IQ3_XXS IQ3_S IQ2_XXS IQ2_XS IQ2_S IQ1_S IQ1_M)", name, tn ? tn : "unknown");
+                "Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4 IQ4_NL IQ4_XS IQ3_XXS IQ3_S IQ2_XXS IQ2_XS IQ2_S IQ1_S IQ1_M TQ1_0 TQ2_0)", name, tn ? tn : "unknown");
         return NULL;
     }
     if ((flags & ML_F32) && t->type != TENSOR_TYPE_F32) {

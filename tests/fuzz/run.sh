@@ -33,6 +33,8 @@ seeds_gguf() {
     g llama-f16-freqs.bin "$v" --arch llama --type F16 --dim 16 --ffn 16 --rope-freqs 8 --rope-orig-ctx 16
     g llama-q8_0-tied.bin "$v" --arch llama --type Q8_0 --dim 32 --ffn 32 --tied
     g llama-q4_0-bias.bin "$v" --arch llama --type Q4_0 --dim 32 --ffn 32 --qkv-bias
+    g llama-tq1_0.bin "$v" --arch llama --type TQ1_0 --dim 256 --ffn 256
+    g llama-tq2_0.bin "$v" --arch llama --type TQ2_0 --dim 256 --ffn 256
     g qwen2-f16.bin "$v" --arch qwen2 --type F16 --dim 16 --ffn 16
     g qwen3-f16.bin "$v" --arch qwen3 --type F16 --dim 16 --ffn 16 --head-dim 16
     g gemma3-f16.bin "$v" --arch gemma3 --type F16 --dim 16 --ffn 16 --swa 4 --layers 2

@@ -33,6 +33,25 @@ w = os.path.getsize(sys.argv[2])
 sys.exit(0 if d['kv_bytes_per_pos'] == 4 * (68 + 36) and 0.5 * w < d['weight_bytes'] < w else 1)" \
     "$OUT/bench.jsonl" "$TESTDATA/models/tiny-spm-q8_0.gguf"; then ok "bench: weight_bytes and kv_bytes_per_pos"
 else not_ok "bench: weight_bytes and kv_bytes_per_pos" "$(head -n 1 "$OUT/bench.jsonl")"; fi
+# weight_bytes split by type: iq-mini-tq1_0 reads its 14 TQ1_0 matrices, the
+# Q6_K output and the F32 norms (info's tensor table: 317952, 107520, 5120
+# bytes), not the Q4_K token embeddings (one row each token); the text
+# output's first line gives the same split, largest first
+IQ1=$TESTDATA/iq/models/iq-mini-tq1_0.gguf
+if need "$IQ1" "bench: weight_bytes_by_type"; then
+    "$BIN" bench -m "$IQ1" -p 0 -n 2 -r 1 -o jsonl >"$OUT/bench.jsonl" 2>&1
+    if [ $? -eq 0 ] && python3 -c "
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+t = d['weight_bytes_by_type']
+sys.exit(0 if t == {'F32': 5120, 'Q6_K': 107520, 'TQ1_0': 317952} and sum(t.values()) == d['weight_bytes'] else 1)" \
+        "$OUT/bench.jsonl"; then ok "bench: weight_bytes_by_type"
+    else not_ok "bench: weight_bytes_by_type" "$(head -c 600 "$OUT/bench.jsonl")"; fi
+    "$BIN" bench -m "$IQ1" -p 0 -n 2 -r 1 >"$OUT/bench.txt" 2>&1
+    if [ $? -eq 0 ] && head -n 1 "$OUT/bench.txt" | grep -q '^iq-mini-tq1_0.gguf: a generated token reads 0\.41 MiB of weights: TQ1_0 0\.30 MiB (73\.8%), Q6_K 0\.10 MiB (25\.0%), F32 0\.00 MiB (1\.2%)$'
+    then ok "bench: text gives the per-type split first"
+    else not_ok "bench: text gives the per-type split first" "$(head -n 2 "$OUT/bench.txt")"; fi
+fi
 # --blas: a list of modes, each test with each; OpenBLAS runs where the mode
 # says (on: every F16 weight of a batch, i.e. all but the last layer's FFN
 # and the head, which run for the one row with logits; auto: not below its

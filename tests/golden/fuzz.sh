@@ -17,7 +17,8 @@ mkdir -p "$seeds"
 if "$BUILD/tools/gguf_corpus" "$W/corpus" >/dev/null 2>&1; then
     for f in "$W"/corpus/*.gguf; do cp "$f" "$seeds/"; done
     for a in "llama --type Q8_0 --tied" "qwen2 --type F16" "qwen3 --type F16 --head-dim 16" \
-        "gemma3 --type F16 --swa 4 --layers 2" "phi3 --type F16 --longrope 16"; do
+        "gemma3 --type F16 --swa 4 --layers 2" "phi3 --type F16 --longrope 16" \
+        "llama --type TQ1_0 --dim 256 --ffn 256" "llama --type TQ2_0 --dim 256 --ffn 256"; do
         name=$(echo "$a" | tr -c 'a-z0-9\n' _)
         # shellcheck disable=SC2086
         "$BUILD/tools/gguf_random" --like "$W/corpus/valid_v3.gguf" --layers 1 --heads 2 --kv-heads 1 --ctx 64 \

@@ -178,6 +178,33 @@ if need "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: 13 type rows"; then
     if [ "$n" -eq 13 ]; then ok "info tiny-spm-mix: 13 type rows"; else not_ok "info tiny-spm-mix: 13 type rows" "got $n"; fi
 fi
 
+# the type mix of the IQ/TQ minis (each mixes its IQ/TQ type with K types):
+# every row of "totals by type" is the per-tensor table's count and bytes of
+# that type, and the "type mix" line its share of all tensor bytes, largest
+# first; and one file's mix written out
+IQM=$TESTDATA/iq/models
+n_mix=0; bad_mix=""
+for f in "$IQM"/iq-mini-*.gguf; do
+    [ -f "$f" ] || continue
+    n_mix=$((n_mix + 1))
+    run_info "$f"
+    [ "$rc" -eq 0 ] || { bad_mix="$bad_mix $(basename "$f"): $(rc_text $rc);"; continue; }
+    sums=$(awk '/^tensors \(/ { t = 1; next } /^totals by type:/ { t = 0 }
+        t && $NF ~ /^[0-9]+$/ && $(NF-1) ~ /^[A-Z]/ { c[$(NF-1)]++; b[$(NF-1)] += $NF; all += $NF }
+        END { for (k in c) printf "%d %s %d %.1f%%\n", b[k], k, c[k], 100 * b[k] / all }' "$W/out")
+    want=$(echo "$sums" | awk '{ print $2, $3, $1 }' | sort)
+    got=$(sed -n '/^totals by type:/,/^total parameters/p' "$W/out" | awk '$1 ~ /^[A-Z]/ && $2 ~ /^[0-9]+$/ { print $1, $2, $4 }' | sort)
+    mix_want="type mix (share of tensor bytes): $(echo "$sums" | sort -k1,1nr | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $4 }')"
+    mix_got=$(grep '^type mix' "$W/out")
+    [ -n "$want" ] && [ "$want" = "$got" ] || bad_mix="$bad_mix $(basename "$f"): totals want [$want] got [$got];"
+    [ "$mix_want" = "$mix_got" ] || bad_mix="$bad_mix $(basename "$f"): want [$mix_want] got [$mix_got];"
+done
+if [ "$n_mix" -eq 0 ]; then echo "skip - info iq-mini: type mix matches the tensor table (no $IQM/iq-mini-*.gguf)"
+elif [ -z "$bad_mix" ]; then ok "info iq-mini: type mix matches the tensor table ($n_mix files)"
+else not_ok "info iq-mini: type mix matches the tensor table" "$bad_mix"; fi
+facts "$IQM/iq-mini-tq1_0.gguf" "info iq-mini-tq1_0: its mix" '^  TQ1_0 +14 +1507328 +317952$' \
+    '^type mix \(share of tensor bytes\): TQ1_0 63\.0%, Q6_K 21\.3%, Q4_K 14\.6%, F32 1\.0%$'
+
 # every model and vocab file loads
 n_real=0; bad_real=""
 for f in "$M"/*.gguf "$TESTDATA"/golden/tokenizer/*.gguf; do

@@ -494,6 +494,32 @@ static void bad_tensors(void)
 
 /* The standard file cut at every offset up to its data section and at a
  * spread of offsets inside the data. */
+/* One tensor of each IQ/TQ type (issue 29), so that every new type's size
+ * checks have a seed (the fuzz target starts from these files): two whole
+ * rows (valid, whatever the bytes: gguf checks sizes, not values), the same
+ * one byte short (past its end), and a row of half a block. */
+static void iq_types(void)
+{
+    static const uint32_t types[] = {16, 17, 18, 19, 20, 21, 22, 23, 29, 34, 35};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const uint32_t t = types[i];
+        char lower[16], name[64];
+        const char *tn = tensor_type_name(t);
+        size_t k = 0;
+        for (; tn[k] && k + 1 < sizeof lower; k++)
+            lower[k] = (char)(tn[k] >= 'A' && tn[k] <= 'Z' ? tn[k] + 32 : tn[k]);
+        lower[k] = 0;
+        const uint64_t ne[] = {256, 2}, half[] = {(uint64_t)tensor_type_block_size(t) / 2, 2};
+        const size_t bytes = 2 * tensor_row_size(t, 256);
+        snprintf(name, sizeof name, "valid_type_%s.gguf", lower);
+        one_tensor(name, "blk.0.attn_q.weight", 2, ne, t, 0, bytes, NULL);
+        snprintf(name, sizeof name, "bad_type_%s_short.gguf", lower);
+        one_tensor(name, "blk.0.attn_q.weight", 2, ne, t, 0, bytes - 1, "past its end");
+        snprintf(name, sizeof name, "bad_type_%s_half_block.gguf", lower);
+        one_tensor(name, "blk.0.attn_q.weight", 2, half, t, 0, bytes, "block size");
+    }
+}
+
 static void truncations(void)
 {
     buf b = std_file(3);
@@ -545,6 +571,7 @@ int main(int argc, char **argv)
     bad_header();
     bad_kvs();
     bad_tensors();
+    iq_types();
     truncations();
     if (fclose(manifest) != 0) {
         fprintf(stderr, "gguf_corpus: cannot write %s\n", path);

@@ -411,6 +411,8 @@ static const struct qtype qtypes[] = {
     {"Q4_K", TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q4_K, 14},
     {"Q5_K", TENSOR_TYPE_Q5_K, TENSOR_TYPE_Q5_K, 16},
     {"Q6_K", TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q6_K, 18},
+    {"TQ1_0", TENSOR_TYPE_TQ1_0, TENSOR_TYPE_TQ1_0, 36},
+    {"TQ2_0", TENSOR_TYPE_TQ2_0, TENSOR_TYPE_TQ2_0, 37},
     /* Simplified Q4_K_M: llama.cpp gives only some layers' attn_v/ffn_down
      * Q6_K; all of them is close enough in size and speed. */
     {"Q4_K_M", TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q6_K, 15},
