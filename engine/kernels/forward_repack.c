@@ -8,6 +8,7 @@
 #include "kernels/forward_math.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
+#include "kernels/repack_mxfp4.h"
 #include "gguf/tensor.h"
 
 #ifdef QUANT_HAVE_AVX2
@@ -1271,11 +1272,7 @@ void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
                    int n_tok, float *out, int64_t out_stride)
 {
     if (w->type == TENSOR_TYPE_MXFP4) {
-        const size_t rb = tensor_row_size(TENSOR_TYPE_MXFP4, n);
-        for (int64_t r = r0; r < r1; r++)
-            for (int t = 0; t < n_tok; t++)
-                out[(int64_t)t * out_stride + r] =
-                    quant_dot_mxfp4_repacked(n, (const uint8_t *)w->data + (size_t)r * rb, act + (size_t)t * act_stride);
+        repack_mxfp4_matmul(w->data, n, r0, r1, act, act_stride, n_tok, out, out_stride);
         return;
     }
     const int64_t nb = n / 32;

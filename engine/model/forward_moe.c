@@ -187,18 +187,23 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
     v.n_elements = w->ne[0] * w->ne[1];
     const int64_t n = w->ne[0];
     /* A type the reference repacks on its AVX-512 machine (ggml-cpu/repack.cpp:
-     * Q4_0, Q4_K, Q2_K here; IQ4_NL and MXFP4 8x8 once tokscope runs them)
-     * takes this first branch with its gemv kernel: mul_mat_id never uses
-     * the repacked gemm. */
-    if (repack_applies(&v) || refk_applies(&v) || reffloat_applies(&v)) {
+     * Q4_0, MXFP4, Q4_K, Q2_K here; IQ4_NL once tokscope runs it) takes
+     * these first branches with its gemv kernel's bits: mul_mat_id never
+     * uses the repacked gemm. */
+    if (repack_applies(&v)) {
+        /* Q4_0 and MXFP4: gemv and gemm end in the same per-output chain
+         * (forward_repack.h), so all the expert's tokens go at once through
+         * the tiles that decode each weight block once for several tokens */
+        repack_matmul(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (refk_applies(&v) || reffloat_applies(&v)) {
         /* the reference's repacked mul_mat_id runs gemv, its plain one
          * vec_dot, a token at a time: never the batch kernels' order */
         for (int t = 0; t < n_tok; t++) {
             const uint8_t *a = act + (size_t)t * stride;
             float *o = out + (int64_t)t * out_stride;
-            if (repack_applies(&v))
-                repack_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
-            else if (refk_applies(&v))
+            if (refk_applies(&v))
                 refk_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
             else
                 reffloat_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
