@@ -1,6 +1,9 @@
 /* MXFP4 matmuls in the repacked order, tiled (see repack_mxfp4.h). */
 #include "kernels/repack_mxfp4.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 
@@ -91,6 +94,170 @@ static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, int64_t
     }
     _mm_storeu_ps(out, acc);
 }
+/* ---- many tokens: 8 rows decoded once, interleaved ---------------------------
+ * For a group of 8 rows every block is decoded once into 8 vectors; vector
+ * k holds elements 4k..4k+3 of each row (row j in bytes 4j..4j+3), as the
+ * reference's 8x8 repacking lays them out. Against a token's bytes 4k..4k+3
+ * broadcast, maddubs then gives row j's products in lanes 2j and 2j+1, so
+ * the 8 rows' block sums come out in the 8 lanes with no horizontal sums.
+ * The values are stored plus 12 (0..24, unsigned for maddubs); the token's
+ * 12 * (sum of its block's bytes) is taken back off. Bounds: a pair is at
+ * most 2 * 24 * 127 = 6096, four vectors' pairs add up to at most 24384 in
+ * the int16 lanes, so every sum is exact. */
+
+#define MX_OFF 12
+/* from this many tokens on, decoding 8 rows into a buffer pays */
+#define MX_MANY 4
+
+typedef struct {
+    __m256i v[8];
+} mx_ilv_block;
+
+/* Rows x[0..7] (nb blocks each) into dst[nb] and their half scales. */
+static void mx_interleave8(const block_mxfp4 *const x[8], int64_t nb, mx_ilv_block *dst, float *dw)
+{
+    int8_t lutb[16];
+    for (int i = 0; i < 16; i++)
+        lutb[i] = (int8_t)(quant_kvalues_mxfp4[i] + MX_OFF);
+    const __m128i lut = _mm_loadu_si128((const __m128i *)lutb), m4 = _mm_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i r[8];
+        for (int j = 0; j < 8; j++) {
+            r[j] = mx_values(&x[j][b], lut, m4);
+            dw[b * 8 + j] = quant_e8m0_to_fp32_half(x[j][b].e);
+        }
+        /* an 8x8 transpose of 32-bit groups: out k, lane j = r[j] lane k */
+        const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+        const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+        const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+        const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+        const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+        const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+        const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+        /* u0: lanes k=0 (rows 0-3) | k=4 (rows 0-3) ... */
+        dst[b].v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+        dst[b].v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+        dst[b].v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+        dst[b].v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+        dst[b].v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+        dst[b].v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+        dst[b].v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+        dst[b].v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+    }
+}
+
+/* MX_OFF * the sum of each block's bytes, per token. */
+static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off)
+{
+    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+    for (int t = 0; t < n_tok; t++) {
+        const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            off[t * nb + b] = MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
+        }
+    }
+}
+
+static inline __m256i mx_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* The 8 rows' integer block sums for one token (before the offset). */
+static inline __m256i mx_ilv_isum(const mx_ilv_block *w, const int8_t *q, __m256i ones)
+{
+    __m256i lo = _mm256_maddubs_epi16(w->v[0], mx_bcast4(q));
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[1], mx_bcast4(q + 4)));
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[2], mx_bcast4(q + 8)));
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[3], mx_bcast4(q + 12)));
+    __m256i hi = _mm256_maddubs_epi16(w->v[4], mx_bcast4(q + 16));
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[5], mx_bcast4(q + 20)));
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[6], mx_bcast4(q + 24)));
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[7], mx_bcast4(q + 28)));
+    return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
+}
+
+/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. */
+static void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
+                     const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256 d = _mm256_loadu_ps(dw + b * 8);
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(off0[b]));
+        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(off1[b]));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y1[b].d))), acc1);
+    }
+    _mm256_storeu_ps(out0, acc0);
+    _mm256_storeu_ps(out1, acc1);
+}
+
+static void mx_ilv_1(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const int32_t *off0, int64_t nb,
+                     float *out0)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc0 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256 d = _mm256_loadu_ps(dw + b * 8);
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(off0[b]));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
+    }
+    _mm256_storeu_ps(out0, acc0);
+}
+
+/* Rows [r, r1) in groups of 8 against every token; returns the first row
+ * not done (false: no memory, nothing done). */
+static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t r1, const uint8_t *act,
+                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    if (r1 - r < 8)
+        return r;
+    mx_ilv_block *ilv = aligned_alloc(32, (size_t)nb * sizeof *ilv);
+    float *dw = malloc((size_t)nb * 8 * sizeof *dw);
+    int32_t *off = malloc((size_t)n_tok * (size_t)nb * sizeof *off);
+    if (!ilv || !dw || !off) {
+        free(ilv);
+        free(dw);
+        free(off);
+        return r;
+    }
+    mx_offsets(act, act_stride, n_tok, nb, off);
+    for (; r + 8 <= r1; r += 8) {
+        const block_mxfp4 *x[8];
+        for (int k = 0; k < 8; k++)
+            x[k] = (const block_mxfp4 *)((const uint8_t *)w + (size_t)(r + k) * rb);
+        mx_interleave8(x, nb, ilv, dw);
+        /* the next group's 8 rows are fetched while these run against the
+         * tokens: decoding them straight from memory stalls on every line */
+        const char *next = (const char *)w + (size_t)(r + 8) * rb;
+        const int64_t n_lines = r + 16 <= r1 ? (int64_t)(8 * rb + 63) / 64 : 0;
+        const int64_t per_pair = (n_lines + n_tok / 2) / (n_tok / 2 + 1) + 1;
+        int64_t line = 0;
+        int t = 0;
+        for (; t + 2 <= n_tok; t += 2) {
+            for (int64_t e = line + per_pair; line < e && line < n_lines; line++)
+                _mm_prefetch(next + line * 64, _MM_HINT_T0);
+            mx_ilv_2(ilv, dw, (const block_q8_0 *)(act + (size_t)t * act_stride),
+                     (const block_q8_0 *)(act + (size_t)(t + 1) * act_stride), off + t * nb, off + (t + 1) * nb, nb,
+                     out + (int64_t)t * out_stride + r, out + (int64_t)(t + 1) * out_stride + r);
+        }
+        for (; line < n_lines; line++)
+            _mm_prefetch(next + line * 64, _MM_HINT_T0);
+        for (; t < n_tok; t++)
+            mx_ilv_1(ilv, dw, (const block_q8_0 *)(act + (size_t)t * act_stride), off + t * nb, nb,
+                     out + (int64_t)t * out_stride + r);
+    }
+    free(ilv);
+    free(dw);
+    free(off);
+    return r;
+}
 #endif
 
 void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
@@ -100,6 +267,8 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
     const size_t rb = (size_t)nb * sizeof(block_mxfp4);
     int64_t r = r0;
 #if defined(QUANT_HAVE_AVX2)
+    if (n_tok >= MX_MANY)
+        r = mx_many(w, nb, rb, r, r1, act, act_stride, n_tok, out, out_stride);
     for (; r + 4 <= r1; r += 4) {
         const block_mxfp4 *x[4];
         for (int k = 0; k < 4; k++)
