@@ -1,6 +1,7 @@
 /* MXFP4 matmuls in the repacked order, tiled (see repack_mxfp4.h). */
 #include "kernels/repack_mxfp4.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,13 +75,18 @@ static void mx_tile_4x4(const block_mxfp4 *const x[4], const block_q8_0 *const y
     _mm_storeu_ps(o[3], acc3);
 }
 
-/* Four weight rows against one token row (the gemv): out[r]. */
-static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, int64_t nb, float out[4])
+/* Four weight rows against one token row (the gemv): out[r]. Each block
+ * step also prefetches its share (step bytes) of the rows at pf: the four
+ * rows are four short streams the Zen 3's hardware prefetcher keeps losing
+ * (see quant_prefetch_step). */
+static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, int64_t nb, float out[4], const char *pf,
+                     size_t step)
 {
     const __m128i lut = _mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), m4 = _mm_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step(pf, b, step);
         const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
         __m256i p[4];
         float dw[4];
@@ -267,6 +273,7 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
     const size_t rb = (size_t)nb * sizeof(block_mxfp4);
     int64_t r = r0;
 #if defined(QUANT_HAVE_AVX2)
+    const size_t step = quant_prefetch_step_size(rb, 4, nb);
     if (n_tok >= MX_MANY)
         r = mx_many(w, nb, rb, r, r1, act, act_stride, n_tok, out, out_stride);
     for (; r + 4 <= r1; r += 4) {
@@ -284,8 +291,12 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
                 for (int k = 0; k < 4; k++)
                     out[(int64_t)(t + j) * out_stride + r + k] = o[k][j];
         }
-        for (; t < n_tok; t++)
-            mx_rows4(x, (const block_q8_0 *)(act + (size_t)t * act_stride), nb, out + (int64_t)t * out_stride + r);
+        /* the first pass over the rows prefetches the group QUANT_PF_AHEAD on */
+        const char *pf = (const char *)x[0] + (size_t)QUANT_PF_AHEAD * 4 * rb;
+        const bool ahead = r + 4 * (QUANT_PF_AHEAD + 1) <= r1;
+        for (int t0 = t; t < n_tok; t++)
+            mx_rows4(x, (const block_q8_0 *)(act + (size_t)t * act_stride), nb, out + (int64_t)t * out_stride + r, pf,
+                     ahead && t == t0 ? step : 0);
     }
 #endif
     for (; r < r1; r++)
