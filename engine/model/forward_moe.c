@@ -197,17 +197,19 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
         repack_matmul(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
         return;
     }
-    if (refk_applies(&v) || reffloat_applies(&v)) {
-        /* the reference's repacked mul_mat_id runs gemv, its plain one
-         * vec_dot, a token at a time: never the batch kernels' order */
-        for (int t = 0; t < n_tok; t++) {
-            const uint8_t *a = act + (size_t)t * stride;
-            float *o = out + (int64_t)t * out_stride;
-            if (refk_applies(&v))
-                refk_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
-            else
-                reffloat_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
-        }
+    if (refk_applies(&v)) {
+        /* Q4_K, Q2_K: the repacked mul_mat_id runs gemv a token at a time,
+         * never the gemm's order; refk_matmul_gemv gives every token that
+         * order, Q4_K tokens in fours sharing the weight decoding */
+        refk_matmul_gemv(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (reffloat_applies(&v)) {
+        /* the plain mul_mat_id runs vec_dot a token at a time: never the
+         * batch kernels' order */
+        for (int t = 0; t < n_tok; t++)
+            reffloat_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1, out + (int64_t)t * out_stride,
+                            out_stride);
         return;
     }
     /* vec_dot order (both kernels give its bits): tokens in fours through
