@@ -657,11 +657,9 @@ static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
  * with the sums kept as integers over the block's eight sub-blocks (exact:
  * |sum| < 2^31) and each output's two fma chains fed once per block. What
  * mul_mat_id gives each token (ggml runs it gemv, a token at a time). */
-static void q4_K_gemv_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, int64_t nb, float out[4])
+static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int64_t nb, float out[4])
 {
     const block_q4_K *x = w;
-    const block_q8_K *y[4];
-    tile_rows(act, act_stride, y);
     __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         __m128 dw, dm;
@@ -701,16 +699,23 @@ void refk_matmul_gemv(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, c
 {
     int t0 = 0;
 #ifdef RP_AVX2
-    if (w->type == TENSOR_TYPE_Q4_K && n_tok >= 4) {
+    /* one token alone keeps refk_matmul's gemv (its prefetching matvec);
+     * a last group of 1-3 tokens runs the 4-token tile with the last token
+     * repeated, the extra outputs dropped: cheaper than a gemv per token */
+    if (w->type == TENSOR_TYPE_Q4_K && n_tok >= 2) {
         const int64_t nb = n / 256;
         const size_t rb = (size_t)nb * sizeof(block_q4_K);
-        t0 = n_tok & ~3;
+        t0 = n_tok;
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
-            for (int t = 0; t < t0; t += 4) {
-                float o[4];
-                q4_K_gemv_tile_1x4(x, act + (size_t)t * act_stride, act_stride, nb, o);
+            for (int t = 0; t < n_tok; t += 4) {
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;
+                const block_q8_K *y[4];
                 for (int k = 0; k < 4; k++)
+                    y[k] = (const block_q8_K *)(act + (size_t)(t + (k < nt ? k : nt - 1)) * act_stride);
+                float o[4];
+                q4_K_gemv_tile_1x4(x, y, nb, o);
+                for (int k = 0; k < nt; k++)
                     out[(int64_t)(t + k) * out_stride + r] = o[k];
             }
         }

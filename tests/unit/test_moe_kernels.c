@@ -16,6 +16,7 @@
 #include "gguf/tensor.h"
 #include "kernels/forward_repack.h"
 #include "kernels/quant_internal.h"
+#include "model/forward_internal.h"
 #include "testutil.h"
 
 static uint64_t rng_state = 0x4D6F454B65726Eull;
@@ -88,11 +89,69 @@ static void test_q2_K_gemv_batch(void **state)
     check_type(TENSOR_TYPE_Q2_K, sizeof(block_q2_K));
 }
 
+/* moe_expert_matmul on a batch, each type's path (repacked Q4_0 and MXFP4
+ * tiles, Q4_K gemv tiles with a padded last group, the vec_dot tiles with
+ * a padded group of 2-3 tokens, the matvec), against each token run alone:
+ * the same bits, rows outside [lo, hi) untouched. */
+static void test_expert_batch_equals_alone(void **state)
+{
+    (void)state;
+    const enum tensor_type types[] = {TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q4_0,
+                                      TENSOR_TYPE_MXFP4, TENSOR_TYPE_Q5_K};
+    enum { N = 512, TMAX = 11, NX = 2 };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int shape = 0; shape < 2; shape++) {
+            const enum tensor_type type = types[ti];
+            const int64_t rows = shape ? 24 : 12; /* 12: not a multiple of 8, never repacked */
+            const size_t rb = tensor_row_size(type, N);
+            uint8_t *wd = malloc(rb * (size_t)(rows * NX));
+            float x[N];
+            for (int64_t r = 0; r < rows * NX; r++) {
+                for (int i = 0; i < N; i++)
+                    x[i] = rnd_uniform();
+                tensor_quantize_row(type, x, wd + (size_t)r * rb, N);
+            }
+            gguf_tensor w = {.name = "exps", .n_dims = 3, .ne = {N, rows, NX, 1}, .type = type, .data = wd};
+            w.nbytes = rb * (size_t)(rows * NX);
+            w.n_elements = (int64_t)N * rows * NX;
+            const enum tensor_type dot = tensor_dot_type(type);
+            const size_t as = tensor_row_size(dot, N);
+            uint8_t *act = malloc(as * TMAX);
+            float *got = malloc(sizeof(float) * TMAX * rows), *want = malloc(sizeof(float) * TMAX * rows);
+            for (int rep = 0; rep < 12; rep++) {
+                const int n_tok = 1 + (int)(rnd_u32() % TMAX), e = (int)(rnd_u32() % NX);
+                const int64_t lo = shape ? 8 * (int64_t)(rnd_u32() % 2) : (int64_t)(rnd_u32() % 4);
+                const int64_t hi = rows - (shape ? 8 * (int64_t)(rnd_u32() % 2) : (int64_t)(rnd_u32() % 4));
+                for (int t = 0; t < n_tok; t++) {
+                    for (int i = 0; i < N; i++)
+                        x[i] = rnd_uniform() * (1.0f + (float)t);
+                    tensor_quantize_row(dot, x, act + (size_t)t * as, N);
+                }
+                for (int64_t i = 0; i < TMAX * rows; i++)
+                    got[i] = want[i] = -1.0f;
+                moe_expert_matmul(&w, e, lo, hi, act, as, n_tok, got, rows);
+                for (int t = 0; t < n_tok; t++)
+                    moe_expert_matmul(&w, e, lo, hi, act + (size_t)t * as, as, 1, want + t * rows, rows);
+                for (int t = 0; t < n_tok; t++)
+                    for (int64_t r = 0; r < rows; r++)
+                        if (f2u(got[t * rows + r]) != f2u(want[t * rows + r]))
+                            fail_msg("%s %lld rows [%lld,%lld), %d tokens: (%lld,%d) %.9g, alone %.9g",
+                                     tensor_type_name(type), (long long)rows, (long long)lo, (long long)hi, n_tok,
+                                     (long long)r, t, (double)got[t * rows + r], (double)want[t * rows + r]);
+            }
+            free(wd);
+            free(act);
+            free(got);
+            free(want);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4_K_gemv_batch),
         cmocka_unit_test(test_q2_K_gemv_batch),
+        cmocka_unit_test(test_expert_batch_equals_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
