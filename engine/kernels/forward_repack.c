@@ -664,7 +664,10 @@ static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int6
     for (int64_t b = 0; b < nb; b++) {
         __m128 dw, dm;
         tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
-        __m128i isum = _mm_setzero_si128();
+        /* the 8-lane partial sums add up over the block's sub-blocks as
+         * integers (exact), one horizontal add per block */
+        __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
         int32_t mins[4] = {0, 0, 0, 0};
         for (int j = 0; j < 4; j++) {
             uint8_t sc0, m0, sc1, m1;
@@ -674,19 +677,17 @@ static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int6
             const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
             const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
-            __m256i p[4];
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
                 const int8_t *a = y[k][b].qs + 64 * j;
-                p[k] = _mm256_add_epi32(
+                p[k] = _mm256_add_epi32(p[k], _mm256_add_epi32(
                     _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1));
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1)));
                 const int16_t *bs = y[k][b].bsums + 4 * j;
                 mins[k] += m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
             }
-            isum = _mm_add_epi32(isum, hsum4_i32(p[0], p[1], p[2], p[3]));
         }
-        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), dw, acc);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
         const __m128i mv = _mm_setr_epi32(mins[0], mins[1], mins[2], mins[3]);
         acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
     }
