@@ -8,6 +8,7 @@
 #include "kernels/forward_math.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
+#include "kernels/repack_mxfp4.h"
 #include "gguf/tensor.h"
 
 #ifdef QUANT_HAVE_AVX2
@@ -650,6 +651,82 @@ static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
 #endif
 
 
+#ifdef RP_AVX2
+/* The gemv order of q4_K_repacked_dot (one conversion per super-block) for
+ * one weight row and four activation rows: q4_K_tile_1x4's integer work,
+ * with the sums kept as integers over the block's eight sub-blocks (exact:
+ * |sum| < 2^31) and each output's two fma chains fed once per block. What
+ * mul_mat_id gives each token (ggml runs it gemv, a token at a time). */
+static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int64_t nb, float out[4])
+{
+    const block_q4_K *x = w;
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m128 dw, dm;
+        tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
+        /* the 8-lane partial sums add up over the block's sub-blocks as
+         * integers (exact), one horizontal add per block */
+        __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
+        int32_t mins[4] = {0, 0, 0, 0};
+        for (int j = 0; j < 4; j++) {
+            uint8_t sc0, m0, sc1, m1;
+            quant_scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
+            quant_scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                const int8_t *a = y[k][b].qs + 64 * j;
+                p[k] = _mm256_add_epi32(p[k], _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1)));
+                const int16_t *bs = y[k][b].bsums + 4 * j;
+                mins[k] += m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
+            }
+        }
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+        const __m128i mv = _mm_setr_epi32(mins[0], mins[1], mins[2], mins[3]);
+        acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
+void refk_matmul_gemv(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                      int n_tok, float *out, int64_t out_stride)
+{
+    int t0 = 0;
+#ifdef RP_AVX2
+    /* one token alone keeps refk_matmul's gemv (its prefetching matvec);
+     * a last group of 1-3 tokens runs the 4-token tile with the last token
+     * repeated, the extra outputs dropped: cheaper than a gemv per token */
+    if (w->type == TENSOR_TYPE_Q4_K && n_tok >= 2) {
+        const int64_t nb = n / 256;
+        const size_t rb = (size_t)nb * sizeof(block_q4_K);
+        t0 = n_tok;
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *x = (const uint8_t *)w->data + (size_t)r * rb;
+            for (int t = 0; t < n_tok; t += 4) {
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;
+                const block_q8_K *y[4];
+                for (int k = 0; k < 4; k++)
+                    y[k] = (const block_q8_K *)(act + (size_t)(t + (k < nt ? k : nt - 1)) * act_stride);
+                float o[4];
+                q4_K_gemv_tile_1x4(x, y, nb, o);
+                for (int k = 0; k < nt; k++)
+                    out[(int64_t)(t + k) * out_stride + r] = o[k];
+            }
+        }
+    }
+#endif
+    for (int t = t0; t < n_tok; t++)
+        refk_matmul(w, n, r0, r1, act + (size_t)t * act_stride, act_stride, 1, out + (int64_t)t * out_stride,
+                    out_stride);
+}
+
 /* Repacked Q2_K (ggml_gemv/gemm_q2_K_8x8_q8_K): like Q4_K, exact integer
  * sums of scale * (q . a) and min * bsum per 16-element sub-block; the
  * single-row kernel converts once per super-block, the batched one once
@@ -1271,11 +1348,7 @@ void repack_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, cons
                    int n_tok, float *out, int64_t out_stride)
 {
     if (w->type == TENSOR_TYPE_MXFP4) {
-        const size_t rb = tensor_row_size(TENSOR_TYPE_MXFP4, n);
-        for (int64_t r = r0; r < r1; r++)
-            for (int t = 0; t < n_tok; t++)
-                out[(int64_t)t * out_stride + r] =
-                    quant_dot_mxfp4_repacked(n, (const uint8_t *)w->data + (size_t)r * rb, act + (size_t)t * act_stride);
+        repack_mxfp4_matmul(w->data, n, r0, r1, act, act_stride, n_tok, out, out_stride);
         return;
     }
     const int64_t nb = n / 32;

@@ -46,5 +46,9 @@ void refbf16_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
 bool refk_applies(const gguf_tensor *w);
 void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                  int n_tok, float *out, int64_t out_stride);
+/* Every token in the gemv order refk_matmul gives a single token (what
+ * ggml's repacked mul_mat_id computes), Q4_K four tokens at a time. */
+void refk_matmul_gemv(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                      int n_tok, float *out, int64_t out_stride);
 
 #endif

@@ -238,6 +238,11 @@ void moe_softmax(const float *x, float *y, int n);
 void moe_argsort_desc(const float *v, int32_t *idx, int n);
 /* ggml_swiglu_oai of one row (out may be g). */
 void moe_swiglu_oai(float *out, const float *g, const float *u, int64_t n, float alpha, float limit);
+/* Rows [lo, hi) of expert e of the 3-D weight w against n_tok activation
+ * rows in its dot type (row t at act + t * stride): out[t * out_stride + r].
+ * Every output has the bits of the same token run alone (unit-tested). */
+void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
+                       int n_tok, float *out, int64_t out_stride);
 
 /* How many chunks to cut `items` units of work into: one (inline) when the
  * job is too small to be worth waking the pool, else several per thread,

@@ -174,8 +174,29 @@ static void to_dot(enum tensor_type dot, const float *x, uint8_t *a, int64_t n)
     }
 }
 
-/* Rows [lo, hi) of expert e of w against n_tok activation rows. */
-static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
+/* rem (< 4) tokens through tensor_matmul's 4-token tiles: false when out
+ * of memory (nothing done). */
+static bool expert_tile_rest(enum tensor_type type, int64_t n, const uint8_t *w0, int64_t rows, const uint8_t *act,
+                             int rem, size_t stride, float *out, int64_t out_stride)
+{
+    uint8_t *a = malloc(4 * stride);
+    float *o = malloc((size_t)(4 * rows) * sizeof *o);
+    if (!a || !o) {
+        free(a);
+        free(o);
+        return false;
+    }
+    for (int k = 0; k < 4; k++)
+        memcpy(a + (size_t)k * stride, act + (size_t)(k < rem ? k : rem - 1) * stride, stride);
+    tensor_matmul(type, n, w0, rows, a, 4, stride, o, rows);
+    for (int k = 0; k < rem; k++)
+        memcpy(out + (int64_t)k * out_stride, o + (int64_t)k * rows, (size_t)rows * sizeof *o);
+    free(a);
+    free(o);
+    return true;
+}
+
+void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
                           int n_tok, float *out, int64_t out_stride)
 {
     /* expert e's matrix, as a 2-D weight the dense kernels know */
@@ -188,28 +209,34 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
     v.n_elements = w->ne[0] * w->ne[1];
     const int64_t n = w->ne[0];
     /* A type the reference repacks on its AVX-512 machine (ggml-cpu/repack.cpp:
-     * Q4_0, Q4_K, Q2_K here; IQ4_NL and MXFP4 8x8 once tokscope runs them)
-     * takes this first branch with its gemv kernel: mul_mat_id never uses
-     * the repacked gemm. */
+     * Q4_0, MXFP4, Q4_K, Q2_K, IQ4_NL here) takes these first branches with
+     * its gemv kernel's bits: mul_mat_id never uses the repacked gemm. */
     if (quant_iq4_nl_batch_applies(&v, 1)) { /* IQ4_NL repacked 8x8: its gemv order, a token at a time */
         for (int t = 0; t < n_tok; t++)
             quant_iq4_nl_batch_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1,
                                       out + (int64_t)t * out_stride, out_stride);
         return;
     }
-    if (repack_applies(&v) || refk_applies(&v) || reffloat_applies(&v)) {
-        /* the reference's repacked mul_mat_id runs gemv, its plain one
-         * vec_dot, a token at a time: never the batch kernels' order */
-        for (int t = 0; t < n_tok; t++) {
-            const uint8_t *a = act + (size_t)t * stride;
-            float *o = out + (int64_t)t * out_stride;
-            if (repack_applies(&v))
-                repack_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
-            else if (refk_applies(&v))
-                refk_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
-            else
-                reffloat_matmul(&v, n, lo, hi, a, stride, 1, o, out_stride);
-        }
+    if (repack_applies(&v)) {
+        /* Q4_0 and MXFP4: gemv and gemm end in the same per-output chain
+         * (forward_repack.h), so all the expert's tokens go at once through
+         * the tiles that decode each weight block once for several tokens */
+        repack_matmul(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (refk_applies(&v)) {
+        /* Q4_K, Q2_K: the repacked mul_mat_id runs gemv a token at a time,
+         * never the gemm's order; refk_matmul_gemv gives every token that
+         * order, Q4_K tokens in fours sharing the weight decoding */
+        refk_matmul_gemv(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (reffloat_applies(&v)) {
+        /* the plain mul_mat_id runs vec_dot a token at a time: never the
+         * batch kernels' order */
+        for (int t = 0; t < n_tok; t++)
+            reffloat_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1, out + (int64_t)t * out_stride,
+                            out_stride);
         return;
     }
     /* vec_dot order (both kernels give its bits): tokens in fours through
@@ -218,9 +245,15 @@ static void expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t h
      * outruns the tiles' one-token remainder path */
     const enum tensor_type type = (enum tensor_type)v.type;
     const uint8_t *w0 = (const uint8_t *)v.data + (size_t)lo * tensor_row_size(type, n);
-    const int n4 = n_tok & ~3;
+    const int n4 = n_tok & ~3, rem = n_tok - n4;
     if (n4 > 0)
         tensor_matmul(type, n, w0, hi - lo, act, n4, stride, out + lo, out_stride);
+    /* 2 or 3 tokens left: one more tile over a copy of them, the last one
+     * repeated (the extra outputs dropped), instead of one more pass over
+     * the weights per token; every output keeps its bits */
+    if (rem >= 2 && expert_tile_rest(type, n, w0, hi - lo, act + (size_t)n4 * stride, rem, stride,
+                                     out + (int64_t)n4 * out_stride + lo, out_stride))
+        return;
     for (int t = n4; t < n_tok; t++)
         tensor_matvec(type, n, w0, hi - lo, act + (size_t)t * stride, out + (int64_t)t * out_stride + lo);
 }
@@ -249,7 +282,7 @@ static void seg_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
         base += sg->rows;
         if (lo < hi)
-            expert_matmul(sg->w, sg->e, lo, hi, sg->act, sg->act_stride, sg->n_tok, sg->out, sg->out_stride);
+            moe_expert_matmul(sg->w, sg->e, lo, hi, sg->act, sg->act_stride, sg->n_tok, sg->out, sg->out_stride);
     }
 }
 

@@ -18,6 +18,7 @@
 #include "kernels/forward_repack.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
+#include "kernels/repack_mxfp4.h"
 #include "testutil.h"
 
 static uint64_t rng_state = 0x4D58465034ull;
@@ -236,6 +237,58 @@ static void test_repack_dispatch(void **state)
     assert_false(repack_applies(&t));
 }
 
+/* The tiled kernel (4 rows x 4 tokens, 4 rows x 1 token, single rows left
+ * over) gives every output the bits of the one-row repacked chain, for any
+ * row range, token count and output stride; the extreme values (|w| 12,
+ * |a| 127) included. */
+static void test_repack_tiles(void **state)
+{
+    (void)state;
+    enum { NMAX = 32 * 13, RMAX = 23, TMAX = 11 };
+    block_mxfp4 *w = malloc(sizeof *w * (RMAX * NMAX / 32));
+    block_q8_0 *a = malloc(sizeof *a * (TMAX * NMAX / 32)), *scratch_a = malloc(sizeof *a * (RMAX * NMAX / 32));
+    block_mxfp4 *scratch_w = malloc(sizeof *w * (TMAX * NMAX / 32));
+    float *out = malloc(sizeof(float) * TMAX * (RMAX + 3));
+    for (int rep = 0; rep < 60; rep++) {
+        const int64_t n = 32 * (1 + (int64_t)(rnd_u32() % 13)), nb = n / 32;
+        const int rows = 1 + (int)(rnd_u32() % RMAX), n_tok = 1 + (int)(rnd_u32() % TMAX);
+        const int r0 = (int)(rnd_u32() % (unsigned)rows), r1 = r0 + 1 + (int)(rnd_u32() % (unsigned)(rows - r0));
+        const int64_t ostride = rows + (int64_t)(rnd_u32() % 3);
+        random_row(rows * n, w, scratch_a);
+        random_row(n_tok * n, scratch_w, a);
+        if (rep % 4 == 0) /* the largest magnitudes: nibbles 7 / 15, bytes +-127 */
+            for (int64_t i = 0; i < rows * nb; i++)
+                for (int j = 0; j < 16; j++)
+                    w[i].qs[j] = (uint8_t)(rnd_u32() % 2 ? 0x7F : 0xF7);
+        if (rep % 4 == 0)
+            for (int64_t i = 0; i < n_tok * nb; i++)
+                for (int j = 0; j < 32; j++)
+                    a[i].qs[j] = (int8_t)(rnd_u32() % 2 ? 127 : -127);
+        for (int64_t i = 0; i < TMAX * (RMAX + 3); i++)
+            out[i] = -1.0f;
+        const size_t astride = (size_t)nb * sizeof(block_q8_0), wrow = (size_t)nb * sizeof(block_mxfp4);
+        repack_mxfp4_matmul(w, n, r0, r1, (const uint8_t *)a, astride, n_tok, out, ostride);
+        for (int t = 0; t < n_tok; t++)
+            for (int r = 0; r < rows; r++) {
+                const float got = out[t * ostride + r];
+                if (r < r0 || r >= r1) {
+                    assert_int_equal(f2u(got), f2u(-1.0f)); /* rows outside the range untouched */
+                    continue;
+                }
+                const float want =
+                    quant_dot_mxfp4_repacked(n, (const uint8_t *)w + r * wrow, (const uint8_t *)a + t * astride);
+                if (f2u(got) != f2u(want))
+                    fail_msg("n=%lld rows [%d,%d) of %d, %d tokens: (%d,%d) %.9g, want %.9g", (long long)n, r0, r1,
+                             rows, n_tok, r, t, (double)got, (double)want);
+            }
+    }
+    free(w);
+    free(a);
+    free(scratch_a);
+    free(scratch_w);
+    free(out);
+}
+
 /* gpt-oss's experts from the file: 3-D MXFP4 tensors of the size the
  * blocks give, each element a value of the grid times its block's scale. */
 static void test_real_experts(void **state)
@@ -275,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_sizes),          cmocka_unit_test(test_e8m0_half),
         cmocka_unit_test(test_dequantize_known), cmocka_unit_test(test_quantize_exact),
         cmocka_unit_test(test_dot_orders),     cmocka_unit_test(test_repack_dispatch),
+        cmocka_unit_test(test_repack_tiles),
         cmocka_unit_test(test_real_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
