@@ -415,6 +415,88 @@ static void dot4_iq1_m_avx2(int64_t n, const void *w, const void *const act[4], 
 }
 #endif
 
+#if defined(QUANT_HAVE_AVX2)
+/* IQ1_M against one activation for many rows (generation): the delta part
+ * of every row is a sum over 4-weight groups of the activation, signed by
+ * the group's delta bit and scaled, so the 4-element sums of the activation
+ * (and their negations as the reference computes them: sign_epi8 leaves a
+ * -128 at -128, so a negated group sum is -sum - 256 * (count of -128)) are
+ * made once per call. Per row and pair of sub-blocks the delta part is then a
+ * blend and one madd whose 32-bit lanes hold exactly the reference's
+ * p3 + p4 lanes (lane k: sub-block 1's group k times its scale plus
+ * sub-block 2's), so sumi2, and with it every float, is the same. */
+#define IQ1M_MV_MAX_SB 256
+static void matvec_iq1_m_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const int64_t nb = n / QK_K;
+    if (nb > IQ1M_MV_MAX_SB) {
+        for (int64_t r = 0; r < rows; r++)
+            out[r] = dot_iq1_m_avx2(n, (const char *)w + (size_t)r * rs, act);
+        return;
+    }
+    const block_q8_K *y = act;
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), m16 = _mm256_set1_epi32(0xffff);
+    __m256i pre[2 * 4 * IQ1M_MV_MAX_SB]; /* per super-block and sub-block pair: sums, negated sums */
+    for (int64_t i = 0; i < nb; i++)
+        for (int p = 0; p < 4; p++) {
+            __m256i sum[2], alt[2];
+            for (int h = 0; h < 2; h++) {
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * p + 32 * h));
+                sum[h] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+                const __m256i negcnt = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(ones8, _mm256_cmpeq_epi8(q, _mm256_set1_epi8(-128))), ones16);
+                alt[h] = _mm256_add_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sum[h]),
+                                          _mm256_slli_epi32(negcnt, 8));
+            }
+            pre[8 * i + 2 * p] = _mm256_or_si256(_mm256_and_si256(sum[0], m16), _mm256_slli_epi32(sum[1], 16));
+            pre[8 * i + 2 * p + 1] = _mm256_or_si256(_mm256_and_si256(alt[0], m16), _mm256_slli_epi32(alt[1], 16));
+        }
+    /* 16-bit lanes 2k / 2k + 1: sub-block 1 / 2 of the pair, group k / 2 */
+    const __m256i bits = _mm256_setr_epi16(8, 8, 8, 8, 128, 128, 128, 128, 2048, 2048, 2048, 2048, -32768, -32768,
+                                           -32768, -32768);
+    const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
+    for (int64_t r = 0; r < rows; r++) {
+        const block_iq1_m *x = (const block_iq1_m *)((const char *)w + (size_t)r * rs);
+        __m256 acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
+        for (int64_t i = 0; i < nb; i++) {
+            uint64_t sc64;
+            memcpy(&sc64, x[i].scales, 8);
+            const __m256i sc = _mm256_add_epi16(
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
+                                                   _mm256_set1_epi16(7)),
+                                  1),
+                _mm256_set1_epi16(1));
+            const uint8_t *qs = x[i].qs, *qh = x[i].qh;
+            const int8_t *q8 = y[i].qs;
+            __m256i sel1 = _mm256_set1_epi16(0x0100), sel2 = _mm256_set1_epi16(0x0908);
+            __m256i sumi1 = _mm256_setzero_si256(), sumi2 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; p++, qs += 8, qh += 4, q8 += 64) {
+                uint16_t hh[2];
+                uint32_t h32;
+                memcpy(hh, qh, 4);
+                memcpy(&h32, qh, 4);
+                const __m256i s1 = _mm256_shuffle_epi8(sc, sel1), s2 = _mm256_shuffle_epi8(sc, sel2);
+                sel1 = _mm256_add_epi8(sel1, _mm256_set1_epi8(2));
+                sel2 = _mm256_add_epi8(sel2, _mm256_set1_epi8(2));
+                const __m256i qa = _mm256_loadu_si256((const __m256i *)q8);
+                const __m256i qb = _mm256_loadu_si256((const __m256i *)(q8 + 32));
+                sumi1 = _mm256_add_epi32(sumi1, _mm256_add_epi32(grid_lanes(grid4(qs, hh[0], 1), qa, s1),
+                                                                 grid_lanes(grid4(qs + 4, hh[1], 1), qb, s2)));
+                /* even 16-bit lanes: qh[0..1] (sub-block 1), odd: qh[2..3] */
+                const __m256i neg = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi32((int)h32), bits), bits);
+                const __m256i v = _mm256_blendv_epi8(pre[8 * i + 2 * p], pre[8 * i + 2 * p + 1], neg);
+                sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(v, _mm256_blend_epi16(s1, s2, 0xAA)));
+            }
+            const __m256 d = _mm256_set1_ps(y[i].d * fp16_to_f32(quant_iq1m_d(&x[i])));
+            acc1 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi1), acc1);
+            acc2 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi2), acc2);
+        }
+        out[r] = hsum_ps(acc1) + QUANT_IQ1_DELTA * hsum_ps(acc2);
+    }
+}
+#endif
+
 void quant_iq1_install(struct quant_kernels *s, struct quant_kernels *m)
 {
 #if defined(QUANT_HAVE_AVX2)
@@ -422,6 +504,7 @@ void quant_iq1_install(struct quant_kernels *s, struct quant_kernels *m)
     m->vec_dot = dot_iq1_m_avx2;
     s->dot4 = dot4_iq1_s_avx2;
     m->dot4 = dot4_iq1_m_avx2;
+    m->matvec = matvec_iq1_m_avx2;
 #else
     s->vec_dot = quant_dot_iq1_s_x86order;
     m->vec_dot = quant_dot_iq1_m_x86order;
