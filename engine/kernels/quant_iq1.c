@@ -448,12 +448,14 @@ static void matvec_iq1_m_avx2(int64_t n, const void *w, size_t rs, int64_t rows,
                 alt[h] = _mm256_add_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sum[h]),
                                           _mm256_slli_epi32(negcnt, 8));
             }
-            pre[8 * i + 2 * p] = _mm256_or_si256(_mm256_and_si256(sum[0], m16), _mm256_slli_epi32(sum[1], 16));
-            pre[8 * i + 2 * p + 1] = _mm256_or_si256(_mm256_and_si256(alt[0], m16), _mm256_slli_epi32(alt[1], 16));
+            pre[8 * i + 2 * p] =
+                _mm256_or_si256(_mm256_and_si256(sum[0], m16), _mm256_slli_epi32(sum[1], 16));
+            pre[8 * i + 2 * p + 1] =
+                _mm256_or_si256(_mm256_and_si256(alt[0], m16), _mm256_slli_epi32(alt[1], 16));
         }
     /* 16-bit lanes 2k / 2k + 1: sub-block 1 / 2 of the pair, group k / 2 */
-    const __m256i bits = _mm256_setr_epi16(8, 8, 8, 8, 128, 128, 128, 128, 2048, 2048, 2048, 2048, -32768, -32768,
-                                           -32768, -32768);
+    const __m256i bits = _mm256_setr_epi16(8, 8, 8, 8, 128, 128, 128, 128, 2048, 2048, 2048, 2048, -32768,
+                                           -32768, -32768, -32768);
     const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
     for (int64_t r = 0; r < rows; r++) {
         const block_iq1_m *x = (const block_iq1_m *)((const char *)w + (size_t)r * rs);
@@ -462,9 +464,10 @@ static void matvec_iq1_m_avx2(int64_t n, const void *w, size_t rs, int64_t rows,
             uint64_t sc64;
             memcpy(&sc64, x[i].scales, 8);
             const __m256i sc = _mm256_add_epi16(
-                _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
-                                                   _mm256_set1_epi16(7)),
-                                  1),
+                _mm256_slli_epi16(
+                    _mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
+                                     _mm256_set1_epi16(7)),
+                    1),
                 _mm256_set1_epi16(1));
             const uint8_t *qs = x[i].qs, *qh = x[i].qh;
             const int8_t *q8 = y[i].qs;
@@ -481,10 +484,12 @@ static void matvec_iq1_m_avx2(int64_t n, const void *w, size_t rs, int64_t rows,
                 sel2 = _mm256_add_epi8(sel2, _mm256_set1_epi8(2));
                 const __m256i qa = _mm256_loadu_si256((const __m256i *)q8);
                 const __m256i qb = _mm256_loadu_si256((const __m256i *)(q8 + 32));
-                sumi1 = _mm256_add_epi32(sumi1, _mm256_add_epi32(grid_lanes(grid4(qs, hh[0], 1), qa, s1),
-                                                                 grid_lanes(grid4(qs + 4, hh[1], 1), qb, s2)));
+                sumi1 =
+                    _mm256_add_epi32(sumi1, _mm256_add_epi32(grid_lanes(grid4(qs, hh[0], 1), qa, s1),
+                                                             grid_lanes(grid4(qs + 4, hh[1], 1), qb, s2)));
                 /* even 16-bit lanes: qh[0..1] (sub-block 1), odd: qh[2..3] */
-                const __m256i neg = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi32((int)h32), bits), bits);
+                const __m256i neg =
+                    _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi32((int)h32), bits), bits);
                 const __m256i v = _mm256_blendv_epi8(pre[8 * i + 2 * p], pre[8 * i + 2 * p + 1], neg);
                 sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(v, _mm256_blend_epi16(s1, s2, 0xAA)));
             }
