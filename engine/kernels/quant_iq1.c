@@ -283,24 +283,26 @@ static inline __m256i delta4(unsigned h)
 #endif
 }
 
+/* The 16 3-bit scales of an IQ1_M super-block as 2 s + 1 in 16-bit lanes:
+ * lanes 0-3 sc[k] bits 0-2, 4-7 bits 6-8 (low 128 bits: weights 0..15 of
+ * sub-blocks 2k, 2k + 1), 8-11 bits 3-5, 12-15 bits 9-11 (weights 16..31). */
+static inline __m256i iq1m_scales_avx2(const block_iq1_m *x)
+{
+    uint64_t sc64;
+    memcpy(&sc64, x->scales, 8);
+    const __m256i sh = _mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), _mm256_set_epi64x(9, 3, 6, 0));
+    return _mm256_add_epi16(_mm256_slli_epi16(_mm256_and_si256(sh, _mm256_set1_epi16(7)), 1),
+                            _mm256_set1_epi16(1));
+}
+
 static float dot_iq1_m_avx2(int64_t n, const void *w, const void *act)
 {
     const block_iq1_m *x = w;
     const block_q8_K *y = act;
     const __m256i ones = _mm256_set1_epi8(1);
-    /* the 16 3-bit scales of a super-block as 2 s + 1 in 16-bit lanes: lanes
-     * 0-3 sc[k] bits 0-2, 4-7 bits 6-8 (low 128 bits: weights 0..15 of
-     * sub-blocks 2k, 2k + 1), 8-11 bits 3-5, 12-15 bits 9-11 (weights 16..31) */
-    const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
     __m256 acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        uint64_t sc64;
-        memcpy(&sc64, x[i].scales, 8);
-        const __m256i sc = _mm256_add_epi16(
-            _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
-                                               _mm256_set1_epi16(7)),
-                              1),
-            _mm256_set1_epi16(1));
+        const __m256i sc = iq1m_scales_avx2(&x[i]);
         const uint8_t *qs = x[i].qs, *qh = x[i].qh;
         const int8_t *q8 = y[i].qs;
         /* byte pairs selecting 16-bit lane k (sub-block 2k) and k + 4 (2k + 1) */
@@ -367,19 +369,12 @@ static void dot4_iq1_m_avx2(int64_t n, const void *w, const void *const act[4], 
 {
     const block_iq1_m *x = w;
     const __m256i ones = _mm256_set1_epi8(1);
-    const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
     __m256 acc1[4], acc2[4];
     for (int c = 0; c < 4; c++)
         acc1[c] = acc2[c] = _mm256_setzero_ps();
     __m256i g[8], dl[8], scl[8];
     for (int64_t i = 0; i < n / QK_K; i++) {
-        uint64_t sc64;
-        memcpy(&sc64, x[i].scales, 8);
-        const __m256i sc = _mm256_add_epi16(
-            _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
-                                               _mm256_set1_epi16(7)),
-                              1),
-            _mm256_set1_epi16(1));
+        const __m256i sc = iq1m_scales_avx2(&x[i]);
         __m256i sel1 = _mm256_set1_epi16(0x0100), sel2 = _mm256_set1_epi16(0x0908);
 #pragma GCC unroll 8
         for (int b = 0; b < QK_K / 32; b += 2) {
@@ -456,19 +451,11 @@ static void matvec_iq1_m_avx2(int64_t n, const void *w, size_t rs, int64_t rows,
     /* 16-bit lanes 2k / 2k + 1: sub-block 1 / 2 of the pair, group k / 2 */
     const __m256i bits = _mm256_setr_epi16(8, 8, 8, 8, 128, 128, 128, 128, 2048, 2048, 2048, 2048, -32768,
                                            -32768, -32768, -32768);
-    const __m256i shift = _mm256_set_epi64x(9, 3, 6, 0);
     for (int64_t r = 0; r < rows; r++) {
         const block_iq1_m *x = (const block_iq1_m *)((const char *)w + (size_t)r * rs);
         __m256 acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
         for (int64_t i = 0; i < nb; i++) {
-            uint64_t sc64;
-            memcpy(&sc64, x[i].scales, 8);
-            const __m256i sc = _mm256_add_epi16(
-                _mm256_slli_epi16(
-                    _mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x((long long)sc64), shift),
-                                     _mm256_set1_epi16(7)),
-                    1),
-                _mm256_set1_epi16(1));
+            const __m256i sc = iq1m_scales_avx2(&x[i]);
             const uint8_t *qs = x[i].qs, *qh = x[i].qh;
             const int8_t *q8 = y[i].qs;
             __m256i sel1 = _mm256_set1_epi16(0x0100), sel2 = _mm256_set1_epi16(0x0908);

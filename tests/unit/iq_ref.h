@@ -228,3 +228,45 @@ static inline float iq_ref_generic(const char *name, uint32_t row, uint32_t col)
     fail_msg("no generic dot for %s %u %u", name, row, col);
     return 0.0f;
 }
+
+typedef float (*iq_dot_fn)(int64_t, const void *, const void *);
+
+/* Every kernel of type t bit for bit against the NAME dumps r:
+ * dequantization (every grid entry used), the x86 order, the installed
+ * vec_dot, the batched matmul and generation's matvec (all rows against one
+ * activation) against the reference's dots, and the scalar kernel against
+ * the reference's _generic one. Returns the dequantized rows (the caller
+ * frees them) for the test's own checks against its spec. */
+static inline float *iq_ref_check_kernels(const struct iq_ref *r, const char *name, enum tensor_type t,
+                                          iq_dot_fn scalar, iq_dot_fn x86)
+{
+    float *deq = malloc(sizeof(float) * r->n * r->rows);
+    for (uint32_t i = 0; i < r->rows; i++)
+        tensor_dequantize_row(t, r->w + i * r->rs, deq + (size_t)i * r->n, r->n);
+    for (uint32_t j = 0; j < r->n_deq; j++)
+        if (iq_f2u(deq[j]) != iq_f2u(r->deq[j]))
+            fail_msg("%s dequantized weight %u: %.9g, reference %.9g", name, j, (double)deq[j],
+                     (double)r->deq[j]);
+    float *mm = malloc(sizeof(float) * r->rows * r->cols), *mv = malloc(sizeof(float) * r->rows * r->cols);
+    tensor_matmul(t, r->n, r->w, r->rows, r->a, r->cols, r->as, mm, r->rows);
+    for (uint32_t c = 0; c < r->cols; c++)
+        tensor_matvec(t, r->n, r->w, r->rows, r->a + c * r->as, mv + (size_t)c * r->rows);
+    for (uint32_t i = 0; i < r->rows; i++)
+        for (uint32_t c = 0; c < r->cols; c++) {
+            const void *w = r->w + i * r->rs, *a = r->a + c * r->as;
+            const float ref = r->dots[i * r->cols + c];
+            const float v[4] = {x86(r->n, w, a), tensor_vec_dot(t, r->n, w, a), mm[c * r->rows + i],
+                                mv[c * r->rows + i]};
+            const float gen = iq_ref_generic(name, i, c), sc = scalar(r->n, w, a);
+            if (iq_f2u(sc) != iq_f2u(gen))
+                fail_msg("%s row %u col %u: scalar %a, reference generic %a", name, i, c, (double)sc,
+                         (double)gen);
+            for (int k = 0; k < 4; k++)
+                if (iq_f2u(v[k]) != iq_f2u(ref))
+                    fail_msg("%s row %u col %u: kernel %d gives %.9g, reference %.9g", name, i, c, k,
+                             (double)v[k], (double)ref);
+        }
+    free(mv);
+    free(mm);
+    return deq;
+}

@@ -229,48 +229,24 @@ static void test_dequant_m_spec(void **state)
 
 /* ---- against the reference ---- */
 
-typedef float (*dot_fn)(int64_t, const void *, const void *);
+typedef iq_dot_fn dot_fn;
 
 static void check_ref(const char *name, enum tensor_type t, dot_fn scalar, dot_fn x86)
 {
     struct iq_ref r;
     iq_ref_load(&r, name, t);
-    float *deq = malloc(sizeof(float) * r.n * r.rows);
-    for (uint32_t i = 0; i < r.rows; i++)
-        tensor_dequantize_row(t, r.w + i * r.rs, deq + (size_t)i * r.n, r.n);
-    for (uint32_t j = 0; j < r.n_deq; j++)
-        if (iq_f2u(deq[j]) != iq_f2u(r.deq[j]))
-            fail_msg("%s dequantized weight %u: %.9g, reference %.9g", name, j, (double)deq[j],
-                     (double)r.deq[j]);
-    float *mm = malloc(sizeof(float) * r.rows * r.cols), *mv = malloc(sizeof(float) * r.rows * r.cols);
-    tensor_matmul(t, r.n, r.w, r.rows, r.a, r.cols, r.as, mm, r.rows);
-    /* generation's path: all rows against one activation (IQ1_M's matvec
-     * sums the activation's 4-groups once for every row) */
-    for (uint32_t c = 0; c < r.cols; c++)
-        tensor_matvec(t, r.n, r.w, r.rows, r.a + c * r.as, mv + (size_t)c * r.rows);
+    free(iq_ref_check_kernels(&r, name, t, scalar, x86));
+    /* the reference's dots near the exact value (its sign wrap included),
+     * the generic order near the plain one */
     for (uint32_t i = 0; i < r.rows; i++)
         for (uint32_t c = 0; c < r.cols; c++) {
             const void *w = r.w + i * r.rs, *a = r.a + c * r.as;
             const float ref = r.dots[i * r.cols + c];
-            const float v[4] = {x86(r.n, w, a), tensor_vec_dot(t, r.n, w, a), mm[c * r.rows + i],
-                                mv[c * r.rows + i]};
-            /* the generic order: the reference's _generic kernel's bits */
-            const float gen = iq_ref_generic(name, i, c), sc = scalar(r.n, w, a);
-            if (iq_f2u(sc) != iq_f2u(gen))
-                fail_msg("%s row %u col %u: scalar %a, reference generic %a", name, i, c, (double)sc,
-                         (double)gen);
-            for (int k = 0; k < 4; k++)
-                if (iq_f2u(v[k]) != iq_f2u(ref))
-                    fail_msg("%s row %u col %u: kernel %d gives %.9g, reference %.9g", name, i, c, k,
-                             (double)v[k], (double)ref);
             double mag;
             const double wrapped = spec_dot(t, w, a, r.n, 1, &mag), plain = spec_dot(t, w, a, r.n, 0, &mag);
             assert_true(iq_close(ref, wrapped, mag));
             assert_true(iq_close(scalar(r.n, w, a), plain, mag));
         }
-    free(mv);
-    free(mm);
-    free(deq);
     iq_ref_free(&r);
 }
 

@@ -184,46 +184,26 @@ static void test_dequant_s_spec(void **state)
 
 /* ---- against the reference ---- */
 
-typedef float (*dot_fn)(int64_t, const void *, const void *);
+typedef iq_dot_fn dot_fn;
 
 static void check_ref(const char *name, enum tensor_type t, dot_fn scalar, dot_fn x86)
 {
     struct iq_ref r;
     iq_ref_load(&r, name, t);
-    /* dequantization: the reference's bits, every grid entry used */
-    float *deq = malloc(sizeof(float) * r.n * r.rows);
-    for (uint32_t i = 0; i < r.rows; i++)
-        tensor_dequantize_row(t, r.w + i * r.rs, deq + (size_t)i * r.n, r.n);
-    for (uint32_t j = 0; j < r.n_deq; j++)
-        if (iq_f2u(deq[j]) != iq_f2u(r.deq[j]))
-            fail_msg("%s dequantized weight %u: %.9g, reference %.9g", name, j, (double)deq[j],
-                     (double)r.deq[j]);
-    /* the dots: x86 order and the installed kernel bit for bit, the batched
-     * tile too; the generic order near the exact value */
+    float *deq = iq_ref_check_kernels(&r, name, t, scalar, x86);
+    /* the reference's dots near the exact value (its sign wrap included),
+     * the generic order near the plain one */
     uint8_t *neg = malloc((size_t)r.n * r.rows);
     spec_signs(t, r.w, (int64_t)r.n * r.rows, neg);
-    float *mm = malloc(sizeof(float) * r.rows * r.cols);
-    tensor_matmul(t, r.n, r.w, r.rows, r.a, r.cols, r.as, mm, r.rows);
     for (uint32_t i = 0; i < r.rows; i++)
         for (uint32_t c = 0; c < r.cols; c++) {
             const void *w = r.w + i * r.rs, *a = r.a + c * r.as;
             const float ref = r.dots[i * r.cols + c];
-            const float v[3] = {x86(r.n, w, a), tensor_vec_dot(t, r.n, w, a), mm[c * r.rows + i]};
-            /* the generic order: the reference's _generic kernel's bits */
-            const float gen = iq_ref_generic(name, i, c), sc = scalar(r.n, w, a);
-            if (iq_f2u(sc) != iq_f2u(gen))
-                fail_msg("%s row %u col %u: scalar %a, reference generic %a", name, i, c, (double)sc,
-                         (double)gen);
-            for (int k = 0; k < 3; k++)
-                if (iq_f2u(v[k]) != iq_f2u(ref))
-                    fail_msg("%s row %u col %u: kernel %d gives %.9g, reference %.9g", name, i, c, k,
-                             (double)v[k], (double)ref);
             const double mag = iq_spec_mag(deq + (size_t)i * r.n, a, r.n);
             assert_true(
                 iq_close(ref, iq_spec_dot(deq + (size_t)i * r.n, a, r.n, neg + (size_t)i * r.n), mag));
             assert_true(iq_close(scalar(r.n, w, a), iq_spec_dot(deq + (size_t)i * r.n, a, r.n, NULL), mag));
         }
-    free(mm);
     free(neg);
     free(deq);
     iq_ref_free(&r);
