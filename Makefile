@@ -10,6 +10,12 @@
 #   make install    PREFIX=/usr/local DESTDIR=... (make uninstall removes it again)
 #
 # BUILD=dir puts objects elsewhere (parallel builds in one tree do not collide).
+# Every core builds unless -jN says otherwise (a fresh checkout's make test,
+# CI's, builds three trees: native, AVX2 variant, sanitizer).
+
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 
 NATIVE  ?= 1
 BUILD   ?= build

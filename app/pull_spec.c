@@ -170,7 +170,7 @@ int pull_pick(const char *tree_json, const char *quant, pull_file *files, int ca
             m[nm++] = i;
     }
     if (nm == 0) {
-        int off = snprintf(err, errlen, "no .gguf file matches '%s'; the repository has:", q);
+        int off = snprintf(err, errlen, "no .gguf file matches '%s'; the repository has:", q ? q : "Q4_K_M");
         for (int i = 0; i < nc && off > 0 && (size_t)off < errlen; i++)
             off += snprintf(err + off, errlen - (size_t)off, " %s", c[i].path);
         free(m);

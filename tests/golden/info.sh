@@ -83,6 +83,11 @@ else
                 not_ok "corpus: $name loads" "$(rc_text $rc): $(cat "$W/err")"
             fi ;;
         fail)
+            # under the sanitizer build every third truncation (see the cuts below)
+            case "$name" in trunc_*)
+                seen_trunc=$((${seen_trunc:-0} + 1))
+                [ "${SANITIZED:-}" = 1 ] && [ $((seen_trunc % 3)) -ne 0 ] && continue ;;
+            esac
             run_info "$f"
             case "$name" in
             trunc_*)
@@ -100,11 +105,12 @@ else
     done <"$CORPUS/MANIFEST"
     if [ "$n_valid" -ge 6 ] && [ "$n_bad" -ge 50 ]; then ok "corpus has $n_valid valid and $n_bad malformed files"
     else not_ok "corpus has enough files" "valid $n_valid (want >= 6), malformed $n_bad (want >= 50)"; fi
-    if [ "$n_trunc" -ge 500 ] && [ "$bad_trunc" -eq 0 ]; then
+    want_trunc=500; [ "${SANITIZED:-}" = 1 ] && want_trunc=160
+    if [ "$n_trunc" -ge "$want_trunc" ] && [ "$bad_trunc" -eq 0 ]; then
         ok "corpus: all $n_trunc truncations of a valid file exit 1 naming field and offset"
     else
         not_ok "corpus: truncations exit 1 naming field and offset" \
-            "$bad_trunc of $n_trunc wrong (want >= 500 files)" "$first_bad"
+            "$bad_trunc of $n_trunc wrong (want >= $want_trunc files)" "$first_bad"
     fi
 fi
 
@@ -232,7 +238,12 @@ facts "$TESTDATA/golden/tokenizer/ggml-vocab-phi-3.gguf" "info phi-3 vocab: temp
 # ---- truncated real files ------------------------------------------------------
 # Every stories260K variant cut at ~300 offsets: dense over the header,
 # key/values and tensor table, sparse over the data. All must exit 1.
-for f in "$M"/stories260K*.gguf; do
+# Under the sanitizer build (make test's asan/ part) the Q4_0 one: each run
+# costs ~20x there, and the generated corpus above already walks every
+# reader path under ASan; the plain build cuts them all.
+VARIANTS=$(ls "$M"/stories260K*.gguf 2>/dev/null)
+[ "${SANITIZED:-}" = 1 ] && VARIANTS=$(echo "$VARIANTS" | grep -m 1 q4_0 || echo "$VARIANTS" | head -n 1)
+for f in ${VARIANTS:-"$M/stories260K.gguf"}; do
     label="truncated $(basename "$f") exits 1 at every cut"
     need "$f" "$label" || continue
     run_info "$f"
