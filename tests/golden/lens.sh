@@ -11,6 +11,8 @@
 #  - logits --lens lists, at every position, block L's top as --lens-layer L.
 . tests/lib.sh
 R=tests/golden/reference/lens
+. tests/lib_lens.sh
+LENS_DIR=$OUT
 CUT="python3 tests/tools/gguf_cut.py"
 
 grep -v '^#' "$R/RUNS" | while read -r name model blocks case mode; do
@@ -18,17 +20,7 @@ grep -v '^#' "$R/RUNS" | while read -r name model blocks case mode; do
     label="lens $name ($model, $blocks blocks, $mode)"
     need "$full" "$label" || continue
     cut=$OUT/$model.cut$blocks.gguf
-    if ! $CUT "$full" "$cut" "$blocks" >"$OUT/cut.log" 2>&1; then
-        not_ok "$label: gguf_cut" "$(tail -n 3 "$OUT/cut.log")"
-        continue
-    fi
-    want=$(grep " $model.cut$blocks.gguf\$" "$R/MD5SUMS" | cut -d' ' -f1)
-    got=$(md5sum <"$cut" | cut -d' ' -f1)
-    if [ "$want" != "$got" ]; then
-        not_ok "$label: cut file bytes" "gguf_cut wrote md5 $got, the reference ran on $want"
-        rm -f "$cut"
-        continue
-    fi
+    lens_cut "$label" "$full" "$cut" "$blocks" "$R/MD5SUMS" || continue
     ref=$R/$name.jsonl
     copt=""; lopt=""
     [ "$mode" = one-by-one ] && { copt=--one-by-one; lopt=--one-by-one; }
@@ -59,25 +51,8 @@ PY
     result=$?
     if [ $result -eq 0 ]; then ok "$label: logits --lens-layer $blocks prints the reference's lines"
     else not_ok "$label: logits --lens-layer $blocks prints the reference's lines" "$(tail -n 3 "$OUT/lens.diff")"; fi
-    "$BIN" logits -m "$cut" --tokens "$toks" -n 12 -k 10 $lopt >"$OUT/lens.cut" 2>&1
-    if cmp -s "$OUT/lens.ours" "$OUT/lens.cut"; then ok "$label: the same bytes as logits on the cut file"
-    else not_ok "$label: the same bytes as logits on the cut file" "$(diff "$OUT/lens.ours" "$OUT/lens.cut" | head -n 4)"; fi
-    if [ "$mode" = batch ]; then
-        "$BIN" logits -m "$full" --tokens "$toks" -n 4 -k 10 --lens >"$OUT/lens.all" 2>&1
-        python3 - "$OUT/lens.all" "$OUT/lens.ours" "$blocks" "$(echo "$toks" | tr ',' '\n' | wc -l)" \
-            >"$OUT/lens.diff" 2>&1 <<'PY'
-import json, sys
-allb = [json.loads(l) for l in open(sys.argv[1])]
-one = [json.loads(l) for l in open(sys.argv[2])]
-L, n_prompt = int(sys.argv[3]), int(sys.argv[4])
-for a, b in zip(allb[1:1 + n_prompt], one[1:1 + n_prompt]):
-    e = a["lens"][L - 1]
-    assert e["layer"] == L and e["top"] == b["top"] and e["argmax"] == b["argmax"] and e["lse"] == b["lse"], a["pos"]
-    assert a["lens"][-1]["top"] == a["top"], a["pos"]  # the last block is the model's own
-PY
-        if [ $? -eq 0 ]; then ok "$label: logits --lens, block $blocks = --lens-layer $blocks at every prompt position"
-        else not_ok "$label: logits --lens, block $blocks = --lens-layer $blocks at every prompt position" "$(tail -n 3 "$OUT/lens.diff")"; fi
-    fi
+    lens_same_as_cut "$label" "$OUT/lens.ours" "$cut" "$toks" "$lopt"
+    [ "$mode" = batch ] && lens_all_blocks "$label" "$full" "$toks" "$blocks" "$OUT/lens.ours"
     rm -f "$cut"
 done
 

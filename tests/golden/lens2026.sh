@@ -19,6 +19,8 @@
 R=tests/golden/reference/lens2026
 M=$TESTDATA/families2026/models
 W=$(mktemp -d "$OUT/lens2026.XXXXXX") || exit 1
+. tests/lib_lens.sh
+LENS_DIR=$W
 
 # shellcheck disable=SC2034 # the case names the prompt in RUNS; the file holds it
 grep -v '^#' "$R/RUNS" | while read -r name model blocks case mode maxdiff maxkl mintop1 exact; do
@@ -26,17 +28,7 @@ grep -v '^#' "$R/RUNS" | while read -r name model blocks case mode maxdiff maxkl
     label="lens2026 $name ($model, $blocks blocks, $mode, AVX2 reference)"
     need "$full" "$label" || continue
     cut=$W/$model.cut$blocks.gguf
-    if ! python3 tests/tools/gguf_cut.py "$full" "$cut" "$blocks" >"$W/cut.log" 2>&1; then
-        not_ok "$label: gguf_cut" "$(tail -n 3 "$W/cut.log")"
-        continue
-    fi
-    want=$(grep " $model.cut$blocks.gguf\$" "$R/MD5SUMS" | cut -d' ' -f1)
-    got=$(md5sum <"$cut" | cut -d' ' -f1)
-    if [ "$want" != "$got" ]; then
-        not_ok "$label: cut file bytes" "gguf_cut wrote md5 $got, the reference ran on $want"
-        rm -f "$cut"
-        continue
-    fi
+    lens_cut "$label" "$full" "$cut" "$blocks" "$R/MD5SUMS" || continue
     ref=$R/$name.jsonl
     copt=""
     [ "$mode" = one-by-one ] && copt=--one-by-one
@@ -69,25 +61,8 @@ for a, b in zip(ref[1:n], ours[1:n]):
 PY
     if [ $? -eq 0 ]; then ok "$label: logits --lens-layer $blocks prints the reference's numbers on positions < $exact"
     else not_ok "$label: logits --lens-layer $blocks prints the reference's numbers on positions < $exact" "$(tail -n 3 "$W/lens.diff")"; fi
-    "$BIN" logits -m "$cut" --tokens "$toks" -n 12 -k 10 $copt >"$W/lens.cut" 2>&1
-    if cmp -s "$W/lens.ours" "$W/lens.cut"; then ok "$label: the same bytes as logits on the cut file"
-    else not_ok "$label: the same bytes as logits on the cut file" "$(diff "$W/lens.ours" "$W/lens.cut" | head -n 4)"; fi
-    if [ "$mode" = batch ]; then
-        "$BIN" logits -m "$full" --tokens "$toks" -n 4 -k 10 --lens >"$W/lens.all" 2>&1
-        python3 - "$W/lens.all" "$W/lens.ours" "$blocks" "$(echo "$toks" | tr ',' '\n' | wc -l)" \
-            >"$W/lens.diff" 2>&1 <<'PY'
-import json, sys
-allb = [json.loads(l) for l in open(sys.argv[1])]
-one = [json.loads(l) for l in open(sys.argv[2])]
-L, n_prompt = int(sys.argv[3]), int(sys.argv[4])
-for a, b in zip(allb[1:1 + n_prompt], one[1:1 + n_prompt]):
-    e = a["lens"][L - 1]
-    assert e["layer"] == L and e["top"] == b["top"] and e["argmax"] == b["argmax"] and e["lse"] == b["lse"], a["pos"]
-    assert a["lens"][-1]["top"] == a["top"], a["pos"]  # the last block is the model's own
-PY
-        if [ $? -eq 0 ]; then ok "$label: logits --lens, block $blocks = --lens-layer $blocks at every prompt position"
-        else not_ok "$label: logits --lens, block $blocks = --lens-layer $blocks at every prompt position" "$(tail -n 3 "$W/lens.diff")"; fi
-    fi
+    lens_same_as_cut "$label" "$W/lens.ours" "$cut" "$toks" "$copt"
+    [ "$mode" = batch ] && lens_all_blocks "$label" "$full" "$toks" "$blocks" "$W/lens.ours"
     rm -f "$cut"
 done
 
