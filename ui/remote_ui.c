@@ -84,7 +84,8 @@ void remote_ui_probs_cmd(ui_app *app, const char *args)
     }
     const bool post = app->eparams.remote_probs_post;
     if (app->loaded && strcmp(app->info.remote_kind, "llama-server") != 0)
-        ui_message(app, UI_MSG_WARN, "probs %s: only llama-server has post-sampler probabilities (%s sends %s)",
+        ui_message(app, UI_MSG_WARN,
+                   "probs %s: only llama-server has post-sampler probabilities (%s sends %s)",
                    post ? "post" : "raw", app->info.remote_kind,
                    !strcmp(app->info.remote_kind, "tokscope") ? "raw and post both" : "raw logprobs");
     else
