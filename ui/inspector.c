@@ -189,8 +189,8 @@ static void draw_table(ui_app *app, const ui_token *t, bool cursor, int y, int x
         draw_str(y, x + 10, tok_w, tokcol, attr);
         int cx = x + 10 + tok_w;
         /* a negative probability: the server did not send that kind */
-        if (show_logit && cd->p_raw < 0)
-            cx += draw_printf(y, cx, x + w - cx, attr, " %7s", "-");
+        if (show_logit && (cd->p_raw < 0 || cd->logit <= -1e30f)) /* not sent, or a server's log(0) */
+            cx += draw_printf(y, cx, x + w - cx, attr, " %7s", cd->p_raw < 0 ? "-" : "-inf");
         else if (show_logit)
             cx += draw_printf(y, cx, x + w - cx, attr, " %7.3f", (double)cd->logit);
         char pr[16], pp[16];

@@ -5,6 +5,7 @@
 #include "remote/remote.h"
 
 #include <curl/curl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -386,6 +387,11 @@ typedef struct turn {
     double t_start, t_first, t_last, prompt_tps;
 } turn;
 
+/* A logprob as the event's logit: log(0) stays finite (the float's lowest,
+ * as llama-server sent it) so that a saved session holds a number, not the
+ * null cJSON writes for -inf; the inspector shows it as -inf */
+static float finite_lp(float x) { return x >= -FLT_MAX ? x : -FLT_MAX; }
+
 static void token_event(turn *t, const char *text, size_t len, const remote_piece *p)
 {
     engine_event *ev = calloc(1, sizeof *ev);
@@ -411,7 +417,7 @@ static void token_event(turn *t, const char *text, size_t len, const remote_piec
         const bool post = p->post;
         int32_t k = p->n_top < SAMPLER_MAX_TOP ? p->n_top : SAMPLER_MAX_TOP;
         const float pc = post ? p->prob : expf(p->logprob);
-        ev->logit = post ? 0.0f : p->logprob;
+        ev->logit = post ? 0.0f : finite_lp(p->logprob);
         ev->p_raw = post ? -1.0f : pc;
         ev->p_post = post ? pc : -1.0f;
         double h = 0, mass = 0;
@@ -420,7 +426,7 @@ static void token_event(turn *t, const char *text, size_t len, const remote_piec
             snprintf(cd->text, sizeof cd->text, "%s", p->top[i].text);
             cd->id = intern(t->r, cd->text);
             const float q = post ? p->top[i].prob : expf(p->top[i].logprob);
-            cd->logit = post ? 0.0f : p->top[i].logprob;
+            cd->logit = post ? 0.0f : finite_lp(p->top[i].logprob);
             cd->p_raw = post ? -1.0f : q;
             cd->p_post = post ? q : -1.0f;
             if (q > 0) {

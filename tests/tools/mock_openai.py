@@ -12,6 +12,8 @@ request's "model" picks the scenario:
               killed mid-reply)
   slow        one token every 0.3 s, 40 of them
   error_event one token, then llama-server's "error: {...}" line
+  logzero     one token whose other candidates have p 0, sent as llama-server
+              sends log(0): -3.4028234663852886e+38
   http401 http404 http429 http500 http503
               that status with an OpenAI-style error body
 Anything else streams "ok". With "post_sampling_probs": true in a request
@@ -209,6 +211,14 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(0.3)
             self.event(chunk(finish="length"))
             self.event("[DONE]")
+        elif sc == "logzero":
+            # smollm-mini on a real llama-server: p 0 sent as the float's lowest
+            e = lp_entry("\n", 0.0, [("\n", 0.0), (" chestnut", 0.0), ("cut", 0.0)])
+            for t in e["top_logprobs"][1:]:
+                t["logprob"] = -3.4028234663852886e+38
+            self.event(chunk(content="\n", lp=[e]))
+            self.event(chunk(finish="stop"))
+            self.event("[DONE]")
         elif sc == "error_event":
             for c in token_chunks(1):
                 self.event(c)
@@ -227,7 +237,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--kind", default="llamacpp")
-    ap.add_argument("--models", default="ok,reasoning,crlf,cut,hang,slow,error_event")
+    ap.add_argument("--models", default="ok,reasoning,crlf,cut,hang,slow,error_event,logzero")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True

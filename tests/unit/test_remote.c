@@ -528,6 +528,25 @@ static void test_post_probs(void **state)
     free(s);
 }
 
+/* llama-server's log(0) (the float's lowest): p 0 and a finite logit in
+ * the TOKEN event, so that /save writes a number (cJSON writes -inf as
+ * null, which /load refuses) */
+static void test_log_zero(void **state)
+{
+    (void)state;
+    engine *e = start_at(base_url, "logzero", 5, NULL);
+    engine_cmd c = {0};
+    turn_log t;
+    run_turn(e, &c, &t, 20000);
+    assert_string_equal(t.text, "\n");
+    assert_int_equal(t.first.n_top, 3);
+    assert_true(t.first.p_raw == 1.0f);
+    assert_true(t.first.top[1].p_raw == 0.0f);
+    assert_true(isfinite(t.first.top[1].logit) && t.first.top[1].logit < -1e30f);
+    assert_true(isfinite(t.first.entropy_raw));
+    engine_shutdown(e);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -558,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_server_comes_back),
         cmocka_unit_test(test_stop_closes_stream), cmocka_unit_test(test_branch_prefix),
         cmocka_unit_test(test_refusals),           cmocka_unit_test(test_post_probs),
+        cmocka_unit_test(test_log_zero),
     };
     return cmocka_run_group_tests(tests, start_mock, stop_mock);
 }
