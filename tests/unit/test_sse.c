@@ -149,6 +149,12 @@ static void test_llama_server_error_line(void **state)
     assert_string_equal(m, "bad request");
     remote_error_message("Bad Gateway\n", m, sizeof m);
     assert_string_equal(m, "Bad Gateway ");
+    /* a real llama-server (34af94cd, -c 128) refusing a long prompt: HTTP 400 before any event */
+    remote_error_message("{\"error\":{\"code\":400,\"message\":\"request (409 tokens) exceeds the available "
+                         "context size (256 tokens), try increasing it\",\"type\":\"exceed_context_size_error\","
+                         "\"n_prompt_tokens\":409,\"n_ctx\":256}}",
+                         m, sizeof m);
+    assert_string_equal(m, "request (409 tokens) exceeds the available context size (256 tokens), try increasing it");
 }
 
 static bool stop_after_one(void *user, const char *event, const char *data, size_t n)
