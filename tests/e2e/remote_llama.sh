@@ -10,6 +10,8 @@
 #   - at temperature 0.8 from one seed, after /probs post: the inspector
 #     shows the server's post-sampler numbers (post% filled, raw% "-"),
 #     the local engine's post% for the same step;
+#   - a branch from an alternative: the server continues the reply so far
+#     plus the alternative, and the prefix it streams back is not shown twice;
 #   - the server killed mid-reply: the status line says so, the partial
 #     reply stays, marked.
 . tests/lib.sh
@@ -103,6 +105,24 @@ result "remote_llama: after /probs post the inspector is labelled post, post% fi
         "$TMP/local_seed.top" "$TMP/remote_seed.top" >"$TMP/post.diff"
 result "remote_llama: the server's post-sampler probabilities are the local engine's post%" $? \
     "$(head -n 5 "$TMP/post.diff") local: $(head -n 4 "$TMP/local_seed.top") remote: $(head -n 4 "$TMP/remote_seed.top")"
+
+# ---- branch from an alternative: llama-server continues the assistant prefix --
+# (it streams the prefix back at the start of its first delta: shown once)
+start --no-autosave -n 6 --remote "$URL" --temp 0
+wait_for '^ idle ' 30
+line "Once upon a time"
+wait_for 'Assistant [0-9]+ tokens|Assistant \[n_predict reached\]' 30 && wait_idle 20
+keys Tab
+keys Left
+keys Left
+keys Enter
+keys Down
+keys Enter
+wait_for 'branch at token' 10 && wait_idle 20
+reply=$(left | sed -n '/^Assistant/,$p' | sed '/^──/,$d' | sed -n '2,$p' | tr -d '\n')
+[ "$(printf '%s' "$reply" | grep -o 'deeper' | wc -l)" -eq 1 ]
+result "remote_llama: a branch continues the assistant prefix, shown once" $? "reply: $reply"
+quit_wait
 
 # ---- the server killed mid-reply ---------------------------------------------
 start --no-autosave -n 3000 --remote "$URL" --temp 0.8 --seed 1
