@@ -64,6 +64,7 @@ static const struct {
     {"remote", "model"},
     {"remote", "api_key_file"},
     {"remote", "timeout"},
+    {"remote", "probs"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
@@ -304,6 +305,12 @@ static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_
             e->remote_timeout_s = (int32_t)x;
             return true;
         }
+        if (!strcmp(key, "probs")) { /* llama-server: raw logprobs or post_sampling_probs */
+            if (strcmp(val, "raw") != 0 && strcmp(val, "post") != 0)
+                return bad(err, errlen, "[remote] probs: '%s' is not raw or post", val);
+            e->remote_probs_post = !strcmp(val, "post");
+            return true;
+        }
         char *dst = !strcmp(key, "url") ? c->remote_url : !strcmp(key, "model") ? c->remote_model : c->api_key_file;
         size_t cap = !strcmp(key, "url") ? sizeof c->remote_url
                      : !strcmp(key, "model") ? sizeof c->remote_model
@@ -383,6 +390,8 @@ void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
         snprintf(buf, cap, "%s", c->api_key_file);
     else if (!strcmp(key, "timeout"))
         snprintf(buf, cap, "%d", (int)e->remote_timeout_s);
+    else if (!strcmp(key, "probs"))
+        snprintf(buf, cap, "%s", e->remote_probs_post ? "post" : "raw");
 }
 
 bool config_set(tok_config *c, const char *section, const char *key, const char *value, const char *option,

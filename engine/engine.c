@@ -263,6 +263,8 @@ static void handle_between(engine *e, engine_cmd *c)
     case ENGINE_CMD_SET_STEP:
         e->step_on = c->flag;
         break;
+    case ENGINE_CMD_SET_REMOTE_PROBS: /* the remote backend's; nothing to do locally */
+        break;
     case ENGINE_CMD_LENS:
         engine_lens_queue(e, c);
         return; /* ownership moved */
@@ -307,6 +309,7 @@ static void handle(engine *e, engine_cmd *c)
     case ENGINE_CMD_STOP:
     case ENGINE_CMD_STEP:
     case ENGINE_CMD_UNDO:
+    case ENGINE_CMD_SET_REMOTE_PROBS: /* the remote backend's */
         break; /* nothing running */
     case ENGINE_CMD_SET_STEP:
         e->step_on = c->flag;
@@ -509,6 +512,12 @@ void engine_undo(engine *e)
 void engine_set_step(engine *e, bool on)
 {
     engine_cmd c = {.type = ENGINE_CMD_SET_STEP, .flag = on};
+    engine_send(e, &c);
+}
+
+void engine_set_remote_probs(engine *e, bool post)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SET_REMOTE_PROBS, .flag = post};
     engine_send(e, &c);
 }
 

@@ -63,6 +63,9 @@ typedef struct engine_params {
     const char *remote_api_key; /* sent as a bearer token only; never printed, logged or saved */
     const char *remote_model;   /* model id to ask for; NULL = the server's first */
     int32_t remote_timeout_s;   /* a request with no byte for this long fails (0 = 60) */
+    bool remote_probs_post;     /* llama-server: ask for its post-sampler probabilities
+                                   (post_sampling_probs) instead of the raw ones;
+                                   ENGINE_CMD_SET_REMOTE_PROBS changes it */
 } engine_params;
 
 engine_params engine_default_params(void);
@@ -80,6 +83,8 @@ enum engine_cmd_type {
     ENGINE_CMD_UNDO,       /* step mode, waiting: take back the reply's last token (one position) */
     ENGINE_CMD_SET_STEP,   /* flag: step mode on or off, also in the middle of a turn */
     ENGINE_CMD_LENS,       /* messages + tokens: the logit lens of one step (a LENS event) */
+    ENGINE_CMD_SET_REMOTE_PROBS, /* flag: the remote backend asks llama-server for post-sampler
+                                    probabilities from the next request on (local engine: ignored) */
 };
 
 typedef struct engine_cmd {
@@ -102,7 +107,7 @@ typedef struct engine_cmd {
     int32_t reply_emitted;  /* SUBMIT with tokens: bytes of their text the UI already shows */
     int32_t token;          /* STEP with flag: force this id; LENS: the step's chosen token */
     char *text;             /* STEP: force the tokens of this text (owned by the queue after send) */
-    bool flag;              /* SET_STEP: on; STEP: force token */
+    bool flag;              /* SET_STEP: on; STEP: force token; SET_REMOTE_PROBS: post */
     int32_t index;          /* LENS: echoed in the event */
 } engine_cmd;
 
@@ -228,6 +233,7 @@ void engine_step_token(engine *e, int32_t id);  /* step mode: force this token *
 void engine_step_text(engine *e, const char *text); /* step mode: force the tokens of text */
 void engine_undo(engine *e);
 void engine_set_step(engine *e, bool on);
+void engine_set_remote_probs(engine *e, bool post); /* --remote, llama-server: raw or post-sampler numbers */
 /* Non-blocking: true and fills ev when an event is pending. */
 bool engine_poll(engine *e, engine_event *ev);
 /* Readable when events are pending (drain it with engine_poll). */

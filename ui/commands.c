@@ -39,6 +39,7 @@ const ui_command commands_table[] = {
     {"strip", "[entropy|prob|off]", "a strip under replies: each token's entropy or improbability (F7)"},
     {"lens", "[on|off]", "inspector: the logit lens of the step, block by block (also F8)"},
     {"model", "[ID]", "--remote: the server's models (GET /v1/models), or use model ID"},
+    {"probs", "[raw|post]", "--remote, llama-server: ask for raw or post-sampler probabilities"},
     {"compare", "PARAM VALUE...|off", "split: the same prompt under the panel's and these parameters"},
     {NULL, NULL, NULL},
 };
@@ -294,6 +295,8 @@ void commands_run(ui_app *app, const char *line)
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "model")) {
         remote_ui_model_cmd(app, args);
+    } else if (!strcmp(n, "probs")) {
+        remote_ui_probs_cmd(app, args);
     } else if (!strcmp(n, "template") && remote_ui_refuse(app, "/template (the server applies its own)")) {
         return;
     } else if (!strcmp(n, "template")) {
@@ -399,7 +402,9 @@ const char *commands_help_text(void)
     OUT("\nRemote backend (tokscope --remote URL)\n"
         "  The same screen on an OpenAI-compatible server (llama-server, vLLM, ollama,\n"
         "  tokscope serve). /model lists its models. The inspector shows the server's\n"
-        "  candidates (at most 20); the panel dims parameters the server ignores. Works:\n"
+        "  candidates (at most 20); the panel dims parameters the server ignores.\n"
+        "  llama-server sends raw or post-sampler probabilities, one kind per request:\n"
+        "  /probs raw|post (also [remote] probs) picks it from the next request. Works:\n"
         "  chat, /regen, /edit, versions, compare, reasoning; branching where the server\n"
         "  continues an assistant message. Needs the local engine: step mode, the lens,\n"
         "  undo, /template. A failure keeps the partial reply ([cut]); /regen retries.\n");

@@ -547,6 +547,14 @@ static const char *reason_text(int r)
 }
 
 /* Draws one text line of an assistant message token by token. */
+/* A token's probability, raw or post; the other when the server sent only
+ * that kind (--remote: a negative number is "not given") */
+static float token_prob(const ui_token *t, bool post)
+{
+    const float p = post ? t->p_post : t->p_raw;
+    return p >= 0 ? p : post ? t->p_raw : t->p_post;
+}
+
 static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline *v, int y, int x, int w,
                             const conv_draw_opts *o)
 {
@@ -575,7 +583,7 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
             if (te < seg_end)
                 seg_end = te;
             if (o->prob_colors)
-                attr = theme_attr(theme_prob_elem(o->post ? t->p_post : t->p_raw));
+                attr = theme_attr(theme_prob_elem(token_prob(t, o->post)));
             else if (b < m->think_end) /* reasoning: set apart */
                 attr = theme_attr(THEME_DIM);
             if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
@@ -603,7 +611,8 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
 
 int conv_strip_level(const ui_token *t, int mode)
 {
-    float x = mode == CONV_STRIP_PROB ? 1.0f - t->p_raw : t->entropy_raw / 4.0f;
+    const float h = t->entropy_raw >= 0 ? t->entropy_raw : t->entropy_post;
+    float x = mode == CONV_STRIP_PROB ? 1.0f - token_prob(t, false) : h / 4.0f;
     if (!(x > 0.0f))
         x = 0.0f;
     if (x > 1.0f)
@@ -639,7 +648,7 @@ static void draw_strip_line(const ui_conv *c, const ui_msg *m, const conv_vline 
         int cols = wrap_str_width(m->text + b, seg_end - b);
         if (t) {
             const int lv = conv_strip_level(t, c->strip);
-            int attr = theme_attr(theme_prob_elem(t->p_raw));
+            int attr = theme_attr(theme_prob_elem(token_prob(t, false)));
             if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
                 attr = theme_attr(THEME_SELECTED);
             for (int k = 0; k < cols && col + k < w; k++)

@@ -157,9 +157,9 @@ static void draw_table(ui_app *app, const ui_token *t, bool cursor, int y, int x
     int hl = snprintf(hdr, sizeof hdr, "%2s %6s %-*s", "#", "id", tok_w, "token");
     if (show_logit)
         hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %7s", "logit");
-    /* --remote: the numbers are the server's (its logprobs); it gives one set */
-    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", remote_ui_one_prob(app) ? "srv%" : "raw%",
-             remote_ui_one_prob(app) ? "srv%" : "post%");
+    /* --remote: the server sends one kind per request (raw logprobs, or
+     * llama-server's post-sampler probs): the other column shows "-" */
+    snprintf(hdr + hl, sizeof hdr - (size_t)hl, " %6s %6s", "raw%", "post%");
     draw_str(y, x, w, hdr, theme_attr(THEME_HEADER));
     int bar_x = x + 10 + tok_w + (show_logit ? 8 : 0) + 14 + 1;
     if (bar_w)
@@ -188,12 +188,18 @@ static void draw_table(ui_app *app, const ui_token *t, bool cursor, int y, int x
         draw_printf(y, x, 10, attr, "%2d %6d", k + 1, cd->id);
         draw_str(y, x + 10, tok_w, tokcol, attr);
         int cx = x + 10 + tok_w;
-        if (show_logit)
+        /* a negative probability: the server did not send that kind */
+        if (show_logit && (cd->p_raw < 0 || cd->logit <= -1e30f)) /* not sent, or a server's log(0) */
+            cx += draw_printf(y, cx, x + w - cx, attr, " %7s", cd->p_raw < 0 ? "-" : "-inf");
+        else if (show_logit)
             cx += draw_printf(y, cx, x + w - cx, attr, " %7.3f", (double)cd->logit);
-        draw_printf(y, cx, x + w - cx, attr, " %6.2f %6.2f", cd->p_raw * 100.0, cd->p_post * 100.0);
+        char pr[16], pp[16];
+        snprintf(pr, sizeof pr, cd->p_raw < 0 ? "-" : "%.2f", cd->p_raw * 100.0);
+        snprintf(pp, sizeof pp, cd->p_post < 0 ? "-" : "%.2f", cd->p_post * 100.0);
+        draw_printf(y, cx, x + w - cx, attr, " %6s %6s", pr, pp);
         if (bar_w) {
             char bar[128];
-            bar_str(cd->p_post, bar_w, bar, sizeof bar);
+            bar_str(cd->p_post >= 0 ? cd->p_post : cd->p_raw, bar_w, bar, sizeof bar);
             draw_str(y, bar_x, bar_w, bar, chosen ? attr : theme_attr(THEME_BAR));
         }
     }
@@ -220,9 +226,11 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
         snprintf(title, sizeof title, " %s%s: token %d/%d ", label, app->lens_on ? "Lens" : "Inspector", ord, n_all);
     else
         snprintf(title, sizeof title, " %s%s: latest step ", label, app->lens_on ? "Lens" : "Inspector");
-    if (remote_ui_on(app)) /* whose numbers these are */
+    if (remote_ui_on(app)) /* whose numbers these are (a token's own: /probs switches between turns) */
         snprintf(title + strlen(title), sizeof title - strlen(title), "%s",
-                 remote_ui_one_prob(app) ? "(server's probabilities) " : "(tokscope serve: raw, post) ");
+                 !remote_ui_one_prob(app) ? "(tokscope serve: raw, post) "
+                 : t && !pending && t->p_raw < 0 ? "(server's post probs) "
+                                                 : "(server's raw probs) ");
     int tl = draw_str(r.y, x, w, title, theme_attr(THEME_HEADER));
     draw_str(r.y, x + tl + 1, w - tl - 1, app->post_order ? "[post order]" : "[raw order]", theme_attr(THEME_DIM));
     if (!t) {
@@ -263,8 +271,11 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
     wrap_escape(piece, plen, esc, sizeof esc);
     if (y < y_end)
         draw_printf(y++, x, w, 0, "pos %d  id %d  '%s'", t->pos, t->id, esc);
-    if (y < y_end && remote_ui_one_prob(app)) /* one number per token: the server's logprob */
-        draw_printf(y++, x, w, 0, "server %.2f%%  logprob %.3f", t->p_raw * 100.0, (double)t->logit);
+    if (y < y_end && remote_ui_one_prob(app) && t->p_raw < 0) /* llama-server's post_sampling_probs */
+        draw_printf(y++, x, w, 0, "server post-sampler %.2f%%  (raw: -)", t->p_post * 100.0);
+    else if (y < y_end && remote_ui_one_prob(app)) /* one number per token: the server's logprob */
+        draw_printf(y++, x, w, 0, "server raw %.2f%%  logprob %.3f  (post: -)", t->p_raw * 100.0,
+                    (double)t->logit);
     else if (y < y_end)
         draw_printf(y++, x, w, 0, "raw %.2f%%  post %.2f%%  logit %.3f", t->p_raw * 100.0, t->p_post * 100.0,
                     (double)t->logit);
@@ -281,7 +292,8 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
         return;
     }
     if (y < y_end && remote_ui_one_prob(app))
-        draw_printf(y++, x, w, 0, "entropy %.3f nats (of the server's top %d)", (double)t->entropy_raw, t->n_top);
+        draw_printf(y++, x, w, 0, "entropy %.3f nats (of the server's top %d)",
+                    (double)(t->entropy_raw >= 0 ? t->entropy_raw : t->entropy_post), t->n_top);
     else if (y < y_end)
         draw_printf(y++, x, w, 0, "entropy raw %.3f  post %.3f nats", (double)t->entropy_raw,
                     (double)t->entropy_post);

@@ -66,3 +66,30 @@ void remote_ui_model_cmd(ui_app *app, const char *args)
         snprintf(text + n, sizeof text - (size_t)n, "\n/model ID switches to one of them.");
     ui_overlay_show(app, "Remote models  (Esc closes)", text);
 }
+
+void remote_ui_probs_cmd(ui_app *app, const char *args)
+{
+    if (!remote_ui_on(app)) {
+        ui_message(app, UI_MSG_WARN, "/probs is for --remote (the local engine shows raw and post both)");
+        return;
+    }
+    if (args && *args) {
+        if (strcmp(args, "raw") != 0 && strcmp(args, "post") != 0) {
+            ui_message(app, UI_MSG_ERROR, "usage: /probs raw|post");
+            return;
+        }
+        app->eparams.remote_probs_post = !strcmp(args, "post");
+        if (app->eng)
+            engine_set_remote_probs(app->eng, app->eparams.remote_probs_post);
+    }
+    const bool post = app->eparams.remote_probs_post;
+    if (app->loaded && strcmp(app->info.remote_kind, "llama-server") != 0)
+        ui_message(app, UI_MSG_WARN,
+                   "probs %s: only llama-server has post-sampler probabilities (%s sends %s)",
+                   post ? "post" : "raw", app->info.remote_kind,
+                   !strcmp(app->info.remote_kind, "tokscope") ? "raw and post both" : "raw logprobs");
+    else
+        ui_message(app, UI_MSG_INFO, "probs %s: llama-server is asked for its %s from the next request",
+                   post ? "post" : "raw",
+                   post ? "post-sampler probabilities (post_sampling_probs)" : "raw logprobs");
+}

@@ -21,5 +21,8 @@ bool remote_ui_ignored(const struct ui_app *app, const char *name);
 bool remote_ui_one_prob(const struct ui_app *app);
 /* /model [ID]: the server's models, or switch to ID. */
 void remote_ui_model_cmd(struct ui_app *app, const char *args);
+/* /probs [raw|post]: which numbers llama-server is asked for from the next
+ * request on (post_sampling_probs); no argument: says which. */
+void remote_ui_probs_cmd(struct ui_app *app, const char *args);
 
 #endif

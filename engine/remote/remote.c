@@ -5,6 +5,7 @@
 #include "remote/remote.h"
 
 #include <curl/curl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ struct remote {
     char *key;   /* API key (bearer), NULL = none */
     char *model; /* model id asked for ("" until known) */
     int32_t timeout_s;
+    bool probs_post; /* llama-server: ask for post-sampler probabilities (post_sampling_probs) */
     enum remote_kind kind;
     int32_t n_ctx;
     bool connected;
@@ -373,6 +375,10 @@ typedef struct turn {
     long status; /* HTTP status, read at the first body byte */
     buf errbody; /* the body of a non-200 answer */
     bool in_reasoning;
+    /* a branch's prefix that llama-server streams back at the start of its
+     * first content delta (seen on a real one): dropped, it is shown already */
+    const char *echo;
+    size_t n_echo, echo_at;
     bool got_done;              /* data: [DONE] */
     char finish[32];            /* finish_reason */
     char error[ENGINE_MSG_MAX]; /* an error the stream reported */
@@ -380,6 +386,11 @@ typedef struct turn {
     int32_t n_gen, pos, n_prompt;
     double t_start, t_first, t_last, prompt_tps;
 } turn;
+
+/* A logprob as the event's logit: log(0) stays finite (the float's lowest,
+ * as llama-server sent it) so that a saved session holds a number, not the
+ * null cJSON writes for -inf; the inspector shows it as -inf */
+static float finite_lp(float x) { return x >= -FLT_MAX ? x : -FLT_MAX; }
 
 static void token_event(turn *t, const char *text, size_t len, const remote_piece *p)
 {
@@ -398,36 +409,42 @@ static void token_event(turn *t, const char *text, size_t len, const remote_piec
     ev->n_ctx = t->r->n_ctx;
     ev->p_raw = ev->p_post = 1.0f;
     if (p && p->has_prob) {
-        /* the server's numbers: logprobs of its distribution (raw, before its
-         * samplers for vLLM and OpenAI; llama-server's own choice otherwise);
-         * the entropy is over the candidates it sent, the rest as one lump */
-        ev->logit = p->logprob;
-        ev->p_raw = ev->p_post = expf(p->logprob);
+        /* the server's numbers, one kind per request: logprobs of its raw
+         * distribution (llama-server, vLLM and OpenAI by default) fill the
+         * raw column, llama-server's post_sampling_probs answer the post
+         * column; the other is -1, "not given" (the inspector shows "-").
+         * The entropy is over the candidates it sent, the rest as one lump. */
+        const bool post = p->post;
         int32_t k = p->n_top < SAMPLER_MAX_TOP ? p->n_top : SAMPLER_MAX_TOP;
+        const float pc = post ? p->prob : expf(p->logprob);
+        ev->logit = post ? 0.0f : finite_lp(p->logprob);
+        ev->p_raw = post ? -1.0f : pc;
+        ev->p_post = post ? pc : -1.0f;
         double h = 0, mass = 0;
         for (int32_t i = 0; i < k; i++) {
             engine_token_candidate *cd = &ev->top[i];
             snprintf(cd->text, sizeof cd->text, "%s", p->top[i].text);
             cd->id = intern(t->r, cd->text);
-            cd->logit = p->top[i].logprob;
-            cd->p_raw = cd->p_post = expf(p->top[i].logprob);
-            if (cd->p_raw > 0) {
-                h -= (double)cd->p_raw * log((double)cd->p_raw);
-                mass += cd->p_raw;
+            const float q = post ? p->top[i].prob : expf(p->top[i].logprob);
+            cd->logit = post ? 0.0f : finite_lp(p->top[i].logprob);
+            cd->p_raw = post ? -1.0f : q;
+            cd->p_post = post ? q : -1.0f;
+            if (q > 0) {
+                h -= (double)q * log((double)q);
+                mass += q;
             }
         }
         if (mass < 1 && mass > 0)
             h -= (1 - mass) * log(1 - mass);
         ev->n_top = k;
-        ev->entropy_raw = ev->entropy_post = (float)h;
+        ev->entropy_raw = post ? -1.0f : (float)h;
+        ev->entropy_post = post ? (float)h : -1.0f;
         if (p->has_ext) { /* tokscope serve: the engine's own numbers, raw and post */
             ev->logit = p->logit;
             ev->p_raw = p->p_raw;
             ev->p_post = p->p_post;
-            if (p->entropy_raw >= 0)
-                ev->entropy_raw = p->entropy_raw;
-            if (p->entropy_post >= 0)
-                ev->entropy_post = p->entropy_post;
+            ev->entropy_raw = p->entropy_raw >= 0 ? p->entropy_raw : (float)h;
+            ev->entropy_post = p->entropy_post >= 0 ? p->entropy_post : (float)h;
             for (int32_t i = 0; i < k; i++) {
                 ev->top[i].logit = p->top[i].logit;
                 ev->top[i].p_raw = p->top[i].p_raw;
@@ -458,6 +475,20 @@ static void emit_text(turn *t, const char *s, size_t n, const remote_piece *p)
 static void on_piece(void *user, const remote_piece *p, bool reasoning)
 {
     turn *t = user;
+    const char *text = p->text;
+    size_t len = p->len;
+    if (!reasoning && t->echo_at < t->n_echo) {
+        size_t k = t->n_echo - t->echo_at < len ? t->n_echo - t->echo_at : len;
+        if (memcmp(text, t->echo + t->echo_at, k) != 0) {
+            t->echo_at = t->n_echo; /* not an echo: this reply does not repeat the prefix */
+        } else {
+            t->echo_at += k;
+            text += k;
+            len -= k;
+            if (!len)
+                return;
+        }
+    }
     if (!t->n_gen)
         t->t_first = now_s();
     t->t_last = now_s();
@@ -470,7 +501,7 @@ static void on_piece(void *user, const remote_piece *p, bool reasoning)
         emit_text(t, "\n</think>\n\n", 11, NULL);
         t->in_reasoning = false;
     }
-    emit_text(t, p->text, p->len, p);
+    emit_text(t, text, len, p);
     t->n_gen++;
 }
 
@@ -552,6 +583,9 @@ static bool drain(engine *e)
         case ENGINE_CMD_SET_PARAMS:
             e->sp = c.sampling;
             break;
+        case ENGINE_CMD_SET_REMOTE_PROBS: /* from the next request on */
+            e->remote->probs_post = c.flag;
+            break;
         case ENGINE_CMD_QUIT:
             e->quit = e->stop = end = true;
             break;
@@ -608,8 +642,11 @@ static void run_submit(engine *e, const engine_cmd *c)
         t.pos = c->n_tokens - 1;
         emit_text(&t, last, strlen(last), NULL);
     }
-    char *body = remote_body(r->kind, r->model, c->messages, c->n_messages, prefix, &sp);
-    free(prefix);
+    char *body = remote_body(r->kind, r->model, c->messages, c->n_messages, prefix, &sp, r->probs_post);
+    if (prefix && r->kind == REMOTE_LLAMA) {
+        t.echo = prefix;
+        t.n_echo = strlen(prefix);
+    }
     struct curl_slist *hd = headers(r, true);
     t.h = handle(r, "/v1/chat/completions", hd);
     CURLM *multi = curl_multi_init();
@@ -646,6 +683,7 @@ static void run_submit(engine *e, const engine_cmd *c)
         curl_easy_cleanup(t.h);
     curl_slist_free_all(hd);
     free(body);
+    free(prefix);
 
     engine_event *ev = calloc(1, sizeof *ev);
     if (!ev) {
@@ -732,6 +770,9 @@ void *remote_main(void *arg)
         case ENGINE_CMD_SET_PARAMS:
             e->sp = c.sampling;
             break;
+        case ENGINE_CMD_SET_REMOTE_PROBS:
+            e->remote->probs_post = c.flag;
+            break;
         case ENGINE_CMD_SET_TEMPLATE:
             if (c.name && *c.name && strcmp(c.name, "model") != 0)
                 engine_post_error(e, "the server applies its own chat template (remote backend)");
@@ -778,6 +819,7 @@ bool remote_init(engine *e, const engine_params *p, char *err, size_t errlen)
     r->key = p->remote_api_key ? strdup(p->remote_api_key) : NULL;
     r->model = strdup(p->remote_model ? p->remote_model : "");
     r->timeout_s = p->remote_timeout_s > 0 ? p->remote_timeout_s : 60;
+    r->probs_post = p->remote_probs_post;
     if (!r->url || !r->model || (p->remote_api_key && !r->key)) {
         snprintf(err, errlen, "out of memory");
         e->remote = r;

@@ -44,10 +44,12 @@ int32_t remote_max_top(enum remote_kind k);
 
 /* The request body of a streamed chat completion: messages, then
  * prefix as a last assistant message to continue (NULL: none), the
- * sampling parameters the kind takes, top_logprobs min(n_top, cap).
- * Malloc'd JSON, NULL when out of memory. */
+ * sampling parameters the kind takes, top_logprobs min(n_top, cap);
+ * post_probs (llama-server only): "post_sampling_probs": true, which makes
+ * it send the post-sampler probabilities ("prob"/"top_probs") instead of
+ * the raw logprobs. Malloc'd JSON, NULL when out of memory. */
 char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n,
-                  const char *prefix, const sampler_params *sp);
+                  const char *prefix, const sampler_params *sp, bool post_probs);
 
 /* One streamed chunk, parsed. */
 typedef struct remote_piece {
@@ -55,6 +57,12 @@ typedef struct remote_piece {
     size_t len;
     bool has_prob;
     float logprob;
+    /* post: the numbers are llama-server's post-sampler probabilities
+     * ("prob", "top_probs": post_sampling_probs was asked for), in prob and
+     * top[].prob; logprob and top[].logprob are then -INFINITY. One request
+     * gets one kind: the raw or the post-sampler numbers, never both. */
+    bool post;
+    float prob;
     /* tokscope serve's extension fields: the engine's own numbers, raw and
      * after the sampler chain (has_ext: they were there) */
     bool has_ext;
@@ -63,6 +71,7 @@ typedef struct remote_piece {
     struct {
         char text[ENGINE_TEXT_MAX];
         float logprob;
+        float prob;                 /* with post */
         float logit, p_raw, p_post; /* with has_ext */
     } top[SAMPLER_MAX_TOP];
 } remote_piece;

@@ -3,6 +3,7 @@
 #include "remote/remote.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ static void add_float(cJSON *o, const char *key, float v)
 }
 
 char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n,
-                  const char *prefix, const sampler_params *sp)
+                  const char *prefix, const sampler_params *sp, bool post_probs)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -136,6 +137,11 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
     if (top > remote_max_top(k))
         top = remote_max_top(k);
     cJSON_AddNumberToObject(o, "top_logprobs", top);
+    /* llama-server copies the body's other fields into its task parameters
+     * (oaicompat_chat_params_parse, tools/server/server-common.cpp), so its
+     * native post_sampling_probs works here too; the others do not know it */
+    if (post_probs && k == REMOTE_LLAMA)
+        cJSON_AddBoolToObject(o, "post_sampling_probs", true);
     add_float(o, "temperature", sp->temp);
     add_float(o, "top_p", sp->top_p);
     add_float(o, "presence_penalty", sp->presence_penalty);
@@ -189,7 +195,9 @@ static size_t entry_bytes(const cJSON *e, char *out, size_t cap)
 static float entry_logprob(const cJSON *e)
 {
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(e, "logprob");
-    return cJSON_IsNumber(lp) ? (float)lp->valuedouble : -INFINITY;
+    /* llama-server sends log(0) as the float's lowest value (its JSON
+     * library would print -inf as null): that is -inf, p = 0 */
+    return cJSON_IsNumber(lp) && lp->valuedouble > -(double)FLT_MAX ? (float)lp->valuedouble : -INFINITY;
 }
 
 static bool get_float(const cJSON *o, const char *key, float *out)
@@ -205,6 +213,26 @@ static void fill_piece(remote_piece *p, const cJSON *e)
 {
     p->has_prob = true;
     p->logprob = entry_logprob(e);
+    /* llama-server with post_sampling_probs: "prob" and "top_probs" instead
+     * of "logprob" and "top_logprobs" (completion_token_output::to_json,
+     * tools/server/server-task.cpp) */
+    p->post = !cJSON_GetObjectItemCaseSensitive(e, "logprob") && get_float(e, "prob", &p->prob);
+    if (p->post) {
+        p->n_top = 0;
+        const cJSON *tops = cJSON_GetObjectItemCaseSensitive(e, "top_probs"), *t;
+        cJSON_ArrayForEach(t, tops)
+        {
+            if (p->n_top >= SAMPLER_MAX_TOP)
+                break;
+            entry_bytes(t, p->top[p->n_top].text, sizeof p->top[p->n_top].text);
+            p->top[p->n_top].logprob = -INFINITY;
+            if (!get_float(t, "prob", &p->top[p->n_top].prob))
+                p->top[p->n_top].prob = 0;
+            p->n_top++;
+        }
+        p->has_ext = false;
+        return;
+    }
     p->has_ext = get_float(e, "p_raw", &p->p_raw) && get_float(e, "p_post", &p->p_post);
     if (p->has_ext) {
         p->logit = p->logprob;

@@ -51,7 +51,7 @@ WRAP="TOKSCOPE_API_KEY=$KEY" start --remote "http://127.0.0.1:$PORT" --remote-mo
 wait_for 'remote: llama-server at' 20
 result "remote: the status line names the server kind" $?
 line "Say hello"
-wait_for 'Hello, world!' 20 && wait_idle 10 && right | grep -q "server's probabilities" && right | grep -q "'?'"
+wait_for 'Hello, world!' 20 && wait_idle 10 && right | grep -q "server's raw probs" && right | grep -q "'?'"
 result "remote: the reply streams, the inspector shows the server's candidates" $?
 curl -s "http://127.0.0.1:$PORT/mock/headers" | grep -q "Bearer $KEY"
 result "remote: the API key goes as a bearer header" $?

@@ -12,9 +12,17 @@ request's "model" picks the scenario:
               killed mid-reply)
   slow        one token every 0.3 s, 40 of them
   error_event one token, then llama-server's "error: {...}" line
+  logzero     one token whose other candidates have p 0, sent as llama-server
+              sends log(0): -3.4028234663852886e+38
   http401 http404 http429 http500 http503
               that status with an OpenAI-style error body
-Anything else streams "ok". --kind sets /v1/models' owned_by (llamacpp,
+Anything else streams "ok". With "post_sampling_probs": true in a request
+to --kind llamacpp, the tokens carry "prob"/"top_probs" instead of
+"logprob"/"top_logprobs", as llama-server sends them. A request whose last
+message is an assistant's (a branch's prefix) to --kind llamacpp gets that
+prefix echoed at the start of the first content delta, as llama-server
+streams it (its logprobs only for the new token).
+--kind sets /v1/models' owned_by (llamacpp,
 vllm, library, tokscope, or none); llamacpp also answers /props. The last
 request's body is at GET /mock/last, its headers at GET /mock/headers.
 
@@ -22,6 +30,7 @@ usage: mock_openai.py [--port N] [--kind K] [--models a,b]  (prints the port)
 """
 import argparse
 import json
+import math
 import sys
 import threading
 import time
@@ -59,10 +68,20 @@ TOKENS = [("Hello", -0.1, [("Hello", -0.1), ("Hi", -2.5), ("Hey", -3.0)]),
           ("!", -0.05, [("!", -0.05), (".", -3.2), ("?", -5.0)])]
 
 
-def token_chunks(n=None):
+def post_entry(tok, l, tops):
+    """llama-server's shape with post_sampling_probs (probabilities, no logprobs)"""
+    e = lp_entry(tok, l, tops)
+    del e["logprob"], e["top_logprobs"]
+    e["prob"] = round(math.exp(l), 6)
+    e["top_probs"] = [{"token": t, "prob": round(math.exp(x), 6), "bytes": list(t.encode())} for t, x in tops]
+    return e
+
+
+def token_chunks(n=None, post=False, echo=""):
     out = []
     for tok, l, tops in TOKENS[:n]:
-        out.append(chunk(content=tok, lp=[lp_entry(tok, l, tops)]))
+        out.append(chunk(content=echo + tok, lp=[(post_entry if post else lp_entry)(tok, l, tops)]))
+        echo = ""
     return out
 
 
@@ -147,6 +166,10 @@ class Handler(BaseHTTPRequestHandler):
                     429: "Too many requests", 500: "Internal error", 503: "Service unavailable"}
             self.send_json(st, {"error": {"message": msgs.get(st, "error"), "code": st}})
             return
+        llama = ARGS.kind == "llamacpp"
+        self.post = llama and req.get("post_sampling_probs") is True
+        msgs = req.get("messages") or [{}]
+        self.echo = msgs[-1].get("content", "") if llama and msgs[-1].get("role") == "assistant" else ""
         self.start_stream()
         try:
             self.play(sc)
@@ -188,12 +211,20 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(0.3)
             self.event(chunk(finish="length"))
             self.event("[DONE]")
+        elif sc == "logzero":
+            # smollm-mini on a real llama-server: p 0 sent as the float's lowest
+            e = lp_entry("\n", 0.0, [("\n", 0.0), (" chestnut", 0.0), ("cut", 0.0)])
+            for t in e["top_logprobs"][1:]:
+                t["logprob"] = -3.4028234663852886e+38
+            self.event(chunk(content="\n", lp=[e]))
+            self.event(chunk(finish="stop"))
+            self.event("[DONE]")
         elif sc == "error_event":
             for c in token_chunks(1):
                 self.event(c)
             self.raw(b'error: {"code": 500, "message": "slot unavailable", "type": "server_error"}\n\n')
         else:
-            for c in token_chunks():
+            for c in token_chunks(post=self.post, echo=self.echo):
                 self.event(c)
             self.event(chunk(finish="stop"))
             self.event(chunk(usage=usage))
@@ -206,7 +237,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--kind", default="llamacpp")
-    ap.add_argument("--models", default="ok,reasoning,crlf,cut,hang,slow,error_event")
+    ap.add_argument("--models", default="ok,reasoning,crlf,cut,hang,slow,error_event,logzero")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True

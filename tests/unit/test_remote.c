@@ -278,12 +278,12 @@ static void test_request_body(void **state)
     /* by kind: vLLM's names, OpenAI/ollama without llama.cpp's samplers */
     sampler_params sp = c.sampling;
     chat_message msg = {"user", "x"};
-    char *s = remote_body(REMOTE_VLLM, "m", &msg, 1, NULL, &sp);
+    char *s = remote_body(REMOTE_VLLM, "m", &msg, 1, NULL, &sp, false);
     assert_non_null(strstr(s, "\"repetition_penalty\":1.1"));
     assert_null(strstr(s, "typical_p"));
     assert_null(strstr(s, "repeat_last_n"));
     free(s);
-    s = remote_body(REMOTE_OLLAMA, "m", &msg, 1, NULL, &sp);
+    s = remote_body(REMOTE_OLLAMA, "m", &msg, 1, NULL, &sp, false);
     assert_null(strstr(s, "top_k"));
     assert_null(strstr(s, "min_p"));
     assert_non_null(strstr(s, "\"seed\":42"));
@@ -464,12 +464,86 @@ static void test_branch_prefix(void **state)
     engine_cmd b = {.tokens = toks, .n_tokens = 2, .reply_emitted = 5};
     run_turn(e, &b, &t, 20000);
     assert_string_equal(t.first.text, " there"); /* the branch's new token is shown */
+    /* llama-server streams the prefix back at the start of its first delta
+     * (seen on a real one, 34af94cd): not shown twice */
+    assert_string_equal(t.text, " thereHello, world!");
     cJSON *body = mock_get("last");
     const cJSON *msgs = cJSON_GetObjectItem(body, "messages");
     const cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(last, "role")), "assistant");
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(last, "content")), "Hello there");
     cJSON_Delete(body);
+    engine_shutdown(e);
+}
+
+/* /probs post: llama-server is asked for post_sampling_probs and its
+ * "prob"/"top_probs" fill the post column (raw: -1, not given); back to raw
+ * from the next request on */
+static void test_post_probs(void **state)
+{
+    (void)state;
+    engine *e = start_at(base_url, "ok", 5, NULL);
+    engine_cmd c = {0};
+    turn_log t;
+    run_turn(e, &c, &t, 20000);
+    cJSON *b = mock_get("last");
+    assert_null(cJSON_GetObjectItem(b, "post_sampling_probs"));
+    cJSON_Delete(b);
+    assert_true(fabsf(t.first.p_raw - expf(-0.1f)) < 1e-6f);
+    assert_true(t.first.p_post < 0);
+    assert_true(t.first.top[1].p_post < 0);
+    assert_true(t.first.entropy_raw > 0 && t.first.entropy_post < 0);
+
+    engine_set_remote_probs(e, true);
+    run_turn(e, &c, &t, 20000);
+    assert_string_equal(t.text, "Hello, world!");
+    b = mock_get("last");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(b, "post_sampling_probs")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(b, "logprobs")));
+    cJSON_Delete(b);
+    assert_true(fabsf(t.first.p_post - 0.904837f) < 1e-6f); /* the mock's round(exp(-0.1), 6) */
+    assert_true(t.first.p_raw < 0);
+    assert_int_equal(t.first.n_top, 3);
+    assert_string_equal(t.first.top[1].text, "Hi");
+    assert_true(fabsf(t.first.top[1].p_post - 0.082085f) < 1e-6f);
+    assert_true(t.first.top[1].p_raw < 0);
+    assert_true(t.first.entropy_post > 0 && t.first.entropy_raw < 0);
+
+    engine_set_remote_probs(e, false);
+    run_turn(e, &c, &t, 20000);
+    b = mock_get("last");
+    assert_null(cJSON_GetObjectItem(b, "post_sampling_probs"));
+    cJSON_Delete(b);
+    assert_true(t.first.p_raw > 0 && t.first.p_post < 0);
+    engine_shutdown(e);
+
+    /* only llama-server knows the field */
+    sampler_params sp = sampler_default_params();
+    chat_message msg = {"user", "x"};
+    char *s = remote_body(REMOTE_VLLM, "m", &msg, 1, NULL, &sp, true);
+    assert_null(strstr(s, "post_sampling_probs"));
+    free(s);
+    s = remote_body(REMOTE_LLAMA, "m", &msg, 1, NULL, &sp, true);
+    assert_non_null(strstr(s, "\"post_sampling_probs\":true"));
+    free(s);
+}
+
+/* llama-server's log(0) (the float's lowest): p 0 and a finite logit in
+ * the TOKEN event, so that /save writes a number (cJSON writes -inf as
+ * null, which /load refuses) */
+static void test_log_zero(void **state)
+{
+    (void)state;
+    engine *e = start_at(base_url, "logzero", 5, NULL);
+    engine_cmd c = {0};
+    turn_log t;
+    run_turn(e, &c, &t, 20000);
+    assert_string_equal(t.text, "\n");
+    assert_int_equal(t.first.n_top, 3);
+    assert_true(t.first.p_raw == 1.0f);
+    assert_true(t.first.top[1].p_raw == 0.0f);
+    assert_true(isfinite(t.first.top[1].logit) && t.first.top[1].logit < -1e30f);
+    assert_true(isfinite(t.first.entropy_raw));
     engine_shutdown(e);
 }
 
@@ -502,7 +576,8 @@ int main(void)
         cmocka_unit_test(test_failures),           cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_server_comes_back),
         cmocka_unit_test(test_stop_closes_stream), cmocka_unit_test(test_branch_prefix),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals),           cmocka_unit_test(test_post_probs),
+        cmocka_unit_test(test_log_zero),
     };
     return cmocka_run_group_tests(tests, start_mock, stop_mock);
 }

@@ -149,6 +149,12 @@ static void test_llama_server_error_line(void **state)
     assert_string_equal(m, "bad request");
     remote_error_message("Bad Gateway\n", m, sizeof m);
     assert_string_equal(m, "Bad Gateway ");
+    /* a real llama-server (34af94cd, -c 128) refusing a long prompt: HTTP 400 before any event */
+    remote_error_message("{\"error\":{\"code\":400,\"message\":\"request (409 tokens) exceeds the available "
+                         "context size (256 tokens), try increasing it\",\"type\":\"exceed_context_size_error\","
+                         "\"n_prompt_tokens\":409,\"n_ctx\":256}}",
+                         m, sizeof m);
+    assert_string_equal(m, "request (409 tokens) exceeds the available context size (256 tokens), try increasing it");
 }
 
 static bool stop_after_one(void *user, const char *event, const char *data, size_t n)
@@ -192,6 +198,8 @@ typedef struct pieces {
     int n_top_first;
     char top_first[64];
     float lp_first;
+    bool post_first;
+    float prob_first, top1_prob_first, top1_lp_first;
     char finish[32];
     char error[256];
     int n_prompt;
@@ -204,9 +212,14 @@ static void on_piece(void *user, const remote_piece *p, bool reasoning)
         q->n_reasoning++;
     if (!q->n_pieces && p->has_prob) {
         q->lp_first = p->logprob;
+        q->post_first = p->post;
+        q->prob_first = p->prob;
         q->n_top_first = p->n_top;
-        if (p->n_top > 1)
+        if (p->n_top > 1) {
             snprintf(q->top_first, sizeof q->top_first, "%s", p->top[1].text);
+            q->top1_prob_first = p->top[1].prob;
+            q->top1_lp_first = p->top[1].logprob;
+        }
     }
     q->n_with_prob += p->has_prob;
     q->n += (size_t)snprintf(q->text + q->n, sizeof q->text - q->n, "%s%.*s|", reasoning ? "R:" : "",
@@ -415,6 +428,77 @@ static void test_tokscope_extension(void **state)
     assert_false(s.p.has_ext);
 }
 
+/* A real llama-server (llama.cpp 34af94cd, tiny-spm-q8_0.gguf, temperature
+ * 0.8, seed 42) asked with "post_sampling_probs": true next to logprobs on
+ * /v1/chat/completions: "prob" and "top_probs" replace "logprob" and
+ * "top_logprobs" (its min_p 0.05 left two candidates, then one). The stream
+ * as it was sent. */
+static void test_llama_server_post_probs(void **state)
+{
+    (void)state;
+    const char *s =
+        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":\"assistant\",\"cont"
+        "ent\":null}}],\"created\":1795802538,\"id\":\"chatcmpl-w1rYqUMQgfgeKFWG3Eivc7qXYu1eHsM3\",\"mode"
+        "l\":\"/work/shared/models/tiny-spm-q8_0.gguf\",\"system_fingerprint\":\"b0-unknown\",\"object\":"
+        "\"chat.completion.chunk\"}\n\ndata: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+        "{\"content\":\" deeper\"},\"logprobs\":{\"content\":[{\"id\":25871,\"token\":\" deeper\",\"bytes"
+        "\":[32,100,101,101,112,101,114],\"prob\":0.8758492469787598,\"top_probs\":[{\"id\":25871,\"token"
+        "\":\" deeper\",\"bytes\":[32,100,101,101,112,101,114],\"prob\":0.8758492469787598},{\"id\":8266,"
+        "\"token\":\"\xc3\xb1""o\",\"bytes\":[195,177,111],\"prob\":0.12415077537298203}]}]}}],\"created\""
+        ":1795802538,\"id\":\"chatcmpl-w1rYqUMQgfgeKFWG3Eivc7qXYu1eHsM3\",\"model\":\"/work/shared/models"
+        "/tiny-spm-q8_0.gguf\",\"system_fingerprint\":\"b0-unknown\",\"object\":\"chat.completion.chunk\""
+        "}\n\ndata: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\" Bernard\""
+        "},\"logprobs\":{\"content\":[{\"id\":13337,\"token\":\" Bernard\",\"bytes\":[32,66,101,114,110,9"
+        "7,114,100],\"prob\":1.0,\"top_probs\":[{\"id\":13337,\"token\":\" Bernard\",\"bytes\":[32,66,101"
+        ",114,110,97,114,100],\"prob\":1.0}]}]}}],\"created\":1795802538,\"id\":\"chatcmpl-w1rYqUMQgfgeKF"
+        "WG3Eivc7qXYu1eHsM3\",\"model\":\"/work/shared/models/tiny-spm-q8_0.gguf\",\"system_fingerprint\""
+        ":\"b0-unknown\",\"object\":\"chat.completion.chunk\"}\n\ndata: {\"choices\":[{\"finish_reason\":"
+        "\"length\",\"index\":0,\"delta\":{}}],\"created\":1795802538,\"id\":\"chatcmpl-w1rYqUMQgfgeKFWG3"
+        "Eivc7qXYu1eHsM3\",\"model\":\"/work/shared/models/tiny-spm-q8_0.gguf\",\"system_fingerprint\":\""
+        "b0-unknown\",\"object\":\"chat.completion.chunk\",\"timings\":{\"cache_n\":20,\"prompt_n\":1,\"p"
+        "rompt_ms\":2.539,\"prompt_per_token_ms\":2.539,\"prompt_per_second\":393.85584875935405,\"predic"
+        "ted_n\":2,\"predicted_ms\":2.13,\"predicted_per_token_ms\":2.13,\"predicted_per_second\":469.483"
+        "5680751174}}\n\ndata: [DONE]\n\n";
+    pieces q;
+    parse_stream(s, &q);
+    assert_string_equal(q.text, " deeper| Bernard|");
+    assert_int_equal(q.n_with_prob, 2);
+    assert_true(q.post_first);
+    assert_true(fabsf(q.prob_first - 0.8758492469787598f) < 1e-7f);
+    assert_true(isinf(q.lp_first) && q.lp_first < 0); /* no logprob came */
+    assert_int_equal(q.n_top_first, 2);
+    assert_string_equal(q.top_first, "\xc3\xb1o");
+    assert_true(fabsf(q.top1_prob_first - 0.12415077537298203f) < 1e-7f);
+    assert_string_equal(q.finish, "length");
+    assert_int_equal(q.n_prompt, 1);
+}
+
+/* A real llama-server (smollm-mini-q8_0.gguf, whose random weights give
+ * logits hundreds apart) sends log(0) as the float's lowest value,
+ * -3.4028234663852886e+38 (nlohmann's JSON would print -inf as null:
+ * completion_token_output::logarithm): read as -inf, p 0, not as a number
+ * the inspector prints 40 digits of. */
+static void test_llama_server_log_zero(void **state)
+{
+    (void)state;
+    const char *s =
+        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"\\n\"},\"logpro"
+        "bs\":{\"content\":[{\"id\":198,\"token\":\"\\n\",\"bytes\":[10],\"logprob\":0.0,\"top_logprobs\""
+        ":[{\"id\":198,\"token\":\"\\n\",\"bytes\":[10],\"logprob\":0.0},{\"id\":38141,\"token\":\" chest"
+        "nut\",\"bytes\":[32,99,104,101,115,116,110,117,116],\"logprob\":-3.4028234663852886e+38},{\"id\""
+        ":8692,\"token\":\"cut\",\"bytes\":[99,117,116],\"logprob\":-3.4028234663852886e+38}]}]}}],\"crea"
+        "ted\":1795802484,\"id\":\"chatcmpl-3hy440cPVxBTcOJtnoXIwtYrKndmhdv4\",\"model\":\"/work/shared/m"
+        "odels/smollm-mini-q8_0.gguf\",\"system_fingerprint\":\"b0-unknown\",\"object\":\"chat.completion"
+        ".chunk\"}\n\n";
+    pieces q;
+    parse_stream(s, &q);
+    assert_string_equal(q.text, "\n|");
+    assert_false(q.post_first);
+    assert_true(q.lp_first == 0.0f);
+    assert_int_equal(q.n_top_first, 3);
+    assert_true(isinf(q.top1_lp_first) && q.top1_lp_first < 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +513,8 @@ int main(void)
         cmocka_unit_test(test_ollama_transcript),
         cmocka_unit_test(test_unspelled_text),
         cmocka_unit_test(test_tokscope_extension),
+        cmocka_unit_test(test_llama_server_post_probs),
+        cmocka_unit_test(test_llama_server_log_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
