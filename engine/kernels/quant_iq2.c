@@ -279,7 +279,9 @@ IQ2_INLINE __m256i sub_lanes(const struct iq2_sub *s, const int8_t *q8)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(s->grid, qs), s->scale);
 }
 
-/* One weight row against nt (1..4) activations, each with vec_dot's bits. */
+/* One weight row against nt (1..4) activations, each with vec_dot's bits.
+ * The token loops unrolled and the sub-blocks two at a time: rolled, or
+ * unrolled by 8, gcc kept the sums in memory (a store and a reload per add). */
 IQ2_INLINE void iq2_rows(enum tensor_type type, int64_t n, const void *w, const void *const act[4], int nt,
                          float out[4])
 {
@@ -287,6 +289,7 @@ IQ2_INLINE void iq2_rows(enum tensor_type type, int64_t n, const void *w, const 
                       : type == TENSOR_TYPE_IQ2_XS ? sizeof(block_iq2_xs)
                                                    : sizeof(block_iq2_s);
     __m256 acc[4];
+#pragma GCC unroll 4
     for (int c = 0; c < nt; c++)
         acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -295,19 +298,23 @@ IQ2_INLINE void iq2_rows(enum tensor_type type, int64_t n, const void *w, const 
         struct iq2_prep p;
         prep_block(type, blk, &p);
         __m256i sumi[4];
+#pragma GCC unroll 4
         for (int c = 0; c < nt; c++)
             sumi[c] = _mm256_setzero_si256();
-#pragma GCC unroll 8
+#pragma GCC unroll 2
         for (int sb = 0; sb < QK_K / 32; sb++) {
             const struct iq2_sub s = decode_sub(type, blk, &p, sb);
+#pragma GCC unroll 4
             for (int c = 0; c < nt; c++)
                 sumi[c] = _mm256_add_epi32(sumi[c], sub_lanes(&s, ((const block_q8_K *)act[c])[i].qs + 32 * sb));
         }
+#pragma GCC unroll 4
         for (int c = 0; c < nt; c++) {
             const float d = dw * ((const block_q8_K *)act[c])[i].d;
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
         }
     }
+#pragma GCC unroll 4
     for (int c = 0; c < nt; c++)
         out[c] = 0.125f * hsum_ps(acc[c]);
 }
