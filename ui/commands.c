@@ -38,7 +38,7 @@ const ui_command commands_table[] = {
     {"step", "[on|off]", "step mode: the engine waits before every token (also F6)"},
     {"strip", "[entropy|prob|off]", "a strip under replies: each token's entropy or improbability (F7)"},
     {"lens", "[on|off]", "inspector: the logit lens of the step, block by block (also F8)"},
-    {"model", "[ID]", "--remote: the server's models (GET /v1/models), or use model ID"},
+    {"model", "[ID]", "--remote: pick from the server's models (GET /v1/models), or use model ID"},
     {"probs", "[raw|post]", "--remote, llama-server: ask for raw or post-sampler probabilities"},
     {"compare", "PARAM VALUE...|off", "split: the same prompt under the panel's and these parameters"},
     {NULL, NULL, NULL},

@@ -36,6 +36,42 @@ bool remote_ui_ignored(const ui_app *app, const char *name)
     return false;
 }
 
+/* The idx-th id of info.remote_models (space-separated) into out. */
+static bool model_id_at(const ui_app *app, int idx, char *out, size_t cap)
+{
+    const char *p = app->info.remote_models;
+    for (int i = 0; *p; i++) {
+        size_t l = strcspn(p, " ");
+        if (i == idx) {
+            if (l >= cap)
+                return false;
+            memcpy(out, p, l);
+            out[l] = 0;
+            return true;
+        }
+        p += l;
+        p += *p == ' ';
+    }
+    return false;
+}
+
+static void switch_model(ui_app *app, const char *id)
+{
+    if (ui_busy(app)) {
+        ui_message(app, UI_MSG_WARN, "still generating: Esc stops it first");
+        return;
+    }
+    engine_load(app->eng, id);
+    ui_message(app, UI_MSG_INFO, "asking the server for model %s", id);
+}
+
+static void on_model_pick(ui_app *app, int idx)
+{
+    char id[256];
+    if (model_id_at(app, idx, id, sizeof id))
+        switch_model(app, id);
+}
+
 void remote_ui_model_cmd(ui_app *app, const char *args)
 {
     if (!remote_ui_on(app)) {
@@ -44,27 +80,30 @@ void remote_ui_model_cmd(ui_app *app, const char *args)
         return;
     }
     if (args && *args) {
-        if (ui_busy(app)) {
-            ui_message(app, UI_MSG_WARN, "still generating: Esc stops it first");
-            return;
-        }
-        engine_load(app->eng, args);
-        ui_message(app, UI_MSG_INFO, "asking the server for model %s", args);
+        switch_model(app, args);
         return;
     }
-    char text[1024];
+    /* the server's list as a pick list: the model in use marked and selected */
+    char text[4096];
     int n = snprintf(text, sizeof text, "Server: %s (%s)\nIn use: %s\n\nThe server lists (GET /v1/models):\n",
                      app->eparams.remote_url, app->info.remote_kind, app->info.name);
+    const int first = 4;
+    int count = 0, sel = 0;
     const char *p = app->info.remote_models;
     while (*p && n > 0 && (size_t)n < sizeof text) {
         size_t l = strcspn(p, " ");
-        n += snprintf(text + n, sizeof text - (size_t)n, "  %.*s\n", (int)l, p);
+        const bool cur = strlen(app->info.name) == l && !strncmp(p, app->info.name, l);
+        if (cur)
+            sel = count;
+        n += snprintf(text + n, sizeof text - (size_t)n, "  %.*s%s\n", (int)l, p, cur ? "  (in use)" : "");
+        count++;
         p += l;
         p += *p == ' ';
     }
     if (n > 0 && (size_t)n < sizeof text)
-        snprintf(text + n, sizeof text - (size_t)n, "\n/model ID switches to one of them.");
-    ui_overlay_show(app, "Remote models  (Esc closes)", text);
+        snprintf(text + n, sizeof text - (size_t)n,
+                 "\n\xe2\x86\x91\xe2\x86\x93 choose, Enter switches (or /model ID), Esc closes.");
+    ui_overlay_pick(app, "Remote models", text, first, count, sel, on_model_pick);
 }
 
 void remote_ui_probs_cmd(ui_app *app, const char *args)

@@ -218,6 +218,8 @@ void ui_overlay_close(ui_app *app)
     app->overlay = NULL;
     app->n_overlay = 0;
     app->overlay_scroll = 0;
+    app->overlay_pick_n = 0;
+    app->overlay_on_pick = NULL;
     app->dirty = true;
 }
 
@@ -236,6 +238,18 @@ void ui_overlay_show(ui_app *app, const char *title, const char *text)
         app->overlay[app->n_overlay++] = strndup(p, l);
         p += l + (e ? 1 : 0);
     }
+}
+
+void ui_overlay_pick(ui_app *app, const char *title, const char *text, int first, int n, int sel,
+                     void (*on_pick)(ui_app *app, int idx))
+{
+    ui_overlay_show(app, title, text);
+    if (first < 0 || n <= 0 || first + n > (int)app->n_overlay)
+        return; /* not a list after all: a plain overlay */
+    app->overlay_pick_first = first;
+    app->overlay_pick_n = n;
+    app->overlay_sel = sel >= 0 && sel < n ? sel : 0;
+    app->overlay_on_pick = on_pick;
 }
 
 void ui_show_help(ui_app *app)
@@ -496,9 +510,16 @@ static void draw_overlay(ui_app *app)
     draw_str(y0 + h - 1, x0 + w - 1, 1, "\xe2\x94\x98", ba);
     draw_printf(y0, x0 + 2, w - 4, theme_attr(THEME_HEADER), " %s ", app->overlay_title);
     for (int i = 0; i < body && app->overlay_scroll + i < (int)app->n_overlay; i++) {
-        const char *l = app->overlay[app->overlay_scroll + i];
+        const int li = app->overlay_scroll + i;
+        const char *l = app->overlay[li];
         bool head = l[0] && l[0] != ' ';
-        draw_str(y0 + 1 + i, x0 + 2, w - 4, l, head ? theme_attr(THEME_HEADER) : 0);
+        int attr = head ? theme_attr(THEME_HEADER) : 0;
+        if (app->overlay_pick_n && li == app->overlay_pick_first + app->overlay_sel) {
+            attr = A_REVERSE;
+            draw_fill(y0 + 1 + i, x0 + 1, w - 2, attr);
+            draw_str(y0 + 1 + i, x0 + 1, 1, ">", attr);
+        }
+        draw_str(y0 + 1 + i, x0 + 2, w - 4, l, attr);
     }
     if (max_scroll > 0)
         draw_printf(y0 + h - 1, x0 + w - 16, 14, ba, " %d/%d ", app->overlay_scroll + body, (int)app->n_overlay);
@@ -889,6 +910,31 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
     }
     if (key == CTRL('q')) {
         app->quit = true;
+        return;
+    }
+    if (app->overlay && app->overlay_pick_n) {
+        /* a pick list: the selection moves and the view follows it */
+        int body = LINES - 4;
+        if ((key == KEY_DOWN || key == 'j') && app->overlay_sel + 1 < app->overlay_pick_n)
+            app->overlay_sel++;
+        else if ((key == KEY_UP || key == 'k') && app->overlay_sel > 0)
+            app->overlay_sel--;
+        else if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+            void (*cb)(ui_app *, int) = app->overlay_on_pick;
+            const int idx = app->overlay_sel;
+            ui_overlay_close(app);
+            if (cb)
+                cb(app, idx);
+            return;
+        } else if (key != KEY_DOWN && key != KEY_UP && key != 'j' && key != 'k') {
+            ui_overlay_close(app);
+            return;
+        }
+        const int line = app->overlay_pick_first + app->overlay_sel;
+        if (line < app->overlay_scroll)
+            app->overlay_scroll = line;
+        else if (body > 0 && line >= app->overlay_scroll + body)
+            app->overlay_scroll = line - body + 1;
         return;
     }
     if (app->overlay) {

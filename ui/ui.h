@@ -103,11 +103,15 @@ typedef struct ui_app {
     bool param_editing;
     char param_edit[64];
 
-    /* overlay (help, /show): lines of text, any key closes */
+    /* overlay (help, /show): lines of text, any key closes; a pick list
+     * (ui_overlay_pick) marks lines [pick_first, pick_first + pick_n) as
+     * choices: arrows move, Enter calls on_pick with the chosen one's index */
     char **overlay;
     size_t n_overlay;
     int overlay_scroll;
     char overlay_title[64];
+    int overlay_pick_first, overlay_pick_n, overlay_sel;
+    void (*overlay_on_pick)(struct ui_app *app, int idx);
 
     /* explore mode (ui/explore.c) */
     bool step_on;           /* step mode */
@@ -167,6 +171,11 @@ void ui_abandon_turn(ui_app *app);
 void ui_params_changed(ui_app *app);
 void ui_overlay_show(ui_app *app, const char *title, const char *text);
 void ui_overlay_close(ui_app *app);
+/* The overlay as a pick list: lines first .. first + n - 1 of text are the
+ * choices, sel the one marked at first; Enter closes it and calls
+ * on_pick(app, index), Esc closes it. */
+void ui_overlay_pick(ui_app *app, const char *title, const char *text, int first, int n, int sel,
+                     void (*on_pick)(ui_app *app, int idx));
 void ui_show_help(ui_app *app);
 
 #endif

@@ -5,7 +5,8 @@
 # the status line and the partial reply stays, marked "[cut: connection
 # lost]"; that survives /save and a new session's /load; with the server
 # back, /regen retries and gets the whole reply; step mode and the lens are
-# refused with one line; the API key from TOKSCOPE_API_KEY reaches the
+# refused with one line; /model lists the server's models as a pick list
+# (Down and Enter switch); the API key from TOKSCOPE_API_KEY reaches the
 # server as a bearer header and appears nowhere in --print-config, the
 # saved session or the autosave directory.
 . tests/lib.sh
@@ -82,8 +83,12 @@ wait_for 'logit lens needs the local engine' 5
 result "remote: the logit lens is refused with one line" $?
 
 # ---- 4. the server stopped mid-reply ---------------------------------------
-line "/model hang"
-wait_for 'model hang' 10
+line "/model"
+wait_for 'Remote models' 5 && screen | grep -qE '> +ok +\(in use\)' && screen | grep -qE '^.* +logzero'
+result "remote: /model lists the server's models as a pick list, the one in use selected" $?
+keys Down Down Down Down Enter
+wait_for 'asking the server for model hang' 5 && wait_for 'model hang' 10
+result "remote: Down and Enter in /model's list switch to the model chosen" $?
 line "Count for me"
 wait_for 'Count for me' 5 && wait_for '^ generating' 10 && sleep 0.5
 mock_stop
