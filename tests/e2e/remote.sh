@@ -60,12 +60,7 @@ result "remote: the API key goes as a bearer header" $?
 # ---- 2b. branch from an alternative: an assistant prefix to continue --------
 # (the reply's second token ',' has the alternative '!': the branch sends
 # "Hello!" as the assistant message the server continues)
-keys Tab
-keys Left
-keys Left
-keys Enter
-keys Down
-keys Enter
+branch_second
 wait_for 'branch at token 2' 10 && wait_idle 10 &&
     curl -s "http://127.0.0.1:$PORT/mock/last" | python3 -c '
 import json, sys

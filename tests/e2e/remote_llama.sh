@@ -112,12 +112,7 @@ start --no-autosave -n 6 --remote "$URL" --temp 0
 wait_for '^ idle ' 30
 line "Once upon a time"
 wait_for 'Assistant [0-9]+ tokens|Assistant \[n_predict reached\]' 30 && wait_idle 20
-keys Tab
-keys Left
-keys Left
-keys Enter
-keys Down
-keys Enter
+branch_second
 wait_for 'branch at token' 10 && wait_idle 20
 reply=$(left | sed -n '/^Assistant/,$p' | sed '/^──/,$d' | sed -n '2,$p' | tr -d '\n')
 [ "$(printf '%s' "$reply" | grep -o 'deeper' | wc -l)" -eq 1 ]

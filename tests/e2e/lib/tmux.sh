@@ -64,6 +64,10 @@ wait_idle() {
 }
 keys() { T send-keys "$@"; }
 line() { T send-keys -l "$1"; T send-keys Enter; }
+# branch_second: from the input, to the conversation (Tab), back to the
+# reply's second token (Left, Left), into the inspector (Enter), to the
+# second candidate (Down) and branch from it (Enter)
+branch_second() { keys Tab; keys Left; keys Left; keys Enter; keys Down; keys Enter; }
 result() { # NAME CONDITION-EXIT-STATUS [DETAIL]
     if [ "$2" -eq 0 ]; then ok "$1"; else
         not_ok "$1" "$3"
