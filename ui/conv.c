@@ -546,15 +546,18 @@ static const char *reason_text(int r)
     }
 }
 
-/* Draws one text line of an assistant message token by token. */
-/* A token's probability, raw or post; the other when the server sent only
- * that kind (--remote: a negative number is "not given") */
-static float token_prob(const ui_token *t, bool post)
+float conv_token_prob(const ui_token *t, bool post)
 {
     const float p = post ? t->p_post : t->p_raw;
     return p >= 0 ? p : post ? t->p_raw : t->p_post;
 }
 
+float conv_token_entropy(const ui_token *t)
+{
+    return t->entropy_raw >= 0 ? t->entropy_raw : t->entropy_post;
+}
+
+/* Draws one text line of an assistant message token by token. */
 static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline *v, int y, int x, int w,
                             const conv_draw_opts *o)
 {
@@ -583,7 +586,7 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
             if (te < seg_end)
                 seg_end = te;
             if (o->prob_colors)
-                attr = theme_attr(theme_prob_elem(token_prob(t, o->post)));
+                attr = theme_attr(theme_prob_elem(conv_token_prob(t, o->post)));
             else if (b < m->think_end) /* reasoning: set apart */
                 attr = theme_attr(THEME_DIM);
             if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
@@ -611,8 +614,7 @@ static void draw_token_line(const ui_conv *c, const ui_msg *m, const conv_vline 
 
 int conv_strip_level(const ui_token *t, int mode)
 {
-    const float h = t->entropy_raw >= 0 ? t->entropy_raw : t->entropy_post;
-    float x = mode == CONV_STRIP_PROB ? 1.0f - token_prob(t, false) : h / 4.0f;
+    float x = mode == CONV_STRIP_PROB ? 1.0f - conv_token_prob(t, false) : conv_token_entropy(t) / 4.0f;
     if (!(x > 0.0f))
         x = 0.0f;
     if (x > 1.0f)
@@ -648,7 +650,7 @@ static void draw_strip_line(const ui_conv *c, const ui_msg *m, const conv_vline 
         int cols = wrap_str_width(m->text + b, seg_end - b);
         if (t) {
             const int lv = conv_strip_level(t, c->strip);
-            int attr = theme_attr(theme_prob_elem(token_prob(t, false)));
+            int attr = theme_attr(theme_prob_elem(conv_token_prob(t, false)));
             if (mi == c->sel_msg && (int32_t)j == c->sel_tok)
                 attr = theme_attr(THEME_SELECTED);
             for (int k = 0; k < cols && col + k < w; k++)

@@ -177,6 +177,11 @@ bool conv_hit(ui_conv *c, int y, int x);
  * (level >= 5): entropy 2 nats or more, or a chosen probability of 50% or
  * less. */
 int conv_strip_level(const ui_token *t, int mode);
+/* A token's probability, raw or post, or the other kind where only that one
+ * came (--remote: the server sends one kind, the other is negative, "not
+ * given"); its entropy likewise, raw first. */
+float conv_token_prob(const ui_token *t, bool post);
+float conv_token_entropy(const ui_token *t);
 #define CONV_STRIP_UNCERTAIN 5
 
 /* Builds the visual lines for a text width (used by draw and by cursor moves). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "draw.h"
 #include "remote_ui.h"
 #include "explore.h"
@@ -293,7 +294,7 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
     }
     if (y < y_end && remote_ui_one_prob(app))
         draw_printf(y++, x, w, 0, "entropy %.3f nats (of the server's top %d)",
-                    (double)(t->entropy_raw >= 0 ? t->entropy_raw : t->entropy_post), t->n_top);
+                    (double)conv_token_entropy(t), t->n_top);
     else if (y < y_end)
         draw_printf(y++, x, w, 0, "entropy raw %.3f  post %.3f nats", (double)t->entropy_raw,
                     (double)t->entropy_post);
