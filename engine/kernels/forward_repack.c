@@ -652,11 +652,38 @@ static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
 
 
 #ifdef RP_AVX2
+/* A Q4_K block's eight 6-bit scales (low 128 bits) and eight mins (high),
+ * as 16-bit lanes: the reference's unpacking of the 12 scale bytes. */
+static inline __m256i q4_K_scales_mins(const uint8_t *q)
+{
+    uint32_t u[4];
+    memcpy(u, q, 12);
+    const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
+    const uint32_t aux = u[1] & km1;
+    u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
+    u[2] = aux;
+    u[0] &= km1;
+    return _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+}
+
+/* sum over the block of min * bsum for one activation row: the 16 bsums
+ * paired into the 8 sub-blocks' sums (|.| <= 4096, exact in 16 bits), times
+ * the 8 mins: 4 partial int32 sums */
+static inline __m128i q4_K_min_dot(__m128i mins, const block_q8_K *y)
+{
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y->bsums);
+    const __m128i pair = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    return _mm_madd_epi16(mins, pair);
+}
+
 /* The gemv order of q4_K_repacked_dot (one conversion per super-block) for
- * one weight row and four activation rows: q4_K_tile_1x4's integer work,
- * with the sums kept as integers over the block's eight sub-blocks (exact:
- * |sum| < 2^31) and each output's two fma chains fed once per block. What
- * mul_mat_id gives each token (ggml runs it gemv, a token at a time). */
+ * one weight row and four activation rows: the integer sums kept over the
+ * block's eight sub-blocks (exact: |sum| < 2^31) and each output's two fma
+ * chains fed once per block. What mul_mat_id gives each token (ggml runs it
+ * gemv, a token at a time). The scales and mins unpack once per block in
+ * vectors and the min * bsum sums come from one madd per token: done per
+ * sub-block in scalars they were half of the tile's instructions. */
 static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int64_t nb, float out[4])
 {
     const block_q4_K *x = w;
@@ -664,32 +691,32 @@ static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int6
     for (int64_t b = 0; b < nb; b++) {
         __m128 dw, dm;
         tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
-        /* the 8-lane partial sums add up over the block's sub-blocks as
-         * integers (exact), one horizontal add per block */
+        const __m256i sm = q4_K_scales_mins(x[b].scales);
+        const __m128i sc128 = _mm256_castsi256_si128(sm);
+        const __m256i sc = _mm256_inserti128_si256(_mm256_castsi128_si256(sc128), sc128, 1);
+        const __m128i mins = _mm256_extracti128_si256(sm, 1);
         __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                         _mm256_setzero_si256()};
-        int32_t mins[4] = {0, 0, 0, 0};
-        for (int j = 0; j < 4; j++) {
-            uint8_t sc0, m0, sc1, m1;
-            quant_scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
-            quant_scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        {
             const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * j));
             const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
-            const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
+            /* scale 2j, 2j + 1 in every 16-bit lane */
+            const __m256i s0 = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(((4 * j + 1) << 8) | (4 * j))));
+            const __m256i s1 = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(((4 * j + 3) << 8) | (4 * j + 2))));
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
                 const int8_t *a = y[k][b].qs + 64 * j;
                 p[k] = _mm256_add_epi32(p[k], _mm256_add_epi32(
                     _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
                     _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1)));
-                const int16_t *bs = y[k][b].bsums + 4 * j;
-                mins[k] += m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
             }
         }
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
-        const __m128i mv = _mm_setr_epi32(mins[0], mins[1], mins[2], mins[3]);
-        acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), dm, acc_min);
+        const __m128i m01 = _mm_hadd_epi32(q4_K_min_dot(mins, &y[0][b]), q4_K_min_dot(mins, &y[1][b]));
+        const __m128i m23 = _mm_hadd_epi32(q4_K_min_dot(mins, &y[2][b]), q4_K_min_dot(mins, &y[3][b]));
+        acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_hadd_epi32(m01, m23)), dm, acc_min);
     }
     _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
 }
