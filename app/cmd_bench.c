@@ -230,9 +230,20 @@ static int fill_depth(forward_ctx *f, const int32_t *toks, int depth, float *log
     return depth > 0 ? forward_eval(f, toks, depth, 0, logits, false, err, errlen) : 0;
 }
 
+/* A recurrent state (Qwen3.5's DeltaNet layers) cannot be truncated back to
+ * the depth as the KV cache is, by giving the next evaluation its start
+ * position: snap is the state as the fill left it (NULL for a model without
+ * one, or at depth 0, where evaluating from position 0 starts afresh), and it
+ * is restored, untimed, before every evaluation at the depth. */
+static void back_to_depth(forward_ctx *f, const struct bench_test *t, const void *snap)
+{
+    if (snap)
+        forward_rs_load(f, snap, t->n_depth);
+}
+
 /* One test, reps times, on a cache filled to t->n_depth: tokens/s into tps. */
-static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, float *logits, double *tps,
-                    char *err, size_t errlen)
+static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, const void *snap, float *logits,
+                    double *tps, char *err, size_t errlen)
 {
     /* Untimed runs first, as llama-bench warms up before each test. The first
      * ~0.1 s of runs after a process starts are slow on the shared machines
@@ -245,12 +256,14 @@ static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, f
     const int warm = t->n_prompt > 512 ? 512 : t->n_prompt;
     const double w0 = now_s();
     do {
+        back_to_depth(f, t, snap);
         if (forward_eval(f, toks + t->n_depth, warm > 0 ? warm : 1, t->n_depth, logits, false, err, errlen) != 0)
             return -1;
     } while (now_s() - w0 < 0.25);
     uint64_t blas_calls = 0;
     for (int r = 0; r < t->reps; r++) {
         const int32_t *seq = toks + t->n_depth;
+        back_to_depth(f, t, snap);
         const uint64_t b0 = forward_blas_calls(f);
         const double t0 = now_s();
         if (t->n_prompt > 0) {
@@ -391,11 +404,22 @@ int cmd_bench(int argc, char **argv)
             fprintf(stderr, "tokscope: %s\n", err);
             rc = 1;
         }
+        void *snap = NULL; /* the recurrent state at the depth (back_to_depth) */
         for (int di = 0; di < nD && rc == 0; di++) {
+            free(snap);
+            snap = NULL;
             if (fill_depth(f, toks, D[di], logits, err, sizeof err) != 0) {
                 fprintf(stderr, "tokscope: %s\n", err);
                 rc = 1;
                 break;
+            }
+            if (D[di] > 0 && forward_rs_bytes(f) > 0) {
+                if (!(snap = malloc(forward_rs_bytes(f)))) {
+                    fprintf(stderr, "tokscope: out of memory for the recurrent state at depth %d\n", D[di]);
+                    rc = 1;
+                    break;
+                }
+                forward_rs_save(f, snap);
             }
             for (int pass = 0; pass < 2 && rc == 0; pass++) {
                 const int n_list = pass == 0 ? nP : nG;
@@ -417,7 +441,7 @@ int cmd_bench(int argc, char **argv)
                                            wbytes,
                                            (double)forward_kv_cache_bytes(f) / forward_n_ctx(f),
                                            type_bytes};
-                    if (run_test(f, &t, toks, logits, tps, err, sizeof err) != 0) {
+                    if (run_test(f, &t, toks, snap, logits, tps, err, sizeof err) != 0) {
                         fprintf(stderr, "tokscope: %s\n", err);
                         rc = 1;
                         break;
@@ -426,6 +450,7 @@ int cmd_bench(int argc, char **argv)
                 }
             }
         }
+        free(snap);
         forward_free(f);
     }
 done:

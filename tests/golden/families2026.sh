@@ -111,6 +111,20 @@ sys.exit(0 if d['weight_bytes'] == 587520 - 18944 - 4 * 3 * 34816 * 6 // 8 else 
     else not_ok "$name" "$(head -c 300 "$W/bench.jsonl")" "$(head -c 200 "$W/bench.err")"; fi
 fi
 
+# a recurrent state cannot go back to the depth by truncation as a KV cache
+# can: bench snapshots it after the fill and restores it before every run
+# (the warm-up's token and each repetition start at the depth)
+name="2026 bench: a hybrid model at a depth (qwen35moe, -d 40, prompt and generation, 2 repetitions)"
+if need "$M/qwen35moe-mini-q8_0.gguf" "$name"; then
+    if "$BIN" bench -m "$M/qwen35moe-mini-q8_0.gguf" -p 8 -n 4 -d 0,40 -r 2 -o jsonl >"$W/bench_d.jsonl" 2>"$W/bench_d.err" &&
+        python3 -c "import json,sys
+L=[json.loads(l) for l in open(sys.argv[1])]
+got=sorted((d['n_prompt'],d['n_gen'],d['n_depth']) for d in L if all(t > 0 for t in d['samples_ts']))
+sys.exit(0 if got == [(0,4,0),(0,4,40),(8,0,0),(8,0,40)] else 1)" "$W/bench_d.jsonl"; then
+        ok "$name"
+    else not_ok "$name" "$(head -c 300 "$W/bench_d.jsonl")" "$(head -c 300 "$W/bench_d.err")"; fi
+fi
+
 T=$F/golden/tokenizer
 for v in qwen35 gpt-4o gemma-4; do
     name="2026 tokenizer ggml-vocab-$v matches llama.cpp"
