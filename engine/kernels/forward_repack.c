@@ -722,6 +722,61 @@ static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int6
 }
 #endif
 
+#ifdef RP_AVX2
+/* The gemv order of q4_K_repacked_dot for four weight rows and one token:
+ * per row and block the exact integer sums (scales and mins unpacked in
+ * vectors, as in q4_K_gemv_tile_1x4), the four rows' totals from one
+ * horizontal add, and each output's two fma chains fed once per block with
+ * h2f(d) * d_a. One-token expert rows (MoE generation) ran
+ * q4_K_repacked_dot, two horizontal adds and the scalar scale unpacking
+ * per 64 weights. */
+static void q4_K_gemv_4rows_avx2(const uint8_t *w, size_t rb, const block_q8_K *y, int64_t nb, float out[4],
+                                 const char *pf, size_t pf_step)
+{
+    const block_q4_K *x[4];
+    for (int r = 0; r < 4; r++)
+        x[r] = (const block_q4_K *)(const void *)(w + (size_t)r * rb);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step(pf, b, pf_step);
+        __m256i sc[4];
+        __m128i mn[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            const __m256i sm = q4_K_scales_mins(x[r][b].scales);
+            const __m128i s128 = _mm256_castsi256_si128(sm);
+            sc[r] = _mm256_inserti128_si256(_mm256_castsi128_si256(s128), s128, 1);
+            mn[r] = q4_K_min_dot(_mm256_extracti128_si256(sm, 1), &y[b]);
+        }
+        const __m128i imin = _mm_hadd_epi32(_mm_hadd_epi32(mn[0], mn[1]), _mm_hadd_epi32(mn[2], mn[3]));
+        __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        {
+            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(y[b].qs + 64 * j));
+            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(y[b].qs + 64 * j + 32));
+            const __m256i c0 = _mm256_set1_epi16((short)(((4 * j + 1) << 8) | (4 * j)));
+            const __m256i c1 = _mm256_set1_epi16((short)(((4 * j + 3) << 8) | (4 * j + 2)));
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[r][b].qs + 32 * j));
+                const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+                p[r] = _mm256_add_epi32(
+                    p[r], _mm256_add_epi32(
+                              _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc[r], c0)),
+                              _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_shuffle_epi8(sc[r], c1))));
+            }
+        }
+        const __m128 dw = quant_f16x4_mul(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d, y[b].d);
+        const __m128 dm = quant_f16x4_mul(x[0][b].dmin, x[1][b].dmin, x[2][b].dmin, x[3][b].dmin, y[b].d);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+        acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(imin), dm, acc_min);
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
 void refk_matmul_gemv(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                       int n_tok, float *out, int64_t out_stride)
 {
@@ -1229,15 +1284,21 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
     /* tokens in complete groups of 4 go through the gemm kernel, the rest
      * through gemv */
     const int n_gemm = n_tok - n_tok % 4;
+#ifdef RP_AVX2
+    const int q4_rows = 4; /* one-token Q4_K rows through q4_K_gemv_4rows_avx2 in fours */
+#else
+    const int q4_rows = 1;
+#endif
 #ifdef RP_Q2K_PAIRS
-    const int max_rows = q2 ? 2 : 1; /* Q2_K rows go through q2_K_tile_2x4 and q2_K_gemv_2rows in pairs */
-    const size_t pf_step = quant_prefetch_step_size(rb, 2, nb);
+    const int max_rows = q2 ? 2 : q4_rows; /* Q2_K rows go through q2_K_tile_2x4 and q2_K_gemv_2rows in pairs */
 #elif defined(RP_Q2K_PAIRS_AVX2)
     /* Q2_K rows: q2_K_tile_2x4_avx2 takes pairs, q2_K_gemv_4rows_avx2 fours */
-    const int max_rows = q2 ? 4 : 1;
-    const size_t pf_step = quant_prefetch_step_size(rb, 4, nb);
+    const int max_rows = q2 ? 4 : q4_rows;
 #else
-    const int max_rows = 1;
+    const int max_rows = q4_rows;
+#endif
+#ifdef RP_AVX2
+    const size_t pf_step = quant_prefetch_step_size(rb, max_rows, nb);
 #endif
     for (int64_t r = r0; r < r1;) {
         int nr = max_rows;
@@ -1249,7 +1310,7 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
         for (; t < n_gemm; t += 4) {
             float o[4][4];
 #ifdef RP_Q2K_PAIRS
-            if (nr == 2)
+            if (q2 && nr == 2)
 #ifdef __AVX512VNNI__
                 q2_K_tile_2x4_vnni((const block_q2_K *)x, (const block_q2_K *)(x + rb),
                                    act + (size_t)t * act_stride, act_stride, nb, o[0], o[1]);
@@ -1259,27 +1320,38 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 #endif
             else
 #elif defined(RP_Q2K_PAIRS_AVX2)
-            if (nr >= 2)
+            if (q2 && nr >= 2)
                 for (int k = 0; k < nr; k += 2)
                     q2_K_tile_2x4_avx2((const block_q2_K *)(x + (size_t)k * rb), (const block_q2_K *)(x + (k + 1) * rb),
                                        act + (size_t)t * act_stride, act_stride, nb, o[k], o[k + 1]);
             else
 #endif
-                tile(x, act + (size_t)t * act_stride, act_stride, nb, o[0]);
+                for (int k = 0; k < nr; k++)
+                    tile(x + (size_t)k * rb, act + (size_t)t * act_stride, act_stride, nb, o[k]);
             for (int k = 0; k < nr; k++)
                 for (int j = 0; j < 4; j++)
                     out[(int64_t)(t + j) * out_stride + r + k] = o[k][j];
         }
 #endif
+#ifdef RP_AVX2
+        if (!q2 && nr == 4)
+            for (; t < n_tok; t++) { /* gemv; the first pass prefetches the next fours */
+                float o[4];
+                q4_K_gemv_4rows_avx2(x, rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, o,
+                                     (const char *)x + QUANT_PF_AHEAD * 4 * rb, t == 0 ? pf_step : 0);
+                for (int k = 0; k < 4; k++)
+                    out[(int64_t)t * out_stride + r + k] = o[k];
+            }
+#endif
 #ifdef RP_Q2K_PAIRS
-        if (nr == 2)
+        if (q2 && nr == 2)
             for (; t < n_tok; t++) /* gemv; the first pass prefetches the next pairs */
                 q2_K_gemv_2rows((const block_q2_K *)x, (const block_q2_K *)(x + rb),
                                 (const block_q8_K *)(act + (size_t)t * act_stride), nb,
                                 &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
                                 (const char *)x + QUANT_PF_AHEAD * 2 * rb, t == 0 ? pf_step : 0);
 #elif defined(RP_Q2K_PAIRS_AVX2)
-        if (nr == 4)
+        if (q2 && nr == 4)
             for (; t < n_tok; t++) { /* gemv; the first pass prefetches the next fours */
                 float o[4];
                 q2_K_gemv_4rows_avx2(x, rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, o,
