@@ -54,7 +54,10 @@ static void check_type(enum tensor_type type, size_t block_size)
             const float scale = t % 5 == 4 ? 100.0f : 1.0f + (float)t;
             for (int64_t i = 0; i < n; i++)
                 x[i] = rnd_uniform() * scale;
-            tensor_quantize_row(TENSOR_TYPE_Q8_K, x, act + (size_t)t * as, n);
+            /* rows at the stride the kernels are given: written at the
+             * buffer's widest stride, tokens 1.. were read from bytes never
+             * written (whose bsums can overflow what a real Q8_K row holds) */
+            tensor_quantize_row(TENSOR_TYPE_Q8_K, x, act + (size_t)t * tensor_row_size(TENSOR_TYPE_Q8_K, n), n);
         }
         gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, rows, 1, 1}, .type = type, .data = w};
         assert_true(refk_applies(&wt));
