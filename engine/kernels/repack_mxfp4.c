@@ -13,6 +13,12 @@
 /* offset that makes the doubled E2M1 values (-12..12) unsigned for maddubs */
 #define MX_OFF 12
 
+/* The value table with MX_OFF added (0..24). */
+static inline __m128i mx_lut_off(void)
+{
+    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF));
+}
+
 /* The 32 doubled E2M1 values of a block, in element order (low nibbles are
  * elements 0-15, high nibbles 16-31), through the value table. */
 static inline __m256i mx_values(const block_mxfp4 *x, __m128i lut, __m128i m4)
@@ -101,10 +107,7 @@ static inline __m128 mx_e8m0_half4(uint8_t e0, uint8_t e1, uint8_t e2, uint8_t e
 static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, int64_t nb, float out[4], const char *pf,
                      size_t step)
 {
-    int8_t lutb[16];
-    for (int i = 0; i < 16; i++)
-        lutb[i] = (int8_t)(quant_kvalues_mxfp4[i] + MX_OFF);
-    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lutb));
+    const __m256i lut = _mm256_broadcastsi128_si256(mx_lut_off());
     const __m256i m4 = _mm256_set1_epi8(0x0F), sh = _mm256_setr_epi64x(0, 0, 4, 4);
     const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
     __m128 acc = _mm_setzero_ps();
@@ -152,10 +155,7 @@ typedef struct {
 /* Rows x[0..7] (nb blocks each) into dst[nb] and their half scales. */
 static void mx_interleave8(const block_mxfp4 *const x[8], int64_t nb, mx_ilv_block *dst, float *dw)
 {
-    int8_t lutb[16];
-    for (int i = 0; i < 16; i++)
-        lutb[i] = (int8_t)(quant_kvalues_mxfp4[i] + MX_OFF);
-    const __m128i lut = _mm_loadu_si128((const __m128i *)lutb), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lut = mx_lut_off(), m4 = _mm_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
         __m256i r[8];
         for (int j = 0; j < 8; j++) {
