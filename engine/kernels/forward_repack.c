@@ -1299,6 +1299,13 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 #endif
 #ifdef RP_AVX2
     const size_t pf_step = quant_prefetch_step_size(rb, max_rows, nb);
+    /* one token, four rows: Q4_K's kernel, and Q2_K's where its pairs kernel is not built */
+    void (*gemv4)(const uint8_t *, size_t, const block_q8_K *, int64_t, float *, const char *, size_t) =
+        q2 ? NULL : q4_K_gemv_4rows_avx2;
+#ifdef RP_Q2K_PAIRS_AVX2
+    if (q2)
+        gemv4 = q2_K_gemv_4rows_avx2;
+#endif
 #endif
     for (int64_t r = r0; r < r1;) {
         int nr = max_rows;
@@ -1334,11 +1341,11 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
         }
 #endif
 #ifdef RP_AVX2
-        if (!q2 && nr == 4)
+        if (gemv4 && nr == 4)
             for (; t < n_tok; t++) { /* gemv; the first pass prefetches the next fours */
                 float o[4];
-                q4_K_gemv_4rows_avx2(x, rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, o,
-                                     (const char *)x + QUANT_PF_AHEAD * 4 * rb, t == 0 ? pf_step : 0);
+                gemv4(x, rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, o,
+                      (const char *)x + QUANT_PF_AHEAD * 4 * rb, t == 0 ? pf_step : 0);
                 for (int k = 0; k < 4; k++)
                     out[(int64_t)t * out_stride + r + k] = o[k];
             }
@@ -1350,15 +1357,6 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
                                 (const block_q8_K *)(act + (size_t)t * act_stride), nb,
                                 &out[(int64_t)t * out_stride + r], &out[(int64_t)t * out_stride + r + 1],
                                 (const char *)x + QUANT_PF_AHEAD * 2 * rb, t == 0 ? pf_step : 0);
-#elif defined(RP_Q2K_PAIRS_AVX2)
-        if (q2 && nr == 4)
-            for (; t < n_tok; t++) { /* gemv; the first pass prefetches the next fours */
-                float o[4];
-                q2_K_gemv_4rows_avx2(x, rb, (const block_q8_K *)(act + (size_t)t * act_stride), nb, o,
-                                     (const char *)x + QUANT_PF_AHEAD * 4 * rb, t == 0 ? pf_step : 0);
-                for (int k = 0; k < 4; k++)
-                    out[(int64_t)t * out_stride + r + k] = o[k];
-            }
 #endif
         for (; t < n_tok; t++)
             for (int k = 0; k < nr; k++)
