@@ -82,7 +82,9 @@ line "/model"
 wait_for 'Remote models' 5 && screen | grep -qE '> +ok +\(in use\)' && screen | grep -qE '^.* +logzero'
 result "remote: /model lists the server's models as a pick list, the one in use selected" $?
 keys Down Down Down Down Enter
-wait_for 'asking the server for model hang' 5 && wait_for 'model hang' 10
+# (the server answers at once: "asking the server for model hang" can be
+# replaced before a capture sees it, so wait for the answer itself)
+wait_for 'remote: llama-server at .*, model hang' 10
 result "remote: Down and Enter in /model's list switch to the model chosen" $?
 line "Count for me"
 wait_for 'Count for me' 5 && wait_for '^ generating' 10 && sleep 0.5
