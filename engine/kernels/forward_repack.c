@@ -41,7 +41,8 @@ static inline int32_t isum_q4_0(const block_q4_0 *x, const block_q8_0 *y)
  * elements four 16-lane FMA accumulators, folded 0+2, 1+3, 0+1 and reduced
  * like GCC's _mm512_reduce_add_ps; the tail is added (in double for F16).
  * Batches go through llamafile's tinyBLAS when the row length is a multiple
- * of 16: one 16-lane FMA accumulator, the same final reduction. */
+ * of 16 and the weight has a multiple of 4 rows (tinyblas_takes): one
+ * 16-lane FMA accumulator, the same final reduction. */
 
 static inline float ld(bool f16, const void *p, int64_t i)
 {
@@ -212,9 +213,18 @@ static float tinyblas_bf16(int64_t n, const uint16_t *w, const uint16_t *a)
 #endif
 }
 
+/* llamafile_sgemm takes a batch (n_tok >= 2) only where tinyBLAS::matmul
+ * accepts it: rows a multiple of KN long and, on AVX-512, a multiple of 4
+ * rows (m % 4 != 0 returns false, and ggml runs vec_dot for every output).
+ * A one-row weight such as qwen35moe's shared-expert gate is vec_dot's. */
+static bool tinyblas_takes(const gguf_tensor *w, int n_tok, int64_t kn)
+{
+    return n_tok >= 2 && w->ne[0] % kn == 0 && w->ne[1] % 4 == 0;
+}
+
 bool refbf16_applies(const gguf_tensor *w, int n_tok)
 {
-    return w->type == TENSOR_TYPE_BF16 && n_tok >= 2 && w->ne[0] % 32 == 0;
+    return w->type == TENSOR_TYPE_BF16 && tinyblas_takes(w, n_tok, 32);
 }
 
 bool reffloat_applies(const gguf_tensor *w)
@@ -490,7 +500,7 @@ void reffloat_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, co
 {
     const bool f16 = w->type == TENSOR_TYPE_F16;
     const size_t rb = (size_t)n * (f16 ? 2 : 4);
-    const bool tiny = n_tok >= 2 && n % 16 == 0;
+    const bool tiny = tinyblas_takes(w, n_tok, 16);
     int64_t r = r0;
 #if defined(__AVX512F__)
     if (tiny)

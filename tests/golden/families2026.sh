@@ -34,15 +34,7 @@ cmp_golden() {
 
 for m in $MODELS; do
     cmp_golden "2026 $m.plain batched (bit-exact)" "$M/$m.gguf" "$G/$m.plain.jsonl" --max-diff 0.000005
-    case $m in
-    # runs, but one position of 209 (137) is off by 0.0518: one Q8_0
-    # activation rounding at a .5 in layer 7's FFN input, set off by a
-    # difference upstream not found yet (README, "Reference parity"); held
-    # to that gap so that it cannot grow unseen
-    qwen35moe-*) cmp_golden "2026 $m.chat batched (one position off by 0.0518, README)" "$M/$m.gguf" \
-        "$G/$m.chat.jsonl" --max-diff 0.052 --max-kl 4e-6 --min-top1 1 ;;
-    *) cmp_golden "2026 $m.chat batched (bit-exact)" "$M/$m.gguf" "$G/$m.chat.jsonl" --max-diff 0.000005 ;;
-    esac
+    cmp_golden "2026 $m.chat batched (bit-exact)" "$M/$m.gguf" "$G/$m.chat.jsonl" --max-diff 0.000005
     cmp_golden "2026 $m.story-1by1 one token at a time (bit-exact)" "$M/$m.gguf" "$G/$m.story-1by1.jsonl" \
         --one-by-one --max-diff 0.000005
 

@@ -1067,56 +1067,65 @@ static float emulate_f16_dot(int64_t n, const float *w, const float *a)
 }
 
 /* F16 and F32 weights, any tile of rows and tokens: every output equals
- * the reference's one-output order (tinyBLAS for batches, vec_dot for one
- * token or rows not a multiple of 16), whatever tile computed it. */
+ * the reference's one-output order, whatever tile computed it. tinyBLAS
+ * takes a batch only when the weight has a multiple of 4 rows and rows a
+ * multiple of 16 long (tinyBLAS::matmul refuses m % 4 != 0 on AVX-512);
+ * otherwise, and for one token, every output is ggml_vec_dot's. (A
+ * one-row weight, qwen35moe's shared-expert gate, took tinyBLAS's order
+ * and set one golden position off.) */
 static void test_reference_float_tiles(void **state)
 {
     (void)state;
-    /* 37 rows: more rows than one call of the AVX2 tile takes (32), and an
-     * odd one left over; 2096: past 2048, the AVX2 tile runs k-blocks of
-     * 1024 (and a short last one) */
-    enum { ROWS = 37, TOK = 13, NMAX = 2096 };
+    /* 36 rows: tinyBLAS, more rows than one call of the AVX2 tile takes
+     * (32); 37: the same shapes, all vec_dot; 1: the shared-expert gate.
+     * 2096: past 2048, the AVX2 tile runs k-blocks of 1024 (and a short
+     * last one) */
+    enum { RMAX = 37, TOK = 13, NMAX = 2096 };
+    const int row_counts[] = {36, 37, 1};
     const int64_t widths[] = {16, 48, 256, 784, 2096, 100};
-    float *w = malloc(sizeof(float) * NMAX * ROWS), *a = malloc(sizeof(float) * NMAX * TOK);
-    float *out = malloc(sizeof(float) * ROWS * TOK);
-    uint16_t *wh = malloc(sizeof(uint16_t) * NMAX * ROWS);
-    for (int f16 = 0; f16 <= 1; f16++)
-        for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
-            const int64_t n = widths[k];
-            fill_random(w, n * ROWS, 1.0f);
-            fill_random(a, n * TOK, 2.0f);
-            for (int64_t i = 0; f16 && i < n * ROWS; i++) {
-                wh[i] = tensor_fp32_to_fp16(w[i]);
-                w[i] = tensor_fp16_to_fp32(wh[i]);
-            }
-            for (int64_t i = 0; f16 && i < n * TOK; i++) /* F16's dot type: rounded activations */
-                a[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(a[i]));
-            gguf_tensor wt = {.name = "w",
-                              .n_dims = 2,
-                              .ne = {n, ROWS, 1, 1},
-                              .type = f16 ? TENSOR_TYPE_F16 : TENSOR_TYPE_F32,
-                              .data = f16 ? (void *)wh : (void *)w};
-            for (int n_tok = 1; n_tok <= TOK; n_tok++)
-                for (int r0 = 0; r0 <= 1; r0++) {
-                    const int r1 = ROWS - (r0 ? 2 : 0);
-                    memset(out, 0, sizeof(float) * ROWS * TOK);
-                    reffloat_matmul(&wt, n, r0, r1, (const uint8_t *)a, (size_t)n * sizeof(float), n_tok, out, ROWS);
-                    for (int t = 0; t < n_tok; t++)
-                        for (int r = r0; r < r1; r++) {
-                            const float *wr = w + n * r, *at = a + n * t;
-                            float want;
-                            if (n_tok >= 2 && n % 16 == 0)
-                                want = emulate_tinyblas(n, wr, at);
-                            else
-                                want = f16 ? emulate_f16_dot(n, wr, at) : emulate_f32_dot(n, wr, at, false);
-                            if (f2u(out[t * ROWS + r]) != f2u(want))
-                                fail_msg("%s n=%lld rows [%d,%d) tokens %d: row %d token %d gives %.9g, the "
-                                         "reference order %.9g",
-                                         f16 ? "F16" : "F32", (long long)n, r0, r1, n_tok, r, t,
-                                         (double)out[t * ROWS + r], (double)want);
-                        }
+    float *w = malloc(sizeof(float) * NMAX * RMAX), *a = malloc(sizeof(float) * NMAX * TOK);
+    float *out = malloc(sizeof(float) * RMAX * TOK);
+    uint16_t *wh = malloc(sizeof(uint16_t) * NMAX * RMAX);
+    for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++)
+        for (int f16 = 0; f16 <= 1; f16++)
+            for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+                const int ROWS = row_counts[rc];
+                const int64_t n = widths[k];
+                fill_random(w, n * ROWS, 1.0f);
+                fill_random(a, n * TOK, 2.0f);
+                for (int64_t i = 0; f16 && i < n * ROWS; i++) {
+                    wh[i] = tensor_fp32_to_fp16(w[i]);
+                    w[i] = tensor_fp16_to_fp32(wh[i]);
                 }
-        }
+                for (int64_t i = 0; f16 && i < n * TOK; i++) /* F16's dot type: rounded activations */
+                    a[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(a[i]));
+                gguf_tensor wt = {.name = "w",
+                                  .n_dims = 2,
+                                  .ne = {n, ROWS, 1, 1},
+                                  .type = f16 ? TENSOR_TYPE_F16 : TENSOR_TYPE_F32,
+                                  .data = f16 ? (void *)wh : (void *)w};
+                for (int n_tok = 1; n_tok <= TOK; n_tok++)
+                    for (int r0 = 0; r0 <= (ROWS > 2); r0++) {
+                        const int r1 = ROWS - (r0 ? 2 : 0);
+                        memset(out, 0, sizeof(float) * RMAX * TOK);
+                        reffloat_matmul(&wt, n, r0, r1, (const uint8_t *)a, (size_t)n * sizeof(float), n_tok, out,
+                                        ROWS);
+                        for (int t = 0; t < n_tok; t++)
+                            for (int r = r0; r < r1; r++) {
+                                const float *wr = w + n * r, *at = a + n * t;
+                                float want;
+                                if (n_tok >= 2 && n % 16 == 0 && ROWS % 4 == 0)
+                                    want = emulate_tinyblas(n, wr, at);
+                                else
+                                    want = f16 ? emulate_f16_dot(n, wr, at) : emulate_f32_dot(n, wr, at, false);
+                                if (f2u(out[t * ROWS + r]) != f2u(want))
+                                    fail_msg("%s n=%lld, %d rows, rows [%d,%d) tokens %d: row %d token %d gives "
+                                             "%.9g, the reference order %.9g",
+                                             f16 ? "F16" : "F32", (long long)n, ROWS, r0, r1, n_tok, r, t,
+                                             (double)out[t * ROWS + r], (double)want);
+                            }
+                    }
+            }
     free(w);
     free(a);
     free(out);
@@ -1215,7 +1224,9 @@ static float emulate_tinyblas_bf16(int64_t n, const uint16_t *w, const uint16_t 
 static void test_reference_bf16_tiles(void **state)
 {
     (void)state;
-    enum { ROWS = 11, TOK = 13, NMAX = 768 };
+    /* tinyBLAS needs a multiple of 4 rows: 12 take it, 11 and 1 go to
+     * ggml_vec_dot_bf16 (the kernel's own dot) */
+    enum { ROWS = 12, TOK = 13, NMAX = 768 };
     const int64_t widths[] = {32, 96, 768};
     uint16_t *w = malloc(sizeof(uint16_t) * NMAX * ROWS), *a = malloc(sizeof(uint16_t) * NMAX * TOK);
     float *x = malloc(sizeof(float) * NMAX * TOK), *out = malloc(sizeof(float) * ROWS * TOK);
@@ -1226,6 +1237,11 @@ static void test_reference_bf16_tiles(void **state)
         fill_random(x, n * TOK, 3.0f);
         tensor_quantize_row(TENSOR_TYPE_BF16, x, a, n * TOK);
         gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, ROWS, 1, 1}, .type = TENSOR_TYPE_BF16, .data = w};
+        gguf_tensor odd = wt, one = wt;
+        odd.ne[1] = ROWS - 1;
+        one.ne[1] = 1;
+        assert_false(refbf16_applies(&odd, 2));
+        assert_false(refbf16_applies(&one, TOK));
         for (int n_tok = 2; n_tok <= TOK; n_tok++)
             for (int r0 = 0; r0 <= 1; r0++) {
                 const int r1 = ROWS - (r0 ? 2 : 0);
