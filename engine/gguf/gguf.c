@@ -676,6 +676,12 @@ size_t gguf_alignment(const gguf_ctx *ctx) { return ctx->alignment; }
 size_t gguf_data_offset(const gguf_ctx *ctx) { return ctx->data_offset; }
 const char *gguf_path(const gguf_ctx *ctx) { return ctx->path; }
 bool gguf_is_mapped(const gguf_ctx *ctx) { return ctx->mapped; }
+
+void gguf_read_ahead(const gguf_ctx *ctx)
+{
+    if (ctx->mapped && ctx->size > 0)
+        posix_madvise((void *)(uintptr_t)ctx->base, ctx->size, POSIX_MADV_WILLNEED);
+}
 int64_t gguf_n_kv(const gguf_ctx *ctx) { return ctx->n_kv; }
 int64_t gguf_n_tensors(const gguf_ctx *ctx) { return ctx->n_tensors; }
 

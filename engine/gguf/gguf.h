@@ -66,6 +66,10 @@ const char *gguf_path(const gguf_ctx *ctx);
 /* True when the data is a file mapping (gguf_open), false for a caller's
  * buffer: only a mapping's pages may be dropped and read back from the file. */
 bool gguf_is_mapped(const gguf_ctx *ctx);
+/* Advises the kernel to read the whole mapped file ahead, in the
+ * background (posix_madvise WILLNEED, as llama.cpp's loader does). Advice
+ * only; nothing for a caller's buffer. */
+void gguf_read_ahead(const gguf_ctx *ctx);
 /* The open file mapping that holds addr: its path and addr's offset in the
  * file. Async-signal-safe, for a SIGBUS handler: a mapped model file that
  * is truncated while in use faults on the pages it lost. */

@@ -618,6 +618,25 @@ static inline void tile_scales(uint16_t d, uint16_t dmin, const block_q8_K *cons
 #endif
 
 #ifdef RP_AVX2
+/* Sub-blocks 2j (lo) and 2j + 1 (hi) of a Q4_K block's nibbles. */
+static inline void q4_K_nibbles(const uint8_t *qs, int j, __m256i *lo, __m256i *hi)
+{
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+    *lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+    *hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+}
+
+/* lo . a[0..32) * s0 + hi . a[32..64) * s1: a sub-block pair's exact
+ * integer sum against an activation row, as 8 partial int32 sums. */
+static inline __m256i q4_K_pair_dot(__m256i lo, __m256i hi, const int8_t *a, __m256i s0, __m256i s1)
+{
+    return _mm256_add_epi32(
+        _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
+        _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1));
+}
+#endif
+
+#ifdef RP_AVX2
 /* The gemm order of q4_K_repacked_dot for one weight row and four
  * activation rows at once: the weight nibbles are unpacked once per pair of
  * sub-blocks, the four integer sums come out of one horizontal add, and each
@@ -635,18 +654,14 @@ static void q4_K_tile_1x4(const void *w, const uint8_t *act, size_t act_stride, 
             uint8_t sc0, m0, sc1, m1;
             quant_scale_min_k4(2 * j, x[b].scales, &sc0, &m0);
             quant_scale_min_k4(2 * j + 1, x[b].scales, &sc1, &m1);
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * j));
-            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+            __m256i lo, hi;
+            q4_K_nibbles(x[b].qs, j, &lo, &hi);
             const __m256i s0 = _mm256_set1_epi16((int16_t)sc0), s1 = _mm256_set1_epi16((int16_t)sc1);
             __m256i p[4];
             int32_t mins[4];
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
-                const int8_t *a = y[k][b].qs + 64 * j;
-                p[k] = _mm256_add_epi32(
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1));
+                p[k] = q4_K_pair_dot(lo, hi, y[k][b].qs + 64 * j, s0, s1);
                 const int16_t *bs = y[k][b].bsums + 4 * j;
                 mins[k] = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
             }
@@ -687,6 +702,19 @@ static inline __m128i q4_K_min_dot(__m128i mins, const block_q8_K *y)
     return _mm_madd_epi16(mins, pair);
 }
 
+/* The eight scales of q4_K_scales_mins in both 128-bit halves. */
+static inline __m256i q4_K_scales_x2(__m256i sm)
+{
+    return _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+}
+
+/* Scales 2j (s0) and 2j + 1 (s1) of q4_K_scales_x2 in every 16-bit lane. */
+static inline void q4_K_scale_pair(__m256i sc, int j, __m256i *s0, __m256i *s1)
+{
+    *s0 = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(((4 * j + 1) << 8) | (4 * j))));
+    *s1 = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(((4 * j + 3) << 8) | (4 * j + 2))));
+}
+
 /* The gemv order of q4_K_repacked_dot (one conversion per super-block) for
  * one weight row and four activation rows: the integer sums kept over the
  * block's eight sub-blocks (exact: |sum| < 2^31) and each output's two fma
@@ -702,26 +730,17 @@ static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int6
         __m128 dw, dm;
         tile_scales(x[b].d, x[b].dmin, y, b, &dw, &dm);
         const __m256i sm = q4_K_scales_mins(x[b].scales);
-        const __m128i sc128 = _mm256_castsi256_si128(sm);
-        const __m256i sc = _mm256_inserti128_si256(_mm256_castsi128_si256(sc128), sc128, 1);
+        const __m256i sc = q4_K_scales_x2(sm);
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
         __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                         _mm256_setzero_si256()};
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * j));
-            const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
-            /* scale 2j, 2j + 1 in every 16-bit lane */
-            const __m256i s0 = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(((4 * j + 1) << 8) | (4 * j))));
-            const __m256i s1 = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(((4 * j + 3) << 8) | (4 * j + 2))));
+            __m256i lo, hi, s0, s1;
+            q4_K_nibbles(x[b].qs, j, &lo, &hi);
+            q4_K_scale_pair(sc, j, &s0, &s1);
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-            {
-                const int8_t *a = y[k][b].qs + 64 * j;
-                p[k] = _mm256_add_epi32(p[k], _mm256_add_epi32(
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a)), s0),
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 32))), s1)));
-            }
+                p[k] = _mm256_add_epi32(p[k], q4_K_pair_dot(lo, hi, y[k][b].qs + 64 * j, s0, s1));
         }
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
         const __m128i m01 = _mm_hadd_epi32(q4_K_min_dot(mins, &y[0][b]), q4_K_min_dot(mins, &y[1][b]));
@@ -754,8 +773,7 @@ static void q4_K_gemv_4rows_avx2(const uint8_t *w, size_t rb, const block_q8_K *
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
             const __m256i sm = q4_K_scales_mins(x[r][b].scales);
-            const __m128i s128 = _mm256_castsi256_si128(sm);
-            sc[r] = _mm256_inserti128_si256(_mm256_castsi128_si256(s128), s128, 1);
+            sc[r] = q4_K_scales_x2(sm);
             mn[r] = q4_K_min_dot(_mm256_extracti128_si256(sm, 1), &y[b]);
         }
         const __m128i imin = _mm_hadd_epi32(_mm_hadd_epi32(mn[0], mn[1]), _mm_hadd_epi32(mn[2], mn[3]));
@@ -763,19 +781,12 @@ static void q4_K_gemv_4rows_avx2(const uint8_t *w, size_t rb, const block_q8_K *
                         _mm256_setzero_si256()};
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
-            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(y[b].qs + 64 * j));
-            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(y[b].qs + 64 * j + 32));
-            const __m256i c0 = _mm256_set1_epi16((short)(((4 * j + 1) << 8) | (4 * j)));
-            const __m256i c1 = _mm256_set1_epi16((short)(((4 * j + 3) << 8) | (4 * j + 2)));
             _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
             {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[r][b].qs + 32 * j));
-                const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
-                p[r] = _mm256_add_epi32(
-                    p[r], _mm256_add_epi32(
-                              _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc[r], c0)),
-                              _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_shuffle_epi8(sc[r], c1))));
+                __m256i lo, hi, s0, s1;
+                q4_K_nibbles(x[r][b].qs, j, &lo, &hi);
+                q4_K_scale_pair(sc[r], j, &s0, &s1);
+                p[r] = _mm256_add_epi32(p[r], q4_K_pair_dot(lo, hi, y[b].qs + 64 * j, s0, s1));
             }
         }
         const __m128 dw = quant_f16x4_mul(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d, y[b].d);

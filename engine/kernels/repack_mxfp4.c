@@ -94,32 +94,40 @@ static inline __m128 mx_e8m0_half4(uint8_t e0, uint8_t e1, uint8_t e2, uint8_t e
     return _mm_castsi128_ps(_mm_blendv_epi8(normal, tiny, _mm_cmpgt_epi32(_mm_set1_epi32(2), e)));
 }
 
+/* MX_OFF * the sum of each block's bytes, per token. */
+static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off)
+{
+    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+    for (int t = 0; t < n_tok; t++) {
+        const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            off[t * nb + b] = MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
+        }
+    }
+}
+
 /* Four weight rows against one token row (the gemv): out[r]. Per row and
  * block the values come offset by MX_OFF (unsigned, so maddubs takes them
  * without the sign steps; the token's MX_OFF * sum of its block's bytes,
- * computed once for the four rows, comes back off: the same exact integer),
+ * off[b] from mx_offsets once per call, comes back off: the same exact
+ * integer),
  * from one broadcast load, a per-half shift, a mask and one table lookup;
  * the four scales convert in one vector. Each block step also prefetches
  * its share (step bytes) of the rows at pf: the four rows are four short
  * streams the Zen 3's hardware prefetcher keeps losing (see
  * quant_prefetch_step). Decoded per row with sign steps and a scalar scale
  * conversion this ran at 0.4 of the reference's repacked gemv. */
-static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, int64_t nb, float out[4], const char *pf,
-                     size_t step)
+static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, const int32_t *off, int64_t nb,
+                     float out[4], const char *pf, size_t step)
 {
     const __m256i lut = _mm256_broadcastsi128_si256(mx_lut_off());
     const __m256i m4 = _mm256_set1_epi8(0x0F), sh = _mm256_setr_epi64x(0, 0, 4, 4);
-    const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         quant_prefetch_step(pf, b, step);
         const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
-        /* MX_OFF * the block's byte sum, in all four lanes */
-        const __m256i qs8 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones);
-        __m128i off = _mm_add_epi32(_mm256_castsi256_si128(qs8), _mm256_extracti128_si256(qs8, 1));
-        off = _mm_add_epi32(off, _mm_shuffle_epi32(off, _MM_SHUFFLE(1, 0, 3, 2)));
-        off = _mm_add_epi32(off, _mm_shuffle_epi32(off, _MM_SHUFFLE(2, 3, 0, 1)));
-        off = _mm_mullo_epi32(off, _mm_set1_epi32(MX_OFF));
         __m256i p[4];
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         {
@@ -127,7 +135,7 @@ static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, int64_t
             const __m256i u = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srlv_epi64(raw, sh), m4));
             p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
         }
-        const __m128i isum = _mm_sub_epi32(mx_hsum4(p[0], p[1], p[2], p[3]), off);
+        const __m128i isum = _mm_sub_epi32(mx_hsum4(p[0], p[1], p[2], p[3]), _mm_set1_epi32(off[b]));
         const __m128 sc = _mm_mul_ps(mx_e8m0_half4(x[0][b].e, x[1][b].e, x[2][b].e, x[3][b].e),
                                      _mm_set1_ps(fp16_to_f32(y[b].d)));
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), sc, acc);
@@ -180,19 +188,6 @@ static void mx_interleave8(const block_mxfp4 *const x[8], int64_t nb, mx_ilv_blo
         dst[b].v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
         dst[b].v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
         dst[b].v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
-    }
-}
-
-/* MX_OFF * the sum of each block's bytes, per token. */
-static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off)
-{
-    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
-    for (int t = 0; t < n_tok; t++) {
-        const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
-        for (int64_t b = 0; b < nb; b++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
-            off[t * nb + b] = MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
-        }
     }
 }
 
@@ -306,7 +301,14 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
     const size_t step = quant_prefetch_step_size(rb, 4, nb);
     if (n_tok >= MX_MANY)
         r = mx_many(w, nb, rb, r, r1, act, act_stride, n_tok, out, out_stride);
-    for (; r + 4 <= r1; r += 4) {
+    /* the tokens past the 4x4 tiles go through mx_rows4: their offsets once
+     * for every group of rows (without memory, the rows go the scalar way) */
+    const int n4 = n_tok & ~3;
+    int32_t *off = n_tok > n4 && r + 4 <= r1 ? malloc((size_t)(n_tok - n4) * (size_t)nb * sizeof *off) : NULL;
+    if (off)
+        mx_offsets(act + (size_t)n4 * act_stride, act_stride, n_tok - n4, nb, off);
+    const int64_t r4 = off || n_tok == n4 ? r1 : r;
+    for (; r + 4 <= r4; r += 4) {
         const block_mxfp4 *x[4];
         for (int k = 0; k < 4; k++)
             x[k] = (const block_mxfp4 *)((const uint8_t *)w + (size_t)(r + k) * rb);
@@ -325,9 +327,10 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
         const char *pf = (const char *)x[0] + (size_t)QUANT_PF_AHEAD * 4 * rb;
         const bool ahead = r + 4 * (QUANT_PF_AHEAD + 1) <= r1;
         for (int t0 = t; t < n_tok; t++)
-            mx_rows4(x, (const block_q8_0 *)(act + (size_t)t * act_stride), nb, out + (int64_t)t * out_stride + r, pf,
-                     ahead && t == t0 ? step : 0);
+            mx_rows4(x, (const block_q8_0 *)(act + (size_t)t * act_stride), off + (t - n4) * nb, nb,
+                     out + (int64_t)t * out_stride + r, pf, ahead && t == t0 ? step : 0);
     }
+    free(off);
 #endif
     for (; r < r1; r++)
         for (int t = 0; t < n_tok; t++)

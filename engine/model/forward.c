@@ -165,30 +165,6 @@ static uint8_t *packed_alloc(size_t n, size_t *len)
     return p;
 }
 
-/* Asks the kernel to read the whole weight file ahead, in the background, as
- * llama.cpp's loader does (posix_madvise WILLNEED over its mapping): a MoE
- * model's experts are otherwise first read from disk when a token routes to
- * them, in the middle of a reply (gpt-oss-20b's shape: the first 64 tokens
- * at 6-12 tok/s, then 12-13). Advice only; a caller's buffer is left alone. */
-static void read_ahead(const model *m)
-{
-    const gguf_ctx *g = model_get_gguf(m);
-    if (!gguf_is_mapped(g) || gguf_n_tensors(g) == 0)
-        return;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const gguf_tensor *t = gguf_tensor_at(g, i);
-        if ((uintptr_t)t->data < lo)
-            lo = (uintptr_t)t->data;
-        if ((uintptr_t)t->data + t->nbytes > hi)
-            hi = (uintptr_t)t->data + t->nbytes;
-    }
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    lo &= ~(page - 1);
-    if (hi > lo)
-        posix_madvise((void *)lo, hi - lo, POSIX_MADV_WILLNEED);
-}
-
 /* Once packed, a weight's original bytes in the file mapping are not read
  * again (the kernels use the packed copy). Their pages leave this process
  * (its RSS had counted the model twice) and stay in the page cache, from
@@ -429,7 +405,11 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         return NULL;
     }
     f->n_threads = threadpool_n_threads(f->tp);
-    read_ahead(m);
+    /* the whole weight file read ahead in the background: a MoE model's
+     * experts are otherwise first read from disk when a token routes to
+     * them, in the middle of a reply (gpt-oss-20b's shape: the first 64
+     * tokens at 6-12 tok/s, then 12-13) */
+    gguf_read_ahead(model_get_gguf(m));
     if (!build_packed(f)) {
         snprintf(err, errlen, "out of memory packing the weights");
         forward_free(f);
