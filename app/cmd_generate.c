@@ -12,6 +12,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "sampler/sampler.h"
+#include "spec/spec.h"
 
 static void usage(FILE *f)
 {
@@ -49,8 +50,15 @@ static void usage(FILE *f)
             "                           its start and its end (default: stop, as llama.cpp does)\n"
             "  --no-context-shift       stop at a full context; refuse a prompt that does not fit\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
+            "  --spec KIND              speculative decoding: off (default), ngram (the prompt and reply\n"
+            "                           looked up), draft (a second model, --draft-model); the same\n"
+            "                           tokens as without it, the target verifying each draft\n"
+            "  --draft-max N            drafts per verification (default 3)\n"
+            "  -md, --draft-model FILE  the draft model for --spec draft (same vocabulary)\n"
+            "  --spec-ngram-n N         tokens an ngram match needs (default 12)\n"
             "\n"
-            "Prints only the generated text; prompt and generation speed go to stderr.\n");
+            "Prints only the generated text; prompt and generation speed go to stderr (with --spec,\n"
+            "ending with 'spec: drafted N, accepted M (P %%)').\n");
 }
 
 static double now_s(void)
@@ -90,8 +98,10 @@ int cmd_generate(int argc, char **argv)
     sampler_params sp = sampler_default_params();
     enum {
         O_TEMP = 256, O_TOPK, O_TOPP, O_MINP, O_TYP, O_RP, O_RLN, O_FP, O_PP, O_SEED, O_NOBOS, O_NOKV, O_CHAT,
-        O_SYSTEM, O_TEMPLATE, O_TOKENS, O_CTK, O_CTV, O_BLAS, O_SHIFT, O_NO_SHIFT
+        O_SYSTEM, O_TEMPLATE, O_TOKENS, O_CTK, O_CTV, O_BLAS, O_SHIFT, O_NO_SHIFT, O_SPEC, O_DRAFT_MAX, O_DRAFT_MODEL,
+        O_NGRAM_N
     };
+    spec_params spp = spec_default_params();
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},
         {"prompt", required_argument, 0, 'p'},
@@ -118,11 +128,18 @@ int cmd_generate(int argc, char **argv)
         {"context-shift", no_argument, 0, O_SHIFT},
         {"no-context-shift", no_argument, 0, O_NO_SHIFT},
         {"threads", required_argument, 0, 't'},
+        {"spec", required_argument, 0, O_SPEC},
+        {"draft-max", required_argument, 0, O_DRAFT_MAX},
+        {"draft-model", required_argument, 0, O_DRAFT_MODEL},
+        {"spec-ngram-n", required_argument, 0, O_NGRAM_N},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
+    for (int i = 1; i < argc; i++) /* llama.cpp's two-letter -md */
+        if (!strcmp(argv[i], "-md"))
+            argv[i] = (char *)"--draft-model";
     int c;
     while ((c = getopt_long(argc, argv, "m:p:n:c:t:h", opts, NULL)) != -1) {
         bool ok = true;
@@ -166,6 +183,16 @@ int cmd_generate(int argc, char **argv)
         case O_BLAS: ok = blas_mode_parse(optarg, &blas); break;
         case O_SHIFT: shift = true; break;
         case O_NO_SHIFT: shift = false; break;
+        case O_SPEC: ok = spec_type_parse(optarg, &spp.type); break;
+        case O_DRAFT_MAX:
+            if ((ok = parse_int(optarg, 0, SPEC_DRAFT_MAX, &v)))
+                spp.draft_max = (int32_t)v;
+            break;
+        case O_DRAFT_MODEL: spp.draft_model = optarg; break;
+        case O_NGRAM_N:
+            if ((ok = parse_int(optarg, 1, 1024, &v)))
+                spp.ngram_n = (int32_t)v;
+            break;
         case 'h': usage(stdout); return 0;
         default: ok = false;
         }
@@ -186,6 +213,9 @@ int cmd_generate(int argc, char **argv)
     int rc = 1;
     forward_ctx *f = NULL;
     sampler *smp = NULL;
+    spec *sp_ctx = NULL;
+    float *rows = NULL, *scratch = NULL;
+    void *rs = NULL;
     float *logits = NULL;
     int32_t *seq = NULL;
     forward_prompt_params pp = {prompt, no_bos, chat, system, tmpl};
@@ -219,6 +249,26 @@ int cmd_generate(int argc, char **argv)
         goto done;
     }
     const int32_t ctx = (int32_t)forward_n_ctx(f);
+    if (spp.type != SPEC_OFF) {
+        if (no_cache) {
+            fprintf(stderr, "tokscope generate: --spec needs the KV cache (not --no-kv-cache)\n");
+            goto done;
+        }
+        forward_params dfp = fp;
+        dfp.n_ctx = (uint32_t)ctx;
+        sp_ctx = spec_create(&spp, m, &dfp, err, sizeof err);
+        if (!sp_ctx) {
+            fprintf(stderr, "tokscope generate: %s\n", err);
+            goto done;
+        }
+        rows = malloc((size_t)(spp.draft_max + 1) * (size_t)n_vocab * sizeof *rows);
+        scratch = malloc((size_t)n_vocab * sizeof *scratch);
+        rs = malloc(forward_rs_bytes(f) ? forward_rs_bytes(f) : 1);
+        if (!rows || !scratch || !rs) {
+            fprintf(stderr, "tokscope generate: out of memory\n");
+            goto done;
+        }
+    }
     /* on a shift the BOS stays, as llama.cpp keeps it (--keep 0) */
     const int32_t n_keep = tok && n_prompt > 0 && toks[0] == tokenizer_bos(tok) ? 1 : 0;
     if (n_prompt >= ctx) { /* room for one generated token is needed */
@@ -262,13 +312,18 @@ int cmd_generate(int argc, char **argv)
     size_t n_pend = 0;
     int32_t n_past = n_prompt, n_gen = 0, n_shifts = 0;
     const char *stop = "length";
+    /* --spec: the tokens the last verification sampled; all but the last
+     * were drafts, evaluated already */
+    int32_t queue[SPEC_DRAFT_MAX + 1], n_queue = 0, i_queue = 0;
     while (n_gen < n_predict) {
-        int32_t id = sampler_sample(smp, logits, NULL);
+        const bool queued = i_queue < n_queue;
+        int32_t id = queued ? queue[i_queue++] : sampler_sample(smp, logits, NULL);
         if (tok && tokenizer_is_eog(tok, id)) {
             stop = "end of generation";
             break;
         }
-        sampler_accept(smp, id);
+        if (!queued) /* a verification accepted its tokens as it drew them */
+            sampler_accept(smp, id);
         n_gen++;
         char piece[128];
         int32_t len = tok ? tokenizer_token_to_piece(tok, id, false, piece, (int32_t)sizeof piece) : 0;
@@ -289,6 +344,33 @@ int cmd_generate(int argc, char **argv)
         }
         if (n_gen >= n_predict)
             break;
+        if (i_queue < n_queue) /* an accepted draft: evaluated by the verification */
+            continue;
+        if (sp_ctx && n_past < ctx) {
+            /* as llama-server: room for the drafts, the next token and one more */
+            int32_t max = ctx - n_past - 2, nd = 0;
+            if (max > n_predict - n_gen - 1)
+                max = (int32_t)(n_predict - n_gen - 1);
+            if (max > 0)
+                nd = spec_draft(sp_ctx, seq, n_past, id, max, seq + n_past + 1, err, sizeof err);
+            if (nd < 0) {
+                fprintf(stderr, "\ntokscope generate: %s\n", err);
+                goto done;
+            }
+            if (nd > 0) {
+                seq[n_past] = id;
+                n_queue = spec_verify(f, smp, n_vocab, seq, n_past, nd, rows, rs, scratch, queue, NULL, err,
+                                      sizeof err);
+                if (n_queue < 0) {
+                    fprintf(stderr, "\ntokscope generate: %s\n", err);
+                    goto done;
+                }
+                i_queue = 0;
+                spec_count(sp_ctx, nd, n_queue - 1);
+                n_past += n_queue; /* last and the accepted drafts */
+                continue;
+            }
+        }
         bool recompute = no_cache;
         if (n_past >= ctx) {
             /* context shift: drop the older half of what follows the kept
@@ -321,10 +403,20 @@ int cmd_generate(int argc, char **argv)
             n_prompt, tp, tp > 0 ? n_prompt / tp : 0.0, n_gen, tg, tg > 0 ? n_gen / tg : 0.0, stop);
     if (n_shifts)
         fprintf(stderr, "; %d context shift%s", n_shifts, n_shifts == 1 ? "" : "s");
-    fprintf(stderr, "; blas %s: %llu products\n", blas_mode_name(blas), (unsigned long long)forward_blas_calls(f));
+    fprintf(stderr, "; blas %s: %llu products", blas_mode_name(blas), (unsigned long long)forward_blas_calls(f));
+    if (sp_ctx) { /* the counts llama-server logs as draft acceptance */
+        const spec_stats ss = spec_get_stats(sp_ctx);
+        fprintf(stderr, "; spec: drafted %lld, accepted %lld (%.1f %%)", (long long)ss.n_drafted,
+                (long long)ss.n_accepted, ss.n_drafted ? 100.0 * (double)ss.n_accepted / (double)ss.n_drafted : 0.0);
+    }
+    fputc('\n', stderr);
     rc = 0;
 done:
     sampler_free(smp);
+    spec_free(sp_ctx);
+    free(rows);
+    free(scratch);
+    free(rs);
     free(seq);
     free(logits);
     free(toks);

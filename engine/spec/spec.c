@@ -1,0 +1,255 @@
+/* The drafting side of speculative decoding (spec.h): the kinds, the draft
+ * model and its own forward context, the counts. */
+#include "spec/spec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer.h"
+
+struct spec {
+    spec_params p;
+    char *draft_path;
+    int32_t n_vocab_tgt;
+    spec_stats st;
+    /* SPEC_DRAFT: the draft model and what its context holds */
+    model *dm;
+    forward_ctx *df;
+    int32_t d_vocab, d_ctx;
+    int32_t *dtoks; /* [0, d_past) */
+    int32_t d_past;
+    float *dlogits;
+    void *snap;       /* recurrent draft: its state after [0, snap_pos) */
+    int32_t snap_pos; /* -1 = none */
+};
+
+spec_params spec_default_params(void)
+{
+    spec_params p = {.type = SPEC_OFF, .draft_max = 3, .ngram_n = SPEC_NGRAM_N, .draft_model = NULL};
+    return p;
+}
+
+static const struct {
+    const char *name;
+    enum spec_type t;
+} names[] = {
+    {"off", SPEC_OFF},          {"ngram", SPEC_NGRAM}, {"draft", SPEC_DRAFT},         {"mtp", SPEC_MTP},
+    {"none", SPEC_OFF},         {"ngram-simple", SPEC_NGRAM}, {"draft-simple", SPEC_DRAFT}, {"draft-mtp", SPEC_MTP},
+};
+
+bool spec_type_parse(const char *name, enum spec_type *out)
+{
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i].name)) {
+            *out = names[i].t;
+            return true;
+        }
+    return false;
+}
+
+const char *spec_type_name(enum spec_type t)
+{
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].t == t)
+            return names[i].name;
+    return "?";
+}
+
+bool spec_vocab_check(const model *target, const model *draft, char *err, size_t errlen)
+{
+    const tokenizer *a = model_get_tokenizer(target), *b = model_get_tokenizer(draft);
+    if (!a || !b) {
+        snprintf(err, errlen, "the %s model has no vocabulary", a ? "draft" : "target");
+        return false;
+    }
+    if (tokenizer_kind(a) != tokenizer_kind(b)) {
+        snprintf(err, errlen, "the draft model's tokenizer is %s, the target's %s",
+                 tokenizer_kind(b) == TOKENIZER_SPM ? "SentencePiece" : "BPE",
+                 tokenizer_kind(a) == TOKENIZER_SPM ? "SentencePiece" : "BPE");
+        return false;
+    }
+    if (tokenizer_add_bos(a) != tokenizer_add_bos(b) || (tokenizer_add_bos(a) && tokenizer_bos(a) != tokenizer_bos(b))) {
+        snprintf(err, errlen, "BOS differs: the target %s %d, the draft %s %d",
+                 tokenizer_add_bos(a) ? "adds" : "does not add", (int)tokenizer_bos(a),
+                 tokenizer_add_bos(b) ? "adds" : "does not add", (int)tokenizer_bos(b));
+        return false;
+    }
+    if (tokenizer_eos(a) != tokenizer_eos(b)) {
+        snprintf(err, errlen, "EOS differs: the target's is token %d, the draft's %d", (int)tokenizer_eos(a),
+                 (int)tokenizer_eos(b));
+        return false;
+    }
+    const int32_t na = tokenizer_n_vocab(a), nb = tokenizer_n_vocab(b);
+    if (na - nb > 128 || nb - na > 128) {
+        snprintf(err, errlen, "the target has %d tokens, the draft %d (at most 128 apart)", (int)na, (int)nb);
+        return false;
+    }
+    for (int32_t i = 5; i < (na < nb ? na : nb); i++) {
+        size_t la = 0, lb = 0;
+        const char *sa = tokenizer_token_str(a, i, &la), *sb = tokenizer_token_str(b, i, &lb);
+        if (la != lb || (la && memcmp(sa, sb, la))) {
+            snprintf(err, errlen, "token %d differs: the target's is '%.*s', the draft's '%.*s'", (int)i,
+                     (int)(la > 40 ? 40 : la), sa ? sa : "", (int)(lb > 40 ? 40 : lb), sb ? sb : "");
+            return false;
+        }
+    }
+    return true;
+}
+
+spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err, size_t errlen)
+{
+    spec *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->p = *p;
+    s->p.draft_model = NULL;
+    s->snap_pos = -1;
+    s->n_vocab_tgt = model_get_hparams(target)->n_vocab;
+    if (s->p.draft_max < 0)
+        s->p.draft_max = 0;
+    if (s->p.draft_max > SPEC_DRAFT_MAX)
+        s->p.draft_max = SPEC_DRAFT_MAX;
+    if (s->p.ngram_n < 1)
+        s->p.ngram_n = SPEC_NGRAM_N;
+    if (p->type == SPEC_MTP) {
+        snprintf(err, errlen, "--spec mtp is not implemented yet (its blocks are loaded, never run): use ngram or draft");
+        goto fail;
+    }
+    if (p->type == SPEC_DRAFT) {
+        if (!p->draft_model || !p->draft_model[0]) {
+            snprintf(err, errlen, "--spec draft needs a draft model (--draft-model FILE)");
+            goto fail;
+        }
+        char e2[512];
+        s->dm = model_load(p->draft_model, e2, sizeof e2);
+        if (!s->dm) {
+            snprintf(err, errlen, "draft model: %s", e2);
+            goto fail;
+        }
+        if (!spec_vocab_check(target, s->dm, e2, sizeof e2)) {
+            snprintf(err, errlen, "the draft model's vocabulary does not match the target's: %s", e2);
+            goto fail;
+        }
+        s->df = forward_build(s->dm, fp, e2, sizeof e2);
+        if (!s->df) {
+            snprintf(err, errlen, "draft model: %s", e2);
+            goto fail;
+        }
+        s->d_vocab = model_get_hparams(s->dm)->n_vocab;
+        s->d_ctx = (int32_t)forward_n_ctx(s->df);
+        s->draft_path = strdup(p->draft_model);
+        s->dtoks = malloc((size_t)s->d_ctx * sizeof *s->dtoks);
+        s->dlogits = malloc((size_t)s->d_vocab * sizeof *s->dlogits);
+        s->snap = forward_is_recurrent(s->df) ? malloc(forward_rs_bytes(s->df)) : NULL;
+        if (!s->draft_path || !s->dtoks || !s->dlogits || (forward_is_recurrent(s->df) && !s->snap)) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        s->p.draft_model = s->draft_path;
+    }
+    return s;
+fail:
+    spec_free(s);
+    return NULL;
+}
+
+void spec_free(spec *s)
+{
+    if (!s)
+        return;
+    forward_free(s->df);
+    model_free(s->dm);
+    free(s->draft_path);
+    free(s->dtoks);
+    free(s->dlogits);
+    free(s->snap);
+    free(s);
+}
+
+const spec_params *spec_get_params(const spec *s)
+{
+    return &s->p;
+}
+
+static int32_t argmax(const float *x, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* draft-simple: the draft context brought to hold ctx (what it already
+ * holds of it kept), then last and each greedy draft evaluated alone. */
+static int32_t draft_model(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t max, int32_t *out, char *err,
+                           size_t errlen)
+{
+    if (n + max + 1 > s->d_ctx)
+        return 0;
+    int32_t common = 0;
+    while (common < s->d_past && common < n && s->dtoks[common] == ctx[common])
+        common++;
+    int32_t start = common;
+    if (forward_is_recurrent(s->df) && common < s->d_past) { /* a state cannot be cut: from a snapshot */
+        if (s->snap_pos >= 0 && s->snap_pos <= common) {
+            forward_rs_load(s->df, s->snap, s->snap_pos);
+            start = s->snap_pos;
+        } else {
+            forward_rs_reset(s->df);
+            start = 0;
+        }
+    }
+    s->d_past = start;
+    memcpy(s->dtoks + start, ctx + start, (size_t)(n - start) * sizeof *ctx);
+    if (start < n && forward_eval(s->df, ctx + start, n - start, start, s->dlogits, false, err, errlen) != 0)
+        return -1;
+    s->d_past = n;
+    if (s->snap) {
+        forward_rs_save(s->df, s->snap);
+        s->snap_pos = n;
+    }
+    int32_t tok = last, nd = 0;
+    for (;;) {
+        s->dtoks[s->d_past] = tok;
+        if (forward_eval(s->df, &tok, 1, s->d_past, s->dlogits, false, err, errlen) != 0)
+            return -1;
+        s->d_past++;
+        tok = argmax(s->dlogits, s->d_vocab);
+        if (tok >= s->n_vocab_tgt)
+            break;
+        out[nd++] = tok;
+        if (nd >= max)
+            break;
+    }
+    return nd;
+}
+
+int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t max, int32_t *out, char *err,
+                   size_t errlen)
+{
+    if (max > s->p.draft_max)
+        max = s->p.draft_max;
+    if (max <= 0)
+        return 0;
+    switch (s->p.type) {
+    case SPEC_NGRAM: return spec_ngram_draft(ctx, n, last, s->p.ngram_n, SPEC_NGRAM_M, max, out);
+    case SPEC_DRAFT: return draft_model(s, ctx, n, last, max, out, err, errlen);
+    default: return 0;
+    }
+}
+
+void spec_count(spec *s, int32_t n_drafted, int32_t n_accepted)
+{
+    s->st.n_drafted += n_drafted;
+    s->st.n_accepted += n_accepted;
+    s->st.n_verify++;
+}
+
+spec_stats spec_get_stats(const spec *s)
+{
+    return s->st;
+}

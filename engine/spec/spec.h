@@ -1,0 +1,98 @@
+/* Speculative decoding: cheap guesses ("drafts") of the next tokens,
+ * checked by the target model in one batch.
+ *
+ * The algorithm is llama.cpp's (common/speculative.cpp, common/sampling.cpp's
+ * common_sampler_sample_and_accept_n, tools/server's use of them): after a
+ * token `last` is sampled, a source proposes drafts d1..dn; the target
+ * evaluates [last, d1..dn] as one batch at the explicit positions
+ * n_past..n_past+n with a row of logits per position; each row is sampled
+ * with the user's chain, in order, and the drafts are accepted while they
+ * equal what was sampled. So every position is sampled exactly once, as
+ * without drafts: the reply has the target's distribution and a seeded
+ * reply draws the same random numbers. What a rejected draft wrote goes: the
+ * cache is simply not counted past the accepted tokens, and a recurrent
+ * state (Qwen3.5's DeltaNet), which cannot be cut, is restored to before the
+ * batch and brought forward over the accepted tokens alone.
+ *
+ * Sources: ngram (the reference's ngram-simple: the last n tokens looked up
+ * earlier in the prompt and reply, what followed them proposed) and draft (a
+ * second GGUF with the same vocabulary, drafting greedily, as the
+ * reference's draft-simple does with p_min 0). */
+#ifndef TOKSCOPE_SPEC_H
+#define TOKSCOPE_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/forward.h"
+#include "model/model.h"
+#include "sampler/sampler.h"
+
+enum spec_type { SPEC_OFF, SPEC_NGRAM, SPEC_DRAFT, SPEC_MTP };
+
+#define SPEC_DRAFT_MAX 64   /* most drafts per verification */
+#define SPEC_NGRAM_N 12     /* the reference's --spec-ngram-size-n */
+#define SPEC_NGRAM_M 48     /* ... and -m: the drafts a match may give before --draft-max cuts them */
+
+typedef struct spec_params {
+    enum spec_type type;
+    int32_t draft_max;       /* 3: drafts per verification (--draft-max) */
+    int32_t ngram_n;         /* 12: tokens an n-gram match needs */
+    const char *draft_model; /* SPEC_DRAFT: the draft GGUF */
+} spec_params;
+
+spec_params spec_default_params(void);
+/* "off" "ngram" "draft" "mtp" (also "none", "ngram-simple", "draft-simple",
+ * "draft-mtp" as the reference spells them). */
+bool spec_type_parse(const char *name, enum spec_type *out);
+const char *spec_type_name(enum spec_type t);
+
+typedef struct spec spec;
+
+/* The drafting side for a target model. SPEC_DRAFT loads the draft model
+ * (its forward context built with fp, n_ctx included) and refuses one
+ * whose vocabulary differs, naming the difference. SPEC_MTP is refused (not
+ * implemented). NULL with err set. */
+spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err, size_t errlen);
+void spec_free(spec *s);
+const spec_params *spec_get_params(const spec *s);
+
+/* Drafts for the sequence ctx[0, n) followed by last (sampled, not
+ * evaluated yet): at most max tokens into out. Returns how many, or -1 with
+ * err set (the draft model failed). */
+int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t max, int32_t *out, char *err,
+                   size_t errlen);
+
+/* The drafts a draft model would not make: the reference's checks
+ * (tokenizer kind, BOS/EOS, size within 128, every token's text from id 5
+ * on). false with err naming the first mismatch. */
+bool spec_vocab_check(const model *target, const model *draft, char *err, size_t errlen);
+
+/* The n-gram source alone (spec_ngram.c): common_ngram_simple_draft with
+ * key size n_key and at most m_max drafts before the cut to max. */
+int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_key, int32_t m_max, int32_t max,
+                         int32_t *out);
+
+/* ---- verification on a forward context (spec_verify.c) ----
+ * seq[0, n_past) is what f holds; seq[n_past] = last, seq[n_past+1 ..
+ * n_past+n_draft] the drafts. Evaluates them as one batch (rows: (n_draft+1)
+ * x n_vocab floats), samples each row with smp (sampler_accept after each
+ * draw) until a draw differs from its draft, and leaves f holding seq[0,
+ * n_past + k + 1) where k drafts were accepted: a recurrent state restored
+ * from rs (forward_rs_bytes, the state at n_past saved first) and the
+ * accepted tokens evaluated again as one batch (logits into scratch, n_vocab).
+ * out gets the k + 1 tokens sampled (the k accepted drafts, then the target's
+ * own next token, not yet evaluated); steps (may be NULL) their reports.
+ * Returns k + 1, or -1 with err set. */
+int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past, int32_t n_draft,
+                    float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps, char *err, size_t errlen);
+
+/* Counts since the start, as llama-server logs them (draft acceptance). */
+typedef struct spec_stats {
+    int64_t n_drafted, n_accepted, n_verify;
+} spec_stats;
+void spec_count(spec *s, int32_t n_drafted, int32_t n_accepted);
+spec_stats spec_get_stats(const spec *s);
+
+#endif
