@@ -1,0 +1,97 @@
+#!/bin/sh
+# Speculative decoding in `tokscope generate` (engine/spec, issue 37): with
+# --spec ngram or draft the reply is the reply without speculation, greedy
+# and seeded, on stories260K and tiny-spm (KV caches) and qwen35-mini (its
+# DeltaNet state restored after every rejected draft); the counts where they
+# can be worked out by hand: a model drafting for itself agrees on every
+# draft, 3 per verification and 2 in the last, cut to what -n leaves (24 x 3
+# + 2 = 74 of 74 for -n 100); a draft/target pair written here (a random
+# F32 model whose blocks past the 2nd write x0.008 into the residual,
+# tests/tools/gguf_scale.py, drafted by its own first 2 blocks,
+# tests/tools/gguf_cut.py) agrees on most drafts; a draft model with another
+# vocabulary is refused with the mismatch named. No model is committed.
+. tests/lib.sh
+M=$TESTDATA/models
+Q=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
+GEN=${BUILD:-build}/tools/gguf_random
+
+# same NAME MODEL SPEC_ARGS GEN_ARGS...: stdout with SPEC_ARGS equals stdout without
+same() {
+    name=$1 model=$2 sargs=$3
+    shift 3
+    "$BIN" generate -m "$model" "$@" -t 2 >"$OUT/plain.txt" 2>"$OUT/plain.err"
+    rc1=$?
+    # shellcheck disable=SC2086
+    "$BIN" generate -m "$model" "$@" -t 2 $sargs >"$OUT/spec.txt" 2>"$OUT/spec.err"
+    rc2=$?
+    stats=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]* ([0-9.]* %)' "$OUT/spec.err")
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$stats" ] && cmp -s "$OUT/plain.txt" "$OUT/spec.txt"; then
+        ok "$name ($stats)"
+    else
+        not_ok "$name" "exit $rc1/$rc2, stats '$stats'" "plain: $(head -c 120 "$OUT/plain.txt")" \
+            "spec:  $(head -c 120 "$OUT/spec.txt")" "$(tail -n 2 "$OUT/spec.err")"
+    fi
+}
+
+P="Once upon a time there was a little girl. Once upon a time there was a little boy. Once upon a time"
+for model in "$M/stories260K.gguf" "$M/tiny-spm-q8_0.gguf" "$Q"; do
+    b=$(basename "$model" .gguf)
+    need "$model" "spec on $b" || continue
+    for sargs in "--spec ngram --spec-ngram-n 2" "--spec ngram --spec-ngram-n 1 --draft-max 5" "--spec draft -md $model"; do
+        same "$b greedy, $sargs" "$model" "$sargs" -p "$P" -n 120 --temp 0
+        same "$b seeded, $sargs" "$model" "$sargs" -p "$P" -n 120 --temp 0.8 --seed 42
+        same "$b seeded with penalties, $sargs" "$model" "$sargs" -p "$P" -n 80 --temp 1 --seed 7 \
+            --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
+    done
+done
+
+# a model drafting for itself, greedy: every draft accepted (hand-counted)
+name="stories260K drafts for itself: drafted 74, accepted 74 (100.0 %) for -n 100"
+if need "$M/stories260K.gguf" "$name"; then
+    "$BIN" generate -m "$M/stories260K.gguf" -md "$M/stories260K.gguf" --spec draft -p "Once" -n 100 --temp 0 \
+        >"$OUT/self.txt" 2>"$OUT/self.err"
+    if grep -q 'spec: drafted 74, accepted 74 (100.0 %)' "$OUT/self.err"; then ok "$name"
+    else not_ok "$name" "$(tail -n 1 "$OUT/self.err")"; fi
+fi
+
+# the issue's pair, written here
+name="a random model drafted by its own first 2 blocks"
+if need "$M/stories260K.gguf" "$name" && [ -x "$GEN" ]; then
+    if "$GEN" --like "$M/stories260K.gguf" --type F32 --dim 128 --layers 6 --heads 4 --kv-heads 4 --ffn 256 \
+        --ctx 512 --seed 5 "$OUT/rand.gguf" >"$OUT/gen.log" 2>&1 &&
+        python3 tests/tools/gguf_scale.py "$OUT/rand.gguf" "$OUT/target.gguf" 2 0.008 &&
+        python3 tests/tools/gguf_cut.py "$OUT/target.gguf" "$OUT/draft.gguf" 2; then
+        same "$name, greedy" "$OUT/target.gguf" "--spec draft -md $OUT/draft.gguf" -p "Once upon a time" -n 100 --temp 0
+        acc=$(sed -n 's/.*spec: drafted [0-9]*, accepted [0-9]* (\([0-9]*\)\.[0-9] %).*/\1/p' "$OUT/spec.err")
+        if [ -n "$acc" ] && [ "$acc" -ge 60 ]; then ok "$name: greedy acceptance $acc % (>= 60)"
+        else not_ok "$name: greedy acceptance '$acc' % (want >= 60)"; fi
+        same "$name, seeded, 5 drafts" "$OUT/target.gguf" "--spec draft --draft-max 5 -md $OUT/draft.gguf" \
+            -p "Once upon a time" -n 100 --temp 0.8 --seed 3
+        rm -f "$OUT/rand.gguf" "$OUT/target.gguf" "$OUT/draft.gguf"
+    else
+        not_ok "$name: writing the pair" "$(tail -n 3 "$OUT/gen.log")"
+    fi
+fi
+
+# refusals
+name="a draft model with another vocabulary is refused, the mismatch named"
+if need "$M/stories260K.gguf" "$name" && need "$M/tiny-spm-q8_0.gguf" "$name"; then
+    "$BIN" generate -m "$M/stories260K.gguf" --spec draft -md "$M/tiny-spm-q8_0.gguf" -p x -n 4 >/dev/null \
+        2>"$OUT/voc.err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "vocabulary does not match the target's: the target has 512 tokens, the draft 32000" "$OUT/voc.err"; then
+        ok "$name"
+    else not_ok "$name" "exit $rc" "$(cat "$OUT/voc.err")"; fi
+fi
+name="--spec draft without a draft model, --spec mtp and an unknown kind are refused"
+if need "$M/stories260K.gguf" "$name"; then
+    "$BIN" generate -m "$M/stories260K.gguf" --spec draft -p x -n 4 >/dev/null 2>"$OUT/r1.err"
+    r1=$?
+    "$BIN" generate -m "$M/stories260K.gguf" --spec mtp -p x -n 4 >/dev/null 2>"$OUT/r2.err"
+    r2=$?
+    "$BIN" generate -m "$M/stories260K.gguf" --spec eagle -p x -n 4 >/dev/null 2>"$OUT/r3.err"
+    r3=$?
+    if [ $r1 -eq 1 ] && grep -q -- "--draft-model" "$OUT/r1.err" && [ $r2 -eq 1 ] && grep -q "mtp" "$OUT/r2.err" &&
+        [ $r3 -eq 2 ]; then ok "$name"
+    else not_ok "$name" "exit $r1 $r2 $r3" "$(cat "$OUT/r1.err" "$OUT/r2.err")"; fi
+fi
