@@ -3,6 +3,7 @@
  * public API, the command loop and model loading; engine_gen.c runs a turn. */
 #include "engine_internal.h"
 #include "remote/remote.h"
+#include "spec/spec_engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,7 @@ static void apply_params(engine *e, const sampler_params *p)
 
 static void unload(engine *e)
 {
+    spec_engine_close(e);
     forward_free(e->f);
     sampler_free(e->s);
     model_free(e->m);
@@ -194,6 +196,8 @@ static void load(engine *e, const char *path)
         return;
     }
     memory_set_progress(&e->mem, engine_progress_cb, e);
+    if (!spec_engine_open(e, err, sizeof err)) /* the model runs without it, said so */
+        engine_post_error(e, "speculative decoding off: %s", err);
     post_progress(e, 1.0f);
 
     engine_event ev;
@@ -364,6 +368,7 @@ static void engine_destroy(engine *e)
     free(e->step_text);
     free(e->model_path);
     free(e->template_name);
+    free(e->draft_model);
     free(e->tmpl_force);
     free(e->prompt);
     free(e->gen);
@@ -383,6 +388,8 @@ engine *engine_start(const engine_params *p, char *err, size_t errlen)
     e->template_name = xstrdup(e->p.template_name);
     e->p.model_path = e->model_path;
     e->p.template_name = e->template_name;
+    e->draft_model = xstrdup(e->p.draft_model);
+    e->p.draft_model = e->draft_model;
     e->sp = e->p.sampling;
     if (e->sp.n_top > SAMPLER_MAX_TOP)
         e->sp.n_top = SAMPLER_MAX_TOP;

@@ -55,6 +55,11 @@ typedef struct engine_params {
                                 token the engine posts a STEP event and waits for ENGINE_CMD_STEP
                                 or ENGINE_CMD_UNDO (other commands act as usual meanwhile) */
     sampler_params sampling;
+    /* Speculative decoding (engine/spec/spec.h): spec_type an enum spec_type (0 = off),
+     * draft_max drafts per verification (0 = 3), draft_model the second GGUF of
+     * SPEC_DRAFT. Applied at load; step mode turns it off while it is on. */
+    int32_t spec_type, draft_max;
+    const char *draft_model;
     /* Remote backend (engine/remote/remote.h): with remote_url set, the engine
      * thread is a client of an OpenAI-compatible server (llama-server, vLLM,
      * ollama, tokscope serve) instead of running a model: same commands, same
@@ -204,6 +209,7 @@ typedef struct engine_event {
     enum engine_done_reason reason;
     int32_t n_prompt, n_gen;    /* tokens evaluated / generated this turn */
     double prompt_tps, gen_tps; /* DONE; prompt_tps also on the PREFILL event that ends the prompt */
+    int32_t n_drafted, n_accepted; /* DONE: speculative decoding's drafts this turn, and how many were accepted */
     int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
     int32_t n_ckpt;             /* DONE, TOKEN, PREFILL: recurrent-state checkpoints kept (0: none) */
     uint64_t ckpt_bytes;        /* ... and the bytes they take */

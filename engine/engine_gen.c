@@ -2,6 +2,7 @@
  * prefix, prefill the rest, then sample token by token until end of turn,
  * n_predict, a stop string, a stop command or a full context. */
 #include "engine_internal.h"
+#include "spec/spec_engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,7 @@ static void post_done(engine *e, const turn *t)
     ev.n_gen = t->n_gen;
     ev.prompt_tps = prompt_tps(t);
     ev.gen_tps = t->t_gen > 0 ? t->n_gen / t->t_gen : 0;
+    spec_engine_turn_stats(e, &ev.n_drafted, &ev.n_accepted);
     snprintf(ev.message, sizeof ev.message, "%s", t->message);
     /* whatever was held back (partial UTF-8 or a partial stop string) */
     emit_text(e, &ev, e->gen_len, true);
@@ -542,6 +544,7 @@ void engine_run_submit(engine *e, const engine_cmd *c)
     memset(&t, 0, sizeof t);
     e->conv_id = c->conv_id;
     e->req_id = c->req_id;
+    spec_engine_reset(e);
     e->gen_len = e->emitted = 0;
     if (e->gen)
         e->gen[0] = 0;
@@ -585,22 +588,28 @@ void engine_run_submit(engine *e, const engine_cmd *c)
         }
         sampler_step st;
         int32_t tok = -2;
+        bool drawn = false; /* spec: a verification drew it (and accepted it into the sampler) */
         if (forced >= 0) {
             tok = forced;
             forced = -1;
         } else if (i_pending < n_pending) {
             tok = pending[i_pending++];
+        } else if (spec_engine_next(e, &tok, &st)) {
+            drawn = true;
         } else if (e->step_on) {
             i_pending = n_pending = 0;
             tok = step_choice(e, &t, &pending, &n_pending);
             if (tok == -1)
                 continue;
         }
-        if (tok >= 0)
+        if (drawn)
+            ;
+        else if (tok >= 0)
             sampler_report(e->s, e->mem.logits, tok, &st);
         else
             tok = sampler_sample(e->s, e->mem.logits, &st);
-        sampler_accept(e->s, tok);
+        if (!drawn)
+            sampler_accept(e->s, tok);
         t.n_gen++;
         e->n_reply++;
 
@@ -658,7 +667,9 @@ void engine_run_submit(engine *e, const engine_cmd *c)
         if (finish)
             break;
 
-        if (memory_push(&e->mem, tok, err, sizeof err) != 0) {
+        /* spec: drafts only after a token the sampler drew, none in step mode */
+        const bool may_draft = !e->step_on && forced < 0 && i_pending >= n_pending;
+        if (spec_engine_push(e, tok, may_draft, err, sizeof err) != 0) {
             if (e->stop) {
                 t.reason = ENGINE_DONE_STOPPED;
                 break;

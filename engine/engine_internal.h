@@ -57,6 +57,8 @@ struct engine {
     int32_t n_reply;     /* tokens of the reply so far (a branch's forced ones included) */
     size_t *reply_off;   /* gen_len before each reply token, by position - reply_start */
     int32_t reply_cap;
+    struct spec_run *spec; /* speculative decoding (spec/spec_engine.h); NULL: off */
+    char *draft_model;     /* the copy e->p.draft_model points at */
 };
 
 void engine_post(engine *e, engine_event *ev);

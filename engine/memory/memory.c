@@ -54,6 +54,7 @@ void memory_release(memory *m)
     free(m->call_end);
     free(m->scratch);
     free(m->top);
+    free(m->v_state);
     memset(m, 0, sizeof *m);
     m->logits_pos = m->anchor_pos = -1;
 }
@@ -96,6 +97,8 @@ void memory_truncate(memory *m, int32_t n)
         m->logits_pos = -1;
     if (n < m->n_past)
         m->n_past = n;
+    if (m->v_end > m->n_past) /* verified tokens not counted yet go */
+        m->v_end = m->n_past;
     memory_ckpt_drop_after(m, n); /* the tokens after n may be replaced */
 }
 
@@ -314,6 +317,7 @@ int memory_push(memory *m, int32_t tok, char *err, size_t errlen)
         return -1;
     }
     m->tokens[m->n_past] = tok;
+    m->v_end = m->n_past; /* verified tokens not counted are overwritten */
     if (eval_call(m, m->n_past, m->n_past + 1, err, errlen) != 0)
         return -1;
     m->n_past++;
@@ -396,4 +400,71 @@ int memory_lens(memory *m, const int32_t *seq, int32_t n, float *logits, forward
     }
     m->evaluating = was;
     return rc;
+}
+
+/* ---- speculative decoding (memory.h) ---- */
+
+int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *err, size_t errlen)
+{
+    const int32_t p = m->n_past;
+    if (m->no_kv_cache) {
+        snprintf(err, errlen, "speculative decoding needs the KV cache");
+        return -1;
+    }
+    if (n < 1 || p + n > m->n_ctx) {
+        snprintf(err, errlen, "%d tokens to verify do not fit the context of %d", p + n, m->n_ctx);
+        return -1;
+    }
+    m->v_end = p;
+    if (m->recurrent && !m->v_state && !(m->v_state = malloc(m->rs_bytes ? m->rs_bytes : 1))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = p > 0 ? reach(m, p, err, errlen) : 0;
+    if (rc != 0)
+        return rc;
+    if (m->recurrent)
+        forward_rs_save(m->f, m->v_state);
+    memcpy(m->tokens + p, toks, (size_t)n * sizeof *toks);
+    const bool was = m->evaluating;
+    m->evaluating = true;
+    rc = forward_eval(m->f, m->tokens + p, n, p, rows, true, err, errlen);
+    m->evaluating = was;
+    if (rc != 0)
+        return rc;
+    if (m->recurrent)
+        for (int32_t i = p; i < p + n; i++) {
+            m->call_start[i] = p;
+            m->call_end[i] = p + n;
+        }
+    m->v_end = p + n;
+    return 0;
+}
+
+int memory_verify_keep(memory *m, int32_t k, char *err, size_t errlen)
+{
+    const int32_t p = m->n_past;
+    if (k < 1 || p + k > m->v_end) {
+        snprintf(err, errlen, "cannot keep %d verified tokens (%d evaluated)", k, m->v_end - p);
+        return -1;
+    }
+    if (m->recurrent && p + k < m->v_end) { /* the state went past the rejected ones */
+        forward_rs_load(m->f, m->v_state, p);
+        m->v_end = p;
+        if (call_raw(m, p, p + k, m->scratch, err, errlen) != 0)
+            return -1;
+    }
+    m->v_end = p + k;
+    return 0;
+}
+
+void memory_advance(memory *m, const float *logits)
+{
+    if (m->n_past >= m->v_end)
+        return;
+    m->n_past++;
+    memcpy(m->logits, logits, (size_t)m->n_vocab * sizeof *m->logits);
+    m->logits_pos = m->n_past;
+    if (m->recurrent && forward_rs_pos(m->f) == m->n_past && live_ok(m))
+        maybe_ckpt(m);
 }

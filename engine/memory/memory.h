@@ -83,6 +83,10 @@ typedef struct memory {
     forward_progress_fn progress; /* the engine's, called between internal batches */
     void *progress_user;
     bool no_cancel; /* giving a prompt's cache rows back: the evaluation must finish */
+    /* speculative decoding: [n_past, v_end) evaluated by a verification and
+     * accepted, not counted yet (memory_advance counts them one by one) */
+    int32_t v_end;
+    void *v_state; /* recurrent: the state before the verification (rs_bytes, allocated on first use) */
 } memory;
 
 /* Sets m up for a forward context (n_ctx positions, n_vocab logits). p may
@@ -124,6 +128,19 @@ int memory_rollback(memory *m, int32_t p, int32_t *evaluated, char *err, size_t 
 /* Generation: evaluates tok alone at n_past, n_past + 1 (a recurrent model
  * checkpoints every ckpt_every such tokens). */
 int memory_push(memory *m, int32_t tok, char *err, size_t errlen);
+
+/* ---- speculative decoding (engine/spec) ----
+ * memory_verify evaluates toks[0, n) at n_past as one call with a row of
+ * logits per token (rows: n x n_vocab) and leaves n_past where it was;
+ * memory_verify_keep then keeps the first k of them (k >= 1): a KV cache
+ * simply ignores the rest, a recurrent state goes back to before the call
+ * and the k tokens are evaluated again as one call (so the state holds
+ * nothing of the rejected ones and the memory records the call it replays);
+ * memory_advance counts the next kept token (n_past + 1, logits: its row).
+ * Anything else that evaluates or truncates drops what was not counted. */
+int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *err, size_t errlen);
+int memory_verify_keep(memory *m, int32_t k, char *err, size_t errlen);
+void memory_advance(memory *m, const float *logits);
 
 /* Whether a context shift can apply: not to a recurrent state (it cannot
  * drop tokens from its middle). */

@@ -74,7 +74,16 @@ bool spec_vocab_check(const model *target, const model *draft, char *err, size_t
 int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_key, int32_t m_max, int32_t max,
                          int32_t *out);
 
-/* ---- verification on a forward context (spec_verify.c) ----
+/* ---- verification (spec_verify.c) ----
+ * common_sampler_sample_and_accept_n: rows[i] (n_vocab floats each) is the
+ * distribution after the batch's token i; each is sampled with smp
+ * (sampler_accept after each draw) until a draw differs from draft[i] or the
+ * last row is sampled. out (n_draft + 1) gets the tokens drawn, steps (may be
+ * NULL) their reports. Returns how many: the drafts accepted + 1. */
+int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, const int32_t *draft, int32_t n_draft,
+                           int32_t *out, sampler_step *steps);
+
+/* On a bare forward context (generate):
  * seq[0, n_past) is what f holds; seq[n_past] = last, seq[n_past+1 ..
  * n_past+n_draft] the drafts. Evaluates them as one batch (rows: (n_draft+1)
  * x n_vocab floats), samples each row with smp (sampler_accept after each

@@ -1,0 +1,149 @@
+/* Speculative decoding in the engine's turn (spec_engine.h). */
+#include "spec/spec_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "spec/spec.h"
+
+struct spec_run {
+    spec *sp;
+    int32_t draft_max;
+    float *rows;                             /* (draft_max + 1) x n_vocab */
+    int32_t q[SPEC_DRAFT_MAX + 1];           /* what the last verification drew */
+    sampler_step *qst;                       /* ... their reports */
+    int32_t n_q, i_q;
+    spec_stats base; /* the counts when the turn started */
+    bool held_evaluated; /* the token handed out last sits in the memory already */
+};
+
+bool spec_engine_open(engine *e, char *err, size_t errlen)
+{
+    spec_engine_close(e);
+    if (e->p.spec_type == SPEC_OFF)
+        return true;
+    if (e->p.no_kv_cache) {
+        snprintf(err, errlen, "speculative decoding needs the KV cache (not --no-kv-cache)");
+        return false;
+    }
+    spec_params p = spec_default_params();
+    p.type = (enum spec_type)e->p.spec_type;
+    if (e->p.draft_max > 0)
+        p.draft_max = e->p.draft_max > SPEC_DRAFT_MAX ? SPEC_DRAFT_MAX : e->p.draft_max;
+    p.draft_model = e->p.draft_model;
+    forward_params fp = forward_default_params();
+    fp.n_ctx = (uint32_t)e->n_ctx;
+    fp.n_threads = e->p.n_threads;
+    spec_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    r->sp = spec_create(&p, e->m, &fp, err, errlen);
+    if (!r->sp) {
+        free(r);
+        return false;
+    }
+    r->draft_max = spec_get_params(r->sp)->draft_max;
+    r->rows = malloc((size_t)(r->draft_max + 1) * (size_t)e->n_vocab * sizeof *r->rows);
+    r->qst = malloc((size_t)(r->draft_max + 1) * sizeof *r->qst);
+    e->spec = r;
+    if (!r->rows || !r->qst) {
+        spec_engine_close(e);
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+void spec_engine_close(engine *e)
+{
+    spec_run *r = e->spec;
+    if (!r)
+        return;
+    spec_free(r->sp);
+    free(r->rows);
+    free(r->qst);
+    free(r);
+    e->spec = NULL;
+}
+
+void spec_engine_reset(engine *e)
+{
+    if (e->spec) {
+        e->spec->n_q = e->spec->i_q = 0;
+        e->spec->held_evaluated = false;
+        e->spec->base = spec_get_stats(e->spec->sp);
+    }
+}
+
+bool spec_engine_next(engine *e, int32_t *tok, sampler_step *st)
+{
+    spec_run *r = e->spec;
+    if (!r || r->i_q >= r->n_q)
+        return false;
+    *st = r->qst[r->i_q];
+    *tok = r->q[r->i_q++];
+    r->held_evaluated = r->i_q < r->n_q; /* the last one drawn was never evaluated */
+    return true;
+}
+
+int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t errlen)
+{
+    spec_run *r = e->spec;
+    if (r && r->held_evaluated) { /* a draft the verification accepted: its row is the next distribution */
+        r->held_evaluated = false;
+        memory_advance(&e->mem, r->rows + (size_t)r->i_q * (size_t)e->n_vocab);
+        return 0;
+    }
+    if (r)
+        r->n_q = r->i_q = 0;
+    int32_t nd = 0, batch[SPEC_DRAFT_MAX + 1];
+    if (r && may_draft) {
+        /* as llama-server: room for the drafts, the next token and one more,
+         * and no draft past what n_predict leaves */
+        int32_t max = e->n_ctx - e->mem.n_past - 2;
+        const int32_t n_predict = sampler_get_params(e->s)->n_predict;
+        if (n_predict >= 0 && max > n_predict - e->n_reply - 1)
+            max = n_predict - e->n_reply - 1;
+        if (max > 0)
+            nd = spec_draft(r->sp, e->mem.tokens, e->mem.n_past, tok, max, batch + 1, err, errlen);
+        if (nd < 0)
+            return -1;
+    }
+    if (nd == 0)
+        return memory_push(&e->mem, tok, err, errlen);
+    batch[0] = tok;
+    if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0)
+        return -1;
+    r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, nd, r->q, r->qst);
+    spec_count(r->sp, nd, r->n_q - 1);
+    if (memory_verify_keep(&e->mem, r->n_q, err, errlen) != 0) {
+        r->n_q = 0;
+        return -1;
+    }
+    memory_advance(&e->mem, r->rows); /* tok counted; its row drew q[0] */
+    return 0;
+}
+
+void spec_engine_turn_stats(const engine *e, int32_t *n_drafted, int32_t *n_accepted)
+{
+    *n_drafted = *n_accepted = 0;
+    if (e->spec) {
+        const spec_stats st = spec_get_stats(e->spec->sp);
+        *n_drafted = (int32_t)(st.n_drafted - e->spec->base.n_drafted);
+        *n_accepted = (int32_t)(st.n_accepted - e->spec->base.n_accepted);
+    }
+}
+
+void spec_engine_stats(const engine *e, int64_t *n_drafted, int64_t *n_accepted, int64_t *n_verify)
+{
+    spec_stats st = {0, 0, 0};
+    if (e->spec)
+        st = spec_get_stats(e->spec->sp);
+    *n_drafted = st.n_drafted;
+    *n_accepted = st.n_accepted;
+    *n_verify = st.n_verify;
+}
