@@ -38,6 +38,10 @@ static void tui_usage(FILE *f)
             "      --cache-type-v T      ... of values (llama.cpp's -ctk/-ctv, the same numbers)\n"
             "      --blas MODE           OpenBLAS for long prompts: auto (default; where measured\n"
             "                            faster, by weight type and batch size), on, off (llama.cpp's bits)\n"
+            "      --spec KIND           speculative decoding: off (default), ngram, draft (also\n"
+            "                            [spec] type); the same replies, the target verifying drafts\n"
+            "      --draft-max N         drafts per verification (3; [spec] draft_max)\n"
+            "  -md, --draft-model FILE   the draft GGUF of --spec draft ([spec] draft_model)\n"
             "      --no-context-shift    stop at a full context instead of dropping old tokens\n"
             "      --context-shift       drop the oldest tokens of a full context (the default)\n"
             "      --no-color            monochrome (also: NO_COLOR=1)\n"
@@ -98,6 +102,9 @@ enum {
     OPT_REMOTE,
     OPT_REMOTE_MODEL,
     OPT_API_KEY_FILE,
+    OPT_SPEC,
+    OPT_DRAFT_MAX,
+    OPT_DRAFT_MODEL,
     OPT_SAMPLING, /* + index into sampling_opts */
 };
 
@@ -138,6 +145,9 @@ static const struct {
     {OPT_NO_COLOR, "--no-color", "ui", "colors", "false"},
     {OPT_PROB_COLORS, "--prob-colors", "ui", "prob_colors", "true"},
     {OPT_MOUSE, "--mouse", "ui", "mouse", "true"},
+    {OPT_SPEC, "--spec", "spec", "type", NULL},
+    {OPT_DRAFT_MAX, "--draft-max", "spec", "draft_max", NULL},
+    {OPT_DRAFT_MODEL, "--draft-model", "spec", "draft_model", NULL},
     {OPT_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
     {OPT_REMOTE, "--remote", "remote", "url", NULL},
     {OPT_REMOTE_MODEL, "--remote-model", "remote", "model", NULL},
@@ -210,6 +220,9 @@ int cmd_tui(int argc, char **argv)
         {"remote", required_argument, NULL, OPT_REMOTE},
         {"remote-model", required_argument, NULL, OPT_REMOTE_MODEL},
         {"api-key-file", required_argument, NULL, OPT_API_KEY_FILE},
+        {"spec", required_argument, NULL, OPT_SPEC},
+        {"draft-max", required_argument, NULL, OPT_DRAFT_MAX},
+        {"draft-model", required_argument, NULL, OPT_DRAFT_MODEL},
         {"help", no_argument, NULL, 'h'},
     };
     size_t nb = sizeof base / sizeof base[0], no = 0;
@@ -223,6 +236,9 @@ int cmd_tui(int argc, char **argv)
      * before the options override them) */
     const char *config_path = NULL;
     bool print_config = false;
+    for (int i = 1; i < argc; i++) /* llama.cpp's two-letter -md */
+        if (!strcmp(argv[i], "-md"))
+            argv[i] = (char *)"--draft-model";
     opterr = 0;
     optind = 1;
     int c;

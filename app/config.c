@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "chat/chat.h"
+#include "spec/spec.h"
 #include "config_ini.h"
 #include "model/forward.h"
 #include "params.h"
@@ -65,6 +66,9 @@ static const struct {
     {"remote", "api_key_file"},
     {"remote", "timeout"},
     {"remote", "probs"},
+    {"spec", "type"},
+    {"spec", "draft_max"},
+    {"spec", "draft_model"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
@@ -324,6 +328,24 @@ static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_
         e->remote_model = c->remote_model[0] ? c->remote_model : NULL;
         return true;
     }
+    if (!strcmp(sec, "spec")) { /* speculative decoding (engine/spec/spec.h) */
+        if (!strcmp(key, "type")) {
+            enum spec_type t;
+            if (!spec_type_parse(val, &t))
+                return bad(err, errlen, "[spec] type: '%s' is not off, ngram, draft or mtp", val);
+            e->spec_type = (int32_t)t;
+        } else if (!strcmp(key, "draft_max")) {
+            if (!parse_long(val, 1, SPEC_DRAFT_MAX, &x))
+                return bad(err, errlen, "[spec] draft_max: '%s' is not 1..%d", val, SPEC_DRAFT_MAX);
+            e->draft_max = (int32_t)x;
+        } else {
+            if (strlen(val) >= sizeof c->draft_model)
+                return bad(err, errlen, "[spec] draft_model: path too long");
+            snprintf(c->draft_model, sizeof c->draft_model, "%s", val);
+            e->draft_model = c->draft_model[0] ? c->draft_model : NULL;
+        }
+        return true;
+    }
     /* [chat] system */
     char *s = strdup(val);
     if (!s)
@@ -392,6 +414,12 @@ void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
         snprintf(buf, cap, "%d", (int)e->remote_timeout_s);
     else if (!strcmp(key, "probs"))
         snprintf(buf, cap, "%s", e->remote_probs_post ? "post" : "raw");
+    else if (!strcmp(key, "type"))
+        snprintf(buf, cap, "%s", spec_type_name((enum spec_type)e->spec_type));
+    else if (!strcmp(key, "draft_max"))
+        snprintf(buf, cap, "%d", (int)(e->draft_max > 0 ? e->draft_max : 3));
+    else if (!strcmp(key, "draft_model"))
+        snprintf(buf, cap, "%s", c->draft_model);
 }
 
 bool config_set(tok_config *c, const char *section, const char *key, const char *value, const char *option,

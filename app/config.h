@@ -38,6 +38,7 @@ typedef struct tok_config {
     char remote_url[2048];  /* [remote] url: the remote backend's server ("" = local) */
     char remote_model[256]; /* [remote] model: the model id to ask for */
     char api_key_file[4096]; /* [remote] api_key_file: the file holding the API key (the key is never a value) */
+    char draft_model[4096];  /* [spec] draft_model: the draft GGUF of speculative decoding */
     size_t n_dirs;
     config_origin origin[CONFIG_MAX_KEYS]; /* per key of config_key_at() */
     char *files[CONFIG_MAX_FILES];         /* every file looked at, in order (owned) */

@@ -269,6 +269,9 @@ static void handle_between(engine *e, engine_cmd *c)
         break;
     case ENGINE_CMD_SET_REMOTE_PROBS: /* the remote backend's; nothing to do locally */
         break;
+    case ENGINE_CMD_SET_SPEC: /* from the next reply */
+        spec_engine_set(e, c->name, c->text);
+        break;
     case ENGINE_CMD_LENS:
         engine_lens_queue(e, c);
         return; /* ownership moved */
@@ -317,6 +320,9 @@ static void handle(engine *e, engine_cmd *c)
         break; /* nothing running */
     case ENGINE_CMD_SET_STEP:
         e->step_on = c->flag;
+        break;
+    case ENGINE_CMD_SET_SPEC:
+        spec_engine_set(e, c->name, c->text);
         break;
     case ENGINE_CMD_LENS:
         engine_lens_queue(e, c);
@@ -489,6 +495,12 @@ void engine_load(engine *e, const char *path)
 void engine_set_template(engine *e, const char *name)
 {
     engine_cmd c = {.type = ENGINE_CMD_SET_TEMPLATE, .name = xstrdup(name)};
+    engine_send(e, &c);
+}
+
+void engine_set_spec(engine *e, const char *name, const char *value)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SET_SPEC, .name = xstrdup(name), .text = xstrdup(value ? value : "")};
     engine_send(e, &c);
 }
 

@@ -90,6 +90,8 @@ enum engine_cmd_type {
     ENGINE_CMD_LENS,       /* messages + tokens: the logit lens of one step (a LENS event) */
     ENGINE_CMD_SET_REMOTE_PROBS, /* flag: the remote backend asks llama-server for post-sampler
                                     probabilities from the next request on (local engine: ignored) */
+    ENGINE_CMD_SET_SPEC,   /* name "spec" (off ngram draft mtp), "draft_max" or "draft_model", text its
+                              value: speculative decoding from the next reply (an ERROR if refused) */
 };
 
 typedef struct engine_cmd {
@@ -233,6 +235,7 @@ void engine_stop(engine *e);
 void engine_set_params(engine *e, const sampler_params *p);
 void engine_load(engine *e, const char *path);         /* path is copied */
 void engine_set_template(engine *e, const char *name); /* built-in name; NULL, "" or "model": the model's own */
+void engine_set_spec(engine *e, const char *name, const char *value); /* ENGINE_CMD_SET_SPEC */
 void engine_reset(engine *e);
 void engine_step(engine *e);                 /* step mode: the sampler draws */
 void engine_step_token(engine *e, int32_t id);  /* step mode: force this token */

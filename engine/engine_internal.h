@@ -59,6 +59,7 @@ struct engine {
     int32_t reply_cap;
     struct spec_run *spec; /* speculative decoding (spec/spec_engine.h); NULL: off */
     char *draft_model;     /* the copy e->p.draft_model points at */
+    bool spec_dirty;       /* the settings changed: spec_engine_open at the next reply */
 };
 
 void engine_post(engine *e, engine_event *ev);

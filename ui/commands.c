@@ -25,7 +25,7 @@ const ui_command commands_table[] = {
     {"regen", "", "generate the last reply again (the old one stays a version: < > switch)"},
     {"edit", "", "edit the last user message: Enter sends it as a new version"},
     {"system", "[TEXT]", "set (or with no text, clear) this conversation's system prompt"},
-    {"set", "PARAM VALUE", "set a parameter (temp, top_k, ..., seed random; think on|off, effort high, ...)"},
+    {"set", "PARAM VALUE", "set a parameter (temp, top_k, ..., seed random; think on|off, effort high; spec ngram|draft|off, draft_max N, draft_model FILE, ...)"},
     {"show", "", "show the model, the parameters and the conversation"},
     {"save", "FILE", "save all conversations and parameters as JSON"},
     {"load", "FILE", "load conversations and parameters saved with /save"},
@@ -262,6 +262,11 @@ void commands_run(ui_app *app, const char *line)
             else
                 ui_message(app, UI_MSG_ERROR, "%s: %s", param,
                            !strcmp(param, "think") ? "on, off or auto" : "low, medium, high or auto");
+            return;
+        }
+        if (!strcmp(param, "spec") || !strcmp(param, "draft_max") || !strcmp(param, "draft_model")) {
+            engine_set_spec(app->eng, param, value); /* the engine says if it refuses */
+            ui_message(app, UI_MSG_INFO, "%s = %s (from the next reply)", param, value);
             return;
         }
         if (!params_set_value(&app->sp, param, value, err, sizeof err)) {

@@ -784,6 +784,9 @@ void *remote_main(void *arg)
         case ENGINE_CMD_LENS:
             refuse(e, &c, "the logit lens");
             break;
+        case ENGINE_CMD_SET_SPEC:
+            engine_post_error(e, "speculative decoding runs on a local model, not through the remote backend");
+            break;
         case ENGINE_CMD_UNDO:
             refuse(e, &c, "undo by one token");
             break;

@@ -70,8 +70,47 @@ void spec_engine_close(engine *e)
     e->spec = NULL;
 }
 
+void spec_engine_set(engine *e, const char *name, const char *value)
+{
+    name = name ? name : "";
+    value = value ? value : "";
+    if (!strcmp(name, "spec")) {
+        enum spec_type t;
+        if (!spec_type_parse(value, &t)) {
+            engine_post_error(e, "spec: '%s' is not off, ngram, draft or mtp", value);
+            return;
+        }
+        e->p.spec_type = (int32_t)t;
+    } else if (!strcmp(name, "draft_max")) {
+        char *end;
+        long n = strtol(value, &end, 10);
+        if (end == value || *end || n < 1 || n > SPEC_DRAFT_MAX) {
+            engine_post_error(e, "draft_max: '%s' is not 1..%d", value, SPEC_DRAFT_MAX);
+            return;
+        }
+        e->p.draft_max = (int32_t)n;
+    } else if (!strcmp(name, "draft_model")) {
+        char *d = strdup(value);
+        if (!d)
+            return;
+        free(e->draft_model);
+        e->draft_model = d;
+        e->p.draft_model = d[0] ? d : NULL;
+    } else {
+        engine_post_error(e, "unknown speculative decoding setting '%s'", name);
+        return;
+    }
+    e->spec_dirty = true;
+}
+
 void spec_engine_reset(engine *e)
 {
+    if (e->spec_dirty && e->m) {
+        char err[512];
+        e->spec_dirty = false;
+        if (!spec_engine_open(e, err, sizeof err))
+            engine_post_error(e, "speculative decoding off: %s", err);
+    }
     if (e->spec) {
         e->spec->n_q = e->spec->i_q = 0;
         e->spec->held_evaluated = false;

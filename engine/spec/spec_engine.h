@@ -19,6 +19,10 @@ typedef struct spec_run spec_run;
  * off). false with err set (then e->spec is NULL). */
 bool spec_engine_open(struct engine *e, char *err, size_t errlen);
 void spec_engine_close(struct engine *e);
+/* ENGINE_CMD_SET_SPEC: name "spec", "draft_max" or "draft_model" set to
+ * value in e->p, applied when the next reply starts; a bad value is an
+ * ERROR event and changes nothing. */
+void spec_engine_set(struct engine *e, const char *name, const char *value);
 /* A turn starts: no tokens of an earlier verification are handed out. */
 void spec_engine_reset(struct engine *e);
 /* The next token a verification drew, with its report: true and *tok, *st

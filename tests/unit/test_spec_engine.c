@@ -199,13 +199,43 @@ static void test_engine_refuses_vocab(void **s)
     engine_shutdown(e);
 }
 
+/* /set spec draft, draft_model FILE live: drafts from the next reply; a bad
+ * value is an ERROR and changes nothing */
+static void test_set_live(void **s)
+{
+    (void)s;
+    const char *path = TESTDATA_REQUIRE("models/stories260K.gguf");
+    engine *e = start(path, SPEC_OFF, NULL, 0, 42);
+    chat_message m = {"user", "Once upon a time"};
+    static turn_log a, b, c;
+    engine_submit(e, 1, &m, 1);
+    collect(e, &a);
+    assert_int_equal(a.done.n_drafted, 0);
+    engine_set_spec(e, "spec", "draft");
+    engine_set_spec(e, "draft_model", path);
+    engine_set_spec(e, "draft_max", "0");  /* refused */
+    engine_set_spec(e, "spec", "eagle"); /* refused */
+    engine_submit(e, 1, &m, 1);
+    collect(e, &b);
+    assert_int_equal(b.n_error, 2);
+    assert_true(b.done.n_drafted > 0);
+    assert_int_equal(b.done.n_accepted, b.done.n_drafted); /* greedy, drafting for itself */
+    b.n_error = 0;
+    same_turn(&a, &b);
+    engine_set_spec(e, "spec", "off");
+    engine_submit(e, 1, &m, 1);
+    collect(e, &c);
+    assert_int_equal(c.done.n_drafted, 0);
+    engine_shutdown(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories_draft_greedy), cmocka_unit_test(test_stories_draft_seeded),
         cmocka_unit_test(test_stories_ngram),        cmocka_unit_test(test_tinyspm_draft_seeded),
         cmocka_unit_test(test_qwen35_draft_greedy),  cmocka_unit_test(test_qwen35_draft_seeded),
-        cmocka_unit_test(test_engine_refuses_vocab),
+        cmocka_unit_test(test_engine_refuses_vocab), cmocka_unit_test(test_set_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
