@@ -14,6 +14,7 @@
 #include "store.h"
 #include "think.h"
 #include "remote_ui.h"
+#include "spec/spec.h"
 #include "ui.h"
 
 const ui_command commands_table[] = {
@@ -265,7 +266,18 @@ void commands_run(ui_app *app, const char *line)
             return;
         }
         if (!strcmp(param, "spec") || !strcmp(param, "draft_max") || !strcmp(param, "draft_model")) {
-            engine_set_spec(app->eng, param, value); /* the engine says if it refuses */
+            enum spec_type t;
+            char *end = NULL;
+            long n = !strcmp(param, "draft_max") ? strtol(value, &end, 10) : 0;
+            if (!strcmp(param, "spec") && !spec_type_parse(value, &t)) {
+                ui_message(app, UI_MSG_ERROR, "spec: '%s' is not off, ngram, draft or mtp", value);
+                return;
+            }
+            if (end && (end == value || *end || n < 1 || n > SPEC_DRAFT_MAX)) {
+                ui_message(app, UI_MSG_ERROR, "draft_max: '%s' is not 1..%d", value, SPEC_DRAFT_MAX);
+                return;
+            }
+            engine_set_spec(app->eng, param, value); /* a draft model is checked when the next reply starts */
             ui_message(app, UI_MSG_INFO, "%s = %s (from the next reply)", param, value);
             return;
         }

@@ -60,6 +60,11 @@ void status_draw(ui_app *app, ui_rect r)
             snprintf(sz, sizeof sz, "%.1fG", b / (1024.0 * 1024.0 * 1024.0));
         snprintf(ckpt, sizeof ckpt, " \xe2\x94\x82 ckpt %d %s", (int)app->n_ckpt, sz);
     }
+    if (app->loaded && app->spec_drafted > 0) { /* the last reply's speculative decoding */
+        char sp[48];
+        snprintf(sp, sizeof sp, " \xe2\x94\x82 spec %d/%d", (int)app->spec_accepted, (int)app->spec_drafted);
+        snprintf(ckpt + strlen(ckpt), sizeof ckpt - strlen(ckpt), "%s", sp);
+    }
     if (app->info.remote_kind[0]) { /* --remote: no template, cache or prompt speed of ours; room for messages */
         snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %.60s (%s) \xe2\x94\x82 pos %d \xe2\x94\x82 tg %.1f t/s ", st,
                  app->info.name, app->info.remote_kind, app->n_past, gen_tps);

@@ -413,6 +413,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
             app->prompt_tps = ev->prompt_tps;
         if (ev->n_gen > 0)
             app->gen_tps = ev->gen_tps;
+        app->spec_drafted = ev->n_drafted;
+        app->spec_accepted = ev->n_accepted;
         if (ev->n_ctx > 0) {
             app->n_past = ev->n_past;
             app->n_ctx = ev->n_ctx;

@@ -74,6 +74,7 @@ typedef struct ui_app {
     int32_t n_ckpt;         /* recurrent models: state checkpoints the engine keeps, and their bytes */
     uint64_t ckpt_bytes;
     double prompt_tps, gen_tps;
+    int32_t spec_drafted, spec_accepted; /* the last reply's speculative drafts and accepted ones */
     double gen_t0;          /* first token time of the running turn */
     int32_t gen_count;
     bool loaded;

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Speculative decoding in the TUI (issue 37): --spec draft -md shows the
+# reply's drafts and accepted drafts in the status line ("spec A/D") and
+# the reply is the one without it; /set spec off live turns it off from the
+# next reply; a bad value is refused in the status line.
+. tests/lib.sh
+
+if ! command -v tmux >/dev/null 2>&1; then
+    if in_ci; then not_ok "spec: tmux available" "tmux is a test dependency"; else echo "skip - spec (no tmux)"; fi
+    exit 0
+fi
+STORIES=$TESTDATA/models/stories260K.gguf
+. tests/e2e/lib/tmux.sh
+need "$STORIES" "spec: stories260K model" || exit 0
+E2E_COLS=180 # room for the messages after the status line
+
+reply() { left | sed -n '/^Assistant/,$p' | sed '1d' | grep -v 'n_predict reached'; }
+
+start -m "$STORIES" -n 40 --temp 0 --template raw
+wait_for '^ idle ' 20
+line "Once upon a time"
+wait_idle 30
+plain=$(reply)
+quit_wait
+
+start -m "$STORIES" -n 40 --temp 0 --template raw --spec draft -md "$STORIES"
+wait_for '^ idle ' 20
+line "Once upon a time"
+wait_idle 30
+# 40 tokens: the first drawn from the prompt, then 9 verifications of 3
+# drafts (4 tokens each) and one of 2 (the room n_predict leaves): 29 drafts
+status | grep -qE 'spec 29/29'
+result "spec: status line shows the reply's accepted/drafted (29/29, a model drafting for itself)" $? "$(status)"
+[ -n "$plain" ] && [ "$(reply)" = "$plain" ]
+result "spec: the reply is the one without drafts" $?
+line "/set spec eagle"
+wait_for "is not off, ngram, draft or mtp" 10
+result "spec: /set spec with an unknown kind is refused" $?
+line "/set spec off"
+wait_for "spec = off" 10
+line "/regen"
+wait_for '^ generating|^ prefill' 10
+wait_idle 30
+! status | grep -q '│ spec [0-9]'
+result "spec: /set spec off: no drafts from the next reply" $? "$(status)"
+quit_wait
+exit 0
