@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "serve.h"
+#include "spec/spec.h"
 
 static void usage(FILE *f)
 {
@@ -30,6 +31,9 @@ static void usage(FILE *f)
             "  --max-queue N            requests that may wait for the engine (default 64); past it: 503\n"
             "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
+            "  --spec KIND              speculative decoding: off (default), ngram, draft; the same replies\n"
+            "  --draft-max N            drafts per verification (default 3)\n"
+            "  -md, --draft-model FILE  the draft model of --spec draft (same vocabulary)\n"
             "\n"
             "Prints 'listening on http://ADDR:PORT' on stderr once the model is loaded.\n");
 }
@@ -120,15 +124,23 @@ int cmd_serve(int argc, char **argv)
 {
     const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
     long port = 8080, max_queue = 64, n_ctx = 0, threads = 0;
-    enum { O_HOST = 256, O_PORT, O_KEY, O_QUEUE };
+    enum { O_HOST = 256, O_PORT, O_KEY, O_QUEUE, O_SPEC, O_DRAFT_MAX, O_DRAFT_MODEL };
+    enum spec_type spec = SPEC_OFF;
+    long draft_max = 0;
+    const char *draft_model = NULL;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"host", required_argument, 0, O_HOST},
         {"port", required_argument, 0, O_PORT},    {"api-key-file", required_argument, 0, O_KEY},
         {"max-queue", required_argument, 0, O_QUEUE}, {"ctx-size", required_argument, 0, 'c'},
         {"threads", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
+        {"spec", required_argument, 0, O_SPEC},    {"draft-max", required_argument, 0, O_DRAFT_MAX},
+        {"draft-model", required_argument, 0, O_DRAFT_MODEL},
         {0, 0, 0, 0},
     };
     optind = 1;
+    for (int i = 1; i < argc; i++) /* llama.cpp's two-letter -md */
+        if (!strcmp(argv[i], "-md"))
+            argv[i] = (char *)"--draft-model";
     int o;
     while ((o = getopt_long(argc, argv, "m:c:t:h", opts, NULL)) != -1) {
         switch (o) {
@@ -151,6 +163,15 @@ int cmd_serve(int argc, char **argv)
             if (!parse_long(optarg, 0, 4096, &threads))
                 goto bad;
             break;
+        case O_SPEC:
+            if (!spec_type_parse(optarg, &spec))
+                goto bad;
+            break;
+        case O_DRAFT_MAX:
+            if (!parse_long(optarg, 1, SPEC_DRAFT_MAX, &draft_max))
+                goto bad;
+            break;
+        case O_DRAFT_MODEL: draft_model = optarg; break;
         case 'h': usage(stdout); return 0;
         default: goto bad;
         }
@@ -200,6 +221,9 @@ int cmd_serve(int argc, char **argv)
     ep.n_ctx = (uint32_t)n_ctx;
     ep.n_threads = (int32_t)threads;
     ep.context_shift = false; /* a full context ends the reply ("length"), as llama-server does */
+    ep.spec_type = (int32_t)spec;
+    ep.draft_max = (int32_t)draft_max;
+    ep.draft_model = draft_model;
     if (!(e = engine_start(&ep, err, sizeof err)) || !wait_loaded(e, &info, err, sizeof err)) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;

@@ -73,6 +73,25 @@ if need "$M/stories260K.gguf" "$name" && [ -x "$GEN" ]; then
     fi
 fi
 
+# serve --spec: the same completions (greedy text, seeded, streamed, logprobs
+# shapes: tests/tools/serve_api.py basic) with a model drafting for itself
+. tests/lib_serve.sh
+S=$M/stories260K.gguf
+if need "$S" "serve --spec draft"; then
+    "$BIN" generate -m "$S" -p "Once upon a time" --temp 0 -n 40 >"$OUT/serve_want.txt" 2>/dev/null
+    if serve_start "$OUT/serve_spec.log" -m "$S" --spec draft -md "$S"; then
+        python3 tests/tools/serve_api.py basic "$SPORT" stories260K.gguf "Once upon a time" 40 "$OUT/serve_want.txt"
+        serve_stop
+    else
+        not_ok "serve --spec draft starts" "$(tail -n 5 "$OUT/serve_spec.log")"
+    fi
+    name="serve --spec draft with another vocabulary's draft model refuses to start"
+    "$BIN" serve -m "$S" --port 0 -t 1 --spec draft -md "$M/tiny-spm-q8_0.gguf" >"$OUT/serve_voc.out" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q "vocabulary does not match" "$OUT/serve_voc.out"; then ok "$name"
+    else not_ok "$name" "exit $rc" "$(head -c 300 "$OUT/serve_voc.out")"; fi
+fi
+
 # refusals
 name="a draft model with another vocabulary is refused, the mismatch named"
 if need "$M/stories260K.gguf" "$name" && need "$M/tiny-spm-q8_0.gguf" "$name"; then
