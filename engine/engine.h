@@ -212,6 +212,9 @@ typedef struct engine_event {
     int32_t n_prompt, n_gen;    /* tokens evaluated / generated this turn */
     double prompt_tps, gen_tps; /* DONE; prompt_tps also on the PREFILL event that ends the prompt */
     int32_t n_drafted, n_accepted; /* DONE: speculative decoding's drafts this turn, and how many were accepted */
+    int32_t spec_mark;     /* TOKEN: 0 drawn alone, 1 a draft the verification accepted, 2 drawn where
+                              the draft spec_rejected was rejected (the probabilities are the target's) */
+    int32_t spec_rejected;
     int32_t n_past, n_ctx;      /* DONE, TOKEN, PREFILL, LOADED: position counter and context size */
     int32_t n_ckpt;             /* DONE, TOKEN, PREFILL: recurrent-state checkpoints kept (0: none) */
     uint64_t ckpt_bytes;        /* ... and the bytes they take */

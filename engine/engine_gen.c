@@ -589,12 +589,13 @@ void engine_run_submit(engine *e, const engine_cmd *c)
         sampler_step st;
         int32_t tok = -2;
         bool drawn = false; /* spec: a verification drew it (and accepted it into the sampler) */
+        int32_t spec_mark = 0, spec_rejected = -1;
         if (forced >= 0) {
             tok = forced;
             forced = -1;
         } else if (i_pending < n_pending) {
             tok = pending[i_pending++];
-        } else if (spec_engine_next(e, &tok, &st)) {
+        } else if (spec_engine_next(e, &tok, &st, &spec_mark, &spec_rejected)) {
             drawn = true;
         } else if (e->step_on) {
             i_pending = n_pending = 0;
@@ -617,6 +618,8 @@ void engine_run_submit(engine *e, const engine_cmd *c)
         ev_init(e, &ev, ENGINE_EV_TOKEN);
         fill_candidates(e, &ev, &st);
         ev.token = tok;
+        ev.spec_mark = spec_mark;
+        ev.spec_rejected = spec_rejected;
         bool finish = false;
         reply_push(e, e->mem.n_past, tok);
         if (tokenizer_is_eog(e->tok, tok)) {

@@ -157,6 +157,8 @@ void msg_add_token(ui_msg *m, const engine_event *ev)
     t->p_post = ev->p_post;
     t->entropy_raw = ev->entropy_raw;
     t->entropy_post = ev->entropy_post;
+    t->spec_mark = ev->spec_mark;
+    t->spec_rejected = ev->spec_rejected;
     int32_t nt = ev->n_top;
     if (nt < 0)
         nt = 0;

@@ -25,6 +25,7 @@ typedef struct ui_token {
     engine_lens *lens;           /* the step's logit lens, once it arrived */
     bool lens_wait;              /* asked for, not arrived */
     bool lens_failed;            /* the engine could not compute it: not asked again */
+    int32_t spec_mark, spec_rejected; /* speculative decoding: engine_event's */
 } ui_token;
 
 struct ui_versions;

@@ -272,6 +272,17 @@ static void draw_one(ui_app *app, ui_conv *c, ui_rect r, const char *label, bool
     wrap_escape(piece, plen, esc, sizeof esc);
     if (y < y_end)
         draw_printf(y++, x, w, 0, "pos %d  id %d  '%s'", t->pos, t->id, esc);
+    if (y < y_end && t->spec_mark == 1) /* speculative decoding: what the verification did here */
+        draw_printf(y++, x, w, 0, "drafted, accepted by the verification");
+    else if (y < y_end && t->spec_mark == 2) {
+        const char *rt = "";
+        for (int32_t k = 0; k < t->n_top; k++)
+            if (t->top[k].id == t->spec_rejected)
+                rt = t->top[k].text;
+        char resc[64];
+        wrap_escape(rt, strnlen(rt, ENGINE_TEXT_MAX), resc, sizeof resc);
+        draw_printf(y++, x, w, 0, "drawn after the draft %d '%s' was rejected", t->spec_rejected, resc);
+    }
     if (y < y_end && remote_ui_one_prob(app) && t->p_raw < 0) /* llama-server's post_sampling_probs */
         draw_printf(y++, x, w, 0, "server post-sampler %.2f%%  (raw: -)", t->p_post * 100.0);
     else if (y < y_end && remote_ui_one_prob(app)) /* one number per token: the server's logprob */

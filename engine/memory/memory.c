@@ -364,7 +364,8 @@ int memory_lens(memory *m, const int32_t *seq, int32_t n, float *logits, forward
     } else if (!m->recurrent) {
         /* the position may be cached already (q < n_past): it is run again
          * and the cache rows restored, nothing else changes */
-        rc = forward_eval_lens(m->f, seq + q, 1, q, logits, q < m->n_past || q < m->v_end, fn, user, err, errlen);
+        const bool held = q < m->n_past || q < m->v_end; /* a verified token's row counts too */
+        rc = forward_eval_lens(m->f, seq + q, 1, q, logits, held, fn, user, err, errlen);
     } else {
         /* the state at n_past, kept aside while the state at q is borrowed */
         const bool saved = forward_rs_pos(m->f) == m->n_past && live_ok(m);

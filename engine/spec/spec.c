@@ -34,8 +34,8 @@ static const struct {
     const char *name;
     enum spec_type t;
 } names[] = {
-    {"off", SPEC_OFF},          {"ngram", SPEC_NGRAM}, {"draft", SPEC_DRAFT},         {"mtp", SPEC_MTP},
-    {"none", SPEC_OFF},         {"ngram-simple", SPEC_NGRAM}, {"draft-simple", SPEC_DRAFT}, {"draft-mtp", SPEC_MTP},
+    {"off", SPEC_OFF},  {"ngram", SPEC_NGRAM},        {"draft", SPEC_DRAFT},        {"mtp", SPEC_MTP},
+    {"none", SPEC_OFF}, {"ngram-simple", SPEC_NGRAM}, {"draft-simple", SPEC_DRAFT}, {"draft-mtp", SPEC_MTP},
 };
 
 bool spec_type_parse(const char *name, enum spec_type *out)
@@ -69,7 +69,8 @@ bool spec_vocab_check(const model *target, const model *draft, char *err, size_t
                  tokenizer_kind(a) == TOKENIZER_SPM ? "SentencePiece" : "BPE");
         return false;
     }
-    if (tokenizer_add_bos(a) != tokenizer_add_bos(b) || (tokenizer_add_bos(a) && tokenizer_bos(a) != tokenizer_bos(b))) {
+    if (tokenizer_add_bos(a) != tokenizer_add_bos(b) ||
+        (tokenizer_add_bos(a) && tokenizer_bos(a) != tokenizer_bos(b))) {
         snprintf(err, errlen, "BOS differs: the target %s %d, the draft %s %d",
                  tokenizer_add_bos(a) ? "adds" : "does not add", (int)tokenizer_bos(a),
                  tokenizer_add_bos(b) ? "adds" : "does not add", (int)tokenizer_bos(b));
@@ -97,7 +98,8 @@ bool spec_vocab_check(const model *target, const model *draft, char *err, size_t
     return true;
 }
 
-spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err, size_t errlen)
+spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err,
+                  size_t errlen)
 {
     spec *s = calloc(1, sizeof *s);
     if (!s) {
@@ -115,7 +117,8 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
     if (s->p.ngram_n < 1)
         s->p.ngram_n = SPEC_NGRAM_N;
     if (p->type == SPEC_MTP) {
-        snprintf(err, errlen, "--spec mtp is not implemented yet (its blocks are loaded, never run): use ngram or draft");
+        snprintf(err, errlen,
+                 "--spec mtp is not implemented yet (its blocks are loaded, never run): use ngram or draft");
         goto fail;
     }
     if (p->type == SPEC_DRAFT) {
@@ -185,8 +188,8 @@ static int32_t argmax(const float *x, int32_t n)
 
 /* draft-simple: the draft context brought to hold ctx (what it already
  * holds of it kept), then last and each greedy draft evaluated alone. */
-static int32_t draft_model(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t max, int32_t *out, char *err,
-                           size_t errlen)
+static int32_t draft_model(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t max, int32_t *out,
+                           char *err, size_t errlen)
 {
     if (n + max + 1 > s->d_ctx)
         return 0;
@@ -236,9 +239,12 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
     if (max <= 0)
         return 0;
     switch (s->p.type) {
-    case SPEC_NGRAM: return spec_ngram_draft(ctx, n, last, s->p.ngram_n, SPEC_NGRAM_M, max, out);
-    case SPEC_DRAFT: return draft_model(s, ctx, n, last, max, out, err, errlen);
-    default: return 0;
+    case SPEC_NGRAM:
+        return spec_ngram_draft(ctx, n, last, s->p.ngram_n, SPEC_NGRAM_M, max, out);
+    case SPEC_DRAFT:
+        return draft_model(s, ctx, n, last, max, out, err, errlen);
+    default:
+        return 0;
     }
 }
 

@@ -31,9 +31,9 @@
 
 enum spec_type { SPEC_OFF, SPEC_NGRAM, SPEC_DRAFT, SPEC_MTP };
 
-#define SPEC_DRAFT_MAX 64   /* most drafts per verification */
-#define SPEC_NGRAM_N 12     /* the reference's --spec-ngram-size-n */
-#define SPEC_NGRAM_M 48     /* ... and -m: the drafts a match may give before --draft-max cuts them */
+#define SPEC_DRAFT_MAX 64 /* most drafts per verification */
+#define SPEC_NGRAM_N 12   /* the reference's --spec-ngram-size-n */
+#define SPEC_NGRAM_M 48   /* ... and -m: the drafts a match may give before --draft-max cuts them */
 
 typedef struct spec_params {
     enum spec_type type;
@@ -54,7 +54,8 @@ typedef struct spec spec;
  * (its forward context built with fp, n_ctx included) and refuses one
  * whose vocabulary differs, naming the difference. SPEC_MTP is refused (not
  * implemented). NULL with err set. */
-spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err, size_t errlen);
+spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err,
+                  size_t errlen);
 void spec_free(spec *s);
 const spec_params *spec_get_params(const spec *s);
 
@@ -71,8 +72,8 @@ bool spec_vocab_check(const model *target, const model *draft, char *err, size_t
 
 /* The n-gram source alone (spec_ngram.c): common_ngram_simple_draft with
  * key size n_key and at most m_max drafts before the cut to max. */
-int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_key, int32_t m_max, int32_t max,
-                         int32_t *out);
+int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_key, int32_t m_max,
+                         int32_t max, int32_t *out);
 
 /* ---- verification (spec_verify.c) ----
  * common_sampler_sample_and_accept_n: rows[i] (n_vocab floats each) is the
@@ -80,8 +81,8 @@ int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_
  * (sampler_accept after each draw) until a draw differs from draft[i] or the
  * last row is sampled. out (n_draft + 1) gets the tokens drawn, steps (may be
  * NULL) their reports. Returns how many: the drafts accepted + 1. */
-int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, const int32_t *draft, int32_t n_draft,
-                           int32_t *out, sampler_step *steps);
+int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, const int32_t *draft,
+                           int32_t n_draft, int32_t *out, sampler_step *steps);
 
 /* On a bare forward context (generate):
  * seq[0, n_past) is what f holds; seq[n_past] = last, seq[n_past+1 ..
@@ -94,8 +95,9 @@ int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, con
  * out gets the k + 1 tokens sampled (the k accepted drafts, then the target's
  * own next token, not yet evaluated); steps (may be NULL) their reports.
  * Returns k + 1, or -1 with err set. */
-int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past, int32_t n_draft,
-                    float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps, char *err, size_t errlen);
+int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past,
+                    int32_t n_draft, float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps,
+                    char *err, size_t errlen);
 
 /* Counts since the start, as llama-server logs them (draft acceptance). */
 typedef struct spec_stats {

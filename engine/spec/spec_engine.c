@@ -11,12 +11,13 @@
 struct spec_run {
     spec *sp;
     int32_t draft_max;
-    float *rows;                             /* (draft_max + 1) x n_vocab */
-    int32_t q[SPEC_DRAFT_MAX + 1];           /* what the last verification drew */
-    sampler_step *qst;                       /* ... their reports */
+    float *rows;                   /* (draft_max + 1) x n_vocab */
+    int32_t q[SPEC_DRAFT_MAX + 1]; /* what the last verification drew */
+    sampler_step *qst;             /* ... their reports */
     int32_t n_q, i_q;
-    spec_stats base; /* the counts when the turn started */
-    bool held_evaluated; /* the token handed out last sits in the memory already */
+    int32_t draft[SPEC_DRAFT_MAX], n_draft; /* the drafts it verified */
+    spec_stats base;                        /* the counts when the turn started */
+    bool held_evaluated;                    /* the token handed out last sits in the memory already */
 };
 
 bool spec_engine_open(engine *e, char *err, size_t errlen)
@@ -118,7 +119,7 @@ void spec_engine_reset(engine *e)
     }
 }
 
-bool spec_engine_next(engine *e, int32_t *tok, sampler_step *st)
+bool spec_engine_next(engine *e, int32_t *tok, sampler_step *st, int32_t *mark, int32_t *rejected)
 {
     spec_run *r = e->spec;
     if (!r || r->i_q >= r->n_q)
@@ -126,6 +127,8 @@ bool spec_engine_next(engine *e, int32_t *tok, sampler_step *st)
     *st = r->qst[r->i_q];
     *tok = r->q[r->i_q++];
     r->held_evaluated = r->i_q < r->n_q; /* the last one drawn was never evaluated */
+    *mark = r->held_evaluated ? 1 : r->n_q - 1 < r->n_draft ? 2 : 0;
+    *rejected = *mark == 2 ? r->draft[r->n_q - 1] : -1;
     return true;
 }
 
@@ -155,6 +158,8 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
     if (nd == 0)
         return memory_push(&e->mem, tok, err, errlen);
     batch[0] = tok;
+    memcpy(r->draft, batch + 1, (size_t)nd * sizeof *batch);
+    r->n_draft = nd;
     if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0)
         return -1;
     r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, nd, r->q, r->qst);

@@ -4,8 +4,8 @@
  * the tokens that followed the latest earlier occurrence are the drafts. */
 #include "spec/spec.h"
 
-int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_key, int32_t m_max, int32_t max,
-                         int32_t *out)
+int32_t spec_ngram_draft(const int32_t *ctx, int32_t n, int32_t last, int32_t n_key, int32_t m_max,
+                         int32_t max, int32_t *out)
 {
     if (n_key < 1 || max <= 0 || n <= n_key + m_max + 1) /* the reference wants that much history */
         return 0;

@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
-int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, const int32_t *draft, int32_t n_draft,
-                           int32_t *out, sampler_step *steps)
+int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, const int32_t *draft,
+                           int32_t n_draft, int32_t *out, sampler_step *steps)
 {
     int32_t n_out = 0;
     for (int32_t i = 0; i <= n_draft; i++) {
@@ -20,8 +20,9 @@ int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, con
     return n_out;
 }
 
-int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past, int32_t n_draft,
-                    float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps, char *err, size_t errlen)
+int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past,
+                    int32_t n_draft, float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps,
+                    char *err, size_t errlen)
 {
     const bool recurrent = forward_is_recurrent(f);
     if (recurrent) /* a recurrent state cannot be cut: the one before the batch, kept */

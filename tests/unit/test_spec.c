@@ -169,7 +169,8 @@ static int32_t verify(run *r, const int32_t *g, const int32_t *d, int32_t nd, in
     float *scratch = malloc((size_t)r->n_vocab * sizeof *scratch);
     void *rs = malloc(forward_rs_bytes(r->f) + 1);
     char err[256];
-    int32_t n = spec_verify(r->f, r->smp, r->n_vocab, seq, NP, nd, rows, rs, scratch, out, NULL, err, sizeof err);
+    int32_t n =
+        spec_verify(r->f, r->smp, r->n_vocab, seq, NP, nd, rows, rs, scratch, out, NULL, err, sizeof err);
     if (n < 0)
         fail_msg("%s", err);
     free(rows);
@@ -363,9 +364,12 @@ static void test_type_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ngram_hand),      cmocka_unit_test(test_ngram_draft_max),
-        cmocka_unit_test(test_verify_kv),       cmocka_unit_test(test_verify_recurrent),
-        cmocka_unit_test(test_vocab_mismatch),  cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_ngram_hand),
+        cmocka_unit_test(test_ngram_draft_max),
+        cmocka_unit_test(test_verify_kv),
+        cmocka_unit_test(test_verify_recurrent),
+        cmocka_unit_test(test_vocab_mismatch),
+        cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_lens_keeps_verified_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

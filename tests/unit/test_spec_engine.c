@@ -35,6 +35,7 @@ typedef struct turn_log {
     int n_tok;
     int32_t tok[256], pos[256];
     float p_post[256];
+    int32_t mark[256], rejected[256];
     engine_event done;
     int n_error;
     char error[256];
@@ -50,6 +51,8 @@ static void collect(engine *e, turn_log *t)
             assert_true(t->n_tok < 256);
             t->tok[t->n_tok] = ev.token;
             t->p_post[t->n_tok] = ev.p_post;
+            t->mark[t->n_tok] = ev.spec_mark;
+            t->rejected[t->n_tok] = ev.spec_rejected;
             t->pos[t->n_tok++] = ev.pos;
         } else if (ev.type == ENGINE_EV_ERROR) {
             t->n_error++;
@@ -105,8 +108,9 @@ static void same_turn(const turn_log *x, const turn_log *y)
     assert_int_equal(x->n_tok, y->n_tok);
     for (int i = 0; i < x->n_tok; i++) {
         if (x->tok[i] != y->tok[i])
-            print_error("token %d of %d (position %d): %d (p %g) without drafts, %d (p %g) with\n", i, x->n_tok,
-                        x->pos[i], x->tok[i], (double)x->p_post[i], y->tok[i], (double)y->p_post[i]);
+            print_error("token %d of %d (position %d): %d (p %g) without drafts, %d (p %g) with\n", i,
+                        x->n_tok, x->pos[i], x->tok[i], (double)x->p_post[i], y->tok[i],
+                        (double)y->p_post[i]);
         assert_int_equal(x->tok[i], y->tok[i]);
         assert_int_equal(x->pos[i], y->pos[i]);
     }
@@ -133,6 +137,20 @@ static void check_model(const char *rel, int kind, float temp, bool all_accepted
             assert_int_equal(a1.done.n_accepted, a1.done.n_drafted);
     }
     assert_true(a1.done.n_accepted <= a1.done.n_drafted);
+    /* the marks: one per accepted draft; a token drawn where a draft was
+     * rejected differs from it */
+    const turn_log *ts[2] = {&a1, &b1};
+    for (int k = 0; k < 2; k++) {
+        int n1 = 0;
+        for (int i = 0; i < ts[k]->n_tok; i++) {
+            n1 += ts[k]->mark[i] == 1;
+            if (ts[k]->mark[i] == 2)
+                assert_int_not_equal(ts[k]->tok[i], ts[k]->rejected[i]);
+            else
+                assert_int_equal(ts[k]->rejected[i], -1);
+        }
+        assert_int_equal(n1, ts[k]->done.n_accepted);
+    }
 }
 
 /* stories260K's weights are F32: a row computed in a verification batch
@@ -144,8 +162,16 @@ static void check_model(const char *rel, int kind, float temp, bool all_accepted
  * differs from its plain one (batched rounding). Seed 7 stays clear of it. */
 #define SEED_STORIES 7
 
-static void test_stories_draft_greedy(void **s) { (void)s; check_model("models/stories260K.gguf", SPEC_DRAFT, 0, true, 42); }
-static void test_stories_draft_seeded(void **s) { (void)s; check_model("models/stories260K.gguf", SPEC_DRAFT, 0.8f, false, SEED_STORIES); }
+static void test_stories_draft_greedy(void **s)
+{
+    (void)s;
+    check_model("models/stories260K.gguf", SPEC_DRAFT, 0, true, 42);
+}
+static void test_stories_draft_seeded(void **s)
+{
+    (void)s;
+    check_model("models/stories260K.gguf", SPEC_DRAFT, 0.8f, false, SEED_STORIES);
+}
 /* ngram on a prompt of one sentence six times (73 tokens with BOS: the
  * reference's 12-token match needs more than 61 of history), greedy: the
  * same 3 drafts, 2 accepted, as `tokscope generate --spec ngram` counts on
@@ -156,7 +182,8 @@ static void test_stories_ngram(void **s)
     const char *path = TESTDATA_REQUIRE("models/stories260K.gguf");
     char text[512] = "";
     for (int i = 0; i < 6; i++)
-        strcat(text, i ? " Once upon a time there was a little girl." : "Once upon a time there was a little girl.");
+        strcat(text, i ? " Once upon a time there was a little girl."
+                       : "Once upon a time there was a little girl.");
     chat_message m = {"user", text};
     static turn_log a, b;
     engine *e = start(path, SPEC_OFF, NULL, 0, 42);
@@ -171,9 +198,21 @@ static void test_stories_ngram(void **s)
     assert_int_equal(b.done.n_drafted, 3);
     assert_int_equal(b.done.n_accepted, 2);
 }
-static void test_tinyspm_draft_seeded(void **s) { (void)s; check_model("models/tiny-spm-q8_0.gguf", SPEC_DRAFT, 0.8f, false, 42); }
-static void test_qwen35_draft_greedy(void **s) { (void)s; check_model("families2026/models/qwen35-mini-q8_0.gguf", SPEC_DRAFT, 0, true, 42); }
-static void test_qwen35_draft_seeded(void **s) { (void)s; check_model("families2026/models/qwen35-mini-q8_0.gguf", SPEC_DRAFT, 0.8f, false, 42); }
+static void test_tinyspm_draft_seeded(void **s)
+{
+    (void)s;
+    check_model("models/tiny-spm-q8_0.gguf", SPEC_DRAFT, 0.8f, false, 42);
+}
+static void test_qwen35_draft_greedy(void **s)
+{
+    (void)s;
+    check_model("families2026/models/qwen35-mini-q8_0.gguf", SPEC_DRAFT, 0, true, 42);
+}
+static void test_qwen35_draft_seeded(void **s)
+{
+    (void)s;
+    check_model("families2026/models/qwen35-mini-q8_0.gguf", SPEC_DRAFT, 0.8f, false, 42);
+}
 
 /* a draft model with another vocabulary: the engine says so and runs without */
 static void test_engine_refuses_vocab(void **s)
@@ -213,8 +252,8 @@ static void test_set_live(void **s)
     assert_int_equal(a.done.n_drafted, 0);
     engine_set_spec(e, "spec", "draft");
     engine_set_spec(e, "draft_model", path);
-    engine_set_spec(e, "draft_max", "0");  /* refused */
-    engine_set_spec(e, "spec", "eagle"); /* refused */
+    engine_set_spec(e, "draft_max", "0"); /* refused */
+    engine_set_spec(e, "spec", "eagle");  /* refused */
     engine_submit(e, 1, &m, 1);
     collect(e, &b);
     assert_int_equal(b.n_error, 2);
