@@ -378,7 +378,8 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
             rc = bad(&c, "model", "'model' must be a string");
             goto out;
         }
-        req->model = strdup(f->valuestring);
+        /* echoed in every reply: invalid UTF-8 there would make the reply invalid */
+        req->model = serve_utf8_clean(f->valuestring, strlen(f->valuestring));
     }
     if ((rc = get_bool(&c, o, "stream", &req->stream)))
         goto out;
