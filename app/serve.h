@@ -31,6 +31,7 @@ struct cJSON;
 #define SERVE_MAX_TOP 20           /* top_logprobs a request may ask for (OpenAI's limit) */
 #define SERVE_MAX_BODY (8u << 20)  /* request bodies larger than this get 413 */
 #define SERVE_IDLE_S 15           /* a connection silent this long is closed (its head unfinished, or idle) */
+#define SERVE_REQUEST_S 300       /* ... once a completion's head is accepted (its body, its reply) */
 #define SERVE_PIECE_MAX 128        /* bytes of a token's piece kept for its logprobs entry */
 
 /* ---- serve_request.c ---------------------------------------------------- */

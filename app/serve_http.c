@@ -493,6 +493,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > SERVE_MAX_BODY)
             cr->too_big = true;
+        /* a completion past the key: its body may come slowly, its reply
+         * take long; only heads and idle connections get the short timeout */
+        if (post)
+            MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)SERVE_REQUEST_S);
         return MHD_YES;
     }
     if (*upload_size) { /* the body, bounded */
@@ -588,9 +592,8 @@ serve_http *serve_http_start(const serve_http_params *p, char *err, size_t errle
      * as many connections as descriptors allow (a thread each, idle in
      * poll), one address never more than three quarters of them, and a
      * connection that sends nothing for SERVE_IDLE_S seconds (a head never
-     * finished, a keep-alive left open) is closed. A connection whose job
-     * waits or streams is in our code, where the library's timeout does not
-     * apply. */
+     * finished, a keep-alive left open) is closed; a completion whose head
+     * passed the key check gets SERVE_REQUEST_S (handler). */
     struct rlimit rl;
     rlim_t fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
     unsigned limit = fds > 4096 + 64 ? 4096u : fds > 128 + 64 ? (unsigned)(fds - 64) : 128u;

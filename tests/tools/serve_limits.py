@@ -183,6 +183,44 @@ def flood(port, key):
 
     run("serve under 300 idle connections: /health and a keyed client still answer", check)
 
+    def timeouts():
+        # an unfinished head is closed after SERVE_IDLE_S (15 s); a keyed completion whose head is
+        # in may send its body later than that (it gets SERVE_REQUEST_S)
+        body = json.dumps({"prompt": "Once", "max_tokens": 2}).encode()
+        idle = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
+        slow = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
+        bad = []
+        try:
+            idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                         % (key.encode(), len(body)))
+            t0 = time.monotonic()
+            time.sleep(17)
+            try:
+                closed = idle.recv(1) == b""
+            except OSError:
+                closed = True
+            if not closed:
+                bad.append("an unfinished head still open after 17 s")
+            slow.sendall(body)
+            out = b""
+            while b"\r\n\r\n" not in out:
+                d = slow.recv(65536)
+                if not d:
+                    break
+                out += d
+            if b" 200 " not in out.split(b"\r\n", 1)[0] + b" ":
+                bad.append("a body sent %.0f s after its head: %r" % (time.monotonic() - t0, out[:80]))
+        except OSError as e:
+            bad.append("%s: %s" % (type(e).__name__, e))
+        finally:
+            idle.close()
+            slow.close()
+        return bad
+
+    run("serve closes an unfinished head after 15 s; a keyed completion's body may come later", timeouts)
+
 
 # ---- 14 and 15: the protocol -----------------------------------------------------------------------
 
