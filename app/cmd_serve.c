@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "commands.h"
 #include "serve.h"
@@ -184,6 +185,13 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* room for many idle connections (each one a descriptor): serve_http
+     * sizes its connection limit from this */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 65536) {
+        rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 
     int rc = 1;
     serve_vocab *v = NULL;
