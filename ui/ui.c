@@ -423,8 +423,9 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         }
         if (ev->reason == ENGINE_DONE_ERROR || ev->reason == ENGINE_DONE_CUT)
             ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "generation failed");
-        else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0])
-            ui_message(app, UI_MSG_WARN, "%s: /edit it shorter, /clear or /new (or a larger -c%s)", ev->message,
+        else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0]) /* the turn failed: an error, which
+                                                                          replaces the engine's shorter one */
+            ui_message(app, UI_MSG_ERROR, "%s: /edit it shorter, /clear or /new (or a larger -c%s)", ev->message,
                        app->info.recurrent ? "" : ", or context shift on");
         else if (ev->reason == ENGINE_DONE_CTX_FULL)
             ui_message(app, UI_MSG_WARN, "context full (%d/%d)", app->n_past, app->n_ctx);
@@ -1222,6 +1223,17 @@ static void term_setup(ui_app *app)
     theme_init(app->colors);
     define_key("\033[200~", KEY_PASTE_BEGIN);
     define_key("\033[201~", KEY_PASTE_END);
+    /* Home and End as tmux, screen and the VT220 family send them, whatever
+     * TERM's description says (xterm's is ESC O H): the conversation's first
+     * and last token have no letter keys any more */
+    static const char *const home[] = {"\033[1~", "\033[7~", "\033[H", "\033OH"};
+    static const char *const end[] = {"\033[4~", "\033[8~", "\033[F", "\033OF"};
+    for (size_t i = 0; i < 4; i++) {
+        if (key_defined(home[i]) == 0)
+            define_key(home[i], KEY_HOME);
+        if (key_defined(end[i]) == 0)
+            define_key(end[i], KEY_END);
+    }
     if (app->mouse) {
         mmask_t mask = BUTTON4_PRESSED | BUTTON1_PRESSED | BUTTON1_CLICKED;
 #ifdef BUTTON5_PRESSED

@@ -46,7 +46,7 @@ result "tui-input: Alt-e in conversation focus edits the user message above" $?
 keys Escape
 wait_for 'edit cancelled' 5
 keys F1
-wait_for 'Alt-e' 5 && screen | grep -q 'typing goes to the input'
+wait_for 'Alt-e' 5 && screen | grep -q 'typing goes to the input, letters are never commands'
 result "tui-input: /help names Alt-e and says typing goes to the input" $?
 keys Escape
 
