@@ -38,6 +38,11 @@ sleep 0.2
 keys -l "cat"
 wait_for '^> cat *$' 5 && ! screen | grep -q 'probability colours'
 result "tui-input: 'cat' typed in conversation focus lands whole in the input (colours untouched)" $?
+keys C-a C-k BTab
+wait_for 'focus: inspector' 5
+keys -l "jump"
+wait_for '^> jump *$' 5
+result "tui-input: 'jump' typed in inspector focus lands whole in the input" $?
 keys C-a C-k Tab
 sleep 0.2
 keys M-e
