@@ -54,7 +54,8 @@ const store_summary *autosave_last_summary(const struct ui_app *app);
 /* One line describing the last session: "“title” · 4 messages · model.gguf · 5 min ago". */
 void autosave_offer_text(const struct ui_app *app, char *buf, size_t cap);
 /* Replaces the conversations with those of path (NULL: the last session).
- * The current session is saved first, so nothing is lost. */
+ * The current session is saved first, so nothing is lost. On success err
+ * holds "" or the conversations left out (store_load). */
 bool autosave_resume(struct ui_app *app, const char *path, char *err, size_t errlen);
 /* After a completed turn: takes a snapshot now, writes it in the background. */
 void autosave_request(struct ui_app *app);

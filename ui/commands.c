@@ -283,14 +283,17 @@ void commands_run(ui_app *app, const char *line)
         bool ok = !strcmp(n, "save")   ? store_save(app, args, err, sizeof err)
                   : !strcmp(n, "load") ? store_load(app, args, err, sizeof err)
                                        : store_export_md(app, args, err, sizeof err);
+        const char *note = ok && !strcmp(n, "load") ? err : ""; /* conversations a load left out */
         if (ok)
-            ui_message(app, UI_MSG_INFO, "%s %s", !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", args);
+            ui_message(app, note[0] ? UI_MSG_WARN : UI_MSG_INFO, "%s %s%s%s",
+                       !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", args,
+                       note[0] ? "; " : "", note);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "resume")) {
         if (autosave_resume(app, args[0] ? args : NULL, err, sizeof err))
-            ui_message(app, UI_MSG_INFO, "resumed: %zu conversation%s", app->n_convs,
-                       app->n_convs == 1 ? "" : "s");
+            ui_message(app, err[0] ? UI_MSG_WARN : UI_MSG_INFO, "resumed: %zu conversation%s%s%s", app->n_convs,
+                       app->n_convs == 1 ? "" : "s", err[0] ? "; " : "", err);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "model")) {

@@ -7,10 +7,21 @@
  * "tokens" (id, position, text span, logit, probabilities, entropies and
  * the candidates), so the inspector and branching work after loading. A
  * conversation with its own parameters (compare settings' side B) has
- * "params". Format 1 (no versions, no tokens) loads as before. */
+ * "params". Format 1 (no versions, no tokens) loads as before.
+ *
+ * A reply is bytes, not a string: a model's byte tokens give NULs and
+ * invalid UTF-8, which a JSON string cannot hold. Such a message's
+ * "content" has U+FFFD in their place (what versions before this load and
+ * show) and "content_base64" its exact bytes, which the token offsets
+ * count. A reply cut by tokscope's exit while it streamed has "done"
+ * ENGINE_DONE_STOPPED (older versions show it stopped) and "interrupted".
+ *
+ * Loading checks each conversation on its own: one that is not sound is
+ * left out and named, the others load. */
 #include "store.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +62,99 @@ static cJSON *params_json(const sampler_params *sp)
     return params;
 }
 
+/* ---- bytes a JSON string cannot hold: base64 (RFC 4648, padded) ---- */
+
+static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const unsigned char *s, size_t n)
+{
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (!out)
+        abort();
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        const uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+        out[o++] = b64_digits[v >> 18 & 63];
+        out[o++] = b64_digits[v >> 12 & 63];
+        out[o++] = i + 1 < n ? b64_digits[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? b64_digits[v & 63] : '=';
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* s's bytes (malloc'd, NUL-terminated after *n); NULL when s is not
+ * base64: whole groups of four, '=' only as the last group's padding. */
+static char *b64_decode(const char *s, size_t *n)
+{
+    const size_t sl = strlen(s);
+    if (sl % 4)
+        return NULL;
+    char *out = malloc(sl / 4 * 3 + 1);
+    if (!out)
+        abort();
+    size_t o = 0;
+    for (size_t i = 0; i < sl; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            const char ch = s[i + k];
+            const char *d = strchr(b64_digits, ch);
+            if (ch == '=' && i + 4 == sl && k >= 2 && (k == 3 || s[i + 3] == '=')) {
+                pad++;
+                v <<= 6;
+                continue;
+            }
+            if (!d || pad) {
+                free(out);
+                return NULL;
+            }
+            v = v << 6 | (uint32_t)(d - b64_digits);
+        }
+        out[o++] = (char)(v >> 16);
+        if (pad < 2)
+            out[o++] = (char)(v >> 8 & 255);
+        if (pad < 1)
+            out[o++] = (char)(v & 255);
+    }
+    out[o] = 0;
+    *n = o;
+    return out;
+}
+
+/* s[0..n) as the string key; when those bytes are not all UTF-8 without a
+ * NUL, the string has U+FFFD in place of each byte it cannot hold and
+ * key_base64 the exact bytes. */
+static void add_bytes(cJSON *o, const char *key, const char *s, size_t n)
+{
+    if (!memchr(s, 0, n) && utf8_valid(s, n)) {
+        cJSON_AddStringToObject(o, key, s);
+        return;
+    }
+    char *t = malloc(3 * n + 1);
+    if (!t)
+        abort();
+    size_t tl = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i])
+            t[tl++] = s[i];
+        else {
+            memcpy(t + tl, "\xef\xbf\xbd", 3);
+            tl += 3;
+        }
+    char *clean = utf8_sanitize(t, tl, NULL);
+    free(t);
+    char *b = b64_encode((const unsigned char *)s, n);
+    if (!clean)
+        abort();
+    char k64[64];
+    snprintf(k64, sizeof k64, "%s_base64", key);
+    cJSON_AddStringToObject(o, key, clean);
+    cJSON_AddStringToObject(o, k64, b);
+    free(clean);
+    free(b);
+}
+
 static cJSON *tokens_json(const ui_msg *m)
 {
     cJSON *a = cJSON_CreateArray();
@@ -79,8 +183,11 @@ static cJSON *msg_json(const ui_msg *m)
 {
     cJSON *jm = cJSON_CreateObject();
     cJSON_AddStringToObject(jm, "role", m->role);
-    cJSON_AddStringToObject(jm, "content", m->text);
-    if (m->done_reason >= 0)
+    add_bytes(jm, "content", m->text, m->len);
+    if (m->streaming || m->done_reason == CONV_DONE_INTERRUPTED) { /* cut by the exit: not finished */
+        cJSON_AddNumberToObject(jm, "done", ENGINE_DONE_STOPPED);
+        cJSON_AddBoolToObject(jm, "interrupted", true);
+    } else if (m->done_reason >= 0)
         cJSON_AddNumberToObject(jm, "done", m->done_reason);
     if (m->n_toks)
         cJSON_AddItemToObject(jm, "tokens", tokens_json(m));
@@ -206,10 +313,10 @@ static bool valid_role(const char *r)
     return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant");
 }
 
-static bool load_params(const cJSON *params, sampler_params *sp, const char *path, char *err, size_t errlen)
+static bool load_params(const cJSON *params, sampler_params *sp, char *err, size_t errlen)
 {
     if (params && !cJSON_IsObject(params)) { /* an array's items have no names */
-        snprintf(err, errlen, "%s: \"params\" is not an object", path);
+        snprintf(err, errlen, "\"params\" is not an object");
         return false;
     }
     const cJSON *p;
@@ -225,7 +332,7 @@ static bool load_params(const cJSON *params, sampler_params *sp, const char *pat
         else
             continue;
         if (!params_set_value(sp, p->string, v, perr, sizeof perr)) {
-            snprintf(err, errlen, "%s: %s", path, perr);
+            snprintf(err, errlen, "%s", perr);
             return false;
         }
     }
@@ -304,11 +411,28 @@ static bool valid_tokens(const cJSON *toks, size_t text_len)
     return true;
 }
 
+/* A message's text: the exact bytes of "content_base64" when it is there,
+ * else "content" (malloc'd, NUL-terminated after *n); NULL when
+ * "content_base64" is not base64. */
+static char *msg_content(const cJSON *m, size_t *n)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "content_base64");
+    if (b)
+        return cJSON_IsString(b) ? b64_decode(b->valuestring, n) : NULL;
+    const char *c = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
+    *n = strlen(c);
+    char *d = malloc(*n + 1);
+    if (!d)
+        abort();
+    memcpy(d, c, *n + 1);
+    return d;
+}
+
 /* A list of messages and, recursively, their versions. */
-static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, const char *path)
+static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen)
 {
     if (!cJSON_IsArray(msgs) || depth > 256) {
-        snprintf(err, errlen, "%s: %s", path, depth > 256 ? "versions nested too deep" : "\"messages\" is not a list");
+        snprintf(err, errlen, "%s", depth > 256 ? "versions nested too deep" : "\"messages\" is not a list");
         return false;
     }
     const cJSON *m;
@@ -317,12 +441,19 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, c
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         if (!cJSON_IsString(role) || !cJSON_IsString(content) || !valid_role(role->valuestring)) {
-            snprintf(err, errlen, "%s: a message needs \"role\" (system/user/assistant) and \"content\" strings", path);
+            snprintf(err, errlen, "a message needs \"role\" (system/user/assistant) and \"content\" strings");
             return false;
         }
+        size_t len;
+        char *text = msg_content(m, &len);
+        if (!text) {
+            snprintf(err, errlen, "a message's \"content_base64\" is not base64");
+            return false;
+        }
+        free(text);
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
-        if (toks && !valid_tokens(toks, strlen(content->valuestring))) {
-            snprintf(err, errlen, "%s: a message's \"tokens\" are malformed", path);
+        if (toks && !valid_tokens(toks, len)) {
+            snprintf(err, errlen, "a message's \"tokens\" are malformed");
             return false;
         }
         /* reasoning (files since the 2026 templates; older ones have none) */
@@ -330,11 +461,10 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, c
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
         const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
         if ((te && (!cJSON_IsNumber(te) || te->valuedouble < 0 ||
-                    te->valuedouble > (double)strlen(content->valuestring) || te->valuedouble != (int)te->valuedouble)) ||
+                    te->valuedouble > (double)len || te->valuedouble != (int)te->valuedouble)) ||
             (rs && !cJSON_IsString(rs)) || (an && !cJSON_IsString(an)) ||
             !valid_think_text(cJSON_GetObjectItemCaseSensitive(m, "think_text"), te)) {
-            snprintf(err, errlen, "%s: a message's reasoning (\"think_end\", \"reasoning\", \"answer\") is malformed",
-                     path);
+            snprintf(err, errlen, "a message's reasoning (\"think_end\", \"reasoning\", \"answer\") is malformed");
             return false;
         }
         const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");
@@ -344,8 +474,7 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, c
         const int n = cJSON_GetArraySize(vers);
         if (!cJSON_IsArray(vers) || n < 2 || !cJSON_IsNumber(cur) || cur->valuedouble < 0 ||
             cur->valuedouble >= n || cur->valuedouble != (int)cur->valuedouble) {
-            snprintf(err, errlen, "%s: a message's \"versions\" need two or more entries and \"version\" one of them",
-                     path);
+            snprintf(err, errlen, "a message's \"versions\" need two or more entries and \"version\" one of them");
             return false;
         }
         int k = 0;
@@ -354,10 +483,10 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, c
         {
             const bool shown = k++ == (int)cur->valuedouble;
             if (shown ? !cJSON_IsNull(v) : !cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
-                snprintf(err, errlen, "%s: a version is null when shown, else a list of messages", path);
+                snprintf(err, errlen, "a version is null when shown, else a list of messages");
                 return false;
             }
-            if (!shown && !valid_msgs(v, depth + 1, err, errlen, path))
+            if (!shown && !valid_msgs(v, depth + 1, err, errlen))
                 return false;
         }
     }
@@ -414,16 +543,21 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
     cJSON_ArrayForEach(m, msgs)
     {
         const char *role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
-        const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
+        size_t len;
+        char *content = msg_content(m, &len); /* validated: not NULL */
         if (top && !strcmp(role, "system") && c->n_msgs == 0 && !c->system[0]) {
             conv_set_system(c, content);
+            free(content);
             continue;
         }
-        const size_t at = conv_add_msg(c, role, content); /* may move c->msgs */
+        const size_t at = conv_add_msg_n(c, role, content, len); /* may move c->msgs */
+        free(content);
         ui_msg *msg = &c->msgs[at];
         const cJSON *done = cJSON_GetObjectItemCaseSensitive(m, "done");
         if (cJSON_IsNumber(done) && done->valuedouble >= 0 && done->valuedouble <= ENGINE_DONE_CUT)
             msg->done_reason = (int)done->valuedouble;
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "interrupted")) && !strcmp(role, "assistant"))
+            msg->done_reason = CONV_DONE_INTERRUPTED;
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
         if (toks)
             load_tokens(msg, toks);
@@ -470,6 +604,23 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
     }
 }
 
+/* Whether conversation c loads (else why); its own parameters into *own,
+ * from sp. */
+static bool valid_conv(const cJSON *c, const sampler_params *sp, sampler_params *own, char *why, size_t cap)
+{
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(c, "system");
+    if (!cJSON_IsObject(c) || (msgs && !cJSON_IsArray(msgs)) || (sys && !cJSON_IsString(sys) && !cJSON_IsNull(sys))) {
+        snprintf(why, cap, "not {\"system\": string, \"messages\": [...]}");
+        return false;
+    }
+    if (msgs && !valid_msgs(msgs, 0, why, cap))
+        return false;
+    *own = *sp;
+    const cJSON *jp = cJSON_GetObjectItemCaseSensitive(c, "params");
+    return !jp || load_params(jp, own, why, cap);
+}
+
 bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
 {
     if (ui_busy(app)) {
@@ -498,53 +649,67 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
         cJSON_Delete(root);
         return false;
     }
-    /* validate everything before touching the current state */
-    const cJSON *c;
-    cJSON_ArrayForEach(c, convs)
-    {
-        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
-        const cJSON *sys = cJSON_GetObjectItemCaseSensitive(c, "system");
-        if (!cJSON_IsObject(c) || (msgs && !cJSON_IsArray(msgs)) || (sys && !cJSON_IsString(sys) && !cJSON_IsNull(sys))) {
-            snprintf(err, errlen, "%s: a conversation is not {\"system\": string, \"messages\": [...]}", path);
-            cJSON_Delete(root);
-            return false;
-        }
-        if (msgs && !valid_msgs(msgs, 0, err, errlen, path)) {
-            cJSON_Delete(root);
-            return false;
-        }
-    }
+    /* every conversation checked on its own before the current state is
+     * touched: one that is not sound is left out, the others load */
+    const int n_convs = cJSON_GetArraySize(convs);
     sampler_params sp = app->sp;
-    if (!load_params(cJSON_GetObjectItemCaseSensitive(root, "params"), &sp, path, err, errlen)) {
-        cJSON_Delete(root);
-        return false;
+    char why[400], note[600] = "";
+    if (!load_params(cJSON_GetObjectItemCaseSensitive(root, "params"), &sp, why, sizeof why)) {
+        sp = app->sp; /* the conversations do not depend on them */
+        snprintf(note, sizeof note, "its parameters were not applied (%s)", why);
     }
-    sampler_params *own = calloc((size_t)cJSON_GetArraySize(convs), sizeof *own);
-    if (!own) {
+    sampler_params *own = calloc((size_t)n_convs, sizeof *own);
+    bool *sound = calloc((size_t)n_convs, sizeof *sound);
+    if (!own || !sound) {
+        free(own);
+        free(sound);
         snprintf(err, errlen, "out of memory");
         cJSON_Delete(root);
         return false;
     }
-    int i = 0;
+    int n_sound = 0, i = 0;
+    char bad[200] = "", first_why[400] = "";
+    const cJSON *c;
     cJSON_ArrayForEach(c, convs)
     {
-        const cJSON *jp = cJSON_GetObjectItemCaseSensitive(c, "params");
-        own[i] = sp;
-        if (jp && !load_params(jp, &own[i], path, err, errlen)) {
-            free(own);
-            cJSON_Delete(root);
-            return false;
+        if (valid_conv(c, &sp, &own[i], why, sizeof why)) {
+            sound[i] = true;
+            n_sound++;
+        } else {
+            if (!first_why[0])
+                snprintf(first_why, sizeof first_why, "%s", why);
+            size_t bl = strlen(bad);
+            snprintf(bad + bl, sizeof bad - bl, "%s%d", bl ? ", " : "", i + 1);
         }
         i++;
+    }
+    if (n_sound == 0) {
+        if (n_convs == 1)
+            snprintf(err, errlen, "%s: %s", path, first_why);
+        else
+            snprintf(err, errlen, "%s: none of its %d conversations loads (the first: %s)", path, n_convs, first_why);
+        free(own);
+        free(sound);
+        cJSON_Delete(root);
+        return false;
     }
     for (size_t k = 0; k < app->n_convs; k++)
         conv_free(app->convs[k]);
     app->n_convs = 0;
     app->cmp_on = app->cmp_queued = false;
     app->edit_conv = app->edit_uid = -1;
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
+    const int want = cJSON_IsNumber(cur) && cur->valuedouble >= 0 && cur->valuedouble < n_convs
+                         ? (int)cur->valuedouble
+                         : -1;
+    app->cur = 0;
     i = 0;
     cJSON_ArrayForEach(c, convs)
     {
+        if (!sound[i++])
+            continue;
+        if (i - 1 == want)
+            app->cur = app->n_convs;
         const cJSON *sys = cJSON_GetObjectItemCaseSensitive(c, "system");
         ui_conv *conv = ui_new_conv(app, cJSON_IsString(sys) ? sys->valuestring : "");
         const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
@@ -552,15 +717,17 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
             load_msgs(conv, msgs, true);
         if (cJSON_GetObjectItemCaseSensitive(c, "params")) {
             conv->has_sp = true;
-            conv->sp = own[i];
+            conv->sp = own[i - 1];
         }
-        i++;
     }
     free(own);
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
-    app->cur = cJSON_IsNumber(cur) && cur->valuedouble >= 0 && cur->valuedouble < (double)app->n_convs
-                   ? (size_t)cur->valuedouble
-                   : 0;
+    free(sound);
+    if (n_sound < n_convs) {
+        size_t nl = strlen(note);
+        snprintf(note + nl, sizeof note - nl, "%sconversation%s %s of %d not loaded: %s%s", nl ? "; " : "",
+                 n_convs - n_sound > 1 ? "s" : "", bad, n_convs, n_convs - n_sound > 1 ? "the first: " : "",
+                 first_why);
+    }
     app->sp = sp;
     ui_params_changed(app);
     const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(root, "template");
@@ -574,6 +741,7 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
     if (cJSON_IsString(ef))
         think_set(app, "effort", ef->valuestring);
     cJSON_Delete(root);
+    snprintf(err, errlen, "%s", note); /* "" when all loaded */
     return true;
 }
 
@@ -598,8 +766,11 @@ bool store_export_md(ui_app *app, const char *path, char *err, size_t errlen)
         if (m->reasoning) /* reasoning apart, folded as in the pane */
             fprintf(f, "## %s\n\n<details><summary>thinking</summary>\n\n%s\n\n</details>\n\n%s\n\n", title,
                     m->reasoning, m->answer ? m->answer : "");
-        else
-            fprintf(f, "## %s\n\n%s\n\n", title, m->text);
+        else { /* the bytes as generated, NULs included */
+            fprintf(f, "## %s\n\n", title);
+            fwrite(m->text, 1, m->len, f);
+            fputs("\n\n", f);
+        }
     }
     if (fclose(f) != 0 || !mem) {
         free(mem);
