@@ -378,8 +378,13 @@ static void load_think_text(ui_msg *msg, const cJSON *tv)
     msg->n_think_vis = (uint32_t)n;
 }
 
-static bool valid_tokens(const cJSON *toks, size_t text_len)
+/* *n_cut: the tokens at the end that run past text_len, which only a
+ * message of a file from before "content_base64" may have (its "content"
+ * stopped at a NUL byte while its tokens ran on): left out when it loads.
+ * Other tokens past the text are malformed. */
+static bool valid_tokens(const cJSON *toks, size_t text_len, bool legacy, size_t *n_cut)
 {
+    *n_cut = 0;
     if (!cJSON_IsArray(toks))
         return false;
     double last_off = 0;
@@ -392,8 +397,13 @@ static bool valid_tokens(const cJSON *toks, size_t text_len)
             if (!cJSON_IsNumber(cJSON_GetArrayItem(t, k)))
                 return false;
         const double off = cJSON_GetArrayItem(t, 2)->valuedouble, len = cJSON_GetArrayItem(t, 3)->valuedouble;
-        if (!(off >= last_off && len >= 0 && off + len <= (double)text_len && len < ENGINE_TEXT_MAX))
+        if (!(off >= last_off && len >= 0 && len < ENGINE_TEXT_MAX))
             return false;
+        if (off + len > (double)text_len || *n_cut) { /* past the text: only at the end, only for legacy */
+            if (!legacy || (!*n_cut && off > (double)text_len))
+                return false;
+            ++*n_cut;
+        }
         last_off = off;
         const cJSON *top = cJSON_GetArrayItem(t, 9);
         if (!cJSON_IsArray(top) || cJSON_GetArraySize(top) > SAMPLER_MAX_TOP)
@@ -429,7 +439,8 @@ static char *msg_content(const cJSON *m, size_t *n)
 }
 
 /* A list of messages and, recursively, their versions. */
-static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen)
+/* *n_cut counts the tokens left out (valid_tokens). */
+static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, size_t *n_cut)
 {
     if (!cJSON_IsArray(msgs) || depth > 256) {
         snprintf(err, errlen, "%s", depth > 256 ? "versions nested too deep" : "\"messages\" is not a list");
@@ -452,10 +463,13 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen)
         }
         free(text);
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
-        if (toks && !valid_tokens(toks, len)) {
+        size_t cut = 0;
+        const bool legacy = !cJSON_GetObjectItemCaseSensitive(m, "content_base64");
+        if (toks && !valid_tokens(toks, len, legacy, &cut)) {
             snprintf(err, errlen, "a message's \"tokens\" are malformed");
             return false;
         }
+        *n_cut += cut;
         /* reasoning (files since the 2026 templates; older ones have none) */
         const cJSON *te = cJSON_GetObjectItemCaseSensitive(m, "think_end");
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
@@ -486,25 +500,34 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen)
                 snprintf(err, errlen, "a version is null when shown, else a list of messages");
                 return false;
             }
-            if (!shown && !valid_msgs(v, depth + 1, err, errlen))
+            if (!shown && !valid_msgs(v, depth + 1, err, errlen, n_cut))
                 return false;
         }
     }
     return true;
 }
 
+/* Validated tokens; those past the text (valid_tokens' n_cut) left out. */
 static void load_tokens(ui_msg *m, const cJSON *toks)
 {
-    const int n = cJSON_GetArraySize(toks);
+    int n = 0;
+    const cJSON *jt;
+    cJSON_ArrayForEach(jt, toks)
+    {
+        if (cJSON_GetArrayItem(jt, 2)->valuedouble + cJSON_GetArrayItem(jt, 3)->valuedouble > (double)m->len)
+            break;
+        n++;
+    }
     if (n <= 0)
         return;
     m->toks = calloc((size_t)n, sizeof *m->toks);
     if (!m->toks)
         abort();
     m->cap_toks = (size_t)n;
-    const cJSON *jt;
     cJSON_ArrayForEach(jt, toks)
     {
+        if (m->n_toks == (size_t)n)
+            break;
         ui_token *t = &m->toks[m->n_toks++];
         double v[9];
         for (int k = 0; k < 9; k++)
@@ -606,7 +629,8 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
 
 /* Whether conversation c loads (else why); its own parameters into *own,
  * from sp. */
-static bool valid_conv(const cJSON *c, const sampler_params *sp, sampler_params *own, char *why, size_t cap)
+static bool valid_conv(const cJSON *c, const sampler_params *sp, sampler_params *own, char *why, size_t cap,
+                       size_t *n_cut)
 {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
     const cJSON *sys = cJSON_GetObjectItemCaseSensitive(c, "system");
@@ -614,7 +638,7 @@ static bool valid_conv(const cJSON *c, const sampler_params *sp, sampler_params 
         snprintf(why, cap, "not {\"system\": string, \"messages\": [...]}");
         return false;
     }
-    if (msgs && !valid_msgs(msgs, 0, why, cap))
+    if (msgs && !valid_msgs(msgs, 0, why, cap, n_cut))
         return false;
     *own = *sp;
     const cJSON *jp = cJSON_GetObjectItemCaseSensitive(c, "params");
@@ -667,14 +691,20 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
         cJSON_Delete(root);
         return false;
     }
-    int n_sound = 0, i = 0;
+    int n_sound = 0, i = 0, cut_conv = 0; /* the first conversation with a reply cut at a NUL (legacy) */
+    size_t n_cut_tokens = 0;
     char bad[200] = "", first_why[400] = "";
     const cJSON *c;
     cJSON_ArrayForEach(c, convs)
     {
-        if (valid_conv(c, &sp, &own[i], why, sizeof why)) {
+        size_t cut = 0;
+        if (valid_conv(c, &sp, &own[i], why, sizeof why, &cut)) {
             sound[i] = true;
             n_sound++;
+            if (cut && !cut_conv) {
+                cut_conv = i + 1;
+                n_cut_tokens = cut;
+            }
         } else {
             if (!first_why[0])
                 snprintf(first_why, sizeof first_why, "%s", why);
@@ -722,6 +752,12 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
     }
     free(own);
     free(sound);
+    if (cut_conv) {
+        size_t nl = strlen(note);
+        snprintf(note + nl, sizeof note - nl,
+                 "%sconversation %d: a reply an older version saved cut at a NUL byte: its last %zu token%s left out",
+                 nl ? "; " : "", cut_conv, n_cut_tokens, n_cut_tokens == 1 ? "" : "s");
+    }
     if (n_sound < n_convs) {
         size_t nl = strlen(note);
         snprintf(note + nl, sizeof note - nl, "%sconversation%s %s of %d not loaded: %s%s", nl ? "; " : "",

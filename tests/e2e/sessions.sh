@@ -14,7 +14,7 @@ fi
 QWEN35=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
 STORIES=$TESTDATA/models/stories260K.gguf
 
-E2E_COLS=220 # room in the status line for the path and what a load left out
+E2E_COLS=280 # room in the status line for the path and what a load left out
 . tests/e2e/lib/tmux.sh
 tpid() { ps -o pid=,comm= --ppid "$(T display -p '#{pane_pid}')" | awk '$2 == "tokscope" { print $1; exit }'; }
 sessions() { ls "${STATE:-$TMP/state}/tokscope/sessions/"*.json 2>/dev/null; }
@@ -59,6 +59,24 @@ if need "$QWEN35" "sessions: qwen35-mini model"; then
         wait_for '^Assistant \[n_predict reached\] 30 tokens' 5 && reply_lines | cmp -s - "$TMP/shown.txt"
     result "sessions: /load (a new tokscope) brings the reply back as it was shown" $? \
         "$(reply_lines | diff "$TMP/shown.txt" - | head -n 6)"
+    # the same session as versions before content_base64 saved it: "content"
+    # stopped at the NUL (invalid UTF-8 as U+FFFD), the tokens ran on
+    python3 -c 'import base64, json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+m = d["conversations"][0]["messages"][1]
+raw = base64.b64decode(m.pop("content_base64"))
+m["content"] = raw[:raw.index(0)].decode("utf-8", "replace")
+d["conversations"].insert(0, {"system": "", "messages": [{"role": "user", "content": "before"}]})
+d["current"] = 1
+json.dump(d, open(sys.argv[2], "w"))' "$TMP/F.json" "$TMP/old.json"
+    line "/load $TMP/old.json"
+    wait_for 'conversation 2: a reply an older version saved cut at a NUL byte: its last [0-9]+ tokens left out' 5 &&
+        left | grep -qE '^Assistant \[n_predict reached\] [0-9]+ tokens' && left | grep -q '^  Hi'
+    result "sessions: a file an older version saved with that reply loads (its text up to the NUL, said so)" $?
+    line "/save $TMP/G.json"
+    wait_for "saved $TMP/G\.json" 5
+    line "/load $TMP/F.json"
+    wait_for "loaded $TMP/F\.json *$" 5
     line "/save $TMP/G.json"
     wait_for "saved $TMP/G\.json" 5 && cmp -s "$TMP/F.json" "$TMP/G.json"
     result "sessions: saving the loaded session gives the same file" $?
@@ -79,7 +97,7 @@ if need "$STORIES" "sessions: stories260K model"; then
 {"tokscope": 2, "conversations": [
  {"system": "", "messages": [{"role": "user", "content": "the sound one"}, {"role": "assistant", "content": "kept"}]},
  {"system": "", "messages": [{"role": "user", "content": "the broken one"},
-  {"role": "assistant", "content": "a", "tokens": [[5, 1, 0, 9, 0, 0, 0, 0, 0, []]]}]}]}
+  {"role": "assistant", "content": "a", "tokens": [[5, 1, 7, 1, 0, 0, 0, 0, 0, []]]}]}]}
 EOF
     start -m "$STORIES" --no-autosave
     wait_for '^ idle ' 20

@@ -189,7 +189,7 @@ static void test_bad_conversation(void **state)
     write_text(g_path, "{\"tokscope\": 2, \"current\": 2, \"conversations\": ["
                        "{\"system\": \"\", \"messages\": [{\"role\": \"user\", \"content\": \"one\"}]},"
                        "{\"system\": \"\", \"messages\": [{\"role\": \"user\", \"content\": \"two\"},"
-                       " {\"role\": \"assistant\", \"content\": \"a\", \"tokens\": [[5, 1, 0, 9, 0, 0, 0, 0, 0, []]]}]},"
+                       " {\"role\": \"assistant\", \"content\": \"a\", \"tokens\": [[5, 1, 7, 1, 0, 0, 0, 0, 0, []]]}]},"
                        "{\"system\": \"s\", \"messages\": [{\"role\": \"user\", \"content\": \"three\"}]}]}");
     ui_app *app = fake_app();
     char err[512];
@@ -228,6 +228,41 @@ static void test_bad_conversation(void **state)
         fail_msg("%s", err);
     assert_string_equal(app->convs[0]->msgs[0].text, "kept");
     assert_non_null(strstr(err, "parameters were not applied"));
+    free_app(app);
+}
+
+/* A file of a version before "content_base64": a reply's "content"
+ * stopped at a NUL byte while its tokens ran on. The conversation loads
+ * with the text saved and the tokens inside it; the note says what was
+ * left out. Tokens past the text in a file with "content_base64" stay
+ * malformed. */
+static void test_legacy_nul(void **state)
+{
+    (void)state;
+    write_text(g_path, "{\"tokscope\": 2, \"conversations\": ["
+                       "{\"system\": \"\", \"messages\": [{\"role\": \"user\", \"content\": \"other\"}]},"
+                       "{\"system\": \"\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"},"
+                       " {\"role\": \"assistant\", \"content\": \"ab\", \"done\": 1, \"tokens\": ["
+                       "[1, 2, 0, 1, 0, 0, 0, 0, 0, []], [2, 3, 1, 1, 0, 0, 0, 0, 0, []],"
+                       "[3, 4, 2, 1, 0, 0, 0, 0, 0, [[3, 0, 0, 0, \"\"]]], [4, 5, 3, 1, 0, 0, 0, 0, 0, []]]}]}]}");
+    ui_app *app = fake_app();
+    char err[512];
+    if (!store_load(app, g_path, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(app->n_convs, 2);
+    const ui_msg *m = &app->convs[1]->msgs[1];
+    assert_string_equal(m->text, "ab");
+    assert_int_equal(m->n_toks, 2);
+    assert_int_equal(m->done_reason, ENGINE_DONE_LENGTH);
+    assert_non_null(strstr(err, "conversation 2: a reply an older version saved cut at a NUL byte"));
+    assert_non_null(strstr(err, "its last 2 tokens left out"));
+    /* with the exact bytes there, tokens past them are a fault */
+    write_text(g_path, "{\"tokscope\": 2, \"conversations\": ["
+                       "{\"system\": \"\", \"messages\": [{\"role\": \"assistant\", \"content\": \"a\ufffd\","
+                       " \"content_base64\": \"YQA=\", \"tokens\": [[1, 2, 0, 1, 0, 0, 0, 0, 0, []],"
+                       " [2, 3, 1, 2, 0, 0, 0, 0, 0, []]]}]}]}");
+    assert_false(store_load(app, g_path, err, sizeof err));
+    assert_non_null(strstr(err, "\"tokens\" are malformed"));
     free_app(app);
 }
 
@@ -292,6 +327,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_every_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_conversation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_legacy_nul, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
