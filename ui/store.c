@@ -155,6 +155,30 @@ static void add_bytes(cJSON *o, const char *key, const char *s, size_t n)
     free(b);
 }
 
+/* The candidates' texts that are not UTF-8 (a byte token's piece): their
+ * "text" has U+FFFD, and the message's "top_base64" lists [token index,
+ * candidate index, exact bytes] for each. */
+static void top_bytes_json(cJSON *jm, const ui_msg *m)
+{
+    cJSON *a = NULL;
+    for (size_t i = 0; i < m->n_toks; i++)
+        for (int32_t k = 0; k < m->toks[i].n_top; k++) {
+            const char *tx = m->toks[i].top[k].text;
+            const size_t n = strnlen(tx, ENGINE_TEXT_MAX);
+            if (utf8_valid(tx, n))
+                continue;
+            if (!a)
+                a = cJSON_AddArrayToObject(jm, "top_base64");
+            char *b = b64_encode((const unsigned char *)tx, n);
+            cJSON *e = cJSON_CreateArray();
+            cJSON_AddItemToArray(e, cJSON_CreateNumber((double)i));
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(k));
+            cJSON_AddItemToArray(e, cJSON_CreateString(b));
+            cJSON_AddItemToArray(a, e);
+            free(b);
+        }
+}
+
 static cJSON *tokens_json(const ui_msg *m)
 {
     cJSON *a = cJSON_CreateArray();
@@ -189,8 +213,10 @@ static cJSON *msg_json(const ui_msg *m)
         cJSON_AddBoolToObject(jm, "interrupted", true);
     } else if (m->done_reason >= 0)
         cJSON_AddNumberToObject(jm, "done", m->done_reason);
-    if (m->n_toks)
+    if (m->n_toks) {
         cJSON_AddItemToObject(jm, "tokens", tokens_json(m));
+        top_bytes_json(jm, m);
+    }
     if (m->think_end && !m->streaming) { /* reasoning: content[0..think_end) is its block */
         cJSON_AddNumberToObject(jm, "think_end", m->think_end);
         cJSON_AddBoolToObject(jm, "think_open", m->think_open);
@@ -439,6 +465,33 @@ static char *msg_content(const cJSON *m, size_t *n)
 }
 
 /* A list of messages and, recursively, their versions. */
+/* "top_base64": absent, or [token, candidate, base64] entries naming
+ * candidates of toks, each with the bytes of a candidate's text (no NUL). */
+static bool valid_top_bytes(const cJSON *tb, const cJSON *toks)
+{
+    if (!tb)
+        return true;
+    if (!cJSON_IsArray(tb) || !toks)
+        return false;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, tb)
+    {
+        const cJSON *ti = cJSON_GetArrayItem(e, 0), *ki = cJSON_GetArrayItem(e, 1), *b = cJSON_GetArrayItem(e, 2);
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 3 || !cJSON_IsNumber(ti) || !cJSON_IsNumber(ki) ||
+            !cJSON_IsString(b) || ti->valuedouble < 0 || ti->valuedouble >= cJSON_GetArraySize(toks) ||
+            ti->valuedouble != (int)ti->valuedouble || ki->valuedouble != (int)ki->valuedouble || ki->valuedouble < 0 ||
+            ki->valuedouble >= cJSON_GetArraySize(cJSON_GetArrayItem(cJSON_GetArrayItem(toks, (int)ti->valuedouble), 9)))
+            return false;
+        size_t n;
+        char *d = b64_decode(b->valuestring, &n);
+        const bool ok = d && n < ENGINE_TEXT_MAX && !memchr(d, 0, n);
+        free(d);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 /* *n_cut counts the tokens left out (valid_tokens). */
 static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, size_t *n_cut)
 {
@@ -470,6 +523,10 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, s
             return false;
         }
         *n_cut += cut;
+        if (!valid_top_bytes(cJSON_GetObjectItemCaseSensitive(m, "top_base64"), toks)) {
+            snprintf(err, errlen, "a message's \"top_base64\" is malformed");
+            return false;
+        }
         /* reasoning (files since the 2026 templates; older ones have none) */
         const cJSON *te = cJSON_GetObjectItemCaseSensitive(m, "think_end");
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
@@ -584,6 +641,18 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(m, "tokens");
         if (toks)
             load_tokens(msg, toks);
+        const cJSON *tb;
+        cJSON_ArrayForEach(tb, cJSON_GetObjectItemCaseSensitive(m, "top_base64"))
+        { /* validated; a token left out (legacy) takes its candidates with it */
+            const size_t ti = (size_t)cJSON_GetArrayItem(tb, 0)->valuedouble;
+            const int ki = (int)cJSON_GetArrayItem(tb, 1)->valuedouble;
+            if (ti >= msg->n_toks || ki >= msg->toks[ti].n_top)
+                continue;
+            size_t n;
+            char *d = b64_decode(cJSON_GetArrayItem(tb, 2)->valuestring, &n);
+            memcpy(msg->toks[ti].top[ki].text, d, n + 1);
+            free(d);
+        }
         const cJSON *te = cJSON_GetObjectItemCaseSensitive(m, "think_end");
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
         if (cJSON_IsNumber(te) && !strcmp(role, "assistant")) {

@@ -43,6 +43,7 @@ if need "$QWEN35" "sessions: qwen35-mini model"; then
     line "Hi"
     wait_for '^Assistant \[n_predict reached\] 30 tokens' 20 && wait_idle 10
     reply_lines >"$TMP/shown.txt"
+    right | grep -v " t/s " >"$TMP/inspector.txt"
     line "/save $TMP/F.json"
     wait_for "saved $TMP/F\.json" 5 && reply_bytes "$TMP/F.json" "$TMP/saved.bin" && cmp -s "$TMP/saved.bin" "$TMP/gen.bin"
     result "sessions: /save keeps the reply byte for byte, the NUL included (valid JSON)" $? \
@@ -56,9 +57,10 @@ if need "$QWEN35" "sessions: qwen35-mini model"; then
     wait_for '^ idle ' 20
     line "/load $TMP/F.json"
     wait_for "loaded $TMP/F\.json *$" 5 && ! screen | grep -q 'malformed' &&
-        wait_for '^Assistant \[n_predict reached\] 30 tokens' 5 && reply_lines | cmp -s - "$TMP/shown.txt"
-    result "sessions: /load (a new tokscope) brings the reply back as it was shown" $? \
-        "$(reply_lines | diff "$TMP/shown.txt" - | head -n 6)"
+        wait_for '^Assistant \[n_predict reached\] 30 tokens' 5 && reply_lines | cmp -s - "$TMP/shown.txt" &&
+        right | grep -v " t/s " | cmp -s - "$TMP/inspector.txt"
+    result "sessions: /load (a new tokscope) brings the reply and its candidates (inspector) back as they were shown" $? \
+        "$(reply_lines | diff "$TMP/shown.txt" - | head -n 6; right | diff "$TMP/inspector.txt" - | head -n 6)"
     # the same session as versions before content_base64 saved it: "content"
     # stopped at the NUL (invalid UTF-8 as U+FFFD), the tokens ran on
     python3 -c 'import base64, json, sys

@@ -159,6 +159,8 @@ static void test_every_byte(void **state)
         assert_int_equal(bm->toks[k].off, m->toks[k].off);
         assert_int_equal(bm->toks[k].len, m->toks[k].len);
         assert_int_equal(bm->toks[k].id, m->toks[k].id);
+        assert_int_equal(bm->toks[k].n_top, 1); /* the candidates' texts too (the inspector's) */
+        assert_string_equal(bm->toks[k].top[0].text, m->toks[k].top[0].text);
     }
     assert_int_equal(bm->toks[0].len, 1);
     assert_int_equal(bm->text[bm->toks[0].off], 0); /* the NUL token's byte */
