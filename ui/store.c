@@ -824,7 +824,8 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
     if (cut_conv) {
         size_t nl = strlen(note);
         snprintf(note + nl, sizeof note - nl,
-                 "%sconversation %d: a reply an older version saved cut at a NUL byte: its last %zu token%s left out",
+                 "%sconversation %d: a reply's last %zu token%s ran past its text (an older version cut it at "
+                 "a NUL byte): left out",
                  nl ? "; " : "", cut_conv, n_cut_tokens, n_cut_tokens == 1 ? "" : "s");
     }
     if (n_sound < n_convs) {

@@ -72,7 +72,7 @@ d["conversations"].insert(0, {"system": "", "messages": [{"role": "user", "conte
 d["current"] = 1
 json.dump(d, open(sys.argv[2], "w"))' "$TMP/F.json" "$TMP/old.json"
     line "/load $TMP/old.json"
-    wait_for 'conversation 2: a reply an older version saved cut at a NUL byte: its last [0-9]+ tokens left out' 5 &&
+    wait_for "conversation 2: a reply's last [0-9]+ tokens ran past its text \\(an older version cut it at a NUL byte\\): left out" 5 &&
         left | grep -qE '^Assistant \[n_predict reached\] [0-9]+ tokens' && left | grep -q '^  Hi'
     result "sessions: a file an older version saved with that reply loads (its text up to the NUL, said so)" $?
     line "/save $TMP/G.json"
