@@ -64,7 +64,8 @@ void autosave_poll(struct ui_app *app);
 /* Draws the offer to resume into the empty conversation pane r, when there
  * is one to make. */
 void autosave_draw_offer(struct ui_app *app, ui_rect r);
-/* At exit: waits for the writer, saves the final state; when that fails,
+/* At exit: ends a reply still streaming as interrupted
+ * (CONV_DONE_INTERRUPTED), waits for the writer, saves the final state; when that fails,
  * writes a rescue file in $TMPDIR. msg gets a line for stderr ("" when all
  * went well). False when the conversations could not be saved anywhere.
  * Frees app->autosave. */

@@ -230,8 +230,9 @@ static cJSON *msg_json(const ui_msg *m)
             }
         }
         if (m->reasoning) {
-            cJSON_AddStringToObject(jm, "reasoning", m->reasoning);
-            cJSON_AddStringToObject(jm, "answer", m->answer ? m->answer : "");
+            /* what the next turn's template gets: exact, as the reply */
+            add_bytes(jm, "reasoning", m->reasoning, strlen(m->reasoning));
+            add_bytes(jm, "answer", m->answer ? m->answer : "", m->answer ? strlen(m->answer) : 0);
         }
     }
     if (m->vers && m->vers->n > 1) {
@@ -464,6 +465,27 @@ static char *msg_content(const cJSON *m, size_t *n)
     return d;
 }
 
+/* key (a base64 field) is absent or holds base64. */
+static bool valid_b64(const cJSON *m, const char *key)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, key);
+    size_t n;
+    char *d = cJSON_IsString(b) ? b64_decode(b->valuestring, &n) : NULL;
+    free(d);
+    return !b || d;
+}
+
+/* The validated base64 field key's bytes, else a copy of s (malloc'd). */
+static char *bytes_or(const cJSON *m, const char *key, const char *s)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, key);
+    size_t n;
+    char *d = b ? b64_decode(b->valuestring, &n) : strdup(s);
+    if (!d)
+        abort();
+    return d;
+}
+
 /* A list of messages and, recursively, their versions. */
 /* "top_base64": absent, or [token, candidate, base64] entries naming
  * candidates of toks, each with the bytes of a candidate's text (no NUL). */
@@ -533,7 +555,8 @@ static bool valid_msgs(const cJSON *msgs, int depth, char *err, size_t errlen, s
         const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
         if ((te && (!cJSON_IsNumber(te) || te->valuedouble < 0 ||
                     te->valuedouble > (double)len || te->valuedouble != (int)te->valuedouble)) ||
-            (rs && !cJSON_IsString(rs)) || (an && !cJSON_IsString(an)) ||
+            (rs && !cJSON_IsString(rs)) || (an && !cJSON_IsString(an)) || !valid_b64(m, "reasoning_base64") ||
+            !valid_b64(m, "answer_base64") ||
             !valid_think_text(cJSON_GetObjectItemCaseSensitive(m, "think_text"), te)) {
             snprintf(err, errlen, "a message's reasoning (\"think_end\", \"reasoning\", \"answer\") is malformed");
             return false;
@@ -662,8 +685,8 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
             load_think_text(msg, cJSON_GetObjectItemCaseSensitive(m, "think_text"));
             if (cJSON_IsString(rs)) {
                 const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
-                msg->reasoning = strdup(rs->valuestring);
-                msg->answer = strdup(cJSON_IsString(an) ? an->valuestring : "");
+                msg->reasoning = bytes_or(m, "reasoning_base64", rs->valuestring);
+                msg->answer = bytes_or(m, "answer_base64", cJSON_IsString(an) ? an->valuestring : "");
             }
         }
         const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");
@@ -746,7 +769,7 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
      * touched: one that is not sound is left out, the others load */
     const int n_convs = cJSON_GetArraySize(convs);
     sampler_params sp = app->sp;
-    char why[400], note[600] = "";
+    char why[400], note[1400] = ""; /* cut to errlen when it is handed on */
     if (!load_params(cJSON_GetObjectItemCaseSensitive(root, "params"), &sp, why, sizeof why)) {
         sp = app->sp; /* the conversations do not depend on them */
         snprintf(note, sizeof note, "its parameters were not applied (%s)", why);

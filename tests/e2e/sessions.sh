@@ -136,3 +136,25 @@ print(m.get("interrupted"), m.get("done"), len(m["content"]) > 0)' "$f" 2>/dev/n
         quit_wait
     done
 fi
+
+# ---- 4. cut inside a reasoning block: its block comes back too ---------------
+if need "$QWEN35" "sessions: qwen35-mini model (reasoning)"; then
+    rm -rf "$TMP/state"
+    start -m "$QWEN35" -n -1 --seed 3
+    wait_for '^ idle ' 20
+    line "Hi"
+    wait_for 'thinking… · [0-9]+ tokens' 20
+    keys C-q
+    wait_exit 10
+    [ "$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1], encoding="utf-8"))["conversations"][0]["messages"][1]
+print(m.get("interrupted"), m.get("think_end", 0) > 0, "reasoning" in m)' "$(sessions)" 2>/dev/null)" = "True True True" ]
+    result "sessions: a reply cut by Ctrl-Q while it reasons is saved interrupted, with its reasoning block" $?
+    start --resume
+    wait_for '^ idle ' 20 && wait_for 'resumed: 2 messages' 5
+    i=0
+    while [ $i -lt 80 ]; do keys PPage; i=$((i + 1)); done
+    wait_for '^Assistant \[interrupted: tokscope quit\] [0-9]+ tokens' 5 && wait_for '^  . thinking · [0-9]+ tokens' 2
+    result "sessions: after --resume it shows interrupted, its reasoning as a block (as a reply stopped by hand)" $?
+    quit_wait
+fi

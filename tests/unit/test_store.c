@@ -125,6 +125,10 @@ static void test_every_byte(void **state)
     conv_add_msg(c, "user", "again");
     conv_add_msg_n(c, "assistant", all, sizeof all);
     assert_int_equal(c->msgs[3].len, sizeof all);
+    /* its reasoning and answer (what the next turn's template gets) likewise */
+    c->msgs[3].think_end = 4;
+    c->msgs[3].reasoning = strdup("\x01\xff\x02");
+    c->msgs[3].answer = strdup("ok \xc3");
 
     char err[512];
     assert_true(store_save(app, g_path, err, sizeof err));
@@ -167,6 +171,8 @@ static void test_every_byte(void **state)
     assert_int_equal(bm->done_reason, ENGINE_DONE_LENGTH);
     assert_int_equal(bc->msgs[3].len, sizeof all);
     assert_memory_equal(bc->msgs[3].text, all, sizeof all);
+    assert_string_equal(bc->msgs[3].reasoning, "\x01\xff\x02");
+    assert_string_equal(bc->msgs[3].answer, "ok \xc3");
 
     /* and saving it again gives the same file */
     char p2[300];
