@@ -21,6 +21,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +406,24 @@ static void load_think_text(ui_msg *msg, const cJSON *tv)
     msg->n_think_vis = (uint32_t)n;
 }
 
+/* A token's id, position or text span: a number an int32_t holds. */
+static bool int_num(const cJSON *j)
+{
+    return cJSON_IsNumber(j) && j->valuedouble >= INT32_MIN && j->valuedouble <= INT32_MAX;
+}
+
+/* A logit, probability or entropy: a number, or null (JSON has no NaN or
+ * infinity: a save writes them as null) */
+static bool real_num(const cJSON *j)
+{
+    return cJSON_IsNumber(j) || cJSON_IsNull(j);
+}
+
+static float real_value(const cJSON *j)
+{
+    return cJSON_IsNumber(j) && isfinite(j->valuedouble) ? (float)j->valuedouble : NAN;
+}
+
 /* *n_cut: the tokens at the end that run past text_len, which only a
  * message of a file from before "content_base64" may have (its "content"
  * stopped at a NUL byte while its tokens ran on): left out when it loads.
@@ -421,7 +440,7 @@ static bool valid_tokens(const cJSON *toks, size_t text_len, bool legacy, size_t
         if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 10)
             return false;
         for (int k = 0; k < 9; k++)
-            if (!cJSON_IsNumber(cJSON_GetArrayItem(t, k)))
+            if (k < 4 ? !int_num(cJSON_GetArrayItem(t, k)) : !real_num(cJSON_GetArrayItem(t, k)))
                 return false;
         const double off = cJSON_GetArrayItem(t, 2)->valuedouble, len = cJSON_GetArrayItem(t, 3)->valuedouble;
         if (!(off >= last_off && len >= 0 && len < ENGINE_TEXT_MAX))
@@ -441,7 +460,7 @@ static bool valid_tokens(const cJSON *toks, size_t text_len, bool legacy, size_t
             if (!cJSON_IsArray(cd) || cJSON_GetArraySize(cd) != 5 || !cJSON_IsString(cJSON_GetArrayItem(cd, 4)))
                 return false;
             for (int k = 0; k < 4; k++)
-                if (!cJSON_IsNumber(cJSON_GetArrayItem(cd, k)))
+                if (k < 1 ? !int_num(cJSON_GetArrayItem(cd, k)) : !real_num(cJSON_GetArrayItem(cd, k)))
                     return false;
         }
     }
@@ -609,18 +628,15 @@ static void load_tokens(ui_msg *m, const cJSON *toks)
         if (m->n_toks == (size_t)n)
             break;
         ui_token *t = &m->toks[m->n_toks++];
-        double v[9];
-        for (int k = 0; k < 9; k++)
-            v[k] = cJSON_GetArrayItem(jt, k)->valuedouble;
-        t->id = (int32_t)v[0];
-        t->pos = (int32_t)v[1];
-        t->off = (uint32_t)v[2];
-        t->len = (uint32_t)v[3];
-        t->logit = (float)v[4];
-        t->p_raw = (float)v[5];
-        t->p_post = (float)v[6];
-        t->entropy_raw = (float)v[7];
-        t->entropy_post = (float)v[8];
+        t->id = (int32_t)cJSON_GetArrayItem(jt, 0)->valuedouble;
+        t->pos = (int32_t)cJSON_GetArrayItem(jt, 1)->valuedouble;
+        t->off = (uint32_t)cJSON_GetArrayItem(jt, 2)->valuedouble;
+        t->len = (uint32_t)cJSON_GetArrayItem(jt, 3)->valuedouble;
+        t->logit = real_value(cJSON_GetArrayItem(jt, 4));
+        t->p_raw = real_value(cJSON_GetArrayItem(jt, 5));
+        t->p_post = real_value(cJSON_GetArrayItem(jt, 6));
+        t->entropy_raw = real_value(cJSON_GetArrayItem(jt, 7));
+        t->entropy_post = real_value(cJSON_GetArrayItem(jt, 8));
         const cJSON *top = cJSON_GetArrayItem(jt, 9);
         const int nt = cJSON_GetArraySize(top);
         t->top = nt ? calloc((size_t)nt, sizeof *t->top) : NULL;
@@ -631,9 +647,9 @@ static void load_tokens(ui_msg *m, const cJSON *toks)
         {
             engine_token_candidate *c = &t->top[t->n_top++];
             c->id = (int32_t)cJSON_GetArrayItem(cd, 0)->valuedouble;
-            c->logit = (float)cJSON_GetArrayItem(cd, 1)->valuedouble;
-            c->p_raw = (float)cJSON_GetArrayItem(cd, 2)->valuedouble;
-            c->p_post = (float)cJSON_GetArrayItem(cd, 3)->valuedouble;
+            c->logit = real_value(cJSON_GetArrayItem(cd, 1));
+            c->p_raw = real_value(cJSON_GetArrayItem(cd, 2));
+            c->p_post = real_value(cJSON_GetArrayItem(cd, 3));
             snprintf(c->text, sizeof c->text, "%s", cJSON_GetArrayItem(cd, 4)->valuestring);
         }
     }
