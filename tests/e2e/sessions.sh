@@ -140,7 +140,9 @@ fi
 # ---- 4. cut inside a reasoning block: its block comes back too ---------------
 if need "$QWEN35" "sessions: qwen35-mini model (reasoning)"; then
     rm -rf "$TMP/state"
-    start -m "$QWEN35" -n -1 --seed 3
+    # a context of 64K: the reply (no context shift on a recurrent model) is
+    # still streaming when Ctrl-Q comes, however slow the machine
+    start -m "$QWEN35" -n -1 -c 65536 --seed 3
     wait_for '^ idle ' 20
     line "Hi"
     wait_for 'thinking… · [0-9]+ tokens' 20
