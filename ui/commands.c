@@ -359,8 +359,11 @@ void commands_run(ui_app *app, const char *line)
         bool ok = !strcmp(n, "save")   ? store_save(app, path, err, sizeof err)
                   : !strcmp(n, "load") ? store_load(app, path, err, sizeof err)
                                        : store_export_md(app, path, err, sizeof err);
+        const char *note = ok && !strcmp(n, "load") ? err : ""; /* conversations a load left out */
         if (ok)
-            ui_message(app, UI_MSG_INFO, "%s %s", !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", path);
+            ui_message(app, note[0] ? UI_MSG_WARN : UI_MSG_INFO, "%s %s%s%s",
+                       !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", path,
+                       note[0] ? "; " : "", note);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "resume")) {
@@ -370,8 +373,8 @@ void commands_run(ui_app *app, const char *line)
             return;
         }
         if (autosave_resume(app, args[0] ? path : NULL, err, sizeof err))
-            ui_message(app, UI_MSG_INFO, "resumed: %zu conversation%s", app->n_convs,
-                       app->n_convs == 1 ? "" : "s");
+            ui_message(app, err[0] ? UI_MSG_WARN : UI_MSG_INFO, "resumed: %zu conversation%s%s%s", app->n_convs,
+                       app->n_convs == 1 ? "" : "s", err[0] ? "; " : "", err);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "model")) {

@@ -29,9 +29,14 @@ typedef struct ui_token {
 
 struct ui_versions;
 
+/* done_reason of a reply that tokscope's exit (Ctrl-Q, SIGTERM, SIGHUP)
+ * cut while it streamed: saved so and shown so after loading. Not one of
+ * the engine's reasons (engine.h), which never send it. */
+#define CONV_DONE_INTERRUPTED 100
+
 typedef struct ui_msg {
     char role[16]; /* "system", "user", "assistant" */
-    char *text;    /* NUL-terminated */
+    char *text;    /* text[0..len): any bytes, NULs included; NUL-terminated after that */
     size_t len, cap;
     ui_token *toks;
     size_t n_toks, cap_toks;
@@ -116,6 +121,9 @@ void conv_free(ui_conv *c);
 void conv_set_system(ui_conv *c, const char *system);
 /* Appends a message; returns its index. */
 size_t conv_add_msg(ui_conv *c, const char *role, const char *text);
+/* The same for text[0..len), which may hold any byte (a model's byte tokens
+ * give NULs and invalid UTF-8): a reply is bytes with a length, never a C string. */
+size_t conv_add_msg_n(ui_conv *c, const char *role, const char *text, size_t len);
 /* Removes the last message. */
 void conv_pop(ui_conv *c);
 void conv_clear(ui_conv *c);

@@ -391,7 +391,7 @@ bool explore_compare(ui_app *app, const char *args, char *err, size_t errlen)
         b = ui_new_conv(app, a->system);
         for (size_t i = 0; i < a->n_msgs; i++) {
             const ui_msg *m = &a->msgs[i];
-            size_t k = conv_add_msg(b, m->role, m->text);
+            size_t k = conv_add_msg_n(b, m->role, m->text, m->len);
             b->msgs[k].done_reason = m->done_reason;
             if (m->reasoning) { /* the same turns go to the template */
                 b->msgs[k].reasoning = strdup(m->reasoning);

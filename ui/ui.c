@@ -1286,7 +1286,8 @@ static void start_resume(ui_app *app, const char *path)
         size_t n = 0;
         for (size_t i = 0; i < app->n_convs; i++)
             n += app->convs[i]->n_msgs;
-        autosave_note(app, UI_MSG_INFO, "resumed: %zu messages (%s)", n, base ? base + 1 : path);
+        autosave_note(app, err[0] ? UI_MSG_WARN : UI_MSG_INFO, "resumed: %zu messages (%s)%s%s", n,
+                      base ? base + 1 : path, err[0] ? "; " : "", err);
     } else
         autosave_note(app, UI_MSG_ERROR, "cannot resume: %s", err);
 }
