@@ -128,3 +128,12 @@ runtime "bench, a missing model: exit 1" bench -m "$NO" -r 1
 runtime "serve, a missing model: exit 1" serve -m "$NO" --port 0
 runtime "pull, a hub that does not answer: exit 1" pull owner/repo -o "$W/pulled"
 runtime "tui, a missing model: exit 1" -m "$NO"
+
+# ---- the man page: every subcommand and variable is an entry of its own ------
+name="man page: pull and TOKSCOPE_API_KEY are entries of their own (.TP), groff has no warning"
+if command -v groff >/dev/null 2>&1; then
+    groff -man -Tutf8 -ww man/tokscope.1 2>"$W/groff.err" | sed 's/\x1b\[[0-9;]*m//g; s/.\x08//g' >"$W/man.txt"
+    if [ ! -s "$W/groff.err" ] && grep -q '^       pull REPO' "$W/man.txt" && grep -q '^       TOKSCOPE_API_KEY$' "$W/man.txt" &&
+        grep -q '^       serve -m MODEL' "$W/man.txt"; then ok "$name"
+    else not_ok "$name" "$(head -n 3 "$W/groff.err")" "$(grep -n 'pull REPO\|TOKSCOPE_API_KEY' "$W/man.txt")"; fi
+else echo "skip - $name (no groff)"; fi

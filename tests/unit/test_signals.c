@@ -131,8 +131,8 @@ static void test_one_reporter(void **state)
     const char *msg = buf + filled;
     /* exactly one line: "tokscope: PATH: the model file ... (its byte N is gone); stopping" */
     char want_head[512];
-    snprintf(want_head, sizeof want_head, "tokscope: %s: the model file was truncated or changed while in use (its byte ",
-             path);
+    snprintf(want_head, sizeof want_head,
+             "tokscope: %s: the model file was truncated or changed while in use (its byte ", path);
     static const char tail[] = " is gone); stopping\n";
     const size_t lh = strlen(want_head), lt = strlen(tail), lm = strlen(msg);
     if (lm < lh + lt + 1 || strncmp(msg, want_head, lh) != 0 || strcmp(msg + lm - lt, tail) != 0 ||
