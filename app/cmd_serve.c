@@ -2,7 +2,6 @@
  * map of the pieces). Loopback by default; any other address only with an
  * API key. Runs until SIGINT or SIGTERM. */
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "serve.h"
 
@@ -33,16 +33,6 @@ static void usage(FILE *f)
             "  -t, --threads N          threads (default: online CPUs)\n"
             "\n"
             "Prints 'listening on http://ADDR:PORT' on stderr once the model is loaded.\n");
-}
-
-static bool parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
 }
 
 /* 127.0.0.0/8, ::1 and ::ffff:127.x; false for anything else (0.0.0.0 included). */
@@ -121,43 +111,29 @@ int cmd_serve(int argc, char **argv)
 {
     const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
     long port = 8080, max_queue = 64, n_ctx = 0, threads = 0;
-    enum { O_HOST = 256, O_PORT, O_KEY, O_QUEUE };
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},      {"host", required_argument, 0, O_HOST},
-        {"port", required_argument, 0, O_PORT},    {"api-key-file", required_argument, 0, O_KEY},
-        {"max-queue", required_argument, 0, O_QUEUE}, {"ctx-size", required_argument, 0, 'c'},
-        {"threads", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    optind = 1;
+    static const int opt_ids[] = {CLI_MODEL,     CLI_HOST, CLI_PORT,    CLI_API_KEY_FILE,
+                                  CLI_MAX_QUEUE, CLI_CTX,  CLI_THREADS, CLI_HELP};
+    cli p;
+    cli_value cv;
+    cli_begin(&p, "serve", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
     int o;
-    while ((o = getopt_long(argc, argv, "m:c:t:h", opts, NULL)) != -1) {
+    while ((o = cli_next(&p, &cv)) != CLI_END) {
         switch (o) {
-        case 'm': model_path = optarg; break;
-        case O_HOST: host = optarg; break;
-        case O_KEY: key_file = optarg; break;
-        case O_PORT:
-            if (!parse_long(optarg, 0, 65535, &port))
-                goto bad;
-            break;
-        case O_QUEUE:
-            if (!parse_long(optarg, 0, 100000, &max_queue))
-                goto bad;
-            break;
-        case 'c':
-            if (!parse_long(optarg, 0, 1L << 30, &n_ctx))
-                goto bad;
-            break;
-        case 't':
-            if (!parse_long(optarg, 0, 4096, &threads))
-                goto bad;
-            break;
-        case 'h': usage(stdout); return 0;
-        default: goto bad;
+        case CLI_ERROR: return 2;
+        case CLI_MODEL: model_path = cv.text; break;
+        case CLI_HOST: host = cv.text; break;
+        case CLI_API_KEY_FILE: key_file = cv.text; break;
+        case CLI_PORT: port = cv.i; break;
+        case CLI_MAX_QUEUE: max_queue = cv.i; break;
+        case CLI_CTX: n_ctx = cv.i; break;
+        case CLI_THREADS: threads = cv.i; break;
+        case CLI_HELP: usage(stdout); return 0;
         }
     }
-    if (optind != argc || !model_path)
-        goto bad;
+    if (cli_rest(&p) != argc)
+        return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
+    if (!model_path)
+        return cli_fail(&p, "-m MODEL is required");
     bool numeric;
     const bool loopback = is_loopback(host, &numeric);
     if (!numeric) {
@@ -248,7 +224,4 @@ out:
     serve_vocab_close(v);
     free(key);
     return rc;
-bad:
-    usage(stderr);
-    return 2;
 }

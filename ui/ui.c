@@ -1490,6 +1490,8 @@ int ui_run(const ui_options *o)
     think_free(app);
     free(app->pending.top);
     free(picked);
+    /* a model that could not be loaded is a failure (tokscope(1): exit 1) */
+    const bool load_failed = !app->loaded && app->state == UI_STATE_NO_MODEL;
     free(app);
-    return saved ? 0 : 1;
+    return saved && !load_failed ? 0 : 1;
 }

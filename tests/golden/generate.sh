@@ -134,13 +134,23 @@ if need "$M/stories260K.gguf" "$name"; then
     if [ $rc -eq 1 ] && grep -q context "$OUT/gen_err.err"; then ok "logits: prompt longer than the context is an error"
     else not_ok "logits: prompt longer than the context is an error" "exit $rc"; fi
 fi
-for args in "generate" "generate -m x" "generate -m x -p y -n abc" "generate -m x -p y --bogus" "logits -m x" \
-    "logits -m x -p a --tokens 1"; do
-    # shellcheck disable=SC2086
+# no arguments at all: the usage; a mistake: one line naming it (tests/golden/cli.sh has the rest)
+for args in "generate" "logits"; do
     "$BIN" $args >"$OUT/gen_err.out" 2>&1
     rc=$?
     if [ $rc -eq 2 ] && grep -q usage "$OUT/gen_err.out"; then ok "tokscope $args: usage, exit 2"
     else not_ok "tokscope $args: usage, exit 2" "exit $rc"; fi
+done
+for args in "generate -m x" "generate -m x -p y -n abc" "generate -m x -p y --bogus" "logits -m x" \
+    "logits -m x -p a --tokens 1"; do
+    # shellcheck disable=SC2086
+    "$BIN" $args >"$OUT/gen_err.out" 2>&1
+    rc=$?
+    cmd=${args%% *}
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$OUT/gen_err.out")" -eq 1 ] && ! grep -q usage "$OUT/gen_err.out" &&
+        grep -q "^tokscope $cmd: .*; see 'tokscope $cmd --help'\$" "$OUT/gen_err.out"; then
+        ok "tokscope $args: one line naming the mistake, exit 2"
+    else not_ok "tokscope $args: one line naming the mistake, exit 2" "exit $rc" "$(head -n 3 "$OUT/gen_err.out")"; fi
 done
 "$BIN" generate -m "$OUT/no-such-model.gguf" -p "" >"$OUT/gen_err.out" 2>&1
 rc=$?
