@@ -98,17 +98,14 @@ static void set_template(engine *e, const char *name)
     e->tmpl_force = strdup(name);
 }
 
-/* Template-less models (base models such as stories260K) get "raw": the
- * messages' contents back to back with nothing added, so the model simply
- * continues the text (like llama.cpp's completion) and each reply continues
- * the story where the last message stopped. */
-const char *engine_template_label(const engine *e)
+/* Template-less models (base models such as stories260K) get "raw"
+ * (chat_prompt_format): each reply continues the story where the last
+ * message stopped. */
+chat_prompt_src engine_prompt_src(const engine *e, const char *forced)
 {
-    if (e->tmpl_force)
-        return e->tmpl_force;
-    if (e->m && model_get_chat_template(e->m))
-        return "model";
-    return "raw";
+    return (chat_prompt_src){.tok = e->tok,
+                             .model_template = e->m ? model_get_chat_template(e->m) : NULL,
+                             .forced = forced ? forced : e->tmpl_force};
 }
 
 static void apply_params(engine *e, const sampler_params *p)
@@ -204,7 +201,8 @@ static void load(engine *e, const char *path)
     snprintf(in->arch, sizeof in->arch, "%s", model_get_arch(e->m) ? model_get_arch(e->m) : "");
     const char *ft = model_file_type_name(hp->file_type);
     snprintf(in->file_type, sizeof in->file_type, "%s", ft ? ft : "?");
-    snprintf(in->template_name, sizeof in->template_name, "%s", engine_template_label(e));
+    const chat_prompt_src src = engine_prompt_src(e, NULL);
+    snprintf(in->template_name, sizeof in->template_name, "%s", chat_prompt_format(&src));
     in->n_ctx = (uint32_t)e->n_ctx;
     in->n_ctx_train = hp->n_ctx_train;
     in->n_layer = hp->n_layer;

@@ -1,6 +1,7 @@
 /* State shared by engine.c (thread, commands, loading), engine_gen.c
- * (rendering, prefill, generation) and engine_explore.c (tokenizing, the
- * lens). What the forward context holds (tokens, position counter, logits,
+ * (prefill, generation) and engine_explore.c (the lens); the prompt of
+ * either is chat_prompt_tokenize's (chat/chat_prompt.h), the one every path
+ * shares. What the forward context holds (tokens, position counter, logits,
  * checkpoints) is the memory's (memory/memory.h). Everything below the
  * marked line belongs to the engine thread alone. */
 #ifndef TOKSCOPE_ENGINE_INTERNAL_H
@@ -9,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "chat/chat_prompt.h"
 #include "engine.h"
 #include "memory/memory.h"
 #include "model/forward.h"
@@ -78,11 +80,11 @@ void engine_wait_step(engine *e);
 /* SUBMIT: render, tokenize, prefill the new suffix, generate. Posts DONE. */
 void engine_run_submit(engine *e, const engine_cmd *c);
 
-/* ---- engine_explore.c: tokenizing, the lens ---- */
-/* Renders and tokenizes msgs (malloc'd tokens, *n); NULL with err set.
- * warn (may be NULL) gets a template fallback notice. */
-int32_t *engine_tokenize_msgs(engine *e, const chat_message *msgs, size_t n, int32_t *np, char *warn, size_t warnlen,
-                              char *err, size_t errlen);
+/* Where a command's prompt gets its format (chat/chat_prompt.h): forced (a
+ * SUBMIT's or LENS's own template) or, when NULL, the engine's. */
+chat_prompt_src engine_prompt_src(const engine *e, const char *forced);
+
+/* ---- engine_explore.c: the lens ---- */
 /* Queues a LENS command (takes it over). */
 void engine_lens_queue(engine *e, engine_cmd *c);
 /* Runs the queued lens requests: all of them when a prefill is allowed,
@@ -90,10 +92,6 @@ void engine_lens_queue(engine *e, engine_cmd *c);
 void engine_lens_run_pending(engine *e, bool may_prefill);
 /* forward_eval progress: PREFILL events, and commands drained between batches. */
 bool engine_progress_cb(void *user, int32_t done, int32_t total);
-const char *engine_template_label(const engine *e);
-/* The rendered conversation (chat template or raw), malloc'd. */
-char *engine_render(engine *e, const chat_message *msgs, size_t n, bool add_gen, char *warn, size_t warnlen,
-                    char *err, size_t errlen);
 void engine_cmd_free(engine_cmd *c);
 
 #endif
