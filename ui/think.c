@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "chat/chat.h"
 #include "chat/reasoning.h"
 #include "explore.h"
@@ -125,6 +127,31 @@ void think_record(ui_app *app, ui_msg *m)
     snprintf(m->sent_tmpl, sizeof m->sent_tmpl, "%s", app->template_name);
     snprintf(m->sent_vars, sizeof m->sent_vars, "%s", vars ? vars : "");
     m->sent_style = (int8_t)app->think_style;
+    m->sent_set = true;
+}
+
+cJSON *think_sent_json(const ui_msg *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        abort();
+    cJSON_AddStringToObject(o, "template", m->sent_tmpl);
+    cJSON_AddStringToObject(o, "vars", m->sent_vars);
+    cJSON_AddNumberToObject(o, "style", m->sent_style);
+    return o;
+}
+
+void think_sent_load(ui_msg *m, const cJSON *o)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "template");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "vars");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "style");
+    if (!cJSON_IsString(t) || !cJSON_IsString(v) || !cJSON_IsNumber(s) || strlen(t->valuestring) >= sizeof m->sent_tmpl ||
+        strlen(v->valuestring) >= sizeof m->sent_vars || s->valuedouble < 0 || s->valuedouble > 127)
+        return;
+    snprintf(m->sent_tmpl, sizeof m->sent_tmpl, "%s", t->valuestring);
+    snprintf(m->sent_vars, sizeof m->sent_vars, "%s", v->valuestring);
+    m->sent_style = (int8_t)s->valuedouble;
     m->sent_set = true;
 }
 

@@ -36,6 +36,11 @@ size_t think_chat_messages(struct ui_app *app, const ui_conv *c, size_t n_msgs, 
  * and reasoning style in m, unless m has them already (a branch keeps those of
  * the reply it branched from). */
 void think_record(struct ui_app *app, ui_msg *m);
+/* m's recorded settings for a session file (an object: template, vars,
+ * style), and back (absent or malformed: not recorded, as before). */
+struct cJSON;
+struct cJSON *think_sent_json(const ui_msg *m);
+void think_sent_load(ui_msg *m, const struct cJSON *o);
 /* The template m's turn was sent with, for an engine command's name
  * (malloc'd: a built-in, "raw" or "model"); NULL when not recorded. */
 char *think_sent_template(const ui_msg *m);

@@ -30,7 +30,8 @@ to_token() {
 }
 
 # branch_after NAME MODEL COMMAND ARGS...: a reply of 12 tokens, COMMAND,
-# then a branch from the second candidate at step 3
+# then a branch from the second candidate at step 3 (RELOAD=1: the session
+# saved and loaded back between the reply and COMMAND)
 branch_after() {
     name=$1
     model=$2
@@ -46,6 +47,14 @@ branch_after() {
     think_before=$(left | grep -c '^ *▾* *thinking')
     keys Escape
     wait_for 'focus: input' 5
+    if [ -n "${RELOAD:-}" ]; then
+        line "/save $TMP/$name.json"
+        wait_for 'saved' 5
+        line "/clear"
+        wait_for 'conversation cleared' 5
+        line "/load $TMP/$name.json"
+        wait_for "loaded $TMP" 5
+    fi
     line "$cmd"
     sleep 0.3
     to_token 3 12
@@ -75,4 +84,6 @@ NL='
 
 branch_after template "$TESTDATA/models/smollm-mini-q8_0.gguf" "/template chatml"
 branch_after think "$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf" "/set think off"
+# the settings a reply was made with are saved with it
+RELOAD=1 branch_after "think, saved and loaded" "$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf" "/set think off"
 exit 0
