@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "golden.h"
+#include "chat/chat_prompt.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "sampler/sampler.h"
@@ -155,6 +156,8 @@ int cmd_generate(int argc, char **argv)
     }
     if (warn[0])
         fprintf(stderr, "tokscope generate: warning: %s\n", warn);
+    if (!tokens_arg)
+        chat_prompt_log("generate", toks, n_prompt);
     if (n_prompt == 0) {
         fprintf(stderr, "tokscope generate: the prompt is empty (no tokens and no BOS)\n");
         goto done;

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "chat/chat_prompt.h"
 #include "model/forward.h"
 #include "golden.h"
 #include "model/model.h"
@@ -216,6 +217,7 @@ int cmd_logits(int argc, char **argv)
         }
         if (warn[0])
             fprintf(stderr, "tokscope logits: warning: %s\n", warn);
+        chat_prompt_log("logits", toks, n_prompt);
     }
     if (n_prompt == 0) {
         fprintf(stderr, "tokscope logits: the prompt is empty (no tokens and no BOS)\n");

@@ -67,6 +67,14 @@ typedef struct ui_msg {
     bool think_inside;        /* the reply started inside reasoning (the prompt opened it) */
     char *reasoning, *answer; /* once the reply ended: what the next turn's template gets (NULL: no reasoning) */
     struct chat_reasoning *rs; /* the splitter while the reply streams */
+    /* how the turn that made this reply was sent (think_record): the template ("" the model's),
+     * the template variables as JSON ("" none) and the reasoning style. A branch from the reply
+     * and its lens are sent the same way, so they continue the context shown; /template and
+     * think apply from the next new turn. sent_set false: not known (a loaded session). */
+    bool sent_set;
+    int8_t sent_style;
+    char sent_tmpl[64];
+    char sent_vars[96];
 } ui_msg;
 
 /* A branch: the versions of one message, each with the conversation that

@@ -218,6 +218,8 @@ static cJSON *msg_json(const ui_msg *m)
         cJSON_AddItemToObject(jm, "tokens", tokens_json(m));
         top_bytes_json(jm, m);
     }
+    if (m->sent_set) /* the template and think settings its turn was sent with (ui/think.c) */
+        cJSON_AddItemToObject(jm, "sent", think_sent_json(m));
     if (m->think_end && !m->streaming) { /* reasoning: content[0..think_end) is its block */
         cJSON_AddNumberToObject(jm, "think_end", m->think_end);
         cJSON_AddBoolToObject(jm, "think_open", m->think_open);
@@ -692,6 +694,7 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
             memcpy(msg->toks[ti].top[ki].text, d, n + 1);
             free(d);
         }
+        think_sent_load(msg, cJSON_GetObjectItemCaseSensitive(m, "sent"));
         const cJSON *te = cJSON_GetObjectItemCaseSensitive(m, "think_end");
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "reasoning");
         if (cJSON_IsNumber(te) && !strcmp(role, "assistant")) {

@@ -122,8 +122,10 @@ bool ui_busy(const ui_app *app)
 void ui_start_turn(ui_app *app, ui_conv *c, size_t mi, const int32_t *toks, int32_t n_toks, int32_t emitted)
 {
     chat_message *msgs;
+    think_record(app, &c->msgs[mi]); /* a branch keeps its reply's: the context shown */
     size_t n = think_chat_messages(app, c, mi, &msgs);
     engine_cmd cmd = {.type = ENGINE_CMD_SUBMIT,
+                      .name = think_sent_template(&c->msgs[mi]),
                       .messages = msgs,
                       .n_messages = n,
                       .conv_id = c->id,
