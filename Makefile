@@ -152,7 +152,7 @@ test-only: test-bins asan-bins
 # $(ASAN_BUILD). Any report fails the run: the sanitizers log to files
 # (tests/run.sh counts them), so reports from the TUI under tmux count too.
 # make test runs the ASAN_PART suites of it too, as "asan/..." (all of it
-# takes too long for CI: see README).
+# takes too long for CI: see docs/bad-input.md).
 ASAN_BUILD ?= $(BUILD)-asan
 SAN_FLAGS  := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_PART  ?= unit/ golden/fuzz golden/info golden/generate golden/badinput golden/config golden/serve e2e/

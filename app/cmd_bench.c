@@ -5,7 +5,6 @@
  * run every combination, like llama-bench; `-o jsonl` prints one object per
  * test with llama-bench's field names, so the two programs' outputs join.
  * Token ids are fixed pseudo-random ids so that runs are comparable. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "kernels/threadpool.h"
 #include "gguf/gguf.h"
@@ -318,55 +318,38 @@ int cmd_bench(int argc, char **argv)
     bool jsonl = false;
     int rc = 2;
     static const int one_pp[] = {128}, one_tg[] = {64}, one_zero[] = {0};
-    /* llama-bench's two-letter options (-ctk, -ctv) as long options: getopt
-     * takes "-ctk" for "--ctk" when the short string has no 'c' */
-    enum { O_CTK = 256, O_CTV, O_BLAS };
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"ctk", required_argument, 0, O_CTK},
-                                         {"ctv", required_argument, 0, O_CTV},
-                                         {"cache-type-k", required_argument, 0, O_CTK},
-                                         {"cache-type-v", required_argument, 0, O_CTV},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"blas", required_argument, 0, O_BLAS},
-                                         {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, "m:p:n:d:r:t:b:o:h", opts, NULL)) != -1) {
-        bool ok = true;
-        switch (c) {
-        case 'm': path = optarg; break;
-        case 'p': ok = parse_list(optarg, 0, &pp, &n_pp); break;
-        case 'n': ok = parse_list(optarg, 0, &tg, &n_tg); break;
-        case 'd': ok = parse_list(optarg, 0, &depth, &n_depth); break;
-        case 't': ok = parse_list(optarg, 1, &thr, &n_thr); break;
-        case 'r': reps = atoi(optarg); break;
-        case 'b': batch = atoi(optarg); break;
-        case 'o':
-            ok = !strcmp(optarg, "jsonl") || !strcmp(optarg, "text");
-            jsonl = !strcmp(optarg, "jsonl");
-            break;
-        case O_CTK: ok = parse_kv_type(optarg, &type_k); break;
-        case O_CTV: ok = parse_kv_type(optarg, &type_v); break;
-        case O_BLAS: ok = parse_blas_list(optarg, blas, &n_blas); break;
-        case 'h': bench_usage(stdout); rc = 0; goto out;
-        default: ok = false;
-        }
-        if (!ok) {
-            fprintf(stderr, "tokscope bench: bad option or value near '%s'\n", argv[optind - 1]);
-            bench_usage(stderr);
-            goto out;
+    static const int opt_ids[] = {CLI_HELP,         CLI_MODEL,      CLI_BENCH_PROMPT, CLI_BENCH_GEN,
+                                  CLI_BENCH_DEPTH,  CLI_BENCH_THREADS, CLI_BENCH_REPS, CLI_BENCH_BATCH,
+                                  CLI_BENCH_OUTPUT, CLI_CTK,        CLI_CTV,          CLI_BENCH_BLAS};
+    cli p;
+    cli_value v;
+    /* long_only: llama-bench's two-letter options, -ctk and -ctv */
+    cli_begin(&p, "bench", opt_ids, sizeof opt_ids / sizeof opt_ids[0], true, argc, argv);
+    int id;
+    while ((id = cli_next(&p, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: goto out;
+        case CLI_MODEL: path = v.text; break;
+        /* the table checked every list: these parse */
+        case CLI_BENCH_PROMPT: parse_list(v.text, 0, &pp, &n_pp); break;
+        case CLI_BENCH_GEN: parse_list(v.text, 0, &tg, &n_tg); break;
+        case CLI_BENCH_DEPTH: parse_list(v.text, 0, &depth, &n_depth); break;
+        case CLI_BENCH_THREADS: parse_list(v.text, 1, &thr, &n_thr); break;
+        case CLI_BENCH_REPS: reps = (int)v.i; break;
+        case CLI_BENCH_BATCH: batch = (int)v.i; break;
+        case CLI_BENCH_OUTPUT: jsonl = !strcmp(v.text, "jsonl"); break;
+        case CLI_CTK: parse_kv_type(v.text, &type_k); break;
+        case CLI_CTV: parse_kv_type(v.text, &type_v); break;
+        case CLI_BENCH_BLAS: parse_blas_list(v.text, blas, &n_blas); break;
+        case CLI_HELP: bench_usage(stdout); rc = 0; goto out;
         }
     }
-    if (reps < 1 || reps > 100 || batch < 0) {
-        fprintf(stderr, reps < 1 || reps > 100 ? "tokscope bench: -r takes 1 to 100 repetitions, not %d\n"
-                                               : "tokscope bench: -b takes a batch size of 0 (the default) or more, not %d\n",
-                reps < 1 || reps > 100 ? reps : batch);
-        bench_usage(stderr);
+    if (cli_rest(&p) != argc) {
+        cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
         goto out;
     }
-    if (!path || optind != argc) {
-        bench_usage(stderr);
+    if (!path) {
+        cli_fail(&p, "-m MODEL is required");
         goto out;
     }
     const int *P = pp ? pp : one_pp, *G = tg ? tg : one_tg, *D = depth ? depth : one_zero;

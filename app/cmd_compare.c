@@ -2,13 +2,13 @@
  * forward pass and report, position by position, how far our logits are
  * from the reference's. Meant for people porting an engine: the table shows
  * where the two disagree most, the last line is machine-readable. */
-#include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "model/forward.h"
 #include "golden.h"
@@ -40,9 +40,9 @@ static void usage(FILE *f)
             "                       quantized)\n"
             "  --max-kl X           fail when mean KL > X (default 1e-4 float, 1e-3 quantized)\n"
             "  --min-top1 X         fail when top-1 agreement < X (default 0.98 quantized, off for float)\n"
-            "  -t, --threads N      threads (default: online CPUs); past position 256 llama.cpp splits\n"
+            "  -t, --threads N      threads (default or 0: online CPUs); past position 256 llama.cpp splits\n"
             "                       attention per thread, so use the -t the golden was made with\n"
-            "  -c, --ctx-size N     context size (default: the sequence's length); it picks Phi-3's\n"
+            "  -c, --ctx-size N     context size (default or 0: the sequence's length); it picks Phi-3's\n"
             "                       long or short RoPE factors, so use the -c the golden was made with\n"
             "  --lens-layer L       our logits from the first L blocks only (the logit lens): compare\n"
             "                       with a golden made on the file cut to L blocks\n"
@@ -108,95 +108,56 @@ int cmd_compare(int argc, char **argv)
     int batch = 0, top_n = 10, threads = 0;
     long n_ctx = 0;
     double max_diff = -1, max_kl = -1, min_top1 = -1;
-    enum { O_ONE = 256, O_ALL, O_BATCH, O_NOKV, O_TOP, O_MAXD, O_MAXKL, O_MINT1, O_F32KV, O_CTK, O_CTV, O_LENS, O_BLAS };
     enum blas_mode blas = BLAS_MODE_OFF;
     enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},   {"threads", required_argument, 0, 't'},
-        {"one-by-one", no_argument, 0, O_ONE},  {"all-batched", no_argument, 0, O_ALL},
-        {"batch", required_argument, 0, O_BATCH}, {"no-kv-cache", no_argument, 0, O_NOKV},
-        {"top", required_argument, 0, O_TOP},   {"max-diff", required_argument, 0, O_MAXD},
-        {"max-kl", required_argument, 0, O_MAXKL}, {"min-top1", required_argument, 0, O_MINT1},
-        {"f32-kv", no_argument, 0, O_F32KV},    {"help", no_argument, 0, 'h'},
-        {"ctx-size", required_argument, 0, 'c'},
-        {"cache-type-k", required_argument, 0, O_CTK}, {"cache-type-v", required_argument, 0, O_CTV},
-        {"ctk", required_argument, 0, O_CTK},   {"ctv", required_argument, 0, O_CTV},
-        {"lens-layer", required_argument, 0, O_LENS},
-        {"blas", required_argument, 0, O_BLAS},
-        {0, 0, 0, 0},
+    static const int opt_ids[] = {
+        CLI_MODEL, CLI_THREADS, CLI_ONE_BY_ONE, CLI_ALL_BATCHED, CLI_BATCH, CLI_NO_KV,      CLI_TOP,
+        CLI_MAX_DIFF, CLI_MAX_KL, CLI_MIN_TOP1, CLI_F32_KV,     CLI_HELP,  CLI_CTX,        CLI_CTK,
+        CLI_CTV,   CLI_LENS_LAYER, CLI_BLAS,
     };
-    optind = 1;
     g_cut = 0;
-    opterr = 0;
-    int c;
-    char *end;
-    while ((c = getopt_long_only(argc, argv, "m:t:c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'm': model_path = optarg; break;
-        case 't':
-            threads = (int)strtol(optarg, &end, 10);
-            if (*end || threads < 1 || threads > 256)
-                goto bad;
-            break;
-        case 'c':
-            n_ctx = strtol(optarg, &end, 10);
-            if (*end || n_ctx < 1 || n_ctx > 1 << 20)
-                goto bad;
-            break;
-        case O_ONE: one_by_one = true; break;
-        case O_ALL: all_batched = true; break;
-        case O_LENS:
-            g_cut = (int32_t)strtol(optarg, &end, 10);
-            if (*end || g_cut < 1 || g_cut > 1 << 16)
-                goto bad;
-            break;
-        case O_NOKV: no_cache = true; break;
-        case O_F32KV: f32_kv = true; break;
-        case O_CTK:
-            if (!forward_kv_type_parse(optarg, &ctk))
-                goto bad;
-            break;
-        case O_CTV:
-            if (!forward_kv_type_parse(optarg, &ctv))
-                goto bad;
-            break;
-        case O_BLAS:
-            if (!blas_mode_parse(optarg, &blas))
-                goto bad;
-            break;
-        case O_BATCH:
-            batch = (int)strtol(optarg, &end, 10);
-            if (*end || batch < 1 || batch > 4096)
-                goto bad;
-            break;
-        case O_TOP:
-            top_n = (int)strtol(optarg, &end, 10);
-            if (*end || top_n < 0)
-                goto bad;
-            break;
-        case O_MAXD:
-            max_diff = strtod(optarg, &end);
-            if (*end || max_diff < 0)
-                goto bad;
-            break;
-        case O_MAXKL:
-            max_kl = strtod(optarg, &end);
-            if (*end || max_kl < 0)
-                goto bad;
-            break;
-        case O_MINT1:
-            min_top1 = strtod(optarg, &end);
-            if (*end || min_top1 < 0 || min_top1 > 1)
-                goto bad;
-            break;
-        case 'h': usage(stdout); return 0;
-        default: goto bad;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    cli p;
+    cli_value v;
+    /* long_only: -ctk and -ctv as llama.cpp spells them */
+    cli_begin(&p, "compare", opt_ids, sizeof opt_ids / sizeof opt_ids[0], true, argc, argv);
+    int id;
+    while ((id = cli_next(&p, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: return 2;
+        case CLI_MODEL: model_path = v.text; break;
+        case CLI_THREADS: threads = (int)v.i; break;
+        case CLI_CTX: n_ctx = v.i; break;
+        case CLI_ONE_BY_ONE: one_by_one = true; break;
+        case CLI_ALL_BATCHED: all_batched = true; break;
+        case CLI_LENS_LAYER: g_cut = (int32_t)v.i; break;
+        case CLI_NO_KV: no_cache = true; break;
+        case CLI_F32_KV: f32_kv = true; break;
+        case CLI_CTK: forward_kv_type_parse(v.text, &ctk); break;
+        case CLI_CTV: forward_kv_type_parse(v.text, &ctv); break;
+        case CLI_BLAS: blas_mode_parse(v.text, &blas); break;
+        case CLI_BATCH: batch = (int)v.i; break;
+        case CLI_TOP: top_n = (int)v.i; break;
+        case CLI_MAX_DIFF: max_diff = v.f; break;
+        case CLI_MAX_KL: max_kl = v.f; break;
+        case CLI_MIN_TOP1: min_top1 = v.f; break;
+        case CLI_HELP: usage(stdout); return 0;
         }
     }
-    if (optind == argc - 1)
-        golden_path = argv[optind];
-    if (!model_path || !golden_path || one_by_one + all_batched + no_cache > 1)
-        goto bad;
+    const int rest = cli_rest(&p);
+    if (rest < argc - 1)
+        return cli_fail(&p, "one golden file at a time ('%s' and '%s')", argv[rest], argv[rest + 1]);
+    if (rest == argc - 1)
+        golden_path = argv[rest];
+    if (!model_path)
+        return cli_fail(&p, "-m MODEL is required");
+    if (!golden_path)
+        return cli_fail(&p, "GOLDEN.jsonl is required");
+    if (one_by_one + all_batched + no_cache > 1)
+        return cli_fail(&p, "--one-by-one, --all-batched and --no-kv-cache are ways to evaluate: one at a time");
 
     char err[1024];
     golden *g = golden_load(golden_path, err, sizeof err);
@@ -365,7 +326,4 @@ done:
     model_free(m);
     golden_free(g);
     return rc;
-bad:
-    usage(stderr);
-    return 2;
 }

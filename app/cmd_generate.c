@@ -1,14 +1,15 @@
 /* tokscope generate: evaluate a prompt and stream the sampled continuation.
  * stdout carries only the generated text; timings go to stderr. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "golden.h"
+#include "chat/chat_prompt.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "sampler/sampler.h"
@@ -21,17 +22,18 @@ static void usage(FILE *f)
             "\n"
             "  -m, --model FILE         GGUF model\n"
             "  -p, --prompt TEXT        prompt (\"\" = BOS only)\n"
-            "  -n N                     tokens to generate (default 128)\n"
-            "  --temp T                 temperature (default 0.8; <= 0 is greedy)\n"
-            "  --top-k K                (default 40; <= 0 off)\n"
+            "  -n, --n-predict N        tokens to generate (default 128; -1 = until the end of\n"
+            "                           generation or a full context)\n"
+            "  --temp T                 temperature (default 0.8; <= 0 is greedy; at most 5)\n"
+            "  --top-k K                (default 40; <= 0 off; at most 1000000)\n"
             "  --top-p P                (default 0.95; 1 off)\n"
             "  --min-p P                (default 0.05; 0 off)\n"
-            "  --typical P              (default 1 = off)\n"
-            "  --repeat-penalty R       (default 1 = off)\n"
-            "  --repeat-last-n N        tokens the penalties look back (default 64, -1 = all)\n"
-            "  --frequency-penalty F    (default 0)\n"
-            "  --presence-penalty F     (default 0)\n"
-            "  --seed S                 sampling seed (default: random)\n"
+            "  --typical-p P            (default 1 = off; also --typical)\n"
+            "  --repeat-penalty R       (default 1 = off; 0..10)\n"
+            "  --repeat-last-n N        tokens the penalties look back (default 64, -1 = all; up to 1000000)\n"
+            "  --frequency-penalty F    (default 0; -2..2)\n"
+            "  --presence-penalty F     (default 0; -2..2)\n"
+            "  --seed S                 sampling seed 0..4294967295 (default: random)\n"
             "  --no-bos                 do not add BOS\n"
             "  --tokens LIST            prompt as comma-separated token ids (no BOS added)\n"
             "  --cache-type-k T         KV cache type of keys: f16 (default), q8_0, q4_0, f32\n"
@@ -44,12 +46,12 @@ static void usage(FILE *f)
             "  --chat                   wrap the prompt in the model's chat template\n"
             "  --system TEXT            system message for --chat\n"
             "  --template NAME          force a built-in chat format for --chat\n"
-            "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
+            "  -c, --ctx-size N         context size (default or 0: min(training context, 4096))\n"
             "  --context-shift          on a full context drop the older half of the tokens after the\n"
             "                           first (BOS) and go on; a prompt longer than the context keeps\n"
             "                           its start and its end (default: stop, as llama.cpp does)\n"
             "  --no-context-shift       stop at a full context; refuse a prompt that does not fit\n"
-            "  -t, --threads N          threads (default: online CPUs)\n"
+            "  -t, --threads N          threads (default or 0: online CPUs)\n"
             "  --spec KIND              speculative decoding: off (default), ngram (the prompt and reply\n"
             "                           looked up), draft (a second model, --draft-model); the same\n"
             "                           tokens as without it, the target verifying each draft\n"
@@ -68,139 +70,76 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static bool parse_float(const char *s, float *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || end == s || v != v)
-        return false;
-    *out = (float)v;
-    return true;
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || end == s || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 int cmd_generate(int argc, char **argv)
 {
     const char *model_path = NULL, *prompt = NULL, *system = NULL, *tmpl = NULL, *tokens_arg = NULL;
     enum tensor_type ctk = TENSOR_TYPE_F16, ctv = TENSOR_TYPE_F16;
     enum blas_mode blas = BLAS_MODE_AUTO;
-    long n_predict = 128, n_ctx = 0, threads = 0, v = 0;
+    long n_predict = 128, n_ctx = 0, threads = 0;
     bool no_bos = false, no_cache = false, chat = false, shift = false;
     sampler_params sp = sampler_default_params();
-    enum {
-        O_TEMP = 256, O_TOPK, O_TOPP, O_MINP, O_TYP, O_RP, O_RLN, O_FP, O_PP, O_SEED, O_NOBOS, O_NOKV, O_CHAT,
-        O_SYSTEM, O_TEMPLATE, O_TOKENS, O_CTK, O_CTV, O_BLAS, O_SHIFT, O_NO_SHIFT, O_SPEC, O_DRAFT_MAX, O_DRAFT_MODEL,
-        O_NGRAM_N
-    };
     spec_params spp = spec_default_params();
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},
-        {"prompt", required_argument, 0, 'p'},
-        {"temp", required_argument, 0, O_TEMP},
-        {"top-k", required_argument, 0, O_TOPK},
-        {"top-p", required_argument, 0, O_TOPP},
-        {"min-p", required_argument, 0, O_MINP},
-        {"typical", required_argument, 0, O_TYP},
-        {"repeat-penalty", required_argument, 0, O_RP},
-        {"repeat-last-n", required_argument, 0, O_RLN},
-        {"frequency-penalty", required_argument, 0, O_FP},
-        {"presence-penalty", required_argument, 0, O_PP},
-        {"seed", required_argument, 0, O_SEED},
-        {"no-bos", no_argument, 0, O_NOBOS},
-        {"no-kv-cache", no_argument, 0, O_NOKV},
-        {"chat", no_argument, 0, O_CHAT},
-        {"system", required_argument, 0, O_SYSTEM},
-        {"template", required_argument, 0, O_TEMPLATE},
-        {"tokens", required_argument, 0, O_TOKENS},
-        {"cache-type-k", required_argument, 0, O_CTK},
-        {"cache-type-v", required_argument, 0, O_CTV},
-        {"blas", required_argument, 0, O_BLAS},
-        {"ctx-size", required_argument, 0, 'c'},
-        {"context-shift", no_argument, 0, O_SHIFT},
-        {"no-context-shift", no_argument, 0, O_NO_SHIFT},
-        {"threads", required_argument, 0, 't'},
-        {"spec", required_argument, 0, O_SPEC},
-        {"draft-max", required_argument, 0, O_DRAFT_MAX},
-        {"draft-model", required_argument, 0, O_DRAFT_MODEL},
-        {"spec-ngram-n", required_argument, 0, O_NGRAM_N},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+    static const int opt_ids[] = {
+        CLI_MODEL, CLI_PROMPT, CLI_N_PREDICT, CLI_TEMP, CLI_TOP_K, CLI_TOP_P, CLI_MIN_P, CLI_TYPICAL,
+        CLI_REPEAT_PENALTY, CLI_REPEAT_LAST_N, CLI_FREQUENCY_PENALTY, CLI_PRESENCE_PENALTY, CLI_SEED, CLI_NO_BOS,
+        CLI_NO_KV, CLI_CHAT, CLI_SYSTEM, CLI_TEMPLATE, CLI_TOKENS, CLI_CTK, CLI_CTV, CLI_BLAS, CLI_CTX, CLI_SHIFT,
+        CLI_NO_SHIFT, CLI_THREADS, CLI_SPEC, CLI_DRAFT_MAX, CLI_DRAFT_MODEL, CLI_SPEC_NGRAM_N, CLI_HELP,
     };
-    optind = 1;
-    opterr = 0;
-    for (int i = 1; i < argc; i++) /* llama.cpp's two-letter -md */
-        if (!strcmp(argv[i], "-md"))
-            argv[i] = (char *)"--draft-model";
-    int c;
-    while ((c = getopt_long(argc, argv, "m:p:n:c:t:h", opts, NULL)) != -1) {
-        bool ok = true;
-        switch (c) {
-        case 'm': model_path = optarg; break;
-        case 'p': prompt = optarg; break;
-        case 'n': ok = parse_int(optarg, 0, 1 << 24, &n_predict); break;
-        case 'c': ok = parse_int(optarg, 1, 1 << 20, &n_ctx); break;
-        case 't': ok = parse_int(optarg, 1, 256, &threads); break;
-        case O_TEMP: ok = parse_float(optarg, &sp.temp); break;
-        case O_TOPK:
-            if ((ok = parse_int(optarg, -1, 1 << 24, &v)))
-                sp.top_k = (int32_t)v;
-            break;
-        case O_TOPP: ok = parse_float(optarg, &sp.top_p) && sp.top_p >= 0 && sp.top_p <= 1; break;
-        case O_MINP: ok = parse_float(optarg, &sp.min_p) && sp.min_p >= 0 && sp.min_p <= 1; break;
-        case O_TYP: ok = parse_float(optarg, &sp.typical_p) && sp.typical_p >= 0 && sp.typical_p <= 1; break;
-        case O_RP: ok = parse_float(optarg, &sp.repeat_penalty) && sp.repeat_penalty > 0; break;
-        case O_RLN:
-            if ((ok = parse_int(optarg, -1, 1 << 24, &v)))
-                sp.repeat_last_n = (int32_t)v;
-            break;
-        case O_FP: ok = parse_float(optarg, &sp.frequency_penalty); break;
-        case O_PP: ok = parse_float(optarg, &sp.presence_penalty); break;
-        case O_SEED: {
-            char *end;
-            unsigned long long s = strtoull(optarg, &end, 10);
-            ok = *end == 0 && end != optarg && optarg[0] != '-';
-            sp.seed = s;
-            sp.seed_set = true;
-            break;
-        }
-        case O_NOBOS: no_bos = true; break;
-        case O_NOKV: no_cache = true; break;
-        case O_CHAT: chat = true; break;
-        case O_SYSTEM: system = optarg; break;
-        case O_TEMPLATE: tmpl = optarg; break;
-        case O_TOKENS: tokens_arg = optarg; break;
-        case O_CTK: ok = forward_kv_type_parse(optarg, &ctk); break;
-        case O_CTV: ok = forward_kv_type_parse(optarg, &ctv); break;
-        case O_BLAS: ok = blas_mode_parse(optarg, &blas); break;
-        case O_SHIFT: shift = true; break;
-        case O_NO_SHIFT: shift = false; break;
-        case O_SPEC: ok = spec_type_parse(optarg, &spp.type); break;
-        case O_DRAFT_MAX:
-            if ((ok = parse_int(optarg, 0, SPEC_DRAFT_MAX, &v)))
-                spp.draft_max = (int32_t)v;
-            break;
-        case O_DRAFT_MODEL: spp.draft_model = optarg; break;
-        case O_NGRAM_N:
-            if ((ok = parse_int(optarg, 1, 1024, &v)))
-                spp.ngram_n = (int32_t)v;
-            break;
-        case 'h': usage(stdout); return 0;
-        default: ok = false;
-        }
-        if (!ok)
-            goto bad;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
-    if (optind != argc || !model_path || !prompt == !tokens_arg || (tokens_arg && chat))
-        goto bad;
+    cli p;
+    cli_value v;
+    cli_begin(&p, "generate", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
+    int id;
+    while ((id = cli_next(&p, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: return 2;
+        case CLI_MODEL: model_path = v.text; break;
+        case CLI_PROMPT: prompt = v.text; break;
+        case CLI_N_PREDICT: n_predict = v.i; break;
+        case CLI_CTX: n_ctx = v.i; break;
+        case CLI_THREADS: threads = v.i; break;
+        case CLI_TEMP: sp.temp = (float)v.f; break;
+        case CLI_TOP_K: sp.top_k = (int32_t)v.i; break;
+        case CLI_TOP_P: sp.top_p = (float)v.f; break;
+        case CLI_MIN_P: sp.min_p = (float)v.f; break;
+        case CLI_TYPICAL: sp.typical_p = (float)v.f; break;
+        case CLI_REPEAT_PENALTY: sp.repeat_penalty = (float)v.f; break;
+        case CLI_REPEAT_LAST_N: sp.repeat_last_n = (int32_t)v.i; break;
+        case CLI_FREQUENCY_PENALTY: sp.frequency_penalty = (float)v.f; break;
+        case CLI_PRESENCE_PENALTY: sp.presence_penalty = (float)v.f; break;
+        case CLI_SEED:
+            sp.seed_set = !v.random;
+            sp.seed = v.seed;
+            break;
+        case CLI_NO_BOS: no_bos = true; break;
+        case CLI_NO_KV: no_cache = true; break;
+        case CLI_CHAT: chat = true; break;
+        case CLI_SYSTEM: system = v.text; break;
+        case CLI_TEMPLATE: tmpl = v.text; break;
+        case CLI_TOKENS: tokens_arg = v.text; break;
+        case CLI_CTK: forward_kv_type_parse(v.text, &ctk); break;
+        case CLI_CTV: forward_kv_type_parse(v.text, &ctv); break;
+        case CLI_BLAS: blas_mode_parse(v.text, &blas); break;
+        case CLI_SHIFT: shift = true; break;
+        case CLI_NO_SHIFT: shift = false; break;
+        case CLI_SPEC: spec_type_parse(v.text, &spp.type); break;
+        case CLI_DRAFT_MAX: spp.draft_max = (int32_t)v.i; break;
+        case CLI_DRAFT_MODEL: spp.draft_model = v.text; break;
+        case CLI_SPEC_NGRAM_N: spp.ngram_n = (int32_t)v.i; break;
+        case CLI_HELP: usage(stdout); return 0;
+        }
+    }
+    if (cli_rest(&p) != argc)
+        return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
+    if (!model_path)
+        return cli_fail(&p, "-m MODEL is required");
+    if (!prompt == !tokens_arg)
+        return cli_fail(&p, "give the prompt as -p TEXT or as --tokens LIST (one of the two)");
+    if (tokens_arg && chat)
+        return cli_fail(&p, "--chat wraps a text prompt: not with --tokens");
 
     char err[1024], warn[512];
     model *m = model_load(model_path, err, sizeof err);
@@ -233,6 +172,8 @@ int cmd_generate(int argc, char **argv)
     }
     if (warn[0])
         fprintf(stderr, "tokscope generate: warning: %s\n", warn);
+    if (!tokens_arg)
+        chat_prompt_log("generate", toks, n_prompt);
     if (n_prompt == 0) {
         fprintf(stderr, "tokscope generate: the prompt is empty (no tokens and no BOS)\n");
         goto done;
@@ -315,7 +256,7 @@ int cmd_generate(int argc, char **argv)
     /* --spec: the tokens the last verification sampled; all but the last
      * were drafts, evaluated already */
     int32_t queue[SPEC_DRAFT_MAX + 1], n_queue = 0, i_queue = 0;
-    while (n_gen < n_predict) {
+    while (n_predict < 0 || n_gen < n_predict) { /* -1: no limit */
         const bool queued = i_queue < n_queue;
         int32_t id = queued ? queue[i_queue++] : sampler_sample(smp, logits, NULL);
         if (tok && tokenizer_is_eog(tok, id)) {
@@ -342,14 +283,14 @@ int cmd_generate(int argc, char **argv)
             n_pend -= ok;
             fflush(stdout);
         }
-        if (n_gen >= n_predict)
+        if (n_predict >= 0 && n_gen >= n_predict)
             break;
         if (i_queue < n_queue) /* an accepted draft: evaluated by the verification */
             continue;
         if (sp_ctx && n_past < ctx) {
             /* as llama-server: room for the drafts, the next token and one more */
             int32_t max = ctx - n_past - 2, nd = 0;
-            if (max > n_predict - n_gen - 1)
+            if (n_predict >= 0 && max > n_predict - n_gen - 1)
                 max = (int32_t)(n_predict - n_gen - 1);
             if (max > 0)
                 nd = spec_draft(sp_ctx, seq, n_past, id, max, seq + n_past + 1, err, sizeof err);
@@ -423,7 +364,4 @@ done:
     forward_free(f);
     model_free(m);
     return rc;
-bad:
-    usage(stderr);
-    return 2;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "memory/memory.h"
@@ -669,33 +670,34 @@ int cmd_info(int argc, char **argv)
 {
     const char *path = NULL;
     bool kv = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--kv")) {
-            kv = true;
-        } else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tokscope: info: %s needs a file name\n", argv[i]);
-                return 2;
-            }
-            path = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "tokscope: info: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (path) {
-            fprintf(stderr, "tokscope: info: one model at a time ('%s' and '%s')\n", path, argv[i]);
-            return 2;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) {
+    static const int opt_ids[] = {CLI_HELP, CLI_KV, CLI_MODEL};
+    if (argc < 2) {
         usage(stderr);
         return 2;
     }
+    cli p;
+    cli_value v;
+    cli_begin(&p, "info", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
+    int id;
+    while ((id = cli_next(&p, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: return 2;
+        case CLI_HELP: usage(stdout); return 0;
+        case CLI_KV: kv = true; break;
+        case CLI_MODEL:
+            if (path)
+                return cli_fail(&p, "one model at a time ('%s' and '%s')", path, v.text);
+            path = v.text;
+            break;
+        }
+    }
+    for (int i = cli_rest(&p); i < argc; i++) {
+        if (path)
+            return cli_fail(&p, "one model at a time ('%s' and '%s')", path, argv[i]);
+        path = argv[i];
+    }
+    if (!path)
+        return cli_fail(&p, "MODEL is required");
 
     char err[1024];
     gguf_ctx *g = gguf_open(path, err, sizeof err);

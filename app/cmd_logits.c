@@ -1,13 +1,14 @@
 /* tokscope logits: the model's logits at every position of a prompt and of a
  * greedy continuation, as JSONL in the golden schema (../shared/README.md),
  * so our output can be diffed against the reference's or fed to compare. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
+#include "chat/chat_prompt.h"
 #include "model/forward.h"
 #include "golden.h"
 #include "model/model.h"
@@ -36,8 +37,8 @@ static void usage(FILE *f)
             "  --chat               wrap the prompt in the chat template (one user turn)\n"
             "  --system TEXT        system message for --chat\n"
             "  --template NAME      force a built-in chat format\n"
-            "  -c N                 context size (default: prompt + generated tokens)\n"
-            "  -t N                 threads (default: online CPUs)\n"
+            "  -c, --ctx-size N     context size (default or 0: prompt + generated tokens)\n"
+            "  -t, --threads N      threads (default or 0: online CPUs)\n"
             "\n"
             "Logit lens:\n"
             "  --lens-layer L       the logits the output norm and head give on the residual stream after\n"
@@ -134,89 +135,64 @@ int cmd_logits(int argc, char **argv)
     long n_ctx = 0;
     bool one_by_one = false, no_bos = false, no_cache = false, chat = false, last_only = false, lens = false;
     long lens_layer = 0;
-    enum { O_TOKENS = 256, O_ONE, O_BATCH, O_NOBOS, O_NOKV, O_CHAT, O_SYSTEM, O_TEMPLATE, O_LAST, O_LENS, O_LENS_LAYER, O_BLAS };
     enum blas_mode blas = BLAS_MODE_OFF;
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
-        {"tokens", required_argument, 0, O_TOKENS}, {"one-by-one", no_argument, 0, O_ONE},
-        {"batch", required_argument, 0, O_BATCH}, {"no-bos", no_argument, 0, O_NOBOS},
-        {"no-kv-cache", no_argument, 0, O_NOKV},  {"chat", no_argument, 0, O_CHAT},
-        {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
-        {"threads", required_argument, 0, 't'},   {"ctx-size", required_argument, 0, 'c'},
-        {"last", no_argument, 0, O_LAST},         {"help", no_argument, 0, 'h'},
-        {"lens", no_argument, 0, O_LENS},         {"lens-layer", required_argument, 0, O_LENS_LAYER},
-        {"blas", required_argument, 0, O_BLAS},
-        {0, 0, 0, 0},
+    static const int opt_ids[] = {
+        CLI_MODEL,   CLI_PROMPT, CLI_TOKENS, CLI_ONE_BY_ONE, CLI_BATCH, CLI_NO_BOS,     CLI_NO_KV,
+        CLI_CHAT,    CLI_SYSTEM, CLI_TEMPLATE, CLI_THREADS, CLI_CTX,   CLI_LAST,       CLI_HELP,
+        CLI_LENS,    CLI_LENS_LAYER, CLI_BLAS, CLI_LOGITS_N, CLI_LOGITS_K,
     };
-    optind = 1;
-    opterr = 0;
-    int c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "m:p:n:k:t:c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'm': model_path = optarg; break;
-        case 'p': prompt = optarg; break;
-        case O_TOKENS: tokens_arg = optarg; break;
-        case 'n':
-            n_gen = (int)strtol(optarg, &end, 10);
-            if (*end || n_gen < 0 || n_gen > 1 << 20)
-                goto bad;
-            break;
-        case 'k':
-            top_k = (int)strtol(optarg, &end, 10);
-            if (*end || top_k < 0)
-                goto bad;
-            break;
-        case 't':
-            threads = (int)strtol(optarg, &end, 10);
-            if (*end || threads < 1 || threads > 256)
-                goto bad;
-            break;
-        case 'c':
-            n_ctx = strtol(optarg, &end, 10);
-            if (*end || n_ctx < 1 || n_ctx > 1 << 20)
-                goto bad;
-            break;
-        case O_BATCH:
-            batch = (int)strtol(optarg, &end, 10);
-            if (*end || batch < 1 || batch > 4096)
-                goto bad;
-            break;
-        case O_ONE: one_by_one = true; break;
-        case O_LAST: last_only = true; break;
-        case O_LENS: lens = true; break;
-        case O_LENS_LAYER:
-            lens_layer = strtol(optarg, &end, 10);
-            if (*end || lens_layer < 1 || lens_layer > 1 << 16)
-                goto bad;
-            break;
-        case O_NOBOS: no_bos = true; break;
-        case O_NOKV: no_cache = true; break;
-        case O_CHAT: chat = true; break;
-        case O_SYSTEM: system = optarg; break;
-        case O_TEMPLATE: tmpl = optarg; break;
-        case O_BLAS:
-            if (!blas_mode_parse(optarg, &blas))
-                goto bad;
-            break;
-        case 'h': usage(stdout); return 0;
-        default: goto bad;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    cli p;
+    cli_value v;
+    cli_begin(&p, "logits", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
+    int id;
+    while ((id = cli_next(&p, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: return 2;
+        case CLI_MODEL: model_path = v.text; break;
+        case CLI_PROMPT: prompt = v.text; break;
+        case CLI_TOKENS: tokens_arg = v.text; break;
+        case CLI_LOGITS_N: n_gen = (int)v.i; break;
+        case CLI_LOGITS_K: top_k = (int)v.i; break;
+        case CLI_THREADS: threads = (int)v.i; break;
+        case CLI_CTX: n_ctx = v.i; break;
+        case CLI_BATCH: batch = (int)v.i; break;
+        case CLI_ONE_BY_ONE: one_by_one = true; break;
+        case CLI_LAST: last_only = true; break;
+        case CLI_LENS: lens = true; break;
+        case CLI_LENS_LAYER: lens_layer = v.i; break;
+        case CLI_NO_BOS: no_bos = true; break;
+        case CLI_NO_KV: no_cache = true; break;
+        case CLI_CHAT: chat = true; break;
+        case CLI_SYSTEM: system = v.text; break;
+        case CLI_TEMPLATE: tmpl = v.text; break;
+        case CLI_BLAS: blas_mode_parse(v.text, &blas); break;
+        case CLI_HELP: usage(stdout); return 0;
         }
     }
-    if (optind != argc || !model_path || (!prompt == !tokens_arg) || (tokens_arg && chat) || (one_by_one && no_cache))
-        goto bad;
-    if (lens && (lens_layer || last_only || no_cache)) {
-        fprintf(stderr, "tokscope logits: --lens lists every block at every position: not with --lens-layer, --last "
-                        "or --no-kv-cache\n");
-        goto bad;
-    }
+    if (cli_rest(&p) != argc)
+        return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
+    if (!model_path)
+        return cli_fail(&p, "-m MODEL is required");
+    if (!prompt == !tokens_arg)
+        return cli_fail(&p, "give the prompt as -p TEXT or as --tokens LIST (one of the two)");
+    if (tokens_arg && chat)
+        return cli_fail(&p, "--chat wraps a text prompt: not with --tokens");
+    if (one_by_one && no_cache)
+        return cli_fail(&p, "--one-by-one and --no-kv-cache are two ways to evaluate: one at a time");
+    if (lens && (lens_layer || last_only || no_cache))
+        return cli_fail(&p, "--lens lists every block at every position: not with --lens-layer, --last or "
+                            "--no-kv-cache");
 
     char err[1024], warn[512];
     int32_t n_prompt = 0;
     int32_t *toks = NULL;
     if (tokens_arg && !(toks = golden_parse_ids(tokens_arg, &n_prompt))) {
         fprintf(stderr, "tokscope logits: --tokens wants comma-separated non-negative ids\n");
-        goto bad;
+        return 2;
     }
     model *m = tokens_arg ? model_load_weights_only(model_path, err, sizeof err) : model_load(model_path, err, sizeof err);
     if (!m) {
@@ -241,6 +217,7 @@ int cmd_logits(int argc, char **argv)
         }
         if (warn[0])
             fprintf(stderr, "tokscope logits: warning: %s\n", warn);
+        chat_prompt_log("logits", toks, n_prompt);
     }
     if (n_prompt == 0) {
         fprintf(stderr, "tokscope logits: the prompt is empty (no tokens and no BOS)\n");
@@ -347,7 +324,4 @@ done:
     forward_free(f);
     model_free(m);
     return rc;
-bad:
-    usage(stderr);
-    return 2;
 }

@@ -6,13 +6,13 @@
  * and whether the partial download was kept for a resume), 2 usage. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "pull.h"
 
@@ -83,32 +83,27 @@ static const char *base_name(const char *p)
 
 int cmd_pull(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    static const int opt_ids[] = {CLI_OUTPUT_DIR, CLI_DRY_RUN, CLI_HELP};
     const char *out_dir = NULL;
     bool dry = false;
+    cli p;
+    cli_value v;
+    cli_begin(&p, "pull", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:nh", opts, NULL)) != -1) {
+    while ((c = cli_next(&p, &v)) != CLI_END) {
         switch (c) {
-        case 'o': out_dir = optarg; break;
-        case 'n': dry = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case CLI_ERROR: return 2;
+        case CLI_OUTPUT_DIR: out_dir = v.text; break;
+        case CLI_DRY_RUN: dry = true; break;
+        case CLI_HELP: usage(stdout); return 0;
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "tokscope pull: %s\n", optind >= argc ? "no model given" : "one model at a time");
-        usage(stderr);
-        return 2;
-    }
+    const int rest = cli_rest(&p);
+    if (rest != argc - 1)
+        return cli_fail(&p, "%s", rest >= argc ? "no model given" : "one model at a time");
     char err[2048];
     pull_spec spec;
-    if (pull_spec_parse(argv[optind], &spec, err, sizeof err) != 0) {
+    if (pull_spec_parse(argv[rest], &spec, err, sizeof err) != 0) {
         fprintf(stderr, "tokscope pull: %s\n", err);
         return 2;
     }

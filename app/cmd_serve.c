@@ -2,14 +2,15 @@
  * map of the pieces). Loopback by default; any other address only with an
  * API key. Runs until SIGINT or SIGTERM. */
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "serve.h"
 #include "spec/spec.h"
@@ -36,16 +37,6 @@ static void usage(FILE *f)
             "  -md, --draft-model FILE  the draft model of --spec draft (same vocabulary)\n"
             "\n"
             "Prints 'listening on http://ADDR:PORT' on stderr once the model is loaded.\n");
-}
-
-static bool parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
 }
 
 /* 127.0.0.0/8, ::1 and ::ffff:127.x; false for anything else (0.0.0.0 included). */
@@ -124,60 +115,36 @@ int cmd_serve(int argc, char **argv)
 {
     const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
     long port = 8080, max_queue = 64, n_ctx = 0, threads = 0;
-    enum { O_HOST = 256, O_PORT, O_KEY, O_QUEUE, O_SPEC, O_DRAFT_MAX, O_DRAFT_MODEL };
     enum spec_type spec = SPEC_OFF;
     long draft_max = 0;
     const char *draft_model = NULL;
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},      {"host", required_argument, 0, O_HOST},
-        {"port", required_argument, 0, O_PORT},    {"api-key-file", required_argument, 0, O_KEY},
-        {"max-queue", required_argument, 0, O_QUEUE}, {"ctx-size", required_argument, 0, 'c'},
-        {"threads", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
-        {"spec", required_argument, 0, O_SPEC},    {"draft-max", required_argument, 0, O_DRAFT_MAX},
-        {"draft-model", required_argument, 0, O_DRAFT_MODEL},
-        {0, 0, 0, 0},
-    };
-    optind = 1;
-    for (int i = 1; i < argc; i++) /* llama.cpp's two-letter -md */
-        if (!strcmp(argv[i], "-md"))
-            argv[i] = (char *)"--draft-model";
+    static const int opt_ids[] = {CLI_MODEL,   CLI_HOST, CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE,
+                                  CLI_CTX,     CLI_THREADS, CLI_SPEC, CLI_DRAFT_MAX, CLI_DRAFT_MODEL,
+                                  CLI_HELP};
+    cli p;
+    cli_value cv;
+    cli_begin(&p, "serve", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
     int o;
-    while ((o = getopt_long(argc, argv, "m:c:t:h", opts, NULL)) != -1) {
+    while ((o = cli_next(&p, &cv)) != CLI_END) {
         switch (o) {
-        case 'm': model_path = optarg; break;
-        case O_HOST: host = optarg; break;
-        case O_KEY: key_file = optarg; break;
-        case O_PORT:
-            if (!parse_long(optarg, 0, 65535, &port))
-                goto bad;
-            break;
-        case O_QUEUE:
-            if (!parse_long(optarg, 0, 100000, &max_queue))
-                goto bad;
-            break;
-        case 'c':
-            if (!parse_long(optarg, 0, 1L << 30, &n_ctx))
-                goto bad;
-            break;
-        case 't':
-            if (!parse_long(optarg, 0, 4096, &threads))
-                goto bad;
-            break;
-        case O_SPEC:
-            if (!spec_type_parse(optarg, &spec))
-                goto bad;
-            break;
-        case O_DRAFT_MAX:
-            if (!parse_long(optarg, 1, SPEC_DRAFT_MAX, &draft_max))
-                goto bad;
-            break;
-        case O_DRAFT_MODEL: draft_model = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: goto bad;
+        case CLI_ERROR: return 2;
+        case CLI_MODEL: model_path = cv.text; break;
+        case CLI_HOST: host = cv.text; break;
+        case CLI_API_KEY_FILE: key_file = cv.text; break;
+        case CLI_PORT: port = cv.i; break;
+        case CLI_MAX_QUEUE: max_queue = cv.i; break;
+        case CLI_CTX: n_ctx = cv.i; break;
+        case CLI_THREADS: threads = cv.i; break;
+        case CLI_SPEC: spec_type_parse(cv.text, &spec); break;
+        case CLI_DRAFT_MAX: draft_max = cv.i; break;
+        case CLI_DRAFT_MODEL: draft_model = cv.text; break;
+        case CLI_HELP: usage(stdout); return 0;
         }
     }
-    if (optind != argc || !model_path)
-        goto bad;
+    if (cli_rest(&p) != argc)
+        return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
+    if (!model_path)
+        return cli_fail(&p, "-m MODEL is required");
     bool numeric;
     const bool loopback = is_loopback(host, &numeric);
     if (!numeric) {
@@ -205,6 +172,13 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* room for many idle connections (each one a descriptor): serve_http
+     * sizes its connection limit from this */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 65536) {
+        rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 
     int rc = 1;
     serve_vocab *v = NULL;
@@ -264,7 +238,4 @@ out:
     serve_vocab_close(v);
     free(key);
     return rc;
-bad:
-    usage(stderr);
-    return 2;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "chat/chat.h"
+#include "cli.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "chat/jinja.h"
@@ -91,14 +92,6 @@ static char *token_text(gguf_ctx *g, const char *key)
     return r;
 }
 
-static bool valid_date(const char *d)
-{
-    int y, m, day;
-    char extra;
-    return sscanf(d, "%4d-%2d-%2d%c", &y, &m, &day, &extra) == 3 && strlen(d) == 10 && m >= 1 && m <= 12 &&
-           day >= 1 && day <= 31;
-}
-
 /* A copy of the file's variables (base may be NULL) with each NAME=VALUE
  * set: VALUE as JSON when it parses, else as a string. */
 static cJSON *with_vars(const cJSON *base, const char *const *vars, int n)
@@ -123,61 +116,39 @@ int cmd_template(int argc, char **argv)
     bool gen = true;
     const char *vars[32];
     int n_vars = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_val)
-            model = argv[++i];
-        else if (!strcmp(a, "--template") && has_val)
-            tfile = argv[++i];
-        else if (!strcmp(a, "--bos") && has_val)
-            bos = argv[++i];
-        else if (!strcmp(a, "--eos") && has_val)
-            eos = argv[++i];
-        else if (!strcmp(a, "--builtin") && has_val)
-            builtin = argv[++i];
-        else if (!strcmp(a, "--date") && has_val)
-            date = argv[++i];
-        else if (!strcmp(a, "--no-generation-prompt"))
-            gen = false;
-        else if (!strcmp(a, "--var") && has_val) {
-            const char *v = argv[++i], *eq = strchr(v, '=');
-            if (!eq || eq == v || n_vars == 32) {
-                fprintf(stderr, "tokscope: template: --var wants NAME=VALUE (32 at most), got '%s'\n", v);
-                return 1;
-            }
-            vars[n_vars++] = v;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "tokscope: template: unknown option or missing value '%s'\n", a);
-            usage(stderr);
-            return 1;
-        } else if (mfile) {
-            fprintf(stderr, "tokscope: template: one messages file at a time ('%s' and '%s')\n", mfile, a);
-            return 1;
-        } else
-            mfile = a;
+    static const int opt_ids[] = {CLI_HELP, CLI_MODEL, CLI_TEMPLATE_FILE, CLI_BOS,          CLI_EOS,
+                                  CLI_BUILTIN, CLI_DATE, CLI_NO_GEN_PROMPT, CLI_VAR};
+    cli cl;
+    cli_value v;
+    cli_begin(&cl, "template", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
+    int id;
+    while ((id = cli_next(&cl, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: return 2;
+        case CLI_HELP: usage(stdout); return 0;
+        case CLI_MODEL: model = v.text; break;
+        case CLI_TEMPLATE_FILE: tfile = v.text; break;
+        case CLI_BOS: bos = v.text; break;
+        case CLI_EOS: eos = v.text; break;
+        case CLI_BUILTIN: builtin = v.text; break;
+        case CLI_DATE: date = v.text; break;
+        case CLI_NO_GEN_PROMPT: gen = false; break;
+        case CLI_VAR:
+            if (n_vars == 32)
+                return cli_fail(&cl, "--var: 32 variables at most");
+            vars[n_vars++] = v.text;
+            break;
+        }
     }
-    if (!mfile) {
-        fprintf(stderr, "tokscope: template: missing MESSAGES.json\n");
-        usage(stderr);
-        return 1;
-    }
-    if (model && tfile) {
-        fprintf(stderr, "tokscope: template: use either -m or --template, not both\n");
-        return 1;
-    }
-    if (date && !valid_date(date)) {
-        fprintf(stderr, "tokscope: template: --date wants YYYY-MM-DD, got '%s'\n", date);
-        return 1;
-    }
-    if (builtin && !chat_builtin_known(builtin)) {
-        fprintf(stderr, "tokscope: template: unknown built-in format '%s'\n", builtin);
-        usage(stderr);
-        return 1;
-    }
+    const int rest = cli_rest(&cl);
+    if (rest < argc - 1)
+        return cli_fail(&cl, "one messages file at a time ('%s' and '%s')", argv[rest], argv[rest + 1]);
+    if (rest == argc - 1)
+        mfile = argv[rest];
+    if (!mfile)
+        return cli_fail(&cl, "MESSAGES.json is required");
+    if (model && tfile)
+        return cli_fail(&cl, "use either -m or --template, not both");
 
     int rc = 1;
     char *tmpl = NULL, *bos_own = NULL, *eos_own = NULL, *json = NULL;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -230,40 +231,31 @@ int cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *cases = NULL;
     bool no_bos = false, special = false, pieces = false, roundtrip = false, decode = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc)
-            model = argv[++i];
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && i + 1 < argc)
-            prompt = argv[++i];
-        else if (!strcmp(a, "--cases") && i + 1 < argc)
-            cases = argv[++i];
-        else if (!strcmp(a, "--no-bos"))
-            no_bos = true;
-        else if (!strcmp(a, "--special"))
-            special = true;
-        else if (!strcmp(a, "--ids-only"))
-            pieces = false;
-        else if (!strcmp(a, "--decode"))
-            decode = true;
-        else if (!strcmp(a, "--roundtrip"))
-            roundtrip = true;
-        else if (!strcmp(a, "--pieces"))
-            pieces = true;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "tokscope tokenize: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 1;
+    static const int opt_ids[] = {CLI_MODEL,  CLI_PROMPT, CLI_CASES,  CLI_NO_BOS, CLI_SPECIAL,
+                              CLI_IDS_ONLY, CLI_DECODE, CLI_ROUNDTRIP, CLI_PIECES, CLI_HELP};
+    cli p;
+    cli_value v;
+    cli_begin(&p, "tokenize", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
+    int id;
+    while ((id = cli_next(&p, &v)) != CLI_END) {
+        switch (id) {
+        case CLI_ERROR: return 2;
+        case CLI_MODEL: model = v.text; break;
+        case CLI_PROMPT: prompt = v.text; break;
+        case CLI_CASES: cases = v.text; break;
+        case CLI_NO_BOS: no_bos = true; break;
+        case CLI_SPECIAL: special = true; break;
+        case CLI_IDS_ONLY: pieces = false; break;
+        case CLI_DECODE: decode = true; break;
+        case CLI_ROUNDTRIP: roundtrip = true; break;
+        case CLI_PIECES: pieces = true; break;
+        case CLI_HELP: usage(stdout); return 0;
         }
     }
-    if (!model) {
-        fprintf(stderr, "tokscope tokenize: -m MODEL is required\n");
-        usage(stderr);
-        return 1;
-    }
+    if (cli_rest(&p) != argc)
+        return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
+    if (!model)
+        return cli_fail(&p, "-m MODEL is required");
     char err[512];
     gguf_ctx *g = gguf_open(model, err, sizeof err);
     if (!g) {

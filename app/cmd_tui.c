@@ -1,12 +1,12 @@
 /* `tokscope [-m MODEL] [options]`: the chat TUI. Order of precedence:
  * built-in defaults < system config < user config < --config FILE < command
  * line (config.h). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "model/forward.h"
@@ -83,76 +83,53 @@ static void tui_usage(FILE *f)
             "In the TUI: F1 or /help lists keys and commands. See tokscope(1).\n");
 }
 
-enum {
-    OPT_TEMPLATE = 256,
-    OPT_SYSTEM,
-    OPT_CONFIG,
-    OPT_NO_KV,
-    OPT_CTK,
-    OPT_CTV,
-    OPT_BLAS,
-    OPT_NO_SHIFT,
-    OPT_SHIFT,
-    OPT_PRINT_CONFIG,
-    OPT_NO_COLOR,
-    OPT_PROB_COLORS,
-    OPT_MOUSE,
-    OPT_RESUME,
-    OPT_NO_AUTOSAVE,
-    OPT_REMOTE,
-    OPT_REMOTE_MODEL,
-    OPT_API_KEY_FILE,
-    OPT_SPEC,
-    OPT_DRAFT_MAX,
-    OPT_DRAFT_MODEL,
-    OPT_SAMPLING, /* + index into sampling_opts */
-};
-
-static const char *const sampling_opts[][3] = {
-    {"temp", "temp", "--temp"},
-    {"top-k", "top_k", "--top-k"},
-    {"top-p", "top_p", "--top-p"},
-    {"min-p", "min_p", "--min-p"},
-    {"typical-p", "typical_p", "--typical-p"},
-    {"repeat-penalty", "repeat_penalty", "--repeat-penalty"},
-    {"repeat-last-n", "repeat_last_n", "--repeat-last-n"},
-    {"frequency-penalty", "frequency_penalty", "--frequency-penalty"},
-    {"presence-penalty", "presence_penalty", "--presence-penalty"},
-    {"seed", "seed", "--seed"},
-    {"n-predict", "n_predict", "--n-predict"},
-    {"n-top", "n_top", "--n-top"},
-};
-#define N_SAMPLING_OPTS (sizeof sampling_opts / sizeof sampling_opts[0])
-
-/* An option that sets one configuration key: [section] key = value (value
- * NULL: the option's argument). */
+/* The options the TUI takes; those that set a configuration key name it
+ * here: [section] key = value (value NULL: the option's argument). label is
+ * the source --print-config shows. */
 static const struct {
-    int opt;
+    int id;
     const char *label, *section, *key, *value;
-} option_keys[] = {
-    {'m', "-m", "paths", "model", NULL},
-    {'c', "-c", "engine", "n_ctx", NULL},
-    {'t', "-t", "engine", "threads", NULL},
-    {'n', "-n", "sampling", "n_predict", NULL},
-    {OPT_TEMPLATE, "--template", "engine", "template", NULL},
-    {OPT_SYSTEM, "--system", "chat", "system", NULL},
-    {OPT_NO_KV, "--no-kv-cache", "engine", "kv_cache", "false"},
-    {OPT_CTK, "--cache-type-k", "engine", "cache_type_k", NULL},
-    {OPT_CTV, "--cache-type-v", "engine", "cache_type_v", NULL},
-    {OPT_BLAS, "--blas", "engine", "blas", NULL},
-    {OPT_NO_SHIFT, "--no-context-shift", "engine", "context_shift", "false"},
-    {OPT_SHIFT, "--context-shift", "engine", "context_shift", "true"},
-    {OPT_NO_COLOR, "--no-color", "ui", "colors", "false"},
-    {OPT_PROB_COLORS, "--prob-colors", "ui", "prob_colors", "true"},
-    {OPT_MOUSE, "--mouse", "ui", "mouse", "true"},
-    {OPT_SPEC, "--spec", "spec", "type", NULL},
-    {OPT_DRAFT_MAX, "--draft-max", "spec", "draft_max", NULL},
-    {OPT_DRAFT_MODEL, "--draft-model", "spec", "draft_model", NULL},
-    {OPT_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
-    {OPT_REMOTE, "--remote", "remote", "url", NULL},
-    {OPT_REMOTE_MODEL, "--remote-model", "remote", "model", NULL},
-    {OPT_API_KEY_FILE, "--api-key-file", "remote", "api_key_file", NULL},
+} tui_opts[] = {
+    {CLI_MODEL, "-m", "paths", "model", NULL},
+    {CLI_CTX, "-c", "engine", "n_ctx", NULL},
+    {CLI_THREADS, "-t", "engine", "threads", NULL},
+    {CLI_N_PREDICT, "-n", "sampling", "n_predict", NULL},
+    {CLI_TEMPLATE, "--template", "engine", "template", NULL},
+    {CLI_SYSTEM, "--system", "chat", "system", NULL},
+    {CLI_NO_KV, "--no-kv-cache", "engine", "kv_cache", "false"},
+    {CLI_CTK, "--cache-type-k", "engine", "cache_type_k", NULL},
+    {CLI_CTV, "--cache-type-v", "engine", "cache_type_v", NULL},
+    {CLI_BLAS, "--blas", "engine", "blas", NULL},
+    {CLI_NO_SHIFT, "--no-context-shift", "engine", "context_shift", "false"},
+    {CLI_SHIFT, "--context-shift", "engine", "context_shift", "true"},
+    {CLI_NO_COLOR, "--no-color", "ui", "colors", "false"},
+    {CLI_PROB_COLORS, "--prob-colors", "ui", "prob_colors", "true"},
+    {CLI_MOUSE, "--mouse", "ui", "mouse", "true"},
+    {CLI_SPEC, "--spec", "spec", "type", NULL},
+    {CLI_DRAFT_MAX, "--draft-max", "spec", "draft_max", NULL},
+    {CLI_DRAFT_MODEL, "--draft-model", "spec", "draft_model", NULL},
+    {CLI_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
+    {CLI_REMOTE, "--remote", "remote", "url", NULL},
+    {CLI_REMOTE_MODEL, "--remote-model", "remote", "model", NULL},
+    {CLI_API_KEY_FILE, "--api-key-file", "remote", "api_key_file", NULL},
+    {CLI_TEMP, "--temp", "sampling", "temp", NULL},
+    {CLI_TOP_K, "--top-k", "sampling", "top_k", NULL},
+    {CLI_TOP_P, "--top-p", "sampling", "top_p", NULL},
+    {CLI_MIN_P, "--min-p", "sampling", "min_p", NULL},
+    {CLI_TYPICAL, "--typical-p", "sampling", "typical_p", NULL},
+    {CLI_REPEAT_PENALTY, "--repeat-penalty", "sampling", "repeat_penalty", NULL},
+    {CLI_REPEAT_LAST_N, "--repeat-last-n", "sampling", "repeat_last_n", NULL},
+    {CLI_FREQUENCY_PENALTY, "--frequency-penalty", "sampling", "frequency_penalty", NULL},
+    {CLI_PRESENCE_PENALTY, "--presence-penalty", "sampling", "presence_penalty", NULL},
+    {CLI_SEED, "--seed", "sampling", "seed", NULL},
+    {CLI_N_TOP, "--n-top", "sampling", "n_top", NULL},
+    /* what to do this time, not preferences */
+    {CLI_HELP, NULL, NULL, NULL, NULL},
+    {CLI_CONFIG, NULL, NULL, NULL, NULL},
+    {CLI_PRINT_CONFIG, NULL, NULL, NULL, NULL},
+    {CLI_RESUME, NULL, NULL, NULL, NULL},
 };
+#define N_TUI_OPTS (sizeof tui_opts / sizeof tui_opts[0])
 
 /* "N problems in the configuration; the first: FILE:LINE: ..." from the
  * reports config_load wrote (one per line, each "tokscope: ..."). */
@@ -197,59 +174,27 @@ static char *read_api_key(const char *path)
 
 int cmd_tui(int argc, char **argv)
 {
-    struct option opts[32 + N_SAMPLING_OPTS];
-    struct option base[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"ctx-size", required_argument, NULL, 'c'},
-        {"threads", required_argument, NULL, 't'},
-        {"template", required_argument, NULL, OPT_TEMPLATE},
-        {"system", required_argument, NULL, OPT_SYSTEM},
-        {"config", required_argument, NULL, OPT_CONFIG},
-        {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
-        {"no-kv-cache", no_argument, NULL, OPT_NO_KV},
-        {"cache-type-k", required_argument, NULL, OPT_CTK},
-        {"cache-type-v", required_argument, NULL, OPT_CTV},
-        {"blas", required_argument, NULL, OPT_BLAS},
-        {"no-context-shift", no_argument, NULL, OPT_NO_SHIFT},
-        {"context-shift", no_argument, NULL, OPT_SHIFT},
-        {"no-color", no_argument, NULL, OPT_NO_COLOR},
-        {"prob-colors", no_argument, NULL, OPT_PROB_COLORS},
-        {"mouse", no_argument, NULL, OPT_MOUSE},
-        {"resume", optional_argument, NULL, OPT_RESUME},
-        {"no-autosave", no_argument, NULL, OPT_NO_AUTOSAVE},
-        {"remote", required_argument, NULL, OPT_REMOTE},
-        {"remote-model", required_argument, NULL, OPT_REMOTE_MODEL},
-        {"api-key-file", required_argument, NULL, OPT_API_KEY_FILE},
-        {"spec", required_argument, NULL, OPT_SPEC},
-        {"draft-max", required_argument, NULL, OPT_DRAFT_MAX},
-        {"draft-model", required_argument, NULL, OPT_DRAFT_MODEL},
-        {"help", no_argument, NULL, 'h'},
-    };
-    size_t nb = sizeof base / sizeof base[0], no = 0;
-    for (size_t i = 0; i < nb; i++)
-        opts[no++] = base[i];
-    for (size_t i = 0; i < N_SAMPLING_OPTS; i++)
-        opts[no++] = (struct option){sampling_opts[i][0], required_argument, NULL, OPT_SAMPLING + (int)i};
-    opts[no] = (struct option){0};
+    int opt_ids[N_TUI_OPTS];
+    for (size_t i = 0; i < N_TUI_OPTS; i++)
+        opt_ids[i] = tui_opts[i].id;
 
     /* pass 1: --help, --config and --print-config (the files are read
-     * before the options override them) */
+     * before the options override them); mistakes are reported in pass 2 */
     const char *config_path = NULL;
     bool print_config = false;
-    for (int i = 1; i < argc; i++) /* llama.cpp's two-letter -md */
-        if (!strcmp(argv[i], "-md"))
-            argv[i] = (char *)"--draft-model";
-    opterr = 0;
-    optind = 1;
+    cli p;
+    cli_value v;
+    cli_begin(&p, NULL, opt_ids, N_TUI_OPTS, false, argc, argv);
+    p.quiet = true;
     int c;
-    while ((c = getopt_long(argc, argv, "m:c:t:n:h", opts, NULL)) != -1) {
-        if (c == 'h') {
+    while ((c = cli_next(&p, &v)) != CLI_END) {
+        if (c == CLI_HELP) {
             tui_usage(stdout);
             return 0;
         }
-        if (c == OPT_CONFIG)
-            config_path = optarg;
-        if (c == OPT_PRINT_CONFIG)
+        if (c == CLI_CONFIG)
+            config_path = v.text;
+        if (c == CLI_PRINT_CONFIG)
             print_config = true;
     }
     tok_config cfg;
@@ -282,48 +227,32 @@ int cmd_tui(int argc, char **argv)
     o->config_note = config_note[0] ? config_note : NULL;
 
     /* pass 2: everything else overrides the files */
-    opterr = 1;
-    optind = 1;
     int rc = 0;
-    while ((c = getopt_long(argc, argv, "m:c:t:n:h", opts, NULL)) != -1) {
-        const char *label = NULL, *section = NULL, *key = NULL, *value = optarg;
-        for (size_t i = 0; i < sizeof option_keys / sizeof option_keys[0]; i++)
-            if (option_keys[i].opt == c) {
-                label = option_keys[i].label;
-                section = option_keys[i].section;
-                key = option_keys[i].key;
-                if (option_keys[i].value)
-                    value = option_keys[i].value;
-            }
-        if (c >= OPT_SAMPLING && c < OPT_SAMPLING + (int)N_SAMPLING_OPTS) {
-            label = sampling_opts[c - OPT_SAMPLING][2];
-            section = "sampling";
-            key = sampling_opts[c - OPT_SAMPLING][1];
+    cli_begin(&p, NULL, opt_ids, N_TUI_OPTS, false, argc, argv);
+    while (!rc && (c = cli_next(&p, &v)) != CLI_END) {
+        if (c == CLI_ERROR) {
+            rc = 2;
+            break;
         }
-        if (key) {
-            if (!config_set(&cfg, section, key, value, label, err, sizeof err)) {
-                fprintf(stderr, "tokscope: %s: %s\n", label, err);
-                rc = 2;
-            }
-        } else if (c == OPT_RESUME) {
+        size_t i = 0;
+        while (i < N_TUI_OPTS && tui_opts[i].id != c)
+            i++;
+        if (i < N_TUI_OPTS && tui_opts[i].key) {
+            const char *value = tui_opts[i].value ? tui_opts[i].value : v.text;
+            if (!config_set(&cfg, tui_opts[i].section, tui_opts[i].key, value, tui_opts[i].label, err, sizeof err))
+                rc = cli_fail(&p, "invalid value '%s' for %s: %s", v.text ? v.text : "", p.typed, err);
+        } else if (c == CLI_RESUME) {
             /* what to do this time, not a preference: not a configuration key */
             o->resume = true;
-            o->resume_path = optarg;
-            if (optarg && access(optarg, R_OK) != 0) {
-                fprintf(stderr, "tokscope: --resume: cannot read '%s'\n", optarg);
+            o->resume_path = v.text;
+            if (v.text && access(v.text, R_OK) != 0) {
+                fprintf(stderr, "tokscope: --resume: cannot read '%s'\n", v.text);
                 rc = 2;
             }
-        } else if (c == '?') {
-            fprintf(stderr, "tokscope: try 'tokscope --help' or 'tokscope -m MODEL --help'\n");
-            rc = 2;
         }
-        if (rc)
-            break;
     }
-    if (!rc && optind < argc) {
-        fprintf(stderr, "tokscope: unexpected argument '%s' (try tokscope --help)\n", argv[optind]);
-        rc = 2;
-    }
+    if (!rc && cli_rest(&p) < argc)
+        rc = cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
     if (!rc && print_config) {
         config_print(&cfg, stdout);
         config_free(&cfg);

@@ -30,6 +30,8 @@ struct cJSON;
 
 #define SERVE_MAX_TOP 20           /* top_logprobs a request may ask for (OpenAI's limit) */
 #define SERVE_MAX_BODY (8u << 20)  /* request bodies larger than this get 413 */
+#define SERVE_IDLE_S 15           /* a connection silent this long is closed (its head unfinished, or idle) */
+#define SERVE_REQUEST_S 300       /* ... once a completion's head is accepted (its body, its reply) */
 #define SERVE_PIECE_MAX 128        /* bytes of a token's piece kept for its logprobs entry */
 
 /* ---- serve_request.c ---------------------------------------------------- */
@@ -69,6 +71,12 @@ int32_t serve_vocab_piece(const serve_vocab *v, int32_t id, char *buf, int32_t c
 /* A control token's text (the reasoning splitter needs gpt-oss's), else NULL. */
 const char *serve_vocab_control_text(const serve_vocab *v, int32_t id);
 enum chat_reasoning_style serve_vocab_reasoning_style(const serve_vocab *v);
+/* A floor on the tokens a request's prompt takes, from its length alone
+ * (no tokenizing): a token covers at most the vocab's longest piece, and
+ * blanks are not counted (a template may trim them). What is above the
+ * context by this floor is refused at once, on the connection's thread,
+ * without the engine tokenizing megabytes (issue 35 #11). */
+int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req);
 /* The chat prompt as the engine renders it, for where the reply starts
  * (inside reasoning or not); malloc'd, NULL when it cannot be rendered. */
 char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n);
@@ -145,8 +153,9 @@ char *serve_usage_chunk(const serve_reply_meta *m, bool chat, int32_t n_prompt, 
 /* Non-streaming: the whole reply. entries taken over (NULL when none). */
 char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, const char *reasoning,
                   struct cJSON *entries, const char *finish, int32_t n_prompt, int32_t n_gen);
-/* GET /v1/models */
+/* GET /v1/models, and GET /v1/models/{id}: the one model object */
 char *serve_models_json(const char *model_id, long long created, const engine_model_info *info);
+char *serve_model_json(const char *model_id, long long created, const engine_model_info *info);
 
 /* ---- serve_bridge.c ----------------------------------------------------- */
 

@@ -41,7 +41,6 @@ struct serve_bridge {
     int32_t n_waiting;
     serve_job *cur;       /* the one the engine runs */
     int32_t next_id;
-    bool raw;             /* the engine's template is "raw" now (completions) */
 };
 
 static void kick(int fd)
@@ -216,13 +215,11 @@ static void start_next(serve_bridge *b)
     j->running = true;
     b->cur = j;
     const serve_request *r = &j->req;
-    /* completions take the prompt as it is: the raw format, no template */
-    if (b->raw != !r->chat) {
-        engine_set_template(b->e, r->chat ? NULL : "raw");
-        b->raw = !r->chat;
-    }
+    /* completions take the prompt as it is: the raw format, no template; chat
+     * requests the engine's (the model's own, raw for a model without one) */
     chat_message one = {"user", r->prompt};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT,
+                    .name = r->chat ? NULL : strdup("raw"),
                     .messages = r->chat ? r->msgs : &one,
                     .n_messages = r->chat ? r->n_msgs : 1,
                     .req_id = j->req_id,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ struct serve_http {
     uint16_t port;
 };
 
-enum route { R_NONE, R_HEALTH, R_MODELS, R_CHAT, R_COMPLETIONS };
+enum route { R_NONE, R_HEALTH, R_MODELS, R_MODEL, R_CHAT, R_COMPLETIONS };
 
 typedef struct conn_req {
     enum route route;
@@ -93,15 +94,33 @@ static int conn_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
-/* Waits for news of the job (or timeout_ms); false when the client hung up. */
-static bool wait_job(serve_job *j, int sock, int timeout_ms)
+/* Waits for news of the job (or timeout_ms); false when the client is gone.
+ * Gone is a reset or a connection shut both ways, not the end of what the
+ * client sends: a client may send its request, shut its side (SHUT_WR) and
+ * wait for the answer (issue 35 #15). A stream's chunks show soon enough
+ * whether anyone reads them (a closed socket answers them with a reset).
+ * Before the reply starts, *probe (HTTP/1.1 only) lets the first sight of
+ * the client's end send it an interim "100 Continue", which every HTTP/1.1
+ * client skips (RFC 9110 15.2) and a closed socket answers with a reset, so
+ * a client that went away still stops its job at once. */
+static bool wait_job(serve_job *j, int sock, int timeout_ms, bool *probe)
 {
-    struct pollfd pf[2] = {{.fd = serve_job_fd(j), .events = POLLIN}, {.fd = sock, .events = POLLRDHUP}};
+    const bool watch_end = probe && *probe;
+    struct pollfd pf[2] = {{.fd = serve_job_fd(j), .events = POLLIN},
+                           {.fd = sock, .events = watch_end ? POLLRDHUP : 0}};
     int n = poll(pf, sock >= 0 ? 2 : 1, timeout_ms);
     if (n < 0 && errno != EINTR)
         return false;
-    if (sock >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+    if (sock < 0)
+        return true;
+    if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL))
         return false;
+    if (watch_end && (pf[1].revents & POLLRDHUP)) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        *probe = false; /* once: the end stays readable */
+        if (send(sock, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)(sizeof cont - 1))
+            return false;
+    }
     return true;
 }
 
@@ -117,6 +136,7 @@ typedef struct stream {
     char *buf; /* SSE bytes not sent yet */
     size_t len, off;
     int32_t n_prompt;
+    long long created; /* the request's time */
 } stream;
 
 static void st_append(stream *s, char *chunk)
@@ -140,7 +160,7 @@ static void st_append(stream *s, char *chunk)
 static serve_reply_meta meta_of(const stream *s)
 {
     const serve_request *r = serve_job_request(s->job);
-    return (serve_reply_meta){s->id, s->h->created, r->model ? r->model : s->h->model_id};
+    return (serve_reply_meta){s->id, s->created, r->model ? r->model : s->h->model_id};
 }
 
 /* Formats what arrived: one chunk per token (its text and logprobs entry),
@@ -152,6 +172,13 @@ static void st_pump(stream *s)
     serve_done d;
     serve_token *t = serve_job_take(s->job, &n, &started, &done, &d);
     serve_reply_meta m = meta_of(s);
+    if (s->first && s->chat) {
+        /* the role in a chunk of its own, as OpenAI sends it: a client that
+         * merges chunks (the SDK's stream()) would count a first token's
+         * logprobs twice if they came with the role */
+        st_append(s, serve_chunk(&m, true, true, "", "", NULL, NULL));
+        s->first = false;
+    }
     for (size_t i = 0; i < n; i++) {
         char *content, *reasoning;
         cJSON *entry;
@@ -209,7 +236,7 @@ static ssize_t st_read(void *cls, uint64_t pos, char *buf, size_t max)
         st_pump(s);
         if (s->off < s->len || s->finished)
             continue;
-        if (!wait_job(s->job, s->sock, 1000)) {
+        if (!wait_job(s->job, s->sock, 1000, NULL)) {
             serve_job_cancel(s->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -277,7 +304,7 @@ static enum MHD_Result reply_whole(struct MHD_Connection *c, stream *s)
     return send_json(c, 200, body);
 }
 
-static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_req *cr)
+static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_req *cr, const char *version)
 {
     const bool chat = cr->route == R_CHAT;
     serve_request req;
@@ -287,6 +314,16 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     if (rc) {
         serve_request_free(&req);
         return send_error(c, (unsigned)rc, err, "invalid_request_error", param, NULL);
+    }
+    /* a prompt sure to overflow the context is refused here, not tokenized by the engine */
+    const int64_t floor_tokens = serve_vocab_min_tokens(h->p.vocab, &req);
+    if (floor_tokens >= (int64_t)h->p.info.n_ctx) {
+        serve_request_free(&req);
+        snprintf(err, sizeof err,
+                 "the %s holds at least %lld tokens, more than the context (%u tokens) holds with room for a reply",
+                 chat ? "conversation" : "prompt", (long long)floor_tokens, (unsigned)h->p.info.n_ctx);
+        return send_error(c, 400, err, "invalid_request_error", chat ? "messages" : "prompt",
+                          "context_length_exceeded");
     }
     const bool streamed = req.stream;
     char *prompt = NULL;
@@ -306,6 +343,7 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     s->first = true;
     s->include_usage = req.include_usage;
     s->sock = conn_fd(c);
+    s->created = (long long)time(NULL);
     new_id(s->id, sizeof s->id, chat);
     s->job = serve_bridge_submit(h->p.bridge, &req);
     if (!s->job) {
@@ -317,12 +355,13 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     /* wait for the prompt to be in (streams) or the end (whole replies);
      * a client that hangs up meanwhile cancels its job */
     bool started = false, done = false;
+    bool probe = !strcmp(version, MHD_HTTP_VERSION_1_1);
     serve_done d;
     for (;;) {
         serve_job_peek(s->job, &started, &done, &d);
         if (done || (started && streamed))
             break;
-        if (!wait_job(s->job, s->sock, 1000)) {
+        if (!wait_job(s->job, s->sock, 1000, &probe)) {
             serve_job_cancel(s->job);
             serve_job_release(s->job);
             serve_out_free(&s->out);
@@ -334,7 +373,7 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
         const bool ctx = d.reason == ENGINE_DONE_CTX_FULL;
         enum MHD_Result r = send_error(
             c, ctx ? 400 : d.reason == ENGINE_DONE_ERROR ? 500 : 503, d.message[0] ? d.message : "the request was not run",
-            ctx ? "invalid_request_error" : "server_error", ctx ? "messages" : NULL,
+            ctx ? "invalid_request_error" : "server_error", ctx ? (chat ? "messages" : "prompt") : NULL,
             ctx ? "context_length_exceeded" : NULL);
         serve_job_release(s->job);
         serve_out_free(&s->out);
@@ -368,6 +407,8 @@ static enum route route_of(const char *url)
         return R_HEALTH;
     if (!strcmp(url, "/v1/models"))
         return R_MODELS;
+    if (!strncmp(url, "/v1/models/", 11) && url[11])
+        return R_MODEL;
     if (!strcmp(url, "/v1/chat/completions"))
         return R_CHAT;
     if (!strcmp(url, "/v1/completions"))
@@ -391,10 +432,35 @@ static bool key_ok(const serve_http *h, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* A 400 that also ends the connection: after a malformed head the rest of
+ * the bytes cannot be trusted to start a request. */
+static enum MHD_Result send_bad_head(struct MHD_Connection *c, const char *msg)
+{
+    return send_error_hdr(c, 400, msg, "invalid_request_error", "bad_request", MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+typedef struct lengths {
+    int n;
+    bool differ;
+    const char *first;
+} lengths;
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    lengths *l = cls;
+    if (key && !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (l->n++ == 0)
+            l->first = value;
+        else if (strcmp(value ? value : "", l->first ? l->first : "") != 0)
+            l->differ = true;
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
-    (void)version;
     serve_http *h = cls;
     conn_req *cr = *con_cls;
     if (!cr) { /* the headers: everything that needs no body is decided now */
@@ -403,6 +469,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             return MHD_NO;
         *con_cls = cr;
         cr->route = route_of(url);
+        /* what the library lets through but HTTP/1.1 forbids (RFC 9112 6.3, 3.2):
+         * a body length said two ways would leave the rest to be read as
+         * another request (request smuggling) */
+        lengths l = {0};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &l);
+        if (l.differ)
+            return send_bad_head(c, "the request has two different Content-Length headers");
+        if (!strcmp(version, MHD_HTTP_VERSION_1_1) &&
+            !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+            return send_bad_head(c, "an HTTP/1.1 request needs a Host header");
         const bool post = cr->route == R_CHAT || cr->route == R_COMPLETIONS;
         if (cr->route == R_NONE)
             return send_error(c, 404, "unknown path (try /v1/chat/completions, /v1/completions, /v1/models, /health)",
@@ -417,6 +493,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > SERVE_MAX_BODY)
             cr->too_big = true;
+        /* a completion past the key: its body may come slowly, its reply
+         * take long; only heads and idle connections get the short timeout */
+        if (post)
+            MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)SERVE_REQUEST_S);
         return MHD_YES;
     }
     if (*upload_size) { /* the body, bounded */
@@ -445,6 +525,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return send_json(c, 200, strdup("{\"status\":\"ok\"}"));
     case R_MODELS:
         return send_json(c, 200, serve_models_json(h->model_id, h->created, &h->p.info));
+    case R_MODEL:
+        if (strcmp(url + 11, h->model_id) != 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "the model '%.80s' does not exist (this server has '%.60s')", url + 11,
+                     h->model_id);
+            return send_error(c, 404, msg, "invalid_request_error", "model", "model_not_found");
+        }
+        return send_json(c, 200, serve_model_json(h->model_id, h->created, &h->p.info));
     case R_CHAT:
     case R_COMPLETIONS:
         if (cr->too_big) {
@@ -452,7 +540,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             snprintf(msg, sizeof msg, "the request body is larger than %u bytes", SERVE_MAX_BODY);
             return send_error(c, 413, msg, "invalid_request_error", NULL, "request_too_large");
         }
-        return completion(h, c, cr);
+        return completion(h, c, cr, version);
     case R_NONE:
         break;
     }
@@ -500,9 +588,19 @@ serve_http *serve_http_start(const serve_http_params *p, char *err, size_t errle
         free(h);
         return NULL;
     }
+    /* A flood of idle connections must not lock everyone out (issue 35 #12):
+     * as many connections as descriptors allow (a thread each, idle in
+     * poll), one address never more than three quarters of them, and a
+     * connection that sends nothing for SERVE_IDLE_S seconds (a head never
+     * finished, a keep-alive left open) is closed; a completion whose head
+     * passed the key check gets SERVE_REQUEST_S (handler). */
+    struct rlimit rl;
+    rlim_t fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    unsigned limit = fds > 4096 + 64 ? 4096u : fds > 128 + 64 ? (unsigned)(fds - 64) : 128u;
     h->d = MHD_start_daemon(flags, p->port, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_LIMIT, 256u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_LIMIT, limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, limit / 4 * 3, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)SERVE_IDLE_S, MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errlen, "cannot listen on %s port %u: %s", p->host, (unsigned)p->port,
                  errno ? strerror(errno) : "libmicrohttpd refused");

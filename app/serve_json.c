@@ -425,11 +425,8 @@ char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, con
     return print_free(o);
 }
 
-char *serve_models_json(const char *model_id, long long created, const engine_model_info *info)
+static cJSON *model_object(const char *model_id, long long created, const engine_model_info *info)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "object", "list");
-    cJSON *data = cJSON_AddArrayToObject(o, "data");
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "id", model_id);
     cJSON_AddStringToObject(m, "object", "model");
@@ -449,6 +446,19 @@ char *serve_models_json(const char *model_id, long long created, const engine_mo
         cJSON_AddNumberToObject(meta, "n_params", (double)info->n_params);
         cJSON_AddNumberToObject(meta, "max_top_logprobs", SERVE_MAX_TOP);
     }
-    cJSON_AddItemToArray(data, m);
+    return m;
+}
+
+char *serve_models_json(const char *model_id, long long created, const engine_model_info *info)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(o, "data");
+    cJSON_AddItemToArray(data, model_object(model_id, created, info));
     return print_free(o);
+}
+
+char *serve_model_json(const char *model_id, long long created, const engine_model_info *info)
+{
+    return print_free(model_object(model_id, created, info));
 }

@@ -98,8 +98,8 @@ static int parse_stop(pctx *c, const cJSON *o, sampler_params *sp)
     if (n > SAMPLER_MAX_STOP)
         return bad(c, "stop", "'stop' takes at most %d strings", SAMPLER_MAX_STOP);
     sp->n_stop = 0;
-    for (int i = 0; i < n; i++) {
-        const cJSON *s = cJSON_IsString(f) ? one[0] : cJSON_GetArrayItem(f, i);
+    const cJSON *s = cJSON_IsString(f) ? one[0] : f->child;
+    for (int i = 0; i < n; i++, s = cJSON_IsString(f) ? s : s->next) {
         if (!cJSON_IsString(s))
             return bad(c, "stop", "'stop' must be a string or an array of strings");
         size_t l = strlen(s->valuestring);
@@ -301,8 +301,12 @@ static int parse_messages(pctx *c, const cJSON *o, serve_request *r)
     if (rc)
         return rc;
     static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
-    for (int i = 0; i < n; i++) {
-        const cJSON *m = cJSON_GetArrayItem(ms, i);
+    /* walked as the list it is: a lookup by index from the head is quadratic */
+    int i = -1;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, ms)
+    {
+        i++;
         char name[48];
         snprintf(name, sizeof name, "messages[%d]", i);
         if (!cJSON_IsObject(m))
@@ -374,7 +378,8 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
             rc = bad(&c, "model", "'model' must be a string");
             goto out;
         }
-        req->model = strdup(f->valuestring);
+        /* echoed in every reply: invalid UTF-8 there would make the reply invalid */
+        req->model = serve_utf8_clean(f->valuestring, strlen(f->valuestring));
     }
     if ((rc = get_bool(&c, o, "stream", &req->stream)))
         goto out;

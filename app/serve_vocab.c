@@ -19,6 +19,7 @@ struct serve_vocab {
     enum chat_reasoning_style style;
     char **control; /* per id: the control token's text, NULL for others */
     int32_t n_vocab;
+    int32_t max_piece; /* bytes of the longest piece (at least 4: an unknown character is one token) */
 };
 
 static char *token_str(const tokenizer *t, int32_t id)
@@ -51,9 +52,15 @@ serve_vocab *serve_vocab_open(const char *path, char *err, size_t errlen)
         serve_vocab_close(v);
         return NULL;
     }
-    for (int32_t i = 0; i < v->n_vocab; i++)
+    v->max_piece = 4;
+    char piece[1024];
+    for (int32_t i = 0; i < v->n_vocab; i++) {
         if (tokenizer_token_type(v->tok, i) == TOKEN_TYPE_CONTROL)
             v->control[i] = token_str(v->tok, i);
+        int32_t k = tokenizer_token_to_piece(v->tok, i, true, piece, (int32_t)sizeof piece);
+        if (k > v->max_piece)
+            v->max_piece = k;
+    }
     return v;
 }
 
@@ -87,6 +94,28 @@ const char *serve_vocab_control_text(const serve_vocab *v, int32_t id)
 }
 
 enum chat_reasoning_style serve_vocab_reasoning_style(const serve_vocab *v) { return v->style; }
+
+static int64_t nonblank(const char *s)
+{
+    int64_t n = 0;
+    for (; s && *s; s++)
+        n += !(*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r');
+    return n;
+}
+
+int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req)
+{
+    int64_t bytes = 0;
+    if (!req->chat)
+        bytes = nonblank(req->prompt);
+    for (size_t i = 0; req->chat && i < req->n_msgs; i++) {
+        const char *role = req->msgs[i].role;
+        /* template variables and earlier reasoning may not reach the prompt */
+        if (role && strcmp(role, CHAT_ROLE_VARS) != 0 && strcmp(role, CHAT_ROLE_REASONING) != 0)
+            bytes += nonblank(req->msgs[i].content);
+    }
+    return (bytes + v->max_piece - 1) / v->max_piece;
+}
 
 char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n)
 {

@@ -1,8 +1,10 @@
-/* SIGBUS handler. Only async-signal-safe calls: write, tcsetattr, _exit,
- * and gguf_mapping_of, which reads its table without locks. */
+/* SIGBUS handler. Only async-signal-safe calls: write, tcsetattr, pause,
+ * _exit, a lock-free atomic flag, and gguf_mapping_of, which reads its table
+ * without locks. */
 #include "signals.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <termios.h>
@@ -31,7 +33,19 @@ static void put(int fd, const char *s)
     }
 }
 
-static void put_u64(int fd, unsigned long long v)
+/* A message assembled on the stack, so that it leaves in one write(). */
+typedef struct msg {
+    char b[4608];
+    size_t n;
+} msg;
+
+static void msg_add(msg *m, const char *s)
+{
+    while (*s && m->n < sizeof m->b - 1)
+        m->b[m->n++] = *s++;
+}
+
+static void msg_add_u64(msg *m, unsigned long long v)
 {
     char b[24];
     int i = (int)sizeof b;
@@ -39,8 +53,13 @@ static void put_u64(int fd, unsigned long long v)
     do
         b[--i] = (char)('0' + v % 10);
     while ((v /= 10) && i > 0);
-    put(fd, b + i);
+    msg_add(m, b + i);
 }
+
+/* Set by the first thread to fault on a vanished page: several workers
+ * reading the same truncated mapping fault at once, and only one may
+ * speak (lock-free atomics are async-signal-safe). */
+static atomic_flag reporting = ATOMIC_FLAG_INIT;
 
 static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 {
@@ -52,6 +71,12 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
         signal(sig, SIG_DFL);
         return;
     }
+    if (atomic_flag_test_and_set(&reporting)) {
+        /* another thread is reporting and will _exit the process: returning
+         * would fault again, so wait for the end here, quietly */
+        for (;;)
+            pause();
+    }
     if (tty_saved) {
         tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
         /* leave the alternate screen and the modes the TUI turned on:
@@ -60,11 +85,16 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
             put(STDOUT_FILENO,
                 "\033[?1000l\033[?1002l\033[?1006l\033[?2004l\033[?1l\033>\033[0m\033[?25h\033[?1049l\r\n");
     }
-    put(STDERR_FILENO, "tokscope: ");
-    put(STDERR_FILENO, path);
-    put(STDERR_FILENO, ": the model file was truncated or changed while in use (its byte ");
-    put_u64(STDERR_FILENO, off);
-    put(STDERR_FILENO, " is gone); stopping\n");
+    msg m;
+    m.n = 0;
+    msg_add(&m, "tokscope: ");
+    msg_add(&m, path);
+    msg_add(&m, ": the model file was truncated or changed while in use (its byte ");
+    msg_add_u64(&m, off);
+    msg_add(&m, " is gone); stopping\n");
+    m.b[m.n - 1] = '\n'; /* a path that filled the buffer still ends the line */
+    ssize_t w = write(STDERR_FILENO, m.b, m.n);
+    (void)w;
     _exit(1);
 }
 

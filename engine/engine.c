@@ -1,6 +1,8 @@
 /* Engine thread: owns the model, forward context, memory (memory/memory.h)
  * and sampler; the UI talks to it through two queues. This file holds the
- * public API, the command loop and model loading; engine_gen.c runs a turn. */
+ * public API, the command loop and model loading; engine_gen.c runs a turn,
+ * engine_between.c takes the commands that come during one, engine_explore.c
+ * the lens, engine_core.c what all of them (and remote/) share. */
 #include "engine_internal.h"
 #include "remote/remote.h"
 #include "spec/spec_engine.h"
@@ -28,98 +30,12 @@ engine_params engine_default_params(void)
 
 static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 
-void engine_cmd_free(engine_cmd *c)
-{
-    free(c->path);
-    free(c->name);
-    free(c->text);
-    free(c->tokens);
-    c->text = NULL;
-    c->tokens = NULL;
-    c->n_tokens = 0;
-    for (size_t i = 0; i < c->n_messages; i++) {
-        free((char *)c->messages[i].role);
-        free((char *)c->messages[i].content);
-    }
-    free(c->messages);
-    c->path = c->name = NULL;
-    c->messages = NULL;
-    c->n_messages = 0;
-}
-
 static void drop_cmd(void *item) { engine_cmd_free(item); }
-
-void engine_lens_free(engine_lens *l) { free(l); }
 
 static void drop_event(void *item)
 {
     engine_event *ev = item;
     engine_lens_free(ev->lens);
-}
-
-void engine_post(engine *e, engine_event *ev)
-{
-    if (!queue_push(e->events, ev))
-        fprintf(stderr, "tokscope: engine event queue out of memory\n");
-}
-
-void engine_post_message(engine *e, enum engine_event_type type, const char *msg)
-{
-    engine_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = type;
-    ev.conv_id = e->conv_id;
-    ev.req_id = e->req_id;
-    size_t l = strnlen(msg, sizeof ev.message - 1);
-    memcpy(ev.message, msg, l);
-    ev.message[l] = 0;
-    engine_post(e, &ev);
-}
-
-/* "raw" is the engine's own format: the message contents back to back. */
-static bool is_builtin(const char *name) { return !strcmp(name, "raw") || chat_builtin_known(name); }
-
-static void set_template(engine *e, const char *name)
-{
-    if (!name || !*name || !strcmp(name, "model")) {
-        free(e->tmpl_force);
-        e->tmpl_force = NULL;
-        return;
-    }
-    if (!is_builtin(name)) {
-        char list[256] = "";
-        for (int i = 0; chat_builtin_names[i]; i++) {
-            strncat(list, i ? " " : "", sizeof list - strlen(list) - 1);
-            strncat(list, chat_builtin_names[i], sizeof list - strlen(list) - 1);
-        }
-        engine_post_error(e, "unknown chat template '%s' (built-ins: %s raw, or 'model')", name, list);
-        return;
-    }
-    free(e->tmpl_force);
-    e->tmpl_force = strdup(name);
-}
-
-/* Template-less models (base models such as stories260K) get "raw": the
- * messages' contents back to back with nothing added, so the model simply
- * continues the text (like llama.cpp's completion) and each reply continues
- * the story where the last message stopped. */
-const char *engine_template_label(const engine *e)
-{
-    if (e->tmpl_force)
-        return e->tmpl_force;
-    if (e->m && model_get_chat_template(e->m))
-        return "model";
-    return "raw";
-}
-
-static void apply_params(engine *e, const sampler_params *p)
-{
-    e->sp = *p;
-    if (e->sp.n_top > SAMPLER_MAX_TOP)
-        e->sp.n_top = SAMPLER_MAX_TOP;
-    if (e->s && !e->turn_own) /* a turn with its own parameters keeps them until it ends */
-        sampler_set_params(e->s, &e->sp);
-    e->params_changed = true;
 }
 
 static void unload(engine *e)
@@ -208,7 +124,8 @@ static void load(engine *e, const char *path)
     snprintf(in->arch, sizeof in->arch, "%s", model_get_arch(e->m) ? model_get_arch(e->m) : "");
     const char *ft = model_file_type_name(hp->file_type);
     snprintf(in->file_type, sizeof in->file_type, "%s", ft ? ft : "?");
-    snprintf(in->template_name, sizeof in->template_name, "%s", engine_template_label(e));
+    const chat_prompt_src src = engine_prompt_src(e, NULL);
+    snprintf(in->template_name, sizeof in->template_name, "%s", chat_prompt_format(&src));
     in->n_ctx = (uint32_t)e->n_ctx;
     in->n_ctx_train = hp->n_ctx_train;
     in->n_layer = hp->n_layer;
@@ -237,73 +154,6 @@ static void reset(engine *e)
         sampler_reset_history(e->s);
 }
 
-/* A command that arrived while a turn runs (STEP may come during the
- * evaluation, before the engine waits for it: remembered in step_ok). */
-static void handle_between(engine *e, engine_cmd *c)
-{
-    switch (c->type) {
-    case ENGINE_CMD_STOP:
-        e->stop = true;
-        break;
-    case ENGINE_CMD_SET_PARAMS:
-        apply_params(e, &c->sampling);
-        break;
-    case ENGINE_CMD_SET_TEMPLATE:
-        set_template(e, c->name);
-        break;
-    case ENGINE_CMD_QUIT:
-        e->quit = e->stop = true;
-        break;
-    case ENGINE_CMD_STEP:
-        e->step_ok = true;
-        e->step_token = !c->text && c->flag ? c->token : -1;
-        free(e->step_text);
-        e->step_text = c->text;
-        c->text = NULL;
-        break;
-    case ENGINE_CMD_UNDO:
-        e->undo_req = e->step_on; /* only a waiting step takes one */
-        break;
-    case ENGINE_CMD_SET_STEP:
-        e->step_on = c->flag;
-        break;
-    case ENGINE_CMD_SET_REMOTE_PROBS: /* the remote backend's; nothing to do locally */
-        break;
-    case ENGINE_CMD_SET_SPEC: /* from the next reply */
-        spec_engine_set(e, c->name, c->text);
-        break;
-    case ENGINE_CMD_LENS:
-        engine_lens_queue(e, c);
-        return; /* ownership moved */
-    default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
-        e->stop = true;
-        if (queue_push(e->deferred, c))
-            return; /* ownership moved */
-        break;
-    }
-    engine_cmd_free(c);
-}
-
-void engine_drain(engine *e)
-{
-    engine_cmd c;
-    while (queue_pop(e->cmds, &c))
-        handle_between(e, &c);
-    if (!e->mem.evaluating)
-        engine_lens_run_pending(e, false);
-}
-
-void engine_wait_step(engine *e)
-{
-    engine_cmd c;
-    e->params_changed = false;
-    while (!e->stop && !e->step_ok && !e->undo_req && e->step_on && !e->params_changed) {
-        if (queue_pop_wait(e->cmds, &c, -1))
-            handle_between(e, &c);
-        engine_lens_run_pending(e, false);
-    }
-}
-
 static void handle(engine *e, engine_cmd *c)
 {
     switch (c->type) {
@@ -330,10 +180,10 @@ static void handle(engine *e, engine_cmd *c)
         engine_lens_run_pending(e, true);
         break;
     case ENGINE_CMD_SET_PARAMS:
-        apply_params(e, &c->sampling);
+        engine_apply_params(e, &c->sampling);
         break;
     case ENGINE_CMD_SET_TEMPLATE:
-        set_template(e, c->name);
+        engine_set_template_name(e, c->name);
         break;
     case ENGINE_CMD_RESET:
         reset(e);
@@ -411,7 +261,7 @@ engine *engine_start(const engine_params *p, char *err, size_t errlen)
         return NULL;
     }
     if (e->template_name && *e->template_name) {
-        if (!is_builtin(e->template_name)) {
+        if (!engine_template_known(e->template_name)) {
             snprintf(err, errlen, "unknown chat template '%s'", e->template_name);
             engine_destroy(e);
             return NULL;

@@ -97,7 +97,9 @@ enum engine_cmd_type {
 typedef struct engine_cmd {
     enum engine_cmd_type type;
     char *path;             /* LOAD; owned by the queue after send */
-    char *name;             /* SET_TEMPLATE */
+    char *name;             /* SET_TEMPLATE; SUBMIT, LENS: the template this command's prompt is
+                               rendered with (a built-in, "raw" or "model"), NULL = the engine's
+                               (SET_TEMPLATE's): a branch keeps the template its turn was sent with */
     chat_message *messages; /* SUBMIT: deep-copied by engine_send */
     size_t n_messages;
     int32_t conv_id;        /* SUBMIT, LENS: echoed in events */

@@ -1,47 +1,11 @@
-/* Explore mode's helpers beside the memory (memory/memory.h): tokenizing a
- * conversation, and the logit lens of one step. Engine thread only. */
+/* Explore mode's helper beside the memory (memory/memory.h): the logit lens
+ * of one step. Engine thread only. */
 #include "engine_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int32_t *engine_tokenize_msgs(engine *e, const chat_message *msgs, size_t n, int32_t *np, char *warn, size_t warnlen,
-                              char *err, size_t errlen)
-{
-    char wbuf[256] = "", rerr[512] = "";
-    if (!warn) {
-        warn = wbuf;
-        warnlen = sizeof wbuf;
-    }
-    bool add_gen = !(n > 0 && msgs[n - 1].role && !strcmp(msgs[n - 1].role, "assistant"));
-    char *text = engine_render(e, msgs, n, add_gen, warn, warnlen, rerr, sizeof rerr);
-    if (!text) {
-        snprintf(err, errlen, "chat template (%s): %s", engine_template_label(e), rerr);
-        return NULL;
-    }
-    const tokenizer *t = e->tok;
-    bool add_bos = tokenizer_add_bos(t) && tokenizer_bos(t) >= 0;
-    if (add_bos) { /* the template may have written BOS itself */
-        size_t bl;
-        const char *bs = tokenizer_token_str(t, tokenizer_bos(t), &bl);
-        if (bs && bl && strncmp(text, bs, bl) == 0)
-            add_bos = false;
-    }
-    size_t len = strlen(text);
-    int32_t need = tokenizer_encode(t, text, len, add_bos, true, NULL, 0);
-    int32_t *out = need >= 0 ? malloc(((size_t)need + 1) * sizeof *out) : NULL;
-    if (!out || tokenizer_encode(t, text, len, add_bos, true, out, need + 1) != need) {
-        free(out);
-        free(text);
-        snprintf(err, errlen, "tokenizer failed on the rendered conversation");
-        return NULL;
-    }
-    free(text);
-    *np = need;
-    return out;
-}
 
 /* ---- the logit lens of one step ---- */
 
@@ -124,7 +88,8 @@ static bool lens_run(engine *e, const engine_cmd *c, bool may_prefill)
         return true;
     }
     int32_t np = 0;
-    int32_t *p = engine_tokenize_msgs(e, c->messages, c->n_messages, &np, NULL, 0, err, sizeof err);
+    const chat_prompt_src src = engine_prompt_src(e, c->name); /* as the step's turn was sent */
+    int32_t *p = chat_prompt_tokenize(&src, c->messages, c->n_messages, &np, NULL, 0, err, sizeof err);
     if (!p) {
         post_lens_error(e, c, err);
         return true;

@@ -1,4 +1,4 @@
-/* One turn of the engine: render the conversation, tokenize, reuse the cached
+/* One turn of the engine: the conversation's prompt (chat/chat_prompt.h), reuse the cached
  * prefix, prefill the rest, then sample token by token until end of turn,
  * n_predict, a stop string, a stop command or a full context. */
 #include "engine_internal.h"
@@ -28,55 +28,10 @@ static void ev_init(engine *e, engine_event *ev, enum engine_event_type type)
     ev->ckpt_bytes = memory_ckpt_bytes(&e->mem);
 }
 
-static char *token_text_dup(const tokenizer *t, int32_t id)
-{
-    if (id < 0)
-        return strdup("");
-    size_t len = 0;
-    const char *s = tokenizer_token_str(t, id, &len);
-    char *r = malloc(len + 1);
-    if (r) {
-        if (s)
-            memcpy(r, s, len);
-        r[s ? len : 0] = 0;
-    }
-    return r;
-}
-
-/* Renders msgs with the current template. warn receives a fallback notice. */
-char *engine_render(engine *e, const chat_message *msgs, size_t n, bool add_gen, char *warn, size_t warnlen,
-                    char *err, size_t errlen)
-{
-    if (!strcmp(engine_template_label(e), "raw")) { /* the contents back to back: plain completion */
-        (void)warn, (void)warnlen, (void)err, (void)errlen, (void)add_gen;
-        size_t len = 0;
-        for (size_t i = 0; i < n; i++)
-            len += msgs[i].content ? strlen(msgs[i].content) : 0;
-        char *out = malloc(len + 1), *w = out;
-        if (!out) {
-            snprintf(err, errlen, "out of memory");
-            return NULL;
-        }
-        for (size_t i = 0; i < n; i++)
-            if (msgs[i].content)
-                w = stpcpy(w, msgs[i].content);
-        *w = 0;
-        return out;
-    }
-    const char *tmpl = e->tmpl_force ? NULL : model_get_chat_template(e->m);
-    const char *builtin = e->tmpl_force;
-    char *bos = token_text_dup(e->tok, tokenizer_bos(e->tok));
-    char *eos = token_text_dup(e->tok, tokenizer_eos(e->tok));
-    chat_render_params rp = {.bos_token = bos, .eos_token = eos, .add_generation_prompt = add_gen, .date = NULL};
-    char *out = chat_render(tmpl, builtin, msgs, n, &rp, warn, warnlen, err, errlen);
-    free(bos);
-    free(eos);
-    return out;
-}
-
 /* Tokens to keep on a context shift: the rendered system prompt (leading
  * system messages) when there is one, else the BOS token. */
-static int32_t compute_n_keep(engine *e, const chat_message *msgs, size_t n, const int32_t *prompt, int32_t np)
+static int32_t compute_n_keep(engine *e, const chat_prompt_src *src, const chat_message *msgs, size_t n,
+                              const int32_t *prompt, int32_t np)
 {
     int32_t base = np > 0 && prompt[0] == tokenizer_bos(e->tok) ? 1 : 0;
     size_t n_sys = 0;
@@ -85,7 +40,7 @@ static int32_t compute_n_keep(engine *e, const chat_message *msgs, size_t n, con
     if (n_sys == 0)
         return base;
     char warn[256], err[256];
-    char *text = engine_render(e, msgs, n_sys, false, warn, sizeof warn, err, sizeof err);
+    char *text = chat_prompt_render(src, msgs, n_sys, false, warn, sizeof warn, err, sizeof err);
     if (!text)
         return base; /* some templates refuse a system message alone */
     size_t len = strlen(text);
@@ -324,13 +279,15 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
 {
     char warn[256] = "", err[512] = "";
     int32_t np = 0;
-    int32_t *seq = engine_tokenize_msgs(e, c->messages, c->n_messages, &np, warn, sizeof warn, err, sizeof err);
+    const chat_prompt_src src = engine_prompt_src(e, c->name); /* the turn's own template, else the engine's */
+    int32_t *seq = chat_prompt_tokenize(&src, c->messages, c->n_messages, &np, warn, sizeof warn, err, sizeof err);
     if (!seq)
         return fail(e, t, err);
     if (np == 0) {
         free(seq);
         return fail(e, t, "the rendered conversation is empty (nothing to evaluate)");
     }
+    chat_prompt_log("engine", seq, np);
     const int32_t n_forced = c->n_tokens > 0 ? c->n_tokens - 1 : 0; /* the last one is this turn's first */
     int32_t total = np + n_forced;
     int32_t *grown = realloc(seq, ((size_t)total + 1) * sizeof *seq);
@@ -346,7 +303,7 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
             free(seq);
             return fail(e, t, "a forced token is outside the vocabulary");
         }
-    *n_keep = compute_n_keep(e, c->messages, c->n_messages, seq, np);
+    *n_keep = compute_n_keep(e, &src, c->messages, c->n_messages, seq, np);
 
     if (total >= e->n_ctx) { /* leave room for at least one generated token */
         if (!e->p.context_shift || !memory_can_shift(&e->mem)) {

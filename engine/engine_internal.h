@@ -1,6 +1,9 @@
-/* State shared by engine.c (thread, commands, loading), engine_gen.c
- * (rendering, prefill, generation) and engine_explore.c (tokenizing, the
- * lens). What the forward context holds (tokens, position counter, logits,
+/* State shared by engine.c (thread, command loop, loading), engine_gen.c
+ * (prefill, generation), engine_between.c (commands during a turn),
+ * engine_explore.c (the lens) and engine_core.c (what they all use); the
+ * prompt is chat_prompt_tokenize's (chat/chat_prompt.h), the one every path
+ * shares. The calls go one way: engine.c -> gen -> between -> explore ->
+ * core, and remote/ -> core. What the forward context holds (tokens, position counter, logits,
  * checkpoints) is the memory's (memory/memory.h). Everything below the
  * marked line belongs to the engine thread alone. */
 #ifndef TOKSCOPE_ENGINE_INTERNAL_H
@@ -9,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "chat/chat_prompt.h"
 #include "engine.h"
 #include "memory/memory.h"
 #include "model/forward.h"
@@ -62,6 +66,7 @@ struct engine {
     bool spec_dirty;       /* the settings changed: spec_engine_open at the next reply */
 };
 
+/* ---- engine_core.c: what every engine file (and remote/) shares; calls none of them ---- */
 void engine_post(engine *e, engine_event *ev);
 void engine_post_message(engine *e, enum engine_event_type type, const char *msg);
 /* An ERROR event with a printf-style message (cut at ENGINE_MSG_MAX). */
@@ -72,31 +77,36 @@ void engine_post_message(engine *e, enum engine_event_type type, const char *msg
             m_[0] = 0;                                                                                         \
         engine_post_message((e), ENGINE_EV_ERROR, m_);                                                         \
     } while (0)
+void engine_cmd_free(engine_cmd *c);
+/* A built-in format's name, or "raw". */
+bool engine_template_known(const char *name);
+/* SET_TEMPLATE: the format forced from now on (NULL, "" or "model": the model's own). */
+void engine_set_template_name(engine *e, const char *name);
+/* SET_PARAMS: the sampling parameters from the next draw on. */
+void engine_apply_params(engine *e, const sampler_params *p);
+/* Where a command's prompt gets its format (chat/chat_prompt.h): forced (a
+ * SUBMIT's or LENS's own template) or, when NULL, the engine's. */
+chat_prompt_src engine_prompt_src(const engine *e, const char *forced);
+
+/* ---- engine_explore.c: the lens ---- */
+/* Queues a LENS command (takes it over). */
+void engine_lens_queue(engine *e, engine_cmd *c);
+/* Runs the queued lens requests: all of them when a prefill is allowed,
+ * else those whose prefix the cache holds. */
+void engine_lens_run_pending(engine *e, bool may_prefill);
+
+/* ---- engine_between.c: commands during a turn ---- */
 /* Handles the commands that may arrive between tokens; the others (SUBMIT,
  * LOAD, RESET) stop the current turn and are deferred until after it. */
 void engine_drain(engine *e);
 /* step mode: blocks until a STEP or UNDO arrives, the turn is stopped, step
  * mode is turned off or the parameters change. */
 void engine_wait_step(engine *e);
-/* SUBMIT: render, tokenize, prefill the new suffix, generate. Posts DONE. */
-void engine_run_submit(engine *e, const engine_cmd *c);
 
-/* ---- engine_explore.c: tokenizing, the lens ---- */
-/* Renders and tokenizes msgs (malloc'd tokens, *n); NULL with err set.
- * warn (may be NULL) gets a template fallback notice. */
-int32_t *engine_tokenize_msgs(engine *e, const chat_message *msgs, size_t n, int32_t *np, char *warn, size_t warnlen,
-                              char *err, size_t errlen);
-/* Queues a LENS command (takes it over). */
-void engine_lens_queue(engine *e, engine_cmd *c);
-/* Runs the queued lens requests: all of them when a prefill is allowed,
- * else those whose prefix the cache holds. */
-void engine_lens_run_pending(engine *e, bool may_prefill);
+/* ---- engine_gen.c: a turn ---- */
+/* SUBMIT: the prompt, prefill the new suffix, generate. Posts DONE. */
+void engine_run_submit(engine *e, const engine_cmd *c);
 /* forward_eval progress: PREFILL events, and commands drained between batches. */
 bool engine_progress_cb(void *user, int32_t done, int32_t total);
-const char *engine_template_label(const engine *e);
-/* The rendered conversation (chat template or raw), malloc'd. */
-char *engine_render(engine *e, const chat_message *msgs, size_t n, bool add_gen, char *warn, size_t warnlen,
-                    char *err, size_t errlen);
-void engine_cmd_free(engine_cmd *c);
 
 #endif

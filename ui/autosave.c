@@ -16,6 +16,7 @@
 #include "atomic.h"
 #include "draw.h"
 #include "theme.h"
+#include "think.h"
 #include "ui.h"
 
 #define AUTOSAVE_PATH_MAX (4096 + 128)
@@ -529,8 +530,22 @@ static bool rescue(const char *text, char *path, size_t cap)
     return ok;
 }
 
+/* The reply the exit cuts ends here, as interrupted: saved and shown so,
+ * its reasoning split as for a reply stopped by hand. */
+static void interrupt_reply(ui_app *app)
+{
+    ui_conv *c = app->gen_conv_id >= 0 ? ui_conv_by_id(app, app->gen_conv_id) : NULL;
+    if (!c || app->gen_msg >= c->n_msgs || !c->msgs[app->gen_msg].streaming)
+        return;
+    ui_msg *m = &c->msgs[app->gen_msg];
+    m->streaming = false;
+    m->done_reason = CONV_DONE_INTERRUPTED;
+    think_end_turn(app, m);
+}
+
 bool autosave_finish(ui_app *app, char *msg, size_t cap)
 {
+    interrupt_reply(app);
     autosave *a = app->autosave;
     if (cap)
         msg[0] = 0;

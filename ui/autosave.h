@@ -54,7 +54,8 @@ const store_summary *autosave_last_summary(const struct ui_app *app);
 /* One line describing the last session: "“title” · 4 messages · model.gguf · 5 min ago". */
 void autosave_offer_text(const struct ui_app *app, char *buf, size_t cap);
 /* Replaces the conversations with those of path (NULL: the last session).
- * The current session is saved first, so nothing is lost. */
+ * The current session is saved first, so nothing is lost. On success err
+ * holds "" or the conversations left out (store_load). */
 bool autosave_resume(struct ui_app *app, const char *path, char *err, size_t errlen);
 /* After a completed turn: takes a snapshot now, writes it in the background. */
 void autosave_request(struct ui_app *app);
@@ -63,7 +64,8 @@ void autosave_poll(struct ui_app *app);
 /* Draws the offer to resume into the empty conversation pane r, when there
  * is one to make. */
 void autosave_draw_offer(struct ui_app *app, ui_rect r);
-/* At exit: waits for the writer, saves the final state; when that fails,
+/* At exit: ends a reply still streaming as interrupted
+ * (CONV_DONE_INTERRUPTED), waits for the writer, saves the final state; when that fails,
  * writes a rescue file in $TMPDIR. msg gets a line for stderr ("" when all
  * went well). False when the conversations could not be saved anywhere.
  * Frees app->autosave. */

@@ -141,8 +141,7 @@ size_t conv_add_prefix(ui_conv *c, const ui_msg *m, size_t k)
     const size_t bytes = k < m->n_toks ? m->toks[k].off : m->len;
     char *text = xrealloc(NULL, bytes + 1);
     memcpy(text, m->text, bytes);
-    text[bytes] = 0;
-    const size_t mi = conv_add_msg(c, "assistant", text);
+    const size_t mi = conv_add_msg_n(c, "assistant", text, bytes); /* a length: a NUL token's text stays */
     free(text);
     ui_msg *d = &c->msgs[mi];
     d->streaming = true;

@@ -2,9 +2,11 @@
 #include "commands.h"
 
 #include <ctype.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "autosave.h"
 #include "explore.h"
@@ -102,6 +104,70 @@ const ui_command *commands_find(const char *name)
     return n_hits == 1 ? hit : NULL;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t commands_candidates(const char *name, char *out, size_t cap)
+{
+    const char *names[64];
+    size_t nl = strlen(name), n = 0, o = 0;
+    if (cap)
+        out[0] = 0;
+    for (const ui_command *c = commands_table; c->name && nl && n < 64; c++)
+        if (!strncmp(c->name, name, nl))
+            names[n++] = c->name;
+    qsort(names, n, sizeof *names, cmp_name); /* alphabetical: easier to scan than the table's order */
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(out + o, o < cap ? cap - o : 0, "%s/%s", i ? " " : "", names[i]);
+        if (w > 0)
+            o += (size_t)w;
+    }
+    if (cap && o >= cap)
+        out[cap - 1] = 0;
+    return n;
+}
+
+bool commands_ends_at_newline(const char *line, int next)
+{
+    char name[32];
+    if (!commands_parse(line, name, sizeof name, NULL, 0))
+        return false;
+    const ui_command *c = commands_find(name);
+    /* a system prompt may span lines: it ends where the next command starts */
+    if (c && (!strcmp(c->name, "system") || !strcmp(c->name, "new")))
+        return next == '/';
+    return true;
+}
+
+bool commands_expand_path(const char *path, char *out, size_t cap)
+{
+    if (path[0] != '~')
+        return (size_t)snprintf(out, cap, "%s", path) < cap;
+    const char *rest = strchr(path, '/');
+    size_t ul = rest ? (size_t)(rest - path - 1) : strlen(path + 1);
+    const char *home = NULL;
+    if (ul == 0) {
+        home = getenv("HOME");
+        if (!home || !*home) {
+            const struct passwd *pw = getpwuid(getuid());
+            home = pw ? pw->pw_dir : NULL;
+        }
+    } else {
+        char user[256];
+        if (ul >= sizeof user)
+            return false;
+        memcpy(user, path + 1, ul);
+        user[ul] = 0;
+        const struct passwd *pw = getpwnam(user);
+        home = pw ? pw->pw_dir : NULL;
+    }
+    if (!home) /* no such user: the name stays as typed */
+        return (size_t)snprintf(out, cap, "%s", path) < cap;
+    return (size_t)snprintf(out, cap, "%s%s", home, rest ? rest : "") < cap;
+}
+
 bool commands_split_set(const char *args, char *param, size_t pcap, const char **value)
 {
     while (*args == ' ')
@@ -162,9 +228,14 @@ void commands_run(ui_app *app, const char *line)
     char name[32], args[4096];
     if (!commands_parse(line, name, sizeof name, args, sizeof args))
         return;
+    app->msg_hold = false; /* typed, so the error before it has been seen: this one's message shows */
     const ui_command *c = commands_find(name);
     if (!c) {
-        ui_message(app, UI_MSG_ERROR, "unknown command /%s (try /help)", name);
+        char cands[512];
+        if (commands_candidates(name, cands, sizeof cands) > 1)
+            ui_message(app, UI_MSG_ERROR, "/%s is ambiguous: %s", name, cands);
+        else
+            ui_message(app, UI_MSG_ERROR, "unknown command /%s (try /help)", name);
         return;
     }
     char err[512] = "";
@@ -297,17 +368,30 @@ void commands_run(ui_app *app, const char *line)
             ui_message(app, UI_MSG_ERROR, "usage: /%s FILE", n);
             return;
         }
-        bool ok = !strcmp(n, "save")   ? store_save(app, args, err, sizeof err)
-                  : !strcmp(n, "load") ? store_load(app, args, err, sizeof err)
-                                       : store_export_md(app, args, err, sizeof err);
+        char path[4096];
+        if (!commands_expand_path(args, path, sizeof path)) {
+            ui_message(app, UI_MSG_ERROR, "/%s: file name too long", n);
+            return;
+        }
+        bool ok = !strcmp(n, "save")   ? store_save(app, path, err, sizeof err)
+                  : !strcmp(n, "load") ? store_load(app, path, err, sizeof err)
+                                       : store_export_md(app, path, err, sizeof err);
+        const char *note = ok && !strcmp(n, "load") ? err : ""; /* conversations a load left out */
         if (ok)
-            ui_message(app, UI_MSG_INFO, "%s %s", !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", args);
+            ui_message(app, note[0] ? UI_MSG_WARN : UI_MSG_INFO, "%s %s%s%s",
+                       !strcmp(n, "save") ? "saved" : !strcmp(n, "load") ? "loaded" : "exported", path,
+                       note[0] ? "; " : "", note);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "resume")) {
-        if (autosave_resume(app, args[0] ? args : NULL, err, sizeof err))
-            ui_message(app, UI_MSG_INFO, "resumed: %zu conversation%s", app->n_convs,
-                       app->n_convs == 1 ? "" : "s");
+        char path[4096];
+        if (args[0] && !commands_expand_path(args, path, sizeof path)) {
+            ui_message(app, UI_MSG_ERROR, "/resume: file name too long");
+            return;
+        }
+        if (autosave_resume(app, args[0] ? path : NULL, err, sizeof err))
+            ui_message(app, err[0] ? UI_MSG_WARN : UI_MSG_INFO, "resumed: %zu conversation%s%s%s", app->n_convs,
+                       app->n_convs == 1 ? "" : "s", err[0] ? "; " : "", err);
         else
             ui_message(app, UI_MSG_ERROR, "%s", err);
     } else if (!strcmp(n, "model")) {
@@ -359,7 +443,7 @@ const char *commands_help_text(void)
         "  Enter          send the message (Alt-Enter: new line; pastes keep their newlines);\n"
         "                 during a reply it queues the message, sent when the reply ends\n"
         "                 (slash commands run at once)\n"
-        "  Esc            cancel the last queued message, else stop generating (closes this help too)\n"
+        "  Esc            cancel the last queued message, else stop generating (closes a dialog)\n"
         "  Ctrl-C         stop prefill or generation, else clear the input (Up recalls it);\n"
         "                 twice within a second: quit\n"
         "  Tab/Shift-Tab  focus: input -> conversation -> parameters -> inspector\n"
@@ -371,13 +455,13 @@ const char *commands_help_text(void)
         "  F9             fold / unfold the reasoning (\"thinking\") at the cursor, else the last one\n"
         "  PgUp/PgDn      scroll the conversation (mouse wheel when enabled)\n"
         "  Up/Down        input: history (or lines of a multi-line message)\n"
-        "\nConversation focus (token cursor)\n"
+        "\nConversation focus (token cursor; typing goes to the input, letters are never commands)\n"
         "  Left/Right     previous / next generated token   Up/Down  line above / below\n"
         "  Home/End       first / last token                Esc       back to the input\n"
         "  Enter          the inspector's candidates          < >      versions of the message\n"
-        "  e              edit the user message above        [ ]      previous / next uncertain token\n"
-        "  t              fold / unfold the reasoning of the message (as F9)\n"
-        "\nInspector focus\n"
+        "  Alt-e          edit the user message above        [ ]      previous / next uncertain token\n"
+        "  Alt-t          fold / unfold the reasoning (F9)   Alt-c Alt-r  colours (F4), order (F5)\n"
+        "\nInspector focus (typing goes to the input)\n"
         "  Up/Down        pick a candidate     Enter  branch from it (step mode: take it)\n"
         "  Left/Right     previous / next token  Space, Backspace  step mode: draw, undo\n"
         "\nParameter focus\n"
@@ -391,10 +475,12 @@ const char *commands_help_text(void)
         OUT("  %-22s %s\n", lhs, c->help);
     }
     OUT("  //text                 send a message that starts with '/'\n");
+    OUT("  A unique prefix runs its command (/reg is /regen); an ambiguous one lists the\n"
+        "  commands it could mean. FILE may start with ~ (the home directory).\n");
     OUT("\nReasoning\n"
         "  A reply's reasoning (Qwen3.x <think>, Gemma 4's thought channel, gpt-oss's analysis\n"
         "  channel; from the model's template) shows dimmed under a \"thinking\" line, open while\n"
-        "  the model thinks and folded once the answer starts (F9 or t, or a click on the line);\n"
+        "  the model thinks and folded once the answer starts (F9 or Alt-t, or a click on the line);\n"
         "  the token cursor, inspector, strip and lens work inside it as anywhere. The next\n"
         "  turns send it back to the template apart from the answer, as the template expects.\n"
         "  think auto|on|off, effort auto|low|medium|high (panel, /set): enable_thinking and\n"
@@ -405,7 +491,7 @@ const char *commands_help_text(void)
         "                version); on the chosen one, generates again from there\n"
         "  Versions      < > (or , .) in the conversation: the versions of the message under\n"
         "                the cursor (or the nearest above); headers show them as <2/3>\n"
-        "  Edit          e (conversation) or /edit: Enter sends the message as a new version\n"
+        "  Edit          Alt-e (conversation) or /edit: Enter sends the message as a new version\n"
         "  Step mode     F6 or /step: the engine waits before each token (status: waiting);\n"
         "                Enter draws, typed text + Enter forces its tokens, Backspace on an\n"
         "                empty line undoes one position, Tab then Up/Down + Enter picks a row\n"
@@ -429,7 +515,10 @@ const char *commands_help_text(void)
         "  Every conversation is autosaved after each reply and on exit (also SIGTERM,\n"
         "  SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (~/.local/state/tokscope/sessions);\n"
         "  /resume or tokscope --resume brings the last one back. /save, /export and the\n"
-        "  autosave replace files atomically: a crash never leaves half a file.\n");
+        "  autosave replace files atomically: a crash never leaves half a file.\n"
+        "  No key is lost: a dialog (this help, /show, a pick list, an error) closes with\n"
+        "  Esc or Enter and scrolls with the arrows and PgUp/PgDn; any other key closes it\n"
+        "  and then does its usual job. An error in the status line stays until a key.\n");
 #undef OUT
     return buf;
 }

@@ -20,6 +20,17 @@ extern const ui_command commands_table[]; /* NULL-name terminated */
 bool commands_parse(const char *line, char *name, size_t name_cap, char *args_out, size_t args_cap);
 /* The table entry for a name or unique prefix, NULL otherwise. */
 const ui_command *commands_find(const char *name);
+/* The commands a prefix could mean, as "/a /b ..." in out; returns how many. */
+size_t commands_candidates(const char *name, char *out, size_t cap);
+/* Enter arrived with more bytes right behind it (a script, or a paste the
+ * terminal did not bracket): true when line is a complete command to run now
+ * rather than a line of a longer text. Every command ends there but /system
+ * and /new, whose text may span lines up to one that starts with '/' (next:
+ * the first byte waiting). */
+bool commands_ends_at_newline(const char *line, int next);
+/* A file name as typed, with a leading ~ or ~user expanded to the home
+ * directory. False when the result does not fit in cap. */
+bool commands_expand_path(const char *path, char *out, size_t cap);
 /* Splits "PARAM VALUE" for /set. */
 bool commands_split_set(const char *args, char *param, size_t pcap, const char **value);
 

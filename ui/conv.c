@@ -100,6 +100,11 @@ static int32_t g_next_uid = 1;
 
 size_t conv_add_msg(ui_conv *c, const char *role, const char *text)
 {
+    return conv_add_msg_n(c, role, text, text ? strlen(text) : 0);
+}
+
+size_t conv_add_msg_n(ui_conv *c, const char *role, const char *text, size_t len)
+{
     if (c->n_msgs == c->cap_msgs) {
         c->cap_msgs = c->cap_msgs ? c->cap_msgs * 2 : 8;
         c->msgs = xrealloc(c->msgs, c->cap_msgs * sizeof *c->msgs);
@@ -113,7 +118,7 @@ size_t conv_add_msg(ui_conv *c, const char *role, const char *text)
         m->vers = c->pending_vers;
         c->pending_vers = NULL;
     }
-    msg_append(m, text ? text : "", text ? strlen(text) : 0);
+    msg_append(m, text ? text : "", text ? len : 0);
     return c->n_msgs++;
 }
 
@@ -544,6 +549,7 @@ static const char *reason_text(int r)
     case ENGINE_DONE_CTX_FULL: return "context full";
     case ENGINE_DONE_ERROR: return "error";
     case ENGINE_DONE_CUT: return "cut: connection lost";
+    case CONV_DONE_INTERRUPTED: return "interrupted: tokscope quit";
     default: return NULL;
     }
 }

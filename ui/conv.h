@@ -30,9 +30,14 @@ typedef struct ui_token {
 
 struct ui_versions;
 
+/* done_reason of a reply that tokscope's exit (Ctrl-Q, SIGTERM, SIGHUP)
+ * cut while it streamed: saved so and shown so after loading. Not one of
+ * the engine's reasons (engine.h), which never send it. */
+#define CONV_DONE_INTERRUPTED 100
+
 typedef struct ui_msg {
     char role[16]; /* "system", "user", "assistant" */
-    char *text;    /* NUL-terminated */
+    char *text;    /* text[0..len): any bytes, NULs included; NUL-terminated after that */
     size_t len, cap;
     ui_token *toks;
     size_t n_toks, cap_toks;
@@ -63,6 +68,14 @@ typedef struct ui_msg {
     bool think_inside;        /* the reply started inside reasoning (the prompt opened it) */
     char *reasoning, *answer; /* once the reply ended: what the next turn's template gets (NULL: no reasoning) */
     struct chat_reasoning *rs; /* the splitter while the reply streams */
+    /* how the turn that made this reply was sent (think_record): the template ("" the model's),
+     * the template variables as JSON ("" none) and the reasoning style. A branch from the reply
+     * and its lens are sent the same way, so they continue the context shown; /template and
+     * think apply from the next new turn. sent_set false: not known (a loaded session). */
+    bool sent_set;
+    int8_t sent_style;
+    char sent_tmpl[64];
+    char sent_vars[96];
 } ui_msg;
 
 /* A branch: the versions of one message, each with the conversation that
@@ -117,6 +130,9 @@ void conv_free(ui_conv *c);
 void conv_set_system(ui_conv *c, const char *system);
 /* Appends a message; returns its index. */
 size_t conv_add_msg(ui_conv *c, const char *role, const char *text);
+/* The same for text[0..len), which may hold any byte (a model's byte tokens
+ * give NULs and invalid UTF-8): a reply is bytes with a length, never a C string. */
+size_t conv_add_msg_n(ui_conv *c, const char *role, const char *text, size_t len);
 /* Removes the last message. */
 void conv_pop(ui_conv *c);
 void conv_clear(ui_conv *c);

@@ -99,6 +99,11 @@ bool explore_branch(ui_app *app, ui_conv *c, size_t mi, size_t k, int32_t id)
     const int32_t old_id = m->toks[k].id;
     ui_tail *old = conv_fork(c, mi);
     size_t nmi = conv_add_prefix(c, &old->msgs[0], k);
+    ui_msg *nm = &c->msgs[nmi]; /* sent as the reply it branches from was: the context shown */
+    nm->sent_set = old->msgs[0].sent_set;
+    nm->sent_style = old->msgs[0].sent_style;
+    memcpy(nm->sent_tmpl, old->msgs[0].sent_tmpl, sizeof nm->sent_tmpl);
+    memcpy(nm->sent_vars, old->msgs[0].sent_vars, sizeof nm->sent_vars);
     ui_start_turn(app, c, nmi, ids, (int32_t)k + 1, emitted);
     free(ids);
     size_t cur, n = conv_versions(&c->msgs[nmi], &cur);
@@ -273,6 +278,7 @@ static void lens_request(ui_app *app, ui_conv *c, size_t mi, size_t k)
     for (size_t j = 0; j < k; j++)
         ids[j] = m->toks[j].id;
     engine_cmd cmd = {.type = ENGINE_CMD_LENS,
+                      .name = think_sent_template(m),
                       .messages = msgs,
                       .n_messages = n,
                       .conv_id = c->id,
@@ -391,7 +397,7 @@ bool explore_compare(ui_app *app, const char *args, char *err, size_t errlen)
         b = ui_new_conv(app, a->system);
         for (size_t i = 0; i < a->n_msgs; i++) {
             const ui_msg *m = &a->msgs[i];
-            size_t k = conv_add_msg(b, m->role, m->text);
+            size_t k = conv_add_msg_n(b, m->role, m->text, m->len);
             b->msgs[k].done_reason = m->done_reason;
             if (m->reasoning) { /* the same turns go to the template */
                 b->msgs[k].reasoning = strdup(m->reasoning);

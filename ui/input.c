@@ -388,8 +388,6 @@ void input_paste_add(int byte)
 {
     if (byte == '\r' || byte == '\n')
         paste_put("\n", 1);
-    else if (byte == '\t')
-        paste_put("    ", 4);
     else
         paste_put((const char *)&(char){(char)byte}, 1);
 }

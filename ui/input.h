@@ -20,9 +20,10 @@ void input_key(int key);
 void input_insert(const char *s);
 /* Bracketed paste: the bytes are collected and inserted in one go, as valid
  * UTF-8 (bytes that are not become U+FFFD): a paste of any size is one
- * insertion, not one readline call per byte. '\r' and '\n' give a newline,
- * a tab four spaces. flush(false) inserts what has arrived so far, keeping
- * a character cut in the middle for the next bytes; flush(true) ends it. */
+ * insertion, not one readline call per byte. '\r' and '\n' give a newline;
+ * a tab stays a tab (the message keeps it, the screen shows a space).
+ * flush(false) inserts what has arrived so far, keeping a character cut in
+ * the middle for the next bytes; flush(true) ends it. */
 void input_paste_add(int byte);
 void input_paste_flush(bool end);
 /* True while readline's incremental search (Ctrl-R) is active. */

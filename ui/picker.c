@@ -359,7 +359,7 @@ char *picker_run_offer(const char *const *extra, size_t n_extra, const char *off
             for (size_t i = 0; i < n; i++)
                 if (!filter[0] || strcasestr(e[i].name, filter) || strcasestr(e[i].path, filter))
                     idx[n_shown++] = i;
-            sel = offer && !filter[0] && n_shown ? 1 : 0; /* the first model; Up reaches the offer */
+            sel = 0; /* the first row: Enter opens what it says (the offer, when there is one) */
             top = 0;
             refilter = false;
         }

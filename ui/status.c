@@ -72,6 +72,10 @@ void status_draw(ui_app *app, ui_rect r)
         snprintf(buf, sizeof buf, " %s \xe2\x94\x82 %s \xe2\x94\x82 tmpl %s \xe2\x94\x82 pos %d/%d \xe2\x94\x82 KV %d%%%s \xe2\x94\x82 pp %.0f t/s \xe2\x94\x82 tg %.1f t/s ",
                  st, model, tmpl, app->n_past, app->n_ctx, kv, ckpt, app->prompt_tps, gen_tps);
     }
+    if (app->msg[0] && app->msg_hold &&
+        wrap_str_width(buf, strlen(buf)) + wrap_str_width(app->msg, strlen(app->msg)) + 3 > r.w)
+        snprintf(buf, sizeof buf, " %s ", st); /* an error not seen yet, too long for the line: it goes
+                                                  before the figures until the next key */
     int used = draw_str(r.y, r.x, r.w, buf, sa | A_BOLD);
     if (app->msg[0] && used + 4 < r.w) {
         int attr = app->msg_level == UI_MSG_ERROR ? theme_attr(THEME_ERROR)

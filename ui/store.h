@@ -10,6 +10,10 @@
 
 struct ui_app;
 bool store_save(struct ui_app *app, const char *path, char *err, size_t errlen);
+/* Each conversation of the file is checked on its own: those that are not
+ * sound are left out and the others load. True when one or more loaded;
+ * err then holds "" or what was left out and why (for the status line).
+ * False and err when none loads (the conversations are then unchanged). */
 bool store_load(struct ui_app *app, const char *path, char *err, size_t errlen);
 bool store_export_md(struct ui_app *app, const char *path, char *err, size_t errlen);
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "chat/chat.h"
 #include "chat/reasoning.h"
 #include "explore.h"
@@ -94,9 +96,10 @@ void think_load_template(ui_app *app)
     think_style_update(app);
 }
 
-static bool raw_format(const ui_app *app)
+/* tmpl: a forced template, "" for the model's (the engine's label says whether that is raw) */
+static bool raw_format(const ui_app *app, const char *tmpl)
 {
-    const char *t = app->template_name[0] ? app->template_name : app->info.template_name;
+    const char *t = tmpl[0] ? tmpl : app->info.template_name;
     return !strcmp(t, "raw");
 }
 
@@ -116,11 +119,58 @@ static const char *vars_json(ui_app *app)
     return app->think_vars;
 }
 
+void think_record(ui_app *app, ui_msg *m)
+{
+    if (m->sent_set)
+        return;
+    const char *vars = vars_json(app);
+    snprintf(m->sent_tmpl, sizeof m->sent_tmpl, "%s", app->template_name);
+    snprintf(m->sent_vars, sizeof m->sent_vars, "%s", vars ? vars : "");
+    m->sent_style = (int8_t)app->think_style;
+    m->sent_set = true;
+}
+
+cJSON *think_sent_json(const ui_msg *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        abort();
+    cJSON_AddStringToObject(o, "template", m->sent_tmpl);
+    cJSON_AddStringToObject(o, "vars", m->sent_vars);
+    cJSON_AddNumberToObject(o, "style", m->sent_style);
+    return o;
+}
+
+void think_sent_load(ui_msg *m, const cJSON *o)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "template");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "vars");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "style");
+    if (!cJSON_IsString(t) || !cJSON_IsString(v) || !cJSON_IsNumber(s) || strlen(t->valuestring) >= sizeof m->sent_tmpl ||
+        strlen(v->valuestring) >= sizeof m->sent_vars || s->valuedouble < 0 || s->valuedouble > 127)
+        return;
+    snprintf(m->sent_tmpl, sizeof m->sent_tmpl, "%s", t->valuestring);
+    snprintf(m->sent_vars, sizeof m->sent_vars, "%s", v->valuestring);
+    m->sent_style = (int8_t)s->valuedouble;
+    m->sent_set = true;
+}
+
+char *think_sent_template(const ui_msg *m)
+{
+    if (!m->sent_set)
+        return NULL;
+    char *s = strdup(m->sent_tmpl[0] ? m->sent_tmpl : "model");
+    if (!s)
+        abort();
+    return s;
+}
+
 size_t think_chat_messages(ui_app *app, const ui_conv *c, size_t n_msgs, chat_message **out)
 {
+    const ui_msg *sent = n_msgs < c->n_msgs && c->msgs[n_msgs].sent_set ? &c->msgs[n_msgs] : NULL;
     chat_message *v;
     size_t n = conv_chat_messages_upto(c, n_msgs, &v);
-    if (raw_format(app)) { /* contents back to back: the pseudo messages would be text */
+    if (raw_format(app, sent ? sent->sent_tmpl : app->template_name)) { /* contents back to back: the pseudo messages would be text */
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
             if (strcmp(v[i].role, CHAT_ROLE_REASONING) != 0)
@@ -128,7 +178,7 @@ size_t think_chat_messages(ui_app *app, const ui_conv *c, size_t n_msgs, chat_me
         *out = v;
         return k;
     }
-    const char *vars = vars_json(app);
+    const char *vars = sent ? (sent->sent_vars[0] ? sent->sent_vars : NULL) : vars_json(app);
     if (vars) { /* after the leading system messages, where the engine's n_keep render stops */
         chat_message *w = realloc(v, (n + 2) * sizeof *w);
         if (!w)
@@ -223,9 +273,9 @@ void think_begin(ui_app *app, ui_conv *c, size_t mi)
     ui_msg *m = &c->msgs[mi];
     reset(m);
     m->think_open = m->think_set = false;
-    m->think_style = (int8_t)app->think_style;
+    m->think_style = m->sent_set ? m->sent_style : (int8_t)app->think_style;
     m->think_inside = false;
-    if (app->think_style == CHAT_REASONING_NONE)
+    if (m->think_style == CHAT_REASONING_NONE)
         return;
     /* the prompt's end says whether the reply starts inside reasoning
      * (Qwen3.5 opens <think>); rendered as the engine will, BOS aside */
@@ -238,7 +288,7 @@ void think_begin(ui_app *app, ui_conv *c, size_t mi)
     m->rs = calloc(1, sizeof *m->rs);
     if (!m->rs)
         abort();
-    chat_reasoning_init(m->rs, (enum chat_reasoning_style)app->think_style, prompt);
+    chat_reasoning_init(m->rs, (enum chat_reasoning_style)m->think_style, prompt);
     m->think_inside = m->rs->seen;
     free(prompt);
     feed_tokens(app, m); /* a branch's tokens before the step */

@@ -28,8 +28,22 @@ void think_free(struct ui_app *app);
 void think_style_update(struct ui_app *app);
 /* The messages of c before n_msgs for the engine (conv_chat_messages_upto),
  * with the template variables after the leading system messages when think
- * or effort is set; no pseudo messages for the "raw" format. */
+ * or effort is set; no pseudo messages for the "raw" format. When
+ * c->msgs[n_msgs] is a reply whose settings are recorded (think_record),
+ * its template and variables, else the current ones. */
 size_t think_chat_messages(struct ui_app *app, const ui_conv *c, size_t n_msgs, chat_message **out);
+/* A turn is sent with m as its reply: records the current template, variables
+ * and reasoning style in m, unless m has them already (a branch keeps those of
+ * the reply it branched from). */
+void think_record(struct ui_app *app, ui_msg *m);
+/* m's recorded settings for a session file (an object: template, vars,
+ * style), and back (absent or malformed: not recorded, as before). */
+struct cJSON;
+struct cJSON *think_sent_json(const ui_msg *m);
+void think_sent_load(ui_msg *m, const struct cJSON *o);
+/* The template m's turn was sent with, for an engine command's name
+ * (malloc'd: a built-in, "raw" or "model"); NULL when not recorded. */
+char *think_sent_template(const ui_msg *m);
 /* A turn starts with c->msgs[mi] as its reply (maybe with a branch's text already). */
 void think_begin(struct ui_app *app, ui_conv *c, size_t mi);
 /* The reply's text changed (tokens appended, or taken back): the block follows. */

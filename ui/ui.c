@@ -65,6 +65,8 @@ double ui_now(void)
 
 void ui_message(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
 {
+    if (app->msg_hold && lvl != UI_MSG_ERROR)
+        return; /* an error stays until the next key (a context shift would hide it at once) */
     va_list ap;
     va_start(ap, fmt);
     /* the analyzer misreads va_list under _XOPEN_SOURCE (ncurses flags) */
@@ -74,7 +76,8 @@ void ui_message(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
         if (*p == '\n' || *p == '\r' || *p == '\t')
             *p = ' ';
     app->msg_level = lvl;
-    app->msg_until = ui_now() + (lvl == UI_MSG_ERROR ? 2 * UI_MSG_SECONDS : UI_MSG_SECONDS);
+    app->msg_hold = lvl == UI_MSG_ERROR;
+    app->msg_until = lvl == UI_MSG_ERROR ? 0 : ui_now() + UI_MSG_SECONDS;
     app->dirty = true;
 }
 
@@ -119,8 +122,10 @@ bool ui_busy(const ui_app *app)
 void ui_start_turn(ui_app *app, ui_conv *c, size_t mi, const int32_t *toks, int32_t n_toks, int32_t emitted)
 {
     chat_message *msgs;
+    think_record(app, &c->msgs[mi]); /* a branch keeps its reply's: the context shown */
     size_t n = think_chat_messages(app, c, mi, &msgs);
     engine_cmd cmd = {.type = ENGINE_CMD_SUBMIT,
+                      .name = think_sent_template(&c->msgs[mi]),
                       .messages = msgs,
                       .n_messages = n,
                       .conv_id = c->id,
@@ -346,7 +351,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
             app->state = app->gen_conv_id >= 0 ? UI_STATE_PREFILL : UI_STATE_IDLE;
         if (app->config_note[0]) { /* the screen hid what was printed before it */
             ui_message(app, UI_MSG_WARN, "%s", app->config_note);
-            app->msg_until = ui_now() + 4 * UI_MSG_SECONDS;
+            if (!app->msg_hold)
+                app->msg_until = ui_now() + 4 * UI_MSG_SECONDS;
             app->config_note[0] = 0;
         } else if (ev->info.remote_kind[0]) {
             if (app->sp.n_top > ev->info.remote_max_top) /* short: the status line must show all of it */
@@ -421,8 +427,9 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         }
         if (ev->reason == ENGINE_DONE_ERROR || ev->reason == ENGINE_DONE_CUT)
             ui_message(app, UI_MSG_ERROR, "%s", ev->message[0] ? ev->message : "generation failed");
-        else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0])
-            ui_message(app, UI_MSG_WARN, "%s: /edit it shorter, /clear or /new (or a larger -c%s)", ev->message,
+        else if (ev->reason == ENGINE_DONE_CTX_FULL && ev->message[0]) /* the turn failed: an error, which
+                                                                          replaces the engine's shorter one */
+            ui_message(app, UI_MSG_ERROR, "%s: /edit it shorter, /clear or /new (or a larger -c%s)", ev->message,
                        app->info.recurrent ? "" : ", or context shift on");
         else if (ev->reason == ENGINE_DONE_CTX_FULL)
             ui_message(app, UI_MSG_WARN, "context full (%d/%d)", app->n_past, app->n_ctx);
@@ -683,30 +690,41 @@ static void inspector_pick(ui_app *app)
     }
 }
 
+/* A printable key in the conversation or the inspector: the input takes
+ * the focus and the key (letters are text there, never commands). */
+static void type_into_input(ui_app *app, int key)
+{
+    app->focus = UI_FOCUS_INPUT;
+    conv_sel_clear(explore_side(app));
+    input_key(key);
+}
+
 static void inspector_focus_key(ui_app *app, int key)
 {
     ui_conv *c = explore_side(app);
     bool pending;
     const ui_token *t = inspector_token(app, c, &pending);
+    if (((key > ' ' && key < 256 && key != 127) || (key == ' ' && !pending))) {
+        type_into_input(app, key); /* no keystroke is lost: typing goes to the input */
+        return;
+    }
     if (app->lens_on && !pending) { /* the lens table scrolls */
-        if (key == KEY_UP || key == 'k')
+        if (key == KEY_UP)
             app->lens_scroll = app->lens_scroll > 0 ? app->lens_scroll - 1 : 0;
-        else if (key == KEY_DOWN || key == 'j')
+        else if (key == KEY_DOWN)
             app->lens_scroll = app->lens_scroll < 0 ? 1 << 20 : app->lens_scroll + 1;
-        else if (key == KEY_LEFT || key == 'h')
+        else if (key == KEY_LEFT)
             conv_sel_step(c, -1);
-        else if (key == KEY_RIGHT || key == 'l')
+        else if (key == KEY_RIGHT)
             conv_sel_step(c, 1);
         return;
     }
     const int n = t ? t->n_top : 0;
     switch (key) {
     case KEY_UP:
-    case 'k':
         app->insp_row = app->insp_row > 0 ? app->insp_row - 1 : 0;
         break;
     case KEY_DOWN:
-    case 'j':
         app->insp_row = app->insp_row + 1 < n ? app->insp_row + 1 : app->insp_row;
         break;
     case KEY_HOME:
@@ -716,11 +734,9 @@ static void inspector_focus_key(ui_app *app, int key)
         app->insp_row = n > 0 ? n - 1 : 0;
         break;
     case KEY_LEFT:
-    case 'h':
         conv_sel_step(c, -1);
         break;
     case KEY_RIGHT:
-    case 'l':
         conv_sel_step(c, 1);
         break;
     case '\r':
@@ -766,16 +782,6 @@ static void conv_focus_key(ui_app *app, int key)
             ui_message(app, UI_MSG_INFO, "no %s uncertain token (%s)", key == ']' ? "later" : "earlier",
                        app->strip == CONV_STRIP_PROB ? "chosen p 50% or less" : "entropy 2 nats or more");
         break;
-    case 'e': {
-        int32_t i = c->sel_msg >= 0 ? c->sel_msg : (int32_t)c->n_msgs - 1;
-        while (i >= 0 && strcmp(c->msgs[i].role, "user") != 0)
-            i--;
-        if (i < 0)
-            ui_message(app, UI_MSG_WARN, "no user message above the cursor");
-        else
-            explore_edit_begin(app, c, (size_t)i);
-        break;
-    }
     case CTRL('w'):
         if (explore_compare_view(app)) {
             app->cmp_side = !app->cmp_side;
@@ -785,45 +791,60 @@ static void conv_focus_key(ui_app *app, int key)
         }
         break;
     case KEY_LEFT:
-    case 'h':
         conv_sel_step(c, -1);
         break;
     case KEY_RIGHT:
-    case 'l':
         conv_sel_step(c, 1);
         break;
     case KEY_UP:
-    case 'k':
         conv_sel_line(c, -1);
         break;
     case KEY_DOWN:
-    case 'j':
         conv_sel_line(c, 1);
         break;
     case KEY_HOME:
-    case 'g':
         conv_sel_first(c);
         break;
     case KEY_END:
-    case 'G':
         conv_sel_last(c);
         break;
+    default:
+        /* typing while the pane has focus goes to the input: letters are
+         * text, the pane's letter commands are Alt- chords (conv_alt_key) */
+        if (key >= 32 && key < 256 && key != 127)
+            type_into_input(app, key);
+    }
+}
+
+/* Alt-<letter> in the conversation: its commands that letters were once.
+ * False for a chord it does not bind. */
+static bool conv_alt_key(ui_app *app, int key)
+{
+    ui_conv *c = explore_side(app);
+    switch (key) {
+    case 'e': {
+        int32_t i = c->sel_msg >= 0 ? c->sel_msg : (int32_t)c->n_msgs - 1;
+        while (i >= 0 && strcmp(c->msgs[i].role, "user") != 0)
+            i--;
+        if (i < 0)
+            ui_message(app, UI_MSG_WARN, "no user message above the cursor");
+        else
+            explore_edit_begin(app, c, (size_t)i);
+        return true;
+    }
     case 'c':
         app->prob_colors = !app->prob_colors;
-        break;
+        ui_message(app, UI_MSG_INFO, "probability colours %s", app->prob_colors ? "on" : "off");
+        return true;
     case 'r':
         app->post_order = !app->post_order;
-        break;
+        ui_message(app, UI_MSG_INFO, "inspector: %s order", app->post_order ? "post-chain" : "raw logit");
+        return true;
     case 't':
         think_toggle(app);
-        break;
+        return true;
     default:
-        /* typing while the pane has focus goes to the input */
-        if (key >= 32 && key < 256 && key != 127) {
-            app->focus = UI_FOCUS_INPUT;
-            conv_sel_clear(c);
-            input_key(key);
-        }
+        return false;
     }
 }
 
@@ -885,6 +906,10 @@ static void drop_escape_sequence(void)
 static void handle_key(ui_app *app, int key, bool *in_paste)
 {
     app->dirty = true;
+    if (app->msg_hold && key != KEY_RESIZE) { /* the error has been seen: it may go now */
+        app->msg_hold = false;
+        app->msg_until = ui_now() + UI_MSG_SECONDS;
+    }
     if (key == KEY_RESIZE) {
         app->clear_screen = true;
         return;
@@ -914,22 +939,34 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         app->quit = true;
         return;
     }
+    /* An overlay's own keys are arrows, pages, Enter and Esc (and F1 for
+     * help), none of them text: they close it or move in it and stop there.
+     * Any other key closes it and then does its usual job, so the first
+     * letter typed after a dialog is not lost. */
+    const bool enter = key == '\n' || key == '\r' || key == KEY_ENTER;
+    if (app->overlay && (key == 27 || key == KEY_F(1) || (enter && !app->overlay_pick_n))) {
+        ui_overlay_close(app);
+        return;
+    }
+    if (app->overlay && key != KEY_UP && key != KEY_DOWN && key != KEY_PPAGE && key != KEY_NPAGE && !enter)
+        ui_overlay_close(app); /* and on to the key's usual job */
     if (app->overlay && app->overlay_pick_n) {
         /* a pick list: the selection moves and the view follows it */
         int body = LINES - 4;
-        if ((key == KEY_DOWN || key == 'j') && app->overlay_sel + 1 < app->overlay_pick_n)
+        if (key == KEY_DOWN && app->overlay_sel + 1 < app->overlay_pick_n)
             app->overlay_sel++;
-        else if ((key == KEY_UP || key == 'k') && app->overlay_sel > 0)
+        else if (key == KEY_UP && app->overlay_sel > 0)
             app->overlay_sel--;
-        else if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+        else if (key == KEY_NPAGE)
+            app->overlay_sel = app->overlay_sel + body < app->overlay_pick_n ? app->overlay_sel + body : app->overlay_pick_n - 1;
+        else if (key == KEY_PPAGE)
+            app->overlay_sel = app->overlay_sel > body ? app->overlay_sel - body : 0;
+        else if (enter) {
             void (*cb)(ui_app *, int) = app->overlay_on_pick;
             const int idx = app->overlay_sel;
             ui_overlay_close(app);
             if (cb)
                 cb(app, idx);
-            return;
-        } else if (key != KEY_DOWN && key != KEY_UP && key != 'j' && key != 'k') {
-            ui_overlay_close(app);
             return;
         }
         const int line = app->overlay_pick_first + app->overlay_sel;
@@ -941,16 +978,14 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
     }
     if (app->overlay) {
         int body = LINES - 4;
-        if (key == KEY_DOWN || key == 'j')
+        if (key == KEY_DOWN)
             app->overlay_scroll++;
-        else if (key == KEY_UP || key == 'k')
+        else if (key == KEY_UP)
             app->overlay_scroll = app->overlay_scroll > 0 ? app->overlay_scroll - 1 : 0;
-        else if (key == KEY_NPAGE || key == ' ')
+        else if (key == KEY_NPAGE)
             app->overlay_scroll += body > 1 ? body : 1;
         else if (key == KEY_PPAGE)
             app->overlay_scroll = app->overlay_scroll > body ? app->overlay_scroll - body : 0;
-        else
-            ui_overlay_close(app);
         return;
     }
     bool lone_esc = key == UI_KEY_LONE_ESC;
@@ -966,6 +1001,8 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
         } else if (next != ERR && app->focus == UI_FOCUS_INPUT && !ui_busy(app)) {
             input_key(27); /* Alt-<key>: readline's meta bindings (M-b, M-f, M-d...) */
             input_key(next);
+        } else if (next != ERR && app->focus == UI_FOCUS_CONV && conv_alt_key(app, next)) {
+            /* Alt-e, Alt-t, Alt-c, Alt-r: the conversation's commands */
         } else if (next != ERR) {
             /* Esc followed at once by another key: the Esc, then that key */
             ungetch(next);
@@ -1085,8 +1122,12 @@ static void handle_key(ui_app *app, int key, bool *in_paste)
             int next = getch();
             if (next != ERR) {
                 ungetch(next);
-                input_insert("\n");
-                return;
+                /* a slash command still ends here: a script's (or an
+                 * unbracketed paste's) commands each run */
+                if (!commands_ends_at_newline(input_text(), next)) {
+                    input_insert("\n");
+                    return;
+                }
             }
             if (input_in_search())
                 input_key(CTRL('j')); /* ends the search, keeping the found line */
@@ -1186,6 +1227,17 @@ static void term_setup(ui_app *app)
     theme_init(app->colors);
     define_key("\033[200~", KEY_PASTE_BEGIN);
     define_key("\033[201~", KEY_PASTE_END);
+    /* Home and End as tmux, screen and the VT220 family send them, whatever
+     * TERM's description says (xterm's is ESC O H): the conversation's first
+     * and last token have no letter keys any more */
+    static const char *const home[] = {"\033[1~", "\033[7~", "\033[H", "\033OH"};
+    static const char *const end[] = {"\033[4~", "\033[8~", "\033[F", "\033OF"};
+    for (size_t i = 0; i < 4; i++) {
+        if (key_defined(home[i]) == 0)
+            define_key(home[i], KEY_HOME);
+        if (key_defined(end[i]) == 0)
+            define_key(end[i], KEY_END);
+    }
     if (app->mouse) {
         mmask_t mask = BUTTON4_PRESSED | BUTTON1_PRESSED | BUTTON1_CLICKED;
 #ifdef BUTTON5_PRESSED
@@ -1238,7 +1290,8 @@ static void start_resume(ui_app *app, const char *path)
         size_t n = 0;
         for (size_t i = 0; i < app->n_convs; i++)
             n += app->convs[i]->n_msgs;
-        autosave_note(app, UI_MSG_INFO, "resumed: %zu messages (%s)", n, base ? base + 1 : path);
+        autosave_note(app, err[0] ? UI_MSG_WARN : UI_MSG_INFO, "resumed: %zu messages (%s)%s%s", n,
+                      base ? base + 1 : path, err[0] ? "; " : "", err);
     } else
         autosave_note(app, UI_MSG_ERROR, "cannot resume: %s", err);
 }
@@ -1441,6 +1494,8 @@ int ui_run(const ui_options *o)
     think_free(app);
     free(app->pending.top);
     free(picked);
+    /* a model that could not be loaded is a failure (tokscope(1): exit 1) */
+    const bool load_failed = !app->loaded && app->state == UI_STATE_NO_MODEL;
     free(app);
-    return saved ? 0 : 1;
+    return saved && !load_failed ? 0 : 1;
 }

@@ -93,6 +93,7 @@ typedef struct ui_app {
     char msg[ENGINE_MSG_MAX + 64];
     enum ui_msg_level msg_level;
     double msg_until;       /* monotonic seconds; 0 = sticky until replaced */
+    bool msg_hold;          /* an error: nothing replaces it before the next key */
 
     bool prob_colors;
     bool post_order;

@@ -107,8 +107,8 @@ bool blas_takes(enum tensor_type type)
 /* Where auto hands a type to OpenBLAS: from this many tokens per batch on,
  * OpenBLAS (conversion included) was faster than tokscope's own kernels on
  * TinyLlama-1.1B shapes with 2 threads, measured on an Intel Xeon (AVX-512)
- * at 64, 128, 192, 256, 384 and 512 tokens; the table is in the README
- * ("OpenBLAS"). Below it, it lost or was level. */
+ * at 64, 128, 192, 256, 384 and 512 tokens; the table is in docs/openblas.md
+ * (README links it). Below it, it lost or was level. */
 int blas_auto_min_tokens(enum tensor_type type)
 {
     switch (type) {

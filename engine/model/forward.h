@@ -115,12 +115,11 @@ typedef struct forward_prompt_params {
 } forward_prompt_params;
 
 /* Tokenizes the prompt. Plain: add BOS when the vocab wants it (and !no_bos),
- * special tokens not parsed. Chat: render {system?, user} with the model's
- * template (or the forced built-in) plus the generation prompt, drop a
- * leading BOS text when the tokenizer adds BOS itself (like common_chat),
- * and tokenize with special tokens parsed. Returns a malloc'd array and its
- * length in *n, or NULL with err set. warn (may be NULL) receives template
- * fallback warnings. */
+ * special tokens not parsed. Chat: the messages {system?, user} through
+ * chat_prompt_tokenize (chat/chat_prompt.h), the function the TUI and serve
+ * build their prompts with too. Returns a malloc'd array and its length in
+ * *n, or NULL with err set. warn (may be NULL) receives template fallback
+ * warnings. */
 int32_t *forward_tokenize_prompt(const model *m, const forward_prompt_params *p, int32_t *n, char *warn,
                                  size_t warnlen, char *err, size_t errlen);
 

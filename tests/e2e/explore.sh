@@ -53,7 +53,7 @@ keys '>'
 wait_for '^Assistant ‹2/2›' 5 && [ "$(reply)" = "$new" ]
 result "explore: > back to the branch" $?
 # the chosen candidate itself: generated again from there, greedy gives the same text
-keys G Left Left Left Enter
+keys End Left Left Left Enter
 wait_for 'focus: inspector' 5
 keys Enter
 wait_for 'generating again from token' 10
@@ -66,9 +66,9 @@ keys Escape
 wait_for 'focus: input' 5
 keys Tab
 wait_for 'focus: conversation' 5
-keys e
+keys M-e
 wait_for '^> Once upon a time' 5 && wait_for 'editing a message' 5 && left | grep -qE '^You *$'
-result "explore: e puts the user message into the input, the conversation unchanged" $?
+result "explore: Alt-e puts the user message into the input, the conversation unchanged" $?
 T send-keys -l " there was a cat"
 keys Enter
 wait_for 'sent as version 2/2' 10
@@ -153,7 +153,7 @@ line "Once upon a time"
 turn
 keys Tab
 wait_for 'focus: conversation' 5
-keys g Right Right
+keys Home Right Right
 keys F8
 wait_for 'top-1 from block [1-5] of 5' 10
 r=$(right)
@@ -187,7 +187,7 @@ line "/regen"
 turn
 keys Tab
 wait_for 'focus: conversation' 5
-keys g ']'
+keys Home ']'
 # the inspector follows the selection at the next frame: poll, do not sleep
 n=100
 while :; do
@@ -222,10 +222,10 @@ result "explore: a message goes to both sides, each answers" $?
 # the first step of each side: the same raw distribution
 keys Tab
 wait_for 'focus: conversation' 5
-keys g
+keys Home
 sleep 0.3
 a_top=$(right | sed -n '/A Inspector/,/B Inspector/p' | awk '$1 == "1" && $2 ~ /^[0-9]+$/ { print $2, $(NF-1); exit }')
-keys C-w g
+keys C-w Home
 sleep 0.3
 b_top=$(right | sed -n '/B Inspector/,$p' | awk '$1 == "1" && $2 ~ /^[0-9]+$/ { print $2, $(NF-1); exit }')
 [ -n "$a_top" ] && [ "$a_top" = "$b_top" ]

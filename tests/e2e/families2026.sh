@@ -80,7 +80,7 @@ panel() {
 inspect() { # NAME
     keys Tab
     wait_for 'focus: conversation' 5
-    keys g
+    keys Home
     wait_for 'Inspector: token 1/' 5 && right | grep -qE '^ +2 +[0-9]+ ' && right | grep -qE '^ +3 +[0-9]+ '
     result "families2026 $1: the inspector shows the top-k candidates of a reply token" $?
     keys Escape
@@ -124,9 +124,9 @@ for f in ${FAMILIES2026_TUI:-qwen3moe-mini-q8_0 qwen35-mini-q8_0 qwen35moe-mini-
         result "families2026 $name: F9 unfolds the reasoning, without the format's markers" $?
         keys Tab
         wait_for 'focus: conversation' 5
-        keys t
+        keys M-t
         wait_for 'thinking folded' 5 && ! asst | grep -q 'Two and two'
-        result "families2026 $name: t folds it again" $?
+        result "families2026 $name: Alt-t folds it again" $?
         keys Escape
         wait_for 'focus: input' 5
         ;;

@@ -76,17 +76,17 @@ result "reasoning: F9 folds it again" $?
 # ---- 2. the token cursor inside the folded block -------------------------------
 keys Tab
 wait_for 'focus: conversation' 5
-keys g
+keys Home
 wait_for 'Inspector: token 1/' 5 && asst | grep -q 'cursor inside; F9 unfolds'
-result "reasoning: Home/g puts the cursor on the first token, inside the folded block (the inspector shows it)" $?
+result "reasoning: Home puts the cursor on the first token, inside the folded block (the inspector shows it)" $?
 n_all=$(right | sed -n 's/.*Inspector: token 1\/\([0-9]*\).*/\1/p' | head -n 1)
-keys G
+keys End
 wait_for "Inspector: token $n_all/$n_all" 5
-result "reasoning: G: the last token is number $n_all of the reply (indices unchanged by the fold)" $?
-keys t
+result "reasoning: End: the last token is number $n_all of the reply (indices unchanged by the fold)" $?
+keys M-t
 wait_for 'thinking unfolded' 5 && asst | grep -q 'Two and two make four'
-result "reasoning: t (conversation focus) unfolds too" $?
-keys g
+result "reasoning: Alt-t (conversation focus) unfolds too" $?
+keys Home
 wait_for 'Inspector: token 1/' 5 && ! asst | grep -q 'cursor inside'
 result "reasoning: unfolded, the cursor is on the block's text" $?
 keys Escape

@@ -437,13 +437,19 @@ line "/save $TMP/utf8.json"
 wait_for "saved $TMP/utf8.json" 5
 [ $shown -eq 0 ] && [ "$(jsonq "$TMP/utf8.json" '[m["content"] for m in d["conversations"][0]["messages"] if m["role"] == "user"] == ["ab\ufffd\ufffdcd", "pasted \ufffdt\ufffd \ufffd\ufffd\ufffd end"]')" = True ]
 result "tui-robust: invalid UTF-8 pasted: the conversation and its file hold valid UTF-8" $?
-# a key the terminal description does not know (a function key, or Home
-# from a terminal whose TERM says otherwise) arrives as an escape sequence
-# ncurses cannot decode: it is dropped, not typed into the input as "[1~"
+# a key the terminal description does not know (a function key, a kitty
+# key report) arrives as an escape sequence ncurses cannot decode: it is
+# dropped, not typed into the input as "[99~"
 line "/clear"
-keys -l "$(printf 'xy\033[1~\033[57;5u\033O5Pz')"
+keys -l "$(printf 'xy\033[99~\033[57;5u\033O5Pz')"
 wait_for '^> xyz *$' 5
 result "tui-robust: unknown escape sequences are dropped, not typed into the input" $?
+# Home and End as tmux and the VT220 family send them, whatever TERM says
+keys C-a C-k
+keys -l "$(printf 'bc\033[1~a\033[4~d')"
+wait_for '^> abcd *$' 5
+result "tui-robust: ESC [1~ and ESC [4~ are Home and End under any TERM" $?
+keys C-a C-k
 keys C-u
 keys C-q
 wait_exit 10

@@ -3,7 +3,8 @@
 # generation that outgrows it, under both context policies of `generate`
 # (stop with a clear message, or --context-shift); a model file truncated or
 # deleted while `generate` has it mapped (a message naming the file and exit
-# status 1, never death by SIGBUS; a deleted file stays readable).
+# status 1, never death by SIGBUS, one whole line however many threads fault
+# at once; a deleted file stays readable).
 . tests/lib.sh
 M=$TESTDATA/models/stories260K.gguf
 W=$(mktemp -d "$OUT/badinput.XXXXXX") || exit 1
@@ -61,7 +62,7 @@ wait_gone() {
 name="generate: a model truncated while mapped ends with a message naming it, exit 1, not SIGBUS"
 if need "$M" "$name"; then
     cp "$M" "$W/model.gguf"
-    ( "$BIN" generate -m "$W/model.gguf" -p "Once" -n 16000000 --context-shift >"$W/gen.out" 2>"$W/gen.err"
+    ( "$BIN" generate -m "$W/model.gguf" -p "Once" -n 1000000 --context-shift >"$W/gen.out" 2>"$W/gen.err"
       echo $? >"$W/rc" ) &
     pids="$pids $!"
     if wait_for_bytes "$W/gen.out"; then
@@ -73,9 +74,38 @@ if need "$M" "$name"; then
         ok "$name"
     else not_ok "$name" "exit ${rc:-none} (135 = SIGBUS)" "$(tail -n 3 "$W/gen.err")"; fi
 
+    # Several threads read the weights at once, so several fault on the
+    # truncated pages together: exactly one of them may report, in one line.
+    # -c 64 with --context-shift re-evaluates half the context every 32
+    # tokens (a prompt batch), -n 1000000 never stops by itself.
+    T=$TESTDATA/models/tiny-spm-f16.gguf
+    name="generate: a model truncated under 8 threads prints exactly one well-formed line (5 runs)"
+    if need "$T" "$name"; then
+        bad_runs=""
+        for run in 1 2 3 4 5; do
+            cp "$T" "$W/race.gguf"
+            rm -f "$W/race.rc" "$W/race.out"
+            ( "$BIN" generate -m "$W/race.gguf" -p "Once upon a time" -n 1000000 -c 64 --context-shift -t 8 --temp 0 \
+                  >"$W/race.out" 2>"$W/race.err"
+              echo $? >"$W/race.rc" ) &
+            rpid=$!
+            pids="$pids $rpid"
+            wait_for_bytes "$W/race.out" && truncate -s 4096 "$W/race.gguf"
+            wait_gone "$rpid"
+            rrc=$(cat "$W/race.rc" 2>/dev/null)
+            # the whole of stderr: one line, the message, nothing interleaved
+            if [ "$rrc" != 1 ] || [ "$(wc -l <"$W/race.err")" != 1 ] ||
+                ! grep -qx "tokscope: $W/race.gguf: the model file was truncated or changed while in use (its byte [0-9]* is gone); stopping" "$W/race.err"; then
+                bad_runs="$bad_runs run $run: exit ${rrc:-none}: $(head -c 600 "$W/race.err" | tr '\n' '|');"
+            fi
+        done
+        if [ -z "$bad_runs" ]; then ok "$name"
+        else not_ok "$name" "$bad_runs"; fi
+    fi
+
     name="generate: a model deleted while mapped goes on being read"
     cp "$M" "$W/model2.gguf"
-    "$BIN" generate -m "$W/model2.gguf" -p "Once" -n 16000000 --context-shift >"$W/gen2.out" 2>"$W/gen2.err" &
+    "$BIN" generate -m "$W/model2.gguf" -p "Once" -n 1000000 --context-shift >"$W/gen2.out" 2>"$W/gen2.err" &
     pid=$!
     pids="$pids $pid"
     if wait_for_bytes "$W/gen2.out"; then

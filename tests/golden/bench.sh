@@ -80,6 +80,6 @@ for bad in "-r 0" "-r 101" "-b -1"; do
     "$BIN" bench -m "$M" $bad >"$OUT/bench.out" 2>&1
     rc=$?
     opt=${bad%% *}
-    if [ $rc -eq 2 ] && grep -q -- "tokscope bench: $opt " "$OUT/bench.out"; then ok "bench $bad: says what is wrong"
+    if [ $rc -eq 2 ] && grep -q -- "^tokscope bench: invalid value .* for $opt: want an integer" "$OUT/bench.out"; then ok "bench $bad: says what is wrong"
     else not_ok "bench $bad: says what is wrong" "exit $rc" "$(head -n 2 "$OUT/bench.out")"; fi
 done

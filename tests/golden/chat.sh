@@ -120,7 +120,7 @@ if need "$G26/golden2026.jsonl" "chat 2026 golden data"; then
     python3 tests/tools/jinja_reference.py "$BIN" "$G26/templates:tests/golden/chat/templates2026" \
         tests/golden/chat/conversations2026.json
     "$BIN" template --builtin chatml --var nonsense "$T/hi.json" >/dev/null 2>"$T/var.err"; rc=$?
-    if [ $rc -eq 1 ] && grep -q "NAME=VALUE" "$T/var.err"; then ok "chat --var without =: usage error"; else not_ok "chat --var without =: usage error" "rc=$rc $(cat "$T/var.err")"; fi
+    if [ $rc -eq 2 ] && grep -q "NAME=VALUE" "$T/var.err"; then ok "chat --var without =: usage error"; else not_ok "chat --var without =: usage error" "rc=$rc $(cat "$T/var.err")"; fi
 fi
 
 # 4. bad input: clear error, exit 1, no crash

@@ -34,8 +34,8 @@ done
 # 63 positions (40 prompt tokens, then greedy ones), so that both runs take
 # the same attention kernel (below 64 queries). Where a weight type's
 # one-token and batch kernels sum in the same order (Q8_0) the two agree bit
-# for bit; Q4_K's do not (in the reference too: README, "Reference
-# parity"), and on qwen2's random weights that grows to a mean KL of 3e-3.
+# for bit; Q4_K's do not (in the reference too: docs/exactness.md,
+# "The families"), and on qwen2's random weights that grows to a mean KL of 3e-3.
 for fam in $FAMILIES; do
     name="$fam: KV cache and --no-kv-cache agree"
     need "$M/$fam.gguf" "$name" || continue

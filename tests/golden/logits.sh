@@ -42,7 +42,7 @@ for golden in "$G"/*.jsonl; do
     # its goldens evaluated the prompt as a batch, and these models amplify a
     # last-bit difference into a different rounding of a later Q8 activation.
     # tokscope matches that run bit for bit (below), so these bounds are the
-    # reference's own numbers (issue 3, README "Reference parity").
+    # reference's own numbers (issue 3, docs/exactness.md).
     obo=''
     case $base in
     tiny-spm-mix.chat) obo='--max-kl 2.5e-3' ;;

@@ -4,7 +4,8 @@
  * alternative, step mode's picks and typed text) give the logits of teacher
  * forcing that sequence; undo takes a position back exactly; the lens of a
  * step ends in the step's own logits and leaves the cache alone; a turn with
- * its own parameters (compare settings) reuses the shared prompt. Logits are
+ * its own parameters (compare settings) reuses the shared prompt; a branch
+ * keeps the template its reply was made with. Logits are
  * compared through the top candidates the events carry, bit for bit. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -691,6 +692,51 @@ static float *cut_first(const char *path, const char *text)
  * state restored from the prompt's checkpoint and, with a checkpoint every
  * 4 tokens, from one in the middle of the reply; step mode with forced
  * tokens and text, undo, the lens (the cache left as it was) likewise. */
+/* A branch continues the context it branched from: after /template changes
+ * the engine's template, a SUBMIT naming the template its reply was made with
+ * (as the UI's branch does) gets the same positions and the same
+ * distribution at the step; a new turn (no name) gets the new template. */
+static void test_branch_keeps_template(void **s)
+{
+    (void)s;
+    const char *path = TESTDATA_REQUIRE("models/smollm-mini-q8_0.gguf");
+    engine_params p = params_of(path);
+    p.template_name = NULL; /* SmolLM2's own template */
+    p.sampling.n_predict = 8;
+    engine *e = start(&p);
+    turn_log *orig = malloc(sizeof *orig), *br = malloc(sizeof *br);
+    chat_message m = {"user", "Hi\n"};
+    engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .conv_id = 1};
+    engine_send(e, &c);
+    collect(e, orig);
+    assert_int_equal(orig->n, 8);
+    engine_set_template(e, "chatml"); /* applies from the next new turn */
+    const int K = 3;
+    int32_t prefix[8];
+    for (int i = 0; i < K; i++)
+        prefix[i] = orig->s[i].token;
+    prefix[K] = orig->s[K].top[1].id;
+    engine_cmd b = {.type = ENGINE_CMD_SUBMIT, .name = strdup("model"), .messages = &m, .n_messages = 1,
+                    .conv_id = 1, .tokens = prefix, .n_tokens = K + 1};
+    engine_send(e, &b);
+    collect(e, br);
+    assert_true(br->done.n_prompt <= 1); /* the cache held the context: nothing evaluated again but a step */
+    assert_int_equal(br->s[0].token, prefix[K]);
+    assert_int_equal(br->s[0].pos, orig->s[K].pos);
+    for (int i = 0; i < br->s[0].n_top; i++) {
+        assert_int_equal(br->s[0].top[i].id, orig->s[K].top[i].id);
+        assert_memory_equal(&br->s[0].top[i].logit, &orig->s[K].top[i].logit, sizeof(float));
+    }
+    /* a new turn: chatml, without SmolLM2's default system prompt */
+    engine_cmd n = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .conv_id = 1};
+    engine_send(e, &n);
+    collect(e, br);
+    assert_true(br->s[0].pos < orig->s[0].pos);
+    free(orig);
+    free(br);
+    engine_shutdown(e);
+}
+
 static void test_qwen35(void **s)
 {
     (void)s;
@@ -754,6 +800,7 @@ int main(void)
         cmocka_unit_test(test_step_force),    cmocka_unit_test(test_step_undo),
         cmocka_unit_test(test_lens),          cmocka_unit_test(test_compare_turns),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_qwen35),
+        cmocka_unit_test(test_branch_keeps_template),
     };
     return cmocka_run_group_tests_name("explore", tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
@@ -411,6 +412,38 @@ static void test_error_shape(void **state)
     assert_string_equal(serve_finish_reason(ENGINE_DONE_CTX_FULL), "length");
 }
 
+/* 100,000 messages: parsed in one walk of the list (issue 35 #13: a lookup
+ * by index per message made it quadratic, 29 s). 5 s is a loose bound: the
+ * linear walk takes well under a tenth of it, even under ASan. */
+static void test_many_messages(void **state)
+{
+    (void)state;
+    const int n = 100000;
+    const char *one = "{\"role\":\"user\",\"content\":\"hi\"},";
+    size_t cap = (size_t)n * strlen(one) + 64;
+    char *body = malloc(cap), *w = body;
+    assert_non_null(body);
+    w = stpcpy(w, "{\"messages\":[");
+    for (int i = 0; i < n; i++)
+        w = stpcpy(w, one);
+    strcpy(w - 1, "],\"stop\":[\"a\",\"b\",\"c\"]}");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    serve_request r;
+    assert_int_equal(parse(&r, true, body, NULL), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    assert_int_equal(r.n_msgs, n);
+    assert_string_equal(r.msgs[n - 1].role, "user");
+    assert_string_equal(r.msgs[n - 1].content, "hi");
+    assert_int_equal(r.sp.n_stop, 3);
+    assert_string_equal(r.sp.stop[2], "c");
+    serve_request_free(&r);
+    free(body);
+    if (s > 5.0)
+        fail_msg("100000 messages took %.1f s to parse", s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,7 +452,7 @@ int main(void)
         cmocka_unit_test(test_refusals),         cmocka_unit_test(test_utf8_clean),
         cmocka_unit_test(test_logprob_entry),    cmocka_unit_test(test_reasoning_split),
         cmocka_unit_test(test_eog_and_rest),     cmocka_unit_test(test_chunks_and_replies),
-        cmocka_unit_test(test_error_shape),
+        cmocka_unit_test(test_error_shape),      cmocka_unit_test(test_many_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "commands.h"
@@ -51,6 +53,54 @@ static void test_find(void **state)
         assert_non_null(c);
         assert_string_equal(c->name, required[i]);
     }
+}
+
+/* issue 35, item 7: an ambiguous prefix names what it could mean */
+static void test_candidates(void **state)
+{
+    (void)state;
+    char buf[256];
+    assert_int_equal(commands_candidates("s", buf, sizeof buf), 7);
+    assert_string_equal(buf, "/save /set /show /step /stop /strip /system");
+    assert_int_equal(commands_candidates("reg", buf, sizeof buf), 1);
+    assert_string_equal(buf, "/regen");
+    assert_int_equal(commands_candidates("zz", buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+    char small[8];
+    assert_int_equal(commands_candidates("s", small, sizeof small), 7); /* cut, still terminated */
+    assert_true(strlen(small) < sizeof small);
+}
+
+/* issue 35, item 7: ~ and ~user in file names */
+static void test_expand_path(void **state)
+{
+    (void)state;
+    char out[512];
+    setenv("HOME", "/home/tester", 1);
+    assert_true(commands_expand_path("~/x.json", out, sizeof out));
+    assert_string_equal(out, "/home/tester/x.json");
+    assert_true(commands_expand_path("~", out, sizeof out));
+    assert_string_equal(out, "/home/tester");
+    assert_true(commands_expand_path("a/~/b", out, sizeof out));
+    assert_string_equal(out, "a/~/b");
+    assert_true(commands_expand_path("~root/y", out, sizeof out));
+    assert_string_equal(out, "/root/y");
+    assert_true(commands_expand_path("~no-such-user-xyz/y", out, sizeof out));
+    assert_string_equal(out, "~no-such-user-xyz/y");
+    char tiny[8];
+    assert_false(commands_expand_path("~/long-name", tiny, sizeof tiny));
+}
+
+/* issue 35, item 6: Enter with more keys behind it ends a command */
+static void test_ends_at_newline(void **state)
+{
+    (void)state;
+    assert_true(commands_ends_at_newline("/set temp 0.5", '/'));
+    assert_true(commands_ends_at_newline("/set temp 0.5", 'h'));
+    assert_false(commands_ends_at_newline("hello", '/'));
+    assert_false(commands_ends_at_newline("//not a command", '/'));
+    assert_false(commands_ends_at_newline("/system You are", 'a')); /* a system prompt spans lines */
+    assert_true(commands_ends_at_newline("/system You are\nterse", '/'));
 }
 
 static void test_split_set(void **state)
@@ -170,6 +220,16 @@ static void test_dispatch(void **state)
     assert_false(app->quit);
     commands_run(app, "/quit");
     assert_true(app->quit);
+    /* issue 35, item 6: an error stays until the next key; a status of the
+     * engine (a context shift) does not replace it, the next command does */
+    commands_run(app, "/set temp hot");
+    ui_message(app, UI_MSG_WARN, "context shift: dropped 8 tokens");
+    assert_int_equal(app->msg_level, UI_MSG_ERROR);
+    assert_non_null(strstr(app->msg, "not a number"));
+    commands_run(app, "/s");
+    assert_non_null(strstr(app->msg, "/s is ambiguous: /save /set /show /step /stop /strip /system"));
+    commands_run(app, "/set temp 0.3");
+    assert_non_null(strstr(app->msg, "temp = 0.30"));
     free_app(app);
 }
 
@@ -225,9 +285,10 @@ static void test_save_load_roundtrip(void **state)
     f = fopen(path, "w");
     fputs("{\"params\": 5, \"conversations\":[ {\"messages\": []} ]}", f);
     fclose(f);
-    commands_run(b, cmd);
-    assert_int_equal(b->msg_level, UI_MSG_ERROR);
-    assert_int_equal(b->n_convs, 2);
+    commands_run(b, cmd); /* parameters that do not apply cost no conversation: loaded, with a warning */
+    assert_int_equal(b->msg_level, UI_MSG_WARN);
+    assert_non_null(strstr(b->msg, "parameters were not applied"));
+    assert_int_equal(b->n_convs, 1);
     f = fopen(path, "w");
     fputs("not json", f);
     fclose(f);
@@ -255,6 +316,9 @@ int main(void)
         cmocka_unit_test(test_split_set),
         cmocka_unit_test(test_help_lists_everything),
         cmocka_unit_test(test_man_page_lists_everything),
+        cmocka_unit_test(test_candidates),
+        cmocka_unit_test(test_expand_path),
+        cmocka_unit_test(test_ends_at_newline),
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_save_load_roundtrip),
     };

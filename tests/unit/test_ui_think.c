@@ -382,7 +382,7 @@ static void test_vars(void **state)
     const char *help = commands_help_text();
     assert_non_null(strstr(help, "F9 "));
     assert_non_null(strstr(help, "think, effort"));
-    assert_non_null(strstr(help, "  t              fold"));
+    assert_non_null(strstr(help, "  Alt-t          fold"));
     free_app(app);
 }
 

@@ -1,0 +1,51 @@
+/* The chat prompt: the one function every path builds its prompt with (the
+ * TUI's SUBMIT and lens, `generate --chat`, `logits --chat`, serve), so the
+ * same messages give the same token ids everywhere. It sits above chat.h
+ * (rendering) and the tokenizer; the engine and the commands call it, it
+ * calls neither. */
+#ifndef TOKSCOPE_CHAT_PROMPT_H
+#define TOKSCOPE_CHAT_PROMPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat/chat.h"
+#include "tokenizer/tokenizer.h"
+
+/* Where the prompt's format comes from. */
+typedef struct chat_prompt_src {
+    const tokenizer *tok;
+    const char *model_template; /* the model's tokenizer.chat_template; NULL when it has none */
+    const char *forced;         /* a built-in name or "raw"; NULL, "" or "model": the model's own
+                                   template, "raw" for a model without one */
+    bool no_bos;                /* never add BOS (generate/logits --no-bos) */
+} chat_prompt_src;
+
+/* The format a prompt gets: the forced name, "model" (the model's own
+ * template) or "raw" (contents back to back: a model without a template
+ * simply continues the text, like llama.cpp's completion). */
+const char *chat_prompt_format(const chat_prompt_src *s);
+
+/* The rendered conversation (malloc'd), exactly as the template writes it:
+ * nothing stripped. Raw: the plain messages' contents back to back (the
+ * pseudo messages of chat.h left out). warn (may be NULL) gets a template
+ * fallback notice; NULL with err set on failure. */
+char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool add_gen, char *warn,
+                         size_t warnlen, char *err, size_t errlen);
+
+/* Renders and tokenizes msgs: the generation prompt is added unless the last
+ * message is the assistant's (its text continues); special tokens parsed;
+ * BOS added when the vocabulary wants it, unless the template wrote it
+ * itself (or no_bos). Returns malloc'd ids and their count in *np; NULL with
+ * err set on failure. */
+int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs, size_t n, int32_t *np, char *warn,
+                              size_t warnlen, char *err, size_t errlen);
+
+/* Testing aid: when TOKSCOPE_PROMPT_LOG names a file, appends "WHO id,id,...\n"
+ * to it, the prompt a path is about to evaluate (the engine's SUBMIT, which
+ * the TUI and serve send; generate; logits), so a test can hold every path
+ * to the same ids. Does nothing when the variable is unset. */
+void chat_prompt_log(const char *who, const int32_t *ids, int32_t n);
+
+#endif
