@@ -153,8 +153,6 @@ int cmd_generate(int argc, char **argv)
     forward_ctx *f = NULL;
     sampler *smp = NULL;
     spec *sp_ctx = NULL;
-    float *rows = NULL, *scratch = NULL;
-    void *rs = NULL;
     float *logits = NULL;
     int32_t *seq = NULL;
     forward_prompt_params pp = {prompt, no_bos, chat, system, tmpl};
@@ -200,13 +198,6 @@ int cmd_generate(int argc, char **argv)
         sp_ctx = spec_create(&spp, m, &dfp, err, sizeof err);
         if (!sp_ctx) {
             fprintf(stderr, "tokscope generate: %s\n", err);
-            goto done;
-        }
-        rows = malloc((size_t)(spp.draft_max + 1) * (size_t)n_vocab * sizeof *rows);
-        scratch = malloc((size_t)n_vocab * sizeof *scratch);
-        rs = malloc(forward_rs_bytes(f) ? forward_rs_bytes(f) : 1);
-        if (!rows || !scratch || !rs) {
-            fprintf(stderr, "tokscope generate: out of memory\n");
             goto done;
         }
     }
@@ -289,25 +280,16 @@ int cmd_generate(int argc, char **argv)
             continue;
         if (sp_ctx && n_past < ctx) {
             /* as llama-server: room for the drafts, the next token and one more */
-            int32_t max = ctx - n_past - 2, nd = 0;
+            int32_t max = ctx - n_past - 2;
             if (n_predict >= 0 && max > n_predict - n_gen - 1)
                 max = (int32_t)(n_predict - n_gen - 1);
-            if (max > 0)
-                nd = spec_draft(sp_ctx, seq, n_past, id, max, seq + n_past + 1, err, sizeof err);
-            if (nd < 0) {
+            n_queue = spec_step(sp_ctx, f, smp, seq, n_past, id, max, queue, err, sizeof err);
+            i_queue = 0;
+            if (n_queue < 0) {
                 fprintf(stderr, "\ntokscope generate: %s\n", err);
                 goto done;
             }
-            if (nd > 0) {
-                seq[n_past] = id;
-                n_queue = spec_verify(f, smp, n_vocab, seq, n_past, nd, rows, rs, scratch, queue, NULL, err,
-                                      sizeof err);
-                if (n_queue < 0) {
-                    fprintf(stderr, "\ntokscope generate: %s\n", err);
-                    goto done;
-                }
-                i_queue = 0;
-                spec_count(sp_ctx, nd, n_queue - 1);
+            if (n_queue > 0) {
                 n_past += n_queue; /* last and the accepted drafts */
                 continue;
             }
@@ -355,9 +337,6 @@ int cmd_generate(int argc, char **argv)
 done:
     sampler_free(smp);
     spec_free(sp_ctx);
-    free(rows);
-    free(scratch);
-    free(rs);
     free(seq);
     free(logits);
     free(toks);

@@ -22,6 +22,11 @@ struct spec {
     float *dlogits;
     void *snap;       /* recurrent draft: its state after [0, snap_pos) */
     int32_t snap_pos; /* -1 = none */
+    /* spec_step's buffers for spec_verify: a row of logits per batch
+     * position, one more row, the target's recurrent state (rs_bytes) */
+    float *rows, *scratch;
+    void *rs;
+    size_t rs_bytes;
 };
 
 spec_params spec_default_params(void)
@@ -169,6 +174,9 @@ void spec_free(spec *s)
     free(s->dtoks);
     free(s->dlogits);
     free(s->snap);
+    free(s->rows);
+    free(s->scratch);
+    free(s->rs);
     free(s);
 }
 
@@ -246,6 +254,35 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
     default:
         return 0;
     }
+}
+
+int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last, int32_t max,
+                  int32_t *out, char *err, size_t errlen)
+{
+    const int32_t nd = spec_draft(s, seq, n_past, last, max, seq + n_past + 1, err, errlen);
+    if (nd <= 0)
+        return nd;
+    const size_t rs_bytes = forward_rs_bytes(f) ? forward_rs_bytes(f) : 1;
+    if (!s->rows) { /* at the first drafts: a source that never drafts costs nothing */
+        s->rows = malloc((size_t)(s->p.draft_max + 1) * (size_t)s->n_vocab_tgt * sizeof *s->rows);
+        s->scratch = malloc((size_t)s->n_vocab_tgt * sizeof *s->scratch);
+    }
+    if (s->rs_bytes < rs_bytes) {
+        free(s->rs);
+        s->rs = malloc(rs_bytes);
+        s->rs_bytes = s->rs ? rs_bytes : 0;
+    }
+    if (!s->rows || !s->scratch || !s->rs) {
+        snprintf(err, errlen, "out of memory for the verification");
+        return -1;
+    }
+    seq[n_past] = last;
+    const int32_t n = spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, s->scratch, out, NULL,
+                                  err, errlen);
+    if (n < 0)
+        return -1;
+    spec_count(s, nd, n - 1);
+    return n;
 }
 
 void spec_count(spec *s, int32_t n_drafted, int32_t n_accepted)

@@ -99,6 +99,17 @@ int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t
                     int32_t n_draft, float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps,
                     char *err, size_t errlen);
 
+/* One step of generation on a bare forward context (generate's and bench's
+ * loop): f holds seq[0, n_past) and last was sampled (sampler_accept done)
+ * but not evaluated. Drafts at most max tokens after it (spec_draft, into
+ * seq + n_past + 1) and, when there are any, sets seq[n_past] = last,
+ * verifies them (spec_verify, with buffers s keeps for f) and counts them
+ * (spec_count): out gets the k + 1 tokens sampled and f holds
+ * seq[0, n_past + k + 1); returns k + 1. Returns 0 when there were no drafts
+ * (nothing evaluated: the caller evaluates last alone), -1 with err set. */
+int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last, int32_t max,
+                  int32_t *out, char *err, size_t errlen);
+
 /* Counts since the start, as llama-server logs them (draft acceptance). */
 typedef struct spec_stats {
     int64_t n_drafted, n_accepted, n_verify;
