@@ -20,6 +20,8 @@
 #include "gguf/tensor.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "sampler/sampler.h"
+#include "spec/spec.h"
 
 static double now_s(void)
 {
@@ -32,6 +34,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: tokscope bench -m MODEL [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-r REPS] [-b BATCH]\n"
                "                      [-ctk TYPE] [-ctv TYPE] [--blas MODE,..] [-o text|jsonl]\n"
+               "                      [--spec ngram|draft [-md FILE] [--draft-max N] [--spec-ngram-n N]]\n"
                "  -p N,..     prompt tokens evaluated as one batch (default 128; 0 skips)\n"
                "  -n N,..     tokens generated one at a time (default 64; 0 skips)\n"
                "  -d N,..     depth: tokens already in the cache before each test (default 0; filled\n"
@@ -53,6 +56,15 @@ static void bench_usage(FILE *f)
                "              weight_bytes / kv_bytes_per_pos (what a generated token reads) and\n"
                "              weight_bytes_by_type (weight_bytes split by tensor type; the text\n"
                "              output gives that split once, in its first line)\n"
+               "  --spec KIND  speculative decoding in the tg tests (pp tests are unchanged): off\n"
+               "              (default), ngram, draft (-md); each tg test then generates as\n"
+               "              `generate --temp 0 --spec KIND` does, from its first token, the\n"
+               "              target verifying the drafts, N tokens evaluated in all; the text\n"
+               "              line ends with 'spec KIND: drafted N, accepted M (P %%)' per run,\n"
+               "              the jsonl object has spec, draft_max, n_drafted and n_accepted\n"
+               "  --draft-max N        drafts per verification (default 3)\n"
+               "  -md, --draft-model F the draft model for --spec draft (same vocabulary)\n"
+               "  --spec-ngram-n N     tokens an ngram match needs (default 12)\n"
                "Every combination of the lists runs, in the order -t, --blas, -d, then -p and -n.\n");
 }
 
@@ -126,6 +138,8 @@ struct bench_test {
      * embeddings' one row aside) and the cache's K and V per position */
     double weight_bytes, kv_bytes_per_pos;
     const double *type_bytes; /* weight_bytes split by tensor type, TENSOR_TYPE_COUNT entries */
+    const spec *sp;               /* a tg test with --spec, else NULL */
+    double n_drafted, n_accepted; /* per run, set by run_test with sp */
 };
 
 /* Bytes of the weights one token's forward pass reads: every tensor but the
@@ -203,7 +217,12 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
                 printf("%s\"%s\": %.0f", sep, tensor_type_name((uint32_t)ty), t->type_bytes[ty]);
                 sep = ", ";
             }
-        printf("}, \"kv_bytes_per_pos\": %.0f}\n", t->kv_bytes_per_pos);
+        printf("}, \"kv_bytes_per_pos\": %.0f", t->kv_bytes_per_pos);
+        if (t->sp)
+            printf(", \"spec\": \"%s\", \"draft_max\": %d, \"n_drafted\": %.6g, \"n_accepted\": %.6g",
+                   spec_type_name(spec_get_params(t->sp)->type), (int)spec_get_params(t->sp)->draft_max,
+                   t->n_drafted, t->n_accepted);
+        printf("}\n");
     } else {
         char test[64];
         if (t->n_prompt > 0)
@@ -216,9 +235,13 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
         }
         char blas[48];
         snprintf(blas, sizeof blas, "blas %s%s", blas_mode_name(t->blas), t->blas_matmuls > 0 ? "*" : "");
-        printf("%-28s %-14s t%-3d %s/%s %-10s %10.2f ± %.2f tok/s   peak RSS %.0f MiB\n", t->name, test,
+        printf("%-28s %-14s t%-3d %s/%s %-10s %10.2f ± %.2f tok/s   peak RSS %.0f MiB", t->name, test,
                t->threads, kv_type_name(t->type_k), kv_type_name(t->type_v), blas, mean, sd,
                (double)rss / 1048576.0);
+        if (t->sp) /* per run, as generate's stats end */
+            printf("   spec %s: drafted %.6g, accepted %.6g (%.1f %%)", spec_type_name(spec_get_params(t->sp)->type),
+                   t->n_drafted, t->n_accepted, t->n_drafted > 0 ? 100.0 * t->n_accepted / t->n_drafted : 0.0);
+        putchar('\n');
     }
     fflush(stdout);
 }
@@ -267,9 +290,75 @@ static void back_to_depth(forward_ctx *f, const struct bench_test *t, const void
         forward_rs_load(f, snap, t->n_depth);
 }
 
-/* One test, reps times, on a cache filled to t->n_depth: tokens/s into tps. */
-static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, const void *snap, float *logits,
-                    double *tps, char *err, size_t errlen)
+/* A tg test with --spec: n tokens evaluated from position depth on, as
+ * generate's loop runs (greedy: smp is a temp 0 chain): the first token
+ * toks[depth], as the plain tg test's, then what the target samples, each
+ * step drafting after the last sampled token and verifying (spec_step),
+ * or evaluating that token alone when there were no drafts. The drafts are
+ * cut to what is left of the n, so exactly n are evaluated. */
+static int spec_run(forward_ctx *f, spec *sp, sampler *smp, int32_t *seq, int depth, int n, float *logits,
+                    char *err, size_t errlen)
+{
+    int32_t last = seq[depth], n_past = depth, out[SPEC_DRAFT_MAX + 1];
+    sampler_accept(smp, last);
+    while (n_past < depth + n) {
+        const int32_t k = spec_step(sp, f, smp, seq, n_past, last, depth + n - n_past - 1, out, err, errlen);
+        if (k < 0)
+            return -1;
+        if (k > 0) { /* last and k - 1 accepted drafts evaluated; out[k - 1] sampled after them */
+            n_past += k;
+            last = out[k - 1];
+            continue;
+        }
+        seq[n_past] = last;
+        if (forward_eval(f, &last, 1, n_past, logits, false, err, errlen) != 0)
+            return -1;
+        n_past++;
+        last = sampler_sample(smp, logits, NULL);
+        sampler_accept(smp, last);
+    }
+    return 0;
+}
+
+/* One run of a test at its depth: pp or tg of n tokens, or with sp a tg
+ * with speculation (spec_run) on seq, a copy of toks it writes into. */
+static int run_once(forward_ctx *f, const struct bench_test *t, spec *sp, sampler *smp, const int32_t *toks,
+                    int32_t *seq, int n, float *logits, char *err, size_t errlen)
+{
+    if (sp)
+        return spec_run(f, sp, smp, seq, t->n_depth, n, logits, err, errlen);
+    const int32_t *s = toks + t->n_depth;
+    if (t->n_prompt > 0)
+        return forward_eval(f, s, n, t->n_depth, logits, false, err, errlen);
+    for (int i = 0; i < n; i++)
+        if (forward_eval(f, &s[i], 1, t->n_depth + i, logits, false, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+/* Untimed, before a run: the depth's state back and, with sp, a fresh
+ * greedy sampler and seq holding toks to the test's first token. */
+static int prepare_run(forward_ctx *f, const struct bench_test *t, spec *sp, sampler **smp, int32_t n_vocab,
+                       const int32_t *toks, int32_t *seq, const void *snap, char *err, size_t errlen)
+{
+    back_to_depth(f, t, snap);
+    if (!sp)
+        return 0;
+    sampler_free(*smp);
+    sampler_params spp = sampler_default_params();
+    spp.temp = 0; /* generate --temp 0 */
+    if (!(*smp = sampler_build(&spp, n_vocab))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(seq, toks, (size_t)(t->n_depth + 1) * sizeof *seq);
+    return 0;
+}
+
+/* One test, reps times, on a cache filled to t->n_depth: tokens/s into tps;
+ * with sp (a tg test with --spec) the drafts made and accepted per run. */
+static int run_test(forward_ctx *f, struct bench_test *t, spec *sp, int32_t n_vocab, const int32_t *toks,
+                    int32_t *seq, const void *snap, float *logits, double *tps, char *err, size_t errlen)
 {
     /* Untimed runs first, as llama-bench warms up before each test. The first
      * ~0.1 s of runs after a process starts are slow on the shared machines
@@ -278,33 +367,41 @@ static int run_test(forward_ctx *f, struct bench_test *t, const int32_t *toks, c
      * and warm-up pass that time, tokscope's faster load does not. So the
      * warm-up repeats until 0.25 s have passed, once at least; a long test
      * spends no extra time. Up to 512 tokens touch every buffer a longer
-     * prompt uses but the cache pages past them, at a quarter of pp2048. */
-    const int warm = t->n_prompt > 512 ? 512 : t->n_prompt;
+     * prompt uses but the cache pages past them, at a quarter of pp2048.
+     * With --spec up to 16 generated tokens: the draft model's context then
+     * holds the depth, as after a prompt, and every timed run finds it so. */
+    const int warm = t->n_prompt > 0 ? (t->n_prompt > 512 ? 512 : t->n_prompt) : sp ? (t->n_gen > 16 ? 16 : t->n_gen) : 1;
+    sampler *smp = NULL;
+    int rc = -1;
     const double w0 = now_s();
     do {
-        back_to_depth(f, t, snap);
-        if (forward_eval(f, toks + t->n_depth, warm > 0 ? warm : 1, t->n_depth, logits, false, err, errlen) != 0)
-            return -1;
+        if (prepare_run(f, t, sp, &smp, n_vocab, toks, seq, snap, err, errlen) != 0 ||
+            run_once(f, t, sp, smp, toks, seq, warm, logits, err, errlen) != 0)
+            goto out;
     } while (now_s() - w0 < 0.25);
     uint64_t blas_calls = 0;
+    const spec_stats s0 = sp ? spec_get_stats(sp) : (spec_stats){0};
+    const int n = t->n_prompt > 0 ? t->n_prompt : t->n_gen;
     for (int r = 0; r < t->reps; r++) {
-        const int32_t *seq = toks + t->n_depth;
-        back_to_depth(f, t, snap);
+        if (prepare_run(f, t, sp, &smp, n_vocab, toks, seq, snap, err, errlen) != 0)
+            goto out;
         const uint64_t b0 = forward_blas_calls(f);
         const double t0 = now_s();
-        if (t->n_prompt > 0) {
-            if (forward_eval(f, seq, t->n_prompt, t->n_depth, logits, false, err, errlen) != 0)
-                return -1;
-        } else {
-            for (int i = 0; i < t->n_gen; i++)
-                if (forward_eval(f, &seq[i], 1, t->n_depth + i, logits, false, err, errlen) != 0)
-                    return -1;
-        }
-        tps[r] = (t->n_prompt > 0 ? t->n_prompt : t->n_gen) / (now_s() - t0);
+        if (run_once(f, t, sp, smp, toks, seq, n, logits, err, errlen) != 0)
+            goto out;
+        tps[r] = n / (now_s() - t0);
         blas_calls += forward_blas_calls(f) - b0;
     }
     t->blas_matmuls = (double)blas_calls / t->reps;
-    return 0;
+    if (sp) {
+        const spec_stats s1 = spec_get_stats(sp);
+        t->n_drafted = (double)(s1.n_drafted - s0.n_drafted) / t->reps;
+        t->n_accepted = (double)(s1.n_accepted - s0.n_accepted) / t->reps;
+    }
+    rc = 0;
+out:
+    sampler_free(smp);
+    return rc;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -316,11 +413,13 @@ int cmd_bench(int argc, char **argv)
     int n_blas = 1;
     enum tensor_type type_k = TENSOR_TYPE_F16, type_v = TENSOR_TYPE_F16;
     bool jsonl = false;
+    spec_params spp = spec_default_params();
     int rc = 2;
     static const int one_pp[] = {128}, one_tg[] = {64}, one_zero[] = {0};
     static const int opt_ids[] = {CLI_HELP,         CLI_MODEL,      CLI_BENCH_PROMPT, CLI_BENCH_GEN,
                                   CLI_BENCH_DEPTH,  CLI_BENCH_THREADS, CLI_BENCH_REPS, CLI_BENCH_BATCH,
-                                  CLI_BENCH_OUTPUT, CLI_CTK,        CLI_CTV,          CLI_BENCH_BLAS};
+                                  CLI_BENCH_OUTPUT, CLI_CTK,        CLI_CTV,          CLI_BENCH_BLAS,
+                                  CLI_SPEC,         CLI_DRAFT_MAX,  CLI_DRAFT_MODEL,  CLI_SPEC_NGRAM_N};
     cli p;
     cli_value v;
     /* long_only: llama-bench's two-letter options, -ctk and -ctv */
@@ -341,6 +440,10 @@ int cmd_bench(int argc, char **argv)
         case CLI_CTK: parse_kv_type(v.text, &type_k); break;
         case CLI_CTV: parse_kv_type(v.text, &type_v); break;
         case CLI_BENCH_BLAS: parse_blas_list(v.text, blas, &n_blas); break;
+        case CLI_SPEC: spec_type_parse(v.text, &spp.type); break;
+        case CLI_DRAFT_MAX: spp.draft_max = (int32_t)v.i; break;
+        case CLI_DRAFT_MODEL: spp.draft_model = v.text; break;
+        case CLI_SPEC_NGRAM_N: spp.ngram_n = (int32_t)v.i; break;
         case CLI_HELP: bench_usage(stdout); rc = 0; goto out;
         }
     }
@@ -380,7 +483,9 @@ int cmd_bench(int argc, char **argv)
     int32_t *toks = malloc(sizeof *toks * (size_t)(max_tok + 1));
     float *logits = malloc(sizeof *logits * (size_t)hp->n_vocab);
     double *tps = malloc(sizeof *tps * (size_t)reps);
-    if (!toks || !logits || !tps) {
+    /* --spec: what a run generated (spec_run writes the drafts past it too) */
+    int32_t *seq = malloc(sizeof *seq * (size_t)(max_tok + SPEC_DRAFT_MAX + 2));
+    if (!toks || !logits || !tps || !seq) {
         fprintf(stderr, "tokscope: out of memory\n");
         goto done;
     }
@@ -411,6 +516,15 @@ int cmd_bench(int argc, char **argv)
             break;
         }
         const int threads = fp.n_threads > 0 ? (int)fp.n_threads : (int)threadpool_default_threads();
+        /* the drafting side built as generate builds it: a draft model's
+         * context as the target's (threads, cache types, size) */
+        spec *sp = NULL;
+        if (spp.type != SPEC_OFF && !(sp = spec_create(&spp, m, &fp, err, sizeof err))) {
+            fprintf(stderr, "tokscope: %s\n", err);
+            forward_free(f);
+            rc = 1;
+            break;
+        }
         /* one warm-up evaluation so page faults of the mmap are not measured */
         if (forward_eval(f, toks, 1, 0, logits, false, err, sizeof err) != 0) {
             fprintf(stderr, "tokscope: %s\n", err);
@@ -452,8 +566,12 @@ int cmd_bench(int argc, char **argv)
                                            0,
                                            wbytes,
                                            (double)forward_kv_cache_bytes(f) / forward_n_ctx(f),
-                                           type_bytes};
-                    if (run_test(f, &t, toks, snap, logits, tps, err, sizeof err) != 0) {
+                                           type_bytes,
+                                           pass == 1 ? sp : NULL,
+                                           0,
+                                           0};
+                    if (run_test(f, &t, pass == 1 ? sp : NULL, hp->n_vocab, toks, seq, snap, logits, tps, err,
+                                 sizeof err) != 0) {
                         fprintf(stderr, "tokscope: %s\n", err);
                         rc = 1;
                         break;
@@ -463,9 +581,11 @@ int cmd_bench(int argc, char **argv)
             }
         }
         free(snap);
+        spec_free(sp);
         forward_free(f);
     }
 done:
+    free(seq);
     free(tps);
     free(logits);
     free(toks);
