@@ -455,6 +455,10 @@ int cmd_bench(int argc, char **argv)
         cli_fail(&p, "-m MODEL is required");
         goto out;
     }
+    if (spp.type == SPEC_DRAFT && !spp.draft_model) {
+        cli_fail(&p, "--spec draft needs a draft model (-md FILE)");
+        goto out;
+    }
     const int *P = pp ? pp : one_pp, *G = tg ? tg : one_tg, *D = depth ? depth : one_zero;
     const int nP = pp ? n_pp : 1, nG = tg ? n_tg : 1, nD = depth ? n_depth : 1;
     static int default_thr[1];

@@ -68,7 +68,69 @@ else not_ok "bench --blas off,on,auto: OpenBLAS products where each mode says" "
 if [ $? -eq 0 ] && grep -q 'pp8 .* blas on\* ' "$OUT/bench.txt" && grep -q 'pp8 .* blas off ' "$OUT/bench.txt"
 then ok "bench: text lines mark the tests OpenBLAS ran in"
 else not_ok "bench: text lines mark the tests OpenBLAS ran in" "$(cat "$OUT/bench.txt")"; fi
-for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv" "--blas maybe" "--blas on,,off"; do
+# --spec (issue 37): a tg test generates greedily as generate does, the
+# drafts verified by the target; a pp test is unchanged. A model drafting
+# for itself agrees on every draft, so the counts are worked out by hand:
+# tg32 with 3 drafts is 8 verifications of 4 tokens (24 drafts); with 5, 5
+# of 6 and one of 2 where the 32 end (26); at a depth as at 0; qwen35-mini's
+# DeltaNet state as stories260K's cache. ngram on the fixed pseudo-random
+# tokens drafts only where the reply repeats: the fields are there and
+# n_accepted <= n_drafted.
+spec_jsonl() { # NAME MODEL WANT(python dict n_gen,n_depth -> (drafted, accepted) or None) ARGS...
+    name=$1 model=$2 want=$3
+    shift 3
+    "$BIN" bench -m "$model" -r 2 -t 2 -o jsonl "$@" >"$OUT/spec.jsonl" 2>"$OUT/spec.err"
+    rc=$?
+    if [ $rc -eq 0 ] && python3 -c "
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+want = $want
+ok = len(L) > 0
+for d in L:
+    if d['n_prompt'] > 0:
+        ok = ok and 'n_drafted' not in d and 'spec' not in d  # pp: unchanged
+        continue
+    ok = ok and d['spec'] in ('ngram', 'draft') and d['avg_ts'] > 0 and 0 <= d['n_accepted'] <= d['n_drafted']
+    if want is not None:
+        ok = ok and (d['n_drafted'], d['n_accepted']) == want[(d['n_gen'], d['n_depth'])]
+sys.exit(0 if ok else 1)" "$OUT/spec.jsonl"; then ok "$name"
+    else not_ok "$name" "exit $rc" "$(head -c 600 "$OUT/spec.jsonl")" "$(head -c 300 "$OUT/spec.err")"; fi
+}
+spec_jsonl "bench --spec draft, the model drafting for itself: 24 of 24 drafts in tg32 (jsonl)" "$M" \
+    "{(32, 0): (24, 24), (32, 20): (24, 24)}" -p 8 -n 32 -d 0,20 --spec draft -md "$M"
+spec_jsonl "bench --spec draft --draft-max 5: the drafts cut where the 32 tokens end (26 of 26)" "$M" \
+    "{(32, 0): (26, 26)}" -p 0 -n 32 --spec draft --draft-max 5 -md "$M"
+spec_jsonl "bench --spec ngram: n_drafted, n_accepted (jsonl)" "$M" None -p 8 -n 64,256 --spec ngram --spec-ngram-n 2
+Q=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
+if need "$Q" "bench --spec on a recurrent model"; then
+    spec_jsonl "bench --spec draft on qwen35-mini (a recurrent state), at depths 0 and 20" "$Q" \
+        "{(32, 0): (24, 24), (32, 20): (24, 24)}" -p 0 -n 32 -d 0,20 --spec draft -md "$Q"
+    spec_jsonl "bench --spec ngram on qwen35-mini" "$Q" None -p 0 -n 128 --spec ngram --spec-ngram-n 1
+fi
+"$BIN" bench -m "$M" -p 8 -n 32 -r 1 -t 1 --spec draft -md "$M" >"$OUT/bench.txt" 2>&1
+if [ $? -eq 0 ] && grep -q 'tg32 .*tok/s .*peak RSS [0-9]* MiB   spec draft: drafted 24, accepted 24 (100\.0 %)$' "$OUT/bench.txt" &&
+    grep 'pp8 ' "$OUT/bench.txt" | grep -qv spec; then ok "bench --spec: the text line ends with the drafts and acceptance"
+else not_ok "bench --spec: the text line ends with the drafts and acceptance" "$(cat "$OUT/bench.txt")"; fi
+name="bench --spec draft without -md is a usage error naming -md"
+"$BIN" bench -m "$M" --spec draft >"$OUT/bench.out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "^tokscope bench: --spec draft needs a draft model (-md FILE)" "$OUT/bench.out"; then ok "$name"
+else not_ok "$name" "exit $rc" "$(head -n 2 "$OUT/bench.out")"; fi
+name="bench --spec draft with another vocabulary's draft model: exit 1, the mismatch named"
+if need "$TESTDATA/models/tiny-spm-q8_0.gguf" "$name"; then
+    "$BIN" bench -m "$M" -p 0 -n 4 -r 1 --spec draft -md "$TESTDATA/models/tiny-spm-q8_0.gguf" >"$OUT/bench.out" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "vocabulary does not match the target's: the target has 512 tokens, the draft 32000" "$OUT/bench.out" &&
+        ! grep -q 'tg4' "$OUT/bench.out"; then ok "$name"
+    else not_ok "$name" "exit $rc" "$(head -n 3 "$OUT/bench.out")"; fi
+fi
+name="bench --spec mtp: exit 1, not implemented"
+"$BIN" bench -m "$M" -p 0 -n 4 -r 1 --spec mtp >"$OUT/bench.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "mtp is not implemented" "$OUT/bench.out"; then ok "$name"
+else not_ok "$name" "exit $rc" "$(head -n 3 "$OUT/bench.out")"; fi
+for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv" "--blas maybe" "--blas on,,off" "--spec eagle" "--draft-max 65" \
+    "--spec-ngram-n 0"; do
     # shellcheck disable=SC2086
     "$BIN" bench -m "$M" $bad >"$OUT/bench.out" 2>&1
     rc=$?
