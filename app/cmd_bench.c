@@ -56,15 +56,15 @@ static void bench_usage(FILE *f)
                "              weight_bytes / kv_bytes_per_pos (what a generated token reads) and\n"
                "              weight_bytes_by_type (weight_bytes split by tensor type; the text\n"
                "              output gives that split once, in its first line)\n"
-               "  --spec KIND  speculative decoding in the tg tests (pp tests are unchanged): off\n"
+               "  --spec KIND speculative decoding in the tg tests (pp tests are unchanged): off\n"
                "              (default), ngram, draft (-md); each tg test then generates as\n"
                "              `generate --temp 0 --spec KIND` does, from its first token, the\n"
                "              target verifying the drafts, N tokens evaluated in all; the text\n"
                "              line ends with 'spec KIND: drafted N, accepted M (P %%)' per run,\n"
                "              the jsonl object has spec, draft_max, n_drafted and n_accepted\n"
-               "  --draft-max N        drafts per verification (default 3)\n"
-               "  -md, --draft-model F the draft model for --spec draft (same vocabulary)\n"
-               "  --spec-ngram-n N     tokens an ngram match needs (default 12)\n"
+               "  --draft-max N  drafts per verification (default 3, at most 64)\n"
+               "  -md FILE    the draft model of --spec draft, same vocabulary (--draft-model)\n"
+               "  --spec-ngram-n N  tokens an ngram match needs (default 12)\n"
                "Every combination of the lists runs, in the order -t, --blas, -d, then -p and -n.\n");
 }
 
