@@ -138,7 +138,7 @@ struct bench_test {
      * embeddings' one row aside) and the cache's K and V per position */
     double weight_bytes, kv_bytes_per_pos;
     const double *type_bytes; /* weight_bytes split by tensor type, TENSOR_TYPE_COUNT entries */
-    const spec *sp;               /* a tg test with --spec, else NULL */
+    const spec *sp;           /* a tg test with --spec, else NULL */
     double n_drafted, n_accepted; /* per run, set by run_test with sp */
 };
 
@@ -239,8 +239,9 @@ static void report(const struct bench_test *t, const double *tps, int reps, bool
                t->threads, kv_type_name(t->type_k), kv_type_name(t->type_v), blas, mean, sd,
                (double)rss / 1048576.0);
         if (t->sp) /* per run, as generate's stats end */
-            printf("   spec %s: drafted %.6g, accepted %.6g (%.1f %%)", spec_type_name(spec_get_params(t->sp)->type),
-                   t->n_drafted, t->n_accepted, t->n_drafted > 0 ? 100.0 * t->n_accepted / t->n_drafted : 0.0);
+            printf("   spec %s: drafted %.6g, accepted %.6g (%.1f %%)",
+                   spec_type_name(spec_get_params(t->sp)->type), t->n_drafted, t->n_accepted,
+                   t->n_drafted > 0 ? 100.0 * t->n_accepted / t->n_drafted : 0.0);
         putchar('\n');
     }
     fflush(stdout);
@@ -370,7 +371,11 @@ static int run_test(forward_ctx *f, struct bench_test *t, spec *sp, int32_t n_vo
      * prompt uses but the cache pages past them, at a quarter of pp2048.
      * With --spec up to 16 generated tokens: the draft model's context then
      * holds the depth, as after a prompt, and every timed run finds it so. */
-    const int warm = t->n_prompt > 0 ? (t->n_prompt > 512 ? 512 : t->n_prompt) : sp ? (t->n_gen > 16 ? 16 : t->n_gen) : 1;
+    int warm = 1;
+    if (t->n_prompt > 0)
+        warm = t->n_prompt > 512 ? 512 : t->n_prompt;
+    else if (sp)
+        warm = t->n_gen > 16 ? 16 : t->n_gen;
     sampler *smp = NULL;
     int rc = -1;
     const double w0 = now_s();
@@ -416,10 +421,10 @@ int cmd_bench(int argc, char **argv)
     spec_params spp = spec_default_params();
     int rc = 2;
     static const int one_pp[] = {128}, one_tg[] = {64}, one_zero[] = {0};
-    static const int opt_ids[] = {CLI_HELP,         CLI_MODEL,      CLI_BENCH_PROMPT, CLI_BENCH_GEN,
-                                  CLI_BENCH_DEPTH,  CLI_BENCH_THREADS, CLI_BENCH_REPS, CLI_BENCH_BATCH,
-                                  CLI_BENCH_OUTPUT, CLI_CTK,        CLI_CTV,          CLI_BENCH_BLAS,
-                                  CLI_SPEC,         CLI_DRAFT_MAX,  CLI_DRAFT_MODEL,  CLI_SPEC_NGRAM_N};
+    static const int opt_ids[] = {CLI_HELP,         CLI_MODEL,         CLI_BENCH_PROMPT, CLI_BENCH_GEN,
+                                  CLI_BENCH_DEPTH,  CLI_BENCH_THREADS, CLI_BENCH_REPS,   CLI_BENCH_BATCH,
+                                  CLI_BENCH_OUTPUT, CLI_CTK,           CLI_CTV,          CLI_BENCH_BLAS,
+                                  CLI_SPEC,         CLI_DRAFT_MAX,     CLI_DRAFT_MODEL,  CLI_SPEC_NGRAM_N};
     cli p;
     cli_value v;
     /* long_only: llama-bench's two-letter options, -ctk and -ctv */

@@ -256,8 +256,8 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
     }
 }
 
-int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last, int32_t max,
-                  int32_t *out, char *err, size_t errlen)
+int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last,
+                  int32_t max, int32_t *out, char *err, size_t errlen)
 {
     const int32_t nd = spec_draft(s, seq, n_past, last, max, seq + n_past + 1, err, errlen);
     if (nd <= 0)
@@ -277,8 +277,8 @@ int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n
         return -1;
     }
     seq[n_past] = last;
-    const int32_t n = spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, s->scratch, out, NULL,
-                                  err, errlen);
+    const int32_t n = spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, s->scratch, out,
+                                  NULL, err, errlen);
     if (n < 0)
         return -1;
     spec_count(s, nd, n - 1);

@@ -107,8 +107,8 @@ int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t
  * (spec_count): out gets the k + 1 tokens sampled and f holds
  * seq[0, n_past + k + 1); returns k + 1. Returns 0 when there were no drafts
  * (nothing evaluated: the caller evaluates last alone), -1 with err set. */
-int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last, int32_t max,
-                  int32_t *out, char *err, size_t errlen);
+int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last,
+                  int32_t max, int32_t *out, char *err, size_t errlen);
 
 /* Counts since the start, as llama-server logs them (draft acceptance). */
 typedef struct spec_stats {
