@@ -311,6 +311,11 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     char err[512], param[64];
     int rc = serve_request_parse(&req, chat, cr->body ? cr->body : "", cr->len, NULL, err, sizeof err, param,
                                  sizeof param);
+    /* the request holds what it needs: the body (up to SERVE_MAX_BODY) goes
+     * before the prompt is rendered and counted */
+    free(cr->body);
+    cr->body = NULL;
+    cr->len = cr->cap = 0;
     if (rc) {
         serve_request_free(&req);
         return send_error(c, (unsigned)rc, err, "invalid_request_error", param, NULL);
@@ -325,6 +330,20 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
         return send_error(c, 400, err, "invalid_request_error", chat ? "messages" : "prompt",
                           "context_length_exceeded");
     }
+    /* then the exact count, here on the connection's thread, stopped as soon
+     * as it passes the context: the engine tokenizes only prompts that fit
+     * (it refuses from n_ctx tokens on: serve runs without context shift) */
+    char cerr[512] = "";
+    const int32_t n_tokens = serve_vocab_count(h->p.vocab, &req, (int32_t)h->p.info.n_ctx - 1, cerr, sizeof cerr);
+    if (n_tokens >= (int32_t)h->p.info.n_ctx) {
+        serve_request_free(&req);
+        snprintf(err, sizeof err,
+                 "the %s takes more than %u tokens: more than the context (%u tokens) holds with room for a reply",
+                 chat ? "conversation" : "prompt", (unsigned)h->p.info.n_ctx - 1, (unsigned)h->p.info.n_ctx);
+        return send_error(c, 400, err, "invalid_request_error", chat ? "messages" : "prompt",
+                          "context_length_exceeded");
+    }
+    /* n_tokens < 0 (the template failed): the engine says why, as before */
     const bool streamed = req.stream;
     char *prompt = NULL;
     enum chat_reasoning_style style = chat ? serve_vocab_reasoning_style(h->p.vocab) : CHAT_REASONING_NONE;

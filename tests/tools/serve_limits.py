@@ -5,6 +5,7 @@ check is bounded in time (socket timeouts) and closes what it opened.
 python3 serve_limits.py GROUP PORT [ARGS...]; prints "ok - NAME" / "not ok - NAME" lines.
   oversize PORT PID     a 7 MB prompt is refused at once, /health answers meanwhile,
                         the server's peak RSS (VmHWM) stays bounded
+  counted PORT PID LOG  the same under -c 65536 on a BPE model: counted, refused, not run
   flood PORT KEY        300 idle connections: /health and a keyed client still answer
   protocol PORT MODEL   created, /v1/models/{id}, the model echoed as valid UTF-8,
                         the role chunk, duplicate Content-Length, no Host, half-close
@@ -145,6 +146,75 @@ def oversize(port, pid):
     run("serve a 7 MB prompt is refused at once (context_length_exceeded), /health answers meanwhile, "
         "peak RSS bounded", check)
     run("serve a 6 MB completions prompt is refused as context_length_exceeded", completions)
+
+
+def counted(port, pid, log):
+    """A BPE model under a large context (-c 65536): a 7 MB prompt passes the length floor (bytes / the
+    longest piece), so its tokens are counted, on the connection's thread, stopping past the context."""
+    def check():
+        bad = []
+        hwm0 = vm_hwm_kb(pid)
+        with open(log) as f:
+            lines0 = f.read().count("\n")
+        text = "the cat sat on the mat. " * (7 * 1024 * 1024 // 24)
+        results = [{}, {}]
+
+        def big(result):
+            t0 = time.monotonic()
+            try:
+                result["r"] = sc.request(port, "POST", "/v1/chat/completions", timeout=120,
+                                         body={"messages": [{"role": "user", "content": text}], "max_tokens": 4})
+            except Exception as e:  # noqa: BLE001
+                result["e"] = e
+            result["s"] = time.monotonic() - t0
+
+        # two at once: large prompts are counted one at a time, so the peak is one prompt's
+        ths = [threading.Thread(target=big, args=(r,)) for r in results]
+        for th in ths:
+            th.start()
+        slow = []
+        while any(th.is_alive() for th in ths):
+            t0 = time.monotonic()
+            try:
+                st = sc.request(port, "GET", "/health", timeout=5)[0]
+            except OSError as e:
+                st = str(e)
+            dt = time.monotonic() - t0
+            if st != 200 or dt > 2:
+                slow.append("/health: %r in %.1f s" % (st, dt))
+            time.sleep(0.1)
+        for th in ths:
+            th.join()
+        bad += slow[:2]
+        for result in results:
+            if "e" in result:
+                return bad + ["a big request failed: %r" % result["e"]]
+            st, hd, body = result["r"]
+            o = json.loads(body)
+            bad += is_error_shape(o, st, 400, "messages")
+            if o.get("error", {}).get("code") != "context_length_exceeded":
+                bad.append("code %r" % o.get("error", {}).get("code"))
+        if max(r["s"] for r in results) > 8:
+            bad.append("refused after %.1f s (want < 8 s for both)" % max(r["s"] for r in results))
+        grow = (vm_hwm_kb(pid) - hwm0) // 1024
+        if grow > 170:
+            bad.append("peak RSS grew by %d MB (want < 170 MB)" % grow)
+        # refused before the engine: it logs every request it ran, and ran none
+        with open(log) as f:
+            new = f.read().split("\n")[lines0:]
+        ran = [ln for ln in new if " chat: prompt " in ln]  # the two big ones come first
+        if ran:
+            bad.append("the engine ran it: %r" % ran[0][:160])
+        # a prompt that fits is still served, its usage the engine's count
+        st, hd, o = sc.post(port, "/v1/chat/completions",
+                            {"messages": [{"role": "user", "content": "the cat sat on the mat. " * 2000}],
+                             "max_tokens": 2}, timeout=120)
+        if st != 200:
+            bad.append("a 48 KB prompt that fits: %d %r" % (st, o))
+        return bad
+
+    run("serve -c 65536: a 7 MB prompt under the length floor is counted and refused before the engine "
+        "(context_length_exceeded), two at once within 8 s, /health answers meanwhile, peak RSS bounded", check)
 
 
 # ---- 12: a connection flood ------------------------------------------------------------------------
@@ -340,5 +410,5 @@ def protocol(port, model_id):
 
 if __name__ == "__main__":
     group, port, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-    {"oversize": oversize, "flood": flood, "protocol": protocol}[group](port, *args)
+    {"oversize": oversize, "counted": counted, "flood": flood, "protocol": protocol}[group](port, *args)
     sys.stdout.flush()
