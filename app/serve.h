@@ -30,6 +30,12 @@ struct cJSON;
 
 #define SERVE_MAX_TOP 20           /* top_logprobs a request may ask for (OpenAI's limit) */
 #define SERVE_MAX_BODY (8u << 20)  /* request bodies larger than this get 413 */
+/* The request's head: serve's own limits answer 414 / 431 in OpenAI's error
+ * shape; the library's connection pool holds far more (a head past the pool
+ * gets the library's own HTML page: docs/serve.md). */
+#define SERVE_MAX_URL (8u << 10)      /* the request target (path and query), bytes */
+#define SERVE_MAX_HEADERS (32u << 10) /* all header lines together, bytes */
+#define SERVE_POOL (512u << 10)       /* libmicrohttpd's memory per connection (its default: 32 KiB) */
 #define SERVE_IDLE_S 15           /* a connection silent this long is closed (its head unfinished, or idle) */
 #define SERVE_REQUEST_S 300       /* ... once a completion's head is accepted (its body, its reply) */
 #define SERVE_COUNT_ALONE (256u << 10) /* prompts of more bytes are counted one at a time (serve_vocab_count) */

@@ -398,6 +398,44 @@ def protocol(port, model_id):
                 bad.append("the stream did not end: %r" % out[-80:])
         return bad
 
+    def oversize_heads():
+        # past serve's own limits, well within what the library holds: OpenAI's JSON error shape (the
+        # library's own pages are HTML), and the connection closed (what follows is not read)
+        bad = []
+        body = json.dumps({"prompt": "Once", "max_tokens": 1}).encode()
+        for name, req, want in (
+                ("a 20 KB URL", b"GET /health?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+                ("a 20 KB URL on a completion",
+                 b"POST /v1/completions?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body, 414),
+                ("one 40 KB header", b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40000 + b"\r\n\r\n",
+                 431),
+                ("100 headers of 400 bytes",
+                 b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"
+                 + b"".join(b"X-H%d: %s\r\n" % (i, b"c" * 400) for i in range(100)) + b"\r\n", 431),
+                ("a 90 KB cookie", b"GET /health HTTP/1.1\r\nHost: x\r\nCookie: k=" + b"d" * 90000 + b"\r\n\r\n",
+                 431),
+                ("a body over 8 MiB (Content-Length)",
+                 b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 9000000\r\n\r\n" + b" " * 9000000, 413)):
+            res = split_responses(raw_exchange(port, req))
+            if not res:
+                bad.append("%s: no answer" % name)
+                continue
+            for b in json_error(res[0], want):
+                bad.append("%s: %s" % (name, b))
+        # just under the limits: served
+        for name, req in (("a 7 KB URL", b"GET /health?" + b"a" * 7000 + b" HTTP/1.1\r\nHost: x\r\n"
+                                          b"Connection: close\r\n\r\n"),
+                          ("24 KB of headers", b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                               + b"".join(b"X-H%d: %s\r\n" % (i, b"c" * 400) for i in range(60))
+                                               + b"\r\n")):
+            res = split_responses(raw_exchange(port, req))
+            if not res or res[0][0] != 200:
+                bad.append("%s: %r" % (name, res[:1]))
+        return bad
+
+    run("serve 414 (URL), 431 (headers), 413 (body) past serve's limits: OpenAI's JSON error shape", oversize_heads)
     run("serve created is the request's time, not the server's start", created)
     run("serve GET /v1/models/{id}: the model, 404 model_not_found for others, 405 for POST", retrieve)
     run("serve the request's model is echoed as valid UTF-8 (whole and streamed)", model_utf8)
