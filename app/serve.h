@@ -30,8 +30,15 @@ struct cJSON;
 
 #define SERVE_MAX_TOP 20           /* top_logprobs a request may ask for (OpenAI's limit) */
 #define SERVE_MAX_BODY (8u << 20)  /* request bodies larger than this get 413 */
+/* The request's head: serve's own limits answer 414 / 431 in OpenAI's error
+ * shape; the library's connection pool holds far more (a head past the pool
+ * gets the library's own HTML page: docs/serve.md). */
+#define SERVE_MAX_URL (8u << 10)      /* the request target (path and query), bytes */
+#define SERVE_MAX_HEADERS (32u << 10) /* all header lines together, bytes */
+#define SERVE_POOL (512u << 10)       /* libmicrohttpd's memory per connection (its default: 32 KiB) */
 #define SERVE_IDLE_S 15           /* a connection silent this long is closed (its head unfinished, or idle) */
 #define SERVE_REQUEST_S 300       /* ... once a completion's head is accepted (its body, its reply) */
+#define SERVE_COUNT_ALONE (256u << 10) /* prompts of more bytes are counted one at a time (serve_vocab_count) */
 #define SERVE_PIECE_MAX 128        /* bytes of a token's piece kept for its logprobs entry */
 
 /* ---- serve_request.c ---------------------------------------------------- */
@@ -77,6 +84,12 @@ enum chat_reasoning_style serve_vocab_reasoning_style(const serve_vocab *v);
  * context by this floor is refused at once, on the connection's thread,
  * without the engine tokenizing megabytes (issue 35 #11). */
 int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req);
+/* The prompt's token count as the engine will have it (the one chat prompt
+ * function, same template and BOS rule), counted on the caller's thread and
+ * stopped once it passes limit: exact up to limit, then some count > limit
+ * (chat_prompt_count). -1 with err set when it cannot be rendered. Prompts
+ * over SERVE_COUNT_ALONE bytes are counted one at a time (bounded memory). */
+int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_t limit, char *err, size_t errlen);
 /* The chat prompt as the engine renders it, for where the reply starts
  * (inside reasoning or not); malloc'd, NULL when it cannot be rendered. */
 char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n);

@@ -35,6 +35,8 @@ enum route { R_NONE, R_HEALTH, R_MODELS, R_MODEL, R_CHAT, R_COMPLETIONS };
 
 typedef struct conn_req {
     enum route route;
+    bool head_seen;  /* the handler's first call is over */
+    size_t uri_len;  /* the request target as sent (path and query) */
     char *body;
     size_t len, cap;
     bool too_big;
@@ -311,6 +313,11 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     char err[512], param[64];
     int rc = serve_request_parse(&req, chat, cr->body ? cr->body : "", cr->len, NULL, err, sizeof err, param,
                                  sizeof param);
+    /* the request holds what it needs: the body (up to SERVE_MAX_BODY) goes
+     * before the prompt is rendered and counted */
+    free(cr->body);
+    cr->body = NULL;
+    cr->len = cr->cap = 0;
     if (rc) {
         serve_request_free(&req);
         return send_error(c, (unsigned)rc, err, "invalid_request_error", param, NULL);
@@ -325,6 +332,20 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
         return send_error(c, 400, err, "invalid_request_error", chat ? "messages" : "prompt",
                           "context_length_exceeded");
     }
+    /* then the exact count, here on the connection's thread, stopped as soon
+     * as it passes the context: the engine tokenizes only prompts that fit
+     * (it refuses from n_ctx tokens on: serve runs without context shift) */
+    char cerr[512] = "";
+    const int32_t n_tokens = serve_vocab_count(h->p.vocab, &req, (int32_t)h->p.info.n_ctx - 1, cerr, sizeof cerr);
+    if (n_tokens >= (int32_t)h->p.info.n_ctx) {
+        serve_request_free(&req);
+        snprintf(err, sizeof err,
+                 "the %s takes more than %u tokens: more than the context (%u tokens) holds with room for a reply",
+                 chat ? "conversation" : "prompt", (unsigned)h->p.info.n_ctx - 1, (unsigned)h->p.info.n_ctx);
+        return send_error(c, 400, err, "invalid_request_error", chat ? "messages" : "prompt",
+                          "context_length_exceeded");
+    }
+    /* n_tokens < 0 (the template failed): the engine says why, as before */
     const bool streamed = req.stream;
     char *prompt = NULL;
     enum chat_reasoning_style style = chat ? serve_vocab_reasoning_style(h->p.vocab) : CHAT_REASONING_NONE;
@@ -458,17 +479,54 @@ static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const ch
     return MHD_YES;
 }
 
+/* Bytes of the header lines as sent: "Name: value\r\n". */
+static enum MHD_Result head_bytes(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    *(size_t *)cls += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 4;
+    return MHD_YES;
+}
+
+/* Called with the request target before the library parses it (and before
+ * the headers): the request's state starts here, with the target's length
+ * as sent (the handler's url has lost the query). The library then calls
+ * completed() for it, whatever becomes of the request. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    conn_req *cr = calloc(1, sizeof *cr);
+    if (cr)
+        cr->uri_len = uri ? strlen(uri) : 0;
+    return cr;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
     serve_http *h = cls;
     conn_req *cr = *con_cls;
-    if (!cr) { /* the headers: everything that needs no body is decided now */
-        cr = calloc(1, sizeof *cr);
-        if (!cr)
+    if (!cr || !cr->head_seen) { /* the headers: everything that needs no body is decided now */
+        if (!cr && !(cr = calloc(1, sizeof *cr)))
             return MHD_NO;
         *con_cls = cr;
+        cr->head_seen = true;
         cr->route = route_of(url);
+        /* serve's own limits on the head, far below the library's (its
+         * connection pool, SERVE_POOL), so that they get JSON, not its HTML */
+        if (cr->uri_len > SERVE_MAX_URL) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "the request's URL is longer than %u bytes", SERVE_MAX_URL);
+            return send_error_hdr(c, 414, msg, "invalid_request_error", "uri_too_long", MHD_HTTP_HEADER_CONNECTION,
+                                  "close");
+        }
+        size_t head = 0;
+        MHD_get_connection_values(c, MHD_HEADER_KIND, head_bytes, &head);
+        if (head > SERVE_MAX_HEADERS) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "the request's headers take more than %u bytes", SERVE_MAX_HEADERS);
+            return send_error_hdr(c, 431, msg, "invalid_request_error", "headers_too_large",
+                                  MHD_HTTP_HEADER_CONNECTION, "close");
+        }
         /* what the library lets through but HTTP/1.1 forbids (RFC 9112 6.3, 3.2):
          * a body length said two ways would leave the rest to be read as
          * another request (request smuggling) */
@@ -598,7 +656,8 @@ serve_http *serve_http_start(const serve_http_params *p, char *err, size_t errle
     rlim_t fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
     unsigned limit = fds > 4096 + 64 ? 4096u : fds > 128 + 64 ? (unsigned)(fds - 64) : 128u;
     h->d = MHD_start_daemon(flags, p->port, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_LIMIT, limit,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_URI_LOG_CALLBACK, uri_seen, h,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_POOL, MHD_OPTION_CONNECTION_LIMIT, limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, limit / 4 * 3, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned)SERVE_IDLE_S, MHD_OPTION_END);
     if (!h->d) {

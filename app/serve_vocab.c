@@ -3,10 +3,12 @@
  * reasoning splitter) and the chat template (its reasoning style, and the
  * prompt's end: Qwen3.5 starts the reply inside <think>). Read-only after
  * open, so every connection thread may use it. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat_prompt.h"
 #include "gguf/gguf.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
@@ -20,6 +22,7 @@ struct serve_vocab {
     char **control; /* per id: the control token's text, NULL for others */
     int32_t n_vocab;
     int32_t max_piece; /* bytes of the longest piece (at least 4: an unknown character is one token) */
+    pthread_mutex_t big; /* one large prompt counted at a time (serve_vocab_count) */
 };
 
 static char *token_str(const tokenizer *t, int32_t id)
@@ -36,6 +39,7 @@ serve_vocab *serve_vocab_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    pthread_mutex_init(&v->big, NULL);
     v->g = gguf_open(path, err, errlen);
     if (!v->g || !(v->tok = tokenizer_build(v->g, err, errlen))) {
         serve_vocab_close(v);
@@ -77,6 +81,7 @@ void serve_vocab_close(serve_vocab *v)
     free(v->eos);
     tokenizer_free(v->tok);
     gguf_close(v->g);
+    pthread_mutex_destroy(&v->big);
     free(v);
 }
 
@@ -115,6 +120,27 @@ int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req)
             bytes += nonblank(req->msgs[i].content);
     }
     return (bytes + v->max_piece - 1) / v->max_piece;
+}
+
+int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_t limit, char *err, size_t errlen)
+{
+    /* what the bridge sends the engine: completions raw, chats the model's template */
+    const chat_prompt_src src = {.tok = v->tok, .model_template = v->tmpl, .forced = req->chat ? NULL : "raw"};
+    chat_message one = {"user", req->prompt};
+    size_t bytes = req->prompt ? strlen(req->prompt) : 0;
+    for (size_t i = 0; req->chat && i < req->n_msgs; i++)
+        bytes += req->msgs[i].content ? strlen(req->msgs[i].content) : 0;
+    /* rendering and pretokenizing take about 15 times the prompt's bytes
+     * while they run (the pretokenizer's per-character arrays): large
+     * prompts take turns, so the peak is one body's worth whatever the
+     * number of clients; small ones never wait */
+    const bool big = bytes > SERVE_COUNT_ALONE;
+    if (big)
+        pthread_mutex_lock((pthread_mutex_t *)&v->big);
+    int32_t k = chat_prompt_count(&src, req->chat ? req->msgs : &one, req->chat ? req->n_msgs : 1, limit, err, errlen);
+    if (big)
+        pthread_mutex_unlock((pthread_mutex_t *)&v->big);
+    return k;
 }
 
 char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n)

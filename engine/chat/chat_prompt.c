@@ -69,8 +69,10 @@ char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, siz
     return out;
 }
 
-int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs, size_t n, int32_t *np, char *warn,
-                              size_t warnlen, char *err, size_t errlen)
+/* The rendered prompt (malloc'd) and whether BOS goes before it: what
+ * chat_prompt_tokenize and chat_prompt_count tokenize. */
+static char *prompt_text(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool *add_bos, char *warn,
+                         size_t warnlen, char *err, size_t errlen)
 {
     const tokenizer *t = s->tok;
     if (!t) {
@@ -87,13 +89,24 @@ int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs
         snprintf(err, errlen, "chat template (%s): %s", chat_prompt_format(s), rerr);
         return NULL;
     }
-    bool add_bos = !s->no_bos && tokenizer_add_bos(t) && tokenizer_bos(t) >= 0;
-    if (add_bos) { /* the template may have written BOS itself: one BOS, as a token */
+    *add_bos = !s->no_bos && tokenizer_add_bos(t) && tokenizer_bos(t) >= 0;
+    if (*add_bos) { /* the template may have written BOS itself: one BOS, as a token */
         size_t bl = 0;
         const char *bs = tokenizer_token_str(t, tokenizer_bos(t), &bl);
         if (bs && bl && strncmp(text, bs, bl) == 0)
-            add_bos = false;
+            *add_bos = false;
     }
+    return text;
+}
+
+int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs, size_t n, int32_t *np, char *warn,
+                              size_t warnlen, char *err, size_t errlen)
+{
+    bool add_bos;
+    char *text = prompt_text(s, msgs, n, &add_bos, warn, warnlen, err, errlen);
+    if (!text)
+        return NULL;
+    const tokenizer *t = s->tok;
     const size_t len = strlen(text);
     const int32_t need = tokenizer_encode(t, text, len, add_bos, true, NULL, 0);
     int32_t *out = need >= 0 ? malloc(((size_t)need + 1) * sizeof *out) : NULL;
@@ -106,6 +119,20 @@ int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs
     free(text);
     *np = need;
     return out;
+}
+
+int32_t chat_prompt_count(const chat_prompt_src *s, const chat_message *msgs, size_t n, int32_t limit, char *err,
+                          size_t errlen)
+{
+    bool add_bos;
+    char *text = prompt_text(s, msgs, n, &add_bos, NULL, 0, err, errlen);
+    if (!text)
+        return -1;
+    const int32_t k = tokenizer_count(s->tok, text, strlen(text), add_bos, true, limit);
+    free(text);
+    if (k < 0)
+        snprintf(err, errlen, "tokenizer failed on the rendered conversation");
+    return k;
 }
 
 void chat_prompt_log(const char *who, const int32_t *ids, int32_t n)

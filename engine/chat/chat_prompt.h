@@ -42,6 +42,14 @@ char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, siz
 int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs, size_t n, int32_t *np, char *warn,
                               size_t warnlen, char *err, size_t errlen);
 
+/* The count chat_prompt_tokenize would give (*np), from the same text and
+ * BOS rule, without keeping ids: exact up to limit, some count > limit once
+ * it passes (tokenizing stops early: tokenizer_count). limit <= 0: exact.
+ * -1 with err set on failure. Safe from any thread: the tokenizer and the
+ * template are read-only once built (serve counts on connection threads). */
+int32_t chat_prompt_count(const chat_prompt_src *s, const chat_message *msgs, size_t n, int32_t limit, char *err,
+                          size_t errlen);
+
 /* Testing aid: when TOKSCOPE_PROMPT_LOG names a file, appends "WHO id,id,...\n"
  * to it, the prompt a path is about to evaluate (the engine's SUBMIT, which
  * the TUI and serve send; generate; logits), so a test can hold every path

@@ -338,16 +338,18 @@ static int64_t numi(jv v) { return v.t == JV_INT ? v.u.i : v.t == JV_BOOL ? (int
 
 static const char *op_name(int op)
 {
-    static char c[2];
+    /* no static buffer: templates render on several threads at once (serve) */
+    static const char ops[] = "+-*/%~";
+    static const char *const names[] = {"+", "-", "*", "/", "%", "~"};
     switch (op) {
     case JOP_FLOORDIV:
         return "//";
     case JOP_POW:
         return "**";
-    default:
-        c[0] = (char)op;
-        c[1] = 0;
-        return c;
+    default: {
+        const char *p = op > 0 && op < 256 ? strchr(ops, op) : NULL;
+        return p ? names[p - ops] : "?";
+    }
     }
 }
 

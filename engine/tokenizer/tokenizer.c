@@ -10,6 +10,10 @@
 
 void tok_ids_push(tok_ids *o, int32_t id)
 {
+    if (o->limit) {
+        o->n++;
+        return;
+    }
     if (o->n == o->cap) {
         size_t nc = o->cap ? o->cap * 2 : 256;
         int32_t *nv = realloc(o->v, nc * sizeof *nv);
@@ -132,10 +136,11 @@ static size_t escape_spaces(const char *s, size_t len, char *out)
     return o;
 }
 
-int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_bos, bool parse_special,
-                         int32_t *out, int32_t max_out)
+/* limit > 0: count only, and stop once the count passes limit. */
+static int32_t encode(const tokenizer *t, const char *text, size_t len, bool add_bos, bool parse_special, int32_t *out,
+                      int32_t max_out, int32_t limit)
 {
-    tok_ids ids = {0};
+    tok_ids ids = {.limit = limit > 0 ? (size_t)limit : 0};
     frags fr = {0};
     char *buf = NULL;
     int32_t ret = -1;
@@ -152,7 +157,7 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
         buf = malloc(len * 3 + 4);
         if (!buf)
             goto done;
-        for (size_t k = 0; k < fr.n; k++) {
+        for (size_t k = 0; k < fr.n && !tok_ids_over(&ids); k++) {
             const frag *f = &fr.v[k];
             if (f->token >= 0) {
                 tok_ids_push(&ids, f->token);
@@ -170,7 +175,7 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
     } else {
         if (t->escape_ws && !(buf = malloc(len * 3 + 1)))
             goto done;
-        for (size_t k = 0; k < fr.n; k++) {
+        for (size_t k = 0; k < fr.n && !tok_ids_over(&ids); k++) {
             const frag *f = &fr.v[k];
             if (f->token >= 0) {
                 tok_ids_push(&ids, f->token);
@@ -185,7 +190,7 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
     }
     if (ids.oom || ids.n > INT32_MAX)
         goto done;
-    if (out && max_out > 0 && ids.n)
+    if (!ids.limit && out && max_out > 0 && ids.n)
         memcpy(out, ids.v, sizeof *out * (ids.n < (size_t)max_out ? ids.n : (size_t)max_out));
     ret = (int32_t)ids.n;
 done:
@@ -193,4 +198,18 @@ done:
     free(fr.v);
     free(ids.v);
     return ret;
+}
+
+int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_bos, bool parse_special,
+                         int32_t *out, int32_t max_out)
+{
+    return encode(t, text, len, add_bos, parse_special, out, max_out, 0);
+}
+
+int32_t tokenizer_count(const tokenizer *t, const char *text, size_t len, bool add_bos, bool parse_special,
+                        int32_t limit)
+{
+    if (limit <= 0 || limit == INT32_MAX)
+        return encode(t, text, len, add_bos, parse_special, NULL, 0, 0);
+    return encode(t, text, len, add_bos, parse_special, NULL, 0, limit);
 }

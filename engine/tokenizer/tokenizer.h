@@ -63,6 +63,16 @@ bool tokenizer_add_bos(const tokenizer *t);
 int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_bos,
                          bool parse_special, int32_t *out, int32_t max_out);
 
+/* The count tokenizer_encode would return, without keeping the ids, stopping
+ * early once it passes limit (limit <= 0: no limit). Exact up to limit; above
+ * it, the count where it stopped (> limit, <= the full count). Fragments
+ * between special tokens, and BPE's pretokenized words, are encoded
+ * independently, so counting stops after the one that passes the limit (a
+ * fragment is still pretokenized whole); an SPM fragment is merged whole (its
+ * merges cross spaces), so a long one is counted in full. -1 on error. */
+int32_t tokenizer_count(const tokenizer *t, const char *text, size_t len, bool add_bos, bool parse_special,
+                        int32_t limit);
+
 /* The token's vocabulary string as stored ("▁the", "Ġthe", "<0x0A>"). */
 const char *tokenizer_token_str(const tokenizer *t, int32_t id, size_t *len);
 enum tokenizer_token_type tokenizer_token_type(const tokenizer *t, int32_t id);

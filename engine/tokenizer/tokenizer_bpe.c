@@ -193,7 +193,8 @@ void tok_bpe_encode(const tokenizer *t, const char *text, size_t len, tok_ids *o
         out->oom = true;
         goto done;
     }
-    for (size_t i = 0; i < words.n; i++)
+    /* words merge independently: a count past its limit stops after the word that passed it */
+    for (size_t i = 0; i < words.n && !tok_ids_over(out); i++)
         bpe_word(t, &w, words.buf + words.off[i], words.off[i + 1] - words.off[i], out);
     if (w.oom)
         out->oom = true;

@@ -111,7 +111,10 @@ typedef struct tok_ids {
     int32_t *v;
     size_t n, cap;
     bool oom;
+    size_t limit; /* counting only (tokenizer_count): ids are counted, not kept; 0 = off */
 } tok_ids;
+/* Counting and past the limit: the encoders stop at the next word. */
+static inline bool tok_ids_over(const tok_ids *o) { return o->limit && o->n > o->limit; }
 void tok_ids_push(tok_ids *o, int32_t id);
 
 /* Growable list of words produced by the pre-tokenizer: byte-encoded words

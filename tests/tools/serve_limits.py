@@ -5,6 +5,7 @@ check is bounded in time (socket timeouts) and closes what it opened.
 python3 serve_limits.py GROUP PORT [ARGS...]; prints "ok - NAME" / "not ok - NAME" lines.
   oversize PORT PID     a 7 MB prompt is refused at once, /health answers meanwhile,
                         the server's peak RSS (VmHWM) stays bounded
+  counted PORT PID LOG  the same under -c 65536 on a BPE model: counted, refused, not run
   flood PORT KEY        300 idle connections: /health and a keyed client still answer
   protocol PORT MODEL   created, /v1/models/{id}, the model echoed as valid UTF-8,
                         the role chunk, duplicate Content-Length, no Host, half-close
@@ -145,6 +146,76 @@ def oversize(port, pid):
     run("serve a 7 MB prompt is refused at once (context_length_exceeded), /health answers meanwhile, "
         "peak RSS bounded", check)
     run("serve a 6 MB completions prompt is refused as context_length_exceeded", completions)
+
+
+def counted(port, pid, log):
+    """A BPE model under a large context (-c 65536): a 7 MB prompt passes the length floor (bytes / the
+    longest piece), so its tokens are counted, on the connection's thread, stopping past the context."""
+    def check():
+        bad = []
+        hwm0 = vm_hwm_kb(pid)
+        with open(log) as f:
+            lines0 = f.read().count("\n")
+        text = "the cat sat on the mat. " * (7 * 1024 * 1024 // 24)
+        results = [{}, {}]
+
+        def big(result):
+            t0 = time.monotonic()
+            try:
+                result["r"] = sc.request(port, "POST", "/v1/chat/completions", timeout=120,
+                                         body={"messages": [{"role": "user", "content": text}], "max_tokens": 4})
+            except Exception as e:  # noqa: BLE001
+                result["e"] = e
+            result["s"] = time.monotonic() - t0
+
+        # two at once: large prompts are counted one at a time, so the peak is one prompt's
+        ths = [threading.Thread(target=big, args=(r,)) for r in results]
+        for th in ths:
+            th.start()
+        slow = []
+        while any(th.is_alive() for th in ths):
+            t0 = time.monotonic()
+            try:
+                st = sc.request(port, "GET", "/health", timeout=5)[0]
+            except OSError as e:
+                st = str(e)
+            dt = time.monotonic() - t0
+            if st != 200 or dt > 2:
+                slow.append("/health: %r in %.1f s" % (st, dt))
+            time.sleep(0.1)
+        for th in ths:
+            th.join()
+        bad += slow[:2]
+        for result in results:
+            if "e" in result:
+                return bad + ["a big request failed: %r" % result["e"]]
+            st, hd, body = result["r"]
+            o = json.loads(body)
+            bad += is_error_shape(o, st, 400, "messages")
+            if o.get("error", {}).get("code") != "context_length_exceeded":
+                bad.append("code %r" % o.get("error", {}).get("code"))
+        if max(r["s"] for r in results) > 8:
+            bad.append("refused after %.1f s (want < 8 s for both)" % max(r["s"] for r in results))
+        grow = (vm_hwm_kb(pid) - hwm0) // 1024
+        # under ASan (SANITIZED=1: tests/run.sh) its shadow and quarantine make RSS no measure
+        if grow > 170 and os.environ.get("SANITIZED") != "1":
+            bad.append("peak RSS grew by %d MB (want < 170 MB)" % grow)
+        # refused before the engine: it logs every request it ran, and ran none
+        with open(log) as f:
+            new = f.read().split("\n")[lines0:]
+        ran = [ln for ln in new if " chat: prompt " in ln]  # the two big ones come first
+        if ran:
+            bad.append("the engine ran it: %r" % ran[0][:160])
+        # a prompt that fits is still served, its usage the engine's count
+        st, hd, o = sc.post(port, "/v1/chat/completions",
+                            {"messages": [{"role": "user", "content": "the cat sat on the mat. " * 2000}],
+                             "max_tokens": 2}, timeout=120)
+        if st != 200:
+            bad.append("a 48 KB prompt that fits: %d %r" % (st, o))
+        return bad
+
+    run("serve -c 65536: a 7 MB prompt under the length floor is counted and refused before the engine "
+        "(context_length_exceeded), two at once within 8 s, /health answers meanwhile, peak RSS bounded", check)
 
 
 # ---- 12: a connection flood ------------------------------------------------------------------------
@@ -328,6 +399,44 @@ def protocol(port, model_id):
                 bad.append("the stream did not end: %r" % out[-80:])
         return bad
 
+    def oversize_heads():
+        # past serve's own limits, well within what the library holds: OpenAI's JSON error shape (the
+        # library's own pages are HTML), and the connection closed (what follows is not read)
+        bad = []
+        body = json.dumps({"prompt": "Once", "max_tokens": 1}).encode()
+        for name, req, want in (
+                ("a 20 KB URL", b"GET /health?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+                ("a 20 KB URL on a completion",
+                 b"POST /v1/completions?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body, 414),
+                ("one 40 KB header", b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40000 + b"\r\n\r\n",
+                 431),
+                ("100 headers of 400 bytes",
+                 b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"
+                 + b"".join(b"X-H%d: %s\r\n" % (i, b"c" * 400) for i in range(100)) + b"\r\n", 431),
+                ("a 90 KB cookie", b"GET /health HTTP/1.1\r\nHost: x\r\nCookie: k=" + b"d" * 90000 + b"\r\n\r\n",
+                 431),
+                ("a body over 8 MiB (Content-Length)",
+                 b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 9000000\r\n\r\n" + b" " * 9000000, 413)):
+            res = split_responses(raw_exchange(port, req))
+            if not res:
+                bad.append("%s: no answer" % name)
+                continue
+            for b in json_error(res[0], want):
+                bad.append("%s: %s" % (name, b))
+        # just under the limits: served
+        for name, req in (("a 7 KB URL", b"GET /health?" + b"a" * 7000 + b" HTTP/1.1\r\nHost: x\r\n"
+                                          b"Connection: close\r\n\r\n"),
+                          ("24 KB of headers", b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                               + b"".join(b"X-H%d: %s\r\n" % (i, b"c" * 400) for i in range(60))
+                                               + b"\r\n")):
+            res = split_responses(raw_exchange(port, req))
+            if not res or res[0][0] != 200:
+                bad.append("%s: %r" % (name, res[:1]))
+        return bad
+
+    run("serve 414 (URL), 431 (headers), 413 (body) past serve's limits: OpenAI's JSON error shape", oversize_heads)
     run("serve created is the request's time, not the server's start", created)
     run("serve GET /v1/models/{id}: the model, 404 model_not_found for others, 405 for POST", retrieve)
     run("serve the request's model is echoed as valid UTF-8 (whole and streamed)", model_utf8)
@@ -340,5 +449,5 @@ def protocol(port, model_id):
 
 if __name__ == "__main__":
     group, port, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-    {"oversize": oversize, "flood": flood, "protocol": protocol}[group](port, *args)
+    {"oversize": oversize, "counted": counted, "flood": flood, "protocol": protocol}[group](port, *args)
     sys.stdout.flush()

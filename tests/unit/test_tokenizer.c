@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
@@ -904,6 +906,53 @@ static void test_gemma4_vocab(void **state)
     tokenizer_free(t);
 }
 
+/* tokenizer_count: the full encode's count up to its limit, and an early
+ * stop past it (BPE after the word that passed; SPM after the fragment,
+ * between special tokens, that passed: an SPM fragment merges whole). */
+static void test_count_bounded(void **state)
+{
+    (void)state;
+    static const char *const vocabs[] = {GPT2, SMOL, SPM};
+    const char *unit = "Hello world, how are you? 3.14159 caf\xc3\xa9 </s>  \n\tthe cat sat on the mat. ";
+    const size_t ul = strlen(unit), reps = 4000;
+    char *big = malloc(ul * reps + 1);
+    assert_non_null(big);
+    for (size_t i = 0; i < reps; i++)
+        memcpy(big + i * ul, unit, ul);
+    big[ul * reps] = 0;
+    for (size_t v = 0; v < sizeof vocabs / sizeof *vocabs; v++) {
+        tokenizer *t = load(vocabs[v]);
+        const bool spm = tokenizer_kind(t) == TOKENIZER_SPM;
+        for (int bos = 0; bos < 2; bos++) {
+            for (size_t len = 0; len <= ul * 3; len += 7) { /* every prefix: same count as the full encode */
+                const int32_t full = tokenizer_encode(t, big, len, bos, true, NULL, 0);
+                assert_true(full >= 0);
+                assert_int_equal(tokenizer_count(t, big, len, bos, true, 0), full);
+                assert_int_equal(tokenizer_count(t, big, len, bos, true, full), full);
+                assert_int_equal(tokenizer_count(t, big, len, bos, true, full + 3), full);
+                if (full > 1) {
+                    const int32_t k = tokenizer_count(t, big, len, bos, true, full - 1);
+                    assert_true(k > full - 1 && k <= full);
+                }
+            }
+            /* the whole text: past a limit of 50, counting stops within a word (BPE) or a fragment (SPM:
+             * "</s>" splits the text) */
+            const int32_t full = tokenizer_encode(t, big, ul * reps, bos, true, NULL, 0);
+            const int32_t k = tokenizer_count(t, big, ul * reps, bos, true, 50);
+            assert_true(full > 10000);
+            assert_true(k > 50);
+            assert_true(k <= 50 + (spm ? 40 : 8));
+        }
+        /* SPM without special tokens: one fragment, counted in full (exact: merges cross words) */
+        if (spm) {
+            const int32_t full = tokenizer_encode(t, big, ul * reps, false, false, NULL, 0);
+            assert_int_equal(tokenizer_count(t, big, ul * reps, false, false, 50), full);
+        }
+        tokenizer_free(t);
+    }
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -918,6 +967,7 @@ int main(void)
         cmocka_unit_test(test_pretokenizer_custom_vs_regex),
         cmocka_unit_test(test_gemma4_small_rules),
         cmocka_unit_test(test_gemma4_vocab),
+        cmocka_unit_test(test_count_bounded),
     };
     return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);
 }
