@@ -25,7 +25,7 @@ step_view() {
 to_token() {
     keys Tab
     wait_for 'focus: conversation' 5
-    keys G
+    keys End
     i=$2; while [ "$i" -gt "$1" ]; do keys Left; i=$((i - 1)); done
 }
 
