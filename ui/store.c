@@ -21,6 +21,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/evp.h>
 
 #include "atomic.h"
 #include "params.h"
@@ -63,24 +65,19 @@ static cJSON *params_json(const sampler_params *sp)
     return params;
 }
 
-/* ---- bytes a JSON string cannot hold: base64 (RFC 4648, padded) ---- */
+/* ---- bytes a JSON string cannot hold: base64 (RFC 4648, padded) ----
+ * OpenSSL's codec (libcrypto is linked already, for pull's SHA-256); the
+ * strictness is ours: EVP_DecodeBlock skips blanks and takes padding as
+ * zero bytes, a session file may hold neither. */
 
 static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 static char *b64_encode(const unsigned char *s, size_t n)
 {
-    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    char *out = n <= INT_MAX / 4 * 3 - 3 ? malloc(4 * ((n + 2) / 3) + 1) : NULL;
     if (!out)
         abort();
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        const uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
-        out[o++] = b64_digits[v >> 18 & 63];
-        out[o++] = b64_digits[v >> 12 & 63];
-        out[o++] = i + 1 < n ? b64_digits[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? b64_digits[v & 63] : '=';
-    }
-    out[o] = 0;
+    EVP_EncodeBlock((unsigned char *)out, s, (int)n); /* NUL-terminated */
     return out;
 }
 
@@ -89,37 +86,21 @@ static char *b64_encode(const unsigned char *s, size_t n)
 static char *b64_decode(const char *s, size_t *n)
 {
     const size_t sl = strlen(s);
-    if (sl % 4)
+    size_t pad = 0;
+    while (pad < 2 && pad < sl && s[sl - 1 - pad] == '=')
+        pad++;
+    if (sl % 4 || sl > INT_MAX || strspn(s, b64_digits) != sl - pad)
         return NULL;
     char *out = malloc(sl / 4 * 3 + 1);
     if (!out)
         abort();
-    size_t o = 0;
-    for (size_t i = 0; i < sl; i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            const char ch = s[i + k];
-            const char *d = strchr(b64_digits, ch);
-            if (ch == '=' && i + 4 == sl && k >= 2 && (k == 3 || s[i + 3] == '=')) {
-                pad++;
-                v <<= 6;
-                continue;
-            }
-            if (!d || pad) {
-                free(out);
-                return NULL;
-            }
-            v = v << 6 | (uint32_t)(d - b64_digits);
-        }
-        out[o++] = (char)(v >> 16);
-        if (pad < 2)
-            out[o++] = (char)(v >> 8 & 255);
-        if (pad < 1)
-            out[o++] = (char)(v & 255);
+    const int got = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)s, (int)sl);
+    if (got < 0) {
+        free(out);
+        return NULL;
     }
-    out[o] = 0;
-    *n = o;
+    *n = (size_t)got - pad; /* the padding came back as zero bytes */
+    out[*n] = 0;
     return out;
 }
 

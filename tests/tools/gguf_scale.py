@@ -14,32 +14,7 @@ import re
 import struct
 import sys
 
-SCALAR = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}
-
-
-class Reader:
-    def __init__(self, data):
-        self.d, self.o = data, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from('<' + fmt, self.d, self.o)
-        self.o += struct.calcsize('<' + fmt)
-        return v[0]
-
-    def string(self):
-        n = self.take('Q')
-        self.o += n
-        return self.d[self.o - n:self.o]
-
-    def value(self, t):
-        if t == 8:
-            self.string()
-        elif t == 9:
-            at, n = self.take('I'), self.take('Q')
-            for _ in range(n):
-                self.value(at)
-        else:
-            self.take(SCALAR[t])
+from gguf_cut import Reader  # the same GGUF reader, in the same folder
 
 
 def main():
@@ -89,4 +64,5 @@ def main():
     open(dst, 'wb').write(data)
 
 
-main()
+if __name__ == '__main__':
+    main()
