@@ -13,6 +13,7 @@
 #include "golden.h"
 #include "kernels/blas.h"
 #include "model/forward.h"
+#include "params.h"
 #include "sampler/sampler.h"
 #include "spec/spec.h"
 
@@ -116,11 +117,14 @@ static bool is_bench_output(const char *v)
 
 /* ---- the table --------------------------------------------------------------
  * The sampling rows are the TUI's [sampling] keys with the ranges of its
- * parameter panel (ui/params.c; test_cli holds the two to the same values). */
+ * parameter panel (ui/params.h; test_cli holds what the two take alike). */
 #define N_ 0, 0, false, NULL, NULL
 #define TEXT_(check, want) 0, 0, false, check, want
 #define RANGE_(lo, hi) lo, hi, false, NULL, NULL
 #define FROM_(lo, hi) lo, hi, true, NULL, NULL
+/* a range of ui/params.h ("lo, hi" in one macro): the panel's */
+#define PANEL_(r) RANGE_(r)
+#define PANEL_FROM_(r) FROM_(r)
 
 static const cli_opt table[CLI_N_IDS] = {
     [CLI_HELP] = {"help", NULL, 'h', CLI_T_FLAG, N_, "this help"},
@@ -128,27 +132,27 @@ static const cli_opt table[CLI_N_IDS] = {
     [CLI_PROMPT] = {"prompt", NULL, 'p', CLI_T_TEXT, N_, "prompt text"},
     [CLI_TOKENS] = {"tokens", NULL, 0, CLI_T_TEXT, TEXT_(is_ids, "comma-separated token ids (0 or more)"),
                     "the prompt as token ids"},
-    [CLI_N_PREDICT] = {"n-predict", NULL, 'n', CLI_T_INT, RANGE_(-1, 1000000),
+    [CLI_N_PREDICT] = {"n-predict", NULL, 'n', CLI_T_INT, PANEL_(PARAMS_RANGE_N_PREDICT),
                        "tokens to generate; -1 = no limit"},
     [CLI_CTX] = {"ctx-size", NULL, 'c', CLI_T_INT, RANGE_(0, 1 << 24), "context size; 0 = the default"},
     [CLI_THREADS] = {"threads", NULL, 't', CLI_T_INT, RANGE_(0, 1024), "threads; 0 = all cores"},
     [CLI_BATCH] = {"batch", NULL, 0, CLI_T_INT, RANGE_(1, 4096), "tokens per internal batch"},
-    [CLI_TEMP] = {"temp", "temperature", 0, CLI_T_FLOAT, FROM_(0, 5), "temperature; <= 0 = greedy"},
-    [CLI_TOP_K] = {"top-k", NULL, 0, CLI_T_INT, FROM_(0, 1000000), "keep the k most likely; <= 0 = off"},
-    [CLI_TOP_P] = {"top-p", NULL, 0, CLI_T_FLOAT, RANGE_(0, 1), "nucleus mass; 1 = off"},
-    [CLI_MIN_P] = {"min-p", NULL, 0, CLI_T_FLOAT, RANGE_(0, 1), "drop p < min-p * p_max; 0 = off"},
-    [CLI_TYPICAL] = {"typical-p", "typical", 0, CLI_T_FLOAT, RANGE_(0, 1), "locally typical mass; 1 = off"},
-    [CLI_REPEAT_PENALTY] = {"repeat-penalty", NULL, 0, CLI_T_FLOAT, RANGE_(0, 10),
+    [CLI_TEMP] = {"temp", "temperature", 0, CLI_T_FLOAT, PANEL_FROM_(PARAMS_RANGE_TEMP), "temperature; <= 0 = greedy"},
+    [CLI_TOP_K] = {"top-k", NULL, 0, CLI_T_INT, PANEL_FROM_(PARAMS_RANGE_TOP_K), "keep the k most likely; <= 0 = off"},
+    [CLI_TOP_P] = {"top-p", NULL, 0, CLI_T_FLOAT, PANEL_(PARAMS_RANGE_TOP_P), "nucleus mass; 1 = off"},
+    [CLI_MIN_P] = {"min-p", NULL, 0, CLI_T_FLOAT, PANEL_(PARAMS_RANGE_MIN_P), "drop p < min-p * p_max; 0 = off"},
+    [CLI_TYPICAL] = {"typical-p", "typical", 0, CLI_T_FLOAT, PANEL_(PARAMS_RANGE_TYPICAL_P), "locally typical mass; 1 = off"},
+    [CLI_REPEAT_PENALTY] = {"repeat-penalty", NULL, 0, CLI_T_FLOAT, PANEL_(PARAMS_RANGE_REPEAT_PENALTY),
                             "penalise repeats; 1 = off"},
-    [CLI_REPEAT_LAST_N] = {"repeat-last-n", NULL, 0, CLI_T_INT, RANGE_(-1, 1000000),
+    [CLI_REPEAT_LAST_N] = {"repeat-last-n", NULL, 0, CLI_T_INT, PANEL_(PARAMS_RANGE_REPEAT_LAST_N),
                            "tokens the penalties look back; -1 = the context, 0 = off"},
-    [CLI_FREQUENCY_PENALTY] = {"frequency-penalty", NULL, 0, CLI_T_FLOAT, RANGE_(-2, 2),
+    [CLI_FREQUENCY_PENALTY] = {"frequency-penalty", NULL, 0, CLI_T_FLOAT, PANEL_(PARAMS_RANGE_FREQUENCY_PENALTY),
                                "subtract count x value; 0 = off"},
-    [CLI_PRESENCE_PENALTY] = {"presence-penalty", NULL, 0, CLI_T_FLOAT, RANGE_(-2, 2),
+    [CLI_PRESENCE_PENALTY] = {"presence-penalty", NULL, 0, CLI_T_FLOAT, PANEL_(PARAMS_RANGE_PRESENCE_PENALTY),
                               "subtract value if seen; 0 = off"},
-    [CLI_SEED] = {"seed", NULL, 0, CLI_T_SEED, RANGE_(0, 4294967295.0),
+    [CLI_SEED] = {"seed", NULL, 0, CLI_T_SEED, PANEL_(PARAMS_RANGE_SEED),
                   "sampling seed; random (or -1) = fresh"},
-    [CLI_N_TOP] = {"n-top", NULL, 0, CLI_T_INT, RANGE_(1, SAMPLER_MAX_TOP),
+    [CLI_N_TOP] = {"n-top", NULL, 0, CLI_T_INT, PANEL_(PARAMS_RANGE_N_TOP),
                    "candidates shown in the inspector"},
     [CLI_NO_BOS] = {"no-bos", NULL, 0, CLI_T_FLAG, N_, "do not add BOS"},
     [CLI_NO_KV] = {"no-kv-cache", NULL, 0, CLI_T_FLAG, N_, "recompute the whole sequence for every token"},

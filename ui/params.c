@@ -28,18 +28,18 @@ static const struct pdef {
     double step, lo, hi;
     const char *help;
 } pdefs[PARAMS_N] = {
-    {PK_FLOAT, 0.05, 0.0, 5.0, "temperature; 0 = greedy"},
-    {PK_INT, 1, 0, 1000000, "keep the k most likely; 0 = off"},
-    {PK_FLOAT, 0.01, 0.0, 1.0, "nucleus mass; 1 = off"},
-    {PK_FLOAT, 0.01, 0.0, 1.0, "drop p < min_p * p_max; 0 = off"},
-    {PK_FLOAT, 0.01, 0.0, 1.0, "locally typical mass; 1 = off"},
-    {PK_FLOAT, 0.05, 0.0, 10.0, "penalise repeats; 1 = off"},
-    {PK_INT, 8, -1, 1000000, "penalty window; -1 = context, 0 = off"},
-    {PK_FLOAT, 0.05, -2.0, 2.0, "subtract count x value; 0 = off"},
-    {PK_FLOAT, 0.05, -2.0, 2.0, "subtract value if seen; 0 = off"},
-    {PK_SEED, 1, 0, 4294967295.0, "PRNG seed; 'random' = fresh"},
-    {PK_INT, 16, -1, 1000000, "max tokens per reply; -1 = no limit"},
-    {PK_INT, 1, 1, SAMPLER_MAX_TOP, "rows in the inspector"},
+    {PK_FLOAT, 0.05, PARAMS_RANGE_TEMP, "temperature; 0 = greedy"},
+    {PK_INT, 1, PARAMS_RANGE_TOP_K, "keep the k most likely; 0 = off"},
+    {PK_FLOAT, 0.01, PARAMS_RANGE_TOP_P, "nucleus mass; 1 = off"},
+    {PK_FLOAT, 0.01, PARAMS_RANGE_MIN_P, "drop p < min_p * p_max; 0 = off"},
+    {PK_FLOAT, 0.01, PARAMS_RANGE_TYPICAL_P, "locally typical mass; 1 = off"},
+    {PK_FLOAT, 0.05, PARAMS_RANGE_REPEAT_PENALTY, "penalise repeats; 1 = off"},
+    {PK_INT, 8, PARAMS_RANGE_REPEAT_LAST_N, "penalty window; -1 = context, 0 = off"},
+    {PK_FLOAT, 0.05, PARAMS_RANGE_FREQUENCY_PENALTY, "subtract count x value; 0 = off"},
+    {PK_FLOAT, 0.05, PARAMS_RANGE_PRESENCE_PENALTY, "subtract value if seen; 0 = off"},
+    {PK_SEED, 1, PARAMS_RANGE_SEED, "PRNG seed; 'random' = fresh"},
+    {PK_INT, 16, PARAMS_RANGE_N_PREDICT, "max tokens per reply; -1 = no limit"},
+    {PK_INT, 1, PARAMS_RANGE_N_TOP, "rows in the inspector"},
 };
 
 int params_index(const char *name)

@@ -12,6 +12,20 @@
 #include "sampler/sampler.h"
 
 #define PARAMS_N 12
+/* The sampling values' ranges ("lo, hi"): the panel's, /set's, the
+ * configuration's and the command line's (app/cli.c), written once. */
+#define PARAMS_RANGE_TEMP 0.0, 5.0
+#define PARAMS_RANGE_TOP_K 0, 1000000
+#define PARAMS_RANGE_TOP_P 0.0, 1.0
+#define PARAMS_RANGE_MIN_P 0.0, 1.0
+#define PARAMS_RANGE_TYPICAL_P 0.0, 1.0
+#define PARAMS_RANGE_REPEAT_PENALTY 0.0, 10.0
+#define PARAMS_RANGE_REPEAT_LAST_N -1, 1000000
+#define PARAMS_RANGE_FREQUENCY_PENALTY -2.0, 2.0
+#define PARAMS_RANGE_PRESENCE_PENALTY -2.0, 2.0
+#define PARAMS_RANGE_SEED 0, 4294967295.0
+#define PARAMS_RANGE_N_PREDICT -1, 1000000
+#define PARAMS_RANGE_N_TOP 1, SAMPLER_MAX_TOP
 extern const char *const params_names[PARAMS_N + 1]; /* panel order, NULL-terminated */
 /* The panel's rows: the sampler parameters, then the template variables
  * think (enable_thinking: auto|on|off) and effort (reasoning_effort:
