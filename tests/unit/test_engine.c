@@ -13,24 +13,10 @@
 
 #include "engine.h"
 #include "model/model.h"
+#include "engine_events.h"
 #include "testutil.h"
 
-#define WAIT_MS 60000
-
 #define STORIES "models/stories260K.gguf"
-
-/* Next event within WAIT_MS, or fails the test. */
-static void next_event(engine *e, engine_event *ev)
-{
-    int waited = 0;
-    while (!engine_poll(e, ev)) {
-        struct pollfd p = {.fd = engine_event_fd(e), .events = POLLIN};
-        int r = poll(&p, 1, 200);
-        assert_true(r >= 0);
-        if (r == 0 && (waited += 200) >= WAIT_MS)
-            fail_msg("no engine event within %d ms", WAIT_MS);
-    }
-}
 
 /* Skips events until one of `type`; fails on ERROR unless that is what we wait for. */
 static void wait_for(engine *e, enum engine_event_type type, engine_event *ev)

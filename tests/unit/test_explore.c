@@ -19,22 +19,10 @@
 #include "engine.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "engine_events.h"
 #include "testutil.h"
 
-#define WAIT_MS 60000
 #define MAX_TOK 256
-
-static void next_event(engine *e, engine_event *ev)
-{
-    int waited = 0;
-    while (!engine_poll(e, ev)) {
-        struct pollfd p = {.fd = engine_event_fd(e), .events = POLLIN};
-        int r = poll(&p, 1, 200);
-        assert_true(r >= 0);
-        if (r == 0 && (waited += 200) >= WAIT_MS)
-            fail_msg("no engine event within %d ms", WAIT_MS);
-    }
-}
 
 static void wait_for(engine *e, enum engine_event_type type, engine_event *ev)
 {
