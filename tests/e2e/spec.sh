@@ -15,18 +15,21 @@ need "$STORIES" "spec: stories260K model" || exit 0
 E2E_COLS=180 # room for the messages after the status line
 
 reply() { left | sed -n '/^Assistant/,$p' | sed '1d' | grep -v 'n_predict reached'; }
+# the reply's end: its length note, then idle (idle alone may still be the
+# moment before the reply starts)
+replied() { wait_for 'n_predict reached' 30; wait_idle 30; }
 
 start -m "$STORIES" -n 40 --temp 0 --template raw
 wait_for '^ idle ' 20
 line "Once upon a time"
-wait_idle 30
+replied
 plain=$(reply)
 quit_wait
 
 start -m "$STORIES" -n 40 --temp 0 --template raw --spec draft -md "$STORIES"
 wait_for '^ idle ' 20
 line "Once upon a time"
-wait_idle 30
+replied
 # 40 tokens: the first drawn from the prompt, then 9 verifications of 3
 # drafts (4 tokens each) and one of 2 (the room n_predict leaves): 29 drafts
 status | grep -qE 'spec 29/29'
