@@ -10,6 +10,7 @@
 #include "kernels/forward_math.h"
 #include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_iq.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_iq4.h"
 
@@ -71,6 +72,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         if (quant_iq4_nl_batch_applies(sg->w, job->n_tok)) {
             quant_iq4_nl_batch_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out,
                                       sg->out_stride);
+            continue;
+        }
+        if (gemm_iq_applies(sg->w, job->n_tok)) {
+            gemm_iq_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
         if (refk_applies(sg->w)) {

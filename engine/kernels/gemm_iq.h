@@ -1,0 +1,47 @@
+/* Batched matmul of the IQ block types dotted against Q8_K (IQ4_XS, IQ2_XXS,
+ * IQ2_XS, IQ2_S) as an integer GEMM, with the reference's bits.
+ *
+ * The reference runs these types through vec_dot, one (row, token) at a
+ * time, in the x86 order of quant_iq4.h / quant_iq2.h: per super-block of
+ * 256 weights 8 int32 lanes, lane k the scale-weighted sums of elements
+ * 4k..4k+3 of the eight 32-weight sub-blocks; acc[k] = fma(d_w * d_act,
+ * lane k, acc[k]) over the super-blocks; hsum_float_8 (times 0.125f for
+ * IQ2). The lanes are exact integers, so any way of forming them gives the
+ * same floats. Here a panel of weight rows is expanded once per batch into
+ * int16 (each weight times its sub-block's integer scale, |w| <= 4064) and
+ * every token's Q8_K bytes widened to int16 meet it in vpdpwssd (AVX-512
+ * VNNI) or vpmaddwd (AVX2), with each output's 8 float lanes and their
+ * horizontal sum kept exactly as vec_dot has them. The expanded panel is
+ * scratch per call (a few hundred KB): no second copy of the model.
+ *
+ * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes);
+ * a -128 would differ from vec_dot's byte negation in the IQ2 types. */
+#ifndef TOKSCOPE_GEMM_IQ_H
+#define TOKSCOPE_GEMM_IQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
+
+/* Below this many tokens the expansion costs more than it saves and the
+ * batch goes to vec_dot tiles (tensor_matmul): measured with bench_quant. */
+#define GEMM_IQ_MIN_TOK 96
+
+/* True when this build has the GEMM for w's type and n_tok is a batch. */
+bool gemm_iq_applies(const gguf_tensor *w, int n_tok);
+
+/* true when the GEMM exists for this type in this build (any batch size). */
+bool gemm_iq_supports(enum tensor_type type);
+
+/* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok): rows of
+ * w (n columns) against Q8_K activation rows act_stride bytes apart, each
+ * output bit-identical to tensor_vec_dot. Any n_tok >= 1 (the tests run
+ * small ones); gemm_iq_supports(w->type) must hold. Single-threaded:
+ * callers split rows. */
+void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
+                    size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
+#endif

@@ -1,0 +1,184 @@
+/* The IQ integer GEMM (kernels/gemm_iq.h) against the reference's x86
+ * vec_dot order (quant_dot_*_x86order, held to the reference's own outputs
+ * by test_iq4 / test_iq2): every output bit for bit, on random weights and
+ * Q8_K activations, for several widths, row counts and token counts that
+ * do and do not fill the tiles, row ranges that start mid-tile, and an
+ * output stride wider than the rows. The random data gives neighbouring
+ * rows and tokens different outputs (checked), so an exchanged row or
+ * token fails. Built for AVX2 too (test_gemm_iq_avx2), whose tiles differ. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/tensor.h"
+#include "kernels/gemm_iq.h"
+#include "kernels/quant_internal.h"
+#include "kernels/quant_iq2.h"
+#include "kernels/quant_iq4.h"
+#include "testutil.h"
+
+static uint64_t rng_state = 0x67656d6d69717175ull;
+static uint32_t rnd_u32(void)
+{
+    return (uint32_t)(test_xorshift64(&rng_state) >> 16);
+}
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static gguf_tensor weight(enum tensor_type t, const void *data, int64_t n, int64_t rows)
+{
+    gguf_tensor w;
+    memset(&w, 0, sizeof w);
+    w.name = "w";
+    w.n_dims = 2;
+    w.ne[0] = n;
+    w.ne[1] = rows;
+    w.ne[2] = w.ne[3] = 1;
+    w.type = t;
+    w.data = data;
+    w.n_elements = n * rows;
+    w.nbytes = tensor_row_size(t, n) * (size_t)rows;
+    return w;
+}
+
+/* Random bytes, each block's leading fp16 d a random scale of either sign. */
+static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
+{
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = (uint8_t)rnd_u32();
+    const size_t bs = tensor_type_size(t);
+    for (size_t o = 0; o < bytes; o += bs) {
+        const uint16_t h =
+            tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
+        memcpy(w + o, &h, 2);
+    }
+}
+
+/* Activations quantized from random floats, some rows with large values. */
+static void random_acts(uint8_t *a, int64_t n, int rows, size_t stride)
+{
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = ((float)(rnd_u32() % 20001) / 10000.0f - 1.0f) * (float)(1 + (r % 3) * 40);
+        tensor_quantize_row(TENSOR_TYPE_Q8_K, x, a + stride * (size_t)r, n);
+    }
+    free(x);
+}
+
+typedef float (*dot_fn)(int64_t n, const void *w, const void *act);
+
+static dot_fn x86order(enum tensor_type t)
+{
+    switch (t) {
+    case TENSOR_TYPE_IQ4_XS:
+        return quant_dot_iq4_xs_x86order;
+    case TENSOR_TYPE_IQ2_XXS:
+        return quant_dot_iq2_xxs_x86order;
+    case TENSOR_TYPE_IQ2_XS:
+        return quant_dot_iq2_xs_x86order;
+    case TENSOR_TYPE_IQ2_S:
+        return quant_dot_iq2_s_x86order;
+    default:
+        return NULL;
+    }
+}
+
+static const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ2_XS,
+                                         TENSOR_TYPE_IQ2_S};
+
+/* One case: rows x n weights against nt tokens, computed in two row ranges
+ * split at cut, into an output with stride ostride > rows. */
+static void check_case(enum tensor_type t, int64_t n, int64_t rows, int nt, int64_t cut)
+{
+    const size_t rs = tensor_row_size(t, n), as = tensor_row_size(TENSOR_TYPE_Q8_K, n) + 8;
+    const int64_t ostride = rows + 3;
+    uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
+    float *out = malloc(sizeof(float) * (size_t)(ostride * nt)), *want = malloc(sizeof(float) * (size_t)(rows * nt));
+    random_weights(t, w, rs * (size_t)rows);
+    random_acts(a, n, nt, as);
+    for (int64_t i = 0; i < ostride * nt; i++)
+        out[i] = -1e30f;
+    const gguf_tensor wt = weight(t, w, n, rows);
+    assert_true(gemm_iq_supports(t));
+    gemm_iq_matmul(&wt, n, 0, cut, a, as, nt, out, ostride);
+    gemm_iq_matmul(&wt, n, cut, rows, a, as, nt, out, ostride);
+    for (int c = 0; c < nt; c++)
+        for (int64_t r = 0; r < rows; r++) {
+            const void *wr = w + rs * (size_t)r, *ar = a + as * (size_t)c;
+            const float x = x86order(t)(n, wr, ar), v = tensor_vec_dot(t, n, wr, ar);
+            want[c * rows + r] = x;
+            if (f2u(out[c * ostride + r]) != f2u(x) || f2u(v) != f2u(x))
+                fail_msg("type %d n=%lld rows=%lld nt=%d cut=%lld [%d][%lld]: gemm %.9g, vec_dot %.9g, x86 order %.9g",
+                         (int)t, (long long)n, (long long)rows, nt, (long long)cut, c, (long long)r,
+                         (double)out[c * ostride + r], (double)v, (double)x);
+        }
+    /* the padding between rows untouched */
+    for (int c = 0; c < nt; c++)
+        for (int64_t r = rows; r < ostride; r++)
+            assert_true(out[c * ostride + r] == -1e30f);
+    /* neighbours differ, so a swapped row or token cannot pass */
+    for (int c = 0; c < nt; c++)
+        for (int64_t r = 0; r < rows; r++) {
+            if (r + 1 < rows)
+                assert_true(f2u(want[c * rows + r]) != f2u(want[c * rows + r + 1]));
+            if (c + 1 < nt)
+                assert_true(f2u(want[c * rows + r]) != f2u(want[(c + 1) * rows + r]));
+        }
+    free(w);
+    free(a);
+    free(out);
+    free(want);
+}
+
+static void test_random_shapes(void **state)
+{
+    (void)state;
+    static const int64_t rowss[] = {1, 3, 4, 5, 8, 11, 17};
+    static const int nts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int rep = 0; rep < 21; rep++) {
+            const int64_t n = QK_K * (1 + rep % 4);
+            const int64_t rows = rowss[rep % 7];
+            const int nt = nts[(rep * 5 + (int)ti) % 9];
+            const int64_t cut = rows > 1 ? 1 + rep % (rows - 1) : 1;
+            check_case(types[ti], n, rows, nt, cut);
+        }
+}
+
+/* Wider rows than one panel holds (several panels per call) and a batch
+ * past the GEMM threshold, as forward_matmul gives it. */
+static void test_panels(void **state)
+{
+    (void)state;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        check_case(types[ti], QK_K * 23, 70, GEMM_IQ_MIN_TOK + 3, 33);
+        const gguf_tensor w = weight(types[ti], NULL, QK_K, 8);
+#if defined(QUANT_HAVE_AVX2)
+        assert_true(gemm_iq_applies(&w, GEMM_IQ_MIN_TOK));
+#endif
+        assert_false(gemm_iq_applies(&w, GEMM_IQ_MIN_TOK - 1));
+    }
+    const gguf_tensor q = weight(TENSOR_TYPE_Q4_K, NULL, QK_K, 8);
+    assert_false(gemm_iq_applies(&q, 64));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_shapes),
+        cmocka_unit_test(test_panels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
