@@ -157,19 +157,23 @@ static void test_random_shapes(void **state)
         }
 }
 
-/* Wider rows than one panel holds (several panels per call) and a batch
- * past the GEMM threshold, as forward_matmul gives it. */
+/* Wider rows than one panel holds (several panels and token blocks per
+ * call), a batch past the GEMM threshold as forward_matmul gives it, and
+ * one too big for a single pass. */
 static void test_panels(void **state)
 {
     (void)state;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        check_case(types[ti], QK_K * 23, 70, GEMM_IQ_MIN_TOK + 3, 33);
+        const int min = gemm_iq_min_tok(types[ti]);
+        check_case(types[ti], QK_K * 23, 70, min + 3, 33);
         const gguf_tensor w = weight(types[ti], NULL, QK_K, 8);
 #if defined(QUANT_HAVE_AVX2)
-        assert_true(gemm_iq_applies(&w, GEMM_IQ_MIN_TOK));
+        assert_true(gemm_iq_applies(&w, min));
 #endif
-        assert_false(gemm_iq_applies(&w, GEMM_IQ_MIN_TOK - 1));
+        assert_false(gemm_iq_applies(&w, min - 1));
     }
+    /* more tokens than one pass of widened activations holds (6 MB) */
+    check_case(TENSOR_TYPE_IQ4_XS, QK_K * 64, 5, 200, 2);
     const gguf_tensor q = weight(TENSOR_TYPE_Q4_K, NULL, QK_K, 8);
     assert_false(gemm_iq_applies(&q, 64));
 }
