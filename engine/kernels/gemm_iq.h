@@ -7,12 +7,13 @@
  * 4k..4k+3 of the eight 32-weight sub-blocks; acc[k] = fma(d_w * d_act,
  * lane k, acc[k]) over the super-blocks; hsum_float_8 (times 0.125f for
  * IQ2). The lanes are exact integers, so any way of forming them gives the
- * same floats. Here a panel of weight rows is expanded once per batch into
- * int16 (each weight times its sub-block's integer scale, |w| <= 4064) and
- * every token's Q8_K bytes widened to int16 meet it in vpdpwssd (AVX-512
- * VNNI) or vpmaddwd (AVX2), with each output's 8 float lanes and their
- * horizontal sum kept exactly as vec_dot has them. The expanded panel is
- * scratch per call (a few hundred KB): no second copy of the model.
+ * same floats. Here a panel of weight rows is decoded once per batch and
+ * run against every token: as bytes in vpdpbusd with the sub-block scales
+ * applied to the int32 lanes (AVX-512 VNNI), or as int16 (value times
+ * scale) in vpmaddwd (AVX2), with each output's 8 float lanes and their
+ * horizontal sum kept exactly as vec_dot has them. The panel is scratch
+ * per call (about 200 KB), the tokens' bytes too (up to 6 MB, AVX-512): no
+ * second copy of the model.
  *
  * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes);
  * a -128 would differ from vec_dot's byte negation in the IQ2 types. */
@@ -26,10 +27,10 @@
 #include "gguf/gguf.h"
 #include "gguf/tensor.h"
 
-/* Below this many tokens the expansion costs more than it saves and the
- * batch goes to vec_dot tiles (tensor_matmul): measured with bench_gemm_iq
- * on the TinyLlama shapes (IQ4_XS 1.10x at 8 tokens, the IQ2 types 1.0x at
- * 12, 1.18x at 16). */
+/* Below this many tokens writing the panels costs more than the tiles
+ * save and the batch goes to vec_dot tiles (tensor_matmul): measured with
+ * bench_gemm_iq on the TinyLlama shapes, one thread (IQ4_XS 1.07x at 8
+ * tokens; IQ2_XXS 0.87x at 8, 1.46x at 16). */
 int gemm_iq_min_tok(enum tensor_type type);
 
 /* True when this build has the GEMM for w's type and n_tok is a batch. */
