@@ -26,11 +26,14 @@
 #include "kernels/gemm_iq.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
+#include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
+#include "kernels/quant_iq_signs.h"
 
 /* Super-block i of a row: v[b] its sub-block b's 32 values (bytes, natural
  * order), ls[h] the integer scale of elements 16h..16h+15, *d its d_w. */
@@ -89,11 +92,50 @@ static void decode_iq2_s(const void *row, int64_t i, int8_t v[QK_K], int ls[QK_K
     quant_iq2_s_groups(x, &g);
     decode_iq2(&g, v, ls);
 }
+/* IQ3_S: groups of 4 magnitudes from a 9-bit grid index, every sign
+ * stored, 2 * s + 1 per sub-block. */
+static void decode_iq3_s(const void *row, int64_t i, int8_t v[QK_K], int ls[QK_K / 16], float *d)
+{
+    const block_iq3_s *x = (const block_iq3_s *)row + i;
+    *d = fp16_to_f32(x->d);
+    for (int ib = 0; ib < QK_K / 32; ib++) {
+        uint32_t g[8];
+        for (int k = 0; k < 8; k++)
+            g[k] = quant_iq3s_grid[x->qs[8 * ib + k] | ((x->qh[ib] >> k) & 1) << 8];
+        const __m256i mag = _mm256_loadu_si256((const __m256i *)g);
+        const __m256i neg = bits32(x->signs + 4 * ib);
+        _mm256_storeu_si256((__m256i *)(v + 32 * ib), _mm256_sub_epi8(_mm256_xor_si256(mag, neg), neg));
+        ls[2 * ib] = ls[2 * ib + 1] = 2 * ((x->scales[ib / 2] >> 4 * (ib % 2)) & 15) + 1;
+    }
+}
+
+/* IQ3_XXS: 8-bit grid indices, a 7-bit sign code per 8 weights and the
+ * scale in one uint32 per sub-block. */
+static void decode_iq3_xxs(const void *row, int64_t i, int8_t v[QK_K], int ls[QK_K / 16], float *d)
+{
+    const block_iq3_xxs *x = (const block_iq3_xxs *)row + i;
+    *d = fp16_to_f32(x->d);
+    for (int ib = 0; ib < QK_K / 32; ib++) {
+        uint32_t g[8], aux;
+        memcpy(&aux, x->qs + QK_K / 4 + 4 * ib, 4);
+        for (int k = 0; k < 8; k++)
+            g[k] = quant_iq3xxs_grid[x->qs[8 * ib + k]];
+        uint8_t sg[4];
+        for (int k = 0; k < 4; k++)
+            sg[k] = quant_ksigns_iq2xs[(aux >> 7 * k) & 127];
+        const __m256i mag = _mm256_loadu_si256((const __m256i *)g);
+        const __m256i neg = bits32(sg);
+        _mm256_storeu_si256((__m256i *)(v + 32 * ib), _mm256_sub_epi8(_mm256_xor_si256(mag, neg), neg));
+        ls[2 * ib] = ls[2 * ib + 1] = 2 * (int)(aux >> 28) + 1;
+    }
+}
 #else
 #define decode_iq4_xs NULL
 #define decode_iq2_xxs NULL
 #define decode_iq2_xs NULL
 #define decode_iq2_s NULL
+#define decode_iq3_s NULL
+#define decode_iq3_xxs NULL
 #endif
 
 /* The type's decoding and the factor vec_dot applies to its sum. */
@@ -114,6 +156,14 @@ static bool type_info(enum tensor_type type, decode_fn *fn, float *scale)
     case TENSOR_TYPE_IQ2_S:
         *fn = decode_iq2_s;
         return true;
+    case TENSOR_TYPE_IQ3_S:
+        *fn = decode_iq3_s;
+        *scale = 1.0f;
+        return true;
+    case TENSOR_TYPE_IQ3_XXS:
+        *fn = decode_iq3_xxs;
+        *scale = 0.25f;
+        return true;
     default:
         return false;
     }
@@ -128,7 +178,7 @@ bool gemm_iq_supports(enum tensor_type type)
 
 int gemm_iq_min_tok(enum tensor_type type)
 {
-    return type == TENSOR_TYPE_IQ4_XS ? 8 : 16;
+    return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ? 8 : 16;
 }
 
 bool gemm_iq_applies(const gguf_tensor *w, int n_tok)

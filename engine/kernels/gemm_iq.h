@@ -1,22 +1,25 @@
-/* Batched matmul of the IQ block types dotted against Q8_K (IQ4_XS, IQ2_XXS,
- * IQ2_XS, IQ2_S) as an integer GEMM, with the reference's bits.
+/* Batched matmul of the IQ block types dotted against Q8_K (IQ4_XS, IQ3_S,
+ * IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S) as an integer GEMM, with the reference's
+ * bits.
  *
  * The reference runs these types through vec_dot, one (row, token) at a
- * time, in the x86 order of quant_iq4.h / quant_iq2.h: per super-block of
- * 256 weights 8 int32 lanes, lane k the scale-weighted sums of elements
- * 4k..4k+3 of the eight 32-weight sub-blocks; acc[k] = fma(d_w * d_act,
- * lane k, acc[k]) over the super-blocks; hsum_float_8 (times 0.125f for
- * IQ2). The lanes are exact integers, so any way of forming them gives the
- * same floats. Here a panel of weight rows is decoded once per batch and
- * run against every token: as bytes in vpdpbusd with the sub-block scales
- * applied to the int32 lanes (AVX-512 VNNI), or as int16 (value times
- * scale) in vpmaddwd (AVX2), with each output's 8 float lanes and their
- * horizontal sum kept exactly as vec_dot has them. The panel is scratch
+ * time, in the x86 order of quant_iq4.h, quant_iq3.h, quant_iq2.h: per
+ * super-block of 256 weights 8 int32 lanes, lane k the scale-weighted sums
+ * of elements 4k..4k+3 of the eight 32-weight sub-blocks; acc[k] =
+ * fma(d_w * d_act, lane k, acc[k]) over the super-blocks; hsum_float_8
+ * (times 0.125f for IQ2, 0.25f for IQ3_XXS). The lanes are exact integers,
+ * so any way of forming them gives the same floats. Here a panel of weight
+ * rows is decoded once per batch and run against every token: as bytes in
+ * vpdpbusd with the sub-block scales applied to the int32 lanes (AVX-512
+ * VNNI), or as int16 (value times scale) in vpmaddwd (AVX2), with each
+ * output's 8 float lanes and their horizontal sum kept exactly as vec_dot
+ * has them. The panel is scratch
  * per call (about 200 KB), the tokens' bytes too (up to 6 MB, AVX-512): no
  * second copy of the model.
  *
  * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes);
- * a -128 would differ from vec_dot's byte negation in the IQ2 types. */
+ * a -128 would differ from vec_dot's byte negation in the IQ2 and IQ3
+ * types. */
 #ifndef TOKSCOPE_GEMM_IQ_H
 #define TOKSCOPE_GEMM_IQ_H
 
@@ -30,7 +33,7 @@
 /* Below this many tokens writing the panels costs more than the tiles
  * save and the batch goes to vec_dot tiles (tensor_matmul): measured with
  * bench_gemm_iq on the TinyLlama shapes, one thread (IQ4_XS 1.07x at 8
- * tokens; IQ2_XXS 0.87x at 8, 1.46x at 16). */
+ * tokens, IQ3_S 1.05x; IQ2_XXS 0.87x at 8, 1.46x at 16). */
 int gemm_iq_min_tok(enum tensor_type type);
 
 /* True when this build has the GEMM for w's type and n_tok is a batch. */

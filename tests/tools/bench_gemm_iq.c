@@ -32,12 +32,12 @@ int main(int argc, char **argv)
 {
     const int nt = argc > 1 ? atoi(argv[1]) : 512;
     const double secs = argc > 2 ? atof(argv[2]) : 0.5;
-    const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS};
-    const char *names[] = {"IQ4_XS", "IQ2_XXS"};
+    const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ3_S};
+    const char *names[] = {"IQ4_XS", "IQ2_XXS", "IQ3_S"};
     /* TinyLlama: dim 2048, 4 kv heads of 64, ffn 5632; q k v o gate up down */
     const int64_t shp[7][2] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
                                {2048, 5632}, {2048, 5632}, {5632, 2048}};
-    for (int ti = 0; ti < 2; ti++) {
+    for (int ti = 0; ti < 3; ti++) {
         const enum tensor_type t = types[ti];
         double layer[2] = {0, 0};
         for (int m = 0; m < 7; m++) {

@@ -20,6 +20,7 @@
 #include "kernels/gemm_iq.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
+#include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
 #include "testutil.h"
 
@@ -90,13 +91,17 @@ static dot_fn x86order(enum tensor_type t)
         return quant_dot_iq2_xs_x86order;
     case TENSOR_TYPE_IQ2_S:
         return quant_dot_iq2_s_x86order;
+    case TENSOR_TYPE_IQ3_S:
+        return quant_dot_iq3_s_x86order;
+    case TENSOR_TYPE_IQ3_XXS:
+        return quant_dot_iq3_xxs_x86order;
     default:
         return NULL;
     }
 }
 
 static const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ2_XS,
-                                         TENSOR_TYPE_IQ2_S};
+                                         TENSOR_TYPE_IQ2_S, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ3_XXS};
 
 /* One case: rows x n weights against nt tokens, computed in two row ranges
  * split at cut, into an output with stride ostride > rows. */
