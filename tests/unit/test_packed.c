@@ -104,7 +104,7 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
             else
                 repack_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
             const size_t eb = packed_act_bytes(&w);
-            uint8_t *extra = eb ? aligned_alloc(64, eb * (size_t)n_tok) : NULL;
+            uint8_t *extra = eb ? aligned_alloc(64, (eb * (size_t)n_tok + 63) & ~(size_t)63) : NULL;
             if (extra)
                 packed_act_prepare(&w, act, as, n_tok, extra);
             packed_matmul(&w, pk, r0, r1, act, as, extra, n_tok, got, rows);
