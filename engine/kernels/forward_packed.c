@@ -11,9 +11,9 @@
  *         nibbles: sub-block 2j, high: 2j+1). The scales: 16 fp16 d, 16 fp16
  *         dmin, then per pair j 16 scales of sub-block 2j, 16 of 2j+1 and
  *         16 (min 2j, min 2j+1) byte pairs, all decoded from the 6-bit form.
- *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector p
- *         (0..7) of a block holds rows 2p and 2p+1, 32 bytes each, offset
- *         to unsigned (q + 128) as VNNI takes them.
+ *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector l
+ *         (0..7) of a block holds in dword lane r bytes 4l..4l+3 of row r,
+ *         offset to unsigned (q + 128) as VNNI takes them (packed_q8_0.h).
  * Rows past the tensor's end (the last group of a 8-mod-16 row count) are
  * zeros; their lanes are never stored. */
 #include "kernels/forward_packed.h"
@@ -23,6 +23,7 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
+#include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
 #include "gguf/tensor.h"
@@ -43,8 +44,7 @@ enum {
     Q4_K_NIB = 2048,
     Q4_K_SC = 64 + 4 * 64, /* d, dmin; per pair: scales, scales, mins */
     Q4_K_PB = Q4_K_NIB + Q4_K_SC,
-    Q8_0_QS = 512,
-    Q8_0_PB = Q8_0_QS + 32,
+    Q8_0_PB = PACKED_Q8_0_PB,
 };
 
 static bool is_q4_K(const gguf_tensor *w)
@@ -92,16 +92,6 @@ static void pack_row_q4_0(const block_q4_0 *x, int64_t nb, int r, uint8_t *o)
     }
 }
 
-static void pack_row_q8_0(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
-{
-    for (int64_t b = 0; b < nb; b++) {
-        uint8_t *q = o + (size_t)b * Q8_0_QS + 32 * r;
-        for (int i = 0; i < 32; i++)
-            q[i] = (uint8_t)x[b].qs[i] ^ 0x80;
-        memcpy(o + (size_t)nb * Q8_0_QS + (size_t)b * 32 + 2 * r, &x[b].d, 2);
-    }
-}
-
 static void pack_row_q4_K(const block_q4_K *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
@@ -132,7 +122,7 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
             if (is_q4_K(w))
                 pack_row_q4_K((const block_q4_K *)row, nb, r, o);
             else if (w->type == TENSOR_TYPE_Q8_0)
-                pack_row_q8_0((const block_q8_0 *)row, nb, r, o);
+                packed_q8_0_pack_row((const block_q8_0 *)row, nb, r, o);
             else
                 pack_row_q4_0((const block_q4_0 *)row, nb, r, o);
         }
@@ -269,50 +259,6 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     }
     for (int k = 0; k < nt; k++)
         _mm512_mask_storeu_ps(out + (int64_t)k * out_stride, keep, _mm512_sub_ps(acc[k], accm[k]));
-}
-
-/* One group of Q8_0 rows against n_tok tokens, one token at a time, in
- * ggml's vec_dot_q8_0_q8_0 order (tinyBLAS's for batches is the same): per
- * row eight lanes of 4-product integer sums, each FMA-accumulated with
- * d_w * d_a, then hsum_float_8. A register holds two rows' eight lanes; the
- * sixteen rows' scale products come from one multiply and a permute. */
-static void q8_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
-                        float *out, int64_t out_stride, int lo, int hi, size_t gb)
-{
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
-    const uint8_t *scales = pw + (size_t)nb * Q8_0_QS;
-    __m512i pair[8];
-    for (int p = 0; p < 8; p++) /* lanes 0-7 take row 2p's product, 8-15 row 2p+1's */
-        pair[p] = _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1);
-    for (int t = 0; t < n_tok; t++) {
-        const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
-        __m512 acc[8];
-        for (int p = 0; p < 8; p++)
-            acc[p] = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            const __m256i yv = _mm256_loadu_si256((const __m256i *)y[b].qs);
-            const __m256i base =
-                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(act_sums4(yv), 7));
-            const __m512i yv2 = _mm512_broadcast_i64x4(yv), base2 = _mm512_broadcast_i64x4(base);
-            const __m256i dh = _mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32));
-            const __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(h2f(y[b].d)));
-            const uint8_t *q = pw + (size_t)b * Q8_0_QS;
-            if (t == 0)
-                quant_prefetch_step((const char *)pw + gb, b, step);
-            _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++)
-            {
-                const __m512i s = _mm512_dpbusd_epi32(base2, _mm512_loadu_si512(q + 64 * p), yv2);
-                acc[p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair[p], sc), _mm512_cvtepi32_ps(s), acc[p]);
-            }
-        }
-        float *o = out + (int64_t)t * out_stride;
-        for (int p = 0; p < 8; p++) {
-            if (2 * p >= lo && 2 * p < hi)
-                o[2 * p] = hsum_ps(_mm512_castps512_ps256(acc[p]));
-            if (2 * p + 1 >= lo && 2 * p + 1 < hi)
-                o[2 * p + 1] = hsum_ps(_mm512_extractf32x8_ps(acc[p], 1));
-        }
-    }
 }
 
 /* Whether Q4_0 groups prefetch the next group themselves. On AMD Zen the
@@ -592,31 +538,65 @@ static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 }
 #endif
 
-bool packed_needs_sums(const gguf_tensor *w)
+size_t packed_act_bytes(const gguf_tensor *w)
 {
-    return packed_bytes(w) > 0 && w->type == TENSOR_TYPE_Q4_0;
+    if (packed_bytes(w) == 0)
+        return 0;
+    if (w->type == TENSOR_TYPE_Q4_0)
+        return (size_t)blocks_per_row(w) * sizeof(int32_t);
+    if (w->type == TENSOR_TYPE_Q8_0)
+        return packed_q8_0_act_bytes(blocks_per_row(w));
+    return 0;
 }
 
-void packed_act_sums(const uint8_t *act, size_t act_stride, int n_tok, int64_t n, int32_t *sums)
+size_t packed_act_bytes_max(int64_t n)
 {
-    const int64_t nb = n / QK8_0;
+    const size_t q4_0 = (size_t)(n / QK8_0) * sizeof(int32_t), q8_0 = packed_q8_0_act_bytes(n / QK8_0);
+    return q4_0 > q8_0 ? q4_0 : q8_0;
+}
+
+void packed_act_prepare(const gguf_tensor *w, const uint8_t *act, size_t act_stride, int n_tok, uint8_t *dst)
+{
+    const int64_t nb = w->ne[0] / QK8_0;
+    const size_t bytes = packed_act_bytes(w);
     for (int t = 0; t < n_tok; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
+        if (w->type == TENSOR_TYPE_Q8_0) {
+            packed_q8_0_act(y, nb, dst + (size_t)t * bytes);
+            continue;
+        }
+        int32_t *sums = (int32_t *)(void *)(dst + (size_t)t * bytes);
         for (int64_t b = 0; b < nb; b++) {
             int32_t sum = 0;
             for (int i = 0; i < QK8_0; i++)
                 sum += y[b].qs[i];
-            sums[(int64_t)t * nb + b] = sum;
+            sums[b] = sum;
         }
     }
 }
 
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
-                   size_t act_stride, const int32_t *act_sums, int n_tok, float *out, int64_t out_stride)
+                   size_t act_stride, const uint8_t *act_extra, int n_tok, float *out, int64_t out_stride)
 {
+    const int32_t *act_sums = (const int32_t *)(const void *)act_extra;
 #ifdef PK_AVX512
     const int64_t nb = blocks_per_row(w);
     const size_t gb = group_bytes(w);
+    if (w->type == TENSOR_TYPE_Q8_0) {
+        /* Tokens in tiles whose side data stays in the L2 cache while the
+         * tile meets every group of [r0, r1). */
+        const size_t ab = packed_q8_0_act_bytes(nb);
+        const int tile = PACKED_Q8_0_TILE;
+        for (int t0 = 0; t0 < n_tok; t0 += tile)
+            for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
+                const int64_t base = g * PACKED_ROWS;
+                packed_q8_0_group(packed + (size_t)g * gb, nb, gb, act_extra + (size_t)t0 * ab, ab,
+                                  n_tok - t0 < tile ? n_tok - t0 : tile, out + (int64_t)t0 * out_stride + base,
+                                  out_stride, r0 > base ? (int)(r0 - base) : 0,
+                                  r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS);
+            }
+        return;
+    }
     for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
         const int64_t base = g * PACKED_ROWS;
         const int lo = r0 > base ? (int)(r0 - base) : 0;
@@ -624,9 +604,6 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
         const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
         if (is_q4_K(w))
             q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep,
-                        gb);
-        else if (w->type == TENSOR_TYPE_Q8_0)
-            q8_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, lo, hi,
                         gb);
         else
             q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,

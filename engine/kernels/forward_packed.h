@@ -6,12 +6,13 @@
  * 16 weight rows in the 16 lanes of a 512-bit register: the kernels of
  * forward_repack.c transposed eight rows of every block on every call,
  * these do no transpose and twice the rows per instruction. Q8_0 follows
- * ggml's 8-lane vec_dot order, so a register holds two rows' eight lanes,
- * pre-offset for VNNI, with the scales of 16 rows side by side.
+ * ggml's 8-lane vec_dot order: a register holds one of the eight float
+ * lanes of 16 rows.
  *
  * Per output row the kernels take exactly the float steps of the kernels
  * they replace (each block's exact integer sum, then the same FMA chain and
- * reduction), so the logits keep their bits.
+ * reduction), so the logits keep their bits. Q8_0's layout and kernels:
+ * packed_q8_0.h.
  *
  * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
  * 16 rows and super-block, for its decoded scales). AVX2 builds without
@@ -39,20 +40,25 @@ int64_t packed_groups(const gguf_tensor *w);
  * 64-byte aligned), so that threads can split the work. */
 void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1);
 
-/* True when packed_matmul needs the activations' block sums (Q4_0: the
- * kernel feeds unsigned nibbles to VNNI and takes 8 * sum(a) back off). */
-bool packed_needs_sums(const gguf_tensor *w);
+/* Bytes per token of the side data packed_matmul wants next to the
+ * activations (0: none). Q4_0: each Q8_0 block's integer sum (the kernel
+ * feeds unsigned nibbles to VNNI and takes 8 * sum(a) back off); Q8_0: the
+ * records of packed_q8_0.h. Computed once per matmul by packed_act_prepare,
+ * shared by all threads and row groups. */
+size_t packed_act_bytes(const gguf_tensor *w);
 
-/* The integer sum of every Q8_0 block of n_tok activation rows of n
- * elements: sums[t * (n / 32) + b]. Computed once per matmul, shared by
- * all threads and row groups. */
-void packed_act_sums(const uint8_t *act, size_t act_stride, int n_tok, int64_t n, int32_t *sums);
+/* The most packed_act_bytes takes for weights n elements wide. */
+size_t packed_act_bytes_max(int64_t n);
+
+/* The side data of n_tok activation rows (Q8_0, act_stride bytes apart)
+ * into dst, packed_act_bytes(w) bytes per token (64-byte aligned for Q8_0). */
+void packed_act_prepare(const gguf_tensor *w, const uint8_t *act, size_t act_stride, int n_tok, uint8_t *dst);
 
 /* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok), as
  * repack_matmul / refk_matmul / tensor_matmul compute them, bit for bit. Any r0, r1 work;
- * multiples of PACKED_ROWS waste nothing. act_sums: packed_act_sums of act
- * when packed_needs_sums(w), else unused (may be NULL). */
+ * multiples of PACKED_ROWS waste nothing. act_extra: packed_act_prepare's
+ * side data of act when packed_act_bytes(w) > 0, else unused (may be NULL). */
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
-                   size_t act_stride, const int32_t *act_sums, int n_tok, float *out, int64_t out_stride);
+                   size_t act_stride, const uint8_t *act_extra, int n_tok, float *out, int64_t out_stride);
 
 #endif

@@ -171,14 +171,33 @@ static uint8_t *packed_alloc(size_t n, size_t *len)
  * which the kernel can reclaim them. Should anything read them after all,
  * they fault back in from the file: the mapping is private and never
  * written. */
-static void release_original(const gguf_tensor *w)
+static void release_pages(const uint8_t *p, size_t n)
 {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = ((uintptr_t)w->data + page - 1) & ~(page - 1);
-    const uintptr_t hi = ((uintptr_t)w->data + w->nbytes) & ~(page - 1);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
     if (hi > lo)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
+
+static void release_original(const gguf_tensor *w)
+{
+    release_pages(w->data, w->nbytes);
+}
+
+/* Rows [r0, r1) of a weight's original bytes (r1 may run past its last
+ * row: a group's padding). */
+static void release_rows(const gguf_tensor *w, int64_t r0, int64_t r1)
+{
+    const size_t rb = tensor_row_size((enum tensor_type)w->type, w->ne[0]);
+    if (r1 > w->ne[1])
+        r1 = w->ne[1];
+    if (r1 > r0)
+        release_pages((const uint8_t *)w->data + (size_t)r0 * rb, (size_t)(r1 - r0) * rb);
+}
+
+/* Bytes packed between two releases of original pages. */
+#define PACK_SLICE ((size_t)8 << 20)
 
 /* Packs every matmul weight of the graph that has a packed kernel into one
  * buffer, on all threads. False when out of memory. */
@@ -217,13 +236,28 @@ static bool build_packed(forward_ctx *f)
         ok = f->packed_buf != NULL;
     }
     if (ok && job.n > 0) {
-        job.buf = f->packed_buf;
-        threadpool_run(f->tp, job.total < f->n_threads * 8 ? job.total : f->n_threads * 8, pack_worker, &job);
+        /* Weight by weight, in slices of about PACK_SLICE bytes, each
+         * slice's original pages let go as soon as it is packed: the
+         * packed copy grows as the original shrinks, so the peak RSS is the
+         * model plus one slice, not the model twice. */
         const bool mapped = gguf_is_mapped(g); /* a caller's buffer has no file behind it */
         for (int i = 0; i < job.n; i++) {
+            const struct pack_item *it = &items[i];
+            const int64_t n_groups = packed_groups(it->w);
+            const size_t gb = packed_bytes(it->w) / (size_t)n_groups;
+            const int64_t per = PACK_SLICE / gb > 0 ? (int64_t)(PACK_SLICE / gb) : 1;
+            for (int64_t s0 = 0; s0 < n_groups; s0 += per) {
+                const int64_t s1 = n_groups - s0 < per ? n_groups : s0 + per;
+                struct pack_item one = {it->w, it->idx, it->off, -s0};
+                struct pack_job slice = {&one, 1, s1 - s0, f->packed_buf};
+                threadpool_run(f->tp, slice.total < f->n_threads * 8 ? slice.total : f->n_threads * 8, pack_worker,
+                               &slice);
+                if (mapped)
+                    release_rows(it->w, s0 * PACKED_ROWS, s1 * PACKED_ROWS);
+            }
             if (mapped)
-                release_original(items[i].w);
-            f->packed_of[items[i].idx] = f->packed_buf + items[i].off;
+                release_original(it->w);
+            f->packed_of[it->idx] = f->packed_buf + it->off;
         }
     }
     free(items);
@@ -361,7 +395,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
         for (int i = 0; i < 3; i++) {
             f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
-            f->act_sum[i] = malloc(B * (maxin / 32 + 1) * sizeof(int32_t));
+            f->act_sum[i] = aligned_alloc(64, (B * packed_act_bytes_max((int64_t)maxin) + 127) & ~(size_t)63);
             ok = ok && f->act[i] && f->act_sum[i];
         }
         f->rope_stride = ((size_t)max_rot + 15) & ~(size_t)15; /* whole cache lines per token: no false sharing */

@@ -147,7 +147,7 @@ struct forward_ctx {
     float *buf[FWD_N_BUF];
     uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;      /* bytes per act buffer */
-    int32_t *act_sum[3]; /* their Q8_0 block sums (packed_act_sums), when a packed Q4_0 weight needs them */
+    uint8_t *act_sum[3]; /* side data for packed weights (packed_act_prepare), when they want it */
     /* per token of the batch, n_rope_tables tables of rope_stride floats:
      * n_rot cos, sin pairs; table 1 is the sliding-window layers' */
     float *rope;

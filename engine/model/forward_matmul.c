@@ -20,7 +20,7 @@ struct mm_seg {
     const uint8_t *packed; /* forward_packed.h copy, or NULL */
     const uint8_t *act;
     size_t act_stride;       /* bytes between activation rows */
-    const int32_t *act_sums; /* packed_act_sums of act, when the packed kernel wants them */
+    const uint8_t *act_extra; /* packed_act_prepare's side data of act, when the packed kernel wants it */
     float *out;
     int64_t out_stride;
     int64_t rows;
@@ -61,7 +61,7 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const size_t rb = tensor_row_size(type, job->n_in);
         const uint8_t *wd = sg->w->data;
         if (sg->packed) {
-            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, sg->act_sums, job->n_tok, sg->out,
+            packed_matmul(sg->w, sg->packed, lo, hi, sg->act, sg->act_stride, sg->act_extra, job->n_tok, sg->out,
                           sg->out_stride);
             continue;
         }
@@ -113,8 +113,8 @@ static void round_f16_row(const float *x, float *y, int64_t n)
 }
 
 /* The activation rows of one matmul job, converted to each distinct dot
- * type its weights need, plus Q8_0 block sums where a packed Q4_0 weight
- * wants them. F32 uses x directly. F16 activations are stored as floats,
+ * type its weights need, plus the side data a packed weight wants
+ * (packed_act_prepare: one buffer per dot type and weight type). F32 uses x directly. F16 activations are stored as floats,
  * F16-rounded (exact), so that the kernels convert only the weights. */
 struct prep_job {
     const float *x;
@@ -123,7 +123,10 @@ struct prep_job {
     enum tensor_type dot[3];
     uint8_t *act[3];
     size_t stride[3];
-    int32_t *sums[3]; /* NULL when not wanted */
+    int n_extra;
+    int extra_dot[3];                /* index into dot / act */
+    const gguf_tensor *extra_w[3];   /* a weight of the type the side data is for */
+    uint8_t *extra[3];
 };
 
 static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
@@ -139,9 +142,12 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
                 round_f16_row(x, (float *)(void *)a, j->n_in);
             else if (j->dot[d] != TENSOR_TYPE_F32)
                 tensor_quantize_row(j->dot[d], x, a, j->n_in);
-            if (j->sums[d])
-                packed_act_sums(a, j->stride[d], 1, j->n_in, j->sums[d] + (size_t)t * (j->n_in / 32));
         }
+    for (int e = 0; e < j->n_extra; e++) {
+        const int d = j->extra_dot[e];
+        packed_act_prepare(j->extra_w[e], j->act[d] + (size_t)t0 * j->stride[d], j->stride[d], t1 - t0,
+                           j->extra[e] + (size_t)t0 * packed_act_bytes(j->extra_w[e]));
+    }
 }
 
 void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok, int64_t n_in, int n_seg,
@@ -187,6 +193,7 @@ void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok,
     pj.x_stride = x_stride;
     pj.n_tok = n_tok;
     int seg_dot[3];
+    const uint8_t *seg_extra[3];
     bool any = false;
     for (int s = 0; s < n_seg; s++) {
         const enum tensor_type dot = tensor_dot_type((enum tensor_type)ws[s]->type);
@@ -202,11 +209,21 @@ void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok,
             any |= dot != TENSOR_TYPE_F32;
             pj.n_dots++;
         }
-        if (packed[s] && !pj.sums[d] && packed_needs_sums(ws[s])) {
-            pj.sums[d] = f->act_sum[d];
-            any = true;
-        }
         seg_dot[s] = d;
+        seg_extra[s] = NULL;
+        if (packed[s] && packed_act_bytes(ws[s]) > 0) {
+            int e = 0;
+            while (e < pj.n_extra && (pj.extra_dot[e] != d || pj.extra_w[e]->type != ws[s]->type))
+                e++;
+            if (e == pj.n_extra) {
+                pj.extra_dot[e] = d;
+                pj.extra_w[e] = ws[s];
+                pj.extra[e] = f->act_sum[e];
+                pj.n_extra++;
+                any = true;
+            }
+            seg_extra[s] = pj.extra[e];
+        }
     }
     if (any)
         threadpool_run(f->tp, forward_n_chunks(f, n_tok, (int64_t)n_tok * n_in * PREP_COST), prep_worker, &pj);
@@ -222,7 +239,7 @@ void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok,
     job.row_align = 4;
     for (int s = 0; s < n_seg; s++) {
         const int d = seg_dot[s];
-        job.seg[s].act_sums = pj.sums[d];
+        job.seg[s].act_extra = seg_extra[s];
         job.seg[s].w = ws[s];
         job.seg[s].packed = packed[s];
         if (packed[s])

@@ -33,6 +33,24 @@ w = os.path.getsize(sys.argv[2])
 sys.exit(0 if d['kv_bytes_per_pos'] == 4 * (68 + 36) and 0.5 * w < d['weight_bytes'] < w else 1)" \
     "$OUT/bench.jsonl" "$TESTDATA/models/tiny-spm-q8_0.gguf"; then ok "bench: weight_bytes and kv_bytes_per_pos"
 else not_ok "bench: weight_bytes and kv_bytes_per_pos" "$(head -n 1 "$OUT/bench.jsonl")"; fi
+# peak RSS: the packed weights (forward_packed.h) replace the file's pages
+# slice by slice as they are packed, so a run holds the model about once
+# (it held the packed weights twice: 311 MiB for this 166 MiB file, 191 now)
+GEN=${BUILD:-build}/tools/gguf_random
+name="bench: the peak RSS holds the packed model once (at most the file + 5 % + 32 MiB)"
+if [ -x "$GEN" ] && "$GEN" --like "$TESTDATA/models/tiny-spm-q4_0.gguf" --type Q4_0 --dim 2048 --layers 4 --heads 32 \
+    --kv-heads 4 --ffn 5632 "$OUT/rss.gguf" >/dev/null 2>&1; then
+    "$BIN" bench -m "$OUT/rss.gguf" -p 8 -n 2 -r 1 -o jsonl >"$OUT/rss.jsonl" 2>&1
+    if [ $? -eq 0 ] && python3 -c "
+import json, os, sys
+peak = max(json.loads(l)['peak_rss_bytes'] for l in open(sys.argv[1]))
+sys.exit(0 if peak <= os.path.getsize(sys.argv[2]) * 1.05 + (32 << 20) else 1)" "$OUT/rss.jsonl" "$OUT/rss.gguf"
+    then ok "$name"
+    else not_ok "$name" "$(head -c 300 "$OUT/rss.jsonl")"; fi
+    rm -f "$OUT/rss.gguf"
+else
+    not_ok "$name" "gguf_random could not write the model"
+fi
 # weight_bytes split by type: iq-mini-tq1_0 reads its 14 TQ1_0 matrices, the
 # Q6_K output and the F32 norms (info's tensor table: 317952, 107520, 5120
 # bytes), not the Q4_K token embeddings (one row each token); the text

@@ -1,9 +1,11 @@
 /* Packed weights (engine/kernels/forward_packed.c) against the kernels they replace
  * (forward_repack.c; tensor_matmul for Q8_0), bit for bit: random Q4_0,
  * Q4_K and Q8_0 tensors covering every quant and 6-bit scale value, row
- * counts that leave part of a group, token counts around the 4- and
- * 8-token groupings, and row ranges that cut groups. Rows outside the range
- * must stay untouched. */
+ * counts that leave part of a group, token counts around the 2-, 4- and
+ * 8-token groupings and Q8_0's 32-token tiles, Q8_0 rows long enough for
+ * its 32-block passes, and row ranges that cut groups. Rows outside the
+ * range must stay untouched. Each comparison also checks that the data tell
+ * neighbouring rows and tokens apart, so that swapping two would fail. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,7 +83,8 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
         packed_build(&w, pk, packed_groups(&w) / 2, packed_groups(&w));
     }
     const enum tensor_type dot = tensor_dot_type(type);
-    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 19};
+    /* 33 and 66: past Q8_0's tile of 32 tokens */
+    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 19, 33, 66};
     for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
         const int n_tok = toks[ti];
         uint8_t *act = random_act(dot, n, n_tok);
@@ -100,10 +103,12 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
                               r1 - r0, act, n_tok, as, want + r0, rows);
             else
                 repack_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
-            int32_t *sums = malloc(sizeof(int32_t) * (size_t)(n_tok * (n / 32)));
-            packed_act_sums(act, as, n_tok, n, sums);
-            packed_matmul(&w, pk, r0, r1, act, as, packed_needs_sums(&w) ? sums : NULL, n_tok, got, rows);
-            free(sums);
+            const size_t eb = packed_act_bytes(&w);
+            uint8_t *extra = eb ? aligned_alloc(64, (eb * (size_t)n_tok + 63) & ~(size_t)63) : NULL;
+            if (extra)
+                packed_act_prepare(&w, act, as, n_tok, extra);
+            packed_matmul(&w, pk, r0, r1, act, as, extra, n_tok, got, rows);
+            free(extra);
             for (int64_t i = 0; i < rows * n_tok; i++)
                 if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
                     print_error("%s n=%lld rows=%lld tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n",
@@ -111,6 +116,12 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
                                 (long long)r1, (long long)i, (double)got[i], (double)want[i]);
                     fail();
                 }
+            /* the data tell rows and tokens apart, so a kernel that swapped
+             * two of them would fail the comparison above */
+            if (r1 - r0 >= 2)
+                assert_true(memcmp(&want[r0], &want[r0 + 1], sizeof(float)) != 0);
+            if (n_tok >= 2)
+                assert_true(memcmp(&want[r0], &want[rows + r0], sizeof(float)) != 0);
             free(want);
             free(got);
         }
@@ -141,6 +152,8 @@ static void test_q8_0(void **state)
     check_type(TENSOR_TYPE_Q8_0, 64, 24);
     check_type(TENSOR_TYPE_Q8_0, 96, 40);
     check_type(TENSOR_TYPE_Q8_0, 576, 36); /* not a multiple of 8 rows: Q8_0 is packed anyway */
+    check_type(TENSOR_TYPE_Q8_0, 2048, 32); /* two passes of 32 blocks */
+    check_type(TENSOR_TYPE_Q8_0, 1056, 16); /* a pass of 32 blocks and one of 1 */
 }
 
 /* Which weights get packed: those the reference repacks, and Q8_0 (only

@@ -1,0 +1,47 @@
+/* Packed Q8_0 weights (forward_packed.h) on AVX-512 VNNI: the layout, the
+ * activations' side data and the kernels (packed_q8_0.c).
+ *
+ * The reference multiplies Q8_0 rows in ggml_vec_dot_q8_0_q8_0's order
+ * (tinyBLAS_Q0_AVX's for batches is the same): per row and block, eight
+ * float lanes, lane l FMA-accumulating d_w * d_a times the exact integer sum
+ * of elements 4l..4l+3, then hsum_float_8 of the eight lanes,
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+ *
+ * A group of 16 rows holds, per block, eight 64-byte vectors: vector l has
+ * in dword lane r the bytes 4l..4l+3 of row r, offset to unsigned (q + 128)
+ * as VNNI takes them. So one VNNI dot against a broadcast of the token's
+ * four bytes gives lane l of all 16 rows, each register is one float lane of
+ * 16 rows, the scales of the 16 rows multiply in one instruction and the
+ * final reduction is vertical adds. The offset comes back off through the
+ * dot's starting value, -128 * (sum of the token's four bytes), computed once
+ * per token (packed_q8_0_act). */
+#ifndef TOKSCOPE_PACKED_Q8_0_H
+#define TOKSCOPE_PACKED_Q8_0_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/quant_internal.h"
+
+#define PACKED_Q8_0_QS 512                     /* quant bytes per block of a group */
+#define PACKED_Q8_0_PB (PACKED_Q8_0_QS + 32)   /* + 16 fp16 scales (at the group's end) */
+
+/* Bytes of one token's side data for nb blocks: per block a 64-byte record
+ * (the 32 quants, then 8 int32 starting values), then nb float scales. */
+size_t packed_q8_0_act_bytes(int64_t nb);
+
+/* One token's side data from its Q8_0 row. */
+void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst);
+
+/* Row r of a group from its Q8_0 row (o: the group's start). */
+void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o);
+
+/* The most tokens packed_q8_0_group takes in one call. */
+#define PACKED_Q8_0_TILE 32
+
+/* One group (pw, gb bytes) against n_tok <= PACKED_Q8_0_TILE tokens' side data (act_bytes
+ * apart): out[t * out_stride + r] for the rows r in [lo, hi) of the group. */
+void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *act, size_t act_bytes, int n_tok,
+                       float *out, int64_t out_stride, int lo, int hi);
+
+#endif
