@@ -184,6 +184,10 @@ ik_run() {
     m=$1
     shift
     IK_OUT="" IK_NOTE="" ik_p=0 ik_n=0 ik_d=0 ik_rest=""
+    if [ ! -x "$IK_BENCH" ]; then
+        IK_NOTE="not run: no $IK_BENCH"
+        return
+    fi
     while [ $# -gt 0 ]; do
         case "$1" in
         -p) ik_p=$2 ;;
