@@ -46,6 +46,11 @@
 #     (22) writes a shorter model under other names (a quick trial: the
 #     IQ2/IQ1 searches are slow, minutes per type and layer on a loaded
 #     2-core machine).
+#  9. with BENCH_IK_TABLE=1, issue 36's table against llama.cpp and
+#     ik_llama.cpp: TinyLlama-1.1B shape rows (the files of 2 and 8, Q6_K
+#     and MXFP4 too) and a 2026 width, pp512, tg64, tg64 @ d4096 and
+#     pp512 @ d8192, alternating rounds, a Markdown table at the end
+#     (tests/bench_ik.sh runs exactly that).
 # In 2 and 3, tests/tools/membw measures the memory read bandwidth with the
 # benchmark's threads right before each model and cache type; every
 # generation line gives the fraction of it the test achieved: (weights read
@@ -55,6 +60,11 @@
 # With LLAMA_BENCH=/path/to/llama-bench, llama-bench runs the same tests on
 # the same file right after tokscope, model by model and cache type by cache
 # type (alternately), and each line gives tokscope / llama.cpp.
+# With IK_BENCH=/path/to/ik_llama.cpp's llama-bench, it runs next, twice
+# (-rtr 0 and -rtr 1; its defaults otherwise: flash attention and fused MoE
+# on), and each line adds ik's faster result ("rtr" when -rtr 1 won) and
+# tokscope / ik. ik's llama-bench has no -d: a generation test at a depth
+# runs as its -gp DEPTH,N; a prompt test at a depth says "ik cannot".
 #
 # Knobs (comma lists where it makes sense): BENCH_REPS (3), BENCH_THREADS
 # (all cores), BENCH_CACHE (f16,q8_0), BENCH_PP (512,2048), BENCH_TG (64),
@@ -68,7 +78,11 @@
 # BENCH_2026_PREPARE, BENCH_2026_THREADS and BENCH_2026_PP (512) are
 # section 7's, BENCH_IQ_TYPES, BENCH_IQ_THREADS, BENCH_IQ_PREPARE,
 # BENCH_IQ_LAYERS and LLAMA_QUANTIZE section 8's (its names for
-# BENCH_MODELS: tinyllama-1.1b-iq4_xs, ...). Only section 7, against
+# BENCH_MODELS: tinyllama-1.1b-iq4_xs, ...). BENCH_IK_ROWS (q4_0, q8_0,
+# iq4_xs, iq2_xxs, q4_k_m, q6_k, iq3_s, iq1_m, mxfp4, qwen3moe-30b-a3b, or .gguf
+# paths), BENCH_IK_TESTS (pp512,tg64,tg64@d4096,pp512@d8192), BENCH_IK_ROUNDS
+# (2), BENCH_IK_THREADS (2) and BENCH_IK_OUT ($BUILD/bench-ik: .jsonl, .md)
+# are section 9's. Only section 7, against
 # llama.cpp:
 #   BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 \
 #   BENCH_IQ=0 LLAMA_BENCH=/path/to/llama-bench make bench
@@ -105,9 +119,11 @@ measure_bw() {
     BW=$("$BUILD/tools/membw" -t "$THREADS" -m 512 -r 3 2>/dev/null || echo 0)
 }
 
-# table TOKSCOPE_JSONL LLAMA_JSONL: one line per tokscope test, with the
-# llama.cpp result and ratio of the same test when there is one (llama.cpp's
-# lines alone when tokscope has none). ACTIVE_BYTES, when set, is what a
+# table TOKSCOPE_JSONL LLAMA_JSONL [IK_JSONL IK_NOTE]: one line per tokscope
+# test, with the llama.cpp result and ratio of the same test when there is
+# one (llama.cpp's lines alone when tokscope has none), then ik_llama.cpp's
+# best ("rtr" when it came with -rtr 1) and tokscope / ik, or IK_NOTE (why
+# ik has no number) when IK_BENCH is set. ACTIVE_BYTES, when set, is what a
 # generated token reads of the weights (a MoE's used experts), in place of
 # tokscope's weight_bytes.
 table() {
@@ -117,12 +133,22 @@ bw = float(sys.argv[3]) * 1e9
 active = float(sys.argv[4] or 0)
 key = lambda d: (d['n_prompt'], d['n_gen'], d['n_depth'], d['n_threads'], d['type_k'], d['type_v'])
 ref = {key(d): d for d in map(json.loads, filter(None, sys.argv[2].splitlines()))}
+ik = {key(d): d for d in map(json.loads, filter(None, sys.argv[5].splitlines()))}
+use_ik, ik_note = sys.argv[6] == '1', sys.argv[7]
 ours = list(map(json.loads, filter(None, sys.argv[1].splitlines())))
+def ik_col(k, ts):
+    if not use_ik:
+        return ''
+    i = ik.get(k)
+    if not i:
+        return '   ik ' + (ik_note or 'failed')
+    s = '   ik %9.2f%s' % (i['avg_ts'], ' rtr' if i['repack'] else '    ')
+    return s + ('  ratio %.2f' % (ts / i['avg_ts']) if ts else '')
 for d in ours or ref.values():
     test = ('pp%d' % d['n_prompt'] if d['n_prompt'] else 'tg%d' % d['n_gen']) + (' @ d%d' % d['n_depth'] if d['n_depth'] else '')
     if not ours:
         print('%-28s %-12s %-4s  tokscope -            llama.cpp %9.2f ± %.2f tok/s' % (
-            os.path.basename(d['model_filename']), test, d['type_k'], d['avg_ts'], d['stddev_ts']))
+            os.path.basename(d['model_filename']), test, d['type_k'], d['avg_ts'], d['stddev_ts']) + ik_col(key(d), 0))
         continue
     line = '%-28s %-12s %-4s %9.2f ± %-6.2f tok/s  RSS %5.0f MiB' % (os.path.basename(d['model_filename']), test,
         d['type_k'], d['avg_ts'], d['stddev_ts'], d['peak_rss_bytes'] / 1048576)
@@ -133,12 +159,89 @@ for d in ours or ref.values():
     r = ref.get(key(d))
     if r:
         line += '   llama.cpp %9.2f  ratio %.2f' % (r['avg_ts'], d['avg_ts'] / r['avg_ts'])
-    print(line)
-" "$1" "$2" "$BW" "${ACTIVE_BYTES:-}"
+    print(line + ik_col(key(d), d['avg_ts']))
+if sys.argv[8]:  # section 9 keeps every result
+    with open(sys.argv[8], 'a') as f:
+        for prog, L in (('tokscope', ours), ('llama.cpp', ref.values()), ('ik', ik.values())):
+            for d in L:
+                d.update(row=sys.argv[9], prog=prog, bw=bw / 1e9, active=active,
+                         file_bytes=os.path.getsize(d['model_filename']))
+                if prog == 'tokscope' and use_ik and key(d) not in ik:
+                    d['ik_note'] = ik_note or 'failed'
+                f.write(json.dumps(d) + '\n')
+" "$1" "$2" "$BW" "${ACTIVE_BYTES:-}" "${3:-}" "$([ -n "${IK_BENCH:-}" ] && echo 1 || echo 0)" "${4:-}" \
+        "${BENCH_RESULTS:-}" "${BENCH_ROW:-}"
+}
+
+# ik_run MODEL ARGS...: ik_llama.cpp's llama-bench (IK_BENCH) on llama-bench's
+# arguments, with -rtr 0 and then -rtr 1 (its other defaults: flash
+# attention and fused MoE on), the faster of the two per test as JSON lines
+# with llama-bench's keys (repack: which one won), into IK_OUT; IK_NOTE says
+# why there is nothing. ik's llama-bench has no -d: "-p 0 -n N -d D" becomes
+# its "-gp D,N" (D prompt tokens, untimed, then N generated: tgN @ dD); a
+# prompt test at a depth has no counterpart there.
+ik_run() {
+    m=$1
+    shift
+    IK_OUT="" IK_NOTE="" ik_p=0 ik_n=0 ik_d=0 ik_rest=""
+    if [ ! -x "$IK_BENCH" ]; then
+        IK_NOTE="not run: no $IK_BENCH"
+        return
+    fi
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        -p) ik_p=$2 ;;
+        -n) ik_n=$2 ;;
+        -d) ik_d=$2 ;;
+        *) ik_rest="$ik_rest $1 $2" ;;
+        esac
+        shift 2
+    done
+    if [ "$ik_d" != 0 ]; then
+        case "$ik_p$ik_n$ik_d" in *,*)
+            IK_NOTE="cannot: a depth with lists"
+            return
+            ;;
+        esac
+        if [ "$ik_p" != 0 ]; then
+            IK_NOTE="cannot: no prompt test at a depth (its llama-bench has no -d)"
+            return
+        fi
+        ik_tests="-p 0 -n 0 -gp $ik_d,$ik_n"
+    else
+        ik_tests="-p $ik_p -n $ik_n"
+    fi
+    ik_json=""
+    for rtr in 0 1; do
+        # shellcheck disable=SC2086 # the option lists are meant to split
+        j=$("$IK_BENCH" -m "$m" -r "$REPS" -t "$THREADS" -o json -rtr $rtr $ik_tests $ik_rest 2>/dev/null) ||
+            { IK_NOTE="failed (-rtr $rtr)"; j=""; }
+        ik_json="$ik_json$j
+"
+    done
+    IK_OUT=$(printf '%s' "$ik_json" | python3 -c "
+import json, re, sys
+best, text, at, arrays = {}, sys.stdin.read(), 0, []
+# each run prints one JSON array; keep the faster per test
+while text.find('[', at) >= 0:
+    a, at = json.JSONDecoder().raw_decode(text, text.find('[', at))
+    arrays.append(a)
+for arr in arrays:
+    for d in arr:
+        g = re.fullmatch(r'tg(\d+)@pp(\d+)', d['test'])
+        d['n_depth'] = int(g.group(2)) if g else 0
+        if g:
+            d['n_prompt'] = 0
+        k = (d['n_prompt'], d['n_gen'], d['n_depth'], d['type_k'], d['type_v'])
+        if k not in best or d['avg_ts'] > best[k]['avg_ts']:
+            best[k] = d
+for d in best.values():
+    print(json.dumps({f: d[f] for f in ('model_filename', 'n_prompt', 'n_gen', 'n_depth', 'n_threads', 'type_k',
+        'type_v', 'avg_ts', 'stddev_ts', 'repack')}))")
 }
 
 # run ARGS...: tokscope bench with these tests, then llama-bench with the
-# same (with LLAMA_BENCH), one table
+# same (with LLAMA_BENCH), then ik_llama.cpp's (with IK_BENCH), one table
 run() {
     m=$1
     shift
@@ -149,7 +252,9 @@ run() {
         ref=$("$LLAMA_BENCH" -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@" 2>/dev/null) ||
             { echo "llama-bench failed on $m $*"; ref=""; }
     fi
-    table "$out" "$ref"
+    IK_OUT="" IK_NOTE=""
+    [ -n "${IK_BENCH:-}" ] && ik_run "$m" "$@"
+    table "$out" "$ref" "$IK_OUT" "$IK_NOTE"
 }
 
 # long_tests MODEL [CTX]: section 2's tests (or 4's) for each cache type; a
@@ -247,44 +352,8 @@ fi
 # embeddings; Q5_K for DeltaNet's fused qkv; the llama-quantize fallbacks
 # for rows that are not whole blocks); gpt-oss is Q8_0 with MXFP4 experts,
 # as the mini and the released file.
-if [ "${BENCH_2026:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
-    threads_before=$THREADS
-    THREADS=${BENCH_2026_THREADS:-2}
-    while read -r name like type layers args; do
-        wanted "$name" || continue
-        src="$TESTDATA/families2026/models/$like.gguf"
-        [ -f "$src" ] || { echo "missing $src"; continue; }
-        f="$BUILD/bench-models/$name.gguf"
-        cut=""
-        [ "$layers" = - ] || cut="--layers $layers"
-        # shellcheck disable=SC2086 # the option lists are meant to split
-        if ! whole=$("$GEN" --like "$src" --type "$type" $args --dry-run 2>/dev/null) ||
-            ! this=$("$GEN" --like "$src" --type "$type" $args $cut --dry-run 2>/dev/null); then
-            echo "gguf_random refused $name's shape"
-            continue
-        fi
-        # shellcheck disable=SC2086
-        [ -f "$f" ] || "$GEN" --like "$src" --type "$type" $args $cut "$f" 2>/dev/null ||
-            { echo "gguf_random failed for $name"; continue; }
-        # "tensors N bytes B active A": the file's, then the whole model's
-        # shellcheck disable=SC2086
-        set -- $this $whole
-        active=$6
-        total=$(echo "$args" | sed -n 's/.*--set block_count=\([0-9]*\).*/\1/p')
-        what="all $total layers"
-        [ "$layers" = - ] || what="$layers of $total layers"
-        echo "$name: $what;" \
-            "file $(awk "BEGIN{printf \"%.2f GB, a token reads %.3f GB (%.1f%%)\", $4/1e9, $6/1e9, 100*$6/$4}");" \
-            "whole model $(awk "BEGIN{printf \"%.2f GB, %.3f GB (%.1f%%)\", ${10}/1e9, ${12}/1e9, 100*${12}/${10}}")"
-        [ "${BENCH_2026_PREPARE:-0}" = 1 ] && continue
-        for c in $CACHES; do
-            measure_bw
-            ACTIVE_BYTES=$active
-            run "$f" -ctk "$c" -ctv "$c" -p "${BENCH_2026_PP:-512}" -n "$TG"
-            [ "$DEPTH" != 0 ] && run "$f" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d "$DEPTH"
-            ACTIVE_BYTES=""
-        done
-    done <<'EOF_2026'
+layouts_2026() {
+    cat <<'EOF_2026'
 qwen35-2b-q4_k_m qwen35-mini-q8_0 Q4_K_M - --vocab 248320 --set embedding_length=2048 --set block_count=24 --set feed_forward_length=6144 --set attention.head_count=8 --set attention.head_count_kv=2 --set attention.key_length=256 --set attention.value_length=256 --set rope.dimension_count=64 --set rope.dimension_sections=11,11,10,0 --set ssm.conv_kernel=4 --set ssm.state_size=128 --set ssm.group_count=16 --set ssm.time_step_rank=16 --set ssm.inner_size=2048 --set full_attention_interval=4
 qwen35moe-35b-a3b-q4_k_m qwen35moe-mini-q8_0 Q4_K_M 4 --vocab 248320 --untied --set embedding_length=2048 --set block_count=40 --set feed_forward_length=512 --set attention.head_count=16 --set attention.head_count_kv=2 --set attention.key_length=256 --set attention.value_length=256 --set rope.dimension_count=64 --set rope.dimension_sections=11,11,10,0 --set ssm.conv_kernel=4 --set ssm.state_size=128 --set ssm.group_count=16 --set ssm.time_step_rank=32 --set ssm.inner_size=4096 --set full_attention_interval=4 --set expert_count=256 --set expert_used_count=8 --set expert_feed_forward_length=512 --set expert_shared_feed_forward_length=512
 qwen3moe-30b-a3b-q4_k_m qwen3moe-mini-q8_0 Q4_K_M 6 --vocab 151936 --untied --set embedding_length=2048 --set block_count=48 --set feed_forward_length=6144 --set attention.head_count=32 --set attention.head_count_kv=4 --set attention.key_length=128 --set attention.value_length=128 --set rope.dimension_count=128 --set expert_count=128 --set expert_used_count=8 --set expert_feed_forward_length=768
@@ -292,49 +361,245 @@ gptoss-20b-mxfp4 gptoss-mini-mxfp4 Q8_0 4 --expert-type MXFP4 --vocab 201088 --s
 gemma4-e2b-q4_k_m gemma4-mini-q8_0 Q4_K_M - --vocab 262144 --set embedding_length=1536 --set block_count=35 --set feed_forward_length=6144*15,12288*20 --set attention.head_count=8 --set attention.head_count_kv=1 --set attention.key_length=512 --set attention.value_length=512 --set attention.key_length_swa=256 --set attention.value_length_swa=256 --set rope.dimension_count=512 --set rope.dimension_count_swa=256 --set attention.sliding_window=512 --set attention.sliding_window_pattern=true*4,false,... --set attention.shared_kv_layers=20 --set embedding_length_per_layer_input=256
 gemma4moe-26b-a4b-q4_k_m gemma4moe-mini-q8_0 Q4_K_M 6 --vocab 262144 --set embedding_length=2816 --set block_count=30 --set feed_forward_length=2112 --set attention.head_count=16 --set attention.head_count_kv=8*5,2,... --set attention.key_length=512 --set attention.value_length=512 --set attention.key_length_swa=256 --set attention.value_length_swa=256 --set rope.dimension_count=512 --set rope.dimension_count_swa=256 --set attention.sliding_window=1024 --set attention.sliding_window_pattern=true*5,false,... --set expert_count=128 --set expert_used_count=8 --set expert_feed_forward_length=704
 EOF_2026
+}
+
+# file_2026 NAME LIKE TYPE LAYERS ARGS...: writes the file of a line of
+# layouts_2026 once, into F; ACTIVE is what a generated token reads of its
+# weights, ABOUT the line that gives its size and that of the whole model
+file_2026() {
+    name=$1 like=$2 type=$3 layers=$4
+    shift 4
+    args=$*
+    src="$TESTDATA/families2026/models/$like.gguf"
+    [ -f "$src" ] || { echo "missing $src"; return 1; }
+    F="$BUILD/bench-models/$name.gguf"
+    cut=""
+    [ "$layers" = - ] || cut="--layers $layers"
+    # shellcheck disable=SC2086 # the option lists are meant to split
+    if ! whole=$("$GEN" --like "$src" --type "$type" $args --dry-run 2>/dev/null) ||
+        ! this=$("$GEN" --like "$src" --type "$type" $args $cut --dry-run 2>/dev/null); then
+        echo "gguf_random refused $name's shape"
+        return 1
+    fi
+    # shellcheck disable=SC2086
+    [ -f "$F" ] || "$GEN" --like "$src" --type "$type" $args $cut "$F" 2>/dev/null ||
+        { echo "gguf_random failed for $name"; return 1; }
+    # "tensors N bytes B active A": the file's, then the whole model's
+    # shellcheck disable=SC2086
+    set -- $this $whole
+    ACTIVE=$6
+    total=$(echo "$args" | sed -n 's/.*--set block_count=\([0-9]*\).*/\1/p')
+    what="all $total layers"
+    [ "$layers" = - ] || what="$layers of $total layers"
+    ABOUT="$name: $what; file $(awk "BEGIN{printf \"%.2f GB, a token reads %.3f GB (%.1f%%)\", $4/1e9, $6/1e9, 100*$6/$4}");"
+    ABOUT="$ABOUT whole model $(awk "BEGIN{printf \"%.2f GB, %.3f GB (%.1f%%)\", ${10}/1e9, ${12}/1e9, 100*${12}/${10}}")"
+}
+
+if [ "${BENCH_2026:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
+    threads_before=$THREADS
+    THREADS=${BENCH_2026_THREADS:-2}
+    while read -r name like type layers args; do
+        wanted "$name" || continue
+        # shellcheck disable=SC2086 # the option list is meant to split
+        file_2026 "$name" "$like" "$type" "$layers" $args || continue
+        echo "$ABOUT"
+        [ "${BENCH_2026_PREPARE:-0}" = 1 ] && continue
+        for c in $CACHES; do
+            measure_bw
+            ACTIVE_BYTES=$ACTIVE
+            run "$F" -ctk "$c" -ctv "$c" -p "${BENCH_2026_PP:-512}" -n "$TG"
+            [ "$DEPTH" != 0 ] && run "$F" -ctk "$c" -ctv "$c" -p 0 -n "$TG" -d "$DEPTH"
+            ACTIVE_BYTES=""
+        done
+    done <<EOF_LIST
+$(layouts_2026)
+EOF_LIST
     THREADS=$threads_before
 fi
+
+# iq_prepare LAYERS: the F16 TinyLlama-1.1B shape with LAYERS layers and a
+# random importance matrix for it, written once (IQ_F16, IQ_IMAT, IQ_STEM),
+# and the reference's llama-quantize (QUANT); fails saying why
+iq_prepare() {
+    QUANT=${LLAMA_QUANTIZE:-}
+    [ -z "$QUANT" ] && [ -n "${LLAMA_BENCH:-}" ] && QUANT=$(dirname "$LLAMA_BENCH")/llama-quantize
+    IQ_STEM=tinyllama-1.1b
+    [ "$1" = 22 ] || IQ_STEM=tinyllama-1.1b-l$1
+    src="$TESTDATA/models/tiny-spm-q4_0.gguf"
+    IQ_F16="$BUILD/bench-models/$IQ_STEM-f16.gguf"
+    IQ_IMAT="$BUILD/bench-models/$IQ_STEM.imatrix.dat"
+    if [ -z "$QUANT" ] || [ ! -x "$QUANT" ]; then
+        echo "no llama-quantize (LLAMA_QUANTIZE, or LLAMA_BENCH's folder)"
+        return 1
+    fi
+    [ -f "$src" ] || { echo "missing $src"; return 1; }
+    if ! { [ -f "$IQ_F16" ] || "$GEN" --like "$src" --type F16 --dim 2048 --layers "$1" --heads 32 --kv-heads 4 \
+        --ffn 5632 "$IQ_F16" >/dev/null 2>&1; } ||
+        ! { [ -f "$IQ_IMAT" ] || "$BUILD/tools/imatrix_random" "$IQ_F16" "$IQ_IMAT" >/dev/null; }; then
+        echo "writing $IQ_F16 or its importance matrix failed"
+        return 1
+    fi
+}
+
+# iq_quantize NAME TYPE [ARGS...]: llama-quantize (with iq_prepare's
+# importance matrix and ARGS) writes IQ_F16 in TYPE once, as
+# $BUILD/bench-models/NAME.gguf (F)
+iq_quantize() {
+    name=$1 t=$2
+    shift 2
+    F="$BUILD/bench-models/$name.gguf"
+    [ -f "$F" ] && return 0
+    qs=$(date +%s)
+    if ! nice "$QUANT" --imatrix "$IQ_IMAT" "$@" "$IQ_F16" "$F.tmp" "$t" "$THREADS" >"$F.log" 2>&1 ||
+        ! mv "$F.tmp" "$F"; then
+        echo "llama-quantize failed for $name (log: $F.log)"
+        rm -f "$F.tmp"
+        return 1
+    fi
+    echo "$name: written by llama-quantize in $(($(date +%s) - qs)) s"
+}
 
 # 8. the IQ types on the TinyLlama-1.1B shape, quantized by llama-quantize
 # with a random importance matrix
 if [ "${BENCH_IQ:-1}" != 0 ] && [ "${BENCH_LONG:-0}" != 1 ]; then
     threads_before=$THREADS
     THREADS=${BENCH_IQ_THREADS:-2}
-    QUANT=${LLAMA_QUANTIZE:-}
-    [ -z "$QUANT" ] && [ -n "${LLAMA_BENCH:-}" ] && QUANT=$(dirname "$LLAMA_BENCH")/llama-quantize
-    layers=${BENCH_IQ_LAYERS:-22}
-    stem=tinyllama-1.1b
-    [ "$layers" = 22 ] || stem=tinyllama-1.1b-l$layers
-    src="$TESTDATA/models/tiny-spm-q4_0.gguf"
-    f16="$BUILD/bench-models/$stem-f16.gguf"
-    imat="$BUILD/bench-models/$stem.imatrix.dat"
-    if [ -z "$QUANT" ] || [ ! -x "$QUANT" ]; then
-        echo "IQ types: no llama-quantize (LLAMA_QUANTIZE, or LLAMA_BENCH's folder): section 8 skipped"
-    elif [ ! -f "$src" ]; then
-        echo "missing $src"
-    elif { [ -f "$f16" ] || "$GEN" --like "$src" --type F16 --dim 2048 --layers "$layers" --heads 32 --kv-heads 4 \
-        --ffn 5632 "$f16" >/dev/null 2>&1; } && { [ -f "$imat" ] || "$BUILD/tools/imatrix_random" "$f16" "$imat" >/dev/null; }; then
+    if iq_prepare "${BENCH_IQ_LAYERS:-22}" >"$BUILD/bench-models/.iq_prepare" 2>&1; then
         for t in ${BENCH_IQ_TYPES:-IQ4_XS IQ3_S IQ2_XXS IQ1_M}; do
-            name=$stem-$(echo "$t" | tr A-Z a-z)
+            name=$IQ_STEM-$(echo "$t" | tr A-Z a-z)
             wanted "$name" || continue
-            f="$BUILD/bench-models/$name.gguf"
-            if [ ! -f "$f" ]; then
-                qs=$(date +%s)
-                if ! nice "$QUANT" --imatrix "$imat" "$f16" "$f.tmp" "$t" "$THREADS" >"$f.log" 2>&1 ||
-                    ! mv "$f.tmp" "$f"; then
-                    echo "llama-quantize failed for $name (log: $f.log)"
-                    rm -f "$f.tmp"
-                    continue
-                fi
-                echo "$name: written by llama-quantize in $(($(date +%s) - qs)) s"
-            fi
-            echo "$name: $("$BIN" info "$f" 2>/dev/null | grep '^type mix' || echo 'tokscope info failed')"
+            iq_quantize "$name" "$t" || continue
+            echo "$name: $("$BIN" info "$F" 2>/dev/null | grep '^type mix' || echo 'tokscope info failed')"
             [ "${BENCH_IQ_PREPARE:-0}" = 1 ] && continue
-            run "$f" -ctk f16 -ctv f16 -p 512 -n "$TG"
+            run "$F" -ctk f16 -ctv f16 -p 512 -n "$TG"
         done
     else
-        echo "IQ types: writing $f16 or its importance matrix failed"
+        echo "IQ types: $(cat "$BUILD/bench-models/.iq_prepare"): section 8 skipped"
     fi
+    THREADS=$threads_before
+fi
+# 9. issue 36's table, with BENCH_IK_TABLE=1 (tests/bench_ik.sh runs it
+# alone): tokscope, llama.cpp (LLAMA_BENCH) and ik_llama.cpp (IK_BENCH, best
+# of -rtr 0 and 1) on each row of BENCH_IK_ROWS and each test of
+# BENCH_IK_TESTS, F16 cache, BENCH_IK_THREADS threads (2), in
+# BENCH_IK_ROUNDS rounds (2): each round runs the three programs one after
+# the other on each group of tests (pp and tg at depth 0 in one call, each
+# depth alone). Rows: q4_0 q8_0 q4_k_m q6_k (gguf_random, the TinyLlama-1.1B
+# shape of 2), iq4_xs iq3_s iq2_xxs iq1_m (llama-quantize as in 8, at
+# BENCH_IQ_LAYERS layers), mxfp4 (llama-quantize Q8_0 with every attention
+# and FFN matrix MXFP4: --tensor-type), and a section 7 name (e.g.
+# qwen3moe-30b-a3b), or any .gguf file's path. Every result goes to
+# BENCH_IK_OUT.jsonl and a Markdown table of them to BENCH_IK_OUT.md
+# (BENCH_IK_OUT: $BUILD/bench-ik) and the output: per row
+# and test the range over the rounds, tokscope / llama.cpp and tokscope / ik
+# (of the means), tokscope's peak RSS beside the file's size, and for tg
+# the fraction of the read bandwidth tokscope reached.
+if [ "${BENCH_IK_TABLE:-0}" = 1 ]; then
+    threads_before=$THREADS
+    THREADS=${BENCH_IK_THREADS:-2}
+    BENCH_RESULTS=${BENCH_IK_OUT:-$BUILD/bench-ik}.jsonl
+    : >"$BENCH_RESULTS"
+    tests=$(echo "${BENCH_IK_TESTS:-pp512,tg64,tg64@d4096,pp512@d8192}" | tr , ' ')
+    # the groups of tests, one call each: "P N D" (llama-bench's -p -n -d)
+    # shellcheck disable=SC2086 # the list is meant to split
+    groups=$(python3 -c "
+import re, sys
+flat, deep = {'pp': [], 'tg': []}, []
+for t in sys.argv[1:]:
+    m = re.fullmatch(r'(pp|tg)(\d+)(?:@d(\d+))?', t)
+    if not m:
+        sys.exit('bench: BENCH_IK_TESTS: not a test: ' + t)
+    if m.group(3):
+        deep.append('%s %s %s' % (m.group(2) if m.group(1) == 'pp' else 0, m.group(2) if m.group(1) == 'tg' else 0, m.group(3)))
+    else:
+        flat[m.group(1)].append(m.group(2))
+if flat['pp'] or flat['tg']:
+    print(','.join(flat['pp']) or 0, ','.join(flat['tg']) or 0, 0)
+for g in deep:
+    print(g)" $tests) || exit 2
+    for row in $(echo "${BENCH_IK_ROWS:-q4_0,q8_0,iq4_xs,iq2_xxs,q4_k_m,q6_k,iq3_s,iq1_m,mxfp4,qwen3moe-30b-a3b}" | tr , ' '); do
+        F="" ACTIVE_BYTES="" upper=$(echo "$row" | tr '[:lower:]' '[:upper:]')
+        case "$row" in
+        q4_0 | q8_0 | q4_k_m | q6_k)
+            F="$BUILD/bench-models/tinyllama-1.1b-$row.gguf"
+            [ -f "$F" ] || "$GEN" --like "$TESTDATA/models/tiny-spm-q4_0.gguf" --type "$upper" --dim 2048 --layers 22 \
+                --heads 32 --kv-heads 4 --ffn 5632 "$F" >/dev/null 2>&1 || { echo "gguf_random failed for $row"; continue; }
+            ;;
+        iq* | mxfp4)
+            iq_prepare "${BENCH_IQ_LAYERS:-22}" || continue
+            if [ "$row" = mxfp4 ]; then
+                iq_quantize "$IQ_STEM-mxfp4" Q8_0 --tensor-type attn=mxfp4 --tensor-type ffn=mxfp4 || continue
+            else
+                iq_quantize "$IQ_STEM-$row" "$upper" || continue
+            fi
+            ;;
+        *.gguf)
+            F=$row
+            row=$(basename "$row" .gguf)
+            ;;
+        *)
+            line=$(layouts_2026 | grep "^$row")
+            [ -n "$line" ] || { echo "bench: BENCH_IK_ROWS: no row $row"; continue; }
+            # shellcheck disable=SC2086 # the option list is meant to split
+            file_2026 $line || continue
+            echo "$ABOUT"
+            ACTIVE_BYTES=$ACTIVE
+            ;;
+        esac
+        echo "$row: $(basename "$F"), $(awk "BEGIN{printf \"%.2f\", $(stat -c %s "$F")/1e9}") GB;" \
+            "$("$BIN" info "$F" 2>/dev/null | grep '^type mix' || echo 'tokscope info failed')"
+        measure_bw
+        for round in $(seq "${BENCH_IK_ROUNDS:-2}"); do
+            echo "$row: round $round"
+            echo "$groups" | while read -r p n d; do
+                BENCH_ROW=$row run "$F" -ctk f16 -ctv f16 -p "$p" -n "$n" -d "$d"
+            done
+        done
+        ACTIVE_BYTES=""
+    done
+    python3 - "$BENCH_RESULTS" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+        "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" <<'EOF_SUM' |
+import json, os, statistics, sys
+path, cpu, commit, threads, rounds, reps = sys.argv[1:]
+recs = [json.loads(l) for l in open(path) if l.strip()]
+rows, cells = [], {}
+for r in recs:
+    test = ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '')
+    if r['row'] not in rows:
+        rows.append(r['row'])
+    cells.setdefault((r['row'], test), []).append(r)
+def rng(v):
+    lo, hi = min(v), max(v)
+    f = '%.0f' if hi >= 100 else '%.1f'
+    return f % lo if f % lo == f % hi else (f + '-' + f) % (lo, hi)
+print('%s, %s threads, %s rounds of %s repetitions; tokscope %s; F16 cache' % (cpu, threads, rounds, reps, commit))
+print()
+print('| file | test | tokscope | llama.cpp | ik best | ÷ llama.cpp | ÷ ik | tokscope peak RSS / file | tg: % of read bandwidth |')
+print('|---|---|---|---|---|---|---|---|---|')
+for row in rows:
+    for (rw, test), rs in cells.items():
+        if rw != row:
+            continue
+        ts = [r['avg_ts'] for r in rs if r['prog'] == 'tokscope']
+        lc = [r['avg_ts'] for r in rs if r['prog'] == 'llama.cpp']
+        ik = [r for r in rs if r['prog'] == 'ik']
+        notes = sorted({r['ik_note'] for r in rs if r['prog'] == 'tokscope' and r.get('ik_note')})
+        ikv = [r['avg_ts'] for r in ik]
+        rtr = sum(1 for r in ik if r['repack'])
+        iks = rng(ikv) + (' (rtr)' if rtr == len(ik) else ' (rtr %d of %d)' % (rtr, len(ik)) if rtr else '') if ik else \
+            ('- (' + '; '.join(notes) + ')' if notes else '-')
+        ratio = lambda a, b: '%.2f' % (statistics.mean(a) / statistics.mean(b)) if a and b else '-'
+        tsr = [r for r in rs if r['prog'] == 'tokscope']
+        rss = '%.2f / %.2f GB' % (max(r['peak_rss_bytes'] for r in tsr) / 1e9, tsr[0]['file_bytes'] / 1e9) if tsr else '-'
+        bw = '-'
+        if tsr and tsr[0]['n_gen'] and tsr[0]['bw'] > 0:
+            fr = [((r['active'] or r['weight_bytes']) + r['kv_bytes_per_pos'] * (r['n_depth'] + (r['n_gen'] - 1) / 2))
+                  * r['avg_ts'] / (r['bw'] * 1e9) for r in tsr]
+            bw = '%.0f%% of %.1f GB/s' % (100 * statistics.mean(fr), tsr[0]['bw'])
+        print('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (row, test, rng(ts) if ts else '-', rng(lc) if lc else '-',
+            iks, ratio(ts, lc), ratio(ts, ikv), rss, bw))
+EOF_SUM
+        tee "${BENCH_IK_OUT:-$BUILD/bench-ik}.md"
     THREADS=$threads_before
 fi
 echo "bench: $(($(date +%s) - start)) s"

@@ -163,3 +163,62 @@ for bad in "-r 0" "-r 101" "-b -1"; do
     if [ $rc -eq 2 ] && grep -q -- "^tokscope bench: invalid value .* for $opt: want an integer" "$OUT/bench.out"; then ok "bench $bad: says what is wrong"
     else not_ok "bench $bad: says what is wrong" "exit $rc" "$(head -n 2 "$OUT/bench.out")"; fi
 done
+# make bench's ik_llama.cpp column (issue 36), against stand-ins for the two
+# llama-benches: llama.cpp's prints JSON lines at 50 tok/s; ik's prints one
+# JSON array as ik's does (-o json), refuses -d, takes -gp D,N and -rtr,
+# and runs at 100 tok/s (-rtr 0) or 200 (-rtr 1). Section 9 (the issue's
+# table) on stories260K: ik gets its -gp for a tg at a depth, nothing for
+# a pp at a depth (said so), the faster -rtr wins, the ratios are tokscope's
+# mean over the other's.
+cat >"$OUT/fake_bench.py" <<'EOF_FAKE'
+import json, sys
+ik = sys.argv[1] == 'ik'
+a, o = sys.argv[2:], {}
+open(sys.argv[1] + '.args', 'a').write(' '.join(a) + '\n')
+for i in range(0, len(a), 2):
+    o.setdefault(a[i], a[i + 1])
+if ik and '-d' in o:
+    sys.exit('error: invalid parameter for argument: -d')
+rtr = int(o.get('-rtr', 0))
+base = {'model_filename': o['-m'], 'n_threads': int(o['-t']), 'type_k': o.get('-ctk', 'f16'),
+        'type_v': o.get('-ctv', 'f16'), 'avg_ts': (200.0 if rtr else 100.0) if ik else 50.0, 'stddev_ts': 0.0}
+out = [dict(base, n_prompt=int(p), n_gen=0) for p in o['-p'].split(',') if p != '0'] + \
+      [dict(base, n_prompt=0, n_gen=int(n)) for n in o['-n'].split(',') if n != '0']
+if ik:
+    for d in out:
+        d.update(repack=bool(rtr), test='pp%d' % d['n_prompt'] if d['n_prompt'] else 'tg%d' % d['n_gen'])
+    if '-gp' in o:
+        dd, n = map(int, o['-gp'].split(','))
+        out.append(dict(base, n_prompt=dd, n_gen=n, repack=bool(rtr), test='tg%d@pp%d' % (n, dd)))
+    print('[\n' + ',\n'.join('  ' + json.dumps(d) for d in out) + '\n]')
+else:
+    print('\n'.join(json.dumps(dict(d, n_depth=int(o.get('-d', 0)))) for d in out))
+EOF_FAKE
+for b in llama ik; do
+    printf '#!/bin/sh\ncd "%s" && exec python3 fake_bench.py %s "$@"\n' "$(cd "$OUT" && pwd)" "$b" >"$OUT/fake_$b"
+    chmod +x "$OUT/fake_$b"
+done
+rm -f "$OUT/llama.args" "$OUT/ik.args"
+name="make bench IK_BENCH=...: the ik_llama.cpp column, best of -rtr 0 and 1, -gp for a depth, both ratios"
+M_ABS=$(cd "$(dirname "$M")" && pwd)/$(basename "$M")
+BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 BENCH_2026=0 BENCH_IQ=0 BENCH_IK_TABLE=1 \
+    BENCH_IK_ROWS="$M_ABS" BENCH_IK_TESTS=pp8,tg4,tg4@d16,pp8@d16 BENCH_IK_ROUNDS=1 BENCH_REPS=1 \
+    BENCH_IK_OUT="$OUT/bench-ik" LLAMA_BENCH="$OUT/fake_llama" IK_BENCH="$OUT/fake_ik" BIN=$BIN \
+    sh tests/bench.sh >"$OUT/bench-ik.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && python3 -c "
+import json, statistics, sys
+out, ik_args = open(sys.argv[1]).read(), open(sys.argv[3]).read().splitlines()
+rows = {l.split(' | ')[1]: l.strip('| \n').split(' | ') for l in open(sys.argv[2]) if l.startswith('| stories260K |')}
+recs = [json.loads(l) for l in open(sys.argv[4])]
+ts = lambda t: statistics.mean(r['avg_ts'] for r in recs if r['prog'] == 'tokscope' and
+    ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '') == t)
+ok = sorted(rows) == ['pp8', 'pp8 @ d16', 'tg4', 'tg4 @ d16'] and len(ik_args) == 4
+ok = ok and sum('-rtr 1 -p 0 -n 0 -gp 16,4' in a for a in ik_args) == 1 and sum('-rtr 0 -p 8 -n 4' in a for a in ik_args) == 1
+for t in ('pp8', 'tg4', 'tg4 @ d16'):
+    r = rows[t]
+    ok = ok and r[3] == '50.0' and r[4] == '200 (rtr)' and r[5] == '%.2f' % (ts(t) / 50) and r[6] == '%.2f' % (ts(t) / 200)
+ok = ok and rows['pp8 @ d16'][4].startswith('- (cannot: no prompt test at a depth') and rows['pp8 @ d16'][6] == '-'
+ok = ok and 'ik    200.00 rtr  ratio' in out and 'ik cannot: no prompt test at a depth' in out
+sys.exit(0 if ok else 1)" "$OUT/bench-ik.out" "$OUT/bench-ik.md" "$OUT/ik.args" "$OUT/bench-ik.jsonl"; then ok "$name"
+else not_ok "$name" "exit $rc" "$(tail -n 8 "$OUT/bench-ik.out")" "$(cat "$OUT/ik.args")"; fi
