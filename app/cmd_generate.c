@@ -234,7 +234,7 @@ int cmd_generate(int argc, char **argv)
         sampler_accept(smp, toks[i]);
 
     double t0 = now_s();
-    if (forward_eval(f, seq, n_prompt, 0, logits, false, err, sizeof err) != 0) {
+    if (spec_eval(sp_ctx, f, seq, n_prompt, 0, logits, false, err, sizeof err) != 0) {
         fprintf(stderr, "tokscope generate: %s\n", err);
         goto done;
     }
@@ -309,8 +309,8 @@ int cmd_generate(int argc, char **argv)
             recompute = true;
         }
         seq[n_past] = id;
-        int ev = recompute ? forward_eval(f, seq, n_past + 1, 0, logits, false, err, sizeof err)
-                           : forward_eval(f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
+        int ev = recompute ? spec_eval(sp_ctx, f, seq, n_past + 1, 0, logits, false, err, sizeof err)
+                           : spec_eval(sp_ctx, f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "\ntokscope generate: %s\n", err);
             goto done;
