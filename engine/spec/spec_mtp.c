@@ -25,10 +25,10 @@ struct spec_mtp {
     model *view;
     forward_ctx *f;
     int32_t n_embd, n_vocab;
-    float *pending;        /* [n_embd] */
-    float *verify_h;       /* the last process()'s target rows, n_verify of them */
+    float *pending;  /* [n_embd] */
+    float *verify_h; /* the last process()'s target rows, n_verify of them */
     int32_t n_verify, cap_verify;
-    float *h_in;           /* a process() batch's input rows */
+    float *h_in; /* a process() batch's input rows */
     int32_t cap_in;
     float *logits, *h_row; /* one row each */
 };
@@ -138,7 +138,8 @@ int32_t spec_mtp_draft(spec_mtp *s, int32_t last, int32_t n_past, int32_t max, i
     int32_t tok = last, nd = 0;
     while (nd < max) {
         /* h_row is both this step's input and (once read) the next one's */
-        if (forward_eval_h(s->f, &tok, s->h_row, 1, n_past + nd, s->logits, false, s->h_row, err, errlen) != 0)
+        if (forward_eval_h(s->f, &tok, s->h_row, 1, n_past + nd, s->logits, false, s->h_row, err, errlen) !=
+            0)
             return -1;
         tok = argmax(s->logits, s->n_vocab);
         out[nd++] = tok;

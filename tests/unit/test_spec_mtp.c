@@ -66,8 +66,8 @@ static const char *write_mtp(const char *src, const char *name, const char *args
         num = strchr(num, ' ');
         num = num ? num + 1 : "";
     }
-    snprintf(cmd, sizeof cmd, "python3 tests/tools/gguf_mtp.py %.*s %s %s %s >/dev/null", (int)(num - args), args,
-             src, o, num);
+    snprintf(cmd, sizeof cmd, "python3 tests/tools/gguf_mtp.py %.*s %s %s %s >/dev/null", (int)(num - args),
+             args, src, o, num);
     assert_int_equal(system(cmd), 0);
     return o;
 }
@@ -113,7 +113,8 @@ static int32_t head_argmax(const model *m, const float *e, const float *h, doubl
     int32_t best = 0;
     double best_v = -INFINITY;
     for (int32_t t = 0; t < hp->n_vocab; t++) {
-        tensor_dequantize_row((enum tensor_type)out->type, (const uint8_t *)out->data + (size_t)t * rb, row, E);
+        tensor_dequantize_row((enum tensor_type)out->type, (const uint8_t *)out->data + (size_t)t * rb, row,
+                              E);
         double d = 0;
         for (int i = 0; i < E; i++)
             d += row[i] * z[i];
@@ -297,7 +298,8 @@ static void test_same_tokens(void **state)
         seeded.seed_set = true;
         spec_stats st;
         same_tokens(path, &greedy, &st);
-        print_message("%s: greedy drafted %lld, accepted %lld\n", i ? "moe" : "dense", (long long)st.n_drafted, (long long)st.n_accepted);
+        print_message("%s: greedy drafted %lld, accepted %lld\n", i ? "moe" : "dense",
+                      (long long)st.n_drafted, (long long)st.n_accepted);
         /* some drafts accepted, some rejected: the replay ran */
         assert_true(st.n_accepted > 0);
         assert_true(st.n_accepted < st.n_drafted);
@@ -338,10 +340,8 @@ static void test_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_by_hand_embedding),
-        cmocka_unit_test(test_by_hand_both),
-        cmocka_unit_test(test_copy_accepts_all),
+        cmocka_unit_test(test_refused),      cmocka_unit_test(test_by_hand_embedding),
+        cmocka_unit_test(test_by_hand_both), cmocka_unit_test(test_copy_accepts_all),
         cmocka_unit_test(test_same_tokens),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
