@@ -109,6 +109,20 @@ fi
 # much as the target does): the reply is the reply without it, greedy and
 # seeded (the recurrent target's replay after a rejected draft included),
 # and most greedy drafts are accepted
+# and, where tests/golden/reference/mtp/counts.txt has them (its make.sh),
+# the same drafted and accepted counts as llama-server 34af94cd's draft-mtp
+REFC=tests/golden/reference/mtp/counts.txt
+# ref_counts NAME ARCH MODE: the last run's counts against the reference's
+ref_counts() {
+    if [ ! -f "$REFC" ]; then
+        echo "skip - $1 (no $REFC: tests/golden/reference/mtp/make.sh writes it)"
+        return 0
+    fi
+    want=$(awk -v a="$2" -v m="$3" '$1 == a && $2 == m { print "drafted " $3 ", accepted " $4 }' "$REFC")
+    got=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]*' "$OUT/spec.err" | sed 's/^spec: //')
+    if [ -n "$want" ] && [ "$want" = "$got" ]; then ok "$1: $got, as llama-server's draft-mtp"
+    else not_ok "$1" "tokscope: '$got', llama-server: '$want'"; fi
+}
 for a in qwen35 qwen35moe; do
     src=$TESTDATA/families2026/models/$a-mini-q8_0.gguf
     need "$src" "spec mtp on $a" || continue
@@ -117,14 +131,17 @@ for a in qwen35 qwen35moe; do
         continue
     fi
     same "$a-mtp greedy, --spec mtp" "$OUT/$a-mtp.gguf" "--spec mtp" -p "$P" -n 120 --temp 0
+    ref_counts "$a-mtp greedy: the reference's counts" $a greedy
     acc=$(sed -n 's/.*spec: drafted [0-9]*, accepted [0-9]* (\([0-9]*\)\.[0-9] %).*/\1/p' "$OUT/spec.err")
     if [ -n "$acc" ] && [ "$acc" -ge 60 ]; then ok "$a-mtp: greedy acceptance $acc % (>= 60)"
     else not_ok "$a-mtp: greedy acceptance '$acc' % (want >= 60)"; fi
     same "$a-mtp seeded, --spec mtp" "$OUT/$a-mtp.gguf" "--spec mtp" -p "$P" -n 120 --temp 0.8 --seed 42
+    ref_counts "$a-mtp seeded: the reference's counts" $a seeded
     same "$a-mtp seeded with penalties, --spec mtp" "$OUT/$a-mtp.gguf" "--spec mtp" -p "$P" -n 80 --temp 1 \
         --seed 7 --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
     same "$a-mtp greedy, --spec mtp --draft-max 5" "$OUT/$a-mtp.gguf" "--spec mtp --draft-max 5" -p "$P" -n 120 \
         --temp 0
+    ref_counts "$a-mtp greedy, 5 drafts: the reference's counts" $a dmax5
     rm -f "$OUT/$a-mtp.gguf"
 done
 
