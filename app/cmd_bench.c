@@ -34,7 +34,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: tokscope bench -m MODEL [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-r REPS] [-b BATCH]\n"
                "                      [-ctk TYPE] [-ctv TYPE] [--blas MODE,..] [-o text|jsonl]\n"
-               "                      [--spec ngram|draft [-md FILE] [--draft-max N] [--spec-ngram-n N]]\n"
+               "                      [--spec ngram|draft|mtp [-md FILE] [--draft-max N] [--spec-ngram-n N]]\n"
                "  -p N,..     prompt tokens evaluated as one batch (default 128; 0 skips)\n"
                "  -n N,..     tokens generated one at a time (default 64; 0 skips)\n"
                "  -d N,..     depth: tokens already in the cache before each test (default 0; filled\n"
@@ -57,7 +57,7 @@ static void bench_usage(FILE *f)
                "              weight_bytes_by_type (weight_bytes split by tensor type; the text\n"
                "              output gives that split once, in its first line)\n"
                "  --spec KIND speculative decoding in the tg tests (pp tests are unchanged): off\n"
-               "              (default), ngram, draft (-md); each tg test then generates as\n"
+               "              (default), ngram, draft (-md), mtp; each tg test then generates as\n"
                "              `generate --temp 0 --spec KIND` does, from its first token, the\n"
                "              target verifying the drafts, N tokens evaluated in all; the text\n"
                "              line ends with 'spec KIND: drafted N, accepted M (P %%)' per run,\n"
@@ -275,9 +275,11 @@ static void touch_weights(const model *m)
  * positions from `depth` on and every evaluation is given its start
  * position, so here one fill serves every test and repetition at that
  * depth: the same work is timed, without refilling 16k positions per run. */
-static int fill_depth(forward_ctx *f, const int32_t *toks, int depth, float *logits, char *err, size_t errlen)
+static int fill_depth(forward_ctx *f, spec *sp, const int32_t *toks, int depth, float *logits, char *err,
+                      size_t errlen)
 {
-    return depth > 0 ? forward_eval(f, toks, depth, 0, logits, false, err, errlen) : 0;
+    /* spec_eval: an MTP block sees the depth's tokens too */
+    return depth > 0 ? spec_eval(sp, f, toks, depth, 0, logits, false, err, errlen) : 0;
 }
 
 /* A recurrent state (Qwen3.5's DeltaNet layers) cannot be truncated back to
@@ -312,7 +314,7 @@ static int spec_run(forward_ctx *f, spec *sp, sampler *smp, int32_t *seq, int de
             continue;
         }
         seq[n_past] = last;
-        if (forward_eval(f, &last, 1, n_past, logits, false, err, errlen) != 0)
+        if (spec_eval(sp, f, &last, 1, n_past, logits, false, err, errlen) != 0)
             return -1;
         n_past++;
         last = sampler_sample(smp, logits, NULL);
@@ -543,7 +545,7 @@ int cmd_bench(int argc, char **argv)
         for (int di = 0; di < nD && rc == 0; di++) {
             free(snap);
             snap = NULL;
-            if (fill_depth(f, toks, D[di], logits, err, sizeof err) != 0) {
+            if (fill_depth(f, sp, toks, D[di], logits, err, sizeof err) != 0) {
                 fprintf(stderr, "tokscope: %s\n", err);
                 rc = 1;
                 break;

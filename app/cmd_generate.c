@@ -53,7 +53,8 @@ static void usage(FILE *f)
             "  --no-context-shift       stop at a full context; refuse a prompt that does not fit\n"
             "  -t, --threads N          threads (default or 0: online CPUs)\n"
             "  --spec KIND              speculative decoding: off (default), ngram (the prompt and reply\n"
-            "                           looked up), draft (a second model, --draft-model); the same\n"
+            "                           looked up), draft (a second model, --draft-model), mtp (the\n"
+            "                           model's own MTP block: Qwen3.5/3.6 files with one); the same\n"
             "                           tokens as without it, the target verifying each draft\n"
             "  --draft-max N            drafts per verification (default 3)\n"
             "  -md, --draft-model FILE  the draft model for --spec draft (same vocabulary)\n"
@@ -234,7 +235,7 @@ int cmd_generate(int argc, char **argv)
         sampler_accept(smp, toks[i]);
 
     double t0 = now_s();
-    if (forward_eval(f, seq, n_prompt, 0, logits, false, err, sizeof err) != 0) {
+    if (spec_eval(sp_ctx, f, seq, n_prompt, 0, logits, false, err, sizeof err) != 0) {
         fprintf(stderr, "tokscope generate: %s\n", err);
         goto done;
     }
@@ -309,8 +310,8 @@ int cmd_generate(int argc, char **argv)
             recompute = true;
         }
         seq[n_past] = id;
-        int ev = recompute ? forward_eval(f, seq, n_past + 1, 0, logits, false, err, sizeof err)
-                           : forward_eval(f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
+        int ev = recompute ? spec_eval(sp_ctx, f, seq, n_past + 1, 0, logits, false, err, sizeof err)
+                           : spec_eval(sp_ctx, f, seq + n_past, 1, n_past, logits, false, err, sizeof err);
         if (ev != 0) {
             fprintf(stderr, "\ntokscope generate: %s\n", err);
             goto done;

@@ -335,7 +335,7 @@ static uint64_t put_hybrid(const model_hparams *hp)
            (unsigned long long)((conv + delta) * n_rec));
     printf("  %-22s attention output times sigmoid of a per-head gate (attn_q: query | gate)\n", "attention gate");
     if (hp->n_layer_nextn)
-        printf("  %-22s %u nextn/MTP block(s) after the trunk, loaded and never run\n", "MTP", hp->n_layer_nextn);
+        printf("  %-22s %u nextn/MTP block(s) after the trunk: the first drafts for --spec mtp\n", "MTP", hp->n_layer_nextn);
     return (conv + delta) * n_rec;
 }
 

@@ -8,7 +8,7 @@
  * rope.dimension_sections. Every layer has a post-attention norm before
  * its SiLU-gated FFN. nextn_predict_layers extra blocks (MTP, a draft head
  * llama.cpp never runs in a normal decode) follow block_count's trunk:
- * their tensors are claimed, never run.
+ * the first one drafts for --spec mtp (model_mtp_view, engine/spec/spec_mtp.c).
  *
  * As llama.cpp builds it, the rows without logits are dropped only after
  * the output norm (embeddings_nextn_masked is off), so the last layer's
@@ -17,44 +17,55 @@
 
 #include "model/arch_qwen35.h"
 
-/* The MTP block's tensors (llama_model_qwen35(moe)::load_block_mtp),
- * claimed so that a file with them loads; none is read. */
-static void load_mtp(model_loader *ld, const model_hparams *hp, uint32_t il, bool moe)
+/* The MTP block's tensors (llama_model_qwen35(moe)::load_block_mtp). The
+ * first block's go into w->mtp and w->mtp_* for --spec mtp (model_mtp_view);
+ * any further ones (the reference runs one) are claimed only. A file may
+ * lack some: model_mtp_view says which. */
+static void load_mtp(model_loader *ld, const model_hparams *hp, model_weights *w, uint32_t il, bool moe)
 {
     const int64_t E = hp->n_embd, HD = hp->head_dim, NQ = (int64_t)hp->n_head * HD,
                   KV = (int64_t)hp->n_head_kv * HD, F = hp->n_ff, V = hp->n_vocab;
     const int l = (int)il;
     const unsigned o = ML_OPTIONAL;
-    ml_tensor(ld, l, "attn_norm.weight", E, 1, o);
-    ml_tensor(ld, l, "post_attention_norm.weight", E, 1, o);
-    ml_tensor(ld, l, "attn_q.weight", E, 2 * NQ, o);
-    ml_tensor(ld, l, "attn_k.weight", E, KV, o);
-    ml_tensor(ld, l, "attn_v.weight", E, KV, o);
-    ml_tensor(ld, l, "attn_output.weight", NQ, E, o);
-    ml_tensor(ld, l, "attn_q_norm.weight", HD, 1, o);
-    ml_tensor(ld, l, "attn_k_norm.weight", HD, 1, o);
+    model_layer tmp = {0}, *L = il == hp->n_layer ? &w->mtp : &tmp;
+    L->attn_norm = ml_tensor(ld, l, "attn_norm.weight", E, 1, o | ML_F32);
+    L->ffn_norm = ml_tensor(ld, l, "post_attention_norm.weight", E, 1, o | ML_F32);
+    L->wq = ml_tensor(ld, l, "attn_q.weight", E, 2 * NQ, o);
+    L->wk = ml_tensor(ld, l, "attn_k.weight", E, KV, o);
+    L->wv = ml_tensor(ld, l, "attn_v.weight", E, KV, o);
+    L->wo = ml_tensor(ld, l, "attn_output.weight", NQ, E, o);
+    L->q_norm = ml_tensor(ld, l, "attn_q_norm.weight", HD, 1, o | ML_F32);
+    L->k_norm = ml_tensor(ld, l, "attn_k_norm.weight", HD, 1, o | ML_F32);
     if (moe) {
         const int64_t X = hp->n_expert, FE = hp->n_ff_exp, FS = hp->n_ff_shexp ? hp->n_ff_shexp : hp->n_ff;
-        ml_tensor(ld, l, "ffn_gate_inp.weight", E, X, o);
-        ml_tensor3(ld, l, "ffn_gate_up_exps.weight", E, 2 * FE, X, o);
-        ml_tensor3(ld, l, "ffn_gate_exps.weight", E, FE, X, o);
-        ml_tensor3(ld, l, "ffn_up_exps.weight", E, FE, X, o);
-        ml_tensor3(ld, l, "ffn_down_exps.weight", FE, E, X, o);
-        ml_tensor(ld, l, "ffn_gate_inp_shexp.weight", E, 1, o);
-        ml_tensor(ld, l, "ffn_gate_shexp.weight", E, FS, o);
-        ml_tensor(ld, l, "ffn_up_shexp.weight", E, FS, o);
-        ml_tensor(ld, l, "ffn_down_shexp.weight", FS, E, o);
+        L->ffn_gate_inp = ml_tensor(ld, l, "ffn_gate_inp.weight", E, X, o);
+        L->ffn_gate_up_exps = ml_tensor3(ld, l, "ffn_gate_up_exps.weight", E, 2 * FE, X, o);
+        L->ffn_gate_exps = ml_tensor3(ld, l, "ffn_gate_exps.weight", E, FE, X, o);
+        L->ffn_up_exps = ml_tensor3(ld, l, "ffn_up_exps.weight", E, FE, X, o);
+        L->ffn_down_exps = ml_tensor3(ld, l, "ffn_down_exps.weight", FE, E, X, o);
+        L->ffn_gate_inp_shexp = ml_tensor(ld, l, "ffn_gate_inp_shexp.weight", E, 1, o);
+        L->ffn_gate_shexp = ml_tensor(ld, l, "ffn_gate_shexp.weight", E, FS, o);
+        L->ffn_up_shexp = ml_tensor(ld, l, "ffn_up_shexp.weight", E, FS, o);
+        L->ffn_down_shexp = ml_tensor(ld, l, "ffn_down_shexp.weight", FS, E, o);
     } else {
-        ml_tensor(ld, l, "ffn_gate.weight", E, F, o);
-        ml_tensor(ld, l, "ffn_up.weight", E, F, o);
-        ml_tensor(ld, l, "ffn_down.weight", F, E, o);
+        L->ffn_gate = ml_tensor(ld, l, "ffn_gate.weight", E, F, o);
+        L->ffn_up = ml_tensor(ld, l, "ffn_up.weight", E, F, o);
+        L->ffn_down = ml_tensor(ld, l, "ffn_down.weight", F, E, o);
     }
-    ml_tensor(ld, l, "nextn.eh_proj.weight", 2 * E, E, o);
-    ml_tensor(ld, l, "nextn.enorm.weight", E, 1, o);
-    ml_tensor(ld, l, "nextn.hnorm.weight", E, 1, o);
-    ml_tensor(ld, l, "nextn.embed_tokens.weight", E, V, o);
-    ml_tensor(ld, l, "nextn.shared_head_head.weight", E, V, o);
-    ml_tensor(ld, l, "nextn.shared_head_norm.weight", E, 1, o);
+    const gguf_tensor *eh = ml_tensor(ld, l, "nextn.eh_proj.weight", 2 * E, E, o);
+    const gguf_tensor *en = ml_tensor(ld, l, "nextn.enorm.weight", E, 1, o | ML_F32);
+    const gguf_tensor *hn = ml_tensor(ld, l, "nextn.hnorm.weight", E, 1, o | ML_F32);
+    const gguf_tensor *et = ml_tensor(ld, l, "nextn.embed_tokens.weight", E, V, o);
+    const gguf_tensor *hh = ml_tensor(ld, l, "nextn.shared_head_head.weight", E, V, o);
+    const gguf_tensor *hnw = ml_tensor(ld, l, "nextn.shared_head_norm.weight", E, 1, o | ML_F32);
+    if (L == &w->mtp) {
+        w->mtp_eh_proj = eh;
+        w->mtp_enorm = en;
+        w->mtp_hnorm = hn;
+        w->mtp_embed = et;
+        w->mtp_head = hh;
+        w->mtp_head_norm = hnw;
+    }
 }
 
 static bool load_hparams(model_loader *ld, model_hparams *hp)
@@ -151,7 +162,7 @@ bool qwen35_load(model_loader *ld, model_hparams *hp, model_weights *w, bool moe
             ml_ffn(ld, L, il, hp);
     }
     for (uint32_t il = hp->n_layer; il < hp->n_layer + hp->n_layer_nextn && !ml_failed(ld); il++)
-        load_mtp(ld, hp, il, moe);
+        load_mtp(ld, hp, w, il, moe);
     return !ml_failed(ld);
 }
 

@@ -771,6 +771,11 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
         case STEP_MOE: forward_run_moe(f, gr, st, n); break;
         case STEP_DELTANET: forward_deltanet_run(f, st->il, n); break;
         case STEP_KEEP_OUT:
+            if (f->h_out) /* every row's h_nextn: the last block's residual through the output norm */
+                for (int t = 0; t < n; t++)
+                    forward_rmsnorm_row(f->h_out + (size_t)(f->row0 + t) * f->hp.n_embd,
+                                        f->buf[FWD_X] + (size_t)t * f->hp.n_embd, f->w->output_norm->data,
+                                        f->hp.n_embd, f->hp.rms_eps);
             if (out_first > 0) {
                 /* Past the last attention, only the rows with logits
                  * matter: the others' FFN would be thrown away. llama.cpp
@@ -796,7 +801,22 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen)
 {
-    return forward_run(f, &f->graph, tokens, n, start_pos, logits, all_logits, err, errlen);
+    return forward_eval_h(f, tokens, NULL, n, start_pos, logits, all_logits, NULL, err, errlen);
+}
+
+int forward_eval_h(forward_ctx *f, const int32_t *tokens, const float *h_in, int32_t n, int32_t start_pos,
+                   float *logits, bool all_logits, float *h_out, char *err, size_t errlen)
+{
+    if (f->w->mtp_input && !h_in) {
+        snprintf(err, errlen, "an MTP block needs the hidden state of every token");
+        return -1;
+    }
+    f->h_in = h_in;
+    f->h_out = h_out;
+    const int rc = forward_run(f, &f->graph, tokens, n, start_pos, logits, all_logits, err, errlen);
+    f->h_in = NULL;
+    f->h_out = NULL;
+    return rc;
 }
 
 int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32_t n, int32_t start_pos,

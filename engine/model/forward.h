@@ -58,6 +58,16 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen);
 
+/* forward_eval for speculative decoding with an MTP block (engine/spec):
+ * h_out (may be NULL): n rows of n_embd floats, each token's last hidden
+ * state through the output norm (llama.cpp's h_nextn, on every row
+ * whatever all_logits says; for architectures whose last block drops the
+ * rows without logits at its very end, as qwen35's does). h_in: on a
+ * model_mtp_view, each token's input hidden state (n rows of n_embd),
+ * required there; NULL elsewhere. */
+int forward_eval_h(forward_ctx *f, const int32_t *tokens, const float *h_in, int32_t n, int32_t start_pos,
+                   float *logits, bool all_logits, float *h_out, char *err, size_t errlen);
+
 /* ---- recurrent state (engine/model/forward_rs.c) ---------------------------------
  * Recurrent state (Gated DeltaNet layers' conv and delta-rule states). A model
  * without recurrent layers has none: forward_rs_bytes() == 0, the rest are no-ops.

@@ -279,6 +279,15 @@ bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint
     fwd_embed(g);
     if (w->ple_tok_embd)
         fwd_ple_inputs(g, w);
+    if (w->mtp_input) { /* llama_model_qwen35::graph_mtp: X = eh_proj . [enorm(e) | hnorm(h)] */
+        fwd_norm(g, FWD_XB, FWD_X, w->mtp_enorm);
+        row_op(g, (struct fwd_op){.kind = OP_H_INPUT, .dst = FWD_XB2});
+        fwd_norm(g, FWD_XB2, FWD_XB2, w->mtp_hnorm);
+        if (g->width[FWD_HB2] < 2 * (int64_t)hp->n_embd)
+            g->width[FWD_HB2] = 2 * (int64_t)hp->n_embd;
+        row_op(g, (struct fwd_op){.kind = OP_CAT, .dst = FWD_HB2, .src = FWD_XB, .src2 = FWD_XB2});
+        fwd_matmul1(g, FWD_X, FWD_HB2, w->mtp_eh_proj);
+    }
     for (uint32_t il = 0; il < g->n_layer; il++) {
         g->il = il;
         a->layer(g, hp, &w->layers[il], il);

@@ -46,6 +46,8 @@ enum fwd_op_kind {
     OP_SHEXP_MIX,    /* dst = src + dst * sigmoid(src2[0]) (a shared expert into the routed experts' sum) */
     OP_SPLIT_QGATE,  /* src (per head: query, gate) -> dst (queries), src2 (gates) */
     OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
+    OP_H_INPUT,      /* dst = the caller's hidden-state row (forward_eval_h's h_in) */
+    OP_CAT,          /* dst = src | src2 (an MTP block's input, before eh_proj) */
 };
 
 struct fwd_op {
@@ -185,6 +187,11 @@ struct forward_ctx {
     size_t rs_bytes;
     int32_t rs_pos;
     uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
+    /* forward_eval_h: the MTP input rows (n_embd each, by token of the
+     * evaluation) and where the output norm of every row's last hidden
+     * state goes (llama.cpp's h_nextn), NULL when not asked */
+    const float *h_in;
+    float *h_out;
     float *dn_lanes; /* per thread, 64 * ssm_d_state floats: the DeltaNet dots' 64 lanes (forward_deltanet.c) */
 };
 
@@ -217,6 +224,8 @@ size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 
 /* Runs a STEP_ROWS step on rows [0, n) on the pool (forward_rows.c). */
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n);
+/* ggml_rms_norm (then * w, when w) of one row, as OP_NORM computes it. */
+void forward_rmsnorm_row(float *out, const float *x, const float *w, int64_t n, float eps);
 /* ggml_vec_swiglu_f32 / ggml_vec_geglu_f32 on one row (out may be g). */
 void forward_swiglu_row(float *out, const float *g, const float *up, int64_t n);
 void forward_geglu_row(float *out, const float *g, const float *up, int64_t n);

@@ -346,6 +346,13 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         }
         break;
     }
+    case OP_H_INPUT:
+        memcpy(d, f->h_in + (size_t)(f->row0 + t) * hp->n_embd, (size_t)hp->n_embd * sizeof *d);
+        break;
+    case OP_CAT:
+        memcpy(d, row(f, op->src, t), (size_t)width[op->src] * sizeof *d);
+        memcpy(d + width[op->src], row(f, op->src2, t), (size_t)width[op->src2] * sizeof *d);
+        break;
     case OP_SIGMOID_MUL: { /* ggml_sigmoid (libm expf), then ggml_mul */
         const float *s = row(f, op->src, t);
         for (int64_t i = 0; i < (int64_t)hp->n_head * hp->head_dim; i++)
@@ -372,6 +379,11 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
 }
 
 void forward_swiglu_row(float *out, const float *g, const float *up, int64_t n) { swiglu_row(out, g, up, n); }
+
+void forward_rmsnorm_row(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    rmsnorm(out, x, w, n, eps);
+}
 
 void forward_geglu_row(float *out, const float *g, const float *up, int64_t n)
 {

@@ -24,6 +24,7 @@ struct model {
     model_weights w;
     char *arch, *name, *chat_template;
     size_t weight_bytes;
+    bool view; /* model_mtp_view: g and the tensors are another model's */
 };
 
 struct model_loader {
@@ -449,12 +450,77 @@ void model_free(model *m)
     if (m->tok)
         tokenizer_free(m->tok);
     free(m->w.layers);
+    if (m->view) {
+        free(m);
+        return;
+    }
     free(m->arch);
     free(m->name);
     free(m->chat_template);
     if (m->g)
         gguf_close(m->g);
     free(m);
+}
+
+model *model_mtp_view(const model *m, char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    const model_weights *w = &m->w;
+    const model_layer *L = &w->mtp;
+    if (hp->n_layer_nextn == 0) {
+        snprintf(err, errlen, "the model has no MTP block (nextn_predict_layers): --spec mtp needs one");
+        return NULL;
+    }
+    const bool moe = hp->n_expert > 0;
+    const struct {
+        const gguf_tensor *t;
+        const char *name;
+    } need[] = {
+        {w->mtp_eh_proj, "nextn.eh_proj"}, {w->mtp_enorm, "nextn.enorm"}, {w->mtp_hnorm, "nextn.hnorm"},
+        {L->attn_norm, "attn_norm"}, {L->ffn_norm, "post_attention_norm"}, {L->wq, "attn_q"}, {L->wk, "attn_k"},
+        {L->wv, "attn_v"}, {L->wo, "attn_output"}, {L->q_norm, "attn_q_norm"}, {L->k_norm, "attn_k_norm"},
+        {moe ? L->ffn_gate_inp : L->ffn_gate, moe ? "ffn_gate_inp" : "ffn_gate"},
+        {moe ? L->ffn_down_exps : L->ffn_up, moe ? "ffn_down_exps" : "ffn_up"},
+        {moe ? (L->ffn_gate_up_exps ? L->ffn_gate_up_exps : L->ffn_up_exps) : L->ffn_down,
+         moe ? "ffn_up_exps" : "ffn_down"},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (!need[i].t) {
+            snprintf(err, errlen, "the MTP block (blk.%u) lacks its %s tensor", hp->n_layer, need[i].name);
+            return NULL;
+        }
+    if (moe && !L->ffn_gate_up_exps && !L->ffn_gate_exps) {
+        snprintf(err, errlen, "the MTP block (blk.%u) lacks its ffn_gate_exps tensor", hp->n_layer);
+        return NULL;
+    }
+    model *v = calloc(1, sizeof *v);
+    model_layer *ls = calloc(1, sizeof *ls);
+    if (!v || !ls) {
+        free(v);
+        free(ls);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->view = true;
+    v->g = m->g;
+    v->hp = *hp;
+    v->hp.n_layer = 1;
+    v->hp.n_layer_nextn = 0;
+    v->hp.n_layer_kv = 1;
+    v->hp.recurrent_layer[0] = false; /* the block is full attention */
+    v->hp.swa_layer[0] = false;
+    v->hp.kv_layer[0] = 0;
+    v->hp.n_head_kv_l[0] = hp->n_head_kv;
+    *ls = *L;
+    v->w = *w;
+    v->w.layers = ls;
+    v->w.tok_embd = w->mtp_embed ? w->mtp_embed : w->tok_embd;
+    v->w.output_norm = w->mtp_head_norm ? w->mtp_head_norm : w->output_norm;
+    v->w.output = w->mtp_head ? w->mtp_head : w->output;
+    v->w.ple_tok_embd = NULL;
+    v->w.mtp_input = true;
+    v->weight_bytes = m->weight_bytes;
+    return v;
 }
 
 const model_hparams *model_get_hparams(const model *m) { return &m->hp; }

@@ -98,7 +98,7 @@ typedef struct model_hparams {
      * ssm.time_step_rank (value heads), ssm.inner_size (value width) */
     bool recurrent_layer[MODEL_MAX_LAYERS];
     uint32_t ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank, ssm_d_inner;
-    uint32_t n_layer_nextn; /* nextn/MTP blocks after the n_layer ones: loaded, never run */
+    uint32_t n_layer_nextn; /* nextn/MTP blocks after the n_layer ones (--spec mtp runs the first) */
     float rms_eps;
     /* Gemma 4: the sliding-window layers' own head size and rotated dims
      * (attention.key_length_swa, rope.dimension_count_swa; default
@@ -209,9 +209,23 @@ typedef struct model_weights {
      * the projection of the scaled embeddings to that width, its norm */
     const gguf_tensor *ple_tok_embd, *ple_model_proj, *ple_proj_norm;
     model_layer *layers; /* n_layer */
+    /* Qwen3.5's first nextn/MTP block (hp->n_layer_nextn > 0; NULL where
+     * the file lacks a tensor): a gated-attention layer whose input is
+     * eh_proj . [enorm(embedding) | hnorm(the trunk's last hidden state)],
+     * its own embeddings, head and head norm optional (the trunk's then) */
+    model_layer mtp;
+    const gguf_tensor *mtp_eh_proj, *mtp_enorm, *mtp_hnorm, *mtp_embed, *mtp_head, *mtp_head_norm;
+    /* a model_mtp_view: the graph starts with that input (forward_graph.c) */
+    bool mtp_input;
 } model_weights;
 
 const model_weights *model_get_weights(const model *m);
+/* The MTP block of m as a model of one layer (llama.cpp's
+ * LLM_GRAPH_TYPE_DECODER_MTP graph): forward_build on it gives the draft
+ * head with a KV cache of its own, evaluated with forward_eval_h. It shares
+ * m's file and tensors (free it before m, with model_free). NULL with err
+ * set when m has no complete MTP block. */
+model *model_mtp_view(const model *m, char *err, size_t errlen);
 /* True when any matmul weight is a quantized block type (not F32/F16/BF16). */
 bool model_is_quantized(const model *m);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec/spec_mtp.h"
 #include "tokenizer/tokenizer.h"
 
 struct spec {
@@ -27,6 +28,10 @@ struct spec {
     float *rows, *scratch;
     void *rs;
     size_t rs_bytes;
+    /* SPEC_MTP: the block, and the target's h_nextn rows of a batch */
+    spec_mtp *mtp;
+    float *h;
+    int32_t cap_h, n_embd;
 };
 
 spec_params spec_default_params(void)
@@ -122,9 +127,13 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
     if (s->p.ngram_n < 1)
         s->p.ngram_n = SPEC_NGRAM_N;
     if (p->type == SPEC_MTP) {
-        snprintf(err, errlen,
-                 "--spec mtp is not implemented yet (its blocks are loaded, never run): use ngram or draft");
-        goto fail;
+        char e2[400];
+        s->mtp = spec_mtp_create(target, fp, e2, sizeof e2);
+        if (!s->mtp) {
+            snprintf(err, errlen, "--spec mtp: %s", e2);
+            goto fail;
+        }
+        s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
     }
     if (p->type == SPEC_DRAFT) {
         if (!p->draft_model || !p->draft_model[0]) {
@@ -170,6 +179,8 @@ void spec_free(spec *s)
         return;
     forward_free(s->df);
     model_free(s->dm);
+    spec_mtp_free(s->mtp);
+    free(s->h);
     free(s->draft_path);
     free(s->dtoks);
     free(s->dlogits);
@@ -251,9 +262,67 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
         return spec_ngram_draft(ctx, n, last, s->p.ngram_n, SPEC_NGRAM_M, max, out);
     case SPEC_DRAFT:
         return draft_model(s, ctx, n, last, max, out, err, errlen);
+    case SPEC_MTP:
+        return spec_mtp_draft(s->mtp, last, n, max, out, err, errlen);
     default:
         return 0;
     }
+}
+
+int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos, float *logits,
+              bool all_logits, char *err, size_t errlen)
+{
+    if (!s || !s->mtp)
+        return forward_eval(f, tokens, n, pos, logits, all_logits, err, errlen);
+    if (n > s->cap_h) {
+        float *h = realloc(s->h, (size_t)n * (size_t)s->n_embd * sizeof *h);
+        if (!h) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        s->h = h;
+        s->cap_h = n;
+    }
+    if (forward_eval_h(f, tokens, NULL, n, pos, logits, all_logits, s->h, err, errlen) != 0)
+        return -1;
+    return spec_mtp_process(s->mtp, tokens, n, pos, s->h, err, errlen);
+}
+
+/* spec_step with the MTP block, as llama-server runs it: the block sees
+ * every batch the target evaluates. A recurrent target that rejected a
+ * draft goes back to its state before the batch and evaluates last, the
+ * accepted drafts and the token drawn in place of the rejected one again
+ * as one batch (the server's "replay" of the checkpoint), drawing one
+ * more token from its last row; the block then processes that batch,
+ * paired first with the hidden state the rejected batch left pending, as
+ * the reference's does. The server's replay draws the replayed positions
+ * again from the same state of the sampler: with the same rows, the same
+ * tokens, which are kept here instead. */
+static int32_t step_mtp(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t nd,
+                        int32_t *out, char *err, size_t errlen)
+{
+    const bool recurrent = forward_is_recurrent(f);
+    if (recurrent)
+        forward_rs_save(f, s->rs);
+    if (spec_eval(s, f, seq + n_past, nd + 1, n_past, s->rows, true, err, errlen) != 0)
+        return -1;
+    int32_t n_out = spec_sample_accept(smp, s->rows, s->n_vocab_tgt, seq + n_past + 1, nd, out, NULL);
+    const int32_t k = n_out - 1;
+    if (recurrent && k < nd) {
+        forward_rs_load(f, s->rs, n_past);
+        seq[n_past + k + 1] = out[k];
+        if (spec_eval(s, f, seq + n_past, k + 2, n_past, s->rows, true, err, errlen) != 0)
+            return -1;
+        const float *row = s->rows + (size_t)(k + 1) * (size_t)s->n_vocab_tgt;
+        out[n_out] = sampler_sample(smp, row, NULL);
+        sampler_accept(smp, out[n_out]);
+        n_out++;
+        spec_mtp_accept(s->mtp, k + 1);
+    } else {
+        spec_mtp_accept(s->mtp, k);
+    }
+    spec_count(s, nd, k);
+    return n_out;
 }
 
 int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last,
@@ -277,6 +346,8 @@ int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n
         return -1;
     }
     seq[n_past] = last;
+    if (s->mtp)
+        return step_mtp(s, f, smp, seq, n_past, nd, out, err, errlen);
     const int32_t n = spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, s->scratch, out,
                                   NULL, err, errlen);
     if (n < 0)

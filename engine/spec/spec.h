@@ -15,9 +15,11 @@
  * batch and brought forward over the accepted tokens alone.
  *
  * Sources: ngram (the reference's ngram-simple: the last n tokens looked up
- * earlier in the prompt and reply, what followed them proposed) and draft (a
+ * earlier in the prompt and reply, what followed them proposed), draft (a
  * second GGUF with the same vocabulary, drafting greedily, as the
- * reference's draft-simple does with p_min 0). */
+ * reference's draft-simple does with p_min 0) and mtp (the target's own
+ * Qwen3.5 MTP block, the reference's draft-mtp: spec_mtp.c; it sees every
+ * batch the target evaluates, so those go through spec_eval). */
 #ifndef TOKSCOPE_SPEC_H
 #define TOKSCOPE_SPEC_H
 
@@ -52,12 +54,19 @@ typedef struct spec spec;
 
 /* The drafting side for a target model. SPEC_DRAFT loads the draft model
  * (its forward context built with fp, n_ctx included) and refuses one
- * whose vocabulary differs, naming the difference. SPEC_MTP is refused (not
- * implemented). NULL with err set. */
+ * whose vocabulary differs, naming the difference. SPEC_MTP builds the
+ * target's MTP block (a context of its own, fp's n_ctx) and refuses a
+ * model without one. NULL with err set. */
 spec *spec_create(const spec_params *p, const model *target, const forward_params *fp, char *err,
                   size_t errlen);
 void spec_free(spec *s);
 const spec_params *spec_get_params(const spec *s);
+
+/* forward_eval of the target for a caller that drafts with s (s may be
+ * NULL): with SPEC_MTP every batch the target evaluates (the prompt, single
+ * tokens) must come through here, for the MTP block to see it. */
+int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos, float *logits,
+              bool all_logits, char *err, size_t errlen);
 
 /* Drafts for the sequence ctx[0, n) followed by last (sampled, not
  * evaluated yet): at most max tokens into out. Returns how many, or -1 with
@@ -105,8 +114,12 @@ int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t
  * seq + n_past + 1) and, when there are any, sets seq[n_past] = last,
  * verifies them (spec_verify, with buffers s keeps for f) and counts them
  * (spec_count): out gets the k + 1 tokens sampled and f holds
- * seq[0, n_past + k + 1); returns k + 1. Returns 0 when there were no drafts
- * (nothing evaluated: the caller evaluates last alone), -1 with err set. */
+ * seq[0, n_past + k + 1); returns k + 1. SPEC_MTP on a recurrent target
+ * that rejected a draft also evaluates the token drawn in its place (the
+ * reference's replay, spec.c's step_mtp) and draws one more: k + 2 tokens,
+ * f holding all but the last. Returns 0 when there were no drafts
+ * (nothing evaluated: the caller evaluates last alone, with spec_eval),
+ * -1 with err set. */
 int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last,
                   int32_t max, int32_t *out, char *err, size_t errlen);
 

@@ -29,6 +29,12 @@ bool spec_engine_open(engine *e, char *err, size_t errlen)
         snprintf(err, errlen, "speculative decoding needs the KV cache (not --no-kv-cache)");
         return false;
     }
+    if (e->p.spec_type == SPEC_MTP) {
+        /* the MTP block must see every batch the target evaluates (spec_eval),
+         * and the engine's memory evaluates its own */
+        snprintf(err, errlen, "--spec mtp runs in generate and bench only for now (here: ngram or draft)");
+        return false;
+    }
     spec_params p = spec_default_params();
     p.type = (enum spec_type)e->p.spec_type;
     if (e->p.draft_max > 0)

@@ -142,10 +142,10 @@ if need "$TESTDATA/models/tiny-spm-q8_0.gguf" "$name"; then
         ! grep -q 'tg4' "$OUT/bench.out"; then ok "$name"
     else not_ok "$name" "exit $rc" "$(head -n 3 "$OUT/bench.out")"; fi
 fi
-name="bench --spec mtp: exit 1, not implemented"
+name="bench --spec mtp on a model without an MTP block: exit 1, refused"
 "$BIN" bench -m "$M" -p 0 -n 4 -r 1 --spec mtp >"$OUT/bench.out" 2>&1
 rc=$?
-if [ $rc -eq 1 ] && grep -q "mtp is not implemented" "$OUT/bench.out"; then ok "$name"
+if [ $rc -eq 1 ] && grep -q "no MTP block" "$OUT/bench.out"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(head -n 3 "$OUT/bench.out")"; fi
 for bad in "-p x" "-d 1,,2" "-t 0" "-ctk q2_k" "-o csv" "--blas maybe" "--blas on,,off" "--spec eagle" "--draft-max 65" \
     "--spec-ngram-n 0"; do

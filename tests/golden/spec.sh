@@ -102,7 +102,50 @@ if need "$M/stories260K.gguf" "$name" && need "$M/tiny-spm-q8_0.gguf" "$name"; t
         ok "$name"
     else not_ok "$name" "exit $rc" "$(cat "$OUT/voc.err")"; fi
 fi
-name="--spec draft without a draft model, --spec mtp and an unknown kind are refused"
+# --spec mtp: toy Qwen3.5 dense and MoE files with an MTP block, written
+# here (tests/tools/gguf_mtp.py from the mini models: the block a copy of
+# the last attention block, eh_proj the identity on the embedding half,
+# every block writing x0.1 into the residual, so that the block predicts
+# much as the target does): the reply is the reply without it, greedy and
+# seeded (the recurrent target's replay after a rejected draft included),
+# and most greedy drafts are accepted
+# and, where tests/golden/reference/mtp/counts.txt has them (its make.sh),
+# the same drafted and accepted counts as llama-server 34af94cd's draft-mtp
+REFC=tests/golden/reference/mtp/counts.txt
+# ref_counts NAME ARCH MODE: the last run's counts against the reference's
+ref_counts() {
+    if [ ! -f "$REFC" ]; then
+        echo "skip - $1 (no $REFC: tests/golden/reference/mtp/make.sh writes it)"
+        return 0
+    fi
+    want=$(awk -v a="$2" -v m="$3" '$1 == a && $2 == m { print "drafted " $3 ", accepted " $4 }' "$REFC")
+    got=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]*' "$OUT/spec.err" | sed 's/^spec: //')
+    if [ -n "$want" ] && [ "$want" = "$got" ]; then ok "$1: $got, as llama-server's draft-mtp"
+    else not_ok "$1" "tokscope: '$got', llama-server: '$want'"; fi
+}
+for a in qwen35 qwen35moe; do
+    src=$TESTDATA/families2026/models/$a-mini-q8_0.gguf
+    need "$src" "spec mtp on $a" || continue
+    if ! python3 tests/tools/gguf_mtp.py "$src" "$OUT/$a-mtp.gguf" 0 0.1 >"$OUT/mtp.log" 2>&1; then
+        not_ok "$a-mtp: writing the file" "$(tail -n 3 "$OUT/mtp.log")"
+        continue
+    fi
+    same "$a-mtp greedy, --spec mtp" "$OUT/$a-mtp.gguf" "--spec mtp" -p "$P" -n 120 --temp 0
+    ref_counts "$a-mtp greedy: the reference's counts" $a greedy
+    acc=$(sed -n 's/.*spec: drafted [0-9]*, accepted [0-9]* (\([0-9]*\)\.[0-9] %).*/\1/p' "$OUT/spec.err")
+    if [ -n "$acc" ] && [ "$acc" -ge 60 ]; then ok "$a-mtp: greedy acceptance $acc % (>= 60)"
+    else not_ok "$a-mtp: greedy acceptance '$acc' % (want >= 60)"; fi
+    same "$a-mtp seeded, --spec mtp" "$OUT/$a-mtp.gguf" "--spec mtp" -p "$P" -n 120 --temp 0.8 --seed 42
+    ref_counts "$a-mtp seeded: the reference's counts" $a seeded
+    same "$a-mtp seeded with penalties, --spec mtp" "$OUT/$a-mtp.gguf" "--spec mtp" -p "$P" -n 80 --temp 1 \
+        --seed 7 --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
+    same "$a-mtp greedy, --spec mtp --draft-max 5" "$OUT/$a-mtp.gguf" "--spec mtp --draft-max 5" -p "$P" -n 120 \
+        --temp 0
+    ref_counts "$a-mtp greedy, 5 drafts: the reference's counts" $a dmax5
+    rm -f "$OUT/$a-mtp.gguf"
+done
+
+name="--spec draft without a draft model, --spec mtp on a model without an MTP block and an unknown kind are refused"
 if need "$M/stories260K.gguf" "$name"; then
     "$BIN" generate -m "$M/stories260K.gguf" --spec draft -p x -n 4 >/dev/null 2>"$OUT/r1.err"
     r1=$?
@@ -110,7 +153,7 @@ if need "$M/stories260K.gguf" "$name"; then
     r2=$?
     "$BIN" generate -m "$M/stories260K.gguf" --spec eagle -p x -n 4 >/dev/null 2>"$OUT/r3.err"
     r3=$?
-    if [ $r1 -eq 1 ] && grep -q -- "--draft-model" "$OUT/r1.err" && [ $r2 -eq 1 ] && grep -q "mtp" "$OUT/r2.err" &&
+    if [ $r1 -eq 1 ] && grep -q -- "--draft-model" "$OUT/r1.err" && [ $r2 -eq 1 ] && grep -q "no MTP block" "$OUT/r2.err" &&
         [ $r3 -eq 2 ]; then ok "$name"
     else not_ok "$name" "exit $r1 $r2 $r3" "$(cat "$OUT/r1.err" "$OUT/r2.err")"; fi
 fi

@@ -225,6 +225,31 @@ static void test_engine_refuses_vocab(void **s)
     engine_shutdown(e);
 }
 
+/* --spec mtp in the engine (TUI, serve): refused with the reason, the
+ * model loaded all the same (the block must see every batch the target
+ * evaluates, which only generate and bench route through spec_eval) */
+static void test_engine_refuses_mtp(void **s)
+{
+    (void)s;
+    engine_params p = engine_default_params();
+    p.model_path = TESTDATA_REQUIRE("families2026/models/qwen35-mini-q8_0.gguf");
+    p.n_ctx = 64;
+    p.n_threads = 1;
+    p.spec_type = SPEC_MTP;
+    char err[256];
+    engine *e = engine_start(&p, err, sizeof err);
+    assert_non_null(e);
+    engine_event ev;
+    bool said = false;
+    do {
+        next_event(e, &ev);
+        if (ev.type == ENGINE_EV_ERROR && strstr(ev.message, "--spec mtp runs in generate and bench only"))
+            said = true;
+    } while (ev.type != ENGINE_EV_LOADED);
+    assert_true(said);
+    engine_shutdown(e);
+}
+
 /* /set spec draft, draft_model FILE live: drafts from the next reply; a bad
  * value is an ERROR and changes nothing */
 static void test_set_live(void **s)
@@ -262,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_stories_ngram),        cmocka_unit_test(test_tinyspm_draft_seeded),
         cmocka_unit_test(test_qwen35_draft_greedy),  cmocka_unit_test(test_qwen35_draft_seeded),
         cmocka_unit_test(test_engine_refuses_vocab), cmocka_unit_test(test_set_live),
+        cmocka_unit_test(test_engine_refuses_mtp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
