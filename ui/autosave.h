@@ -26,6 +26,7 @@
 #include "ui.h"
 
 #define AUTOSAVE_KEEP 50
+#define AUTOSAVE_KV_KEEP 5 /* of those, the newest keep their KV snapshot (NAME.kv beside NAME.json) */
 
 struct ui_app;
 
