@@ -289,6 +289,11 @@ void autosave_note(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
         a->note_level = lvl;
 }
 
+bool autosave_note_pending(const ui_app *app)
+{
+    return app->autosave && app->autosave->note[0];
+}
+
 const char *autosave_last_path(const ui_app *app)
 {
     return app->autosave && app->autosave->last[0] ? app->autosave->last : NULL;

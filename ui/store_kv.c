@@ -37,13 +37,25 @@ void store_kv_load(ui_app *app, const char *path)
     engine_load_kv(app->eng, kv);
 }
 
+/* After what the status line says now ("saved FILE", "loaded FILE"), when it says something. */
+static void say_after(ui_app *app, enum ui_msg_level lvl, const char *text)
+{
+    if (!app->msg[0]) {
+        ui_message(app, lvl, "%s", text);
+        return;
+    }
+    char old[sizeof app->msg];
+    snprintf(old, sizeof old, "%s", app->msg);
+    ui_message(app, lvl > app->msg_level ? lvl : app->msg_level, "%s; %s", old, text);
+}
+
 void store_kv_event(ui_app *app, const engine_event *ev)
 {
     const bool announced = app->kv_announce > 0;
     switch ((enum engine_kv_kind)ev->kv) {
     case ENGINE_KV_SAVED:
         if (announced)
-            ui_message(app, UI_MSG_INFO, "%s", ev->message);
+            say_after(app, UI_MSG_INFO, ev->message);
         break;
     case ENGINE_KV_SAVE_FAILED:
         if (strstr(ev->message, "over the cap") && !announced) {
@@ -51,15 +63,25 @@ void store_kv_event(ui_app *app, const engine_event *ev)
                 break; /* once a session: every reply would say it again */
             app->kv_cap_said = true;
         }
-        ui_message(app, UI_MSG_WARN, "%s", ev->message);
+        if (announced)
+            say_after(app, UI_MSG_WARN, ev->message);
+        else
+            ui_message(app, UI_MSG_WARN, "%s", ev->message);
         break;
     case ENGINE_KV_RESTORED:
     case ENGINE_KV_NOT_USED:
-    case ENGINE_KV_USED:
+    case ENGINE_KV_USED: {
         app->n_past = ev->n_past;
-        /* beside what a resume says (shown once the model has loaded) */
-        autosave_note(app, ev->kv == ENGINE_KV_NOT_USED ? UI_MSG_WARN : UI_MSG_INFO, "%s", ev->message);
+        enum ui_msg_level lvl = ev->kv == ENGINE_KV_NOT_USED ? UI_MSG_WARN : UI_MSG_INFO;
+        if (app->state == UI_STATE_LOADING || autosave_note_pending(app)) { /* beside what a resume says */
+            autosave_note(app, lvl, "%s", ev->message);
+        } else if (ev->kv != ENGINE_KV_USED) {
+            say_after(app, lvl, ev->message);
+        } else {
+            ui_message(app, lvl, "%s", ev->message);
+        }
         break;
+    }
     }
     if (announced && (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_FAILED))
         app->kv_announce--;
