@@ -146,6 +146,7 @@ enum engine_event_type {
 enum engine_kv_kind {
     ENGINE_KV_SAVED,       /* done = tokens, bytes = file size */
     ENGINE_KV_SAVE_FAILED, /* message: why (the session file itself is the UI's, written apart) */
+    ENGINE_KV_SAVE_SKIPPED, /* nothing to save: no model, or the cache holds nothing (message: which) */
     ENGINE_KV_RESTORED,    /* done = tokens held now (n_past) */
     ENGINE_KV_NOT_USED,    /* message: why; the conversation is evaluated as without one */
     ENGINE_KV_USED,        /* the first turn after a restore: done = tokens of it kept, total = of it

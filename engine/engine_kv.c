@@ -53,15 +53,16 @@ void engine_kv_save(engine *e, const char *path)
 {
     char err[ENGINE_MSG_MAX - 32] = "", msg[ENGINE_MSG_MAX];
     uint64_t bytes = 0;
-    const kv_stamp *st = e->m ? stamp(e) : NULL;
+    if (!e->m || e->mem.n_past == 0) { /* nothing to keep: not a failure (an autosave after a failed turn) */
+        snprintf(msg, sizeof msg, "no KV snapshot: %s", !e->m ? "no model loaded" : "the cache holds nothing yet");
+        post_kv(e, ENGINE_KV_SAVE_SKIPPED, 0, 0, 0, msg);
+        return;
+    }
+    const kv_stamp *st = stamp(e);
     if (!path || !*path)
         snprintf(err, sizeof err, "no path given");
-    else if (!e->m)
-        snprintf(err, sizeof err, "no model loaded");
     else if (!st)
         snprintf(err, sizeof err, "out of memory");
-    else if (e->mem.n_past == 0)
-        snprintf(err, sizeof err, "the cache holds nothing yet");
     if (!err[0] && kv_snapshot_save(&e->mem, st, path, e->p.kv_max_bytes, &bytes, err, sizeof err) == 0) {
         snprintf(msg, sizeof msg, "KV snapshot saved: %d tokens, %.1f MiB", (int)e->mem.n_past,
                  (double)bytes / 1048576.0);

@@ -57,6 +57,10 @@ void store_kv_event(ui_app *app, const engine_event *ev)
         if (announced)
             say_after(app, UI_MSG_INFO, ev->message);
         break;
+    case ENGINE_KV_SAVE_SKIPPED:
+        if (announced)
+            say_after(app, UI_MSG_INFO, ev->message);
+        break;
     case ENGINE_KV_SAVE_FAILED:
         if (strstr(ev->message, "over the cap") && !announced) {
             if (app->kv_cap_said)
@@ -83,6 +87,6 @@ void store_kv_event(ui_app *app, const engine_event *ev)
         break;
     }
     }
-    if (announced && (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_FAILED))
+    if (announced && (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_FAILED || ev->kv == ENGINE_KV_SAVE_SKIPPED))
         app->kv_announce--;
 }
