@@ -17,7 +17,8 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void post_kv(engine *e, enum engine_kv_kind kind, int32_t done, int32_t total, uint64_t bytes, const char *msg)
+static void post_kv(engine *e, enum engine_kv_kind kind, int32_t done, int32_t total, uint64_t bytes,
+                    const char *msg)
 {
     engine_event ev;
     memset(&ev, 0, sizeof ev);
@@ -54,7 +55,8 @@ void engine_kv_save(engine *e, const char *path)
     char err[ENGINE_MSG_MAX - 32] = "", msg[ENGINE_MSG_MAX];
     uint64_t bytes = 0;
     if (!e->m || e->mem.n_past == 0) { /* nothing to keep: not a failure (an autosave after a failed turn) */
-        snprintf(msg, sizeof msg, "no KV snapshot: %s", !e->m ? "no model loaded" : "the cache holds nothing yet");
+        snprintf(msg, sizeof msg, "no KV snapshot: %s",
+                 !e->m ? "no model loaded" : "the cache holds nothing yet");
         post_kv(e, ENGINE_KV_SAVE_SKIPPED, 0, 0, 0, msg);
         return;
     }

@@ -87,6 +87,7 @@ void store_kv_event(ui_app *app, const engine_event *ev)
         break;
     }
     }
-    if (announced && (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_FAILED || ev->kv == ENGINE_KV_SAVE_SKIPPED))
+    if (announced &&
+        (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_FAILED || ev->kv == ENGINE_KV_SAVE_SKIPPED))
         app->kv_announce--;
 }

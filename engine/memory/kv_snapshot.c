@@ -257,10 +257,13 @@ static bool w_put(void *user, void *bytes, size_t len)
     return w->ok;
 }
 
-static bool w_putc(kv_writer *w, const void *bytes, size_t len) { return w_put(w, (void *)bytes, len); }
+static bool w_putc(kv_writer *w, const void *bytes, size_t len)
+{
+    return w_put(w, (void *)bytes, len);
+}
 
-int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint64_t max_bytes, uint64_t *bytes,
-                     char *err, size_t errlen)
+int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint64_t max_bytes,
+                     uint64_t *bytes, char *err, size_t errlen)
 {
     if (bytes)
         *bytes = 0;
@@ -271,7 +274,8 @@ int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint
     kv_header hd;
     header_of(m, st, &hd);
     if (max_bytes > 0 && hd.total > max_bytes) {
-        snprintf(err, errlen, "the KV snapshot would take %.1f MiB, over the cap of %.1f MiB ([session] kv_max_mb)",
+        snprintf(err, errlen,
+                 "the KV snapshot would take %.1f MiB, over the cap of %.1f MiB ([session] kv_max_mb)",
                  (double)hd.total / 1048576.0, (double)max_bytes / 1048576.0);
         return -1;
     }
@@ -279,8 +283,8 @@ int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint
     const char *slash = strrchr(path, '/');
     const size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
     char tmp[4096 + 512];
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", (int)dl, path, slash ? slash + 1 : path, (long)getpid()) >=
-        (int)sizeof tmp) {
+    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", (int)dl, path, slash ? slash + 1 : path,
+                 (long)getpid()) >= (int)sizeof tmp) {
         snprintf(err, errlen, "path too long");
         return -1;
     }
@@ -356,9 +360,15 @@ int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint
 
 /* ---- reading ---- */
 
-static bool read_all(FILE *fp, void *dst, size_t n) { return n == 0 || fread(dst, 1, n, fp) == n; }
+static bool read_all(FILE *fp, void *dst, size_t n)
+{
+    return n == 0 || fread(dst, 1, n, fp) == n;
+}
 
-static bool r_get(void *user, void *bytes, size_t len) { return read_all(user, bytes, len); }
+static bool r_get(void *user, void *bytes, size_t len)
+{
+    return read_all(user, bytes, len);
+}
 
 /* Why the stamp of a snapshot does not fit now ("" when it does). */
 static void stamp_diff(const kv_stamp *a, const kv_stamp *b, char *why, size_t n)
@@ -395,7 +405,8 @@ static int check(FILE *fp, const char *path, const kv_stamp *st, kv_header *hd, 
         snprintf(why, whylen, "%s is not a regular file", path);
         return 1;
     }
-    if ((uint64_t)sb.st_size < HDR_LEN + KV_HASH_LEN || !read_all(fp, head, HDR_LEN) || !header_decode(head, hd)) {
+    if ((uint64_t)sb.st_size < HDR_LEN + KV_HASH_LEN || !read_all(fp, head, HDR_LEN) ||
+        !header_decode(head, hd)) {
         snprintf(why, whylen, "%s is not a KV snapshot of this version (or is cut short)", path);
         return 1;
     }
@@ -444,7 +455,8 @@ static bool fits(const memory *m, const kv_header *hd)
            hd->kv_bytes == forward_kv_pieces(m->f, hd->n_past, NULL, NULL);
 }
 
-int kv_snapshot_load(memory *m, const kv_stamp *st, const char *path, int32_t *n_tokens, char *why, size_t whylen)
+int kv_snapshot_load(memory *m, const kv_stamp *st, const char *path, int32_t *n_tokens, char *why,
+                     size_t whylen)
 {
     *n_tokens = 0;
     why[0] = 0;

@@ -29,13 +29,13 @@
 
 /* What a snapshot must match: the model file and the settings. */
 typedef struct kv_stamp {
-    uint64_t model_size;      /* bytes of the GGUF file */
-    uint8_t model_hash[32];   /* SHA-256 of its header, metadata and tensor table and of the first
-                                 4 KiB of every tensor's data (kv_stamp_model) */
-    forward_bits bits;        /* the forward context's settings that change the bits */
-    char isa[96];             /* the SIMD kernels this build was compiled for */
+    uint64_t model_size;    /* bytes of the GGUF file */
+    uint8_t model_hash[32]; /* SHA-256 of its header, metadata and tensor table and of the first
+                               4 KiB of every tensor's data (kv_stamp_model) */
+    forward_bits bits;      /* the forward context's settings that change the bits */
+    char isa[96];           /* the SIMD kernels this build was compiled for */
     int32_t n_vocab;
-    uint64_t rs_bytes;        /* the recurrent state (0: none) */
+    uint64_t rs_bytes; /* the recurrent state (0: none) */
 } kv_stamp;
 
 /* The stamp of model m (its file identity: one pass over its header and
@@ -49,8 +49,8 @@ uint64_t kv_snapshot_bytes(const memory *m);
  * renamed over it; a failure leaves an earlier snapshot whole and no
  * temporary behind). max_bytes > 0: refuse a larger one. Returns 0, or -1
  * with err set (nothing written: no KV cache, over the cap, an I/O error). */
-int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint64_t max_bytes, uint64_t *bytes,
-                     char *err, size_t errlen);
+int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint64_t max_bytes,
+                     uint64_t *bytes, char *err, size_t errlen);
 
 /* Restores the snapshot at path into m (n_past and the rest as they were
  * saved). Returns 0; 1 when it does not apply or cannot be trusted (why

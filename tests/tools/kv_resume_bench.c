@@ -63,8 +63,8 @@ static engine *start(const char *path, int threads, uint32_t n_ctx)
 }
 
 /* Submits and returns the seconds to the first TOKEN event (t0: when timing began); waits for DONE. */
-static double first_token(engine *e, const chat_message *m, size_t n, double t0, int32_t *n_prompt, char *reply,
-                          size_t cap)
+static double first_token(engine *e, const chat_message *m, size_t n, double t0, int32_t *n_prompt,
+                          char *reply, size_t cap)
 {
     engine_submit(e, 1, m, n);
     engine_event ev;
@@ -105,7 +105,8 @@ int main(int argc, char **argv)
     const int threads = argc > 3 ? atoi(argv[3]) : 0;
     const char *snap = argc > 4 ? argv[4] : "/tmp/kv_resume_bench.kv";
     /* about one token a word on an SPM vocabulary; the words of a small list */
-    static const char *words[] = {"the", "dog", "ran", "to", "a", "big", "red", "house", "and", "saw", "cat", "sat"};
+    static const char *words[] = {"the", "dog",   "ran", "to",  "a",   "big",
+                                  "red", "house", "and", "saw", "cat", "sat"};
     size_t cap = (size_t)n_tok * 8 + 64, len = 0;
     char *text = malloc(cap);
     for (int i = 0; i < n_tok - 8; i++)
@@ -140,8 +141,9 @@ int main(int argc, char **argv)
     const double t0 = now();
     engine_load_kv(c, snap);
     const double warm = first_token(c, conv, 3, t0, &np, NULL, 0);
-    printf("resume with the snapshot:    %d tokens evaluated, first new token after %.2f s (restore included)\n", np,
-           warm);
+    printf(
+        "resume with the snapshot:    %d tokens evaluated, first new token after %.2f s (restore included)\n",
+        np, warm);
     engine_shutdown(c);
     struct stat sb;
     if (stat(snap, &sb) == 0)

@@ -159,7 +159,8 @@ static void check_exact(const char *rel, enum tensor_type kv, int diverge_back)
     int32_t n2 = n1 - diverge_back;
     n2 += encode(a, " The dog ran to the park and", false, seq + n2, 64);
     const int G = 12;
-    float *ra = malloc((size_t)(G + 1) * a->V * sizeof(float)), *rb = malloc((size_t)(G + 1) * a->V * sizeof(float));
+    float *ra = malloc((size_t)(G + 1) * a->V * sizeof(float)),
+          *rb = malloc((size_t)(G + 1) * a->V * sizeof(float));
     const int32_t ev_a = turn2(a, seq, n2, G, ra);
 
     rig *b = rig_new(path, 2, kv);
@@ -234,7 +235,8 @@ static void test_stamp_mismatch(void **s)
     assert_non_null(strstr(why, "KV cache type differs"));
     rig_free(b);
 
-    b = rig_new(TESTDATA_REQUIRE("models/tiny-spm-q4_0.gguf"), 2, TENSOR_TYPE_F16); /* same shape, other weights */
+    b = rig_new(TESTDATA_REQUIRE("models/tiny-spm-q4_0.gguf"), 2,
+                TENSOR_TYPE_F16); /* same shape, other weights */
     assert_int_equal(kv_snapshot_load(&b->mem, &b->st, snap, &nt, why, sizeof why), 1);
     assert_non_null(strstr(why, "another model file"));
     rig_free(b);
@@ -519,7 +521,8 @@ static void check_engine(const char *rel)
     wait_kv(a, &ev);
     assert_int_equal(ev.kv, ENGINE_KV_SAVE_SKIPPED);
     assert_int_not_equal(access(snap, F_OK), 0);
-    chat_message msgs[3] = {{"user", "Tell me a story about a dog."}, {"assistant", ""}, {"user", "And then?"}};
+    chat_message msgs[3] = {
+        {"user", "Tell me a story about a dog."}, {"assistant", ""}, {"user", "And then?"}};
     engine_submit(a, 1, msgs, 1);
     collect(a, t1);
     /* the reply as the UI keeps it: its text */
@@ -623,14 +626,10 @@ static int teardown(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_exact_stories),
-        cmocka_unit_test(test_exact_tiny_q8_0),
-        cmocka_unit_test(test_exact_qwen35),
-        cmocka_unit_test(test_stamp_mismatch),
-        cmocka_unit_test(test_damaged),
-        cmocka_unit_test(test_write_failures),
-        cmocka_unit_test(test_engine_stories),
+        cmocka_unit_test(test_paths),           cmocka_unit_test(test_exact_stories),
+        cmocka_unit_test(test_exact_tiny_q8_0), cmocka_unit_test(test_exact_qwen35),
+        cmocka_unit_test(test_stamp_mismatch),  cmocka_unit_test(test_damaged),
+        cmocka_unit_test(test_write_failures),  cmocka_unit_test(test_engine_stories),
         cmocka_unit_test(test_engine_qwen35),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
