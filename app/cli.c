@@ -226,6 +226,7 @@ static const cli_opt table[CLI_N_IDS] = {
     [CLI_MOUSE] = {"mouse", NULL, 0, CLI_T_FLAG, N_, "mouse wheel scrolls"},
     [CLI_RESUME] = {"resume", NULL, 0, CLI_T_OPT_TEXT, N_, "continue a saved session"},
     [CLI_NO_AUTOSAVE] = {"no-autosave", NULL, 0, CLI_T_FLAG, N_, "do not write session files"},
+    [CLI_NO_SAVE_KV] = {"no-save-kv", NULL, 0, CLI_T_FLAG, N_, "no KV snapshots beside session files"},
     [CLI_REMOTE] = {"remote", NULL, 0, CLI_T_TEXT, N_, "an OpenAI-compatible server"},
     [CLI_REMOTE_MODEL] = {"remote-model", NULL, 0, CLI_T_TEXT, N_, "the server's model"},
 };

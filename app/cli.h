@@ -103,6 +103,7 @@ enum cli_id {
     CLI_MOUSE,
     CLI_RESUME,
     CLI_NO_AUTOSAVE,
+    CLI_NO_SAVE_KV,
     CLI_REMOTE,
     CLI_REMOTE_MODEL,
     CLI_N_IDS,

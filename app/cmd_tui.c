@@ -50,6 +50,8 @@ static void tui_usage(FILE *f)
             "      --resume[=FILE]       continue the last autosaved session (or FILE, saved\n"
             "                            with /save); without -m, with the model it used\n"
             "      --no-autosave         do not write session files (/save still works)\n"
+            "      --no-save-kv          no KV snapshot beside session files ([session] save_kv):\n"
+            "                            --resume and /load then evaluate the conversation again\n"
             "\n"
             "remote backend (an OpenAI-compatible server: llama-server, vLLM, ollama,\n"
             "tokscope serve; see tokscope(1), REMOTE BACKEND):\n"
@@ -77,7 +79,10 @@ static void tui_usage(FILE *f)
             "\n"
             "Sessions are autosaved after every reply and on exit (also on SIGTERM and\n"
             "SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (default ~/.local/state/tokscope/\n"
-            "sessions; the newest 50 are kept), atomically. Enter during a reply queues the\n"
+            "sessions; the newest 50 are kept), atomically, with a snapshot of the KV cache\n"
+            "beside the newest 5 (NAME.kv; [session] kv_max_mb caps one, 1024 MiB) that\n"
+            "--resume and /load restore instead of evaluating the conversation again when\n"
+            "the model and settings match. Enter during a reply queues the\n"
             "message; Ctrl-C stops a reply, twice within a second quits.\n"
             "\n"
             "In the TUI: F1 or /help lists keys and commands. See tokscope(1).\n");
@@ -109,6 +114,7 @@ static const struct {
     {CLI_DRAFT_MAX, "--draft-max", "spec", "draft_max", NULL},
     {CLI_DRAFT_MODEL, "--draft-model", "spec", "draft_model", NULL},
     {CLI_NO_AUTOSAVE, "--no-autosave", "ui", "autosave", "false"},
+    {CLI_NO_SAVE_KV, "--no-save-kv", "session", "save_kv", "false"},
     {CLI_REMOTE, "--remote", "remote", "url", NULL},
     {CLI_REMOTE_MODEL, "--remote-model", "remote", "model", NULL},
     {CLI_API_KEY_FILE, "--api-key-file", "remote", "api_key_file", NULL},

@@ -69,6 +69,8 @@ static const struct {
     {"spec", "type"},
     {"spec", "draft_max"},
     {"spec", "draft_model"},
+    {"session", "save_kv"},
+    {"session", "kv_max_mb"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
@@ -346,6 +348,17 @@ static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_
         }
         return true;
     }
+    if (!strcmp(sec, "session")) { /* KV snapshots beside session files (memory/kv_snapshot.h) */
+        if (!strcmp(key, "kv_max_mb")) {
+            if (!parse_long(val, 0, 1L << 30, &x))
+                return bad(err, errlen, "[session] kv_max_mb: '%s' is not 0..1073741824 (MiB; 0 = no cap)", val);
+            e->kv_max_bytes = (uint64_t)x << 20;
+        } else if (!parse_bool(val, &b))
+            return bad(err, errlen, "[session] save_kv: '%s' is not a boolean (true/false)", val);
+        else
+            c->ui.no_save_kv = !b;
+        return true;
+    }
     /* [chat] system */
     char *s = strdup(val);
     if (!s)
@@ -420,6 +433,10 @@ void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
         snprintf(buf, cap, "%d", (int)(e->draft_max > 0 ? e->draft_max : 3));
     else if (!strcmp(key, "draft_model"))
         snprintf(buf, cap, "%s", c->draft_model);
+    else if (!strcmp(key, "save_kv"))
+        snprintf(buf, cap, "%s", c->ui.no_save_kv ? "false" : "true");
+    else if (!strcmp(key, "kv_max_mb"))
+        snprintf(buf, cap, "%llu", (unsigned long long)(e->kv_max_bytes >> 20));
 }
 
 bool config_set(tok_config *c, const char *section, const char *key, const char *value, const char *option,

@@ -41,6 +41,7 @@ static void drop_event(void *item)
 static void unload(engine *e)
 {
     spec_engine_close(e);
+    engine_kv_forget(e);
     forward_free(e->f);
     sampler_free(e->s);
     model_free(e->m);
@@ -150,6 +151,7 @@ static void load(engine *e, const char *path)
 static void reset(engine *e)
 {
     memory_truncate(&e->mem, 0);
+    e->kv_restored = 0;
     if (e->s)
         sampler_reset_history(e->s);
 }
@@ -187,6 +189,12 @@ static void handle(engine *e, engine_cmd *c)
         break;
     case ENGINE_CMD_RESET:
         reset(e);
+        break;
+    case ENGINE_CMD_SAVE_KV:
+        engine_kv_save(e, c->path);
+        break;
+    case ENGINE_CMD_LOAD_KV:
+        engine_kv_load(e, c->path);
         break;
     case ENGINE_CMD_QUIT:
         e->quit = true;
@@ -387,6 +395,18 @@ void engine_set_step(engine *e, bool on)
 void engine_set_remote_probs(engine *e, bool post)
 {
     engine_cmd c = {.type = ENGINE_CMD_SET_REMOTE_PROBS, .flag = post};
+    engine_send(e, &c);
+}
+
+void engine_save_kv(engine *e, const char *path)
+{
+    engine_cmd c = {.type = ENGINE_CMD_SAVE_KV, .path = xstrdup(path)};
+    engine_send(e, &c);
+}
+
+void engine_load_kv(engine *e, const char *path)
+{
+    engine_cmd c = {.type = ENGINE_CMD_LOAD_KV, .path = xstrdup(path)};
     engine_send(e, &c);
 }
 

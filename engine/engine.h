@@ -67,6 +67,7 @@ typedef struct engine_params {
     const char *remote_url;     /* "http://host:port" (or with /v1); NULL = local */
     const char *remote_api_key; /* sent as a bearer token only; never printed, logged or saved */
     const char *remote_model;   /* model id to ask for; NULL = the server's first */
+    uint64_t kv_max_bytes;      /* SAVE_KV refuses a snapshot larger than this (0 = no cap) */
     int32_t remote_timeout_s;   /* a request with no byte for this long fails (0 = 60) */
     bool remote_probs_post;     /* llama-server: ask for its post-sampler probabilities
                                    (post_sampling_probs) instead of the raw ones;
@@ -92,6 +93,10 @@ enum engine_cmd_type {
                                     probabilities from the next request on (local engine: ignored) */
     ENGINE_CMD_SET_SPEC,   /* name "spec" (off ngram draft mtp), "draft_max" or "draft_model", text its
                               value: speculative decoding from the next reply (an ERROR if refused) */
+    ENGINE_CMD_SAVE_KV,    /* path: a snapshot of the memory (KV cache, recurrent state) there
+                              (memory/kv_snapshot.h), once no turn runs; a KV event says how it went */
+    ENGINE_CMD_LOAD_KV,    /* path: restore that snapshot when it matches the model and settings
+                              (a KV event says whether, and why not) */
 };
 
 typedef struct engine_cmd {
@@ -134,6 +139,18 @@ enum engine_event_type {
                                 engine waits for STEP or UNDO */
     ENGINE_EV_UNDO,          /* the token at pos was taken back; reply_len bytes of the reply stay */
     ENGINE_EV_LENS,          /* lens: owned by the receiver (engine_lens_free) */
+    ENGINE_EV_KV,            /* a KV snapshot: kv says what happened, message the words for it */
+};
+
+/* ENGINE_EV_KV's kinds */
+enum engine_kv_kind {
+    ENGINE_KV_SAVED,       /* done = tokens, bytes = file size */
+    ENGINE_KV_SAVE_FAILED, /* message: why (the session file itself is the UI's, written apart) */
+    ENGINE_KV_SAVE_SKIPPED, /* nothing to save: no model, or the cache holds nothing (message: which) */
+    ENGINE_KV_RESTORED,    /* done = tokens held now (n_past) */
+    ENGINE_KV_NOT_USED,    /* message: why; the conversation is evaluated as without one */
+    ENGINE_KV_USED,        /* the first turn after a restore: done = tokens of it kept, total = of it
+                              (done < total: the conversation differs from it there, said in message) */
 };
 
 enum engine_done_reason {
@@ -223,6 +240,8 @@ typedef struct engine_event {
     int32_t n_dropped;          /* CONTEXT_SHIFT */
     int32_t reply_len;          /* UNDO: bytes of the reply text that stay */
     int32_t index;              /* LENS: the command's index */
+    int32_t kv;                 /* KV: enum engine_kv_kind */
+    uint64_t bytes;             /* KV saved: bytes of the snapshot */
     engine_lens *lens;          /* LENS */
     engine_model_info info;     /* LOADED */
     char message[ENGINE_MSG_MAX]; /* ERROR, CONTEXT_SHIFT, DONE (ERROR/CTX_FULL reason),
@@ -242,6 +261,8 @@ void engine_load(engine *e, const char *path);         /* path is copied */
 void engine_set_template(engine *e, const char *name); /* built-in name; NULL, "" or "model": the model's own */
 void engine_set_spec(engine *e, const char *name, const char *value); /* ENGINE_CMD_SET_SPEC */
 void engine_reset(engine *e);
+void engine_save_kv(engine *e, const char *path); /* ENGINE_CMD_SAVE_KV (path copied) */
+void engine_load_kv(engine *e, const char *path); /* ENGINE_CMD_LOAD_KV (path copied) */
 void engine_step(engine *e);                 /* step mode: the sampler draws */
 void engine_step_token(engine *e, int32_t id);  /* step mode: force this token */
 void engine_step_text(engine *e, const char *text); /* step mode: force the tokens of text */

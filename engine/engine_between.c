@@ -44,6 +44,10 @@ static void handle_between(engine *e, engine_cmd *c)
     case ENGINE_CMD_LENS:
         engine_lens_queue(e, c);
         return; /* ownership moved */
+    case ENGINE_CMD_SAVE_KV: /* a /save during a reply: the snapshot when it ends, the reply goes on */
+        if (queue_push(e->deferred, c))
+            return; /* ownership moved */
+        break;
     default: /* SUBMIT, LOAD, RESET: end this turn, run them after it */
         e->stop = true;
         if (queue_push(e->deferred, c))

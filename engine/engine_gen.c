@@ -332,6 +332,7 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
     }
 
     const int32_t common = memory_reuse(&e->mem, seq, total);
+    engine_kv_report(e, common);
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_PREFILL);
     ev.done = 0;

@@ -64,6 +64,8 @@ struct engine {
     struct spec_run *spec; /* speculative decoding (spec/spec_engine.h); NULL: off */
     char *draft_model;     /* the copy e->p.draft_model points at */
     bool spec_dirty;       /* the settings changed: spec_engine_open at the next reply */
+    struct kv_stamp *kv_stamp; /* the model's and settings' stamp for snapshots (engine_kv.c), made on first use */
+    int32_t kv_restored;   /* tokens a restored snapshot brought, until the next turn reports their use */
 };
 
 /* ---- engine_core.c: what every engine file (and remote/) shares; calls none of them ---- */
@@ -102,6 +104,14 @@ void engine_drain(engine *e);
 /* step mode: blocks until a STEP or UNDO arrives, the turn is stopped, step
  * mode is turned off or the parameters change. */
 void engine_wait_step(engine *e);
+
+/* ---- engine_kv.c: snapshots of the memory on disk (memory/kv_snapshot.h) ---- */
+void engine_kv_save(engine *e, const char *path);
+void engine_kv_load(engine *e, const char *path);
+/* A turn's prefill after a restore: how much of it the turn keeps (common of total). */
+void engine_kv_report(engine *e, int32_t common);
+/* The model or the memory went: the stamp and any restore are forgotten. */
+void engine_kv_forget(engine *e);
 
 /* ---- engine_gen.c: a turn ---- */
 /* SUBMIT: the prompt, prefill the new suffix, generate. Posts DONE. */

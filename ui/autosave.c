@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
+#include "memory/kv_snapshot.h"
 #include "draw.h"
 #include "theme.h"
 #include "think.h"
@@ -135,13 +136,47 @@ bool autosave_find_last(const char *sessions_dir, const char *exclude, char *pat
     return found;
 }
 
+/* NAME.json's KV snapshot, NAME.kv (memory/kv_snapshot.h). */
+static void unlink_kv(const char *session)
+{
+    char kv[AUTOSAVE_PATH_MAX + 8];
+    if (kv_snapshot_path(session, kv, sizeof kv))
+        unlink(kv);
+}
+
+/* KV snapshots whose session file is gone (deleted by hand, or a crash
+ * between the two). */
+static void remove_orphan_kv(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        char kv[AUTOSAVE_PATH_MAX], js[AUTOSAVE_PATH_MAX + 8];
+        if (de->d_name[0] == '.' || l < 4 || strcmp(de->d_name + l - 3, ".kv") != 0 ||
+            snprintf(kv, sizeof kv, "%s/%s", dir, de->d_name) >= (int)sizeof kv)
+            continue;
+        snprintf(js, sizeof js, "%.*s.json", (int)(strlen(kv) - 3), kv);
+        if (access(js, F_OK) != 0 && errno == ENOENT)
+            unlink(kv);
+    }
+    if (d)
+        closedir(d);
+}
+
 void autosave_prune(const char *sessions_dir, size_t keep)
 {
     session_file *v;
     size_t n = list_sessions(sessions_dir, &v);
-    for (size_t i = keep; i < n; i++)
+    for (size_t i = keep; i < n; i++) {
         unlink(v[i].path);
+        unlink_kv(v[i].path);
+    }
+    /* snapshots are large: only the newest sessions keep theirs */
+    for (size_t i = AUTOSAVE_KV_KEEP; i < n && i < keep; i++)
+        unlink_kv(v[i].path);
     free_sessions(v, n);
+    remove_orphan_kv(sessions_dir);
     atomic_remove_stale(sessions_dir, NULL);
 }
 
@@ -252,6 +287,11 @@ void autosave_note(ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
     snprintf(a->note + l, sizeof a->note - l, "%s%s", l ? "; " : "", text);
     if (!l || lvl > a->note_level)
         a->note_level = lvl;
+}
+
+bool autosave_note_pending(const ui_app *app)
+{
+    return app->autosave && app->autosave->note[0];
 }
 
 const char *autosave_last_path(const ui_app *app)
@@ -367,6 +407,8 @@ static bool save_now(ui_app *app, autosave *a, char *err, size_t errlen)
     name_own(a);
     bool ok = atomic_write_file(a->own, text, strlen(text), err, errlen);
     free(text);
+    if (ok)
+        store_kv_save(app, a->own);
     return ok;
 }
 
@@ -399,6 +441,7 @@ void autosave_request(ui_app *app)
     snprintf(a->job_path, sizeof a->job_path, "%s", a->own);
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
+    store_kv_save(app, a->own); /* the engine writes it, the writer thread the session */
 }
 
 void autosave_poll(ui_app *app)

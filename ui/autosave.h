@@ -26,6 +26,7 @@
 #include "ui.h"
 
 #define AUTOSAVE_KEEP 50
+#define AUTOSAVE_KV_KEEP 5 /* of those, the newest keep their KV snapshot (NAME.kv beside NAME.json) */
 
 struct ui_app;
 
@@ -48,6 +49,8 @@ void autosave_init(struct ui_app *app, bool enabled);
  * Several are joined. */
 void autosave_note(struct ui_app *app, enum ui_msg_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Whether a note waits to be shown (autosave_note; the next autosave_poll shows it). */
+bool autosave_note_pending(const struct ui_app *app);
 /* The last session from before this one, NULL when none (or no autosave). */
 const char *autosave_last_path(const struct ui_app *app);
 const store_summary *autosave_last_summary(const struct ui_app *app);

@@ -515,7 +515,10 @@ const char *commands_help_text(void)
         "  Every conversation is autosaved after each reply and on exit (also SIGTERM,\n"
         "  SIGHUP) to $XDG_STATE_HOME/tokscope/sessions (~/.local/state/tokscope/sessions);\n"
         "  /resume or tokscope --resume brings the last one back. /save, /export and the\n"
-        "  autosave replace files atomically: a crash never leaves half a file.\n"
+        "  autosave replace files atomically: a crash never leaves half a file. Beside a\n"
+        "  session file goes a snapshot of the KV cache (NAME.kv; [session] save_kv,\n"
+        "  kv_max_mb, --no-save-kv): /load and --resume restore it when the model and\n"
+        "  settings match, so the conversation is not evaluated again (else: says why).\n"
         "  No key is lost: a dialog (this help, /show, a pick list, an error) closes with\n"
         "  Esc or Enter and scrolls with the arrows and PgUp/PgDn; any other key closes it\n"
         "  and then does its usual job. An error in the status line stays until a key.\n");

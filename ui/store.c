@@ -279,6 +279,11 @@ bool store_save(ui_app *app, const char *path, char *err, size_t errlen)
         return false;
     bool ok = write_file(path, text, err, errlen);
     free(text);
+    if (ok) {
+        if (app->save_kv && app->eng)
+            app->kv_announce++; /* /save says how its snapshot went */
+        store_kv_save(app, path);
+    }
     return ok;
 }
 
@@ -871,6 +876,7 @@ bool store_load(ui_app *app, const char *path, char *err, size_t errlen)
         think_set(app, "effort", ef->valuestring);
     cJSON_Delete(root);
     snprintf(err, errlen, "%s", note); /* "" when all loaded */
+    store_kv_load(app, path); /* the memory of the conversation, when a snapshot is beside it */
     return true;
 }
 

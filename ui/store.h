@@ -17,6 +17,19 @@ bool store_save(struct ui_app *app, const char *path, char *err, size_t errlen);
 bool store_load(struct ui_app *app, const char *path, char *err, size_t errlen);
 bool store_export_md(struct ui_app *app, const char *path, char *err, size_t errlen);
 
+/* --- KV snapshots beside session files (memory/kv_snapshot.h) ---
+ * After a session file is written at path: the engine writes a snapshot of
+ * its memory beside it (NAME.kv), or, with snapshots off, a stale one there
+ * is removed (it would describe an older state). After one is loaded: the
+ * engine restores the snapshot beside it when there is one (it checks the
+ * model, the settings and the checksum itself, and says what it did).
+ * Both do nothing without an engine (unit tests) or with snapshots off. */
+void store_kv_save(struct ui_app *app, const char *path);
+void store_kv_load(struct ui_app *app, const char *path);
+/* The engine's KV event: what it did, in the status line. */
+struct engine_event;
+void store_kv_event(struct ui_app *app, const struct engine_event *ev);
+
 /* --- autosave and resume (ui/autosave.c) --- */
 
 /* The /save JSON of app as a malloc'd string (free()), valid UTF-8; NULL

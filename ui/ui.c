@@ -54,6 +54,7 @@ void ui_default_options(ui_options *o)
     o->colors = true;
     o->prob_colors = false;
     o->mouse = false;
+    o->engine.kv_max_bytes = (uint64_t)UI_KV_MAX_MB << 20;
 }
 
 double ui_now(void)
@@ -332,7 +333,8 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
 {
     app->dirty = true;
     if (ev->type == ENGINE_EV_LOADED || ev->type == ENGINE_EV_PREFILL || ev->type == ENGINE_EV_TOKEN ||
-        ev->type == ENGINE_EV_DONE || ev->type == ENGINE_EV_STEP || ev->type == ENGINE_EV_UNDO) {
+        ev->type == ENGINE_EV_DONE || ev->type == ENGINE_EV_STEP || ev->type == ENGINE_EV_UNDO ||
+        ev->type == ENGINE_EV_KV) {
         app->n_ckpt = ev->n_ckpt; /* the engine's memory (engine/memory/memory.h) */
         app->ckpt_bytes = ev->ckpt_bytes;
     }
@@ -469,6 +471,9 @@ void ui_handle_event(ui_app *app, const engine_event *ev)
         break;
     case ENGINE_EV_LENS:
         explore_lens_event(app, ev);
+        break;
+    case ENGINE_EV_KV:
+        store_kv_event(app, ev);
         break;
     }
 }
@@ -1334,6 +1339,7 @@ int ui_run(const ui_options *o)
     if (o->config_note)
         snprintf(app->config_note, sizeof app->config_note, "%s", o->config_note);
     ui_new_conv(app, o->system);
+    app->save_kv = !o->no_save_kv && !(o->engine.remote_url && *o->engine.remote_url);
     autosave_init(app, !o->no_autosave);
     signals_init();
 

@@ -45,10 +45,14 @@ typedef struct ui_options {
     bool resume;             /* --resume: continue the last autosaved conversation ... */
     const char *resume_path; /* ... or this file (--resume=FILE) */
     bool no_autosave;        /* --no-autosave */
+    bool no_save_kv;         /* --no-save-kv ([session] save_kv = false): no KV snapshots written or
+                                read beside session files (the cap: engine.kv_max_bytes) */
     const char *config_note; /* problems in the config files, shown once loaded (NULL: none) */
 } ui_options;
 
 void ui_default_options(ui_options *o);
+
+#define UI_KV_MAX_MB 1024 /* [session] kv_max_mb: the default cap of one KV snapshot */
 
 typedef struct ui_app {
     engine *eng;
@@ -142,6 +146,12 @@ typedef struct ui_app {
     size_t n_queued;
     struct autosave *autosave;
     double last_ctrl_c;
+    /* KV snapshots beside session files (ui/store.c store_kv_*): on unless
+     * --no-save-kv or --remote; /save's snapshots are announced, the
+     * autosave's only when they fail (the cap once) */
+    bool save_kv;
+    int kv_announce;
+    bool kv_cap_said;
 } ui_app;
 
 /* Runs the TUI until the user quits. Returns the process exit status. */

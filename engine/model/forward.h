@@ -81,6 +81,25 @@ void forward_rs_save(const forward_ctx *f, void *dst);    /* snapshot (forward_r
 void forward_rs_load(forward_ctx *f, const void *src, int32_t pos); /* restore a snapshot taken at pos */
 void forward_rs_reset(forward_ctx *f);                    /* empty state, pos 0 */
 
+/* ---- the cache for a snapshot on disk (engine/model/forward_kv.c) -------------
+ * forward_kv_pieces calls fn on every run of cache bytes that holds positions
+ * [0, n) (per layer with a cache of its own, per KV head: its K rows, then its
+ * V rows, in the cache's own type), in an order that never changes for a
+ * model and settings; fn may read or fill them. Returns the bytes, 0 when fn
+ * said stop (fn NULL: only counts). */
+typedef bool (*forward_kv_piece_fn)(void *user, void *bytes, size_t len);
+size_t forward_kv_pieces(forward_ctx *f, int32_t n, forward_kv_piece_fn fn, void *user);
+/* What a context computes with that changes the bits of its cache and
+ * logits: the cache length (Phi-3 picks RoPE factors by it), the internal
+ * batch (how a prompt is cut), the threads (a long single query's attention
+ * is split by them), the cache types and their rotation
+ * (LLAMA_ATTN_ROT_DISABLE), OpenBLAS's mode. */
+typedef struct forward_bits {
+    uint32_t n_ctx, n_batch;
+    int32_t n_threads, kv_type, v_type, blas, rot_k, rot_v;
+} forward_bits;
+void forward_bits_settings(const forward_ctx *f, forward_bits *out);
+
 /* ---- logit lens (engine/model/forward_lens.c) -----------------------------------
  * Evaluations beside forward_eval, on the same context and cache; forward_eval
  * itself does no extra work for them. */

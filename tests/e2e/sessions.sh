@@ -43,7 +43,7 @@ if need "$QWEN35" "sessions: qwen35-mini model"; then
     line "Hi"
     wait_for '^Assistant \[n_predict reached\] 30 tokens' 20 && wait_idle 10
     reply_lines >"$TMP/shown.txt"
-    right | grep -v " t/s " >"$TMP/inspector.txt"
+    right | grep -v " t/s" >"$TMP/inspector.txt"
     line "/save $TMP/F.json"
     wait_for "saved $TMP/F\.json" 5 && reply_bytes "$TMP/F.json" "$TMP/saved.bin" && cmp -s "$TMP/saved.bin" "$TMP/gen.bin"
     result "sessions: /save keeps the reply byte for byte, the NUL included (valid JSON)" $? \
@@ -56,9 +56,9 @@ if need "$QWEN35" "sessions: qwen35-mini model"; then
     start -m "$QWEN35" -n 30 --seed 19 --template raw --no-autosave
     wait_for '^ idle ' 20
     line "/load $TMP/F.json"
-    wait_for "loaded $TMP/F\.json *$" 5 && ! screen | grep -q 'malformed' &&
+    wait_for "loaded $TMP/F\.json(; KV snapshot restored: [0-9]+ tokens[^;]*)? *$" 5 && ! screen | grep -q 'malformed' &&
         wait_for '^Assistant \[n_predict reached\] 30 tokens' 5 && reply_lines | cmp -s - "$TMP/shown.txt" &&
-        right | grep -v " t/s " | cmp -s - "$TMP/inspector.txt"
+        right | grep -v " t/s" | cmp -s - "$TMP/inspector.txt"
     result "sessions: /load (a new tokscope) brings the reply and its candidates (inspector) back as they were shown" $? \
         "$(reply_lines | diff "$TMP/shown.txt" - | head -n 6; right | diff "$TMP/inspector.txt" - | head -n 6)"
     # the same session as versions before content_base64 saved it: "content"
@@ -78,7 +78,7 @@ json.dump(d, open(sys.argv[2], "w"))' "$TMP/F.json" "$TMP/old.json"
     line "/save $TMP/G.json"
     wait_for "saved $TMP/G\.json" 5
     line "/load $TMP/F.json"
-    wait_for "loaded $TMP/F\.json *$" 5
+    wait_for "loaded $TMP/F\.json(; KV snapshot restored: [0-9]+ tokens[^;]*)? *$" 5
     line "/save $TMP/G.json"
     wait_for "saved $TMP/G\.json" 5 && cmp -s "$TMP/F.json" "$TMP/G.json"
     result "sessions: saving the loaded session gives the same file" $?

@@ -272,6 +272,38 @@ static void test_prune(void **state)
     }
 }
 
+/* KV snapshots (NAME.kv beside NAME.json): a pruned session takes its own
+ * along, only the newest AUTOSAVE_KV_KEEP sessions keep theirs, and one
+ * whose session file is gone is removed. */
+static void test_prune_kv(void **state)
+{
+    (void)state;
+    char dir[512], p[600];
+    snprintf(dir, sizeof dir, "%s/sessions", g_dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    time_t t0 = time(NULL) - 1000;
+    for (int i = 0; i < 9; i++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(p, sizeof p, "%s/2024010%d-000000-1.%s", dir, i, k ? "kv" : "json");
+            FILE *f = fopen(p, "w");
+            fputs("{}", f);
+            fclose(f);
+            struct timespec ts[2] = {{t0 + i * 10, 0}, {t0 + i * 10, 0}};
+            utimensat(AT_FDCWD, p, ts, 0);
+        }
+    snprintf(p, sizeof p, "%s/20230101-000000-1.kv", dir); /* an orphan */
+    FILE *f = fopen(p, "w");
+    fclose(f);
+    autosave_prune(dir, 7);
+    assert_int_not_equal(access(p, F_OK), 0);
+    for (int i = 0; i < 9; i++) {
+        snprintf(p, sizeof p, "%s/2024010%d-000000-1.json", dir, i);
+        assert_int_equal(access(p, F_OK) == 0, i >= 2); /* the newest 7 */
+        snprintf(p, sizeof p, "%s/2024010%d-000000-1.kv", dir, i);
+        assert_int_equal(access(p, F_OK) == 0, i >= 9 - AUTOSAVE_KV_KEEP);
+    }
+}
+
 static void drop_dac_caps(void)
 {
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -408,6 +440,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_autosave_turns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_kv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled, setup, teardown),
         cmocka_unit_test(test_queued),

@@ -1,0 +1,120 @@
+/* The engine's commands for snapshots of its memory on disk
+ * (memory/kv_snapshot.h): SAVE_KV and LOAD_KV, and the report of the first
+ * turn after a restore (how much of it the conversation kept). Each posts
+ * one KV event; nothing here fails a turn. */
+#include "engine_internal.h"
+#include "memory/kv_snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void post_kv(engine *e, enum engine_kv_kind kind, int32_t done, int32_t total, uint64_t bytes,
+                    const char *msg)
+{
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_KV;
+    ev.kv = kind;
+    ev.done = done;
+    ev.total = total;
+    ev.bytes = bytes;
+    ev.n_past = e->mem.n_past;
+    ev.n_ctx = e->n_ctx;
+    ev.n_ckpt = memory_n_ckpt(&e->mem);
+    ev.ckpt_bytes = memory_ckpt_bytes(&e->mem);
+    snprintf(ev.message, sizeof ev.message, "%s", msg);
+    engine_post(e, &ev);
+}
+
+/* The stamp, made once per model and forward context. */
+static const kv_stamp *stamp(engine *e)
+{
+    if (!e->kv_stamp && (e->kv_stamp = malloc(sizeof *e->kv_stamp)))
+        kv_stamp_make(e->kv_stamp, e->m, e->f, &e->mem);
+    return e->kv_stamp;
+}
+
+void engine_kv_forget(engine *e)
+{
+    free(e->kv_stamp);
+    e->kv_stamp = NULL;
+    e->kv_restored = 0;
+}
+
+void engine_kv_save(engine *e, const char *path)
+{
+    char err[ENGINE_MSG_MAX - 32] = "", msg[ENGINE_MSG_MAX];
+    uint64_t bytes = 0;
+    if (!e->m || e->mem.n_past == 0) { /* nothing to keep: not a failure (an autosave after a failed turn) */
+        snprintf(msg, sizeof msg, "no KV snapshot: %s",
+                 !e->m ? "no model loaded" : "the cache holds nothing yet");
+        post_kv(e, ENGINE_KV_SAVE_SKIPPED, 0, 0, 0, msg);
+        return;
+    }
+    const kv_stamp *st = stamp(e);
+    if (!path || !*path)
+        snprintf(err, sizeof err, "no path given");
+    else if (!st)
+        snprintf(err, sizeof err, "out of memory");
+    if (!err[0] && kv_snapshot_save(&e->mem, st, path, e->p.kv_max_bytes, &bytes, err, sizeof err) == 0) {
+        snprintf(msg, sizeof msg, "KV snapshot saved: %d tokens, %.1f MiB", (int)e->mem.n_past,
+                 (double)bytes / 1048576.0);
+        post_kv(e, ENGINE_KV_SAVED, e->mem.n_past, e->mem.n_past, bytes, msg);
+        return;
+    }
+    snprintf(msg, sizeof msg, "KV snapshot not saved: %s", err);
+    post_kv(e, ENGINE_KV_SAVE_FAILED, 0, 0, 0, msg);
+}
+
+void engine_kv_load(engine *e, const char *path)
+{
+    char why[ENGINE_MSG_MAX - 64] = "", msg[ENGINE_MSG_MAX];
+    e->kv_restored = 0;
+    const kv_stamp *st = e->m ? stamp(e) : NULL;
+    int rc = 1;
+    int32_t n = 0;
+    const double t0 = now_s();
+    if (!path || !*path)
+        snprintf(why, sizeof why, "no path given");
+    else if (!e->m)
+        snprintf(why, sizeof why, "no model loaded");
+    else if (!st)
+        snprintf(why, sizeof why, "out of memory");
+    else
+        rc = kv_snapshot_load(&e->mem, st, path, &n, why, sizeof why);
+    if (rc == 0) {
+        e->kv_restored = n;
+        snprintf(msg, sizeof msg, "KV snapshot restored: %d tokens in %.2f s, not evaluated again", (int)n,
+                 now_s() - t0);
+        post_kv(e, ENGINE_KV_RESTORED, n, n, 0, msg);
+        return;
+    }
+    snprintf(msg, sizeof msg, "KV snapshot not used (the conversation is evaluated again): %s", why);
+    post_kv(e, ENGINE_KV_NOT_USED, 0, 0, 0, msg);
+}
+
+void engine_kv_report(engine *e, int32_t common)
+{
+    const int32_t n = e->kv_restored;
+    if (n <= 0)
+        return;
+    e->kv_restored = 0;
+    char msg[ENGINE_MSG_MAX];
+    if (common >= n)
+        snprintf(msg, sizeof msg, "KV snapshot used: its %d tokens kept, none evaluated again", (int)n);
+    else
+        snprintf(msg, sizeof msg,
+                 "KV snapshot used in part: the conversation's tokens differ from it at position %d of %d "
+                 "(another template, an edit?), evaluated again from there",
+                 (int)common, (int)n);
+    post_kv(e, ENGINE_KV_USED, common < n ? common : n, n, 0, msg);
+}
