@@ -87,11 +87,12 @@ else
     else
         not_ok "gguf_corpus writes the corpus" "$(cat "$W/corpus.log")"
     fi
+    # under the sanitizer build every third truncation (see the cuts below)
+    awk -v san="${SANITIZED:-}" 'san == 1 && /^trunc_/ && ++n % 3 != 0 { next } 1' "$CORPUS/MANIFEST" >"$W/runs"
     # LIST: info_each's input; SEL: each run's check (label, ok|fail, substring)
-    awk -F"$tab" -v dir="$CORPUS" '{ print ($2 == "ok" ? "-\t--kv\t" : "-\t") dir "/" $1 }' \
-        "$CORPUS/MANIFEST" >"$W/list"
+    awk -F"$tab" -v dir="$CORPUS" '{ print ($2 == "ok" ? "-\t--kv\t" : "-\t") dir "/" $1 }' "$W/runs" >"$W/list"
     awk -F"$tab" '{ if ($1 ~ /^trunc_/) l = $1; else if ($2 == "ok") l = "corpus: " $1 " loads"
-        else l = "corpus: " $1 " rejected (" $3 ")"; print l "\t" $2 "\t" $3 }' "$CORPUS/MANIFEST" >"$W/sel"
+        else l = "corpus: " $1 " rejected (" $3 ")"; print l "\t" $2 "\t" $3 }' "$W/runs" >"$W/sel"
     ${INFO_WRAP:-} "$EACH" "$W/scratch.gguf" <"$W/list" >"$W/results" 2>"$W/each.err" ||
         not_ok "info_each runs the corpus" "$(cat "$W/each.err")"
     verdicts "$W/results" <"$W/sel" >"$W/verdicts"
@@ -113,11 +114,12 @@ else
     done <"$W/verdicts"
     if [ "$n_valid" -ge 6 ] && [ "$n_bad" -ge 50 ]; then ok "corpus has $n_valid valid and $n_bad malformed files"
     else not_ok "corpus has enough files" "valid $n_valid (want >= 6), malformed $n_bad (want >= 50)"; fi
-    if [ "$n_trunc" -ge 500 ] && [ "$bad_trunc" -eq 0 ]; then
+    want_trunc=500; [ "${SANITIZED:-}" = 1 ] && want_trunc=160
+    if [ "$n_trunc" -ge "$want_trunc" ] && [ "$bad_trunc" -eq 0 ]; then
         ok "corpus: all $n_trunc truncations of a valid file exit 1 naming field and offset"
     else
         not_ok "corpus: truncations exit 1 naming field and offset" \
-            "$bad_trunc of $n_trunc wrong (want >= 500 files)" "$first_bad"
+            "$bad_trunc of $n_trunc wrong (want >= $want_trunc files)" "$first_bad"
     fi
 fi
 
@@ -246,7 +248,11 @@ facts "$TESTDATA/golden/tokenizer/ggml-vocab-phi-3.gguf" "info phi-3 vocab: temp
 # ---- truncated real files ------------------------------------------------------
 # Every stories260K variant cut at ~400 offsets: dense over the header,
 # key/values and tensor table, sparse over the data. All must exit 1.
+# Under the sanitizer build (make test's asan/ part) the Q4_0 one: the
+# generated corpus above already walks every reader path under ASan; the
+# plain build cuts them all.
 VARIANTS=$(ls "$M"/stories260K*.gguf 2>/dev/null)
+[ "${SANITIZED:-}" = 1 ] && VARIANTS=$(echo "$VARIANTS" | grep -m 1 q4_0 || echo "$VARIANTS" | head -n 1)
 for f in ${VARIANTS:-"$M/stories260K.gguf"}; do
     label="truncated $(basename "$f") exits 1 at every cut"
     need "$f" "$label" || continue
