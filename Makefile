@@ -145,8 +145,13 @@ FORCE:
 
 test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(AVX2_BIN)
 
+# Two suites at a time (tests/run.sh, JOBS): one compute-bound (unit, golden),
+# one end-to-end (mostly waiting on tmux and servers), so two cores stay busy
+# without more contention than the waits allow for.
+TEST_JOBS ?= 2
+
 test-only: test-bins asan-bins
-	@BUILD=$(BUILD) BIN=$(BIN) ASAN_BUILD=$(ASAN_BUILD) ASAN_PART="$(ASAN_PART)" sh tests/run.sh
+	@BUILD=$(BUILD) BIN=$(BIN) ASAN_BUILD=$(ASAN_BUILD) ASAN_PART="$(ASAN_PART)" JOBS=$(TEST_JOBS) sh tests/run.sh
 
 # ---- sanitizers --------------------------------------------------------------
 # make test-asan: every suite (unit, golden, fuzz replay, end-to-end) on a

@@ -5,8 +5,15 @@
 # SUITES="unit/ golden/info ...": only the suites whose name starts with one
 # of these. SANITIZE=1: the binaries are sanitizer builds (make test-asan);
 # their reports go to files, and each report is a failure. ASAN_BUILD and
-# ASAN_PART (make test): after the suites, run the ASAN_PART ones again on
-# the sanitizer build in ASAN_BUILD, counted as "asan/...".
+# ASAN_PART (make test): the ASAN_PART suites run again on the sanitizer
+# build in ASAN_BUILD, counted as "asan/...".
+# JOBS=N (make test: 2): N suites at a time. Half the workers take the
+# compute-bound suites first (unit, golden), the others the end-to-end ones,
+# which mostly wait on tmux screens and servers; each takes the other kind
+# when its own runs out. Each suite has its own OUT (scratch files) and
+# every suite's name, temporary directory, port (0: any free one) and tmux
+# socket are its own, so two at a time share nothing. A suite's report is
+# printed when it ends.
 BUILD=${BUILD:-build}
 export BUILD
 export BIN=${BIN:-tokscope}
@@ -14,52 +21,51 @@ export TOKSCOPE_TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 OUT=${OUT:-$BUILD/test-out}
 export OUT
 mkdir -p "$OUT"
+OUT_TOP=$OUT
+JOBS=${JOBS:-1}
 : >"$OUT/xfail-seen.txt"
-TIMES=$OUT/times.txt # seconds per suite, to see what to trim (sort -rn)
+TIMES=$OUT/times.txt # seconds per suite, wall and CPU, to see what to trim (sort -rn)
 : >"$TIMES"
-total_pass=0
-total_fail=0
-total_skip=0
+RES=$OUT/results # one report (.out) and count line (.sum) per suite
+rm -rf "$RES" && mkdir -p "$RES"
 
-total_xfail=0
-
-add() { # suite pass fail skip [xfail]
+add() { # suite pass fail skip [xfail]: prints the suite's line, keeps its counts
     printf '%-32s %4d passed, %d failed%s%s\n' "$1" "$2" "$3" "$([ "$4" -gt 0 ] && echo ", $4 skipped")" \
         "$([ "${5:-0}" -gt 0 ] && echo ", $5 expected failures")"
-    total_pass=$((total_pass + $2)); total_fail=$((total_fail + $3)); total_skip=$((total_skip + $4))
-    total_xfail=$((total_xfail + ${5:-0}))
+    echo "$2 $3 $4 ${5:-0}" >>"$RES/$SEQ.sum"
 }
 
 if [ "${CI:-}" = true ] && [ ! -d "$TOKSCOPE_TESTDATA/models" ]; then
+    SEQ=0
     echo "CI: test data not found at $TOKSCOPE_TESTDATA"
-    total_fail=$((total_fail + 1))
+    echo "0 1 0 0" >"$RES/$SEQ.sum"
 fi
 
-selected() { # NAME: in $SUITES (all when empty)
-    [ -z "$SUITES" ] && return 0
-    for s in $SUITES; do case "$1" in "$s"*) return 0 ;; esac; done
+selected() { # NAME SUITES: NAME is in SUITES (all when empty)
+    [ -z "$2" ] && return 0
+    for s in $2; do case "$1" in "$s"*) return 0 ;; esac; done
     return 1
 }
 
-# sanitize_on DIR: the sanitizers write their reports under DIR, one file
+# sanitize_env DIR: the sanitizers write their reports under DIR, one file
 # per process, instead of stderr (a TUI's stderr is its screen)
-sanitize_on() {
-    rm -rf "$1" && mkdir -p "$1"
+sanitize_env() {
     # log_exe_name: a report's file names its program (asan.PROGRAM.PID)
     export ASAN_OPTIONS="log_path=$1/asan:log_exe_name=1:detect_leaks=1:exitcode=86:strip_path_prefix=$(pwd)/"
     export UBSAN_OPTIONS="log_path=$1/ubsan:print_stacktrace=1:halt_on_error=1:exitcode=87:strip_path_prefix=$(pwd)/"
     export SANITIZED=1 # suites may thin out what is slow under ASan and run in full elsewhere
 }
 
-# sanitize_check DIR LABEL: every report file is a failure, and so is a
-# UBSan report in a suite's log (gcc's UBSan, linked with ASan, writes to
-# stderr whatever log_path says; it also stops the process, exit 87). A
-# process whose leak check could not run (LeakSanitizer's tracer failing,
-# tests/lib_sanitize.sh) is counted as skipped and shown.
+# sanitize_check DIR LABEL LANE_OUT: every report file is a failure, and so
+# is a UBSan report in a suite's log or a log a suite wrote (gcc's UBSan,
+# linked with ASan, writes to stderr whatever log_path says; it also stops
+# the process, exit 87). A process whose leak check could not run
+# (LeakSanitizer's tracer failing, tests/lib_sanitize.sh) is counted as
+# skipped and shown.
 . tests/lib_sanitize.sh
 sanitize_check() {
-    grep -l 'runtime error:' "$OUT"/*.log 2>/dev/null | while IFS= read -r l; do
-        cp "$l" "$1/ubsan-in-$(basename "$l")"
+    grep -l 'runtime error:' "$3"/*.log "$3"/*/*.log 2>/dev/null | while IFS= read -r l; do
+        cp "$l" "$1/ubsan-in-$(echo "${l#"$3"/}" | tr / _)"
     done
     n=0; nskip=0
     for f in $(find "$1" -type f | sort); do
@@ -77,47 +83,166 @@ sanitize_check() {
     add "$2" "$([ "$n" -eq 0 ] && echo 1 || echo 0)" "$n" "$nskip"
 }
 
-# run_suites PREFIX: the unit binaries of $BUILD and the shell suites
-run_suites() {
-    for t in "$BUILD"/tests/test_*; do
+# cpu_seconds: CPU seconds (user + sys) of this shell's waited-for children
+# (not in a command substitution: that is a new shell without children)
+cpu_seconds() {
+    times >"$RES/times.$SEQ"
+    cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] }
+        printf "%.0f", s }' "$RES/times.$SEQ")
+}
+
+# run_job SEQ LANE TYPE PATH NAME: one suite (TYPE unit: a cmocka binary;
+# shell: a script) on LANE's build (main: $BUILD; asan: $ASAN_BUILD), in a
+# subshell; its report goes to $RES/SEQ.out, then to stdout
+run_job() {
+    SEQ=$1
+    (
+        pre=""
+        if [ "$2" = asan ]; then
+            pre=asan/
+            BUILD=$ASAN_BUILD BIN=$ASAN_BUILD/tokscope OUT=$OUT_TOP/asan
+            export BUILD BIN OUT
+            sanitize_env "$OUT/sanitizer-reports"
+        elif [ "${SANITIZE:-}" = 1 ]; then
+            sanitize_env "$OUT/sanitizer-reports"
+        fi
+        t0=$(date +%s)
+        if [ "$3" = unit ]; then
+            log="$OUT/$5.log"
+            timeout 600 "$4" >"$log" 2>&1
+            rc=$?
+            cpu_seconds
+            echo "$(($(date +%s) - t0)) ${pre}unit/$5 (cpu $cpu s)" >>"$TIMES"
+            counts=$(awk -f tests/cmocka_counts.awk "$log")
+            p=${counts%% *} s=${counts##* } f=${counts#* } f=${f% *} x=0
+            if [ "$rc" -ne 0 ] && [ "$f" -le 0 ]; then f=1; fi
+            [ "$f" -gt 0 ] && { grep -E '^\[  (FAILED|ERROR) +\]|Failure|error:' "$log" | head -n 20; echo "  (full log: $log)"; }
+            add "${pre}unit/$5" "$p" "$f" "$s"
+        else
+            base=$(echo "$5" | tr / _)
+            log="$OUT/$base.log"
+            # the suite's own scratch directory: suites share file names
+            OUT=$OUT/$base
+            rm -rf "$OUT" && mkdir -p "$OUT"
+            timeout "${SUITE_TIMEOUT:-900}" sh "$4" >"$log" 2>&1
+            rc=$?
+            cpu_seconds
+            echo "$(($(date +%s) - t0)) $pre$5 (cpu $cpu s)" >>"$TIMES"
+            p=$(grep -c '^ok - ' "$log")
+            f=$(grep -c '^not ok - ' "$log")
+            s=$(grep -c '^skip - ' "$log")
+            x=$(grep -c '^xfail - ' "$log")
+            [ -z "$pre" ] && grep '^xfail - ' "$log" >>"$OUT_TOP/xfail-seen.txt"
+            if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$4 exited with status $rc"; fi
+            [ "$f" -gt 0 ] && { grep -A3 '^not ok - ' "$log" | head -n 30; echo "  (full log: $log)"; }
+            add "$pre$5" "$p" "$f" "$s" "$x"
+        fi
+    ) >"$RES/$1.out" 2>&1
+    cat "$RES/$1.out"
+}
+
+# list_jobs LANE SUITES: the selected suites, one job per line:
+# KIND SEQ LANE TYPE PATH NAME (KIND cpu: unit, golden; wait: e2e)
+list_jobs() {
+    dir=$BUILD
+    [ "$1" = asan ] && dir=$ASAN_BUILD
+    pre=""
+    [ "$1" = asan ] && pre=asan/
+    for t in "$dir"/tests/test_*; do
         [ -x "$t" ] || continue
         name=$(basename "$t")
-        selected "unit/$name" || continue
-        log="$OUT/$name.log"
-        t0=$(date +%s)
-        timeout 600 "$t" >"$log" 2>&1
-        rc=$?
-        echo "$(($(date +%s) - t0)) $1unit/$name" >>"$TIMES"
-        counts=$(awk -f tests/cmocka_counts.awk "$log")
-        p=${counts%% *} s=${counts##* } f=${counts#* } f=${f% *}
-        if [ "$rc" -ne 0 ] && [ "$f" -le 0 ]; then f=1; fi
-        [ "$f" -gt 0 ] && { grep -E '^\[  (FAILED|ERROR) +\]|Failure|error:' "$log" | head -n 20; echo "  (full log: $log)"; }
-        add "$1unit/$name" "$p" "$f" "$s"
+        selected "unit/$name" "$2" || continue
+        n_jobs=$((n_jobs + 1))
+        echo "cpu $n_jobs $1 unit $t $name"
     done
-
     for t in tests/golden/*.sh tests/e2e/*.sh; do
         [ -f "$t" ] || continue
         name=$(echo "$t" | sed 's|^tests/||; s|\.sh$||')
-        selected "$name" || continue
-        log="$OUT/$(echo "$name" | tr / _).log"
-        t0=$(date +%s)
-        timeout "${SUITE_TIMEOUT:-900}" sh "$t" >"$log" 2>&1
-        rc=$?
-        echo "$(($(date +%s) - t0)) $1$name" >>"$TIMES"
-        p=$(grep -c '^ok - ' "$log")
-        f=$(grep -c '^not ok - ' "$log")
-        s=$(grep -c '^skip - ' "$log")
-        x=$(grep -c '^xfail - ' "$log")
-        grep '^xfail - ' "$log" >>"$OUT/xfail-seen.txt"
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$t exited with status $rc"; fi
-        [ "$f" -gt 0 ] && { grep -A3 '^not ok - ' "$log" | head -n 30; echo "  (full log: $log)"; }
-        add "$1$name" "$p" "$f" "$s" "$x"
+        selected "$name" "$2" || continue
+        n_jobs=$((n_jobs + 1))
+        case "$name" in e2e/*) kind=wait ;; *) kind=cpu ;; esac
+        echo "$kind $n_jobs $1 shell $t $name"
     done
 }
 
-if [ "${SANITIZE:-}" = 1 ]; then sanitize_on "$OUT/sanitizer-reports"; fi
-run_suites ""
-if [ "${SANITIZE:-}" = 1 ]; then sanitize_check "$OUT/sanitizer-reports" "sanitizer reports"; fi
+# take KIND: prints the next job of KIND, or of any kind when none is left,
+# and takes it off the queue (empty when the queue is)
+Q=$RES/queue
+take() {
+    until mkdir "$Q.lock" 2>/dev/null; do sleep 0.1; done
+    j=$(grep -m 1 "^$1 " "$Q") || j=$(head -n 1 "$Q")
+    [ -n "$j" ] && { grep -vxF "$j" "$Q" >"$Q.new"; mv "$Q.new" "$Q"; }
+    rmdir "$Q.lock"
+    echo "$j"
+}
+
+# worker KIND: runs jobs until the queue is empty
+worker() {
+    while :; do
+        j=$(take "$1")
+        [ -n "$j" ] || return 0
+        # shellcheck disable=SC2086 # the job's fields
+        set -- "$1" $j
+        run_job "$3" "$4" "$5" "$6" "$7"
+        set -- "$1"
+    done
+}
+
+n_jobs=0
+list_jobs main "$SUITES" >"$Q"
+ASAN_PART_ON=
+if [ -n "${ASAN_BUILD:-}" ] && [ -n "${ASAN_PART:-}" ]; then
+    ASAN_PART_ON=1
+    n_jobs=$(wc -l <"$Q")
+    list_jobs asan "$ASAN_PART" >>"$Q"
+    rm -rf "$OUT/asan" && mkdir -p "$OUT/asan/sanitizer-reports"
+fi
+[ "${SANITIZE:-}" = 1 ] && rm -rf "$OUT/sanitizer-reports" && mkdir -p "$OUT/sanitizer-reports"
+
+if [ "$JOBS" -le 1 ]; then
+    # one at a time, in order: the suites, then the asan part
+    asan_said=
+    while IFS= read -r j <&3; do
+        # shellcheck disable=SC2086 # the job's fields
+        set -- $j
+        if [ "$3" = asan ] && [ -z "$asan_said" ]; then
+            asan_said=1
+            echo
+            echo "under AddressSanitizer + UBSan ($ASAN_BUILD; make test-asan runs every suite):"
+        fi
+        run_job "$2" "$3" "$4" "$5" "$6"
+    done 3<"$Q"
+else
+    # the end-to-end suites longest first (by the script's size: the longest
+    # take minutes), so that the run does not end on one long suite alone
+    { grep '^cpu ' "$Q"; grep '^wait ' "$Q" | while read -r k n l ty p nm; do
+        echo "$(wc -c <"$p") $k $n $l $ty $p $nm"; done | sort -s -k1,1nr | cut -d ' ' -f 2-; } >"$Q.new"
+    mv "$Q.new" "$Q"
+    echo "$JOBS suites at a time; each line when its suite ends"
+    [ -n "$ASAN_PART_ON" ] &&
+        echo "(asan/...: under AddressSanitizer + UBSan, $ASAN_BUILD; make test-asan runs every suite)"
+    rm -rf "$Q.lock"
+    i=0
+    while [ "$i" -lt "$JOBS" ]; do
+        if [ $((i % 2)) -eq 0 ]; then worker cpu & else worker wait & fi
+        i=$((i + 1))
+    done
+    wait
+fi
+
+SEQ=main-sanitizer
+if [ "${SANITIZE:-}" = 1 ]; then sanitize_check "$OUT/sanitizer-reports" "sanitizer reports" "$OUT"; fi
+SEQ=asan-sanitizer
+if [ -n "$ASAN_PART_ON" ]; then sanitize_check "$OUT/asan/sanitizer-reports" "asan/sanitizer reports" "$OUT/asan"; fi
+
+total_pass=0 total_fail=0 total_skip=0 total_xfail=0
+for f in "$RES"/*.sum; do
+    [ -f "$f" ] || continue
+    while read -r p fl s x; do
+        total_pass=$((total_pass + p)); total_fail=$((total_fail + fl))
+        total_skip=$((total_skip + s)); total_xfail=$((total_xfail + x))
+    done <"$f"
+done
 
 # Every expected failure must have run: a mark on a check that no longer
 # exists (renamed, removed) would otherwise hide nothing and linger.
@@ -131,22 +256,6 @@ if [ -f tests/xfail.txt ] && [ -z "$SUITES" ]; then
         echo "tests/xfail.txt lists checks that did not run (as xfail):"; sed 's/^/  /' "$OUT/xfail-unseen.txt"
         total_fail=$((total_fail + $(wc -l <"$OUT/xfail-unseen.txt")))
     fi
-fi
-
-# make test: part of the suites again on the sanitizer build
-if [ -n "${ASAN_BUILD:-}" ] && [ -n "${ASAN_PART:-}" ]; then
-    echo
-    echo "under AddressSanitizer + UBSan ($ASAN_BUILD; make test-asan runs every suite):"
-    BUILD=$ASAN_BUILD
-    BIN=$ASAN_BUILD/tokscope
-    OUT=$OUT/asan
-    SUITES=$ASAN_PART
-    mkdir -p "$OUT"
-    export BUILD BIN OUT
-    sanitize_on "$OUT/sanitizer-reports"
-    run_suites "asan/"
-    sanitize_check "$OUT/sanitizer-reports" "asan/sanitizer reports"
-    unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 echo

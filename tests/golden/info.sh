@@ -6,17 +6,18 @@
 # on stderr that names the field and the byte offset.
 #
 # By hand, under valgrind (a portable build: valgrind lacks AVX-512):
-#   make BUILD=build-vg BIN=build-vg/tokscope NATIVE=0 build-vg/tokscope build-vg/tools/gguf_corpus
+#   make BUILD=build-vg BIN=build-vg/tokscope NATIVE=0 build-vg/tokscope build-vg/tools/gguf_corpus \
+#     build-vg/tools/info_each
 #   INFO_WRAP="valgrind -q --error-exitcode=9 --leak-check=full" BUILD=build-vg \
 #     BIN=build-vg/tokscope sh tests/golden/info.sh
-# (a valgrind error turns into exit 9 and fails the check).
+# (a valgrind error turns into exit 9 and fails the check; valgrind follows
+# info_each's forked children).
 . tests/lib.sh
 BUILD=${BUILD:-build}
 CORPUS_TOOL=$BUILD/tools/gguf_corpus
 # private scratch space: several checkouts' test runs may share tests/out
 W=$(mktemp -d "$OUT/info.XXXXXX") || exit 1
 CORPUS=$W/gguf_corpus
-TMPF=$W/trunc.gguf
 
 # run_info ARGS...: sets rc; output in $W/out, $W/err
 run_info() {
@@ -26,18 +27,6 @@ run_info() {
 
 rc_text() {
     if [ "$1" -gt 128 ]; then echo "killed by signal $(($1 - 128))"; else echo "exit $1"; fi
-}
-
-# expect_fail NAME SUBSTRING FILE: exit 1, stderr "tokscope: ...SUBSTRING...at offset N", empty stdout.
-# Prints nothing and returns 0 when it holds; otherwise prints why and returns 1.
-fail_reason() {
-    if [ "$rc" -ne 1 ]; then echo "$(rc_text $rc), want exit 1"; return 1; fi
-    if [ -s "$W/out" ]; then echo "wrote to stdout on error"; return 1; fi
-    msg=$(cat "$W/err")
-    case "$msg" in "tokscope: "*) ;; *) echo "stderr not prefixed 'tokscope: ': $msg"; return 1 ;; esac
-    case "$msg" in *"$1"*) ;; *) echo "message lacks '$1': $msg"; return 1 ;; esac
-    if ! echo "$msg" | grep -q ' at offset [0-9][0-9]*: '; then echo "message names no byte offset: $msg"; return 1; fi
-    return 0
 }
 
 # ---- usage ----------------------------------------------------------------
@@ -59,8 +48,38 @@ if [ "$rc" -eq 1 ] && grep -q 'not a regular file' "$W/err"; then ok "info on a 
 else not_ok "info on a directory" "$(rc_text $rc): $(cat "$W/err")"; fi
 
 # ---- generated corpus -----------------------------------------------------
-if [ ! -x "$CORPUS_TOOL" ]; then
-    not_ok "gguf_corpus tool" "$CORPUS_TOOL not built (make builds tests/tools/*.c)"
+# ~1,100 files and ~1,600 cuts below: each runs through tests/tools/info_each,
+# `tokscope info` in a forked child per file (its own exit status, signals and
+# sanitizer checks) instead of an exec per file (~40 ms of dynamic linking
+# each, far more under ASan).
+EACH=$BUILD/tools/info_each
+tab=$(printf '\t')
+# verdicts < SEL: SEL's lines (LABEL <TAB> ok|fail <TAB> SUBSTRING) with
+# info_each's results (RESULTS, line by line); prints "ok <TAB> LABEL" or
+# "bad <TAB> LABEL <TAB> WHY" per line. fail: malformed input exits exactly 1
+# (not 0, not a signal), writes nothing to stdout and "tokscope: ...SUBSTRING...
+# at offset N: ..." to stderr; ok: exit 0, stdout starting "file: ", nothing
+# on stderr.
+verdicts() {
+    awk -F"$tab" -v results="$1" '
+    function rc_text(rc) { return rc > 128 ? "killed by signal " (rc - 128) : "exit " rc }
+    {
+        if ((getline r < results) <= 0) { print "bad\t" $1 "\tno result (info_each stopped)"; next }
+        split(r, f, "\t"); rc = f[1] + 0; nout = f[2] + 0; first = f[3]; err = f[4]
+        sub(/(\\n)+$/, "", err)
+        why = ""
+        if ($2 == "ok") {
+            if (rc != 0 || first !~ /^file: / || err != "") why = rc_text(rc) ": " err
+        } else if (rc != 1) why = rc_text(rc) ", want exit 1"
+        else if (nout > 0) why = "wrote to stdout on error"
+        else if (substr(err, 1, 10) != "tokscope: ") why = "stderr not prefixed '\''tokscope: '\'': " err
+        else if ($3 != "" && index(err, $3) == 0) why = "message lacks '\''" $3 "'\'': " err
+        else if (err !~ / at offset [0-9]+: /) why = "message names no byte offset: " err
+        print (why == "" ? "ok\t" $1 : "bad\t" $1 "\t" why)
+    }' 
+}
+if [ ! -x "$CORPUS_TOOL" ] || [ ! -x "$EACH" ]; then
+    not_ok "gguf_corpus and info_each tools" "$CORPUS_TOOL or $EACH not built (make builds tests/tools/*.c)"
 else
     rm -rf "$CORPUS"
     if "$CORPUS_TOOL" "$CORPUS" >"$W/corpus.log" 2>&1 && [ -s "$CORPUS/MANIFEST" ]; then
@@ -68,41 +87,31 @@ else
     else
         not_ok "gguf_corpus writes the corpus" "$(cat "$W/corpus.log")"
     fi
+    # under the sanitizer build every third truncation (see the cuts below)
+    awk -v san="${SANITIZED:-}" 'san == 1 && /^trunc_/ && ++n % 3 != 0 { next } 1' "$CORPUS/MANIFEST" >"$W/runs"
+    # LIST: info_each's input; SEL: each run's check (label, ok|fail, substring)
+    awk -F"$tab" -v dir="$CORPUS" '{ print ($2 == "ok" ? "-\t--kv\t" : "-\t") dir "/" $1 }' "$W/runs" >"$W/list"
+    awk -F"$tab" '{ if ($1 ~ /^trunc_/) l = $1; else if ($2 == "ok") l = "corpus: " $1 " loads"
+        else l = "corpus: " $1 " rejected (" $3 ")"; print l "\t" $2 "\t" $3 }' "$W/runs" >"$W/sel"
+    ${INFO_WRAP:-} "$EACH" "$W/scratch.gguf" <"$W/list" >"$W/results" 2>"$W/each.err" ||
+        not_ok "info_each runs the corpus" "$(cat "$W/each.err")"
+    verdicts "$W/results" <"$W/sel" >"$W/verdicts"
     n_trunc=0; bad_trunc=0; first_bad=""
     n_valid=0; n_bad=0
-    tab=$(printf '\t')
-    while IFS="$tab" read -r name expect sub; do
-        f="$CORPUS/$name"
-        case "$expect" in
-        ok)
-            n_valid=$((n_valid + 1))
-            run_info --kv "$f"
-            if [ "$rc" -eq 0 ] && grep -q '^file: ' "$W/out" && [ ! -s "$W/err" ]; then
-                ok "corpus: $name loads"
-            else
-                not_ok "corpus: $name loads" "$(rc_text $rc): $(cat "$W/err")"
-            fi ;;
-        fail)
-            # under the sanitizer build every third truncation (see the cuts below)
-            case "$name" in trunc_*)
-                seen_trunc=$((${seen_trunc:-0} + 1))
-                [ "${SANITIZED:-}" = 1 ] && [ $((seen_trunc % 3)) -ne 0 ] && continue ;;
-            esac
-            run_info "$f"
-            case "$name" in
-            trunc_*)
-                n_trunc=$((n_trunc + 1))
-                if ! why=$(fail_reason "$sub"); then
-                    bad_trunc=$((bad_trunc + 1))
-                    [ -z "$first_bad" ] && first_bad="$name: $why"
-                fi ;;
-            *)
-                n_bad=$((n_bad + 1))
-                if why=$(fail_reason "$sub"); then ok "corpus: $name rejected ($sub)"
-                else not_ok "corpus: $name rejected ($sub)" "$why"; fi ;;
-            esac ;;
+    while IFS="$tab" read -r verdict label why; do
+        case "$label" in
+        trunc_*)
+            n_trunc=$((n_trunc + 1))
+            if [ "$verdict" != ok ]; then
+                bad_trunc=$((bad_trunc + 1))
+                [ -z "$first_bad" ] && first_bad="$label: $why"
+            fi
+            continue ;;
+        *" loads") n_valid=$((n_valid + 1)) ;;
+        *) n_bad=$((n_bad + 1)) ;;
         esac
-    done <"$CORPUS/MANIFEST"
+        if [ "$verdict" = ok ]; then ok "$label"; else not_ok "$label" "$why"; fi
+    done <"$W/verdicts"
     if [ "$n_valid" -ge 6 ] && [ "$n_bad" -ge 50 ]; then ok "corpus has $n_valid valid and $n_bad malformed files"
     else not_ok "corpus has enough files" "valid $n_valid (want >= 6), malformed $n_bad (want >= 50)"; fi
     want_trunc=500; [ "${SANITIZED:-}" = 1 ] && want_trunc=160
@@ -113,6 +122,7 @@ else
             "$bad_trunc of $n_trunc wrong (want >= $want_trunc files)" "$first_bad"
     fi
 fi
+
 
 # ---- real models and vocabs -------------------------------------------------
 # has NAME PATTERN: the last info output has a line matching the ERE PATTERN
@@ -236,34 +246,33 @@ facts "$TESTDATA/golden/tokenizer/ggml-vocab-phi-3.gguf" "info phi-3 vocab: temp
     '^chat template: present \([0-9]+ bytes\)$' '^tensors: none \(vocab-only file\)$'
 
 # ---- truncated real files ------------------------------------------------------
-# Every stories260K variant cut at ~300 offsets: dense over the header,
+# Every stories260K variant cut at ~400 offsets: dense over the header,
 # key/values and tensor table, sparse over the data. All must exit 1.
-# Under the sanitizer build (make test's asan/ part) the Q4_0 one: each run
-# costs ~20x there, and the generated corpus above already walks every
-# reader path under ASan; the plain build cuts them all.
+# Under the sanitizer build (make test's asan/ part) the Q4_0 one: the
+# generated corpus above already walks every reader path under ASan; the
+# plain build cuts them all.
 VARIANTS=$(ls "$M"/stories260K*.gguf 2>/dev/null)
 [ "${SANITIZED:-}" = 1 ] && VARIANTS=$(echo "$VARIANTS" | grep -m 1 q4_0 || echo "$VARIANTS" | head -n 1)
 for f in ${VARIANTS:-"$M/stories260K.gguf"}; do
     label="truncated $(basename "$f") exits 1 at every cut"
     need "$f" "$label" || continue
+    [ -x "$EACH" ] || { not_ok "$label" "$EACH not built"; continue; }
     run_info "$f"
     data=$(sed -n 's/^  GGUF: .*data offset \([0-9]*\)$/\1/p' "$W/out")
     end=$(sed -n 's/^  data end: *\([0-9]*\) .*/\1/p' "$W/out")
     if [ -z "$data" ] || [ -z "$end" ]; then not_ok "$label" "no data offset/end in info output"; continue; fi
     # cuts at or past the end of the last tensor only lose padding: still valid
-    cuts=$( (seq 0 40; seq 41 53 "$data"; seq "$((data - 40))" "$((data + 8))";
-             seq "$data" "$(((end - data) / 40 + 1))" "$((end - 1))"; echo "$((end - 1))") | sort -un)
-    n=0; bad=0; first=""
-    for c in $cuts; do
-        [ "$c" -lt "$end" ] || continue
-        n=$((n + 1))
-        head -c "$c" "$f" >"$TMPF"
-        run_info "$TMPF"
-        if ! why=$(fail_reason ""); then
-            bad=$((bad + 1)); [ -z "$first" ] && first="cut at $c: $why"
-        fi
-    done
+    (seq 0 40; seq 41 53 "$data"; seq "$((data - 40))" "$((data + 8))";
+     seq "$data" "$(((end - data) / 40 + 1))" "$((end - 1))"; echo "$((end - 1))") | sort -un |
+        awk -v end="$end" '$1 < end' >"$W/cuts"
+    awk -v f="$f" '{ print $1 "\t" f }' "$W/cuts" >"$W/list"
+    awk '{ print "cut at " $1 "\tfail\t" }' "$W/cuts" >"$W/sel"
+    ${INFO_WRAP:-} "$EACH" "$W/scratch.gguf" <"$W/list" >"$W/results" 2>"$W/each.err"
+    verdicts "$W/results" <"$W/sel" >"$W/verdicts"
+    n=$(wc -l <"$W/verdicts")
+    bad=$(grep -c -v '^ok' "$W/verdicts")
+    first=$(grep -m 1 -v '^ok' "$W/verdicts" | cut -f 2- | sed "s/$tab/: /")
     if [ "$n" -ge 250 ] && [ "$bad" -eq 0 ]; then ok "$label ($n cuts)"
-    else not_ok "$label" "$bad of $n cuts wrong (want >= 250 cuts)" "$first"; fi
+    else not_ok "$label" "$bad of $n cuts wrong (want >= 250 cuts)" "$first" "$(cat "$W/each.err")"; fi
 done
 rm -rf "$W"
