@@ -260,7 +260,7 @@ fi
 
 echo
 if [ "$total_xfail" -gt 0 ]; then
-    echo "$total_xfail expected failures (XFAIL: what tokscope does not do yet, tests/xfail.txt), not counted below"
+    echo "$total_xfail expected failures (XFAIL: model families not supported yet, tests/xfail.txt), not counted below"
 fi
 if [ "$total_skip" -gt 0 ]; then
     echo "$total_pass passed, $total_fail failed, $total_skip skipped"
