@@ -67,15 +67,14 @@ def gstr(b):
     return struct.pack('<Q', len(b)) + b
 
 
-def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    src, dst, n_keep = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def read_gguf(src):
+    """(data, kvs, tensors, align, arch, data_start) of a GGUF file: kvs as (key, type, raw value bytes),
+    tensors as [name, ne, type, offset]; exits on a file without the magic."""
     data = open(src, 'rb').read()
     r = Reader(data)
     if r.raw(4) != b'GGUF':
         sys.exit('%s: not a GGUF file' % src)
-    version, n_t, n_kv = r.take('I'), r.take('Q'), r.take('Q')
+    _, n_t, n_kv = r.take('I'), r.take('Q'), r.take('Q')
     kvs = []
     for _ in range(n_kv):
         k = r.string()
@@ -88,13 +87,38 @@ def main():
         ne = [r.take('Q') for _ in range(nd)]
         tt, off = r.take('I'), r.take('Q')
         tensors.append([name, ne, tt, off])
-    align = 32
-    arch = None
+    align, arch = 32, None
     for k, t, v in kvs:
         if k == b'general.alignment':
             align = struct.unpack('<I', v)[0]
         if k == b'general.architecture':
-            arch = v[8:]
+            arch = bytes(v[8:])
+    return data, kvs, tensors, align, arch, (r.o + align - 1) // align * align
+
+
+def write_gguf(dst, kvs, tensors, blobs, align):
+    """A GGUF v3 file of these kvs and tensors ((name, ne, type, ...)), each blob aligned."""
+    out = bytearray(b'GGUF' + struct.pack('<IQQ', 3, len(tensors), len(kvs)))
+    for k, t, v in kvs:
+        out += gstr(k) + struct.pack('<I', t) + v
+    off, offsets = 0, []
+    for b in blobs:
+        offsets.append(off)
+        off += (len(b) + align - 1) // align * align
+    for (name, ne, tt, *_), o in zip(tensors, offsets):
+        out += gstr(name) + struct.pack('<I', len(ne)) + b''.join(struct.pack('<Q', n) for n in ne)
+        out += struct.pack('<IQ', tt, o)
+    out += b'\0' * ((-len(out)) % align)
+    for b in blobs:
+        out += b + b'\0' * ((-len(b)) % align)
+    open(dst, 'wb').write(out)
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    src, dst, n_keep = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    data, kvs, tensors, align, arch, data_start = read_gguf(src)
     if arch is None:
         sys.exit('%s: no general.architecture' % src)
     count_key = arch + b'.block_count'
@@ -106,7 +130,6 @@ def main():
         sys.exit('%s: no %s' % (src, count_key.decode()))
     if not 1 <= n_keep <= n_layer:
         sys.exit('N must be 1..%d' % n_layer)
-    data_start = (r.o + align - 1) // align * align
     # sizes from the offsets (the last runs to the end of the file)
     order = sorted(range(len(tensors)), key=lambda i: tensors[i][3])
     blobs = {}
@@ -175,21 +198,7 @@ def main():
                 v = struct.pack('<IQ', at, n_keep) + v[12:12 + n_keep * size]
         out_kvs.append((k, t, v))
 
-    out = bytearray(b'GGUF' + struct.pack('<IQQ', 3, len(tensors), len(out_kvs)))
-    for k, t, v in out_kvs:
-        out += gstr(k) + struct.pack('<I', t) + v
-    off = 0
-    offsets = []
-    for b in blobs:
-        offsets.append(off)
-        off += (len(b) + align - 1) // align * align
-    for (name, ne, tt, _), o in zip(tensors, offsets):
-        out += gstr(name) + struct.pack('<I', len(ne)) + b''.join(struct.pack('<Q', n) for n in ne)
-        out += struct.pack('<IQ', tt, o)
-    out += b'\0' * ((-len(out)) % align)
-    for b in blobs:
-        out += b + b'\0' * ((-len(b)) % align)
-    open(dst, 'wb').write(out)
+    write_gguf(dst, out_kvs, tensors, blobs, align)
 
 
 if __name__ == '__main__':

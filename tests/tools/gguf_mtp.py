@@ -32,7 +32,7 @@ import re
 import struct
 import sys
 
-from gguf_cut import BLOCK, SCALAR, Reader, gstr
+from gguf_cut import BLOCK, SCALAR, read_gguf, write_gguf
 
 F32, F16, Q8_0 = 0, 1, 8
 SCALED = re.compile(rb'^blk\.(\d+)\.(attn_output|ssm_out|ffn_down|ffn_down_exps|ffn_down_shexp)\.weight$')
@@ -65,29 +65,7 @@ def main():
         sys.exit(__doc__)
     src, dst = args[0], args[1]
     first, factor = (int(args[2]), float(args[3])) if len(args) == 4 else (None, 1.0)
-    data = open(src, 'rb').read()
-    r = Reader(data)
-    if r.raw(4) != b'GGUF':
-        sys.exit('%s: not a GGUF file' % src)
-    _, n_t, n_kv = r.take('I'), r.take('Q'), r.take('Q')
-    kvs = []
-    for _ in range(n_kv):
-        k = r.string()
-        t = r.take('I')
-        kvs.append((k, t, r.value(t)))
-    tensors = []
-    for _ in range(n_t):
-        name = r.string()
-        nd = r.take('I')
-        ne = [r.take('Q') for _ in range(nd)]
-        tt, off = r.take('I'), r.take('Q')
-        tensors.append([name, ne, tt, off])
-    align, arch = 32, None
-    for k, t, v in kvs:
-        if k == b'general.alignment':
-            align = struct.unpack('<I', v)[0]
-        if k == b'general.architecture':
-            arch = bytes(v[8:])
+    data, kvs, tensors, align, arch, data_start = read_gguf(src)
     if arch not in (b'qwen35', b'qwen35moe'):
         sys.exit('%s: architecture %s, not qwen35 or qwen35moe' % (src, arch))
 
@@ -108,7 +86,6 @@ def main():
         sys.exit('%s: no full-attention block to copy' % src)
     donor = attn[-1]
 
-    data_start = (r.o + align - 1) // align * align
     blobs = []
     for name, ne, tt, off in tensors:
         n = 1
@@ -161,20 +138,7 @@ def main():
         out_kvs.append((k, t, v))
     out_kvs.append((arch + b'.nextn_predict_layers', 4, struct.pack('<I', 1)))
 
-    out = bytearray(b'GGUF' + struct.pack('<IQQ', 3, len(out_t), len(out_kvs)))
-    for k, t, v in out_kvs:
-        out += gstr(k) + struct.pack('<I', t) + v
-    off, offsets = 0, []
-    for b in out_b:
-        offsets.append(off)
-        off += (len(b) + align - 1) // align * align
-    for (name, ne, tt), o in zip(out_t, offsets):
-        out += gstr(name) + struct.pack('<I', len(ne)) + b''.join(struct.pack('<Q', n) for n in ne)
-        out += struct.pack('<IQ', tt, o)
-    out += b'\0' * ((-len(out)) % align)
-    for b in out_b:
-        out += b + b'\0' * ((-len(b)) % align)
-    open(dst, 'wb').write(out)
+    write_gguf(dst, out_kvs, out_t, out_b, align)
 
 
 if __name__ == '__main__':
