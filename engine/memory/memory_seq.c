@@ -29,9 +29,15 @@ void memory_seq_release(memory_seq *ms)
     memset(ms, 0, sizeof *ms);
 }
 
-int32_t memory_seq_n_past(const memory_seq *ms, int32_t s) { return ms->n_past[s]; }
+int32_t memory_seq_n_past(const memory_seq *ms, int32_t s)
+{
+    return ms->n_past[s];
+}
 
-const int32_t *memory_seq_tokens(const memory_seq *ms, int32_t s) { return ms->tokens + (size_t)s * ms->n_ctx; }
+const int32_t *memory_seq_tokens(const memory_seq *ms, int32_t s)
+{
+    return ms->tokens + (size_t)s * ms->n_ctx;
+}
 
 int32_t memory_seq_common(const memory_seq *ms, int32_t s, const int32_t *toks, int32_t n)
 {
@@ -42,7 +48,8 @@ int32_t memory_seq_common(const memory_seq *ms, int32_t s, const int32_t *toks, 
     return i;
 }
 
-int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, const bool *free, int32_t *common)
+int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, const bool *free,
+                        int32_t *common)
 {
     int32_t best = -1, len = -1;
     for (int32_t s = 0; s < ms->n_seq; s++) {
@@ -79,7 +86,8 @@ int memory_seq_decode(memory_seq *ms, const forward_batch *b, float *logits, cha
             return -1;
         }
         if (b->pos[i] != next[s]) {
-            snprintf(err, errlen, "entry %d: sequence %d is at position %d, not %d", i, s, next[s], b->pos[i]);
+            snprintf(err, errlen, "entry %d: sequence %d is at position %d, not %d", i, s, next[s],
+                     b->pos[i]);
             free(next);
             return -1;
         }

@@ -292,6 +292,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         p.n_batch = p.n_ctx;
     if (p.n_batch > 4096)
         p.n_batch = 4096;
+    if (p.n_seq > p.n_batch) { /* an internal batch takes a token of each sequence it runs */
+        snprintf(err, errlen, "%u sequences need a batch (-b) of at least %u tokens", p.n_seq, p.n_seq);
+        return NULL;
+    }
     if (p.n_threads <= 0)
         p.n_threads = threadpool_default_threads();
     if (p.n_threads > 256)

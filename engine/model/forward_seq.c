@@ -16,8 +16,10 @@ bool forward_multi_seq_ok(const model *m, char *err, size_t errlen)
     const model_hparams *hp = model_get_hparams(m);
     for (uint32_t l = 0; l < hp->n_layer; l++)
         if (hp->recurrent_layer[l]) {
-            snprintf(err, errlen, "%s keeps a recurrent state: several sequences in one cache are not supported for it yet",
-                     model_get_arch(m));
+            snprintf(
+                err, errlen,
+                "%s keeps a recurrent state: several sequences in one cache are not supported for it yet",
+                model_get_arch(m));
             return false;
         }
     if (model_get_weights(m)->mtp_input) {
@@ -95,7 +97,8 @@ static int split_next(struct splitter *sp, int32_t n_ubatch, int32_t *idx, int *
 /* Entries valid: tokens in the vocabulary, sequences in [0, n_seq),
  * positions in the stream, each sequence's at consecutive ascending
  * positions. */
-static int check_batch(const forward_ctx *f, const forward_batch *b, int32_t *last_pos, char *err, size_t errlen)
+static int check_batch(const forward_ctx *f, const forward_batch *b, int32_t *last_pos, char *err,
+                       size_t errlen)
 {
     if (b->n <= 0) {
         snprintf(err, errlen, "no tokens to evaluate");
@@ -106,21 +109,25 @@ static int check_batch(const forward_ctx *f, const forward_batch *b, int32_t *la
     for (int32_t i = 0; i < b->n; i++) {
         const int32_t s = b->seq[i], p = b->pos[i], t = b->token[i];
         if (s < 0 || (uint32_t)s >= f->p.n_seq) {
-            snprintf(err, errlen, "entry %d: sequence %d is not one of the %u this context holds", i, s, f->p.n_seq);
+            snprintf(err, errlen, "entry %d: sequence %d is not one of the %u this context holds", i, s,
+                     f->p.n_seq);
             return -1;
         }
         if (t < 0 || t >= f->hp.n_vocab) {
-            snprintf(err, errlen, "entry %d: token id %d is outside the vocabulary (0..%d)", i, t, f->hp.n_vocab - 1);
+            snprintf(err, errlen, "entry %d: token id %d is outside the vocabulary (0..%d)", i, t,
+                     f->hp.n_vocab - 1);
             return -1;
         }
         if (p < 0 || (uint32_t)p >= f->p.n_ctx) {
-            snprintf(err, errlen, "entry %d: position %d does not fit the context of %u tokens (use a larger -c)", i,
-                     p, f->p.n_ctx);
+            snprintf(err, errlen,
+                     "entry %d: position %d does not fit the context of %u tokens (use a larger -c)", i, p,
+                     f->p.n_ctx);
             return -1;
         }
         if (last_pos[s] >= 0 && p != last_pos[s] + 1) {
-            snprintf(err, errlen, "entry %d: sequence %d goes from position %d to %d (they must be consecutive)", i,
-                     s, last_pos[s], p);
+            snprintf(err, errlen,
+                     "entry %d: sequence %d goes from position %d to %d (they must be consecutive)", i, s,
+                     last_pos[s], p);
             return -1;
         }
         last_pos[s] = p;
@@ -143,7 +150,8 @@ int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *
         return -1;
     }
     int32_t *first = mem, *count = first + ns, *cur = count + ns;
-    int32_t *ents = cur + ns, *idx = ents + n, *tok = idx + n, *pos = tok + n, *seq = pos + n, *out_of = seq + n;
+    int32_t *ents = cur + ns, *idx = ents + n, *tok = idx + n, *pos = tok + n, *seq = pos + n,
+            *out_of = seq + n;
     int32_t *out_rows = out_of + n;
     bool *used = (bool *)(out_rows + f->p.n_batch);
     int rc = check_batch(f, b, cur, err, errlen);
@@ -192,7 +200,8 @@ int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *
             done += m;
             f->ub = NULL;
             for (int k = 0; k < ub.n_out; k++)
-                memcpy(logits + (size_t)out_of[idx[out_rows[k]]] * nv, rows + (size_t)k * nv, (size_t)nv * sizeof(float));
+                memcpy(logits + (size_t)out_of[idx[out_rows[k]]] * nv, rows + (size_t)k * nv,
+                       (size_t)nv * sizeof(float));
             free(rows);
             if (f->progress && !f->progress(f->progress_user, done, n)) {
                 snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);

@@ -1,7 +1,8 @@
 /* Several sequences in one forward call (forward_decode, memory_seq):
  * - the reference's goldens (tests/golden/reference/multiseq/MODEL.txt,
  *   llama_decode with several seq_ids, kv_unified = false, 34af94cd's
- *   AVX-512 build) replayed batch by batch, every row of logits bit for bit
+ *   AVX-512 build; F16 caches, and Q8_0 or Q4_0 K beside F16 V where the
+ *   heads allow) replayed batch by batch, every row of logits bit for bit
  *   (FNV-1a 64 of the whole row); through memory_seq, which keeps each
  *   sequence's position counter and drops a sequence where the file does;
  * - a sequence alone in forward_decode gives forward_eval's bits, in any
@@ -37,9 +38,12 @@ static uint64_t fnv(const float *y, int n)
     return h;
 }
 
-static forward_ctx *build(const model *m, uint32_t n_seq, uint32_t n_ctx, uint32_t n_batch)
+static forward_ctx *build_kv(const model *m, uint32_t n_seq, uint32_t n_ctx, uint32_t n_batch, enum tensor_type kt,
+                             enum tensor_type vt)
 {
     forward_params p = forward_default_params();
+    p.kv_type = kt;
+    p.v_type = vt;
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
     p.n_threads = 2;
@@ -49,6 +53,11 @@ static forward_ctx *build(const model *m, uint32_t n_seq, uint32_t n_ctx, uint32
     if (!f)
         fail_msg("forward_build: %s", err);
     return f;
+}
+
+static forward_ctx *build(const model *m, uint32_t n_seq, uint32_t n_ctx, uint32_t n_batch)
+{
+    return build_kv(m, n_seq, n_ctx, n_batch, TENSOR_TYPE_F16, TENSOR_TYPE_F16);
 }
 
 /* Replays one golden file; returns the rows checked. */
@@ -66,10 +75,10 @@ static int replay(const char *name)
     int32_t tok[MAXB], pos[MAXB], seq[MAXB];
     int8_t out[MAXB];
     float *logits = NULL;
-    int n = 0, n_out = 0, got = 0, checked = 0, n_batch = 0;
+    int n = 0, n_out = 0, got = 0, checked = 0, n_batch = 0, n_ctx_lines = 0;
     int32_t nv = 0;
     while (fgets(line, sizeof line, in)) {
-        char rel[512];
+        char rel[512], tk[16], tv[16];
         int a, b, c, d;
         if (sscanf(line, "model %511s", rel) == 1) {
             const char *mp = testdata_path(rel);
@@ -86,14 +95,17 @@ static int replay(const char *name)
             nv = model_get_hparams(m)->n_vocab;
             logits = malloc((size_t)MAXB * nv * sizeof(float));
             assert_non_null(logits);
-        } else if (sscanf(line, "context %d %d %d %d", &a, &b, &c, &d) == 4) {
+        } else if (sscanf(line, "context %d %d %d %d %15s %15s", &a, &b, &c, &d, tk, tv) == 6) {
             memory_seq_release(&ms);
             forward_free(f);
             assert_int_equal(d, 2);
-            f = build(m, (uint32_t)a, (uint32_t)b, (uint32_t)c);
+            enum tensor_type kt, vt;
+            assert_true(forward_kv_type_parse(tk, &kt) && forward_kv_type_parse(tv, &vt));
+            f = build_kv(m, (uint32_t)a, (uint32_t)b, (uint32_t)c, kt, vt);
             if (!memory_seq_init(&ms, f, err, sizeof err))
                 fail_msg("memory_seq_init: %s", err);
             n_batch = 0;
+            n_ctx_lines++;
         } else if (sscanf(line, "rm %d", &a) == 1) {
             memory_seq_truncate(&ms, a, 0);
         } else if (sscanf(line, "batch %d", &a) == 1) {
@@ -132,10 +144,11 @@ static int replay(const char *name)
                     p = strchr(p, ' ') + 1;
                 int id0 = atoi(p);
                 const double ref0 = strtod(strchr(p, ':') + 1, NULL);
-                fail_msg("%s batch %d entry %d (seq %d pos %d, %d-token batch): hash %016llx, reference %016llx; "
-                         "argmax %d (reference %d); logit[%d] %.9g, reference %.9g",
-                         name, n_batch - 1, idx, seq[idx], pos[idx], n, (unsigned long long)fnv(row, nv), want, my,
-                         am, id0, (double)row[id0], ref0);
+                fail_msg(
+                    "%s batch %d entry %d (seq %d pos %d, %d-token batch): hash %016llx, reference %016llx; "
+                    "argmax %d (reference %d); logit[%d] %.9g, reference %.9g",
+                    name, n_batch - 1, idx, seq[idx], pos[idx], n, (unsigned long long)fnv(row, nv), want, my,
+                    am, id0, (double)row[id0], ref0);
             }
             checked++;
         }
@@ -145,14 +158,16 @@ static int replay(const char *name)
     forward_free(f);
     free(logits);
     model_free(m);
+    assert_true(n_ctx_lines >= 3);
+    print_message("%s: %d rows in %d contexts, bit for bit\n", name, checked, n_ctx_lines);
     return checked;
 }
 
-#define GOLDEN(fn, name)                                                                                            \
-    static void fn(void **state)                                                                                    \
-    {                                                                                                               \
-        (void)state;                                                                                                \
-        assert_int_equal(replay(name), 120);                                                                        \
+#define GOLDEN(fn, name)                                                                                     \
+    static void fn(void **state)                                                                             \
+    {                                                                                                        \
+        (void)state;                                                                                         \
+        assert_true(replay(name) >= 120);                                                                 \
     }
 GOLDEN(test_golden_stories260k, "stories260K")
 GOLDEN(test_golden_tiny_spm_q4_0, "tiny-spm-q4_0")

@@ -3,11 +3,13 @@
  * Not part of tokscope's build: it links the reference build (34af94cd) to
  * write the goldens tests/unit/test_multiseq.c replays (see README.md).
  *
- *   multiseq MODEL REL_NAME > OUT.txt
+ *   multiseq MODEL REL_NAME [q] > OUT.txt
  *
  * Each schedule runs on a fresh context with n_seq_max sequences and
  * kv_unified = false (what llama-server -np N does: one KV stream per
- * sequence), flash attention on auto (on, on CPU), F16 cache, 2 threads.
+ * sequence), flash attention on auto (on, on CPU), 2 threads, an F16
+ * cache; with q, schedules 1 and 2 again with Q8_0 K and V, and with a
+ * Q4_0 K beside an F16 V (the heads must be whole blocks of 32).
  * A schedule is a list of batches; "S:N" puts N new tokens of sequence S
  * (at its next positions) into the batch with logits for the last one,
  * "S:N*" with logits for all of them; "|" decodes the batch; "rmS" drops
@@ -16,7 +18,7 @@
  *
  * Output, one line each:
  *   model REL_NAME
- *   context N_SEQ N_CTX_SEQ N_UBATCH N_THREADS     (a fresh context)
+ *   context N_SEQ N_CTX_SEQ N_UBATCH N_THREADS CTK CTV  (a fresh context)
  *   rm SEQ                                         (the sequence dropped)
  *   batch N, then N lines "t TOKEN POS SEQ OUT"    (one llama_decode)
  *   logits INDEX ARGMAX FNV1A64 K ID:HEXFLOAT...   (each row with OUT = 1, by batch index)
@@ -82,6 +84,7 @@ static void emit(int idx, const float *lg, int nv)
 struct sched {
     int n_seq, n_ctx_seq, n_ubatch;
     const char *plan;
+    enum ggml_type tk, tv;
 };
 
 /* Prompt chunks of one sequence beside single tokens of others, in both
@@ -89,16 +92,22 @@ struct sched {
  * different positions; one dropped and started again; ubatches cut by
  * n_ubatch; a long sequence whose single query takes the split-KV kernel
  * alone and the one-chunk kernel beside another stream. */
+#define S1 "0:20 | 0:1 1:70 | 1:1 0:1 2:5* | 2:1 1:1 0:1 | rm0 | 0:10 1:1 2:1 | 2:1 0:1 1:1 | 0:1 2:1"
+#define S2 "0:100 1:30 | 0:1 1:1 | 1:80* 0:1 | 0:3* 1:3*"
 static const struct sched scheds[] = {
-    {3, 512, 512, "0:20 | 0:1 1:70 | 1:1 0:1 2:5* | 2:1 1:1 0:1 | rm0 | 0:10 1:1 2:1 | 2:1 0:1 1:1 | 0:1 2:1"},
-    {2, 512, 64, "0:100 1:30 | 0:1 1:1 | 1:80* 0:1 | 0:3* 1:3*"},
-    {2, 512, 512, "0:300 | 0:1 | 0:1 1:1 | 1:1 0:1 | 1:66 0:1"},
+    {3, 512, 512, S1, GGML_TYPE_F16, GGML_TYPE_F16},
+    {2, 512, 64, S2, GGML_TYPE_F16, GGML_TYPE_F16},
+    {2, 512, 512, "0:300 | 0:1 | 0:1 1:1 | 1:1 0:1 | 1:66 0:1", GGML_TYPE_F16, GGML_TYPE_F16},
+    /* with q only */
+    {3, 512, 512, S1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+    {2, 512, 64, S2, GGML_TYPE_Q4_0, GGML_TYPE_F16},
 };
 
 int main(int argc, char **argv)
 {
-    if (argc != 3)
-        die("usage: multiseq MODEL REL_NAME");
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "q")))
+        die("usage: multiseq MODEL REL_NAME [q]");
+    const size_t n_sched = argc == 4 ? 5 : 3;
     llama_log_set(quiet, NULL);
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
@@ -107,7 +116,7 @@ int main(int argc, char **argv)
         die("cannot load the model");
     const int nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
     printf("model %s\n", argv[2]);
-    for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++) {
+    for (size_t si = 0; si < n_sched; si++) {
         const struct sched *sc = &scheds[si];
         struct llama_context_params cp = llama_context_default_params();
         cp.n_ctx = (uint32_t)(sc->n_ctx_seq * sc->n_seq);
@@ -118,12 +127,15 @@ int main(int argc, char **argv)
         cp.n_threads = cp.n_threads_batch = 2;
         cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
         cp.no_perf = true;
+        cp.type_k = sc->tk;
+        cp.type_v = sc->tv;
         struct llama_context *c = llama_init_from_model(m, cp);
         if (!c)
             die("cannot make a context");
         if (llama_n_ctx_seq(c) != (uint32_t)sc->n_ctx_seq)
             die("n_ctx_seq is not what was asked");
-        printf("context %d %d %d %d\n", sc->n_seq, sc->n_ctx_seq, sc->n_ubatch, 2);
+        printf("context %d %d %d %d %s %s\n", sc->n_seq, sc->n_ctx_seq, sc->n_ubatch, 2, ggml_type_name(sc->tk),
+               ggml_type_name(sc->tv));
         int pos[8] = {0};
         struct llama_batch b = llama_batch_init(1024, 0, 1);
         b.n_tokens = 0;
