@@ -64,10 +64,16 @@ int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, co
     return best;
 }
 
-void memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n)
+bool memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n)
 {
-    if (s >= 0 && s < ms->n_seq && n >= 0 && n < ms->n_past[s])
-        ms->n_past[s] = n;
+    if (s < 0 || s >= ms->n_seq || n < 0)
+        return false;
+    if (n >= ms->n_past[s])
+        return true;
+    if (n > 0 && forward_is_recurrent(ms->f))
+        return false;
+    ms->n_past[s] = n;
+    return true;
 }
 
 int memory_seq_decode(memory_seq *ms, const forward_batch *b, float *logits, char *err, size_t errlen)

@@ -16,8 +16,10 @@
  * sequence is dropped (memory_seq_truncate(s, 0)) or kept for a request
  * that extends it (memory_seq_common, then truncate to the common part).
  * The single-sequence memory (memory.h: rollback, checkpoints, lens,
- * speculative decoding) stays the one the TUI uses; models with a
- * recurrent state are refused by forward_build for N > 1.
+ * speculative decoding) stays the one the TUI uses. On a model with a
+ * recurrent state (qwen35) each sequence has its own state, reset when the
+ * sequence starts again at position 0; there are no checkpoints here, so a
+ * sequence can only be dropped whole (memory_seq_truncate).
  *
  * Engine thread only; no terminal I/O. */
 #ifndef TOKSCOPE_MEMORY_SEQ_H
@@ -52,8 +54,10 @@ int32_t memory_seq_common(const memory_seq *ms, int32_t s, const int32_t *toks, 
 int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, const bool *free,
                         int32_t *common);
 /* Sequence s keeps positions [0, n) (llama_memory_seq_rm(s, n, -1)); never
- * raises n_past. O(1): the rows after n are overwritten when evaluated. */
-void memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n);
+ * raises n_past. O(1): the rows after n are overwritten when evaluated. A
+ * recurrent state cannot drop its last tokens: on such a model only n = 0
+ * (the sequence dropped) or n >= n_past is taken; false otherwise. */
+bool memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n);
 
 /* Evaluates b through forward_decode after checking that each sequence's
  * first entry sits at its n_past; then counts the tokens (n_past +=

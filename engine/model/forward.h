@@ -77,8 +77,11 @@ int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start
  * the caller keeps each sequence's position counter (memory/memory_seq.h)
  * and its stream must hold the rows before its first position. A batch of
  * one sequence gives forward_eval's bits. logits: n_vocab floats for each
- * entry with out set, in batch order. Refused (-1, err naming the
- * architecture) on models with a recurrent state or an MTP input. */
+ * entry with out set, in batch order. A recurrent model keeps a state per
+ * sequence (forward_rs_* are stream 0's); a sequence whose first entry is
+ * at position 0 starts from an empty one. Refused (-1, err naming the
+ * architecture) on an MTP view (model_mtp_view). forward_progress_fn is
+ * called between internal batches with the entries done. */
 typedef struct forward_batch {
     int32_t n;
     const int32_t *token, *pos, *seq;

@@ -21,7 +21,7 @@ bool forward_rs_alloc(forward_ctx *f)
         f->rs_bytes += forward_rs_layer_bytes(&f->hp, l);
     if (f->rs_bytes == 0)
         return true;
-    f->rs = calloc(1, f->rs_bytes);
+    f->rs = calloc(f->p.n_seq ? f->p.n_seq : 1, f->rs_bytes); /* one state per sequence; stream 0 first */
     f->dn_lanes = malloc((size_t)f->p.n_threads * 64 * f->hp.ssm_d_state * sizeof(float));
     return f->rs != NULL && f->dn_lanes != NULL;
 }

@@ -13,15 +13,6 @@
 
 bool forward_multi_seq_ok(const model *m, char *err, size_t errlen)
 {
-    const model_hparams *hp = model_get_hparams(m);
-    for (uint32_t l = 0; l < hp->n_layer; l++)
-        if (hp->recurrent_layer[l]) {
-            snprintf(
-                err, errlen,
-                "%s keeps a recurrent state: several sequences in one cache are not supported for it yet",
-                model_get_arch(m));
-            return false;
-        }
     if (model_get_weights(m)->mtp_input) {
         snprintf(err, errlen, "an MTP block (%s) takes one sequence only", model_get_arch(m));
         return false;
@@ -137,7 +128,7 @@ static int check_batch(const forward_ctx *f, const forward_batch *b, int32_t *la
 
 int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *err, size_t errlen)
 {
-    if (f->rs || f->w->mtp_input) {
+    if (f->w->mtp_input) {
         forward_multi_seq_ok(f->m, err, errlen);
         return -1;
     }
@@ -171,6 +162,15 @@ int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *
             ents[first[b->seq[i]] + count[b->seq[i]]++] = i;
             const bool want = b->out ? b->out[i] != 0 : i == n - 1;
             out_of[i] = want ? n_out++ : -1; /* its row of logits */
+        }
+        /* a recurrent state: a sequence that starts at position 0 starts
+         * from an empty state (as forward_eval does at start_pos 0) */
+        for (int32_t q = 0; q < ns && f->rs; q++)
+            if (count[q] > 0 && b->pos[ents[first[q]]] == 0)
+                memset(f->rs + (size_t)q * f->rs_bytes, 0, f->rs_bytes);
+        if (f->rs && count[0] > 0) { /* stream 0 is forward_eval's too: keep its counter */
+            f->rs_pos = b->pos[ents[first[0] + count[0] - 1]] + 1;
+            f->rs_nl = f->hp.n_layer;
         }
         struct splitter sp = {b, ns, used, first, count, ents, cur};
         int n_stream, m;

@@ -10,8 +10,9 @@
  * - a sequence cannot see another's cells: changing sequence 0's tokens
  *   leaves sequence 1's rows in the same batch bit-identical, and tokens
  *   swapped between two sequences give each token list its own logits;
- * - batches the reference refuses (positions not consecutive) and models
- *   the engine does not run with several sequences are refused by name. */
+ * - batches the reference refuses (positions not consecutive) are
+ *   refused; a recurrent state (qwen35) keeps one state per sequence and
+ *   drops a sequence only whole. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,8 +39,8 @@ static uint64_t fnv(const float *y, int n)
     return h;
 }
 
-static forward_ctx *build_kv(const model *m, uint32_t n_seq, uint32_t n_ctx, uint32_t n_batch, enum tensor_type kt,
-                             enum tensor_type vt)
+static forward_ctx *build_kv(const model *m, uint32_t n_seq, uint32_t n_ctx, uint32_t n_batch,
+                             enum tensor_type kt, enum tensor_type vt)
 {
     forward_params p = forward_default_params();
     p.kv_type = kt;
@@ -107,7 +108,7 @@ static int replay(const char *name)
             n_batch = 0;
             n_ctx_lines++;
         } else if (sscanf(line, "rm %d", &a) == 1) {
-            memory_seq_truncate(&ms, a, 0);
+            assert_true(memory_seq_truncate(&ms, a, 0));
         } else if (sscanf(line, "batch %d", &a) == 1) {
             assert_true(a > 0 && a <= MAXB);
             for (int i = 0; i < a; i++) {
@@ -167,7 +168,7 @@ static int replay(const char *name)
     static void fn(void **state)                                                                             \
     {                                                                                                        \
         (void)state;                                                                                         \
-        assert_true(replay(name) >= 120);                                                                 \
+        assert_true(replay(name) >= 120);                                                                    \
     }
 GOLDEN(test_golden_stories260k, "stories260K")
 GOLDEN(test_golden_tiny_spm_q4_0, "tiny-spm-q4_0")
@@ -179,6 +180,8 @@ GOLDEN(test_golden_gemma3, "gemma3-mini-q8_0")
 GOLDEN(test_golden_qwen3moe, "qwen3moe-mini-q8_0")
 GOLDEN(test_golden_gemma4, "gemma4-mini-q8_0")
 GOLDEN(test_golden_gptoss, "gptoss-mini-mxfp4")
+GOLDEN(test_golden_qwen35, "qwen35-mini-q8_0")
+GOLDEN(test_golden_qwen35moe, "qwen35moe-mini-q8_0")
 
 static model *load(const char *rel)
 {
@@ -242,6 +245,12 @@ static void test_alone_tiny_spm_q4_0(void **state)
 {
     (void)state;
     alone_equals_eval("models/tiny-spm-q4_0.gguf");
+}
+
+static void test_alone_qwen35(void **state)
+{
+    (void)state;
+    alone_equals_eval("families2026/models/qwen35-mini-q8_0.gguf");
 }
 
 /* Two 20-token prompts in one batch (one internal batch of 2 x 20 rows)
@@ -323,22 +332,29 @@ static void test_refusals(void **state)
     assert_int_equal(memory_seq_n_past(&ms, 1), 1);
     assert_int_equal(memory_seq_n_past(&ms, 0), 0);
     assert_int_equal(memory_seq_tokens(&ms, 1)[0], 5);
-    memory_seq_truncate(&ms, 1, 0);
+    assert_true(memory_seq_truncate(&ms, 1, 0));
     assert_int_equal(memory_seq_n_past(&ms, 1), 0);
     free(lg);
     memory_seq_release(&ms);
     forward_free(f);
     model_free(m);
-    /* a recurrent model: refused by name */
+    /* a recurrent state cannot drop its last tokens: a sequence goes whole */
     const char *rel = "families2026/models/qwen35-mini-q8_0.gguf";
     if (access(testdata_path(rel), R_OK) == 0) {
         model *r = load(rel);
-        forward_params p = forward_default_params();
-        p.n_ctx = 256;
-        p.n_seq = 2;
-        p.n_threads = 2;
-        assert_null(forward_build(r, &p, err, sizeof err));
-        assert_non_null(strstr(err, "qwen35"));
+        forward_ctx *fr = build(r, 2, 256, 512);
+        assert_true(memory_seq_init(&ms, fr, err, sizeof err));
+        float *rl = malloc((size_t)model_get_hparams(r)->n_vocab * sizeof(float));
+        int32_t tt[4] = {5, 6, 7, 8}, pp[4] = {0, 1, 2, 3}, ss[4] = {1, 1, 1, 1};
+        const forward_batch four = {4, tt, pp, ss, NULL};
+        assert_int_equal(memory_seq_decode(&ms, &four, rl, err, sizeof err), 0);
+        assert_false(memory_seq_truncate(&ms, 1, 2));
+        assert_int_equal(memory_seq_n_past(&ms, 1), 4);
+        assert_true(memory_seq_truncate(&ms, 1, 0));
+        assert_int_equal(memory_seq_n_past(&ms, 1), 0);
+        free(rl);
+        memory_seq_release(&ms);
+        forward_free(fr);
         model_free(r);
     }
 }
@@ -351,8 +367,10 @@ int main(void)
         cmocka_unit_test(test_golden_qwen3),       cmocka_unit_test(test_golden_phi3),
         cmocka_unit_test(test_golden_gemma3),      cmocka_unit_test(test_golden_qwen3moe),
         cmocka_unit_test(test_golden_gemma4),      cmocka_unit_test(test_golden_gptoss),
+        cmocka_unit_test(test_golden_qwen35),      cmocka_unit_test(test_golden_qwen35moe),
         cmocka_unit_test(test_alone_stories260k),  cmocka_unit_test(test_alone_tiny_spm_q4_0),
-        cmocka_unit_test(test_isolation),          cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_alone_qwen35),       cmocka_unit_test(test_isolation),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

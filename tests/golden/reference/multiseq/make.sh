@@ -16,7 +16,8 @@ cc -O2 -Wall -o "$W/multiseq" "$D/multiseq.c" -I"$R/include" -I"$R/ggml/include"
 for m in models/stories260K.gguf models/tiny-spm-q4_0.gguf models/llama3-mini-q8_0.gguf \
     models/qwen2-mini-q4_k_m.gguf models/qwen3-mini-q8_0.gguf models/phi3-mini-q8_0.gguf \
     models/gemma3-mini-q8_0.gguf families2026/models/qwen3moe-mini-q8_0.gguf \
-    families2026/models/gemma4-mini-q8_0.gguf families2026/models/gptoss-mini-mxfp4.gguf; do
+    families2026/models/gemma4-mini-q8_0.gguf families2026/models/gptoss-mini-mxfp4.gguf \
+    families2026/models/qwen35-mini-q8_0.gguf families2026/models/qwen35moe-mini-q8_0.gguf; do
     n=$(basename "$m" .gguf)
     q=q # quantized caches too, where the heads are whole blocks of 32
     case $n in stories260K) q= ;; esac
