@@ -614,11 +614,13 @@ void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
 struct attn_job {
     forward_ctx *f;
     uint32_t layer;
-    int n_tok;
+    int n_tok; /* query rows of each stream */
     int32_t start_pos;
-    int row0;       /* first row of the batch buffers (a stream's rows in forward_decode) */
-    int32_t stream; /* the cache stream it reads */
-    bool no_split;  /* ggml splits the KV view only for one query of one stream */
+    /* forward_decode's batch (NULL: one stream, stream 0, rows from 0 at
+     * start_pos): n_stream streams of n_tok rows each, one after the other,
+     * each at its first row's position against its own cache stream */
+    const struct fwd_ubatch *ub;
+    int n_stream;
 };
 
 /* How a batch's attention runs (see forward_attn.h for which kernel the
@@ -679,16 +681,22 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
     const struct attn_plan plan = attn_plan(f, job->n_tok, job->layer);
     const int items_per_block = (int)f->hp.n_head / plan.heads;
-    const int64_t total = plan.n_items;
+    const int64_t total = plan.n_items * job->n_stream;
+    /* ggml splits the KV view only for one query of one stream */
+    const bool no_split = job->n_stream > 1;
     const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
     float *scratch = f->attn_buf + (size_t)ith * f->attn_floats;
     attn_scratch s;
     attn_scratch_init(&s, scratch, f->attn_half + (size_t)ith * f->attn_halfs, hd, f->p.n_ctx);
-    for (int64_t i = i0; i < i1; i++) {
+    for (int64_t ii = i0; ii < i1; ii++) {
+        const int64_t sidx = ii / plan.n_items, i = ii % plan.n_items;
+        const int row0 = (int)sidx * job->n_tok;
+        const int32_t stream = job->ub ? job->ub->seq[row0] : 0;
+        const int32_t start_pos = job->ub ? job->ub->pos[row0] : job->start_pos;
         const int t0 = (int)(i / items_per_block) * plan.rows;
         const int h = (int)(i % items_per_block) * plan.heads;
         const int kvh = h / group;
-        const size_t base = forward_kv_base(f, kl, job->stream, kvh);
+        const size_t base = forward_kv_base(f, kl, stream, kvh);
         const attn_kv kv = {
             .k = (const uint8_t *)f->k_cache[kl] + base * k_head,
             .v = (const uint8_t *)f->v_cache[kl] + base * v_head,
@@ -704,16 +712,16 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             .window = window,
             .sinks = sinks ? sinks + h : NULL, /* this call's first query head */
         };
-        const float *q = f->buf[FWD_Q] + (size_t)(job->row0 + t0) * qs + (size_t)h * hd;
-        float *out = f->buf[FWD_ATT] + (size_t)(job->row0 + t0) * os + (size_t)h * hd;
-        const int32_t pos = job->start_pos + t0;
+        const float *q = f->buf[FWD_Q] + (size_t)(row0 + t0) * qs + (size_t)h * hd;
+        float *out = f->buf[FWD_ATT] + (size_t)(row0 + t0) * os + (size_t)h * hd;
+        const int32_t pos = start_pos + t0;
         const int rows = job->n_tok - t0 < plan.rows ? job->n_tok - t0 : plan.rows;
         switch (plan.mode) {
         case ATTN_TILED:
             attn_tile(&kv, q, qs, plan.heads, rows, pos, &s, out, os);
             break;
         case ATTN_GROUP:
-            if (job->n_tok == 1 && !job->no_split && attn_kv_view(pos) >= 512)
+            if (job->n_tok == 1 && !no_split && attn_kv_view(pos) >= 512)
                 attn_group_split(&kv, q, plan.heads, pos + 1, attn_kv_view(pos), f->n_threads, scratch, out);
             else
                 attn_group_row(&kv, q, plan.heads, pos + 1, scratch, out);
@@ -737,7 +745,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             attn_rows_generic(&kv, q, plan.heads, pos + 1, &s, out);
             break;
         case ATTN_ONE:
-            if (job->n_tok == 1 && !job->no_split && attn_kv_view(pos) >= 512)
+            if (job->n_tok == 1 && !no_split && attn_kv_view(pos) >= 512)
                 attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
             else
                 attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and those before it */
@@ -746,28 +754,22 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
-static void run_attention_rows(forward_ctx *f, uint32_t il, int n, int32_t start_pos, int row0, int32_t stream,
-                               bool no_split)
-{
-    struct attn_job job = {f, il, n, start_pos, row0, stream, no_split};
-    const int64_t items = attn_plan(f, n, il).n_items;
-    threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * (start_pos + n) * forward_hd(f, il)),
-                   attn_worker, &job);
-}
-
-/* forward_decode's batch: each stream's rows as their own query batch
- * (ggml's flash attention takes a stream's rows as its queries: ne[1]),
- * against that stream's cache. */
+/* forward_decode's batch (f->ub): each stream's rows are their own query
+ * batch (ggml's flash attention takes a stream's rows as its queries,
+ * ne[1]) against that stream's cache, all streams in one job. */
 static void run_attention(forward_ctx *f, uint32_t il, int n, int32_t start_pos)
 {
-    const struct fwd_ubatch *ub = f->ub;
-    if (!ub) {
-        run_attention_rows(f, il, n, start_pos, 0, 0, false);
-        return;
+    const int n_stream = f->ub ? f->ub->n_stream : 1;
+    const int per = n / n_stream;
+    struct attn_job job = {f, il, per, start_pos, f->ub, n_stream};
+    const int64_t items = attn_plan(f, per, il).n_items * n_stream;
+    int32_t last = 0; /* the longest stream's end, for the work estimate */
+    for (int s = 0; s < n_stream; s++) {
+        const int32_t e = (f->ub ? f->ub->pos[s * per] : start_pos) + per;
+        last = e > last ? e : last;
     }
-    const int per = n / ub->n_stream;
-    for (int s = 0; s < ub->n_stream; s++)
-        run_attention_rows(f, il, per, ub->pos[s * per], s * per, ub->seq[s * per], ub->n_stream > 1);
+    threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * last * forward_hd(f, il)), attn_worker,
+                   &job);
 }
 
 /* ---- one batch ------------------------------------------------------------- */
