@@ -184,8 +184,8 @@ int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *
                 if (out_of[idx[r]] >= 0)
                     out_rows[ub.n_out++] = r;
             }
-            /* the rows come out in ubatch order: gather them, then put each
-             * where the caller wants it (a scratch row each when not in order) */
+            /* the rows come out in the internal batch's order; each is then
+             * copied to its entry's place among the batch's outputs */
             float *rows = NULL;
             if (ub.n_out > 0) {
                 rows = malloc((size_t)ub.n_out * nv * sizeof(float));
