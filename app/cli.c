@@ -216,6 +216,7 @@ static const cli_opt table[CLI_N_IDS] = {
     [CLI_PORT] = {"port", NULL, 0, CLI_T_INT, RANGE_(0, 65535), "TCP port; 0 = any free port"},
     [CLI_API_KEY_FILE] = {"api-key-file", NULL, 0, CLI_T_TEXT, N_, "the file holding the API key"},
     [CLI_MAX_QUEUE] = {"max-queue", NULL, 0, CLI_T_INT, RANGE_(0, 100000), "requests that may wait"},
+    [CLI_PARALLEL] = {"parallel", NULL, 0, CLI_T_INT, RANGE_(1, 256), "requests evaluated side by side"},
     [CLI_OUTPUT_DIR] = {"output", NULL, 'o', CLI_T_TEXT, N_, "where the files go"},
     [CLI_DRY_RUN] = {"dry-run", NULL, 'n', CLI_T_FLAG, N_, "download nothing"},
     [CLI_KV] = {"kv", NULL, 0, CLI_T_FLAG, N_, "every metadata key"},

@@ -92,6 +92,7 @@ enum cli_id {
     CLI_PORT,
     CLI_API_KEY_FILE,
     CLI_MAX_QUEUE,
+    CLI_PARALLEL,
     CLI_OUTPUT_DIR,
     CLI_DRY_RUN,
     CLI_KV,

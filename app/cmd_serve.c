@@ -30,6 +30,8 @@ static void usage(FILE *f)
             "  --api-key-file F         every endpoint but /health wants 'Authorization: Bearer KEY', KEY\n"
             "                           being the file's first line\n"
             "  --max-queue N            requests that may wait for the engine (default 64); past it: 503\n"
+            "  --parallel N             N requests at once, one batch per step (continuous batching; default 1:\n"
+            "                           one at a time); each slot has a context of -c tokens; not with --spec\n"
             "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
             "  --spec KIND              speculative decoding: off (default), ngram, draft; the same replies\n"
@@ -114,11 +116,11 @@ static bool wait_loaded(engine *e, engine_model_info *info, char *err, size_t er
 int cmd_serve(int argc, char **argv)
 {
     const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
-    long port = 8080, max_queue = 64, n_ctx = 0, threads = 0;
+    long port = 8080, max_queue = 64, n_ctx = 0, threads = 0, parallel = 1;
     enum spec_type spec = SPEC_OFF;
     long draft_max = 0;
     const char *draft_model = NULL;
-    static const int opt_ids[] = {CLI_MODEL,   CLI_HOST, CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE,
+    static const int opt_ids[] = {CLI_MODEL,   CLI_HOST, CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE, CLI_PARALLEL,
                                   CLI_CTX,     CLI_THREADS, CLI_SPEC, CLI_DRAFT_MAX, CLI_DRAFT_MODEL,
                                   CLI_HELP};
     cli p;
@@ -133,6 +135,7 @@ int cmd_serve(int argc, char **argv)
         case CLI_API_KEY_FILE: key_file = cv.text; break;
         case CLI_PORT: port = cv.i; break;
         case CLI_MAX_QUEUE: max_queue = cv.i; break;
+        case CLI_PARALLEL: parallel = cv.i; break;
         case CLI_CTX: n_ctx = cv.i; break;
         case CLI_THREADS: threads = cv.i; break;
         case CLI_SPEC: spec_type_parse(cv.text, &spec); break;
@@ -145,6 +148,10 @@ int cmd_serve(int argc, char **argv)
         return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
     if (!model_path)
         return cli_fail(&p, "-m MODEL is required");
+    if (parallel > 1 && spec != SPEC_OFF) {
+        fprintf(stderr, "tokscope serve: --spec runs one request at a time: give --parallel 1 with it\n");
+        return 2;
+    }
     bool numeric;
     const bool loopback = is_loopback(host, &numeric);
     if (!numeric) {
@@ -198,11 +205,12 @@ int cmd_serve(int argc, char **argv)
     ep.spec_type = (int32_t)spec;
     ep.draft_max = (int32_t)draft_max;
     ep.draft_model = draft_model;
+    ep.n_parallel = (int32_t)parallel;
     if (!(e = engine_start(&ep, err, sizeof err)) || !wait_loaded(e, &info, err, sizeof err)) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;
     }
-    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, err, sizeof err))) {
+    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, (int32_t)parallel, err, sizeof err))) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;
     }
@@ -220,9 +228,9 @@ int cmd_serve(int argc, char **argv)
         goto out;
     }
     const bool v6 = strchr(host, ':') != NULL;
-    fprintf(stderr, "tokscope serve: %s (%s, context %u) listening on http://%s%s%s:%u (queue %ld, %s)\n",
+    fprintf(stderr, "tokscope serve: %s (%s, context %u) listening on http://%s%s%s:%u (queue %ld, %ld slot%s, %s)\n",
             hp.model_id, info.arch, info.n_ctx, v6 ? "[" : "", host, v6 ? "]" : "", serve_http_port(h), max_queue,
-            key ? "API key required" : "no API key");
+            parallel, parallel == 1 ? "" : "s", key ? "API key required" : "no API key");
     fflush(stderr);
     int sig = 0;
     sigwait(&sigs, &sig);

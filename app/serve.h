@@ -167,7 +167,9 @@ char *serve_usage_chunk(const serve_reply_meta *m, bool chat, int32_t n_prompt, 
 char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, const char *reasoning,
                   struct cJSON *entries, const char *finish, int32_t n_prompt, int32_t n_gen);
 /* GET /v1/models, and GET /v1/models/{id}: the one model object */
-char *serve_models_json(const char *model_id, long long created, const engine_model_info *info);
+/* (the list's model carries the slots: meta.slots_total, meta.slots_busy) */
+char *serve_models_json(const char *model_id, long long created, const engine_model_info *info, int32_t slots_total,
+                        int32_t slots_busy);
 char *serve_model_json(const char *model_id, long long created, const engine_model_info *info);
 
 /* ---- serve_bridge.c ----------------------------------------------------- */
@@ -185,7 +187,9 @@ typedef struct serve_done {
 } serve_done;
 
 /* Starts the bridge thread over a started engine whose model is loaded. */
-serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, char *err, size_t errlen);
+/* n_slots: requests the engine runs side by side (its n_parallel; 1: one at a time). */
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, int32_t n_slots, char *err,
+                                 size_t errlen);
 /* Stops every job (their clients get what was made), the thread, the engine. */
 void serve_bridge_stop(serve_bridge *b);
 /* Frees it once no connection holds a job any more (after serve_http_stop). */
@@ -195,6 +199,8 @@ void serve_bridge_free(serve_bridge *b);
 serve_job *serve_bridge_submit(serve_bridge *b, serve_request *req);
 /* Requests waiting (not the running one). */
 int32_t serve_bridge_waiting(serve_bridge *b);
+/* Slots: how many (*total) and how many run a request now (*busy). */
+void serve_bridge_slots(serve_bridge *b, int32_t *total, int32_t *busy);
 
 const serve_request *serve_job_request(const serve_job *j);
 /* Readable when the job has news (tokens, its start, its end). */

@@ -1,7 +1,8 @@
 /* The engine bridge: connections queue jobs here, one thread feeds them to
- * the engine one SUBMIT at a time, in arrival order (a SUBMIT sent while
- * another runs would end that one: engine.h), and routes the engine's events
- * to the job that asked, as serve_token records. A job whose client went
+ * the engine in arrival order, one SUBMIT at a time (a SUBMIT sent while
+ * another runs would end that one: engine.h) or, with n_slots > 1 (the
+ * engine's n_parallel), up to n_slots at once, and routes the engine's
+ * events to the job that asked (by req_id), as serve_token records. A job whose client went
  * away is dropped from the queue, or stopped when it runs. */
 #include <errno.h>
 #include <poll.h>
@@ -39,7 +40,8 @@ struct serve_bridge {
     bool quit;
     serve_job *head, *tail; /* waiting, FIFO */
     int32_t n_waiting;
-    serve_job *cur;       /* the one the engine runs */
+    serve_job **run;      /* the ones the engine runs: n_run of n_slots */
+    int32_t n_slots, n_run;
     int32_t next_id;
 };
 
@@ -79,8 +81,8 @@ serve_job *serve_bridge_submit(serve_bridge *b, serve_request *req)
     memset(req, 0, sizeof *req);
     j->refs = 2;
     pthread_mutex_lock(&b->mu);
-    /* max_queue counts those that wait besides the one running */
-    if (b->quit || b->n_waiting + (b->cur ? 1 : 0) > b->max_queue) {
+    /* max_queue counts those that wait besides the ones running */
+    if (b->quit || b->n_waiting + b->n_run > b->max_queue + b->n_slots - 1) {
         pthread_mutex_unlock(&b->mu);
         serve_request_free(&j->req);
         close(j->fd);
@@ -106,6 +108,14 @@ int32_t serve_bridge_waiting(serve_bridge *b)
     int32_t n = b->n_waiting;
     pthread_mutex_unlock(&b->mu);
     return n;
+}
+
+void serve_bridge_slots(serve_bridge *b, int32_t *total, int32_t *busy)
+{
+    pthread_mutex_lock(&b->mu);
+    *total = b->n_slots;
+    *busy = b->n_run;
+    pthread_mutex_unlock(&b->mu);
 }
 
 /* The bridge of a job: jobs do not point back; one bridge per process. */
@@ -205,7 +215,7 @@ static void drop_cancelled(serve_bridge *b)
 static void start_next(serve_bridge *b)
 {
     serve_job *j = b->head;
-    if (!j || b->cur)
+    if (!j || b->n_run >= b->n_slots)
         return;
     b->head = j->next;
     if (!b->head)
@@ -213,7 +223,7 @@ static void start_next(serve_bridge *b)
     b->n_waiting--;
     j->queued = false;
     j->running = true;
-    b->cur = j;
+    b->run[b->n_run++] = j;
     const serve_request *r = &j->req;
     /* completions take the prompt as it is: the raw format, no template; chat
      * requests the engine's (the model's own, raw for a model without one) */
@@ -281,9 +291,12 @@ static void log_done(const serve_job *j, const engine_event *ev)
 
 static void on_event(serve_bridge *b, const engine_event *ev)
 {
-    serve_job *j = b->cur;
-    if (!j || ev->req_id != j->req_id)
+    int32_t k = 0;
+    while (k < b->n_run && b->run[k]->req_id != ev->req_id)
+        k++;
+    if (k == b->n_run)
         return; /* LOAD, QUIT, or a turn already given up */
+    serve_job *j = b->run[k];
     switch (ev->type) {
     case ENGINE_EV_PREFILL:
         if (ev->done == ev->total) /* the prompt is in (the first PREFILL has done 0, total >= 1) */
@@ -313,7 +326,7 @@ static void on_event(serve_bridge *b, const engine_event *ev)
          * no place in the reply's logprobs */
         if (ev->reason == ENGINE_DONE_EOG && j->n_toks > 0)
             j->toks[j->n_toks - 1].eog = true;
-        b->cur = NULL;
+        b->run[k] = b->run[--b->n_run];
         j->running = false; /* started stays false when the prompt never got in (too long, an error) */
         log_done(j, ev);
         job_finish(b, j, ev->reason, NULL);
@@ -347,24 +360,39 @@ static void *bridge_main(void *arg)
             break;
         }
         drop_cancelled(b);
-        if (b->cur && b->cur->cancelled && !b->cur->stop_sent) {
-            engine_stop(b->e);
-            b->cur->stop_sent = true;
+        for (int32_t k = 0; k < b->n_run; k++) {
+            serve_job *j = b->run[k];
+            if (!j->cancelled || j->stop_sent)
+                continue;
+            if (b->n_slots == 1) {
+                engine_stop(b->e);
+            } else { /* the engine runs several: stop this one */
+                engine_cmd c = {.type = ENGINE_CMD_STOP, .req_id = j->req_id};
+                engine_send(b->e, &c);
+            }
+            j->stop_sent = true;
         }
-        start_next(b);
+        while (b->head && b->n_run < b->n_slots)
+            start_next(b);
         pthread_mutex_unlock(&b->mu);
     }
     free(ev);
     return NULL;
 }
 
-serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, char *err, size_t errlen)
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, int32_t n_slots, char *err,
+                                 size_t errlen)
 {
     serve_bridge *b = calloc(1, sizeof *b);
+    if (b && !(b->run = calloc((size_t)(n_slots > 1 ? n_slots : 1), sizeof *b->run))) {
+        free(b);
+        b = NULL;
+    }
     if (!b) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    b->n_slots = n_slots > 1 ? n_slots : 1;
     b->e = e;
     b->v = v;
     b->max_queue = max_queue;
@@ -375,6 +403,7 @@ serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_qu
         if (b->wake >= 0)
             close(b->wake);
         pthread_mutex_destroy(&b->mu);
+        free(b->run);
         free(b);
         return NULL;
     }
@@ -400,10 +429,8 @@ void serve_bridge_stop(serve_bridge *b)
     }
     b->tail = NULL;
     b->n_waiting = 0;
-    if (b->cur) {
-        job_finish(b, b->cur, ENGINE_DONE_ERROR, "the server is shutting down");
-        b->cur = NULL;
-    }
+    while (b->n_run > 0)
+        job_finish(b, b->run[--b->n_run], ENGINE_DONE_ERROR, "the server is shutting down");
     pthread_mutex_unlock(&b->mu);
     engine_shutdown(b->e);
     close(b->wake);
@@ -418,5 +445,6 @@ void serve_bridge_free(serve_bridge *b)
     pthread_mutex_destroy(&b->mu);
     if (the_bridge == b)
         the_bridge = NULL;
+    free(b->run);
     free(b);
 }

@@ -579,10 +579,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     switch (cr->route) {
-    case R_HEALTH:
-        return send_json(c, 200, strdup("{\"status\":\"ok\"}"));
-    case R_MODELS:
-        return send_json(c, 200, serve_models_json(h->model_id, h->created, &h->p.info));
+    case R_HEALTH: { /* llama-server's slots_idle / slots_processing, and the total */
+        int32_t total = 0, busy = 0;
+        serve_bridge_slots(h->p.bridge, &total, &busy);
+        char body[128];
+        snprintf(body, sizeof body, "{\"status\":\"ok\",\"slots_total\":%d,\"slots_idle\":%d,\"slots_processing\":%d}",
+                 (int)total, (int)(total - busy), (int)busy);
+        return send_json(c, 200, strdup(body));
+    }
+    case R_MODELS: {
+        int32_t total = 0, busy = 0;
+        serve_bridge_slots(h->p.bridge, &total, &busy);
+        return send_json(c, 200, serve_models_json(h->model_id, h->created, &h->p.info, total, busy));
+    }
     case R_MODEL:
         if (strcmp(url + 11, h->model_id) != 0) {
             char msg[256];

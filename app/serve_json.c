@@ -449,12 +449,19 @@ static cJSON *model_object(const char *model_id, long long created, const engine
     return m;
 }
 
-char *serve_models_json(const char *model_id, long long created, const engine_model_info *info)
+char *serve_models_json(const char *model_id, long long created, const engine_model_info *info, int32_t slots_total,
+                        int32_t slots_busy)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(o, "data");
-    cJSON_AddItemToArray(data, model_object(model_id, created, info));
+    cJSON *m = model_object(model_id, created, info);
+    cJSON *meta = cJSON_GetObjectItem(m, "meta");
+    if (meta) {
+        cJSON_AddNumberToObject(meta, "slots_total", slots_total);
+        cJSON_AddNumberToObject(meta, "slots_busy", slots_busy);
+    }
+    cJSON_AddItemToArray(data, m);
     return print_free(o);
 }
 

@@ -41,6 +41,7 @@ static void drop_event(void *item)
 static void unload(engine *e)
 {
     spec_engine_close(e);
+    engine_slots_free(e);
     engine_kv_forget(e);
     forward_free(e->f);
     sampler_free(e->s);
@@ -94,6 +95,8 @@ static void load(engine *e, const char *path)
     fp.kv_type = e->p.cache_type_k;
     fp.v_type = e->p.cache_type_v;
     fp.blas = e->p.blas;
+    if (e->p.n_parallel > 1)
+        fp.n_seq = (uint32_t)e->p.n_parallel;
     e->f = forward_build(e->m, &fp, err, sizeof err);
     if (!e->f) {
         engine_post_error(e, "%s", err[0] ? err : "cannot build the forward context");
@@ -113,6 +116,15 @@ static void load(engine *e, const char *path)
         return;
     }
     memory_set_progress(&e->mem, engine_progress_cb, e);
+    if (e->p.n_parallel > 1) {
+        forward_bits fb;
+        forward_bits_settings(e->f, &fb);
+        if (!engine_slots_init(e, (int32_t)fb.n_batch, err, sizeof err)) {
+            engine_post_error(e, "%s", err);
+            unload(e);
+            return;
+        }
+    }
     if (!spec_engine_open(e, err, sizeof err)) /* the model runs without it, said so */
         engine_post_error(e, "speculative decoding off: %s", err);
     post_progress(e, 1.0f);
@@ -207,6 +219,10 @@ static void *engine_main(void *arg)
     engine *e = arg;
     while (!e->quit) {
         engine_cmd c;
+        if (e->slots) { /* --parallel: the slots' loop until QUIT */
+            engine_slots_main(e);
+            continue;
+        }
         engine_lens_run_pending(e, true); /* those that waited for the turn to end */
         if (!queue_pop(e->deferred, &c) && !queue_pop_wait(e->cmds, &c, -1))
             continue;

@@ -69,6 +69,11 @@ typedef struct engine_params {
     const char *remote_model;   /* model id to ask for; NULL = the server's first */
     uint64_t kv_max_bytes;      /* SAVE_KV refuses a snapshot larger than this (0 = no cap) */
     int32_t remote_timeout_s;   /* a request with no byte for this long fails (0 = 60) */
+    int32_t n_parallel;         /* > 1: that many sequences in the memory, SUBMITs run side by side
+                                   (continuous batching, engine_slots.h; serve --parallel): events
+                                   carry their req_id, STOP with a req_id stops that one (0: all);
+                                   no context shift, step mode, lens or speculative decoding.
+                                   0 or 1: one conversation, today's path */
     bool remote_probs_post;     /* llama-server: ask for its post-sampler probabilities
                                    (post_sampling_probs) instead of the raw ones;
                                    ENGINE_CMD_SET_REMOTE_PROBS changes it */
@@ -79,7 +84,8 @@ engine_params engine_default_params(void);
 enum engine_cmd_type {
     ENGINE_CMD_LOAD,       /* path */
     ENGINE_CMD_SUBMIT,     /* messages: render, prefill the new suffix, generate */
-    ENGINE_CMD_STOP,       /* stop generation after the current token */
+    ENGINE_CMD_STOP,       /* stop generation after the current token (n_parallel > 1: the request
+                              req_id names, 0 all of them) */
     ENGINE_CMD_SET_PARAMS, /* sampling: applied before the next draw */
     ENGINE_CMD_SET_TEMPLATE, /* name: built-in format, or NULL/"" for the model's own */
     ENGINE_CMD_RESET,      /* forget the cache (next submit prefills from position 0) */

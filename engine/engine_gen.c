@@ -183,7 +183,7 @@ static void emit_text(engine *e, engine_event *ev, size_t upto, bool final)
     e->emitted += n;
 }
 
-static void fill_candidates(engine *e, engine_event *ev, const sampler_step *st)
+void engine_fill_candidates(engine *e, engine_event *ev, const sampler_step *st)
 {
     ev->token = st->token;
     ev->logit = st->logit;
@@ -458,7 +458,7 @@ static int32_t step_choice(engine *e, turn *t, int32_t **pending, int32_t *n_pen
     sampler_report(e->s, e->mem.logits, -1, &st);
     engine_event ev;
     ev_init(e, &ev, ENGINE_EV_STEP);
-    fill_candidates(e, &ev, &st);
+    engine_fill_candidates(e, &ev, &st);
     ev.token = -1;
     ev.pos = e->mem.n_past;
     engine_post(e, &ev);
@@ -574,7 +574,7 @@ void engine_run_submit(engine *e, const engine_cmd *c)
 
         engine_event ev;
         ev_init(e, &ev, ENGINE_EV_TOKEN);
-        fill_candidates(e, &ev, &st);
+        engine_fill_candidates(e, &ev, &st);
         ev.token = tok;
         ev.spec_mark = spec_mark;
         ev.spec_rejected = spec_rejected;

@@ -66,6 +66,7 @@ struct engine {
     bool spec_dirty;       /* the settings changed: spec_engine_open at the next reply */
     struct kv_stamp *kv_stamp; /* the model's and settings' stamp for snapshots (engine_kv.c), made on first use */
     int32_t kv_restored;   /* tokens a restored snapshot brought, until the next turn reports their use */
+    struct engine_slots *slots; /* --parallel N > 1: the slots (engine_slots.c); NULL: one sequence */
 };
 
 /* ---- engine_core.c: what every engine file (and remote/) shares; calls none of them ---- */
@@ -113,7 +114,16 @@ void engine_kv_report(engine *e, int32_t common);
 /* The model or the memory went: the stamp and any restore are forgotten. */
 void engine_kv_forget(engine *e);
 
+/* ---- engine_slots.c: continuous batching (params.n_parallel > 1) ---- */
+/* After a load with n_seq = n_parallel: the slots over the memory's sequences. */
+bool engine_slots_init(engine *e, int32_t n_batch, char *err, size_t errlen);
+void engine_slots_free(engine *e);
+/* The command loop while slots exist; returns once QUIT arrived. */
+void engine_slots_main(engine *e);
+
 /* ---- engine_gen.c: a turn ---- */
+/* A TOKEN event's candidates from a sampler step (their pieces). */
+void engine_fill_candidates(engine *e, engine_event *ev, const sampler_step *st);
 /* SUBMIT: the prompt, prefill the new suffix, generate. Posts DONE. */
 void engine_run_submit(engine *e, const engine_cmd *c);
 /* forward_eval progress: PREFILL events, and commands drained between batches. */
