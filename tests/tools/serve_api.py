@@ -59,7 +59,10 @@ def basic(port, model_id, prompt, n, expected_file):
 
     def health():
         st, hd, body = sc.request(port, "GET", "/health")
-        return [] if st == 200 and json.loads(body) == {"status": "ok"} else ["%d %r" % (st, body)]
+        o = json.loads(body) if st == 200 else {}
+        ok = (o.get("status") == "ok" and o.get("slots_total") == 1 and
+              o.get("slots_idle", -1) + o.get("slots_processing", -1) == 1)
+        return [] if ok else ["%d %r" % (st, body)]
 
     def models():
         st, hd, body = sc.request(port, "GET", "/v1/models")

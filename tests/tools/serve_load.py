@@ -1,6 +1,6 @@
 """Bounded load test of tokscope serve (python3 stdlib, threads).
 
-python3 serve_load.py PORT PID [ROUNDS] [CLIENTS]
+python3 serve_load.py PORT PID [ROUNDS] [CLIENTS] [margins]
 
 Each round starts CLIENTS streaming clients at once: a quarter streams a
 greedy completion, a quarter a greedy chat with logprobs, a quarter hangs up
@@ -11,6 +11,10 @@ requests do not leak into each other); every request must get an answer;
 /health must answer after each round; the server's RSS (VmRSS of PID) is
 read after each round and must stay flat. Prints ok/not ok lines and the
 numbers; the last line is "requests N" (what the server must have logged).
+With "margins" (a server with --parallel N > 1, where a reply's tokens are
+evaluated in batches with other requests' and may round differently from
+alone), the greedy replies measured alone must also have a top-2 logprob
+margin of at least 1e-3 at every token, so that rounding cannot decide them.
 """
 import json
 import os
@@ -82,6 +86,23 @@ def main():
     clients = int(sys.argv[4]) if len(sys.argv) > 4 else 32
     requests = 0
     want = {}
+    margins = len(sys.argv) > 5 and sys.argv[5] == "margins"
+    small = []
+    for p in PROMPTS if margins else []:  # the greedy tokens' top-2 margins, alone
+        o = sc.post(port, "/v1/completions", {"prompt": p, "max_tokens": N, "temperature": 0, "logprobs": 2})[2]
+        tops = o["choices"][0]["logprobs"]["top_logprobs"]
+        o = sc.post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": p}], "max_tokens": N,
+                                                   "temperature": 0, "logprobs": True, "top_logprobs": 2})[2]
+        tops += [{t["token"] + "#%d" % i: t["logprob"] for i, t in enumerate(c["top_logprobs"])}
+                 for c in o["choices"][0]["logprobs"]["content"]]
+        requests += 2
+        for t in tops:
+            v = sorted(t.values(), reverse=True)
+            if len(v) < 2 or v[0] - v[1] < 1e-3:
+                small.append("%r: %r" % (p, t))
+    if margins:
+        name = "serve load: every greedy token of the prompts has a top-2 margin >= 1e-3 (batch rounding has no say)"
+        print(("not ok - %s\n#   %s" % (name, small[:3])) if small else "ok - " + name)
     for p in PROMPTS:  # each prompt's greedy reply, alone
         want["c", p] = sc.post(port, "/v1/completions", {"prompt": p, "max_tokens": N, "temperature": 0})[2][
             "choices"][0]["text"]

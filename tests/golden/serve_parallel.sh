@@ -1,0 +1,41 @@
+#!/bin/sh
+# tokscope serve --parallel 4 (continuous batching, engine/engine_slots.c):
+# /health and /v1/models report the slots; the load test of serve_load.sh
+# (tests/tools/serve_load.py) against 4 slots: rounds of 16 concurrent
+# streaming clients, a quarter hanging up, every reply well-formed and equal
+# to its prompt's greedy reply alone (prompts whose top-2 margins the test
+# checks), every request answered and logged, memory flat, a clean stop;
+# --spec refused beside --parallel.
+. tests/lib.sh
+. tests/lib_serve.sh
+S=$TESTDATA/models/stories260K.gguf
+if need "$S" "serve --parallel on stories260K"; then
+    name="serve refuses --spec with --parallel > 1"
+    "$BIN" serve -m "$S" --port 0 --parallel 2 --spec ngram >"$OUT/serve_par_spec.out" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "parallel 1" "$OUT/serve_par_spec.out"; then ok "$name"
+    else not_ok "$name" "exit $rc" "$(head -c 200 "$OUT/serve_par_spec.out")"; fi
+
+    if serve_start "$OUT/serve_par.log" -m "$S" --parallel 4; then
+        name="serve --parallel 4: /health and /v1/models report 4 slots"
+        h=$(python3 -c 'import sys; sys.path.insert(0, "tests/tools"); import serve_client as sc, json
+o = json.loads(sc.request(sys.argv[1], "GET", "/health")[2])
+m = json.loads(sc.request(sys.argv[1], "GET", "/v1/models")[2])["data"][0]["meta"]
+print(o["status"], o["slots_total"], o["slots_idle"] + o["slots_processing"], m["slots_total"], m["slots_busy"])' "$SPORT" 2>&1)
+        if [ "$h" = "ok 4 4 4 0" ]; then ok "$name"; else not_ok "$name" "$h"; fi
+        python3 tests/tools/serve_load.py "$SPORT" "$SPID" "${SERVE_ROUNDS:-4}" "${SERVE_CLIENTS:-16}" margins \
+            >"$OUT/serve_par.out" 2>&1
+        grep -v '^requests ' "$OUT/serve_par.out"
+        want=$(sed -n 's/^requests //p' "$OUT/serve_par.out")
+        sleep 0.5
+        serve_stop
+        name="serve --parallel 4: every request reached the engine's log (answered or dropped)"
+        got=$(grep -c '^tokscope serve: #' "$OUT/serve_par.log")
+        if [ -n "$want" ] && [ "$got" -eq "$want" ]; then ok "$name"
+        else not_ok "$name" "logged $got, sent ${want:-?}"; fi
+        name="serve --parallel 4: the server survived and stopped cleanly"
+        if [ "$SRC" -eq 0 ]; then ok "$name"; else not_ok "$name" "exit $SRC" "$(tail -n 3 "$OUT/serve_par.log")"; fi
+    else
+        not_ok "serve --parallel 4: the server starts" "$(tail -n 5 "$OUT/serve_par.log")"
+    fi
+fi
