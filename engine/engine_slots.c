@@ -281,10 +281,8 @@ static void admit(engine *e, engine_cmd *c)
         if (np == 0)
             snprintf(msg, sizeof msg, "the rendered conversation is empty (nothing to evaluate)");
         else
-            snprintf(msg, sizeof msg,
-                     "the conversation (%d tokens) does not fit a slot's context (%d tokens; no context shift "
-                     "with --parallel)",
-                     (int)np, (int)e->n_ctx);
+            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)", (int)np,
+                     (int)e->n_ctx);
         free(toks);
         fail_cmd(e, c, np ? ENGINE_DONE_CTX_FULL : ENGINE_DONE_ERROR, msg);
         return;
@@ -392,10 +390,9 @@ static void slot_draw(engine *e, int32_t i, const float *logits)
         reason = ENGINE_DONE_LENGTH;
         finish = true;
     }
-    if (!finish && ev.pos + 1 >= e->n_ctx) {
+    if (!finish && ev.pos >= e->n_ctx) { /* as engine_gen.c: this token has no room to be evaluated */
         reason = ENGINE_DONE_CTX_FULL;
-        snprintf(msg, sizeof msg, "context full (%d tokens) and there is no context shift with --parallel",
-                 (int)e->n_ctx);
+        snprintf(msg, sizeof msg, "context full (%d tokens) and context shift is off", (int)e->n_ctx);
         finish = true;
     }
     engine_post(e, &ev);

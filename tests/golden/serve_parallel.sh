@@ -10,6 +10,15 @@
 . tests/lib_serve.sh
 S=$TESTDATA/models/stories260K.gguf
 if need "$S" "serve --parallel on stories260K"; then
+    name="serve --help, README, docs/serve.md and the man page name --parallel"
+    "$BIN" serve --help >"$OUT/serve_par_help.txt" 2>&1
+    missing=""
+    grep -q -- "--parallel N" "$OUT/serve_par_help.txt" || missing="$missing help"
+    grep -q -- "--parallel N" README.md || missing="$missing README"
+    grep -q -- "--parallel N" docs/serve.md || missing="$missing docs"
+    grep -q -- 'parallel " N' man/tokscope.1 || missing="$missing man"
+    if [ -z "$missing" ]; then ok "$name"; else not_ok "$name" "missing:$missing"; fi
+
     name="serve refuses --spec with --parallel > 1"
     "$BIN" serve -m "$S" --port 0 --parallel 2 --spec ngram >"$OUT/serve_par_spec.out" 2>&1
     rc=$?

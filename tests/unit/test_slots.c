@@ -92,12 +92,12 @@ typedef struct reply {
     engine_event done;
 } reply;
 
-static engine *start_slots(int32_t n_parallel)
+static engine *start_model(const char *path, int32_t n_parallel, uint32_t n_ctx)
 {
-    const char *path = TESTDATA_REQUIRE(STORIES);
     engine_params p = engine_default_params();
     p.model_path = path;
-    p.n_ctx = 128;
+    p.n_ctx = n_ctx;
+    p.context_shift = false; /* as serve runs it */
     p.n_threads = 1;
     p.n_parallel = n_parallel;
     char err[256];
@@ -114,6 +114,8 @@ static engine *start_slots(int32_t n_parallel)
     }
     return e;
 }
+
+static engine *start_slots(int32_t n_parallel) { return start_model(TESTDATA_REQUIRE(STORIES), n_parallel, 128); }
 
 static void submit(engine *e, int32_t req_id, const char *text, float temp, uint64_t seed, int32_t n_predict)
 {
@@ -272,6 +274,49 @@ static void test_engine_too_long(void **state)
     engine_shutdown(e);
 }
 
+/* A request alone in the slots' batch is today's single-sequence turn, bit for
+ * bit: the same greedy tokens at the same positions, the same end at a full
+ * context (32 tokens), also for a second request that extends the first's
+ * conversation (prefix reuse; on Qwen3.5's recurrent state, kept whole). */
+static void same_as_single(const char *rel)
+{
+    const char *path = TESTDATA_REQUIRE(rel);
+    const char *first = "Once upon a time";
+    const char *second = "Once upon a time, there was a little";
+    reply one[2], par[2];
+    for (int k = 0; k < 2; k++) {
+        engine *e = start_model(path, k == 0 ? 1 : 3, 32);
+        reply *r = k == 0 ? one : par;
+        int32_t id = 1;
+        submit(e, id, first, 0.0f, 1, 100);
+        collect(e, &id, 1, &r[0]);
+        id = 2;
+        submit(e, id, second, 0.0f, 1, 100);
+        collect(e, &id, 1, &r[1]);
+        engine_shutdown(e);
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(par[i].done.reason, one[i].done.reason);
+        assert_int_equal(par[i].n, one[i].n);
+        assert_memory_equal(par[i].tok, one[i].tok, (size_t)one[i].n * sizeof(int32_t));
+        assert_memory_equal(par[i].margin, one[i].margin, (size_t)one[i].n * sizeof(float));
+        assert_int_equal(par[i].done.n_past, one[i].done.n_past);
+    }
+    assert_true(one[0].done.reason == ENGINE_DONE_CTX_FULL || one[0].done.reason == ENGINE_DONE_EOG);
+}
+
+static void test_alone_is_single_llama(void **state)
+{
+    (void)state;
+    same_as_single(STORIES);
+}
+
+static void test_alone_is_single_recurrent(void **state)
+{
+    (void)state;
+    same_as_single("families2026/models/qwen35-mini-q8_0.gguf");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_plan_idle),             cmocka_unit_test(test_keep),
         cmocka_unit_test(test_engine_greedy_concurrent), cmocka_unit_test(test_engine_stop_one),
         cmocka_unit_test(test_engine_seeded_repeats),    cmocka_unit_test(test_engine_too_long),
+        cmocka_unit_test(test_alone_is_single_llama),    cmocka_unit_test(test_alone_is_single_recurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
