@@ -7,7 +7,7 @@
  * Requests join between steps; a finished slot's sequence keeps its tokens
  * for the next request whose prompt extends it (memory_seq_best).
  *
- * The planning below is pure (no model) so the unit tests can drive it; the
+ * The planning below (engine_slots_plan.c) is pure, so unit tests drive it; the
  * engine's loop is engine_slots_main (engine_slots.c). */
 #ifndef TOKSCOPE_ENGINE_SLOTS_H
 #define TOKSCOPE_ENGINE_SLOTS_H
