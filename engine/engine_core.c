@@ -91,3 +91,52 @@ void engine_apply_params(engine *e, const sampler_params *p)
         sampler_set_params(e->s, &e->sp);
     e->params_changed = true;
 }
+
+/* ---- a reply's text: stop strings and what an event may carry ---- */
+
+long engine_text_find_stop(const char *gen, size_t len, size_t emitted, const sampler_params *sp)
+{
+    long best = -1;
+    for (int32_t i = 0; i < sp->n_stop; i++) {
+        const char *st = sp->stop[i];
+        size_t sl = strlen(st);
+        if (!sl || len < emitted + sl)
+            continue;
+        const char *hit = memmem(gen + emitted, len - emitted, st, sl);
+        if (hit && (best < 0 || hit - gen < best))
+            best = hit - gen;
+    }
+    return best;
+}
+
+size_t engine_text_holdback(const char *gen, size_t len, size_t emitted, const sampler_params *sp)
+{
+    size_t hold = 0;
+    for (int32_t i = 0; i < sp->n_stop; i++) {
+        const char *st = sp->stop[i];
+        size_t sl = strlen(st);
+        for (size_t k = sl ? sl - 1 : 0; k > hold; k--)
+            if (k <= len - emitted && !memcmp(gen + len - k, st, k)) {
+                hold = k;
+                break;
+            }
+    }
+    return hold;
+}
+
+void engine_text_emit(const char *gen, size_t *emitted, engine_event *ev, size_t upto, bool final)
+{
+    if (upto <= *emitted)
+        return;
+    size_t n = upto - *emitted;
+    if (!final)
+        n = tokenizer_utf8_complete(gen + *emitted, n);
+    if (n > ENGINE_TEXT_MAX - 1) {
+        size_t c = tokenizer_utf8_complete(gen + *emitted, ENGINE_TEXT_MAX - 1);
+        n = c ? c : ENGINE_TEXT_MAX - 1;
+    }
+    memcpy(ev->text, gen + *emitted, n);
+    ev->text[n] = 0;
+    ev->text_len = (int32_t)n;
+    *emitted += n;
+}

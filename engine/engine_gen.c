@@ -131,56 +131,19 @@ static void gen_append(engine *e, const char *s, size_t n)
 static const sampler_params *turn_params(engine *e) { return sampler_get_params(e->s); }
 
 /* Position of the first complete stop string at or after e->emitted, or -1. */
-static long find_stop(engine *e)
-{
-    long best = -1;
-    const sampler_params *sp = turn_params(e);
-    for (int32_t i = 0; i < sp->n_stop; i++) {
-        const char *st = sp->stop[i];
-        size_t sl = strlen(st);
-        if (!sl || e->gen_len < e->emitted + sl)
-            continue;
-        const char *hit = memmem(e->gen + e->emitted, e->gen_len - e->emitted, st, sl);
-        if (hit && (best < 0 || hit - e->gen < best))
-            best = hit - e->gen;
-    }
-    return best;
-}
+static long find_stop(engine *e) { return engine_text_find_stop(e->gen, e->gen_len, e->emitted, turn_params(e)); }
 
 /* Bytes at the end of the text that could still grow into a stop string. */
 static size_t stop_holdback(engine *e)
 {
-    size_t hold = 0;
-    const sampler_params *sp = turn_params(e);
-    for (int32_t i = 0; i < sp->n_stop; i++) {
-        const char *st = sp->stop[i];
-        size_t sl = strlen(st);
-        for (size_t k = sl ? sl - 1 : 0; k > hold; k--)
-            if (k <= e->gen_len - e->emitted && !memcmp(e->gen + e->gen_len - k, st, k)) {
-                hold = k;
-                break;
-            }
-    }
-    return hold;
+    return engine_text_holdback(e->gen, e->gen_len, e->emitted, turn_params(e));
 }
 
 /* Moves up to ENGINE_TEXT_MAX-1 bytes of gen[emitted, upto) into ev->text,
  * cut on a UTF-8 boundary. */
 static void emit_text(engine *e, engine_event *ev, size_t upto, bool final)
 {
-    if (upto <= e->emitted)
-        return;
-    size_t n = upto - e->emitted;
-    if (!final)
-        n = tokenizer_utf8_complete(e->gen + e->emitted, n);
-    if (n > ENGINE_TEXT_MAX - 1) {
-        size_t c = tokenizer_utf8_complete(e->gen + e->emitted, ENGINE_TEXT_MAX - 1);
-        n = c ? c : ENGINE_TEXT_MAX - 1;
-    }
-    memcpy(ev->text, e->gen + e->emitted, n);
-    ev->text[n] = 0;
-    ev->text_len = (int32_t)n;
-    e->emitted += n;
+    engine_text_emit(e->gen, &e->emitted, ev, upto, final);
 }
 
 void engine_fill_candidates(engine *e, engine_event *ev, const sampler_step *st)

@@ -91,6 +91,15 @@ void engine_apply_params(engine *e, const sampler_params *p);
  * SUBMIT's or LENS's own template) or, when NULL, the engine's. */
 chat_prompt_src engine_prompt_src(const engine *e, const char *forced);
 
+/* A reply's text gen[0, len), of which [0, emitted) went out in events (engine_gen.c's
+ * and engine_slots.c's): where the first complete stop string at or after emitted
+ * starts (-1: none); how many bytes at the end could still grow into one; and
+ * gen[emitted, upto) into ev->text, cut on a UTF-8 boundary unless final, at most
+ * ENGINE_TEXT_MAX - 1 bytes (emitted moves on). */
+long engine_text_find_stop(const char *gen, size_t len, size_t emitted, const sampler_params *sp);
+size_t engine_text_holdback(const char *gen, size_t len, size_t emitted, const sampler_params *sp);
+void engine_text_emit(const char *gen, size_t *emitted, engine_event *ev, size_t upto, bool final);
+
 /* ---- engine_explore.c: the lens ---- */
 /* Queues a LENS command (takes it over). */
 void engine_lens_queue(engine *e, engine_cmd *c);

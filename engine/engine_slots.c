@@ -142,53 +142,20 @@ static void gen_append(slot *s, const char *p, size_t n)
     s->gen[s->gen_len] = 0;
 }
 
-/* The same rules as engine_gen.c's: the first complete stop string, the
- * bytes that could still grow into one, text cut on UTF-8 boundaries. */
+/* engine_gen.c's rules (engine_core.c): stop strings, the bytes held back, UTF-8 cuts */
 static long find_stop(const slot *s)
 {
-    long best = -1;
-    const sampler_params *sp = sampler_get_params(s->s);
-    for (int32_t i = 0; i < sp->n_stop; i++) {
-        size_t sl = strlen(sp->stop[i]);
-        if (!sl || s->gen_len < s->emitted + sl)
-            continue;
-        const char *hit = memmem(s->gen + s->emitted, s->gen_len - s->emitted, sp->stop[i], sl);
-        if (hit && (best < 0 || hit - s->gen < best))
-            best = hit - s->gen;
-    }
-    return best;
+    return engine_text_find_stop(s->gen, s->gen_len, s->emitted, sampler_get_params(s->s));
 }
 
 static size_t stop_holdback(const slot *s)
 {
-    size_t hold = 0;
-    const sampler_params *sp = sampler_get_params(s->s);
-    for (int32_t i = 0; i < sp->n_stop; i++) {
-        size_t sl = strlen(sp->stop[i]);
-        for (size_t k = sl ? sl - 1 : 0; k > hold; k--)
-            if (k <= s->gen_len - s->emitted && !memcmp(s->gen + s->gen_len - k, sp->stop[i], k)) {
-                hold = k;
-                break;
-            }
-    }
-    return hold;
+    return engine_text_holdback(s->gen, s->gen_len, s->emitted, sampler_get_params(s->s));
 }
 
 static void emit_text(slot *s, engine_event *ev, size_t upto, bool final)
 {
-    if (upto <= s->emitted)
-        return;
-    size_t n = upto - s->emitted;
-    if (!final)
-        n = tokenizer_utf8_complete(s->gen + s->emitted, n);
-    if (n > ENGINE_TEXT_MAX - 1) {
-        size_t c = tokenizer_utf8_complete(s->gen + s->emitted, ENGINE_TEXT_MAX - 1);
-        n = c ? c : ENGINE_TEXT_MAX - 1;
-    }
-    memcpy(ev->text, s->gen + s->emitted, n);
-    ev->text[n] = 0;
-    ev->text_len = (int32_t)n;
-    s->emitted += n;
+    engine_text_emit(s->gen, &s->emitted, ev, upto, final);
 }
 
 /* Ends slot i's request: DONE, the slot freed (its sequence keeps its tokens). */

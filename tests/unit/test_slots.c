@@ -9,7 +9,10 @@
  *   gets alone (on prompts whose top-2 logit margins, checked here, leave
  *   the batch's rounding no say); STOP with a req_id ends that request
  *   alone; a seeded sampled request repeats itself; a prompt longer than a
- *   slot's context ends with CTX_FULL. */
+ *   slot's context ends with CTX_FULL;
+ * - a request alone in the slots is the single-sequence turn bit for bit
+ *   (tokens, margins, text, the end at a full context, a stop string),
+ *   Qwen3.5's recurrent state included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,6 +93,8 @@ typedef struct reply {
     float margin[512]; /* top-1 minus top-2 logit at each step */
     int n_done;
     engine_event done;
+    char text[4096]; /* the TOKEN events' text, then the DONE's rest */
+    size_t len;
 } reply;
 
 static engine *start_model(const char *path, int32_t n_parallel, uint32_t n_ctx)
@@ -117,6 +122,8 @@ static engine *start_model(const char *path, int32_t n_parallel, uint32_t n_ctx)
 
 static engine *start_slots(int32_t n_parallel) { return start_model(TESTDATA_REQUIRE(STORIES), n_parallel, 128); }
 
+static const char *stop_string; /* submit's stop string, NULL: none */
+
 static void submit(engine *e, int32_t req_id, const char *text, float temp, uint64_t seed, int32_t n_predict)
 {
     chat_message m = {"user", text};
@@ -132,6 +139,10 @@ static void submit(engine *e, int32_t req_id, const char *text, float temp, uint
     c.sampling.seed_set = true;
     c.sampling.n_predict = n_predict;
     c.sampling.n_top = 2;
+    if (stop_string) {
+        c.sampling.n_stop = 1;
+        snprintf(c.sampling.stop[0], sizeof c.sampling.stop[0], "%s", stop_string);
+    }
     engine_send(e, &c);
 }
 
@@ -154,7 +165,12 @@ static void collect(engine *e, const int32_t *ids, int n, reply *r)
             assert_true(r[i].n < 512);
             r[i].margin[r[i].n] = ev.n_top >= 2 ? ev.top[0].logit - ev.top[1].logit : 0;
             r[i].tok[r[i].n++] = ev.token;
-        } else if (ev.type == ENGINE_EV_DONE) {
+        }
+        if ((ev.type == ENGINE_EV_TOKEN || ev.type == ENGINE_EV_DONE) && r[i].len + (size_t)ev.text_len < 4096) {
+            memcpy(r[i].text + r[i].len, ev.text, (size_t)ev.text_len);
+            r[i].len += (size_t)ev.text_len;
+        }
+        if (ev.type == ENGINE_EV_DONE) {
             r[i].n_done++;
             r[i].done = ev;
             left--;
@@ -301,6 +317,8 @@ static void same_as_single(const char *rel)
         assert_memory_equal(par[i].tok, one[i].tok, (size_t)one[i].n * sizeof(int32_t));
         assert_memory_equal(par[i].margin, one[i].margin, (size_t)one[i].n * sizeof(float));
         assert_int_equal(par[i].done.n_past, one[i].done.n_past);
+        assert_int_equal(par[i].len, one[i].len);
+        assert_memory_equal(par[i].text, one[i].text, one[i].len);
     }
     assert_true(one[0].done.reason == ENGINE_DONE_CTX_FULL || one[0].done.reason == ENGINE_DONE_EOG);
 }
@@ -317,6 +335,28 @@ static void test_alone_is_single_recurrent(void **state)
     same_as_single("families2026/models/qwen35-mini-q8_0.gguf");
 }
 
+/* A stop string ends a slot's reply as it ends the single-sequence turn:
+ * the same text (the stop string left out, nothing held back lost). */
+static void test_stop_string_as_single(void **state)
+{
+    (void)state;
+    reply r[2];
+    stop_string = "Lily";
+    for (int k = 0; k < 2; k++) {
+        engine *e = start_model(TESTDATA_REQUIRE(STORIES), k == 0 ? 1 : 2, 128);
+        int32_t id = 1;
+        submit(e, id, "Once upon a time", 0.0f, 1, 40);
+        collect(e, &id, 1, &r[k]);
+        engine_shutdown(e);
+    }
+    stop_string = NULL;
+    assert_int_equal(r[0].done.reason, ENGINE_DONE_STOP_STRING);
+    assert_int_equal(r[1].done.reason, ENGINE_DONE_STOP_STRING);
+    assert_int_equal(r[1].len, r[0].len);
+    assert_memory_equal(r[1].text, r[0].text, r[0].len);
+    assert_null(memmem(r[1].text, r[1].len, "Lily", 4));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_engine_greedy_concurrent), cmocka_unit_test(test_engine_stop_one),
         cmocka_unit_test(test_engine_seeded_repeats),    cmocka_unit_test(test_engine_too_long),
         cmocka_unit_test(test_alone_is_single_llama),    cmocka_unit_test(test_alone_is_single_recurrent),
+        cmocka_unit_test(test_stop_string_as_single),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
