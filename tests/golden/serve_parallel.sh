@@ -5,7 +5,8 @@
 # streaming clients, a quarter hanging up, every reply well-formed and equal
 # to its prompt's greedy reply alone (prompts whose top-2 margins the test
 # checks), every request answered and logged, memory flat, a clean stop;
-# --spec refused beside --parallel.
+# --spec refused beside --parallel; with 2 slots and --max-queue 0 two run
+# and a third gets 503.
 . tests/lib.sh
 . tests/lib_serve.sh
 S=$TESTDATA/models/stories260K.gguf
@@ -24,6 +25,13 @@ if need "$S" "serve --parallel on stories260K"; then
     rc=$?
     if [ $rc -eq 2 ] && grep -q "parallel 1" "$OUT/serve_par_spec.out"; then ok "$name"
     else not_ok "$name" "exit $rc" "$(head -c 200 "$OUT/serve_par_spec.out")"; fi
+
+    if serve_start "$OUT/serve_par_queue.log" -m "$S" --parallel 2 --max-queue 0; then
+        python3 tests/tools/serve_api.py queue2 "$SPORT"
+        serve_stop
+    else
+        not_ok "serve --parallel 2 --max-queue 0 starts" "$(tail -n 5 "$OUT/serve_par_queue.log")"
+    fi
 
     if serve_start "$OUT/serve_par.log" -m "$S" --parallel 4; then
         name="serve --parallel 4: /health and /v1/models report 4 slots"

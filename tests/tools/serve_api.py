@@ -7,6 +7,7 @@ python3 serve_api.py GROUP PORT [ARGS...]; prints "ok - NAME" / "not ok - NAME" 
   errors PORT                                   each 4xx case in OpenAI's error shape
   auth PORT KEY                                 401 without the key, /health open
   queue PORT                                    503 + Retry-After past --max-queue 0
+  queue2 PORT                                   the same with --parallel 2: two run, the third gets 503
   hangup PORT                                   a client that hangs up mid-stream
 """
 import json
@@ -382,6 +383,35 @@ def queue(port):
     run("serve 503 + Retry-After when the queue is full", check)
 
 
+def queue2(port):
+    def check():
+        # two requests run side by side (long ones, read slowly), nothing may wait: the third gets 503
+        cs, rs, bad = [], [], []
+        for k in range(2):
+            c = sc.conn(port)
+            c.request("POST", "/v1/completions", body=json.dumps(
+                {"prompt": "Once", "max_tokens": 2000, "stream": True, "temperature": 1, "seed": 3 + k}).encode(),
+                headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            if not sc.read_events(r, stop_after=1):
+                bad.append("request %d did not start" % k)
+            cs.append(c)
+            rs.append(r)
+        st, hd, b = sc.request(port, "POST", "/v1/completions", body={"prompt": "x", "max_tokens": 1})
+        bad += is_error_shape(json.loads(b), st, 503)
+        for k in range(2):
+            rest = sc.read_events(rs[k])
+            cs[k].close()
+            if sc.finish_of(rest) not in ("length", "stop"):
+                bad.append("running request %d did not finish: %r" % (k, rest[-1:]))
+        st, hd, b = sc.request(port, "POST", "/v1/completions", body={"prompt": "x", "max_tokens": 1})
+        if st != 200:
+            bad.append("after them: %d" % st)
+        return bad
+
+    run("serve --parallel 2: two run at once, the third gets 503 with --max-queue 0", check)
+
+
 def hangup(port):
     def check():
         c = sc.conn(port)
@@ -414,7 +444,8 @@ def hangup(port):
 
 if __name__ == "__main__":
     group, port, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-    {"basic": basic, "chat": chat, "errors": errors, "auth": auth, "queue": queue, "hangup": hangup}[group](
+    {"basic": basic, "chat": chat, "errors": errors, "auth": auth, "queue": queue, "queue2": queue2,
+     "hangup": hangup}[group](
         port, *args)
     sys.stdout.flush()
     _ = threading
