@@ -113,7 +113,10 @@ bool engine_slots_init(engine *e, int32_t n_batch, char *err, size_t errlen)
     return true;
 }
 
-int32_t engine_slots_n(const engine *e) { return e->slots ? e->slots->n : 0; }
+int32_t engine_slots_n(const engine *e)
+{
+    return e->slots ? e->slots->n : 0;
+}
 
 static void slot_ev(engine *e, const slot *s, int32_t i, engine_event *ev, enum engine_event_type type)
 {
@@ -202,7 +205,8 @@ static void admit(engine *e, engine_cmd *c)
     char warn[256] = "", err[512] = "";
     int32_t np = 0;
     const chat_prompt_src src = engine_prompt_src(e, c->name);
-    int32_t *toks = chat_prompt_tokenize(&src, c->messages, c->n_messages, &np, warn, sizeof warn, err, sizeof err);
+    int32_t *toks =
+        chat_prompt_tokenize(&src, c->messages, c->n_messages, &np, warn, sizeof warn, err, sizeof err);
     if (!toks) {
         fail_cmd(e, c, ENGINE_DONE_ERROR, err);
         return;
@@ -212,8 +216,8 @@ static void admit(engine *e, engine_cmd *c)
         if (np == 0)
             snprintf(msg, sizeof msg, "the rendered conversation is empty (nothing to evaluate)");
         else
-            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)", (int)np,
-                     (int)e->n_ctx);
+            snprintf(msg, sizeof msg, "the conversation (%d tokens) does not fit the context (%d tokens)",
+                     (int)np, (int)e->n_ctx);
         free(toks);
         fail_cmd(e, c, np ? ENGINE_DONE_CTX_FULL : ENGINE_DONE_ERROR, msg);
         return;

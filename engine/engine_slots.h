@@ -17,9 +17,9 @@
 
 /* One slot as the planner sees it. */
 typedef struct engine_slot_need {
-    bool busy;       /* a request runs in it */
-    int32_t n_left;  /* prompt tokens still to evaluate; 0: generating (one token a step) */
-    int32_t order;   /* admission order: earlier prompts go in first */
+    bool busy;      /* a request runs in it */
+    int32_t n_left; /* prompt tokens still to evaluate; 0: generating (one token a step) */
+    int32_t order;  /* admission order: earlier prompts go in first */
 } engine_slot_need;
 
 /* How many tokens each slot puts in this step's batch (take[i]), at most

@@ -74,7 +74,7 @@ static void test_plan_idle(void **state)
 static void test_keep(void **state)
 {
     (void)state;
-    assert_int_equal(engine_slots_keep(5, 5, 9, true), 4);  /* the whole prompt cached: its last token again */
+    assert_int_equal(engine_slots_keep(5, 5, 9, true), 4); /* the whole prompt cached: its last token again */
     assert_int_equal(engine_slots_keep(3, 10, 9, true), 3); /* a prefix */
     assert_int_equal(engine_slots_keep(0, 10, 9, true), 0);
     assert_int_equal(engine_slots_keep(0, 1, 0, true), 0);
@@ -120,7 +120,10 @@ static engine *start_model(const char *path, int32_t n_parallel, uint32_t n_ctx)
     return e;
 }
 
-static engine *start_slots(int32_t n_parallel) { return start_model(TESTDATA_REQUIRE(STORIES), n_parallel, 128); }
+static engine *start_slots(int32_t n_parallel)
+{
+    return start_model(TESTDATA_REQUIRE(STORIES), n_parallel, 128);
+}
 
 static const char *stop_string; /* submit's stop string, NULL: none */
 
@@ -166,7 +169,8 @@ static void collect(engine *e, const int32_t *ids, int n, reply *r)
             r[i].margin[r[i].n] = ev.n_top >= 2 ? ev.top[0].logit - ev.top[1].logit : 0;
             r[i].tok[r[i].n++] = ev.token;
         }
-        if ((ev.type == ENGINE_EV_TOKEN || ev.type == ENGINE_EV_DONE) && r[i].len + (size_t)ev.text_len < 4096) {
+        if ((ev.type == ENGINE_EV_TOKEN || ev.type == ENGINE_EV_DONE) &&
+            r[i].len + (size_t)ev.text_len < 4096) {
             memcpy(r[i].text + r[i].len, ev.text, (size_t)ev.text_len);
             r[i].len += (size_t)ev.text_len;
         }
@@ -178,8 +182,8 @@ static void collect(engine *e, const int32_t *ids, int n, reply *r)
     }
 }
 
-static const char *const PROMPTS[NREQ] = {"Once upon a time", "The little dog", "Tom and Sue went",
-                                          "One day, a bird", "Lily was happy because", "The sun was"};
+static const char *const PROMPTS[NREQ] = {"Once upon a time", "The little dog",         "Tom and Sue went",
+                                          "One day, a bird",  "Lily was happy because", "The sun was"};
 
 static void test_engine_greedy_concurrent(void **state)
 {
@@ -360,11 +364,16 @@ static void test_stop_string_as_single(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_generating_first), cmocka_unit_test(test_plan_full_batch),
-        cmocka_unit_test(test_plan_idle),             cmocka_unit_test(test_keep),
-        cmocka_unit_test(test_engine_greedy_concurrent), cmocka_unit_test(test_engine_stop_one),
-        cmocka_unit_test(test_engine_seeded_repeats),    cmocka_unit_test(test_engine_too_long),
-        cmocka_unit_test(test_alone_is_single_llama),    cmocka_unit_test(test_alone_is_single_recurrent),
+        cmocka_unit_test(test_plan_generating_first),
+        cmocka_unit_test(test_plan_full_batch),
+        cmocka_unit_test(test_plan_idle),
+        cmocka_unit_test(test_keep),
+        cmocka_unit_test(test_engine_greedy_concurrent),
+        cmocka_unit_test(test_engine_stop_one),
+        cmocka_unit_test(test_engine_seeded_repeats),
+        cmocka_unit_test(test_engine_too_long),
+        cmocka_unit_test(test_alone_is_single_llama),
+        cmocka_unit_test(test_alone_is_single_recurrent),
         cmocka_unit_test(test_stop_string_as_single),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
