@@ -413,9 +413,9 @@ static void slots_step(engine *e)
         return;
     int32_t k = 0;
     for (int32_t i = 0; i < S->n; i++) {
-        if (!take[i])
-            continue;
         slot *s = &S->sl[i];
+        if (!take[i] || (!s->generating && !s->prompt)) /* the plan takes busy slots only */
+            continue;
         const int32_t p0 = memory_seq_n_past(&S->ms, i);
         for (int32_t j = 0; j < take[i]; j++) {
             S->tok[k] = s->generating ? s->pending : s->prompt[p0 + j];
@@ -426,6 +426,9 @@ static void slots_step(engine *e)
             k++;
         }
     }
+    if (k == 0)
+        return;
+    nb = k;
     forward_batch b = {.n = nb, .token = S->tok, .pos = S->pos, .seq = S->seq, .out = S->out};
     char err[512] = "";
     if (memory_seq_decode(&S->ms, &b, S->logits, err, sizeof err) != 0) {
