@@ -384,7 +384,7 @@ serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_qu
                                  size_t errlen)
 {
     serve_bridge *b = calloc(1, sizeof *b);
-    if (b && !(b->run = calloc((size_t)(n_slots > 1 ? n_slots : 1), sizeof *b->run))) {
+    if (b && !(b->run = calloc((size_t)(n_slots > 1 ? n_slots : 1), sizeof(serve_job *)))) {
         free(b);
         b = NULL;
     }
