@@ -68,6 +68,16 @@ int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start
 int forward_eval_h(forward_ctx *f, const int32_t *tokens, const float *h_in, int32_t n, int32_t start_pos,
                    float *logits, bool all_logits, float *h_out, char *err, size_t errlen);
 
+/* llama.cpp's shared KV cells (gemma4-assistant): f's layer l reads the
+ * cache of owner's layer src[l] (the cache that layer reads) instead of a
+ * cache of its own, and stores nothing; a query at pos then sees the keys
+ * before pos only (those the owner evaluated; within the window of n_swa
+ * positions up to pos on a sliding layer), one token per evaluation. The
+ * contexts must agree on cache length, types and rotation and each pair
+ * of layers on kind, head size and KV heads. owner must outlive f. 0, or
+ * -1 with err set (nothing changed). */
+int forward_share_kv(forward_ctx *f, const forward_ctx *owner, const uint32_t *src, char *err, size_t errlen);
+
 /* ---- recurrent state (engine/model/forward_rs.c) ---------------------------------
  * Recurrent state (Gated DeltaNet layers' conv and delta-rule states). A model
  * without recurrent layers has none: forward_rs_bytes() == 0, the rest are no-ops.

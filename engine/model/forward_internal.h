@@ -48,6 +48,9 @@ enum fwd_op_kind {
     OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
     OP_H_INPUT,      /* dst = the caller's hidden-state row (forward_eval_h's h_in) */
     OP_CAT,          /* dst = src | src2 (an MTP block's input, before eh_proj) */
+    OP_G4A_INPUT,    /* dst = the target's embedding * embd_scale | the caller's h_in row (gemma4-assistant;
+                      * n_embd_out each); the token's RoPE tables */
+    OP_H_OUTPUT,     /* the caller's h_out row = src (n_embd_out floats: gemma4-assistant's next hidden state) */
 };
 
 struct fwd_op {
@@ -192,6 +195,9 @@ struct forward_ctx {
      * state goes (llama.cpp's h_nextn), NULL when not asked */
     const float *h_in;
     float *h_out;
+    /* forward_share_kv: the layers read another context's cache (never
+     * freed here), and a query at pos sees its keys before pos only */
+    bool kv_shared;
     float *dn_lanes; /* per thread, 64 * ssm_d_state floats: the DeltaNet dots' 64 lanes (forward_deltanet.c) */
 };
 

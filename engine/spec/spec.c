@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec/spec_g4assist.h"
 #include "spec/spec_mtp.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,6 +31,7 @@ struct spec {
     size_t rs_bytes;
     /* SPEC_MTP: the block, and the target's h_nextn rows of a batch */
     spec_mtp *mtp;
+    spec_g4a *g4a; /* SPEC_MTP on gemma4: its assistant file (spec_g4assist.c) */
     float *h;
     int32_t cap_h, n_embd;
 };
@@ -126,7 +128,20 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
         s->p.draft_max = SPEC_DRAFT_MAX;
     if (s->p.ngram_n < 1)
         s->p.ngram_n = SPEC_NGRAM_N;
-    if (p->type == SPEC_MTP) {
+    if (p->type == SPEC_MTP && model_get_hparams(target)->arch == MODEL_ARCH_GEMMA4) {
+        if (!p->draft_model || !p->draft_model[0]) {
+            snprintf(err, errlen, "--spec mtp on a Gemma 4 model needs its assistant file (a gemma4-assistant GGUF): "
+                     "--draft-model FILE");
+            goto fail;
+        }
+        char e2[700];
+        s->g4a = spec_g4a_create(target, p->draft_model, fp, e2, sizeof e2);
+        if (!s->g4a) {
+            snprintf(err, errlen, "--spec mtp: %s", e2);
+            goto fail;
+        }
+        s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
+    } else if (p->type == SPEC_MTP) {
         char e2[400];
         s->mtp = spec_mtp_create(target, fp, e2, sizeof e2);
         if (!s->mtp) {
@@ -180,6 +195,7 @@ void spec_free(spec *s)
     forward_free(s->df);
     model_free(s->dm);
     spec_mtp_free(s->mtp);
+    spec_g4a_free(s->g4a);
     free(s->h);
     free(s->draft_path);
     free(s->dtoks);
@@ -263,6 +279,8 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
     case SPEC_DRAFT:
         return draft_model(s, ctx, n, last, max, out, err, errlen);
     case SPEC_MTP:
+        if (s->g4a)
+            return spec_g4a_draft(s->g4a, last, n, max, out, err, errlen);
         return spec_mtp_draft(s->mtp, last, n, max, out, err, errlen);
     default:
         return 0;
@@ -272,7 +290,7 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
 int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos, float *logits,
               bool all_logits, char *err, size_t errlen)
 {
-    if (!s || !s->mtp)
+    if (!s || (!s->mtp && !s->g4a))
         return forward_eval(f, tokens, n, pos, logits, all_logits, err, errlen);
     if (n > s->cap_h) {
         float *h = realloc(s->h, (size_t)n * (size_t)s->n_embd * sizeof *h);
@@ -285,6 +303,8 @@ int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t
     }
     if (forward_eval_h(f, tokens, NULL, n, pos, logits, all_logits, s->h, err, errlen) != 0)
         return -1;
+    if (s->g4a)
+        return spec_g4a_process(s->g4a, f, s->h, n, err, errlen);
     return spec_mtp_process(s->mtp, tokens, n, pos, s->h, err, errlen);
 }
 
@@ -298,6 +318,14 @@ int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t
  * the reference's does. The server's replay draws the replayed positions
  * again from the same state of the sampler: with the same rows, the same
  * tokens, which are kept here instead. */
+static void mtp_accept(spec *s, int32_t n_accepted)
+{
+    if (s->g4a)
+        spec_g4a_accept(s->g4a, n_accepted);
+    else
+        spec_mtp_accept(s->mtp, n_accepted);
+}
+
 static int32_t step_mtp(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t nd,
                         int32_t *out, char *err, size_t errlen)
 {
@@ -317,9 +345,9 @@ static int32_t step_mtp(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int
         out[n_out] = sampler_sample(smp, row, NULL);
         sampler_accept(smp, out[n_out]);
         n_out++;
-        spec_mtp_accept(s->mtp, k + 1);
+        mtp_accept(s, k + 1);
     } else {
-        spec_mtp_accept(s->mtp, k);
+        mtp_accept(s, k);
     }
     spec_count(s, nd, k);
     return n_out;
@@ -346,7 +374,7 @@ int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n
         return -1;
     }
     seq[n_past] = last;
-    if (s->mtp)
+    if (s->mtp || s->g4a)
         return step_mtp(s, f, smp, seq, n_past, nd, out, err, errlen);
     const int32_t n = spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, s->scratch, out,
                                   NULL, err, errlen);
