@@ -145,6 +145,53 @@ for a in qwen35 qwen35moe; do
     rm -f "$OUT/$a-mtp.gguf"
 done
 
+# --spec mtp on Gemma 4: its separate assistant file (-md), written here for
+# the shared gemma4-mini by tests/tools/gguf_g4assist.py (blocks that add a
+# little to the residual, a head that follows the target's embedding path):
+# the reply is the reply without it, greedy and seeded; where
+# tests/golden/reference/mtp/counts_gemma4.txt has them (its make_gemma4.sh)
+# the same drafted and accepted counts as llama-server 34af94cd's draft-mtp
+# with the pair (greedy only: its seeded reply differs from tokscope's even
+# without drafts, docs/exactness.md)
+G4=$TESTDATA/families2026/models/gemma4-mini-q8_0.gguf
+if need "$G4" "spec mtp on gemma4 with its assistant file"; then
+    if python3 tests/tools/gguf_g4assist.py "$G4" "$OUT/g4assist.gguf" >"$OUT/g4a.log" 2>&1; then
+        refc_g4() {
+            saved=$REFC
+            REFC=tests/golden/reference/mtp/counts_gemma4.txt
+            ref_counts "$@"
+            REFC=$saved
+        }
+        A="-md $OUT/g4assist.gguf"
+        same "gemma4 greedy, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0
+        refc_g4 "gemma4 greedy, assistant: the reference's counts" gemma4 greedy
+        same "gemma4 seeded, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0.8 --seed 42
+        same "gemma4 seeded with penalties, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 80 --temp 1 \
+            --seed 7 --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
+        same "gemma4 greedy, --spec mtp --draft-max 5 $A" "$G4" "--spec mtp --draft-max 5 $A" -p "$P" -n 120 \
+            --temp 0
+        refc_g4 "gemma4 greedy, 5 drafts, assistant: the reference's counts" gemma4 dmax5
+        name="bench --spec mtp with the assistant reports its counts"
+        "$BIN" bench -m "$G4" --spec mtp $A -t 2 -p 0 -n 32 -r 1 >"$OUT/g4b.out" 2>&1
+        if grep -q 'spec mtp: drafted [0-9]*, accepted [0-9]*' "$OUT/g4b.out"; then ok "$name"
+        else not_ok "$name" "$(tail -n 3 "$OUT/g4b.out")"; fi
+    else
+        not_ok "gemma4 assistant: writing the file" "$(tail -n 3 "$OUT/g4a.log")"
+    fi
+    name="--spec mtp on gemma4 without an assistant file, or with a file that is not one, is refused"
+    "$BIN" generate -m "$G4" --spec mtp -p x -n 4 >/dev/null 2>"$OUT/g4r1.err"
+    r1=$?
+    "$BIN" generate -m "$G4" --spec mtp -md "$G4" -p x -n 4 >/dev/null 2>"$OUT/g4r2.err"
+    r2=$?
+    "$BIN" generate -m "$OUT/g4assist.gguf" -p x -n 4 >/dev/null 2>"$OUT/g4r3.err"
+    r3=$?
+    if [ $r1 -eq 1 ] && grep -q "needs its assistant file.*--draft-model FILE" "$OUT/g4r1.err" && [ $r2 -eq 1 ] &&
+        grep -q "architecture is gemma4, not gemma4-assistant" "$OUT/g4r2.err" && [ $r3 -eq 1 ] &&
+        grep -q "only drafts for its Gemma 4 target" "$OUT/g4r3.err"; then ok "$name"
+    else not_ok "$name" "exit $r1 $r2 $r3" "$(cat "$OUT/g4r1.err" "$OUT/g4r2.err" "$OUT/g4r3.err")"; fi
+    rm -f "$OUT/g4assist.gguf"
+fi
+
 name="--spec draft without a draft model, --spec mtp on a model without an MTP block and an unknown kind are refused"
 if need "$M/stories260K.gguf" "$name"; then
     "$BIN" generate -m "$M/stories260K.gguf" --spec draft -p x -n 4 >/dev/null 2>"$OUT/r1.err"

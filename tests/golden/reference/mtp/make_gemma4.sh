@@ -6,6 +6,10 @@
 # gemma4 MODE DRAFTED ACCEPTED, from the server's 'draft acceptance = ...
 # (A accepted / D generated)' log line (it logs them even when it answers
 # the random model's reply with a 500, which is why no tokens are kept).
+# Greedy runs only: the server's seeded reply on this pair differs from
+# tokscope generate's at the same seed even without drafts (its log's
+# 'unparsed Content-only output' line shows the reply's start; greedy, it
+# is tokscope's), so seeded counts could not be compared.
 # Run from the repository root: sh tests/golden/reference/mtp/make_gemma4.sh
 # (REF=/work/ref/build/bin by default, TESTDATA=../shared).
 set -u
@@ -17,11 +21,10 @@ P="Once upon a time there was a little girl. Once upon a time there was a little
 port=18471
 : >"$D/counts_gemma4.txt.new"
 python3 tests/tools/gguf_g4assist.py "$T" "$W/assist.gguf" || exit 1
-for mode in greedy seeded dmax5; do
+for mode in greedy dmax5; do
     dm=3
     case $mode in
     greedy) body='"temperature": 0' ;;
-    seeded) body='"temperature": 0.8, "seed": 42' ;;
     dmax5) body='"temperature": 0' dm=5 ;;
     esac
     log=$W/$mode.log
