@@ -31,12 +31,28 @@
  * (shared_kv_layers) or never reads (final_logit_softcapping,
  * embedding_length_per_layer_input: no such tensors here, checked below). */
 static const char *const known_keys[] = {
-    "context_length", "embedding_length", "embedding_length_out", "block_count", "nextn_predict_layers",
-    "feed_forward_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
-    "attention.value_length", "attention.key_length_swa", "attention.value_length_swa",
-    "attention.layer_norm_rms_epsilon", "attention.sliding_window", "attention.sliding_window_pattern",
-    "attention.shared_kv_layers", "rope.freq_base", "rope.freq_base_swa", "rope.dimension_count",
-    "rope.dimension_count_swa", "final_logit_softcapping", "embedding_length_per_layer_input",
+    "context_length",
+    "embedding_length",
+    "embedding_length_out",
+    "block_count",
+    "nextn_predict_layers",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.key_length_swa",
+    "attention.value_length_swa",
+    "attention.layer_norm_rms_epsilon",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "attention.shared_kv_layers",
+    "rope.freq_base",
+    "rope.freq_base_swa",
+    "rope.dimension_count",
+    "rope.dimension_count_swa",
+    "final_logit_softcapping",
+    "embedding_length_per_layer_input",
 };
 
 static bool check_keys(model_loader *ld, const gguf_ctx *g)
@@ -52,8 +68,10 @@ static bool check_keys(model_loader *ld, const gguf_ctx *g)
         for (size_t j = 0; !known && j < sizeof known_keys / sizeof known_keys[0]; j++)
             known = strlen(known_keys[j]) == n && !memcmp(known_keys[j], rest, n);
         if (!known)
-            return ml_fail(ld, "key '%.*s' is not known to tokscope's gemma4-assistant; refusing a file it may "
-                           "not run as the reference does", (int)(k.len > 120 ? 120 : k.len), k.ptr);
+            return ml_fail(ld,
+                           "key '%.*s' is not known to tokscope's gemma4-assistant; refusing a file it may "
+                           "not run as the reference does",
+                           (int)(k.len > 120 ? 120 : k.len), k.ptr);
     }
     return true;
 }
@@ -65,36 +83,44 @@ static bool load(model_loader *ld, model_hparams *hp, model_weights *w)
     if (!ml_u32(ld, "embedding_length_out", &hp->n_embd_out) || hp->n_embd_out == 0 || hp->n_embd_out > 65536)
         return ml_fail(ld, "gemma4-assistant: embedding_length_out (the target's hidden size) is missing");
     if (hp->n_embd_out == hp->n_embd)
-        return ml_fail(ld, "gemma4-assistant: embedding_length_out must differ from embedding_length (%u), as "
-                       "the reference requires", hp->n_embd);
+        return ml_fail(ld,
+                       "gemma4-assistant: embedding_length_out must differ from embedding_length (%u), as "
+                       "the reference requires",
+                       hp->n_embd);
     uint32_t nextn = 0;
     ml_u32(ld, "nextn_predict_layers", &nextn);
     if (nextn != hp->n_layer)
-        return ml_fail(ld, "gemma4-assistant: nextn_predict_layers %u must equal block_count %u", nextn, hp->n_layer);
+        return ml_fail(ld, "gemma4-assistant: nextn_predict_layers %u must equal block_count %u", nextn,
+                       hp->n_layer);
     if (!ml_bool_array(ld, "attention.sliding_window_pattern", hp->swa_layer, hp->n_layer))
-        return ml_fail(ld, "gemma4-assistant: attention.sliding_window_pattern (one entry per layer) is missing");
+        return ml_fail(ld,
+                       "gemma4-assistant: attention.sliding_window_pattern (one entry per layer) is missing");
     if (!ml_u32(ld, "attention.sliding_window", &hp->n_swa) || hp->n_swa == 0)
         return ml_fail(ld, "gemma4-assistant: attention.sliding_window is missing");
     ml_f32(ld, "rope.freq_base_swa", &hp->rope_freq_base_swa);
     uint32_t vlen = 0;
     if (!ml_u32(ld, "attention.key_length_swa", &hp->head_dim_swa) ||
-        !ml_u32(ld, "attention.value_length_swa", &vlen) || vlen != hp->head_dim_swa || hp->head_dim_swa == 0 ||
-        hp->head_dim_swa > 1024)
-        return ml_fail(ld, "gemma4-assistant: attention.key_length_swa and value_length_swa must be present and "
+        !ml_u32(ld, "attention.value_length_swa", &vlen) || vlen != hp->head_dim_swa ||
+        hp->head_dim_swa == 0 || hp->head_dim_swa > 1024)
+        return ml_fail(ld,
+                       "gemma4-assistant: attention.key_length_swa and value_length_swa must be present and "
                        "equal");
     hp->n_rot_swa = hp->n_rot;
     ml_u32(ld, "rope.dimension_count_swa", &hp->n_rot_swa);
     if (hp->n_rot_swa > hp->head_dim_swa || hp->n_rot_swa % 2 != 0)
-        return ml_fail(ld, "rope.dimension_count_swa %u does not fit the sliding layers' head size %u", hp->n_rot_swa,
-                       hp->head_dim_swa);
+        return ml_fail(ld, "rope.dimension_count_swa %u does not fit the sliding layers' head size %u",
+                       hp->n_rot_swa, hp->head_dim_swa);
     uint32_t pl = 0;
     if (ml_u32(ld, "embedding_length_per_layer_input", &pl) && pl != 0)
-        return ml_fail(ld, "gemma4-assistant: embedding_length_per_layer_input %u: the reference's assistant has "
-                       "no per-layer embeddings", pl);
+        return ml_fail(ld,
+                       "gemma4-assistant: embedding_length_per_layer_input %u: the reference's assistant has "
+                       "no per-layer embeddings",
+                       pl);
     hp->rope_factors_full_only = true;
-    hp->embd_scale = sqrtf((float)hp->n_embd_out); /* the target's embeddings, scaled as the target scales them */
+    hp->embd_scale =
+        sqrtf((float)hp->n_embd_out); /* the target's embeddings, scaled as the target scales them */
     hp->q_scale = 0.0f;
-    hp->kq_scale = 1.0f;     /* f_attention_scale */
+    hp->kq_scale = 1.0f;      /* f_attention_scale */
     hp->logit_softcap = 0.0f; /* the assistant's graph has none, whatever the file says */
     const int64_t E = hp->n_embd, B = hp->n_embd_out;
     uint32_t n_ff[MODEL_MAX_LAYERS];
@@ -147,4 +173,5 @@ static void layer(fwd_graph *g, const model_hparams *hp, const model_layer *L, u
     fwd_scale(g, FWD_X, *(const float *)L->out_scale->data);
 }
 
-const arch_def arch_gemma4_assistant = {MODEL_ARCH_GEMMA4_ASSISTANT, "gemma4-assistant", MODEL_ROPE_NEOX, load, layer};
+const arch_def arch_gemma4_assistant = {MODEL_ARCH_GEMMA4_ASSISTANT, "gemma4-assistant", MODEL_ROPE_NEOX,
+                                        load, layer};

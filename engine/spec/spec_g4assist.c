@@ -24,7 +24,7 @@
 struct spec_g4a {
     model *file, *view;
     forward_params fp;
-    forward_ctx *f;         /* on owner's cache */
+    forward_ctx *f; /* on owner's cache */
     const forward_ctx *owner;
     int32_t n_embd, n_vocab; /* the target's hidden size, the vocabulary */
     uint32_t n_layer_tgt;

@@ -84,16 +84,17 @@ enum order { RIGHT, SWAPPED, NO_H };
  * its head on rmsnorm(in) * output_norm, in = [emb(tok) * sqrt(B) | h]
  * (SWAPPED: [h | emb * sqrt(B)]; NO_H: h zeros); the first B of the normed
  * vector into hn (the next hidden state). */
-static int32_t draft_by_hand(const model *tgt, const model *as, int32_t tok, const float *h, enum order o, float *hn)
+static int32_t draft_by_hand(const model *tgt, const model *as, int32_t tok, const float *h, enum order o,
+                             float *hn)
 {
     const int B = (int)model_get_hparams(tgt)->n_embd;
     const int A = (int)model_get_hparams(as)->n_embd;
     assert_int_equal(A, 2 * B);
     const gguf_tensor *te = model_get_weights(tgt)->tok_embd;
     float e[B];
-    tensor_dequantize_row((enum tensor_type)te->type,
-                          (const uint8_t *)te->data + (size_t)tok * tensor_row_size((enum tensor_type)te->type, B), e,
-                          B);
+    tensor_dequantize_row(
+        (enum tensor_type)te->type,
+        (const uint8_t *)te->data + (size_t)tok * tensor_row_size((enum tensor_type)te->type, B), e, B);
     const float sc = sqrtf((float)B);
     double x[A];
     for (int i = 0; i < B; i++) {
@@ -117,7 +118,8 @@ static int32_t draft_by_hand(const model *tgt, const model *as, int32_t tok, con
     int32_t best = 0;
     double best_v = -INFINITY;
     for (int32_t t = 0; t < model_get_hparams(as)->n_vocab; t++) {
-        tensor_dequantize_row((enum tensor_type)out->type, (const uint8_t *)out->data + (size_t)t * rb, row, A);
+        tensor_dequantize_row((enum tensor_type)out->type, (const uint8_t *)out->data + (size_t)t * rb, row,
+                              A);
         double d = 0;
         for (int i = 0; i < A; i++)
             d += row[i] * z[i];
@@ -301,8 +303,9 @@ static const char *with_extra(const char *src, const char *name, bool tensor)
              "BLOCK[t[2]][0] * BLOCK[t[2]][1] // 4] for t in ts]; "
              "%s; write_gguf('%s', kv, ts, bl, al)\"",
              src,
-             tensor ? "ts.append([b'blk.0.attn_k.weight', [4], 0, 0]); bl.append(struct.pack('<4f', 1, 2, 3, 4))"
-                    : "kv.append((b'gemma4-assistant.attention.new_thing', 4, struct.pack('<I', 1)))",
+             tensor
+                 ? "ts.append([b'blk.0.attn_k.weight', [4], 0, 0]); bl.append(struct.pack('<4f', 1, 2, 3, 4))"
+                 : "kv.append((b'gemma4-assistant.attention.new_thing', 4, struct.pack('<I', 1)))",
              out);
     assert_int_equal(system(cmd), 0);
     return out;
