@@ -171,6 +171,12 @@ if need "$G4" "spec mtp on gemma4 with its assistant file"; then
         same "gemma4 greedy, --spec mtp --draft-max 5 $A" "$G4" "--spec mtp --draft-max 5 $A" -p "$P" -n 120 \
             --temp 0
         refc_g4 "gemma4 greedy, 5 drafts, assistant: the reference's counts" gemma4 dmax5
+        for kv in "q8kv --cache-type-k q8_0 --cache-type-v q8_0" "q4k --cache-type-k q4_0"; do
+            mode=${kv%% *} kv=${kv#* }
+            # shellcheck disable=SC2086
+            same "gemma4 greedy, --spec mtp $A $kv" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0 $kv
+            refc_g4 "gemma4 greedy, $kv, assistant: the reference's counts" gemma4 $mode
+        done
         name="bench --spec mtp with the assistant reports its counts"
         "$BIN" bench -m "$G4" --spec mtp $A -t 2 -p 0 -n 32 -r 1 >"$OUT/g4b.out" 2>&1
         if grep -q 'spec mtp: drafted [0-9]*, accepted [0-9]*' "$OUT/g4b.out"; then ok "$name"

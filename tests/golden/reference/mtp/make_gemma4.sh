@@ -3,7 +3,8 @@
 # --spec-type draft-mtp with a Gemma 4 assistant file (-md) on the toy pair
 # tests/golden/spec.sh uses (gemma4-mini-q8_0.gguf from ../shared and the
 # assistant tests/tools/gguf_g4assist.py writes for it), one line per run:
-# gemma4 MODE DRAFTED ACCEPTED, from the server's 'draft acceptance = ...
+# gemma4 MODE DRAFTED ACCEPTED (greedy: 3 drafts; dmax5: 5; q8kv: a Q8_0 K and V
+# cache; q4k: a Q4_0 K cache), from the server's 'draft acceptance = ...
 # (A accepted / D generated)' log line (it logs them even when it answers
 # the random model's reply with a 500, which is why no tokens are kept).
 # Greedy runs only: the server's seeded reply on this pair differs from
@@ -21,15 +22,18 @@ P="Once upon a time there was a little girl. Once upon a time there was a little
 port=18471
 : >"$D/counts_gemma4.txt.new"
 python3 tests/tools/gguf_g4assist.py "$T" "$W/assist.gguf" || exit 1
-for mode in greedy dmax5; do
-    dm=3
+for mode in greedy dmax5 q8kv q4k; do
+    dm=3 kv=""
+    body='"temperature": 0'
     case $mode in
-    greedy) body='"temperature": 0' ;;
-    dmax5) body='"temperature": 0' dm=5 ;;
+    dmax5) dm=5 ;;
+    q8kv) kv="-ctk q8_0 -ctv q8_0" ;;
+    q4k) kv="-ctk q4_0 -ctv f16" ;;
     esac
     log=$W/$mode.log
+    # shellcheck disable=SC2086
     "$R/llama-server" -m "$T" -md "$W/assist.gguf" --spec-type draft-mtp --spec-draft-n-max $dm -c 4096 -t 2 \
-        -np 1 --port $port >"$log" 2>&1 &
+        -np 1 $kv --port $port >"$log" 2>&1 &
     pid=$!
     for _ in $(seq 1 120); do
         curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
