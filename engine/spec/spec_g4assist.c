@@ -180,3 +180,5 @@ int32_t spec_g4a_draft(spec_g4a *s, int32_t last, int32_t n_past, int32_t max, i
     }
     return nd;
 }
+
+const float *spec_g4a_logits(const spec_g4a *s) { return s->logits; }

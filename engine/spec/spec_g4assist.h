@@ -34,4 +34,8 @@ void spec_g4a_accept(spec_g4a *s, int32_t n_accepted);
 int32_t spec_g4a_draft(spec_g4a *s, int32_t last, int32_t n_past, int32_t max, int32_t *out, char *err,
                        size_t errlen);
 
+/* The logits of the last draft step (n_vocab floats; tests compare them
+ * with the reference's). */
+const float *spec_g4a_logits(const spec_g4a *s);
+
 #endif

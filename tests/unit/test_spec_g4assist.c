@@ -9,6 +9,9 @@
  *    post-projection), worked out here in double precision from the
  *    weights; the same sums with the halves swapped, or with the hidden
  *    state left out, give other drafts (so the test sees those mistakes);
+ *  - the draft logits bit for bit: llama.cpp 34af94cd's, from its own code
+ *    (tests/golden/reference/mtp/g4assist_logits.txt, two prompts, 3 and 4
+ *    steps, the default toy assistant);
  *  - decoding: spec_step's tokens are the plain greedy and seeded ones,
  *    with drafts accepted and rejected;
  *  - refusals: a gemma4 target without an assistant file, a file that is
@@ -30,6 +33,7 @@
 #include "model/model.h"
 #include "sampler/sampler.h"
 #include "spec/spec.h"
+#include "spec/spec_g4assist.h"
 #include "testutil.h"
 
 #define GEMMA4 "families2026/models/gemma4-mini-q8_0.gguf"
@@ -343,10 +347,81 @@ static void test_refused(void **state)
     model_free(m);
 }
 
+/* Each "prompt" block of the reference's file: the prompt evaluated by the
+ * target, the assistant's logits after 1, 2, ... draft steps (drafting k
+ * evaluates steps 0..k-1 and leaves step k-1's logits). */
+static void test_reference_logits(void **state)
+{
+    (void)state;
+    const char *tp = TESTDATA_REQUIRE(GEMMA4);
+    const char *ap = write_assist(tp, "ref", "");
+    FILE *fh = fopen("tests/golden/reference/mtp/g4assist_logits.txt", "r");
+    assert_non_null(fh);
+    char err[512];
+    model *m = model_load(tp, err, sizeof err);
+    assert_non_null(m);
+    const int32_t V = model_get_hparams(m)->n_vocab;
+    const int64_t E = model_get_hparams(m)->n_embd;
+    forward_params fp = forward_default_params();
+    fp.n_ctx = 4096; /* the reference's -c */
+    fp.n_threads = 2;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int n_blocks = 0, n_steps = 0;
+    char word[32];
+    while (fscanf(fh, "%31s", word) == 1) {
+        assert_string_equal(word, "prompt");
+        int32_t n = 0, toks[64];
+        assert_int_equal(fscanf(fh, "%d", &n), 1);
+        assert_true(n > 0 && n <= 64);
+        for (int32_t i = 0; i < n; i++)
+            assert_int_equal(fscanf(fh, "%d", &toks[i]), 1);
+        int32_t last = -1;
+        assert_int_equal(fscanf(fh, " last %d", &last), 1);
+        forward_ctx *f = forward_build(m, &fp, err, sizeof err);
+        assert_non_null(f);
+        spec_g4a *s = spec_g4a_create(m, ap, &fp, err, sizeof err);
+        assert_non_null(s);
+        float *h = malloc((size_t)n * E * sizeof *h);
+        assert_int_equal(forward_eval_h(f, toks, NULL, n, 0, logits, false, h, err, sizeof err), 0);
+        assert_int_equal(spec_g4a_process(s, f, h, n, err, sizeof err), 0);
+        assert_int_equal(argmax(logits, V), last);
+        int step, draft;
+        long at = ftell(fh);
+        while (fscanf(fh, " step %d draft %d", &step, &draft) == 2) {
+            int32_t out[16];
+            assert_int_equal(spec_g4a_draft(s, last, n, step + 1, out, err, sizeof err), step + 1);
+            assert_int_equal(out[step], draft);
+            const float *got = spec_g4a_logits(s);
+            for (int32_t i = 0; i < V; i++) {
+                unsigned want;
+                assert_int_equal(fscanf(fh, "%x", &want), 1);
+                uint32_t bits;
+                memcpy(&bits, &got[i], sizeof bits);
+                if (bits != want)
+                    fail_msg("prompt %d, step %d, token %d: %08x, the reference's %08x", n_blocks, step, (int)i,
+                             (unsigned)bits, want);
+            }
+            n_steps++;
+            at = ftell(fh);
+        }
+        fseek(fh, at, SEEK_SET);
+        free(h);
+        spec_g4a_free(s);
+        forward_free(f);
+        n_blocks++;
+    }
+    assert_int_equal(n_blocks, 2);
+    assert_int_equal(n_steps, 7);
+    fclose(fh);
+    free(logits);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_reference_logits),
         cmocka_unit_test(test_by_hand),
         cmocka_unit_test(test_same_tokens),
     };

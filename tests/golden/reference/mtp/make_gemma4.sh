@@ -11,6 +11,8 @@
 # tokscope generate's at the same seed even without drafts (its log's
 # 'unparsed Content-only output' line shows the reply's start; greedy, it
 # is tokscope's), so seeded counts could not be compared.
+# Also g4assist_logits.txt: the assistant's draft logits for two prompts
+# (g4assist_logits.cpp), which unit/test_spec_g4assist compares bit for bit.
 # Run from the repository root: sh tests/golden/reference/mtp/make_gemma4.sh
 # (REF=/work/ref/build/bin by default, TESTDATA=../shared).
 set -u
@@ -50,5 +52,15 @@ for mode in greedy dmax5 q8kv q4k; do
     port=$((port + 1))
 done
 mv "$D/counts_gemma4.txt.new" "$D/counts_gemma4.txt"
+# the assistant's logits, bit for bit (g4assist_logits.cpp against libllama;
+# REFSRC: the reference's source tree, for its headers)
+S=${REFSRC:-/work/ref}
+g++ -O1 -std=c++17 -I"$S/include" -I"$S/src" -I"$S/ggml/include" "$D/g4assist_logits.cpp" -o "$W/g4l" -L"$R" \
+    -lllama -lggml -lggml-base -Wl,-rpath,"$R" || exit 1
+{
+    "$W/g4l" "$T" "$W/assist.gguf" 3 1 400 300 200 100 50 25 7 311 2>/dev/null &&
+        # shellcheck disable=SC2046
+        "$W/g4l" "$T" "$W/assist.gguf" 4 1 $(seq 3 11 460) 2>/dev/null
+} >"$D/g4assist_logits.txt" || exit 1
 rm -rf "$W"
 cat "$D/counts_gemma4.txt"
