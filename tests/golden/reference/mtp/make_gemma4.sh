@@ -7,10 +7,11 @@
 # cache; q4k: a Q4_0 K cache), from the server's 'draft acceptance = ...
 # (A accepted / D generated)' log line (it logs them even when it answers
 # the random model's reply with a 500, which is why no tokens are kept).
-# Greedy runs only: the server's seeded reply on this pair differs from
-# tokscope generate's at the same seed even without drafts (its log's
-# 'unparsed Content-only output' line shows the reply's start; greedy, it
-# is tokscope's), so seeded counts could not be compared.
+# Greedy runs only: the server's seeded reply differs from tokscope
+# generate's at the same seed even without drafts (its log's 'unparsed
+# Content-only output' line shows the reply's start; greedy, it is
+# tokscope's): tokscope draws with xoshiro256**, llama.cpp with
+# std::mt19937, so seeded counts cannot be compared.
 # Also g4assist_logits.txt: the assistant's draft logits for two prompts
 # (g4assist_logits.cpp), which unit/test_spec_g4assist compares bit for bit.
 # Run from the repository root: sh tests/golden/reference/mtp/make_gemma4.sh
