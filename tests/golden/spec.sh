@@ -151,8 +151,8 @@ done
 # the reply is the reply without it, greedy and seeded; where
 # tests/golden/reference/mtp/counts_gemma4.txt has them (its make_gemma4.sh)
 # the same drafted and accepted counts as llama-server 34af94cd's draft-mtp
-# with the pair (greedy only: its seeded reply differs from tokscope's even
-# without drafts, docs/exactness.md)
+# with the pair (greedy only: its seeded reply is not tokscope's even without
+# drafts, their random number generators differ, docs/exactness.md)
 G4=$TESTDATA/families2026/models/gemma4-mini-q8_0.gguf
 if need "$G4" "spec mtp on gemma4 with its assistant file"; then
     if python3 tests/tools/gguf_g4assist.py "$G4" "$OUT/g4assist.gguf" >"$OUT/g4a.log" 2>&1; then
