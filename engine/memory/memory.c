@@ -416,6 +416,10 @@ int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *
         snprintf(err, errlen, "%d tokens to verify do not fit the context of %d", p + n, m->n_ctx);
         return -1;
     }
+    /* verifying again at the same position (llama-server's replay of a
+     * recurrent target's checkpoint): from the state saved before */
+    if (m->recurrent && m->v_state && m->v_end > p && forward_rs_pos(m->f) == m->v_end)
+        forward_rs_load(m->f, m->v_state, p);
     m->v_end = p;
     if (m->recurrent && !m->v_state && !(m->v_state = malloc(m->rs_bytes ? m->rs_bytes : 1))) {
         snprintf(err, errlen, "out of memory");

@@ -137,6 +137,8 @@ int memory_push(memory *m, int32_t tok, char *err, size_t errlen);
  * and the k tokens are evaluated again as one call (so the state holds
  * nothing of the rejected ones and the memory records the call it replays);
  * memory_advance counts the next kept token (n_past + 1, logits: its row).
+ * memory_verify again before memory_verify_keep verifies other tokens at
+ * the same n_past, a recurrent state from where the first call began.
  * Anything else that evaluates or truncates drops what was not counted. */
 int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *err, size_t errlen);
 int memory_verify_keep(memory *m, int32_t k, char *err, size_t errlen);

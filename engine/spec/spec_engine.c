@@ -15,7 +15,8 @@ struct spec_run {
     int32_t q[SPEC_DRAFT_MAX + 1]; /* what the last verification drew */
     sampler_step *qst;             /* ... their reports */
     int32_t n_q, i_q;
-    int32_t draft[SPEC_DRAFT_MAX], n_draft; /* the drafts it verified */
+    int8_t qmark[SPEC_DRAFT_MAX + 1];       /* ... spec_engine_next's mark of each */
+    int32_t qrej[SPEC_DRAFT_MAX + 1];       /* ... and the draft rejected where the mark is 2 */
     spec_stats base;                        /* the counts when the turn started */
     bool held_evaluated;                    /* the token handed out last sits in the memory already */
 };
@@ -133,8 +134,8 @@ bool spec_engine_next(engine *e, int32_t *tok, sampler_step *st, int32_t *mark, 
     *st = r->qst[r->i_q];
     *tok = r->q[r->i_q++];
     r->held_evaluated = r->i_q < r->n_q; /* the last one drawn was never evaluated */
-    *mark = r->held_evaluated ? 1 : r->n_q - 1 < r->n_draft ? 2 : 0;
-    *rejected = *mark == 2 ? r->draft[r->n_q - 1] : -1;
+    *mark = r->qmark[r->i_q - 1];
+    *rejected = r->qrej[r->i_q - 1];
     return true;
 }
 
@@ -164,12 +165,42 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
     if (nd == 0)
         return memory_push(&e->mem, tok, err, errlen);
     batch[0] = tok;
-    memcpy(r->draft, batch + 1, (size_t)nd * sizeof *batch);
-    r->n_draft = nd;
+    int32_t drafts[SPEC_DRAFT_MAX];
+    memcpy(drafts, batch + 1, (size_t)nd * sizeof *batch);
     if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0)
         return -1;
+    sampler_mark mark;
+    sampler_mark_get(e->s, &mark);
     r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, nd, r->q, r->qst);
-    spec_count(r->sp, nd, r->n_q - 1);
+    const int32_t k = r->n_q - 1; /* drafts accepted by the first pass */
+    for (int32_t i = 0; i < r->n_q; i++) {
+        r->qmark[i] = (int8_t)(i < k ? 1 : k < nd ? 2 : 0);
+        r->qrej[i] = i == k && k < nd ? drafts[k] : -1;
+    }
+    /* a recurrent state past a rejected draft: llama-server's replay of its
+     * checkpoint (spec_verify says how), the sampler as it was before */
+    int32_t n_b = nd;
+    bool replayed = false;
+    while (e->mem.recurrent && r->n_q - 1 < n_b) {
+        sampler_rewind(e->s, &mark);
+        n_b = r->n_q;
+        memcpy(batch + 1, r->q, (size_t)n_b * sizeof *batch);
+        if (memory_verify(&e->mem, batch, n_b + 1, r->rows, err, errlen) != 0)
+            return -1;
+        r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, n_b, r->q, r->qst);
+        replayed = true;
+    }
+    for (int32_t i = k + 1; i < r->n_q; i++) { /* drawn after the replayed ones */
+        r->qmark[i] = 0;
+        r->qrej[i] = -1;
+    }
+    if (replayed && r->n_q <= k) { /* the replay drew otherwise: what it kept */
+        for (int32_t i = 0; i < r->n_q; i++) {
+            r->qmark[i] = (int8_t)(i + 1 < r->n_q ? 1 : 0);
+            r->qrej[i] = -1;
+        }
+    }
+    spec_count(r->sp, nd, r->n_q - 1 - (replayed && r->n_q > 1 ? 1 : 0));
     if (memory_verify_keep(&e->mem, r->n_q, err, errlen) != 0) {
         r->n_q = 0;
         return -1;
