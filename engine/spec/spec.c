@@ -350,6 +350,12 @@ int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n
     return n;
 }
 
+void spec_accept(spec *s, int32_t n_accepted)
+{
+    if (s->mtp)
+        spec_mtp_accept(s->mtp, n_accepted);
+}
+
 void spec_count(spec *s, int32_t n_drafted, int32_t n_accepted)
 {
     s->st.n_drafted += n_drafted;

@@ -130,6 +130,12 @@ int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, int32_t *seq,
 int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last,
                   int32_t max, int32_t *out, char *err, size_t errlen);
 
+/* After a verification the caller did itself (spec_eval with all rows,
+ * then spec_sample_accept): its n_accepted drafts accepted, for the MTP
+ * block to go on from the hidden state of the last accepted position
+ * (common_speculative_accept). A no-op for the other kinds. */
+void spec_accept(spec *s, int32_t n_accepted);
+
 /* Counts since the start, as llama-server logs them (draft acceptance). */
 typedef struct spec_stats {
     int64_t n_drafted, n_accepted, n_verify;

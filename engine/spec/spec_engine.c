@@ -21,6 +21,13 @@ struct spec_run {
     bool held_evaluated;                    /* the token handed out last sits in the memory already */
 };
 
+/* memory_eval_fn for the MTP block (spec_eval) */
+static int mtp_eval(void *user, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos, float *logits,
+                    bool all_logits, char *err, size_t errlen)
+{
+    return spec_eval(user, f, tokens, n, pos, logits, all_logits, err, errlen);
+}
+
 bool spec_engine_open(engine *e, char *err, size_t errlen)
 {
     spec_engine_close(e);
@@ -28,12 +35,6 @@ bool spec_engine_open(engine *e, char *err, size_t errlen)
         return true;
     if (e->p.no_kv_cache) {
         snprintf(err, errlen, "speculative decoding needs the KV cache (not --no-kv-cache)");
-        return false;
-    }
-    if (e->p.spec_type == SPEC_MTP) {
-        /* the MTP block must see every batch the target evaluates (spec_eval),
-         * and the engine's memory evaluates its own */
-        snprintf(err, errlen, "--spec mtp runs in generate and bench only for now (here: ngram or draft)");
         return false;
     }
     spec_params p = spec_default_params();
@@ -55,6 +56,12 @@ bool spec_engine_open(engine *e, char *err, size_t errlen)
         return false;
     }
     r->draft_max = spec_get_params(r->sp)->draft_max;
+    if (p.type == SPEC_MTP) {
+        /* the block sees every batch the memory evaluates; what the memory
+         * holds was evaluated without it: evaluated again next turn */
+        memory_set_eval(&e->mem, mtp_eval, r->sp);
+        memory_truncate(&e->mem, 0);
+    }
     r->rows = malloc((size_t)(r->draft_max + 1) * (size_t)e->n_vocab * sizeof *r->rows);
     r->qst = malloc((size_t)(r->draft_max + 1) * sizeof *r->qst);
     e->spec = r;
@@ -71,6 +78,7 @@ void spec_engine_close(engine *e)
     spec_run *r = e->spec;
     if (!r)
         return;
+    memory_set_eval(&e->mem, NULL, NULL);
     spec_free(r->sp);
     free(r->rows);
     free(r->qst);
@@ -167,8 +175,17 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
     batch[0] = tok;
     int32_t drafts[SPEC_DRAFT_MAX];
     memcpy(drafts, batch + 1, (size_t)nd * sizeof *batch);
-    if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0)
+    /* mtp: the state after each position kept (the reference's n_rs_seq),
+     * for memory_verify_keep to take instead of a replay */
+    const bool mtp = spec_get_params(r->sp)->type == SPEC_MTP;
+    if (mtp && !forward_rs_keep(e->f, nd + 1)) {
+        snprintf(err, errlen, "out of memory for the recurrent states of the verification");
         return -1;
+    }
+    if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0) {
+        forward_rs_keep(e->f, 0);
+        return -1;
+    }
     sampler_mark mark;
     sampler_mark_get(e->s, &mark);
     r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, nd, r->q, r->qst);
@@ -181,7 +198,9 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
      * checkpoint (spec_verify says how), the sampler as it was before */
     int32_t n_b = nd;
     bool replayed = false;
-    while (e->mem.recurrent && r->n_q - 1 < n_b) {
+    if (mtp)
+        spec_accept(r->sp, k);
+    while (!mtp && e->mem.recurrent && r->n_q - 1 < n_b) {
         sampler_rewind(e->s, &mark);
         n_b = r->n_q;
         memcpy(batch + 1, r->q, (size_t)n_b * sizeof *batch);
@@ -201,7 +220,9 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
         }
     }
     spec_count(r->sp, nd, r->n_q - 1 - (replayed && r->n_q > 1 ? 1 : 0));
-    if (memory_verify_keep(&e->mem, r->n_q, err, errlen) != 0) {
+    const int rc = memory_verify_keep(&e->mem, r->n_q, err, errlen);
+    forward_rs_keep(e->f, 0);
+    if (rc != 0) {
         r->n_q = 0;
         return -1;
     }
