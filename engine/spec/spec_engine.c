@@ -15,10 +15,10 @@ struct spec_run {
     int32_t q[SPEC_DRAFT_MAX + 1]; /* what the last verification drew */
     sampler_step *qst;             /* ... their reports */
     int32_t n_q, i_q;
-    int8_t qmark[SPEC_DRAFT_MAX + 1];       /* ... spec_engine_next's mark of each */
-    int32_t qrej[SPEC_DRAFT_MAX + 1];       /* ... and the draft rejected where the mark is 2 */
-    spec_stats base;                        /* the counts when the turn started */
-    bool held_evaluated;                    /* the token handed out last sits in the memory already */
+    int8_t qmark[SPEC_DRAFT_MAX + 1]; /* ... spec_engine_next's mark of each */
+    int32_t qrej[SPEC_DRAFT_MAX + 1]; /* ... and the draft rejected where the mark is 2 */
+    spec_stats base;                  /* the counts when the turn started */
+    bool held_evaluated;              /* the token handed out last sits in the memory already */
 };
 
 /* memory_eval_fn for the MTP block (spec_eval) */
@@ -213,9 +213,9 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
         r->qmark[i] = 0;
         r->qrej[i] = -1;
     }
-    if (replayed && r->n_q <= k) { /* the replay drew otherwise: what it kept */
+    if (replayed && r->n_q != k + 2) { /* a replayed row drew otherwise: the marks as counted */
         for (int32_t i = 0; i < r->n_q; i++) {
-            r->qmark[i] = (int8_t)(i + 1 < r->n_q ? 1 : 0);
+            r->qmark[i] = (int8_t)(i + 2 < r->n_q ? 1 : 0);
             r->qrej[i] = -1;
         }
     }
