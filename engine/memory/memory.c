@@ -425,7 +425,8 @@ int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *
     }
     /* verifying again at the same position (llama-server's replay of a
      * recurrent target's checkpoint): from the state saved before */
-    if (m->recurrent && m->v_state && m->v_end > p && forward_rs_pos(m->f) == m->v_end)
+    if (m->recurrent && m->v_state && m->v_end > p && forward_rs_pos(m->f) == m->v_end && m->call_start[p] == p &&
+        m->call_end[p] == m->v_end) /* the state past the verification that began at p */
         forward_rs_load(m->f, m->v_state, p);
     m->v_end = p;
     if (m->recurrent && !m->v_state && !(m->v_state = malloc(m->rs_bytes ? m->rs_bytes : 1))) {
