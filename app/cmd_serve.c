@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "  --max-queue N            requests that may wait for the engine (default 64); past it: 503\n"
             "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
-            "  --spec KIND              speculative decoding: off (default), ngram, draft; the same replies\n"
+            "  --spec KIND              speculative decoding: off (default), ngram, draft, mtp; the same replies\n"
             "  --draft-max N            drafts per verification (default 3)\n"
             "  -md, --draft-model FILE  the draft model of --spec draft (same vocabulary)\n"
             "\n"

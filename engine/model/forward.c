@@ -886,6 +886,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         }
     if (forward_rs_check(f, g->n_layer, start_pos, err, errlen) != 0)
         return -1;
+    forward_rs_snap_begin(f, g->n_layer == f->hp.n_layer ? n : INT32_MAX, start_pos);
     const int32_t nb = (int32_t)f->p.n_batch;
     for (int32_t done = 0; done < n;) {
         const int32_t cnt = n - done < nb ? n - done : nb;
@@ -904,9 +905,11 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         done += cnt;
         f->rs_pos = start_pos + done; /* the recurrent state has consumed these, even if cancelled next */
         if (f->progress && !f->progress(f->progress_user, done, n)) {
+            forward_rs_snap_end(f, 0);
             snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);
             return -1;
         }
     }
+    forward_rs_snap_end(f, n);
     return 0;
 }

@@ -90,6 +90,15 @@ int32_t forward_rs_pos(const forward_ctx *f);             /* positions the state
 void forward_rs_save(const forward_ctx *f, void *dst);    /* snapshot (forward_rs_bytes bytes) */
 void forward_rs_load(forward_ctx *f, const void *src, int32_t pos); /* restore a snapshot taken at pos */
 void forward_rs_reset(forward_ctx *f);                    /* empty state, pos 0 */
+/* Keeps the state after each token of every later evaluation of at most n
+ * tokens (n 0: none; a longer one keeps none), as llama.cpp's n_rs_seq
+ * does for speculative decoding: the recurrence runs token by token, so the
+ * state after token i of a batch is the state the first i + 1 tokens alone
+ * give. false when out of memory. */
+bool forward_rs_keep(forward_ctx *f, int32_t n);
+/* The state after token i of the last evaluation (which kept them): pos
+ * its start + i + 1. false when there is no such state. */
+bool forward_rs_rollback(forward_ctx *f, int32_t i);
 
 /* ---- the cache for a snapshot on disk (engine/model/forward_kv.c) -------------
  * forward_kv_pieces calls fn on every run of cache bytes that holds positions

@@ -148,6 +148,23 @@ void sampler_accept(sampler *s, int32_t token)
         }
     }
     s->hist[s->n_hist++] = token;
+    s->n_accepted++;
+}
+
+void sampler_mark_get(const sampler *s, sampler_mark *m)
+{
+    memcpy(m->rng, s->rng.s, sizeof m->rng);
+    m->mu = s->mu;
+    m->n_accepted = s->n_accepted;
+}
+
+void sampler_rewind(sampler *s, const sampler_mark *m)
+{
+    memcpy(s->rng.s, m->rng, sizeof m->rng);
+    s->mu = m->mu;
+    const uint64_t drop = s->n_accepted > m->n_accepted ? s->n_accepted - m->n_accepted : 0;
+    s->n_hist = drop < s->n_hist ? s->n_hist - (size_t)drop : 0;
+    s->n_accepted = m->n_accepted;
 }
 
 void sampler_reset_history(sampler *s)

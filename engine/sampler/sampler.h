@@ -96,6 +96,17 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step);
  * the distribution alone (step->token -1). A draw right after a report of
  * the same logits sees the same chain. */
 void sampler_report(sampler *s, const float *logits, int32_t token, sampler_step *step);
+/* The state draws and accepts change (random numbers, mirostat, the
+ * penalty history's length), saved and restored: llama-server's
+ * common_sampler_clone / common_sampler_copy around a verification it
+ * replays. A rewind drops the tokens accepted since the mark. */
+typedef struct sampler_mark {
+    uint64_t rng[4];
+    float mu;
+    uint64_t n_accepted;
+} sampler_mark;
+void sampler_mark_get(const sampler *s, sampler_mark *m);
+void sampler_rewind(sampler *s, const sampler_mark *m);
 
 /* Parse "name value" for the parameters above (used by /set, config, CLI).
  * Besides sampler_param_names: "n_top" (0..SAMPLER_MAX_TOP) and "stop" (adds a

@@ -33,6 +33,7 @@ struct sampler {
     int32_t *count; /* [n_vocab] penalty counts during a step, zero otherwise */
     int32_t *hist;
     size_t n_hist, cap_hist;
+    uint64_t n_accepted; /* tokens sampler_accept took, for sampler_rewind */
     float mu; /* mirostat v2 state: maximum surprise (bits) kept */
     /* DRY: breakers grouped by head token (CSR: brk_start[n_vocab + 1]) */
     int32_t *brk_start;

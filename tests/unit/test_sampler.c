@@ -1041,6 +1041,42 @@ static void test_report(void **state)
     }
 }
 
+/* sampler_mark_get / sampler_rewind (llama-server's sampler clone and
+ * copy around a replayed verification): after a rewind the draws, the
+ * mirostat state and the penalties are those that followed the mark, with
+ * repetition penalties on (the history's length matters) */
+static void test_rewind(void **state)
+{
+    (void)state;
+    float l[16];
+    for (int i = 0; i < 16; i++)
+        l[i] = sinf((float)i * 1.3f) * 2.0f;
+    for (int mode = 0; mode < 2; mode++) {
+        sampler_params p = plain_params();
+        p.repeat_penalty = 1.5f;
+        p.repeat_last_n = 4;
+        if (mode == 1)
+            p.mirostat = 2;
+        sampler *a = sampler_build(&p, 16);
+        for (int k = 0; k < 10; k++)
+            sampler_accept(a, sampler_sample(a, l, NULL));
+        sampler_mark m;
+        sampler_mark_get(a, &m);
+        int32_t first[20], again[20];
+        for (int k = 0; k < 20; k++) {
+            first[k] = sampler_sample(a, l, NULL);
+            sampler_accept(a, first[k]);
+        }
+        sampler_rewind(a, &m);
+        for (int k = 0; k < 20; k++) {
+            again[k] = sampler_sample(a, l, NULL);
+            sampler_accept(a, again[k]);
+        }
+        assert_memory_equal(first, again, sizeof first);
+        sampler_free(a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1057,6 +1093,7 @@ int main(void)
         cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_reference_vectors),
         cmocka_unit_test(test_dry_breakers),    cmocka_unit_test(test_dry_tokenizer),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_rewind),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }
