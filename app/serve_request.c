@@ -138,6 +138,9 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
         (r->chat && (rc = get_i32(c, o, "max_completion_tokens", 0, 1e9, &sp->n_predict))) ||
         (rc = get_i32(c, o, "n_predict", -1, 1e9, &sp->n_predict)))
         return rc;
+    /* llama-server's: the end-of-generation tokens are never drawn (fixed-length replies) */
+    if ((rc = get_bool(c, o, "ignore_eos", &sp->ignore_eos)))
+        return rc;
     int32_t n = 1;
     if ((rc = get_i32(c, o, "n", 1, 1e9, &n)))
         return rc;
