@@ -51,6 +51,7 @@ typedef struct serve_request {
                              CHAT_ROLE_REASONING) carry template variables and earlier reasoning */
     size_t n_msgs;
     char *prompt;         /* completions: the raw text (no template) */
+    size_t prompt_len;    /* its bytes (a "\u0000" in it is a NUL byte); 0: strlen */
     char *model;          /* the name asked for (echoed; any name is served by the one model) */
     sampler_params sp;    /* the defaults, then the request's fields */
     bool logprobs;        /* per-token logprobs wanted */

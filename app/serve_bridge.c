@@ -217,7 +217,7 @@ static void start_next(serve_bridge *b)
     const serve_request *r = &j->req;
     /* completions take the prompt as it is: the raw format, no template; chat
      * requests the engine's (the model's own, raw for a model without one) */
-    chat_message one = {"user", r->prompt};
+    chat_message one = {"user", r->prompt, r->prompt_len};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT,
                     .name = r->chat ? NULL : strdup("raw"),
                     .messages = r->chat ? r->msgs : &one,
