@@ -144,7 +144,9 @@ void serve_out_feed(serve_out *o, const serve_token *t, const char *rest, size_t
 /* The chat shape of one logprobs entry (token, logprob, bytes, top_logprobs,
  * and tokscope's fields: id, logit, p_raw, p_post, entropy_raw, entropy_post). */
 struct cJSON *serve_logprob_entry(const serve_token *t, int32_t top, bool post_sampling);
-/* Valid UTF-8 copy (invalid bytes become U+FFFD), malloc'd. */
+/* Valid UTF-8 copy (invalid bytes become U+FFFD), malloc'd. A NUL (a byte
+ * token's) stays a NUL: held as 0xFF '0' in the C string, it is printed
+ * "\u0000" (only the JSON this file prints knows that). */
 char *serve_utf8_clean(const char *s, size_t n);
 
 const char *serve_finish_reason(enum engine_done_reason r);

@@ -289,10 +289,11 @@ static enum MHD_Result reply_whole(struct MHD_Connection *c, stream *s)
     /* the whole reply split at once: trimmed like the template's own extraction */
     char *ans = NULL, *rsn = NULL;
     if (s->out.split) {
-        char *a = chat_reasoning_extract(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_ANSWER);
-        char *r = chat_reasoning_extract(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_REASONING);
-        ans = serve_utf8_clean(a ? a : "", a ? strlen(a) : 0);
-        rsn = serve_utf8_clean(r ? r : "", r ? strlen(r) : 0);
+        size_t al = 0, rl = 0;
+        char *a = chat_reasoning_extract_n(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_ANSWER, &al);
+        char *r = chat_reasoning_extract_n(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_REASONING, &rl);
+        ans = serve_utf8_clean(a ? a : "", a ? al : 0);
+        rsn = serve_utf8_clean(r ? r : "", r ? rl : 0);
         free(a);
         free(r);
     } else {

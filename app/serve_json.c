@@ -51,7 +51,13 @@ char *serve_utf8_clean(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(u + i, n - i);
-        if (k == 0 || (k == 1 && u[i] == 0)) { /* invalid byte (or a NUL): U+FFFD */
+        if (k == 1 && u[i] == 0) { /* a NUL (a byte token): "\u0000" once printed (print_free) */
+            memcpy(w, "\xFF" "0", 2);
+            w += 2;
+            i++;
+            continue;
+        }
+        if (k == 0) { /* an invalid byte: U+FFFD */
             memcpy(w, "\xEF\xBF\xBD", 3);
             w += 3;
             i++;
@@ -270,11 +276,31 @@ const char *serve_finish_reason(enum engine_done_reason r)
 
 /* ---- whole objects -------------------------------------------------------- */
 
+/* The object as JSON text. cJSON holds C strings, so a NUL travels in them
+ * as 0xFF '0' (serve_utf8_clean: never UTF-8, so nothing else has 0xFF) and
+ * becomes "\u0000" here, as llama-server writes it. */
 static char *print_free(cJSON *o)
 {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    return s;
+    size_t k = 0, n = s ? strlen(s) : 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        k += (unsigned char)s[i] == 0xFF && s[i + 1] == '0';
+    if (!k)
+        return s;
+    char *out = malloc(n + 4 * k + 1), *w = out;
+    for (size_t i = 0; out && i < n; i++) {
+        if ((unsigned char)s[i] == 0xFF && i + 1 < n && s[i + 1] == '0') {
+            w = stpcpy(w, "\\u0000");
+            i++;
+        } else {
+            *w++ = s[i];
+        }
+    }
+    if (out)
+        *w = 0;
+    free(s);
+    return out;
 }
 
 char *serve_error_json(const char *message, const char *type, const char *param, const char *code)

@@ -102,6 +102,7 @@ static int parse_stop(pctx *c, const cJSON *o, sampler_params *sp)
     for (int i = 0; i < n; i++, s = cJSON_IsString(f) ? s : s->next) {
         if (!cJSON_IsString(s))
             return bad(c, "stop", "'stop' must be a string or an array of strings");
+        chat_bytes_unescape(s->valuestring); /* a NUL ends a stop string */
         size_t l = strlen(s->valuestring);
         if (l == 0)
             continue;
@@ -357,6 +358,48 @@ static int parse_prompt(pctx *c, const cJSON *o, serve_request *r)
     return r->prompt ? 0 : bad(c, "prompt", "out of memory");
 }
 
+/* The body with every "\u0000" escape as 0xFF '0' and every 0xFF byte as
+ * 0xFF 0xFF (chat_bytes_escape's form): cJSON's strings are C strings and
+ * would end at the NUL, so the contents are unescaped after parsing, with
+ * their lengths (a reply the client sends back holds its byte tokens'
+ * NULs). An escaped backslash is copied as it is. */
+static char *escape_nuls(const char *body, size_t len, size_t *out_len)
+{
+    char *out = malloc(2 * len + 1), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char ch = (unsigned char)body[i];
+        if (ch == '\\' && i + 5 < len && body[i + 1] == 'u' && !memcmp(body + i + 2, "0000", 4)) {
+            *w++ = (char)0xFF;
+            *w++ = '0';
+            i += 5;
+        } else if (ch == '\\' && i + 1 < len) {
+            *w++ = body[i++];
+            *w++ = body[i];
+        } else if (ch == 0xFF) {
+            *w++ = (char)0xFF;
+            *w++ = (char)0xFF;
+        } else {
+            *w++ = (char)ch;
+        }
+    }
+    *w = 0;
+    *out_len = (size_t)(w - out);
+    return out;
+}
+
+/* The contents back to bytes with their lengths (template variables stay
+ * JSON text: they are parsed again). */
+static void unescape_contents(serve_request *r)
+{
+    for (size_t i = 0; i < r->n_msgs; i++)
+        if (r->msgs[i].content && strcmp(r->msgs[i].role, CHAT_ROLE_VARS) != 0)
+            r->msgs[i].content_len = chat_bytes_unescape((char *)r->msgs[i].content);
+    if (r->prompt)
+        r->prompt_len = chat_bytes_unescape(r->prompt);
+}
+
 int serve_request_parse(serve_request *req, bool chat, const char *body, size_t len, const sampler_params *defaults,
                         char *err, size_t errlen, char *param, size_t paramlen)
 {
@@ -367,7 +410,12 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
     req->sp.n_stop = 0;
     if (param && paramlen)
         param[0] = 0;
-    cJSON *o = cJSON_ParseWithLength(body, len);
+    size_t elen = 0;
+    char *ebody = escape_nuls(body, len, &elen);
+    if (!ebody)
+        return bad(&c, "", "out of memory");
+    cJSON *o = cJSON_ParseWithLength(ebody, elen);
+    free(ebody);
     if (!o)
         return bad(&c, "", "the body is not valid JSON");
     int rc = 0;
@@ -382,7 +430,7 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
             goto out;
         }
         /* echoed in every reply: invalid UTF-8 there would make the reply invalid */
-        req->model = serve_utf8_clean(f->valuestring, strlen(f->valuestring));
+        req->model = serve_utf8_clean(f->valuestring, chat_bytes_unescape(f->valuestring));
     }
     if ((rc = get_bool(&c, o, "stream", &req->stream)))
         goto out;
@@ -397,6 +445,7 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
     if ((rc = refuse_unsupported(&c, o, chat)) || (rc = parse_sampling(&c, o, req)) ||
         (rc = parse_logprobs(&c, o, req)) || (rc = chat ? parse_messages(&c, o, req) : parse_prompt(&c, o, req)))
         goto out;
+    unescape_contents(req);
 out:
     cJSON_Delete(o);
     return rc;

@@ -203,6 +203,25 @@ static void test_utf8_clean(void **state)
     s = serve_utf8_clean("\xED\xA0\x80", 3); /* a surrogate is not UTF-8 */
     assert_string_equal(s, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     free(s);
+    /* a NUL (a byte token) stays one: printed "\u0000", as llama-server writes it, so the
+     * client can send the reply back whole */
+    s = serve_utf8_clean("x\0y", 3);
+    serve_reply_meta m = {"chatcmpl-1", 1, "m"};
+    char *body = serve_reply(&m, true, s, NULL, NULL, "length", 1, 3);
+    free(s);
+    assert_non_null(strstr(body, "\"content\":\"x\\u0000y\""));
+    cJSON *o = cJSON_Parse(body);
+    assert_non_null(o); /* strict JSON */
+    cJSON_Delete(o);
+    free(body);
+    serve_request r;
+    char err[128], param[32];
+    const char req[] = "{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\\u0000y\\\\u0000\xff\"}]}";
+    assert_int_equal(serve_request_parse(&r, true, req, sizeof req - 1, NULL, err, sizeof err, param, sizeof param), 0);
+    assert_int_equal(r.n_msgs, 1);
+    assert_int_equal(chat_content_len(&r.msgs[0]), 10);
+    assert_memory_equal(r.msgs[0].content, "x\0y\\u0000\xff", 10);
+    serve_request_free(&r);
 }
 
 static serve_token tok(int32_t id, const char *text, float p_raw, float p_post)
