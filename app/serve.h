@@ -158,6 +158,7 @@ typedef struct serve_reply_meta {
     const char *id;     /* "chatcmpl-..." / "cmpl-..." */
     long long created;
     const char *model;
+    int32_t n_cached;   /* usage.prompt_tokens_details.cached_tokens: prompt tokens not evaluated */
 } serve_reply_meta;
 
 /* Streaming: one chunk, "data: {...}\n\n" (malloc'd). entries: an array of
@@ -181,14 +182,20 @@ typedef struct serve_job serve_job;
 typedef struct serve_done {
     enum engine_done_reason reason;
     int32_t n_prompt;   /* tokens of the prompt (the whole of it, cached or not) */
+    int32_t n_cached;   /* ... of them the cache held (not evaluated) */
     int32_t n_gen;
     char rest[ENGINE_TEXT_MAX]; /* held-back reply bytes the end released */
     int32_t rest_len;
     char message[ENGINE_MSG_MAX]; /* the error, when the turn failed */
 } serve_done;
 
-/* Starts the bridge thread over a started engine whose model is loaded. */
-serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, char *err, size_t errlen);
+/* Starts the bridge thread over a started engine whose model is loaded.
+ * kv_path (NULL: none): after every request the engine's memory goes there
+ * as a KV snapshot (memory/kv_snapshot.h; restored at start by cmd_serve),
+ * so a restarted server answers a conversation it held without evaluating
+ * it again. */
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, const char *kv_path, char *err,
+                                 size_t errlen);
 /* Stops every job (their clients get what was made), the thread, the engine. */
 void serve_bridge_stop(serve_bridge *b);
 /* Frees it once no connection holds a job any more (after serve_http_stop). */

@@ -423,12 +423,17 @@ char *serve_chunk(const serve_reply_meta *m, bool chat, bool first, const char *
     return sse_event(print_free(o));
 }
 
-static cJSON *usage(int32_t n_prompt, int32_t n_gen)
+/* OpenAI's usage, with prompt_tokens_details.cached_tokens as OpenAI and
+ * llama-server give it: the prompt's tokens the cache (or a restored KV
+ * snapshot) already held, not evaluated for this request */
+static cJSON *usage(int32_t n_prompt, int32_t n_cached, int32_t n_gen)
 {
     cJSON *u = cJSON_CreateObject();
     cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_gen);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", n_cached);
     return u;
 }
 
@@ -436,7 +441,7 @@ char *serve_usage_chunk(const serve_reply_meta *m, bool chat, int32_t n_prompt, 
 {
     cJSON *o = head(m, chat, true);
     cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToObject(o, "usage", usage(n_prompt, n_gen));
+    cJSON_AddItemToObject(o, "usage", usage(n_prompt, m->n_cached, n_gen));
     return sse_event(print_free(o));
 }
 
@@ -447,7 +452,7 @@ char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, con
     cJSON *chs = cJSON_AddArrayToObject(o, "choices");
     size_t off = 0;
     cJSON_AddItemToArray(chs, choice(chat, false, false, content, reasoning, entries, finish, &off));
-    cJSON_AddItemToObject(o, "usage", usage(n_prompt, n_gen));
+    cJSON_AddItemToObject(o, "usage", usage(n_prompt, m->n_cached, n_gen));
     return print_free(o);
 }
 

@@ -206,7 +206,7 @@ static void test_utf8_clean(void **state)
     /* a NUL (a byte token) stays one: printed "\u0000", as llama-server writes it, so the
      * client can send the reply back whole */
     s = serve_utf8_clean("x\0y", 3);
-    serve_reply_meta m = {"chatcmpl-1", 1, "m"};
+    serve_reply_meta m = {"chatcmpl-1", 1, "m", 0};
     char *body = serve_reply(&m, true, s, NULL, NULL, "length", 1, 3);
     free(s);
     assert_non_null(strstr(body, "\"content\":\"x\\u0000y\""));
@@ -362,7 +362,7 @@ static void test_eog_and_rest(void **state)
 static void test_chunks_and_replies(void **state)
 {
     (void)state;
-    serve_reply_meta m = {"chatcmpl-1", 1700000000, "model.gguf"};
+    serve_reply_meta m = {"chatcmpl-1", 1700000000, "model.gguf", 0};
     char *s = serve_chunk(&m, true, true, "", NULL, NULL, NULL);
     assert_true(!strncmp(s, "data: {", 7));
     assert_true(s[strlen(s) - 1] == '\n' && s[strlen(s) - 2] == '\n');
@@ -404,10 +404,15 @@ static void test_chunks_and_replies(void **state)
     assert_int_equal(cJSON_GetObjectItem(u, "total_tokens")->valueint, 6);
     cJSON_Delete(o);
     free(s);
+    m.n_cached = 2; /* the prompt's tokens the cache held: OpenAI's and llama-server's field */
     s = serve_usage_chunk(&m, true, 3, 4);
     o = cJSON_Parse(s + 6);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "choices")), 0);
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "usage"), "completion_tokens")->valueint, 4);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "usage"), "prompt_tokens_details"), "cached_tokens")
+            ->valueint,
+        2);
     cJSON_Delete(o);
     free(s);
 }
