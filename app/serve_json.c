@@ -283,24 +283,7 @@ static char *print_free(cJSON *o)
 {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    size_t k = 0, n = s ? strlen(s) : 0;
-    for (size_t i = 0; i + 1 < n; i++)
-        k += (unsigned char)s[i] == 0xFF && s[i + 1] == '0';
-    if (!k)
-        return s;
-    char *out = malloc(n + 4 * k + 1), *w = out;
-    for (size_t i = 0; out && i < n; i++) {
-        if ((unsigned char)s[i] == 0xFF && i + 1 < n && s[i + 1] == '0') {
-            w = stpcpy(w, "\\u0000");
-            i++;
-        } else {
-            *w++ = s[i];
-        }
-    }
-    if (out)
-        *w = 0;
-    free(s);
-    return out;
+    return chat_bytes_json_out(s);
 }
 
 char *serve_error_json(const char *message, const char *type, const char *param, const char *code)

@@ -358,37 +358,6 @@ static int parse_prompt(pctx *c, const cJSON *o, serve_request *r)
     return r->prompt ? 0 : bad(c, "prompt", "out of memory");
 }
 
-/* The body with every "\u0000" escape as 0xFF '0' and every 0xFF byte as
- * 0xFF 0xFF (chat_bytes_escape's form): cJSON's strings are C strings and
- * would end at the NUL, so the contents are unescaped after parsing, with
- * their lengths (a reply the client sends back holds its byte tokens'
- * NULs). An escaped backslash is copied as it is. */
-static char *escape_nuls(const char *body, size_t len, size_t *out_len)
-{
-    char *out = malloc(2 * len + 1), *w = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < len; i++) {
-        const unsigned char ch = (unsigned char)body[i];
-        if (ch == '\\' && i + 5 < len && body[i + 1] == 'u' && !memcmp(body + i + 2, "0000", 4)) {
-            *w++ = (char)0xFF;
-            *w++ = '0';
-            i += 5;
-        } else if (ch == '\\' && i + 1 < len) {
-            *w++ = body[i++];
-            *w++ = body[i];
-        } else if (ch == 0xFF) {
-            *w++ = (char)0xFF;
-            *w++ = (char)0xFF;
-        } else {
-            *w++ = (char)ch;
-        }
-    }
-    *w = 0;
-    *out_len = (size_t)(w - out);
-    return out;
-}
-
 /* The contents back to bytes with their lengths (template variables stay
  * JSON text: they are parsed again). */
 static void unescape_contents(serve_request *r)
@@ -411,7 +380,7 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
     if (param && paramlen)
         param[0] = 0;
     size_t elen = 0;
-    char *ebody = escape_nuls(body, len, &elen);
+    char *ebody = chat_bytes_json_in(body, len, &elen); /* contents unescaped below, with lengths */
     if (!ebody)
         return bad(&c, "", "out of memory");
     cJSON *o = cJSON_ParseWithLength(ebody, elen);

@@ -51,6 +51,58 @@ size_t chat_bytes_unescape(char *s)
     return (size_t)(w - s);
 }
 
+char *chat_bytes_json_in(const char *json, size_t len, size_t *out_len)
+{
+    char *out = malloc(2 * len + 1), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char ch = (unsigned char)json[i];
+        if (ch == '\\' && i + 5 < len && json[i + 1] == 'u' && !memcmp(json + i + 2, "0000", 4)) {
+            *w++ = (char)0xFF;
+            *w++ = '0';
+            i += 5;
+        } else if (ch == '\\' && i + 1 < len) {
+            *w++ = json[i++];
+            *w++ = json[i];
+        } else if (ch == 0xFF) {
+            *w++ = (char)0xFF;
+            *w++ = (char)0xFF;
+        } else {
+            *w++ = (char)ch;
+        }
+    }
+    *w = 0;
+    *out_len = (size_t)(w - out);
+    return out;
+}
+
+char *chat_bytes_json_out(char *json)
+{
+    if (!json || !strchr(json, (char)0xFF))
+        return json;
+    const size_t n = strlen(json);
+    char *out = malloc(6 * n + 1), *w = out;
+    if (!out) {
+        free(json);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)json[i] == 0xFF && json[i + 1] == '0') {
+            w = stpcpy(w, "\\u0000");
+            i++;
+        } else if ((unsigned char)json[i] == 0xFF && (unsigned char)json[i + 1] == 0xFF) {
+            *w++ = (char)0xFF;
+            i++;
+        } else {
+            *w++ = json[i];
+        }
+    }
+    *w = 0;
+    free(json);
+    return out;
+}
+
 /* s[0..n) as the string key: as it is when it holds no NUL, else escaped and flagged */
 static void add_content(cJSON *o, const char *key, const char *s, size_t n)
 {

@@ -29,6 +29,13 @@ static inline size_t chat_content_len(const chat_message *m)
 char *chat_bytes_escape(const char *s, size_t n); /* malloc'd, NUL-terminated */
 /* Unescapes s in place; returns its length (NULs included). */
 size_t chat_bytes_unescape(char *s);
+/* JSON text to parse with cJSON: every "\u0000" escape as 0xFF '0' and
+ * every 0xFF byte doubled (an escaped backslash stays as it is), so that
+ * its strings, unescaped, give their bytes and lengths (malloc'd). */
+char *chat_bytes_json_in(const char *json, size_t len, size_t *out_len);
+/* JSON text cJSON printed from escaped strings, back: 0xFF '0' as
+ * "\u0000", 0xFF 0xFF as the byte (takes json, returns the result). */
+char *chat_bytes_json_out(char *json);
 
 /* Pseudo messages: what a conversation carries besides role/content travels
  * as messages of these roles (so that every path that copies messages, the

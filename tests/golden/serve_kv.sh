@@ -11,7 +11,7 @@
 . tests/lib_serve.sh
 M=$TESTDATA/models
 T=$M/tiny-spm-q8_0.gguf
-K=$OUT/serve_kv.d
+K=$OUT/serve_kv_snap
 R1='{"messages":[{"role":"user","content":"Hello there"}],"max_tokens":6,"temperature":0}'
 # usage FILE: "PROMPT CACHED TEXT" of a chat reply
 usage() {
