@@ -6,7 +6,8 @@
 # .cached_tokens and the log's "(N evaluated)" say so (counts, not timing),
 # and the reply is the one a fresh server gives. A stale snapshot (another
 # model's) and a corrupt one (a flipped byte, a cut file) are not used, with
-# a log line, and the request is evaluated whole with the same reply.
+# a log line, and the request is evaluated whole with the same reply. On a
+# recurrent model (Qwen3.5) the restored state gives a fresh server's logprobs.
 . tests/lib.sh
 . tests/lib_serve.sh
 M=$TESTDATA/models
@@ -101,4 +102,39 @@ p, at = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[at
             [ "${got#* * }" = "${want#* * }" ]; then ok "$name"
         else not_ok "$name" "got: $got" "fresh: $want" "$(head -n 3 "$OUT/serve_kv_stale.log")"; fi
     fi
+fi
+
+# a recurrent model (Qwen3.5: the DeltaNet state and its checkpoints in the
+# snapshot): a completion that extends the one before, restarted; the
+# logprobs entries (logits, probabilities) equal a fresh server's
+Q=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
+if need "$Q" "serve --kv-dir on a recurrent model (qwen35-mini)"; then
+    rm -rf "$K.q"
+    P1='{"prompt":"Once upon a time","max_tokens":6,"temperature":0}'
+    if serve_start "$OUT/serve_kvq1.log" -m "$Q" --kv-dir "$K.q"; then
+        curl -s -o "$OUT/serve_kvq1.json" "http://127.0.0.1:$SPORT/v1/completions" -d "$P1"
+        serve_stop
+    fi
+    P2=$(python3 -c 'import json,sys
+o = json.load(open(sys.argv[1]))
+print(json.dumps({"prompt": "Once upon a time" + o["choices"][0]["text"] + " and then", "max_tokens": 4,
+                  "temperature": 0, "logprobs": 2}))' "$OUT/serve_kvq1.json" 2>/dev/null)
+    for run in kept fresh; do
+        a=""
+        [ $run = kept ] && a="--kv-dir $K.q"
+        # shellcheck disable=SC2086
+        if serve_start "$OUT/serve_kvq_$run.log" -m "$Q" $a; then
+            curl -s -o "$OUT/serve_kvq_$run.json" "http://127.0.0.1:$SPORT/v1/completions" -d "$P2"
+            serve_stop
+        fi
+    done
+    name="serve --kv-dir on Qwen3.5: restored, tokens kept, the same logprobs entries as a fresh server"
+    res=$(python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+ca = a["usage"]["prompt_tokens_details"]["cached_tokens"]
+same = a["choices"][0]["logprobs"]["content"] == b["choices"][0]["logprobs"]["content"]
+print(ca, "same" if same else "differ")' "$OUT/serve_kvq_kept.json" "$OUT/serve_kvq_fresh.json" 2>&1)
+    if grep -q "KV snapshot restored" "$OUT/serve_kvq_kept.log" && [ "${res#* }" = same ] && [ "${res%% *}" -gt 0 ] 2>/dev/null
+    then ok "$name"
+    else not_ok "$name" "$res" "$(head -n 3 "$OUT/serve_kvq_kept.log")"; fi
 fi
