@@ -126,6 +126,21 @@ char *chat_render_jinja_vars(const char *tmpl, const cJSON *messages, const cJSO
     return render_vars(tmpl, messages, extra, p, raised, NULL, err, errlen);
 }
 
+char *chat_render_jinja_vars_n(const char *tmpl, const cJSON *messages, const cJSON *extra,
+                               const chat_render_params *p, bool *raised, size_t *out_len, char *err, size_t errlen)
+{
+    return render_vars(tmpl, messages, extra, p, raised, out_len, err, errlen);
+}
+
+void chat_bytes_mark(cJSON *root)
+{
+    for (cJSON *c = root; c; c = c->next) {
+        if (cJSON_IsString(c) && c->valuestring && strchr(c->valuestring, (char)0xFF))
+            c->type |= CHAT_CJSON_BYTES;
+        chat_bytes_mark(c->child);
+    }
+}
+
 static char *render_vars(const char *tmpl, const cJSON *messages, const cJSON *extra, const chat_render_params *p,
                          bool *raised, size_t *out_len, char *err, size_t errlen)
 {

@@ -107,6 +107,12 @@ char *chat_render_jinja_json(const char *tmpl, const struct cJSON *messages, con
  * e.g. {"tools": [...], "enable_thinking": false}. */
 char *chat_render_jinja_vars(const char *tmpl, const struct cJSON *messages, const struct cJSON *extra,
                              const chat_render_params *p, bool *raised, char *err, size_t errlen);
+/* Flags every string under root that holds 0xFF (parsed from
+ * chat_bytes_json_in's text) CHAT_CJSON_BYTES, for a template to read. */
+void chat_bytes_mark(struct cJSON *root);
+/* chat_render_jinja_vars with the rendered length in *out_len. */
+char *chat_render_jinja_vars_n(const char *tmpl, const struct cJSON *messages, const struct cJSON *extra,
+                               const chat_render_params *p, bool *raised, size_t *out_len, char *err, size_t errlen);
 
 /* True when `name` is a known built-in (including llama.cpp's variant names
  * llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3,

@@ -31,4 +31,14 @@ if need "$M/stories260K.gguf" "serve NUL bytes (stories260K)" && need "$M/tiny-s
         stories260K.gguf /v1/completions completion
     nul_check "serve: a chat whose assistant reply holds a NUL gets the template's prompt with it (llama-server's ids)" \
         tiny-spm-q8_0.gguf /v1/chat/completions chat
+    # the same conversation through `tokscope template` (what generate --tokens is fed with in the tests)
+    python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["messages"], open(sys.argv[2], "w"))' \
+        "$R/nul.chat.req" "$OUT/serve_bytes.msgs.json"
+    got=$("$BIN" template -m "$M/tiny-spm-q8_0.gguf" "$OUT/serve_bytes.msgs.json" |
+        "$BIN" tokenize -m "$M/tiny-spm-q8_0.gguf" --special | tr ' ' ,)
+    name="template | tokenize: a NUL in a reply reaches the prompt whole (llama-server's ids)"
+    if [ "$got" = "$(cat "$R/nul.chat.ids")" ]; then ok "$name"; else not_ok "$name" "$got"; fi
+    got=$("$BIN" template --builtin chatml "$OUT/serve_bytes.msgs.json" | od -An -c | tr -d ' \n')
+    name="template --builtin: a NUL in a reply is written with the bytes after it"
+    case "$got" in *'a\0btail<|im_end|>'*) ok "$name" ;; *) not_ok "$name" "$got" ;; esac
 fi
