@@ -41,6 +41,7 @@ struct serve_bridge {
     int32_t n_waiting;
     serve_job *cur;       /* the one the engine runs */
     int32_t next_id;
+    char *kv_path;        /* the KV snapshot written after every request (NULL: none) */
 };
 
 static void kick(int fd)
@@ -217,7 +218,7 @@ static void start_next(serve_bridge *b)
     const serve_request *r = &j->req;
     /* completions take the prompt as it is: the raw format, no template; chat
      * requests the engine's (the model's own, raw for a model without one) */
-    chat_message one = {"user", r->prompt};
+    chat_message one = {"user", r->prompt, r->prompt_len};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT,
                     .name = r->chat ? NULL : strdup("raw"),
                     .messages = r->chat ? r->msgs : &one,
@@ -279,8 +280,21 @@ static void log_done(const serve_job *j, const engine_event *ev)
             j->d.message[0] ? ": " : "", j->d.message);
 }
 
+/* The KV snapshot's news: restores, and what went wrong (a save that
+ * worked is not worth a line per request). */
+static void log_kv(const engine_event *ev)
+{
+    if (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_SKIPPED)
+        return;
+    fprintf(stderr, "tokscope serve: %s\n", ev->message);
+}
+
 static void on_event(serve_bridge *b, const engine_event *ev)
 {
+    if (ev->type == ENGINE_EV_KV) {
+        log_kv(ev);
+        return;
+    }
     serve_job *j = b->cur;
     if (!j || ev->req_id != j->req_id)
         return; /* LOAD, QUIT, or a turn already given up */
@@ -304,6 +318,7 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         j->d.reason = ev->reason;
         if (!j->seen_token) /* no reply token: the position counter is the prompt's end, if it got in */
             j->d.n_prompt = j->started ? ev->n_past : 0;
+        j->d.n_cached = j->d.n_prompt > ev->n_prompt ? j->d.n_prompt - ev->n_prompt : 0;
         j->d.n_gen = ev->n_gen;
         memcpy(j->d.rest, ev->text, (size_t)ev->text_len);
         j->d.rest_len = ev->text_len;
@@ -317,6 +332,8 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         j->running = false; /* started stays false when the prompt never got in (too long, an error) */
         log_done(j, ev);
         job_finish(b, j, ev->reason, NULL);
+        if (b->kv_path) /* queued before the next SUBMIT: written between the two turns */
+            engine_save_kv(b->e, b->kv_path);
         return;
     }
     default:
@@ -358,10 +375,12 @@ static void *bridge_main(void *arg)
     return NULL;
 }
 
-serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, char *err, size_t errlen)
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, const char *kv_path, char *err,
+                                 size_t errlen)
 {
     serve_bridge *b = calloc(1, sizeof *b);
-    if (!b) {
+    if (!b || (kv_path && !(b->kv_path = strdup(kv_path)))) {
+        free(b);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -375,6 +394,7 @@ serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_qu
         if (b->wake >= 0)
             close(b->wake);
         pthread_mutex_destroy(&b->mu);
+        free(b->kv_path);
         free(b);
         return NULL;
     }
@@ -418,5 +438,6 @@ void serve_bridge_free(serve_bridge *b)
     pthread_mutex_destroy(&b->mu);
     if (the_bridge == b)
         the_bridge = NULL;
+    free(b->kv_path);
     free(b);
 }

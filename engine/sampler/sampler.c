@@ -107,6 +107,8 @@ void sampler_free(sampler *s)
     free(s->adj_val);
     free(s->adj_list);
     free(s->hist);
+    free(s->eog);
+    free(s->biased);
     sampler_free_dry(s);
     free(s);
 }
@@ -727,6 +729,41 @@ static double penalised_std(const sampler *s, const float *logits, int32_t n_fin
     return var > 0 ? sqrt(var) : 0.0;
 }
 
+/* ignore_eos: s->biased = logits with every end-of-generation token at
+ * -inf (llama-server's logit bias, the chain's first step). Returns how many
+ * finite logits that took away, -1 when out of memory (no bias then). */
+static int32_t bias_eog(sampler *s, const float *logits)
+{
+    if (!s->biased && !(s->biased = malloc((size_t)s->n_vocab * sizeof *s->biased)))
+        return -1;
+    memcpy(s->biased, logits, (size_t)s->n_vocab * sizeof *s->biased);
+    int32_t nb = 0;
+    for (int32_t i = 0; i < s->n_eog; i++) {
+        nb += logits[s->eog[i]] > -INFINITY;
+        s->biased[s->eog[i]] = -INFINITY;
+    }
+    return nb;
+}
+
+bool sampler_set_eog(sampler *s, const int32_t *ids, int32_t n)
+{
+    int32_t *e = n > 0 ? malloc((size_t)n * sizeof *e) : NULL;
+    if (n > 0 && !e)
+        return false;
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (int32_t k = 0; k < m && !dup; k++)
+            dup = e[k] == ids[i];
+        if (ids[i] >= 0 && ids[i] < s->n_vocab && !dup)
+            e[m++] = ids[i];
+    }
+    free(s->eog);
+    s->eog = e;
+    s->n_eog = m;
+    return true;
+}
+
 /* force < 0: draw (SAMPLE_DRAW) or choose nothing (SAMPLE_NONE); >= 0:
  * that token is the choice. Only a draw changes the sampler's state. */
 #define SAMPLE_DRAW (-1)
@@ -762,11 +799,22 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
         return 0;
     }
 
+    /* the chain reads cl: the logits with ignore_eos's bias; the report the raw ones */
+    const float *cl = logits;
+    int32_t n_finite = rs.n_finite;
+    if (p->ignore_eos && s->n_eog > 0) {
+        int32_t nb = bias_eog(s, logits);
+        if (nb >= 0 && nb < n_finite) { /* all of them end the turn: nothing to ban in favour of */
+            cl = s->biased;
+            n_finite -= nb;
+        }
+    }
+
     int32_t n, chosen;
     float ent_post = 0.0f;
     if (p->mirostat == 2) {
         /* llama.cpp's mirostat chain: temperature, then mirostat v2 (no penalties) */
-        n = gather_all(s, logits, false);
+        n = gather_all(s, cl, false);
         if (p->temp <= 0.0f) {
             chosen = pick_greedy(c, &n);
             if (force != SAMPLE_DRAW)
@@ -798,19 +846,19 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
         if (force == SAMPLE_DRAW)
             s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
     } else {
-        apply_penalties(s, logits);
-        sampler_apply_dry(s, logits);
+        apply_penalties(s, cl);
+        sampler_apply_dry(s, cl);
         bool sorted = false;
-        if (p->top_k > 0 && p->top_k < rs.n_finite) {
-            n = gather_top_k(s, logits, p->top_k);
+        if (p->top_k > 0 && p->top_k < n_finite) {
+            n = gather_top_k(s, cl, p->top_k);
             sorted = true;
         } else {
-            n = gather_all(s, logits, true);
+            n = gather_all(s, cl, true);
         }
         /* top-n-sigma precedes top-k in the chain; both keep the largest
          * logits, so applying it to the top-k survivors is the same */
         if (p->top_n_sigma > 0.0f && n > 1)
-            n = apply_top_n_sigma(c, n, p->top_n_sigma, penalised_std(s, logits, rs.n_finite));
+            n = apply_top_n_sigma(c, n, p->top_n_sigma, penalised_std(s, cl, n_finite));
         for (int32_t k = 0; k < s->n_adj; k++)
             s->adj_on[s->adj_list[k]] = 0;
         s->n_adj = 0;

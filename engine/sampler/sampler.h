@@ -43,6 +43,11 @@ typedef struct sampler_params {
     float dry_base;          /* 1.75 */
     int32_t dry_allowed_length; /* 2 */
     int32_t dry_penalty_last_n; /* -1 = whole context, 0 disables */
+    /* llama-server's ignore_eos: a logit bias of -inf on every end-of-generation
+     * token (sampler_set_eog) ahead of the chain, so none is ever drawn. The
+     * raw distribution (p_raw, entropy_raw, the top list's order) stays the
+     * model's, as llama-server's logprobs do; p_post shows the bias (0). */
+    bool ignore_eos;
 } sampler_params;
 
 sampler_params sampler_default_params(void);
@@ -80,9 +85,13 @@ const sampler_params *sampler_get_params(const sampler *s);
  * none is set) and mirostat from its start. */
 void sampler_reseed(sampler *s);
 /* DRY sequence breakers from the default strings "\n" ":" "\"" "*", matched
- * against the vocabulary like llama.cpp (call once after build). */
+ * against the vocabulary like llama.cpp, and the end-of-generation tokens
+ * (call once after build). */
 struct tokenizer;
 void sampler_set_tokenizer(sampler *s, const struct tokenizer *t);
+/* The end-of-generation tokens ignore_eos bans (sampler_set_tokenizer sets
+ * the tokenizer's; this replaces them, for tests). */
+bool sampler_set_eog(sampler *s, const int32_t *ids, int32_t n);
 /* Token-level DRY sequence breakers (replaces the current ones; for tests). */
 bool sampler_set_dry_breakers(sampler *s, const int32_t *const *seqs, const int32_t *lens, int32_t n);
 /* Penalty history: every token of the context (prompt and generated) is accepted. */

@@ -50,6 +50,10 @@ struct sampler {
     float *adj_val;    /* [n_vocab] */
     int32_t *adj_list; /* [n_vocab] ids with adj_on set */
     int32_t n_adj;
+    /* ignore_eos: the end-of-generation ids, and the logits with them at -inf */
+    int32_t *eog;
+    int32_t n_eog;
+    float *biased; /* [n_vocab], allocated on first use */
 };
 
 static inline float adj_get(const sampler *s, const float *logits, int32_t id)

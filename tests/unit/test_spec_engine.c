@@ -81,7 +81,7 @@ static engine *start(const char *path, int spec, const char *draft, float temp, 
  * from the cache the first one left). */
 static void two_turns(engine *e, turn_log *a, turn_log *b)
 {
-    chat_message m = {"user", "Once upon a time there was a little girl. Once upon a time there was a"};
+    chat_message m = {"user", "Once upon a time there was a little girl. Once upon a time there was a", 0};
     engine_submit(e, 1, &m, 1);
     collect(e, a);
     engine_submit(e, 1, &m, 1);
@@ -171,7 +171,7 @@ static void test_stories_ngram(void **s)
     for (int i = 0; i < 6; i++)
         strcat(text, i ? " Once upon a time there was a little girl."
                        : "Once upon a time there was a little girl.");
-    chat_message m = {"user", text};
+    chat_message m = {"user", text, 0};
     static turn_log a, b;
     engine *e = start(path, SPEC_OFF, NULL, 0, 42);
     engine_submit(e, 1, &m, 1);
@@ -278,7 +278,7 @@ static void test_set_live(void **s)
     (void)s;
     const char *path = TESTDATA_REQUIRE("models/stories260K.gguf");
     engine *e = start(path, SPEC_OFF, NULL, 0, 42);
-    chat_message m = {"user", "Once upon a time"};
+    chat_message m = {"user", "Once upon a time", 0};
     static turn_log a, b, c;
     engine_submit(e, 1, &m, 1);
     collect(e, &a);
