@@ -39,6 +39,7 @@ forward_params forward_default_params(void)
     p.kv_type = TENSOR_TYPE_F16;
     p.v_type = TENSOR_TYPE_F16;
     p.blas = BLAS_MODE_OFF;
+    p.n_seq = 1;
     return p;
 }
 
@@ -276,12 +277,25 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         snprintf(err, errlen, "context size %u is too large (at most %u)", p.n_ctx, 1u << 20);
         return NULL;
     }
+    if (p.n_seq == 0)
+        p.n_seq = 1;
+    if (p.n_seq > 1 && !forward_multi_seq_ok(m, err, errlen))
+        return NULL;
+    if (p.n_seq > 256 || (uint64_t)p.n_seq * p.n_ctx > (1u << 22)) {
+        snprintf(err, errlen, "%u sequences of %u positions are too many (at most 256, 4M positions in all)",
+                 p.n_seq, p.n_ctx);
+        return NULL;
+    }
     if (p.n_batch == 0)
         p.n_batch = 512;
     if (p.n_batch > p.n_ctx)
         p.n_batch = p.n_ctx;
     if (p.n_batch > 4096)
         p.n_batch = 4096;
+    if (p.n_seq > p.n_batch) { /* an internal batch takes a token of each sequence it runs */
+        snprintf(err, errlen, "%u sequences need a batch (-b) of at least %u tokens", p.n_seq, p.n_seq);
+        return NULL;
+    }
     if (p.n_threads <= 0)
         p.n_threads = threadpool_default_threads();
     if (p.n_threads > 256)
@@ -387,8 +401,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         if (hp->recurrent_layer[l])
             continue; /* a Gated DeltaNet layer keeps a recurrent state instead (forward_rs.c) */
         /* calloc: rows never written read as zeros, never as garbage */
-        f->k_cache[l] = calloc((size_t)p.n_ctx * forward_n_kv(f, l), forward_k_head(f, l));
-        f->v_cache[l] = calloc((size_t)p.n_ctx * forward_n_kv(f, l), forward_v_head(f, l));
+        f->k_cache[l] = calloc((size_t)p.n_seq * p.n_ctx * forward_n_kv(f, l), forward_k_head(f, l));
+        f->v_cache[l] = calloc((size_t)p.n_seq * p.n_ctx * forward_n_kv(f, l), forward_v_head(f, l));
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
@@ -573,6 +587,8 @@ uint64_t forward_blas_calls(const forward_ctx *f) { return blas_calls(f->blas); 
 
 uint32_t forward_n_ctx(const forward_ctx *f) { return f->p.n_ctx; }
 
+uint32_t forward_n_seq(const forward_ctx *f) { return f->p.n_seq; }
+
 size_t forward_k_head(const forward_ctx *f, uint32_t l)
 {
     return tensor_row_size(f->p.kv_type, forward_hd(f, l));
@@ -623,7 +639,7 @@ size_t forward_kv_cache_bytes(const forward_ctx *f)
     size_t n = 0;
     for (uint32_t l = 0; l < f->hp.n_layer && !f->kv_shared; l++)
         if (f->hp.kv_layer[l] == l && !f->hp.recurrent_layer[l])
-            n += (size_t)f->p.n_ctx * forward_n_kv(f, l) * (forward_k_head(f, l) + forward_v_head(f, l));
+            n += (size_t)f->p.n_seq * f->p.n_ctx * forward_n_kv(f, l) * (forward_k_head(f, l) + forward_v_head(f, l));
     return n;
 }
 
@@ -638,8 +654,13 @@ void forward_set_progress(forward_ctx *f, forward_progress_fn fn, void *user)
 struct attn_job {
     forward_ctx *f;
     uint32_t layer;
-    int n_tok;
+    int n_tok; /* query rows of each stream */
     int32_t start_pos;
+    /* forward_decode's batch (NULL: one stream, stream 0, rows from 0 at
+     * start_pos): n_stream streams of n_tok rows each, one after the other,
+     * each at its first row's position against its own cache stream */
+    const struct fwd_ubatch *ub;
+    int n_stream;
 };
 
 /* How a batch's attention runs (see forward_attn.h for which kernel the
@@ -703,18 +724,25 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
     const struct attn_plan plan = attn_plan(f, job->n_tok, job->layer);
     const int items_per_block = (int)f->hp.n_head / plan.heads;
-    const int64_t total = plan.n_items;
+    const int64_t total = plan.n_items * job->n_stream;
+    /* ggml splits the KV view only for one query of one stream */
+    const bool no_split = job->n_stream > 1;
     const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
     float *scratch = f->attn_buf + (size_t)ith * f->attn_floats;
     attn_scratch s;
     attn_scratch_init(&s, scratch, f->attn_half + (size_t)ith * f->attn_halfs, hd, f->p.n_ctx);
-    for (int64_t i = i0; i < i1; i++) {
+    for (int64_t ii = i0; ii < i1; ii++) {
+        const int64_t sidx = ii / plan.n_items, i = ii % plan.n_items;
+        const int row0 = (int)sidx * job->n_tok;
+        const int32_t stream = job->ub ? job->ub->seq[row0] : 0;
+        const int32_t start_pos = job->ub ? job->ub->pos[row0] : job->start_pos;
         const int t0 = (int)(i / items_per_block) * plan.rows;
         const int h = (int)(i % items_per_block) * plan.heads;
         const int kvh = h / group;
+        const size_t base = forward_kv_base(f, kl, stream, kvh);
         const attn_kv kv = {
-            .k = (const uint8_t *)f->k_cache[kl] + (size_t)kvh * f->p.n_ctx * k_head,
-            .v = (const uint8_t *)f->v_cache[kl] + (size_t)kvh * f->p.n_ctx * v_head,
+            .k = (const uint8_t *)f->k_cache[kl] + base * k_head,
+            .v = (const uint8_t *)f->v_cache[kl] + base * v_head,
             .stride = hd,
             .f16 = f->p.kv_type == TENSOR_TYPE_F16,
             .generic = f->kv_generic,
@@ -727,16 +755,16 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             .window = window,
             .sinks = sinks ? sinks + h : NULL, /* this call's first query head */
         };
-        const float *q = f->buf[FWD_Q] + (size_t)t0 * qs + (size_t)h * hd;
-        float *out = f->buf[FWD_ATT] + (size_t)t0 * os + (size_t)h * hd;
-        const int32_t pos = job->start_pos + t0 - past; /* the last key it sees */
+        const float *q = f->buf[FWD_Q] + (size_t)(row0 + t0) * qs + (size_t)h * hd;
+        float *out = f->buf[FWD_ATT] + (size_t)(row0 + t0) * os + (size_t)h * hd;
+        const int32_t pos = start_pos + t0 - past; /* the last key it sees */
         const int rows = job->n_tok - t0 < plan.rows ? job->n_tok - t0 : plan.rows;
         switch (plan.mode) {
         case ATTN_TILED:
             attn_tile(&kv, q, qs, plan.heads, rows, pos, &s, out, os);
             break;
         case ATTN_GROUP:
-            if (job->n_tok == 1 && attn_kv_view(pos) >= 512)
+            if (job->n_tok == 1 && !no_split && attn_kv_view(pos) >= 512)
                 attn_group_split(&kv, q, plan.heads, pos + 1, attn_kv_view(pos), f->n_threads, scratch, out);
             else
                 attn_group_row(&kv, q, plan.heads, pos + 1, scratch, out);
@@ -760,7 +788,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             attn_rows_generic(&kv, q, plan.heads, pos + 1, &s, out);
             break;
         case ATTN_ONE:
-            if (job->n_tok == 1 && attn_kv_view(pos) >= 512)
+            if (job->n_tok == 1 && !no_split && attn_kv_view(pos) >= 512)
                 attn_row_split(&kv, q, pos + 1, attn_kv_view(pos), f->n_threads, &s, out);
             else
                 attn_row(&kv, q, pos + 1, &s, out); /* causal: this token and those before it */
@@ -769,20 +797,30 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
+/* forward_decode's batch (f->ub): each stream's rows are their own query
+ * batch (ggml's flash attention takes a stream's rows as its queries,
+ * ne[1]) against that stream's cache, all streams in one job. */
 static void run_attention(forward_ctx *f, uint32_t il, int n, int32_t start_pos)
 {
-    struct attn_job job = {f, il, n, start_pos};
-    const int64_t items = attn_plan(f, n, il).n_items;
-    threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * (start_pos + n) * forward_hd(f, il)),
-                   attn_worker, &job);
+    const int n_stream = f->ub ? f->ub->n_stream : 1;
+    const int per = n / n_stream;
+    struct attn_job job = {f, il, per, start_pos, f->ub, n_stream};
+    const int64_t items = attn_plan(f, per, il).n_items * n_stream;
+    int32_t last = 0; /* the longest stream's end, for the work estimate */
+    for (int s = 0; s < n_stream; s++) {
+        const int32_t e = (f->ub ? f->ub->pos[s * per] : start_pos) + per;
+        last = e > last ? e : last;
+    }
+    threadpool_run(f->tp, forward_n_chunks(f, items, (int64_t)n * f->hp.n_head * last * forward_hd(f, il)), attn_worker,
+                   &job);
 }
 
 /* ---- one batch ------------------------------------------------------------- */
 
 /* Evaluates n <= n_batch tokens at start_pos: the graph's steps in order.
  * Writes logits for rows [out_first, n) into out (n_vocab floats each). */
-static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *tokens, int n, int32_t start_pos, float *out,
-                       int out_first)
+void forward_eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *tokens, int n, int32_t start_pos,
+                        float *out, int out_first)
 {
     f->tokens = tokens;
     f->start_pos = start_pos;
@@ -819,7 +857,18 @@ static void eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *token
                     forward_rmsnorm_row(f->h_out + (size_t)(f->row0 + t) * f->hp.n_embd,
                                         f->buf[FWD_X] + (size_t)t * f->hp.n_embd, f->w->output_norm->data,
                                         f->hp.n_embd, f->hp.rms_eps);
-            if (out_first > 0) {
+            if (f->ub && f->ub->n_out < n) {
+                /* forward_decode: its rows with logits, in order */
+                const int64_t E = f->hp.n_embd;
+                for (int k = 0; k < f->ub->n_out; k++) {
+                    const int r = f->ub->out_rows[k];
+                    memmove(f->buf[FWD_X] + (size_t)k * E, f->buf[FWD_X] + (size_t)r * E, (size_t)E * sizeof(float));
+                    memmove(f->buf[FWD_XB] + (size_t)k * E, f->buf[FWD_XB] + (size_t)r * E, (size_t)E * sizeof(float));
+                }
+                n = f->ub->n_out;
+                if (n == 0)
+                    return;
+            } else if (out_first > 0) {
                 /* Past the last attention, only the rows with logits
                  * matter: the others' FFN would be thrown away. llama.cpp
                  * drops them here too (inp_out_ids), so its kernels then
@@ -901,7 +950,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
             out_first = cnt - 1;
         }
         f->row0 = done;
-        eval_batch(f, g, tokens + done, cnt, start_pos + done, out, out_first);
+        forward_eval_batch(f, g, tokens + done, cnt, start_pos + done, out, out_first);
         done += cnt;
         f->rs_pos = start_pos + done; /* the recurrent state has consumed these, even if cancelled next */
         if (f->progress && !f->progress(f->progress_user, done, n)) {

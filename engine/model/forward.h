@@ -23,6 +23,8 @@ typedef struct forward_params {
     enum tensor_type v_type;  /* V cache, the same choices; F16 by default */
     enum blas_mode blas;      /* OpenBLAS for large batches (kernels/blas.h); off by default: the
                                  reference's bits */
+    uint32_t n_seq;           /* sequences the cache holds (forward_decode), each in a stream of
+                                 n_ctx positions of its own; 0 = 1 */
 } forward_params;
 
 forward_params forward_default_params(void);
@@ -57,6 +59,40 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
  * or -1 with err set (position past n_ctx, token id out of range). */
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen);
+
+/* ---- several sequences in one call (engine/model/forward_seq.c) ------------------
+ * The cache holds n_seq streams (forward_params.n_seq), one per sequence, each
+ * n_ctx positions from 0: llama.cpp's cache with kv_unified = false (what
+ * llama-server -np N runs), so a sequence's attention reads its own stream
+ * only. forward_eval and the rest of this header work on stream 0.
+ *
+ * forward_decode evaluates a batch whose entries each name their token,
+ * position and sequence, as llama_decode does with one seq_id per token: it
+ * cuts the batch into internal batches the way llama.cpp's split_equal
+ * does (a run of increasing sequence ids in order of first appearance,
+ * the same number of tokens from each; n_batch tokens at most), which
+ * decides every matmul's batch size and each stream's attention kernel, so
+ * each row of logits has the reference's bits for that same batch. Within a
+ * batch, a sequence's entries must sit at consecutive ascending positions;
+ * the caller keeps each sequence's position counter (memory/memory_seq.h)
+ * and its stream must hold the rows before its first position. A batch of
+ * one sequence gives forward_eval's bits. logits: n_vocab floats for each
+ * entry with out set, in batch order. A recurrent model keeps a state per
+ * sequence (forward_rs_* are stream 0's); a sequence whose first entry is
+ * at position 0 starts from an empty one. Refused (-1, err naming the
+ * architecture) on an MTP view (model_mtp_view). forward_progress_fn is
+ * called between internal batches with the entries done. */
+typedef struct forward_batch {
+    int32_t n;
+    const int32_t *token, *pos, *seq;
+    const int8_t *out; /* logits for this entry; NULL: for the last entry only */
+} forward_batch;
+
+int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *err, size_t errlen);
+uint32_t forward_n_seq(const forward_ctx *f);
+/* Whether forward_decode takes more than one sequence on this model (false
+ * with why in err: the architecture is named). */
+bool forward_multi_seq_ok(const model *m, char *err, size_t errlen);
 
 /* forward_eval for speculative decoding with an MTP block (engine/spec):
  * h_out (may be NULL): n rows of n_embd floats, each token's last hidden
@@ -94,7 +130,8 @@ void forward_rs_reset(forward_ctx *f);                    /* empty state, pos 0 
  * tokens (n 0: none; a longer one keeps none), as llama.cpp's n_rs_seq
  * does for speculative decoding: the recurrence runs token by token, so the
  * state after token i of a batch is the state the first i + 1 tokens alone
- * give. false when out of memory. */
+ * give. Refused (false) on a context of several sequences (forward_params.n_seq
+ * > 1: forward_decode's rows mix them) and when out of memory. */
 bool forward_rs_keep(forward_ctx *f, int32_t n);
 /* The state after token i of the last evaluation (which kept them): pos
  * its start + i + 1. false when there is no such state. */

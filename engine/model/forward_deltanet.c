@@ -66,8 +66,8 @@ struct dn_job {
     const model_layer *L;
     float *conv_state; /* [conv_dim][d_conv - 1] */
     float *ssm;        /* [HV][S (key i)][S (value j)] */
-    int n;
-    uint8_t *snaps; /* forward_rs_keep: this layer's state in the first snapshot, NULL when none are kept */
+    int row0, n;       /* rows [row0, row0 + n) of the batch: one sequence's */
+    uint8_t *snaps;    /* forward_rs_keep: this layer's state in the first snapshot, NULL when none are kept */
 };
 
 /* ---- 1. the convolution, channels split across the pool ---- */
@@ -87,7 +87,7 @@ static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         float *st = j->conv_state + c * (K - 1);
         const float *w = wconv + c * K;
         memcpy(win, st, (size_t)(K - 1) * sizeof(float));
-        for (int t = 0; t < j->n; t++) {
+        for (int t = j->row0; t < j->row0 + j->n; t++) {
             float *x = f->buf[FWD_QKV] + (size_t)t * W + c;
             win[K - 1] = *x;
             float sum = 0.0f;
@@ -322,7 +322,7 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     for (int64_t h = forward_chunk_start(HV, chunk, n_chunks); h < h1; h++) {
         float *s = j->ssm + h * S * S;
         const int64_t kh = h % HK;
-        for (int t = 0; t < j->n; t++) {
+        for (int t = j->row0; t < j->row0 + j->n; t++) {
             const float *row = f->buf[FWD_QKV] + (size_t)t * W;
             l2norm(qn, row + kh * S, S, eps);
             l2norm(kn, row + KD + kh * S, S, eps);
@@ -352,14 +352,30 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
-void forward_deltanet_run(forward_ctx *f, uint32_t il, int n)
+/* Rows [row0, row0 + n), all of one sequence, on that sequence's state. */
+static void deltanet_rows(forward_ctx *f, uint32_t il, int row0, int n, int32_t seq)
 {
     const model_hparams *hp = &f->hp;
     const int64_t C = 2 * (int64_t)hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
-    uint8_t *st = f->rs + forward_rs_layer_offset(hp, il);
-    struct dn_job j = {f, &f->w->layers[il], (float *)st, (float *)st + (size_t)(hp->ssm_d_conv - 1) * C, n,
-                       f->rs_snap_on ? f->rs_snaps + forward_rs_layer_offset(hp, il) : NULL};
+    uint8_t *st = f->rs + (size_t)seq * f->rs_bytes + forward_rs_layer_offset(hp, il);
+    /* the states kept for forward_rs_keep are one sequence's: forward_decode
+     * never keeps them (rs_snap_on is forward_run's alone) */
+    struct dn_job j = {f, &f->w->layers[il], (float *)st, (float *)st + (size_t)(hp->ssm_d_conv - 1) * C, row0, n,
+                       f->rs_snap_on && !f->ub ? f->rs_snaps + forward_rs_layer_offset(hp, il) : NULL};
     threadpool_run(f->tp, forward_n_chunks(f, C, (int64_t)n * C * hp->ssm_d_conv * PREP_COST), conv_worker, &j);
     const int64_t S = hp->ssm_d_state, HV = hp->ssm_dt_rank;
     threadpool_run(f->tp, forward_n_chunks(f, HV, (int64_t)n * HV * S * S * 4), head_worker, &j);
+}
+
+void forward_deltanet_run(forward_ctx *f, uint32_t il, int n)
+{
+    if (!f->ub) {
+        deltanet_rows(f, il, 0, n, 0);
+        return;
+    }
+    /* forward_decode's batch: each sequence's rows on its own state, as
+     * ggml_ssm_conv and ggml_gated_delta_net run each sequence of a ubatch */
+    const int per = n / f->ub->n_stream;
+    for (int s = 0; s < f->ub->n_stream; s++)
+        deltanet_rows(f, il, s * per, per, f->ub->seq[s * per]);
 }

@@ -130,6 +130,18 @@ void fwd_graph_free(fwd_graph *g);
  * outside forward_graph.c. */
 void fwd_graph_row_op(fwd_graph *g, struct fwd_op op);
 
+/* One internal batch of forward_decode (forward_seq.c): row t's position
+ * and sequence (its cache stream); the rows come stream by stream, n_stream
+ * streams of the same number of rows; out_rows: the n_out rows with logits,
+ * ascending (the rows past the last attention keeps, as llama.cpp's
+ * inp_out_ids does). */
+struct fwd_ubatch {
+    const int32_t *pos, *seq;
+    int n_stream;
+    const int32_t *out_rows;
+    int n_out;
+};
+
 struct forward_ctx {
     const model *m;
     model_hparams hp;
@@ -162,6 +174,7 @@ struct forward_ctx {
     /* the current batch, for the row steps */
     const int32_t *tokens;
     int32_t start_pos;
+    const struct fwd_ubatch *ub; /* forward_decode's batch; NULL: rows at start_pos.., stream 0 */
     /* per-thread attention scratch, attn_scratch_floats each */
     float *attn_buf;
     size_t attn_floats;  /* per thread, a multiple of a cache line */
@@ -206,6 +219,12 @@ struct forward_ctx {
     bool kv_shared;
     float *dn_lanes; /* per thread, 64 * ssm_d_state floats: the DeltaNet dots' 64 lanes (forward_deltanet.c) */
 };
+
+/* Evaluates one internal batch of n rows at start_pos (or as f->ub says):
+ * the graph's steps in order; logits for rows [out_first, n) (f->ub: its
+ * out_rows) into out, n_vocab floats each (forward.c). */
+void forward_eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *tokens, int n, int32_t start_pos,
+                        float *out, int out_first);
 
 /* Runs graph g over tokens like forward_eval (which is this with
  * f->graph): internal batches, progress, STEP_LENS calls to f->lens_fn. */
@@ -309,6 +328,12 @@ static inline int64_t forward_hd(const forward_ctx *f, uint32_t l) { return mode
 static inline int forward_n_kv(const forward_ctx *f, uint32_t l) { return (int)model_n_head_kv(&f->hp, l); }
 static inline int forward_group(const forward_ctx *f, uint32_t l) { return (int)(f->hp.n_head / model_n_head_kv(&f->hp, l)); }
 size_t forward_k_head(const forward_ctx *f, uint32_t l);
+/* Index of KV head h's row 0 in layer l's cache of stream s (multiply by the
+ * head's bytes): streams one after the other, each head-major. */
+static inline size_t forward_kv_base(const forward_ctx *f, uint32_t l, int32_t s, int h)
+{
+    return ((size_t)s * (size_t)forward_n_kv(f, l) + (size_t)h) * f->p.n_ctx;
+}
 size_t forward_v_head(const forward_ctx *f, uint32_t l);
 
 #endif

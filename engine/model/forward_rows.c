@@ -153,7 +153,7 @@ static void rope_apply(float *x, const float *cs, uint32_t n_rot, enum model_rop
  * contiguous, so attention streams them. A row of a head is converted alone;
  * for the block types that is the whole row's quantization (heads are whole
  * blocks), as ggml_set_rows does it. */
-static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, const float *v)
+static void store_kv(forward_ctx *f, uint32_t l, int32_t stream, int32_t pos, const float *k, const float *v)
 {
     const int64_t hd = forward_hd(f, l);
     const enum tensor_type types[2] = {f->p.kv_type, f->p.v_type};
@@ -162,7 +162,7 @@ static void store_kv(forward_ctx *f, uint32_t l, int32_t pos, const float *k, co
     const size_t head[2] = {forward_k_head(f, l), forward_v_head(f, l)};
     for (int c = 0; c < 2; c++)
         for (int h = 0; h < forward_n_kv(f, l); h++) {
-            uint8_t *dst = base[c] + ((size_t)h * f->p.n_ctx + (size_t)pos) * head[c];
+            uint8_t *dst = base[c] + (forward_kv_base(f, l, stream, h) + (size_t)pos) * head[c];
             const float *x = src[c] + (int64_t)h * hd;
             if (types[c] == TENSOR_TYPE_F16) {
                 fp16_t *d = (fp16_t *)dst;
@@ -232,12 +232,13 @@ static void ple_input(forward_ctx *f, const struct fwd_op *op, float *d, int t)
         d[i] = (d[i] + tok[i] * tok_scale) * inp_scale;
 }
 
-/* The token's RoPE tables, used by every layer (table 1: the sliding layers'). */
+/* The token's RoPE tables, used by every layer (table 1: the sliding layers'),
+ * at its row's position in forward_decode's batch (f->ub), else start_pos + t. */
 static void token_rope_tables(forward_ctx *f, int t)
 {
     const model_hparams *hp = &f->hp;
     float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
-    const int32_t pos = f->start_pos + t;
+    const int32_t pos = f->ub ? f->ub->pos[t] : f->start_pos + t;
     const int32_t *sec = hp->rope_imrope ? hp->rope_sections : NULL;
     rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor, f->rope_factors,
                hp->rope_ext_factor, hp->n_ctx_orig, sec);
@@ -315,7 +316,10 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         break;
     }
     case OP_KV_STORE:
-        store_kv(f, op->il, f->start_pos + t, d, row(f, op->src, t));
+        if (f->ub)
+            store_kv(f, op->il, f->ub->seq[t], f->ub->pos[t], d, row(f, op->src, t));
+        else
+            store_kv(f, op->il, 0, f->start_pos + t, d, row(f, op->src, t));
         break;
     case OP_SPLIT_QKV: {
         const float *s = row(f, op->src, t);

@@ -21,7 +21,7 @@ bool forward_rs_alloc(forward_ctx *f)
         f->rs_bytes += forward_rs_layer_bytes(&f->hp, l);
     if (f->rs_bytes == 0)
         return true;
-    f->rs = calloc(1, f->rs_bytes);
+    f->rs = calloc(f->p.n_seq ? f->p.n_seq : 1, f->rs_bytes); /* one state per sequence; stream 0 first */
     f->dn_lanes = malloc((size_t)f->p.n_threads * 64 * f->hp.ssm_d_state * sizeof(float));
     return f->rs != NULL && f->dn_lanes != NULL;
 }
@@ -76,6 +76,8 @@ bool forward_rs_keep(forward_ctx *f, int32_t n)
     f->rs_keep = 0;
     if (!f->rs_bytes || n <= 0)
         return true;
+    if (f->p.n_seq > 1) /* a state per row of one sequence; forward_decode's rows mix them */
+        return false;
     if (n > f->rs_snap_cap) {
         uint8_t *p = realloc(f->rs_snaps, (size_t)n * f->rs_bytes);
         if (!p)

@@ -327,7 +327,11 @@ static int32_t step_mtp(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int
                         int32_t *out, char *err, size_t errlen)
 {
     if (!forward_rs_keep(f, nd + 1)) {
-        snprintf(err, errlen, "out of memory for the recurrent states of the verification");
+        if (forward_n_seq(f) > 1)
+            snprintf(err, errlen, "--spec mtp keeps the recurrent states of one sequence, not of %u",
+                     forward_n_seq(f));
+        else
+            snprintf(err, errlen, "out of memory for the recurrent states of the verification");
         return -1;
     }
     if (spec_eval(s, f, seq + n_past, nd + 1, n_past, s->rows, true, err, errlen) != 0) {
