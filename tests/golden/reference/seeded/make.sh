@@ -5,6 +5,11 @@
 #   generate.tsv  llama-server /completion, prompt "Once upon a time",
 #                 40 tokens, per model and setting: name, model, the matching
 #                 `tokscope generate` options, the reply's token ids, its text (JSON)
+#   spec.tsv      llama-server with speculative decoding, stories260K, the
+#                 prompt of tests/golden/spec.sh, 120 tokens at temp 0.8 seed 42:
+#                 tokscope's --spec options, the server's, its text (JSON). Its
+#                 batched verification rows round unlike one-token rows, so
+#                 these replies differ from the replies without drafts.
 # (tiny-spm is left out: the server refuses its random text as "not Content-only".)
 # Run from anywhere: sh tests/golden/reference/seeded/make.sh
 set -eu
@@ -50,3 +55,26 @@ for model in stories260K stories260K-q8_0; do
     SRV=
 done
 mv "$TMP/out.tsv" "$HERE/generate.tsv"
+
+P="Once upon a time there was a little girl. Once upon a time there was a little boy. Once upon a time"
+SPECS="--spec ngram --spec-ngram-n 1 --draft-max 5|--spec-type ngram-simple --spec-ngram-simple-size-n 1 --spec-ngram-simple-size-m 5 --spec-draft-n-max 5
+--spec draft -md MODEL|-md MODEL --spec-type draft-simple --spec-draft-n-max 3"
+: >"$TMP/spec.tsv"
+echo "$SPECS" | while IFS='|' read -r opts sopts; do
+    port=$((18000 + $$ % 1000))
+    # shellcheck disable=SC2086
+    "$REF/build/bin/llama-server" -m "$M/stories260K.gguf" $(echo "$sopts" | sed "s|MODEL|$M/stories260K.gguf|") \
+        --port $port -t 2 -np 1 -c 4096 --no-warmup >"$TMP/srv.log" 2>&1 &
+    SRV=$!
+    for i in $(seq 60); do
+        curl -sf "localhost:$port/health" >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    curl -sf "localhost:$port/completion" -d "{\"prompt\":\"$P\",\"n_predict\":120,\"seed\":42,\"temperature\":0.8,\"cache_prompt\":false}" |
+        python3 -c "import json,sys; d=json.load(sys.stdin); print('\t'.join(['$opts','$sopts',json.dumps(d['content'])]))" \
+        >>"$TMP/spec.tsv"
+    kill $SRV
+    wait $SRV 2>/dev/null || true
+    SRV=
+done
+mv "$TMP/spec.tsv" "$HERE/spec.tsv"
