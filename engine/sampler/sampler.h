@@ -24,8 +24,9 @@ typedef struct sampler_params {
     int32_t repeat_last_n;   /* 64; 0 disables, -1 = whole context */
     float frequency_penalty; /* 0 */
     float presence_penalty;  /* 0 */
-    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set) */
-    bool seed_set;           /* false: seeded from time/urandom at build */
+    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set); as
+                                llama.cpp's, 32-bit (the low 32 bits count) and 4294967295 = random */
+    bool seed_set;           /* false: a random seed (/dev/urandom) at build and each reseed */
     int32_t n_predict;       /* -1 = until end of turn or context full */
     int32_t n_top;           /* candidates reported per step (default 10, <= SAMPLER_MAX_TOP) */
     int32_t n_stop;
