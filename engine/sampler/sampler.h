@@ -6,6 +6,7 @@
 #ifndef TOKSCOPE_SAMPLER_H
 #define TOKSCOPE_SAMPLER_H
 
+#include "sampler/rng.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +25,9 @@ typedef struct sampler_params {
     int32_t repeat_last_n;   /* 64; 0 disables, -1 = whole context */
     float frequency_penalty; /* 0 */
     float presence_penalty;  /* 0 */
-    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set) */
-    bool seed_set;           /* false: seeded from time/urandom at build */
+    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set); as
+                                llama.cpp's, 32-bit (the low 32 bits count) and 4294967295 = random */
+    bool seed_set;           /* false: a random seed (/dev/urandom) at build and each reseed */
     int32_t n_predict;       /* -1 = until end of turn or context full */
     int32_t n_top;           /* candidates reported per step (default 10, <= SAMPLER_MAX_TOP) */
     int32_t n_stop;
@@ -110,7 +112,7 @@ void sampler_report(sampler *s, const float *logits, int32_t token, sampler_step
  * common_sampler_clone / common_sampler_copy around a verification it
  * replays. A rewind drops the tokens accepted since the mark. */
 typedef struct sampler_mark {
-    uint64_t rng[4];
+    rng rng, rng_xtc; /* both generators (the dist/mirostat one and XTC's) */
     float mu;
     uint64_t n_accepted;
 } sampler_mark;

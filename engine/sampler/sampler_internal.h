@@ -25,7 +25,8 @@ typedef struct scored {
 struct sampler {
     sampler_params p;
     int32_t n_vocab;
-    rng rng;
+    rng rng;     /* the dist (or mirostat) sampler's std::mt19937 */
+    rng rng_xtc; /* XTC's own, seeded alike (llama.cpp gives each sampler one) */
     cand *cur;      /* [n_vocab] working candidates */
     cand *tmp;      /* [n_vocab] scratch for typical */
     scored *sc;     /* [n_vocab] scratch for typical */

@@ -2,7 +2,9 @@
 # Speculative decoding in `tokscope generate` (engine/spec, issue 37): with
 # --spec ngram or draft the reply is the reply without speculation, greedy
 # and seeded, on stories260K and tiny-spm (KV caches) and qwen35-mini (its
-# DeltaNet state restored after every rejected draft); the counts where they
+# DeltaNet state restored after every rejected draft), or llama.cpp's own
+# reply with drafts where it differs (tests/golden/reference/seeded/spec.tsv);
+# the counts where they
 # can be worked out by hand: a model drafting for itself agrees on every
 # draft, 3 per verification and 2 in the last, cut to what -n leaves (24 x 3
 # + 2 = 74 of 74 for -n 100); a draft/target pair written here (a random
@@ -25,10 +27,29 @@ same() {
     "$BIN" generate -m "$model" "$@" -t 2 $sargs >"$OUT/spec.txt" 2>"$OUT/spec.err"
     rc2=$?
     stats=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]* ([0-9.]* %)' "$OUT/spec.err")
-    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$stats" ] && cmp -s "$OUT/plain.txt" "$OUT/spec.txt"; then
+    want="$OUT/plain.txt"
+    # where llama.cpp's own reply with drafts is recorded, it is the one to
+    # equal: its batched verification rows round unlike one-token rows, and
+    # at temp 0.8 seed 42 on stories260K a draw lands on such a difference
+    # (tests/golden/reference/seeded/spec.tsv; its draft-simple counts are
+    # tokscope's, 79 accepted of 120)
+    case "$name" in stories260K\ seeded,*)
+        if [ "$*" = "-p $P -n 120 --temp 0.8 --seed 42" ]; then
+            ref_sargs=$(printf '%s' "$sargs" | sed "s|$model|MODEL|")
+            awk -F '\t' -v s="$ref_sargs" '$1 == s { print $3 }' tests/golden/reference/seeded/spec.tsv |
+                python3 -c "import json,sys; l=sys.stdin.read().strip(); sys.stdout.write(json.loads(l) if l else '')" \
+                >"$OUT/ref_spec.txt"
+            if [ -s "$OUT/ref_spec.txt" ]; then
+                want="$OUT/ref_spec.txt"
+                name="$name: llama.cpp's reply with drafts"
+            fi
+        fi
+        ;;
+    esac
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$stats" ] && cmp -s "$want" "$OUT/spec.txt"; then
         ok "$name ($stats)"
     else
-        not_ok "$name" "exit $rc1/$rc2, stats '$stats'" "plain: $(head -c 120 "$OUT/plain.txt")" \
+        not_ok "$name" "exit $rc1/$rc2, stats '$stats'" "want:  $(head -c 120 "$want")" \
             "spec:  $(head -c 120 "$OUT/spec.txt")" "$(tail -n 2 "$OUT/spec.err")"
     fi
 }
@@ -110,19 +131,13 @@ fi
 # seeded (the recurrent target's rollback after a rejected draft included),
 # and most greedy drafts are accepted, with the same drafted and accepted
 # counts as llama-server 34af94cd's draft-mtp greedy
-# (tests/golden/reference/mtp/counts.txt, its make.sh; its seeded counts
-# belong to another reply: tokscope's random numbers are not mt19937's)
+# and seeded (tests/golden/reference/mtp/counts.txt, its make.sh; seeded
+# compares since tokscope draws llama.cpp's std::mt19937 numbers)
 REFC=tests/golden/reference/mtp/counts.txt
 # ref_counts NAME ARCH MODE: the last run's counts against the reference's
 ref_counts() {
     if [ ! -f "$REFC" ]; then
         echo "skip - $1 (no $REFC: tests/golden/reference/mtp/make.sh writes it)"
-        return 0
-    fi
-    if [ "$3" = seeded ]; then
-        # the reference's seeded reply is another reply: tokscope draws with
-        # xoshiro256**, llama.cpp with std::mt19937 (docs/exactness.md)
-        echo "skip - $1 (tokscope's random numbers are not llama.cpp's: another seeded reply, other counts)"
         return 0
     fi
     want=$(awk -v a="$2" -v m="$3" '$1 == a && $2 == m { print "drafted " $3 ", accepted " $4 }' "$REFC")
@@ -215,6 +230,7 @@ if need "$G4" "spec mtp on gemma4 with its assistant file"; then
         same "gemma4 greedy, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0
         refc_g4 "gemma4 greedy, assistant: the reference's counts" gemma4 greedy
         same "gemma4 seeded, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0.8 --seed 42
+        refc_g4 "gemma4 seeded, assistant: the reference's counts" gemma4 seeded
         same "gemma4 seeded with penalties, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 80 --temp 1 \
             --seed 7 --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
         same "gemma4 greedy, --spec mtp --draft-max 5 $A" "$G4" "--spec mtp --draft-max 5 $A" -p "$P" -n 120 \

@@ -561,8 +561,10 @@ static void test_compare_turns(void **s)
     chat_message m = {"user", "Once upon a time", 0};
     sampler_params pa = p.sampling, pb = p.sampling;
     pa.temp = 0;
-    pb.temp = 1.5f;
+    pb.temp = 1.5f; /* no filter: 20 draws all landing on the top token would be a wonder */
     pb.top_k = 0;
+    pb.top_p = 1.0f;
+    pb.min_p = 0.0f;
     pb.seed = 5;
     engine_cmd ca = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .conv_id = 1, .req_id = 1,
                      .own_sampling = true, .sampling = pa};

@@ -279,6 +279,16 @@ static void test_same_tokens(void **state)
     seeded.temp = 0.8f;
     seeded.seed = 42;
     seeded.seed_set = true;
+    /* Seeded, a reply with drafts may leave the one without where a draw
+     * falls between a verification row and the one-token row, which round
+     * differently; here it does at step 3 with 3 drafts. llama-server does
+     * the same: gemma4-mini with this assistant, "Once upon a time there was
+     * a little girl.", 60 tokens, temperature 0.8, seed 5, gives a reply with
+     * drafts (142 drafted, 10 accepted) that leaves the one without after
+     * "le000 was", and tokscope's reply with drafts is that one byte for
+     * byte (docs/exactness.md). golden/spec holds the
+     * seeded runs to llama-server's (counts_gemma4.txt: 252 drafted, 8
+     * accepted); here the seeded run must at least repeat itself. */
     const sampler_params *ps[2] = {&greedy, &seeded};
     for (int i = 0; i < 2; i++)
         for (int32_t dmax = 3; dmax <= 5; dmax += 2) {
@@ -288,7 +298,16 @@ static void test_same_tokens(void **state)
             decode(tp, ap, ps[i], dmax, 100, b, &st);
             print_message("%s, %d drafts: drafted %lld, accepted %lld\n", i ? "seeded" : "greedy", (int)dmax,
                           (long long)st.n_drafted, (long long)st.n_accepted);
-            assert_memory_equal(a, b, sizeof a);
+            if (i == 0) {
+                assert_memory_equal(a, b, sizeof a);
+            } else {
+                int32_t c[100];
+                spec_stats st2;
+                decode(tp, ap, ps[i], dmax, 100, c, &st2);
+                assert_memory_equal(b, c, sizeof b);
+                assert_int_equal(st.n_drafted, st2.n_drafted);
+                assert_int_equal(st.n_accepted, st2.n_accepted);
+            }
             assert_true(st.n_accepted > 0);
             assert_true(st.n_accepted < st.n_drafted);
         }

@@ -3,15 +3,13 @@
 # --spec-type draft-mtp with a Gemma 4 assistant file (-md) on the toy pair
 # tests/golden/spec.sh uses (gemma4-mini-q8_0.gguf from ../shared and the
 # assistant tests/tools/gguf_g4assist.py writes for it), one line per run:
-# gemma4 MODE DRAFTED ACCEPTED (greedy: 3 drafts; dmax5: 5; q8kv: a Q8_0 K and V
-# cache; q4k: a Q4_0 K cache), from the server's 'draft acceptance = ...
+# gemma4 MODE DRAFTED ACCEPTED (greedy: 3 drafts; seeded: temperature 0.8,
+# seed 42; dmax5: 5; q8kv: a Q8_0 K and V cache; q4k: a Q4_0 K cache), from the server's 'draft acceptance = ...
 # (A accepted / D generated)' log line (it logs them even when it answers
 # the random model's reply with a 500, which is why no tokens are kept).
-# Greedy runs only: the server's seeded reply differs from tokscope
-# generate's at the same seed even without drafts (its log's 'unparsed
-# Content-only output' line shows the reply's start; greedy, it is
-# tokscope's): tokscope draws with xoshiro256**, llama.cpp with
-# std::mt19937, so seeded counts cannot be compared.
+# The seeded run compares since tokscope draws with llama.cpp's std::mt19937
+# (engine/sampler/rng.c; its log's 'unparsed Content-only output' line shows
+# the reply's start, tokscope generate's at the same seed).
 # Also g4assist_logits.txt: the assistant's draft logits for two prompts
 # (g4assist_logits.cpp), which unit/test_spec_g4assist compares bit for bit.
 # Run from the repository root: sh tests/golden/reference/mtp/make_gemma4.sh
@@ -25,10 +23,11 @@ P="Once upon a time there was a little girl. Once upon a time there was a little
 port=18471
 : >"$D/counts_gemma4.txt.new"
 python3 tests/tools/gguf_g4assist.py "$T" "$W/assist.gguf" || exit 1
-for mode in greedy dmax5 q8kv q4k; do
+for mode in greedy seeded dmax5 q8kv q4k; do
     dm=3 kv=""
     body='"temperature": 0'
     case $mode in
+    seeded) body='"temperature": 0.8, "seed": 42' ;;
     dmax5) dm=5 ;;
     q8kv) kv="-ctk q8_0 -ctv q8_0" ;;
     q4k) kv="-ctk q4_0 -ctv f16" ;;
