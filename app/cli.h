@@ -93,6 +93,8 @@ enum cli_id {
     CLI_API_KEY_FILE,
     CLI_MAX_QUEUE,
     CLI_PARALLEL,
+    CLI_KV_DIR,
+    CLI_KV_MAX_MB,
     CLI_OUTPUT_DIR,
     CLI_DRY_RUN,
     CLI_KV,

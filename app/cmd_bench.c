@@ -63,7 +63,8 @@ static void bench_usage(FILE *f)
                "              line ends with 'spec KIND: drafted N, accepted M (P %%)' per run,\n"
                "              the jsonl object has spec, draft_max, n_drafted and n_accepted\n"
                "  --draft-max N  drafts per verification (default 3, at most 64)\n"
-               "  -md FILE    the draft model of --spec draft, same vocabulary (--draft-model)\n"
+               "  -md FILE    the draft model of --spec draft, same vocabulary (--draft-model);\n"
+               "              with --spec mtp on Gemma 4 its assistant (gemma4-assistant) file\n"
                "  --spec-ngram-n N  tokens an ngram match needs (default 12)\n"
                "Every combination of the lists runs, in the order -t, --blas, -d, then -p and -n.\n");
 }

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -32,11 +35,17 @@ static void usage(FILE *f)
             "  --max-queue N            requests that may wait for the engine (default 64); past it: 503\n"
             "  --parallel N             N requests at once, one batch per step (continuous batching; default 1:\n"
             "                           one at a time); each slot has a context of -c tokens; not with --spec\n"
+            "                           or --kv-dir\n"
             "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
-            "  --spec KIND              speculative decoding: off (default), ngram, draft; the same replies\n"
+            "  --spec KIND              speculative decoding: off (default), ngram, draft, mtp; the same replies\n"
             "  --draft-max N            drafts per verification (default 3)\n"
             "  -md, --draft-model FILE  the draft model of --spec draft (same vocabulary)\n"
+            "  --kv-dir DIR             keep the cached conversation's KV cache (and recurrent state) in\n"
+            "                           DIR/MODEL.kv after every request, and restore it at start when it\n"
+            "                           matches the model and settings: a restarted server answers a\n"
+            "                           request that extends it without evaluating it again\n"
+            "  --kv-max-mb N            the largest snapshot written (MiB; default 1024, 0 = no cap)\n"
             "\n"
             "Prints 'listening on http://ADDR:PORT' on stderr once the model is loaded.\n");
 }
@@ -113,16 +122,58 @@ static bool wait_loaded(engine *e, engine_model_info *info, char *err, size_t er
     return ok;
 }
 
+/* Waits for the engine's KV event (the snapshot's restore) and says what it was. */
+static void wait_kv(engine *e)
+{
+    engine_event *ev = malloc(sizeof *ev);
+    for (bool end = !ev; !end;) {
+        struct pollfd pf = {.fd = engine_event_fd(e), .events = POLLIN};
+        if (poll(&pf, 1, -1) < 0)
+            continue;
+        while (!end && engine_poll(e, ev))
+            if (ev->type == ENGINE_EV_KV || ev->type == ENGINE_EV_ERROR) {
+                fprintf(stderr, "tokscope serve: %s\n", ev->message);
+                end = true;
+            }
+    }
+    free(ev);
+}
+
+/* DIR/MODEL.kv (MODEL: the file's name without .gguf); DIR made when missing. */
+static bool kv_path_of(const char *dir, const char *model_path, char *out, size_t cap, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0700) != 0)) {
+        snprintf(err, errlen, "--kv-dir %s: %s", dir, strerror(errno));
+        return false;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "--kv-dir %s: not a directory", dir);
+        return false;
+    }
+    const char *slash = strrchr(model_path, '/');
+    const char *name = slash ? slash + 1 : model_path;
+    size_t nl = strlen(name);
+    if (nl > 5 && !strcmp(name + nl - 5, ".gguf"))
+        nl -= 5;
+    if ((size_t)snprintf(out, cap, "%s/%.*s.kv", dir, (int)nl, name) >= cap) {
+        snprintf(err, errlen, "--kv-dir %s: the path is too long", dir);
+        return false;
+    }
+    return true;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
     long port = 8080, max_queue = 64, n_ctx = 0, threads = 0, parallel = 1;
     enum spec_type spec = SPEC_OFF;
     long draft_max = 0;
-    const char *draft_model = NULL;
-    static const int opt_ids[] = {CLI_MODEL,   CLI_HOST, CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE, CLI_PARALLEL,
-                                  CLI_CTX,     CLI_THREADS, CLI_SPEC, CLI_DRAFT_MAX, CLI_DRAFT_MODEL,
-                                  CLI_HELP};
+    const char *draft_model = NULL, *kv_dir = NULL;
+    long kv_max_mb = 1024;
+    static const int opt_ids[] = {CLI_MODEL,   CLI_HOST,    CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE,
+                                  CLI_PARALLEL, CLI_CTX,    CLI_THREADS,   CLI_SPEC,         CLI_DRAFT_MAX,
+                                  CLI_DRAFT_MODEL, CLI_KV_DIR, CLI_KV_MAX_MB, CLI_HELP};
     cli p;
     cli_value cv;
     cli_begin(&p, "serve", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
@@ -141,6 +192,8 @@ int cmd_serve(int argc, char **argv)
         case CLI_SPEC: spec_type_parse(cv.text, &spec); break;
         case CLI_DRAFT_MAX: draft_max = cv.i; break;
         case CLI_DRAFT_MODEL: draft_model = cv.text; break;
+        case CLI_KV_DIR: kv_dir = cv.text; break;
+        case CLI_KV_MAX_MB: kv_max_mb = cv.i; break;
         case CLI_HELP: usage(stdout); return 0;
         }
     }
@@ -150,6 +203,11 @@ int cmd_serve(int argc, char **argv)
         return cli_fail(&p, "-m MODEL is required");
     if (parallel > 1 && spec != SPEC_OFF) {
         fprintf(stderr, "tokscope serve: --spec runs one request at a time: give --parallel 1 with it\n");
+        return 2;
+    }
+    if (parallel > 1 && kv_dir) {
+        /* the snapshot is one conversation's memory; the slots' sequences are not kept on disk yet */
+        fprintf(stderr, "tokscope serve: --kv-dir keeps one conversation: give --parallel 1 with it\n");
         return 2;
     }
     bool numeric;
@@ -169,6 +227,12 @@ int cmd_serve(int argc, char **argv)
     char *key = NULL;
     if (key_file && !(key = read_key(key_file, err, sizeof err))) {
         fprintf(stderr, "tokscope serve: %s\n", err);
+        return 2;
+    }
+    char kv_path[4096];
+    if (kv_dir && !kv_path_of(kv_dir, model_path, kv_path, sizeof kv_path, err, sizeof err)) {
+        fprintf(stderr, "tokscope serve: %s\n", err);
+        free(key);
         return 2;
     }
 
@@ -206,11 +270,19 @@ int cmd_serve(int argc, char **argv)
     ep.draft_max = (int32_t)draft_max;
     ep.draft_model = draft_model;
     ep.n_parallel = (int32_t)parallel;
+    ep.kv_max_bytes = (uint64_t)kv_max_mb << 20;
     if (!(e = engine_start(&ep, err, sizeof err)) || !wait_loaded(e, &info, err, sizeof err)) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;
     }
-    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, (int32_t)parallel, err, sizeof err))) {
+    /* the conversation a former run held: restored when its stamp matches, else
+     * (another model or settings, truncated, altered) said and evaluated as new */
+    if (kv_dir && access(kv_path, F_OK) == 0) {
+        engine_load_kv(e, kv_path);
+        wait_kv(e);
+    }
+    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, (int32_t)parallel, kv_dir ? kv_path : NULL, err,
+                                 sizeof err))) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;
     }

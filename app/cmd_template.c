@@ -177,14 +177,21 @@ int cmd_template(int argc, char **argv)
     json = slurp(mfile, "messages file");
     if (!json)
         goto done;
-    root = cJSON_Parse(json);
+    /* a "\u0000" in a content (a reply's byte token) is a NUL of the prompt: parsed
+     * escaped (cJSON holds C strings), read back as bytes (chat.h) */
+    size_t elen = 0;
+    char *ejson = chat_bytes_json_in(json, strlen(json), &elen);
+    root = ejson ? cJSON_ParseWithLength(ejson, elen) : NULL;
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         fprintf(stderr, "tokscope: template: %s is not valid JSON (near byte %ld)\n", mfile,
-                at ? (long)(at - json) : -1L);
+                at && ejson ? (long)(at - ejson) : -1L);
+        free(ejson);
         goto done;
     }
-    jinja_cjson_mark_floats(root, json); /* keep 2.0 a float, as Python's json.loads does */
+    jinja_cjson_mark_floats(root, ejson); /* keep 2.0 a float, as Python's json.loads does */
+    free(ejson);
+    chat_bytes_mark(root);
     const cJSON *msgs = root;
     if (cJSON_IsObject(root))
         msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
@@ -218,13 +225,14 @@ int cmd_template(int argc, char **argv)
     };
     char err[1024];
     char *out = NULL;
+    size_t out_len = 0;
     if (tmpl && !builtin) {
         bool raised = false;
         /* in the object form, keys besides "messages" become template variables (tools, enable_thinking, ...) */
         cJSON *extra = cJSON_IsObject(root) ? root : NULL;
         if (n_vars) /* --var on top of the file's variables */
             extra = with_vars(extra, vars, n_vars);
-        out = chat_render_jinja_vars(tmpl, msgs, extra, &p, &raised, err, sizeof err);
+        out = chat_render_jinja_vars_n(tmpl, msgs, extra, &p, &raised, &out_len, err, sizeof err);
         if (extra != root)
             cJSON_Delete(extra);
         if (!out) {
@@ -252,14 +260,16 @@ int cmd_template(int argc, char **argv)
                 free(cm);
                 goto done;
             }
+        for (int k = 0; k < n; k++) /* the contents' bytes: the tree is not read again */
+            cm[k].content_len = chat_bytes_unescape((char *)cm[k].content);
         const char *name = builtin ? builtin : chat_detect_builtin(tmpl);
-        out = chat_render_builtin(name, cm, (size_t)n, &p, err, sizeof err);
+        out = chat_render_builtin_n(name, cm, (size_t)n, &p, &out_len, err, sizeof err);
         if (!out)
             fprintf(stderr, "tokscope: template: %s\n", err);
     }
     free(cm);
     if (out) {
-        size_t len = strlen(out);
+        size_t len = out_len;
         if (fwrite(out, 1, len, stdout) != len || fflush(stdout) != 0)
             fprintf(stderr, "tokscope: template: error writing output\n");
         else

@@ -51,6 +51,7 @@ typedef struct serve_request {
                              CHAT_ROLE_REASONING) carry template variables and earlier reasoning */
     size_t n_msgs;
     char *prompt;         /* completions: the raw text (no template) */
+    size_t prompt_len;    /* its bytes (a "\u0000" in it is a NUL byte); 0: strlen */
     char *model;          /* the name asked for (echoed; any name is served by the one model) */
     sampler_params sp;    /* the defaults, then the request's fields */
     bool logprobs;        /* per-token logprobs wanted */
@@ -143,7 +144,9 @@ void serve_out_feed(serve_out *o, const serve_token *t, const char *rest, size_t
 /* The chat shape of one logprobs entry (token, logprob, bytes, top_logprobs,
  * and tokscope's fields: id, logit, p_raw, p_post, entropy_raw, entropy_post). */
 struct cJSON *serve_logprob_entry(const serve_token *t, int32_t top, bool post_sampling);
-/* Valid UTF-8 copy (invalid bytes become U+FFFD), malloc'd. */
+/* Valid UTF-8 copy (invalid bytes become U+FFFD), malloc'd. A NUL (a byte
+ * token's) stays a NUL: held as 0xFF '0' in the C string, it is printed
+ * "\u0000" (only the JSON this file prints knows that). */
 char *serve_utf8_clean(const char *s, size_t n);
 
 const char *serve_finish_reason(enum engine_done_reason r);
@@ -155,6 +158,7 @@ typedef struct serve_reply_meta {
     const char *id;     /* "chatcmpl-..." / "cmpl-..." */
     long long created;
     const char *model;
+    int32_t n_cached;   /* usage.prompt_tokens_details.cached_tokens: prompt tokens not evaluated */
 } serve_reply_meta;
 
 /* Streaming: one chunk, "data: {...}\n\n" (malloc'd). entries: an array of
@@ -180,15 +184,21 @@ typedef struct serve_job serve_job;
 typedef struct serve_done {
     enum engine_done_reason reason;
     int32_t n_prompt;   /* tokens of the prompt (the whole of it, cached or not) */
+    int32_t n_cached;   /* ... of them the cache held (not evaluated) */
     int32_t n_gen;
     char rest[ENGINE_TEXT_MAX]; /* held-back reply bytes the end released */
     int32_t rest_len;
     char message[ENGINE_MSG_MAX]; /* the error, when the turn failed */
 } serve_done;
 
-/* Starts the bridge thread over a started engine whose model is loaded. */
-/* n_slots: requests the engine runs side by side (its n_parallel; 1: one at a time). */
-serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, int32_t n_slots, char *err,
+/* Starts the bridge thread over a started engine whose model is loaded.
+ * n_slots: requests the engine runs side by side (its n_parallel; 1: one at
+ * a time). kv_path (NULL: none; only with one slot): after every request the
+ * engine's memory goes there as a KV snapshot (memory/kv_snapshot.h; restored
+ * at start by cmd_serve), so a restarted server answers a conversation it
+ * held without evaluating it again. */
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, int32_t n_slots,
+                                 const char *kv_path, char *err,
                                  size_t errlen);
 /* Stops every job (their clients get what was made), the thread, the engine. */
 void serve_bridge_stop(serve_bridge *b);

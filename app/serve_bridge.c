@@ -43,6 +43,7 @@ struct serve_bridge {
     serve_job **run;      /* the ones the engine runs: n_run of n_slots */
     int32_t n_slots, n_run;
     int32_t next_id;
+    char *kv_path;        /* the KV snapshot written after every request (NULL: none) */
 };
 
 static void kick(int fd)
@@ -227,7 +228,7 @@ static void start_next(serve_bridge *b)
     const serve_request *r = &j->req;
     /* completions take the prompt as it is: the raw format, no template; chat
      * requests the engine's (the model's own, raw for a model without one) */
-    chat_message one = {"user", r->prompt};
+    chat_message one = {"user", r->prompt, r->prompt_len};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT,
                     .name = r->chat ? NULL : strdup("raw"),
                     .messages = r->chat ? r->msgs : &one,
@@ -289,8 +290,21 @@ static void log_done(const serve_job *j, const engine_event *ev)
             j->d.message[0] ? ": " : "", j->d.message);
 }
 
+/* The KV snapshot's news: restores, and what went wrong (a save that
+ * worked is not worth a line per request). */
+static void log_kv(const engine_event *ev)
+{
+    if (ev->kv == ENGINE_KV_SAVED || ev->kv == ENGINE_KV_SAVE_SKIPPED)
+        return;
+    fprintf(stderr, "tokscope serve: %s\n", ev->message);
+}
+
 static void on_event(serve_bridge *b, const engine_event *ev)
 {
+    if (ev->type == ENGINE_EV_KV) {
+        log_kv(ev);
+        return;
+    }
     int32_t k = 0;
     while (k < b->n_run && b->run[k]->req_id != ev->req_id)
         k++;
@@ -317,6 +331,7 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         j->d.reason = ev->reason;
         if (!j->seen_token) /* no reply token: the position counter is the prompt's end, if it got in */
             j->d.n_prompt = j->started ? ev->n_past : 0;
+        j->d.n_cached = j->d.n_prompt > ev->n_prompt ? j->d.n_prompt - ev->n_prompt : 0;
         j->d.n_gen = ev->n_gen;
         memcpy(j->d.rest, ev->text, (size_t)ev->text_len);
         j->d.rest_len = ev->text_len;
@@ -330,6 +345,8 @@ static void on_event(serve_bridge *b, const engine_event *ev)
         j->running = false; /* started stays false when the prompt never got in (too long, an error) */
         log_done(j, ev);
         job_finish(b, j, ev->reason, NULL);
+        if (b->kv_path) /* queued before the next SUBMIT: written between the two turns */
+            engine_save_kv(b->e, b->kv_path);
         return;
     }
     default:
@@ -380,11 +397,13 @@ static void *bridge_main(void *arg)
     return NULL;
 }
 
-serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, int32_t n_slots, char *err,
-                                 size_t errlen)
+serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_queue, int32_t n_slots,
+                                 const char *kv_path, char *err, size_t errlen)
 {
     serve_bridge *b = calloc(1, sizeof *b);
-    if (b && !(b->run = calloc((size_t)(n_slots > 1 ? n_slots : 1), sizeof(serve_job *)))) {
+    if (b && (!(b->run = calloc((size_t)(n_slots > 1 ? n_slots : 1), sizeof(serve_job *))) ||
+              (kv_path && !(b->kv_path = strdup(kv_path))))) {
+        free(b->run);
         free(b);
         b = NULL;
     }
@@ -404,6 +423,7 @@ serve_bridge *serve_bridge_start(engine *e, const serve_vocab *v, int32_t max_qu
             close(b->wake);
         pthread_mutex_destroy(&b->mu);
         free(b->run);
+        free(b->kv_path);
         free(b);
         return NULL;
     }
@@ -446,5 +466,6 @@ void serve_bridge_free(serve_bridge *b)
     if (the_bridge == b)
         the_bridge = NULL;
     free(b->run);
+    free(b->kv_path);
     free(b);
 }

@@ -162,7 +162,7 @@ static void st_append(stream *s, char *chunk)
 static serve_reply_meta meta_of(const stream *s)
 {
     const serve_request *r = serve_job_request(s->job);
-    return (serve_reply_meta){s->id, s->created, r->model ? r->model : s->h->model_id};
+    return (serve_reply_meta){s->id, s->created, r->model ? r->model : s->h->model_id, 0};
 }
 
 /* Formats what arrived: one chunk per token (its text and logprobs entry),
@@ -213,6 +213,7 @@ static void st_pump(stream *s)
         st_append(s, ev);
     } else {
         st_append(s, serve_chunk(&m, s->chat, s->first, content, reasoning, NULL, serve_finish_reason(d.reason)));
+        m.n_cached = d.n_cached;
         if (s->include_usage)
             st_append(s, serve_usage_chunk(&m, s->chat, d.n_prompt, s->out.n_tokens));
     }
@@ -289,16 +290,18 @@ static enum MHD_Result reply_whole(struct MHD_Connection *c, stream *s)
     /* the whole reply split at once: trimmed like the template's own extraction */
     char *ans = NULL, *rsn = NULL;
     if (s->out.split) {
-        char *a = chat_reasoning_extract(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_ANSWER);
-        char *r = chat_reasoning_extract(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_REASONING);
-        ans = serve_utf8_clean(a ? a : "", a ? strlen(a) : 0);
-        rsn = serve_utf8_clean(r ? r : "", r ? strlen(r) : 0);
+        size_t al = 0, rl = 0;
+        char *a = chat_reasoning_extract_n(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_ANSWER, &al);
+        char *r = chat_reasoning_extract_n(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_REASONING, &rl);
+        ans = serve_utf8_clean(a ? a : "", a ? al : 0);
+        rsn = serve_utf8_clean(r ? r : "", r ? rl : 0);
         free(a);
         free(r);
     } else {
         ans = serve_utf8_clean(s->out.text ? s->out.text : "", s->out.len);
     }
     serve_reply_meta m = meta_of(s);
+    m.n_cached = d.n_cached;
     char *body = serve_reply(&m, s->chat, ans, rsn, entries, serve_finish_reason(d.reason), d.n_prompt,
                              s->out.n_tokens);
     free(ans);

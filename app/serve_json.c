@@ -51,7 +51,13 @@ char *serve_utf8_clean(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(u + i, n - i);
-        if (k == 0 || (k == 1 && u[i] == 0)) { /* invalid byte (or a NUL): U+FFFD */
+        if (k == 1 && u[i] == 0) { /* a NUL (a byte token): "\u0000" once printed (print_free) */
+            memcpy(w, "\xFF" "0", 2);
+            w += 2;
+            i++;
+            continue;
+        }
+        if (k == 0) { /* an invalid byte: U+FFFD */
             memcpy(w, "\xEF\xBF\xBD", 3);
             w += 3;
             i++;
@@ -270,11 +276,14 @@ const char *serve_finish_reason(enum engine_done_reason r)
 
 /* ---- whole objects -------------------------------------------------------- */
 
+/* The object as JSON text. cJSON holds C strings, so a NUL travels in them
+ * as 0xFF '0' (serve_utf8_clean: never UTF-8, so nothing else has 0xFF) and
+ * becomes "\u0000" here, as llama-server writes it. */
 static char *print_free(cJSON *o)
 {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    return s;
+    return chat_bytes_json_out(s);
 }
 
 char *serve_error_json(const char *message, const char *type, const char *param, const char *code)
@@ -397,12 +406,17 @@ char *serve_chunk(const serve_reply_meta *m, bool chat, bool first, const char *
     return sse_event(print_free(o));
 }
 
-static cJSON *usage(int32_t n_prompt, int32_t n_gen)
+/* OpenAI's usage, with prompt_tokens_details.cached_tokens as OpenAI and
+ * llama-server give it: the prompt's tokens the cache (or a restored KV
+ * snapshot) already held, not evaluated for this request */
+static cJSON *usage(int32_t n_prompt, int32_t n_cached, int32_t n_gen)
 {
     cJSON *u = cJSON_CreateObject();
     cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_gen);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", n_cached);
     return u;
 }
 
@@ -410,7 +424,7 @@ char *serve_usage_chunk(const serve_reply_meta *m, bool chat, int32_t n_prompt, 
 {
     cJSON *o = head(m, chat, true);
     cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToObject(o, "usage", usage(n_prompt, n_gen));
+    cJSON_AddItemToObject(o, "usage", usage(n_prompt, m->n_cached, n_gen));
     return sse_event(print_free(o));
 }
 
@@ -421,7 +435,7 @@ char *serve_reply(const serve_reply_meta *m, bool chat, const char *content, con
     cJSON *chs = cJSON_AddArrayToObject(o, "choices");
     size_t off = 0;
     cJSON_AddItemToArray(chs, choice(chat, false, false, content, reasoning, entries, finish, &off));
-    cJSON_AddItemToObject(o, "usage", usage(n_prompt, n_gen));
+    cJSON_AddItemToObject(o, "usage", usage(n_prompt, m->n_cached, n_gen));
     return print_free(o);
 }
 

@@ -102,6 +102,7 @@ static int parse_stop(pctx *c, const cJSON *o, sampler_params *sp)
     for (int i = 0; i < n; i++, s = cJSON_IsString(f) ? s : s->next) {
         if (!cJSON_IsString(s))
             return bad(c, "stop", "'stop' must be a string or an array of strings");
+        chat_bytes_unescape(s->valuestring); /* a NUL ends a stop string */
         size_t l = strlen(s->valuestring);
         if (l == 0)
             continue;
@@ -137,6 +138,9 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
     if ((rc = get_i32(c, o, "max_tokens", 0, 1e9, &sp->n_predict)) ||
         (r->chat && (rc = get_i32(c, o, "max_completion_tokens", 0, 1e9, &sp->n_predict))) ||
         (rc = get_i32(c, o, "n_predict", -1, 1e9, &sp->n_predict)))
+        return rc;
+    /* llama-server's: the end-of-generation tokens are never drawn (fixed-length replies) */
+    if ((rc = get_bool(c, o, "ignore_eos", &sp->ignore_eos)))
         return rc;
     int32_t n = 1;
     if ((rc = get_i32(c, o, "n", 1, 1e9, &n)))
@@ -354,6 +358,17 @@ static int parse_prompt(pctx *c, const cJSON *o, serve_request *r)
     return r->prompt ? 0 : bad(c, "prompt", "out of memory");
 }
 
+/* The contents back to bytes with their lengths (template variables stay
+ * JSON text: they are parsed again). */
+static void unescape_contents(serve_request *r)
+{
+    for (size_t i = 0; i < r->n_msgs; i++)
+        if (r->msgs[i].content && strcmp(r->msgs[i].role, CHAT_ROLE_VARS) != 0)
+            r->msgs[i].content_len = chat_bytes_unescape((char *)r->msgs[i].content);
+    if (r->prompt)
+        r->prompt_len = chat_bytes_unescape(r->prompt);
+}
+
 int serve_request_parse(serve_request *req, bool chat, const char *body, size_t len, const sampler_params *defaults,
                         char *err, size_t errlen, char *param, size_t paramlen)
 {
@@ -364,7 +379,12 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
     req->sp.n_stop = 0;
     if (param && paramlen)
         param[0] = 0;
-    cJSON *o = cJSON_ParseWithLength(body, len);
+    size_t elen = 0;
+    char *ebody = chat_bytes_json_in(body, len, &elen); /* contents unescaped below, with lengths */
+    if (!ebody)
+        return bad(&c, "", "out of memory");
+    cJSON *o = cJSON_ParseWithLength(ebody, elen);
+    free(ebody);
     if (!o)
         return bad(&c, "", "the body is not valid JSON");
     int rc = 0;
@@ -379,7 +399,7 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
             goto out;
         }
         /* echoed in every reply: invalid UTF-8 there would make the reply invalid */
-        req->model = serve_utf8_clean(f->valuestring, strlen(f->valuestring));
+        req->model = serve_utf8_clean(f->valuestring, chat_bytes_unescape(f->valuestring));
     }
     if ((rc = get_bool(&c, o, "stream", &req->stream)))
         goto out;
@@ -394,6 +414,7 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
     if ((rc = refuse_unsupported(&c, o, chat)) || (rc = parse_sampling(&c, o, req)) ||
         (rc = parse_logprobs(&c, o, req)) || (rc = chat ? parse_messages(&c, o, req) : parse_prompt(&c, o, req)))
         goto out;
+    unescape_contents(req);
 out:
     cJSON_Delete(o);
     return rc;

@@ -100,11 +100,11 @@ const char *serve_vocab_control_text(const serve_vocab *v, int32_t id)
 
 enum chat_reasoning_style serve_vocab_reasoning_style(const serve_vocab *v) { return v->style; }
 
-static int64_t nonblank(const char *s)
+static int64_t nonblank(const char *s, size_t len)
 {
     int64_t n = 0;
-    for (; s && *s; s++)
-        n += !(*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r');
+    for (size_t i = 0; s && i < len; i++)
+        n += !(s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r');
     return n;
 }
 
@@ -112,12 +112,12 @@ int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req)
 {
     int64_t bytes = 0;
     if (!req->chat)
-        bytes = nonblank(req->prompt);
+        bytes = nonblank(req->prompt, req->prompt ? strlen(req->prompt) : 0);
     for (size_t i = 0; req->chat && i < req->n_msgs; i++) {
         const char *role = req->msgs[i].role;
         /* template variables and earlier reasoning may not reach the prompt */
         if (role && strcmp(role, CHAT_ROLE_VARS) != 0 && strcmp(role, CHAT_ROLE_REASONING) != 0)
-            bytes += nonblank(req->msgs[i].content);
+            bytes += nonblank(req->msgs[i].content, chat_content_len(&req->msgs[i]));
     }
     return (bytes + v->max_piece - 1) / v->max_piece;
 }
@@ -126,10 +126,10 @@ int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_
 {
     /* what the bridge sends the engine: completions raw, chats the model's template */
     const chat_prompt_src src = {.tok = v->tok, .model_template = v->tmpl, .forced = req->chat ? NULL : "raw"};
-    chat_message one = {"user", req->prompt};
-    size_t bytes = req->prompt ? strlen(req->prompt) : 0;
+    chat_message one = {"user", req->prompt, req->prompt_len};
+    size_t bytes = chat_content_len(&one);
     for (size_t i = 0; req->chat && i < req->n_msgs; i++)
-        bytes += req->msgs[i].content ? strlen(req->msgs[i].content) : 0;
+        bytes += chat_content_len(&req->msgs[i]);
     /* rendering and pretokenizing take about 15 times the prompt's bytes
      * while they run (the pretokenizer's per-character arrays): large
      * prompts take turns, so the peak is one body's worth whatever the
@@ -150,5 +150,10 @@ char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t 
     bool add_gen = !(n > 0 && msgs[n - 1].role && !strcmp(msgs[n - 1].role, "assistant"));
     chat_render_params rp = {.bos_token = v->bos, .eos_token = v->eos, .add_generation_prompt = add_gen};
     char warn[256], err[256];
-    return chat_render(v->tmpl, NULL, msgs, n, &rp, warn, sizeof warn, err, sizeof err);
+    size_t len = 0;
+    char *text = chat_render_n(v->tmpl, NULL, msgs, n, &rp, warn, sizeof warn, &len, err, sizeof err);
+    /* a NUL a reply held: the splitter reads a C string, and no marker holds 0x01 */
+    for (char *z = text ? memchr(text, 0, len) : NULL; z; z = memchr(z, 0, len - (size_t)(z - text)))
+        *z = 1;
+    return text;
 }

@@ -332,7 +332,16 @@ void engine_send(engine *e, engine_cmd *cmd)
         if (c.messages) {
             for (size_t i = 0; i < cmd->n_messages; i++) {
                 c.messages[i].role = strdup(cmd->messages[i].role ? cmd->messages[i].role : "user");
-                c.messages[i].content = strdup(cmd->messages[i].content ? cmd->messages[i].content : "");
+                /* the content's bytes, NULs included (a reply of byte tokens) */
+                const char *src = cmd->messages[i].content ? cmd->messages[i].content : "";
+                const size_t len = chat_content_len(&(chat_message){NULL, src, cmd->messages[i].content_len});
+                char *dup = malloc(len + 1);
+                if (dup) {
+                    memcpy(dup, src, len);
+                    dup[len] = 0;
+                }
+                c.messages[i].content = dup;
+                c.messages[i].content_len = len;
             }
             c.n_messages = cmd->n_messages;
         }

@@ -40,10 +40,10 @@ static int32_t compute_n_keep(engine *e, const chat_prompt_src *src, const chat_
     if (n_sys == 0)
         return base;
     char warn[256], err[256];
-    char *text = chat_prompt_render(src, msgs, n_sys, false, warn, sizeof warn, err, sizeof err);
+    size_t len = 0;
+    char *text = chat_prompt_render_n(src, msgs, n_sys, false, warn, sizeof warn, &len, err, sizeof err);
     if (!text)
         return base; /* some templates refuse a system message alone */
-    size_t len = strlen(text);
     int32_t cap = np + 8;
     int32_t *sys = malloc((size_t)cap * sizeof *sys);
     int32_t keep = base;
@@ -51,7 +51,7 @@ static int32_t compute_n_keep(engine *e, const chat_prompt_src *src, const chat_
         bool add_bos = base == 1;
         size_t bl;
         const char *bs = base ? tokenizer_token_str(e->tok, tokenizer_bos(e->tok), &bl) : NULL;
-        if (bs && bl && strncmp(text, bs, bl) == 0)
+        if (bs && bl && len >= bl && memcmp(text, bs, bl) == 0)
             add_bos = false;
         int32_t ns = tokenizer_encode(e->tok, text, len, add_bos, true, sys, cap);
         if (ns > cap)

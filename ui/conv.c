@@ -191,7 +191,7 @@ size_t conv_chat_messages_upto(const ui_conv *c, size_t n_msgs, chat_message **o
     chat_message *v = xrealloc(NULL, (n_msgs + 1) * sizeof *v);
     size_t n = 0;
     if (c->system && *c->system)
-        v[n++] = (chat_message){"system", c->system};
+        v[n++] = (chat_message){"system", c->system, 0};
     size_t extra = 0;
     for (size_t i = 0; i < n_msgs; i++)
         extra += c->msgs[i].reasoning != NULL;
@@ -202,10 +202,10 @@ size_t conv_chat_messages_upto(const ui_conv *c, size_t n_msgs, chat_message **o
         if (!strcmp(m->role, "assistant") && m->len == 0)
             continue;
         if (m->reasoning) { /* the template gets reasoning and answer apart, as it expects */
-            v[n++] = (chat_message){CHAT_ROLE_REASONING, m->reasoning};
-            v[n++] = (chat_message){m->role, m->answer ? m->answer : ""};
-        } else
-            v[n++] = (chat_message){m->role, m->text};
+            v[n++] = (chat_message){CHAT_ROLE_REASONING, m->reasoning, m->reasoning_len};
+            v[n++] = (chat_message){m->role, m->answer ? m->answer : "", m->answer ? m->answer_len : 0};
+        } else /* the reply's bytes, NULs included */
+            v[n++] = (chat_message){m->role, m->text, m->len};
     }
     *out = v;
     return n;

@@ -67,6 +67,7 @@ typedef struct ui_msg {
     int8_t think_style;       /* enum chat_reasoning_style the reply was split with */
     bool think_inside;        /* the reply started inside reasoning (the prompt opened it) */
     char *reasoning, *answer; /* once the reply ended: what the next turn's template gets (NULL: no reasoning) */
+    size_t reasoning_len, answer_len; /* their bytes (NULs included) */
     struct chat_reasoning *rs; /* the splitter while the reply streams */
     /* how the turn that made this reply was sent (think_record): the template ("" the model's),
      * the template variables as JSON ("" none) and the reasoning style. A branch from the reply

@@ -64,6 +64,17 @@ void ui_abandon_turn(ui_app *app)
     app->state = app->loaded ? UI_STATE_IDLE : UI_STATE_NO_MODEL;
 }
 
+/* s[0..n) (any bytes), NUL-terminated, malloc'd */
+static char *memdup0(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d)
+        abort();
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
 static bool can_change(ui_app *app, ui_conv *c)
 {
     if (!app->eng || app->state == UI_STATE_NO_MODEL || app->state == UI_STATE_LOADING) {
@@ -400,8 +411,10 @@ bool explore_compare(ui_app *app, const char *args, char *err, size_t errlen)
             size_t k = conv_add_msg_n(b, m->role, m->text, m->len);
             b->msgs[k].done_reason = m->done_reason;
             if (m->reasoning) { /* the same turns go to the template */
-                b->msgs[k].reasoning = strdup(m->reasoning);
-                b->msgs[k].answer = strdup(m->answer ? m->answer : "");
+                b->msgs[k].reasoning = memdup0(m->reasoning, m->reasoning_len);
+                b->msgs[k].answer = memdup0(m->answer ? m->answer : "", m->answer ? m->answer_len : 0);
+                b->msgs[k].reasoning_len = m->reasoning_len;
+                b->msgs[k].answer_len = m->answer ? m->answer_len : 0;
                 b->msgs[k].think_end = m->think_end;
                 if (m->n_think_vis) {
                     const size_t sz = 2 * (size_t)m->n_think_vis * sizeof *m->think_vis;

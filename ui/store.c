@@ -215,8 +215,8 @@ static cJSON *msg_json(const ui_msg *m)
         }
         if (m->reasoning) {
             /* what the next turn's template gets: exact, as the reply */
-            add_bytes(jm, "reasoning", m->reasoning, strlen(m->reasoning));
-            add_bytes(jm, "answer", m->answer ? m->answer : "", m->answer ? strlen(m->answer) : 0);
+            add_bytes(jm, "reasoning", m->reasoning, m->reasoning_len);
+            add_bytes(jm, "answer", m->answer ? m->answer : "", m->answer ? m->answer_len : 0);
         }
     }
     if (m->vers && m->vers->n > 1) {
@@ -483,13 +483,14 @@ static bool valid_b64(const cJSON *m, const char *key)
 }
 
 /* The validated base64 field key's bytes, else a copy of s (malloc'd). */
-static char *bytes_or(const cJSON *m, const char *key, const char *s)
+static char *bytes_or(const cJSON *m, const char *key, const char *s, size_t *len)
 {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, key);
-    size_t n;
+    size_t n = 0;
     char *d = b ? b64_decode(b->valuestring, &n) : strdup(s);
     if (!d)
         abort();
+    *len = b ? n : strlen(d);
     return d;
 }
 
@@ -690,8 +691,8 @@ static void load_msgs(ui_conv *c, const cJSON *msgs, bool top)
             load_think_text(msg, cJSON_GetObjectItemCaseSensitive(m, "think_text"));
             if (cJSON_IsString(rs)) {
                 const cJSON *an = cJSON_GetObjectItemCaseSensitive(m, "answer");
-                msg->reasoning = bytes_or(m, "reasoning_base64", rs->valuestring);
-                msg->answer = bytes_or(m, "answer_base64", cJSON_IsString(an) ? an->valuestring : "");
+                msg->reasoning = bytes_or(m, "reasoning_base64", rs->valuestring, &msg->reasoning_len);
+                msg->answer = bytes_or(m, "answer_base64", cJSON_IsString(an) ? an->valuestring : "", &msg->answer_len);
             }
         }
         const cJSON *vers = cJSON_GetObjectItemCaseSensitive(m, "versions");

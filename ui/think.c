@@ -188,7 +188,7 @@ size_t think_chat_messages(ui_app *app, const ui_conv *c, size_t n_msgs, chat_me
         while (at < n && !strcmp(v[at].role, "system"))
             at++;
         memmove(v + at + 1, v + at, (n - at) * sizeof *v);
-        v[at] = (chat_message){CHAT_ROLE_VARS, vars};
+        v[at] = (chat_message){CHAT_ROLE_VARS, vars, 0};
         n++;
     }
     *out = v;
@@ -263,6 +263,7 @@ static void reset(ui_msg *m)
     free(m->think_vis);
     m->rs = NULL;
     m->reasoning = m->answer = NULL;
+    m->reasoning_len = m->answer_len = 0;
     m->think_vis = NULL;
     m->n_think_vis = 0;
     m->think_end = 0;
@@ -349,8 +350,8 @@ void think_end_turn(ui_app *app, ui_msg *m)
     chat_reasoning_finish(m->rs);
     refresh(m);
     if (m->rs->seen) {
-        m->reasoning = chat_reasoning_extract(m->rs, m->text, m->len, CHAT_SPAN_REASONING);
-        m->answer = chat_reasoning_extract(m->rs, m->text, m->len, CHAT_SPAN_ANSWER);
+        m->reasoning = chat_reasoning_extract_n(m->rs, m->text, m->len, CHAT_SPAN_REASONING, &m->reasoning_len);
+        m->answer = chat_reasoning_extract_n(m->rs, m->text, m->len, CHAT_SPAN_ANSWER, &m->answer_len);
     }
     chat_reasoning_free(m->rs);
     free(m->rs);

@@ -6,11 +6,36 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct chat_message {
     const char *role; /* "system", "user", "assistant" */
     const char *content;
+    size_t content_len; /* content's bytes: a reply is bytes (a model's byte tokens give NULs), so
+                           every path that builds a prompt reads this many; 0: strlen(content) */
 } chat_message;
+
+/* The bytes of m's content (content_len, or strlen for 0). */
+static inline size_t chat_content_len(const chat_message *m)
+{
+    return m->content_len ? m->content_len : m->content ? strlen(m->content) : 0;
+}
+
+/* A content with NULs through cJSON, which holds C strings: its bytes
+ * escaped (NUL as 0xFF '0', 0xFF as 0xFF 0xFF: neither is UTF-8, so a
+ * template never meets them) in a string item flagged CHAT_CJSON_BYTES,
+ * which the Jinja interpreter reads back as the bytes. */
+#define CHAT_CJSON_BYTES (1 << 13) /* extra bit in cJSON.type, beside JINJA_CJSON_FLOAT */
+char *chat_bytes_escape(const char *s, size_t n); /* malloc'd, NUL-terminated */
+/* Unescapes s in place; returns its length (NULs included). */
+size_t chat_bytes_unescape(char *s);
+/* JSON text to parse with cJSON: every "\u0000" escape as 0xFF '0' and
+ * every 0xFF byte doubled (an escaped backslash stays as it is), so that
+ * its strings, unescaped, give their bytes and lengths (malloc'd). */
+char *chat_bytes_json_in(const char *json, size_t len, size_t *out_len);
+/* JSON text cJSON printed from escaped strings, back: 0xFF '0' as
+ * "\u0000", 0xFF 0xFF as the byte (takes json, returns the result). */
+char *chat_bytes_json_out(char *json);
 
 /* Pseudo messages: what a conversation carries besides role/content travels
  * as messages of these roles (so that every path that copies messages, the
@@ -52,6 +77,8 @@ char *chat_render_jinja(const char *tmpl, const chat_message *msgs, size_t n, co
 extern const char *const chat_builtin_names[];
 char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
                           char *err, size_t errlen);
+char *chat_render_builtin_n(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
+                            size_t *out_len, char *err, size_t errlen);
 /* Best built-in for a template text (by its markers), "chatml" as last resort. */
 const char *chat_detect_builtin(const char *tmpl);
 
@@ -60,6 +87,11 @@ const char *chat_detect_builtin(const char *tmpl);
  * raise_exception), else the built-in `builtin` (NULL -> detected/"chatml"). */
 char *chat_render(const char *tmpl, const char *builtin, const chat_message *msgs, size_t n,
                   const chat_render_params *p, char *warn, size_t warnlen, char *err, size_t errlen);
+/* The same, the rendered length in *out_len (the text may hold NULs, from
+ * the messages' contents). */
+char *chat_render_n(const char *tmpl, const char *builtin, const chat_message *msgs, size_t n,
+                    const chat_render_params *p, char *warn, size_t warnlen, size_t *out_len, char *err,
+                    size_t errlen);
 
 /* ---- additions ---- */
 struct cJSON;
@@ -75,6 +107,12 @@ char *chat_render_jinja_json(const char *tmpl, const struct cJSON *messages, con
  * e.g. {"tools": [...], "enable_thinking": false}. */
 char *chat_render_jinja_vars(const char *tmpl, const struct cJSON *messages, const struct cJSON *extra,
                              const chat_render_params *p, bool *raised, char *err, size_t errlen);
+/* Flags every string under root that holds 0xFF (parsed from
+ * chat_bytes_json_in's text) CHAT_CJSON_BYTES, for a template to read. */
+void chat_bytes_mark(struct cJSON *root);
+/* chat_render_jinja_vars with the rendered length in *out_len. */
+char *chat_render_jinja_vars_n(const char *tmpl, const struct cJSON *messages, const struct cJSON *extra,
+                               const chat_render_params *p, bool *raised, size_t *out_len, char *err, size_t errlen);
 
 /* True when `name` is a known built-in (including llama.cpp's variant names
  * llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3,

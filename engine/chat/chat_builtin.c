@@ -56,10 +56,14 @@ static void put(sbuf *b, const char *s, size_t n)
 }
 static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
 
+/* a message's content: its bytes, NULs included */
+static void put_msg(sbuf *b, const chat_message *m) { put(b, m->content, chat_content_len(m)); }
+
 /* llama.cpp's trim(): isspace on bytes at both ends */
-static void put_trim(sbuf *b, const char *s)
+static void put_trim(sbuf *b, const chat_message *m)
 {
-    size_t a = 0, e = strlen(s);
+    const char *s = m->content;
+    size_t a = 0, e = chat_content_len(m);
     while (a < e && isspace((unsigned char)s[a]))
         a++;
     while (e > a && isspace((unsigned char)s[e - 1]))
@@ -71,6 +75,12 @@ static bool is(const char *a, const char *b) { return !strcmp(a, b); }
 
 char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
                           char *err, size_t errlen)
+{
+    return chat_render_builtin_n(name, msgs, n, p, NULL, err, errlen);
+}
+
+char *chat_render_builtin_n(const char *name, const chat_message *msgs, size_t n, const chat_render_params *p,
+                            size_t *out_len, char *err, size_t errlen)
 {
     bool add_ass = p ? p->add_generation_prompt : true;
     if (!name)
@@ -91,7 +101,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             puts_(&b, "<|im_start|>");
             puts_(&b, msgs[i].role);
             puts_(&b, "\n");
-            puts_(&b, msgs[i].content);
+            put_msg(&b, &msgs[i]);
             puts_(&b, "<|im_end|>\n");
         }
         if (add_ass)
@@ -100,15 +110,15 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
         for (size_t i = 0; i < n; i++) {
             if (is(msgs[i].role, "system")) {
                 puts_(&b, "[SYSTEM_PROMPT] ");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "[/SYSTEM_PROMPT]");
             } else if (is(msgs[i].role, "user")) {
                 puts_(&b, "[INST] ");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "[/INST]");
             } else {
                 puts_(&b, " ");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "</s>");
             }
         }
@@ -125,18 +135,18 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
                 inside = true;
             }
             if (is(msgs[i].role, "system")) {
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "\n\n");
             } else if (is(msgs[i].role, "user")) {
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, lead);
                 puts_(&b, "[/INST]");
             } else {
                 puts_(&b, trail);
                 if (trim_ass)
-                    put_trim(&b, msgs[i].content);
+                    put_trim(&b, &msgs[i]);
                 else
-                    puts_(&b, msgs[i].content);
+                    put_msg(&b, &msgs[i]);
                 puts_(&b, "</s>");
                 inside = false;
             }
@@ -153,17 +163,17 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             if (is(msgs[i].role, "system")) {
                 if (sys) {
                     puts_(&b, "<<SYS>>\n");
-                    strip ? put_trim(&b, msgs[i].content) : puts_(&b, msgs[i].content);
+                    strip ? put_trim(&b, &msgs[i]) : put_msg(&b, &msgs[i]);
                     puts_(&b, "\n<</SYS>>\n\n");
                 } else {
-                    strip ? put_trim(&b, msgs[i].content) : puts_(&b, msgs[i].content);
+                    strip ? put_trim(&b, &msgs[i]) : put_msg(&b, &msgs[i]);
                     puts_(&b, "\n");
                 }
             } else if (is(msgs[i].role, "user")) {
-                strip ? put_trim(&b, msgs[i].content) : puts_(&b, msgs[i].content);
+                strip ? put_trim(&b, &msgs[i]) : put_msg(&b, &msgs[i]);
                 puts_(&b, " [/INST]");
             } else {
-                strip ? put_trim(&b, msgs[i].content) : puts_(&b, msgs[i].content);
+                strip ? put_trim(&b, &msgs[i]) : put_msg(&b, &msgs[i]);
                 puts_(&b, "</s>");
                 inside = false;
             }
@@ -173,7 +183,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             puts_(&b, "<|");
             puts_(&b, msgs[i].role);
             puts_(&b, "|>\n");
-            puts_(&b, msgs[i].content);
+            put_msg(&b, &msgs[i]);
             puts_(&b, "<|end|>\n");
         }
         if (add_ass)
@@ -183,7 +193,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             puts_(&b, "<|");
             puts_(&b, msgs[i].role);
             puts_(&b, "|>\n");
-            puts_(&b, msgs[i].content);
+            put_msg(&b, &msgs[i]);
             puts_(&b, "<|endoftext|>\n");
         }
         if (add_ass)
@@ -193,7 +203,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
         puts_(&sys, "");
         for (size_t i = 0; i < n; i++) {
             if (is(msgs[i].role, "system")) {
-                put_trim(&sys, msgs[i].content);
+                put_trim(&sys, &msgs[i]);
                 continue;
             }
             const char *role = is(msgs[i].role, "assistant") ? "model" : msgs[i].role;
@@ -205,7 +215,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
                 puts_(&b, "\n\n");
                 sys.len = 0;
             }
-            put_trim(&b, msgs[i].content);
+            put_trim(&b, &msgs[i]);
             puts_(&b, "<end_of_turn>\n");
         }
         free(sys.p);
@@ -217,19 +227,19 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             if (is(msgs[i].role, "system")) {
                 if (orca) {
                     puts_(&b, "SYSTEM: ");
-                    puts_(&b, msgs[i].content);
+                    put_msg(&b, &msgs[i]);
                     puts_(&b, "\n");
                 } else {
-                    puts_(&b, msgs[i].content);
+                    put_msg(&b, &msgs[i]);
                     puts_(&b, "\n\n");
                 }
             } else if (is(msgs[i].role, "user")) {
                 puts_(&b, "USER: ");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "\n");
             } else if (is(msgs[i].role, "assistant")) {
                 puts_(&b, "ASSISTANT: ");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "</s>\n");
             }
         }
@@ -240,7 +250,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             puts_(&b, "<|start_header_id|>");
             puts_(&b, msgs[i].role);
             puts_(&b, "<|end_header_id|>\n\n");
-            put_trim(&b, msgs[i].content);
+            put_trim(&b, &msgs[i]);
             puts_(&b, "<|eot_id|>");
         }
         if (add_ass)
@@ -248,14 +258,14 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
     } else if (is(name, "deepseek")) {
         for (size_t i = 0; i < n; i++) {
             if (is(msgs[i].role, "system"))
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
             else if (is(msgs[i].role, "user")) {
                 puts_(&b, "### Instruction:\n");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "\n");
             } else if (is(msgs[i].role, "assistant")) {
                 puts_(&b, "### Response:\n");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "\n<|EOT|>\n");
             }
         }
@@ -264,14 +274,14 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
     } else if (is(name, "deepseek3")) {
         for (size_t i = 0; i < n; i++) {
             if (is(msgs[i].role, "system")) {
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "\n\n");
             } else if (is(msgs[i].role, "user")) {
                 puts_(&b, "<\xef\xbd\x9cUser\xef\xbd\x9c>");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
             } else if (is(msgs[i].role, "assistant")) {
                 puts_(&b, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
             }
         }
@@ -286,7 +296,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
                 continue;
             puts_(&b, "<|START_OF_TURN_TOKEN|>");
             puts_(&b, tok);
-            put_trim(&b, msgs[i].content);
+            put_trim(&b, &msgs[i]);
             puts_(&b, "<|END_OF_TURN_TOKEN|>");
         }
         if (add_ass)
@@ -294,7 +304,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
     } else if (is(name, "openchat")) {
         for (size_t i = 0; i < n; i++) {
             if (is(msgs[i].role, "system")) {
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "<|end_of_turn|>");
             } else {
                 char role[64];
@@ -303,7 +313,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
                 puts_(&b, "GPT4 Correct ");
                 puts_(&b, role);
                 puts_(&b, ": ");
-                puts_(&b, msgs[i].content);
+                put_msg(&b, &msgs[i]);
                 puts_(&b, "<|end_of_turn|>");
             }
         }
@@ -311,7 +321,7 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
             puts_(&b, "GPT4 Correct Assistant:");
     } else { /* plain: contents one after another, for models without any chat format */
         for (size_t i = 0; i < n; i++) {
-            puts_(&b, msgs[i].content);
+            put_msg(&b, &msgs[i]);
             puts_(&b, "\n");
         }
     }
@@ -320,6 +330,8 @@ char *chat_render_builtin(const char *name, const chat_message *msgs, size_t n, 
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    if (out_len)
+        *out_len = b.len;
     return b.p;
 }
 

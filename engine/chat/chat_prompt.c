@@ -30,11 +30,11 @@ static bool pseudo(const chat_message *m)
     return m->role && (!strcmp(m->role, CHAT_ROLE_VARS) || !strcmp(m->role, CHAT_ROLE_REASONING));
 }
 
-static char *render_raw(const chat_message *msgs, size_t n, char *err, size_t errlen)
+static char *render_raw(const chat_message *msgs, size_t n, size_t *out_len, char *err, size_t errlen)
 {
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
-        len += msgs[i].content && !pseudo(&msgs[i]) ? strlen(msgs[i].content) : 0;
+        len += msgs[i].content && !pseudo(&msgs[i]) ? chat_content_len(&msgs[i]) : 0;
     char *out = malloc(len + 1), *w = out;
     if (!out) {
         snprintf(err, errlen, "out of memory");
@@ -42,25 +42,33 @@ static char *render_raw(const chat_message *msgs, size_t n, char *err, size_t er
     }
     for (size_t i = 0; i < n; i++)
         if (msgs[i].content && !pseudo(&msgs[i]))
-            w = stpcpy(w, msgs[i].content);
+            w = mempcpy(w, msgs[i].content, chat_content_len(&msgs[i]));
     *w = 0;
+    if (out_len)
+        *out_len = len;
     return out;
 }
 
 char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool add_gen, char *warn,
                          size_t warnlen, char *err, size_t errlen)
 {
+    return chat_prompt_render_n(s, msgs, n, add_gen, warn, warnlen, NULL, err, errlen);
+}
+
+char *chat_prompt_render_n(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool add_gen, char *warn,
+                           size_t warnlen, size_t *out_len, char *err, size_t errlen)
+{
     if (warn && warnlen)
         warn[0] = 0;
     const char *fmt = chat_prompt_format(s);
     if (!strcmp(fmt, "raw"))
-        return render_raw(msgs, n, err, errlen);
+        return render_raw(msgs, n, out_len, err, errlen);
     const bool own = !strcmp(fmt, "model");
     char *bos = token_text_dup(s->tok, tokenizer_bos(s->tok));
     char *eos = token_text_dup(s->tok, tokenizer_eos(s->tok));
     chat_render_params rp = {.bos_token = bos, .eos_token = eos, .add_generation_prompt = add_gen, .date = NULL};
-    char *out = bos && eos ? chat_render(own ? s->model_template : NULL, own ? NULL : fmt, msgs, n, &rp, warn,
-                                         warnlen, err, errlen)
+    char *out = bos && eos ? chat_render_n(own ? s->model_template : NULL, own ? NULL : fmt, msgs, n, &rp, warn,
+                                           warnlen, out_len, err, errlen)
                            : NULL;
     if (!(bos && eos))
         snprintf(err, errlen, "out of memory");
@@ -71,8 +79,8 @@ char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, siz
 
 /* The rendered prompt (malloc'd) and whether BOS goes before it: what
  * chat_prompt_tokenize and chat_prompt_count tokenize. */
-static char *prompt_text(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool *add_bos, char *warn,
-                         size_t warnlen, char *err, size_t errlen)
+static char *prompt_text(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool *add_bos,
+                         size_t *len, char *warn, size_t warnlen, char *err, size_t errlen)
 {
     const tokenizer *t = s->tok;
     if (!t) {
@@ -84,7 +92,7 @@ static char *prompt_text(const chat_prompt_src *s, const chat_message *msgs, siz
         last--;
     const bool add_gen = !(last > 0 && msgs[last - 1].role && !strcmp(msgs[last - 1].role, "assistant"));
     char rerr[512] = "";
-    char *text = chat_prompt_render(s, msgs, n, add_gen, warn, warnlen, rerr, sizeof rerr);
+    char *text = chat_prompt_render_n(s, msgs, n, add_gen, warn, warnlen, len, rerr, sizeof rerr);
     if (!text) {
         snprintf(err, errlen, "chat template (%s): %s", chat_prompt_format(s), rerr);
         return NULL;
@@ -93,7 +101,7 @@ static char *prompt_text(const chat_prompt_src *s, const chat_message *msgs, siz
     if (*add_bos) { /* the template may have written BOS itself: one BOS, as a token */
         size_t bl = 0;
         const char *bs = tokenizer_token_str(t, tokenizer_bos(t), &bl);
-        if (bs && bl && strncmp(text, bs, bl) == 0)
+        if (bs && bl && *len >= bl && memcmp(text, bs, bl) == 0)
             *add_bos = false;
     }
     return text;
@@ -103,11 +111,11 @@ int32_t *chat_prompt_tokenize(const chat_prompt_src *s, const chat_message *msgs
                               size_t warnlen, char *err, size_t errlen)
 {
     bool add_bos;
-    char *text = prompt_text(s, msgs, n, &add_bos, warn, warnlen, err, errlen);
+    size_t len = 0;
+    char *text = prompt_text(s, msgs, n, &add_bos, &len, warn, warnlen, err, errlen);
     if (!text)
         return NULL;
     const tokenizer *t = s->tok;
-    const size_t len = strlen(text);
     const int32_t need = tokenizer_encode(t, text, len, add_bos, true, NULL, 0);
     int32_t *out = need >= 0 ? malloc(((size_t)need + 1) * sizeof *out) : NULL;
     if (!out || tokenizer_encode(t, text, len, add_bos, true, out, need + 1) != need) {
@@ -125,10 +133,11 @@ int32_t chat_prompt_count(const chat_prompt_src *s, const chat_message *msgs, si
                           size_t errlen)
 {
     bool add_bos;
-    char *text = prompt_text(s, msgs, n, &add_bos, NULL, 0, err, errlen);
+    size_t len = 0;
+    char *text = prompt_text(s, msgs, n, &add_bos, &len, NULL, 0, err, errlen);
     if (!text)
         return -1;
-    const int32_t k = tokenizer_count(s->tok, text, strlen(text), add_bos, true, limit);
+    const int32_t k = tokenizer_count(s->tok, text, len, add_bos, true, limit);
     free(text);
     if (k < 0)
         snprintf(err, errlen, "tokenizer failed on the rendered conversation");

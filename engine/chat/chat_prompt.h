@@ -33,6 +33,10 @@ const char *chat_prompt_format(const chat_prompt_src *s);
  * fallback notice; NULL with err set on failure. */
 char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool add_gen, char *warn,
                          size_t warnlen, char *err, size_t errlen);
+/* The same with the text's length in *out_len: the contents' bytes are
+ * carried whole (chat_message.content_len), NULs included. */
+char *chat_prompt_render_n(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool add_gen, char *warn,
+                           size_t warnlen, size_t *out_len, char *err, size_t errlen);
 
 /* Renders and tokenizes msgs: the generation prompt is added unless the last
  * message is the assistant's (its text continues); special tokens parsed;

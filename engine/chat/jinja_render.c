@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat.h"
 #include "chat/jinja.h"
 
 jinja_limits jinja_default_limits(void)
@@ -83,6 +84,11 @@ jv jv_from_cjson(jctx *x, const cJSON *j)
         if (!(j->type & JINJA_CJSON_FLOAT) && d > -9.2e18 && d < 9.2e18 && d == (double)(int64_t)d)
             return jv_int((int64_t)d);
         return jv_float(d);
+    }
+    if (cJSON_IsString(j) && (j->type & CHAT_CJSON_BYTES) && j->valuestring) { /* a content with NULs */
+        const size_t n = strlen(j->valuestring);
+        char *b = jarena_strndup(&x->arena, j->valuestring, n);
+        return jv_strn(x, b, chat_bytes_unescape(b));
     }
     if (cJSON_IsString(j))
         return jv_str(x, j->valuestring ? j->valuestring : "");

@@ -269,6 +269,12 @@ static bool blank(char c)
 
 char *chat_reasoning_extract(const chat_reasoning *r, const char *text, size_t len, enum chat_span_kind kind)
 {
+    return chat_reasoning_extract_n(r, text, len, kind, NULL);
+}
+
+char *chat_reasoning_extract_n(const chat_reasoning *r, const char *text, size_t len, enum chat_span_kind kind,
+                               size_t *out_len)
+{
     size_t total = 0;
     for (size_t i = 0; i < r->n_spans; i++)
         if (r->spans[i].kind == kind && r->spans[i].start < len)
@@ -290,6 +296,8 @@ char *chat_reasoning_extract(const chat_reasoning *r, const char *text, size_t l
         n--;
     memmove(out, out + a, n - a);
     out[n - a] = 0;
+    if (out_len)
+        *out_len = n - a;
     return out;
 }
 

@@ -82,6 +82,9 @@ bool chat_reasoning_inside(const chat_reasoning *r);
 /* The bytes of text (the reply as fed, len bytes) of one kind, back to back,
  * blank lines and spaces at both ends trimmed; malloc'd. */
 char *chat_reasoning_extract(const chat_reasoning *r, const char *text, size_t len, enum chat_span_kind kind);
+/* The same with its length in *out_len (the bytes may hold NULs). */
+char *chat_reasoning_extract_n(const chat_reasoning *r, const char *text, size_t len, enum chat_span_kind kind,
+                               size_t *out_len);
 
 /* One call over a whole reply: r is initialised, fed and finished. */
 void chat_reasoning_split(chat_reasoning *r, enum chat_reasoning_style style, const char *prompt, const char *text,

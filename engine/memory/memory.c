@@ -74,6 +74,12 @@ void memory_set_progress(memory *m, forward_progress_fn fn, void *user)
     forward_set_progress(m->f, progress, m);
 }
 
+void memory_set_eval(memory *m, memory_eval_fn fn, void *user)
+{
+    m->eval = fn;
+    m->eval_user = user;
+}
+
 bool memory_is_recurrent(const memory *m)
 {
     return m->f && forward_is_recurrent(m->f);
@@ -142,7 +148,8 @@ static int call_raw(memory *m, int32_t start, int32_t end, float *out, char *err
 {
     const bool was = m->evaluating;
     m->evaluating = true;
-    int rc = forward_eval(m->f, m->tokens + start, end - start, start, out, false, err, errlen);
+    int rc = m->eval ? m->eval(m->eval_user, m->f, m->tokens + start, end - start, start, out, false, err, errlen)
+                     : forward_eval(m->f, m->tokens + start, end - start, start, out, false, err, errlen);
     m->evaluating = was;
     if (rc == 0 && m->recurrent)
         for (int32_t i = start; i < end; i++) {
@@ -416,6 +423,11 @@ int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *
         snprintf(err, errlen, "%d tokens to verify do not fit the context of %d", p + n, m->n_ctx);
         return -1;
     }
+    /* verifying again at the same position (llama-server's replay of a
+     * recurrent target's checkpoint): from the state saved before */
+    if (m->recurrent && m->v_state && m->v_end > p && forward_rs_pos(m->f) == m->v_end && m->call_start[p] == p &&
+        m->call_end[p] == m->v_end) /* the state past the verification that began at p */
+        forward_rs_load(m->f, m->v_state, p);
     m->v_end = p;
     if (m->recurrent && !m->v_state && !(m->v_state = malloc(m->rs_bytes ? m->rs_bytes : 1))) {
         snprintf(err, errlen, "out of memory");
@@ -429,7 +441,8 @@ int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *
     memcpy(m->tokens + p, toks, (size_t)n * sizeof *toks);
     const bool was = m->evaluating;
     m->evaluating = true;
-    rc = forward_eval(m->f, m->tokens + p, n, p, rows, true, err, errlen);
+    rc = m->eval ? m->eval(m->eval_user, m->f, m->tokens + p, n, p, rows, true, err, errlen)
+                 : forward_eval(m->f, m->tokens + p, n, p, rows, true, err, errlen);
     m->evaluating = was;
     if (rc != 0)
         return rc;
@@ -449,7 +462,12 @@ int memory_verify_keep(memory *m, int32_t k, char *err, size_t errlen)
         snprintf(err, errlen, "cannot keep %d verified tokens (%d evaluated)", k, m->v_end - p);
         return -1;
     }
-    if (m->recurrent && p + k < m->v_end) { /* the state went past the rejected ones */
+    if (m->recurrent && p + k < m->v_end && forward_rs_rollback(m->f, k - 1)) { /* the state kept there */
+        for (int32_t i = p; i < p + k; i++) {
+            m->call_start[i] = p;
+            m->call_end[i] = p + k;
+        }
+    } else if (m->recurrent && p + k < m->v_end) { /* the state went past the rejected ones */
         forward_rs_load(m->f, m->v_state, p);
         m->v_end = p;
         if (call_raw(m, p, p + k, m->scratch, err, errlen) != 0)

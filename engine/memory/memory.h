@@ -49,6 +49,13 @@ typedef struct memory_ckpt {
     float *logits; /* n_vocab */
 } memory_ckpt;
 
+/* What evaluates the target for the memory (forward_eval's arguments):
+ * speculative decoding with an MTP block hooks every evaluation, for the
+ * block to see each batch as llama-server's common_speculative_process
+ * does after each llama_decode. */
+typedef int (*memory_eval_fn)(void *user, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos,
+                              float *logits, bool all_logits, char *err, size_t errlen);
+
 typedef struct memory {
     /* ---- read-only outside memory*.c ---- */
     int32_t *tokens;    /* [0, n_past): the tokens the context holds, position = index */
@@ -87,6 +94,8 @@ typedef struct memory {
      * accepted, not counted yet (memory_advance counts them one by one) */
     int32_t v_end;
     void *v_state; /* recurrent: the state before the verification (rs_bytes, allocated on first use) */
+    memory_eval_fn eval; /* memory_set_eval's, NULL: forward_eval */
+    void *eval_user;
 } memory;
 
 /* Sets m up for a forward context (n_ctx positions, n_vocab logits). p may
@@ -98,6 +107,9 @@ void memory_release(memory *m);
 /* The forward context's progress callback goes through the memory (which
  * cannot let a few evaluations be cancelled); m must not move afterwards. */
 void memory_set_progress(memory *m, forward_progress_fn fn, void *user);
+/* Every evaluation of the target through fn (NULL: forward_eval again);
+ * the logit lens's are not (they put back what they change). */
+void memory_set_eval(memory *m, memory_eval_fn fn, void *user);
 
 /* n_past = n (the anchor and later checkpoints go when n is below them).
  * Never raises n_past. O(1) for the cache; a recurrent state is restored
@@ -137,6 +149,12 @@ int memory_push(memory *m, int32_t tok, char *err, size_t errlen);
  * and the k tokens are evaluated again as one call (so the state holds
  * nothing of the rejected ones and the memory records the call it replays);
  * memory_advance counts the next kept token (n_past + 1, logits: its row).
+ * memory_verify again before memory_verify_keep verifies other tokens at
+ * the same n_past, a recurrent state from where the first call began.
+ * When the verification kept the state after each position
+ * (forward_rs_keep), memory_verify_keep takes the one after its k tokens
+ * instead of evaluating them again (recorded as a call of their own: the
+ * recurrence runs token by token, so that is the state they give).
  * Anything else that evaluates or truncates drops what was not counted. */
 int memory_verify(memory *m, const int32_t *toks, int32_t n, float *rows, char *err, size_t errlen);
 int memory_verify_keep(memory *m, int32_t k, char *err, size_t errlen);

@@ -8,6 +8,7 @@ static const arch_def *const archs[MODEL_ARCH_COUNT] = {
     [MODEL_ARCH_GEMMA3] = &arch_gemma3, [MODEL_ARCH_PHI3] = &arch_phi3,
     [MODEL_ARCH_QWEN3MOE] = &arch_qwen3moe, [MODEL_ARCH_GPTOSS] = &arch_gptoss,
     [MODEL_ARCH_GEMMA4] = &arch_gemma4, [MODEL_ARCH_QWEN35] = &arch_qwen35, [MODEL_ARCH_QWEN35MOE] = &arch_qwen35moe,
+    [MODEL_ARCH_GEMMA4_ASSISTANT] = &arch_gemma4_assistant,
 };
 
 const arch_def *arch_find(const char *name)
@@ -30,7 +31,7 @@ const char *model_arch_name(enum model_arch a)
 
 const char *model_arch_list(void)
 {
-    return "llama qwen2 qwen3 gemma3 phi3 qwen3moe gpt-oss gemma4 qwen35 qwen35moe";
+    return "llama qwen2 qwen3 gemma3 phi3 qwen3moe gpt-oss gemma4 qwen35 qwen35moe gemma4-assistant";
 }
 
 const char *model_rope_type_name(enum model_rope_type t)

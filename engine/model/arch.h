@@ -41,6 +41,8 @@ bool ml_i32_array(model_loader *ld, const char *key, int32_t *out, uint32_t n);
 /* Marks the load failed with a message (first one wins); returns false. */
 bool ml_fail(model_loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool ml_failed(const model_loader *ld);
+/* The file being loaded (an architecture that checks its keys). */
+const gguf_ctx *ml_gguf(const model_loader *ld);
 
 typedef struct arch_def {
     enum model_arch arch;
@@ -54,6 +56,7 @@ typedef struct arch_def {
 
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_gemma3, arch_phi3;
 extern const arch_def arch_qwen3moe, arch_gptoss, arch_gemma4, arch_qwen35, arch_qwen35moe;
+extern const arch_def arch_gemma4_assistant;
 
 
 const arch_def *arch_find(const char *name);

@@ -73,7 +73,7 @@ void forward_free(forward_ctx *f)
     if (f->tp)
         threadpool_free(f->tp);
     blas_free(f->blas);
-    for (uint32_t l = 0; l < f->hp.n_layer; l++) {
+    for (uint32_t l = 0; l < f->hp.n_layer && !f->kv_shared; l++) {
         if (f->hp.kv_layer[l] != l)
             continue; /* the cache of the layer it shares */
         if (f->k_cache)
@@ -323,6 +323,11 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
                 return NULL;
             }
         }
+    }
+    if (hp->arch == MODEL_ARCH_GEMMA4_ASSISTANT && !model_get_weights(m)->g4assist_input) {
+        snprintf(err, errlen, "a gemma4-assistant file only drafts for its Gemma 4 target: give it to the target "
+                 "with --spec mtp --draft-model FILE");
+        return NULL;
     }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 || hp->head_dim == 0) {
         snprintf(err, errlen, "attention heads (%u) are not a multiple of KV heads (%u)", hp->n_head, hp->n_head_kv);
@@ -594,10 +599,45 @@ size_t forward_v_head(const forward_ctx *f, uint32_t l)
     return tensor_row_size(f->p.v_type, forward_hd(f, l));
 }
 
+int forward_share_kv(forward_ctx *f, const forward_ctx *owner, const uint32_t *src, char *err, size_t errlen)
+{
+    if (f->p.n_ctx != owner->p.n_ctx || f->p.kv_type != owner->p.kv_type || f->p.v_type != owner->p.v_type ||
+        f->rot_k != owner->rot_k || f->rot_v != owner->rot_v) {
+        snprintf(err, errlen, "the contexts differ in cache length, cache types or their rotation");
+        return -1;
+    }
+    for (uint32_t l = 0; l < f->hp.n_layer; l++) {
+        const uint32_t s = src[l];
+        if (s >= owner->hp.n_layer || owner->hp.recurrent_layer[owner->hp.kv_layer[s]] ||
+            owner->hp.swa_layer[s] != f->hp.swa_layer[l] || forward_hd(owner, s) != forward_hd(f, l) ||
+            forward_n_kv(owner, s) != forward_n_kv(f, l) ||
+            (f->hp.swa_layer[l] && owner->hp.n_swa != f->hp.n_swa)) {
+            snprintf(err, errlen, "layer %u (%s, head %lld, %d KV heads) cannot read the cache of layer %u (%s, head "
+                     "%lld, %d KV heads)", l, f->hp.swa_layer[l] ? "sliding" : "full", (long long)forward_hd(f, l),
+                     forward_n_kv(f, l), s, s < owner->hp.n_layer && owner->hp.swa_layer[s] ? "sliding" : "full",
+                     s < owner->hp.n_layer ? (long long)forward_hd(owner, s) : 0LL,
+                     s < owner->hp.n_layer ? forward_n_kv(owner, s) : 0);
+            return -1;
+        }
+    }
+    for (uint32_t l = 0; l < f->hp.n_layer && !f->kv_shared; l++)
+        if (f->hp.kv_layer[l] == l) {
+            free(f->k_cache[l]);
+            free(f->v_cache[l]);
+        }
+    for (uint32_t l = 0; l < f->hp.n_layer; l++) {
+        f->k_cache[l] = owner->k_cache[owner->hp.kv_layer[src[l]]];
+        f->v_cache[l] = owner->v_cache[owner->hp.kv_layer[src[l]]];
+        f->hp.kv_layer[l] = (uint16_t)l;
+    }
+    f->kv_shared = true;
+    return 0;
+}
+
 size_t forward_kv_cache_bytes(const forward_ctx *f)
 {
     size_t n = 0;
-    for (uint32_t l = 0; l < f->hp.n_layer; l++)
+    for (uint32_t l = 0; l < f->hp.n_layer && !f->kv_shared; l++)
         if (f->hp.kv_layer[l] == l && !f->hp.recurrent_layer[l])
             n += (size_t)f->p.n_seq * f->p.n_ctx * forward_n_kv(f, l) * (forward_k_head(f, l) + forward_v_head(f, l));
     return n;
@@ -675,8 +715,11 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const size_t k_head = forward_k_head(f, job->layer), v_head = forward_v_head(f, job->layer);
     const int group = forward_group(f, job->layer);
     const int64_t qs = f->graph.width[FWD_Q], os = f->graph.width[FWD_ATT];
-    /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos] */
-    const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa : 0;
+    /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos];
+     * on a shared cache (forward_share_kv) those before pos only: the keys
+     * [0, pos) with n_kv = pos, the window one shorter */
+    const int32_t past = f->kv_shared ? 1 : 0;
+    const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa - past : 0;
     const gguf_tensor *sink_t = f->w->layers[job->layer].attn_sinks;
     const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
     const struct attn_plan plan = attn_plan(f, job->n_tok, job->layer);
@@ -714,7 +757,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         };
         const float *q = f->buf[FWD_Q] + (size_t)(row0 + t0) * qs + (size_t)h * hd;
         float *out = f->buf[FWD_ATT] + (size_t)(row0 + t0) * os + (size_t)h * hd;
-        const int32_t pos = start_pos + t0;
+        const int32_t pos = start_pos + t0 - past; /* the last key it sees */
         const int rows = job->n_tok - t0 < plan.rows ? job->n_tok - t0 : plan.rows;
         switch (plan.mode) {
         case ATTN_TILED:
@@ -809,7 +852,7 @@ void forward_eval_batch(forward_ctx *f, const fwd_graph *gr, const int32_t *toke
         case STEP_MOE: forward_run_moe(f, gr, st, n); break;
         case STEP_DELTANET: forward_deltanet_run(f, st->il, n); break;
         case STEP_KEEP_OUT:
-            if (f->h_out) /* every row's h_nextn: the last block's residual through the output norm */
+            if (f->h_out && !f->w->g4assist_input) /* every row's h_nextn: the last block's residual through the output norm */
                 for (int t = 0; t < n; t++)
                     forward_rmsnorm_row(f->h_out + (size_t)(f->row0 + t) * f->hp.n_embd,
                                         f->buf[FWD_X] + (size_t)t * f->hp.n_embd, f->w->output_norm->data,
@@ -856,8 +899,12 @@ int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start
 int forward_eval_h(forward_ctx *f, const int32_t *tokens, const float *h_in, int32_t n, int32_t start_pos,
                    float *logits, bool all_logits, float *h_out, char *err, size_t errlen)
 {
-    if (f->w->mtp_input && !h_in) {
+    if ((f->w->mtp_input || f->w->g4assist_input) && !h_in) {
         snprintf(err, errlen, "an MTP block needs the hidden state of every token");
+        return -1;
+    }
+    if (f->kv_shared && n != 1) { /* its queries sit past the cache they read: one at a time */
+        snprintf(err, errlen, "a context on a shared cache evaluates one token at a time, not %d", n);
         return -1;
     }
     f->h_in = h_in;
@@ -888,6 +935,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         }
     if (forward_rs_check(f, g->n_layer, start_pos, err, errlen) != 0)
         return -1;
+    forward_rs_snap_begin(f, g->n_layer == f->hp.n_layer ? n : INT32_MAX, start_pos);
     const int32_t nb = (int32_t)f->p.n_batch;
     for (int32_t done = 0; done < n;) {
         const int32_t cnt = n - done < nb ? n - done : nb;
@@ -906,9 +954,11 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         done += cnt;
         f->rs_pos = start_pos + done; /* the recurrent state has consumed these, even if cancelled next */
         if (f->progress && !f->progress(f->progress_user, done, n)) {
+            forward_rs_snap_end(f, 0);
             snprintf(err, errlen, "evaluation cancelled after %d of %d tokens", done, n);
             return -1;
         }
     }
+    forward_rs_snap_end(f, n);
     return 0;
 }

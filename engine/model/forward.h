@@ -104,6 +104,16 @@ bool forward_multi_seq_ok(const model *m, char *err, size_t errlen);
 int forward_eval_h(forward_ctx *f, const int32_t *tokens, const float *h_in, int32_t n, int32_t start_pos,
                    float *logits, bool all_logits, float *h_out, char *err, size_t errlen);
 
+/* llama.cpp's shared KV cells (gemma4-assistant): f's layer l reads the
+ * cache of owner's layer src[l] (the cache that layer reads) instead of a
+ * cache of its own, and stores nothing; a query at pos then sees the keys
+ * before pos only (those the owner evaluated; within the window of n_swa
+ * positions up to pos on a sliding layer), one token per evaluation. The
+ * contexts must agree on cache length, types and rotation and each pair
+ * of layers on kind, head size and KV heads. owner must outlive f. 0, or
+ * -1 with err set (nothing changed). */
+int forward_share_kv(forward_ctx *f, const forward_ctx *owner, const uint32_t *src, char *err, size_t errlen);
+
 /* ---- recurrent state (engine/model/forward_rs.c) ---------------------------------
  * Recurrent state (Gated DeltaNet layers' conv and delta-rule states). A model
  * without recurrent layers has none: forward_rs_bytes() == 0, the rest are no-ops.
@@ -116,6 +126,16 @@ int32_t forward_rs_pos(const forward_ctx *f);             /* positions the state
 void forward_rs_save(const forward_ctx *f, void *dst);    /* snapshot (forward_rs_bytes bytes) */
 void forward_rs_load(forward_ctx *f, const void *src, int32_t pos); /* restore a snapshot taken at pos */
 void forward_rs_reset(forward_ctx *f);                    /* empty state, pos 0 */
+/* Keeps the state after each token of every later evaluation of at most n
+ * tokens (n 0: none; a longer one keeps none), as llama.cpp's n_rs_seq
+ * does for speculative decoding: the recurrence runs token by token, so the
+ * state after token i of a batch is the state the first i + 1 tokens alone
+ * give. Refused (false) on a context of several sequences (forward_params.n_seq
+ * > 1: forward_decode's rows mix them) and when out of memory. */
+bool forward_rs_keep(forward_ctx *f, int32_t n);
+/* The state after token i of the last evaluation (which kept them): pos
+ * its start + i + 1. false when there is no such state. */
+bool forward_rs_rollback(forward_ctx *f, int32_t i);
 
 /* ---- the cache for a snapshot on disk (engine/model/forward_kv.c) -------------
  * forward_kv_pieces calls fn on every run of cache bytes that holds positions

@@ -67,6 +67,7 @@ struct dn_job {
     float *conv_state; /* [conv_dim][d_conv - 1] */
     float *ssm;        /* [HV][S (key i)][S (value j)] */
     int row0, n;       /* rows [row0, row0 + n) of the batch: one sequence's */
+    uint8_t *snaps;    /* forward_rs_keep: this layer's state in the first snapshot, NULL when none are kept */
 };
 
 /* ---- 1. the convolution, channels split across the pool ---- */
@@ -94,6 +95,9 @@ static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
                 sum = fmaf(win[i], w[i], sum);
             *x = silu_at(sum, c, C);
             memmove(win, win + 1, (size_t)(K - 1) * sizeof(float));
+            if (j->snaps)
+                memcpy(j->snaps + (size_t)(f->row0 + t) * f->rs_bytes + c * (K - 1) * sizeof(float), win,
+                       (size_t)(K - 1) * sizeof(float));
         }
         memcpy(st, win, (size_t)(K - 1) * sizeof(float));
     }
@@ -329,6 +333,11 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             const float sp = a > 20.0f ? a : logf(1.0f + expf(a));
             const float g = sp * A[h];
             delta_step(s, S, kn, qn, v, beta, expf(g), scale, o, lanes);
+            if (j->snaps) {
+                float *dst = (float *)(j->snaps + (size_t)(f->row0 + t) * f->rs_bytes) +
+                             (size_t)(hp->ssm_d_conv - 1) * (size_t)(2 * KD + hp->ssm_d_inner) + h * S * S;
+                memcpy(dst, s, (size_t)(S * S) * sizeof(float));
+            }
             /* gated RMS norm: rms_norm(o) * ssm_norm * silu(z) */
             double sum = 0.0;
             for (int64_t i = 0; i < S; i++)
@@ -349,7 +358,10 @@ static void deltanet_rows(forward_ctx *f, uint32_t il, int row0, int n, int32_t 
     const model_hparams *hp = &f->hp;
     const int64_t C = 2 * (int64_t)hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
     uint8_t *st = f->rs + (size_t)seq * f->rs_bytes + forward_rs_layer_offset(hp, il);
-    struct dn_job j = {f, &f->w->layers[il], (float *)st, (float *)st + (size_t)(hp->ssm_d_conv - 1) * C, row0, n};
+    /* the states kept for forward_rs_keep are one sequence's: forward_decode
+     * never keeps them (rs_snap_on is forward_run's alone) */
+    struct dn_job j = {f, &f->w->layers[il], (float *)st, (float *)st + (size_t)(hp->ssm_d_conv - 1) * C, row0, n,
+                       f->rs_snap_on && !f->ub ? f->rs_snaps + forward_rs_layer_offset(hp, il) : NULL};
     threadpool_run(f->tp, forward_n_chunks(f, C, (int64_t)n * C * hp->ssm_d_conv * PREP_COST), conv_worker, &j);
     const int64_t S = hp->ssm_d_state, HV = hp->ssm_dt_rank;
     threadpool_run(f->tp, forward_n_chunks(f, HV, (int64_t)n * HV * S * S * 4), head_worker, &j);

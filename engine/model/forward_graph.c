@@ -253,6 +253,10 @@ static void head(fwd_graph *g, const model_hparams *hp, const model_weights *w, 
     fwd_matmul1(g, FWD_LOGITS, FWD_XB, w->output);
     if (hp->logit_softcap != 0.0f)
         fwd_softcap(g, FWD_LOGITS, hp->logit_softcap);
+    if (final && w->g4assist_input) { /* gemma4-assistant's h_nextn: nextn_proj_post . result_norm */
+        fwd_matmul1(g, FWD_XB2, FWD_XB, w->nextn_proj_post);
+        row_op(g, (struct fwd_op){.kind = OP_H_OUTPUT, .src = FWD_XB2});
+    }
 }
 
 bool fwd_graph_build(fwd_graph *g, const model *m, int rot_k, int rot_v)
@@ -276,7 +280,17 @@ bool fwd_graph_build_ex(fwd_graph *g, const model *m, int rot_k, int rot_v, uint
     g->width[FWD_K] = g->width[FWD_V] = KV;
     g->width[FWD_HB] = g->width[FWD_HB2] = hp->n_ff;
     g->width[FWD_LOGITS] = hp->n_vocab;
-    fwd_embed(g);
+    if (w->g4assist_input) { /* gemma4-assistant: X = nextn_proj_pre . [target embedding | h] */
+        const int64_t B2 = 2 * (int64_t)hp->n_embd_out;
+        if (g->width[FWD_HB2] < B2)
+            g->width[FWD_HB2] = B2;
+        if (g->width[FWD_XB2] < (int64_t)hp->n_embd_out)
+            g->width[FWD_XB2] = hp->n_embd_out;
+        row_op(g, (struct fwd_op){.kind = OP_G4A_INPUT, .dst = FWD_HB2});
+        fwd_matmul1(g, FWD_X, FWD_HB2, w->nextn_proj_pre);
+    } else {
+        fwd_embed(g);
+    }
     if (w->ple_tok_embd)
         fwd_ple_inputs(g, w);
     if (w->mtp_input) { /* llama_model_qwen35::graph_mtp: X = eh_proj . [enorm(e) | hnorm(h)] */

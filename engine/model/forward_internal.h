@@ -48,6 +48,9 @@ enum fwd_op_kind {
     OP_SIGMOID_MUL,  /* dst *= sigmoid(src) */
     OP_H_INPUT,      /* dst = the caller's hidden-state row (forward_eval_h's h_in) */
     OP_CAT,          /* dst = src | src2 (an MTP block's input, before eh_proj) */
+    OP_G4A_INPUT,    /* dst = the target's embedding * embd_scale | the caller's h_in row (gemma4-assistant;
+                      * n_embd_out each); the token's RoPE tables */
+    OP_H_OUTPUT,     /* the caller's h_out row = src (n_embd_out floats: gemma4-assistant's next hidden state) */
 };
 
 struct fwd_op {
@@ -200,11 +203,20 @@ struct forward_ctx {
     size_t rs_bytes;
     int32_t rs_pos;
     uint32_t rs_nl; /* blocks of the graph that advanced it (a cut graph leaves the later ones behind) */
+    /* forward_rs_keep: room for rs_keep states (rs_bytes each) after each
+     * token of an evaluation of at most rs_keep tokens; rs_snap_on while
+     * one runs, rs_snap_n / rs_snap_pos what the last one left */
+    uint8_t *rs_snaps;
+    int32_t rs_keep, rs_snap_cap, rs_snap_n, rs_snap_pos;
+    bool rs_snap_on;
     /* forward_eval_h: the MTP input rows (n_embd each, by token of the
      * evaluation) and where the output norm of every row's last hidden
      * state goes (llama.cpp's h_nextn), NULL when not asked */
     const float *h_in;
     float *h_out;
+    /* forward_share_kv: the layers read another context's cache (never
+     * freed here), and a query at pos sees its keys before pos only */
+    bool kv_shared;
     float *dn_lanes; /* per thread, 64 * ssm_d_state floats: the DeltaNet dots' 64 lanes (forward_deltanet.c) */
 };
 
@@ -233,6 +245,9 @@ void forward_lens_free(forward_ctx *f);
 
 /* Runs layer il's Gated DeltaNet on the batch's n rows (forward_deltanet.c). */
 void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
+/* forward_run's bracket of an evaluation for forward_rs_keep's states */
+void forward_rs_snap_begin(forward_ctx *f, int32_t n, int32_t start_pos);
+void forward_rs_snap_end(forward_ctx *f, int32_t n);
 /* One token of ggml_gated_delta_net on one head's state s (S x S, key
  * index major): S *= eg, the delta rule with k, v, beta, out = S^T q *
  * scale, in the reference's float order (for tests). */

@@ -22,8 +22,8 @@ int32_t *forward_tokenize_prompt(const model *m, const forward_prompt_params *p,
         chat_message msgs[2];
         size_t nm = 0;
         if (p->system && *p->system)
-            msgs[nm++] = (chat_message){"system", p->system};
-        msgs[nm++] = (chat_message){"user", text};
+            msgs[nm++] = (chat_message){"system", p->system, 0};
+        msgs[nm++] = (chat_message){"user", text, 0};
         chat_prompt_src src = {tok, model_get_chat_template(m), p->template_name, p->no_bos};
         return chat_prompt_tokenize(&src, msgs, nm, n, warn, warnlen, err, errlen);
     }

@@ -232,6 +232,22 @@ static void ple_input(forward_ctx *f, const struct fwd_op *op, float *d, int t)
         d[i] = (d[i] + tok[i] * tok_scale) * inp_scale;
 }
 
+/* The token's RoPE tables, used by every layer (table 1: the sliding layers'),
+ * at its row's position in forward_decode's batch (f->ub), else start_pos + t. */
+static void token_rope_tables(forward_ctx *f, int t)
+{
+    const model_hparams *hp = &f->hp;
+    float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
+    const int32_t pos = f->ub ? f->ub->pos[t] : f->start_pos + t;
+    const int32_t *sec = hp->rope_imrope ? hp->rope_sections : NULL;
+    rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor, f->rope_factors,
+               hp->rope_ext_factor, hp->n_ctx_orig, sec);
+    if (f->n_rope_tables > 1)
+        rope_table(cs + f->rope_stride, pos, hp->n_rot_swa, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
+                   hp->rope_attn_factor, hp->rope_factors_full_only ? NULL : f->rope_factors, hp->rope_ext_factor,
+                   hp->n_ctx_orig, sec);
+}
+
 static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
 {
     const model_hparams *hp = &f->hp;
@@ -247,18 +263,25 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         if (hp->embd_scale != 0.0f)
             for (int64_t i = 0; i < E; i++)
                 d[i] *= hp->embd_scale;
-        /* the token's RoPE tables, used by every layer */
-        float *cs = f->rope + (size_t)t * f->n_rope_tables * f->rope_stride;
-        const int32_t pos = f->ub ? f->ub->pos[t] : f->start_pos + t;
-        const int32_t *sec = hp->rope_imrope ? hp->rope_sections : NULL;
-        rope_table(cs, pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale, hp->rope_attn_factor,
-                   f->rope_factors, hp->rope_ext_factor, hp->n_ctx_orig, sec);
-        if (f->n_rope_tables > 1)
-            rope_table(cs + f->rope_stride, pos, hp->n_rot_swa, hp->rope_freq_base_swa, hp->rope_freq_scale_swa,
-                       hp->rope_attn_factor, hp->rope_factors_full_only ? NULL : f->rope_factors,
-                       hp->rope_ext_factor, hp->n_ctx_orig, sec);
+        token_rope_tables(f, t);
         break;
     }
+    case OP_G4A_INPUT: { /* [the target's embedding * sqrt(B) | h]: ggml_get_rows, ggml_scale, ggml_concat */
+        const gguf_tensor *emb = f->w->tok_embd; /* the target's (model_g4assist_view) */
+        const int64_t B = hp->n_embd_out;
+        const size_t erb = tensor_row_size((enum tensor_type)emb->type, B);
+        tensor_dequantize_row((enum tensor_type)emb->type,
+                              (const uint8_t *)emb->data + (size_t)f->tokens[t] * erb, d, B);
+        for (int64_t i = 0; i < B; i++)
+            d[i] *= hp->embd_scale;
+        memcpy(d + B, f->h_in + (size_t)(f->row0 + t) * B, (size_t)B * sizeof *d);
+        token_rope_tables(f, t);
+        break;
+    }
+    case OP_H_OUTPUT:
+        memcpy(f->h_out + (size_t)(f->row0 + t) * hp->n_embd_out, row(f, op->src, t),
+               (size_t)hp->n_embd_out * sizeof *d);
+        break;
     case OP_NORM:
         rmsnorm(d, row(f, op->src, t), op->w ? op->w->data : NULL, width[op->src], hp->rms_eps);
         break;

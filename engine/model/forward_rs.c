@@ -28,6 +28,9 @@ bool forward_rs_alloc(forward_ctx *f)
 
 void forward_rs_free(forward_ctx *f)
 {
+    free(f->rs_snaps);
+    f->rs_snaps = NULL;
+    f->rs_keep = f->rs_snap_n = f->rs_snap_cap = 0;
     free(f->rs);
     free(f->dn_lanes);
     f->rs = NULL;
@@ -53,6 +56,7 @@ void forward_rs_load(forward_ctx *f, const void *src, int32_t pos)
         return;
     memcpy(f->rs, src, f->rs_bytes);
     f->rs_pos = pos;
+    f->rs_snap_n = 0;
     f->rs_nl = f->hp.n_layer;
 }
 
@@ -62,7 +66,51 @@ void forward_rs_reset(forward_ctx *f)
         return;
     memset(f->rs, 0, f->rs_bytes);
     f->rs_pos = 0;
+    f->rs_snap_n = 0;
     f->rs_nl = f->hp.n_layer;
+}
+
+bool forward_rs_keep(forward_ctx *f, int32_t n)
+{
+    f->rs_snap_n = 0;
+    f->rs_keep = 0;
+    if (!f->rs_bytes || n <= 0)
+        return true;
+    if (f->p.n_seq > 1) /* a state per row of one sequence; forward_decode's rows mix them */
+        return false;
+    if (n > f->rs_snap_cap) {
+        uint8_t *p = realloc(f->rs_snaps, (size_t)n * f->rs_bytes);
+        if (!p)
+            return false;
+        f->rs_snaps = p;
+        f->rs_snap_cap = n;
+    }
+    f->rs_keep = n;
+    return true;
+}
+
+bool forward_rs_rollback(forward_ctx *f, int32_t i)
+{
+    if (!f->rs_bytes)
+        return true;
+    if (i < 0 || i >= f->rs_snap_n || f->rs_nl != f->hp.n_layer)
+        return false;
+    memcpy(f->rs, f->rs_snaps + (size_t)i * f->rs_bytes, f->rs_bytes);
+    f->rs_pos = f->rs_snap_pos + i + 1;
+    return true;
+}
+
+void forward_rs_snap_begin(forward_ctx *f, int32_t n, int32_t start_pos)
+{
+    f->rs_snap_on = f->rs_keep > 0 && n <= f->rs_keep;
+    f->rs_snap_n = 0;
+    f->rs_snap_pos = start_pos;
+}
+
+void forward_rs_snap_end(forward_ctx *f, int32_t n)
+{
+    f->rs_snap_n = f->rs_snap_on ? n : 0;
+    f->rs_snap_on = false;
 }
 
 int forward_rs_check(forward_ctx *f, uint32_t n_layer, int32_t start_pos, char *err, size_t errlen)

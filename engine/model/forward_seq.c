@@ -17,6 +17,10 @@ bool forward_multi_seq_ok(const model *m, char *err, size_t errlen)
         snprintf(err, errlen, "an MTP block (%s) takes one sequence only", model_get_arch(m));
         return false;
     }
+    if (model_get_weights(m)->g4assist_input) { /* it reads its target's cache, one token at a time */
+        snprintf(err, errlen, "a Gemma 4 assistant (%s) takes one sequence only", model_get_arch(m));
+        return false;
+    }
     return true;
 }
 
@@ -128,10 +132,11 @@ static int check_batch(const forward_ctx *f, const forward_batch *b, int32_t *la
 
 int forward_decode(forward_ctx *f, const forward_batch *b, float *logits, char *err, size_t errlen)
 {
-    if (f->w->mtp_input) {
+    if (f->w->mtp_input || f->w->g4assist_input) {
         forward_multi_seq_ok(f->m, err, errlen);
         return -1;
     }
+    f->rs_snap_n = 0; /* the states forward_rs_keep kept are no longer the last evaluation's */
     const int32_t n = b->n, ns = (int32_t)f->p.n_seq, nv = f->hp.n_vocab;
     /* one block for the splitter and the internal batch's arrays */
     const size_t n_i32 = (size_t)3 * ns + 6 * (size_t)n + (size_t)f->p.n_batch;

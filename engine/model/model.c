@@ -50,6 +50,8 @@ bool ml_fail(model_loader *ld, const char *fmt, ...)
 
 bool ml_failed(const model_loader *ld) { return ld->failed; }
 
+const gguf_ctx *ml_gguf(const model_loader *ld) { return ld->g; }
+
 bool ml_u32(model_loader *ld, const char *key, uint32_t *out)
 {
     char k[160];
@@ -520,6 +522,47 @@ model *model_mtp_view(const model *m, char *err, size_t errlen)
     v->w.ple_tok_embd = NULL;
     v->w.mtp_input = true;
     v->weight_bytes = m->weight_bytes;
+    return v;
+}
+
+model *model_g4assist_view(const model *a, const model *t, char *err, size_t errlen)
+{
+    const model_hparams *ha = &a->hp, *ht = &t->hp;
+    if (ha->arch != MODEL_ARCH_GEMMA4_ASSISTANT) {
+        snprintf(err, errlen, "the draft model's architecture is %s, not gemma4-assistant", a->arch);
+        return NULL;
+    }
+    if (ht->arch != MODEL_ARCH_GEMMA4) {
+        snprintf(err, errlen, "a gemma4-assistant drafts for a gemma4 model, not %s", t->arch);
+        return NULL;
+    }
+    if (ha->n_embd_out != ht->n_embd) {
+        snprintf(err, errlen, "the assistant takes hidden states of %u (embedding_length_out), the target's are %u",
+                 ha->n_embd_out, ht->n_embd);
+        return NULL;
+    }
+    if (ha->n_vocab != ht->n_vocab) {
+        snprintf(err, errlen, "the assistant has %d tokens, the target %d", ha->n_vocab, ht->n_vocab);
+        return NULL;
+    }
+    model *v = calloc(1, sizeof *v);
+    model_layer *ls = calloc(ha->n_layer, sizeof *ls);
+    if (!v || !ls) {
+        free(v);
+        free(ls);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->view = true;
+    v->g = a->g;
+    v->hp = *ha;
+    memcpy(ls, a->w.layers, ha->n_layer * sizeof *ls);
+    v->w = a->w;
+    v->w.layers = ls;
+    v->w.tok_embd = t->w.tok_embd; /* the input rows: ggml_get_rows(model_other->tok_embd) */
+    v->w.output = a->w.output;     /* its own token_embd, tied */
+    v->w.g4assist_input = true;
+    v->weight_bytes = a->weight_bytes;
     return v;
 }
 

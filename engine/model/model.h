@@ -25,6 +25,7 @@ enum model_arch {
     MODEL_ARCH_GPTOSS,
     MODEL_ARCH_QWEN35,
     MODEL_ARCH_QWEN35MOE,
+    MODEL_ARCH_GEMMA4_ASSISTANT,
     MODEL_ARCH_COUNT,
 };
 
@@ -99,6 +100,10 @@ typedef struct model_hparams {
     bool recurrent_layer[MODEL_MAX_LAYERS];
     uint32_t ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank, ssm_d_inner;
     uint32_t n_layer_nextn; /* nextn/MTP blocks after the n_layer ones (--spec mtp runs the first) */
+    /* gemma4-assistant: embedding_length_out, its target's n_embd (the
+     * width of the hidden states it takes and hands on, and of the
+     * target's embeddings it reads) */
+    uint32_t n_embd_out;
     float rms_eps;
     /* Gemma 4: the sliding-window layers' own head size and rotated dims
      * (attention.key_length_swa, rope.dimension_count_swa; default
@@ -217,6 +222,13 @@ typedef struct model_weights {
     const gguf_tensor *mtp_eh_proj, *mtp_enorm, *mtp_hnorm, *mtp_embed, *mtp_head, *mtp_head_norm;
     /* a model_mtp_view: the graph starts with that input (forward_graph.c) */
     bool mtp_input;
+    /* gemma4-assistant: its input is nextn_proj_pre . [the target's
+     * embedding * sqrt(n_embd_out) | the target's hidden state], its next
+     * hidden state nextn_proj_post . (its normed residual); in a
+     * model_g4assist_view, tok_embd is the target's (the input rows) and
+     * output the assistant's own token_embd (its tied head) */
+    const gguf_tensor *nextn_proj_pre, *nextn_proj_post;
+    bool g4assist_input;
 } model_weights;
 
 const model_weights *model_get_weights(const model *m);
@@ -226,6 +238,14 @@ const model_weights *model_get_weights(const model *m);
  * m's file and tensors (free it before m, with model_free). NULL with err
  * set when m has no complete MTP block. */
 model *model_mtp_view(const model *m, char *err, size_t errlen);
+/* A gemma4-assistant file a bound to its gemma4 target t (llama.cpp's
+ * ctx_other): a model whose forward_build gives the drafting head, run
+ * with forward_eval_h (h_in: the target's hidden states, h_out: the next
+ * ones, n_embd_out wide), its layers' caches the target's
+ * (forward_share_kv). Shares a's file and t's embeddings: free it before
+ * them, with model_free. NULL with err set when they do not fit (naming
+ * what differs). */
+model *model_g4assist_view(const model *a, const model *t, char *err, size_t errlen);
 /* True when any matmul weight is a quantized block type (not F32/F16/BF16). */
 bool model_is_quantized(const model *m);
 

@@ -87,6 +87,17 @@ static void add_float(cJSON *o, const char *key, float v)
     cJSON_AddNumberToObject(o, key, round((double)v * 1e6) / 1e6);
 }
 
+/* s[0..n) as the string key, escaped (chat_bytes_escape): a NUL of a reply
+ * goes out as "\u0000" (chat_bytes_json_out), the bytes after it too. */
+static void add_bytes_str(cJSON *o, const char *key, const char *s, size_t n)
+{
+    char *e = chat_bytes_escape(s, n);
+    cJSON_AddStringToObject(o, key, e ? e : "");
+    free(e);
+}
+
+static void add_str(cJSON *o, const char *key, const char *s) { add_bytes_str(o, key, s, strlen(s)); }
+
 char *remote_body(enum remote_kind k, const char *model, const chat_message *msgs, size_t n,
                   const char *prefix, const sampler_params *sp, bool post_probs)
 {
@@ -94,7 +105,7 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
     if (!o)
         return NULL;
     if (model && *model)
-        cJSON_AddStringToObject(o, "model", model);
+        add_str(o, "model", model);
     cJSON *arr = cJSON_AddArrayToObject(o, "messages");
     for (size_t i = 0; arr && i < n; i++) {
         const char *role = msgs[i].role ? msgs[i].role : "user";
@@ -115,14 +126,14 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
             continue;
         }
         cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "role", role);
-        cJSON_AddStringToObject(m, "content", msgs[i].content ? msgs[i].content : "");
+        add_str(m, "role", role);
+        add_bytes_str(m, "content", msgs[i].content ? msgs[i].content : "", chat_content_len(&msgs[i]));
         cJSON_AddItemToArray(arr, m);
     }
     if (prefix && arr) { /* a branch: the server continues this assistant message */
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddStringToObject(m, "content", prefix);
+        add_str(m, "content", prefix);
         cJSON_AddItemToArray(arr, m);
         if (k == REMOTE_VLLM) {
             cJSON_AddBoolToObject(o, "continue_final_message", true);
@@ -162,12 +173,15 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
         cJSON_AddNumberToObject(o, "repeat_last_n", sp->repeat_last_n);
     if (sp->n_stop > 0) {
         cJSON *st = cJSON_AddArrayToObject(o, "stop");
-        for (int32_t i = 0; i < sp->n_stop && i < SAMPLER_MAX_STOP; i++)
-            cJSON_AddItemToArray(st, cJSON_CreateString(sp->stop[i]));
+        for (int32_t i = 0; i < sp->n_stop && i < SAMPLER_MAX_STOP; i++) {
+            char *e = chat_bytes_escape(sp->stop[i], strlen(sp->stop[i]));
+            cJSON_AddItemToArray(st, cJSON_CreateString(e ? e : ""));
+            free(e);
+        }
     }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    return s;
+    return chat_bytes_json_out(s);
 }
 
 /* A logprobs entry's exact bytes ("bytes": [..], else "token"), at most cap - 1. */
@@ -187,6 +201,8 @@ static size_t entry_bytes(const cJSON *e, char *out, size_t cap)
         if (t)
             for (; *t && n + 1 < cap; t++)
                 out[n++] = *t;
+        out[n] = 0;
+        return chat_bytes_unescape(out); /* the chunk was parsed escaped (remote_parse_chunk) */
     }
     out[n] = 0;
     return n;
@@ -264,9 +280,8 @@ static void fill_piece(remote_piece *p, const cJSON *e)
 /* Text (reasoning or content) with the logprobs entries that came with it:
  * one piece per entry when their bytes spell the text, else the text as one
  * piece (with the entry's numbers when there is exactly one). */
-static void report_text(const remote_chunk_cb *cb, const char *text, const cJSON *lp, bool reasoning)
+static void report_text(const remote_chunk_cb *cb, const char *text, size_t len, const cJSON *lp, bool reasoning)
 {
-    size_t len = strlen(text);
     if (!len)
         return;
     remote_piece *p = calloc(1, sizeof *p);
@@ -326,7 +341,10 @@ void remote_error_message(const char *body, char *out, size_t cap)
 
 bool remote_parse_chunk(const char *data, size_t n, const remote_chunk_cb *cb)
 {
-    cJSON *root = cJSON_ParseWithLength(data, n);
+    size_t en = 0; /* a "\u0000" in a delta is a NUL of the reply: its texts are unescaped with lengths */
+    char *ed = chat_bytes_json_in(data, n, &en);
+    cJSON *root = ed ? cJSON_ParseWithLength(ed, en) : NULL;
+    free(ed);
     if (!root)
         return false;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
@@ -344,16 +362,17 @@ bool remote_parse_chunk(const char *data, size_t n, const remote_chunk_cb *cb)
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(ch, "delta");
     const cJSON *lp =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ch, "logprobs"), "content");
-    const char *reasoning =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"));
+    char *reasoning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"));
     if (!reasoning)
         reasoning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "reasoning"));
-    const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "content"));
-    const bool has_content = content && *content;
-    if (reasoning && *reasoning)
-        report_text(cb, reasoning, has_content ? NULL : lp, true);
+    char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(delta, "content"));
+    const size_t rl = reasoning ? chat_bytes_unescape(reasoning) : 0;
+    const size_t cl = content ? chat_bytes_unescape(content) : 0;
+    const bool has_content = cl > 0;
+    if (rl)
+        report_text(cb, reasoning, rl, has_content ? NULL : lp, true);
     if (has_content)
-        report_text(cb, content, lp, false);
+        report_text(cb, content, cl, lp, false);
     const char *fin = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ch, "finish_reason"));
     if (fin && cb->finish)
         cb->finish(cb->user, fin);

@@ -60,9 +60,13 @@ sampler_params sampler_default_params(void)
     return p;
 }
 
+/* llama.cpp's seeds are 32-bit and LLAMA_DEFAULT_SEED (0xFFFFFFFF) means a
+ * random one, drawn for each sampler that has a generator. */
 static void sampler_apply_seed(sampler *s)
 {
-    rng_seed(&s->rng, s->p.seed_set ? s->p.seed : rng_random_seed());
+    const uint32_t seed = s->p.seed_set ? (uint32_t)s->p.seed : RNG_SEED_RANDOM;
+    rng_seed(&s->rng, rng_seed_value(seed));
+    rng_seed(&s->rng_xtc, rng_seed_value(seed));
 }
 
 sampler *sampler_build(const sampler_params *p, int32_t n_vocab)
@@ -107,6 +111,8 @@ void sampler_free(sampler *s)
     free(s->adj_val);
     free(s->adj_list);
     free(s->hist);
+    free(s->eog);
+    free(s->biased);
     sampler_free_dry(s);
     free(s);
 }
@@ -148,6 +154,25 @@ void sampler_accept(sampler *s, int32_t token)
         }
     }
     s->hist[s->n_hist++] = token;
+    s->n_accepted++;
+}
+
+void sampler_mark_get(const sampler *s, sampler_mark *m)
+{
+    m->rng = s->rng;
+    m->rng_xtc = s->rng_xtc;
+    m->mu = s->mu;
+    m->n_accepted = s->n_accepted;
+}
+
+void sampler_rewind(sampler *s, const sampler_mark *m)
+{
+    s->rng = m->rng;
+    s->rng_xtc = m->rng_xtc;
+    s->mu = m->mu;
+    const uint64_t drop = s->n_accepted > m->n_accepted ? s->n_accepted - m->n_accepted : 0;
+    s->n_hist = drop < s->n_hist ? s->n_hist - (size_t)drop : 0;
+    s->n_accepted = m->n_accepted;
 }
 
 void sampler_reset_history(sampler *s)
@@ -215,20 +240,34 @@ static void select_top(cand *a, int32_t n, int32_t k)
     }
 }
 
-/* top-p on unsorted candidates without sorting them all: select and sort a
- * growing head (256, 1024, ...) until its mass reaches tp. Leaves the
- * survivors sorted at the front. */
-static int32_t top_p_unsorted(cand *c, int32_t n, float tp)
+/* llama.cpp's llama_sampler_softmax_impl: float exponentials summed in float
+ * in the candidates' present order, p = e / sum. The filters that decide by
+ * probability (top-p, typical, XTC, mirostat) use it so that their cut is
+ * the reference's to the last bit. */
+static void softmax_ref(cand *c, int32_t n)
 {
     float mx = -INFINITY;
     for (int32_t i = 0; i < n; i++)
         if (c[i].logit > mx)
             mx = c[i].logit;
-    double z = 0.0;
+    float sum = 0.0f;
+    for (int32_t i = 0; i < n; i++) {
+        c[i].p = expf(c[i].logit - mx);
+        sum += c[i].p;
+    }
     for (int32_t i = 0; i < n; i++)
-        z += expf(c[i].logit - mx);
+        c[i].p /= sum;
+}
+
+/* top-p on unsorted candidates without sorting them all: select and sort a
+ * growing head (256, 1024, ...) until its mass reaches tp. Leaves the
+ * survivors sorted at the front. The probabilities are softmax_ref's over
+ * the unsorted order, as the reference computes them before it sorts. */
+static int32_t top_p_unsorted(cand *c, int32_t n, float tp)
+{
+    softmax_ref(c, n);
     int32_t done = 0; /* c[0..done) sorted, all before the rest */
-    double cum = 0.0;
+    float cum = 0.0f;
     for (int32_t m = 256;; m *= 4) {
         if (m >= n) {
             qsort(c + done, (size_t)(n - done), sizeof *c, cand_cmp_desc);
@@ -238,14 +277,24 @@ static int32_t top_p_unsorted(cand *c, int32_t n, float tp)
             qsort(c + done, (size_t)(m - done), sizeof *c, cand_cmp_desc);
         }
         for (int32_t i = done; i < m; i++) {
-            cum += expf(c[i].logit - mx) / z;
-            if ((float)cum >= tp)
+            cum += c[i].p;
+            if (cum >= tp)
                 return i + 1;
         }
         if (m == n)
             return n;
         done = m;
     }
+}
+
+/* Entropy (nats) of c[0..n).p. */
+static float entropy_of(const cand *c, int32_t n)
+{
+    double h = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        if (c[i].p > 0.0f)
+            h -= (double)c[i].p * log(c[i].p);
+    return (float)h;
 }
 
 /* Softmax of cur[0..n) into .p; returns the entropy (nats). */
@@ -300,11 +349,16 @@ static void apply_penalties(sampler *s, const float *logits)
 }
 
 /* Locally typical sampling: keep the candidates whose information content is
- * closest to the entropy until their mass exceeds typical_p. */
+ * closest to the entropy until their mass exceeds typical_p. As llama.cpp:
+ * sorted, softmax_ref, float entropy; leaves them in typicality order. */
 static int32_t apply_typical(sampler *s, int32_t n, float tp)
 {
     cand *c = s->cur;
-    float ent = softmax_cand(c, n);
+    qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+    softmax_ref(c, n);
+    float ent = 0.0f;
+    for (int32_t i = 0; i < n; i++)
+        ent += -c[i].p * logf(c[i].p);
     for (int32_t i = 0; i < n; i++) {
         s->sc[i].score = fabsf(-logf(c[i].p) - ent);
         s->sc[i].i = i;
@@ -325,9 +379,10 @@ static int32_t apply_typical(sampler *s, int32_t n, float tp)
     return last;
 }
 
+/* c sorted; probabilities as softmax_ref over that order (the reference
+ * sums them sorted after top-k, unsorted otherwise: see the caller). */
 static int32_t apply_top_p(cand *c, int32_t n, float tp)
 {
-    softmax_cand(c, n);
     float cum = 0.0f;
     for (int32_t i = 0; i < n; i++) {
         cum += c[i].p;
@@ -368,15 +423,20 @@ static int32_t apply_top_n_sigma(cand *c, int32_t n, float nsig, double std)
 }
 
 /* Exclude Top Choices: with probability xtc_probability, drop every candidate
- * at or above the threshold except the least likely of them. c is sorted. */
-static int32_t apply_xtc(sampler *s, cand *c, int32_t n)
+ * at or above the threshold except the least likely of them. Its own
+ * generator draws a float each step (llama.cpp's uniform_real_distribution
+ * <float>); only when it fires are the candidates sorted. */
+static int32_t apply_xtc(sampler *s, cand *c, int32_t n, bool *sorted)
 {
     const sampler_params *p = &s->p;
     if (p->xtc_probability <= 0.0f || p->xtc_threshold > 0.5f || n < 2)
         return n;
-    if (rng_uniform(&s->rng) > p->xtc_probability)
+    if (rng_uniform_float(&s->rng_xtc) > p->xtc_probability)
         return n;
-    softmax_cand(c, n);
+    if (!*sorted)
+        qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+    *sorted = true;
+    softmax_ref(c, n);
     int32_t last = 0;
     for (int32_t i = 0; i < n && c[i].p >= p->xtc_threshold; i++)
         last = i;
@@ -400,22 +460,48 @@ static int32_t pick_greedy(cand *c, int32_t *n)
     return 0;
 }
 
-/* Draws from the normalised c[0..n).p. */
+/* llama.cpp's dist sampler: one uniform double r per step; the exponentials
+ * of the (tempered) logits, summed in double in the candidates' order, and
+ * the first candidate where the running sum reaches r times the total. */
 static int32_t draw(sampler *s, const cand *c, int32_t n)
 {
-    double u = rng_uniform(&s->rng), cum = 0.0;
-    int32_t chosen = n - 1;
+    const double r = rng_uniform(&s->rng);
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (c[i].logit > mx)
+            mx = c[i].logit;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        sum += expf(c[i].logit - mx);
+    const double target = sum * r;
+    double run = 0.0;
     for (int32_t i = 0; i < n; i++) {
-        cum += c[i].p;
-        if (u < cum) {
-            chosen = i;
-            break;
-        }
+        run += expf(c[i].logit - mx);
+        if (run >= target)
+            return i;
     }
-    /* never land on a zero-probability survivor through rounding */
-    while (chosen > 0 && c[chosen].p == 0.0f)
-        chosen--;
-    return chosen;
+    return n - 1;
+}
+
+/* std::discrete_distribution<int> over c[0..n).p under libstdc++ (mirostat's
+ * draw): weights as doubles normalised by their double sum, partial sums
+ * with the last one set to 1, the first partial sum >= one uniform double.
+ * Fewer than two weights draw nothing and give 0. */
+static int32_t draw_discrete(sampler *s, const cand *c, int32_t n)
+{
+    if (n < 2)
+        return 0;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        sum += (double)c[i].p;
+    const double u = rng_uniform(&s->rng);
+    double cp = 0.0;
+    for (int32_t i = 0; i < n - 1; i++) {
+        cp += (double)c[i].p / sum;
+        if (cp >= u)
+            return i;
+    }
+    return n - 1;
 }
 
 /* ---- raw distribution statistics (one pass, vectorised where possible) --- */
@@ -710,6 +796,41 @@ static double penalised_std(const sampler *s, const float *logits, int32_t n_fin
     return var > 0 ? sqrt(var) : 0.0;
 }
 
+/* ignore_eos: s->biased = logits with every end-of-generation token at
+ * -inf (llama-server's logit bias, the chain's first step). Returns how many
+ * finite logits that took away, -1 when out of memory (no bias then). */
+static int32_t bias_eog(sampler *s, const float *logits)
+{
+    if (!s->biased && !(s->biased = malloc((size_t)s->n_vocab * sizeof *s->biased)))
+        return -1;
+    memcpy(s->biased, logits, (size_t)s->n_vocab * sizeof *s->biased);
+    int32_t nb = 0;
+    for (int32_t i = 0; i < s->n_eog; i++) {
+        nb += logits[s->eog[i]] > -INFINITY;
+        s->biased[s->eog[i]] = -INFINITY;
+    }
+    return nb;
+}
+
+bool sampler_set_eog(sampler *s, const int32_t *ids, int32_t n)
+{
+    int32_t *e = n > 0 ? malloc((size_t)n * sizeof *e) : NULL;
+    if (n > 0 && !e)
+        return false;
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (int32_t k = 0; k < m && !dup; k++)
+            dup = e[k] == ids[i];
+        if (ids[i] >= 0 && ids[i] < s->n_vocab && !dup)
+            e[m++] = ids[i];
+    }
+    free(s->eog);
+    s->eog = e;
+    s->n_eog = m;
+    return true;
+}
+
 /* force < 0: draw (SAMPLE_DRAW) or choose nothing (SAMPLE_NONE); >= 0:
  * that token is the choice. Only a draw changes the sampler's state. */
 #define SAMPLE_DRAW (-1)
@@ -745,11 +866,22 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
         return 0;
     }
 
+    /* the chain reads cl: the logits with ignore_eos's bias; the report the raw ones */
+    const float *cl = logits;
+    int32_t n_finite = rs.n_finite;
+    if (p->ignore_eos && s->n_eog > 0) {
+        int32_t nb = bias_eog(s, logits);
+        if (nb >= 0 && nb < n_finite) { /* all of them end the turn: nothing to ban in favour of */
+            cl = s->biased;
+            n_finite -= nb;
+        }
+    }
+
     int32_t n, chosen;
     float ent_post = 0.0f;
     if (p->mirostat == 2) {
         /* llama.cpp's mirostat chain: temperature, then mirostat v2 (no penalties) */
-        n = gather_all(s, logits, false);
+        n = gather_all(s, cl, false);
         if (p->temp <= 0.0f) {
             chosen = pick_greedy(c, &n);
             if (force != SAMPLE_DRAW)
@@ -757,47 +889,46 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
         } else {
             for (int32_t i = 0; i < n; i++)
                 c[i].logit /= p->temp;
-            softmax_cand(c, n);
-            /* keep the tokens whose surprise -log2 p is at most mu (the
-             * most likely one when none is) */
-            const float pmin = exp2f(-s->mu);
-            int32_t m = 0, best = 0;
-            for (int32_t i = 0; i < n; i++) {
-                if (cand_before(&c[i], &c[best]))
-                    best = i;
-            }
-            if (c[best].p < pmin) {
-                c[0] = c[best];
-                m = 1;
-            } else {
-                for (int32_t i = 0; i < n; i++)
-                    if (c[i].p >= pmin)
-                        c[m++] = c[i];
-            }
-            n = m;
-            ent_post = softmax_cand(c, n);
-            chosen = choose(s, c, n, force);
+            /* as llama.cpp: sorted, softmax_ref, cut at the first token whose
+             * surprise -log2 p exceeds mu (keeping at least one), softmax_ref
+             * again, then a discrete_distribution draw */
+            qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+            softmax_ref(c, n);
+            int32_t m = 0;
+            while (m < n && !(-log2f(c[m].p) > s->mu))
+                m++;
+            n = m > 0 ? m : 1;
+            softmax_ref(c, n);
+            ent_post = entropy_of(c, n);
+            chosen = force == SAMPLE_DRAW ? draw_discrete(s, c, n) : choose(s, c, n, force);
         }
         if (force == SAMPLE_DRAW)
             s->mu -= p->mirostat_eta * (-log2f(c[chosen].p) - p->mirostat_tau);
     } else {
-        apply_penalties(s, logits);
-        sampler_apply_dry(s, logits);
+        apply_penalties(s, cl);
+        sampler_apply_dry(s, cl);
         bool sorted = false;
-        if (p->top_k > 0 && p->top_k < rs.n_finite) {
-            n = gather_top_k(s, logits, p->top_k);
+        if (p->top_k > 0 && p->top_k < n_finite) {
+            n = gather_top_k(s, cl, p->top_k);
             sorted = true;
         } else {
-            n = gather_all(s, logits, true);
+            n = gather_all(s, cl, true);
         }
         /* top-n-sigma precedes top-k in the chain; both keep the largest
          * logits, so applying it to the top-k survivors is the same */
         if (p->top_n_sigma > 0.0f && n > 1)
-            n = apply_top_n_sigma(c, n, p->top_n_sigma, penalised_std(s, logits, rs.n_finite));
+            n = apply_top_n_sigma(c, n, p->top_n_sigma, penalised_std(s, cl, n_finite));
         for (int32_t k = 0; k < s->n_adj; k++)
             s->adj_on[s->adj_list[k]] = 0;
         s->n_adj = 0;
 
+        if (!sorted && p->top_k > 0) { /* top-k of the whole vocabulary still sorts it */
+            qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
+            sorted = true;
+        }
+        /* the order of the candidates matters beyond the filters: the final
+         * draw walks them as they are, so each step keeps the reference's
+         * (vocabulary order until something sorts) */
         if (p->typical_p < 1.0f && n > 1) {
             n = apply_typical(s, n, p->typical_p);
             sorted = false;
@@ -806,6 +937,7 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
             if (!sorted && n > 4096)
                 n = top_p_unsorted(c, n, p->top_p);
             else {
+                softmax_ref(c, n); /* summed in the present order, then sorted */
                 if (!sorted)
                     qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
                 n = apply_top_p(c, n, p->top_p);
@@ -814,16 +946,13 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
         }
         if (p->min_p > 0.0f && n > 1)
             n = apply_min_p(c, n, p->min_p);
-        if (p->xtc_probability > 0.0f && n > 1) {
-            if (!sorted)
-                qsort(c, (size_t)n, sizeof *c, cand_cmp_desc);
-            n = apply_xtc(s, c, n);
-        }
+        if (p->xtc_probability > 0.0f && n > 1)
+            n = apply_xtc(s, c, n, &sorted);
 
         if (p->temp <= 0.0f) {
             chosen = pick_greedy(c, &n);
             if (force == SAMPLE_DRAW)
-                (void)rng_next(&s->rng); /* one draw per step whatever the settings */
+                (void)rng_uniform(&s->rng); /* the reference's dist draws at temp 0 too */
             else
                 chosen = choose(s, c, n, force);
         } else {
@@ -870,10 +999,11 @@ void sampler_report(sampler *s, const float *logits, int32_t token, sampler_step
 {
     /* XTC draws to decide; with the state restored, the draw that follows
      * a report decides the same way, so the report shows what it will use */
-    const rng saved = s->rng;
+    const rng saved = s->rng, saved_xtc = s->rng_xtc;
     const float mu = s->mu;
     sample(s, logits, step, token >= 0 ? token : SAMPLE_NONE);
     s->rng = saved;
+    s->rng_xtc = saved_xtc;
     s->mu = mu;
 }
 

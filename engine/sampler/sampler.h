@@ -6,6 +6,7 @@
 #ifndef TOKSCOPE_SAMPLER_H
 #define TOKSCOPE_SAMPLER_H
 
+#include "sampler/rng.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +25,9 @@ typedef struct sampler_params {
     int32_t repeat_last_n;   /* 64; 0 disables, -1 = whole context */
     float frequency_penalty; /* 0 */
     float presence_penalty;  /* 0 */
-    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set) */
-    bool seed_set;           /* false: seeded from time/urandom at build */
+    uint64_t seed;           /* used when seed_set ("seed random" / "-1" clears seed_set); as
+                                llama.cpp's, 32-bit (the low 32 bits count) and 4294967295 = random */
+    bool seed_set;           /* false: a random seed (/dev/urandom) at build and each reseed */
     int32_t n_predict;       /* -1 = until end of turn or context full */
     int32_t n_top;           /* candidates reported per step (default 10, <= SAMPLER_MAX_TOP) */
     int32_t n_stop;
@@ -43,6 +45,11 @@ typedef struct sampler_params {
     float dry_base;          /* 1.75 */
     int32_t dry_allowed_length; /* 2 */
     int32_t dry_penalty_last_n; /* -1 = whole context, 0 disables */
+    /* llama-server's ignore_eos: a logit bias of -inf on every end-of-generation
+     * token (sampler_set_eog) ahead of the chain, so none is ever drawn. The
+     * raw distribution (p_raw, entropy_raw, the top list's order) stays the
+     * model's, as llama-server's logprobs do; p_post shows the bias (0). */
+    bool ignore_eos;
 } sampler_params;
 
 sampler_params sampler_default_params(void);
@@ -80,9 +87,13 @@ const sampler_params *sampler_get_params(const sampler *s);
  * none is set) and mirostat from its start. */
 void sampler_reseed(sampler *s);
 /* DRY sequence breakers from the default strings "\n" ":" "\"" "*", matched
- * against the vocabulary like llama.cpp (call once after build). */
+ * against the vocabulary like llama.cpp, and the end-of-generation tokens
+ * (call once after build). */
 struct tokenizer;
 void sampler_set_tokenizer(sampler *s, const struct tokenizer *t);
+/* The end-of-generation tokens ignore_eos bans (sampler_set_tokenizer sets
+ * the tokenizer's; this replaces them, for tests). */
+bool sampler_set_eog(sampler *s, const int32_t *ids, int32_t n);
 /* Token-level DRY sequence breakers (replaces the current ones; for tests). */
 bool sampler_set_dry_breakers(sampler *s, const int32_t *const *seqs, const int32_t *lens, int32_t n);
 /* Penalty history: every token of the context (prompt and generated) is accepted. */
@@ -96,6 +107,17 @@ int32_t sampler_sample(sampler *s, const float *logits, sampler_step *step);
  * the distribution alone (step->token -1). A draw right after a report of
  * the same logits sees the same chain. */
 void sampler_report(sampler *s, const float *logits, int32_t token, sampler_step *step);
+/* The state draws and accepts change (random numbers, mirostat, the
+ * penalty history's length), saved and restored: llama-server's
+ * common_sampler_clone / common_sampler_copy around a verification it
+ * replays. A rewind drops the tokens accepted since the mark. */
+typedef struct sampler_mark {
+    rng rng, rng_xtc; /* both generators (the dist/mirostat one and XTC's) */
+    float mu;
+    uint64_t n_accepted;
+} sampler_mark;
+void sampler_mark_get(const sampler *s, sampler_mark *m);
+void sampler_rewind(sampler *s, const sampler_mark *m);
 
 /* Parse "name value" for the parameters above (used by /set, config, CLI).
  * Besides sampler_param_names: "n_top" (0..SAMPLER_MAX_TOP) and "stop" (adds a

@@ -164,6 +164,14 @@ void sampler_set_tokenizer(sampler *s, const struct tokenizer *t)
     }
     install(s, l.e, l.n);
     free(l.e);
+    /* ignore_eos's ban list */
+    int32_t *eog = malloc((size_t)nv * sizeof *eog), n_eog = 0;
+    for (int32_t id = 0; eog && id < nv; id++)
+        if (tokenizer_is_eog(t, id))
+            eog[n_eog++] = id;
+    if (eog)
+        sampler_set_eog(s, eog, n_eog);
+    free(eog);
 }
 
 /* hist read backwards: rat(0) is the most recent token */

@@ -25,7 +25,8 @@ typedef struct scored {
 struct sampler {
     sampler_params p;
     int32_t n_vocab;
-    rng rng;
+    rng rng;     /* the dist (or mirostat) sampler's std::mt19937 */
+    rng rng_xtc; /* XTC's own, seeded alike (llama.cpp gives each sampler one) */
     cand *cur;      /* [n_vocab] working candidates */
     cand *tmp;      /* [n_vocab] scratch for typical */
     scored *sc;     /* [n_vocab] scratch for typical */
@@ -33,6 +34,7 @@ struct sampler {
     int32_t *count; /* [n_vocab] penalty counts during a step, zero otherwise */
     int32_t *hist;
     size_t n_hist, cap_hist;
+    uint64_t n_accepted; /* tokens sampler_accept took, for sampler_rewind */
     float mu; /* mirostat v2 state: maximum surprise (bits) kept */
     /* DRY: breakers grouped by head token (CSR: brk_start[n_vocab + 1]) */
     int32_t *brk_start;
@@ -49,6 +51,10 @@ struct sampler {
     float *adj_val;    /* [n_vocab] */
     int32_t *adj_list; /* [n_vocab] ids with adj_on set */
     int32_t n_adj;
+    /* ignore_eos: the end-of-generation ids, and the logits with them at -inf */
+    int32_t *eog;
+    int32_t n_eog;
+    float *biased; /* [n_vocab], allocated on first use */
 };
 
 static inline float adj_get(const sampler *s, const float *logits, int32_t id)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec/spec_g4assist.h"
 #include "spec/spec_mtp.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,12 +25,13 @@ struct spec {
     void *snap;       /* recurrent draft: its state after [0, snap_pos) */
     int32_t snap_pos; /* -1 = none */
     /* spec_step's buffers for spec_verify: a row of logits per batch
-     * position, one more row, the target's recurrent state (rs_bytes) */
-    float *rows, *scratch;
+     * position, the target's recurrent state (rs_bytes) */
+    float *rows;
     void *rs;
     size_t rs_bytes;
     /* SPEC_MTP: the block, and the target's h_nextn rows of a batch */
     spec_mtp *mtp;
+    spec_g4a *g4a; /* SPEC_MTP on gemma4: its assistant file (spec_g4assist.c) */
     float *h;
     int32_t cap_h, n_embd;
 };
@@ -126,7 +128,20 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
         s->p.draft_max = SPEC_DRAFT_MAX;
     if (s->p.ngram_n < 1)
         s->p.ngram_n = SPEC_NGRAM_N;
-    if (p->type == SPEC_MTP) {
+    if (p->type == SPEC_MTP && model_get_hparams(target)->arch == MODEL_ARCH_GEMMA4) {
+        if (!p->draft_model || !p->draft_model[0]) {
+            snprintf(err, errlen, "--spec mtp on a Gemma 4 model needs its assistant file (a gemma4-assistant GGUF): "
+                     "--draft-model FILE");
+            goto fail;
+        }
+        char e2[700];
+        s->g4a = spec_g4a_create(target, p->draft_model, fp, e2, sizeof e2);
+        if (!s->g4a) {
+            snprintf(err, errlen, "--spec mtp: %s", e2);
+            goto fail;
+        }
+        s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
+    } else if (p->type == SPEC_MTP) {
         char e2[400];
         s->mtp = spec_mtp_create(target, fp, e2, sizeof e2);
         if (!s->mtp) {
@@ -180,13 +195,13 @@ void spec_free(spec *s)
     forward_free(s->df);
     model_free(s->dm);
     spec_mtp_free(s->mtp);
+    spec_g4a_free(s->g4a);
     free(s->h);
     free(s->draft_path);
     free(s->dtoks);
     free(s->dlogits);
     free(s->snap);
     free(s->rows);
-    free(s->scratch);
     free(s->rs);
     free(s);
 }
@@ -263,6 +278,8 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
     case SPEC_DRAFT:
         return draft_model(s, ctx, n, last, max, out, err, errlen);
     case SPEC_MTP:
+        if (s->g4a)
+            return spec_g4a_draft(s->g4a, last, n, max, out, err, errlen);
         return spec_mtp_draft(s->mtp, last, n, max, out, err, errlen);
     default:
         return 0;
@@ -272,7 +289,7 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
 int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos, float *logits,
               bool all_logits, char *err, size_t errlen)
 {
-    if (!s || !s->mtp)
+    if (!s || (!s->mtp && !s->g4a))
         return forward_eval(f, tokens, n, pos, logits, all_logits, err, errlen);
     if (n > s->cap_h) {
         float *h = realloc(s->h, (size_t)n * (size_t)s->n_embd * sizeof *h);
@@ -285,42 +302,51 @@ int spec_eval(spec *s, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t
     }
     if (forward_eval_h(f, tokens, NULL, n, pos, logits, all_logits, s->h, err, errlen) != 0)
         return -1;
+    if (s->g4a)
+        return spec_g4a_process(s->g4a, f, s->h, n, err, errlen);
     return spec_mtp_process(s->mtp, tokens, n, pos, s->h, err, errlen);
+}
+
+static void mtp_accept(spec *s, int32_t n_accepted)
+{
+    if (s->g4a)
+        spec_g4a_accept(s->g4a, n_accepted);
+    else
+        spec_mtp_accept(s->mtp, n_accepted);
 }
 
 /* spec_step with the MTP block, as llama-server runs it: the block sees
  * every batch the target evaluates. A recurrent target that rejected a
- * draft goes back to its state before the batch and evaluates last, the
- * accepted drafts and the token drawn in place of the rejected one again
- * as one batch (the server's "replay" of the checkpoint), drawing one
- * more token from its last row; the block then processes that batch,
- * paired first with the hidden state the rejected batch left pending, as
- * the reference's does. The server's replay draws the replayed positions
- * again from the same state of the sampler: with the same rows, the same
- * tokens, which are kept here instead. */
+ * draft goes back to its state after the last accepted position, which the
+ * verification kept (forward_rs_keep: the reference's draft-mtp context
+ * has n_rs_seq = --draft-max, a state per position of the batch), so there
+ * is no checkpoint and no second evaluation: it drafts again at once from
+ * the token drawn in place of the rejected one, and the block goes on from
+ * the hidden state of the last accepted position. */
 static int32_t step_mtp(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t nd,
                         int32_t *out, char *err, size_t errlen)
 {
-    const bool recurrent = forward_is_recurrent(f);
-    if (recurrent)
-        forward_rs_save(f, s->rs);
-    if (spec_eval(s, f, seq + n_past, nd + 1, n_past, s->rows, true, err, errlen) != 0)
+    if (!forward_rs_keep(f, nd + 1)) {
+        if (forward_n_seq(f) > 1)
+            snprintf(err, errlen, "--spec mtp keeps the recurrent states of one sequence, not of %u",
+                     forward_n_seq(f));
+        else
+            snprintf(err, errlen, "out of memory for the recurrent states of the verification");
         return -1;
-    int32_t n_out = spec_sample_accept(smp, s->rows, s->n_vocab_tgt, seq + n_past + 1, nd, out, NULL);
-    const int32_t k = n_out - 1;
-    if (recurrent && k < nd) {
-        forward_rs_load(f, s->rs, n_past);
-        seq[n_past + k + 1] = out[k];
-        if (spec_eval(s, f, seq + n_past, k + 2, n_past, s->rows, true, err, errlen) != 0)
-            return -1;
-        const float *row = s->rows + (size_t)(k + 1) * (size_t)s->n_vocab_tgt;
-        out[n_out] = sampler_sample(smp, row, NULL);
-        sampler_accept(smp, out[n_out]);
-        n_out++;
-        spec_mtp_accept(s->mtp, k + 1);
-    } else {
-        spec_mtp_accept(s->mtp, k);
     }
+    if (spec_eval(s, f, seq + n_past, nd + 1, n_past, s->rows, true, err, errlen) != 0) {
+        forward_rs_keep(f, 0);
+        return -1;
+    }
+    const int32_t n_out = spec_sample_accept(smp, s->rows, s->n_vocab_tgt, seq + n_past + 1, nd, out, NULL);
+    const int32_t k = n_out - 1;
+    const bool ok = k == nd || forward_rs_rollback(f, k);
+    forward_rs_keep(f, 0);
+    if (!ok) {
+        snprintf(err, errlen, "no recurrent state after position %d of the verification", k);
+        return -1;
+    }
+    mtp_accept(s, k);
     spec_count(s, nd, k);
     return n_out;
 }
@@ -334,26 +360,32 @@ int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n
     const size_t rs_bytes = forward_rs_bytes(f) ? forward_rs_bytes(f) : 1;
     if (!s->rows) { /* at the first drafts: a source that never drafts costs nothing */
         s->rows = malloc((size_t)(s->p.draft_max + 1) * (size_t)s->n_vocab_tgt * sizeof *s->rows);
-        s->scratch = malloc((size_t)s->n_vocab_tgt * sizeof *s->scratch);
     }
     if (s->rs_bytes < rs_bytes) {
         free(s->rs);
         s->rs = malloc(rs_bytes);
         s->rs_bytes = s->rs ? rs_bytes : 0;
     }
-    if (!s->rows || !s->scratch || !s->rs) {
+    if (!s->rows || !s->rs) {
         snprintf(err, errlen, "out of memory for the verification");
         return -1;
     }
     seq[n_past] = last;
-    if (s->mtp)
+    if (s->mtp || s->g4a)
         return step_mtp(s, f, smp, seq, n_past, nd, out, err, errlen);
-    const int32_t n = spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, s->scratch, out,
-                                  NULL, err, errlen);
+    int32_t acc = 0;
+    const int32_t n =
+        spec_verify(f, smp, s->n_vocab_tgt, seq, n_past, nd, s->rows, s->rs, out, NULL, &acc, err, errlen);
     if (n < 0)
         return -1;
-    spec_count(s, nd, n - 1);
+    spec_count(s, nd, acc);
     return n;
+}
+
+void spec_accept(spec *s, int32_t n_accepted)
+{
+    if (s->mtp || s->g4a)
+        mtp_accept(s, n_accepted);
 }
 
 void spec_count(spec *s, int32_t n_drafted, int32_t n_accepted)

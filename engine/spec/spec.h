@@ -10,9 +10,12 @@
  * equal what was sampled. So every position is sampled exactly once, as
  * without drafts: the reply has the target's distribution and a seeded
  * reply draws the same random numbers. What a rejected draft wrote goes: the
- * cache is simply not counted past the accepted tokens, and a recurrent
- * state (Qwen3.5's DeltaNet), which cannot be cut, is restored to before the
- * batch and brought forward over the accepted tokens alone.
+ * cache is simply not counted past the accepted tokens; a recurrent state
+ * (Qwen3.5's DeltaNet), which cannot be cut, does what llama-server does:
+ * with mtp the state kept after the last accepted position (its n_rs_seq
+ * rollback states), with draft and ngram the state before the batch and
+ * the sampler's restored and the tokens drawn verified again (its
+ * checkpoint replay: spec_verify).
  *
  * Sources: ngram (the reference's ngram-simple: the last n tokens looked up
  * earlier in the prompt and reply, what followed them proposed), draft (a
@@ -97,31 +100,41 @@ int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, con
  * seq[0, n_past) is what f holds; seq[n_past] = last, seq[n_past+1 ..
  * n_past+n_draft] the drafts. Evaluates them as one batch (rows: (n_draft+1)
  * x n_vocab floats), samples each row with smp (sampler_accept after each
- * draw) until a draw differs from its draft, and leaves f holding seq[0,
- * n_past + k + 1) where k drafts were accepted: a recurrent state restored
- * from rs (forward_rs_bytes, the state at n_past saved first) and the
- * accepted tokens evaluated again as one batch (logits into scratch, n_vocab).
- * out gets the k + 1 tokens sampled (the k accepted drafts, then the target's
- * own next token, not yet evaluated); steps (may be NULL) their reports.
- * Returns k + 1, or -1 with err set. */
-int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past,
-                    int32_t n_draft, float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps,
-                    char *err, size_t errlen);
+ * draw) until a draw differs from its draft: out gets the k + 1 tokens
+ * drawn (the k accepted drafts, then the target's own token). A KV cache
+ * then holds seq[0, n_past + k + 1). A recurrent state that went past a
+ * rejected draft does what llama-server 34af94cd does without rollback
+ * states (n_rs_seq 0: draft and ngram): the state at n_past (saved in rs,
+ * forward_rs_bytes) and the sampler's (sampler_mark) restored, the k + 1
+ * tokens drawn become the drafts of a new batch at n_past (written to seq)
+ * and are drawn again, with one more after them, until a batch accepts
+ * all its drafts. f holds seq[0, n_past + n) for the n tokens returned
+ * (the last one not evaluated); steps (may be NULL) their reports;
+ * *n_accepted (may be NULL) the drafts accepted as the server counts them
+ * (a replayed position drawn in the first pass is none). Returns n, or -1
+ * with err set. */
+int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, int32_t *seq, int32_t n_past, int32_t n_draft,
+                    float *rows, void *rs, int32_t *out, sampler_step *steps, int32_t *n_accepted, char *err,
+                    size_t errlen);
 
 /* One step of generation on a bare forward context (generate's and bench's
  * loop): f holds seq[0, n_past) and last was sampled (sampler_accept done)
  * but not evaluated. Drafts at most max tokens after it (spec_draft, into
  * seq + n_past + 1) and, when there are any, sets seq[n_past] = last,
- * verifies them (spec_verify, with buffers s keeps for f) and counts them
- * (spec_count): out gets the k + 1 tokens sampled and f holds
- * seq[0, n_past + k + 1); returns k + 1. SPEC_MTP on a recurrent target
- * that rejected a draft also evaluates the token drawn in its place (the
- * reference's replay, spec.c's step_mtp) and draws one more: k + 2 tokens,
- * f holding all but the last. Returns 0 when there were no drafts
- * (nothing evaluated: the caller evaluates last alone, with spec_eval),
- * -1 with err set. */
+ * verifies them (spec_verify, with buffers s keeps for f; SPEC_MTP keeps
+ * the recurrent state after each position instead, as the reference's
+ * draft-mtp context does, and never replays) and counts them (spec_count):
+ * out gets the n tokens drawn and f holds seq[0, n_past + n); returns n.
+ * Returns 0 when there were no drafts (nothing evaluated: the caller
+ * evaluates last alone, with spec_eval), -1 with err set. */
 int32_t spec_step(spec *s, forward_ctx *f, sampler *smp, int32_t *seq, int32_t n_past, int32_t last,
                   int32_t max, int32_t *out, char *err, size_t errlen);
+
+/* After a verification the caller did itself (spec_eval with all rows,
+ * then spec_sample_accept): its n_accepted drafts accepted, for the MTP
+ * block to go on from the hidden state of the last accepted position
+ * (common_speculative_accept). A no-op for the other kinds. */
+void spec_accept(spec *s, int32_t n_accepted);
 
 /* Counts since the start, as llama-server logs them (draft acceptance). */
 typedef struct spec_stats {

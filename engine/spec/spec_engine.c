@@ -15,10 +15,18 @@ struct spec_run {
     int32_t q[SPEC_DRAFT_MAX + 1]; /* what the last verification drew */
     sampler_step *qst;             /* ... their reports */
     int32_t n_q, i_q;
-    int32_t draft[SPEC_DRAFT_MAX], n_draft; /* the drafts it verified */
-    spec_stats base;                        /* the counts when the turn started */
-    bool held_evaluated;                    /* the token handed out last sits in the memory already */
+    int8_t qmark[SPEC_DRAFT_MAX + 1]; /* ... spec_engine_next's mark of each */
+    int32_t qrej[SPEC_DRAFT_MAX + 1]; /* ... and the draft rejected where the mark is 2 */
+    spec_stats base;                  /* the counts when the turn started */
+    bool held_evaluated;              /* the token handed out last sits in the memory already */
 };
+
+/* memory_eval_fn for the MTP block (spec_eval) */
+static int mtp_eval(void *user, forward_ctx *f, const int32_t *tokens, int32_t n, int32_t pos, float *logits,
+                    bool all_logits, char *err, size_t errlen)
+{
+    return spec_eval(user, f, tokens, n, pos, logits, all_logits, err, errlen);
+}
 
 bool spec_engine_open(engine *e, char *err, size_t errlen)
 {
@@ -27,12 +35,6 @@ bool spec_engine_open(engine *e, char *err, size_t errlen)
         return true;
     if (e->p.no_kv_cache) {
         snprintf(err, errlen, "speculative decoding needs the KV cache (not --no-kv-cache)");
-        return false;
-    }
-    if (e->p.spec_type == SPEC_MTP) {
-        /* the MTP block must see every batch the target evaluates (spec_eval),
-         * and the engine's memory evaluates its own */
-        snprintf(err, errlen, "--spec mtp runs in generate and bench only for now (here: ngram or draft)");
         return false;
     }
     spec_params p = spec_default_params();
@@ -54,6 +56,12 @@ bool spec_engine_open(engine *e, char *err, size_t errlen)
         return false;
     }
     r->draft_max = spec_get_params(r->sp)->draft_max;
+    if (p.type == SPEC_MTP) {
+        /* the block sees every batch the memory evaluates; what the memory
+         * holds was evaluated without it: evaluated again next turn */
+        memory_set_eval(&e->mem, mtp_eval, r->sp);
+        memory_truncate(&e->mem, 0);
+    }
     r->rows = malloc((size_t)(r->draft_max + 1) * (size_t)e->n_vocab * sizeof *r->rows);
     r->qst = malloc((size_t)(r->draft_max + 1) * sizeof *r->qst);
     e->spec = r;
@@ -70,6 +78,7 @@ void spec_engine_close(engine *e)
     spec_run *r = e->spec;
     if (!r)
         return;
+    memory_set_eval(&e->mem, NULL, NULL);
     spec_free(r->sp);
     free(r->rows);
     free(r->qst);
@@ -133,8 +142,8 @@ bool spec_engine_next(engine *e, int32_t *tok, sampler_step *st, int32_t *mark, 
     *st = r->qst[r->i_q];
     *tok = r->q[r->i_q++];
     r->held_evaluated = r->i_q < r->n_q; /* the last one drawn was never evaluated */
-    *mark = r->held_evaluated ? 1 : r->n_q - 1 < r->n_draft ? 2 : 0;
-    *rejected = *mark == 2 ? r->draft[r->n_q - 1] : -1;
+    *mark = r->qmark[r->i_q - 1];
+    *rejected = r->qrej[r->i_q - 1];
     return true;
 }
 
@@ -164,13 +173,56 @@ int spec_engine_push(engine *e, int32_t tok, bool may_draft, char *err, size_t e
     if (nd == 0)
         return memory_push(&e->mem, tok, err, errlen);
     batch[0] = tok;
-    memcpy(r->draft, batch + 1, (size_t)nd * sizeof *batch);
-    r->n_draft = nd;
-    if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0)
+    int32_t drafts[SPEC_DRAFT_MAX];
+    memcpy(drafts, batch + 1, (size_t)nd * sizeof *batch);
+    /* mtp: the state after each position kept (the reference's n_rs_seq),
+     * for memory_verify_keep to take instead of a replay */
+    const bool mtp = spec_get_params(r->sp)->type == SPEC_MTP;
+    if (mtp && !forward_rs_keep(e->f, nd + 1)) {
+        snprintf(err, errlen, "out of memory for the recurrent states of the verification");
         return -1;
+    }
+    if (memory_verify(&e->mem, batch, nd + 1, r->rows, err, errlen) != 0) {
+        forward_rs_keep(e->f, 0);
+        return -1;
+    }
+    sampler_mark mark;
+    sampler_mark_get(e->s, &mark);
     r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, nd, r->q, r->qst);
-    spec_count(r->sp, nd, r->n_q - 1);
-    if (memory_verify_keep(&e->mem, r->n_q, err, errlen) != 0) {
+    const int32_t k = r->n_q - 1; /* drafts accepted by the first pass */
+    for (int32_t i = 0; i < r->n_q; i++) {
+        r->qmark[i] = (int8_t)(i < k ? 1 : k < nd ? 2 : 0);
+        r->qrej[i] = i == k && k < nd ? drafts[k] : -1;
+    }
+    /* a recurrent state past a rejected draft: llama-server's replay of its
+     * checkpoint (spec_verify says how), the sampler as it was before */
+    int32_t n_b = nd;
+    bool replayed = false;
+    if (mtp)
+        spec_accept(r->sp, k);
+    while (!mtp && e->mem.recurrent && r->n_q - 1 < n_b) {
+        sampler_rewind(e->s, &mark);
+        n_b = r->n_q;
+        memcpy(batch + 1, r->q, (size_t)n_b * sizeof *batch);
+        if (memory_verify(&e->mem, batch, n_b + 1, r->rows, err, errlen) != 0)
+            return -1;
+        r->n_q = spec_sample_accept(e->s, r->rows, e->n_vocab, batch + 1, n_b, r->q, r->qst);
+        replayed = true;
+    }
+    for (int32_t i = k + 1; i < r->n_q; i++) { /* drawn after the replayed ones */
+        r->qmark[i] = 0;
+        r->qrej[i] = -1;
+    }
+    if (replayed && r->n_q != k + 2) { /* a replayed row drew otherwise: the marks as counted */
+        for (int32_t i = 0; i < r->n_q; i++) {
+            r->qmark[i] = (int8_t)(i + 2 < r->n_q ? 1 : 0);
+            r->qrej[i] = -1;
+        }
+    }
+    spec_count(r->sp, nd, r->n_q - 1 - (replayed && r->n_q > 1 ? 1 : 0));
+    const int rc = memory_verify_keep(&e->mem, r->n_q, err, errlen);
+    forward_rs_keep(e->f, 0);
+    if (rc != 0) {
         r->n_q = 0;
         return -1;
     }

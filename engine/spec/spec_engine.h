@@ -27,7 +27,8 @@ void spec_engine_set(struct engine *e, const char *name, const char *value);
 void spec_engine_reset(struct engine *e);
 /* The next token a verification drew, with its report: true and *tok, *st
  * set, or false when none is waiting. *mark: 1 an accepted draft, 2 drawn
- * where the draft *rejected was rejected, 0 drawn after all were accepted. */
+ * where the draft *rejected was rejected, 0 drawn after all were accepted
+ * (or after the tokens a recurrent target verified again: spec_verify). */
 bool spec_engine_next(struct engine *e, int32_t *tok, sampler_step *st, int32_t *mark, int32_t *rejected);
 /* In place of memory_push(tok): a token handed out by spec_engine_next that
  * the verification evaluated is only counted; otherwise, with may_draft,

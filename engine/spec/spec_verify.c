@@ -5,6 +5,7 @@
 #include "spec/spec.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, const int32_t *draft,
                            int32_t n_draft, int32_t *out, sampler_step *steps)
@@ -20,23 +21,37 @@ int32_t spec_sample_accept(sampler *smp, const float *rows, int32_t n_vocab, con
     return n_out;
 }
 
-int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, const int32_t *seq, int32_t n_past,
-                    int32_t n_draft, float *rows, void *rs, float *scratch, int32_t *out, sampler_step *steps,
-                    char *err, size_t errlen)
+int32_t spec_verify(forward_ctx *f, sampler *smp, int32_t n_vocab, int32_t *seq, int32_t n_past, int32_t n_draft,
+                    float *rows, void *rs, int32_t *out, sampler_step *steps, int32_t *n_accepted, char *err,
+                    size_t errlen)
 {
     const bool recurrent = forward_is_recurrent(f);
-    if (recurrent) /* a recurrent state cannot be cut: the one before the batch, kept */
+    sampler_mark mark;
+    if (recurrent) { /* a recurrent state cannot be cut: the one before the batch, kept (the checkpoint) */
         forward_rs_save(f, rs);
+        sampler_mark_get(smp, &mark);
+    }
     if (forward_eval(f, seq + n_past, n_draft + 1, n_past, rows, true, err, errlen) != 0)
         return -1;
-    const int32_t n_out = spec_sample_accept(smp, rows, n_vocab, seq + n_past + 1, n_draft, out, steps);
-    const int32_t k = n_out - 1; /* drafts accepted */
-    if (recurrent && k < n_draft) {
-        /* the state went past the rejected drafts: back to n_past, then
-         * last and the accepted drafts again, as one batch */
+    int32_t n_out = spec_sample_accept(smp, rows, n_vocab, seq + n_past + 1, n_draft, out, steps);
+    bool replayed = false;
+    while (recurrent && n_out - 1 < n_draft) {
+        /* llama-server: back to the checkpoint and the sampler as it was,
+         * then the tokens drawn (the accepted drafts and the one in place
+         * of the rejected draft) verified again as the drafts of one batch,
+         * so they are drawn again from its rows, and one more after them */
         forward_rs_load(f, rs, n_past);
-        if (forward_eval(f, seq + n_past, k + 1, n_past, scratch, false, err, errlen) != 0)
+        sampler_rewind(smp, &mark);
+        n_draft = n_out;
+        memcpy(seq + n_past + 1, out, (size_t)n_draft * sizeof *out);
+        if (forward_eval(f, seq + n_past, n_draft + 1, n_past, rows, true, err, errlen) != 0)
             return -1;
+        n_out = spec_sample_accept(smp, rows, n_vocab, seq + n_past + 1, n_draft, out, steps);
+        replayed = true;
     }
+    /* the server counts the replayed position it drew in the first pass
+     * as no accepted draft */
+    if (n_accepted)
+        *n_accepted = n_out - 1 - (replayed && n_out > 1 ? 1 : 0);
     return n_out;
 }

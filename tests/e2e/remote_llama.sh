@@ -7,6 +7,7 @@
 #   - the server is recognised (llama-server in the status line);
 #   - greedy: the TUI in --remote mode writes the local engine's reply, and
 #     the inspector's top-k (token and raw%) is the local engine's;
+#   - at temperature 0.8 from one seed: the local engine's reply;
 #   - at temperature 0.8 from one seed, after /probs post: the inspector
 #     shows the server's post-sampler numbers (post% filled, raw% "-"),
 #     the local engine's post% for the same step;
@@ -84,11 +85,9 @@ result "remote_llama (greedy): the inspector shows the server's raw top-k, the l
     "$(diff "$TMP/lg" "$TMP/rg" | head -n 8) $(head -n 3 "$TMP/remote_greedy.top")"
 
 # ---- /probs post: the server's post-sampler numbers ---------------------------
-# A seeded sampled reply is not compared: tokscope draws with xoshiro256**,
-# llama.cpp with std::mt19937, so the same seed picks differently once a
-# step has two candidates. The distributions agree: with seed 42 both pick
-# the same first three tokens (p 0.88, then single candidates), and the
-# fourth step's post-sampler probabilities are compared row by row.
+# The fourth step's post-sampler probabilities of a seeded reply are
+# compared row by row (seed 42: the same first three tokens, p 0.88, then
+# single candidates).
 S="--temp 0.8 --seed 42 -n 4"
 # shellcheck disable=SC2086
 turn "$TMP/local_seed" -m "$MODEL" $S
@@ -105,6 +104,15 @@ result "remote_llama: after /probs post the inspector is labelled post, post% fi
         "$TMP/local_seed.top" "$TMP/remote_seed.top" >"$TMP/post.diff"
 result "remote_llama: the server's post-sampler probabilities are the local engine's post%" $? \
     "$(head -n 5 "$TMP/post.diff") local: $(head -n 4 "$TMP/local_seed.top") remote: $(head -n 4 "$TMP/remote_seed.top")"
+
+# ---- seeded: the same reply ---------------------------------------------------
+# tokscope draws as llama.cpp does (std::mt19937, its uniform_real_distribution
+# and the dist sampler's running sum), so one seed gives the server's reply
+turn "$TMP/local_seed7" -m "$MODEL" --temp 0.8 --seed 7
+turn "$TMP/remote_seed7" --remote "$URL" --temp 0.8 --seed 7
+[ -s "$TMP/local_seed7.text" ] && cmp -s "$TMP/local_seed7.text" "$TMP/remote_seed7.text"
+result "remote_llama (temp 0.8, seed 7): the reply is the local engine's" $? \
+    "local: $(cat "$TMP/local_seed7.text") / remote: $(cat "$TMP/remote_seed7.text")"
 
 # ---- branch from an alternative: llama-server continues the assistant prefix --
 # (it streams the prefix back at the start of its first delta: shown once)

@@ -31,14 +31,17 @@ open(sys.argv[2], "wb").write(b)' "$1" "$2" 2>/dev/null
 reply_lines() { left | sed -n '/^Assistant/,/^ *$/p' | sed 's/ *$//'; }
 
 # ---- 1. a reply with a NUL byte: /save, /load, --resume ------------------------
+# (seed 29: llama.cpp 34af94cd's own reply to "Hi" at the default settings,
+# tests/golden/reference/refrun.c --seed 29, holds the byte; tokscope's is
+# the same 30 tokens. Seed 19 did only under the old xoshiro256** draws.)
 if need "$QWEN35" "sessions: qwen35-mini model"; then
-    "$BIN" generate -m "$QWEN35" -n 30 --seed 19 -p Hi >"$TMP/gen.bin" 2>/dev/null
+    "$BIN" generate -m "$QWEN35" -n 30 --seed 29 -p Hi >"$TMP/gen.bin" 2>/dev/null
     tr -d '\000' <"$TMP/gen.bin" | cmp -s - "$TMP/gen.bin"
     [ $? -ne 0 ]
-    result "sessions: the repro's reply (generate, seed 19) holds a NUL byte" $?
+    result "sessions: the repro's reply (generate, seed 29) holds a NUL byte" $?
 
     rm -rf "$TMP/state"
-    start -m "$QWEN35" -n 30 --seed 19 --template raw
+    start -m "$QWEN35" -n 30 --seed 29 --template raw
     wait_for '^ idle ' 20
     line "Hi"
     wait_for '^Assistant \[n_predict reached\] 30 tokens' 20 && wait_idle 10
@@ -53,7 +56,7 @@ if need "$QWEN35" "sessions: qwen35-mini model"; then
     result "sessions: the autosave keeps the reply byte for byte" $?
     auto=$(sessions)
 
-    start -m "$QWEN35" -n 30 --seed 19 --template raw --no-autosave
+    start -m "$QWEN35" -n 30 --seed 29 --template raw --no-autosave
     wait_for '^ idle ' 20
     line "/load $TMP/F.json"
     wait_for "loaded $TMP/F\.json(; KV snapshot restored: [0-9]+ tokens[^;]*)? *$" 5 && ! screen | grep -q 'malformed' &&

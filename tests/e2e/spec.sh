@@ -2,7 +2,9 @@
 # Speculative decoding in the TUI (issue 37): --spec draft -md shows the
 # reply's drafts and accepted drafts in the status line ("spec A/D") and
 # the reply is the one without it; /set spec off live turns it off from the
-# next reply; a bad value is refused in the status line.
+# next reply; a bad value is refused in the status line; /set spec mtp on
+# a toy Qwen3.5 file with an MTP block (tests/tools/gguf_mtp.py, written
+# here) drafts from the next reply, which is the one without it.
 . tests/lib.sh
 
 if ! command -v tmux >/dev/null 2>&1; then
@@ -47,4 +49,27 @@ wait_idle 30
 ! status | grep -q '│ spec [0-9]'
 result "spec: /set spec off: no drafts from the next reply" $? "$(status)"
 quit_wait
+
+Q=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
+need "$Q" "spec: qwen35-mini model" || exit 0
+if ! python3 tests/tools/gguf_mtp.py "$Q" "$OUT/qwen35-mtp.gguf" 0 0.1 >"$OUT/mtp.log" 2>&1; then
+    not_ok "spec: writing the MTP toy file" "$(tail -n 3 "$OUT/mtp.log")"
+    exit 0
+fi
+start -m "$OUT/qwen35-mtp.gguf" -n 40 --temp 0 --template raw
+wait_for '^ idle ' 20
+line "Once upon a time there was a little girl. Once upon a time there was a"
+replied
+plain=$(reply)
+line "/set spec mtp"
+wait_for "spec = mtp" 10
+line "/regen"
+wait_for '^ generating|^ prefill' 10
+replied
+status | grep -qE '│ spec [0-9]+/[1-9][0-9]*'
+result "spec: /set spec mtp: the next reply drafts with the MTP block" $? "$(status)"
+[ -n "$plain" ] && [ "$(reply)" = "$plain" ]
+result "spec: /set spec mtp: the reply is the one without drafts" $? "$(reply | head -c 200)"
+quit_wait
+rm -f "$OUT/qwen35-mtp.gguf"
 exit 0

@@ -84,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(c, "content");
         m[n].role = cJSON_IsString(r) ? r->valuestring : "user";
         m[n].content = cJSON_IsString(k) ? k->valuestring : NULL;
+        m[n].content_len = 0;
         n++;
     }
     chat_render_params p = {"<s>", "</s>", true, "2024-07-26"};

@@ -78,7 +78,7 @@ fi
 if need "$M/qwen3-mini-q8_0.gguf" "refusals"; then
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/mamba.gguf" --set-str general.architecture mamba
     refuses "an unknown architecture is refused" "$W/mamba.gguf" \
-        "architecture 'mamba' is not supported (supported: llama qwen2 qwen3 gemma3 phi3 qwen3moe gpt-oss gemma4 qwen35 qwen35moe)"
+        "architecture 'mamba' is not supported (supported: llama qwen2 qwen3 gemma3 phi3 qwen3moe gpt-oss gemma4 qwen35 qwen35moe gemma4-assistant)"
     $MUTATE "$M/qwen3-mini-q8_0.gguf" "$W/noqnorm.gguf" --drop-tensor blk.2.attn_q_norm.weight
     refuses "a missing required tensor is refused" "$W/noqnorm.gguf" \
         "tensor 'blk.2.attn_q_norm.weight' is missing (required by architecture 'qwen3')"

@@ -110,6 +110,21 @@ if need "$M/stories260K.gguf" "$name"; then
     else not_ok "generate: different seeds, different text"; fi
 fi
 
+# Seeded sampling equals llama.cpp's: the same seed and settings give the
+# reference's reply (its mt19937 and uniform_real_distribution draws), per
+# tests/golden/reference/seeded/generate.tsv (llama-server /completion).
+S=tests/golden/reference/seeded/generate.tsv
+tab=$(printf '\t')
+while IFS="$tab" read -r sname smodel sopts stoks stext; do
+    name="generate $smodel $sopts equals the reference's seeded reply ($sname)"
+    need "$M/$smodel.gguf" "$name" || continue
+    # shellcheck disable=SC2086
+    "$BIN" generate -m "$M/$smodel.gguf" -p "Once upon a time" -n 40 $sopts >"$OUT/seeded_$sname.txt" 2>/dev/null
+    printf '%s' "$stext" | python3 -c "import json,sys; sys.stdout.write(json.load(sys.stdin))" >"$OUT/seeded_$sname.want"
+    if cmp -s "$OUT/seeded_$sname.txt" "$OUT/seeded_$sname.want"; then ok "$name"
+    else not_ok "$name" "want: $(head -c 100 "$OUT/seeded_$sname.want")" "got:  $(head -c 100 "$OUT/seeded_$sname.txt")"; fi
+done <"$S"
+
 # --chat: the prompt tokens equal the reference's chat goldens (case B), and
 # then the newline the template writes after the assistant header: the
 # goldens were made from the render with its last newline dropped, while

@@ -2,7 +2,9 @@
 # Speculative decoding in `tokscope generate` (engine/spec, issue 37): with
 # --spec ngram or draft the reply is the reply without speculation, greedy
 # and seeded, on stories260K and tiny-spm (KV caches) and qwen35-mini (its
-# DeltaNet state restored after every rejected draft); the counts where they
+# DeltaNet state restored after every rejected draft), or llama.cpp's own
+# reply with drafts where it differs (tests/golden/reference/seeded/spec.tsv);
+# the counts where they
 # can be worked out by hand: a model drafting for itself agrees on every
 # draft, 3 per verification and 2 in the last, cut to what -n leaves (24 x 3
 # + 2 = 74 of 74 for -n 100); a draft/target pair written here (a random
@@ -25,10 +27,29 @@ same() {
     "$BIN" generate -m "$model" "$@" -t 2 $sargs >"$OUT/spec.txt" 2>"$OUT/spec.err"
     rc2=$?
     stats=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]* ([0-9.]* %)' "$OUT/spec.err")
-    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$stats" ] && cmp -s "$OUT/plain.txt" "$OUT/spec.txt"; then
+    want="$OUT/plain.txt"
+    # where llama.cpp's own reply with drafts is recorded, it is the one to
+    # equal: its batched verification rows round unlike one-token rows, and
+    # at temp 0.8 seed 42 on stories260K a draw lands on such a difference
+    # (tests/golden/reference/seeded/spec.tsv; its draft-simple counts are
+    # tokscope's, 79 accepted of 120)
+    case "$name" in stories260K\ seeded,*)
+        if [ "$*" = "-p $P -n 120 --temp 0.8 --seed 42" ]; then
+            ref_sargs=$(printf '%s' "$sargs" | sed "s|$model|MODEL|")
+            awk -F '\t' -v s="$ref_sargs" '$1 == s { print $3 }' tests/golden/reference/seeded/spec.tsv |
+                python3 -c "import json,sys; l=sys.stdin.read().strip(); sys.stdout.write(json.loads(l) if l else '')" \
+                >"$OUT/ref_spec.txt"
+            if [ -s "$OUT/ref_spec.txt" ]; then
+                want="$OUT/ref_spec.txt"
+                name="$name: llama.cpp's reply with drafts"
+            fi
+        fi
+        ;;
+    esac
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$stats" ] && cmp -s "$want" "$OUT/spec.txt"; then
         ok "$name ($stats)"
     else
-        not_ok "$name" "exit $rc1/$rc2, stats '$stats'" "plain: $(head -c 120 "$OUT/plain.txt")" \
+        not_ok "$name" "exit $rc1/$rc2, stats '$stats'" "want:  $(head -c 120 "$want")" \
             "spec:  $(head -c 120 "$OUT/spec.txt")" "$(tail -n 2 "$OUT/spec.err")"
     fi
 }
@@ -107,10 +128,11 @@ fi
 # the last attention block, eh_proj the identity on the embedding half,
 # every block writing x0.1 into the residual, so that the block predicts
 # much as the target does): the reply is the reply without it, greedy and
-# seeded (the recurrent target's replay after a rejected draft included),
-# and most greedy drafts are accepted
-# and, where tests/golden/reference/mtp/counts.txt has them (its make.sh),
-# the same drafted and accepted counts as llama-server 34af94cd's draft-mtp
+# seeded (the recurrent target's rollback after a rejected draft included),
+# and most greedy drafts are accepted, with the same drafted and accepted
+# counts as llama-server 34af94cd's draft-mtp greedy
+# and seeded (tests/golden/reference/mtp/counts.txt, its make.sh; seeded
+# compares since tokscope draws llama.cpp's std::mt19937 numbers)
 REFC=tests/golden/reference/mtp/counts.txt
 # ref_counts NAME ARCH MODE: the last run's counts against the reference's
 ref_counts() {
@@ -120,7 +142,9 @@ ref_counts() {
     fi
     want=$(awk -v a="$2" -v m="$3" '$1 == a && $2 == m { print "drafted " $3 ", accepted " $4 }' "$REFC")
     got=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]*' "$OUT/spec.err" | sed 's/^spec: //')
-    if [ -n "$want" ] && [ "$want" = "$got" ]; then ok "$1: $got, as llama-server's draft-mtp"
+    kind=draft-mtp
+    [ "$3" = draft ] && kind=draft-simple
+    if [ -n "$want" ] && [ "$want" = "$got" ]; then ok "$1: $got, as llama-server's $kind"
     else not_ok "$1" "tokscope: '$got', llama-server: '$want'"; fi
 }
 for a in qwen35 qwen35moe; do
@@ -142,8 +166,102 @@ for a in qwen35 qwen35moe; do
     same "$a-mtp greedy, --spec mtp --draft-max 5" "$OUT/$a-mtp.gguf" "--spec mtp --draft-max 5" -p "$P" -n 120 \
         --temp 0
     ref_counts "$a-mtp greedy, 5 drafts: the reference's counts" $a dmax5
-    rm -f "$OUT/$a-mtp.gguf"
 done
+# --spec draft on a recurrent target that rejects some drafts: the qwen35
+# file drafted by the qwen35moe one; llama-server 34af94cd goes back to its
+# checkpoint and verifies the tokens drawn again (its replay), and counts so
+pair="qwen35-mtp drafted by qwen35moe-mtp"
+if [ -f "$OUT/qwen35-mtp.gguf" ] && [ -f "$OUT/qwen35moe-mtp.gguf" ]; then
+    same "$pair, greedy" "$OUT/qwen35-mtp.gguf" "--spec draft -md $OUT/qwen35moe-mtp.gguf" -p "$P" -n 120 --temp 0
+    ref_counts "$pair, greedy: the reference's counts" qwen35 draft
+    same "$pair, seeded" "$OUT/qwen35-mtp.gguf" "--spec draft -md $OUT/qwen35moe-mtp.gguf" -p "$P" -n 120 \
+        --temp 0.8 --seed 42
+    same "$pair, seeded with penalties" "$OUT/qwen35-mtp.gguf" "--spec draft -md $OUT/qwen35moe-mtp.gguf" -p "$P" \
+        -n 80 --temp 1 --seed 7 --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
+fi
+# serve --spec mtp (the engine's memory evaluates through the block's
+# hook): the same completions as generate without drafts (20 tokens: the
+# toy's reply is valid UTF-8 that far; generate --spec mtp rejects 6 of
+# its 18 drafts there)
+if [ -f "$OUT/qwen35-mtp.gguf" ]; then
+    "$BIN" generate -m "$OUT/qwen35-mtp.gguf" -p "$P" --temp 0 -n 20 >"$OUT/serve_mtp_want.txt" 2>/dev/null
+    if serve_start "$OUT/serve_mtp.log" -m "$OUT/qwen35-mtp.gguf" --spec mtp; then
+        # (serve_api.py basic's chat checks want valid UTF-8 in the chat
+        # reply too, which this toy does not write, drafts or not)
+        for stream in false true; do
+            name="serve --spec mtp: /v1/completions (stream $stream) equals generate --temp 0"
+            curl -s "http://127.0.0.1:$SPORT/v1/completions" -d "{\"prompt\": \"$P\", \"max_tokens\": 20, \"temperature\": 0, \"stream\": $stream}" |
+                python3 -c '
+import json, sys
+text = ""
+for line in sys.stdin.read().splitlines():
+    line = line[6:] if line.startswith("data: ") else line
+    if line.strip() and line.strip() != "[DONE]":
+        text += json.loads(line)["choices"][0]["text"]
+sys.stdout.write(text)' >"$OUT/serve_mtp_got.txt"
+            if cmp -s "$OUT/serve_mtp_want.txt" "$OUT/serve_mtp_got.txt"; then ok "$name"
+            else not_ok "$name" "want: $(head -c 100 "$OUT/serve_mtp_want.txt")" "got:  $(head -c 100 "$OUT/serve_mtp_got.txt")"; fi
+        done
+        serve_stop
+    else
+        not_ok "serve --spec mtp starts" "$(tail -n 5 "$OUT/serve_mtp.log")"
+    fi
+fi
+rm -f "$OUT/qwen35-mtp.gguf" "$OUT/qwen35moe-mtp.gguf"
+
+# --spec mtp on Gemma 4: its separate assistant file (-md), written here for
+# the shared gemma4-mini by tests/tools/gguf_g4assist.py (blocks that add a
+# little to the residual, a head that follows the target's embedding path):
+# the reply is the reply without it, greedy and seeded; where
+# tests/golden/reference/mtp/counts_gemma4.txt has them (its make_gemma4.sh)
+# the same drafted and accepted counts as llama-server 34af94cd's draft-mtp
+# with the pair (greedy only: its seeded reply is not tokscope's even without
+# drafts, their random number generators differ, docs/exactness.md)
+G4=$TESTDATA/families2026/models/gemma4-mini-q8_0.gguf
+if need "$G4" "spec mtp on gemma4 with its assistant file"; then
+    if python3 tests/tools/gguf_g4assist.py "$G4" "$OUT/g4assist.gguf" >"$OUT/g4a.log" 2>&1; then
+        refc_g4() {
+            saved=$REFC
+            REFC=tests/golden/reference/mtp/counts_gemma4.txt
+            ref_counts "$@"
+            REFC=$saved
+        }
+        A="-md $OUT/g4assist.gguf"
+        same "gemma4 greedy, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0
+        refc_g4 "gemma4 greedy, assistant: the reference's counts" gemma4 greedy
+        same "gemma4 seeded, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0.8 --seed 42
+        refc_g4 "gemma4 seeded, assistant: the reference's counts" gemma4 seeded
+        same "gemma4 seeded with penalties, --spec mtp $A" "$G4" "--spec mtp $A" -p "$P" -n 80 --temp 1 \
+            --seed 7 --repeat-penalty 1.3 --top-k 0 --top-p 1 --min-p 0
+        same "gemma4 greedy, --spec mtp --draft-max 5 $A" "$G4" "--spec mtp --draft-max 5 $A" -p "$P" -n 120 \
+            --temp 0
+        refc_g4 "gemma4 greedy, 5 drafts, assistant: the reference's counts" gemma4 dmax5
+        for kv in "q8kv --cache-type-k q8_0 --cache-type-v q8_0" "q4k --cache-type-k q4_0"; do
+            mode=${kv%% *} kv=${kv#* }
+            # shellcheck disable=SC2086
+            same "gemma4 greedy, --spec mtp $A $kv" "$G4" "--spec mtp $A" -p "$P" -n 120 --temp 0 $kv
+            refc_g4 "gemma4 greedy, $kv, assistant: the reference's counts" gemma4 $mode
+        done
+        name="bench --spec mtp with the assistant reports its counts"
+        "$BIN" bench -m "$G4" --spec mtp $A -t 2 -p 0 -n 32 -r 1 >"$OUT/g4b.out" 2>&1
+        if grep -q 'spec mtp: drafted [0-9]*, accepted [0-9]*' "$OUT/g4b.out"; then ok "$name"
+        else not_ok "$name" "$(tail -n 3 "$OUT/g4b.out")"; fi
+    else
+        not_ok "gemma4 assistant: writing the file" "$(tail -n 3 "$OUT/g4a.log")"
+    fi
+    name="--spec mtp on gemma4 without an assistant file, or with a file that is not one, is refused"
+    "$BIN" generate -m "$G4" --spec mtp -p x -n 4 >/dev/null 2>"$OUT/g4r1.err"
+    r1=$?
+    "$BIN" generate -m "$G4" --spec mtp -md "$G4" -p x -n 4 >/dev/null 2>"$OUT/g4r2.err"
+    r2=$?
+    "$BIN" generate -m "$OUT/g4assist.gguf" -p x -n 4 >/dev/null 2>"$OUT/g4r3.err"
+    r3=$?
+    if [ $r1 -eq 1 ] && grep -q "needs its assistant file.*--draft-model FILE" "$OUT/g4r1.err" && [ $r2 -eq 1 ] &&
+        grep -q "architecture is gemma4, not gemma4-assistant" "$OUT/g4r2.err" && [ $r3 -eq 1 ] &&
+        grep -q "only drafts for its Gemma 4 target" "$OUT/g4r3.err"; then ok "$name"
+    else not_ok "$name" "exit $r1 $r2 $r3" "$(cat "$OUT/g4r1.err" "$OUT/g4r2.err" "$OUT/g4r3.err")"; fi
+    rm -f "$OUT/g4assist.gguf"
+fi
 
 name="--spec draft without a draft model, --spec mtp on a model without an MTP block and an unknown kind are refused"
 if need "$M/stories260K.gguf" "$name"; then

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_tok - 8; i++)
         len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? " " : "", words[(i * 7 + i / 13) % 12]);
     char reply[256] = "";
-    chat_message conv[3] = {{"user", text}, {"assistant", reply}, {"user", "And then the dog"}};
+    chat_message conv[3] = {{"user", text, 0}, {"assistant", reply, 0}, {"user", "And then the dog", 0}};
     const uint32_t n_ctx = (uint32_t)n_tok + 512;
     int32_t np = 0;
 

@@ -271,10 +271,10 @@ static void test_render_pseudo_messages(void **state)
         skip();
     }
     const chat_message m[] = {
-        {"user", "2+2?"},
-        {CHAT_ROLE_REASONING, "Add two and two."},
-        {"assistant", "4"},
-        {CHAT_ROLE_VARS, "{\"enable_thinking\": false, \"reasoning_effort\": \"high\"}"},
+        {"user", "2+2?", 0},
+        {CHAT_ROLE_REASONING, "Add two and two.", 0},
+        {"assistant", "4", 0},
+        {CHAT_ROLE_VARS, "{\"enable_thinking\": false, \"reasoning_effort\": \"high\"}", 0},
     };
     chat_render_params p = {.bos_token = "", .eos_token = "", .add_generation_prompt = false, .date = "2024-07-26"};
     char warn[256], err[256];
@@ -290,7 +290,7 @@ static void test_render_pseudo_messages(void **state)
     free(o);
     /* a generation prompt after the vars: enable_thinking=false closes the think block */
     p.add_generation_prompt = true;
-    const chat_message g[] = {{"user", "Hi"}, {CHAT_ROLE_VARS, "{\"enable_thinking\": false}"}};
+    const chat_message g[] = {{"user", "Hi", 0}, {CHAT_ROLE_VARS, "{\"enable_thinking\": false}", 0}};
     q = chat_render(qwen, NULL, g, 2, &p, warn, sizeof warn, err, sizeof err);
     assert_non_null(q);
     size_t ql = strlen(q);
@@ -302,7 +302,7 @@ static void test_render_pseudo_messages(void **state)
     assert_string_equal(c, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>assistant\n");
     free(c);
     /* bad variables: an error, not a silent render */
-    const chat_message b[] = {{"user", "Hi"}, {CHAT_ROLE_VARS, "[1]"}};
+    const chat_message b[] = {{"user", "Hi", 0}, {CHAT_ROLE_VARS, "[1]", 0}};
     assert_null(chat_render_jinja(qwen, b, 2, &p, err, sizeof err));
     free(qwen);
     free(oss);

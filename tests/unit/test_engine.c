@@ -115,7 +115,7 @@ static void collect_turn(engine *e, turn_log *t)
 
 static void submit1(engine *e, const char *role, const char *content)
 {
-    chat_message m = {role, content};
+    chat_message m = {role, content, 0};
     engine_submit(e, 1, &m, 1);
 }
 
@@ -332,7 +332,7 @@ static void test_prefix_reuse_and_reset(void **state)
     p.sampling.n_predict = 12;
     engine *e = start_loaded(&p, NULL);
     turn_log *t1 = malloc(sizeof *t1), *t2 = malloc(sizeof *t2);
-    chat_message conv[3] = {{"user", "Once upon a time"}, {"assistant", NULL}, {"user", " The end."}};
+    chat_message conv[3] = {{"user", "Once upon a time", 0}, {"assistant", NULL, 0}, {"user", " The end.", 0}};
     engine_submit(e, 1, conv, 1);
     collect_turn(e, t1);
     int32_t full1 = t1->done.n_prompt;
@@ -381,7 +381,7 @@ static void test_quit_mid_generation(void **state)
     e = start_loaded(&p, NULL);
     submit1(e, "user", "Once upon a time");
     wait_for(e, ENGINE_EV_TOKEN, &ev);
-    engine_submit(e, 2, &(chat_message){"user", "queued behind"}, 1); /* deferred, then dropped */
+    engine_submit(e, 2, &(chat_message){"user", "queued behind", 0}, 1); /* deferred, then dropped */
     engine_shutdown(e);
 }
 
@@ -550,7 +550,7 @@ static void test_stop_string_own_sampling(void **state)
     memcpy(stop, t->text + 20, 5);
     stop[5] = 0;
     const char *first = strstr(t->text, stop);
-    chat_message m = {"user", "Once upon a time"};
+    chat_message m = {"user", "Once upon a time", 0};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .sampling = p.sampling,
                     .own_sampling = true};
     char err[128];
@@ -613,7 +613,7 @@ static void test_template_model(void **state)
     engine_model_info info;
     engine *e = start_loaded(&p, &info);
     assert_string_equal(info.template_name, "model");
-    chat_message conv[2] = {{"system", "You are a helpful assistant."}, {"user", "Hello there!"}};
+    chat_message conv[2] = {{"system", "You are a helpful assistant.", 0}, {"user", "Hello there!", 0}};
     engine_submit(e, 7, conv, 2);
     turn_log *t = malloc(sizeof *t);
     collect_turn(e, t);
@@ -654,7 +654,7 @@ static void test_submit_during_turn(void **state)
     engine_params p = base_params(TESTDATA_REQUIRE(STORIES));
     p.step_mode = true;
     engine *e = start_loaded(&p, NULL);
-    chat_message m1 = {"user", "Once upon a time"}, m2 = {"user", "Lily had a dog."};
+    chat_message m1 = {"user", "Once upon a time", 0}, m2 = {"user", "Lily had a dog.", 0};
     engine_submit(e, 1, &m1, 1);
     engine_event ev;
     step_token(e, &ev);
@@ -691,7 +691,7 @@ static void test_shift_keeps_system(void **state)
     p.sampling.temp = 0;
     p.sampling.repeat_penalty = 1.2f;
     engine *e = start_loaded(&p, NULL);
-    chat_message conv[2] = {{"system", "You are a pirate."}, {"user", "Hi"}};
+    chat_message conv[2] = {{"system", "You are a pirate.", 0}, {"user", "Hi", 0}};
     engine_submit(e, 3, conv, 2);
     turn_log *t = malloc(sizeof *t);
     collect_turn(e, t);

@@ -119,7 +119,7 @@ static void collect(engine *e, turn_log *t)
 
 static void submit(engine *e, const char *text, const int32_t *toks, int32_t n, int32_t emitted)
 {
-    chat_message m = {"user", text};
+    chat_message m = {"user", text, 0};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .conv_id = 1,
                     .tokens = (int32_t *)toks, .n_tokens = n, .reply_emitted = emitted};
     engine_send(e, &c);
@@ -439,7 +439,7 @@ static void check_lens_first(const char *rel, const char *text, const float *fir
     model *m = model_load_weights_only(path, err, sizeof err);
     const int32_t L = (int32_t)model_get_hparams(m)->n_layer;
     model_free(m);
-    chat_message msg = {"user", text};
+    chat_message msg = {"user", text, 0};
     for (int k = 0; k < a->n; k++) {
         int32_t prefix[16];
         for (int i = 0; i < k; i++)
@@ -558,11 +558,13 @@ static void test_compare_turns(void **s)
     engine_params p = params_of(TESTDATA_REQUIRE("models/stories260K.gguf"));
     engine *e = start(&p);
     turn_log *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c2 = calloc(1, sizeof *c2);
-    chat_message m = {"user", "Once upon a time"};
+    chat_message m = {"user", "Once upon a time", 0};
     sampler_params pa = p.sampling, pb = p.sampling;
     pa.temp = 0;
-    pb.temp = 1.5f;
+    pb.temp = 1.5f; /* no filter: 20 draws all landing on the top token would be a wonder */
     pb.top_k = 0;
+    pb.top_p = 1.0f;
+    pb.min_p = 0.0f;
     pb.seed = 5;
     engine_cmd ca = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .conv_id = 1, .req_id = 1,
                      .own_sampling = true, .sampling = pa};
@@ -634,7 +636,7 @@ static void test_errors(void **s)
     /* a lens without a model */
     engine_load(e, "/nonexistent.gguf");
     wait_for(e, ENGINE_EV_ERROR, &ev);
-    chat_message m = {"user", "x"};
+    chat_message m = {"user", "x", 0};
     engine_cmd c = {.type = ENGINE_CMD_LENS, .messages = &m, .n_messages = 1};
     engine_send(e, &c);
     wait_for(e, ENGINE_EV_LENS, &ev);
@@ -693,7 +695,7 @@ static void test_branch_keeps_template(void **s)
     p.sampling.n_predict = 8;
     engine *e = start(&p);
     turn_log *orig = malloc(sizeof *orig), *br = malloc(sizeof *br);
-    chat_message m = {"user", "Hi\n"};
+    chat_message m = {"user", "Hi\n", 0};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = &m, .n_messages = 1, .conv_id = 1};
     engine_send(e, &c);
     collect(e, orig);

@@ -307,7 +307,7 @@ static void test_limits(void **state)
 }
 
 static const chat_message CONV[] = {
-    {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
+    {"system", "Be brief.", 0}, {"user", "Hi", 0}, {"assistant", "Hello!", 0}, {"user", "Bye", 0}};
 
 static void check_builtin(const char *name, bool gen, const char *want)
 {
@@ -435,7 +435,7 @@ static void test_chat_render_fallback(void **state)
                            "<|end_header_id|>\n\n");
     free(o);
     /* chat_render_jinja with absent content */
-    chat_message m[] = {{"user", NULL}};
+    chat_message m[] = {{"user", NULL, 0}};
     o = chat_render_jinja("{{ messages[0].content is defined }}", m, 1, &p, err, sizeof err);
     assert_non_null(o);
     assert_string_equal(o, "False");

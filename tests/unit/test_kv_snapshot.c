@@ -522,7 +522,7 @@ static void check_engine(const char *rel)
     assert_int_equal(ev.kv, ENGINE_KV_SAVE_SKIPPED);
     assert_int_not_equal(access(snap, F_OK), 0);
     chat_message msgs[3] = {
-        {"user", "Tell me a story about a dog."}, {"assistant", ""}, {"user", "And then?"}};
+        {"user", "Tell me a story about a dog.", 0}, {"assistant", "", 0}, {"user", "And then?", 0}};
     engine_submit(a, 1, msgs, 1);
     collect(a, t1);
     /* the reply as the UI keeps it: its text */

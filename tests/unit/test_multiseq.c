@@ -352,8 +352,24 @@ static void test_refusals(void **state)
         assert_int_equal(memory_seq_n_past(&ms, 1), 4);
         assert_true(memory_seq_truncate(&ms, 1, 0));
         assert_int_equal(memory_seq_n_past(&ms, 1), 0);
-        free(rl);
+        /* the states kept after each position (--spec mtp) are one
+         * sequence's: refused on a context of several */
+        assert_false(forward_rs_keep(fr, 4));
         memory_seq_release(&ms);
+        forward_free(fr);
+        /* on one sequence they are kept by forward_eval, and a
+         * forward_decode after it leaves none to go back to */
+        fr = build(r, 1, 256, 512);
+        assert_true(forward_rs_keep(fr, 4));
+        assert_int_equal(forward_eval(fr, tt, 4, 0, rl, false, err, sizeof err), 0);
+        assert_true(forward_rs_rollback(fr, 1));
+        assert_int_equal(forward_rs_pos(fr), 2);
+        int32_t p2[1] = {2}, s0[1] = {0};
+        const forward_batch next = {1, tt + 2, p2, s0, NULL};
+        assert_int_equal(forward_decode(fr, &next, rl, err, sizeof err), 0);
+        assert_false(forward_rs_rollback(fr, 0));
+        forward_rs_keep(fr, 0);
+        free(rl);
         forward_free(fr);
         model_free(r);
     }

@@ -1,5 +1,6 @@
 /* The recurrent state of a forward context (forward.h, forward_rs.c): a
- * snapshot restores the state bit for bit, positions the state cannot
+ * snapshot restores the state bit for bit, the states kept after each
+ * token of a batch are those of its prefixes, positions the state cannot
  * continue from are refused, start_pos 0 starts again from an empty state,
  * and a model without recurrent layers has none. */
 #include <setjmp.h>
@@ -106,6 +107,55 @@ static void test_snapshot_restores(void **s)
     free(a);
     free(b);
     forward_free(f);
+    model_free(m);
+}
+
+/* forward_rs_keep (llama.cpp's n_rs_seq): after a batch of 5 tokens, the
+ * state after each of them is the state its prefix alone gives, bit for
+ * bit, at the right position; then the same continuation gives the same
+ * logits. A longer batch keeps none, and a restored snapshot drops them. */
+static void test_keep_rollback(void **s)
+{
+    (void)s;
+    model *m = load(QWEN35);
+    forward_ctx *f = build(m, 64), *g = build(m, 64);
+    const int32_t V = model_get_hparams(m)->n_vocab, P = 7, N = 5;
+    const size_t B = forward_rs_bytes(f);
+    float *a = malloc((size_t)N_SEQ * V * sizeof(float)), *b = malloc((size_t)N_SEQ * V * sizeof(float));
+    uint8_t *want = malloc(B), *got = malloc(B), *start = malloc(B);
+    char err[256];
+    assert_int_equal(forward_eval(f, seq, P, 0, a, false, err, sizeof err), 0);
+    forward_rs_save(f, start);
+    assert_true(forward_rs_keep(f, N));
+    for (int32_t i = 0; i < N; i++) {
+        forward_rs_load(f, start, P);
+        assert_false(forward_rs_rollback(f, 0)); /* a restored snapshot drops them */
+        assert_int_equal(forward_eval(f, seq + P, N, P, a, true, err, sizeof err), 0);
+        assert_true(forward_rs_rollback(f, i));
+        assert_false(forward_rs_rollback(f, N));
+        assert_int_equal(forward_rs_pos(f), P + i + 1);
+        forward_rs_save(f, got);
+        assert_int_equal(forward_eval(g, seq, P + i + 1, 0, b, false, err, sizeof err), 0);
+        forward_rs_save(g, want);
+        assert_memory_equal(got, want, B);
+        eval_each(f, P + i + 1, N_SEQ, a, V);
+        eval_each(g, P + i + 1, N_SEQ, b, V);
+        assert_memory_equal(a, b, (size_t)(N_SEQ - P - i - 1) * V * sizeof(float));
+    }
+    forward_rs_load(f, start, P);
+    assert_int_equal(forward_eval(f, seq + P, N + 1, P, a, true, err, sizeof err), 0);
+    assert_false(forward_rs_rollback(f, 0)); /* longer than kept */
+    assert_true(forward_rs_keep(f, 0));
+    forward_rs_load(f, start, P);
+    assert_int_equal(forward_eval(f, seq + P, 2, P, a, true, err, sizeof err), 0);
+    assert_false(forward_rs_rollback(f, 0)); /* keeping is off */
+    free(want);
+    free(got);
+    free(start);
+    free(a);
+    free(b);
+    forward_free(f);
+    forward_free(g);
     model_free(m);
 }
 
@@ -251,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_delta_step_order),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_snapshot_restores),
+        cmocka_unit_test(test_keep_rollback),
         cmocka_unit_test(test_wrong_position_refused),
         cmocka_unit_test(test_restart_at_zero),
         cmocka_unit_test(test_not_recurrent),

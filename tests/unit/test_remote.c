@@ -126,7 +126,7 @@ typedef struct turn_log {
 static void run_turn(engine *e, engine_cmd *cmd, turn_log *t, int ms)
 {
     memset(t, 0, sizeof *t);
-    chat_message msg = {"user", "Say hello"};
+    chat_message msg = {"user", "Say hello", 0};
     if (!cmd->messages) {
         cmd->messages = &msg;
         cmd->n_messages = 1;
@@ -277,7 +277,7 @@ static void test_request_body(void **state)
 
     /* by kind: vLLM's names, OpenAI/ollama without llama.cpp's samplers */
     sampler_params sp = c.sampling;
-    chat_message msg = {"user", "x"};
+    chat_message msg = {"user", "x", 0};
     char *s = remote_body(REMOTE_VLLM, "m", &msg, 1, NULL, &sp, false);
     assert_non_null(strstr(s, "\"repetition_penalty\":1.1"));
     assert_null(strstr(s, "typical_p"));
@@ -428,7 +428,7 @@ static void test_stop_closes_stream(void **state)
 {
     (void)state;
     engine *e = start_at(base_url, "slow", 5, NULL);
-    chat_message msg = {"user", "count"};
+    chat_message msg = {"user", "count", 0};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT, .messages = &msg, .n_messages = 1, .conv_id = 1, .req_id = 3};
     engine_send(e, &c);
     engine_event ev;
@@ -452,7 +452,7 @@ static void test_branch_prefix(void **state)
     assert_string_equal(t.first.top[2].text, "Hey");
     /* ids of the second step's candidates come with its TOKEN event: find
      * " there" by running a turn and reading its events */
-    chat_message msg = {"user", "Say hello"};
+    chat_message msg = {"user", "Say hello", 0};
     engine_cmd s = {.type = ENGINE_CMD_SUBMIT, .messages = &msg, .n_messages = 1, .conv_id = 1, .req_id = 9};
     engine_send(e, &s);
     engine_event ev;
@@ -519,7 +519,7 @@ static void test_post_probs(void **state)
 
     /* only llama-server knows the field */
     sampler_params sp = sampler_default_params();
-    chat_message msg = {"user", "x"};
+    chat_message msg = {"user", "x", 0};
     char *s = remote_body(REMOTE_VLLM, "m", &msg, 1, NULL, &sp, true);
     assert_null(strstr(s, "post_sampling_probs"));
     free(s);

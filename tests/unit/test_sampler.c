@@ -611,14 +611,16 @@ static void test_big_vocab(void **state)
     float *sorted = malloc(NV * sizeof *sorted);
     memcpy(sorted, l, NV * sizeof *sorted);
     qsort(sorted, NV, sizeof *sorted, cmp_float_desc);
-    double z = 0, cum = 0;
+    /* llama.cpp's arithmetic: float exponentials summed in float in vocabulary
+     * order (before it sorts), then float cumulative p over the sorted ones */
+    float z = 0.0f, cum = 0.0f;
     for (int i = 0; i < NV; i++)
-        z += exp((double)sorted[i] - sorted[0]);
+        z += expf(l[i] - sorted[0]);
     int keep = 0;
-    while (keep < NV && cum < 0.5 * z)
-        cum += exp((double)sorted[keep++] - sorted[0]);
+    while (keep < NV && !(cum >= 0.5f))
+        cum += expf(sorted[keep++] - sorted[0]) / z;
     assert_true(keep > 1000);
-    assert_true(abs(st.n_survivors - keep) <= 1); /* float vs double rounding at the edge */
+    assert_int_equal(st.n_survivors, keep);
     assert_true(st.p_post > 0);
     /* a peaked distribution: few survivors */
     for (int i = 0; i < 50; i++)
@@ -988,6 +990,66 @@ static void test_dry_tokenizer(void **state)
     model_free(m);
 }
 
+/* ignore_eos (llama-server's): the end-of-generation tokens get a -inf bias
+ * ahead of the chain, so greedy and draws never pick one and their p_post is
+ * 0, while p_raw, entropy_raw and the top list stay the model's; with every
+ * finite logit an end token, nothing is banned. */
+static void test_ignore_eos(void **state)
+{
+    (void)state;
+    const float l[8] = {1.0f, 0.5f, 4.0f, 2.0f, 3.5f, -1.0f, 0.0f, 1.5f};
+    const int32_t eog[2] = {2, 4};
+    double want[8];
+    softmax_ref(l, 8, 1.0f, want);
+    for (int mode = 0; mode < 4; mode++) {
+        sampler_params p = plain_params();
+        p.temp = mode == 0 ? 0.0f : 1.0f;
+        if (mode == 2)
+            p.top_k = 3; /* keeps 3, 7, 0 once the end tokens are out */
+        if (mode == 3)
+            p.mirostat = 2;
+        sampler *s = sampler_build(&p, 8);
+        assert_true(sampler_set_eog(s, eog, 2));
+        sampler_step st;
+        assert_int_equal(sampler_sample(s, l, &st), 2); /* off: the end token wins greedy/most draws */
+        p.ignore_eos = true;
+        sampler_set_params(s, &p);
+        for (int k = 0; k < 300; k++) {
+            int32_t t = sampler_sample(s, l, &st);
+            assert_true(t != 2 && t != 4);
+            if (mode == 0)
+                assert_int_equal(t, 3);
+            if (mode == 2)
+                assert_true(t == 3 || t == 7 || t == 0);
+            assert_float_equal(post_of(&st, 2), 0.0, 0);
+            assert_float_equal(post_of(&st, 4), 0.0, 0);
+            for (int i = 0; i < 8; i++)
+                assert_float_equal(raw_of(&st, i), want[i], 1e-6);
+            assert_int_equal(st.top[0].id, 2); /* the list is by raw logit */
+        }
+        if (mode == 1) { /* the survivors' p_post: the softmax without the end tokens */
+            float lb[8];
+            memcpy(lb, l, sizeof lb);
+            lb[2] = lb[4] = -INFINITY;
+            double wb[8];
+            softmax_ref(lb, 8, 1.0f, wb);
+            for (int i = 0; i < 8; i++)
+                assert_float_equal(post_of(&st, i), wb[i], 1e-6);
+        }
+        sampler_free(s);
+    }
+    /* only end tokens are finite: no ban, the best of them */
+    const float only[4] = {-INFINITY, 1.0f, -INFINITY, 2.0f};
+    const int32_t eog2[2] = {1, 3};
+    sampler_params p = plain_params();
+    p.temp = 0.0f;
+    p.ignore_eos = true;
+    sampler *s = sampler_build(&p, 4);
+    assert_true(sampler_set_eog(s, eog2, 2));
+    assert_int_equal(sampler_sample(s, only, NULL), 3);
+    sampler_free(s);
+}
+
 /* sampler_report (explore mode: the step's distribution shown before the
  * choice, forced tokens) never changes what the sampler draws next: the
  * same seed gives the same tokens with or without reports in between, with
@@ -1041,6 +1103,42 @@ static void test_report(void **state)
     }
 }
 
+/* sampler_mark_get / sampler_rewind (llama-server's sampler clone and
+ * copy around a replayed verification): after a rewind the draws, the
+ * mirostat state and the penalties are those that followed the mark, with
+ * repetition penalties on (the history's length matters) */
+static void test_rewind(void **state)
+{
+    (void)state;
+    float l[16];
+    for (int i = 0; i < 16; i++)
+        l[i] = sinf((float)i * 1.3f) * 2.0f;
+    for (int mode = 0; mode < 2; mode++) {
+        sampler_params p = plain_params();
+        p.repeat_penalty = 1.5f;
+        p.repeat_last_n = 4;
+        if (mode == 1)
+            p.mirostat = 2;
+        sampler *a = sampler_build(&p, 16);
+        for (int k = 0; k < 10; k++)
+            sampler_accept(a, sampler_sample(a, l, NULL));
+        sampler_mark m;
+        sampler_mark_get(a, &m);
+        int32_t first[20], again[20];
+        for (int k = 0; k < 20; k++) {
+            first[k] = sampler_sample(a, l, NULL);
+            sampler_accept(a, first[k]);
+        }
+        sampler_rewind(a, &m);
+        for (int k = 0; k < 20; k++) {
+            again[k] = sampler_sample(a, l, NULL);
+            sampler_accept(a, again[k]);
+        }
+        assert_memory_equal(first, again, sizeof first);
+        sampler_free(a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1057,6 +1155,8 @@ int main(void)
         cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_reference_vectors),
         cmocka_unit_test(test_dry_breakers),    cmocka_unit_test(test_dry_tokenizer),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_rewind),
+        cmocka_unit_test(test_ignore_eos),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }

@@ -203,6 +203,25 @@ static void test_utf8_clean(void **state)
     s = serve_utf8_clean("\xED\xA0\x80", 3); /* a surrogate is not UTF-8 */
     assert_string_equal(s, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     free(s);
+    /* a NUL (a byte token) stays one: printed "\u0000", as llama-server writes it, so the
+     * client can send the reply back whole */
+    s = serve_utf8_clean("x\0y", 3);
+    serve_reply_meta m = {"chatcmpl-1", 1, "m", 0};
+    char *body = serve_reply(&m, true, s, NULL, NULL, "length", 1, 3);
+    free(s);
+    assert_non_null(strstr(body, "\"content\":\"x\\u0000y\""));
+    cJSON *o = cJSON_Parse(body);
+    assert_non_null(o); /* strict JSON */
+    cJSON_Delete(o);
+    free(body);
+    serve_request r;
+    char err[128], param[32];
+    const char req[] = "{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\\u0000y\\\\u0000\xff\"}]}";
+    assert_int_equal(serve_request_parse(&r, true, req, sizeof req - 1, NULL, err, sizeof err, param, sizeof param), 0);
+    assert_int_equal(r.n_msgs, 1);
+    assert_int_equal(chat_content_len(&r.msgs[0]), 10);
+    assert_memory_equal(r.msgs[0].content, "x\0y\\u0000\xff", 10);
+    serve_request_free(&r);
 }
 
 static serve_token tok(int32_t id, const char *text, float p_raw, float p_post)
@@ -343,7 +362,7 @@ static void test_eog_and_rest(void **state)
 static void test_chunks_and_replies(void **state)
 {
     (void)state;
-    serve_reply_meta m = {"chatcmpl-1", 1700000000, "model.gguf"};
+    serve_reply_meta m = {"chatcmpl-1", 1700000000, "model.gguf", 0};
     char *s = serve_chunk(&m, true, true, "", NULL, NULL, NULL);
     assert_true(!strncmp(s, "data: {", 7));
     assert_true(s[strlen(s) - 1] == '\n' && s[strlen(s) - 2] == '\n');
@@ -385,10 +404,15 @@ static void test_chunks_and_replies(void **state)
     assert_int_equal(cJSON_GetObjectItem(u, "total_tokens")->valueint, 6);
     cJSON_Delete(o);
     free(s);
+    m.n_cached = 2; /* the prompt's tokens the cache held: OpenAI's and llama-server's field */
     s = serve_usage_chunk(&m, true, 3, 4);
     o = cJSON_Parse(s + 6);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "choices")), 0);
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "usage"), "completion_tokens")->valueint, 4);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "usage"), "prompt_tokens_details"), "cached_tokens")
+            ->valueint,
+        2);
     cJSON_Delete(o);
     free(s);
 }

@@ -129,7 +129,7 @@ static const char *stop_string; /* submit's stop string, NULL: none */
 
 static void submit(engine *e, int32_t req_id, const char *text, float temp, uint64_t seed, int32_t n_predict)
 {
-    chat_message m = {"user", text};
+    chat_message m = {.role = "user", .content = text};
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT,
                     .name = strdup("raw"),
                     .messages = &m,

@@ -156,7 +156,7 @@ static void greedy(const char *rel, int32_t *g, int32_t n)
 /* A fresh context after the prompt; last = g[0] with drafts d[0..nd) verified.
  * Returns the tokens sampled (into out); the context then holds
  * prompt + g[0] + the accepted drafts. */
-static int32_t verify(run *r, const int32_t *g, const int32_t *d, int32_t nd, int32_t *out)
+static int32_t verify(run *r, const int32_t *g, const int32_t *d, int32_t nd, int32_t *out, int32_t *acc)
 {
     float *l = malloc((size_t)r->n_vocab * sizeof *l);
     eval(r, prompt, NP, 0, l);
@@ -166,15 +166,15 @@ static int32_t verify(run *r, const int32_t *g, const int32_t *d, int32_t nd, in
     seq[NP] = g[0];
     memcpy(seq + NP + 1, d, (size_t)nd * sizeof *d);
     float *rows = malloc((size_t)(nd + 1) * (size_t)r->n_vocab * sizeof *rows);
-    float *scratch = malloc((size_t)r->n_vocab * sizeof *scratch);
     void *rs = malloc(forward_rs_bytes(r->f) + 1);
     char err[256];
-    int32_t n =
-        spec_verify(r->f, r->smp, r->n_vocab, seq, NP, nd, rows, rs, scratch, out, NULL, err, sizeof err);
+    int32_t n = spec_verify(r->f, r->smp, r->n_vocab, seq, NP, nd, rows, rs, out, NULL, acc, err, sizeof err);
     if (n < 0)
         fail_msg("%s", err);
+    /* seq holds what f holds: the drafts a replay verified */
+    for (int32_t i = 1; i < n; i++)
+        assert_int_equal(seq[NP + i], out[i - 1]);
     free(rows);
-    free(scratch);
     free(rs);
     return n;
 }
@@ -191,53 +191,63 @@ static void check_verify(const char *rel, bool recurrent)
     int32_t out[SPEC_DRAFT_MAX + 1];
 
     /* every draft right: all accepted, then the target's own next token */
-    int32_t d_all[3] = {g[1], g[2], g[3]};
-    assert_int_equal(verify(&a, g, d_all, 3, out), 4);
+    int32_t d_all[3] = {g[1], g[2], g[3]}, acc = -1;
+    assert_int_equal(verify(&a, g, d_all, 3, out, &acc), 4);
+    assert_int_equal(acc, 3);
     for (int32_t i = 0; i < 4; i++)
         assert_int_equal(out[i], g[i + 1]);
     if (recurrent)
         assert_int_equal(forward_rs_pos(a.f), NP + 4);
 
     /* the third draft wrong: two accepted, the third position sampled;
-     * another wrong draft after it does not matter */
+     * another wrong draft after it does not matter. A KV cache keeps
+     * [g0 g1 g2]; a recurrent state (llama-server's checkpoint without
+     * rollback states) goes back and verifies [g0 g1 g2 g3] again as one
+     * batch, drawing g4 too: two drafts accepted as the server counts them */
     const int32_t x = (g[3] + 1) % V, y = (g[3] + 2) % V, z = (g[3] + 3) % V;
     int32_t d_bad[4] = {g[1], g[2], x, y};
-    assert_int_equal(verify(&a, g, d_bad, 4, out), 3);
-    assert_int_equal(out[0], g[1]);
-    assert_int_equal(out[1], g[2]);
-    assert_int_equal(out[2], g[3]);
+    const int32_t nb = recurrent ? 4 : 3;
+    assert_int_equal(verify(&a, g, d_bad, 4, out, &acc), nb);
+    assert_int_equal(acc, 2);
+    for (int32_t i = 0; i < nb; i++)
+        assert_int_equal(out[i], g[i + 1]);
     if (recurrent)
-        assert_int_equal(forward_rs_pos(a.f), NP + 3);
+        assert_int_equal(forward_rs_pos(a.f), NP + 4);
 
-    /* the next step, g[3] at NP + 3, against a context that never saw x, y:
+    /* the next step, g[nb] at NP + nb, against a context that never saw x, y:
      * a KV model's rows came from a batch of the same shape with other
-     * rejected tokens; a recurrent state is what [g0 g1 g2] as one batch gives */
+     * rejected tokens; a recurrent state is what [g0 g1 g2 g3] as one batch gives */
     float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
-    eval(&a, &g[3], 1, NP + 3, la);
+    eval(&a, &g[nb], 1, NP + nb, la);
     float *tmp = malloc((size_t)5 * (size_t)V * sizeof *tmp);
     eval(&b, prompt, NP, 0, tmp);
     char err[256];
     if (recurrent) {
-        const int32_t t3[3] = {g[0], g[1], g[2]};
-        eval(&b, t3, 3, NP, tmp);
+        const int32_t t4[4] = {g[0], g[1], g[2], g[3]};
+        eval(&b, t4, 4, NP, tmp);
     } else {
         const int32_t t5[5] = {g[0], g[1], g[2], z, (z + 1) % V};
         assert_int_equal(forward_eval(b.f, t5, 5, NP, tmp, true, err, sizeof err), 0);
     }
-    eval(&b, &g[3], 1, NP + 3, lb);
+    eval(&b, &g[nb], 1, NP + nb, lb);
     assert_memory_equal(la, lb, (size_t)V * sizeof *la);
 
-    /* the first draft wrong: nothing accepted, the state back at NP + 1 */
+    /* the first draft wrong: nothing accepted; a recurrent state replays
+     * [g0 g1] and draws g2 too, none accepted as the server counts them */
     int32_t d_none[3] = {x, g[2], g[3]};
-    assert_int_equal(verify(&a, g, d_none, 3, out), 1);
-    assert_int_equal(out[0], g[1]);
+    const int32_t nn = recurrent ? 2 : 1;
+    assert_int_equal(verify(&a, g, d_none, 3, out, &acc), nn);
+    assert_int_equal(acc, 0);
+    for (int32_t i = 0; i < nn; i++)
+        assert_int_equal(out[i], g[i + 1]);
     if (recurrent) {
-        assert_int_equal(forward_rs_pos(a.f), NP + 1);
-        /* one token alone after the restore: what a run without drafts holds */
-        eval(&a, &g[1], 1, NP + 1, la);
+        assert_int_equal(forward_rs_pos(a.f), NP + 2);
+        /* one token alone after the replay: what [g0 g1] as one batch gives */
+        eval(&a, &g[2], 1, NP + 2, la);
         eval(&b, prompt, NP, 0, tmp);
-        eval(&b, &g[0], 1, NP, tmp);
-        eval(&b, &g[1], 1, NP + 1, lb);
+        const int32_t t2[2] = {g[0], g[1]};
+        eval(&b, t2, 2, NP, tmp);
+        eval(&b, &g[2], 1, NP + 2, lb);
         assert_memory_equal(la, lb, (size_t)V * sizeof *la);
     }
     free(la);

@@ -81,7 +81,7 @@ static engine *start(const char *path, int spec, const char *draft, float temp, 
  * from the cache the first one left). */
 static void two_turns(engine *e, turn_log *a, turn_log *b)
 {
-    chat_message m = {"user", "Once upon a time there was a little girl. Once upon a time there was a"};
+    chat_message m = {"user", "Once upon a time there was a little girl. Once upon a time there was a", 0};
     engine_submit(e, 1, &m, 1);
     collect(e, a);
     engine_submit(e, 1, &m, 1);
@@ -171,7 +171,7 @@ static void test_stories_ngram(void **s)
     for (int i = 0; i < 6; i++)
         strcat(text, i ? " Once upon a time there was a little girl."
                        : "Once upon a time there was a little girl.");
-    chat_message m = {"user", text};
+    chat_message m = {"user", text, 0};
     static turn_log a, b;
     engine *e = start(path, SPEC_OFF, NULL, 0, 42);
     engine_submit(e, 1, &m, 1);
@@ -225,29 +225,50 @@ static void test_engine_refuses_vocab(void **s)
     engine_shutdown(e);
 }
 
-/* --spec mtp in the engine (TUI, serve): refused with the reason, the
- * model loaded all the same (the block must see every batch the target
- * evaluates, which only generate and bench route through spec_eval) */
-static void test_engine_refuses_mtp(void **s)
+/* --spec mtp in the engine (TUI, serve): the memory evaluates the target
+ * through the block's hook (memory_set_eval), so the block sees every
+ * batch; on toy Qwen3.5 dense and MoE files with a block (gguf_mtp.py,
+ * written here) the turns carry the tokens without drafts, greedy and
+ * seeded, with drafts accepted, and some rejected (the rollback to the
+ * state kept after the last accepted position ran) */
+static void test_engine_mtp(void **s)
 {
     (void)s;
-    engine_params p = engine_default_params();
-    p.model_path = TESTDATA_REQUIRE("families2026/models/qwen35-mini-q8_0.gguf");
-    p.n_ctx = 64;
-    p.n_threads = 1;
-    p.spec_type = SPEC_MTP;
-    char err[256];
-    engine *e = engine_start(&p, err, sizeof err);
-    assert_non_null(e);
-    engine_event ev;
-    bool said = false;
-    do {
-        next_event(e, &ev);
-        if (ev.type == ENGINE_EV_ERROR && strstr(ev.message, "--spec mtp runs in generate and bench only"))
-            said = true;
-    } while (ev.type != ENGINE_EV_LOADED);
-    assert_true(said);
-    engine_shutdown(e);
+    const char *srcs[2] = {TESTDATA_REQUIRE("families2026/models/qwen35-mini-q8_0.gguf"),
+                           TESTDATA_REQUIRE("families2026/models/qwen35moe-mini-q8_0.gguf")};
+    for (int i = 0; i < 2; i++) {
+        char path[128], cmd[1024];
+        snprintf(path, sizeof path, "/tmp/tokscope_test_spec_engine.%d.%d.gguf", (int)getpid(), i);
+        snprintf(cmd, sizeof cmd, "python3 tests/tools/gguf_mtp.py %s %s 0 0.2 >/dev/null", srcs[i], path);
+        assert_int_equal(system(cmd), 0);
+        static turn_log a0, b0, a1, b1;
+        int n_rejected = 0;
+        for (int seeded = 0; seeded < 2; seeded++) {
+            const float temp = seeded ? 0.8f : 0.0f;
+            engine *e = start(path, SPEC_OFF, NULL, temp, 42);
+            two_turns(e, &a0, &b0);
+            engine_shutdown(e);
+            e = start(path, SPEC_MTP, NULL, temp, 42);
+            two_turns(e, &a1, &b1);
+            engine_shutdown(e);
+            same_turn(&a0, &a1);
+            same_turn(&b0, &b1);
+            print_message("%s %s: drafted %d, accepted %d; second turn %d, %d\n", i ? "moe" : "dense",
+                          seeded ? "seeded" : "greedy", (int)a1.done.n_drafted, (int)a1.done.n_accepted,
+                          (int)b1.done.n_drafted, (int)b1.done.n_accepted);
+            assert_true(a1.done.n_accepted > 0);
+            n_rejected += a1.done.n_drafted - a1.done.n_accepted + b1.done.n_drafted - b1.done.n_accepted;
+            const turn_log *ts[2] = {&a1, &b1};
+            for (int k = 0; k < 2; k++) {
+                int n1 = 0;
+                for (int j = 0; j < ts[k]->n_tok; j++)
+                    n1 += ts[k]->mark[j] == 1;
+                assert_int_equal(n1, ts[k]->done.n_accepted);
+            }
+        }
+        assert_true(n_rejected > 0);
+        remove(path);
+    }
 }
 
 /* /set spec draft, draft_model FILE live: drafts from the next reply; a bad
@@ -257,7 +278,7 @@ static void test_set_live(void **s)
     (void)s;
     const char *path = TESTDATA_REQUIRE("models/stories260K.gguf");
     engine *e = start(path, SPEC_OFF, NULL, 0, 42);
-    chat_message m = {"user", "Once upon a time"};
+    chat_message m = {"user", "Once upon a time", 0};
     static turn_log a, b, c;
     engine_submit(e, 1, &m, 1);
     collect(e, &a);
@@ -287,7 +308,7 @@ int main(void)
         cmocka_unit_test(test_stories_ngram),        cmocka_unit_test(test_tinyspm_draft_seeded),
         cmocka_unit_test(test_qwen35_draft_greedy),  cmocka_unit_test(test_qwen35_draft_seeded),
         cmocka_unit_test(test_engine_refuses_vocab), cmocka_unit_test(test_set_live),
-        cmocka_unit_test(test_engine_refuses_mtp),
+        cmocka_unit_test(test_engine_mtp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

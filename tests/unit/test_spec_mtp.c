@@ -8,7 +8,8 @@
  *    h_nextn of the token before (pending) and then the block's own (the
  *    chain), worked out here in double precision from the weights;
  *  - decoding: spec_step's tokens are the plain greedy and seeded ones
- *    (the recurrent target's replay after a rejection included), and a
+ *    (the recurrent target's rollback to the state kept after the last
+ *    accepted position included), and a
  *    block that copies the target (embedding half, blocks at 0) has every
  *    draft accepted;
  *  - a file without a block is refused, naming what is missing. */
@@ -300,7 +301,7 @@ static void test_same_tokens(void **state)
         same_tokens(path, &greedy, &st);
         print_message("%s: greedy drafted %lld, accepted %lld\n", i ? "moe" : "dense",
                       (long long)st.n_drafted, (long long)st.n_accepted);
-        /* some drafts accepted, some rejected: the replay ran */
+        /* some drafts accepted, some rejected: the rollback ran */
         assert_true(st.n_accepted > 0);
         assert_true(st.n_accepted < st.n_drafted);
         same_tokens(path, &seeded, &st);

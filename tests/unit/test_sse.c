@@ -401,6 +401,25 @@ static void on_ext_piece(void *user, const remote_piece *p, bool reasoning)
     s->n++;
 }
 
+/* A NUL in a delta ("\u0000", a byte token's) is a byte of the reply, and
+ * the bytes after it stay; a request carries a reply's NUL the same way. */
+static void test_nul_both_ways(void **state)
+{
+    (void)state;
+    const char *d = "{\"choices\":[{\"delta\":{\"content\":\"x\\u0000y\\\\u0000\"},\"finish_reason\":null}]}";
+    ext_seen s;
+    memset(&s, 0, sizeof s);
+    remote_chunk_cb cb = {&s, on_ext_piece, on_finish, on_usage, on_error};
+    assert_true(remote_parse_chunk(d, strlen(d), &cb));
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.p.len, 9);
+    sampler_params sp = sampler_default_params();
+    chat_message msgs[2] = {{"user", "hi", 0}, {"assistant", "a\0b\xff", 4}};
+    char *body = remote_body(REMOTE_LLAMA, "m", msgs, 2, NULL, &sp, false);
+    assert_non_null(strstr(body, "\"content\":\"a\\u0000b\xff\""));
+    free(body);
+}
+
 static void test_tokscope_extension(void **state)
 {
     (void)state;
@@ -512,7 +531,7 @@ int main(void)
         cmocka_unit_test(test_vllm_transcript),
         cmocka_unit_test(test_ollama_transcript),
         cmocka_unit_test(test_unspelled_text),
-        cmocka_unit_test(test_tokscope_extension),
+        cmocka_unit_test(test_tokscope_extension), cmocka_unit_test(test_nul_both_ways),
         cmocka_unit_test(test_llama_server_post_probs),
         cmocka_unit_test(test_llama_server_log_zero),
     };

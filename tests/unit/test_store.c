@@ -127,8 +127,11 @@ static void test_every_byte(void **state)
     assert_int_equal(c->msgs[3].len, sizeof all);
     /* its reasoning and answer (what the next turn's template gets) likewise */
     c->msgs[3].think_end = 4;
-    c->msgs[3].reasoning = strdup("\x01\xff\x02");
+    c->msgs[3].reasoning = malloc(5);
+    memcpy(c->msgs[3].reasoning, "\x01\xff\0\x02", 5); /* a NUL too: lengths, not strlen */
+    c->msgs[3].reasoning_len = 4;
     c->msgs[3].answer = strdup("ok \xc3");
+    c->msgs[3].answer_len = 4;
 
     char err[512];
     assert_true(store_save(app, g_path, err, sizeof err));
@@ -171,7 +174,9 @@ static void test_every_byte(void **state)
     assert_int_equal(bm->done_reason, ENGINE_DONE_LENGTH);
     assert_int_equal(bc->msgs[3].len, sizeof all);
     assert_memory_equal(bc->msgs[3].text, all, sizeof all);
-    assert_string_equal(bc->msgs[3].reasoning, "\x01\xff\x02");
+    assert_int_equal(bc->msgs[3].reasoning_len, 4);
+    assert_memory_equal(bc->msgs[3].reasoning, "\x01\xff\0\x02", 4);
+    assert_int_equal(bc->msgs[3].answer_len, 4);
     assert_string_equal(bc->msgs[3].answer, "ok \xc3");
 
     /* and saving it again gives the same file */

@@ -91,6 +91,16 @@ static void test_chat_messages(void **state)
     assert_int_equal(n, 3);
     assert_string_equal(v[0].role, "user");
     free(v);
+    /* a reply with a NUL (a byte token) goes to the next turn whole */
+    conv_pop(c);
+    conv_add_msg_n(c, "assistant", "x\0y", 3);
+    n = conv_chat_messages(c, &v);
+    assert_int_equal(n, 4);
+    assert_int_equal(chat_content_len(&v[3]), 3);
+    assert_memory_equal(v[3].content, "x\0y", 3);
+    free(v);
+    conv_pop(c);
+    conv_add_msg(c, "assistant", "");
     conv_pop(c);
     conv_pop(c);
     assert_int_equal(c->n_msgs, 2);

@@ -94,6 +94,21 @@ static void token(ui_app *app, const char *piece, int32_t pos)
     token_id(app, piece, pos, pos);
 }
 
+/* A byte token's text: one NUL */
+static void token_nul(ui_app *app, int32_t pos)
+{
+    engine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENGINE_EV_TOKEN;
+    ev.conv_id = ui_current(app)->id;
+    ev.req_id = 7;
+    ev.token = pos;
+    ev.pos = pos;
+    ev.p_raw = ev.p_post = 0.5f;
+    ev.text_len = 1;
+    ui_handle_event(app, &ev);
+}
+
 static void done(ui_app *app)
 {
     engine_event ev;
@@ -211,11 +226,56 @@ static void test_turn_folds(void **state)
     assert_string_equal(msgs[1].content, "Add two.");
     assert_string_equal(msgs[2].role, "assistant");
     assert_string_equal(msgs[2].content, "4.");
+    assert_int_equal(chat_content_len(&msgs[1]), 8);
     char err[256], warn[256];
     chat_render_params rp = {.bos_token = "", .eos_token = "", .add_generation_prompt = true, .date = NULL};
     char *p = chat_render(app->tmpl_text, NULL, msgs, n, &rp, warn, sizeof warn, err, sizeof err);
     assert_non_null(p); /* Qwen3.5 drops the reasoning of turns before the last user message */
     assert_non_null(strstr(p, "<|im_start|>assistant\n4.<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n"));
+    free(p);
+    free(msgs);
+    free_app(app);
+}
+
+/* A NUL (a byte token) in the reasoning and in the answer: the next turn
+ * gets both whole, and the template writes the answer's bytes after it. */
+static void test_turn_nul(void **state)
+{
+    (void)state;
+    ui_app *app = fake_app(qwen35);
+    if (!app->tmpl_text) {
+        free_app(app);
+        if (testdata_in_ci())
+            fail_msg("missing %s", qwen35);
+        skip();
+    }
+    const size_t mi = start_turn(app, "2+2?");
+    ui_conv *c = ui_current(app);
+    ui_msg *m = &c->msgs[mi];
+    token(app, "Add", 10);
+    token_nul(app, 11);
+    token(app, "two.\n</think>\n\n", 12);
+    token(app, "4", 13);
+    token_nul(app, 14);
+    token(app, " ok", 15);
+    done(app);
+    assert_int_equal(m->reasoning_len, 8);
+    assert_memory_equal(m->reasoning, "Add\0two.", 8);
+    assert_int_equal(m->answer_len, 5);
+    assert_memory_equal(m->answer, "4\0 ok", 5);
+    conv_add_msg(c, "user", "And 3+3?");
+    chat_message *msgs;
+    size_t n = think_chat_messages(app, c, c->n_msgs, &msgs);
+    assert_int_equal(n, 4);
+    assert_int_equal(chat_content_len(&msgs[1]), 8);
+    assert_int_equal(chat_content_len(&msgs[2]), 5);
+    char err[256], warn[256];
+    size_t len = 0;
+    chat_render_params rp = {.bos_token = "", .eos_token = "", .add_generation_prompt = true, .date = NULL};
+    char *p = chat_render_n(app->tmpl_text, NULL, msgs, n, &rp, warn, sizeof warn, &len, err, sizeof err);
+    assert_non_null(p);
+    static const char want[] = "<|im_start|>assistant\n4\0 ok<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n";
+    assert_non_null(memmem(p, len, want, sizeof want - 1));
     free(p);
     free(msgs);
     free_app(app);
@@ -399,6 +459,13 @@ static void test_save_load(void **state)
     token(app, "</think>\n\n", 2);
     token(app, "4", 3);
     done(app);
+    /* a second turn whose answer holds a NUL: saved and loaded whole */
+    start_turn(app, "3+3?");
+    token(app, "</think>\n\n", 4);
+    token(app, "6", 5);
+    token_nul(app, 6);
+    token(app, "!", 7);
+    done(app);
     think_set(app, "think", "on");
     think_set(app, "effort", "low");
     char path[] = "/tmp/tokscope-think-XXXXXX";
@@ -415,7 +482,9 @@ static void test_save_load(void **state)
     if (!store_load(b, path, err, sizeof err))
         fail_msg("%s", err);
     const ui_conv *c = ui_current(b);
-    assert_int_equal(c->n_msgs, 2);
+    assert_int_equal(c->n_msgs, 4);
+    assert_int_equal(c->msgs[3].answer_len, 3);
+    assert_memory_equal(c->msgs[3].answer, "6\0!", 3);
     const ui_msg *m = &c->msgs[1];
     assert_int_equal(m->think_end, strlen("Hmm</think>\n\n"));
     assert_false(m->think_open);
@@ -452,7 +521,7 @@ static void test_save_load(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_turn_folds),
+        cmocka_unit_test(test_turn_folds), cmocka_unit_test(test_turn_nul),
         cmocka_unit_test(test_vars),
         cmocka_unit_test(test_harmony_control_tokens),
         cmocka_unit_test(test_harmony_text_markers),

@@ -6,12 +6,13 @@
  *   cc -O2 -o refrun tests/golden/reference/refrun.c -I$REF/include -I$REF/ggml/include \
  *      -L$REF/build/bin -lllama -lggml -lggml-base -Wl,-rpath,$REF/build/bin -lm
  *   refrun -m MODEL --tokens 1,2,3 [-n 12] [--top 40] [-t 2] [-c 512] [-ub 512]
- *          [--one-by-one | --last] [-ctk f16|q8_0|q4_0] [-ctv ...] > OUT.jsonl
+ *          [--one-by-one | --last] [-ctk f16|q8_0|q4_0] [-ctv ...] [--seed S] > OUT.jsonl
  *
  * The prompt goes as one batch with logits for every row (--last: for its
  * last row only; --one-by-one: one llama_decode per token), then n greedy
  * tokens one per call, each decoded (so each has its line), as the shared
- * goldens were made. Flash attention on auto, as llama-cli. Lines: the
+ * goldens were made; with --seed S sampled instead by common_sampler's
+ * default chain (top-k 40, top-p 0.95, min-p 0.05, temp 0.8, dist(S)). Flash attention on auto, as llama-cli. Lines: the
  * {"prompt_tokens","n_vocab"} header, one {"pos","token_in","argmax","lse",
  * "top"} per position with logits (6 decimals; lse in double), then
  * {"generated":[...],"text":""}. */
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
 {
     const char *model = NULL, *toks = NULL;
     int n_gen = 12, threads = 2, ctx = 512, ub = 512, obo = 0, last = 0;
+    long seed = -1;
     enum ggml_type tk = GGML_TYPE_F16, tv = GGML_TYPE_F16;
     top_k = 40;
     for (int i = 1; i < argc; i++) {
@@ -101,6 +103,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-ctv") && v) tv = cache_type(v), i++;
         else if (!strcmp(a, "--one-by-one")) obo = 1;
         else if (!strcmp(a, "--last")) last = 1;
+        else if (!strcmp(a, "--seed") && v) seed = atol(v), i++;
         else die("usage: refrun -m MODEL --tokens IDS [-n N] [--top K] [-t T] [-c CTX] [-ub N] "
                  "[--one-by-one|--last] [-ctk T] [-ctv T]");
     }
@@ -168,8 +171,28 @@ int main(int argc, char **argv)
         pos = np;
     }
     int *gen = malloc(sizeof *gen * (size_t)(n_gen > 0 ? n_gen : 1));
+    struct llama_sampler *smp = NULL;
+    llama_token_data *cand = NULL;
+    if (seed >= 0) {
+        smp = llama_sampler_chain_init(llama_sampler_chain_default_params());
+        llama_sampler_chain_add(smp, llama_sampler_init_top_k(40));
+        llama_sampler_chain_add(smp, llama_sampler_init_top_p(0.95f, 0));
+        llama_sampler_chain_add(smp, llama_sampler_init_min_p(0.05f, 0));
+        llama_sampler_chain_add(smp, llama_sampler_init_temp_ext(0.8f, 0.0f, 1.0f));
+        llama_sampler_chain_add(smp, llama_sampler_init_dist((uint32_t)seed));
+        cand = malloc(sizeof *cand * (size_t)nv);
+    }
     for (int g = 0; g < n_gen; g++) {
-        int t = argmax(lg, nv);
+        int t;
+        if (smp) {
+            for (int i = 0; i < nv; i++)
+                cand[i] = (llama_token_data){i, lg[i], 0.0f};
+            llama_token_data_array cur = {cand, (size_t)nv, -1, false};
+            llama_sampler_apply(smp, &cur);
+            t = cur.data[cur.selected].id;
+            llama_sampler_accept(smp, t);
+        } else
+            t = argmax(lg, nv);
         gen[g] = t;
         b.n_tokens = 1;
         b.token[0] = t, b.pos[0] = pos, b.n_seq_id[0] = 1, b.seq_id[0][0] = 0, b.logits[0] = 1;
@@ -183,6 +206,9 @@ int main(int argc, char **argv)
     for (int g = 0; g < n_gen; g++)
         printf("%s%d", g ? "," : "", gen[g]);
     printf("],\"text\":\"\"}\n"); /* compare reads the ids; the text is left empty */
+    if (smp)
+        llama_sampler_free(smp);
+    free(cand);
     llama_batch_free(b);
     llama_free(c);
     llama_model_free(m);

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Writes the reference replies tests/golden/serve_eos.sh compares with:
+# llama.cpp 34af94cd's llama-server, greedy, with ignore_eos, on two copies
+# of ../shared models whose end-of-generation set holds the token the model
+# picks first (gguf_mutate.py: stories260K with eos_token_id 432 ",", the
+# first token after "Once upon a time"; tiny-spm-q8_0 with eot_token_id
+# 18233, the first token of its chat reply; eot rather than eos, which the
+# zephyr template writes into the prompt). So the reply without ignore_eos
+# ends at once, and with it the chain must pass over the token the raw
+# distribution puts first. MD5SUMS: the copies' bytes, which the suite
+# writes again and checks. The requests: ignore_eos.*.req.
+# nul.*.ids: the prompt llama-server evaluates for nul.*.req, a completion
+# and a chat whose assistant reply holds a NUL ("\u0000", a byte token's):
+# /tokenize of the prompt (the chat's from /apply-template), as
+# tests/golden/serve_bytes.sh holds tokscope's prompt log to.
+# Run from the repository root: sh tests/golden/reference/serve/make.sh
+# (REF=/work/ref/build/bin by default, TESTDATA=../shared).
+set -u
+R=${REF:-/work/ref/build/bin}
+M=${TESTDATA:-../shared}/models
+D=tests/golden/reference/serve
+W=$(mktemp -d)
+python3 tests/tools/gguf_mutate.py "$M/stories260K.gguf" "$W/stories-eos.gguf" \
+    --set-u32 tokenizer.ggml.eos_token_id 432 || exit 1
+python3 tests/tools/gguf_mutate.py "$M/tiny-spm-q8_0.gguf" "$W/tiny-eot.gguf" \
+    --set-u32 tokenizer.ggml.eot_token_id 18233 || exit 1
+(cd "$W" && md5sum stories-eos.gguf tiny-eot.gguf) >"$D/MD5SUMS"
+port=18461
+ask() { # MODEL PATH BODY OUT
+    "$R/llama-server" -m "$W/$1" -c 512 -t 2 -np 1 --port $port >"$W/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 120); do
+        curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
+        sleep 1
+    done
+    curl -s -o "$D/$4" "http://127.0.0.1:$port$2" -d "$3"
+    kill $pid
+    wait $pid 2>/dev/null
+    port=$((port + 1))
+}
+ask stories-eos.gguf /v1/completions "$(cat $D/ignore_eos.completion.req)" ignore_eos.completion.json
+ask tiny-eot.gguf /v1/chat/completions "$(cat $D/ignore_eos.chat.req)" ignore_eos.chat.json
+# PORT MODEL: llama-server on an unchanged ../shared model, left running
+start() {
+    "$R/llama-server" -m "$M/$1" -c 512 -t 2 -np 1 --port $port >"$W/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 120); do
+        curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
+        sleep 1
+    done
+}
+ids() { sed -n 's/.*"tokens":\[\([0-9,]*\)\].*/\1/p' | tr -d '\n'; echo; }
+start stories260K.gguf
+python3 -c 'import json,sys; print(json.dumps({"content": json.load(open(sys.argv[1]))["prompt"], "add_special": True, "parse_special": True}))' \
+    "$D/nul.completion.req" | curl -s "http://127.0.0.1:$port/tokenize" -d @- | ids >"$D/nul.completion.ids"
+kill $pid; wait $pid 2>/dev/null; port=$((port + 1))
+start tiny-spm-q8_0.gguf
+curl -s "http://127.0.0.1:$port/apply-template" -d @"$D/nul.chat.req" |
+    python3 -c 'import json,sys; print(json.dumps({"content": json.load(sys.stdin)["prompt"], "add_special": True, "parse_special": True}))' |
+    curl -s "http://127.0.0.1:$port/tokenize" -d @- | ids >"$D/nul.chat.ids"
+kill $pid; wait $pid 2>/dev/null
+rm -rf "$W"
+cat "$D/MD5SUMS"

@@ -1,0 +1,98 @@
+"""tokscope serve against llama-server 34af94cd's replies to the same request
+(tests/golden/reference/serve/, written by its make.sh); python3 stdlib.
+
+python3 serve_ref.py eos PORT PATH REQ_FILE REF_FILE LABEL
+  the request (ignore_eos on) whole: the reference's text, finish reason,
+  completion tokens, token ids and top ids, logprobs within 1e-4 (the
+  softmax is summed in another order); streamed: the same text; with
+  ignore_eos off: the turn ends at once (the token the reply passes over
+  ends the turn, so the check can fail); a non-boolean ignore_eos: 400.
+Prints "ok - NAME" / "not ok - NAME" lines."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_client as sc  # noqa: E402
+from serve_api import is_error_shape, run  # noqa: E402
+
+TOL = 1e-4
+
+
+def reply_text(o, chat):
+    ch = o["choices"][0]
+    return ch["message"]["content"] if chat else ch["text"]
+
+
+def entries(o):
+    lp = o["choices"][0].get("logprobs") or {}
+    return lp.get("content") or []
+
+
+def compare(got, want, chat):
+    bad = []
+    if reply_text(got, chat) != reply_text(want, chat):
+        bad.append("text %r, reference %r" % (reply_text(got, chat), reply_text(want, chat)))
+    gf, wf = got["choices"][0]["finish_reason"], want["choices"][0]["finish_reason"]
+    if gf != wf:
+        bad.append("finish_reason %r, reference %r" % (gf, wf))
+    gn, wn = got["usage"]["completion_tokens"], want["usage"]["completion_tokens"]
+    if gn != wn:
+        bad.append("completion_tokens %d, reference %d" % (gn, wn))
+    ge, we = entries(got), entries(want)
+    if len(ge) != len(we):
+        bad.append("%d logprobs entries, reference %d" % (len(ge), len(we)))
+    for i, (g, w) in enumerate(zip(ge, we)):
+        if g["id"] != w["id"] or abs(g["logprob"] - w["logprob"]) > TOL:
+            bad.append("token %d: %d %.6f, reference %d %.6f" % (i, g["id"], g["logprob"], w["id"], w["logprob"]))
+        gt = [(t["id"], t["logprob"]) for t in g["top_logprobs"]]
+        wt = [(t["id"], t["logprob"]) for t in w["top_logprobs"]]
+        if [t[0] for t in gt] != [t[0] for t in wt] or any(abs(a[1] - b[1]) > TOL for a, b in zip(gt, wt)):
+            bad.append("token %d top: %r, reference %r" % (i, gt, wt))
+    return bad
+
+
+def eos(port, path, req_file, ref_file, label):
+    port = int(port)
+    chat = path.endswith("/chat/completions")
+    body = json.load(open(req_file, encoding="utf-8"))
+    want = json.load(open(ref_file, encoding="utf-8"))
+    name = "serve %s with ignore_eos" % label
+
+    def whole():
+        st, _, o = sc.post(port, path, body)
+        return ["status %d %r" % (st, o)] if st != 200 else compare(o, want, chat)
+
+    def streamed():
+        st, _, ev = sc.post(port, path, dict(body, stream=True))
+        if st != 200:
+            return ["status %d" % st]
+        text, _ = sc.stream_text(ev, chat)
+        bad = [] if text == reply_text(want, chat) else ["text %r" % text]
+        if sc.finish_of(ev) != "length":
+            bad.append("finish_reason %r" % sc.finish_of(ev))
+        return bad
+
+    def off():
+        st, _, o = sc.post(port, path, dict(body, ignore_eos=False))
+        if st != 200:
+            return ["status %d %r" % (st, o)]
+        bad = [] if o["choices"][0]["finish_reason"] == "stop" else ["finish_reason %r" % o["choices"][0]]
+        if o["usage"]["completion_tokens"] != 0:
+            bad.append("completion_tokens %d" % o["usage"]["completion_tokens"])
+        return bad
+
+    def refused():
+        st, _, o = sc.post(port, path, dict(body, ignore_eos="yes"))
+        return is_error_shape(o, st, 400, "ignore_eos")
+
+    run(name + ": llama-server 34af94cd's reply (tokens, top tokens, logprobs)", whole)
+    run(name + ", streamed: the same text, to the length limit", streamed)
+    run(name + " off: the reply ends at the end-of-generation token it passed over", off)
+    run(name + " not a boolean: 400 naming it", refused)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 7 or sys.argv[1] != "eos":
+        sys.exit(__doc__)
+    eos(*sys.argv[2:])
