@@ -546,7 +546,7 @@ for g in deep:
             ACTIVE_BYTES=$ACTIVE
             ;;
         esac
-        echo "$row: $(basename "$F"), $(awk "BEGIN{printf \"%.2f\", $(stat -c %s "$F")/1e9}") GB;" \
+        echo "$row: $(basename "$F"), $(awk "BEGIN{printf \"%.2f\", $(stat -L -c %s "$F")/1e9}") GB;" \
             "$("$BIN" info "$F" 2>/dev/null | grep '^type mix' || echo 'tokscope info failed')"
         measure_bw
         for round in $(seq "${BENCH_IK_ROUNDS:-2}"); do
