@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "spec/spec_g4assist.h"
+#include "spec/spec_hrows.h"
 #include "spec/spec_mtp.h"
 #include "tokenizer/tokenizer.h"
 
@@ -211,15 +212,6 @@ const spec_params *spec_get_params(const spec *s)
     return &s->p;
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* draft-simple: the draft context brought to hold ctx (what it already
  * holds of it kept), then last and each greedy draft evaluated alone. */
 static int32_t draft_model(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t max, int32_t *out,
@@ -255,7 +247,7 @@ static int32_t draft_model(spec *s, const int32_t *ctx, int32_t n, int32_t last,
         if (forward_eval(s->df, &tok, 1, s->d_past, s->dlogits, false, err, errlen) != 0)
             return -1;
         s->d_past++;
-        tok = argmax(s->dlogits, s->d_vocab);
+        tok = spec_argmax(s->dlogits, s->d_vocab);
         if (tok >= s->n_vocab_tgt)
             break;
         out[nd++] = tok;

@@ -16,6 +16,7 @@
  * 0). After a verification, pending is the target's hidden state of the
  * last accepted position. */
 #include "spec/spec_g4assist.h"
+#include "spec/spec_hrows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +29,7 @@ struct spec_g4a {
     const forward_ctx *owner;
     int32_t n_embd, n_vocab; /* the target's hidden size, the vocabulary */
     uint32_t n_layer_tgt;
-    float *pending;  /* [n_embd] */
-    float *verify_h; /* the last process()'s rows, n_verify of them */
-    int32_t n_verify, cap_verify;
+    spec_hrows hr; /* the last process()'s rows, pending */
     float *logits, *h_row, *h_next;
 };
 
@@ -57,11 +56,11 @@ spec_g4a *spec_g4a_create(const model *target, const char *path, const forward_p
     s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
     s->n_vocab = model_get_hparams(target)->n_vocab;
     s->n_layer_tgt = model_get_hparams(target)->n_layer;
-    s->pending = calloc((size_t)s->n_embd, sizeof *s->pending);
+    const bool hr = spec_hrows_init(&s->hr, s->n_embd);
     s->logits = malloc((size_t)s->n_vocab * sizeof *s->logits);
     s->h_row = malloc((size_t)s->n_embd * sizeof *s->h_row);
     s->h_next = malloc((size_t)s->n_embd * sizeof *s->h_next);
-    if (!s->pending || !s->logits || !s->h_row || !s->h_next) {
+    if (!hr || !s->logits || !s->h_row || !s->h_next) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -78,8 +77,7 @@ void spec_g4a_free(spec_g4a *s)
     forward_free(s->f);
     model_free(s->view);
     model_free(s->file);
-    free(s->pending);
-    free(s->verify_h);
+    spec_hrows_free(&s->hr);
     free(s->logits);
     free(s->h_row);
     free(s->h_next);
@@ -129,37 +127,16 @@ int spec_g4a_process(spec_g4a *s, forward_ctx *f, const float *h, int32_t n, cha
         return 0;
     if (bind(s, f, err, errlen) != 0)
         return -1;
-    const size_t E = (size_t)s->n_embd;
-    if (n > s->cap_verify) {
-        float *q = realloc(s->verify_h, (size_t)n * E * sizeof *q);
-        if (!q) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        s->verify_h = q;
-        s->cap_verify = n;
+    if (!spec_hrows_keep(&s->hr, h, n)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    memcpy(s->verify_h, h, (size_t)n * E * sizeof(float));
-    s->n_verify = n;
-    memcpy(s->pending, h + (size_t)(n - 1) * E, E * sizeof(float));
     return 0;
 }
 
 void spec_g4a_accept(spec_g4a *s, int32_t n_accepted)
 {
-    if (s->n_verify <= 0)
-        return;
-    const int32_t i = n_accepted < s->n_verify - 1 ? n_accepted : s->n_verify - 1;
-    memcpy(s->pending, s->verify_h + (size_t)i * (size_t)s->n_embd, (size_t)s->n_embd * sizeof(float));
-}
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
+    spec_hrows_accept(&s->hr, n_accepted);
 }
 
 int32_t spec_g4a_draft(spec_g4a *s, int32_t last, int32_t n_past, int32_t max, int32_t *out, char *err,
@@ -167,12 +144,12 @@ int32_t spec_g4a_draft(spec_g4a *s, int32_t last, int32_t n_past, int32_t max, i
 {
     if (!s->f || max <= 0 || n_past <= 0 || n_past + max > (int32_t)forward_n_ctx(s->f))
         return 0;
-    memcpy(s->h_row, s->pending, (size_t)s->n_embd * sizeof(float));
+    memcpy(s->h_row, s->hr.pending, (size_t)s->n_embd * sizeof(float));
     int32_t tok = last, nd = 0;
     while (nd < max) {
         if (forward_eval_h(s->f, &tok, s->h_row, 1, n_past, s->logits, false, s->h_next, err, errlen) != 0)
             return -1;
-        tok = argmax(s->logits, s->n_vocab);
+        tok = spec_argmax(s->logits, s->n_vocab);
         out[nd++] = tok;
         float *t = s->h_row; /* the next step's input */
         s->h_row = s->h_next;

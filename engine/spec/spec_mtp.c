@@ -15,6 +15,7 @@
  * What a rejected draft wrote in the block's cache is overwritten: the
  * next batch starts at the first position past the accepted tokens, and
  * attention never reads a position past the query's. */
+#include "spec/spec_hrows.h"
 #include "spec/spec_mtp.h"
 
 #include <stdio.h>
@@ -25,9 +26,7 @@ struct spec_mtp {
     model *view;
     forward_ctx *f;
     int32_t n_embd, n_vocab;
-    float *pending;  /* [n_embd] */
-    float *verify_h; /* the last process()'s target rows, n_verify of them */
-    int32_t n_verify, cap_verify;
+    spec_hrows hr; /* the last process()'s target rows, pending */
     float *h_in; /* a process() batch's input rows */
     int32_t cap_in;
     float *logits, *h_row; /* one row each */
@@ -54,10 +53,10 @@ spec_mtp *spec_mtp_create(const model *target, const forward_params *fp, char *e
     }
     s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
     s->n_vocab = model_get_hparams(target)->n_vocab;
-    s->pending = calloc((size_t)s->n_embd, sizeof *s->pending);
+    const bool hr = spec_hrows_init(&s->hr, s->n_embd);
     s->logits = malloc((size_t)s->n_vocab * sizeof *s->logits);
     s->h_row = malloc((size_t)s->n_embd * sizeof *s->h_row);
-    if (!s->pending || !s->logits || !s->h_row) {
+    if (!hr || !s->logits || !s->h_row) {
         snprintf(err, errlen, "out of memory");
         spec_mtp_free(s);
         return NULL;
@@ -71,8 +70,7 @@ void spec_mtp_free(spec_mtp *s)
         return;
     forward_free(s->f);
     model_free(s->view);
-    free(s->pending);
-    free(s->verify_h);
+    spec_hrows_free(&s->hr);
     free(s->h_in);
     free(s->logits);
     free(s->h_row);
@@ -97,36 +95,25 @@ int spec_mtp_process(spec_mtp *s, const int32_t *tokens, int32_t n, int32_t pos,
     if (n <= 0)
         return 0;
     const size_t E = (size_t)s->n_embd;
-    if (!grow(&s->h_in, &s->cap_in, n, s->n_embd) || !grow(&s->verify_h, &s->cap_verify, n, s->n_embd)) {
+    if (!grow(&s->h_in, &s->cap_in, n, s->n_embd)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     /* the target's rows shifted one to the right, pending first */
-    memcpy(s->h_in, s->pending, E * sizeof(float));
+    memcpy(s->h_in, s->hr.pending, E * sizeof(float));
     memcpy(s->h_in + E, h, (size_t)(n - 1) * E * sizeof(float));
     if (forward_eval_h(s->f, tokens, s->h_in, n, pos, s->logits, false, NULL, err, errlen) != 0)
         return -1;
-    memcpy(s->verify_h, h, (size_t)n * E * sizeof(float));
-    s->n_verify = n;
-    memcpy(s->pending, h + (size_t)(n - 1) * E, E * sizeof(float));
+    if (!spec_hrows_keep(&s->hr, h, n)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
 void spec_mtp_accept(spec_mtp *s, int32_t n_accepted)
 {
-    if (s->n_verify <= 0)
-        return;
-    const int32_t i = n_accepted < s->n_verify - 1 ? n_accepted : s->n_verify - 1;
-    memcpy(s->pending, s->verify_h + (size_t)i * (size_t)s->n_embd, (size_t)s->n_embd * sizeof(float));
-}
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
+    spec_hrows_accept(&s->hr, n_accepted);
 }
 
 int32_t spec_mtp_draft(spec_mtp *s, int32_t last, int32_t n_past, int32_t max, int32_t *out, char *err,
@@ -134,14 +121,14 @@ int32_t spec_mtp_draft(spec_mtp *s, int32_t last, int32_t n_past, int32_t max, i
 {
     if (max <= 0 || n_past + max > (int32_t)forward_n_ctx(s->f))
         return 0;
-    memcpy(s->h_row, s->pending, (size_t)s->n_embd * sizeof(float));
+    memcpy(s->h_row, s->hr.pending, (size_t)s->n_embd * sizeof(float));
     int32_t tok = last, nd = 0;
     while (nd < max) {
         /* h_row is both this step's input and (once read) the next one's */
         if (forward_eval_h(s->f, &tok, s->h_row, 1, n_past + nd, s->logits, false, s->h_row, err, errlen) !=
             0)
             return -1;
-        tok = argmax(s->logits, s->n_vocab);
+        tok = spec_argmax(s->logits, s->n_vocab);
         out[nd++] = tok;
     }
     return nd;
