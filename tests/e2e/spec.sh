@@ -4,7 +4,11 @@
 # the reply is the one without it; /set spec off live turns it off from the
 # next reply; a bad value is refused in the status line; /set spec mtp on
 # a toy Qwen3.5 file with an MTP block (tests/tools/gguf_mtp.py, written
-# here) drafts from the next reply, which is the one without it.
+# here) drafts from the next reply, which is the one without it; Gemma 4
+# with its assistant file (--spec mtp -md, tests/tools/gguf_g4assist.py,
+# written here) gives the reply without it, the status line counts its
+# drafts and the inspector marks, token by token, the accepted drafts and
+# the tokens drawn after a rejected one.
 . tests/lib.sh
 
 if ! command -v tmux >/dev/null 2>&1; then
@@ -72,4 +76,43 @@ result "spec: /set spec mtp: the next reply drafts with the MTP block" $? "$(sta
 result "spec: /set spec mtp: the reply is the one without drafts" $? "$(reply | head -c 200)"
 quit_wait
 rm -f "$OUT/qwen35-mtp.gguf"
+
+G4=$TESTDATA/families2026/models/gemma4-mini-q8_0.gguf
+need "$G4" "spec: gemma4-mini model" || exit 0
+if ! python3 tests/tools/gguf_g4assist.py "$G4" "$OUT/g4assist.gguf" >"$OUT/g4a.log" 2>&1; then
+    not_ok "spec: writing the Gemma 4 assistant file" "$(tail -n 3 "$OUT/g4a.log")"
+    exit 0
+fi
+P4="Once upon a time there was a little girl. Once upon a time there was a"
+start -m "$G4" -n 40 --temp 0 --template raw
+wait_for '^ idle ' 20
+line "$P4"
+replied
+plain=$(reply)
+quit_wait
+start -m "$G4" -n 40 --temp 0 --template raw --spec mtp -md "$OUT/g4assist.gguf"
+wait_for '^ idle ' 20
+line "$P4"
+replied
+status | grep -qE '│ spec [0-9]+/[1-9][0-9]*'
+result "spec: gemma4 --spec mtp -md ASSISTANT: the status line shows accepted/drafted" $? "$(status)"
+[ -n "$plain" ] && [ "$(reply)" = "$plain" ]
+result "spec: gemma4 --spec mtp -md ASSISTANT: the reply is the one without drafts" $? "$(reply | head -c 200)"
+# the token cursor over the reply: the inspector says what the
+# verification did at each token
+keys Tab
+keys Home
+seen_acc=1 seen_rej=1
+for _ in $(seq 1 40); do
+    sleep 0.15
+    insp=$(right)
+    printf '%s' "$insp" | grep -q 'drafted, accepted by the verification' && seen_acc=0
+    printf '%s' "$insp" | grep -qE "drawn after the draft [0-9]+ '.*' was rejected" && seen_rej=0
+    [ $seen_acc = 0 ] && [ $seen_rej = 0 ] && break
+    keys Right
+done
+result "spec: gemma4 assistant: the inspector marks an accepted draft" $seen_acc "$(right | head -n 8)"
+result "spec: gemma4 assistant: the inspector marks a token drawn after a rejected draft" $seen_rej
+quit_wait
+rm -f "$OUT/g4assist.gguf"
 exit 0
