@@ -167,7 +167,7 @@ static const cli_opt table[CLI_N_IDS] = {
                   "OpenBLAS for large batches"},
     [CLI_SHIFT] = {"context-shift", NULL, 0, CLI_T_FLAG, N_, "on a full context drop old tokens"},
     [CLI_NO_SHIFT] = {"no-context-shift", NULL, 0, CLI_T_FLAG, N_, "stop at a full context"},
-    [CLI_SPEC] = {"spec", NULL, 0, CLI_T_TEXT, TEXT_(is_spec_type, "off, ngram, draft or mtp"),
+    [CLI_SPEC] = {"spec", NULL, 0, CLI_T_TEXT, TEXT_(is_spec_type, "off, ngram, draft, mtp or auto"),
                   "speculative decoding"},
     [CLI_DRAFT_MAX] = {"draft-max", NULL, 0, CLI_T_INT, RANGE_(0, SPEC_DRAFT_MAX), "drafts per verification"},
     [CLI_DRAFT_MODEL] = {"draft-model", NULL, 0, CLI_T_TEXT, N_, "the draft model (-md; same vocabulary)"},

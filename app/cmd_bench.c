@@ -34,7 +34,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: tokscope bench -m MODEL [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-r REPS] [-b BATCH]\n"
                "                      [-ctk TYPE] [-ctv TYPE] [--blas MODE,..] [-o text|jsonl]\n"
-               "                      [--spec ngram|draft|mtp [-md FILE] [--draft-max N] [--spec-ngram-n N]]\n"
+               "                      [--spec ngram|draft|mtp|auto [-md FILE] [--draft-max N] [--spec-ngram-n N]]\n"
                "  -p N,..     prompt tokens evaluated as one batch (default 128; 0 skips)\n"
                "  -n N,..     tokens generated one at a time (default 64; 0 skips)\n"
                "  -d N,..     depth: tokens already in the cache before each test (default 0; filled\n"
@@ -57,7 +57,7 @@ static void bench_usage(FILE *f)
                "              weight_bytes_by_type (weight_bytes split by tensor type; the text\n"
                "              output gives that split once, in its first line)\n"
                "  --spec KIND speculative decoding in the tg tests (pp tests are unchanged): off\n"
-               "              (default), ngram, draft (-md), mtp; each tg test then generates as\n"
+               "              (default), ngram, draft (-md), mtp, auto; each tg test then generates as\n"
                "              `generate --temp 0 --spec KIND` does, from its first token, the\n"
                "              target verifying the drafts, N tokens evaluated in all; the text\n"
                "              line ends with 'spec KIND: drafted N, accepted M (P %%)' per run,\n"

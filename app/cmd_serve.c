@@ -38,7 +38,7 @@ static void usage(FILE *f)
             "                           or --kv-dir\n"
             "  -c, --ctx-size N         context size (default min(training context, 4096))\n"
             "  -t, --threads N          threads (default: online CPUs)\n"
-            "  --spec KIND              speculative decoding: off (default), ngram, draft, mtp; the same replies\n"
+            "  --spec KIND              speculative decoding: off (default), ngram, draft, mtp, auto; the same replies\n"
             "  --draft-max N            drafts per verification (default 3)\n"
             "  -md, --draft-model FILE  the draft model of --spec draft (same vocabulary)\n"
             "  --kv-dir DIR             keep the cached conversation's KV cache (and recurrent state) in\n"

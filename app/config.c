@@ -334,7 +334,7 @@ static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_
         if (!strcmp(key, "type")) {
             enum spec_type t;
             if (!spec_type_parse(val, &t))
-                return bad(err, errlen, "[spec] type: '%s' is not off, ngram, draft or mtp", val);
+                return bad(err, errlen, "[spec] type: '%s' is not off, ngram, draft, mtp or auto", val);
             e->spec_type = (int32_t)t;
         } else if (!strcmp(key, "draft_max")) {
             if (!parse_long(val, 1, SPEC_DRAFT_MAX, &x))

@@ -28,7 +28,7 @@ const ui_command commands_table[] = {
     {"regen", "", "generate the last reply again (the old one stays a version: < > switch)"},
     {"edit", "", "edit the last user message: Enter sends it as a new version"},
     {"system", "[TEXT]", "set (or with no text, clear) this conversation's system prompt"},
-    {"set", "PARAM VALUE", "set a parameter (temp, top_k, ..., seed random; think on|off, effort high; spec ngram|draft|off, draft_max N, draft_model FILE, ...)"},
+    {"set", "PARAM VALUE", "set a parameter (temp, top_k, ..., seed random; think on|off, effort high; spec ngram|draft|mtp|auto|off, draft_max N, draft_model FILE, ...)"},
     {"show", "", "show the model, the parameters and the conversation"},
     {"save", "FILE", "save all conversations and parameters as JSON"},
     {"load", "FILE", "load conversations and parameters saved with /save"},
@@ -341,7 +341,7 @@ void commands_run(ui_app *app, const char *line)
             char *end = NULL;
             long n = !strcmp(param, "draft_max") ? strtol(value, &end, 10) : 0;
             if (!strcmp(param, "spec") && !spec_type_parse(value, &t)) {
-                ui_message(app, UI_MSG_ERROR, "spec: '%s' is not off, ngram, draft or mtp", value);
+                ui_message(app, UI_MSG_ERROR, "spec: '%s' is not off, ngram, draft, mtp or auto", value);
                 return;
             }
             if (end && (end == value || *end || n < 1 || n > SPEC_DRAFT_MAX)) {

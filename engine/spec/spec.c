@@ -16,6 +16,10 @@ struct spec {
     char *draft_path;
     int32_t n_vocab_tgt;
     spec_stats st;
+    /* SPEC_AUTO: the current window's counts and the plain tokens left in
+     * a pause */
+    bool autogate;
+    int32_t w_drafted, w_accepted, pause;
     /* SPEC_DRAFT: the draft model and what its context holds */
     model *dm;
     forward_ctx *df;
@@ -48,7 +52,8 @@ static const struct {
     enum spec_type t;
 } names[] = {
     {"off", SPEC_OFF},  {"ngram", SPEC_NGRAM},        {"draft", SPEC_DRAFT},        {"mtp", SPEC_MTP},
-    {"none", SPEC_OFF}, {"ngram-simple", SPEC_NGRAM}, {"draft-simple", SPEC_DRAFT}, {"draft-mtp", SPEC_MTP},
+    {"auto", SPEC_AUTO}, {"none", SPEC_OFF},        {"ngram-simple", SPEC_NGRAM}, {"draft-simple", SPEC_DRAFT},
+    {"draft-mtp", SPEC_MTP},
 };
 
 bool spec_type_parse(const char *name, enum spec_type *out)
@@ -129,7 +134,16 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
         s->p.draft_max = SPEC_DRAFT_MAX;
     if (s->p.ngram_n < 1)
         s->p.ngram_n = SPEC_NGRAM_N;
-    if (p->type == SPEC_MTP && model_get_hparams(target)->arch == MODEL_ARCH_GEMMA4) {
+    if (p->type == SPEC_AUTO) {
+        const model_hparams *hp = model_get_hparams(target);
+        const bool md = p->draft_model && p->draft_model[0];
+        s->autogate = true;
+        s->p.type = hp->n_layer_nextn > 0 || (hp->arch == MODEL_ARCH_GEMMA4 && md) ? SPEC_MTP
+                    : md                                                           ? SPEC_DRAFT
+                                                                                   : SPEC_NGRAM;
+    }
+    const enum spec_type type = s->p.type;
+    if (type == SPEC_MTP && model_get_hparams(target)->arch == MODEL_ARCH_GEMMA4) {
         if (!p->draft_model || !p->draft_model[0]) {
             snprintf(err, errlen, "--spec mtp on a Gemma 4 model needs its assistant file (a gemma4-assistant GGUF): "
                      "--draft-model FILE");
@@ -142,7 +156,7 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
             goto fail;
         }
         s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
-    } else if (p->type == SPEC_MTP) {
+    } else if (type == SPEC_MTP) {
         char e2[400];
         s->mtp = spec_mtp_create(target, fp, e2, sizeof e2);
         if (!s->mtp) {
@@ -151,7 +165,7 @@ spec *spec_create(const spec_params *p, const model *target, const forward_param
         }
         s->n_embd = (int32_t)model_get_hparams(target)->n_embd;
     }
-    if (p->type == SPEC_DRAFT) {
+    if (type == SPEC_DRAFT) {
         if (!p->draft_model || !p->draft_model[0]) {
             snprintf(err, errlen, "--spec draft needs a draft model (--draft-model FILE)");
             goto fail;
@@ -264,6 +278,10 @@ int32_t spec_draft(spec *s, const int32_t *ctx, int32_t n, int32_t last, int32_t
         max = s->p.draft_max;
     if (max <= 0)
         return 0;
+    if (s->pause > 0) { /* --spec auto: this token alone */
+        s->pause--;
+        return 0;
+    }
     switch (s->p.type) {
     case SPEC_NGRAM:
         return spec_ngram_draft(ctx, n, last, s->p.ngram_n, SPEC_NGRAM_M, max, out);
@@ -385,6 +403,14 @@ void spec_count(spec *s, int32_t n_drafted, int32_t n_accepted)
     s->st.n_drafted += n_drafted;
     s->st.n_accepted += n_accepted;
     s->st.n_verify++;
+    if (s->autogate && (s->w_drafted += n_drafted) >= SPEC_AUTO_WINDOW) {
+        s->w_accepted += n_accepted;
+        if ((int64_t)s->w_accepted * 100 < (int64_t)SPEC_AUTO_MIN_PCT * s->w_drafted)
+            s->pause = SPEC_AUTO_PAUSE;
+        s->w_drafted = s->w_accepted = 0;
+    } else if (s->autogate) {
+        s->w_accepted += n_accepted;
+    }
 }
 
 spec_stats spec_get_stats(const spec *s)

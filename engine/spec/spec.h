@@ -34,11 +34,20 @@
 #include "model/model.h"
 #include "sampler/sampler.h"
 
-enum spec_type { SPEC_OFF, SPEC_NGRAM, SPEC_DRAFT, SPEC_MTP };
+enum spec_type { SPEC_OFF, SPEC_NGRAM, SPEC_DRAFT, SPEC_MTP, SPEC_AUTO };
 
 #define SPEC_DRAFT_MAX 64 /* most drafts per verification */
 #define SPEC_NGRAM_N 12   /* the reference's --spec-ngram-size-n */
 #define SPEC_NGRAM_M 48   /* ... and -m: the drafts a match may give before --draft-max cuts them */
+/* SPEC_AUTO (tokscope's own, not the reference's): drafting pauses for
+ * SPEC_AUTO_PAUSE tokens whenever the last SPEC_AUTO_WINDOW drafts were
+ * accepted less than SPEC_AUTO_MIN_PCT % of the time: the break-even
+ * measured for a draft model of ~1/7 the target's cost with 3 drafts
+ * (docs/speculative.md). Pausing changes which positions are verified in
+ * batches, never what is sampled there. */
+#define SPEC_AUTO_MIN_PCT 40
+#define SPEC_AUTO_WINDOW 24
+#define SPEC_AUTO_PAUSE 32
 
 typedef struct spec_params {
     enum spec_type type;
@@ -48,8 +57,12 @@ typedef struct spec_params {
 } spec_params;
 
 spec_params spec_default_params(void);
-/* "off" "ngram" "draft" "mtp" (also "none", "ngram-simple", "draft-simple",
- * "draft-mtp" as the reference spells them). */
+/* "off" "ngram" "draft" "mtp" "auto" (also "none", "ngram-simple",
+ * "draft-simple", "draft-mtp" as the reference spells them). auto is the
+ * target's MTP block where it has one (Gemma 4: with its assistant file),
+ * else the draft model where one is given, else ngram; spec_create
+ * resolves it (spec_get_params then names the kind) and drafting pauses
+ * while it does not pay (SPEC_AUTO_MIN_PCT). */
 bool spec_type_parse(const char *name, enum spec_type *out);
 const char *spec_type_name(enum spec_type t);
 

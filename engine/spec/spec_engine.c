@@ -56,7 +56,7 @@ bool spec_engine_open(engine *e, char *err, size_t errlen)
         return false;
     }
     r->draft_max = spec_get_params(r->sp)->draft_max;
-    if (p.type == SPEC_MTP) {
+    if (spec_get_params(r->sp)->type == SPEC_MTP) { /* auto may have chosen it */
         /* the block sees every batch the memory evaluates; what the memory
          * holds was evaluated without it: evaluated again next turn */
         memory_set_eval(&e->mem, mtp_eval, r->sp);
@@ -93,7 +93,7 @@ void spec_engine_set(engine *e, const char *name, const char *value)
     if (!strcmp(name, "spec")) {
         enum spec_type t;
         if (!spec_type_parse(value, &t)) {
-            engine_post_error(e, "spec: '%s' is not off, ngram, draft or mtp", value);
+            engine_post_error(e, "spec: '%s' is not off, ngram, draft, mtp or auto", value);
             return;
         }
         e->p.spec_type = (int32_t)t;

@@ -43,7 +43,7 @@ result "spec: status line shows the reply's accepted/drafted (29/29, a model dra
 [ -n "$plain" ] && [ "$(reply)" = "$plain" ]
 result "spec: the reply is the one without drafts" $?
 line "/set spec eagle"
-wait_for "is not off, ngram, draft or mtp" 10
+wait_for "is not off, ngram, draft, mtp or auto" 10
 result "spec: /set spec with an unknown kind is refused" $?
 line "/set spec off"
 wait_for "spec = off" 10

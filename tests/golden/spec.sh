@@ -88,6 +88,30 @@ if need "$M/stories260K.gguf" "$name" && [ -x "$GEN" ]; then
         else not_ok "$name: greedy acceptance '$acc' % (want >= 60)"; fi
         same "$name, seeded, 5 drafts" "$OUT/target.gguf" "--spec draft --draft-max 5 -md $OUT/draft.gguf" \
             -p "Once upon a time" -n 100 --temp 0.8 --seed 3
+        # --spec auto: above its break-even it drafts as --spec draft does
+        # (the same counts); the random model itself, drafted by the same
+        # 2 blocks, agrees on ~2 %: auto pauses drafting (fewer drafts),
+        # and the reply is still the one without drafts, greedy and seeded
+        "$BIN" generate -m "$OUT/target.gguf" -t 2 --spec draft -md "$OUT/draft.gguf" -p "Once upon a time" -n 200 \
+            --temp 0 >/dev/null 2>"$OUT/draft.err"
+        pn="the pair written here"
+        same "$pn, greedy, --spec auto" "$OUT/target.gguf" "--spec auto -md $OUT/draft.gguf" \
+            -p "Once upon a time" -n 200 --temp 0
+        c_draft=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]*' "$OUT/draft.err")
+        c_auto=$(grep -o 'spec: drafted [0-9]*, accepted [0-9]*' "$OUT/spec.err")
+        if [ -n "$c_draft" ] && [ "$c_draft" = "$c_auto" ]; then ok "$pn: --spec auto above break-even drafts as --spec draft ($c_auto)"
+        else not_ok "$pn: --spec auto above break-even" "draft: '$c_draft', auto: '$c_auto'"; fi
+        "$BIN" generate -m "$OUT/rand.gguf" -t 2 --spec draft -md "$OUT/draft.gguf" -p "Once upon a time" -n 200 \
+            --temp 0 >/dev/null 2>"$OUT/draft.err"
+        same "a random model drafted by its first 2 blocks (~2 %), greedy, --spec auto" "$OUT/rand.gguf" \
+            "--spec auto -md $OUT/draft.gguf" -p "Once upon a time" -n 200 --temp 0
+        d_draft=$(sed -n 's/.*spec: drafted \([0-9]*\),.*/\1/p' "$OUT/draft.err")
+        d_auto=$(sed -n 's/.*spec: drafted \([0-9]*\),.*/\1/p' "$OUT/spec.err")
+        if [ -n "$d_draft" ] && [ -n "$d_auto" ] && [ "$d_auto" -gt 0 ] && [ $((d_auto * 2)) -lt "$d_draft" ]; then
+            ok "--spec auto below break-even pauses drafting ($d_auto drafts, --spec draft $d_draft)"
+        else not_ok "--spec auto below break-even pauses drafting" "auto: '$d_auto', draft: '$d_draft'"; fi
+        same "a random model drafted by its first 2 blocks, seeded, --spec auto" "$OUT/rand.gguf" \
+            "--spec auto -md $OUT/draft.gguf" -p "Once upon a time" -n 120 --temp 0.8 --seed 3
         rm -f "$OUT/rand.gguf" "$OUT/target.gguf" "$OUT/draft.gguf"
     else
         not_ok "$name: writing the pair" "$(tail -n 3 "$OUT/gen.log")"
@@ -166,6 +190,8 @@ for a in qwen35 qwen35moe; do
     same "$a-mtp greedy, --spec mtp --draft-max 5" "$OUT/$a-mtp.gguf" "--spec mtp --draft-max 5" -p "$P" -n 120 \
         --temp 0
     ref_counts "$a-mtp greedy, 5 drafts: the reference's counts" $a dmax5
+    # --spec auto on a file with an MTP block drafts with it
+    same "$a-mtp greedy, --spec auto" "$OUT/$a-mtp.gguf" "--spec auto" -p "$P" -n 120 --temp 0
 done
 # --spec draft on a recurrent target that rejects some drafts: the qwen35
 # file drafted by the qwen35moe one; llama-server 34af94cd goes back to its
@@ -236,6 +262,8 @@ if need "$G4" "spec mtp on gemma4 with its assistant file"; then
         same "gemma4 greedy, --spec mtp --draft-max 5 $A" "$G4" "--spec mtp --draft-max 5 $A" -p "$P" -n 120 \
             --temp 0
         refc_g4 "gemma4 greedy, 5 drafts, assistant: the reference's counts" gemma4 dmax5
+        # --spec auto with the assistant (~17 % accepted here: pauses)
+        same "gemma4 greedy, --spec auto $A" "$G4" "--spec auto $A" -p "$P" -n 120 --temp 0
         for kv in "q8kv --cache-type-k q8_0 --cache-type-v q8_0" "q4k --cache-type-k q4_0"; do
             mode=${kv%% *} kv=${kv#* }
             # shellcheck disable=SC2086
