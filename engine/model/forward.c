@@ -945,7 +945,7 @@ int forward_run(forward_ctx *f, const fwd_graph *g, const int32_t *tokens, int32
         if (all_logits) {
             out = logits + (size_t)done * f->hp.n_vocab;
             out_first = 0;
-        } else if (last) {
+        } else if (last && logits) {
             out = logits;
             out_first = cnt - 1;
         }

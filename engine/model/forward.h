@@ -55,7 +55,10 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
 /* Evaluates tokens[0..n) at positions start_pos..start_pos+n-1.
  * logits: n_vocab floats per output row. all_logits: one row per token (n rows);
  * otherwise only the last token's row, and, as in llama.cpp, the last layer's
- * FFN runs for that row alone (its one-token kernels set the bits). Returns 0,
+ * FFN runs for that row alone (its one-token kernels set the bits); logits
+ * NULL (not with all_logits): no row at all, the cache (and a recurrent
+ * state) written as with one, the rest skipped as for a row without
+ * logits (a draft model catching up: llama_decode with no output). Returns 0,
  * or -1 with err set (position past n_ctx, token id out of range). */
 int forward_eval(forward_ctx *f, const int32_t *tokens, int32_t n, int32_t start_pos, float *logits,
                  bool all_logits, char *err, size_t errlen);

@@ -248,7 +248,10 @@ static int32_t draft_model(spec *s, const int32_t *ctx, int32_t n, int32_t last,
     }
     s->d_past = start;
     memcpy(s->dtoks + start, ctx + start, (size_t)(n - start) * sizeof *ctx);
-    if (start < n && forward_eval(s->df, ctx + start, n - start, start, s->dlogits, false, err, errlen) != 0)
+    /* no logits there: llama.cpp's draft-simple decodes them with no output,
+     * and their last row's FFN and head (the Q6_K output matrix, half a
+     * draft step) would go unused */
+    if (start < n && forward_eval(s->df, ctx + start, n - start, start, NULL, false, err, errlen) != 0)
         return -1;
     s->d_past = n;
     if (s->snap) {

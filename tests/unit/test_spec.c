@@ -367,8 +367,83 @@ static void test_type_names(void **state)
     assert_int_equal(t, SPEC_DRAFT);
     assert_true(spec_type_parse("off", &t));
     assert_int_equal(t, SPEC_OFF);
+    assert_true(spec_type_parse("auto", &t));
+    assert_int_equal(t, SPEC_AUTO);
     assert_false(spec_type_parse("eagle", &t));
     assert_string_equal(spec_type_name(SPEC_MTP), "mtp");
+}
+
+/* --spec auto without an MTP block or a draft model is ngram; a window of
+ * 24 drafts under 40 % accepted pauses drafting for 32 tokens, then it
+ * drafts again; a window at or above it does not */
+static void test_auto_pauses(void **state)
+{
+    (void)state;
+    enum { N = 120 };
+    int32_t ctx[N];
+    for (int32_t i = 0; i < N; i++)
+        ctx[i] = 10 + i % 20;
+    model *m = model_load(TESTDATA_REQUIRE(STORIES), (char[256]){0}, 256);
+    assert_non_null(m);
+    spec_params p = spec_default_params();
+    p.type = SPEC_AUTO;
+    char err[256];
+    forward_params fp = forward_default_params();
+    spec *s = spec_create(&p, m, &fp, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(spec_get_params(s)->type, SPEC_NGRAM);
+    int32_t out[SPEC_DRAFT_MAX];
+    const int32_t last = 10 + N % 20;
+    assert_int_equal(spec_draft(s, ctx, N, last, 3, out, err, sizeof err), 3);
+    for (int i = 0; i < 8; i++) /* 24 drafts, 10 accepted: 41.7 %, kept on */
+        spec_count(s, 3, i < 2 ? 2 : 1);
+    assert_int_equal(spec_draft(s, ctx, N, last, 3, out, err, sizeof err), 3);
+    for (int i = 0; i < 8; i++) /* 24 drafts, 9 accepted: 37.5 %, paused */
+        spec_count(s, 3, i < 1 ? 2 : 1);
+    for (int i = 0; i < SPEC_AUTO_PAUSE; i++)
+        assert_int_equal(spec_draft(s, ctx, N, last, 3, out, err, sizeof err), 0);
+    assert_int_equal(spec_draft(s, ctx, N, last, 3, out, err, sizeof err), 3);
+    spec_free(s);
+    /* --spec ngram never pauses */
+    p.type = SPEC_NGRAM;
+    s = spec_create(&p, m, &fp, err, sizeof err);
+    assert_non_null(s);
+    for (int i = 0; i < 8; i++)
+        spec_count(s, 3, 0);
+    assert_int_equal(spec_draft(s, ctx, N, last, 3, out, err, sizeof err), 3);
+    spec_free(s);
+    model_free(m);
+}
+
+/* forward_eval with no logits (a draft model catching up) leaves the cache,
+ * or the recurrent state, as with them: the next token's logits are the
+ * same bits */
+static void no_logits_case(const char *rel)
+{
+    run a, b;
+    run_open(&a, rel);
+    run_open(&b, rel);
+    float *la = malloc((size_t)a.n_vocab * sizeof *la), *lb = malloc((size_t)a.n_vocab * sizeof *lb);
+    assert_non_null(la);
+    assert_non_null(lb);
+    char err[256];
+    eval(&a, prompt, NP, 0, la);
+    assert_int_equal(forward_eval(b.f, prompt, NP, 0, NULL, false, err, sizeof err), 0);
+    const int32_t next = 300;
+    eval(&a, &next, 1, NP, la);
+    eval(&b, &next, 1, NP, lb);
+    assert_memory_equal(la, lb, (size_t)a.n_vocab * sizeof *la);
+    free(la);
+    free(lb);
+    run_close(&a);
+    run_close(&b);
+}
+
+static void test_eval_no_logits(void **state)
+{
+    (void)state;
+    no_logits_case(STORIES);
+    no_logits_case(QWEN35);
 }
 
 int main(void)
@@ -380,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_verify_recurrent),
         cmocka_unit_test(test_vocab_mismatch),
         cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_auto_pauses),
+        cmocka_unit_test(test_eval_no_logits),
         cmocka_unit_test(test_lens_keeps_verified_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
