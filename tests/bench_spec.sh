@@ -19,9 +19,14 @@
 # says the load (uptime) it ran under. Run from the repository root after
 # `make tokscope`:
 #   sh tests/bench_spec.sh
+# tokscope --spec auto runs too. "tok/verif" is (accepted + V) / V with V =
+# drafted / --draft-max, the verifications when each drafts the maximum.
+# llama.cpp's two threadpools (target and draft) collapse when the cores
+# are shared (0.26 tok/s seen at load 5): run on an idle machine.
 # Knobs: BENCH_SPEC_ROUNDS (2), BENCH_SPEC_N (64 tokens), BENCH_SPEC_PAIRS
 # (q4_0 q8_0 rand mtp), BENCH_SPEC_DMAX (3), BENCH_SPEC_EXTRA (more tokscope
-# options, e.g. "--spec auto"), LLAMA_BIN (../ref/build/bin), THREADS (2).
+# options for --spec KIND), BENCH_SPEC_LLAMA (1; 0: tokscope's rows only),
+# LLAMA_BIN (../ref/build/bin), THREADS (2).
 case "${1:-}" in
 -h | --help)
     sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -115,7 +120,7 @@ row() {
         # yields its accepted drafts plus one token
         v = d > 0 ? d / n : 0
         tpv = v > 0 ? (a + v) / v : 1
-        printf "%-44s %8.2f tok/s  x%.2f of plain  acc %5.1f %% (%d/%d)  %.2f tok/verif  load %s\n",
+        printf "%-44s %8.2f tok/s  x%.2f of plain  acc %5.1f %% (%d/%d)  ~%.2f tok/verif  load %s\n",
             w, t, (p > 0 ? t / p : 0), acc, a, d, tpv, l }'
 }
 
@@ -148,6 +153,10 @@ while [ $r -le "$ROUNDS" ]; do
         # shellcheck disable=SC2046,SC2086
         set -- $(ts_bench "$tgt" $sargs ${BENCH_SPEC_EXTRA:-})
         row "round $r $p tokscope --spec $kind" "$1" "$2" "$3" "$tp"
+        # shellcheck disable=SC2046,SC2086
+        set -- $(ts_bench "$tgt" $(echo "$sargs" | sed "s/--spec $kind/--spec auto/"))
+        row "round $r $p tokscope --spec auto" "$1" "$2" "$3" "$tp"
+        [ "${BENCH_SPEC_LLAMA:-1}" = 0 ] && continue
         # shellcheck disable=SC2046,SC2086
         set -- $(ls_run "$tgt" $largs)
         row "round $r $p llama-server $kind" "$1" "$2" "$3" "$tp"
