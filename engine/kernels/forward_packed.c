@@ -13,7 +13,8 @@
  *         16 (min 2j, min 2j+1) byte pairs, all decoded from the 6-bit form.
  *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector l
  *         (0..7) of a block holds in dword lane r bytes 4l..4l+3 of row r,
- *         offset to unsigned (q + 128) as VNNI takes them (packed_q8_0.h).
+ *         signed as in the file (the activations take VNNI's unsigned
+ *         side, packed_q8_0.h).
  * Rows past the tensor's end (the last group of a 8-mod-16 row count) are
  * zeros; their lanes are never stored. */
 #include "kernels/forward_packed.h"
