@@ -42,7 +42,7 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst);
 void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o);
 
 /* The most tokens packed_q8_0_group takes in one call. */
-#define PACKED_Q8_0_TILE 32
+#define PACKED_Q8_0_TILE 64
 
 /* One group (pw, gb bytes) against n_tok <= PACKED_Q8_0_TILE tokens' side data (act_bytes
  * apart): out[t * out_stride + r] for the rows r in [lo, hi) of the group. */
