@@ -13,7 +13,8 @@
  *         16 (min 2j, min 2j+1) byte pairs, all decoded from the 6-bit form.
  *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector l
  *         (0..7) of a block holds in dword lane r bytes 4l..4l+3 of row r,
- *         offset to unsigned (q + 128) as VNNI takes them (packed_q8_0.h).
+ *         signed as in the file (the activations take VNNI's unsigned
+ *         side, packed_q8_0.h).
  * Rows past the tensor's end (the last group of a 8-mod-16 row count) are
  * zeros; their lanes are never stored. */
 #include "kernels/forward_packed.h"
@@ -584,7 +585,10 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     const size_t gb = group_bytes(w);
     if (w->type == TENSOR_TYPE_Q8_0) {
         /* Tokens in tiles whose side data stays in the L2 cache while the
-         * tile meets every group of [r0, r1). */
+         * tile meets every group of [r0, r1): 64 tokens of 36 bytes per
+         * block, 405 KB for TinyLlama's widest rows (5632); each tile
+         * streams the weights once, so 64 read them half as often as 32
+         * (8 % faster on one layer's matmuls). */
         const size_t ab = packed_q8_0_act_bytes(nb);
         const int tile = PACKED_Q8_0_TILE;
         for (int t0 = 0; t0 < n_tok; t0 += tile)

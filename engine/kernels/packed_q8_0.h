@@ -8,13 +8,18 @@
  * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
  *
  * A group of 16 rows holds, per block, eight 64-byte vectors: vector l has
- * in dword lane r the bytes 4l..4l+3 of row r, offset to unsigned (q + 128)
- * as VNNI takes them. So one VNNI dot against a broadcast of the token's
- * four bytes gives lane l of all 16 rows, each register is one float lane of
- * 16 rows, the scales of the 16 rows multiply in one instruction and the
- * final reduction is vertical adds. The offset comes back off through the
- * dot's starting value, -128 * (sum of the token's four bytes), computed once
- * per token (packed_q8_0_act). */
+ * in dword lane r the bytes 4l..4l+3 of row r, as they are (signed). One
+ * VNNI dot of the vector against a broadcast of the token's four bytes,
+ * offset to unsigned (a + 128, as VNNI takes them), gives lane l of all 16
+ * rows, so each register is one float lane of 16 rows, the scales of the 16
+ * rows multiply in one instruction and the final reduction is vertical adds.
+ * The offset comes back off through the dot's starting value, -128 * (sum
+ * of the row's four bytes): a vector per weight vector that does not depend
+ * on the token, so the kernel forms it once per pass of blocks and reuses it
+ * for every token (packed_q8_0.c). With the offset on the weights instead
+ * (the layout before), the starting value depended on the token and cost a
+ * broadcast load per dot, and the loads, not the arithmetic, bounded the
+ * kernel. */
 #ifndef TOKSCOPE_PACKED_Q8_0_H
 #define TOKSCOPE_PACKED_Q8_0_H
 
@@ -26,8 +31,8 @@
 #define PACKED_Q8_0_QS 512                     /* quant bytes per block of a group */
 #define PACKED_Q8_0_PB (PACKED_Q8_0_QS + 32)   /* + 16 fp16 scales (at the group's end) */
 
-/* Bytes of one token's side data for nb blocks: per block a 64-byte record
- * (the 32 quants, then 8 int32 starting values), then nb float scales. */
+/* Bytes of one token's side data for nb blocks: per block its 32 quants
+ * offset to unsigned (q ^ 0x80), then nb float scales. */
 size_t packed_q8_0_act_bytes(int64_t nb);
 
 /* One token's side data from its Q8_0 row. */
@@ -37,7 +42,7 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst);
 void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o);
 
 /* The most tokens packed_q8_0_group takes in one call. */
-#define PACKED_Q8_0_TILE 32
+#define PACKED_Q8_0_TILE 64
 
 /* One group (pw, gb bytes) against n_tok <= PACKED_Q8_0_TILE tokens' side data (act_bytes
  * apart): out[t * out_stride + r] for the rows r in [lo, hi) of the group. */

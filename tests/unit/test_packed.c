@@ -2,7 +2,7 @@
  * (forward_repack.c; tensor_matmul for Q8_0), bit for bit: random Q4_0,
  * Q4_K and Q8_0 tensors covering every quant and 6-bit scale value, row
  * counts that leave part of a group, token counts around the 2-, 4- and
- * 8-token groupings and Q8_0's 32-token tiles, Q8_0 rows long enough for
+ * 8-token groupings and Q8_0's 64-token tiles, Q8_0 rows long enough for
  * its 32-block passes, and row ranges that cut groups. Rows outside the
  * range must stay untouched. Each comparison also checks that the data tell
  * neighbouring rows and tokens apart, so that swapping two would fail. */
@@ -83,8 +83,8 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
         packed_build(&w, pk, packed_groups(&w) / 2, packed_groups(&w));
     }
     const enum tensor_type dot = tensor_dot_type(type);
-    /* 33 and 66: past Q8_0's tile of 32 tokens */
-    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 19, 33, 66};
+    /* 33, 65 and 66: past 32 tokens, and past Q8_0's tile of 64 */
+    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 19, 33, 65, 66};
     for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
         const int n_tok = toks[ti];
         uint8_t *act = random_act(dot, n, n_tok);
