@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "config.h"
 #include "serve.h"
 #include "spec/spec.h"
 
@@ -46,6 +47,10 @@ static void usage(FILE *f)
             "                           matches the model and settings: a restarted server answers a\n"
             "                           request that extends it without evaluating it again\n"
             "  --kv-max-mb N            the largest snapshot written (MiB; default 1024, 0 = no cap)\n"
+            "  --config FILE            read FILE after the system and user tokscope.ini; their [serve]\n"
+            "                           section sets these options (the command line wins; a bad [serve]\n"
+            "                           value stops serve)\n"
+            "  --print-config           print the merged configuration and exit\n"
             "\n"
             "Prints 'listening on http://ADDR:PORT' on stderr once the model is loaded.\n");
 }
@@ -163,52 +168,141 @@ static bool kv_path_of(const char *dir, const char *model_path, char *out, size_
     return true;
 }
 
+/* The options that are [serve] keys: the command line sets them over the files. */
+static const struct {
+    int id;
+    const char *label, *key;
+} serve_keys[] = {
+    {CLI_MODEL, "-m", "model"},           {CLI_HOST, "--host", "host"},
+    {CLI_PORT, "--port", "port"},         {CLI_API_KEY_FILE, "--api-key-file", "api_key_file"},
+    {CLI_MAX_QUEUE, "--max-queue", "max_queue"}, {CLI_PARALLEL, "--parallel", "parallel"},
+    {CLI_CTX, "-c", "n_ctx"},             {CLI_THREADS, "-t", "threads"},
+    {CLI_KV_DIR, "--kv-dir", "kv_dir"},   {CLI_KV_MAX_MB, "--kv-max-mb", "kv_max_mb"},
+};
+#define N_SERVE_KEYS (sizeof serve_keys / sizeof serve_keys[0])
+
+/* p into buf, "~/x" as $HOME/x; NULL for "". */
+static const char *home_path(const char *p, char *buf, size_t cap)
+{
+    const char *home = getenv("HOME");
+    if (!*p)
+        return NULL;
+    if (p[0] != '~' || p[1] != '/' || !home || !*home || (size_t)snprintf(buf, cap, "%s%s", home, p + 1) >= cap)
+        snprintf(buf, cap, "%s", p);
+    return buf;
+}
+
+/* The layers of tokscope.ini (config.h) read for [serve], whose unknown keys
+ * and bad values stop serve (a server should not start on a setting it
+ * ignored); the other sections' problems are only reported. false: said. */
+static bool serve_config(tok_config *cfg, const char *config_path)
+{
+    char path_buf[4096], err[512] = "";
+    char *diag_text = NULL;
+    size_t diag_len = 0;
+    FILE *diag = open_memstream(&diag_text, &diag_len);
+    cfg->strict = "serve";
+    bool ok = config_load(cfg, config_system_path(), false, diag, err, sizeof err) &&
+              config_load(cfg, config_default_path(path_buf, sizeof path_buf), false, diag, err, sizeof err) &&
+              (!config_path || config_load(cfg, config_path, true, diag, err, sizeof err));
+    if (diag)
+        fclose(diag);
+    if (!ok)
+        fprintf(stderr, "tokscope serve: config: %s\n", err);
+    else if (cfg->strict_err[0]) {
+        fprintf(stderr, "tokscope serve: config: %s\n", cfg->strict_err);
+        ok = false;
+    } else if (diag_text)
+        fwrite(diag_text, 1, diag_len, stderr);
+    free(diag_text);
+    return ok;
+}
+
 int cmd_serve(int argc, char **argv)
 {
-    const char *model_path = NULL, *host = "127.0.0.1", *key_file = NULL;
-    long port = 8080, max_queue = 64, n_ctx = 0, threads = 0, parallel = 1;
     enum spec_type spec = SPEC_OFF;
     long draft_max = 0;
-    const char *draft_model = NULL, *kv_dir = NULL;
-    long kv_max_mb = 1024;
+    const char *draft_model = NULL, *config_path = NULL;
+    bool print_config = false;
     static const int opt_ids[] = {CLI_MODEL,   CLI_HOST,    CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE,
                                   CLI_PARALLEL, CLI_CTX,    CLI_THREADS,   CLI_SPEC,         CLI_DRAFT_MAX,
-                                  CLI_DRAFT_MODEL, CLI_KV_DIR, CLI_KV_MAX_MB, CLI_HELP};
+                                  CLI_DRAFT_MODEL, CLI_KV_DIR, CLI_KV_MAX_MB, CLI_CONFIG, CLI_PRINT_CONFIG,
+                                  CLI_HELP};
+    const size_t n_opts = sizeof opt_ids / sizeof opt_ids[0];
     cli p;
     cli_value cv;
-    cli_begin(&p, "serve", opt_ids, sizeof opt_ids / sizeof opt_ids[0], false, argc, argv);
     int o;
+    /* pass 1: --help and the files; mistakes are reported in pass 2 */
+    cli_begin(&p, "serve", opt_ids, n_opts, false, argc, argv);
+    p.quiet = true;
     while ((o = cli_next(&p, &cv)) != CLI_END) {
+        if (o == CLI_HELP) {
+            usage(stdout);
+            return 0;
+        }
+        if (o == CLI_CONFIG)
+            config_path = cv.text;
+        if (o == CLI_PRINT_CONFIG)
+            print_config = true;
+    }
+    tok_config cfg;
+    config_init(&cfg);
+    if (!serve_config(&cfg, config_path)) {
+        config_free(&cfg);
+        return 2;
+    }
+    /* pass 2: the command line over the files */
+    char err[512];
+    cli_begin(&p, "serve", opt_ids, n_opts, false, argc, argv);
+    while ((o = cli_next(&p, &cv)) != CLI_END) {
+        if (o == CLI_ERROR) {
+            config_free(&cfg);
+            return 2;
+        }
+        for (size_t i = 0; i < N_SERVE_KEYS; i++)
+            if (serve_keys[i].id == o &&
+                !config_set(&cfg, "serve", serve_keys[i].key, cv.text, serve_keys[i].label, err, sizeof err)) {
+                config_free(&cfg);
+                return cli_fail(&p, "invalid value '%s' for %s: %s", cv.text, p.typed, err);
+            }
         switch (o) {
-        case CLI_ERROR: return 2;
-        case CLI_MODEL: model_path = cv.text; break;
-        case CLI_HOST: host = cv.text; break;
-        case CLI_API_KEY_FILE: key_file = cv.text; break;
-        case CLI_PORT: port = cv.i; break;
-        case CLI_MAX_QUEUE: max_queue = cv.i; break;
-        case CLI_PARALLEL: parallel = cv.i; break;
-        case CLI_CTX: n_ctx = cv.i; break;
-        case CLI_THREADS: threads = cv.i; break;
         case CLI_SPEC: spec_type_parse(cv.text, &spec); break;
         case CLI_DRAFT_MAX: draft_max = cv.i; break;
         case CLI_DRAFT_MODEL: draft_model = cv.text; break;
-        case CLI_KV_DIR: kv_dir = cv.text; break;
-        case CLI_KV_MAX_MB: kv_max_mb = cv.i; break;
-        case CLI_HELP: usage(stdout); return 0;
+        default: break;
         }
     }
-    if (cli_rest(&p) != argc)
+    if (cli_rest(&p) != argc) {
+        config_free(&cfg);
         return cli_fail(&p, "unexpected argument '%s'", argv[cli_rest(&p)]);
-    if (!model_path)
-        return cli_fail(&p, "-m MODEL is required");
-    if (parallel > 1 && spec != SPEC_OFF) {
-        fprintf(stderr, "tokscope serve: --spec runs one request at a time: give --parallel 1 with it\n");
-        return 2;
     }
-    if (parallel > 1 && kv_dir) {
-        /* the snapshot is one conversation's memory; the slots' sequences are not kept on disk yet */
-        fprintf(stderr, "tokscope serve: --kv-dir keeps one conversation: give --parallel 1 with it\n");
-        return 2;
+    if (print_config) {
+        config_print(&cfg, stdout);
+        config_free(&cfg);
+        return 0;
+    }
+    const config_serve *sc = &cfg.serve;
+    const config_origin *par_from = config_origin_of(&cfg, "serve", "parallel");
+    const bool parallel_given = par_from && par_from->src; /* the command line's or a file's */
+    long parallel = sc->parallel;
+    const long port = sc->port, max_queue = sc->max_queue, n_ctx = sc->n_ctx, threads = sc->threads,
+               kv_max_mb = sc->kv_max_mb;
+    char model_buf[4096], key_buf[4096], dir_buf[4096], host[256];
+    const char *model_path = home_path(sc->model, model_buf, sizeof model_buf);
+    const char *key_file = home_path(sc->api_key_file, key_buf, sizeof key_buf);
+    const char *kv_dir = home_path(sc->kv_dir, dir_buf, sizeof dir_buf);
+    snprintf(host, sizeof host, "%s", sc->host);
+    config_free(&cfg);
+    if (!model_path)
+        return cli_fail(&p, "-m MODEL is required (or [serve] model in tokscope.ini)");
+    if (spec != SPEC_OFF && parallel > 1) {
+        if (parallel_given) {
+            fprintf(stderr, "tokscope serve: --spec runs one request at a time: give --parallel 1 with it\n");
+            return 2;
+        }
+        fprintf(stderr, "tokscope serve: --spec runs one request at a time: 1 slot (not the default %ld)\n",
+                parallel);
+        parallel = 1;
     }
     bool numeric;
     const bool loopback = is_loopback(host, &numeric);
@@ -223,7 +317,6 @@ int cmd_serve(int argc, char **argv)
                 host);
         return 2;
     }
-    char err[512];
     char *key = NULL;
     if (key_file && !(key = read_key(key_file, err, sizeof err))) {
         fprintf(stderr, "tokscope serve: %s\n", err);
