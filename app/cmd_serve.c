@@ -364,17 +364,32 @@ int cmd_serve(int argc, char **argv)
     ep.draft_model = draft_model;
     ep.n_parallel = (int32_t)parallel;
     ep.kv_max_bytes = (uint64_t)kv_max_mb << 20;
+    /* several slots: DIR/MODEL.S.kv per sequence (kv_path less its ".kv") */
+    char kv_prefix[4096];
+    snprintf(kv_prefix, sizeof kv_prefix, "%.*s", kv_dir ? (int)strlen(kv_path) - 3 : 0, kv_dir ? kv_path : "");
+    ep.kv_seq_prefix = kv_dir && parallel > 1 ? kv_prefix : NULL;
     if (!(e = engine_start(&ep, err, sizeof err)) || !wait_loaded(e, &info, err, sizeof err)) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;
     }
     /* the conversation a former run held: restored when its stamp matches, else
      * (another model or settings, truncated, altered) said and evaluated as new */
-    if (kv_dir && access(kv_path, F_OK) == 0) {
+    if (kv_dir && parallel == 1 && access(kv_path, F_OK) == 0) {
         engine_load_kv(e, kv_path);
         wait_kv(e);
     }
-    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, (int32_t)parallel, kv_dir ? kv_path : NULL, err,
+    /* each slot's own, into its sequence: a request takes the one holding
+     * the longest prefix of its prompt, whichever it is */
+    for (long s = 0; kv_dir && parallel > 1 && s < parallel; s++) {
+        char p[4096 + 32];
+        snprintf(p, sizeof p, "%s.%ld.kv", kv_prefix, s);
+        if (access(p, F_OK) == 0) {
+            engine_load_kv_seq(e, p, (int32_t)s);
+            wait_kv(e);
+        }
+    }
+    const char *bridge_kv = kv_dir && parallel == 1 ? kv_path : NULL;
+    if (!(b = serve_bridge_start(e, v, (int32_t)max_queue, (int32_t)parallel, bridge_kv, err,
                                  sizeof err))) {
         fprintf(stderr, "tokscope serve: %s\n", err);
         goto out;

@@ -5,7 +5,7 @@
 # streaming clients, a quarter hanging up, every reply well-formed and equal
 # to its prompt's greedy reply alone (prompts whose top-2 margins the test
 # checks), every request answered and logged, memory flat, a clean stop;
-# --spec and --kv-dir refused beside --parallel; with 2 slots and --max-queue 0 two run
+# --spec refused beside an explicit --parallel > 1; with 2 slots and --max-queue 0 two run
 # and a third gets 503.
 . tests/lib.sh
 . tests/lib_serve.sh
@@ -25,11 +25,6 @@ if need "$S" "serve --parallel on stories260K"; then
     rc=$?
     if [ $rc -eq 2 ] && grep -q "parallel 1" "$OUT/serve_par_spec.out"; then ok "$name"
     else not_ok "$name" "exit $rc" "$(head -c 200 "$OUT/serve_par_spec.out")"; fi
-    name="serve refuses --kv-dir with --parallel > 1 (a snapshot is one conversation's)"
-    "$BIN" serve -m "$S" --port 0 --parallel 2 --kv-dir "$OUT/kvpar" >"$OUT/serve_par_kv.out" 2>&1
-    rc=$?
-    if [ $rc -eq 2 ] && grep -q "kv-dir keeps one conversation.*parallel 1" "$OUT/serve_par_kv.out"; then ok "$name"
-    else not_ok "$name" "exit $rc" "$(head -c 200 "$OUT/serve_par_kv.out")"; fi
 
     if serve_start "$OUT/serve_par_queue.log" -m "$S" --parallel 2 --max-queue 0; then
         python3 tests/tools/serve_api.py queue2 "$SPORT"
