@@ -20,7 +20,7 @@
 
 #define CONFIG_MAX_KEYS 64
 #define CONFIG_MAX_FILES 8
-#define CONFIG_SERVE_PARALLEL 1 /* serve's slots unless told: llama-server's and LM Studio's kind of default */
+#define CONFIG_SERVE_PARALLEL 4 /* serve's slots unless told: llama-server's and LM Studio's kind of default */
 
 /* Where a key's value came from: a file and line, or a command-line option,
  * or the environment; src == NULL is the built-in default. */

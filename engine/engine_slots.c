@@ -214,6 +214,7 @@ static void admit(engine *e, engine_cmd *c)
         fail_cmd(e, c, ENGINE_DONE_ERROR, err);
         return;
     }
+    chat_prompt_log("engine", toks, np); /* as engine_gen.c: what is evaluated (TOKSCOPE_PROMPT_LOG) */
     if (np == 0 || np >= e->n_ctx) {
         char msg[256];
         if (np == 0)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tokscope serve --kv-dir: the cached conversation's KV cache goes to
+# tokscope serve --parallel 1 --kv-dir: the cached conversation's KV cache goes to
 # DIR/MODEL.kv after every request and comes back at the next start, so a
 # restarted server answers a request that extends the conversation without
 # evaluating what it held: the reply's usage.prompt_tokens_details
@@ -24,7 +24,7 @@ print(u["prompt_tokens"], u.get("prompt_tokens_details", {}).get("cached_tokens"
 ask() {
     _log=$1 _body=$2 _out=$3
     shift 3
-    if serve_start "$_log" -m "$T" "$@"; then
+    if serve_start "$_log" -m "$T" --parallel 1 "$@"; then
         curl -s -o "$_out" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$_body"
         serve_stop
     else
@@ -89,7 +89,7 @@ p, at = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[at
     S=$M/stories260K.gguf
     if [ -f "$S" ]; then
         rm -rf "$K.s"
-        if serve_start "$OUT/serve_kv_st.log" -m "$S" --kv-dir "$K.s"; then
+        if serve_start "$OUT/serve_kv_st.log" -m "$S" --parallel 1 --kv-dir "$K.s"; then
             curl -s -o /dev/null "http://127.0.0.1:$SPORT/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":4}'
             serve_stop
         fi
@@ -197,7 +197,7 @@ Q=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
 if need "$Q" "serve --kv-dir on a recurrent model (qwen35-mini)"; then
     rm -rf "$K.q"
     P1='{"prompt":"Once upon a time","max_tokens":6,"temperature":0}'
-    if serve_start "$OUT/serve_kvq1.log" -m "$Q" --kv-dir "$K.q"; then
+    if serve_start "$OUT/serve_kvq1.log" -m "$Q" --parallel 1 --kv-dir "$K.q"; then
         curl -s -o "$OUT/serve_kvq1.json" "http://127.0.0.1:$SPORT/v1/completions" -d "$P1"
         serve_stop
     fi
@@ -209,7 +209,7 @@ print(json.dumps({"prompt": "Once upon a time" + o["choices"][0]["text"] + " and
         a=""
         [ $run = kept ] && a="--kv-dir $K.q"
         # shellcheck disable=SC2086
-        if serve_start "$OUT/serve_kvq_$run.log" -m "$Q" $a; then
+        if serve_start "$OUT/serve_kvq_$run.log" -m "$Q" --parallel 1 $a; then
             curl -s -o "$OUT/serve_kvq_$run.json" "http://127.0.0.1:$SPORT/v1/completions" -d "$P2"
             serve_stop
         fi
