@@ -144,7 +144,8 @@ void engine_kv_load_seq(engine *e, struct memory_seq *ms, int32_t s, const char 
 }
 
 typedef struct kv_file {
-    char name[4096 + 512];
+    char name[4096 + 512]; /* the path */
+    char base[256];        /* its name in the directory */
     off_t size;
     struct timespec mtime;
 } kv_file;
@@ -165,8 +166,12 @@ static int prune(const char *prefix, const char *keep, uint64_t max)
 {
     const char *slash = strrchr(prefix, '/');
     char dir[4096];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - prefix) : 1, slash ? prefix : ".");
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == prefix ? 1 : (int)(slash - prefix), prefix);
     const char *base = slash ? slash + 1 : prefix;
+    const char *keep_name = strrchr(keep, '/') ? strrchr(keep, '/') + 1 : keep;
     const size_t bl = strlen(base);
     DIR *d = opendir(dir);
     if (!d)
@@ -187,7 +192,7 @@ static int prune(const char *prefix, const char *keep, uint64_t max)
         char path[4096 + 512];
         struct stat sb;
         snprintf(path, sizeof path, "%s/%s", dir, nm);
-        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || l >= sizeof v->name)
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || l >= sizeof v->base)
             continue;
         if (n == cap) {
             kv_file *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *w);
@@ -196,6 +201,7 @@ static int prune(const char *prefix, const char *keep, uint64_t max)
             v = w;
         }
         snprintf(v[n].name, sizeof v[n].name, "%s", path);
+        snprintf(v[n].base, sizeof v[n].base, "%s", nm);
         v[n].size = sb.st_size;
         v[n].mtime = sb.st_mtim;
         total += (uint64_t)sb.st_size;
@@ -206,7 +212,7 @@ static int prune(const char *prefix, const char *keep, uint64_t max)
     if (v)
         qsort(v, n, sizeof *v, by_age);
     for (size_t i = 0; i < n && total > max; i++)
-        if (strcmp(v[i].name, keep) != 0 && unlink(v[i].name) == 0) {
+        if (strcmp(v[i].base, keep_name) != 0 && unlink(v[i].name) == 0) {
             total -= (uint64_t)v[i].size;
             removed++;
         }
