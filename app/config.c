@@ -71,6 +71,16 @@ static const struct {
     {"spec", "draft_model"},
     {"session", "save_kv"},
     {"session", "kv_max_mb"},
+    {"serve", "model"},
+    {"serve", "host"},
+    {"serve", "port"},
+    {"serve", "api_key_file"},
+    {"serve", "max_queue"},
+    {"serve", "parallel"},
+    {"serve", "n_ctx"},
+    {"serve", "threads"},
+    {"serve", "kv_dir"},
+    {"serve", "kv_max_mb"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
@@ -107,10 +117,21 @@ static bool known_section(const char *s)
     return false;
 }
 
+const config_origin *config_origin_of(const tok_config *c, const char *section, const char *key)
+{
+    int i = key_index(section, key);
+    return i < 0 ? NULL : &c->origin[i];
+}
+
 void config_init(tok_config *c)
 {
     memset(c, 0, sizeof *c);
     ui_default_options(&c->ui);
+    snprintf(c->serve.host, sizeof c->serve.host, "127.0.0.1");
+    c->serve.port = 8080;
+    c->serve.max_queue = 64;
+    c->serve.parallel = CONFIG_SERVE_PARALLEL;
+    c->serve.kv_max_mb = 1024;
 }
 
 static void free_dirs(tok_config *c)
@@ -219,6 +240,48 @@ static bool bad(char *err, size_t errlen, const char *fmt, ...)
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return false;
+}
+
+/* [serve] key = val; the ranges are serve's command line's (app/cli.c). */
+static bool set_serve(config_serve *s, const char *key, const char *val, char *err, size_t errlen)
+{
+    static const struct {
+        const char *key;
+        long lo, hi;
+        const char *unit;
+    } nums[] = {
+        {"port", 0, 65535, " (0 = any free port)"},
+        {"max_queue", 0, 100000, ""},
+        {"parallel", 1, 256, " (requests evaluated side by side)"},
+        {"n_ctx", 0, 1L << 24, " (0 = min(trained context, 4096))"},
+        {"threads", 0, 1024, " (0 = all cores)"},
+        {"kv_max_mb", 0, 1L << 30, " (MiB; 0 = no cap)"},
+    };
+    long *dst[] = {&s->port, &s->max_queue, &s->parallel, &s->n_ctx, &s->threads, &s->kv_max_mb};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        long x;
+        if (strcmp(key, nums[k].key) != 0)
+            continue;
+        if (!parse_long(val, nums[k].lo, nums[k].hi, &x))
+            return bad(err, errlen, "[serve] %s: '%s' is not %ld..%ld%s", key, val, nums[k].lo, nums[k].hi,
+                       nums[k].unit);
+        *dst[k] = x;
+        return true;
+    }
+    char *text = !strcmp(key, "model") ? s->model
+                 : !strcmp(key, "host") ? s->host
+                 : !strcmp(key, "api_key_file") ? s->api_key_file
+                                                : s->kv_dir;
+    size_t cap = !strcmp(key, "model") ? sizeof s->model
+                 : !strcmp(key, "host") ? sizeof s->host
+                 : !strcmp(key, "api_key_file") ? sizeof s->api_key_file
+                                                : sizeof s->kv_dir;
+    if (strlen(val) >= cap)
+        return bad(err, errlen, "[serve] %s: too long", key);
+    if (!strcmp(key, "host") && !*val)
+        return bad(err, errlen, "[serve] host: empty (127.0.0.1 listens on this machine only)");
+    snprintf(text, cap, "%s", val);
+    return true;
 }
 
 /* Sets key i; false + err (naming the key) on a bad value. */
@@ -359,6 +422,8 @@ static bool set_value(tok_config *c, size_t i, const char *val, char *err, size_
             c->ui.no_save_kv = !b;
         return true;
     }
+    if (!strcmp(sec, "serve"))
+        return set_serve(&c->serve, key, val, err, errlen);
     /* [chat] system */
     char *s = strdup(val);
     if (!s)
@@ -373,8 +438,26 @@ void config_value(const tok_config *c, size_t i, char *buf, size_t cap)
 {
     const char *sec = keys[i].section, *key = keys[i].name;
     const engine_params *e = &c->ui.engine;
+    const config_serve *sv = &c->serve;
     buf[0] = 0;
-    if (!strcmp(sec, "sampling")) {
+    if (!strcmp(sec, "serve")) {
+        if (!strcmp(key, "model"))
+            snprintf(buf, cap, "%s", sv->model);
+        else if (!strcmp(key, "host"))
+            snprintf(buf, cap, "%s", sv->host);
+        else if (!strcmp(key, "api_key_file"))
+            snprintf(buf, cap, "%s", sv->api_key_file);
+        else if (!strcmp(key, "kv_dir"))
+            snprintf(buf, cap, "%s", sv->kv_dir);
+        else
+            snprintf(buf, cap, "%ld",
+                     !strcmp(key, "port")        ? sv->port
+                     : !strcmp(key, "max_queue") ? sv->max_queue
+                     : !strcmp(key, "parallel")  ? sv->parallel
+                     : !strcmp(key, "n_ctx")     ? sv->n_ctx
+                     : !strcmp(key, "threads")   ? sv->threads
+                                                 : sv->kv_max_mb);
+    } else if (!strcmp(sec, "sampling")) {
         if (!strcmp(key, "stop"))
             snprintf(buf, cap, "%s", e->sampling.n_stop > 0 ? e->sampling.stop[0] : "");
         else
@@ -486,6 +569,22 @@ static void report(struct load_state *st, int line, const char *fmt, ...)
         fprintf(st->diag, "tokscope: %s: %s\n", st->name, msg);
 }
 
+/* The first problem in the strict section, kept as an error. */
+static void strict_fail(struct load_state *st, const ini_item *it, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void strict_fail(struct load_state *st, const ini_item *it, const char *fmt, ...)
+{
+    tok_config *c = st->c;
+    if (!c->strict || strcmp(it->section, c->strict) != 0 || c->strict_err[0])
+        return;
+    char msg[1000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(c->strict_err, sizeof c->strict_err, "%s:%d: %s", st->name, it->line, msg);
+}
+
 static void on_item(void *user, const ini_item *it)
 {
     struct load_state *st = user;
@@ -518,11 +617,13 @@ static void on_item(void *user, const ini_item *it)
     int i = key_index(it->section, it->key);
     if (i < 0) {
         report(st, line, "unknown key '%s' in [%s] (ignored)", it->key, it->section);
+        strict_fail(st, it, "unknown key '%s' in [%s]", it->key, it->section);
         return;
     }
     char err[600];
     if (!set_value(st->c, (size_t)i, it->value, err, sizeof err)) {
         report(st, line, "%s (ignored)", err);
+        strict_fail(st, it, "%s", err);
         return;
     }
     st->c->origin[i] = (config_origin){st->name, line, true};

@@ -20,6 +20,7 @@
 
 #define CONFIG_MAX_KEYS 64
 #define CONFIG_MAX_FILES 8
+#define CONFIG_SERVE_PARALLEL 4 /* serve's slots unless told: llama-server's and LM Studio's kind of default */
 
 /* Where a key's value came from: a file and line, or a command-line option,
  * or the environment; src == NULL is the built-in default. */
@@ -28,6 +29,16 @@ typedef struct config_origin {
     int line;        /* in a file: > 0 (0 when it could not be placed) */
     bool file;       /* src is a file */
 } config_origin;
+
+/* [serve]: what `tokscope serve` takes besides the command line (the TUI
+ * reads and checks these too, but does not use them). */
+typedef struct config_serve {
+    char model[4096];        /* default -m */
+    char host[256];          /* numeric address to listen on */
+    char api_key_file[4096]; /* the file whose first line is the API key */
+    char kv_dir[4096];       /* "" = no snapshots */
+    long port, max_queue, parallel, n_ctx, threads, kv_max_mb;
+} config_serve;
 
 typedef struct tok_config {
     ui_options ui;          /* engine params (with sampling) and UI switches */
@@ -39,6 +50,9 @@ typedef struct tok_config {
     char remote_model[256]; /* [remote] model: the model id to ask for */
     char api_key_file[4096]; /* [remote] api_key_file: the file holding the API key (the key is never a value) */
     char draft_model[4096];  /* [spec] draft_model: the draft GGUF of speculative decoding */
+    config_serve serve;      /* [serve]: tokscope serve's options */
+    const char *strict;      /* a section whose unknown keys and bad values are errors (strict_err) */
+    char strict_err[1400];   /* the first such error, "FILE:LINE: ...", "" if none */
     size_t n_dirs;
     config_origin origin[CONFIG_MAX_KEYS]; /* per key of config_key_at() */
     char *files[CONFIG_MAX_FILES];         /* every file looked at, in order (owned) */
@@ -74,6 +88,8 @@ void config_print(const tok_config *c, FILE *out);
 /* The keys in print order: section and name, i < config_n_keys(). */
 size_t config_n_keys(void);
 bool config_key_at(size_t i, const char **section, const char **name);
+/* Where [section] key came from (NULL: not a key). */
+const config_origin *config_origin_of(const tok_config *c, const char *section, const char *key);
 /* Current value of key i as config_print writes it (before quoting). */
 void config_value(const tok_config *c, size_t i, char *buf, size_t cap);
 

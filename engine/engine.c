@@ -435,6 +435,12 @@ void engine_load_kv(engine *e, const char *path)
     engine_send(e, &c);
 }
 
+void engine_load_kv_seq(engine *e, const char *path, int32_t seq)
+{
+    engine_cmd c = {.type = ENGINE_CMD_LOAD_KV, .path = xstrdup(path), .index = seq};
+    engine_send(e, &c);
+}
+
 void engine_reset(engine *e)
 {
     engine_cmd c = {.type = ENGINE_CMD_RESET};

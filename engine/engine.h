@@ -74,6 +74,10 @@ typedef struct engine_params {
                                    carry their req_id, STOP with a req_id stops that one (0: all);
                                    no context shift, step mode, lens or speculative decoding.
                                    0 or 1: one conversation, today's path */
+    const char *kv_seq_prefix;  /* n_parallel > 1: after each request its sequence s is kept in
+                                   PREFIX.s.kv (memory/kv_snapshot.h); those files together are
+                                   capped by kv_max_bytes, the oldest removed first. NULL: none.
+                                   Must outlive the engine */
     bool remote_probs_post;     /* llama-server: ask for its post-sampler probabilities
                                    (post_sampling_probs) instead of the raw ones;
                                    ENGINE_CMD_SET_REMOTE_PROBS changes it */
@@ -128,7 +132,7 @@ typedef struct engine_cmd {
     int32_t token;          /* STEP with flag: force this id; LENS: the step's chosen token */
     char *text;             /* STEP: force the tokens of this text (owned by the queue after send) */
     bool flag;              /* SET_STEP: on; STEP: force token; SET_REMOTE_PROBS: post */
-    int32_t index;          /* LENS: echoed in the event */
+    int32_t index;          /* LENS: echoed in the event; LOAD_KV with n_parallel > 1: the sequence */
 } engine_cmd;
 
 enum engine_event_type {
@@ -157,6 +161,8 @@ enum engine_kv_kind {
     ENGINE_KV_NOT_USED,    /* message: why; the conversation is evaluated as without one */
     ENGINE_KV_USED,        /* the first turn after a restore: done = tokens of it kept, total = of it
                               (done < total: the conversation differs from it there, said in message) */
+    ENGINE_KV_PRUNED,      /* serve --parallel: a slot's snapshot saved (done, bytes as SAVED) and
+                              total older ones removed to stay under kv_max_bytes */
 };
 
 enum engine_done_reason {
@@ -269,6 +275,8 @@ void engine_set_spec(engine *e, const char *name, const char *value); /* ENGINE_
 void engine_reset(engine *e);
 void engine_save_kv(engine *e, const char *path); /* ENGINE_CMD_SAVE_KV (path copied) */
 void engine_load_kv(engine *e, const char *path); /* ENGINE_CMD_LOAD_KV (path copied) */
+/* n_parallel > 1: LOAD_KV into sequence seq (a KV event says how it went) */
+void engine_load_kv_seq(engine *e, const char *path, int32_t seq);
 void engine_step(engine *e);                 /* step mode: the sampler draws */
 void engine_step_token(engine *e, int32_t id);  /* step mode: force this token */
 void engine_step_text(engine *e, const char *text); /* step mode: force the tokens of text */

@@ -118,6 +118,12 @@ void engine_wait_step(engine *e);
 /* ---- engine_kv.c: snapshots of the memory on disk (memory/kv_snapshot.h) ---- */
 void engine_kv_save(engine *e, const char *path);
 void engine_kv_load(engine *e, const char *path);
+/* The same for sequence s of the slots' memory (ms: theirs): LOAD_KV from
+ * path; the save writes params.kv_seq_prefix.s.kv, then removes the oldest
+ * of the PREFIX.*.kv files until they fit params.kv_max_bytes. */
+struct memory_seq;
+void engine_kv_load_seq(engine *e, struct memory_seq *ms, int32_t s, const char *path);
+void engine_kv_save_seq(engine *e, const struct memory_seq *ms, int32_t s);
 /* A turn's prefill after a restore: how much of it the turn keeps (common of total). */
 void engine_kv_report(engine *e, int32_t common);
 /* The model or the memory went: the stamp and any restore are forgotten. */

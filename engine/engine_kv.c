@@ -4,11 +4,15 @@
  * one KV event; nothing here fails a turn. */
 #include "engine_internal.h"
 #include "memory/kv_snapshot.h"
+#include "memory/memory_seq.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_s(void)
 {
@@ -117,4 +121,125 @@ void engine_kv_report(engine *e, int32_t common)
                  "(another template, an edit?), evaluated again from there",
                  (int)common, (int)n);
     post_kv(e, ENGINE_KV_USED, common < n ? common : n, n, 0, msg);
+}
+
+/* ---- the slots' sequences (serve --parallel N --kv-dir) ---- */
+
+void engine_kv_load_seq(engine *e, struct memory_seq *ms, int32_t s, const char *path)
+{
+    char why[ENGINE_MSG_MAX - 64] = "", msg[ENGINE_MSG_MAX];
+    const kv_stamp *st = stamp(e);
+    int32_t n = 0;
+    const double t0 = now_s();
+    int rc = !st ? (snprintf(why, sizeof why, "out of memory"), 1)
+                 : kv_snapshot_load_seq(ms, s, st, path, &n, why, sizeof why);
+    if (rc == 0) {
+        snprintf(msg, sizeof msg, "KV snapshot restored into slot %d: %d tokens in %.2f s", (int)s, (int)n,
+                 now_s() - t0);
+        post_kv(e, ENGINE_KV_RESTORED, n, n, 0, msg);
+        return;
+    }
+    snprintf(msg, sizeof msg, "KV snapshot not used (slot %d starts empty): %s", (int)s, why);
+    post_kv(e, ENGINE_KV_NOT_USED, 0, 0, 0, msg);
+}
+
+typedef struct kv_file {
+    char name[4096 + 512]; /* the path */
+    char base[256];        /* its name in the directory */
+    off_t size;
+    struct timespec mtime;
+} kv_file;
+
+static int by_age(const void *a, const void *b)
+{
+    const kv_file *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec)
+        return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+    if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+        return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* PREFIX.N.kv files over max bytes together: the oldest removed, never keep
+ * (the one just written). Returns how many were removed. */
+static int prune(const char *prefix, const char *keep, uint64_t max)
+{
+    const char *slash = strrchr(prefix, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == prefix ? 1 : (int)(slash - prefix), prefix);
+    const char *base = slash ? slash + 1 : prefix;
+    const char *keep_name = strrchr(keep, '/') ? strrchr(keep, '/') + 1 : keep;
+    const size_t bl = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    kv_file *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *nm = de->d_name;
+        size_t l = strlen(nm), i = bl + 1;
+        if (l < bl + 5 || strncmp(nm, base, bl) != 0 || nm[bl] != '.' || strcmp(nm + l - 3, ".kv") != 0)
+            continue;
+        while (i < l - 3 && nm[i] >= '0' && nm[i] <= '9')
+            i++;
+        if (i != l - 3 || i == bl + 1)
+            continue; /* not PREFIX.digits.kv */
+        char path[4096 + 512];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, nm);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || l >= sizeof v->base)
+            continue;
+        if (n == cap) {
+            kv_file *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *w);
+            if (!w)
+                break;
+            v = w;
+        }
+        snprintf(v[n].name, sizeof v[n].name, "%s", path);
+        snprintf(v[n].base, sizeof v[n].base, "%s", nm);
+        v[n].size = sb.st_size;
+        v[n].mtime = sb.st_mtim;
+        total += (uint64_t)sb.st_size;
+        n++;
+    }
+    closedir(d);
+    int removed = 0;
+    if (v)
+        qsort(v, n, sizeof *v, by_age);
+    for (size_t i = 0; i < n && total > max; i++)
+        if (strcmp(v[i].base, keep_name) != 0 && unlink(v[i].name) == 0) {
+            total -= (uint64_t)v[i].size;
+            removed++;
+        }
+    free(v);
+    return removed;
+}
+
+void engine_kv_save_seq(engine *e, const struct memory_seq *ms, int32_t s)
+{
+    const char *prefix = e->p.kv_seq_prefix;
+    char path[4096 + 600], err[ENGINE_MSG_MAX - 64] = "", msg[ENGINE_MSG_MAX];
+    if (!prefix || memory_seq_n_past(ms, s) == 0)
+        return; /* nothing held (a failed request): the slot's last snapshot stays a valid one */
+    snprintf(path, sizeof path, "%s.%d.kv", prefix, (int)s);
+    const kv_stamp *st = stamp(e);
+    uint64_t bytes = 0;
+    if (!st)
+        snprintf(err, sizeof err, "out of memory");
+    else if (kv_snapshot_save_seq(ms, s, st, path, e->p.kv_max_bytes, &bytes, err, sizeof err) == 0) {
+        const int gone = e->p.kv_max_bytes ? prune(prefix, path, e->p.kv_max_bytes) : 0;
+        snprintf(msg, sizeof msg, "KV snapshot of slot %d saved: %d tokens, %.1f MiB%s", (int)s,
+                 (int)memory_seq_n_past(ms, s), (double)bytes / 1048576.0,
+                 gone ? " (older snapshots removed to stay under the cap)" : "");
+        post_kv(e, gone ? ENGINE_KV_PRUNED : ENGINE_KV_SAVED, memory_seq_n_past(ms, s), gone, bytes, msg);
+        return;
+    }
+    unlink(path); /* the slot's older conversation no longer is its own */
+    snprintf(msg, sizeof msg, "KV snapshot of slot %d not saved: %s", (int)s, err);
+    post_kv(e, ENGINE_KV_SAVE_FAILED, 0, 0, 0, msg);
 }

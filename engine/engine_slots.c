@@ -176,6 +176,9 @@ static void slot_done(engine *e, int32_t i, enum engine_done_reason reason, cons
     if (msg)
         snprintf(ev.message, sizeof ev.message, "%s", msg);
     emit_text(s, &ev, s->gen_len, true);
+    /* the snapshot before the reply's end: a client that saw the end and
+     * restarts the server finds it whole */
+    engine_kv_save_seq(e, &e->slots->ms, i);
     engine_post(e, &ev);
     free(s->prompt);
     s->prompt = NULL;
@@ -211,6 +214,7 @@ static void admit(engine *e, engine_cmd *c)
         fail_cmd(e, c, ENGINE_DONE_ERROR, err);
         return;
     }
+    chat_prompt_log("engine", toks, np); /* as engine_gen.c: what is evaluated (TOKSCOPE_PROMPT_LOG) */
     if (np == 0 || np >= e->n_ctx) {
         char msg[256];
         if (np == 0)
@@ -384,6 +388,12 @@ static void slots_command(engine *e, engine_cmd *c)
         break;
     case ENGINE_CMD_SET_TEMPLATE:
         engine_set_template_name(e, c->name);
+        break;
+    case ENGINE_CMD_LOAD_KV: /* a free sequence only: a running one's rows are its request's */
+        if (c->index >= 0 && c->index < S->n && S->sl[c->index].req_id == 0)
+            engine_kv_load_seq(e, &S->ms, c->index, c->path);
+        else
+            engine_post_error(e, "LOAD_KV: sequence %d is not a free one", (int)c->index);
         break;
     default:
         engine_post_error(e, "not available with --parallel > 1 (one command of the single-sequence engine)");

@@ -54,6 +54,7 @@ void store_kv_event(ui_app *app, const engine_event *ev)
     const bool announced = app->kv_announce > 0;
     switch ((enum engine_kv_kind)ev->kv) {
     case ENGINE_KV_SAVED:
+    case ENGINE_KV_PRUNED: /* serve's only */
         if (announced)
             say_after(app, UI_MSG_INFO, ev->message);
         break;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gguf/gguf.h"
+#include "memory/memory_seq.h"
 
 #define KV_MAGIC "TOKSKV\r\n" /* a text-mode transfer that mangles line ends shows at once */
 #define KV_VERSION 1u
@@ -262,23 +263,47 @@ static bool w_putc(kv_writer *w, const void *bytes, size_t len)
     return w_put(w, (void *)bytes, len);
 }
 
-int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint64_t max_bytes,
-                     uint64_t *bytes, char *err, size_t errlen)
+/* The parts after the header: a memory's (kv_snapshot_save) or one
+ * sequence's (kv_snapshot_save_seq). */
+typedef bool (*body_fn)(kv_writer *w, const kv_header *hd, const void *src);
+
+static bool body_mem(kv_writer *w, const kv_header *hd, const void *src)
 {
-    if (bytes)
-        *bytes = 0;
-    if (!m->f || m->no_kv_cache) {
-        snprintf(err, errlen, "there is no KV cache to save (--no-kv-cache)");
-        return -1;
+    const memory *m = src;
+    const size_t nv = (size_t)m->n_vocab * sizeof(float), np = (size_t)m->n_past * sizeof(int32_t);
+    w_putc(w, m->tokens, np);
+    if (hd->recurrent) {
+        w_putc(w, m->call_start, np);
+        w_putc(w, m->call_end, np);
     }
-    kv_header hd;
-    header_of(m, st, &hd);
-    if (max_bytes > 0 && hd.total > max_bytes) {
-        snprintf(err, errlen,
-                 "the KV snapshot would take %.1f MiB, over the cap of %.1f MiB ([session] kv_max_mb)",
-                 (double)hd.total / 1048576.0, (double)max_bytes / 1048576.0);
-        return -1;
+    if (hd->logits_pos >= 0)
+        w_putc(w, m->logits, nv);
+    if (hd->anchor_pos >= 0)
+        w_putc(w, m->anchor, nv);
+    if (hd->recurrent) {
+        void *state = malloc(m->rs_bytes ? m->rs_bytes : 1);
+        if (!state)
+            w->ok = false;
+        if (w->ok && hd->rs_pos >= 0) {
+            forward_rs_save(m->f, state);
+            w_putc(w, state, m->rs_bytes);
+        }
+        free(state);
+        for (int32_t i = 0; w->ok && i < hd->n_ckpt; i++) {
+            w_putc(w, &m->ckpt[i].pos, 4);
+            w_putc(w, m->ckpt[i].state, m->rs_bytes);
+            w_putc(w, m->ckpt[i].logits, nv);
+        }
     }
+    if (w->ok && forward_kv_pieces(m->f, m->n_past, w_put, w) != hd->kv_bytes)
+        w->ok = false;
+    return w->ok;
+}
+
+/* Writes hd and body to path, atomically; 0 or -1 with err set. */
+static int write_snapshot(const kv_header *hd, body_fn body, const void *src, const char *path, char *err,
+                          size_t errlen)
+{
     /* ".NAME.PID.tmp" beside it, as ui/atomic.c names its own (and removes stale ones) */
     const char *slash = strrchr(path, '/');
     const size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
@@ -303,35 +328,9 @@ int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint
     }
     setvbuf(w.fp, NULL, _IOFBF, 1 << 20);
     uint8_t head[HDR_LEN];
-    header_encode(&hd, head);
-    const size_t nv = (size_t)m->n_vocab * sizeof(float), np = (size_t)m->n_past * sizeof(int32_t);
+    header_encode(hd, head);
     w_putc(&w, head, HDR_LEN);
-    w_putc(&w, m->tokens, np);
-    if (hd.recurrent) {
-        w_putc(&w, m->call_start, np);
-        w_putc(&w, m->call_end, np);
-    }
-    if (hd.logits_pos >= 0)
-        w_putc(&w, m->logits, nv);
-    if (hd.anchor_pos >= 0)
-        w_putc(&w, m->anchor, nv);
-    if (hd.recurrent) {
-        void *state = malloc(m->rs_bytes ? m->rs_bytes : 1);
-        if (!state)
-            w.ok = false;
-        if (w.ok && hd.rs_pos >= 0) {
-            forward_rs_save(m->f, state);
-            w_putc(&w, state, m->rs_bytes);
-        }
-        free(state);
-        for (int32_t i = 0; w.ok && i < hd.n_ckpt; i++) {
-            w_putc(&w, &m->ckpt[i].pos, 4);
-            w_putc(&w, m->ckpt[i].state, m->rs_bytes);
-            w_putc(&w, m->ckpt[i].logits, nv);
-        }
-    }
-    if (w.ok && forward_kv_pieces(m->f, m->n_past, w_put, &w) != hd.kv_bytes)
-        w.ok = false;
+    body(&w, hd, src);
     uint8_t sum[EVP_MAX_MD_SIZE];
     unsigned int sl = 0;
     if (w.ok && (EVP_DigestFinal_ex(w.h, sum, &sl) != 1 || sl != KV_HASH_LEN))
@@ -353,6 +352,94 @@ int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint
         snprintf(err, errlen, "cannot write the KV snapshot %s: %s", path, strerror(e ? e : EIO));
         return -1;
     }
+    return 0;
+}
+
+static bool over_cap(const kv_header *hd, uint64_t max_bytes, char *err, size_t errlen)
+{
+    if (max_bytes == 0 || hd->total <= max_bytes)
+        return false;
+    snprintf(err, errlen, "the KV snapshot would take %.1f MiB, over the cap of %.1f MiB (kv_max_mb)",
+             (double)hd->total / 1048576.0, (double)max_bytes / 1048576.0);
+    return true;
+}
+
+int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint64_t max_bytes,
+                     uint64_t *bytes, char *err, size_t errlen)
+{
+    if (bytes)
+        *bytes = 0;
+    if (!m->f || m->no_kv_cache) {
+        snprintf(err, errlen, "there is no KV cache to save (--no-kv-cache)");
+        return -1;
+    }
+    kv_header hd;
+    header_of(m, st, &hd);
+    if (over_cap(&hd, max_bytes, err, errlen) || write_snapshot(&hd, body_mem, m, path, err, errlen) != 0)
+        return -1;
+    if (bytes)
+        *bytes = hd.total;
+    return 0;
+}
+
+/* One sequence: its tokens, each evaluated by "one call" [0, n) (its calls
+ * are not kept), its state at its end, no logits and no checkpoints. */
+typedef struct seq_src {
+    const memory_seq *ms;
+    int32_t s;
+    size_t rs_bytes;
+} seq_src;
+
+static bool body_seq(kv_writer *w, const kv_header *hd, const void *src)
+{
+    const seq_src *q = src;
+    const int32_t n = hd->n_past;
+    w_putc(w, memory_seq_tokens(q->ms, q->s), (size_t)n * sizeof(int32_t));
+    if (hd->recurrent) {
+        int32_t *calls = malloc((size_t)n * sizeof *calls + 1);
+        void *state = malloc(q->rs_bytes ? q->rs_bytes : 1);
+        w->ok = w->ok && calls && state;
+        for (int32_t i = 0; w->ok && i < n; i++)
+            calls[i] = 0;
+        w_putc(w, calls, (size_t)n * sizeof *calls);
+        for (int32_t i = 0; w->ok && i < n; i++)
+            calls[i] = n;
+        w_putc(w, calls, (size_t)n * sizeof *calls);
+        if (w->ok) {
+            forward_rs_save_seq(q->ms->f, q->s, state);
+            w_putc(w, state, q->rs_bytes);
+        }
+        free(calls);
+        free(state);
+    }
+    if (w->ok && forward_kv_pieces_seq(q->ms->f, q->s, n, w_put, w) != hd->kv_bytes)
+        w->ok = false;
+    return w->ok;
+}
+
+int kv_snapshot_save_seq(const memory_seq *ms, int32_t s, const kv_stamp *st, const char *path,
+                         uint64_t max_bytes, uint64_t *bytes, char *err, size_t errlen)
+{
+    if (bytes)
+        *bytes = 0;
+    const int32_t n = s >= 0 && s < ms->n_seq ? memory_seq_n_past(ms, s) : 0;
+    if (n <= 0) {
+        snprintf(err, errlen, "sequence %d holds nothing", (int)s);
+        return -1;
+    }
+    const bool rec = forward_is_recurrent(ms->f);
+    kv_header hd;
+    memset(&hd, 0, sizeof hd);
+    hd.st = *st;
+    hd.n_past = n;
+    hd.logits_pos = hd.anchor_pos = -1;
+    hd.rs_pos = rec ? n : -1;
+    hd.recurrent = rec;
+    hd.kv_bytes = forward_kv_pieces_seq(ms->f, s, n, NULL, NULL);
+    hd.total = total_of(&hd);
+    seq_src q = {ms, s, forward_rs_bytes(ms->f)};
+    if (over_cap(&hd, max_bytes, err, errlen) || write_snapshot(&hd, body_seq, &q, path, err, errlen) != 0)
+        return -1;
     if (bytes)
         *bytes = hd.total;
     return 0;
@@ -562,6 +649,72 @@ int kv_snapshot_load(memory *m, const kv_stamp *st, const char *path, int32_t *n
     m->v_end = n;
     m->logits_pos = hd.logits_pos;
     m->anchor_pos = hd.anchor_pos;
+    *n_tokens = n;
+    return 0;
+}
+
+int kv_snapshot_load_seq(memory_seq *ms, int32_t s, const kv_stamp *st, const char *path, int32_t *n_tokens,
+                         char *why, size_t whylen)
+{
+    *n_tokens = 0;
+    why[0] = 0;
+    if (s < 0 || s >= ms->n_seq) {
+        snprintf(why, whylen, "there is no sequence %d", (int)s);
+        return 1;
+    }
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
+        return 1;
+    }
+    kv_header hd;
+    int rc = check(fp, path, st, &hd, why, whylen);
+    const bool rec = forward_is_recurrent(ms->f);
+    const int32_t n = hd.n_past;
+    if (rc == 0 && (n <= 0 || n > ms->n_ctx || (bool)hd.recurrent != rec || (rec && hd.rs_pos != n) ||
+                    hd.kv_bytes != forward_kv_pieces_seq(ms->f, s, n, NULL, NULL))) {
+        /* a sequence keeps no checkpoints: a recurrent state must be at the end */
+        snprintf(why, whylen, "%s does not fit this model's memory", path);
+        rc = 1;
+    }
+    const size_t nv = (size_t)hd.st.n_vocab * sizeof(float), np = (size_t)n * sizeof(int32_t);
+    int32_t *toks = rc == 0 ? malloc(np + 1) : NULL;
+    void *state = rc == 0 && rec ? malloc(hd.st.rs_bytes ? hd.st.rs_bytes : 1) : NULL;
+    bool ok = rc == 0 && toks && (!rec || state) && fseek(fp, HDR_LEN, SEEK_SET) == 0 && read_all(fp, toks, np);
+    for (int32_t i = 0; ok && i < n; i++)
+        ok = toks[i] >= 0 && toks[i] < hd.st.n_vocab;
+    /* what a sequence does not keep: the calls, logits, anchor (checked by the checksum) */
+    long skip = (long)((rec ? 2 * np : 0) + (hd.logits_pos >= 0 ? nv : 0) + (hd.anchor_pos >= 0 ? nv : 0));
+    if (ok && skip)
+        ok = fseek(fp, skip, SEEK_CUR) == 0;
+    if (ok && rec)
+        ok = read_all(fp, state, hd.st.rs_bytes) &&
+             fseek(fp, (long)((uint64_t)hd.n_ckpt * (4 + hd.st.rs_bytes + nv)), SEEK_CUR) == 0;
+    if (rc == 0 && !ok) {
+        snprintf(why, whylen, "%s does not fit this model's memory (tokens)", path);
+        rc = 1;
+    }
+    if (rc != 0) {
+        free(toks);
+        free(state);
+        fclose(fp);
+        return 1;
+    }
+    /* from here on the stream is replaced */
+    ok = forward_kv_pieces_seq(ms->f, s, n, r_get, fp) == hd.kv_bytes;
+    fclose(fp);
+    if (ok && rec)
+        forward_rs_load_seq(ms->f, s, state, n);
+    if (ok)
+        memory_seq_restored(ms, s, toks, n);
+    else
+        memory_seq_truncate(ms, s, 0);
+    free(toks);
+    free(state);
+    if (!ok) {
+        snprintf(why, whylen, "reading %s failed half way: %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
     *n_tokens = n;
     return 0;
 }

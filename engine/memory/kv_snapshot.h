@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "memory/memory.h"
+#include "memory/memory_seq.h"
 #include "model/forward.h"
 #include "model/model.h"
 
@@ -59,6 +60,16 @@ int kv_snapshot_save(const memory *m, const kv_stamp *st, const char *path, uint
  * then emptied: n_past 0). */
 int kv_snapshot_load(memory *m, const kv_stamp *st, const char *path, int32_t *n_tokens, char *why,
                      size_t whylen);
+
+/* The same for sequence s of a memory of several (serve --parallel,
+ * memory/memory_seq.h): its tokens, its stream's KV rows and (recurrent) its
+ * state, in the format above with no logits and no checkpoints; a snapshot
+ * of either kind restores into a sequence when its recurrent state (if any)
+ * is at its end. A sequence holding nothing is not written (-1). */
+int kv_snapshot_save_seq(const memory_seq *ms, int32_t s, const kv_stamp *st, const char *path,
+                         uint64_t max_bytes, uint64_t *bytes, char *err, size_t errlen);
+int kv_snapshot_load_seq(memory_seq *ms, int32_t s, const kv_stamp *st, const char *path, int32_t *n_tokens,
+                         char *why, size_t whylen);
 
 /* The snapshot file that goes with a session file: NAME.json -> NAME.kv
  * (NAME.kv appended when it does not end in .json). False when too long. */

@@ -76,6 +76,15 @@ bool memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n)
     return true;
 }
 
+bool memory_seq_restored(memory_seq *ms, int32_t s, const int32_t *toks, int32_t n)
+{
+    if (s < 0 || s >= ms->n_seq || n < 0 || n > ms->n_ctx)
+        return false;
+    memcpy(ms->tokens + (size_t)s * (size_t)ms->n_ctx, toks, (size_t)n * sizeof *toks);
+    ms->n_past[s] = n;
+    return true;
+}
+
 int memory_seq_decode(memory_seq *ms, const forward_batch *b, float *logits, char *err, size_t errlen)
 {
     int32_t *next = malloc((size_t)ms->n_seq * sizeof *next);

@@ -59,6 +59,10 @@ int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, co
  * (the sequence dropped) or n >= n_past is taken; false otherwise. */
 bool memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n);
 
+/* Sequence s now holds toks[0, n) (a snapshot filled its stream's rows and
+ * state: memory/kv_snapshot.h). false when s or n is out of range. */
+bool memory_seq_restored(memory_seq *ms, int32_t s, const int32_t *toks, int32_t n);
+
 /* Evaluates b through forward_decode after checking that each sequence's
  * first entry sits at its n_past; then counts the tokens (n_past +=
  * entries). logits: n_vocab floats per entry with out set (b->out NULL:

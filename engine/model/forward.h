@@ -129,6 +129,10 @@ int32_t forward_rs_pos(const forward_ctx *f);             /* positions the state
 void forward_rs_save(const forward_ctx *f, void *dst);    /* snapshot (forward_rs_bytes bytes) */
 void forward_rs_load(forward_ctx *f, const void *src, int32_t pos); /* restore a snapshot taken at pos */
 void forward_rs_reset(forward_ctx *f);                    /* empty state, pos 0 */
+/* Sequence s's state (forward_decode keeps one per sequence; its position is
+ * the caller's counter): saved, or loaded as the state after pos tokens. */
+void forward_rs_save_seq(const forward_ctx *f, int32_t s, void *dst);
+void forward_rs_load_seq(forward_ctx *f, int32_t s, const void *src, int32_t pos);
 /* Keeps the state after each token of every later evaluation of at most n
  * tokens (n 0: none; a longer one keeps none), as llama.cpp's n_rs_seq
  * does for speculative decoding: the recurrence runs token by token, so the
@@ -148,6 +152,9 @@ bool forward_rs_rollback(forward_ctx *f, int32_t i);
  * said stop (fn NULL: only counts). */
 typedef bool (*forward_kv_piece_fn)(void *user, void *bytes, size_t len);
 size_t forward_kv_pieces(forward_ctx *f, int32_t n, forward_kv_piece_fn fn, void *user);
+/* The same over sequence s's stream (forward_decode's; stream 0 is forward_eval's):
+ * every stream's pieces have the same sizes and order. 0 for s out of range. */
+size_t forward_kv_pieces_seq(forward_ctx *f, int32_t s, int32_t n, forward_kv_piece_fn fn, void *user);
 /* What a context computes with that changes the bits of its cache and
  * logits: the cache length (Phi-3 picks RoPE factors by it), the internal
  * batch (how a prompt is cut), the threads (a long single query's attention

@@ -60,6 +60,23 @@ void forward_rs_load(forward_ctx *f, const void *src, int32_t pos)
     f->rs_nl = f->hp.n_layer;
 }
 
+void forward_rs_save_seq(const forward_ctx *f, int32_t s, void *dst)
+{
+    if (f->rs_bytes && s >= 0 && (uint32_t)s < (f->p.n_seq ? f->p.n_seq : 1))
+        memcpy(dst, (const uint8_t *)f->rs + (size_t)s * f->rs_bytes, f->rs_bytes);
+}
+
+void forward_rs_load_seq(forward_ctx *f, int32_t s, const void *src, int32_t pos)
+{
+    if (!f->rs_bytes || s < 0 || (uint32_t)s >= (f->p.n_seq ? f->p.n_seq : 1))
+        return;
+    if (s == 0) { /* stream 0 is forward_eval's too: its counter goes with it */
+        forward_rs_load(f, src, pos);
+        return;
+    }
+    memcpy((uint8_t *)f->rs + (size_t)s * f->rs_bytes, src, f->rs_bytes);
+}
+
 void forward_rs_reset(forward_ctx *f)
 {
     if (!f->rs_bytes)

@@ -14,8 +14,9 @@ trap 'rm -rf "$W" "$ETC"' EXIT
 mkdir -p "$ETC/tokscope" "$W/xdg/tokscope" "$W/home"
 run() { env -u NO_COLOR HOME="$W/home" XDG_CONFIG_HOME="$W/xdg" "$@" >"$W/out" 2>"$W/err"; rc=$?; }
 # value of key $1 (before the last " ; ", the source comment) and its source
-val() { sed -n "s/^$1 = \\(.*\\) ; .*/\\1/p" "$W/out" | sed 's/ *$//'; }
-src() { sed -n "s/^$1 = .* ; //p" "$W/out"; }
+# a key's first line: [engine] n_ctx and threads come before [serve]'s
+val() { sed -n "s/^$1 = \\(.*\\) ; .*/\\1/p" "$W/out" | sed 's/ *$//' | head -n 1; }
+src() { sed -n "s/^$1 = .* ; //p" "$W/out" | head -n 1; }
 
 if [ ! -x "$SYS" ]; then not_ok "config: $SYS built" "make test-bins builds it"; exit 0; fi
 

@@ -61,7 +61,8 @@ if need "$S" "serve on stories260K"; then
         not_ok "serve starts on stories260K" "$(tail -n 5 "$OUT/serve_stories.log")"
     fi
 
-    if serve_start "$OUT/serve_queue.log" -m "$S" --max-queue 0; then
+    # one slot: a second request waits, a third finds the queue full
+    if serve_start "$OUT/serve_queue.log" -m "$S" --parallel 1 --max-queue 0; then
         $API queue "$SPORT"
         serve_stop
     else

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tokscope serve --kv-dir: the cached conversation's KV cache goes to
+# tokscope serve --parallel 1 --kv-dir: the cached conversation's KV cache goes to
 # DIR/MODEL.kv after every request and comes back at the next start, so a
 # restarted server answers a request that extends the conversation without
 # evaluating what it held: the reply's usage.prompt_tokens_details
@@ -24,7 +24,7 @@ print(u["prompt_tokens"], u.get("prompt_tokens_details", {}).get("cached_tokens"
 ask() {
     _log=$1 _body=$2 _out=$3
     shift 3
-    if serve_start "$_log" -m "$T" "$@"; then
+    if serve_start "$_log" -m "$T" --parallel 1 "$@"; then
         curl -s -o "$_out" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$_body"
         serve_stop
     else
@@ -89,7 +89,7 @@ p, at = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[at
     S=$M/stories260K.gguf
     if [ -f "$S" ]; then
         rm -rf "$K.s"
-        if serve_start "$OUT/serve_kv_st.log" -m "$S" --kv-dir "$K.s"; then
+        if serve_start "$OUT/serve_kv_st.log" -m "$S" --parallel 1 --kv-dir "$K.s"; then
             curl -s -o /dev/null "http://127.0.0.1:$SPORT/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":4}'
             serve_stop
         fi
@@ -102,6 +102,92 @@ p, at = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[at
             [ "${got#* * }" = "${want#* * }" ]; then ok "$name"
         else not_ok "$name" "got: $got" "fresh: $want" "$(head -n 3 "$OUT/serve_kv_stale.log")"; fi
     fi
+
+    # --parallel 2: one snapshot per slot (DIR/MODEL.S.kv), all restored at
+    # start; a request extending either conversation takes its slot. The
+    # replies after a restart (logprobs: logits and probabilities) equal those
+    # of the server that wrote them, never stopped.
+    P=$OUT/serve_kvp
+    rm -rf "$P" "$P.copy" "$P.cut" "$P.cap"
+    # RB's long reply is still running when R1 comes: the two take both slots
+    RB='{"messages":[{"role":"user","content":"What is the capital of France and why"}],"max_tokens":1000,"ignore_eos":true,"temperature":0}'
+    # more REPLY_FILE FIRST_CONTENT: the conversation extended, with logprobs
+    more() {
+        python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]
+print(json.dumps({"messages": [{"role": "user", "content": sys.argv[2]}, {"role": "assistant", "content": r},
+      {"role": "user", "content": "more"}], "max_tokens": 4, "temperature": 0, "logprobs": True, "top_logprobs": 3}))' "$@"
+    }
+    # two REPLY_A REPLY_B: the two follow-ups, one after the other
+    two() {
+        curl -s -o "$1" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$A2"
+        curl -s -o "$2" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$B2"
+    }
+    if serve_start "$OUT/serve_kvp1.log" -m "$T" --parallel 2 --kv-dir "$P"; then
+        curl -s -o "$OUT/serve_kvp_b1.json" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$RB" &
+        cpid=$!
+        sleep 0.2
+        curl -s -o "$OUT/serve_kvp_a1.json" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$R1"
+        wait $cpid
+        cp -r "$P" "$P.copy" # the files as the two replies left them
+        A2=$(more "$OUT/serve_kvp_a1.json" "Hello there")
+        B2=$(more "$OUT/serve_kvp_b1.json" "What is the capital of France and why")
+        two "$OUT/serve_kvp_a2.json" "$OUT/serve_kvp_b2.json"
+        serve_stop
+    fi
+    name="serve --parallel 2 --kv-dir: one snapshot per slot"
+    if [ -s "$P.copy/tiny-spm-q8_0.0.kv" ] && [ -s "$P.copy/tiny-spm-q8_0.1.kv" ]; then ok "$name"
+    else not_ok "$name" "$(ls -l "$P.copy" 2>&1)" "$(tail -n 3 "$OUT/serve_kvp1.log")"; fi
+    cp -r "$P.copy" "$P.cut"
+    cp -r "$P.copy" "$P.cap"
+    if serve_start "$OUT/serve_kvp2.log" -m "$T" --parallel 2 --kv-dir "$P.copy"; then
+        two "$OUT/serve_kvp_a2r.json" "$OUT/serve_kvp_b2r.json"
+        serve_stop
+    fi
+    # "CACHED same|differ" of a reply against the never-stopped server's
+    cmp_reply() {
+        python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+ca, cb = (o["usage"]["prompt_tokens_details"]["cached_tokens"] for o in (a, b))
+print(ca, "same" if ca == cb and a["choices"] == b["choices"] else "differ %s" % cb)' "$1" "$2" 2>&1
+    }
+    name="serve --parallel 2 --kv-dir: restarted, both slots restored, each follow-up cached and bit-equal"
+    ra=$(cmp_reply "$OUT/serve_kvp_a2r.json" "$OUT/serve_kvp_a2.json")
+    rb=$(cmp_reply "$OUT/serve_kvp_b2r.json" "$OUT/serve_kvp_b2.json")
+    if [ "$(grep -c "KV snapshot restored into slot" "$OUT/serve_kvp2.log")" = 2 ] && [ "${ra#* }" = same ] &&
+        [ "${rb#* }" = same ] && [ "${ra%% *}" -gt 10 ] && [ "${rb%% *}" -gt 10 ] 2>/dev/null; then ok "$name"
+    else not_ok "$name" "a: $ra" "b: $rb" "$(head -n 3 "$OUT/serve_kvp2.log")"; fi
+
+    # a cut slot file (slot 1's: R1's, RB having taken slot 0 first): said,
+    # that slot starts empty, the other one is used
+    f=$P.cut/tiny-spm-q8_0.1.kv
+    truncate -s $(($(wc -c <"$f") - 50)) "$f"
+    if serve_start "$OUT/serve_kvp3.log" -m "$T" --parallel 2 --kv-dir "$P.cut"; then
+        curl -s -o "$OUT/serve_kvp_b2c.json" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$B2"
+        curl -s -o "$OUT/serve_kvp_a2c.json" "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$A2"
+        serve_stop
+    fi
+    name="serve --parallel 2 --kv-dir: a truncated slot snapshot is ignored with a message, the replies the same"
+    rb=$(cmp_reply "$OUT/serve_kvp_b2c.json" "$OUT/serve_kvp_b2.json")
+    ra=$(usage "$OUT/serve_kvp_a2c.json")
+    want=$(usage "$OUT/serve_kvp_a2.json")
+    if grep -q "KV snapshot not used (slot 1 starts empty): .*truncated" "$OUT/serve_kvp3.log" &&
+        grep -q "KV snapshot restored into slot 0" "$OUT/serve_kvp3.log" && [ "${rb#* }" = same ] &&
+        [ -n "$ra" ] && [ "${ra#* * }" = "${want#* * }" ]; then ok "$name"
+    else not_ok "$name" "b: $rb" "a: $ra / $want" "$(head -n 3 "$OUT/serve_kvp3.log")"; fi
+
+    # the cap covers every slot's file: an old 1.5 MiB one goes first (slot
+    # 0's takes about 1.1 MiB, slot 1's 50 KB)
+    head -c 1572864 /dev/zero >"$P.cap/tiny-spm-q8_0.7.kv"
+    touch -d '2020-01-01' "$P.cap/tiny-spm-q8_0.7.kv"
+    if serve_start "$OUT/serve_kvp4.log" -m "$T" --parallel 2 --kv-dir "$P.cap" --kv-max-mb 2; then
+        curl -s -o /dev/null "http://127.0.0.1:$SPORT/v1/chat/completions" -d "$A2"
+        serve_stop
+    fi
+    name="serve --parallel 2 --kv-max-mb: the slots' files are capped together, the oldest removed first"
+    if [ ! -e "$P.cap/tiny-spm-q8_0.7.kv" ] && [ -s "$P.cap/tiny-spm-q8_0.0.kv" ] && [ -s "$P.cap/tiny-spm-q8_0.1.kv" ] &&
+        grep -q "older snapshots removed" "$OUT/serve_kvp4.log"; then ok "$name"
+    else not_ok "$name" "$(ls -l "$P.cap" 2>&1)" "$(tail -n 3 "$OUT/serve_kvp4.log")"; fi
 fi
 
 # a recurrent model (Qwen3.5: the DeltaNet state and its checkpoints in the
@@ -111,7 +197,7 @@ Q=$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf
 if need "$Q" "serve --kv-dir on a recurrent model (qwen35-mini)"; then
     rm -rf "$K.q"
     P1='{"prompt":"Once upon a time","max_tokens":6,"temperature":0}'
-    if serve_start "$OUT/serve_kvq1.log" -m "$Q" --kv-dir "$K.q"; then
+    if serve_start "$OUT/serve_kvq1.log" -m "$Q" --parallel 1 --kv-dir "$K.q"; then
         curl -s -o "$OUT/serve_kvq1.json" "http://127.0.0.1:$SPORT/v1/completions" -d "$P1"
         serve_stop
     fi
@@ -123,7 +209,7 @@ print(json.dumps({"prompt": "Once upon a time" + o["choices"][0]["text"] + " and
         a=""
         [ $run = kept ] && a="--kv-dir $K.q"
         # shellcheck disable=SC2086
-        if serve_start "$OUT/serve_kvq_$run.log" -m "$Q" $a; then
+        if serve_start "$OUT/serve_kvq_$run.log" -m "$Q" --parallel 1 $a; then
             curl -s -o "$OUT/serve_kvq_$run.json" "http://127.0.0.1:$SPORT/v1/completions" -d "$P2"
             serve_stop
         fi

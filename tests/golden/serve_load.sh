@@ -8,7 +8,7 @@
 . tests/lib_serve.sh
 S=$TESTDATA/models/stories260K.gguf
 if need "$S" "serve load test on stories260K"; then
-    if serve_start "$OUT/serve_load.log" -m "$S"; then
+    if serve_start "$OUT/serve_load.log" -m "$S" --parallel 1; then  # one slot: serve_parallel.sh loads 4
         python3 tests/tools/serve_load.py "$SPORT" "$SPID" "${SERVE_ROUNDS:-5}" "${SERVE_CLIENTS:-32}" \
             >"$OUT/serve_load.out" 2>&1
         grep -v '^requests ' "$OUT/serve_load.out"

@@ -5,7 +5,7 @@
 # streaming clients, a quarter hanging up, every reply well-formed and equal
 # to its prompt's greedy reply alone (prompts whose top-2 margins the test
 # checks), every request answered and logged, memory flat, a clean stop;
-# --spec and --kv-dir refused beside --parallel; with 2 slots and --max-queue 0 two run
+# --spec refused beside an explicit --parallel > 1; with 2 slots and --max-queue 0 two run
 # and a third gets 503.
 . tests/lib.sh
 . tests/lib_serve.sh
@@ -20,16 +20,42 @@ if need "$S" "serve --parallel on stories260K"; then
     grep -q -- 'parallel " N' man/tokscope.1 || missing="$missing man"
     if [ -z "$missing" ]; then ok "$name"; else not_ok "$name" "missing:$missing"; fi
 
-    name="serve refuses --spec with --parallel > 1"
+    name="serve refuses --spec with an explicit --parallel > 1"
     "$BIN" serve -m "$S" --port 0 --parallel 2 --spec ngram >"$OUT/serve_par_spec.out" 2>&1
     rc=$?
     if [ $rc -eq 2 ] && grep -q "parallel 1" "$OUT/serve_par_spec.out"; then ok "$name"
     else not_ok "$name" "exit $rc" "$(head -c 200 "$OUT/serve_par_spec.out")"; fi
-    name="serve refuses --kv-dir with --parallel > 1 (a snapshot is one conversation's)"
-    "$BIN" serve -m "$S" --port 0 --parallel 2 --kv-dir "$OUT/kvpar" >"$OUT/serve_par_kv.out" 2>&1
-    rc=$?
-    if [ $rc -eq 2 ] && grep -q "kv-dir keeps one conversation.*parallel 1" "$OUT/serve_par_kv.out"; then ok "$name"
-    else not_ok "$name" "exit $rc" "$(head -c 200 "$OUT/serve_par_kv.out")"; fi
+
+    name="serve --spec without --parallel: one slot, said in one line"
+    if serve_start "$OUT/serve_par_spec1.log" -m "$S" --spec ngram; then
+        serve_stop
+        if [ "$(grep -c "spec runs one request at a time: 1 slot" "$OUT/serve_par_spec1.log")" = 1 ] &&
+            grep -q "(queue 64, 1 slot," "$OUT/serve_par_spec1.log"; then ok "$name"
+        else not_ok "$name" "$(head -n 3 "$OUT/serve_par_spec1.log")"; fi
+    else not_ok "$name" "$(tail -n 3 "$OUT/serve_par_spec1.log")"; fi
+
+    # the default is 4 slots; a request alone in them has the bits of --parallel 1
+    # (its logprobs entries: logits and probabilities), chat and completion
+    for n in default 1; do
+        a=""
+        [ $n = 1 ] && a="--parallel 1"
+        # shellcheck disable=SC2086
+        if serve_start "$OUT/serve_par_alone_$n.log" -m "$S" $a; then
+            curl -s -o "$OUT/serve_par_alone_$n.c.json" "http://127.0.0.1:$SPORT/v1/completions" \
+                -d '{"prompt":"Once upon a time","max_tokens":24,"temperature":0,"logprobs":5}'
+            curl -s -o "$OUT/serve_par_alone_$n.m.json" "http://127.0.0.1:$SPORT/v1/chat/completions" \
+                -d '{"messages":[{"role":"user","content":"Lily saw a dog"}],"max_tokens":24,"temperature":0.8,"seed":7,"logprobs":true,"top_logprobs":5}'
+            serve_stop
+        fi
+    done
+    name="serve without --parallel: 4 slots, and a request alone gives --parallel 1's bits"
+    res=$(python3 -c 'import json,sys
+d = [json.load(open(sys.argv[1] + x)) for x in (".c.json", ".m.json")]
+o = [json.load(open(sys.argv[2] + x)) for x in (".c.json", ".m.json")]
+print("same" if all(a["choices"] == b["choices"] and a["choices"][0].get("logprobs") for a, b in zip(d, o)) else "differ")' \
+        "$OUT/serve_par_alone_default" "$OUT/serve_par_alone_1" 2>&1)
+    if [ "$res" = same ] && grep -q "(queue 64, 4 slots," "$OUT/serve_par_alone_default.log"; then ok "$name"
+    else not_ok "$name" "$res" "$(head -n 2 "$OUT/serve_par_alone_default.log")"; fi
 
     if serve_start "$OUT/serve_par_queue.log" -m "$S" --parallel 2 --max-queue 0; then
         python3 tests/tools/serve_api.py queue2 "$SPORT"
