@@ -20,6 +20,7 @@
 typedef struct slot {
     int32_t req_id, conv_id; /* req_id 0: free */
     int32_t order;
+    int64_t last_used; /* S->next_used when its last request ended */
     sampler *s;
     int32_t *prompt; /* the tokens the sequence must hold before the reply */
     int32_t n_prompt, n_eval;
@@ -34,6 +35,7 @@ typedef struct slot {
 struct engine_slots {
     memory_seq ms;
     int32_t n, n_batch, next_order;
+    int64_t next_used;
     slot *sl;
     engine_cmd *wait; /* SUBMITs waiting for a free slot, FIFO */
     int32_t n_wait, cap_wait;
@@ -165,6 +167,7 @@ static void emit_text(slot *s, engine_event *ev, size_t upto, bool final)
 static void slot_done(engine *e, int32_t i, enum engine_done_reason reason, const char *msg)
 {
     slot *s = &e->slots->sl[i];
+    s->last_used = e->slots->next_used++;
     engine_event ev;
     slot_ev(e, s, i, &ev, ENGINE_EV_DONE);
     ev.reason = reason;
@@ -200,8 +203,8 @@ static void fail_cmd(engine *e, const engine_cmd *c, enum engine_done_reason rea
     engine_post(e, &ev);
 }
 
-/* A waiting SUBMIT into a free slot: its prompt, the sequence holding the
- * longest prefix of it, that prefix kept. */
+/* A waiting SUBMIT into a free slot: its prompt, the slot
+ * engine_slots_choose picks (llama-server's rule), the prefix it shares kept. */
 static void admit(engine *e, engine_cmd *c)
 {
     struct engine_slots *S = e->slots;
@@ -226,17 +229,26 @@ static void admit(engine *e, engine_cmd *c)
         fail_cmd(e, c, np ? ENGINE_DONE_CTX_FULL : ENGINE_DONE_ERROR, msg);
         return;
     }
-    bool *is_free = malloc((size_t)S->n * sizeof *is_free);
-    if (!is_free) {
+    engine_slot_cand *cand = malloc((size_t)S->n * sizeof *cand);
+    if (!cand) {
         free(toks);
         fail_cmd(e, c, ENGINE_DONE_ERROR, "out of memory");
         return;
     }
-    for (int32_t i = 0; i < S->n; i++)
-        is_free[i] = S->sl[i].req_id == 0;
-    int32_t common = 0;
-    int32_t i = memory_seq_best(&S->ms, toks, np, is_free, &common);
-    free(is_free);
+    for (int32_t k = 0; k < S->n; k++) {
+        cand[k].busy = S->sl[k].req_id != 0;
+        cand[k].held = memory_seq_n_past(&S->ms, k);
+        cand[k].common = cand[k].busy ? 0 : memory_seq_common(&S->ms, k, toks, np);
+        cand[k].last_used = S->sl[k].last_used;
+    }
+    int32_t i = engine_slots_choose(cand, S->n, np);
+    const int32_t common = i >= 0 ? cand[i].common : 0;
+    free(cand);
+    if (i < 0) { /* admit runs only with a slot free */
+        free(toks);
+        fail_cmd(e, c, ENGINE_DONE_ERROR, "no free slot");
+        return;
+    }
     slot *s = &S->sl[i];
     const bool can_cut = !forward_is_recurrent(e->f);
     int32_t keep = engine_slots_keep(common, np, memory_seq_n_past(&S->ms, i), can_cut);

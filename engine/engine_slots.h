@@ -5,7 +5,7 @@
  * many tokens as the internal batch leaves (llama-server's order: running
  * replies first, so they keep streaming while a long prompt goes in).
  * Requests join between steps; a finished slot's sequence keeps its tokens
- * for the next request whose prompt extends it (memory_seq_best).
+ * for the next request whose prompt extends it (engine_slots_choose).
  *
  * The planning below (engine_slots_plan.c) is pure, so unit tests drive it; the
  * engine's loop is engine_slots_main (engine_slots.c). */
@@ -33,5 +33,22 @@ int32_t engine_slots_plan(const engine_slot_need *need, int32_t n, int32_t n_bat
  * recurrent model (can_cut false) either everything the sequence holds
  * (held <= kept) or nothing. */
 int32_t engine_slots_keep(int32_t common, int32_t n, int32_t held, bool can_cut);
+
+/* One slot as the chooser of a new request's slot sees it. */
+typedef struct engine_slot_cand {
+    bool busy;         /* a request runs in it */
+    int32_t held;      /* tokens its sequence holds (0: empty) */
+    int32_t common;    /* of them, the new prompt's first ones */
+    int64_t last_used; /* when its last request ended (larger: later) */
+} engine_slot_cand;
+
+/* The slot a new prompt of n tokens takes, as llama-server picks it
+ * (get_available_slot, --slot-prompt-similarity 0.1): the free slot whose
+ * cached prefix is the largest fraction of the prompt, when that fraction
+ * is over 0.1; else the least recently used free slot, an empty one
+ * before any that holds a conversation (so a cached conversation is not
+ * overwritten while a slot is empty); of equals the lowest id. -1: none is
+ * free. */
+int32_t engine_slots_choose(const engine_slot_cand *c, int32_t n_slots, int32_t n);
 
 #endif

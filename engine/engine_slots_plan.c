@@ -37,3 +37,27 @@ int32_t engine_slots_keep(int32_t common, int32_t n, int32_t held, bool can_cut)
         keep = 0;
     return keep;
 }
+
+int32_t engine_slots_choose(const engine_slot_cand *c, int32_t n_slots, int32_t n)
+{
+    int32_t best = -1;
+    float sim_best = 0.0f;
+    for (int32_t i = 0; i < n_slots && n > 0; i++) {
+        if (c[i].busy || c[i].held == 0)
+            continue;
+        const float sim = (float)c[i].common / (float)n; /* llama-server's float, its strict > */
+        if (sim > sim_best && sim > 0.1f)
+            sim_best = sim, best = i;
+    }
+    if (best >= 0)
+        return best;
+    int64_t t_best = -1;
+    for (int32_t i = 0; i < n_slots; i++) {
+        if (c[i].busy)
+            continue;
+        const int64_t t = c[i].held == 0 ? -1 : c[i].last_used;
+        if (best < 0 || t < t_best) /* of equals the lowest id (llama-server: the highest; ids only) */
+            t_best = t, best = i;
+    }
+    return best;
+}

@@ -48,22 +48,6 @@ int32_t memory_seq_common(const memory_seq *ms, int32_t s, const int32_t *toks, 
     return i;
 }
 
-int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, const bool *free,
-                        int32_t *common)
-{
-    int32_t best = -1, len = -1;
-    for (int32_t s = 0; s < ms->n_seq; s++) {
-        if (free && !free[s])
-            continue;
-        const int32_t c = memory_seq_common(ms, s, toks, n);
-        if (c > len)
-            best = s, len = c;
-    }
-    if (common)
-        *common = len < 0 ? 0 : len;
-    return best;
-}
-
 bool memory_seq_truncate(memory_seq *ms, int32_t s, int32_t n)
 {
     if (s < 0 || s >= ms->n_seq || n < 0)

@@ -48,11 +48,6 @@ int32_t memory_seq_n_past(const memory_seq *ms, int32_t s);
 const int32_t *memory_seq_tokens(const memory_seq *ms, int32_t s);
 /* How many leading tokens of toks[0, n) sequence s holds. */
 int32_t memory_seq_common(const memory_seq *ms, int32_t s, const int32_t *toks, int32_t n);
-/* The sequence holding the longest prefix of toks[0, n) (*common gets its
- * length; ties: the lowest id), among those free[s] says may be taken
- * (free NULL: all). -1 when none may. */
-int32_t memory_seq_best(const memory_seq *ms, const int32_t *toks, int32_t n, const bool *free,
-                        int32_t *common);
 /* Sequence s keeps positions [0, n) (llama_memory_seq_rm(s, n, -1)); never
  * raises n_past. O(1): the rows after n are overwritten when evaluated. A
  * recurrent state cannot drop its last tokens: on such a model only n = 0

@@ -83,6 +83,32 @@ static void test_keep(void **state)
     assert_int_equal(engine_slots_keep(5, 5, 5, false), 0);  /* would drop its last token: whole */
 }
 
+/* The new request's slot: llama-server's get_available_slot (similarity
+ * over 0.1 first, else least recently used, empty slots before cached
+ * ones). The case that failed before: a 3-token shared template head (6 %
+ * of the prompt) took slot 0's cached conversation while slot 1 was empty. */
+static void test_choose(void **state)
+{
+    (void)state;
+    /* busy, held, common, last_used */
+    engine_slot_cand head[2] = {{false, 40, 3, 0}, {false, 0, 0, 0}};
+    assert_int_equal(engine_slots_choose(head, 2, 50), 1);
+    engine_slot_cand ext[3] = {{false, 40, 40, 0}, {false, 30, 20, 1}, {false, 0, 0, 0}};
+    assert_int_equal(engine_slots_choose(ext, 3, 50), 0); /* 0.8 beats 0.4 */
+    ext[0].busy = true;
+    assert_int_equal(engine_slots_choose(ext, 3, 50), 1); /* busy slots are never taken */
+    engine_slot_cand edge[2] = {{false, 40, 5, 0}, {false, 40, 6, 1}};
+    assert_int_equal(engine_slots_choose(edge, 2, 50), 1); /* 0.12 > 0.1; 0.1 is not over it */
+    edge[1].common = 5;
+    assert_int_equal(engine_slots_choose(edge, 2, 50), 0); /* both 0.1: least recently used */
+    engine_slot_cand lru[3] = {{false, 9, 0, 7}, {false, 9, 0, 2}, {false, 9, 0, 5}};
+    assert_int_equal(engine_slots_choose(lru, 3, 50), 1);
+    engine_slot_cand empties[3] = {{false, 0, 0, 0}, {false, 9, 0, 0}, {false, 0, 0, 0}};
+    assert_int_equal(engine_slots_choose(empties, 3, 50), 0); /* of equals the lowest id */
+    engine_slot_cand none[2] = {{true, 0, 0, 0}, {true, 9, 9, 0}};
+    assert_int_equal(engine_slots_choose(none, 2, 50), -1);
+}
+
 /* ---- an engine with slots ------------------------------------------------- */
 
 #define NREQ 6
@@ -368,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_plan_full_batch),
         cmocka_unit_test(test_plan_idle),
         cmocka_unit_test(test_keep),
+        cmocka_unit_test(test_choose),
         cmocka_unit_test(test_engine_greedy_concurrent),
         cmocka_unit_test(test_engine_stop_one),
         cmocka_unit_test(test_engine_seeded_repeats),
