@@ -43,6 +43,14 @@ struct cJSON;
 
 /* ---- serve_request.c ---------------------------------------------------- */
 
+/* A logit_bias entry as the request gave it: a token id, or a text that
+ * serve_vocab_bias tokenizes (each of its tokens gets the bias). */
+typedef struct serve_bias_in {
+    int64_t id; /* -1: text */
+    char *text;
+    float bias;
+} serve_bias_in;
+
 typedef struct serve_request {
     bool chat;            /* /v1/chat/completions (else /v1/completions) */
     bool stream;
@@ -57,6 +65,9 @@ typedef struct serve_request {
     bool logprobs;        /* per-token logprobs wanted */
     int32_t top_logprobs; /* alternatives per token (0..SERVE_MAX_TOP) */
     bool post_sampling;   /* llama-server's post_sampling_probs: logprob fields are the sampler's */
+    serve_bias_in *bias_in; /* logit_bias in llama-server's order (an object's keys sorted as
+                               its std::map holds them); serve_vocab_bias fills sp.bias */
+    size_t n_bias_in;
 } serve_request;
 
 /* Parses and validates a body. Returns 0, or the HTTP status (400) with a
@@ -91,6 +102,11 @@ int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req);
  * (chat_prompt_count). -1 with err set when it cannot be rendered. Prompts
  * over SERVE_COUNT_ALONE bytes are counted one at a time (bounded memory). */
 int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_t limit, char *err, size_t errlen);
+/* req's logit_bias into req->sp.bias as llama-server takes it: ids as
+ * given, texts tokenized (no BOS, specials as text). 400 with err and param
+ * when an id is outside the vocabulary or the entries pass SAMPLER_MAX_BIAS
+ * (llama-server drops such ids silently; a request is told instead). */
+int serve_vocab_bias(const serve_vocab *v, serve_request *req, char *err, size_t errlen);
 /* The chat prompt as the engine renders it, for where the reply starts
  * (inside reasoning or not); malloc'd, NULL when it cannot be rendered. */
 char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n);

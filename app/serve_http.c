@@ -316,6 +316,8 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     char err[512], param[64];
     int rc = serve_request_parse(&req, chat, cr->body ? cr->body : "", cr->len, NULL, err, sizeof err, param,
                                  sizeof param);
+    if (!rc && (rc = serve_vocab_bias(h->p.vocab, &req, err, sizeof err)))
+        snprintf(param, sizeof param, "logit_bias");
     /* the request holds what it needs: the body (up to SERVE_MAX_BODY) goes
      * before the prompt is rendered and counted */
     free(cr->body);

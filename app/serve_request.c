@@ -150,6 +150,84 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
     return parse_stop(c, o, sp);
 }
 
+static int bias_add(pctx *c, serve_request *r, const cJSON *key, const char *skey, const cJSON *val)
+{
+    float b;
+    if (cJSON_IsNumber(val) && isfinite(val->valuedouble))
+        b = (float)val->valuedouble; /* nlohmann's get<float>: the double rounded */
+    else if (cJSON_IsFalse(val))
+        b = -INFINITY;
+    else
+        return bad(c, "logit_bias", "a logit_bias value is a number or false");
+    serve_bias_in in = {-1, NULL, b};
+    if (key) { /* an array's [token, bias] */
+        if (cJSON_IsNumber(key) && key->valuedouble == floor(key->valuedouble) && fabs(key->valuedouble) < 1e15)
+            in.id = (int64_t)key->valuedouble;
+        else if (cJSON_IsString(key))
+            skey = key->valuestring;
+        else
+            return bad(c, "logit_bias", "a logit_bias token is an id or a text");
+    }
+    if (skey) {
+        char *end;
+        long long id = strtoll(skey, &end, 10);
+        if (!*end && !key)
+            in.id = id; /* an object's key that is all digits: an id, as llama-server's strtol */
+        else if (!(in.text = strdup(skey)))
+            return bad(c, "logit_bias", "out of memory");
+    }
+    serve_bias_in *g = realloc(r->bias_in, (r->n_bias_in + 1) * sizeof *g);
+    if (!g) {
+        free(in.text);
+        return bad(c, "logit_bias", "out of memory");
+    }
+    r->bias_in = g;
+    r->bias_in[r->n_bias_in++] = in;
+    return 0;
+}
+
+/* llama-server's logit_bias: [[token, bias], ...] or {"token": bias}, in
+ * order (its JSON keeps an object's keys in order; a key given twice keeps
+ * its first place and its last value); a token is an id or a text, a bias a
+ * number or false (banned). */
+static int parse_bias(pctx *c, const cJSON *o, serve_request *r)
+{
+    const cJSON *lb = field(o, "logit_bias");
+    int rc;
+    if (!lb || cJSON_IsNull(lb))
+        return 0;
+    if (cJSON_GetArraySize(lb) > SAMPLER_MAX_BIAS)
+        return bad(c, "logit_bias", "logit_bias holds more than %d entries", SAMPLER_MAX_BIAS);
+    const cJSON *el;
+    if (cJSON_IsArray(lb)) {
+        cJSON_ArrayForEach(el, lb)
+        {
+            if (!cJSON_IsArray(el) || cJSON_GetArraySize(el) != 2)
+                return bad(c, "logit_bias", "logit_bias as an array holds [token, bias] pairs");
+            if ((rc = bias_add(c, r, cJSON_GetArrayItem(el, 0), NULL, cJSON_GetArrayItem(el, 1))))
+                return rc;
+        }
+        return 0;
+    }
+    if (!cJSON_IsObject(lb))
+        return bad(c, "logit_bias", "logit_bias is an object of token: bias or an array of [token, bias]");
+    cJSON_ArrayForEach(el, lb)
+    {
+        bool seen = false;
+        for (const cJSON *p = lb->child; p != el && !seen; p = p->next)
+            seen = !strcmp(p->string, el->string);
+        if (seen)
+            continue;
+        const cJSON *last = el;
+        for (const cJSON *q = el->next; q; q = q->next)
+            if (!strcmp(q->string, el->string))
+                last = q;
+        if ((rc = bias_add(c, r, NULL, el->string, last)))
+            return rc;
+    }
+    return 0;
+}
+
 static int parse_logprobs(pctx *c, const cJSON *o, serve_request *r)
 {
     int rc;
@@ -411,7 +489,7 @@ int serve_request_parse(serve_request *req, bool chat, const char *body, size_t 
         if ((rc = get_bool(&c, f, "include_usage", &req->include_usage)))
             goto out;
     }
-    if ((rc = refuse_unsupported(&c, o, chat)) || (rc = parse_sampling(&c, o, req)) ||
+    if ((rc = refuse_unsupported(&c, o, chat)) || (rc = parse_sampling(&c, o, req)) || (rc = parse_bias(&c, o, req)) ||
         (rc = parse_logprobs(&c, o, req)) || (rc = chat ? parse_messages(&c, o, req) : parse_prompt(&c, o, req)))
         goto out;
     unescape_contents(req);
@@ -429,5 +507,8 @@ void serve_request_free(serve_request *req)
     free(req->msgs);
     free(req->prompt);
     free(req->model);
+    for (size_t i = 0; i < req->n_bias_in; i++)
+        free(req->bias_in[i].text);
+    free(req->bias_in);
     memset(req, 0, sizeof *req);
 }

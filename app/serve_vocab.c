@@ -157,3 +157,40 @@ char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t 
         *z = 1;
     return text;
 }
+
+int serve_vocab_bias(const serve_vocab *v, serve_request *req, char *err, size_t errlen)
+{
+    sampler_params *sp = &req->sp;
+    sp->n_bias = 0;
+    for (size_t i = 0; i < req->n_bias_in; i++) {
+        const serve_bias_in *in = &req->bias_in[i];
+        int32_t one, *ids = &one, n = 1;
+        if (in->text) { /* common_tokenize(vocab, text, false): no BOS, specials as text */
+            const size_t len = strlen(in->text);
+            n = tokenizer_encode(v->tok, in->text, len, false, false, NULL, 0);
+            if (n < 0 || !(ids = malloc((size_t)(n ? n : 1) * sizeof *ids))) {
+                snprintf(err, errlen, "logit_bias: '%.64s' cannot be tokenized", in->text);
+                return 400;
+            }
+            tokenizer_encode(v->tok, in->text, len, false, false, ids, n);
+        } else if (in->id < 0 || in->id >= v->n_vocab) {
+            snprintf(err, errlen, "logit_bias: token %lld is not in the vocabulary (0..%d)", (long long)in->id,
+                     (int)v->n_vocab - 1);
+            return 400;
+        } else {
+            one = (int32_t)in->id;
+        }
+        for (int32_t k = 0; k < n; k++) {
+            if (sp->n_bias == SAMPLER_MAX_BIAS) {
+                if (ids != &one)
+                    free(ids);
+                snprintf(err, errlen, "logit_bias: more than %d tokens", SAMPLER_MAX_BIAS);
+                return 400;
+            }
+            sp->bias[sp->n_bias++] = (sampler_bias){ids[k], in->bias};
+        }
+        if (ids != &one)
+            free(ids);
+    }
+    return 0;
+}

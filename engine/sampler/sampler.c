@@ -796,18 +796,28 @@ static double penalised_std(const sampler *s, const float *logits, int32_t n_fin
     return var > 0 ? sqrt(var) : 0.0;
 }
 
-/* ignore_eos: s->biased = logits with every end-of-generation token at
- * -inf (llama-server's logit bias, the chain's first step). Returns how many
- * finite logits that took away, -1 when out of memory (no bias then). */
-static int32_t bias_eog(sampler *s, const float *logits)
+/* logit_bias and ignore_eos: s->biased = logits with each bias entry added
+ * in turn (llama.cpp's logit-bias sampler, the chain's first step), then
+ * every end-of-generation token at -inf. Returns how many finite logits that
+ * took away, -1 when out of memory (no bias then). */
+static int32_t bias_apply(sampler *s, const float *logits, const sampler_params *p)
 {
     if (!s->biased && !(s->biased = malloc((size_t)s->n_vocab * sizeof *s->biased)))
         return -1;
     memcpy(s->biased, logits, (size_t)s->n_vocab * sizeof *s->biased);
-    int32_t nb = 0;
-    for (int32_t i = 0; i < s->n_eog; i++) {
-        nb += logits[s->eog[i]] > -INFINITY;
+    for (int32_t i = 0; i < p->n_bias; i++)
+        if (p->bias[i].id >= 0 && p->bias[i].id < s->n_vocab)
+            s->biased[p->bias[i].id] += p->bias[i].bias;
+    for (int32_t i = 0; p->ignore_eos && i < s->n_eog; i++)
         s->biased[s->eog[i]] = -INFINITY;
+    /* the biased ids may repeat: count the logits that went, not the entries */
+    int32_t nb = 0;
+    if (p->n_bias > 0) {
+        for (int32_t id = 0; id < s->n_vocab; id++)
+            nb += logits[id] > -INFINITY && !(s->biased[id] > -INFINITY);
+    } else {
+        for (int32_t i = 0; i < s->n_eog; i++)
+            nb += logits[s->eog[i]] > -INFINITY;
     }
     return nb;
 }
@@ -866,12 +876,12 @@ static int32_t sample(sampler *s, const float *logits, sampler_step *step, int32
         return 0;
     }
 
-    /* the chain reads cl: the logits with ignore_eos's bias; the report the raw ones */
+    /* the chain reads cl: the logits with logit_bias's and ignore_eos's bias; the report the raw ones */
     const float *cl = logits;
     int32_t n_finite = rs.n_finite;
-    if (p->ignore_eos && s->n_eog > 0) {
-        int32_t nb = bias_eog(s, logits);
-        if (nb >= 0 && nb < n_finite) { /* all of them end the turn: nothing to ban in favour of */
+    if (p->n_bias > 0 || (p->ignore_eos && s->n_eog > 0)) {
+        int32_t nb = bias_apply(s, logits, p);
+        if (nb >= 0 && nb < n_finite) { /* all of them banned: nothing to ban in favour of */
             cl = s->biased;
             n_finite -= nb;
         }

@@ -14,6 +14,13 @@
 #define SAMPLER_MAX_TOP 64      /* most candidates a step reports */
 #define SAMPLER_MAX_STOP 8      /* stop strings */
 #define SAMPLER_STOP_LEN 64
+#define SAMPLER_MAX_BIAS 512    /* logit_bias entries */
+
+/* One logit bias: bias added to token id's logit (-INFINITY bans it). */
+typedef struct sampler_bias {
+    int32_t id;
+    float bias;
+} sampler_bias;
 
 typedef struct sampler_params {
     float temp;              /* 0.8 */
@@ -50,6 +57,12 @@ typedef struct sampler_params {
      * raw distribution (p_raw, entropy_raw, the top list's order) stays the
      * model's, as llama-server's logprobs do; p_post shows the bias (0). */
     bool ignore_eos;
+    /* llama-server's logit_bias: each entry's bias added to its token's logit
+     * in this order (a token twice: both, in turn), ahead of the chain as its
+     * first step; the ignore_eos bans come after them. As with ignore_eos the
+     * raw numbers stay the model's. */
+    int32_t n_bias;
+    sampler_bias bias[SAMPLER_MAX_BIAS];
 } sampler_params;
 
 sampler_params sampler_default_params(void);

@@ -21,8 +21,8 @@ every reply's text as UTF-8 (common_chat_parse, on /completion and
 /v1/completions alike) and cancels a reply that holds invalid UTF-8 ("unparsed
 Content-only output"), which a model with random weights produces often;
 without those byte tokens a reply is always valid UTF-8 and runs to TOKENS.
-tokscope serve ignores the field (it takes no logit_bias): its replies are
-other tokens of the same count, the same work per token.
+tokscope serve takes logit_bias as llama-server does (golden/serve_bias), so
+both servers generate the same greedy replies.
 """
 import http.client
 import json

@@ -7,6 +7,12 @@ python3 serve_ref.py eos PORT PATH REQ_FILE REF_FILE LABEL
   softmax is summed in another order); streamed: the same text; with
   ignore_eos off: the turn ends at once (the token the reply passes over
   ends the turn, so the check can fail); a non-boolean ignore_eos: 400.
+python3 serve_ref.py bias PORT PATH REQ_FILE REF_FILE LABEL
+  the request (with logit_bias) whole against the reference as above;
+  without its logit_bias the reply is another (the bias is what the
+  reference followed, so the check can fail); a token id outside the
+  vocabulary and a bias that is neither a number nor false: 400 naming
+  logit_bias (llama-server drops such entries silently).
 Prints "ok - NAME" / "not ok - NAME" lines."""
 import json
 import os
@@ -92,7 +98,37 @@ def eos(port, path, req_file, ref_file, label):
     run(name + " not a boolean: 400 naming it", refused)
 
 
+def bias(port, path, req_file, ref_file, label):
+    port = int(port)
+    chat = path.endswith("/chat/completions")
+    body = json.load(open(req_file, encoding="utf-8"))
+    want = json.load(open(ref_file, encoding="utf-8"))
+    name = "serve %s with logit_bias" % label
+
+    def whole():
+        st, _, o = sc.post(port, path, body)
+        return ["status %d %r" % (st, o)] if st != 200 else compare(o, want, chat)
+
+    def without():
+        st, _, o = sc.post(port, path, {k: v for k, v in body.items() if k != "logit_bias"})
+        if st != 200:
+            return ["status %d %r" % (st, o)]
+        return ["the same reply without the bias: %r" % reply_text(o, chat)] if reply_text(o, chat) == reply_text(
+            want, chat) else []
+
+    def refused():
+        bad = []
+        for lb in ({"99999999": 1}, [[-1, 1]], {"5": "x"}, [[5]], 7):
+            st, _, o = sc.post(port, path, dict(body, logit_bias=lb))
+            bad += ["%r: %s" % (lb, b) for b in is_error_shape(o, st, 400, "logit_bias")]
+        return bad
+
+    run(name + ": llama-server 34af94cd's reply (tokens, top tokens, logprobs)", whole)
+    run(name + " left out: another reply", without)
+    run(name + ": an id outside the vocabulary, a bad value or shape: 400 naming it", refused)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 7 or sys.argv[1] != "eos":
+    if len(sys.argv) != 7 or sys.argv[1] not in ("eos", "bias"):
         sys.exit(__doc__)
-    eos(*sys.argv[2:])
+    (eos if sys.argv[1] == "eos" else bias)(*sys.argv[2:])

@@ -17,7 +17,7 @@
 # with llama-server. Every request carries --ban-bytes's logit_bias: llama-server
 # 34af94cd cancels a reply whose text is not valid UTF-8, which random weights
 # produce; without the byte tokens <0x80>..<0xFF> every reply runs to TOKENS
-# (tokscope ignores the field; serve_bench.py says why). A round in which any
+# (tokscope takes it as llama-server does: the same replies). A round in which any
 # reply falls short is reported and left out of the means.
 MODEL=${MODEL:-/work/bench/tl-q4_0.gguf}
 NP=${NP:-4 16}
