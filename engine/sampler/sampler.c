@@ -799,25 +799,26 @@ static double penalised_std(const sampler *s, const float *logits, int32_t n_fin
 /* logit_bias and ignore_eos: s->biased = logits with each bias entry added
  * in turn (llama.cpp's logit-bias sampler, the chain's first step), then
  * every end-of-generation token at -inf. Returns how many finite logits that
- * took away, -1 when out of memory (no bias then). */
+ * took away (each counted where it turns -inf, so a token biased twice counts
+ * once), -1 when out of memory (no bias then). */
 static int32_t bias_apply(sampler *s, const float *logits, const sampler_params *p)
 {
     if (!s->biased && !(s->biased = malloc((size_t)s->n_vocab * sizeof *s->biased)))
         return -1;
     memcpy(s->biased, logits, (size_t)s->n_vocab * sizeof *s->biased);
-    for (int32_t i = 0; i < p->n_bias; i++)
-        if (p->bias[i].id >= 0 && p->bias[i].id < s->n_vocab)
-            s->biased[p->bias[i].id] += p->bias[i].bias;
-    for (int32_t i = 0; p->ignore_eos && i < s->n_eog; i++)
-        s->biased[s->eog[i]] = -INFINITY;
-    /* the biased ids may repeat: count the logits that went, not the entries */
+    float *b = s->biased;
     int32_t nb = 0;
-    if (p->n_bias > 0) {
-        for (int32_t id = 0; id < s->n_vocab; id++)
-            nb += logits[id] > -INFINITY && !(s->biased[id] > -INFINITY);
-    } else {
-        for (int32_t i = 0; i < s->n_eog; i++)
-            nb += logits[s->eog[i]] > -INFINITY;
+    for (int32_t i = 0; i < p->n_bias; i++) {
+        const int32_t id = p->bias[i].id;
+        if (id < 0 || id >= s->n_vocab)
+            continue;
+        const bool was = b[id] > -INFINITY;
+        b[id] += p->bias[i].bias;
+        nb += was && !(b[id] > -INFINITY);
+    }
+    for (int32_t i = 0; p->ignore_eos && i < s->n_eog; i++) {
+        nb += b[s->eog[i]] > -INFINITY;
+        b[s->eog[i]] = -INFINITY;
     }
     return nb;
 }

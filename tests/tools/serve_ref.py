@@ -58,16 +58,23 @@ def compare(got, want, chat):
     return bad
 
 
-def eos(port, path, req_file, ref_file, label):
+def load(port, path, req_file, ref_file):
+    """port as a number, chat or not, the request, the reference's reply, and
+    the check of the request's whole reply against the reference's."""
     port = int(port)
     chat = path.endswith("/chat/completions")
     body = json.load(open(req_file, encoding="utf-8"))
     want = json.load(open(ref_file, encoding="utf-8"))
-    name = "serve %s with ignore_eos" % label
 
     def whole():
         st, _, o = sc.post(port, path, body)
         return ["status %d %r" % (st, o)] if st != 200 else compare(o, want, chat)
+    return port, chat, body, want, whole
+
+
+def eos(port, path, req_file, ref_file, label):
+    port, chat, body, want, whole = load(port, path, req_file, ref_file)
+    name = "serve %s with ignore_eos" % label
 
     def streamed():
         st, _, ev = sc.post(port, path, dict(body, stream=True))
@@ -99,15 +106,8 @@ def eos(port, path, req_file, ref_file, label):
 
 
 def bias(port, path, req_file, ref_file, label):
-    port = int(port)
-    chat = path.endswith("/chat/completions")
-    body = json.load(open(req_file, encoding="utf-8"))
-    want = json.load(open(ref_file, encoding="utf-8"))
+    port, chat, body, want, whole = load(port, path, req_file, ref_file)
     name = "serve %s with logit_bias" % label
-
-    def whole():
-        st, _, o = sc.post(port, path, body)
-        return ["status %d %r" % (st, o)] if st != 200 else compare(o, want, chat)
 
     def without():
         st, _, o = sc.post(port, path, {k: v for k, v in body.items() if k != "logit_bias"})
