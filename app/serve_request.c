@@ -127,6 +127,17 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
         (rc = get_num(c, o, "presence_penalty", -2, 2, &sp->presence_penalty)) ||
         (rc = get_num(c, o, "frequency_penalty", -2, 2, &sp->frequency_penalty)))
         return rc;
+    /* llama-server's further samplers, which the engine runs as llama.cpp does
+     * (they were once ignored here: `mirostat: 2` gave the plain chain's reply) */
+    if ((rc = get_num(c, o, "top_n_sigma", -1e6, 1e6, &sp->top_n_sigma)) ||
+        (rc = get_num(c, o, "xtc_probability", 0, 1, &sp->xtc_probability)) ||
+        (rc = get_num(c, o, "xtc_threshold", 0, 1, &sp->xtc_threshold)) ||
+        (rc = get_i32(c, o, "mirostat", 0, 2, &sp->mirostat)) ||
+        (rc = get_num(c, o, "mirostat_tau", 0, 1e6, &sp->mirostat_tau)) ||
+        (rc = get_num(c, o, "mirostat_eta", 0, 1e6, &sp->mirostat_eta)))
+        return rc;
+    if (sp->mirostat == 1)
+        return bad(c, "mirostat", "mirostat 1 is not supported (0: off, 2: mirostat v2)");
     if ((rc = get_int(c, o, "seed", -1, 9007199254740992.0, &v, &set)))
         return rc;
     if (set) {
@@ -257,10 +268,98 @@ static int parse_logprobs(pctx *c, const cJSON *o, serve_request *r)
     return 0;
 }
 
+/* A number field's value (dflt when absent); 400 naming it when it is not a number. */
+static int num_or(pctx *c, const cJSON *o, const char *name, double dflt, double *out)
+{
+    const cJSON *f = field(o, name);
+    *out = dflt;
+    if (!f)
+        return 0;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
+        return bad(c, name, "'%s' must be a number", name);
+    *out = f->valuedouble;
+    return 0;
+}
+
+/* A string, array or object that holds something (an empty one is "none"). */
+static bool has_content(const cJSON *f)
+{
+    if (!f)
+        return false;
+    if (cJSON_IsString(f))
+        return f->valuestring[0] != 0;
+    if (cJSON_IsArray(f) || cJSON_IsObject(f))
+        return f->child != NULL;
+    return !cJSON_IsFalse(f);
+}
+
+/* llama-server's sampler and output fields that tokscope does not run, and
+ * OpenAI's tool and audio fields: any of them at a value that changes
+ * llama-server's reply is refused naming it; the values llama-server treats
+ * as "off" (its defaults) pass, so a client that sends every field does not
+ * break. Each entry: the field and the largest value that is still off. */
+static int refuse_llama_extras(pctx *c, const cJSON *o)
+{
+    static const struct {
+        const char *name;
+        double dflt, off_max; /* off when value <= off_max */
+        const char *what;
+    } nums[] = {
+        {"dynatemp_range", 0, 0, "dynamic temperature"},
+        {"dry_multiplier", 0, 0, "the DRY penalty"},
+        {"min_keep", 0, 1, "min_keep"},
+        {"n_indent", 0, 0, "n_indent"},
+        {"t_max_predict_ms", 0, 0, "a time limit"},
+        {"n_cmpl", 1, 1, "more than one completion"},
+        {"reasoning_budget_tokens", -1, -1, "a reasoning budget"},
+    };
+    double v;
+    int rc;
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        if ((rc = num_or(c, o, nums[i].name, nums[i].dflt, &v)))
+            return rc;
+        if (v > nums[i].off_max)
+            return bad(c, nums[i].name, "%s ('%s') is not supported by tokscope serve", nums[i].what, nums[i].name);
+    }
+    static const char *const things[] = {"grammar", "json_schema", "samplers", "lora", "functions", "audio", NULL};
+    for (int i = 0; things[i]; i++)
+        if (has_content(field(o, things[i])))
+            return bad(c, things[i], "'%s' is not supported by tokscope serve", things[i]);
+    if (field(o, "web_search_options"))
+        return bad(c, "web_search_options", "'web_search_options' is not supported by tokscope serve");
+    static const char *const flags[] = {"return_tokens", "continue_final_message", NULL};
+    for (int i = 0; flags[i]; i++) {
+        bool on = false;
+        if ((rc = get_bool(c, o, flags[i], &on)))
+            return rc;
+        if (on)
+            return bad(c, flags[i], "'%s' is not supported by tokscope serve", flags[i]);
+    }
+    /* without tools (refused above) only "none" and "auto" mean something */
+    static const char *const choices[] = {"tool_choice", "function_call", NULL};
+    for (int i = 0; choices[i]; i++) {
+        const cJSON *f = field(o, choices[i]);
+        if (f && (!cJSON_IsString(f) || (strcmp(f->valuestring, "none") != 0 && strcmp(f->valuestring, "auto") != 0)))
+            return bad(c, choices[i], "'%s' other than \"none\" or \"auto\" is not supported (no tools)", choices[i]);
+    }
+    const cJSON *m = field(o, "modalities");
+    if (m) {
+        const cJSON *x;
+        bool ok = cJSON_IsArray(m);
+        cJSON_ArrayForEach(x, m) ok = ok && cJSON_IsString(x) && strcmp(x->valuestring, "text") == 0;
+        if (!ok)
+            return bad(c, "modalities", "only the \"text\" modality is supported");
+    }
+    return 0;
+}
+
 /* Unsupported features that would change the reply: refused rather than ignored. */
 static int refuse_unsupported(pctx *c, const cJSON *o, bool chat)
 {
     const cJSON *f;
+    int rc0 = refuse_llama_extras(c, o);
+    if (rc0)
+        return rc0;
     if ((f = field(o, "tools")) && (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > 0))
         return bad(c, "tools", "tools are not supported by tokscope serve");
     if ((f = field(o, "response_format"))) {

@@ -13,6 +13,11 @@ python3 serve_ref.py bias PORT PATH REQ_FILE REF_FILE LABEL
   reference followed, so the check can fail); a token id outside the
   vocabulary and a bias that is neither a number nor false: 400 naming
   logit_bias (llama-server drops such entries silently).
+python3 serve_ref.py samplers PORT PATH REQ_FILE REF_FILE LABEL
+  a seeded request with llama-server's further samplers (mirostat, top_n_sigma,
+  XTC) whole against the reference as above; without them the reply is
+  another (they were once ignored, so the check can fail); mirostat 1 and a
+  DRY multiplier (not run by tokscope): 400 naming them.
 Prints "ok - NAME" / "not ok - NAME" lines."""
 import json
 import os
@@ -128,7 +133,34 @@ def bias(port, path, req_file, ref_file, label):
     run(name + ": an id outside the vocabulary, a bad value or shape: 400 naming it", refused)
 
 
+SAMPLER_FIELDS = ("mirostat", "mirostat_tau", "mirostat_eta", "top_n_sigma", "xtc_probability", "xtc_threshold")
+
+
+def samplers(port, path, req_file, ref_file, label):
+    port, chat, body, want, whole = load(port, path, req_file, ref_file)
+    name = "serve %s with %s" % (label, ", ".join(k for k in SAMPLER_FIELDS if k in body))
+
+    def without():
+        st, _, o = sc.post(port, path, {k: v for k, v in body.items() if k not in SAMPLER_FIELDS})
+        if st != 200:
+            return ["status %d %r" % (st, o)]
+        return ["the same reply without them: %r" % reply_text(o, chat)] if reply_text(o, chat) == reply_text(
+            want, chat) else []
+
+    def refused():
+        bad = []
+        for k, v in (("mirostat", 1), ("dry_multiplier", 0.8), ("dynatemp_range", 0.5), ("grammar", "root ::= \"a\"")):
+            st, _, o = sc.post(port, path, dict(body, **{k: v}))
+            bad += ["%s %r: %s" % (k, v, b) for b in is_error_shape(o, st, 400, k)]
+        return bad
+
+    run(name + ": llama-server 34af94cd's reply (tokens, top tokens, logprobs)", whole)
+    run(name + " left out: another reply", without)
+    run(name + ": what tokscope does not run (mirostat 1, DRY, dynatemp, grammar): 400 naming it", refused)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 7 or sys.argv[1] not in ("eos", "bias"):
+    modes = {"eos": eos, "bias": bias, "samplers": samplers}
+    if len(sys.argv) != 7 or sys.argv[1] not in modes:
         sys.exit(__doc__)
-    (eos if sys.argv[1] == "eos" else bias)(*sys.argv[2:])
+    modes[sys.argv[1]](*sys.argv[2:])

@@ -194,6 +194,93 @@ static void test_refusals(void **state)
     }
 }
 
+/* llama-server's own sampler and output fields that tokscope does not run
+ * (mirostat, XTC, DRY, top-n-sigma, dynamic temperature, grammars, ...) and
+ * OpenAI's tool and audio fields: each changes llama-server's reply, so a
+ * value that would have an effect is refused naming the field (they were
+ * once ignored: `mirostat: 2` gave the plain chain's reply); the neutral
+ * values llama-server itself treats as "off" are accepted. */
+static void test_refuse_ignored_fields(void **state)
+{
+    (void)state;
+    static const struct {
+        bool chat;
+        const char *extra; /* added to a minimal body */
+        const char *param; /* NULL: accepted */
+    } cases[] = {
+        {false, "\"mirostat\":1", "mirostat"},
+        {true, "\"mirostat\":3", "mirostat"},
+        {true, "\"xtc_probability\":1.5", "xtc_probability"},
+        {true, "\"top_n_sigma\":\"1\"", "top_n_sigma"},
+        {true, "\"dynatemp_range\":0.5", "dynatemp_range"},
+        {true, "\"dynatemp_range\":0,\"dynatemp_exponent\":2", NULL},
+        {true, "\"dry_multiplier\":0.8", "dry_multiplier"},
+        {false, "\"dry_multiplier\":0,\"dry_base\":2,\"dry_allowed_length\":3", NULL},
+        {true, "\"min_keep\":5", "min_keep"},
+        {true, "\"min_keep\":0", NULL},
+        {true, "\"grammar\":\"root ::= \\\"yes\\\"\"", "grammar"},
+        {true, "\"grammar\":\"\"", NULL},
+        {false, "\"json_schema\":{\"type\":\"object\"}", "json_schema"},
+        {false, "\"json_schema\":{}", NULL},
+        {true, "\"samplers\":[\"temperature\"]", "samplers"},
+        {true, "\"samplers\":\"kt\"", "samplers"},
+        {true, "\"lora\":[{\"id\":0,\"scale\":1}]", "lora"},
+        {true, "\"lora\":[]", NULL},
+        {true, "\"n_indent\":4", "n_indent"},
+        {false, "\"t_max_predict_ms\":100", "t_max_predict_ms"},
+        {true, "\"n_cmpl\":2", "n_cmpl"},
+        {true, "\"return_tokens\":true", "return_tokens"},
+        {true, "\"continue_final_message\":true", "continue_final_message"},
+        {true, "\"reasoning_budget_tokens\":16", "reasoning_budget_tokens"},
+        {true, "\"reasoning_budget_tokens\":-1", NULL},
+        {true, "\"tool_choice\":\"required\"", "tool_choice"},
+        {true, "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "tool_choice"},
+        {true, "\"tool_choice\":\"auto\",\"parallel_tool_calls\":true", NULL},
+        {true, "\"tool_choice\":\"none\"", NULL},
+        {true, "\"functions\":[{\"name\":\"f\"}]", "functions"},
+        {true, "\"function_call\":{\"name\":\"f\"}", "function_call"},
+        {true, "\"modalities\":[\"text\",\"audio\"]", "modalities"},
+        {true, "\"modalities\":[\"text\"]", NULL},
+        {true, "\"audio\":{\"voice\":\"alloy\",\"format\":\"wav\"}", "audio"},
+        {true, "\"web_search_options\":{}", "web_search_options"},
+        {true, "\"mirostat\":\"2\"", "mirostat"},
+        {true, "\"dynatemp_range\":\"x\"", "dynatemp_range"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, cases[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],%s}"
+                                                  : "{\"prompt\":\"a\",%s}",
+                 cases[i].extra);
+        serve_request r;
+        char param[64];
+        int rc = parse(&r, cases[i].chat, body, param);
+        if (cases[i].param && (rc != 400 || strcmp(param, cases[i].param) != 0))
+            fail_msg("case %zu %s: rc %d param '%s', want 400 '%s'", i, body, rc, param, cases[i].param);
+        if (!cases[i].param && rc != 0)
+            fail_msg("case %zu %s: rc %d param '%s', want accepted", i, body, rc, param);
+        serve_request_free(&r);
+    }
+}
+
+/* mirostat, XTC and top-n-sigma reach the engine's sampler (they were once ignored) */
+static void test_llama_samplers(void **state)
+{
+    (void)state;
+    serve_request r;
+    assert_int_equal(parse(&r, false,
+                           "{\"prompt\":\"a\",\"mirostat\":2,\"mirostat_tau\":3,\"mirostat_eta\":0.2,"
+                           "\"top_n_sigma\":1.5,\"xtc_probability\":0.5,\"xtc_threshold\":0.2}",
+                           NULL),
+                     0);
+    assert_int_equal(r.sp.mirostat, 2);
+    assert_float_equal(r.sp.mirostat_tau, 3.0f, 1e-6);
+    assert_float_equal(r.sp.mirostat_eta, 0.2f, 1e-6);
+    assert_float_equal(r.sp.top_n_sigma, 1.5f, 1e-6);
+    assert_float_equal(r.sp.xtc_probability, 0.5f, 1e-6);
+    assert_float_equal(r.sp.xtc_threshold, 0.2f, 1e-6);
+    serve_request_free(&r);
+}
+
 static void test_utf8_clean(void **state)
 {
     (void)state;
@@ -473,7 +560,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_fields),      cmocka_unit_test(test_defaults_and_null),
         cmocka_unit_test(test_template_vars),    cmocka_unit_test(test_completions_fields),
-        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_utf8_clean),
+        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_refuse_ignored_fields), cmocka_unit_test(test_llama_samplers),
+        cmocka_unit_test(test_utf8_clean),
         cmocka_unit_test(test_logprob_entry),    cmocka_unit_test(test_reasoning_split),
         cmocka_unit_test(test_eog_and_rest),     cmocka_unit_test(test_chunks_and_replies),
         cmocka_unit_test(test_error_shape),      cmocka_unit_test(test_many_messages),

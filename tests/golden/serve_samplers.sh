@@ -1,0 +1,29 @@
+#!/bin/sh
+# tokscope serve with llama-server's further samplers against llama-server
+# 34af94cd (tests/golden/reference/serve/samplers.*, written by
+# make_samplers.sh): seeded mirostat 2, top_n_sigma and XTC requests and a
+# chat with XTC and mirostat give llama-server's tokens and logprobs. These
+# fields were once read by nothing (a client's mirostat did nothing); what the
+# engine does not run (mirostat 1, DRY, dynamic temperature, grammars) is a
+# 400 naming the field. The checks: tests/tools/serve_ref.py (python3 stdlib).
+. tests/lib.sh
+. tests/lib_serve.sh
+M=$TESTDATA/models
+R=tests/golden/reference/serve
+REFCHK="python3 tests/tools/serve_ref.py"
+if need "$M/stories260K.gguf" "serve samplers (stories260K)" && need "$M/tiny-spm-q8_0.gguf" "serve samplers (tiny-spm)"; then
+    if serve_start "$OUT/serve_samplers1.log" -m "$M/stories260K.gguf"; then
+        for c in mirostat sigma xtc; do
+            $REFCHK samplers "$SPORT" /v1/completions $R/samplers.$c.req $R/samplers.$c.json "completions ($c)"
+        done
+        serve_stop
+    else
+        not_ok "serve samplers: the server starts on stories260K" "$(tail -n 5 "$OUT/serve_samplers1.log")"
+    fi
+    if serve_start "$OUT/serve_samplers2.log" -m "$M/tiny-spm-q8_0.gguf"; then
+        $REFCHK samplers "$SPORT" /v1/chat/completions $R/samplers.chat.req $R/samplers.chat.json "seeded chat"
+        serve_stop
+    else
+        not_ok "serve samplers: the server starts on tiny-spm" "$(tail -n 5 "$OUT/serve_samplers2.log")"
+    fi
+fi
