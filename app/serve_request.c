@@ -144,10 +144,11 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
         sp->seed_set = v >= 0;
         sp->seed = v >= 0 ? (uint64_t)v : 0;
     }
-    /* max_tokens (and chat's newer max_completion_tokens, llama-server's n_predict) */
+    /* max_tokens, OpenAI's newer max_completion_tokens and llama-server's n_predict, on both
+     * endpoints as llama-server's aliases; the later ones here win, as its first found does */
     sp->n_predict = -1;
     if ((rc = get_i32(c, o, "max_tokens", 0, 1e9, &sp->n_predict)) ||
-        (r->chat && (rc = get_i32(c, o, "max_completion_tokens", 0, 1e9, &sp->n_predict))) ||
+        (rc = get_i32(c, o, "max_completion_tokens", 0, 1e9, &sp->n_predict)) ||
         (rc = get_i32(c, o, "n_predict", -1, 1e9, &sp->n_predict)))
         return rc;
     /* llama-server's: the end-of-generation tokens are never drawn (fixed-length replies) */

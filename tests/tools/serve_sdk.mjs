@@ -2,7 +2,8 @@
 // (tests/golden/serve_sdk.sh): chat.completions.stream() with logprobs (the
 // SDK merges chunks: a role and a first token in one chunk made it repeat
 // the first logprobs entry, issue 35 #14), create() whole and streamed,
-// models.list() and models.retrieve() (known and unknown id).
+// models.list() and models.retrieve() (known and unknown id); completions with
+// max_completion_tokens; a llama-server field tokscope does not run refused.
 // node serve_sdk.mjs SDK_DIR PORT MODEL_ID; prints "ok - NAME" / "not ok - NAME".
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -101,5 +102,28 @@ await check('SDK models.list() and models.retrieve()', async () => {
     if (!(e instanceof OpenAI.NotFoundError) || e.code !== 'model_not_found')
       bad.push(`unknown model: ${e.constructor.name} ${e.status} ${e.code}`);
   }
+  return bad;
+});
+
+await check('SDK completions.create() with max_completion_tokens: that many tokens (it was read on chat only)', async () => {
+  const r = await client.completions.create({ model: modelId, prompt: 'Once upon a time', max_completion_tokens: 4, temperature: 0 });
+  const bad = [];
+  if (r.usage.completion_tokens !== 4) bad.push(`usage ${JSON.stringify(r.usage)}`);
+  if (r.choices[0].finish_reason !== 'length') bad.push(`finish_reason ${r.choices[0].finish_reason}`);
+  return bad;
+});
+
+await check('SDK: a llama-server field tokscope does not run is a BadRequestError naming it, never ignored', async () => {
+  const bad = [];
+  for (const [k, v] of [['dry_multiplier', 0.8], ['grammar', 'root ::= "a"'], ['mirostat', 1]]) {
+    try {
+      await client.chat.completions.create({ ...body, [k]: v });
+      bad.push(`${k}: accepted`);
+    } catch (e) {
+      if (!(e instanceof OpenAI.BadRequestError) || e.param !== k) bad.push(`${k}: ${e.constructor.name} ${e.status} ${e.param}`);
+    }
+  }
+  const r = await client.chat.completions.create({ ...body, mirostat: 2, seed: 1, temperature: 1 });
+  if (r.choices[0].message.content === undefined) bad.push('mirostat 2 refused');
   return bad;
 });

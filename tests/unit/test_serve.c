@@ -130,6 +130,18 @@ static void test_completions_fields(void **state)
     assert_true(r.logprobs && r.post_sampling);
     assert_int_equal(r.top_logprobs, 6);
     serve_request_free(&r);
+    /* max_completion_tokens counts on completions too, as llama-server's alias of n_predict
+     * (it was read on chat only: a completion ran to the full context); llama-server's
+     * order: n_predict, then max_completion_tokens, then max_tokens */
+    assert_int_equal(parse(&r, false, "{\"prompt\":\"a\",\"max_completion_tokens\":5}", NULL), 0);
+    assert_int_equal(r.sp.n_predict, 5);
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, false, "{\"prompt\":\"a\",\"max_tokens\":7,\"max_completion_tokens\":5}", NULL), 0);
+    assert_int_equal(r.sp.n_predict, 5);
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, true, "{\"messages\":[{\"role\":\"user\"}],\"n_predict\":3,\"max_tokens\":7}", NULL), 0);
+    assert_int_equal(r.sp.n_predict, 3);
+    serve_request_free(&r);
 }
 
 /* Each known field of the wrong type or range: 400, naming the field. */
