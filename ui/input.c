@@ -185,6 +185,10 @@ void input_init(const char *history_path)
 
 void input_shutdown(void)
 {
+    /* text typed but not sent when tokscope quits goes to the history, as
+     * Ctrl-C's clear keeps it, so Up recalls it next time (it was dropped) */
+    if (!input_in_search())
+        free(input_take());
     history_save();
     rl_callback_handler_remove();
     if (g_null) {

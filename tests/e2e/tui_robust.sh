@@ -124,10 +124,15 @@ start --resume
 wait_for '^ idle ' 20 && wait_for 'resumed: 4 messages \([0-9-]+\.json\)' 5 && left | grep -q '^  The end' && status | grep -q 'llama (llama)'
 result "tui-robust: --resume without -m reopens the conversation with its model" $?
 turn "Again"
+keys -l "a draft never sent"
+wait_for '^> a draft never sent' 5
 keys C-q
 wait_exit 10
 [ "$(sessions | wc -l)" -eq 1 ] && [ "$(jsonq "$(sessions)" 'len(d["conversations"][0]["messages"])')" = 6 ]
 result "tui-robust: a resumed session goes on in its own file" $? "files: $(sessions)"
+# the input line at quit (it was dropped): in the history, as Ctrl-C's clear keeps it
+grep -qx 'a draft never sent' "$TMP/state/tokscope/history"
+result "tui-robust: text typed but not sent at quit stays in the input history (Up recalls it)" $?
 mkdir -p "$TMP/home/models"
 ln -sf "$(cd "$(dirname "$STORIES")" && pwd)/$(basename "$STORIES")" "$TMP/home/models/stories260K.gguf"
 start
