@@ -12,14 +12,17 @@ M=$TESTDATA/models
 R=tests/golden/reference/serve
 REFCHK="python3 tests/tools/serve_ref.py"
 if need "$M/stories260K.gguf" "serve samplers (stories260K)" && need "$M/tiny-spm-q8_0.gguf" "serve samplers (tiny-spm)"; then
-    if serve_start "$OUT/serve_samplers1.log" -m "$M/stories260K.gguf"; then
-        for c in mirostat sigma xtc; do
-            $REFCHK samplers "$SPORT" /v1/completions $R/samplers.$c.req $R/samplers.$c.json "completions ($c)"
-        done
-        serve_stop
-    else
-        not_ok "serve samplers: the server starts on stories260K" "$(tail -n 5 "$OUT/serve_samplers1.log")"
-    fi
+    # the slots' path (default --parallel 4) and the one-engine path (--parallel 1)
+    for np in 4 1; do
+        if serve_start "$OUT/serve_samplers1.$np.log" -m "$M/stories260K.gguf" --parallel $np; then
+            for c in mirostat sigma xtc; do
+                $REFCHK samplers "$SPORT" /v1/completions $R/samplers.$c.req $R/samplers.$c.json "completions ($c, --parallel $np)"
+            done
+            serve_stop
+        else
+            not_ok "serve samplers: the server starts on stories260K (--parallel $np)" "$(tail -n 5 "$OUT/serve_samplers1.$np.log")"
+        fi
+    done
     if serve_start "$OUT/serve_samplers2.log" -m "$M/tiny-spm-q8_0.gguf"; then
         $REFCHK samplers "$SPORT" /v1/chat/completions $R/samplers.chat.req $R/samplers.chat.json "seeded chat"
         serve_stop
