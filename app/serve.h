@@ -175,6 +175,8 @@ typedef struct serve_reply_meta {
     long long created;
     const char *model;
     int32_t n_cached;   /* usage.prompt_tokens_details.cached_tokens: prompt tokens not evaluated */
+    size_t *text_offset; /* a stream's legacy text_offset so far (bytes of the reply sent), moved on
+                            by each chunk's entries; NULL: from 0 */
 } serve_reply_meta;
 
 /* Streaming: one chunk, "data: {...}\n\n" (malloc'd). entries: an array of

@@ -139,6 +139,7 @@ typedef struct stream {
     size_t len, off;
     int32_t n_prompt;
     long long created; /* the request's time */
+    size_t text_offset; /* completions' logprobs: the reply's bytes the chunks have carried */
 } stream;
 
 static void st_append(stream *s, char *chunk)
@@ -162,7 +163,7 @@ static void st_append(stream *s, char *chunk)
 static serve_reply_meta meta_of(const stream *s)
 {
     const serve_request *r = serve_job_request(s->job);
-    return (serve_reply_meta){s->id, s->created, r->model ? r->model : s->h->model_id, 0};
+    return (serve_reply_meta){s->id, s->created, r->model ? r->model : s->h->model_id, 0, NULL};
 }
 
 /* Formats what arrived: one chunk per token (its text and logprobs entry),
@@ -174,6 +175,7 @@ static void st_pump(stream *s)
     serve_done d;
     serve_token *t = serve_job_take(s->job, &n, &started, &done, &d);
     serve_reply_meta m = meta_of(s);
+    m.text_offset = &s->text_offset;
     if (s->first && s->chat) {
         /* the role in a chunk of its own, as OpenAI sends it: a client that
          * merges chunks (the SDK's stream()) would count a first token's

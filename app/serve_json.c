@@ -401,8 +401,9 @@ char *serve_chunk(const serve_reply_meta *m, bool chat, bool first, const char *
 {
     cJSON *o = head(m, chat, true);
     cJSON *chs = cJSON_AddArrayToObject(o, "choices");
-    size_t off = 0; /* streamed legacy chunks: offsets within the chunk */
-    cJSON_AddItemToArray(chs, choice(chat, true, first, content, reasoning, entries, finish, &off));
+    size_t off = 0; /* streamed legacy chunks: offsets from the reply's start, as the whole reply's */
+    cJSON_AddItemToArray(chs,
+                         choice(chat, true, first, content, reasoning, entries, finish, m->text_offset ? m->text_offset : &off));
     return sse_event(print_free(o));
 }
 

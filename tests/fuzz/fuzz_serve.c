@@ -52,7 +52,7 @@ static void shape(const serve_request *r, enum chat_reasoning_style style, const
 {
     serve_out o;
     serve_out_init(&o, r, style, size > 8 ? "<think>\n" : NULL);
-    serve_reply_meta m = {"id", 1, r->model ? r->model : "m", 0};
+    serve_reply_meta m = {"id", 1, r->model ? r->model : "m", 0, NULL};
     size_t out = 0, at = 0;
     cJSON *entries = cJSON_CreateArray();
     for (int i = 0; at <= size; i++) {

@@ -127,3 +127,22 @@ await check('SDK: a llama-server field tokscope does not run is a BadRequestErro
   if (r.choices[0].message.content === undefined) bad.push('mirostat 2 refused');
   return bad;
 });
+
+await check('SDK completions streamed with logprobs: text_offset counts from the reply\'s start, as the whole reply\'s (each chunk restarted at 0)', async () => {
+  const req = { model: modelId, prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 1 };
+  const w = await client.completions.create(req);
+  const s = await client.completions.create({ ...req, stream: true });
+  const offs = [];
+  const toks = [];
+  for await (const c of s) {
+    for (const ch of c.choices) {
+      offs.push(...(ch.logprobs?.text_offset ?? []));
+      toks.push(...(ch.logprobs?.tokens ?? []));
+    }
+  }
+  const bad = [];
+  if (JSON.stringify(toks) !== JSON.stringify(w.choices[0].logprobs.tokens)) bad.push(`tokens ${JSON.stringify(toks)}`);
+  if (JSON.stringify(offs) !== JSON.stringify(w.choices[0].logprobs.text_offset))
+    bad.push(`streamed text_offset ${JSON.stringify(offs)}, whole ${JSON.stringify(w.choices[0].logprobs.text_offset)}`);
+  return bad;
+});

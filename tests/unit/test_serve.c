@@ -305,7 +305,7 @@ static void test_utf8_clean(void **state)
     /* a NUL (a byte token) stays one: printed "\u0000", as llama-server writes it, so the
      * client can send the reply back whole */
     s = serve_utf8_clean("x\0y", 3);
-    serve_reply_meta m = {"chatcmpl-1", 1, "m", 0};
+    serve_reply_meta m = {"chatcmpl-1", 1, "m", 0, NULL};
     char *body = serve_reply(&m, true, s, NULL, NULL, "length", 1, 3);
     free(s);
     assert_non_null(strstr(body, "\"content\":\"x\\u0000y\""));
@@ -461,7 +461,7 @@ static void test_eog_and_rest(void **state)
 static void test_chunks_and_replies(void **state)
 {
     (void)state;
-    serve_reply_meta m = {"chatcmpl-1", 1700000000, "model.gguf", 0};
+    serve_reply_meta m = {"chatcmpl-1", 1700000000, "model.gguf", 0, NULL};
     char *s = serve_chunk(&m, true, true, "", NULL, NULL, NULL);
     assert_true(!strncmp(s, "data: {", 7));
     assert_true(s[strlen(s) - 1] == '\n' && s[strlen(s) - 2] == '\n');
