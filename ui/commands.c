@@ -360,7 +360,10 @@ void commands_run(ui_app *app, const char *line)
         char v[64] = "";
         if (!params_format(&app->sp, param, v, sizeof v))
             snprintf(v, sizeof v, "%s", value);
-        ui_message(app, UI_MSG_INFO, "%s = %s", param, v);
+        if (remote_ui_ignored(app, param)) /* not sent: said, never silently */
+            ui_message(app, UI_MSG_WARN, "%s = %s (ignored by server)", param, v);
+        else
+            ui_message(app, UI_MSG_INFO, "%s = %s", param, v);
     } else if (!strcmp(n, "show")) {
         cmd_show(app);
     } else if (!strcmp(n, "save") || !strcmp(n, "load") || !strcmp(n, "export")) {

@@ -35,7 +35,8 @@ enum remote_kind {
 const char *remote_kind_name(enum remote_kind k);
 /* The kind from GET /v1/models' body (owned_by), REMOTE_UNKNOWN when it does not say. */
 enum remote_kind remote_kind_from_models(const char *json);
-/* Space-separated names of the panel's parameters the kind ignores. */
+/* Space-separated names of the panel's parameters the kind ignores, then
+ * of the further samplers (/set mirostat, top_n_sigma, xtc_*, dry_*) it does not take. */
 const char *remote_ignored_params(enum remote_kind k);
 /* The kind continues a last assistant message (a branch's prefix). */
 bool remote_continues(enum remote_kind k);

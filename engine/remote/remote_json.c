@@ -47,16 +47,21 @@ enum remote_kind remote_kind_from_models(const char *json)
  * llama-server takes llama.cpp's whole sampler set; vLLM takes top_k, min_p
  * and repetition_penalty but no typical_p or penalty window; ollama's /v1
  * and OpenAI itself take only OpenAI's fields (the others are not sent). */
+#define FURTHER_MDX "top_n_sigma xtc_probability xtc_threshold mirostat mirostat_tau mirostat_eta"
+#define FURTHER_DRY "dry_multiplier dry_base dry_allowed_length dry_penalty_last_n"
 const char *remote_ignored_params(enum remote_kind k)
 {
+    /* after the panel's: llama.cpp's further samplers (/set), which llama-server
+     * runs, tokscope serve too but DRY, the others not at all */
     switch (k) {
     case REMOTE_LLAMA:
-    case REMOTE_TOKSCOPE:
         return "";
+    case REMOTE_TOKSCOPE:
+        return FURTHER_DRY;
     case REMOTE_VLLM:
-        return "typical_p repeat_last_n";
+        return "typical_p repeat_last_n " FURTHER_MDX " " FURTHER_DRY;
     default:
-        return "top_k min_p typical_p repeat_penalty repeat_last_n";
+        return "top_k min_p typical_p repeat_penalty repeat_last_n " FURTHER_MDX " " FURTHER_DRY;
     }
 }
 
@@ -171,6 +176,25 @@ char *remote_body(enum remote_kind k, const char *model, const chat_message *msg
         add_float(o, k == REMOTE_VLLM ? "repetition_penalty" : "repeat_penalty", sp->repeat_penalty);
     if (takes(k, "repeat_last_n"))
         cJSON_AddNumberToObject(o, "repeat_last_n", sp->repeat_last_n);
+    /* the samplers outside the panel, when set (they were never sent) */
+    const sampler_params d = sampler_default_params();
+    if (takes(k, "top_n_sigma") && sp->top_n_sigma != d.top_n_sigma)
+        add_float(o, "top_n_sigma", sp->top_n_sigma);
+    if (takes(k, "xtc_probability") && sp->xtc_probability != d.xtc_probability) {
+        add_float(o, "xtc_probability", sp->xtc_probability);
+        add_float(o, "xtc_threshold", sp->xtc_threshold);
+    }
+    if (takes(k, "mirostat") && sp->mirostat != d.mirostat) {
+        cJSON_AddNumberToObject(o, "mirostat", sp->mirostat);
+        add_float(o, "mirostat_tau", sp->mirostat_tau);
+        add_float(o, "mirostat_eta", sp->mirostat_eta);
+    }
+    if (takes(k, "dry_multiplier") && sp->dry_multiplier != d.dry_multiplier) {
+        add_float(o, "dry_multiplier", sp->dry_multiplier);
+        add_float(o, "dry_base", sp->dry_base);
+        cJSON_AddNumberToObject(o, "dry_allowed_length", sp->dry_allowed_length);
+        cJSON_AddNumberToObject(o, "dry_penalty_last_n", sp->dry_penalty_last_n);
+    }
     if (sp->n_stop > 0) {
         cJSON *st = cJSON_AddArrayToObject(o, "stop");
         for (int32_t i = 0; i < sp->n_stop && i < SAMPLER_MAX_STOP; i++) {

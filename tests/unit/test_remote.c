@@ -288,7 +288,53 @@ static void test_request_body(void **state)
     assert_null(strstr(s, "min_p"));
     assert_non_null(strstr(s, "\"seed\":42"));
     free(s);
-    assert_string_equal(remote_ignored_params(REMOTE_VLLM), "typical_p repeat_last_n");
+    assert_non_null(strstr(remote_ignored_params(REMOTE_VLLM), "typical_p repeat_last_n"));
+}
+
+/* The samplers outside the panel (/set mirostat 2, top_n_sigma, XTC, DRY)
+ * go to a server that runs them when set (they were never sent: /set
+ * answered "mirostat = 2" and the server sampled without it); a kind that
+ * does not take one names it among its ignored parameters. */
+static void test_further_samplers(void **state)
+{
+    (void)state;
+    sampler_params sp = sampler_default_params();
+    chat_message msg = {"user", "x", 0};
+    char *s = remote_body(REMOTE_LLAMA, "m", &msg, 1, NULL, &sp, false);
+    assert_null(strstr(s, "mirostat")); /* defaults: not sent */
+    assert_null(strstr(s, "top_n_sigma"));
+    assert_null(strstr(s, "xtc_"));
+    assert_null(strstr(s, "dry_"));
+    free(s);
+    sp.mirostat = 2;
+    sp.mirostat_tau = 3.0f;
+    sp.top_n_sigma = 1.5f;
+    sp.xtc_probability = 0.5f;
+    sp.dry_multiplier = 0.8f;
+    s = remote_body(REMOTE_LLAMA, "m", &msg, 1, NULL, &sp, false);
+    assert_non_null(strstr(s, "\"mirostat\":2"));
+    assert_non_null(strstr(s, "\"mirostat_tau\":3"));
+    assert_non_null(strstr(s, "\"mirostat_eta\":0.1"));
+    assert_non_null(strstr(s, "\"top_n_sigma\":1.5"));
+    assert_non_null(strstr(s, "\"xtc_probability\":0.5"));
+    assert_non_null(strstr(s, "\"xtc_threshold\":0.1"));
+    assert_non_null(strstr(s, "\"dry_multiplier\":0.8"));
+    assert_non_null(strstr(s, "\"dry_base\":1.75"));
+    free(s);
+    s = remote_body(REMOTE_TOKSCOPE, "m", &msg, 1, NULL, &sp, false);
+    assert_non_null(strstr(s, "\"mirostat\":2"));
+    assert_non_null(strstr(s, "\"top_n_sigma\":1.5"));
+    assert_non_null(strstr(s, "\"xtc_probability\":0.5"));
+    assert_null(strstr(s, "dry_")); /* tokscope serve refuses DRY */
+    free(s);
+    assert_non_null(strstr(remote_ignored_params(REMOTE_TOKSCOPE), "dry_multiplier"));
+    s = remote_body(REMOTE_VLLM, "m", &msg, 1, NULL, &sp, false);
+    assert_null(strstr(s, "mirostat"));
+    assert_null(strstr(s, "top_n_sigma"));
+    free(s);
+    assert_non_null(strstr(remote_ignored_params(REMOTE_VLLM), "mirostat"));
+    assert_non_null(strstr(remote_ignored_params(REMOTE_OLLAMA), "xtc_probability"));
+    assert_null(strstr(remote_ignored_params(REMOTE_LLAMA), "mirostat"));
 }
 
 static void test_reasoning(void **state)
@@ -577,7 +623,7 @@ int main(void)
         cmocka_unit_test(test_server_comes_back),
         cmocka_unit_test(test_stop_closes_stream), cmocka_unit_test(test_branch_prefix),
         cmocka_unit_test(test_refusals),           cmocka_unit_test(test_post_probs),
-        cmocka_unit_test(test_log_zero),
+        cmocka_unit_test(test_log_zero),           cmocka_unit_test(test_further_samplers),
     };
     return cmocka_run_group_tests(tests, start_mock, stop_mock);
 }
