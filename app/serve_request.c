@@ -343,6 +343,12 @@ static int refuse_llama_extras(pctx *c, const cJSON *o)
         if (f && (!cJSON_IsString(f) || (strcmp(f->valuestring, "none") != 0 && strcmp(f->valuestring, "auto") != 0)))
             return bad(c, choices[i], "'%s' other than \"none\" or \"auto\" is not supported (no tools)", choices[i]);
     }
+    /* the reply's reasoning goes to reasoning_content, the markers in neither: llama-server's
+     * "deepseek" (its default) and "auto"; "none" and "deepseek-legacy" would keep it in content */
+    const cJSON *rf = field(o, "reasoning_format");
+    if (rf && (!cJSON_IsString(rf) || (strcmp(rf->valuestring, "deepseek") != 0 && strcmp(rf->valuestring, "auto") != 0)))
+        return bad(c, "reasoning_format", "only reasoning_format \"deepseek\" or \"auto\" is supported (the reasoning in "
+                                          "reasoning_content)");
     const cJSON *m = field(o, "modalities");
     if (m) {
         const cJSON *x;

@@ -257,6 +257,12 @@ static void test_refuse_ignored_fields(void **state)
         {true, "\"web_search_options\":{}", "web_search_options"},
         {true, "\"mirostat\":\"2\"", "mirostat"},
         {true, "\"dynatemp_range\":\"x\"", "dynatemp_range"},
+        /* the reasoning split is llama-server's deepseek format (its default) */
+        {true, "\"reasoning_format\":\"none\"", "reasoning_format"},
+        {true, "\"reasoning_format\":\"deepseek-legacy\"", "reasoning_format"},
+        {true, "\"reasoning_format\":3", "reasoning_format"},
+        {true, "\"reasoning_format\":\"deepseek\"", NULL},
+        {true, "\"reasoning_format\":\"auto\"", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char body[512];
