@@ -322,7 +322,10 @@ static int refuse_llama_extras(pctx *c, const cJSON *o)
         if (v > nums[i].off_max)
             return bad(c, nums[i].name, "%s ('%s') is not supported by tokscope serve", nums[i].what, nums[i].name);
     }
-    static const char *const things[] = {"grammar", "json_schema", "samplers", "lora", "functions", "audio", NULL};
+    /* json_schema at all: llama-server turns even {} into a grammar (any JSON value) */
+    if (field(o, "json_schema"))
+        return bad(c, "json_schema", "'json_schema' is not supported by tokscope serve");
+    static const char *const things[] = {"grammar", "samplers", "lora", "functions", "audio", NULL};
     for (int i = 0; things[i]; i++)
         if (has_content(field(o, things[i])))
             return bad(c, things[i], "'%s' is not supported by tokscope serve", things[i]);

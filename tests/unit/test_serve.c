@@ -233,7 +233,8 @@ static void test_refuse_ignored_fields(void **state)
         {true, "\"grammar\":\"root ::= \\\"yes\\\"\"", "grammar"},
         {true, "\"grammar\":\"\"", NULL},
         {false, "\"json_schema\":{\"type\":\"object\"}", "json_schema"},
-        {false, "\"json_schema\":{}", NULL},
+        {false, "\"json_schema\":{}", "json_schema"}, /* llama-server: any JSON value */
+        {false, "\"json_schema\":null", NULL},
         {true, "\"samplers\":[\"temperature\"]", "samplers"},
         {true, "\"samplers\":\"kt\"", "samplers"},
         {true, "\"lora\":[{\"id\":0,\"scale\":1}]", "lora"},
