@@ -52,12 +52,40 @@ static const uint8_t xxs_sign_ctrl[4][64] __attribute__((aligned(64))) = {
      57, 57, 57, 57, 58, 58, 58, 58, 58, 58, 58, 58, 59, 59, 59, 59, 59, 59, 59, 59},
 };
 
-/* The 8 grid indices of a pair of sub-blocks as dwords (bytes 4j of the
- * result; the others are masked to zero), from 32 bytes holding 4
- * sub-blocks: pair 0 of them, then pair 1. */
-static const uint8_t xxs_gidx_ctrl[2][32] __attribute__((aligned(32))) = {
-    {0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 9, 0, 0, 0, 10, 0, 0, 0, 11, 0, 0, 0},
-    {16, 0, 0, 0, 17, 0, 0, 0, 18, 0, 0, 0, 19, 0, 0, 0, 24, 0, 0, 0, 25, 0, 0, 0, 26, 0, 0, 0, 27, 0, 0, 0},
+/* quant_iq2xxs_grid with each byte (0x08, 0x19 or 0x2b) as a 2-bit code
+ * 0, 1, 2 (byte j at bits 2j): 512 bytes, 8 registers, looked up 32 at a
+ * time with vpermi2w where the 8-byte table would take gathers (which held
+ * this kernel to 1.3x the AVX2 one). Generated from the grid;
+ * unit/test_matvec_iq reaches every entry. */
+static const uint16_t xxs_codes[256] __attribute__((aligned(64))) = {
+    0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0014, 0x0020, 0x0022, 0x0028, 0x002a, 0x0041,
+    0x0044, 0x0050, 0x0058, 0x0061, 0x0064, 0x0080, 0x0082, 0x008a, 0x00a2, 0x0101, 0x0104, 0x0110,
+    0x0115, 0x0140, 0x0184, 0x0198, 0x0200, 0x0202, 0x0222, 0x0282, 0x0401, 0x0404, 0x0410, 0x0421,
+    0x0424, 0x0440, 0x0442, 0x0448, 0x0460, 0x0481, 0x0484, 0x0490, 0x04a4, 0x0500, 0x0502, 0x0508,
+    0x0520, 0x0546, 0x0569, 0x0580, 0x0591, 0x0609, 0x0610, 0x0640, 0x0684, 0x06a4, 0x0800, 0x0805,
+    0x0808, 0x0814, 0x0828, 0x0841, 0x0844, 0x0850, 0x0852, 0x0888, 0x0904, 0x0940, 0x0a02, 0x0a14,
+    0x1001, 0x1004, 0x1010, 0x1021, 0x1040, 0x1060, 0x1084, 0x1090, 0x1095, 0x1100, 0x1108, 0x1120,
+    0x1150, 0x115a, 0x1180, 0x1224, 0x1245, 0x1400, 0x1408, 0x1420, 0x1425, 0x1449, 0x1480, 0x1518,
+    0x1562, 0x1600, 0x1616, 0x1801, 0x1804, 0x1810, 0x1840, 0x1881, 0x1900, 0x1905, 0x19a0, 0x1a51,
+    0x2000, 0x2002, 0x200a, 0x2044, 0x2061, 0x2080, 0x2082, 0x2129, 0x2148, 0x2200, 0x2202, 0x2401,
+    0x2404, 0x2410, 0x2440, 0x2456, 0x2500, 0x2541, 0x2564, 0x2690, 0x2808, 0x2820, 0x2894, 0x2a44,
+    0x4001, 0x4004, 0x4010, 0x4018, 0x4021, 0x4024, 0x4040, 0x4048, 0x4056, 0x4060, 0x4081, 0x4084,
+    0x4090, 0x4100, 0x4120, 0x4161, 0x4180, 0x4185, 0x4201, 0x4210, 0x4248, 0x4256, 0x4268, 0x4400,
+    0x4408, 0x4420, 0x4480, 0x4499, 0x4512, 0x4524, 0x4600, 0x4801, 0x4804, 0x4810, 0x4840, 0x4845,
+    0x4900, 0x4958, 0x4961, 0x4982, 0x4a45, 0x4a90, 0x5000, 0x5008, 0x5011, 0x5019, 0x5020, 0x5080,
+    0x5088, 0x5104, 0x5142, 0x51a4, 0x5291, 0x5490, 0x5492, 0x550a, 0x5601, 0x5654, 0x5800, 0x5811,
+    0x5819, 0x5864, 0x5940, 0x5a08, 0x6004, 0x6010, 0x6040, 0x6068, 0x6100, 0x6155, 0x6218, 0x6260,
+    0x6400, 0x6405, 0x6510, 0x6512, 0x6584, 0x6842, 0x8000, 0x8002, 0x800a, 0x8041, 0x8082, 0x8104,
+    0x8118, 0x8140, 0x8211, 0x8401, 0x8404, 0x8410, 0x8415, 0x8440, 0x8460, 0x8500, 0x8546, 0x8594,
+    0x8609, 0x8640, 0x8660, 0x8802, 0x8904, 0x8a11, 0x9004, 0x9010, 0x9024, 0x9040, 0x90a1, 0x9116,
+    0x9180, 0x9245, 0x9400, 0x9422, 0x9444, 0x9551, 0x9881, 0x9920, 0xa002, 0xa050, 0xa085, 0xa109,
+    0xa200, 0xa418, 0xa850, 0xa904,
+};
+
+/* Group g's grid index (byte 8 (g / 4) + g % 4 of qs) into word g. */
+static const uint8_t xxs_idx_ctrl[64] __attribute__((aligned(64))) = {
+    0,  0, 1,  0, 2,  0, 3,  0, 8,  0, 9,  0, 10, 0, 11, 0, 16, 0, 17, 0, 18, 0, 19, 0, 24, 0, 25, 0, 26, 0, 27, 0,
+    32, 0, 33, 0, 34, 0, 35, 0, 40, 0, 41, 0, 42, 0, 43, 0, 48, 0, 49, 0, 50, 0, 51, 0, 56, 0, 57, 0, 58, 0, 59, 0,
 };
 
 /* One row's 8 lane sums of a block, sub-blocks 2p in lanes 0-7 and 2p + 1
@@ -75,18 +103,31 @@ static inline __m512i xxs_block(const block_iq2_xxs *x, const __m512i a[4], __m5
     const __m512i sgn = _mm512_permutex2var_epi8(ks_lo, s7, ks_hi);
     /* 2 ls + 1 in the low word of each u64 */
     const __m512i sc = _mm512_or_si512(_mm512_slli_epi64(_mm512_srli_epi64(q, 60), 1), _mm512_set1_epi64(1));
-    const __m256i qlo = _mm512_castsi512_si256(q), qhi = _mm512_extracti64x4_epi64(q, 1);
-    const __m256i c0 = _mm256_load_si256((const __m256i *)xxs_gidx_ctrl[0]),
-                  c1 = _mm256_load_si256((const __m256i *)xxs_gidx_ctrl[1]);
-    const __m256i gi[4] = {_mm256_maskz_permutexvar_epi8(0x11111111, c0, qlo),
-                           _mm256_maskz_permutexvar_epi8(0x11111111, c1, qlo),
-                           _mm256_maskz_permutexvar_epi8(0x11111111, c0, qhi),
-                           _mm256_maskz_permutexvar_epi8(0x11111111, c1, qhi)};
+    /* the 32 groups' codes, word g: four 64-entry lookups, picked by
+     * index bits 6 and 7 */
+    const __m512i idx = _mm512_maskz_permutexvar_epi8(0x5555555555555555ULL, _mm512_load_si512(xxs_idx_ctrl), q);
+    const __m512i *T = (const __m512i *)(const void *)xxs_codes;
+    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x40)),
+                    b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x80));
+    const __m512i code = _mm512_mask_blend_epi16(
+        b7,
+        _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(T[0], idx, T[1]),
+                                _mm512_permutex2var_epi16(T[2], idx, T[3])),
+        _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(T[4], idx, T[5]),
+                                _mm512_permutex2var_epi16(T[6], idx, T[7])));
+    /* code value -> grid byte; vpermb reads 6 bits, so a code's neighbours
+     * in bits 2-5 do not matter */
+    const __m512i vals = _mm512_set1_epi32(0x002b1908);
     const __m512i bit = _mm512_set1_epi64(0x8040201008040201LL);
     __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
-        const __m512i grid = _mm512_i32gather_epi64(gi[p], (const void *)quant_iq2xxs_grid, 8);
+        /* pair p's 8 codes, one per u64, then byte j = bits 2j.. of it */
+        const __m512i cp = _mm512_maskz_permutexvar_epi16(
+            0x11111111u, _mm512_set_epi64(8 * p + 7, 8 * p + 6, 8 * p + 5, 8 * p + 4, 8 * p + 3, 8 * p + 2, 8 * p + 1, 8 * p),
+            code);
+        const __m512i grid = _mm512_permutexvar_epi8(
+            _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x0E0C0A0806040200LL), cp), vals);
         const __mmask64 neg =
             _mm512_test_epi8_mask(_mm512_permutexvar_epi8(_mm512_load_si512(xxs_sign_ctrl[p]), sgn), bit);
         const __m512i qs = _mm512_mask_sub_epi8(a[p], neg, _mm512_setzero_si512(), a[p]);
