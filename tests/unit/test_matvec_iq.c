@@ -1,9 +1,9 @@
-/* The one-token matvecs of IQ2_XXS and IQ4_XS (tensor_matvec: the AVX-512
+/* The one-token matvecs of IQ2_XXS, IQ3_S and IQ4_XS (tensor_matvec: the AVX-512
  * kernels of matvec_iq.c where built, else the vec_dot loop) held bit for
  * bit to the portable x86 order of each row (which test_iq2 and test_iq4
  * hold to llama.cpp 34af94cd's own outputs), on random blocks: row counts
  * odd and even, 1..9 super-blocks, activations with -128 bytes for IQ2
- * (the reference's sign trick keeps them -128), rows past the IQ4_XS
+ * and IQ3 (the reference's sign trick keeps them -128), rows past the IQ4_XS
  * kernel's stack budget. Each check would fail with two rows or two
  * activation blocks swapped: the test asserts that the expected values
  * themselves differ under such a swap. */
@@ -20,6 +20,7 @@
 #include "kernels/matvec_iq.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
+#include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
 #include "testutil.h"
 
@@ -119,6 +120,13 @@ static void test_iq2_xxs(void **state)
     check_type(TENSOR_TYPE_IQ2_XXS, quant_dot_iq2_xxs_x86order, 1, 9, 60);
 }
 
+static void test_iq3_s(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_IQ3_S, quant_dot_iq3_s_x86order, 0, 9, 60);
+    check_type(TENSOR_TYPE_IQ3_S, quant_dot_iq3_s_x86order, 1, 9, 60);
+}
+
 static void test_iq4_xs(void **state)
 {
     (void)state;
@@ -134,6 +142,7 @@ static void test_installed(void **state)
     (void)state;
 #if defined(QUANT_HAVE_MATVEC_IQ512)
     assert_true(quant_kernels_get(TENSOR_TYPE_IQ2_XXS)->matvec == quant_avx512_matvec_iq2_xxs);
+    assert_true(quant_kernels_get(TENSOR_TYPE_IQ3_S)->matvec == quant_avx512_matvec_iq3_s);
     assert_true(quant_kernels_get(TENSOR_TYPE_IQ4_XS)->matvec == quant_avx512_matvec_iq4_xs);
 #else
     skip();
@@ -145,6 +154,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_installed),
         cmocka_unit_test(test_iq2_xxs),
+        cmocka_unit_test(test_iq3_s),
         cmocka_unit_test(test_iq4_xs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
