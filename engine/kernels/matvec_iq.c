@@ -54,9 +54,9 @@ static const uint8_t xxs_sign_ctrl[4][64] __attribute__((aligned(64))) = {
 };
 
 /* quant_iq2xxs_grid with each byte (0x08, 0x19 or 0x2b) as a 2-bit code
- * 0, 1, 2 (byte j at bits 2j): 512 bytes, 8 registers, looked up 32 at a
- * time with vpermi2w where the 8-byte table would take gathers (which held
- * this kernel to 1.3x the AVX2 one). Generated from the grid;
+ * 0, 1, 2 (byte j at bits 2j): 512 bytes, looked up in registers where
+ * the 8-byte table would take gathers (which held this kernel to 1.3x the
+ * AVX2 one). Generated from the grid;
  * unit/test_matvec_iq reaches every entry. */
 static const uint16_t xxs_codes[256] __attribute__((aligned(64))) = {
     0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0014, 0x0020, 0x0022, 0x0028, 0x002a, 0x0041,
@@ -83,39 +83,46 @@ static const uint16_t xxs_codes[256] __attribute__((aligned(64))) = {
     0xa200, 0xa418, 0xa850, 0xa904,
 };
 
-/* Group g's grid index (byte 8 (g / 4) + g % 4 of qs) into word g. */
+/* Both rows' grid indices as bytes: 0-31 row A's groups, 32-63 row B's
+ * (group g at byte 8 (g / 4) + g % 4 of a row's qs; B's qs are bytes
+ * 64.. of vpermi2b's two tables). */
 static const uint8_t xxs_idx_ctrl[64] __attribute__((aligned(64))) = {
-    0,  0, 1,  0, 2,  0, 3,  0, 8,  0, 9,  0, 10, 0, 11, 0, 16, 0, 17, 0, 18, 0, 19, 0, 24, 0, 25, 0, 26, 0, 27, 0,
-    32, 0, 33, 0, 34, 0, 35, 0, 40, 0, 41, 0, 42, 0, 43, 0, 48, 0, 49, 0, 50, 0, 51, 0, 56, 0, 57, 0, 58, 0, 59, 0,
+    0,  1,  2,  3,  8,  9,  10, 11, 16, 17, 18, 19, 24, 25, 26, 27, 32, 33, 34, 35, 40, 41,
+    42, 43, 48, 49, 50, 51, 56, 57, 58, 59, 64, 65, 66, 67, 72, 73, 74, 75, 80, 81, 82, 83,
+    88, 89, 90, 91, 96, 97, 98, 99, 104, 105, 106, 107, 112, 113, 114, 115, 120, 121, 122, 123,
 };
 
+/* The codes of both rows' 32 groups, split in low and high bytes (byte g
+ * as in xxs_idx_ctrl): the tables' bytes in 4 registers each, two 128-entry
+ * lookups picked by index bit 7. One lookup for both rows: the byte tables
+ * hold 64 entries a register where the word table held 32. */
+static inline void xxs_codes2(__m512i qa, __m512i qb, const __m512i TL[4], const __m512i TH[4], __m512i *lo,
+                              __m512i *hi)
+{
+    const __m512i idx = _mm512_permutex2var_epi8(qa, _mm512_load_si512(xxs_idx_ctrl), qb);
+    const __mmask64 b7 = _mm512_movepi8_mask(idx);
+    *lo = _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(TL[0], idx, TL[1]),
+                                 _mm512_permutex2var_epi8(TL[2], idx, TL[3]));
+    *hi = _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(TH[0], idx, TH[1]),
+                                 _mm512_permutex2var_epi8(TH[2], idx, TH[3]));
+}
+
 /* One row's 8 lane sums of a block, sub-blocks 2p in lanes 0-7 and 2p + 1
- * in lanes 8-15 (their sum is the reference's sumi1 + sumi2). Each
+ * in lanes 8-15 (their sum is the reference's sumi1 + sumi2); row is 0 or
+ * 1, its codes' bytes in lo / hi as xxs_codes2 leaves them. Each
  * sub-block's u64: 4 grid indices, then 4 x 7 sign bits and the scale on
  * top. The activations get the weights' signs bytewise, 0 - q where
  * negative (-128 stays -128, as _mm256_sign_epi8 leaves it), against the
  * grid's unsigned bytes; maddubs pairs stay below 2 * 43 * 128. */
-static inline __m512i xxs_block(const block_iq2_xxs *x, const __m512i a[4], __m512i ks_lo, __m512i ks_hi)
+static inline __m512i xxs_block(__m512i q, int row, __m512i lo, __m512i hi, const __m512i a[4], __m512i ks_lo,
+                                __m512i ks_hi)
 {
-    const __m512i q = _mm512_loadu_si512(x->qs);
     /* the 7-bit sign fields (bits 32 + 7l of each u64) to bytes 0-3, then
      * the 8-bit signs with their parity bit from ksigns_iq2xs */
     const __m512i s7 = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q);
     const __m512i sgn = _mm512_permutex2var_epi8(ks_lo, s7, ks_hi);
     /* 2 ls + 1 in the low word of each u64 */
     const __m512i sc = _mm512_or_si512(_mm512_slli_epi64(_mm512_srli_epi64(q, 60), 1), _mm512_set1_epi64(1));
-    /* the 32 groups' codes, word g: four 64-entry lookups, picked by
-     * index bits 6 and 7 */
-    const __m512i idx = _mm512_maskz_permutexvar_epi8(0x5555555555555555ULL, _mm512_load_si512(xxs_idx_ctrl), q);
-    const __m512i *T = (const __m512i *)(const void *)xxs_codes;
-    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x40)),
-                    b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x80));
-    const __m512i code = _mm512_mask_blend_epi16(
-        b7,
-        _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(T[0], idx, T[1]),
-                                _mm512_permutex2var_epi16(T[2], idx, T[3])),
-        _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(T[4], idx, T[5]),
-                                _mm512_permutex2var_epi16(T[6], idx, T[7])));
     /* code value -> grid byte; vpermb reads 6 bits, so a code's neighbours
      * in bits 2-5 do not matter */
     const __m512i vals = _mm512_set1_epi32(0x002b1908);
@@ -123,10 +130,15 @@ static inline __m512i xxs_block(const block_iq2_xxs *x, const __m512i a[4], __m5
     __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
-        /* pair p's 8 codes, one per u64, then byte j = bits 2j.. of it */
-        const __m512i cp = _mm512_maskz_permutexvar_epi16(
-            0x11111111u, _mm512_set_epi64(8 * p + 7, 8 * p + 6, 8 * p + 5, 8 * p + 4, 8 * p + 3, 8 * p + 2, 8 * p + 1, 8 * p),
-            code);
+        /* pair p's 8 codes, one per u64 (bytes 0 and 1 from lo and hi),
+         * then byte j = bits 2j.. of it */
+        const long long g = 32 * row + 8 * p;
+        const __m512i cp = _mm512_maskz_permutex2var_epi8(
+            0x0303030303030303ULL, lo,
+            _mm512_set_epi64((g + 7) | (g + 71) << 8, (g + 6) | (g + 70) << 8, (g + 5) | (g + 69) << 8,
+                             (g + 4) | (g + 68) << 8, (g + 3) | (g + 67) << 8, (g + 2) | (g + 66) << 8,
+                             (g + 1) | (g + 65) << 8, g | (g + 64) << 8),
+            hi);
         const __m512i grid = _mm512_permutexvar_epi8(
             _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x0E0C0A0806040200LL), cp), vals);
         const __mmask64 neg =
@@ -152,6 +164,13 @@ void quant_avx512_matvec_iq2_xxs(int64_t n, const void *w, size_t rs, int64_t ro
     const block_q8_K *y = act;
     const int64_t nb = n / QK_K;
     const __m512i ks_lo = _mm512_loadu_si512(quant_ksigns_iq2xs), ks_hi = _mm512_loadu_si512(quant_ksigns_iq2xs + 64);
+    __m512i TL[4], TH[4];
+    for (int t = 0; t < 4; t++) {
+        const __m512i c0 = _mm512_load_si512(xxs_codes + 64 * t), c1 = _mm512_load_si512(xxs_codes + 64 * t + 32);
+        TL[t] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(c0)), _mm512_cvtepi16_epi8(c1), 1);
+        TH[t] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(c0, 8))),
+                                   _mm512_cvtepi16_epi8(_mm512_srli_epi16(c1, 8)), 1);
+    }
     const size_t step = quant_prefetch_step_size(rs, 2, nb);
     for (int64_t r = 0; r < rows; r += 2) {
         const block_iq2_xxs *xa = (const block_iq2_xxs *)(const void *)((const char *)w + (size_t)r * rs);
@@ -164,7 +183,10 @@ void quant_avx512_matvec_iq2_xxs(int64_t n, const void *w, size_t rs, int64_t ro
                 quant_prefetch_step(pf, i, step);
             const __m512i a[4] = {_mm512_loadu_si512(y[i].qs), _mm512_loadu_si512(y[i].qs + 64),
                                   _mm512_loadu_si512(y[i].qs + 128), _mm512_loadu_si512(y[i].qs + 192)};
-            const __m512i sa = xxs_block(&xa[i], a, ks_lo, ks_hi), sb = xxs_block(&xb[i], a, ks_lo, ks_hi);
+            const __m512i qa = _mm512_loadu_si512(xa[i].qs), qb = _mm512_loadu_si512(xb[i].qs);
+            __m512i lo, hi;
+            xxs_codes2(qa, qb, TL, TH, &lo, &hi);
+            const __m512i sa = xxs_block(qa, 0, lo, hi, a, ks_lo, ks_hi), sb = xxs_block(qb, 1, lo, hi, a, ks_lo, ks_hi);
             acc = fma2(acc, fold2(sa, sb), fp16_to_f32(xa[i].d) * y[i].d, fp16_to_f32(xb[i].d) * y[i].d);
         }
         float oa, ob;
