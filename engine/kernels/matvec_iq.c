@@ -309,8 +309,8 @@ void quant_avx512_matvec_iq4_xs(int64_t n, const void *w, size_t rs, int64_t row
 /* ---- IQ3_S ---- */
 
 /* quant_iq3s_grid with each byte (odd, 1..15) as a 3-bit code (b - 1) / 2,
- * byte j at bits 3j: 1 KiB, 16 registers, looked up 32 at a time with
- * vpermi2w (generated from the grid; unit/test_matvec_iq reaches every
+ * byte j at bits 3j: 1 KiB, looked up in registers as low and high bytes
+ * (generated from the grid; unit/test_matvec_iq reaches every
  * entry). */
 static const uint16_t s3_codes[512] __attribute__((aligned(64))) = {
     0x000, 0x001, 0x002, 0x005, 0x007, 0x008, 0x009, 0x00a, 0x00c, 0x00e, 0x010, 0x011, 0x015, 0x01b,
@@ -352,24 +352,21 @@ static const uint16_t s3_codes[512] __attribute__((aligned(64))) = {
     0xf0b, 0xf10, 0xf28, 0xf52, 0xf62, 0xf82, 0xf99, 0xfc0,
 };
 
-/* The codes of 32 groups: 9-bit indices idx (words; bit 8 set where hi),
- * eight 64-entry lookups picked by index bits 6, 7 and 8. */
-static inline __m512i s3_lookup(const __m512i T[16], __m512i idx, __mmask32 hi)
+/* One byte of the codes of a block's 64 groups: the byte table in 8
+ * registers (T), four 128-entry lookups picked by index bit 7 (in the qs
+ * byte) and bit 8 (qh, one bit a group). */
+static inline __m512i s3_lookup(const __m512i T[8], __m512i idx, __mmask64 b7, __mmask64 b8)
 {
-    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x40)),
-                    b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x80));
-    __m512i r[4];
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; t++)
-        r[t] = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(T[4 * t], idx, T[4 * t + 1]),
-                                       _mm512_permutex2var_epi16(T[4 * t + 2], idx, T[4 * t + 3]));
-    return _mm512_mask_blend_epi16(hi, _mm512_mask_blend_epi16(b7, r[0], r[1]), _mm512_mask_blend_epi16(b7, r[2], r[3]));
+    return _mm512_mask_blend_epi8(
+        b8,
+        _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(T[0], idx, T[1]), _mm512_permutex2var_epi8(T[2], idx, T[3])),
+        _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(T[4], idx, T[5]), _mm512_permutex2var_epi8(T[6], idx, T[7])));
 }
 
 /* One row's lane sums of a block, as xxs_block's: sub-block 2p in lanes
  * 0-7, 2p + 1 in 8-15. Signs are stored one bit a weight, 64 of them a
  * pair's mask as they lie; maddubs pairs stay below 2 * 15 * 128. */
-static inline __m512i s3_block(const block_iq3_s *x, const __m512i a[4], const __m512i T[16])
+static inline __attribute__((always_inline)) __m512i s3_block(const block_iq3_s *x, const __m512i a[4], const __m512i TL[8], const __m512i TH[8])
 {
     uint64_t qh, sc32 = 0;
     memcpy(&qh, x->qh, 8);
@@ -377,18 +374,30 @@ static inline __m512i s3_block(const block_iq3_s *x, const __m512i a[4], const _
     /* scale bytes 2 ls + 1 (ls the nibbles, sub-block b's at nibble b) */
     const uint64_t ls = (_pdep_u64(sc32, 0x0F0F0F0F0F0F0F0FULL) << 1) | 0x0101010101010101ULL;
     const __m512i lsv = _mm512_set1_epi64((long long)ls);
-    const __m512i i0 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)x->qs)),
-                  i1 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(x->qs + 32)));
-    const __m512i code[2] = {s3_lookup(T, i0, (__mmask32)qh), s3_lookup(T, i1, (__mmask32)(qh >> 32))};
+    /* group g's code: byte g of lo (bits 0-7) and of hi (8-11) */
+    const __m512i idx = _mm512_loadu_si512(x->qs);
+    const __mmask64 b7 = _mm512_movepi8_mask(idx);
+    const __m512i lo = s3_lookup(TL, idx, b7, qh), hi = s3_lookup(TH, idx, b7, qh);
     const __m512i vals = _mm512_set1_epi64(0x0F0D0B0907050301LL);
     __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
         /* groups 16p + 2G, 16p + 2G + 1 in u64 G (words 0 and 1), then
          * byte j = bits 3j (j < 4) or 16 + 3 (j - 4) of it */
-        const __m256i c16 = p % 2 ? _mm512_extracti64x4_epi64(code[p / 2], 1) : _mm512_castsi512_si256(code[p / 2]);
-        const __m512i grid = _mm512_permutexvar_epi8(
-            _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x1916131009060300LL), _mm512_cvtepu32_epi64(c16)), vals);
+        const long long g = 16 * p;
+        const __m512i cp = _mm512_maskz_permutex2var_epi8(
+            0x0F0F0F0F0F0F0F0FULL, lo,
+            _mm512_set_epi64((g + 14) | (g + 78) << 8 | (g + 15) << 16 | (g + 79) << 24,
+                             (g + 12) | (g + 76) << 8 | (g + 13) << 16 | (g + 77) << 24,
+                             (g + 10) | (g + 74) << 8 | (g + 11) << 16 | (g + 75) << 24,
+                             (g + 8) | (g + 72) << 8 | (g + 9) << 16 | (g + 73) << 24,
+                             (g + 6) | (g + 70) << 8 | (g + 7) << 16 | (g + 71) << 24,
+                             (g + 4) | (g + 68) << 8 | (g + 5) << 16 | (g + 69) << 24,
+                             (g + 2) | (g + 66) << 8 | (g + 3) << 16 | (g + 67) << 24,
+                             g | (g + 64) << 8 | (g + 1) << 16 | (g + 65) << 24),
+            hi);
+        const __m512i grid =
+            _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x1916131009060300LL), cp), vals);
         uint64_t neg;
         memcpy(&neg, x->signs + 8 * p, 8);
         const __m512i qs = _mm512_mask_sub_epi8(a[p], neg, _mm512_setzero_si512(), a[p]);
@@ -406,9 +415,13 @@ void quant_avx512_matvec_iq3_s(int64_t n, const void *w, size_t rs, int64_t rows
 {
     const block_q8_K *y = act;
     const int64_t nb = n / QK_K;
-    __m512i T[16];
-    for (int t = 0; t < 16; t++)
-        T[t] = _mm512_load_si512(s3_codes + 32 * t);
+    __m512i TL[8], TH[8];
+    for (int t = 0; t < 8; t++) {
+        const __m512i c0 = _mm512_load_si512(s3_codes + 64 * t), c1 = _mm512_load_si512(s3_codes + 64 * t + 32);
+        TL[t] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(c0)), _mm512_cvtepi16_epi8(c1), 1);
+        TH[t] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(c0, 8))),
+                                   _mm512_cvtepi16_epi8(_mm512_srli_epi16(c1, 8)), 1);
+    }
     const size_t step = quant_prefetch_step_size(rs, 2, nb);
     for (int64_t r = 0; r < rows; r += 2) {
         const block_iq3_s *xa = (const block_iq3_s *)(const void *)((const char *)w + (size_t)r * rs);
@@ -421,7 +434,7 @@ void quant_avx512_matvec_iq3_s(int64_t n, const void *w, size_t rs, int64_t rows
                 quant_prefetch_step(pf, i, step);
             const __m512i a[4] = {_mm512_loadu_si512(y[i].qs), _mm512_loadu_si512(y[i].qs + 64),
                                   _mm512_loadu_si512(y[i].qs + 128), _mm512_loadu_si512(y[i].qs + 192)};
-            const __m512i sa = s3_block(&xa[i], a, T), sb = s3_block(&xb[i], a, T);
+            const __m512i sa = s3_block(&xa[i], a, TL, TH), sb = s3_block(&xb[i], a, TL, TH);
             acc = fma2(acc, fold2(sa, sb), fp16_to_f32(xa[i].d) * y[i].d, fp16_to_f32(xb[i].d) * y[i].d);
         }
         float oa, ob;
