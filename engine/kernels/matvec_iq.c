@@ -1,4 +1,4 @@
-/* One-token matvecs for IQ2_XXS and IQ4_XS on AVX-512 VBMI + VNNI (see
+/* One-token matvecs for IQ2_XXS, IQ3_S and IQ4_XS on AVX-512 VBMI + VNNI (see
  * matvec_iq.h). The AVX2 vec_dots these replace spend most of their time
  * taking each 32-weight sub-block apart in scalar code (grid and sign
  * table lookups, scale bits) and lookups 16 bytes wide; here a super-block
