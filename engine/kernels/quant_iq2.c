@@ -7,6 +7,7 @@
  * negates activation bytes in 8 bits, so -128 stays -128 under a minus. */
 #include "kernels/quant_iq2.h"
 
+#include "kernels/matvec_iq.h"
 #include "kernels/quant_iq_signs.h"
 
 /* ---- the formats, read in one place ---- */
@@ -344,6 +345,9 @@ void quant_iq2_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_IQ2_XXS:
         k->vec_dot = dot_iq2_xxs_avx2;
         k->dot4 = dot4_iq2_xxs_avx2;
+#if defined(QUANT_HAVE_MATVEC_IQ512)
+        k->matvec = quant_avx512_matvec_iq2_xxs;
+#endif
         break;
     case TENSOR_TYPE_IQ2_XS:
         k->vec_dot = dot_iq2_xs_avx2;

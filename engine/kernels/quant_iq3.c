@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "kernels/matvec_iq.h"
 #include "kernels/quant_iq_signs.h"
 
 static inline uint32_t le32(const uint8_t *p)
@@ -332,6 +333,9 @@ void quant_iq3_install(struct quant_kernels *xxs, struct quant_kernels *s)
     s->vec_dot = dot_iq3_s_avx2;
     xxs->dot4 = dot4_iq3_xxs_avx2;
     s->dot4 = dot4_iq3_s_avx2;
+#if defined(QUANT_HAVE_MATVEC_IQ512)
+    s->matvec = quant_avx512_matvec_iq3_s;
+#endif
 #else
     xxs->vec_dot = quant_dot_iq3_xxs_x86order;
     s->vec_dot = quant_dot_iq3_s_x86order;

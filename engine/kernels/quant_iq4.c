@@ -10,6 +10,8 @@
  * stays below 2 * 127 * 127 < 2^15. So only the float steps need care. */
 #include "kernels/quant_iq4.h"
 
+#include "kernels/matvec_iq.h"
+
 #include <math.h>
 
 const int8_t quant_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -449,6 +451,9 @@ void quant_iq4_install(enum tensor_type type, struct quant_kernels *k)
     if (type == TENSOR_TYPE_IQ4_XS) {
         k->vec_dot = dot_iq4_xs_avx2;
         k->dot4 = dot4_iq4_xs_avx2;
+#if defined(QUANT_HAVE_MATVEC_IQ512)
+        k->matvec = quant_avx512_matvec_iq4_xs;
+#endif
     }
 #else
     /* a portable build gives the reference machine's bits too */
