@@ -4,6 +4,7 @@
  * vec_dot, and (AVX-512) Q6_K rows in pairs. The forward pass runs Q6_K through these: the reference does not
  * repack it. */
 #include "kernels/quant_internal.h"
+#include "kernels/quant_q6k_few.h"
 
 #if defined(QUANT_HAVE_AVX2)
 
@@ -443,20 +444,7 @@ void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *c
 
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
-    const void *const a[4] = {act, act, act, act};
-    const int64_t nb = n / QK_K;
-    const size_t step = quant_prefetch_step_size(rs, 2, nb);
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
-        float o0[4], o1[4];
-        q6_K_rows2(nb, x0, (const block_q6_K *)((const char *)x0 + rs), a, 1, o0, o1,
-                   (const char *)x0 + QUANT_PF_AHEAD * 2 * rs, step);
-        out[r] = o0[0];
-        out[r + 1] = o1[0];
-    }
-    if (r < rows)
-        out[r] = quant_avx2_dot_q6_K(n, (const char *)w + (size_t)r * rs, act);
+    quant_q6_K_few(n, w, rs, rows, act, 0, 1, out, 1, 1);
 }
 #endif
 
