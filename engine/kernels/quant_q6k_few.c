@@ -1,4 +1,4 @@
-/* Q6_K rows against 1-4 tokens (quant_q6k_few.h).
+/* Q6_K rows against 1-4 tokens (quant_kfew.h).
  *
  * The reference (ggml_vec_dot_q6_K_q8_K, AVX2 body) forms per block 8 int32
  * lanes: lane m sums sc * q * y over bytes 4m..4m+3 of each 32-value chunk
@@ -15,9 +15,9 @@
  * convert and one FMA for both rows. The old path (quant_simd_k.c) rebuilt
  * a scale vector per chunk and row from bytes (shuffle, widen, insert) and
  * took the offset and float steps per row. */
-#include "kernels/quant_q6k_few.h"
+#include "kernels/quant_kfew.h"
 
-#ifdef QUANT_HAVE_Q6K_FEW
+#ifdef QUANT_HAVE_KFEW
 #include "kernels/quant_internal.h"
 
 #if defined(__AVX512VNNI__)
@@ -51,9 +51,9 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
     const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i m32 = _mm512_set1_epi16(-32);
-    const block_q8_K *y[QUANT_Q6K_FEW_MAX];
-    __m512 acc[QUANT_Q6K_FEW_MAX];
-    for (int t = 0; t < QUANT_Q6K_FEW_MAX; t++) {
+    const block_q8_K *y[QUANT_KFEW_MAX];
+    __m512 acc[QUANT_KFEW_MAX];
+    for (int t = 0; t < QUANT_KFEW_MAX; t++) {
         y[t] = (const block_q8_K *)(const void *)(act + (size_t)(t < nt ? t : 0) * act_stride);
         acc[t] = _mm512_setzero_ps();
     }
@@ -61,7 +61,7 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
         quant_prefetch_step(pf, i, pf_step);
         const __m512i sa = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
         const __m512i sb = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales)));
-        __m512i ia[QUANT_Q6K_FEW_MAX], ib[QUANT_Q6K_FEW_MAX];
+        __m512i ia[QUANT_KFEW_MAX], ib[QUANT_KFEW_MAX];
         for (int t = 0; t < nt; t++)
             ia[t] = ib[t] = _mm512_setzero_si512();
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)

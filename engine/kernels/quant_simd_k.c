@@ -4,7 +4,7 @@
  * vec_dot, and (AVX-512) Q6_K rows in pairs. The forward pass runs Q6_K through these: the reference does not
  * repack it. */
 #include "kernels/quant_internal.h"
-#include "kernels/quant_q6k_few.h"
+#include "kernels/quant_kfew.h"
 
 #if defined(QUANT_HAVE_AVX2)
 
@@ -445,6 +445,11 @@ void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *c
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
     quant_q6_K_few(n, w, rs, rows, act, 0, 1, out, 1, 1);
+}
+
+void quant_avx512_matvec_q5_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    quant_q5_K_few(n, w, rs, rows, act, 0, 1, out, 1, 1);
 }
 #endif
 
