@@ -2,6 +2,7 @@
  * read from memory once and reused from cache for every activation. */
 #include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
+#include "kernels/quant_kfew.h"
 
 /* Weight bytes per tile: small enough to stay in L1/L2 next to one activation. */
 #define TILE_BYTES (48 * 1024)
@@ -20,6 +21,27 @@ void tensor_matmul(enum tensor_type type, int64_t n, const void *w, int64_t rows
     int64_t tile = (int64_t)(TILE_BYTES / rs);
     if (tile < 4)
         tile = 4;
+#ifdef QUANT_HAVE_KFEW
+    void (*few)(int64_t, const void *, size_t, int64_t, const void *, size_t, int, float *, int64_t, int) =
+        type == TENSOR_TYPE_Q6_K ? quant_q6_K_few : type == TENSOR_TYPE_Q5_K ? quant_q5_K_few : NULL;
+    if (few) {
+        /* Each row pair's block unpacked once per 4 tokens. The first group
+         * of a tile streams its rows from memory (prefetching ahead, as the
+         * matvec: without it 4 tokens out of cache took twice as long); the
+         * others find them in cache. Up to 4 tokens: one tile. */
+        if (n_act <= QUANT_KFEW_MAX)
+            tile = rows;
+        for (int64_t r0 = 0; r0 < rows; r0 += tile) {
+            const int64_t nr = rows - r0 < tile ? rows - r0 : tile;
+            for (int64_t c = 0; c < n_act; c += QUANT_KFEW_MAX) {
+                const int nt = n_act - c < QUANT_KFEW_MAX ? (int)(n_act - c) : QUANT_KFEW_MAX;
+                few(n, (const char *)w + (size_t)r0 * rs, rs, nr, (const char *)act + (size_t)c * act_stride,
+                    act_stride, nt, out + c * out_stride + r0, out_stride, c == 0);
+            }
+        }
+        return;
+    }
+#endif
     for (int64_t r0 = 0; r0 < rows; r0 += tile) {
         int64_t nr = rows - r0 < tile ? rows - r0 : tile;
         const char *wt = (const char *)w + (size_t)r0 * rs;

@@ -477,9 +477,9 @@ static inline __m512i quant_dup256(const void *p)
     return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
 }
 
-/* Q6_K rows in pairs, one per 256-bit half (quant_simd_k.c). */
-void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
+/* Q6_K and Q5_K rows in pairs against one token (quant_kfew.h through quant_simd_k.c). */
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+void quant_avx512_matvec_q5_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
 #if defined(__AVX512VNNI__)
 void quant_avx512_dot4x4_q5_0(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4]);
 void quant_avx512_matvec_q5_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);

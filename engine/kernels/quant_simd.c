@@ -344,12 +344,14 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
     case TENSOR_TYPE_Q5_K:
         k->vec_dot = quant_avx2_dot_q5_K;
         k->dot4 = quant_avx2_dot4_q5_K;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        k->matvec = quant_avx512_matvec_q5_K;
+#endif
         break;
     case TENSOR_TYPE_Q6_K:
         k->vec_dot = quant_avx2_dot_q6_K;
         k->dot4 = quant_avx2_dot4_q6_K;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-        k->dot4x4 = quant_avx512_dot4x4_q6_K;
         k->matvec = quant_avx512_matvec_q6_K;
 #else
         k->matvec = quant_avx2_matvec_q6_K;

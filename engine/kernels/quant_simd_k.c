@@ -1,9 +1,11 @@
 /* AVX2 dots of the K-quants against Q8_K activations, in ggml's x86
  * vec_dot order (lanes, accumulators and where the min terms go), as
  * 1-row x 4-activation tiles for Q3_K..Q6_K whose 1-activation instance is
- * vec_dot, and (AVX-512) Q6_K rows in pairs. The forward pass runs Q6_K through these: the reference does not
- * repack it. */
+ * vec_dot (on AVX-512 the Q5_K and Q6_K matvecs and batches run through
+ * quant_kfew.h instead). The forward pass runs Q6_K through these: the
+ * reference does not repack it. */
 #include "kernels/quant_internal.h"
+#include "kernels/quant_kfew.h"
 
 #if defined(QUANT_HAVE_AVX2)
 
@@ -351,112 +353,17 @@ void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, c
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-/* Q6_K rows in pairs, one per 256-bit half of each register: each half does
- * what quant_avx2_dot_q6_K does for its row (same lanes, same bits), and
- * every activation chunk is loaded once for both rows. nt <= 4 tokens. */
-/* One token's half block (128 values) against both rows: sc * (q . y) per
- * byte pair, summed to each row's 8 lanes as q6_chunk does. */
-static inline __attribute__((always_inline)) __m512i q6_K_half2(const __m512i q[4], const __m512i scv[4],
-                                                                 const int8_t *q8)
-{
-    __m512i s = _mm512_madd_epi16(scv[0], _mm512_maddubs_epi16(q[0], quant_dup256(q8)));
-    for (int k = 1; k < 4; k++)
-        s = _mm512_add_epi32(s, _mm512_madd_epi16(scv[k], _mm512_maddubs_epi16(q[k], quant_dup256(q8 + 32 * k))));
-    return s;
-}
-
-/* Block i's 32 * sc * bsum offset for both rows, then the lane FMA. */
-static inline __attribute__((always_inline)) __m512 q6_K_fma2(const block_q8_K *y, __m512i sc16, __m512 xd,
-                                                               __m512i sumi, __m512 acc)
-{
-    const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(quant_dup256(y->bsums), sc16), 5);
-    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(y->d), xd), _mm512_cvtepi32_ps(_mm512_sub_epi32(sumi, off)),
-                           acc);
-}
-
-/* Named accumulators: with arrays indexed by token, GCC kept them on the
- * stack. Each block step prefetches pf_step bytes from pf on (the matvec's
- * stream ahead; step 0: none). */
-static inline __attribute__((always_inline)) void q6_K_rows2(int64_t nb, const block_q6_K *x0, const block_q6_K *x1,
-                                                              const void *const act[4], int nt, float o0[4],
-                                                              float o1[4], const char *pf, size_t pf_step)
-{
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
-    const block_q8_K *y0 = act[0], *y1 = act[1], *y2 = act[2], *y3 = act[3];
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    for (int64_t i = 0; i < nb; i++) {
-        quant_prefetch_step(pf, i, pf_step);
-        const __m128i s0 = _mm_loadu_si128((const __m128i *)x0[i].scales);
-        const __m128i s1 = _mm_loadu_si128((const __m128i *)x1[i].scales);
-        __m512i sumi0 = _mm512_setzero_si512(), sumi1 = sumi0, sumi2 = sumi0, sumi3 = sumi0;
-        for (int h = 0; h < 2; h++) {
-            const __m512i l0 = quant_pair256(x0[i].ql + 64 * h, x1[i].ql + 64 * h);
-            const __m512i l1 = quant_pair256(x0[i].ql + 64 * h + 32, x1[i].ql + 64 * h + 32);
-            const __m512i qh = quant_pair256(x0[i].qh + 32 * h, x1[i].qh + 32 * h);
-            __m512i q[4], scv[4];
-            q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m2));
-            q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 2), m2));
-            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(qh, m2));
-            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                                   _mm512_and_si512(_mm512_srli_epi16(qh, 2), m2));
-            for (int k = 0; k < 4; k++)
-                scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(scale_pair_s8(s0, 4 * h + k)),
-                                            scale_pair_s8(s1, 4 * h + k), 1);
-            sumi0 = _mm512_add_epi32(sumi0, q6_K_half2(q, scv, y0[i].qs + 128 * h));
-            if (nt > 1) {
-                sumi1 = _mm512_add_epi32(sumi1, q6_K_half2(q, scv, y1[i].qs + 128 * h));
-                sumi2 = _mm512_add_epi32(sumi2, q6_K_half2(q, scv, y2[i].qs + 128 * h));
-                sumi3 = _mm512_add_epi32(sumi3, q6_K_half2(q, scv, y3[i].qs + 128 * h));
-            }
-        }
-        const __m512i sc16 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepi8_epi16(s0)),
-                                                _mm256_cvtepi8_epi16(s1), 1);
-        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(x0[i].d)),
-                                             _mm256_set1_ps(fp16_to_f32(x1[i].d)), 1);
-        acc0 = q6_K_fma2(&y0[i], sc16, xd, sumi0, acc0);
-        if (nt > 1) {
-            acc1 = q6_K_fma2(&y1[i], sc16, xd, sumi1, acc1);
-            acc2 = q6_K_fma2(&y2[i], sc16, xd, sumi2, acc2);
-            acc3 = q6_K_fma2(&y3[i], sc16, xd, sumi3, acc3);
-        }
-    }
-    const __m512 acc[4] = {acc0, acc1, acc2, acc3};
-    for (int c = 0; c < nt; c++) {
-        o0[c] = hsum_ps(_mm512_castps512_ps256(acc[c]));
-        o1[c] = hsum_ps(_mm512_extractf32x8_ps(acc[c], 1));
-    }
-}
-
-void quant_avx512_dot4x4_q6_K(int64_t n, const void *w, size_t rs, const void *const act[4], float out[4][4])
-{
-    for (int r = 0; r < 4; r += 2) {
-        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
-        const block_q6_K *x1 = (const block_q6_K *)((const char *)x0 + rs);
-        float o0[4], o1[4];
-        q6_K_rows2(n / QK_K, x0, x1, act, 4, o0, o1, (const char *)x0, 0);
-        for (int c = 0; c < 4; c++) {
-            out[c][r] = o0[c];
-            out[c][r + 1] = o1[c];
-        }
-    }
-}
-
+/* One token through the few-token kernels (quant_kfew.h): row pairs, each
+ * block unpacked once, the rows two pairs ahead prefetched. Their batches
+ * go there from tensor_matmul. */
 void quant_avx512_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
-    const void *const a[4] = {act, act, act, act};
-    const int64_t nb = n / QK_K;
-    const size_t step = quant_prefetch_step_size(rs, 2, nb);
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-        const block_q6_K *x0 = (const block_q6_K *)((const char *)w + (size_t)r * rs);
-        float o0[4], o1[4];
-        q6_K_rows2(nb, x0, (const block_q6_K *)((const char *)x0 + rs), a, 1, o0, o1,
-                   (const char *)x0 + QUANT_PF_AHEAD * 2 * rs, step);
-        out[r] = o0[0];
-        out[r + 1] = o1[0];
-    }
-    if (r < rows)
-        out[r] = quant_avx2_dot_q6_K(n, (const char *)w + (size_t)r * rs, act);
+    quant_q6_K_few(n, w, rs, rows, act, 0, 1, out, 1, 1);
+}
+
+void quant_avx512_matvec_q5_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    quant_q5_K_few(n, w, rs, rows, act, 0, 1, out, 1, 1);
 }
 #endif
 

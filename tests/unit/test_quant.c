@@ -956,6 +956,90 @@ static void test_reference_order(void **state)
     free(w);
     free(a);
 }
+
+/* A few tokens at once (verification batches, short prompts): the K-quant
+ * kernels that unpack a block once for several tokens (quant_q6k_few.c on
+ * AVX-512) must give each (row, token) the reference's bits, for every
+ * token count a pass or a remainder takes, odd and even row counts and
+ * strided outputs. Weights and activations are random bytes (every quant,
+ * scale and sign, -128 included; bsums need not match the quants: both
+ * sides read the same ones). Rows and tokens all differ, so a kernel that
+ * swaps two rows or two tokens fails. */
+static void test_few_tokens_reference(void **state)
+{
+    (void)state;
+    const enum tensor_type types[] = {TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q5_K};
+    const int row_counts[] = {1, 2, 3, 5, 8, 17};
+    enum { NTOK = 9, RMAX = 17, NMAX = 1024 };
+    const size_t as = tensor_row_size(TENSOR_TYPE_Q8_K, NMAX);
+    uint8_t *w = malloc(tensor_row_size(TENSOR_TYPE_Q6_K, NMAX) * RMAX), *act = malloc(as * NTOK);
+    for (int t = 0; t < NTOK; t++)
+        for (int b = 0; b < NMAX / QK_K; b++) {
+            block_q8_K *y = (block_q8_K *)(void *)(act + as * t) + b;
+            for (int e = 0; e < QK_K; e++)
+                y->qs[e] = (int8_t)rnd_u32();
+            for (int g = 0; g < 16; g++)
+                y->bsums[g] = (int16_t)((int)(rnd_u32() % 4065) - 2032);
+            y->d = 0.002f + 0.01f * (rnd_uniform() + 1.0f);
+        }
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const enum tensor_type t = types[k];
+        for (int64_t n = QK_K; n <= NMAX; n += 3 * QK_K) {
+            const size_t rs = tensor_row_size(t, n), bs = tensor_type_size(t);
+            for (size_t i = 0; i < rs * RMAX; i++)
+                w[i] = (uint8_t)rnd_u32();
+            for (int b = 0; b < RMAX * n / QK_K; b++) { /* sane d (and dmin) */
+                const uint16_t d = tensor_fp32_to_fp16(0.001f + 0.05f * (rnd_uniform() + 1.0f));
+                const uint16_t m = tensor_fp32_to_fp16(0.001f + 0.02f * (rnd_uniform() + 1.0f));
+                uint8_t *blk = w + bs * (size_t)b;
+                if (t == TENSOR_TYPE_Q6_K) {
+                    memcpy(blk + offsetof(block_q6_K, d), &d, 2);
+                } else {
+                    memcpy(blk, &d, 2);
+                    memcpy(blk + 2, &m, 2);
+                }
+            }
+            float want[NTOK][RMAX];
+            for (int c = 0; c < NTOK; c++)
+                for (int r = 0; r < RMAX; r++)
+                    want[c][r] = emulate_k(t, n, w + rs * r, act + as * c);
+            for (int c = 0; c < NTOK; c++)
+                for (int r = 0; r < RMAX; r++)
+                    for (int c2 = 0; c2 < NTOK; c2++)
+                        for (int r2 = 0; r2 < RMAX; r2++)
+                            if ((c2 != c || r2 != r) && f2u(want[c][r]) == f2u(want[c2][r2]))
+                                fail_msg("%s: outputs (%d,%d) and (%d,%d) equal, a swap would pass", tensor_type_name(t),
+                                         c, r, c2, r2);
+            for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
+                const int rows = row_counts[rc], ostride = rows + 3;
+                for (int n_tok = 1; n_tok <= NTOK; n_tok++) {
+                    float out[NTOK * (RMAX + 3)];
+                    memset(out, 0xff, sizeof out);
+                    if (n_tok == 1)
+                        tensor_matvec(t, n, w, rows, act, out);
+                    else
+                        tensor_matmul(t, n, w, rows, act, n_tok, as, out, ostride);
+                    for (int c = 0; c < n_tok; c++)
+                        for (int r = 0; r < ostride; r++) {
+                            const uint32_t got = f2u(out[c * ostride + r]);
+                            if (r >= rows) {
+                                if (n_tok > 1 && got != 0xffffffffu)
+                                    fail_msg("%s rows=%d n_tok=%d: wrote past row %d of token %d", tensor_type_name(t),
+                                             rows, n_tok, rows, c);
+                                continue;
+                            }
+                            if (got != f2u(want[c][r]))
+                                fail_msg("%s n=%lld rows=%d n_tok=%d (%d,%d): %.9g, reference order gives %.9g",
+                                         tensor_type_name(t), (long long)n, rows, n_tok, c, r,
+                                         (double)out[c * ostride + r], (double)want[c][r]);
+                        }
+                }
+            }
+        }
+    }
+    free(w);
+    free(act);
+}
 #endif
 
 /* ggml_vec_dot_f32 on an AVX-512 build: 4 x 16 FMA lanes over the first
@@ -1402,6 +1486,7 @@ int main(void)
         cmocka_unit_test(test_reference_q2_K_repacked),
 #ifdef HAVE_ORDER_TEST
         cmocka_unit_test(test_reference_order),
+        cmocka_unit_test(test_few_tokens_reference),
         cmocka_unit_test(test_reference_f32_tail),
         cmocka_unit_test(test_reference_float_tiles),
         cmocka_unit_test(test_reference_bf16_tiles),

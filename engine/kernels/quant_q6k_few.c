@@ -1,0 +1,148 @@
+/* Q6_K rows against 1-4 tokens (quant_kfew.h).
+ *
+ * The reference (ggml_vec_dot_q6_K_q8_K, AVX2 body) forms per block 8 int32
+ * lanes: lane m sums sc * q * y over bytes 4m..4m+3 of each 32-value chunk
+ * (q unsigned, 0..63), less 32 * (sc[2m] bsum[2m] + sc[2m+1] bsum[2m+1]);
+ * then acc[m] = fma(y.d * x.d, (float)lane[m], acc[m]) and hsum_float_8.
+ * The integer lanes are exact, so any grouping of their terms gives them.
+ *
+ * Here one register holds a chunk pair of one row (64 values: int32 lane j
+ * feeds the reference's lane j % 8), unpacked once per block and pass with
+ * the 6-bit bits, its scales widened by one vpermw; per token a maddubs and
+ * a vpdpwssd (the scale's madd and the add in one) per chunk pair. Per row
+ * pair and token the 16-lane sums fold to [row A's 8 lanes | row B's 8],
+ * take the offset in one vpdpwssd against the bsums, and go through one
+ * convert and one FMA for both rows. The row-pair tile this replaced
+ * (q6_K_rows2) rebuilt a scale vector per chunk and row from bytes
+ * (shuffle, widen, insert), took the offset and float steps per row, and
+ * did not prefetch: 4 tokens against the output matrix from memory ran at
+ * 15 ns per row x token x block, now 3.7 (docs/speculative.md). */
+#include "kernels/quant_kfew.h"
+
+#ifdef QUANT_HAVE_KFEW
+#include "kernels/quant_internal.h"
+
+#if defined(__AVX512VNNI__)
+#define Q6F_DPWSSD(acc, a, b) _mm512_dpwssd_epi32((acc), (a), (b))
+#else
+#define Q6F_DPWSSD(acc, a, b) _mm512_add_epi32((acc), _mm512_madd_epi16((a), (b)))
+#endif
+
+/* vpermw indices: chunk pair p (0..3) of a block covers sub-blocks
+ * 4p..4p+3, one per 128-bit lane. */
+static const int16_t k_q6f_sidx[4][32] = {
+#define Q6F_L(s) s, s, s, s, s, s, s, s
+    {Q6F_L(0), Q6F_L(1), Q6F_L(2), Q6F_L(3)},
+    {Q6F_L(4), Q6F_L(5), Q6F_L(6), Q6F_L(7)},
+    {Q6F_L(8), Q6F_L(9), Q6F_L(10), Q6F_L(11)},
+    {Q6F_L(12), Q6F_L(13), Q6F_L(14), Q6F_L(15)},
+#undef Q6F_L
+};
+
+/* (a & 0x0F) | b, b already masked to bits 4-5 */
+#define Q6F_OR_LO(a, b, m4) _mm512_ternarylogic_epi32((a), (b), (m4), 0xEC)
+
+static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const block_q6_K *xa, const block_q6_K *xb,
+                                                           const uint8_t *act, size_t act_stride, int nt, float *oa,
+                                                           float *ob, int64_t out_stride, const char *pf,
+                                                           size_t pf_step)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
+    /* chunk 0 takes qh << 4, chunk 1 qh << 2 (low / high half); chunk 2
+     * qh, chunk 3 qh >> 2 */
+    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i m32 = _mm512_set1_epi16(-32);
+    const block_q8_K *y[QUANT_KFEW_MAX];
+    __m512 acc[QUANT_KFEW_MAX];
+    for (int t = 0; t < QUANT_KFEW_MAX; t++) {
+        y[t] = (const block_q8_K *)(const void *)(act + (size_t)(t < nt ? t : 0) * act_stride);
+        acc[t] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        quant_prefetch_step(pf, i, pf_step);
+        const __m512i sa = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
+        const __m512i sb = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales)));
+        __m512i ia[QUANT_KFEW_MAX], ib[QUANT_KFEW_MAX];
+        for (int t = 0; t < nt; t++)
+            ia[t] = ib[t] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+        {
+            const __m512i la = _mm512_loadu_si512(xa[i].ql + 64 * h), lb = _mm512_loadu_si512(xb[i].ql + 64 * h);
+            const __m512i ha = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xa[i].qh + 32 * h)));
+            const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qh + 32 * h)));
+            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
+            {
+                __m512i qa, qb;
+                if (p == 0) {
+                    qa = Q6F_OR_LO(la, _mm512_and_si512(_mm512_sllv_epi16(ha, sh01), m2), m4);
+                    qb = Q6F_OR_LO(lb, _mm512_and_si512(_mm512_sllv_epi16(hb, sh01), m2), m4);
+                } else {
+                    qa = Q6F_OR_LO(_mm512_srli_epi16(la, 4), _mm512_and_si512(_mm512_srlv_epi16(ha, sh23), m2), m4);
+                    qb = Q6F_OR_LO(_mm512_srli_epi16(lb, 4), _mm512_and_si512(_mm512_srlv_epi16(hb, sh23), m2), m4);
+                }
+                const __m512i idx = _mm512_loadu_si512(k_q6f_sidx[2 * h + p]);
+                const __m512i ca = _mm512_permutexvar_epi16(idx, sa), cb = _mm512_permutexvar_epi16(idx, sb);
+                _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
+                {
+                    const __m512i yv = _mm512_loadu_si512(y[t][i].qs + 128 * h + 64 * p);
+                    ia[t] = Q6F_DPWSSD(ia[t], ca, _mm512_maddubs_epi16(qa, yv));
+                    ib[t] = Q6F_DPWSSD(ib[t], cb, _mm512_maddubs_epi16(qb, yv));
+                }
+            }
+        }
+        /* -32 * sc of both rows (|32 sc| <= 4096 fits 16 bits), against each
+         * token's bsums: lane m gets sub-blocks 2m, 2m+1, as the reference */
+        const __m512i off = _mm512_mullo_epi16(_mm512_inserti64x4(sa, _mm512_castsi512_si256(sb), 1), m32);
+        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
+        {
+            __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44), _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
+            s = Q6F_DPWSSD(s, off, _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].bsums)));
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        oa[t * out_stride] = hsum_ps(_mm512_castps512_ps256(acc[t]));
+        if (ob)
+            ob[t * out_stride] = hsum_ps(_mm512_extractf32x8_ps(acc[t], 1));
+    }
+}
+
+/* nt as a constant in each instance: the token loops unroll and the
+ * accumulators stay in registers. */
+static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void *w, size_t rs, int64_t rows,
+                                                           const void *act, size_t act_stride, int nt, float *out,
+                                                           int64_t out_stride, int pf)
+{
+    const int64_t nb = n / QK_K;
+    const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
+    for (int64_t r = 0; r < rows; r += 2) {
+        const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
+        const bool pair = r + 1 < rows;
+        const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
+        const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
+        q6f_pass(nb, xa, xb, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
+                 ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+    }
+}
+
+void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride, int nt,
+                    float *out, int64_t out_stride, int pf)
+{
+    switch (nt) {
+    case 1:
+        q6f_rows(n, w, rs, rows, act, act_stride, 1, out, out_stride, pf);
+        break;
+    case 2:
+        q6f_rows(n, w, rs, rows, act, act_stride, 2, out, out_stride, pf);
+        break;
+    case 3:
+        q6f_rows(n, w, rs, rows, act, act_stride, 3, out, out_stride, pf);
+        break;
+    default:
+        q6f_rows(n, w, rs, rows, act, act_stride, 4, out, out_stride, pf);
+        break;
+    }
+}
+#endif
