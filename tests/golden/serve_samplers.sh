@@ -20,8 +20,9 @@ if need "$M/stories260K.gguf" "serve samplers (stories260K)" && need "$M/tiny-sp
             done
             # DRY with llama.cpp's default sequence breakers, the client's
             # (dry_sequence_breakers) and one that never occurs: three replies
-            # (make_dry.sh). DRY was once a 400, then ran with no breakers.
-            for c in default custom never; do
+            # (make_dry.sh). DRY was once a 400, then ran with no breakers;
+            # lastn leaves dry_penalty_last_n at llama.cpp's default (64).
+            for c in default custom never lastn; do
                 $REFCHK samplers "$SPORT" /v1/completions $R/dry.$c.req $R/dry.$c.json "completions (DRY, $c breakers, --parallel $np)"
             done
             serve_stop

@@ -4,7 +4,8 @@
 # unchanged ../shared stories260K with the DRY penalty on (dry.*.req): its
 # default sequence breakers ("\n", ":", "\"", "*"), the client's own
 # (dry_sequence_breakers, one of them several tokens long) and one that never
-# occurs, over a prompt whose repeats the breakers cut.
+# occurs, over a prompt whose repeats the breakers cut; dry.lastn leaves
+# dry_penalty_last_n at its default (64) over a longer prompt.
 # Run from the repository root: sh tests/golden/reference/serve/make_dry.sh
 # (REF=/work/ref/build/bin by default, TESTDATA=../shared).
 set -u
@@ -25,7 +26,7 @@ ask() { # MODEL PATH REQ
     wait $pid 2>/dev/null
     port=$((port + 1))
 }
-for c in default custom never; do
+for c in default custom never lastn; do
     ask stories260K.gguf /v1/completions dry.$c
 done
 rm -rf "$W"
