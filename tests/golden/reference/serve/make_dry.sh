@@ -5,7 +5,7 @@
 # default sequence breakers ("\n", ":", "\"", "*"), the client's own
 # (dry_sequence_breakers, one of them several tokens long) and one that never
 # occurs, over a prompt whose repeats the breakers cut; dry.lastn leaves
-# dry_penalty_last_n at its default (64) over a longer prompt.
+# dry_penalty_last_n at its default (64) over 80 tokens (its window moves).
 # Run from the repository root: sh tests/golden/reference/serve/make_dry.sh
 # (REF=/work/ref/build/bin by default, TESTDATA=../shared).
 set -u
