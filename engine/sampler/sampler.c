@@ -56,7 +56,7 @@ sampler_params sampler_default_params(void)
     p.dry_multiplier = 0.0f;
     p.dry_base = 1.75f;
     p.dry_allowed_length = 2;
-    p.dry_penalty_last_n = -1;
+    p.dry_penalty_last_n = 64; /* common_params_sampling's */
     /* common_params_sampling's dry_sequence_breakers */
     p.n_dry_breakers = 0;
     sampler_params_add_dry_breaker(&p, "\n");

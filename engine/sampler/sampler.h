@@ -53,7 +53,7 @@ typedef struct sampler_params {
     float dry_multiplier;    /* 0 disables */
     float dry_base;          /* 1.75 */
     int32_t dry_allowed_length; /* 2 */
-    int32_t dry_penalty_last_n; /* -1 = whole context, 0 disables */
+    int32_t dry_penalty_last_n; /* 64 (llama.cpp's); -1 = whole context, 0 disables */
     /* DRY's sequence breakers (default llama.cpp's "\n" ":" "\"" "*"): a
      * repeat never extends across one. Strings, turned into token sequences
      * as llama_sampler_init_dry does (sampler_set_tokenizer's vocabulary)
