@@ -113,6 +113,35 @@ static int parse_stop(pctx *c, const cJSON *o, sampler_params *sp)
     return 0;
 }
 
+/* llama-server's DRY fields: a dry_base below 1 is its default 1.75;
+ * dry_sequence_breakers replaces the default breakers and must be a
+ * non-empty array of strings (llama-server's error too); more than
+ * SAMPLER_MAX_DRY_BRK is refused. */
+static int parse_dry(pctx *c, const cJSON *o, sampler_params *sp)
+{
+    int rc;
+    float base = sp->dry_base;
+    if ((rc = get_num(c, o, "dry_multiplier", -1e9, 1e9, &sp->dry_multiplier)) ||
+        (rc = get_num(c, o, "dry_base", -1e9, 1e9, &base)) ||
+        (rc = get_i32(c, o, "dry_allowed_length", 0, 2147483647.0, &sp->dry_allowed_length)) ||
+        (rc = get_i32(c, o, "dry_penalty_last_n", 0, 2147483647.0, &sp->dry_penalty_last_n)))
+        return rc;
+    sp->dry_base = base < 1.0f ? sampler_default_params().dry_base : base;
+    const cJSON *f = field(o, "dry_sequence_breakers");
+    if (!f)
+        return 0;
+    if (!cJSON_IsArray(f) || !f->child)
+        return bad(c, "dry_sequence_breakers", "dry_sequence_breakers must be a non-empty array of strings");
+    sp->n_dry_breakers = 0;
+    for (const cJSON *b = f->child; b; b = b->next) {
+        if (!cJSON_IsString(b))
+            return bad(c, "dry_sequence_breakers", "dry_sequence_breakers must be a non-empty array of strings");
+        if (!sampler_params_add_dry_breaker(sp, b->valuestring))
+            return bad(c, "dry_sequence_breakers", "more than %d DRY sequence breakers", SAMPLER_MAX_DRY_BRK);
+    }
+    return 0;
+}
+
 static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
 {
     sampler_params *sp = &r->sp;
@@ -138,6 +167,8 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
         return rc;
     if (sp->mirostat == 1)
         return bad(c, "mirostat", "mirostat 1 is not supported (0: off, 2: mirostat v2)");
+    if ((rc = parse_dry(c, o, sp)))
+        return rc;
     if ((rc = get_int(c, o, "seed", -1, 9007199254740992.0, &v, &set)))
         return rc;
     if (set) {
@@ -307,7 +338,6 @@ static int refuse_llama_extras(pctx *c, const cJSON *o)
         const char *what;
     } nums[] = {
         {"dynatemp_range", 0, 0, "dynamic temperature"},
-        {"dry_multiplier", 0, 0, "the DRY penalty"},
         {"min_keep", 0, 1, "min_keep"},
         {"n_indent", 0, 0, "n_indent"},
         {"t_max_predict_ms", 0, 0, "a time limit"},

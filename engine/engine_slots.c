@@ -274,6 +274,10 @@ static void admit(engine *e, engine_cmd *c)
     sampler_set_params(s->s, &sp);
     sampler_reseed(s->s);
     sampler_reset_history(s->s);
+    /* the prompt is the penalties' and DRY's history, as llama-server's
+     * slot accepts it (once left out: they saw the reply alone) */
+    for (int32_t k = 0; k < s->n_prompt; k++)
+        sampler_accept(s->s, s->prompt[k]);
     engine_event ev;
     slot_ev(e, s, i, &ev, ENGINE_EV_PREFILL);
     ev.done = 0;

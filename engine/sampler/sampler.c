@@ -56,8 +56,28 @@ sampler_params sampler_default_params(void)
     p.dry_multiplier = 0.0f;
     p.dry_base = 1.75f;
     p.dry_allowed_length = 2;
-    p.dry_penalty_last_n = -1;
+    p.dry_penalty_last_n = 64; /* common_params_sampling's */
+    /* common_params_sampling's dry_sequence_breakers */
+    p.n_dry_breakers = 0;
+    sampler_params_add_dry_breaker(&p, "\n");
+    sampler_params_add_dry_breaker(&p, ":");
+    sampler_params_add_dry_breaker(&p, "\"");
+    sampler_params_add_dry_breaker(&p, "*");
     return p;
+}
+
+bool sampler_params_add_dry_breaker(sampler_params *p, const char *str)
+{
+    size_t l = strlen(str);
+    if (l == 0)
+        return true;
+    if (p->n_dry_breakers >= SAMPLER_MAX_DRY_BRK)
+        return false;
+    if (l > SAMPLER_DRY_BRK_LEN - 1)
+        l = SAMPLER_DRY_BRK_LEN - 1;
+    memcpy(p->dry_breakers[p->n_dry_breakers], str, l);
+    p->dry_breakers[p->n_dry_breakers++][l] = 0;
+    return true;
 }
 
 /* llama.cpp's seeds are 32-bit and LLAMA_DEFAULT_SEED (0xFFFFFFFF) means a

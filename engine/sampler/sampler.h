@@ -15,6 +15,8 @@
 #define SAMPLER_MAX_STOP 8      /* stop strings */
 #define SAMPLER_STOP_LEN 64
 #define SAMPLER_MAX_BIAS 512    /* logit_bias entries */
+#define SAMPLER_MAX_DRY_BRK 16  /* DRY sequence breakers */
+#define SAMPLER_DRY_BRK_LEN 41  /* a breaker's bytes + NUL (llama.cpp cuts one at 40) */
 
 /* One logit bias: bias added to token id's logit (-INFINITY bans it). */
 typedef struct sampler_bias {
@@ -51,7 +53,13 @@ typedef struct sampler_params {
     float dry_multiplier;    /* 0 disables */
     float dry_base;          /* 1.75 */
     int32_t dry_allowed_length; /* 2 */
-    int32_t dry_penalty_last_n; /* -1 = whole context, 0 disables */
+    int32_t dry_penalty_last_n; /* 64 (llama.cpp's); -1 = whole context, 0 disables */
+    /* DRY's sequence breakers (default llama.cpp's "\n" ":" "\"" "*"): a
+     * repeat never extends across one. Strings, turned into token sequences
+     * as llama_sampler_init_dry does (sampler_set_tokenizer's vocabulary)
+     * when DRY is on and they changed. */
+    int32_t n_dry_breakers;
+    char dry_breakers[SAMPLER_MAX_DRY_BRK][SAMPLER_DRY_BRK_LEN];
     /* llama-server's ignore_eos: a logit bias of -inf on every end-of-generation
      * token (sampler_set_eog) ahead of the chain, so none is ever drawn. The
      * raw distribution (p_raw, entropy_raw, the top list's order) stays the
@@ -99,15 +107,16 @@ const sampler_params *sampler_get_params(const sampler *s);
 /* Starts the random sequence again from the seed (a new random seed when
  * none is set) and mirostat from its start. */
 void sampler_reseed(sampler *s);
-/* DRY sequence breakers from the default strings "\n" ":" "\"" "*", matched
- * against the vocabulary like llama.cpp, and the end-of-generation tokens
- * (call once after build). */
+/* The vocabulary DRY's breaker strings are matched against (kept: it must
+ * outlive the sampler) and the end-of-generation tokens (call once after
+ * build). */
 struct tokenizer;
 void sampler_set_tokenizer(sampler *s, const struct tokenizer *t);
 /* The end-of-generation tokens ignore_eos bans (sampler_set_tokenizer sets
  * the tokenizer's; this replaces them, for tests). */
 bool sampler_set_eog(sampler *s, const int32_t *ids, int32_t n);
-/* Token-level DRY sequence breakers (replaces the current ones; for tests). */
+/* Token-level DRY sequence breakers (replaces the current ones and the
+ * strings' from then on; for tests). */
 bool sampler_set_dry_breakers(sampler *s, const int32_t *const *seqs, const int32_t *lens, int32_t n);
 /* Penalty history: every token of the context (prompt and generated) is accepted. */
 void sampler_accept(sampler *s, int32_t token);
@@ -136,6 +145,10 @@ void sampler_rewind(sampler *s, const sampler_mark *m);
  * Besides sampler_param_names: "n_top" (0..SAMPLER_MAX_TOP) and "stop" (adds a
  * stop string; an empty value clears them all). */
 bool sampler_params_set(sampler_params *p, const char *name, const char *value, char *err, size_t errlen);
+/* Adds one DRY sequence breaker (cut to 40 bytes, as llama.cpp; an empty
+ * one is skipped, as llama.cpp skips it); false when there are
+ * SAMPLER_MAX_DRY_BRK already. */
+bool sampler_params_add_dry_breaker(sampler_params *p, const char *str);
 /* Names of the settable parameters, NULL-terminated, in panel order. */
 extern const char *const sampler_param_names[];
 /* Formats the value of a named parameter. */

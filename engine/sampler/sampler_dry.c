@@ -114,56 +114,81 @@ bool sampler_set_dry_breakers(sampler *s, const int32_t *const *seqs, const int3
     }
     bool ok = install(s, l.e, l.n);
     free(l.e);
+    s->brk_fixed = true;
     return ok;
 }
 
-/* llama.cpp's get_overlapping_token_sequences: a token containing the breaker
- * is a one-token breaker; a token ending with a prefix of it is the head of
- * a breaker whose tail is the tokenized rest. */
-void sampler_set_tokenizer(sampler *s, const struct tokenizer *t)
+/* llama.cpp's get_overlapping_token_sequences for one breaker str, over
+ * every token's text as vocab.detokenize({id}, true) gives it: a token
+ * containing str is a one-token breaker; each place where the token ends
+ * with a prefix of str makes it the head of a breaker whose tail is the
+ * rest of str tokenized (no BOS, no special tokens), cut to 20 tokens. */
+static void brk_from_string(brk_list *l, const tokenizer *t, int32_t nv, const char *str)
 {
-    static const char *const breakers[] = {"\n", ":", "\"", "*"};
-    const int32_t nv = s->n_vocab < tokenizer_n_vocab(t) ? s->n_vocab : tokenizer_n_vocab(t);
-    brk_list l = {0};
-    char word[512];
+    const size_t sl = strlen(str);
+    char word[2048];
     int32_t tail[64];
     for (int32_t id = 0; id < nv; id++) {
-        int32_t wl = tokenizer_token_to_piece(t, id, true, word, sizeof word - 1);
-        if (wl <= 0)
+        int32_t wl = tokenizer_detokenize(t, &id, 1, false, true, word, (int32_t)sizeof word);
+        if (wl < 0)
             continue;
         if (wl > (int32_t)sizeof word - 1)
             wl = (int32_t)sizeof word - 1;
-        word[wl] = 0;
-        for (size_t b = 0; b < sizeof breakers / sizeof *breakers; b++) {
-            const char *str = breakers[b];
-            size_t sl = strlen(str);
-            if (memmem(word, (size_t)wl, str, sl)) {
-                brk_add(&l, id, NULL, 0);
+        if (memmem(word, (size_t)wl, str, sl)) {
+            brk_add(l, id, NULL, 0);
+            continue;
+        }
+        for (int32_t pos = 0; pos < wl; pos++) {
+            if (word[pos] != str[0])
                 continue;
-            }
-            for (int32_t pos = 0; pos < wl; pos++) {
-                if (word[pos] != str[0])
-                    continue;
-                size_t i = 1;
-                bool match = true;
-                for (; i < sl && (size_t)pos + i < (size_t)wl; i++)
-                    if (word[pos + (int32_t)i] != str[i]) {
-                        match = false;
-                        break;
-                    }
-                if (!match)
-                    continue;
-                int32_t nt = tokenizer_encode(t, str + i, sl - i, false, false, tail, 64);
-                if (nt < 0)
-                    continue;
-                if (nt > 64)
-                    nt = 64;
-                brk_add(&l, id, tail, nt);
-            }
+            size_t i = 1;
+            bool match = true;
+            for (; i < sl && (size_t)pos + i < (size_t)wl; i++)
+                if (word[pos + (int32_t)i] != str[i]) {
+                    match = false;
+                    break;
+                }
+            if (!match)
+                continue;
+            int32_t nt = tokenizer_encode(t, str + i, sl - i, false, false, tail, 64);
+            if (nt < 0)
+                continue;
+            if (nt > 64)
+                nt = 64;
+            brk_add(l, id, tail, nt); /* cut to DRY_MAX_TAIL there */
         }
     }
-    install(s, l.e, l.n);
+}
+
+/* The breaker table from the parameters' strings, when they changed. */
+static void brk_update(sampler *s)
+{
+    const sampler_params *p = &s->p;
+    if (s->brk_fixed || !s->tok)
+        return;
+    if (s->brk_built && s->n_brk_str == p->n_dry_breakers &&
+        !memcmp(s->brk_str, p->dry_breakers, (size_t)p->n_dry_breakers * sizeof p->dry_breakers[0]))
+        return;
+    const int32_t nv = s->n_vocab < tokenizer_n_vocab(s->tok) ? s->n_vocab : tokenizer_n_vocab(s->tok);
+    brk_list l = {0};
+    for (int32_t b = 0; b < p->n_dry_breakers; b++)
+        if (p->dry_breakers[b][0])
+            brk_from_string(&l, s->tok, nv, p->dry_breakers[b]);
+    /* the same pair from two strings stays twice, as in llama.cpp's
+     * multimap: harmless, the longest matching tail wins either way */
+    if (install(s, l.e, l.n)) {
+        s->brk_built = true;
+        s->n_brk_str = p->n_dry_breakers;
+        memcpy(s->brk_str, p->dry_breakers, sizeof s->brk_str);
+    }
     free(l.e);
+}
+
+void sampler_set_tokenizer(sampler *s, const struct tokenizer *t)
+{
+    const int32_t nv = s->n_vocab < tokenizer_n_vocab(t) ? s->n_vocab : tokenizer_n_vocab(t);
+    s->tok = t;
+    s->brk_built = false;
     /* ignore_eos's ban list */
     int32_t *eog = malloc((size_t)nv * sizeof *eog), n_eog = 0;
     for (int32_t id = 0; eog && id < nv; id++)
@@ -182,6 +207,7 @@ void sampler_apply_dry(sampler *s, const float *logits)
     const sampler_params *p = &s->p;
     if (p->dry_multiplier == 0.0f || p->dry_base < 1.0f || p->dry_penalty_last_n == 0)
         return;
+    brk_update(s);
     const int32_t *h = s->hist;
     const size_t nh = s->n_hist;
     size_t eff = p->dry_penalty_last_n < 0 ? nh : (size_t)p->dry_penalty_last_n;

@@ -42,6 +42,11 @@ struct sampler {
     int32_t *brk_len;
     int32_t n_brk;
     bool *brk_single;  /* [n_vocab] head of a one-token breaker */
+    const struct tokenizer *tok; /* the breaker strings' vocabulary (NULL: none) */
+    bool brk_fixed;    /* token-level breakers from sampler_set_dry_breakers */
+    bool brk_built;    /* the table holds brk_str's */
+    int32_t n_brk_str; /* the strings the table was built from */
+    char brk_str[SAMPLER_MAX_DRY_BRK][SAMPLER_DRY_BRK_LEN];
     int32_t *dry_count, *dry_touched; /* scratch, grown with the history */
     size_t dry_cap;
     int32_t *dry_max;  /* [n_vocab] longest repeat + 1 a token would extend, 0 otherwise */

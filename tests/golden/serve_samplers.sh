@@ -1,10 +1,10 @@
 #!/bin/sh
 # tokscope serve with llama-server's further samplers against llama-server
-# 34af94cd (tests/golden/reference/serve/samplers.*, written by
-# make_samplers.sh): seeded mirostat 2, top_n_sigma and XTC requests and a
+# 34af94cd (tests/golden/reference/serve/samplers.* and dry.*, written by
+# make_samplers.sh and make_dry.sh): seeded mirostat 2, top_n_sigma and XTC requests and a
 # chat with XTC and mirostat give llama-server's tokens and logprobs. These
 # fields were once read by nothing (a client's mirostat did nothing); what the
-# engine does not run (mirostat 1, DRY, dynamic temperature, grammars) is a
+# engine does not run (mirostat 1, dynamic temperature, grammars) is a
 # 400 naming the field. The checks: tests/tools/serve_ref.py (python3 stdlib).
 . tests/lib.sh
 . tests/lib_serve.sh
@@ -17,6 +17,13 @@ if need "$M/stories260K.gguf" "serve samplers (stories260K)" && need "$M/tiny-sp
         if serve_start "$OUT/serve_samplers1.$np.log" -m "$M/stories260K.gguf" --parallel $np; then
             for c in mirostat sigma xtc; do
                 $REFCHK samplers "$SPORT" /v1/completions $R/samplers.$c.req $R/samplers.$c.json "completions ($c, --parallel $np)"
+            done
+            # DRY with llama.cpp's default sequence breakers, the client's
+            # (dry_sequence_breakers) and one that never occurs: three replies
+            # (make_dry.sh). DRY was once a 400, then ran with no breakers;
+            # lastn leaves dry_penalty_last_n at llama.cpp's default (64).
+            for c in default custom never lastn; do
+                $REFCHK samplers "$SPORT" /v1/completions $R/dry.$c.req $R/dry.$c.json "completions (DRY, $c breakers, --parallel $np)"
             done
             serve_stop
         else

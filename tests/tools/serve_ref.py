@@ -15,9 +15,10 @@ python3 serve_ref.py bias PORT PATH REQ_FILE REF_FILE LABEL
   logit_bias (llama-server drops such entries silently).
 python3 serve_ref.py samplers PORT PATH REQ_FILE REF_FILE LABEL
   a seeded request with llama-server's further samplers (mirostat, top_n_sigma,
-  XTC) whole against the reference as above; without them the reply is
-  another (they were once ignored, so the check can fail); mirostat 1 and a
-  DRY multiplier (not run by tokscope): 400 naming them.
+  XTC, DRY and its sequence breakers) whole against the reference as above;
+  without them the reply is another (they were once ignored, so the check can
+  fail); mirostat 1, dynatemp, a grammar (not run by tokscope) and an empty
+  dry_sequence_breakers (llama-server's error too): 400 naming them.
 Prints "ok - NAME" / "not ok - NAME" lines."""
 import json
 import os
@@ -133,7 +134,8 @@ def bias(port, path, req_file, ref_file, label):
     run(name + ": an id outside the vocabulary, a bad value or shape: 400 naming it", refused)
 
 
-SAMPLER_FIELDS = ("mirostat", "mirostat_tau", "mirostat_eta", "top_n_sigma", "xtc_probability", "xtc_threshold")
+SAMPLER_FIELDS = ("mirostat", "mirostat_tau", "mirostat_eta", "top_n_sigma", "xtc_probability", "xtc_threshold",
+                  "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers")
 
 
 def samplers(port, path, req_file, ref_file, label):
@@ -149,14 +151,15 @@ def samplers(port, path, req_file, ref_file, label):
 
     def refused():
         bad = []
-        for k, v in (("mirostat", 1), ("dry_multiplier", 0.8), ("dynatemp_range", 0.5), ("grammar", "root ::= \"a\"")):
+        for k, v in (("mirostat", 1), ("dynatemp_range", 0.5), ("grammar", "root ::= \"a\""),
+                     ("dry_sequence_breakers", [])):
             st, _, o = sc.post(port, path, dict(body, **{k: v}))
             bad += ["%s %r: %s" % (k, v, b) for b in is_error_shape(o, st, 400, k)]
         return bad
 
     run(name + ": llama-server 34af94cd's reply (tokens, top tokens, logprobs)", whole)
     run(name + " left out: another reply", without)
-    run(name + ": what tokscope does not run (mirostat 1, DRY, dynatemp, grammar): 400 naming it", refused)
+    run(name + ": what tokscope does not run (mirostat 1, dynatemp, grammar) and an empty dry_sequence_breakers (as llama-server): 400 naming it", refused)
 
 
 if __name__ == "__main__":

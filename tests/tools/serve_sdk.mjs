@@ -115,7 +115,7 @@ await check('SDK completions.create() with max_completion_tokens: that many toke
 
 await check('SDK: a llama-server field tokscope does not run is a BadRequestError naming it, never ignored', async () => {
   const bad = [];
-  for (const [k, v] of [['dry_multiplier', 0.8], ['grammar', 'root ::= "a"'], ['mirostat', 1]]) {
+  for (const [k, v] of [['dynatemp_range', 0.5], ['grammar', 'root ::= "a"'], ['mirostat', 1]]) {
     try {
       await client.chat.completions.create({ ...body, [k]: v });
       bad.push(`${k}: accepted`);
@@ -125,6 +125,8 @@ await check('SDK: a llama-server field tokscope does not run is a BadRequestErro
   }
   const r = await client.chat.completions.create({ ...body, mirostat: 2, seed: 1, temperature: 1 });
   if (r.choices[0].message.content === undefined) bad.push('mirostat 2 refused');
+  const d = await client.chat.completions.create({ ...body, dry_multiplier: 0.8, dry_sequence_breakers: ['\n'], seed: 1 });
+  if (d.choices[0].message.content === undefined) bad.push('DRY refused');
   return bad;
 });
 

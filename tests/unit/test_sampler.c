@@ -7,9 +7,13 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "model/model.h"
 #include "sampler/sampler.h"
+#include "sampler/sampler_internal.h"
 #include "tokenizer/tokenizer.h"
 #include "testutil.h"
 
@@ -990,6 +994,81 @@ static void test_dry_tokenizer(void **state)
     model_free(m);
 }
 
+static int line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The breaker table tokscope builds from the strings, for a model's
+ * vocabulary, line for line what llama.cpp 34af94cd's
+ * get_overlapping_token_sequences makes of them (tests/golden/reference/dry,
+ * make.sh: "head tail..." sorted, no duplicates): the default breakers and
+ * two of several tokens, on an SPM and a BPE vocabulary. */
+static void check_breakers_ref(const char *model_file, const char *ref_file)
+{
+    char err[256];
+    model *m = model_load(model_file, err, sizeof err);
+    assert_non_null(m);
+    const tokenizer *tk = model_get_tokenizer(m);
+    sampler_params p = plain_params();
+    p.dry_multiplier = 1.0f;
+    p.n_dry_breakers = 0;
+    const char *strs[] = {"\n", ":", "\"", "*", " said", "sat on the mat"};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        assert_true(sampler_params_add_dry_breaker(&p, strs[i]));
+    const int32_t nv = tokenizer_n_vocab(tk);
+    sampler *s = sampler_build(&p, nv);
+    sampler_set_tokenizer(s, tk);
+    float *l = calloc((size_t)nv, sizeof *l);
+    sampler_sample(s, l, NULL); /* DRY on: the table is built */
+    char **lines = malloc(((size_t)s->n_brk + 1) * sizeof *lines);
+    int32_t n = 0;
+    for (int32_t t = 0; t < nv; t++)
+        for (int32_t b = s->brk_start[t]; b < s->brk_start[t + 1]; b++) {
+            char buf[512];
+            int o = snprintf(buf, sizeof buf, "%d", (int)t);
+            for (int32_t k = 0; k < s->brk_len[b]; k++)
+                o += snprintf(buf + o, sizeof buf - (size_t)o, " %d", (int)s->brk_tail[(size_t)b * DRY_MAX_TAIL + k]);
+            lines[n++] = strdup(buf);
+        }
+    qsort(lines, (size_t)n, sizeof *lines, line_cmp);
+    FILE *f = fopen(ref_file, "r");
+    assert_non_null(f);
+    char want[512];
+    int32_t i = 0, n_ref = 0, bad = 0;
+    while (fgets(want, sizeof want, f)) {
+        want[strcspn(want, "\n")] = 0;
+        while (i > 0 && i < n && !strcmp(lines[i], lines[i - 1]))
+            i++; /* a duplicate (two strings, one entry) */
+        if (i >= n || strcmp(lines[i], want)) {
+            if (bad++ < 5)
+                print_message("entry %d: tokscope '%s', llama.cpp '%s'\n", (int)n_ref, i < n ? lines[i] : "(none)", want);
+        } else
+            i++;
+        n_ref++;
+    }
+    while (i > 0 && i < n && !strcmp(lines[i], lines[i - 1]))
+        i++;
+    fclose(f);
+    assert_true(n_ref > 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(i, n);
+    for (int32_t k = 0; k < n; k++)
+        free(lines[k]);
+    free(lines);
+    free(l);
+    sampler_free(s);
+    model_free(m);
+}
+
+static void test_dry_breakers_ref(void **state)
+{
+    (void)state;
+    check_breakers_ref(TESTDATA_REQUIRE("models/stories260K.gguf"), "tests/golden/reference/dry/stories260K.txt");
+    check_breakers_ref(TESTDATA_REQUIRE("models/smollm-mini-q8_0.gguf"),
+                       "tests/golden/reference/dry/smollm-mini-q8_0.txt");
+}
+
 /* ignore_eos (llama-server's): the end-of-generation tokens get a -inf bias
  * ahead of the chain, so greedy and draws never pick one and their p_post is
  * 0, while p_raw, entropy_raw and the top list stay the model's; with every
@@ -1154,6 +1233,7 @@ int main(void)
         cmocka_unit_test(test_top_n_sigma),     cmocka_unit_test(test_xtc),
         cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_reference_vectors),
         cmocka_unit_test(test_dry_breakers),    cmocka_unit_test(test_dry_tokenizer),
+        cmocka_unit_test(test_dry_breakers_ref),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_ignore_eos),

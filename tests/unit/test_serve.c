@@ -226,7 +226,13 @@ static void test_refuse_ignored_fields(void **state)
         {true, "\"top_n_sigma\":\"1\"", "top_n_sigma"},
         {true, "\"dynatemp_range\":0.5", "dynatemp_range"},
         {true, "\"dynatemp_range\":0,\"dynatemp_exponent\":2", NULL},
-        {true, "\"dry_multiplier\":0.8", "dry_multiplier"},
+        /* DRY runs as llama-server's; its breakers: a non-empty array of strings */
+        {true, "\"dry_multiplier\":0.8", NULL},
+        {true, "\"dry_multiplier\":0.8,\"dry_sequence_breakers\":[]", "dry_sequence_breakers"},
+        {true, "\"dry_sequence_breakers\":\"\\n\"", "dry_sequence_breakers"},
+        {true, "\"dry_sequence_breakers\":[\"a\",3]", "dry_sequence_breakers"},
+        {true, "\"dry_sequence_breakers\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]", "dry_sequence_breakers"},
+        {false, "\"dry_penalty_last_n\":-1", "dry_penalty_last_n"},
         {false, "\"dry_multiplier\":0,\"dry_base\":2,\"dry_allowed_length\":3", NULL},
         {true, "\"min_keep\":5", "min_keep"},
         {true, "\"min_keep\":0", NULL},
@@ -297,6 +303,24 @@ static void test_llama_samplers(void **state)
     assert_float_equal(r.sp.top_n_sigma, 1.5f, 1e-6);
     assert_float_equal(r.sp.xtc_probability, 0.5f, 1e-6);
     assert_float_equal(r.sp.xtc_threshold, 0.2f, 1e-6);
+    serve_request_free(&r);
+    /* DRY (once a 400): the fields, a dry_base below 1 as llama-server's default,
+     * the client's breakers replacing the default four (an empty one skipped) */
+    sampler_params d = sampler_default_params();
+    assert_int_equal(d.n_dry_breakers, 4);
+    assert_string_equal(d.dry_breakers[0], "\n");
+    assert_int_equal(parse(&r, false,
+                           "{\"prompt\":\"a\",\"dry_multiplier\":0.8,\"dry_base\":0.5,\"dry_allowed_length\":3,"
+                           "\"dry_penalty_last_n\":128,\"dry_sequence_breakers\":[\"cat\",\"\",\"sat on\"]}",
+                           NULL),
+                     0);
+    assert_float_equal(r.sp.dry_multiplier, 0.8f, 1e-6);
+    assert_float_equal(r.sp.dry_base, 1.75f, 1e-6);
+    assert_int_equal(r.sp.dry_allowed_length, 3);
+    assert_int_equal(r.sp.dry_penalty_last_n, 128);
+    assert_int_equal(r.sp.n_dry_breakers, 2);
+    assert_string_equal(r.sp.dry_breakers[0], "cat");
+    assert_string_equal(r.sp.dry_breakers[1], "sat on");
     serve_request_free(&r);
 }
 
