@@ -1,6 +1,7 @@
 /* OpenBLAS products (blas.h): activations rounded to the weight's dot type,
  * weight panels converted to F32 per thread, one cblas_sgemm per panel. */
 #include "kernels/blas.h"
+#include "kernels/quant_kfew.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -104,12 +105,13 @@ bool blas_takes(enum tensor_type type)
     }
 }
 
-/* Where auto hands a type to OpenBLAS: from this many tokens per batch on,
- * OpenBLAS (conversion included) was faster than tokscope's own kernels on
- * TinyLlama-1.1B shapes with 2 threads, measured on an Intel Xeon (AVX-512)
- * at 64, 128, 192, 256, 384 and 512 tokens; the table is in docs/openblas.md
- * (README links it). Below it, it lost or was level. */
-int blas_auto_min_tokens(enum tensor_type type)
+/* Where auto hands a type to OpenBLAS on the core it was measured on: from
+ * this many tokens per batch on, OpenBLAS (conversion included) was faster
+ * than tokscope's own kernels on TinyLlama-1.1B shapes with 2 threads,
+ * measured on an Intel Xeon (AVX-512; OpenBLAS's SkylakeX core) at 64, 128,
+ * 192, 256, 384 and 512 tokens; the table is in docs/openblas.md (README
+ * links it). Below it, it lost or was level. */
+int blas_auto_table(enum tensor_type type)
 {
     switch (type) {
     case TENSOR_TYPE_Q4_1: /* 1.38x at 64, 2x from 256 */
@@ -118,11 +120,19 @@ int blas_auto_min_tokens(enum tensor_type type)
     case TENSOR_TYPE_F32:  /* 1.05x at 64, 1.18x at 128 */
     case TENSOR_TYPE_BF16: /* 0.94x at 64, 1.07x at 128 */
     case TENSOR_TYPE_Q3_K: /* 0.90x at 64, 1.17x at 128 */
-    case TENSOR_TYPE_Q5_K: /* 0.88x at 64, 1.12x at 128 */
         return 128;
     case TENSOR_TYPE_Q5_0: /* 1.00x at 128, 1.13x at 192 */
+        return 192;
+#ifndef QUANT_HAVE_KFEW
+    /* with the AVX-512 few-token kernels (kernels/quant_kfew.h) tokscope's
+     * own Q5_K and Q6_K prompts run 2-3x OpenBLAS's at every batch size
+     * (Zen 5, pp128-pp2048: Q6_K 206 / 147 vs 69 / 67 tok/s, Q5_K 161 / 119
+     * vs 66 / 75): auto keeps them; before those kernels it lost from: */
+    case TENSOR_TYPE_Q5_K: /* 0.88x at 64, 1.12x at 128 */
+        return 128;
     case TENSOR_TYPE_Q6_K: /* 0.99x at 128, 1.12x at 192 */
         return 192;
+#endif
     case TENSOR_TYPE_F16:  /* 0.97x at 192, 1.08x at 256 */
     case TENSOR_TYPE_Q2_K: /* 1.00x at 128, 1.16x at 192 (wall clock 1.07), 1.17x at 256 */
         return 256;
@@ -130,6 +140,35 @@ int blas_auto_min_tokens(enum tensor_type type)
         return 0;
     }
 }
+
+/* The cores the table was measured on: OpenBLAS's AVX-512 kernels. On its
+ * Haswell core (what it runs on AMD Zen, AVX-512 or not) it lost at every
+ * batch size tried on a Zen 5 (F16 pp128-pp512 448-528 vs 807-918 tok/s),
+ * so auto leaves every product to tokscope's kernels there. */
+bool blas_auto_core_measured(const char *core)
+{
+    static const char *const measured[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    for (size_t i = 0; core && i < sizeof measured / sizeof measured[0]; i++)
+        if (!strcasecmp(core, measured[i]))
+            return true;
+    return false;
+}
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static char blas_desc[160];
+static bool blas_core_ok;   /* blas_auto_core_measured(the running core) */
+static int blas_core_force; /* blas_auto_assume_core: 0 as it runs, 1 measured, -1 not */
+static void blas_init(void);
+
+void blas_auto_assume_core(int measured) { blas_core_force = measured; }
+
+bool blas_auto_here(void)
+{
+    pthread_once(&blas_once, blas_init);
+    return blas_core_force ? blas_core_force > 0 : blas_core_ok;
+}
+
+int blas_auto_min_tokens(enum tensor_type type) { return blas_auto_here() ? blas_auto_table(type) : 0; }
 
 bool blas_wants(enum blas_mode m, const gguf_tensor *w, int n_tok)
 {
@@ -149,9 +188,6 @@ bool blas_wants(enum blas_mode m, const gguf_tensor *w, int n_tok)
     return min > 0 && n_tok >= min;
 }
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static char blas_desc[160];
-
 /* One OpenBLAS thread per call: the pool's threads each run their own
  * calls, so OpenBLAS must not start threads of its own on top of them. */
 static void blas_init(void)
@@ -167,6 +203,7 @@ static void blas_init(void)
         snprintf(ver, sizeof ver, "OpenBLAS %.*s", (int)(n < 40 ? n : 40), v);
     }
     const char *core = openblas_get_corename();
+    blas_core_ok = blas_auto_core_measured(core);
     snprintf(blas_desc, sizeof blas_desc, "%s (%s, %s build, 1 thread per call)", ver, core ? core : "?",
              par == 0   ? "sequential"
              : par == 1 ? "pthreads"

@@ -43,8 +43,17 @@ const char *blas_mode_name(enum blas_mode m);
 bool blas_takes(enum tensor_type type);
 
 /* Fewest tokens per batch from which auto hands weights of this type to
- * OpenBLAS; 0 when auto never does. */
+ * OpenBLAS on this machine; 0 when auto never does: blas_auto_table's
+ * where the running OpenBLAS core is one it was measured on, else 0. */
 int blas_auto_min_tokens(enum tensor_type type);
+/* The measured thresholds (0: never), and whether OpenBLAS's core NAME
+ * ("SkylakeX", "Haswell", ...) is one they were measured on. */
+int blas_auto_table(enum tensor_type type);
+bool blas_auto_core_measured(const char *core);
+/* Whether auto uses the table here; tests may assume a core: 1 measured,
+ * -1 not, 0 the running one. */
+bool blas_auto_here(void);
+void blas_auto_assume_core(int measured);
 
 /* The decision: does a batch of n_tok tokens against the weight w go
  * through OpenBLAS in mode m? Never for one token. */

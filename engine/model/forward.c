@@ -541,7 +541,10 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
     if (mode == BLAS_MODE_OFF)
         return;
     if (taken == 0) {
-        snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, ": unused (no matmul weight of a type it takes)");
+        snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s",
+                 mode == BLAS_MODE_AUTO && !blas_auto_here()
+                     ? ": unused on this CPU (OpenBLAS's kernels here were measured slower than tokscope's)"
+                     : ": unused (no matmul weight of a type it takes)");
         return;
     }
     /* the types, grouped by the batch size from which the mode takes them */

@@ -164,13 +164,32 @@ for q in f16 q8_0 q4_0 q4_k_m mix; do
         '^  vocab size +32000$' "^  bos +1 '<s>'\$" '^chat template: present \([0-9]+ bytes\)$' \
         '^output: separate output\.weight$' '^tensors \(39\):$'
 done
-# what --blas auto does with the model, and the library
-facts "$M/tiny-spm-f16.gguf" "info tiny-spm-f16: OpenBLAS takes every F16 matmul from its threshold" \
-    '^  OpenBLAS +auto: F16 from [0-9]+ tokens \(29 of 29 matmul weights\); OpenBLAS [0-9.]+ \('
-facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: OpenBLAS takes all but its Q4_0, Q4_K and Q8_0 matmuls, by threshold" \
-    '^  OpenBLAS +auto: Q4_1, Q5_1 from 64 tokens; F32, Q3_K, Q5_K, BF16 from 128 tokens; Q5_0, Q6_K from 192 tokens; F16, Q2_K from 256 tokens \(22 of 29 matmul weights\); OpenBLAS '
-facts "$M/tiny-spm-q4_0.gguf" "info tiny-spm-q4_0: OpenBLAS has nothing to do" \
-    '^  OpenBLAS +auto: unused \(no matmul weight of a type it takes\)'
+# what --blas auto does with the model, and the library: the measured
+# table where OpenBLAS runs its AVX-512 core, nothing on its Haswell core
+# (AMD Zen), where tokscope's kernels won at every batch size; Q5_K and
+# Q6_K never with the AVX-512 few-token kernels (engine/kernels/blas.c)
+CORE=$("$BIN" info "$M/tiny-spm-q4_0.gguf" 2>/dev/null | sed -n 's/^  OpenBLAS .*; OpenBLAS [0-9.]* (\([^,]*\),.*/\1/p')
+case "$CORE" in
+SkylakeX | Cooperlake | SapphireRapids)
+    facts "$M/tiny-spm-f16.gguf" "info tiny-spm-f16: OpenBLAS takes every F16 matmul from its threshold ($CORE)" \
+        '^  OpenBLAS +auto: F16 from [0-9]+ tokens \(29 of 29 matmul weights\); OpenBLAS [0-9.]+ \('
+    if grep -qw avx512bw /proc/cpuinfo; then
+        mix='Q4_1, Q5_1 from 64 tokens; F32, Q3_K, BF16 from 128 tokens; Q5_0 from 192 tokens; F16, Q2_K from 256 tokens \(15 of 29'
+    else
+        mix='Q4_1, Q5_1 from 64 tokens; F32, Q3_K, Q5_K, BF16 from 128 tokens; Q5_0, Q6_K from 192 tokens; F16, Q2_K from 256 tokens \(22 of 29'
+    fi
+    facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: OpenBLAS takes the types it won on, by threshold ($CORE)" \
+        "^  OpenBLAS +auto: $mix matmul weights\\); OpenBLAS "
+    facts "$M/tiny-spm-q4_0.gguf" "info tiny-spm-q4_0: OpenBLAS has nothing to do" \
+        '^  OpenBLAS +auto: unused \(no matmul weight of a type it takes\)'
+    ;;
+*)
+    for q in f16 mix q4_0; do
+        facts "$M/tiny-spm-$q.gguf" "info tiny-spm-$q: OpenBLAS's ${CORE:-?} core, measured slower: auto unused" \
+            "^  OpenBLAS +auto: unused on this CPU \\(OpenBLAS's kernels here were measured slower than tokscope's\\); OpenBLAS [0-9.]+ \\(${CORE:-none}, "
+    done
+    ;;
+esac
 facts "$M/tiny-spm-q4_k_m.gguf" "info tiny-spm-q4_k_m: Q4_K and Q6_K" '^file type: +15 \(MOSTLY_Q4_K_M\)$' \
     '^  Q4_K +[0-9]+ ' '^  Q6_K +[0-9]+ '
 # a recurrent model: the state, what explore mode's checkpoints of it cost, no context shift
