@@ -65,6 +65,7 @@ typedef struct serve_request {
     bool logprobs;        /* per-token logprobs wanted */
     int32_t top_logprobs; /* alternatives per token (0..SERVE_MAX_TOP) */
     bool post_sampling;   /* llama-server's post_sampling_probs: logprob fields are the sampler's */
+    bool no_reuse;        /* cache_prompt false: nothing of the cached prompt is reused */
     serve_bias_in *bias_in; /* logit_bias in llama-server's order (an object's keys sorted as
                                its std::map holds them); serve_vocab_bias fills sp.bias */
     size_t n_bias_in;

@@ -235,7 +235,8 @@ static void start_next(serve_bridge *b)
                     .n_messages = r->chat ? r->n_msgs : 1,
                     .req_id = j->req_id,
                     .sampling = r->sp,
-                    .own_sampling = true};
+                    .own_sampling = true,
+                    .no_reuse = r->no_reuse};
     engine_send(b->e, &c);
 }
 

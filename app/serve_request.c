@@ -291,6 +291,13 @@ static int parse_logprobs(pctx *c, const cJSON *o, serve_request *r)
     if ((rc = get_i32(c, o, "n_probs", 0, SERVE_MAX_TOP, &n_probs)) ||
         (rc = get_bool(c, o, "post_sampling_probs", &r->post_sampling)))
         return rc;
+    /* llama-server's cache_prompt (default true): false evaluates the whole
+     * prompt again, so a reply's bits do not depend on what came before it
+     * (a reused prefix is evaluated in another batch, which rounds otherwise) */
+    bool cache = true;
+    if ((rc = get_bool(c, o, "cache_prompt", &cache)))
+        return rc;
+    r->no_reuse = !cache;
     if (n_probs > 0) {
         r->logprobs = true;
         if (n_probs > r->top_logprobs)

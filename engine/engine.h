@@ -122,6 +122,8 @@ typedef struct engine_cmd {
     sampler_params sampling; /* SET_PARAMS; SUBMIT with own_sampling */
     bool own_sampling;      /* SUBMIT: this turn samples with .sampling, reseeded when it sets a
                                seed (compare settings: two turns, two parameter sets) */
+    bool no_reuse;          /* SUBMIT: evaluate the whole prompt, none of the cache kept (serve's
+                               cache_prompt false: the bits of a fresh start) */
     /* SUBMIT: the reply begins with these tokens, forced rather than sampled
      * (a branch: the old reply's tokens before the step, then the chosen
      * alternative); the last one gets a TOKEN event, the others are context.

@@ -294,6 +294,8 @@ static bool prefill(engine *e, const engine_cmd *c, int32_t *n_keep, turn *t)
         engine_post(e, &ev);
     }
 
+    if (c->no_reuse)
+        memory_truncate(&e->mem, 0);
     const int32_t common = memory_reuse(&e->mem, seq, total);
     engine_kv_report(e, common);
     engine_event ev;

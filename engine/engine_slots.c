@@ -251,7 +251,7 @@ static void admit(engine *e, engine_cmd *c)
     }
     slot *s = &S->sl[i];
     const bool can_cut = !forward_is_recurrent(e->f);
-    int32_t keep = engine_slots_keep(common, np, memory_seq_n_past(&S->ms, i), can_cut);
+    int32_t keep = c->no_reuse ? 0 : engine_slots_keep(common, np, memory_seq_n_past(&S->ms, i), can_cut);
     if (!memory_seq_truncate(&S->ms, i, keep)) {
         keep = 0;
         memory_seq_truncate(&S->ms, i, 0);
