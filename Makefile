@@ -145,10 +145,12 @@ FORCE:
 
 test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(AVX2_BIN)
 
-# Two suites at a time (tests/run.sh, JOBS): one compute-bound (unit, golden),
-# one end-to-end (mostly waiting on tmux and servers), so two cores stay busy
-# without more contention than the waits allow for.
-TEST_JOBS ?= 2
+# Three suites at a time (tests/run.sh, JOBS): one compute-bound (unit,
+# golden), two end-to-end (mostly waiting on tmux and servers, a quarter to a
+# third of a core each), so two cores stay busy: with one end-to-end lane a
+# core idled through most of its suites (make test's wall time was 27.5 min
+# in CI on 2 cores).
+TEST_JOBS ?= 3
 
 test-only: test-bins asan-bins
 	@BUILD=$(BUILD) BIN=$(BIN) ASAN_BUILD=$(ASAN_BUILD) ASAN_PART="$(ASAN_PART)" JOBS=$(TEST_JOBS) sh tests/run.sh

@@ -7,10 +7,11 @@
 # their reports go to files, and each report is a failure. ASAN_BUILD and
 # ASAN_PART (make test): the ASAN_PART suites run again on the sanitizer
 # build in ASAN_BUILD, counted as "asan/...".
-# JOBS=N (make test: 2): N suites at a time. Half the workers take the
-# compute-bound suites first (unit, golden), the others the end-to-end ones,
-# which mostly wait on tmux screens and servers; each takes the other kind
-# when its own runs out. Each suite has its own OUT (scratch files) and
+# JOBS=N (make test: 3): N suites at a time. A third of the workers (the
+# first, then every third) take the compute-bound suites first (unit,
+# golden), the others the end-to-end ones, which mostly wait on tmux screens
+# and servers (a quarter to a third of a core each); each takes the other
+# kind when its own runs out. Each suite has its own OUT (scratch files) and
 # every suite's name, temporary directory, port (0: any free one) and tmux
 # socket are its own, so two at a time share nothing. A suite's report is
 # printed when it ends.
@@ -224,7 +225,7 @@ else
     rm -rf "$Q.lock"
     i=0
     while [ "$i" -lt "$JOBS" ]; do
-        if [ $((i % 2)) -eq 0 ]; then worker cpu & else worker wait & fi
+        if [ $((i % 3)) -eq 0 ]; then worker cpu & else worker wait & fi
         i=$((i + 1))
     done
     wait
