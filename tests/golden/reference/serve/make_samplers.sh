@@ -11,18 +11,7 @@ M=${TESTDATA:-../shared}/models
 D=tests/golden/reference/serve
 W=$(mktemp -d)
 port=18491
-ask() { # MODEL PATH REQ
-    "$R/llama-server" -m "$M/$1" -c 512 -t 2 -np 1 --port $port >"$W/log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 120); do
-        curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
-        sleep 1
-    done
-    curl -s -o "$D/$3.json" "http://127.0.0.1:$port$2" -d @"$D/$3.req"
-    kill $pid
-    wait $pid 2>/dev/null
-    port=$((port + 1))
-}
+. "$D/lib_ask.sh"
 ask stories260K.gguf /v1/completions samplers.mirostat
 ask stories260K.gguf /v1/completions samplers.sigma
 ask stories260K.gguf /v1/completions samplers.xtc
