@@ -96,6 +96,24 @@ else
     ${INFO_WRAP:-} "$EACH" "$W/scratch.gguf" <"$W/list" >"$W/results" 2>"$W/each.err" ||
         not_ok "info_each runs the corpus" "$(cat "$W/each.err")"
     verdicts "$W/results" <"$W/sel" >"$W/verdicts"
+    # under ASan each distinct outcome runs again with the leak check
+    # (tests/tools/info_each.c): see that they ran, and that a leak planted
+    # in every child is found by them (its reports in a folder of its own)
+    if [ "${SANITIZED:-}" = 1 ]; then
+        if k=$(grep -o '[0-9]* distinct outcomes leak-checked' "$W/each.err"); then
+            ok "corpus: $k"
+        else not_ok "corpus: distinct outcomes leak-checked" "$(cat "$W/each.err")"; fi
+        mkdir -p "$W/planted"
+        head -n 3 "$W/list" >"$W/list3"
+        if ASAN_OPTIONS="$(echo "$ASAN_OPTIONS" | sed "s|log_path=[^:]*|log_path=$W/planted/asan|")" \
+            INFO_EACH_PLANT_LEAK=1 "$EACH" "$W/scratch.gguf" <"$W/list3" >/dev/null 2>"$W/planted.err"; then
+            not_ok "a leak in info's children is found" "info_each exited 0: $(cat "$W/planted.err")"
+        elif grep -q 'leak-checked run of .* exited 86' "$W/planted.err" &&
+            grep -qs 'LeakSanitizer: detected memory leaks' "$W/planted"/asan*; then
+            ok "a leak in info's children is found by the leak-checked runs"
+        else not_ok "a leak in info's children is found" "$(cat "$W/planted.err")"; fi
+        rm -rf "$W/planted"
+    fi
     n_trunc=0; bad_trunc=0; first_bad=""
     n_valid=0; n_bad=0
     while IFS="$tab" read -r verdict label why; do
@@ -286,7 +304,8 @@ for f in ${VARIANTS:-"$M/stories260K.gguf"}; do
         awk -v end="$end" '$1 < end' >"$W/cuts"
     awk -v f="$f" '{ print $1 "\t" f }' "$W/cuts" >"$W/list"
     awk '{ print "cut at " $1 "\tfail\t" }' "$W/cuts" >"$W/sel"
-    ${INFO_WRAP:-} "$EACH" "$W/scratch.gguf" <"$W/list" >"$W/results" 2>"$W/each.err"
+    ${INFO_WRAP:-} "$EACH" "$W/scratch.gguf" <"$W/list" >"$W/results" 2>"$W/each.err" ||
+        not_ok "$label: info_each" "$(cat "$W/each.err")"
     verdicts "$W/results" <"$W/sel" >"$W/verdicts"
     n=$(wc -l <"$W/verdicts")
     bad=$(grep -c -v '^ok' "$W/verdicts")
