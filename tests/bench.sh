@@ -79,7 +79,7 @@
 # section 7's, BENCH_IQ_TYPES, BENCH_IQ_THREADS, BENCH_IQ_PREPARE,
 # BENCH_IQ_LAYERS and LLAMA_QUANTIZE section 8's (its names for
 # BENCH_MODELS: tinyllama-1.1b-iq4_xs, ...). BENCH_IK_ROWS (q4_0, q8_0,
-# iq4_xs, iq2_xxs, q4_k_m, q6_k, iq3_s, iq1_m, mxfp4, qwen3moe-30b-a3b, or .gguf
+# iq4_xs, iq2_xxs, q4_k_m, q5_k_m, q6_k, iq3_s, iq1_m, mxfp4, qwen3moe-30b-a3b, or .gguf
 # paths), BENCH_IK_TESTS (pp512,tg64,tg64@d4096,pp512@d8192), BENCH_IK_ROUNDS
 # (2), BENCH_IK_THREADS (2) and BENCH_IK_OUT ($BUILD/bench-ik: .jsonl, .md)
 # are section 9's. Only section 7, against
@@ -484,8 +484,8 @@ fi
 # BENCH_IK_TESTS, F16 cache, BENCH_IK_THREADS threads (2), in
 # BENCH_IK_ROUNDS rounds (2): each round runs the three programs one after
 # the other on each group of tests (pp and tg at depth 0 in one call, each
-# depth alone). Rows: q4_0 q8_0 q4_k_m q6_k (gguf_random, the TinyLlama-1.1B
-# shape of 2), iq4_xs iq3_s iq2_xxs iq1_m (llama-quantize as in 8, at
+# depth alone). Rows: q4_0 q8_0 q4_k_m q6_k q5_k_m (gguf_random, the TinyLlama-1.1B
+# shape of 2; q5_k_m in llama-quantize's mix), iq4_xs iq3_s iq2_xxs iq1_m (llama-quantize as in 8, at
 # BENCH_IQ_LAYERS layers), mxfp4 (llama-quantize Q8_0 with every attention
 # and FFN matrix MXFP4: --tensor-type), and a section 7 name (e.g.
 # qwen3moe-30b-a3b), or any .gguf file's path. Every result goes to
@@ -517,12 +517,16 @@ if flat['pp'] or flat['tg']:
     print(','.join(flat['pp']) or 0, ','.join(flat['tg']) or 0, 0)
 for g in deep:
     print(g)" $tests) || exit 2
-    for row in $(echo "${BENCH_IK_ROWS:-q4_0,q8_0,iq4_xs,iq2_xxs,q4_k_m,q6_k,iq3_s,iq1_m,mxfp4,qwen3moe-30b-a3b}" | tr , ' '); do
+    for row in $(echo "${BENCH_IK_ROWS:-q4_0,q8_0,iq4_xs,iq2_xxs,q4_k_m,q5_k_m,q6_k,iq3_s,iq1_m,mxfp4,qwen3moe-30b-a3b}" | tr , ' '); do
         F="" ACTIVE_BYTES="" upper=$(echo "$row" | tr '[:lower:]' '[:upper:]')
         case "$row" in
-        q4_0 | q8_0 | q4_k_m | q6_k)
+        q4_0 | q8_0 | q4_k_m | q6_k | q5_k_m)
             F="$BUILD/bench-models/tinyllama-1.1b-$row.gguf"
-            [ -f "$F" ] || "$GEN" --like "$TESTDATA/models/tiny-spm-q4_0.gguf" --type "$upper" --dim 2048 --layers 22 \
+            # Q5_K_M: llama-quantize's own mix (Q5_K, Q6_K for half the
+            # attn_v / ffn_down and the output), which gguf_random writes
+            # with --llama-quantize; the others its simplified types
+            lq=''; [ "$row" = q5_k_m ] && lq=--llama-quantize
+            [ -f "$F" ] || "$GEN" --like "$TESTDATA/models/tiny-spm-q4_0.gguf" $lq --type "$upper" --dim 2048 --layers 22 \
                 --heads 32 --kv-heads 4 --ffn 5632 "$F" >/dev/null 2>&1 || { echo "gguf_random failed for $row"; continue; }
             ;;
         iq* | mxfp4)

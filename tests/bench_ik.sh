@@ -2,7 +2,7 @@
 # Issue 36's table, alone: `make bench` section 9 (tests/bench.sh), i.e.
 # tokscope, llama.cpp 34af94cd and ik_llama.cpp 8337e4cd (best of -rtr 0 and
 # -rtr 1) one after the other on the TinyLlama-1.1B shape in Q4_0, Q8_0,
-# IQ4_XS, IQ2_XXS, Q4_K_M, Q6_K, IQ3_S, IQ1_M and MXFP4 and the
+# IQ4_XS, IQ2_XXS, Q4_K_M, Q5_K_M, Q6_K, IQ3_S, IQ1_M and MXFP4 and the
 # Qwen3-30B-A3B width (6 of 48 layers, Q4_K_M); pp512, tg64, tg64 @ d4096
 # and pp512 @ d8192; 2 threads, F16 cache, 2 rounds of 3 repetitions. The
 # Markdown table (docs/speed-ik.md's) ends the output and is kept in
