@@ -183,10 +183,12 @@ int main(int argc, char **argv)
     snprintf(out_path, sizeof out_path, "%s.out", scratch);
     snprintf(err_path, sizeof err_path, "%s.err", scratch);
 
-    /* the first run of each distinct outcome: its line, status and key */
-    char **again = NULL, **keys = NULL;
-    int *again_rc = NULL, n_again = 0, cap_again = 0;
-    int status = 0;
+    /* the first run of each distinct outcome */
+    struct outcome {
+        char *line, *key;
+        int rc;
+    } *again = NULL;
+    int n_again = 0, cap_again = 0, status = 0;
 
     char *line = NULL;
     size_t cap = 0;
@@ -210,21 +212,16 @@ int main(int argc, char **argv)
         char *key = copy ? outcome_key(rc, err_path) : NULL;
         int seen = !key;
         for (int i = 0; key && i < n_again && !seen; i++)
-            seen = strcmp(keys[i], key) == 0;
+            seen = strcmp(again[i].key, key) == 0;
         if (!seen && n_again == cap_again) {
             cap_again = cap_again ? 2 * cap_again : 64;
-            again = realloc(again, (size_t)cap_again * sizeof *again);
-            keys = realloc(keys, (size_t)cap_again * sizeof *keys);
-            again_rc = realloc(again_rc, (size_t)cap_again * sizeof *again_rc);
-            if (!again || !keys || !again_rc) {
+            if (!(again = realloc(again, (size_t)cap_again * sizeof *again))) {
                 fprintf(stderr, "info_each: out of memory\n");
                 return 2;
             }
         }
         if (!seen) {
-            again[n_again] = copy;
-            keys[n_again] = key;
-            again_rc[n_again++] = rc;
+            again[n_again++] = (struct outcome){copy, key, rc};
         } else {
             free(copy);
             free(key);
@@ -235,22 +232,20 @@ int main(int argc, char **argv)
     /* the leak-checked runs: a leak is the sanitizer's report file and its
      * exit code (which tests/run.sh both count); a changed status is named */
     for (int i = 0; i < n_again; i++) {
-        char *l = strdup(again[i]);
+        char *l = strdup(again[i].line); /* run_one cuts its line up */
         int rc = l ? run_one(l, scratch, out_path, err_path, 1) : -1;
-        if (rc != again_rc[i]) {
-            fprintf(stderr, "info_each: leak-checked run of '%s' exited %d, its first run %d\n", again[i], rc,
-                    again_rc[i]);
+        if (rc != again[i].rc) {
+            fprintf(stderr, "info_each: leak-checked run of '%s' exited %d, its first run %d\n", again[i].line, rc,
+                    again[i].rc);
             status = 2;
         }
         free(l);
-        free(again[i]);
-        free(keys[i]);
+        free(again[i].line);
+        free(again[i].key);
     }
     if (LEAK_CHECK_DISTINCT)
         fprintf(stderr, "info_each: %d distinct outcomes leak-checked\n", n_again);
     free(again);
-    free(keys);
-    free(again_rc);
     unlink(out_path);
     unlink(err_path);
     return status;

@@ -26,38 +26,18 @@ python3 tests/tools/gguf_mutate.py "$M/tiny-spm-q8_0.gguf" "$W/tiny-eot.gguf" \
     --set-u32 tokenizer.ggml.eot_token_id 18233 || exit 1
 (cd "$W" && md5sum stories-eos.gguf tiny-eot.gguf) >"$D/MD5SUMS"
 port=18461
-ask() { # MODEL PATH BODY OUT
-    "$R/llama-server" -m "$W/$1" -c 512 -t 2 -np 1 --port $port >"$W/log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 120); do
-        curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
-        sleep 1
-    done
-    curl -s -o "$D/$4" "http://127.0.0.1:$port$2" -d "$3"
-    kill $pid
-    wait $pid 2>/dev/null
-    port=$((port + 1))
-}
-ask stories-eos.gguf /v1/completions "$(cat $D/ignore_eos.completion.req)" ignore_eos.completion.json
-ask tiny-eot.gguf /v1/chat/completions "$(cat $D/ignore_eos.chat.req)" ignore_eos.chat.json
-# PORT MODEL: llama-server on an unchanged ../shared model, left running
-start() {
-    "$R/llama-server" -m "$M/$1" -c 512 -t 2 -np 1 --port $port >"$W/log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 120); do
-        curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
-        sleep 1
-    done
-}
+. "$D/lib_ask.sh"
+ask "$W/stories-eos.gguf" /v1/completions ignore_eos.completion
+ask "$W/tiny-eot.gguf" /v1/chat/completions ignore_eos.chat
 ids() { sed -n 's/.*"tokens":\[\([0-9,]*\)\].*/\1/p' | tr -d '\n'; echo; }
-start stories260K.gguf
+serve_start "$M/stories260K.gguf"
 python3 -c 'import json,sys; print(json.dumps({"content": json.load(open(sys.argv[1]))["prompt"], "add_special": True, "parse_special": True}))' \
     "$D/nul.completion.req" | curl -s "http://127.0.0.1:$port/tokenize" -d @- | ids >"$D/nul.completion.ids"
-kill $pid; wait $pid 2>/dev/null; port=$((port + 1))
-start tiny-spm-q8_0.gguf
+serve_stop
+serve_start "$M/tiny-spm-q8_0.gguf"
 curl -s "http://127.0.0.1:$port/apply-template" -d @"$D/nul.chat.req" |
     python3 -c 'import json,sys; print(json.dumps({"content": json.load(sys.stdin)["prompt"], "add_special": True, "parse_special": True}))' |
     curl -s "http://127.0.0.1:$port/tokenize" -d @- | ids >"$D/nul.chat.ids"
-kill $pid; wait $pid 2>/dev/null
+serve_stop
 rm -rf "$W"
 cat "$D/MD5SUMS"
