@@ -21,6 +21,7 @@
 #include "kernels/gemm_kq6.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
@@ -59,6 +60,10 @@ static void write_pair_row(const block_q6_K *x, int64_t nbl, uint8_t *p, int h)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
+        /* the weights come from memory once per call, rows one after the
+         * other: the bytes 2 KB on (this row's or the next) on their way */
+        for (int l = 0; l < 256; l += 64)
+            _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
         for (int j = 0; j < 2; j++) {
             const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j));
             const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j + 32));
@@ -75,18 +80,15 @@ static void write_pair_row(const block_q6_K *x, int64_t nbl, uint8_t *p, int h)
             for (int m = 0; m < 4; m++)
                 _mm256_storeu_si256((__m256i *)(p + 64 * (4 * j + m) + 32 * h), q[m]);
         }
-        const int8_t *sc = x[i].scales;
+        const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         /* chunk pair (2q, 2q + 1): int16 pair k = (scale of lane k in chunk
-         * 2q, in chunk 2q + 1) */
+         * 2q, in chunk 2q + 1): sc[4q], sc[4q + 2] for lanes 0-3, sc[4q + 1],
+         * sc[4q + 3] for 4-7 */
         for (int q = 0; q < 4; q++) {
-            int16_t v[16];
-            for (int k = 0; k < 8; k++) {
-                v[2 * k] = sc[2 * (2 * q) + (k >= 4)];
-                v[2 * k + 1] = sc[2 * (2 * q + 1) + (k >= 4)];
-            }
-            _mm256_storeu_si256((__m256i *)(p + OFF_SC + 64 * q + 32 * h), _mm256_loadu_si256((const __m256i *)v));
+            const __m256i idx = _mm256_add_epi16(_mm256_set_epi16(3, 1, 3, 1, 3, 1, 3, 1, 2, 0, 2, 0, 2, 0, 2, 0),
+                                                 _mm256_set1_epi16((short)(4 * q)));
+            _mm256_storeu_si256((__m256i *)(p + OFF_SC + 64 * q + 32 * h), _mm256_permutexvar_epi16(idx, s16));
         }
-        const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
         _mm256_storeu_si256((__m256i *)(p + OFF_OFF + 32 * h), _mm256_mullo_epi16(s16, _mm256_set1_epi16(-32)));
         _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
     }
@@ -194,7 +196,7 @@ static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[TI
  * slices, the super-blocks still in order); 4 rows x 4 tokens per tile. */
 static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1, const uint8_t *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel, int64_t pr,
-                      __m512 *st, int tb)
+                      __m512 *st, float *ob, int tb)
 {
     const size_t pair_bytes = (size_t)nbl * PAIR_SB;
 #define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
@@ -229,10 +231,14 @@ static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int
                             continue;
                         for (int j = 0; j < nr; j++)
                             for (int c = 0; c < nt; c++)
-                                out[(int64_t)(t0 + c) * out_stride + p0 + k + j] = o[j][c];
+                                ob[(t0 - b0 + c) * pr + k + j] = o[j][c];
                     }
                 }
             }
+            /* each token's outputs of the panel in one piece: stores of 4
+             * rows a token went to a cache line per token */
+            for (int c = 0; c < bn; c++)
+                memcpy(out + (int64_t)(b0 + c) * out_stride + p0, ob + (int64_t)c * pr, (size_t)np * sizeof(float));
         }
     }
 #undef ACT
@@ -259,15 +265,18 @@ void gemm_kq6_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, 
     /* float lanes of every tile of a token block: 2 pairs x TILE_T per tile */
     const size_t n_st = (size_t)((prp + 3) / 4) * (size_t)((tb + TILE_T - 1) / TILE_T) * 2 * TILE_T;
     __m512 *st = aligned_alloc(64, n_st * sizeof(__m512));
-    if (panel && st) {
+    float *ob = malloc((size_t)tb * (size_t)pr * sizeof(float));
+    if (panel && st && ob) {
         matmul512((const uint8_t *)w, rs, nbl, r0, r1, (const uint8_t *)act, act_stride, n_tok, out, out_stride,
-                  panel, pr, st, tb);
+                  panel, pr, st, ob, tb);
         free(panel);
         free(st);
+        free(ob);
         return;
     }
     free(panel);
     free(st);
+    free(ob);
 #endif
     /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
     for (int64_t r = r0; r < r1; r++)
