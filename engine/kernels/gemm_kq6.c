@@ -1,23 +1,24 @@
 /* The Q6_K integer GEMM (see gemm_kq6.h).
  *
  * A row's super-block is unpacked once per call into a panel, rows in
- * pairs: per 32-value chunk c (elements 32c..32c+31, the reference's q4_0
- * .. q4_3 of each 128-half in turn) 32 bytes of row A then 32 of row B, the
- * 6-bit values 0..63. A token's 32 bytes of the chunk, broadcast to both
- * halves, go through vpdpbusd with the weights as the unsigned operand (the
+ * pairs: per chunk pair q (elements 64q..64q+63, the reference's 32-value
+ * chunks 2q and 2q + 1) 64 bytes of row A then 64 of row B, the 6-bit
+ * values 0..63 in their order. A token's 64 bytes of the chunk pair go
+ * through vpdpbusd with the weights as the unsigned operand (the
  * reference's own split: q unsigned times y, the -32 taken apart through
- * the bsums), so int32 lane k of each half is the 4-value sum over elements
- * 4k..4k+3 of the chunk: the reference's lane k of both rows, before its
- * scale. Such a sum fits 16 bits (|.| <= 4 * 63 * 128), so two chunks'
- * sums share an int32 lane as an int16 pair (chunk 2q low, 2q + 1 high: one
- * shift and one blend) and one vpdpwssd against the pair of their scales
- * (int16 pairs in the panel) adds both, scaled, to the lane: 12 multiply
- * instructions per row pair, token and super-block where maddubs + madd
- * take 16. After the eight chunks one vpdpwssd of -32 * sc against the
- * token's bsums takes the offset in the reference's grouping (lane k:
- * sub-blocks 2k, 2k + 1), then one convert and one FMA with d_act * d_w per
- * half, the reference's float step; hsum_float_8 per half at the end. A
- * tile is 2 row pairs x 4 tokens: 8 integer and 8 float accumulators. */
+ * the bsums), so int32 lane j of the result is the 4-value sum over
+ * elements 4j..4j+3: lanes 0-7 the reference's lanes k of chunk 2q, 8-15 of
+ * chunk 2q + 1, before their scales. Such a sum fits 16 bits (|.| <= 4 * 63
+ * * 128), so one vpermt2w puts rows A's and B's two chunks side by side as
+ * int16 pairs ([A lane k: chunk 2q, 2q + 1 | B lane k: ...]) and one
+ * vpdpwssd against the pairs of their scales (int16 pairs in the panel)
+ * adds both, scaled, to the lane: 3 multiply instructions per row pair,
+ * token and 128 values where the few-token kernels' maddubs + madd take 4.
+ * After the four chunk pairs one vpdpwssd of -32 * sc against the token's
+ * bsums takes the offset in the reference's grouping (lane k: sub-blocks
+ * 2k, 2k + 1), then one convert and one FMA with d_act * d_w per half, the
+ * reference's float step; hsum_float_8 per half at the end. A tile is 2 row
+ * pairs x 4 tokens: 8 integer and 8 float accumulators. */
 #include "kernels/gemm_kq6.h"
 
 #include <stdlib.h>
@@ -38,10 +39,12 @@ bool gemm_kq6_applies(const gguf_tensor *w, int n_tok)
 }
 
 #ifdef GEMM_KQ6
+#ifndef TILE_T
 #define TILE_T 4
-/* Panel bytes per row pair and super-block: 8 chunks of 2 x 32 value bytes,
- * 4 chunk pairs of 2 x 8 int16 scale pairs, 2 x 16 int16 offset scales
- * (-32 sc), 2 x 8 float d_w. */
+#endif
+/* Panel bytes per row pair and super-block: 4 chunk pairs of 2 x 64 value
+ * bytes, 4 of 2 x 8 int16 scale pairs, 2 x 16 int16 offset scales (-32 sc),
+ * 2 x 8 float d_w. */
 #define PAIR_SB (8 * 64 + 4 * 64 + 64 + 64)
 #define OFF_SC 512
 #define OFF_OFF 768
@@ -78,7 +81,7 @@ static void write_pair_row(const block_q6_K *x, int64_t nbl, uint8_t *p, int h)
                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)),
             };
             for (int m = 0; m < 4; m++)
-                _mm256_storeu_si256((__m256i *)(p + 64 * (4 * j + m) + 32 * h), q[m]);
+                _mm256_storeu_si256((__m256i *)(p + 128 * ((4 * j + m) / 2) + 64 * h + 32 * (m % 2)), q[m]);
         }
         const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         /* chunk pair (2q, 2q + 1): int16 pair k = (scale of lane k in chunk
@@ -106,46 +109,45 @@ static inline __m512i dpbusd0(__m512i w, __m512i a)
 /* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
  * rows), super-blocks [i0, i1): the float lanes go on from st (zero when
  * i0 is 0) and back to st, or, when i1 is nbl, their sums to out[row][token].
- * Lanes 0-7 of a register: row 2j, 8-15: row 2j + 1. Always inlined with a
- * constant NP. */
+ * Lanes 0-7 of an accumulator: row 2j's lanes k, 8-15: row 2j + 1's. Always
+ * inlined with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1,
                                                          int64_t nbl, __m512 *st, float out[4][TILE_T])
 {
     __m512 facc[2][TILE_T];
+    /* int32 lane m < 8: row A's (lane m, lane m + 8); m >= 8: row B's */
+    const __m512i nidx = _mm512_set_epi16(62, 46, 60, 44, 58, 42, 56, 40, 54, 38, 52, 36, 50, 34, 48, 32, /* B */
+                                          30, 14, 28, 12, 26, 10, 24, 8, 22, 6, 20, 4, 18, 2, 16, 0); /* A */
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < TILE_T; t++)
             facc[j][t] = i0 == 0 ? _mm512_setzero_ps() : st[j * TILE_T + t];
     for (int64_t i = i0; i < i1; i++) {
         __m512i acc[2][TILE_T];
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < TILE_T; t++)
                 acc[j][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) {
-            __m512i w0[2], w1[2], l[2];
+            __m512i wa[2], wb[2], l[2];
 #pragma GCC unroll 2
             for (int j = 0; j < NP; j++) {
-                w0[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 128 * q);
-                w1[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 128 * q + 64);
+                wa[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 128 * q);
+                wb[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 128 * q + 64);
                 l[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + OFF_SC + 64 * q);
-                __asm__("" : "+v"(w0[j]), "+v"(w1[j]), "+v"(l[j]));
+                __asm__("" : "+v"(wa[j]), "+v"(wb[j]), "+v"(l[j]));
             }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < TILE_T; t++) {
-                const __m512i a0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(y[t][i].qs + 64 * q)));
-                const __m512i a1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(y[t][i].qs + 64 * q + 32)));
+                const __m512i a = _mm512_loadu_si512(y[t][i].qs + 64 * q);
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++) {
-                    /* 4-value sums of both chunks (|.| <= 4 * 63 * 128 fits
-                     * 16 bits) as the int16 pair of each lane */
-                    const __m512i c0 = dpbusd0(w0[j], a0), c1 = dpbusd0(w1[j], a1);
-                    const __m512i v = _mm512_mask_blend_epi16(0xAAAAAAAAu, c0, _mm512_slli_epi32(c1, 16));
-                    acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], l[j], v);
+                    const __m512i xa = dpbusd0(wa[j], a), xb = dpbusd0(wb[j], a);
+                    acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], l[j], _mm512_permutex2var_epi16(xa, nidx, xb));
                 }
             }
         }
@@ -153,7 +155,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
         for (int j = 0; j < NP; j++) {
             const __m512i off = _mm512_loadu_si512(wp[j] + i * PAIR_SB + OFF_OFF);
             const __m512 dwv = _mm512_loadu_ps(wp[j] + i * PAIR_SB + OFF_DW);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < TILE_T; t++) {
                 const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].bsums));
                 /* d_act * d_w, as vec_dot's scalar product */
@@ -165,14 +167,14 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
     if (i1 < nbl) {
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < TILE_T; t++)
                 st[j * TILE_T + t] = facc[j][t];
         return;
     }
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < TILE_T; t++) {
             out[2 * j][t] = hsum_ps(_mm512_castps512_ps256(facc[j][t]));
             out[2 * j + 1][t] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
