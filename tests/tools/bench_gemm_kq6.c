@@ -1,0 +1,75 @@
+/* Microbenchmark of the Q6_K prompt GEMM (kernels/gemm_kq6.h) against the
+ * few-token kernels it replaces for batches (tensor_matmul), one thread,
+ * random weights, alternating the two, ns per row x token x 256-block (CPU
+ * time), and a check that every output equals tensor_vec_dot's bits.
+ * Not part of make test. Usage: bench_gemm_kq6 [n] [rows] [tokens] [rounds] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gguf/tensor.h"
+#include "kernels/gemm_kq6.h"
+#include "kernels/quant_batch.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint32_t rng = 12345;
+static float rndf(void)
+{
+    rng = rng * 1664525u + 1013904223u;
+    return (float)(rng >> 8) / 16777216.0f * 2.0f - 1.0f;
+}
+
+int main(int argc, char **argv)
+{
+    const int64_t n = argc > 1 ? atoll(argv[1]) : 2048;
+    const int64_t rows = argc > 2 ? atoll(argv[2]) : 512;
+    const int nt = argc > 3 ? atoi(argv[3]) : 512;
+    const int rounds = argc > 4 ? atoi(argv[4]) : 3;
+    const enum tensor_type t = TENSOR_TYPE_Q6_K, dot = TENSOR_TYPE_Q8_K;
+    const size_t rs = tensor_row_size(t, n), as = tensor_row_size(dot, n);
+    uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
+    float *x = malloc(sizeof(float) * (size_t)n), *o = malloc(sizeof(float) * (size_t)rows * (size_t)nt);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = rndf();
+        tensor_quantize_row(t, x, w + rs * (size_t)r, n);
+    }
+    for (int c = 0; c < nt; c++) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = rndf();
+        tensor_quantize_row(dot, x, a + as * (size_t)c, n);
+    }
+    const double cells = (double)rows * nt * (double)(n / 256);
+    printf("n=%lld rows=%lld tokens=%d, one thread, ns per row x token x 256-block\n", (long long)n, (long long)rows, nt);
+    for (int rd = 0; rd < rounds; rd++)
+        for (int k = 0; k < 2; k++) {
+            memset(o, 0xff, sizeof(float) * (size_t)rows * (size_t)nt);
+            const double t0 = now();
+            if (k == 0)
+                tensor_matmul(t, n, w, rows, a, nt, as, o, rows);
+            else
+                gemm_kq6_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
+            const double el = now() - t0;
+            int bad = 0;
+            for (int c = 0; c < nt; c += 7)
+                for (int64_t r = 0; r < rows; r++) {
+                    const float v = tensor_vec_dot(t, n, w + rs * (size_t)r, a + as * (size_t)c);
+                    bad += memcmp(&v, &o[(size_t)c * (size_t)rows + (size_t)r], sizeof v) != 0;
+                }
+            printf("  %s %.3f%s", k ? "gemm" : "few ", el * 1e9 / cells, bad ? " (BITS DIFFER)" : "");
+            fflush(stdout);
+        }
+    printf("\n");
+    free(w);
+    free(a);
+    free(x);
+    free(o);
+    return 0;
+}
