@@ -25,6 +25,7 @@
  * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. */
 #include "kernels/gemm_iq.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -380,7 +381,7 @@ static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *
 static inline __attribute__((always_inline)) void tile512(int NP, int NT, const uint8_t *const wp[2],
                                                          const float *const dw[4], const uint8_t *const a[TILE_T],
                                                          const block_q8_K *const y[TILE_T], int64_t nbl,
-                                                         float scale, float out[4][TILE_T])
+                                                         float scale, float out[TILE_T][4])
 {
     __m512 facc[2][TILE_T];
 #pragma GCC unroll 2
@@ -442,18 +443,18 @@ static inline __attribute__((always_inline)) void tile512(int NP, int NT, const 
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) {
-            out[2 * j][t] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
-            out[2 * j + 1][t] =
+            out[t][2 * j] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
+            out[t][2 * j + 1] =
                 scale * hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
         }
 }
 
 typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[4][TILE_T]);
+                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_T][4]);
 #define TILE_FN(np, nt)                                                                                           \
     static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                           \
                                  const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T], int64_t nbl, \
-                                 float scale, float out[4][TILE_T])                                               \
+                                 float scale, float out[TILE_T][4])                                               \
     {                                                                                                             \
         tile512(np, nt, wp, dw, a, y, nbl, scale, out);                                                           \
     }
@@ -519,11 +520,16 @@ static void matmul512(decode_fn decode, float scale, const uint8_t *wd, size_t r
                             a[j] = tok8 + (size_t)tt * (size_t)nbl * QK_K;
                             y[j] = ACT(c0 + tt);
                         }
-                        float o[4][TILE_T];
+                        float o[TILE_T][4];
                         tiles[nr > 2][nt - 1](wp, dr, a, y, nbl, scale, o);
-                        for (int j = 0; j < nr; j++)
-                            for (int c = 0; c < nt; c++)
-                                out[(int64_t)(c0 + t0 + c) * out_stride + p0 + k + j] = o[j][c];
+                        for (int c = 0; c < nt; c++) { /* a token's 4 rows are adjacent */
+                            float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
+                            if (nr == 4)
+                                _mm_storeu_ps(oc, _mm_loadu_ps(o[c]));
+                            else
+                                for (int j = 0; j < nr; j++)
+                                    oc[j] = o[c][j];
+                        }
                     }
                 }
             }
@@ -675,6 +681,34 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
+#if defined(QUANT_HAVE_AVX2)
+/* This thread's scratch (panel, d_w, token bytes), kept between calls and
+ * grown when a call needs more: a prompt's matmul calls this once per row
+ * chunk, and fresh pages for each (the token bytes are 1-6 MB) cost page
+ * faults, 4 % of bench_gemm_iq's time. Freed when the thread exits. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static __thread void *scratch_p;
+static __thread size_t scratch_n;
+
+static void scratch_init(void)
+{
+    (void)pthread_key_create(&scratch_key, free);
+}
+
+static void *scratch_get(size_t bytes)
+{
+    if (bytes <= scratch_n)
+        return scratch_p;
+    pthread_once(&scratch_once, scratch_init);
+    free(scratch_p);
+    scratch_p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    scratch_n = scratch_p ? bytes : 0;
+    (void)pthread_setspecific(scratch_key, scratch_p);
+    return scratch_p;
+}
+#endif
+
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
                     size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
@@ -697,18 +731,22 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     if (pr > r1 - r0)
         pr = r1 - r0;
     const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs on AVX-512 */
-    void *panel = aligned_alloc(64, ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63);
-    float *dw = malloc((size_t)prp * (size_t)nbl * sizeof *dw);
+    const size_t panel_bytes = ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63;
+    const size_t dw_bytes = ((size_t)prp * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
 #ifdef GEMM_IQ_512
     int tc = (int)(ACT_BYTES / (nbl * QK_K));
     tc = tc < TILE_T ? TILE_T : tc;
     if (tc > n_tok)
         tc = n_tok;
-    uint8_t *tok8 = aligned_alloc(64, (size_t)tc * (size_t)nbl * QK_K);
+    const size_t tok_bytes = (size_t)tc * (size_t)nbl * QK_K;
 #else
-    uint8_t *tok8 = panel; /* not used */
+    const size_t tok_bytes = 0;
 #endif
-    if (!panel || !dw || !tok8) { /* no scratch: vec_dot gives the same bits */
+    uint8_t *scr = scratch_get(panel_bytes + dw_bytes + tok_bytes);
+    void *panel = scr;
+    float *dw = scr ? (float *)(void *)(scr + panel_bytes) : NULL;
+    uint8_t *tok8 = scr ? scr + panel_bytes + dw_bytes : NULL;
+    if (!scr) { /* no scratch: vec_dot gives the same bits */
         for (int64_t r = r0; r < r1; r++)
             for (int t = 0; t < n_tok; t++)
                 out[(int64_t)t * out_stride + r] =
@@ -718,13 +756,10 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
         matmul512(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, tok8, pr,
                   tc);
 #else
+        (void)tok8;
         matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, pr);
 #endif
     }
-    if ((void *)tok8 != panel)
-        free(tok8);
-    free(panel);
-    free(dw);
 #else
     for (int64_t r = r0; r < r1; r++)
         for (int t = 0; t < n_tok; t++)
