@@ -11,7 +11,17 @@
  * bytes enter as a + 128, and the surplus 128 * (the row's lane sums),
  * times the scales, is kept per pair and super-block and taken off before
  * the float step. Each sub-block's lanes are multiplied by their scale
- * (vpmulld) and summed: the exact lanes of vec_dot.
+ * (vpmulld) and summed: the exact lanes of vec_dot. A tile is 2 row pairs
+ * x 8 tokens (16 accumulators); a full one runs each super-block's 8
+ * sub-blocks as one asm loop (GCC 12 spilled the scales and copied the
+ * accumulators around the intrinsics), the last tiles of a call (fewer
+ * rows or tokens) the same steps in C. The loop issues 2 multiplies per
+ * vpdpbusd (it and vpmulld), about as fast as this Zen 5 retires them
+ * (perf: ~75 % of the time in it); exact alternatives measured no faster
+ * (2026-12-02, docs/speed-ik.md): int16 weights x scales in vpdpwssd (two
+ * per 64 products), the exact lane sums from vpdpbusd scaled by vpdpwssd
+ * (two per sub-block), two sub-blocks' sums packed into one int16 pair
+ * by shift + blend or vpermt2w (those run on the multiply pipes too).
  *
  * AVX2 (int16): per row 8 sub-blocks of 32 int16 (value times scale), each
  * as two halves of 8 int16 pairs: half A holds elements (4k, 4k+1), half B
@@ -22,7 +32,8 @@
  * bytes need two widenings and two shuffles per sub-block.
  *
  * Either way each output's 8 float lanes (acc[k] = fma(d_w * d_act, lane k,
- * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. */
+ * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. The
+ * scratch (panel, d_w, token bytes) is per thread and kept between calls. */
 #include "kernels/gemm_iq.h"
 
 #include <pthread.h>
