@@ -86,17 +86,25 @@ int main(int argc, char **argv)
                 layer[k] += tpt[k];
             }
             const int same = gemm_only || memcmp(o1, o2, sizeof(float) * (size_t)(rows * nt)) == 0;
-            printf("%-8s %5lld x %5lld, %d tokens: vec_dot tiles %8.1f tok/s, gemm %8.1f tok/s (%.2fx)%s\n", names[ti],
-                   (long long)rows, (long long)n, nt, nt / tpt[0], nt / tpt[1], tpt[0] / tpt[1],
-                   same ? "" : "  BITS DIFFER");
+            if (gemm_only)
+                printf("%-8s %5lld x %5lld, %d tokens: gemm %8.1f tok/s\n", names[ti], (long long)rows, (long long)n, nt,
+                       nt / tpt[1]);
+            else
+                printf("%-8s %5lld x %5lld, %d tokens: vec_dot tiles %8.1f tok/s, gemm %8.1f tok/s (%.2fx)%s\n",
+                       names[ti], (long long)rows, (long long)n, nt, nt / tpt[0], nt / tpt[1], tpt[0] / tpt[1],
+                       same ? "" : "  BITS DIFFER");
             free(w);
             free(a);
             free(x);
             free(o1);
             free(o2);
         }
-        printf("%-8s one layer's matmuls, %d tokens, one thread: vec_dot tiles %.1f layer-tok/s, gemm %.1f (%.2fx)\n",
-               names[ti], nt, nt / layer[0], nt / layer[1], layer[0] / layer[1]);
+        if (gemm_only)
+            printf("%-8s one layer's matmuls, %d tokens, one thread: gemm %.1f layer-tok/s\n", names[ti], nt,
+                   nt / layer[1]);
+        else
+            printf("%-8s one layer's matmuls, %d tokens, one thread: vec_dot tiles %.1f layer-tok/s, gemm %.1f (%.2fx)\n",
+                   names[ti], nt, nt / layer[0], nt / layer[1], layer[0] / layer[1]);
     }
     return 0;
 }
