@@ -11,7 +11,17 @@
  * bytes enter as a + 128, and the surplus 128 * (the row's lane sums),
  * times the scales, is kept per pair and super-block and taken off before
  * the float step. Each sub-block's lanes are multiplied by their scale
- * (vpmulld) and summed: the exact lanes of vec_dot.
+ * (vpmulld) and summed: the exact lanes of vec_dot. A tile is 2 row pairs
+ * x 8 tokens (16 accumulators); a full one runs each super-block's 8
+ * sub-blocks as one asm loop (GCC 12 spilled the scales and copied the
+ * accumulators around the intrinsics), the last tiles of a call (fewer
+ * rows or tokens) the same steps in C. The loop issues 2 multiplies per
+ * vpdpbusd (it and vpmulld), about as fast as this Zen 5 retires them
+ * (perf: ~75 % of the time in it); exact alternatives measured no faster
+ * (2026-12-02, docs/speed-ik.md): int16 weights x scales in vpdpwssd (two
+ * per 64 products), the exact lane sums from vpdpbusd scaled by vpdpwssd
+ * (two per sub-block), two sub-blocks' sums packed into one int16 pair
+ * by shift + blend or vpermt2w (those run on the multiply pipes too).
  *
  * AVX2 (int16): per row 8 sub-blocks of 32 int16 (value times scale), each
  * as two halves of 8 int16 pairs: half A holds elements (4k, 4k+1), half B
@@ -22,9 +32,11 @@
  * bytes need two widenings and two shuffles per sub-block.
  *
  * Either way each output's 8 float lanes (acc[k] = fma(d_w * d_act, lane k,
- * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. */
+ * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. The
+ * scratch (panel, d_w, token bytes) is per thread and kept between calls. */
 #include "kernels/gemm_iq.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,7 +215,7 @@ bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
 
 #if defined(QUANT_HAVE_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 #define GEMM_IQ_512 1
-#define TILE_T 4
+#define TILE_T 8
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 value
  * bytes, 8 of 2 x 8 int32 lane scales, 2 x 8 int32 offset corrections. */
 #define PAIR_SB (8 * 64 + 8 * 64 + 64)
@@ -250,28 +262,164 @@ static inline __m512i dpbusd0(__m512i a, __m512i w)
     return r;
 }
 
+/* A super-block of 2 row pairs (w0, w1: their panel blocks) against 6 or
+ * 8 tokens st bytes apart from p0 (their offset bytes), the C tile's steps
+ * in one asm loop over the 8 sub-blocks: GCC 12 spilled the scales and
+ * copied accumulators around the intrinsics (8 % slower). acc[j][t] are
+ * the lanes before the offset correction. */
+#define SB_HEAD                                                                                                \
+    "mov $8, %[cnt]\n"                                                                                         \
+    "1:\n\t"                                                                                                   \
+    "vmovdqu64 (%[w0]), %%zmm26\n\t"                                                                         \
+    "vmovdqu64 512(%[w0]), %%zmm27\n\t"                                                                      \
+    "vmovdqu64 (%[w1]), %%zmm28\n\t"                                                                         \
+    "vmovdqu64 512(%[w1]), %%zmm29\n\t"
+#define SB_TAIL                                                                                                \
+    "add $64, %[w0]\n\t"                                                                                      \
+    "add $64, %[w1]\n\t"                                                                                      \
+    "add $32, %[p0]\n\t"                                                                                      \
+    "add $32, %[p3]\n\t"                                                                                      \
+    "add $32, %[p6]\n\t"                                                                                      \
+    "dec %[cnt]\n\t"                                                                                          \
+    "jnz 1b\n\t"
+#define SB_STEP0 \
+    "vbroadcasti64x4 (%[p0]), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c00], %[c00]\n\t" \
+    "vpaddd %%zmm25, %[c10], %[c10]\n\t"
+#define SB_STEP1 \
+    "vbroadcasti64x4 (%[p0],%[st],1), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c01], %[c01]\n\t" \
+    "vpaddd %%zmm25, %[c11], %[c11]\n\t"
+#define SB_STEP2 \
+    "vbroadcasti64x4 (%[p0],%[st],2), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c02], %[c02]\n\t" \
+    "vpaddd %%zmm25, %[c12], %[c12]\n\t"
+#define SB_STEP3 \
+    "vbroadcasti64x4 (%[p3]), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c03], %[c03]\n\t" \
+    "vpaddd %%zmm25, %[c13], %[c13]\n\t"
+#define SB_STEP4 \
+    "vbroadcasti64x4 (%[p3],%[st],1), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c04], %[c04]\n\t" \
+    "vpaddd %%zmm25, %[c14], %[c14]\n\t"
+#define SB_STEP5 \
+    "vbroadcasti64x4 (%[p3],%[st],2), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c05], %[c05]\n\t" \
+    "vpaddd %%zmm25, %[c15], %[c15]\n\t"
+#define SB_STEP6 \
+    "vbroadcasti64x4 (%[p6]), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c06], %[c06]\n\t" \
+    "vpaddd %%zmm25, %[c16], %[c16]\n\t"
+#define SB_STEP7 \
+    "vbroadcasti64x4 (%[p6],%[st],1), %%zmm30\n\t" \
+    "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+    "vpdpbusd %%zmm26, %%zmm30, %%zmm31\n\t" \
+    "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+    "vpdpbusd %%zmm28, %%zmm30, %%zmm25\n\t" \
+    "vpmulld %%zmm27, %%zmm31, %%zmm31\n\t" \
+    "vpmulld %%zmm29, %%zmm25, %%zmm25\n\t" \
+    "vpaddd %%zmm31, %[c07], %[c07]\n\t" \
+    "vpaddd %%zmm25, %[c17], %[c17]\n\t"
+
+static inline __attribute__((always_inline)) void superblock_2x6(const uint8_t *w0, const uint8_t *w1,
+                                                                const uint8_t *p0, size_t st, __m512i acc[2][TILE_T])
+{
+    const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
+    int cnt;
+    __asm__("vpxord %[c00], %[c00], %[c00]\n\t" "vpxord %[c10], %[c10], %[c10]\n\t" "vpxord %[c01], %[c01], %[c01]\n\t" "vpxord %[c11], %[c11], %[c11]\n\t" "vpxord %[c02], %[c02], %[c02]\n\t" "vpxord %[c12], %[c12], %[c12]\n\t" "vpxord %[c03], %[c03], %[c03]\n\t" "vpxord %[c13], %[c13], %[c13]\n\t" "vpxord %[c04], %[c04], %[c04]\n\t" "vpxord %[c14], %[c14], %[c14]\n\t" "vpxord %[c05], %[c05], %[c05]\n\t" "vpxord %[c15], %[c15], %[c15]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_TAIL
+            : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]), [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]), [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
+            : [st] "r"(st)
+            : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
+}
+
+static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *w0, const uint8_t *w1,
+                                                                const uint8_t *p0, size_t st, __m512i acc[2][TILE_T])
+{
+    const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
+    int cnt;
+    __asm__("vpxord %[c00], %[c00], %[c00]\n\t" "vpxord %[c10], %[c10], %[c10]\n\t" "vpxord %[c01], %[c01], %[c01]\n\t" "vpxord %[c11], %[c11], %[c11]\n\t" "vpxord %[c02], %[c02], %[c02]\n\t" "vpxord %[c12], %[c12], %[c12]\n\t" "vpxord %[c03], %[c03], %[c03]\n\t" "vpxord %[c13], %[c13], %[c13]\n\t" "vpxord %[c04], %[c04], %[c04]\n\t" "vpxord %[c14], %[c14], %[c14]\n\t" "vpxord %[c05], %[c05], %[c05]\n\t" "vpxord %[c15], %[c15], %[c15]\n\t" "vpxord %[c06], %[c06], %[c06]\n\t" "vpxord %[c16], %[c16], %[c16]\n\t" "vpxord %[c07], %[c07], %[c07]\n\t" "vpxord %[c17], %[c17], %[c17]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_STEP6 SB_STEP7 SB_TAIL
+            : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]), [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]), [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]), [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
+            : [st] "r"(st)
+            : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
+}
+
 /* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against 4
  * tokens (a: offset bytes, y: their Q8_K rows for d_act): out[row][token].
  * Lanes 0-7 of a register: row 2j, 8-15: row 2j + 1. Always inlined with a
  * constant NP. */
-static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
+static inline __attribute__((always_inline)) void tile512(int NP, int NT, const uint8_t *const wp[2],
                                                          const float *const dw[4], const uint8_t *const a[TILE_T],
                                                          const block_q8_K *const y[TILE_T], int64_t nbl,
-                                                         float scale, float out[4][TILE_T])
+                                                         float scale, float out[TILE_T][4])
 {
     __m512 facc[2][TILE_T];
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++)
             facc[j][t] = _mm512_setzero_ps();
+    /* the asm loop wants the tokens evenly spaced */
+    const size_t st = (size_t)(a[1] - a[0]);
+    bool even = true;
+    for (int t = 2; t < NT; t++)
+        even = even && a[t] == a[0] + (size_t)t * st;
     for (int64_t i = 0; i < nbl; i++) {
         __m512i acc[2][TILE_T];
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++)
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++)
                 acc[j][t] = _mm512_setzero_si512();
+        if (NP == 2 && NT == 6 && even) {
+            superblock_2x6(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, a[0] + QK_K * i, st, acc);
+            goto epilogue;
+        }
+        if (NP == 2 && NT == 8 && even) {
+            superblock_2x8(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, a[0] + QK_K * i, st, acc);
+            goto epilogue;
+        }
         for (int s = 0; s < QK_K / 32; s++) {
             __m512i w[2], l[2];
 #pragma GCC unroll 2
@@ -281,46 +429,67 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
                 /* held in registers: GCC otherwise loads them again per token */
                 __asm__("" : "+v"(w[j]), "+v"(l[j]));
             }
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++) {
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) {
                 const __m512i at = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a[t] + QK_K * i + 32 * s)));
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
                     acc[j][t] = _mm512_add_epi32(acc[j][t], _mm512_mullo_epi32(dpbusd0(at, w[j]), l[j]));
             }
         }
+    epilogue:
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++) {
             const __m512i corr = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 1024);
             /* d_w of row 2j in lanes 0-7, of row 2j + 1 in 8-15 */
             const __m512 dwv = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(dw[2 * j][i])),
                                                                    _mm256_castps_pd(_mm256_set1_ps(dw[2 * j + 1][i])), 1));
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++) /* d_w * d_act, as vec_dot's scalar product */
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) /* d_w * d_act, as vec_dot's scalar product */
                 facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(y[t][i].d)),
                                              _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j][t], corr)), facc[j][t]);
         }
     }
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++) {
-            out[2 * j][t] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
-            out[2 * j + 1][t] =
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
+            out[t][2 * j] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
+            out[t][2 * j + 1] =
                 scale * hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
         }
 }
 
-static void tile_pairs2(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[4][TILE_T])
-{
-    tile512(2, wp, dw, a, y, nbl, scale, out);
-}
-static void tile_pairs1(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[4][TILE_T])
-{
-    tile512(1, wp, dw, a, y, nbl, scale, out);
-}
+typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
+                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_T][4]);
+#define TILE_FN(np, nt)                                                                                           \
+    static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                           \
+                                 const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T], int64_t nbl, \
+                                 float scale, float out[TILE_T][4])                                               \
+    {                                                                                                             \
+        tile512(np, nt, wp, dw, a, y, nbl, scale, out);                                                           \
+    }
+TILE_FN(1, 1)
+TILE_FN(1, 2)
+TILE_FN(1, 3)
+TILE_FN(1, 4)
+TILE_FN(1, 5)
+TILE_FN(1, 6)
+TILE_FN(1, 7)
+TILE_FN(1, 8)
+TILE_FN(2, 1)
+TILE_FN(2, 2)
+TILE_FN(2, 3)
+TILE_FN(2, 4)
+TILE_FN(2, 5)
+TILE_FN(2, 6)
+TILE_FN(2, 7)
+TILE_FN(2, 8)
+/* [row pairs - 1][tokens - 1] */
+static const tile_fn tiles[2][TILE_T] = {
+    {tile_1_1, tile_1_2, tile_1_3, tile_1_4, tile_1_5, tile_1_6, tile_1_7, tile_1_8},
+    {tile_2_1, tile_2_2, tile_2_3, tile_2_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8},
+};
 
 /* Rows [r0, r1) against tokens [0, n_tok), in passes of tokens whose
  * bytes fit ACT_BYTES; per pass, panels of row pairs written once, tokens
@@ -362,14 +531,16 @@ static void matmul512(decode_fn decode, float scale, const uint8_t *wd, size_t r
                             a[j] = tok8 + (size_t)tt * (size_t)nbl * QK_K;
                             y[j] = ACT(c0 + tt);
                         }
-                        float o[4][TILE_T];
-                        if (nr > 2)
-                            tile_pairs2(wp, dr, a, y, nbl, scale, o);
-                        else
-                            tile_pairs1(wp, dr, a, y, nbl, scale, o);
-                        for (int j = 0; j < nr; j++)
-                            for (int c = 0; c < nt; c++)
-                                out[(int64_t)(c0 + t0 + c) * out_stride + p0 + k + j] = o[j][c];
+                        float o[TILE_T][4];
+                        tiles[nr > 2][nt - 1](wp, dr, a, y, nbl, scale, o);
+                        for (int c = 0; c < nt; c++) { /* a token's 4 rows are adjacent */
+                            float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
+                            if (nr == 4)
+                                _mm_storeu_ps(oc, _mm_loadu_ps(o[c]));
+                            else
+                                for (int j = 0; j < nr; j++)
+                                    oc[j] = o[c][j];
+                        }
                     }
                 }
             }
@@ -521,6 +692,34 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
+#if defined(QUANT_HAVE_AVX2)
+/* This thread's scratch (panel, d_w, token bytes), kept between calls and
+ * grown when a call needs more: a prompt's matmul calls this once per row
+ * chunk, and fresh pages for each (the token bytes are 1-6 MB) cost page
+ * faults, 4 % of bench_gemm_iq's time. Freed when the thread exits. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static __thread void *scratch_p;
+static __thread size_t scratch_n;
+
+static void scratch_init(void)
+{
+    (void)pthread_key_create(&scratch_key, free);
+}
+
+static void *scratch_get(size_t bytes)
+{
+    if (bytes <= scratch_n)
+        return scratch_p;
+    pthread_once(&scratch_once, scratch_init);
+    free(scratch_p);
+    scratch_p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    scratch_n = scratch_p ? bytes : 0;
+    (void)pthread_setspecific(scratch_key, scratch_p);
+    return scratch_p;
+}
+#endif
+
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
                     size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
@@ -543,18 +742,22 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     if (pr > r1 - r0)
         pr = r1 - r0;
     const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs on AVX-512 */
-    void *panel = aligned_alloc(64, ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63);
-    float *dw = malloc((size_t)prp * (size_t)nbl * sizeof *dw);
+    const size_t panel_bytes = ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63;
+    const size_t dw_bytes = ((size_t)prp * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
 #ifdef GEMM_IQ_512
     int tc = (int)(ACT_BYTES / (nbl * QK_K));
     tc = tc < TILE_T ? TILE_T : tc;
     if (tc > n_tok)
         tc = n_tok;
-    uint8_t *tok8 = aligned_alloc(64, (size_t)tc * (size_t)nbl * QK_K);
+    const size_t tok_bytes = (size_t)tc * (size_t)nbl * QK_K;
 #else
-    uint8_t *tok8 = panel; /* not used */
+    const size_t tok_bytes = 0;
 #endif
-    if (!panel || !dw || !tok8) { /* no scratch: vec_dot gives the same bits */
+    uint8_t *scr = scratch_get(panel_bytes + dw_bytes + tok_bytes);
+    void *panel = scr;
+    float *dw = scr ? (float *)(void *)(scr + panel_bytes) : NULL;
+    uint8_t *tok8 = scr ? scr + panel_bytes + dw_bytes : NULL;
+    if (!scr) { /* no scratch: vec_dot gives the same bits */
         for (int64_t r = r0; r < r1; r++)
             for (int t = 0; t < n_tok; t++)
                 out[(int64_t)t * out_stride + r] =
@@ -564,13 +767,10 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
         matmul512(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, tok8, pr,
                   tc);
 #else
+        (void)tok8;
         matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, pr);
 #endif
     }
-    if ((void *)tok8 != panel)
-        free(tok8);
-    free(panel);
-    free(dw);
 #else
     for (int64_t r = r0; r < r1; r++)
         for (int t = 0; t < n_tok; t++)

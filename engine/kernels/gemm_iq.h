@@ -13,9 +13,9 @@
  * vpdpbusd with the sub-block scales applied to the int32 lanes (AVX-512
  * VNNI), or as int16 (value times scale) in vpmaddwd (AVX2), with each
  * output's 8 float lanes and their horizontal sum kept exactly as vec_dot
- * has them. The panel is scratch
- * per call (about 200 KB), the tokens' bytes too (up to 6 MB, AVX-512): no
- * second copy of the model.
+ * has them. The panel (about 200 KB) and the tokens' bytes (up to 6 MB,
+ * AVX-512) are per-thread scratch, kept between calls (freed when the
+ * thread exits): no second copy of the model.
  *
  * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes);
  * a -128 would differ from vec_dot's byte negation in the IQ2 and IQ3

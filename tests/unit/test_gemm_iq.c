@@ -3,9 +3,9 @@
  * by test_iq4 / test_iq2): every output bit for bit, on random weights and
  * Q8_K activations, for several widths, row counts and token counts that
  * do and do not fill the tiles, row ranges that start mid-tile, and an
- * output stride wider than the rows. The random data gives neighbouring
- * rows and tokens different outputs (checked), so an exchanged row or
- * token fails. Built for AVX2 too (test_gemm_iq_avx2), whose tiles differ. */
+ * output stride wider than the rows, and the tile shapes (test_tiles).
+ * The random data gives neighbouring rows and tokens different outputs
+ * (checked), so an exchanged row or token fails. Built for AVX2 too (test_gemm_iq_avx2), whose tiles differ. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,6 +162,23 @@ static void test_random_shapes(void **state)
         }
 }
 
+/* The AVX-512 tiles: 2 row pairs x 8 tokens in one asm loop per
+ * super-block when the tokens are evenly spaced (full tiles), 2 pairs x 6
+ * likewise, the C tiles for every other shape (a last tile of 1-7 tokens,
+ * repeated to 8, or of 1-3 rows). Token counts of full tiles, full tiles
+ * plus each remainder, and odd row counts, for every type. */
+static void test_tiles(void **state)
+{
+    (void)state;
+    static const int nts[] = {8, 14, 16, 17, 22, 23, 30};
+    static const int64_t rowss[] = {4, 7, 8, 9, 13};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int k = 0; k < 7; k++) {
+            const int64_t rows = rowss[(k + (int)ti) % 5];
+            check_case(types[ti], QK_K * (1 + k % 3), rows, nts[k], rows > 4 ? 4 + k % 2 : 1);
+        }
+}
+
 /* Wider rows than one panel holds (several panels and token blocks per
  * call), a batch past the GEMM threshold as forward_matmul gives it, and
  * one too big for a single pass. */
@@ -187,6 +204,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_shapes),
+        cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_panels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
