@@ -19,6 +19,10 @@ python3 serve_ref.py samplers PORT PATH REQ_FILE REF_FILE LABEL
   without them the reply is another (they were once ignored, so the check can
   fail); mirostat 1, dynatemp, a grammar (not run by tokscope) and an empty
   dry_sequence_breakers (llama-server's error too): 400 naming them.
+python3 serve_ref.py trust PORT PATH REQ_FILE REF_FILE LABEL
+  the request whole against the reference as above (and reasoning_content);
+  where the reference has a stream (REQ.sse beside REF_FILE), tokscope's
+  stream gives its deltas' text (content and reasoning).
 Prints "ok - NAME" / "not ok - NAME" lines."""
 import json
 import os
@@ -162,8 +166,45 @@ def samplers(port, path, req_file, ref_file, label):
     run(name + ": what tokscope does not run (mirostat 1, dynatemp, grammar) and an empty dry_sequence_breakers (as llama-server): 400 naming it", refused)
 
 
+def sse_text(path):
+    """The content and reasoning deltas of a stream saved as it came."""
+    events = []
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("data: ") and line.strip() != "data: [DONE]":
+            events.append(json.loads(line[6:]))
+    return sc.stream_text(events, True)
+
+
+def trust(port, path, req_file, ref_file, label):
+    port, chat, body, want, whole0 = load(port, path, req_file, ref_file)
+    name = "serve %s" % label
+
+    def whole():
+        st, _, o = sc.post(port, path, body)
+        if st != 200:
+            return ["status %d %r" % (st, o)]
+        bad = compare(o, want, chat)
+        if chat:
+            g = o["choices"][0]["message"].get("reasoning_content") or ""
+            w = want["choices"][0]["message"].get("reasoning_content") or ""
+            if g != w:
+                bad.append("reasoning_content %r, reference %r" % (g, w))
+        return bad
+
+    run(name + ": llama-server 34af94cd's reply (text, finish, tokens, top tokens, logprobs)", whole)
+    sse = ref_file[:-len(".json")] + ".sse"
+    if chat and os.path.exists(sse):
+        def streamed():
+            st, _, ev = sc.post(port, path, dict(body, stream=True))
+            if st != 200:
+                return ["status %d" % st]
+            got, want_s = sc.stream_text(ev, True), sse_text(sse)
+            return [] if got == want_s else ["stream %r, reference %r" % (got, want_s)]
+        run(name + ", streamed: llama-server's deltas (content, reasoning)", streamed)
+
+
 if __name__ == "__main__":
-    modes = {"eos": eos, "bias": bias, "samplers": samplers}
+    modes = {"eos": eos, "bias": bias, "samplers": samplers, "trust": trust}
     if len(sys.argv) != 7 or sys.argv[1] not in modes:
         sys.exit(__doc__)
     modes[sys.argv[1]](*sys.argv[2:])
