@@ -151,8 +151,22 @@ void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_
     o->post_sampling = req->post_sampling;
     o->top_logprobs = req->top_logprobs;
     o->split = req->chat && style != CHAT_REASONING_NONE;
-    if (o->split)
+    if (o->split && o->cont) { /* the reply goes on from the continued message's text: its state, no bytes */
+        chat_reasoning_init(&o->rs, style, o->cont_prompt);
+        chat_reasoning_feed_virtual(&o->rs, o->cont, o->cont_len);
+        /* what the message holds has started: blanks the reply begins with are kept */
+        chat_reasoning seen;
+        chat_reasoning_split(&seen, style, o->cont_prompt, o->cont, o->cont_len);
+        char *a = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_ANSWER);
+        char *r = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_REASONING);
+        o->answer_started = a && *a;
+        o->reasoning_started = r && *r;
+        free(a);
+        free(r);
+        chat_reasoning_free(&seen);
+    } else if (o->split) {
         chat_reasoning_init(&o->rs, style, prompt);
+    }
 }
 
 void serve_out_whole(const serve_out *o, char **content, char **reasoning)

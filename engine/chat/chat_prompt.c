@@ -1,8 +1,6 @@
 /* The chat prompt every path builds (see chat_prompt.h). */
 #include "chat/chat_prompt.h"
 
-#include "chat/reasoning.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,15 +90,65 @@ static bool text_add(char **out, size_t *len, const char *p, size_t n)
     return true;
 }
 
-/* The reasoning markers a continued reply is written between: the model's
- * <think> ... </think> (what llama.cpp's template analysis finds for such
- * templates); none for the others. */
-static void think_markers(const chat_prompt_src *s, const char **start, const char **end)
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* The reasoning markers a continued reply is written between, found as
+ * llama.cpp's template analysis finds them (chat-diff-analyzer.cpp,
+ * compare_reasoning_presence): an assistant message with reasoning rendered
+ * by the template, the reasoning's text located, and around it
+ * marker + blanks before ("<think>\n") and blanks + marker + blanks after
+ * ("\n</think>\n\n"); a marker is <...> or [...]. Empty when the template
+ * does not write reasoning (or with a built-in format). malloc'd. */
+static void reasoning_markers(const chat_prompt_src *s, char **start, char **end)
 {
-    const bool own = !strcmp(chat_prompt_format(s), "model");
-    const bool think = own && chat_reasoning_detect(s->model_template) == CHAT_REASONING_THINK;
-    *start = think ? "<think>" : "";
-    *end = think ? "</think>" : "";
+    *start = *end = NULL;
+    if (strcmp(chat_prompt_format(s), "model") != 0)
+        return;
+    static const char R[] = "REASON_PART I am thinking END_R";
+    const chat_message probe[] = {{"user", "U_USER_MSG Hello END_U", 0},
+                                  {CHAT_ROLE_REASONING, R, 0},
+                                  {"assistant", "A_ASST_MSG I can help END_A", 0}};
+    char err[256];
+    size_t len = 0;
+    char *out = chat_prompt_render_n(s, probe, 3, false, NULL, 0, &len, err, sizeof err);
+    const char *at = out ? strstr(out, R) : NULL;
+    if (!at) {
+        free(out);
+        return;
+    }
+    /* before: a marker, then blanks, right before the reasoning */
+    const char *b = at;
+    while (b > out && is_space(b[-1]))
+        b--;
+    const char *pre = NULL;
+    if (b > out && (b[-1] == '>' || b[-1] == ']')) {
+        const char open = b[-1] == '>' ? '<' : '[', close = b[-1];
+        for (const char *q = b - 2; q >= out && *q != close; q--)
+            if (*q == open) {
+                pre = q;
+                break;
+            }
+    }
+    /* after: blanks, a marker, blanks */
+    const char *e = at + strlen(R), *q = e;
+    while (*q && is_space(*q))
+        q++;
+    const char *post_end = NULL;
+    if (*q == '<' || *q == '[') {
+        const char close = *q == '<' ? '>' : ']';
+        const char *c = strchr(q, close);
+        const char *other = strchr(q + 1, *q);
+        if (c && (!other || other > c)) {
+            post_end = c + 1;
+            while (*post_end && is_space(*post_end))
+                post_end++;
+        }
+    }
+    if (post_end) { /* llama.cpp: both, or the end alone (a reasoning that starts open) */
+        *end = strndup(e, (size_t)(post_end - e));
+        *start = pre ? strndup(pre, (size_t)(at - pre)) : strdup("");
+    }
+    free(out);
 }
 
 char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *msgs, size_t n, char *warn,
@@ -136,8 +184,9 @@ char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *m
     size_t c = 0;
     while (c < l0 && c < l1 && no_gen[c] == gen[c])
         c++;
-    const char *start, *end;
-    think_markers(s, &start, &end);
+    char *start_m, *end_m;
+    reasoning_markers(s, &start_m, &end_m);
+    const char *start = start_m ? start_m : "", *end = end_m ? end_m : "";
     const size_t cl = chat_content_len(a), rl = rsn ? chat_content_len(rsn) : 0;
     /* llama.cpp's "auto": the reasoning is continued when it is all the message holds */
     const bool in_reasoning = cl == 0 && rl > 0;
@@ -161,6 +210,8 @@ char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *m
     if (ok && !in_reasoning && cl)
         ok = text_add(&out, &len, a->content, cl);
     free(gen);
+    free(start_m);
+    free(end_m);
     if (!ok) {
         free(out);
         snprintf(err, errlen, "out of memory");

@@ -53,10 +53,12 @@ bool chat_prompt_continues(const chat_prompt_src *s, const chat_message *msgs, s
  * continue_final_message "auto", the prefill of a trailing assistant
  * message): the conversation before it without the generation prompt, then
  * the generation prompt (what add_generation_prompt adds to it), then, for a
- * <think> template, the generation prompt cut before its own <think>,
- * "<think>", the message's reasoning and "</think>" (left open when the
- * message holds reasoning alone: the reply continues the reasoning), then
- * the message's content; no end-of-turn. malloc'd, NULL with err set.
+ * template that writes reasoning between markers (found as llama.cpp's
+ * template analysis finds them: Qwen3's "<think>\n" and "\n</think>\n\n"),
+ * the generation prompt cut before its own start marker, the start marker,
+ * the message's reasoning and the end marker (left out when the message
+ * holds reasoning alone: the reply continues the reasoning), then the
+ * message's content; no end-of-turn. malloc'd, NULL with err set.
  * *cont_at (may be NULL): where the message's own part starts (its
  * "<think>", else its content): the text a reply's parse starts from. */
 char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *msgs, size_t n, char *warn,

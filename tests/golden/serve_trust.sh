@@ -1,73 +1,117 @@
 #!/bin/sh
 # tokscope serve where it once answered otherwise than llama-server 34af94cd
-# (docs/serve.md), against its replies, streams and prompt ids
-# (tests/golden/reference/serve/trust.*, written by make_trust.sh):
-# a model without a chat template rendered with chatml; a conversation
-# ending with an assistant message continued (prefill), with and without a
-# <think> template; the reply's length at a full context (15 tokens, where
-# the engine alone draws 16); max_tokens 0 (one token); token ids as the
-# prompt, mixed with strings, and one array in an array (once a 400). The
-# prompt ids: what the engine evaluates (TOKSCOPE_PROMPT_LOG) against
-# llama-server's /apply-template + /tokenize. The replies:
-# tests/tools/serve_ref.py trust (python3 stdlib).
+# (docs/serve.md): a model without a chat template rendered with chatml; a
+# conversation ending with an assistant message continued (prefill), with
+# and without reasoning markers; a reply at a full context (n_ctx - prompt
+# tokens: 15 under -c 256 after 241, where the engine alone draws 16);
+# max_tokens 0 (one token); token ids as the prompt, mixed with strings, one
+# array in an array (once a 400); what llama-server refuses. Held to what
+# llama-server's code does (tests/tools/serve_trust.py): the prompt ids the
+# engine evaluates (TOKSCOPE_PROMPT_LOG) against the text its
+# common_chat_templates_apply_jinja writes (the conversation before the
+# message with the generation prompt, the analyzer's reasoning markers, the
+# message), built here with `tokscope template` and tokenized. Where
+# make_trust.sh has written llama-server's own replies and prompt ids
+# (tests/golden/reference/serve/trust.*.json, .ids, .sse), they are
+# compared too (tests/tools/serve_ref.py trust).
 . tests/lib.sh
 . tests/lib_serve.sh
 M=$TESTDATA/models
 R=tests/golden/reference/serve
+TRUST="python3 tests/tools/serve_trust.py"
 REFCHK="python3 tests/tools/serve_ref.py"
+W=$(mktemp -d "$OUT/serve_trust.XXXXXX") || exit 1
+trap 'rm -rf "$W"' EXIT
 
-# ids_check NAME REQ: the prompt the engine evaluated last equals the reference's
-ids_check() {
-    got=$(sed -n 's/^engine //p' "$PLOG" 2>/dev/null | tail -n 1)
-    want=$(cat "$R/$2.ids")
-    if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "$1"; else not_ok "$1" "prompt $got" "want   $want"; fi
+# ref_check PATH REQ LABEL: against llama-server's reply, when make_trust.sh wrote it
+ref_check() {
+    if [ -s "$R/$2.json" ]; then
+        $REFCHK trust "$SPORT" "$1" "$R/$2.req" "$R/$2.json" "$3"
+    else
+        echo "skip - serve $3: llama-server's reply (run tests/golden/reference/serve/make_trust.sh)"
+    fi
 }
-
-# chat_check MODEL LABEL REQ...: each chat's reply, stream and prompt ids
-chat_check() {
+# want_text NAME MODEL_ARGS MESSAGES_JSON SUFFIX: the template's text of the
+# messages (generation prompt added), then SUFFIX, in $W/NAME.want
+want_text() {
+    printf '%s' "$3" >"$W/$1.msgs.json"
+    "$BIN" template $2 "$W/$1.msgs.json" >"$W/$1.want" && printf '%s' "$4" >>"$W/$1.want"
+}
+# chat_checks MODEL LABEL NAME...: each $W/NAME.req with its $W/NAME.want
+chat_checks() {
     model=$1 label=$2
     shift 2
-    PLOG=$OUT/serve_trust.$label.plog
-    rm -f "$PLOG"
-    if TOKSCOPE_PROMPT_LOG=$PLOG serve_start "$OUT/serve_trust.$label.log" -m "$M/$model"; then
+    plog=$W/$label.plog
+    if TOKSCOPE_PROMPT_LOG=$plog serve_start "$W/$label.log" -m "$M/$model"; then
         for q in "$@"; do
-            $REFCHK trust "$SPORT" /v1/chat/completions $R/$q.req $R/$q.json "chat $q ($label)"
-            # the stream's request was the last one: the same prompt
-            ids_check "serve chat $q ($label): the prompt is llama-server's (ids)" "$q"
+            $TRUST chat "$SPORT" "$BIN" "$M/$model" "$R/trust.$q.req" "$W/$q.want" "$plog"
+            ref_check /v1/chat/completions "trust.$q" "chat trust.$q ($label)"
+            if [ -s "$R/trust.$q.ids" ]; then
+                name="serve chat trust.$q ($label): llama-server's prompt ids"
+                got=$(tail -n 1 "$plog" | sed 's/^engine //')
+                if [ "$got" = "$(cat "$R/trust.$q.ids")" ]; then ok "$name"; else not_ok "$name" "$got"; fi
+            fi
         done
         serve_stop
     else
-        not_ok "serve trust: the server starts on $model" "$(tail -n 5 "$OUT/serve_trust.$label.log")"
+        not_ok "serve trust: the server starts on $model" "$(tail -n 5 "$W/$label.log")"
     fi
 }
 
-if need "$M/stories260K.gguf" "serve trust (stories260K)"; then
+S=$M/stories260K.gguf
+if need "$S" "serve trust (stories260K)"; then
+    # a 241-token prompt (BOS included) under -c 256
+    python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["prompt"])' "$R/trust.ctxfull.req" \
+        >"$W/p241.txt"
     # the slots' path (default --parallel 4) and the one-engine path
     for np in 4 1; do
-        if serve_start "$OUT/serve_trust.ctx.$np.log" -m "$M/stories260K.gguf" -c 256 --parallel $np; then
-            $REFCHK trust "$SPORT" /v1/completions $R/trust.ctxfull.req $R/trust.ctxfull.json \
-                "completion at a full context (-c 256, 241-token prompt; --parallel $np)"
+        if serve_start "$W/ctx.$np.log" -m "$S" -c 256 --parallel $np; then
+            $TRUST ctx "$SPORT" "$BIN" "$S" "$W/p241.txt" 256
+            $TRUST max0 "$SPORT" "$BIN" "$S"
+            $TRUST ids "$SPORT" "$BIN" "$S"
+            ref_check /v1/completions trust.ctxfull "completion at a full context (-c 256; --parallel $np)"
             for c in max0 ids mixed nested; do
-                $REFCHK trust "$SPORT" /v1/completions $R/trust.$c.req $R/trust.$c.json "completion $c (--parallel $np)"
+                ref_check /v1/completions trust.$c "completion $c (--parallel $np)"
             done
             serve_stop
         else
-            not_ok "serve trust: the server starts on stories260K -c 256" "$(tail -n 5 "$OUT/serve_trust.ctx.$np.log")"
+            not_ok "serve trust: the server starts on stories260K -c 256" "$(tail -n 5 "$W/ctx.$np.log")"
         fi
     done
-    chat_check stories260K.gguf no-template trust.notmpl trust.prefill_notmpl
+    # no template: chatml, llama-server's fallback (CHATML_TEMPLATE_SRC, the built-in's text)
+    want_text notmpl "--builtin chatml" \
+        '[{"role":"system","content":"Be kind."},{"role":"user","content":"Once upon a time"}]' ""
+    want_text prefill_notmpl "--builtin chatml" '[{"role":"user","content":"Tell me a story"}]' "Once upon a time"
+    chat_checks stories260K.gguf no-template notmpl prefill_notmpl
 fi
-if need "$M/tiny-spm-q8_0.gguf" "serve trust (tiny-spm)"; then
-    chat_check tiny-spm-q8_0.gguf tiny-spm trust.prefill
+T=$M/tiny-spm-q8_0.gguf
+if need "$T" "serve trust (tiny-spm)"; then
+    want_text prefill "-m $T" '[{"role":"user","content":"Tell me a story"}]' "Once upon"
+    chat_checks tiny-spm-q8_0.gguf tiny-spm prefill
 fi
-if need "$M/qwen3-mini-q8_0.gguf" "serve trust (qwen3-mini)"; then
-    chat_check qwen3-mini-q8_0.gguf qwen3 trust.prefill_think trust.prefill_reasoning trust.prefill_plain
+Q=$M/qwen3-mini-q8_0.gguf
+if need "$Q" "serve trust (qwen3-mini)"; then
+    # the markers llama.cpp's analyzer finds in Qwen3's template: "<think>\n" and "\n</think>\n\n"
+    U='[{"role":"user","content":"What is 2+2?"}]'
+    want_text prefill_think "-m $Q" "$U" "<think>
+Add them.
+</think>
+
+The answer"
+    want_text prefill_reasoning "-m $Q" "$U" "<think>
+Let me add"
+    want_text prefill_plain "-m $Q" "$U" "<think>
+
+</think>
+
+It is"
+    chat_checks qwen3-mini-q8_0.gguf qwen3 prefill_think prefill_reasoning prefill_plain
 fi
 
-# what llama-server takes that is not one sequence, or refuses: 400 naming the field
-if need "$M/stories260K.gguf" "serve trust refusals"; then
-    if serve_start "$OUT/serve_trust.refuse.log" -m "$M/stories260K.gguf"; then
-        name="serve: two prompts, an empty prompt, an id outside the vocabulary, two trailing assistant messages: 400"
+# what is not one sequence, or llama-server refuses: 400 naming the field
+if need "$S" "serve trust refusals"; then
+    if serve_start "$W/refuse.log" -m "$S"; then
+        name="serve: two prompts, an empty prompt, two arrays, an id outside the vocabulary, two trailing assistant messages: 400"
         bad=""
         for b in '{"prompt":["a","b"]}' '{"prompt":[]}' '{"prompt":[[1],[2]]}' '{"prompt":[1,99999]}' \
             '{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]}'; do
@@ -78,6 +122,6 @@ if need "$M/stories260K.gguf" "serve trust refusals"; then
         if [ -z "$bad" ]; then ok "$name"; else not_ok "$name" "$bad"; fi
         serve_stop
     else
-        not_ok "serve trust: the server starts (refusals)" "$(tail -n 5 "$OUT/serve_trust.refuse.log")"
+        not_ok "serve trust: the server starts (refusals)" "$(tail -n 5 "$W/refuse.log")"
     fi
 fi

@@ -513,6 +513,57 @@ static void test_reasoning_split(void **state)
     serve_out_free(&o);
 }
 
+/* A continued assistant message (prefill): the stream's deltas hold what
+ * was generated, from the state the message's text leaves (inside its
+ * reasoning, or after it); the whole reply reads the message's text and the
+ * reply as one, as llama-server's parser reads its generation prompt and
+ * the reply. */
+static void test_prefill_reply(void **state)
+{
+    (void)state;
+    serve_request req = {.chat = true};
+    serve_out o;
+    char content[256], reasoning[256], *wc, *wr;
+    int n;
+    /* the reasoning continued: the reply starts inside it */
+    static const char p1[] = "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>Let me add";
+    static const char *const a[] = {" 2", " and 2", "</think>", "\n\nFour"};
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, p1, strlen(p1) - strlen("<think>Let me add"));
+    feed_all(&o, a, 4, content, reasoning, &n);
+    assert_string_equal(reasoning, " 2 and 2");
+    assert_string_equal(content, "Four");
+    serve_out_whole(&o, &wc, &wr);
+    assert_string_equal(wr, "Let me add 2 and 2");
+    assert_string_equal(wc, "Four");
+    free(wc);
+    free(wr);
+    serve_out_free(&o);
+    /* the content continued, after the message's reasoning */
+    static const char p2[] = "<|im_start|>assistant\n<think>R</think>The answer";
+    static const char *const b[] = {" is", " 4"};
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, p2, strlen("<|im_start|>assistant\n"));
+    feed_all(&o, b, 2, content, reasoning, &n);
+    assert_string_equal(reasoning, "");
+    assert_string_equal(content, " is 4");
+    serve_out_whole(&o, &wc, &wr);
+    assert_string_equal(wr, "R");
+    assert_string_equal(wc, "The answer is 4");
+    free(wc);
+    free(wr);
+    serve_out_free(&o);
+    /* no reasoning style */
+    static const char p3[] = "<|assistant|>\nOnce upon";
+    static const char *const c[] = {" a", " time"};
+    serve_out_init(&o, &req, CHAT_REASONING_NONE, p3, strlen("<|assistant|>\n"));
+    feed_all(&o, c, 2, content, reasoning, &n);
+    assert_string_equal(content, " a time");
+    serve_out_whole(&o, &wc, &wr);
+    assert_string_equal(wc, "Once upon a time");
+    assert_null(wr);
+    free(wc);
+    serve_out_free(&o);
+}
+
 /* The end-of-generation token has no text and no logprobs entry; the bytes
  * the engine held back come with the end. */
 static void test_eog_and_rest(void **state)
@@ -655,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_refusals),         cmocka_unit_test(test_prompt_shapes),         cmocka_unit_test(test_refuse_ignored_fields), cmocka_unit_test(test_llama_samplers),
         cmocka_unit_test(test_utf8_clean),
         cmocka_unit_test(test_logprob_entry),    cmocka_unit_test(test_reasoning_split),
+        cmocka_unit_test(test_prefill_reply),
         cmocka_unit_test(test_eog_and_rest),     cmocka_unit_test(test_chunks_and_replies),
         cmocka_unit_test(test_error_shape),      cmocka_unit_test(test_many_messages),
     };
