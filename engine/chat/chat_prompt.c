@@ -1,6 +1,8 @@
 /* The chat prompt every path builds (see chat_prompt.h). */
 #include "chat/chat_prompt.h"
 
+#include "chat/reasoning.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,7 +197,22 @@ char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *m
     bool ok = true;
     char *out = no_gen;
     size_t len = l0;
-    if (*start) { /* the generation prompt up to its own reasoning start, then the message's */
+    /* the formats llama.cpp continues in code of their own (chat.cpp,
+     * common_chat_params_init_gpt_oss / _gemma4): fixed headers, the
+     * reasoning block always written */
+    const enum chat_reasoning_style st =
+        !strcmp(chat_prompt_format(s), "model") ? chat_reasoning_detect(s->model_template) : CHAT_REASONING_NONE;
+    if (st == CHAT_REASONING_HARMONY || st == CHAT_REASONING_GEMMA4) {
+        const bool harmony = st == CHAT_REASONING_HARMONY;
+        if (!harmony && len >= 8 && !memcmp(out + len - 8, "<turn|>\n", 8))
+            ok = text_add(&out, &len, "<|turn>model\n", 13);
+        if (cont_at)
+            *cont_at = len;
+        const char *open = harmony ? "<|start|>assistant<|channel|>analysis<|message|>" : "<|channel>thought\n";
+        const char *close = harmony ? "<|end|><|start|>assistant<|channel|>final<|message|>" : "<channel|>";
+        ok = ok && text_add(&out, &len, open, strlen(open)) && (!rl || text_add(&out, &len, rsn->content, rl)) &&
+             (in_reasoning || text_add(&out, &len, close, strlen(close)));
+    } else if (*start) { /* the generation prompt up to its own reasoning start, then the message's */
         const char *at = memmem(g, gl, start, strlen(start));
         ok = text_add(&out, &len, g, at ? (size_t)(at - g) : gl);
         if (cont_at)

@@ -37,14 +37,16 @@ want_text() {
     printf '%s' "$3" >"$W/$1.msgs.json"
     "$BIN" template $2 "$W/$1.msgs.json" >"$W/$1.want" && printf '%s' "$4" >>"$W/$1.want"
 }
-# chat_checks MODEL LABEL NAME...: each $W/NAME.req with its $W/NAME.want
+# chat_checks MODEL LABEL NAME...: each trust.NAME.req with its $W/NAME.want;
+# llama-server's replies too unless NOREF is set (made on another model)
 chat_checks() {
     model=$1 label=$2
     shift 2
     plog=$W/$label.plog
-    if TOKSCOPE_PROMPT_LOG=$plog serve_start "$W/$label.log" -m "$M/$model"; then
+    if TOKSCOPE_PROMPT_LOG=$plog serve_start "$W/$label.log" -m "$model"; then
         for q in "$@"; do
-            $TRUST chat "$SPORT" "$BIN" "$M/$model" "$R/trust.$q.req" "$W/$q.want" "$plog"
+            $TRUST chat "$SPORT" "$BIN" "$model" "$R/trust.$q.req" "$W/$q.want" "$plog"
+            [ -n "${NOREF:-}" ] && continue
             ref_check /v1/chat/completions "trust.$q" "chat trust.$q ($label)"
             if [ -s "$R/trust.$q.ids" ]; then
                 name="serve chat trust.$q ($label): llama-server's prompt ids"
@@ -82,12 +84,12 @@ if need "$S" "serve trust (stories260K)"; then
     want_text notmpl "--builtin chatml" \
         '[{"role":"system","content":"Be kind."},{"role":"user","content":"Once upon a time"}]' ""
     want_text prefill_notmpl "--builtin chatml" '[{"role":"user","content":"Tell me a story"}]' "Once upon a time"
-    chat_checks stories260K.gguf no-template notmpl prefill_notmpl
+    chat_checks "$S" no-template notmpl prefill_notmpl
 fi
 T=$M/tiny-spm-q8_0.gguf
 if need "$T" "serve trust (tiny-spm)"; then
     want_text prefill "-m $T" '[{"role":"user","content":"Tell me a story"}]' "Once upon"
-    chat_checks tiny-spm-q8_0.gguf tiny-spm prefill
+    chat_checks "$T" tiny-spm prefill
 fi
 Q=$M/qwen3-mini-q8_0.gguf
 if need "$Q" "serve trust (qwen3-mini)"; then
@@ -105,7 +107,43 @@ Let me add"
 </think>
 
 It is"
-    chat_checks qwen3-mini-q8_0.gguf qwen3 prefill_think prefill_reasoning prefill_plain
+    chat_checks "$Q" qwen3 prefill_think prefill_reasoning prefill_plain
+fi
+
+# the templates llama-server continues in code of its own (chat.cpp): Qwen3.5's
+# (its Qwen3-Coder code: the same markers as Qwen3's), gpt-oss's and Gemma 4's
+# (fixed headers after the conversation without a generation prompt)
+F=$TESTDATA/families2026/models
+NOREF=1 # the references were made on qwen3-mini
+U='[{"role":"user","content":"What is 2+2?"}]'
+if need "$F/qwen35-mini-q8_0.gguf" "serve trust (qwen35-mini)"; then
+    # its generation prompt opens <think>: the code writes its own header instead
+    want_text prefill_think "-m $F/qwen35-mini-q8_0.gguf --no-generation-prompt" "$U" "<|im_start|>assistant
+<think>
+Add them.
+</think>
+
+The answer"
+    want_text prefill_reasoning "-m $F/qwen35-mini-q8_0.gguf --no-generation-prompt" "$U" "<|im_start|>assistant
+<think>
+Let me add"
+    chat_checks "$F/qwen35-mini-q8_0.gguf" qwen35 prefill_think prefill_reasoning
+fi
+if need "$F/gptoss-mini-mxfp4.gguf" "serve trust (gptoss-mini)"; then
+    H="<|start|>assistant<|channel|>analysis<|message|>"
+    want_text prefill_think "-m $F/gptoss-mini-mxfp4.gguf --no-generation-prompt" "$U" \
+        "${H}Add them.<|end|><|start|>assistant<|channel|>final<|message|>The answer"
+    want_text prefill_reasoning "-m $F/gptoss-mini-mxfp4.gguf --no-generation-prompt" "$U" "${H}Let me add"
+    chat_checks "$F/gptoss-mini-mxfp4.gguf" gptoss prefill_think prefill_reasoning
+fi
+if need "$F/gemma4-mini-q8_0.gguf" "serve trust (gemma4-mini)"; then
+    want_text prefill_think "-m $F/gemma4-mini-q8_0.gguf --no-generation-prompt" "$U" "<|turn>model
+<|channel>thought
+Add them.<channel|>The answer"
+    want_text prefill_plain "-m $F/gemma4-mini-q8_0.gguf --no-generation-prompt" "$U" "<|turn>model
+<|channel>thought
+<channel|>It is"
+    chat_checks "$F/gemma4-mini-q8_0.gguf" gemma4 prefill_think prefill_plain
 fi
 
 # what is not one sequence, or llama-server refuses: 400 naming the field
