@@ -119,6 +119,9 @@ int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_
  * when an id is outside the vocabulary or the entries pass SAMPLER_MAX_BIAS
  * (llama-server drops such ids silently; a request is told instead). */
 int serve_vocab_bias(const serve_vocab *v, serve_request *req, char *err, size_t errlen);
+/* llama-server's workaround for every template but gpt-oss's (one that
+ * writes <|channel|>): a "developer" message is a "system" one. */
+void serve_vocab_roles(const serve_vocab *v, serve_request *req);
 /* The format the engine renders req's prompt with (the SUBMIT's name):
  * completions "raw" (or CHAT_PROMPT_IDS for token ids), chats the model's
  * template (NULL), or chatml for a model without one (llama-server's

@@ -312,6 +312,8 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
         snprintf(param, sizeof param, "logit_bias");
     if (!rc && (rc = serve_vocab_prompt(h->p.vocab, &req, err, sizeof err)))
         snprintf(param, sizeof param, "prompt");
+    if (!rc)
+        serve_vocab_roles(h->p.vocab, &req);
     /* the request holds what it needs: the body (up to SERVE_MAX_BODY) goes
      * before the prompt is rendered and counted */
     free(cr->body);
@@ -360,7 +362,8 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
     enum chat_reasoning_style style = chat ? serve_vocab_reasoning_style(h->p.vocab) : CHAT_REASONING_NONE;
     bool continued = false; /* a last assistant message: its text starts a whole reply */
     for (size_t i = req.n_msgs; chat && i > 0; i--)
-        if (strcmp(req.msgs[i - 1].role, CHAT_ROLE_VARS) != 0 && strcmp(req.msgs[i - 1].role, CHAT_ROLE_REASONING) != 0) {
+        if (strcmp(req.msgs[i - 1].role, CHAT_ROLE_VARS) != 0 &&
+            strcmp(req.msgs[i - 1].role, CHAT_ROLE_REASONING) != 0) {
             continued = !strcmp(req.msgs[i - 1].role, "assistant");
             break;
         }

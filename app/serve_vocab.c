@@ -124,6 +124,19 @@ int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req)
     return (bytes + v->max_piece - 1) / v->max_piece;
 }
 
+void serve_vocab_roles(const serve_vocab *v, serve_request *req)
+{
+    if (!req->chat || (v->tmpl && strstr(v->tmpl, "<|channel|>")))
+        return;
+    for (size_t i = 0; i < req->n_msgs; i++) {
+        char *sys = !strcmp(req->msgs[i].role, "developer") ? strdup("system") : NULL;
+        if (sys) {
+            free((char *)req->msgs[i].role);
+            req->msgs[i].role = sys;
+        }
+    }
+}
+
 const char *serve_vocab_format(const serve_vocab *v, const serve_request *req)
 {
     if (!req->chat)
@@ -222,7 +235,8 @@ int serve_vocab_prompt(const serve_vocab *v, serve_request *req, char *err, size
 
 char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n, size_t *cont_at)
 {
-    const chat_prompt_src src = {.tok = v->tok, .model_template = v->tmpl, .forced = v->tmpl ? NULL : "chatml"};
+    const chat_prompt_src src = {
+        .tok = v->tok, .model_template = v->tmpl, .forced = v->tmpl && *v->tmpl ? NULL : "chatml"};
     char warn[256], err[256];
     size_t len = 0;
     if (cont_at)

@@ -123,11 +123,11 @@ static void reasoning_markers(const chat_prompt_src *s, char **start, char **end
     while (b > out && is_space(b[-1]))
         b--;
     const char *pre = NULL;
-    if (b > out && (b[-1] == '>' || b[-1] == ']')) {
+    if (b > out && (b[-1] == '>' || b[-1] == ']')) { /* back to its opening: nothing between holds the close */
         const char open = b[-1] == '>' ? '<' : '[', close = b[-1];
-        for (const char *q = b - 2; q >= out && *q != close; q--)
-            if (*q == open) {
-                pre = q;
+        for (size_t i = (size_t)(b - out) - 1; i > 0 && out[i - 1] != close; i--)
+            if (out[i - 1] == open) {
+                pre = out + i - 1;
                 break;
             }
     }
@@ -137,10 +137,8 @@ static void reasoning_markers(const chat_prompt_src *s, char **start, char **end
         q++;
     const char *post_end = NULL;
     if (*q == '<' || *q == '[') {
-        const char close = *q == '<' ? '>' : ']';
-        const char *c = strchr(q, close);
-        const char *other = strchr(q + 1, *q);
-        if (c && (!other || other > c)) {
+        const char *c = strchr(q, *q == '<' ? '>' : ']');
+        if (c) {
             post_end = c + 1;
             while (*post_end && is_space(*post_end))
                 post_end++;
@@ -217,8 +215,8 @@ char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *m
         ok = text_add(&out, &len, g, at ? (size_t)(at - g) : gl);
         if (cont_at)
             *cont_at = len;
-        ok = ok && text_add(&out, &len, start, strlen(start)) &&
-             (!rl || text_add(&out, &len, rsn->content, rl)) && (in_reasoning || text_add(&out, &len, end, strlen(end)));
+        ok = ok && text_add(&out, &len, start, strlen(start)) && (!rl || text_add(&out, &len, rsn->content, rl)) &&
+             (in_reasoning || text_add(&out, &len, end, strlen(end)));
     } else {
         ok = text_add(&out, &len, g, gl);
         if (cont_at)

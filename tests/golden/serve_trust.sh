@@ -84,7 +84,10 @@ if need "$S" "serve trust (stories260K)"; then
     want_text notmpl "--builtin chatml" \
         '[{"role":"system","content":"Be kind."},{"role":"user","content":"Once upon a time"}]' ""
     want_text prefill_notmpl "--builtin chatml" '[{"role":"user","content":"Tell me a story"}]' "Once upon a time"
-    chat_checks "$S" no-template notmpl prefill_notmpl
+    # a developer message is a system one (llama-server's workaround, gpt-oss's template aside)
+    want_text developer "--builtin chatml" \
+        '[{"role":"system","content":"Be kind."},{"role":"user","content":"Once upon a time"}]' ""
+    chat_checks "$S" no-template notmpl prefill_notmpl developer
 fi
 T=$M/tiny-spm-q8_0.gguf
 if need "$T" "serve trust (tiny-spm)"; then

@@ -7,6 +7,7 @@
 #   trust.prefill*  a conversation ending with an assistant message is
 #                 continued (prefill): tiny-spm (no reasoning), qwen3-mini
 #                 (<think>: content, reasoning alone, content alone)
+#   trust.developer  a developer message (llama-server: a system one)
 #   trust.ctxfull  a 241-token prompt under -c 256: the reply's length at a
 #                 full context (15 tokens)
 #   trust.max0    max_tokens 0 (llama-server generates one token)
@@ -49,7 +50,7 @@ chats() {
     wait $pid 2>/dev/null
     port=$((port + 1))
 }
-chats stories260K.gguf trust.notmpl trust.prefill_notmpl
+chats stories260K.gguf trust.notmpl trust.prefill_notmpl trust.developer
 chats tiny-spm-q8_0.gguf trust.prefill
 chats qwen3-mini-q8_0.gguf trust.prefill_think trust.prefill_reasoning trust.prefill_plain
 rm -rf "$W"
