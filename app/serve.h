@@ -183,6 +183,10 @@ typedef struct serve_out {
      * prompt and reply (NULL: none) */
     char *cont, *cont_prompt;
     size_t cont_len;
+    /* ... its answer and reasoning, which a stream's first delta carries
+     * (llama-server's stream holds them: its parse starts from them) */
+    char *pre_content, *pre_reasoning;
+    bool pre_sent;
 } serve_out;
 
 /* prompt: the rendered chat prompt (NULL: none), cont_at where a continued

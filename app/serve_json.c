@@ -157,15 +157,15 @@ void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_
         /* what the message holds has started: blanks the reply begins with are kept */
         chat_reasoning seen;
         chat_reasoning_split(&seen, style, o->cont_prompt, o->cont, o->cont_len);
-        char *a = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_ANSWER);
-        char *r = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_REASONING);
-        o->answer_started = a && *a;
-        o->reasoning_started = r && *r;
-        free(a);
-        free(r);
+        o->pre_content = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_ANSWER);
+        o->pre_reasoning = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_REASONING);
+        o->answer_started = o->pre_content && *o->pre_content;
+        o->reasoning_started = o->pre_reasoning && *o->pre_reasoning;
         chat_reasoning_free(&seen);
     } else if (o->split) {
         chat_reasoning_init(&o->rs, style, prompt);
+    } else if (o->cont) {
+        o->pre_content = strdup(o->cont);
     }
 }
 
@@ -217,6 +217,8 @@ void serve_out_free(serve_out *o)
         chat_reasoning_free(&o->rs);
     free(o->cont);
     free(o->cont_prompt);
+    free(o->pre_content);
+    free(o->pre_reasoning);
     free(o->text);
     memset(o, 0, sizeof *o);
 }
@@ -298,6 +300,13 @@ void serve_out_feed(serve_out *o, const serve_token *t, const char *rest, size_t
 {
     sbuf c = {0}, r = {0};
     *entry = NULL;
+    if (!o->pre_sent) { /* a continued message's text first, as llama-server's stream */
+        o->pre_sent = true;
+        if (o->pre_content)
+            sb_add(&c, o->pre_content, strlen(o->pre_content));
+        if (o->pre_reasoning)
+            sb_add(&r, o->pre_reasoning, strlen(o->pre_reasoning));
+    }
     if (t) {
         if (!t->eog) {
             o->n_tokens++;

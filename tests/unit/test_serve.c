@@ -513,8 +513,9 @@ static void test_reasoning_split(void **state)
     serve_out_free(&o);
 }
 
-/* A continued assistant message (prefill): the stream's deltas hold what
- * was generated, from the state the message's text leaves (inside its
+/* A continued assistant message (prefill): the stream's first delta holds
+ * the message's text (llama-server's stream does), the rest what was
+ * generated, from the state the message's text leaves (inside its
  * reasoning, or after it); the whole reply reads the message's text and the
  * reply as one, as llama-server's parser reads its generation prompt and
  * the reply. */
@@ -530,7 +531,7 @@ static void test_prefill_reply(void **state)
     static const char *const a[] = {" 2", " and 2", "</think>", "\n\nFour"};
     serve_out_init(&o, &req, CHAT_REASONING_THINK, p1, strlen(p1) - strlen("<think>Let me add"));
     feed_all(&o, a, 4, content, reasoning, &n);
-    assert_string_equal(reasoning, " 2 and 2");
+    assert_string_equal(reasoning, "Let me add 2 and 2");
     assert_string_equal(content, "Four");
     serve_out_whole(&o, &wc, &wr);
     assert_string_equal(wr, "Let me add 2 and 2");
@@ -543,8 +544,8 @@ static void test_prefill_reply(void **state)
     static const char *const b[] = {" is", " 4"};
     serve_out_init(&o, &req, CHAT_REASONING_THINK, p2, strlen("<|im_start|>assistant\n"));
     feed_all(&o, b, 2, content, reasoning, &n);
-    assert_string_equal(reasoning, "");
-    assert_string_equal(content, " is 4");
+    assert_string_equal(reasoning, "R");
+    assert_string_equal(content, "The answer is 4");
     serve_out_whole(&o, &wc, &wr);
     assert_string_equal(wr, "R");
     assert_string_equal(wc, "The answer is 4");
@@ -556,7 +557,7 @@ static void test_prefill_reply(void **state)
     static const char *const c[] = {" a", " time"};
     serve_out_init(&o, &req, CHAT_REASONING_NONE, p3, strlen("<|assistant|>\n"));
     feed_all(&o, c, 2, content, reasoning, &n);
-    assert_string_equal(content, " a time");
+    assert_string_equal(content, "Once upon a time");
     serve_out_whole(&o, &wc, &wr);
     assert_string_equal(wc, "Once upon a time");
     assert_null(wr);
