@@ -154,6 +154,15 @@ static const cli_opt table[CLI_N_IDS] = {
                   "sampling seed; random (or -1) = fresh"},
     [CLI_N_TOP] = {"n-top", NULL, 0, CLI_T_INT, PANEL_(PARAMS_RANGE_N_TOP),
                    "candidates shown in the inspector"},
+    /* DRY: sampler_params_set's ranges (the [sampling] keys) */
+    [CLI_DRY_MULTIPLIER] = {"dry-multiplier", NULL, 0, CLI_T_FLOAT, RANGE_(0, 100), "DRY penalty strength; 0 = off"},
+    [CLI_DRY_BASE] = {"dry-base", NULL, 0, CLI_T_FLOAT, RANGE_(1, 100), "DRY penalty base"},
+    [CLI_DRY_ALLOWED_LENGTH] = {"dry-allowed-length", NULL, 0, CLI_T_INT, RANGE_(0, 1 << 20),
+                                "repeats this long go unpenalized"},
+    [CLI_DRY_PENALTY_LAST_N] = {"dry-penalty-last-n", NULL, 0, CLI_T_INT, RANGE_(-1, 1 << 24),
+                                "tokens DRY looks back; -1 = the context, 0 = off"},
+    [CLI_DRY_BREAKER] = {"dry-sequence-breaker", NULL, 0, CLI_T_TEXT, N_,
+                         "a DRY sequence breaker (repeatable); none = no breakers"},
     [CLI_NO_BOS] = {"no-bos", NULL, 0, CLI_T_FLAG, N_, "do not add BOS"},
     [CLI_NO_KV] = {"no-kv-cache", NULL, 0, CLI_T_FLAG, N_, "recompute the whole sequence for every token"},
     [CLI_CHAT] = {"chat", NULL, 0, CLI_T_FLAG, N_, "wrap the prompt in the chat template"},
@@ -238,6 +247,19 @@ static const cli_opt table[CLI_N_IDS] = {
 const cli_opt *cli_opt_of(int id)
 {
     return id >= 0 && id < CLI_N_IDS ? &table[id] : NULL;
+}
+
+bool cli_dry_breaker(struct sampler_params *sp, bool *cleared, const char *value)
+{
+    if (!*cleared) { /* the first one replaces the defaults */
+        sp->n_dry_breakers = 0;
+        *cleared = true;
+    }
+    if (!strcmp(value, "none")) {
+        sp->n_dry_breakers = 0;
+        return true;
+    }
+    return sampler_params_add_dry_breaker(sp, value);
 }
 
 /* ---- values ------------------------------------------------------------------ */

@@ -34,6 +34,12 @@ enum cli_id {
     CLI_PRESENCE_PENALTY,
     CLI_SEED,
     CLI_N_TOP,
+    /* DRY (llama.cpp's options; the [sampling] dry_* keys) */
+    CLI_DRY_MULTIPLIER,
+    CLI_DRY_BASE,
+    CLI_DRY_ALLOWED_LENGTH,
+    CLI_DRY_PENALTY_LAST_N,
+    CLI_DRY_BREAKER,
     /* the prompt and the engine */
     CLI_NO_BOS,
     CLI_NO_KV,
@@ -134,6 +140,13 @@ typedef struct cli_opt {
     const char *want;                 /* what check accepts, for the message */
     const char *meaning;
 } cli_opt;
+
+/* --dry-sequence-breaker VALUE, as llama.cpp's: the first one given clears
+ * the default breakers ("\n" ":" "\"" "*"), each adds its string (taken as
+ * typed: no escapes), "none" clears them all; *cleared starts false. False
+ * when SAMPLER_MAX_DRY_BRK are given already. */
+struct sampler_params;
+bool cli_dry_breaker(struct sampler_params *sp, bool *cleared, const char *value);
 
 /* The table row of id. */
 const cli_opt *cli_opt_of(int id);

@@ -35,6 +35,13 @@ static void usage(FILE *f)
             "  --presence-penalty F     (default 0; -2..2)\n"
             "  --seed S                 sampling seed 0..4294967295, drawn as llama.cpp draws (default\n"
             "                           and 4294967295, llama.cpp's default: random)\n"
+            "  --dry-multiplier F       DRY repetition penalty (default 0 = off; 0..100), llama.cpp's\n"
+            "  --dry-base F             (default 1.75; 1..100)\n"
+            "  --dry-allowed-length N   repeats this long go unpenalized (default 2)\n"
+            "  --dry-penalty-last-n N   tokens DRY looks back (default 64; -1 = the context, 0 = off)\n"
+            "  --dry-sequence-breaker S a DRY sequence breaker; the first one given clears the\n"
+            "                           defaults ('\\n', ':', '\"', '*'), each adds one (up to 16),\n"
+            "                           \"none\" clears them all (llama.cpp's option)\n"
             "  --no-bos                 do not add BOS\n"
             "  --tokens LIST            prompt as comma-separated token ids (no BOS added)\n"
             "  --cache-type-k T         KV cache type of keys: f16 (default), q8_0, q4_0, f32\n"
@@ -90,7 +97,9 @@ int cmd_generate(int argc, char **argv)
         CLI_REPEAT_PENALTY, CLI_REPEAT_LAST_N, CLI_FREQUENCY_PENALTY, CLI_PRESENCE_PENALTY, CLI_SEED, CLI_NO_BOS,
         CLI_NO_KV, CLI_CHAT, CLI_SYSTEM, CLI_TEMPLATE, CLI_TOKENS, CLI_CTK, CLI_CTV, CLI_BLAS, CLI_CTX, CLI_SHIFT,
         CLI_NO_SHIFT, CLI_THREADS, CLI_SPEC, CLI_DRAFT_MAX, CLI_DRAFT_MODEL, CLI_SPEC_NGRAM_N, CLI_HELP,
+        CLI_DRY_MULTIPLIER, CLI_DRY_BASE, CLI_DRY_ALLOWED_LENGTH, CLI_DRY_PENALTY_LAST_N, CLI_DRY_BREAKER,
     };
+    bool dry_cleared = false;
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -119,6 +128,16 @@ int cmd_generate(int argc, char **argv)
         case CLI_SEED:
             sp.seed_set = !v.random;
             sp.seed = v.seed;
+            break;
+        case CLI_DRY_MULTIPLIER: sp.dry_multiplier = (float)v.f; break;
+        case CLI_DRY_BASE: sp.dry_base = (float)v.f; break;
+        case CLI_DRY_ALLOWED_LENGTH: sp.dry_allowed_length = (int32_t)v.i; break;
+        case CLI_DRY_PENALTY_LAST_N: sp.dry_penalty_last_n = (int32_t)v.i; break;
+        case CLI_DRY_BREAKER:
+            if (!cli_dry_breaker(&sp, &dry_cleared, v.text)) {
+                cli_fail(&p, "more than %d DRY sequence breakers", SAMPLER_MAX_DRY_BRK);
+                return 2;
+            }
             break;
         case CLI_NO_BOS: no_bos = true; break;
         case CLI_NO_KV: no_cache = true; break;
@@ -231,6 +250,8 @@ int cmd_generate(int argc, char **argv)
     logits = malloc((size_t)n_vocab * sizeof(float));
     seq = malloc((size_t)ctx * sizeof *seq);
     smp = sampler_build(&sp, n_vocab);
+    if (smp)
+        sampler_set_tokenizer(smp, tok); /* DRY's breakers are strings, matched as tokens */
     if (!logits || !seq || !smp) {
         fprintf(stderr, "tokscope generate: out of memory\n");
         goto done;

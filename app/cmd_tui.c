@@ -73,6 +73,10 @@ static void tui_usage(FILE *f)
             "      --frequency-penalty F (0)\n"
             "      --presence-penalty F  (0)\n"
             "      --seed S              PRNG seed (default: random)\n"
+            "      --dry-multiplier F    DRY repetition penalty (0 = off; also --dry-base F,\n"
+            "                            --dry-allowed-length N, --dry-penalty-last-n N)\n"
+            "      --dry-sequence-breaker S  a DRY sequence breaker, repeatable: the first clears\n"
+            "                            the defaults ('\\n' ':' '\"' '*'), \"none\" clears all\n"
             "  -n, --n-predict N         tokens per reply (-1 = until the end of the turn)\n"
             "      --n-top N             candidates shown in the inspector (10)\n"
             "  -h, --help                this help\n"
@@ -129,6 +133,11 @@ static const struct {
     {CLI_PRESENCE_PENALTY, "--presence-penalty", "sampling", "presence_penalty", NULL},
     {CLI_SEED, "--seed", "sampling", "seed", NULL},
     {CLI_N_TOP, "--n-top", "sampling", "n_top", NULL},
+    {CLI_DRY_MULTIPLIER, "--dry-multiplier", "sampling", "dry_multiplier", NULL},
+    {CLI_DRY_BASE, "--dry-base", "sampling", "dry_base", NULL},
+    {CLI_DRY_ALLOWED_LENGTH, "--dry-allowed-length", "sampling", "dry_allowed_length", NULL},
+    {CLI_DRY_PENALTY_LAST_N, "--dry-penalty-last-n", "sampling", "dry_penalty_last_n", NULL},
+    {CLI_DRY_BREAKER, NULL, NULL, NULL, NULL}, /* no configuration key: the breakers are strings */
     /* what to do this time, not preferences */
     {CLI_HELP, NULL, NULL, NULL, NULL},
     {CLI_CONFIG, NULL, NULL, NULL, NULL},
@@ -234,6 +243,7 @@ int cmd_tui(int argc, char **argv)
 
     /* pass 2: everything else overrides the files */
     int rc = 0;
+    bool dry_cleared = false;
     cli_begin(&p, NULL, opt_ids, N_TUI_OPTS, false, argc, argv);
     while (!rc && (c = cli_next(&p, &v)) != CLI_END) {
         if (c == CLI_ERROR) {
@@ -247,6 +257,9 @@ int cmd_tui(int argc, char **argv)
             const char *value = tui_opts[i].value ? tui_opts[i].value : v.text;
             if (!config_set(&cfg, tui_opts[i].section, tui_opts[i].key, value, tui_opts[i].label, err, sizeof err))
                 rc = cli_fail(&p, "invalid value '%s' for %s: %s", v.text ? v.text : "", p.typed, err);
+        } else if (c == CLI_DRY_BREAKER) {
+            if (!cli_dry_breaker(&o->engine.sampling, &dry_cleared, v.text))
+                rc = cli_fail(&p, "more than %d DRY sequence breakers", SAMPLER_MAX_DRY_BRK);
         } else if (c == CLI_RESUME) {
             /* what to do this time, not a preference: not a configuration key */
             o->resume = true;

@@ -51,6 +51,14 @@ typedef struct serve_bias_in {
     float bias;
 } serve_bias_in;
 
+/* An element of a completion's prompt given as an array: a token id or a
+ * text (serve_vocab_prompt turns them into the one sequence). */
+typedef struct serve_prompt_part {
+    int64_t id; /* -1: text */
+    char *text;
+    size_t len; /* text's bytes (a "\u0000" in it is a NUL byte) */
+} serve_prompt_part;
+
 typedef struct serve_request {
     bool chat;            /* /v1/chat/completions (else /v1/completions) */
     bool stream;
@@ -60,6 +68,9 @@ typedef struct serve_request {
     size_t n_msgs;
     char *prompt;         /* completions: the raw text (no template) */
     size_t prompt_len;    /* its bytes (a "\u0000" in it is a NUL byte); 0: strlen */
+    serve_prompt_part *parts; /* completions: the prompt as token ids and texts (NULL: prompt) */
+    size_t n_parts;
+    bool prompt_ids;      /* prompt holds token ids as text (CHAT_PROMPT_IDS), serve_vocab_prompt's */
     char *model;          /* the name asked for (echoed; any name is served by the one model) */
     sampler_params sp;    /* the defaults, then the request's fields */
     bool logprobs;        /* per-token logprobs wanted */
@@ -108,9 +119,26 @@ int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_
  * when an id is outside the vocabulary or the entries pass SAMPLER_MAX_BIAS
  * (llama-server drops such ids silently; a request is told instead). */
 int serve_vocab_bias(const serve_vocab *v, serve_request *req, char *err, size_t errlen);
-/* The chat prompt as the engine renders it, for where the reply starts
- * (inside reasoning or not); malloc'd, NULL when it cannot be rendered. */
-char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n);
+/* llama-server's workaround for every template but gpt-oss's (one that
+ * writes <|channel|>): a "developer" message is a "system" one. */
+void serve_vocab_roles(const serve_vocab *v, serve_request *req);
+/* The format the engine renders req's prompt with (the SUBMIT's name):
+ * completions "raw" (or CHAT_PROMPT_IDS for token ids), chats the model's
+ * template (NULL), or chatml for a model without one (llama-server's
+ * fallback; the TUI and generate --chat continue such a model's text raw). */
+const char *serve_vocab_format(const serve_vocab *v, const serve_request *req);
+/* A completion's prompt given as token ids and texts (req->parts) into
+ * req->prompt as the ids' text, req->prompt_ids set: texts tokenized as
+ * llama-server's tokenize_mixed does (the first element a text: BOS as for a
+ * string prompt; special tokens parsed), ids as they are. 400 with err when
+ * an id is outside the vocabulary or the sequence is empty. */
+int serve_vocab_prompt(const serve_vocab *v, serve_request *req, char *err, size_t errlen);
+/* The chat prompt as the engine renders it (a trailing assistant message
+ * continued: chat_prompt_render_prefill, *cont_at where that message's part
+ * starts, else (size_t)-1), for where the reply starts (inside reasoning or
+ * not) and what a whole reply holds; malloc'd, NULL when it cannot be
+ * rendered. A NUL in it is written 0x01 (the splitter reads C strings). */
+char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n, size_t *cont_at);
 
 /* ---- serve_json.c: response shaping ------------------------------------- */
 
@@ -148,9 +176,27 @@ typedef struct serve_out {
     size_t done_to;          /* bytes of text already turned into deltas */
     bool answer_started, reasoning_started; /* leading blanks are dropped */
     int32_t n_tokens;        /* non-EOG tokens */
+    enum chat_reasoning_style style;
+    /* a continued assistant message (prefill): the prompt's text from where
+     * that message's part starts, and the prompt before it; a whole reply is
+     * read from cont + the reply, as llama-server parses its generation
+     * prompt and reply (NULL: none) */
+    char *cont, *cont_prompt;
+    size_t cont_len;
+    /* ... its answer and reasoning, which a stream's first delta carries
+     * (llama-server's stream holds them: its parse starts from them) */
+    char *pre_content, *pre_reasoning;
+    bool pre_sent;
 } serve_out;
 
-void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_style style, const char *prompt);
+/* prompt: the rendered chat prompt (NULL: none), cont_at where a continued
+ * assistant message's part starts in it ((size_t)-1: none). */
+void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_style style, const char *prompt,
+                    size_t cont_at);
+/* The whole reply's content and reasoning (malloc'd, valid UTF-8; reasoning
+ * NULL when the template marks none): the reply's text read as a whole,
+ * after a continued message's own text when there is one. */
+void serve_out_whole(const serve_out *o, char **content, char **reasoning);
 void serve_out_free(serve_out *o);
 /* Feeds a token (NULL: the reply ended, with rest = the held-back bytes).
  * Returns the deltas this made: content and reasoning (malloc'd, "" when

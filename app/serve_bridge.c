@@ -226,11 +226,12 @@ static void start_next(serve_bridge *b)
     j->running = true;
     b->run[b->n_run++] = j;
     const serve_request *r = &j->req;
-    /* completions take the prompt as it is: the raw format, no template; chat
-     * requests the engine's (the model's own, raw for a model without one) */
+    /* completions take the prompt as it is: the raw format (or its token
+     * ids), no template; chat requests the model's template (serve_vocab_format) */
     chat_message one = {"user", r->prompt, r->prompt_len};
+    const char *fmt = serve_vocab_format(b->v, r);
     engine_cmd c = {.type = ENGINE_CMD_SUBMIT,
-                    .name = r->chat ? NULL : strdup("raw"),
+                    .name = fmt ? strdup(fmt) : NULL,
                     .messages = r->chat ? r->msgs : &one,
                     .n_messages = r->chat ? r->n_msgs : 1,
                     .req_id = j->req_id,

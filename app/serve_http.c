@@ -289,19 +289,9 @@ static enum MHD_Result reply_whole(struct MHD_Connection *c, stream *s)
         cJSON_Delete(entries);
         return send_error(c, 500, d.message[0] ? d.message : "generation failed", "server_error", NULL, NULL);
     }
-    /* the whole reply split at once: trimmed like the template's own extraction */
+    /* the whole reply split at once (a continued message's text first) */
     char *ans = NULL, *rsn = NULL;
-    if (s->out.split) {
-        size_t al = 0, rl = 0;
-        char *a = chat_reasoning_extract_n(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_ANSWER, &al);
-        char *r = chat_reasoning_extract_n(&s->out.rs, s->out.text, s->out.len, CHAT_SPAN_REASONING, &rl);
-        ans = serve_utf8_clean(a ? a : "", a ? al : 0);
-        rsn = serve_utf8_clean(r ? r : "", r ? rl : 0);
-        free(a);
-        free(r);
-    } else {
-        ans = serve_utf8_clean(s->out.text ? s->out.text : "", s->out.len);
-    }
+    serve_out_whole(&s->out, &ans, &rsn);
     serve_reply_meta m = meta_of(s);
     m.n_cached = d.n_cached;
     char *body = serve_reply(&m, s->chat, ans, rsn, entries, serve_finish_reason(d.reason), d.n_prompt,
@@ -320,6 +310,10 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
                                  sizeof param);
     if (!rc && (rc = serve_vocab_bias(h->p.vocab, &req, err, sizeof err)))
         snprintf(param, sizeof param, "logit_bias");
+    if (!rc && (rc = serve_vocab_prompt(h->p.vocab, &req, err, sizeof err)))
+        snprintf(param, sizeof param, "prompt");
+    if (!rc)
+        serve_vocab_roles(h->p.vocab, &req);
     /* the request holds what it needs: the body (up to SERVE_MAX_BODY) goes
      * before the prompt is rendered and counted */
     free(cr->body);
@@ -352,19 +346,36 @@ static enum MHD_Result completion(serve_http *h, struct MHD_Connection *c, conn_
         return send_error(c, 400, err, "invalid_request_error", chat ? "messages" : "prompt",
                           "context_length_exceeded");
     }
-    /* n_tokens < 0 (the template failed): the engine says why, as before */
+    /* n_tokens < 0 (the template failed): the engine says why, as before.
+     * A reply gets at most n_ctx - n_tokens tokens, llama-server's stop
+     * (`prompt.n_tokens() + 1 >= n_ctx` as each drawn token is counted, the
+     * token itself not yet in the cache): the engine alone would draw one
+     * more, from the last position's logits, as the TUI and generate do */
+    if (n_tokens >= 0) {
+        const int32_t room = (int32_t)h->p.info.n_ctx - n_tokens;
+        if (req.sp.n_predict < 0 || req.sp.n_predict > room)
+            req.sp.n_predict = room;
+    }
     const bool streamed = req.stream;
     char *prompt = NULL;
+    size_t cont_at = (size_t)-1;
     enum chat_reasoning_style style = chat ? serve_vocab_reasoning_style(h->p.vocab) : CHAT_REASONING_NONE;
-    if (style != CHAT_REASONING_NONE)
-        prompt = serve_vocab_render(h->p.vocab, req.msgs, req.n_msgs);
+    bool continued = false; /* a last assistant message: its text starts a whole reply */
+    for (size_t i = req.n_msgs; chat && i > 0; i--)
+        if (strcmp(req.msgs[i - 1].role, CHAT_ROLE_VARS) != 0 &&
+            strcmp(req.msgs[i - 1].role, CHAT_ROLE_REASONING) != 0) {
+            continued = !strcmp(req.msgs[i - 1].role, "assistant");
+            break;
+        }
+    if (style != CHAT_REASONING_NONE || continued) /* where the reply starts; a continued message's text */
+        prompt = serve_vocab_render(h->p.vocab, req.msgs, req.n_msgs, &cont_at);
     stream *s = calloc(1, sizeof *s);
     if (!s) {
         free(prompt);
         serve_request_free(&req);
         return send_error(c, 500, "out of memory", "server_error", NULL, NULL);
     }
-    serve_out_init(&s->out, &req, style, prompt);
+    serve_out_init(&s->out, &req, style, prompt, cont_at);
     free(prompt);
     s->h = h;
     s->chat = chat;

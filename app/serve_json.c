@@ -131,22 +131,94 @@ cJSON *serve_logprob_entry(const serve_token *t, int32_t top, bool post_sampling
 
 /* ---- the reply: reasoning and answer --------------------------------------- */
 
-void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_style style, const char *prompt)
+void serve_out_init(serve_out *o, const serve_request *req, enum chat_reasoning_style style, const char *prompt,
+                    size_t cont_at)
 {
     memset(o, 0, sizeof *o);
+    o->style = style;
+    if (req->chat && prompt && cont_at != (size_t)-1 && cont_at <= strlen(prompt)) {
+        o->cont_len = strlen(prompt + cont_at);
+        o->cont = strdup(prompt + cont_at);
+        o->cont_prompt = strndup(prompt, cont_at);
+        if (!o->cont || !o->cont_prompt) {
+            free(o->cont);
+            free(o->cont_prompt);
+            o->cont = o->cont_prompt = NULL;
+        }
+    }
     o->chat = req->chat;
     o->logprobs = req->logprobs;
     o->post_sampling = req->post_sampling;
     o->top_logprobs = req->top_logprobs;
     o->split = req->chat && style != CHAT_REASONING_NONE;
-    if (o->split)
+    if (o->split && o->cont) { /* the reply goes on from the continued message's text: its state, no bytes */
+        chat_reasoning_init(&o->rs, style, o->cont_prompt);
+        chat_reasoning_feed_virtual(&o->rs, o->cont, o->cont_len);
+        /* what the message holds has started: blanks the reply begins with are kept */
+        chat_reasoning seen;
+        chat_reasoning_split(&seen, style, o->cont_prompt, o->cont, o->cont_len);
+        o->pre_content = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_ANSWER);
+        o->pre_reasoning = chat_reasoning_extract(&seen, o->cont, o->cont_len, CHAT_SPAN_REASONING);
+        o->answer_started = o->pre_content && *o->pre_content;
+        o->reasoning_started = o->pre_reasoning && *o->pre_reasoning;
+        chat_reasoning_free(&seen);
+    } else if (o->split) {
         chat_reasoning_init(&o->rs, style, prompt);
+    } else if (o->cont) {
+        o->pre_content = strdup(o->cont);
+    }
+}
+
+void serve_out_whole(const serve_out *o, char **content, char **reasoning)
+{
+    /* the continued message's text, then the reply (its NULs kept) */
+    const size_t n = o->cont_len + o->len;
+    char *all = malloc(n + 1);
+    if (all) {
+        if (o->cont_len)
+            memcpy(all, o->cont, o->cont_len);
+        if (o->len)
+            memcpy(all + o->cont_len, o->text, o->len);
+        all[n] = 0;
+    }
+    *reasoning = NULL;
+    if (!all) {
+        *content = serve_utf8_clean("", 0);
+        return;
+    }
+    if (!o->split) {
+        *content = serve_utf8_clean(all, n);
+        free(all);
+        return;
+    }
+    /* split as a whole, trimmed like the template's own extraction; a
+     * continued message's text is split with the reply, from the prompt
+     * before it (the stream's splitter starts after it) */
+    chat_reasoning again, *rs = (chat_reasoning *)&o->rs;
+    if (o->cont) {
+        chat_reasoning_split(&again, o->style, o->cont_prompt, all, n);
+        rs = &again;
+    }
+    size_t al = 0, rl = 0;
+    char *a = chat_reasoning_extract_n(rs, all, n, CHAT_SPAN_ANSWER, &al);
+    char *r = chat_reasoning_extract_n(rs, all, n, CHAT_SPAN_REASONING, &rl);
+    *content = serve_utf8_clean(a ? a : "", a ? al : 0);
+    *reasoning = serve_utf8_clean(r ? r : "", r ? rl : 0);
+    free(a);
+    free(r);
+    if (o->cont)
+        chat_reasoning_free(&again);
+    free(all);
 }
 
 void serve_out_free(serve_out *o)
 {
     if (o->split)
         chat_reasoning_free(&o->rs);
+    free(o->cont);
+    free(o->cont_prompt);
+    free(o->pre_content);
+    free(o->pre_reasoning);
     free(o->text);
     memset(o, 0, sizeof *o);
 }
@@ -228,6 +300,13 @@ void serve_out_feed(serve_out *o, const serve_token *t, const char *rest, size_t
 {
     sbuf c = {0}, r = {0};
     *entry = NULL;
+    if (!o->pre_sent) { /* a continued message's text first, as llama-server's stream */
+        o->pre_sent = true;
+        if (o->pre_content)
+            sb_add(&c, o->pre_content, strlen(o->pre_content));
+        if (o->pre_reasoning)
+            sb_add(&r, o->pre_reasoning, strlen(o->pre_reasoning));
+    }
     if (t) {
         if (!t->eog) {
             o->n_tokens++;

@@ -182,6 +182,11 @@ static int parse_sampling(pctx *c, const cJSON *o, serve_request *r)
         (rc = get_i32(c, o, "max_completion_tokens", 0, 1e9, &sp->n_predict)) ||
         (rc = get_i32(c, o, "n_predict", -1, 1e9, &sp->n_predict)))
         return rc;
+    /* 0: one token, as llama-server 34af94cd gives (its docs say none; its
+     * limit check, `n_gen > 0 && !has_budget()`, runs after the first token
+     * is drawn and counted, so 0 ends the reply after one, "length") */
+    if (sp->n_predict == 0)
+        sp->n_predict = 1;
     /* llama-server's: the end-of-generation tokens are never drawn (fixed-length replies) */
     if ((rc = get_bool(c, o, "ignore_eos", &sp->ignore_eos)))
         return rc;
@@ -563,23 +568,78 @@ static int parse_messages(pctx *c, const cJSON *o, serve_request *r)
         if (!push_msg(r, cap, role->valuestring, text))
             return bad(c, "messages", "out of memory");
     }
+    /* a trailing assistant message is continued (llama-server's prefill);
+     * two of them are refused, as llama-server refuses them */
+    int last = -1, prev = -1;
+    for (size_t k = 0; k < r->n_msgs; k++)
+        if (strcmp(r->msgs[k].role, CHAT_ROLE_VARS) != 0 && strcmp(r->msgs[k].role, CHAT_ROLE_REASONING) != 0) {
+            prev = last;
+            last = (int)k;
+        }
+    if (prev >= 0 && !strcmp(r->msgs[last].role, "assistant") && !strcmp(r->msgs[prev].role, "assistant"))
+        return bad(c, "messages", "Cannot have 2 or more assistant messages at the end of the list.");
     return 0;
 }
 
+/* One sequence's elements, llama-server's tokenize_mixed: a string, or an
+ * array of token ids (integers) and strings (a string first: the BOS rule of
+ * a string prompt; ids: as they are). */
+static int prompt_parts(pctx *c, const cJSON *p, serve_request *r)
+{
+    const int n = cJSON_IsArray(p) ? cJSON_GetArraySize(p) : 1;
+    if (n == 0)
+        return bad(c, "prompt", "'prompt' must not be empty");
+    r->parts = calloc((size_t)n, sizeof *r->parts);
+    if (!r->parts)
+        return bad(c, "prompt", "out of memory");
+    const cJSON *e = cJSON_IsArray(p) ? p->child : p;
+    for (; e; e = cJSON_IsArray(p) ? e->next : NULL) {
+        serve_prompt_part *pp = &r->parts[r->n_parts];
+        pp->id = -1;
+        if (cJSON_IsString(e)) {
+            if (!(pp->text = strdup(e->valuestring)))
+                return bad(c, "prompt", "out of memory");
+        } else if (cJSON_IsNumber(e) && e->valuedouble == floor(e->valuedouble) && e->valuedouble >= 0 &&
+                   e->valuedouble < 2147483648.0) {
+            pp->id = (int64_t)e->valuedouble;
+        } else {
+            return bad(c, "prompt", "a 'prompt' array holds token ids (integers) and strings");
+        }
+        r->n_parts++;
+    }
+    return 0;
+}
+
+/* llama-server's prompt shapes that make one sequence: a string; an array
+ * of token ids, mixed with strings or not ([12, 34, "text", 56]); an array
+ * holding one string or one such array. Several prompts (llama-server
+ * answers each with a choice) are refused: one request, one reply. */
 static int parse_prompt(pctx *c, const cJSON *o, serve_request *r)
 {
     const cJSON *p = field(o, "prompt");
     if (!p)
         return bad(c, "prompt", "'prompt' is required");
-    if (cJSON_IsArray(p)) {
-        if (cJSON_GetArraySize(p) != 1)
-            return bad(c, "prompt", "'prompt' as an array must hold exactly one string");
-        p = cJSON_GetArrayItem(p, 0);
+    bool has_number = false;
+    const cJSON *e;
+    if (cJSON_IsArray(p))
+        cJSON_ArrayForEach(e, p) has_number |= cJSON_IsNumber(e);
+    if (cJSON_IsArray(p) && !has_number) { /* a list of prompts (llama-server's tokenize_input_prompts) */
+        const int n = cJSON_GetArraySize(p);
+        if (n == 0)
+            return bad(c, "prompt", "'prompt' must not be empty");
+        if (n != 1)
+            return bad(c, "prompt", "'prompt' holds %d prompts: tokscope serve answers one per request", n);
+        p = p->child;
+        if (!cJSON_IsString(p) && !cJSON_IsArray(p))
+            return bad(c, "prompt", "a 'prompt' is a string, or an array of token ids and strings");
     }
-    if (!cJSON_IsString(p))
-        return bad(c, "prompt", "'prompt' must be a string");
-    r->prompt = strdup(p->valuestring);
-    return r->prompt ? 0 : bad(c, "prompt", "out of memory");
+    if (cJSON_IsString(p)) {
+        r->prompt = strdup(p->valuestring);
+        return r->prompt ? 0 : bad(c, "prompt", "out of memory");
+    }
+    if (!cJSON_IsArray(p))
+        return bad(c, "prompt", "'prompt' must be a string, or an array of token ids and strings");
+    return prompt_parts(c, p, r);
 }
 
 /* The contents back to bytes with their lengths (template variables stay
@@ -591,6 +651,9 @@ static void unescape_contents(serve_request *r)
             r->msgs[i].content_len = chat_bytes_unescape((char *)r->msgs[i].content);
     if (r->prompt)
         r->prompt_len = chat_bytes_unescape(r->prompt);
+    for (size_t i = 0; i < r->n_parts; i++)
+        if (r->parts[i].text)
+            r->parts[i].len = chat_bytes_unescape(r->parts[i].text);
 }
 
 int serve_request_parse(serve_request *req, bool chat, const char *body, size_t len, const sampler_params *defaults,
@@ -652,6 +715,9 @@ void serve_request_free(serve_request *req)
     }
     free(req->msgs);
     free(req->prompt);
+    for (size_t i = 0; i < req->n_parts; i++)
+        free(req->parts[i].text);
+    free(req->parts);
     free(req->model);
     for (size_t i = 0; i < req->n_bias_in; i++)
         free(req->bias_in[i].text);

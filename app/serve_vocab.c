@@ -111,6 +111,8 @@ static int64_t nonblank(const char *s, size_t len)
 int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req)
 {
     int64_t bytes = 0;
+    if (req->prompt_ids) /* token ids: counted exactly, and cheaply (their text is no measure) */
+        return 0;
     if (!req->chat)
         bytes = nonblank(req->prompt, req->prompt ? strlen(req->prompt) : 0);
     for (size_t i = 0; req->chat && i < req->n_msgs; i++) {
@@ -122,10 +124,32 @@ int64_t serve_vocab_min_tokens(const serve_vocab *v, const serve_request *req)
     return (bytes + v->max_piece - 1) / v->max_piece;
 }
 
+void serve_vocab_roles(const serve_vocab *v, serve_request *req)
+{
+    if (!req->chat || (v->tmpl && strstr(v->tmpl, "<|channel|>")))
+        return;
+    for (size_t i = 0; i < req->n_msgs; i++) {
+        char *sys = !strcmp(req->msgs[i].role, "developer") ? strdup("system") : NULL;
+        if (sys) {
+            free((char *)req->msgs[i].role);
+            req->msgs[i].role = sys;
+        }
+    }
+}
+
+const char *serve_vocab_format(const serve_vocab *v, const serve_request *req)
+{
+    if (!req->chat)
+        return req->prompt_ids ? CHAT_PROMPT_IDS : "raw";
+    /* a model without a template: llama-server's fallback, chatml (its
+     * CHATML_TEMPLATE_SRC renders as the built-in does) */
+    return v->tmpl && *v->tmpl ? NULL : "chatml";
+}
+
 int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_t limit, char *err, size_t errlen)
 {
     /* what the bridge sends the engine: completions raw, chats the model's template */
-    const chat_prompt_src src = {.tok = v->tok, .model_template = v->tmpl, .forced = req->chat ? NULL : "raw"};
+    const chat_prompt_src src = {.tok = v->tok, .model_template = v->tmpl, .forced = serve_vocab_format(v, req)};
     chat_message one = {"user", req->prompt, req->prompt_len};
     size_t bytes = chat_content_len(&one);
     for (size_t i = 0; req->chat && i < req->n_msgs; i++)
@@ -143,15 +167,83 @@ int32_t serve_vocab_count(const serve_vocab *v, const serve_request *req, int32_
     return k;
 }
 
-char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n)
+/* appends the ids' text to *buf (grown as needed) */
+static bool ids_append(char **buf, size_t *len, size_t *cap, const int32_t *ids, int32_t n)
 {
-    if (!v->tmpl)
-        return NULL;
-    bool add_gen = !(n > 0 && msgs[n - 1].role && !strcmp(msgs[n - 1].role, "assistant"));
-    chat_render_params rp = {.bos_token = v->bos, .eos_token = v->eos, .add_generation_prompt = add_gen};
+    for (int32_t i = 0; i < n; i++) {
+        if (*len + 16 > *cap) {
+            size_t c = *cap ? 2 * *cap : 256;
+            char *g = realloc(*buf, c);
+            if (!g)
+                return false;
+            *buf = g;
+            *cap = c;
+        }
+        *len += (size_t)snprintf(*buf + *len, *cap - *len, "%s%d", *len ? " " : "", (int)ids[i]);
+    }
+    return true;
+}
+
+int serve_vocab_prompt(const serve_vocab *v, serve_request *req, char *err, size_t errlen)
+{
+    if (!req->parts)
+        return 0;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n_ids = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i < req->n_parts; i++) {
+        const serve_prompt_part *p = &req->parts[i];
+        if (!p->text) {
+            if (p->id >= v->n_vocab) {
+                free(buf);
+                snprintf(err, errlen, "prompt: token %lld is not in the vocabulary (0..%d)", (long long)p->id,
+                         (int)v->n_vocab - 1);
+                return 400;
+            }
+            const int32_t id = (int32_t)p->id;
+            ok = ids_append(&buf, &len, &cap, &id, 1);
+            n_ids++;
+            continue;
+        }
+        /* common_tokenize(vocab, s, add_special: the first element only, parse_special) */
+        const bool bos = i == 0 && tokenizer_add_bos(v->tok) && tokenizer_bos(v->tok) >= 0;
+        const size_t tl = p->len ? p->len : strlen(p->text);
+        const int32_t n = tokenizer_encode(v->tok, p->text, tl, bos, true, NULL, 0);
+        int32_t *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
+        if (n < 0 || (n > 0 && !ids)) {
+            free(buf);
+            snprintf(err, errlen, "prompt: a text cannot be tokenized");
+            return 400;
+        }
+        if (n > 0)
+            tokenizer_encode(v->tok, p->text, tl, bos, true, ids, n);
+        ok = ids_append(&buf, &len, &cap, ids, n);
+        n_ids += (size_t)(n > 0 ? n : 0);
+        free(ids);
+    }
+    if (!ok || n_ids == 0) {
+        free(buf);
+        snprintf(err, errlen, ok ? "prompt: the prompt holds no tokens" : "out of memory");
+        return 400;
+    }
+    free(req->prompt);
+    req->prompt = buf;
+    req->prompt_len = len;
+    req->prompt_ids = true;
+    return 0;
+}
+
+char *serve_vocab_render(const serve_vocab *v, const chat_message *msgs, size_t n, size_t *cont_at)
+{
+    const chat_prompt_src src = {
+        .tok = v->tok, .model_template = v->tmpl, .forced = v->tmpl && *v->tmpl ? NULL : "chatml"};
     char warn[256], err[256];
     size_t len = 0;
-    char *text = chat_render_n(v->tmpl, NULL, msgs, n, &rp, warn, sizeof warn, &len, err, sizeof err);
+    if (cont_at)
+        *cont_at = (size_t)-1;
+    char *text = chat_prompt_continues(&src, msgs, n)
+                     ? chat_prompt_render_prefill(&src, msgs, n, warn, sizeof warn, &len, cont_at, err, sizeof err)
+                     : chat_prompt_render_n(&src, msgs, n, true, warn, sizeof warn, &len, err, sizeof err);
     /* a NUL a reply held: the splitter reads a C string, and no marker holds 0x01 */
     for (char *z = text ? memchr(text, 0, len) : NULL; z; z = memchr(z, 0, len - (size_t)(z - text)))
         *z = 1;

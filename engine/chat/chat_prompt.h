@@ -22,6 +22,13 @@ typedef struct chat_prompt_src {
     bool no_bos;                /* never add BOS (generate/logits --no-bos) */
 } chat_prompt_src;
 
+/* A forced format that is no template: the one plain message's content is
+ * the prompt's token ids as decimal text ("12 34 56"), taken as they are (no
+ * BOS added, nothing rendered). serve's token-id prompts (llama-server's
+ * `"prompt": [12, 34, 56]`) reach the engine this way, through the same
+ * prompt function as every other prompt. */
+#define CHAT_PROMPT_IDS "tokscope.ids"
+
 /* The format a prompt gets: the forced name, "model" (the model's own
  * template) or "raw" (contents back to back: a model without a template
  * simply continues the text, like llama.cpp's completion). */
@@ -38,8 +45,28 @@ char *chat_prompt_render(const chat_prompt_src *s, const chat_message *msgs, siz
 char *chat_prompt_render_n(const chat_prompt_src *s, const chat_message *msgs, size_t n, bool add_gen, char *warn,
                            size_t warnlen, size_t *out_len, char *err, size_t errlen);
 
-/* Renders and tokenizes msgs: the generation prompt is added unless the last
- * message is the assistant's (its text continues); special tokens parsed;
+/* Whether msgs end with an assistant message that the prompt continues
+ * (llama-server's assistant prefill; the raw format continues any text). */
+bool chat_prompt_continues(const chat_prompt_src *s, const chat_message *msgs, size_t n);
+/* The prompt that continues msgs' last message, the assistant's, as
+ * llama-server 34af94cd writes it (common_chat_templates_apply_jinja with
+ * continue_final_message "auto", the prefill of a trailing assistant
+ * message): the conversation before it without the generation prompt, then
+ * the generation prompt (what add_generation_prompt adds to it), then, for a
+ * template that writes reasoning between markers (found as llama.cpp's
+ * template analysis finds them: Qwen3's "<think>\n" and "\n</think>\n\n"),
+ * the generation prompt cut before its own start marker, the start marker,
+ * the message's reasoning and the end marker (left out when the message
+ * holds reasoning alone: the reply continues the reasoning), then the
+ * message's content; no end-of-turn. malloc'd, NULL with err set.
+ * *cont_at (may be NULL): where the message's own part starts (its
+ * "<think>", else its content): the text a reply's parse starts from. */
+char *chat_prompt_render_prefill(const chat_prompt_src *s, const chat_message *msgs, size_t n, char *warn,
+                                 size_t warnlen, size_t *out_len, size_t *cont_at, char *err, size_t errlen);
+
+/* Renders and tokenizes msgs: the generation prompt is added, or, when the
+ * last message is the assistant's, that message is continued
+ * (chat_prompt_render_prefill; raw: the texts back to back); special tokens parsed;
  * BOS added when the vocabulary wants it, unless the template wrote it
  * itself (or no_bos). Returns malloc'd ids and their count in *np; NULL with
  * err set on failure. */

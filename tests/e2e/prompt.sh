@@ -2,7 +2,9 @@
 # One chat prompt for every path: the TUI (the engine's SUBMIT), `generate
 # --chat`, `logits --chat` and `serve` build the same prompt token ids for the
 # same message, on three templates (a forced built-in, a model's own Jinja
-# template, a model without one: raw), the message ending in a newline. Each
+# template, a model without one: raw), the message ending in a newline. serve
+# renders a model without a template with chatml (llama-server's fallback):
+# it builds the ids the other paths build with --template chatml. Each
 # path writes the ids it is about to evaluate to TOKSCOPE_PROMPT_LOG
 # (chat/chat_prompt.h); logits' own prompt_tokens line is checked against it.
 # (The TUI's compare settings send the same SUBMIT; `tokscope compare` builds
@@ -51,10 +53,19 @@ same_prompt() {
     result "prompt $name: the TUI (the engine's SUBMIT) builds the same ids" $? "tui: $(ids engine "$log") / logits: $want"
     quit_wait
 
+    # serve has no --template: it uses the model's own, and chatml for a model
+    # without one (llama-server's fallback; the other paths continue such a
+    # model's text raw, unless --template chatml: SERVE_TOO=1 compares it)
     case " $* " in *" --template "*)
-        echo "skip - prompt $name: serve (it has no --template: it uses the model's own)"
-        return 0 ;;
+        if [ -z "${SERVE_TOO:-}" ]; then
+            echo "skip - prompt $name: serve (it has no --template: it uses the model's own)"
+            return 0
+        fi ;;
     esac
+    if [ -n "${NO_SERVE:-}" ]; then
+        echo "skip - prompt $name: serve (a model without a template gets chatml there, not raw)"
+        return 0
+    fi
     rm -f "$log.serve"
     if ! TOKSCOPE_PROMPT_LOG=$log.serve serve_start "$TMP/$name.serve.err" -m "$model"; then
         not_ok "prompt $name: serve starts" "$(tail -n 3 "$TMP/$name.serve.err")"
@@ -78,5 +89,6 @@ PY
 same_prompt chatml "$M/tiny-spm-q8_0.gguf" --template chatml
 same_prompt model-jinja "$M/smollm-mini-q8_0.gguf"
 same_prompt qwen35 "$TESTDATA/families2026/models/qwen35-mini-q8_0.gguf"
-same_prompt raw "$M/stories260K.gguf"
+NO_SERVE=1 same_prompt raw "$M/stories260K.gguf"
+SERVE_TOO=1 same_prompt chatml-fallback "$M/stories260K.gguf" --template chatml
 exit 0

@@ -3,7 +3,8 @@
 # against `tokscope serve` on the same model and seed sees the same tokens
 # and the same top-k (token, logit, raw and post-sampler probabilities: serve
 # sends the engine's own numbers as extension fields) as the TUI on the
-# local model. Greedy, and sampled at temperature 0.8 from the same seed.
+# local model (with --template chatml: serve's fallback for a model without a
+# chat template). Greedy, and sampled at temperature 0.8 from the same seed.
 # The inspector's id column is left out: the remote backend numbers tokens
 # itself (it has the server's texts, not its vocabulary).
 . tests/lib.sh
@@ -46,7 +47,9 @@ turn() {
 for mode in "--temp 0" "--temp 0.8 --seed 42"; do
     name=$(echo "$mode" | tr -c 'a-z0-9\n' _)
     # shellcheck disable=SC2086
-    turn "$TMP/local_$name" -m "$MODEL" $mode
+    # stories260K has no chat template: serve renders chat with chatml, as
+    # llama-server does; the local TUI does with --template chatml (raw without)
+    turn "$TMP/local_$name" -m "$MODEL" --template chatml $mode
     # shellcheck disable=SC2086
     turn "$TMP/remote_$name" --remote "$URL" $mode
     [ -s "$TMP/local_$name.text" ] && [ -s "$TMP/local_$name.top" ] &&

@@ -137,3 +137,40 @@ if command -v groff >/dev/null 2>&1; then
         grep -q '^       serve -m MODEL' "$W/man.txt"; then ok "$name"
     else not_ok "$name" "$(head -n 3 "$W/groff.err")" "$(grep -n 'pull REPO\|TOKSCOPE_API_KEY' "$W/man.txt")"; fi
 else echo "skip - $name (no groff)"; fi
+
+# ---- DRY on the command line: llama.cpp's options, llama-server's replies ----
+# --dry-sequence-breaker as llama.cpp's: repeatable, the first one clears the
+# default breakers, "none" clears them all. generate with the DRY options of
+# tests/golden/reference/serve/dry.{custom,default,never}.req (seed 1) gives
+# llama-server 34af94cd's replies to them (make_dry.sh): its breakers ("cat",
+# ".", "sat on"), the defaults, and none then "~". The option was missing:
+# DRY's breakers were reachable through serve alone.
+R=tests/golden/reference/serve
+if need "$M" "generate --dry-*"; then
+    DRYP=$(python3 -c "import json;print(json.load(open('$R/dry.custom.req'))['prompt'], end='')")
+    dry_gen() { # REF ARGS...: generate's text equals the reference reply's
+        ref=$1
+        shift
+        "$BIN" generate -m "$M" -p "$DRYP" -n 30 --temp 1 --seed 1 --top-k 0 --dry-multiplier 0.5 --dry-base 1.75 \
+            --dry-allowed-length 1 --dry-penalty-last-n 128 "$@" >"$W/dry.out" 2>"$W/dry.err"
+        python3 -c "import json,sys; sys.exit(open(sys.argv[2],encoding='utf-8').read() != json.load(open(sys.argv[1]))['choices'][0]['text'])" \
+            "$R/dry.$ref.json" "$W/dry.out"
+    }
+    check_dry() { # NAME REF ARGS...
+        name=$1
+        shift
+        if dry_gen "$@"; then ok "$name"; else not_ok "$name" "$(cat "$W/dry.out")" "$(head -n 2 "$W/dry.err")"; fi
+    }
+    check_dry "generate --dry-sequence-breaker (three, the defaults cleared): llama-server's reply" \
+        custom --dry-sequence-breaker cat --dry-sequence-breaker . --dry-sequence-breaker "sat on"
+    check_dry "generate --dry-multiplier without breakers: llama.cpp's default breakers, llama-server's reply" default
+    check_dry "generate --dry-sequence-breaker none clears them, a later one adds: llama-server's reply" \
+        never --dry-sequence-breaker cat --dry-sequence-breaker none --dry-sequence-breaker "~"
+fi
+usage_error "generate --dry-multiplier 200: names the range" \
+    "invalid value '200' for --dry-multiplier: want a number in 0\.\.100 (DRY penalty strength; 0 = off)" \
+    generate -m "$M" -p x --dry-multiplier 200
+usage_error "generate: a 17th --dry-sequence-breaker is refused" "more than 16 DRY sequence breakers" \
+    generate -m "$M" -p x $(for i in $(seq 1 17); do printf -- '--dry-sequence-breaker b%d ' "$i"; done)
+usage_error "tui: a 17th --dry-sequence-breaker is refused" "more than 16 DRY sequence breakers" \
+    -m "$M" $(for i in $(seq 1 17); do printf -- '--dry-sequence-breaker b%d ' "$i"; done)

@@ -19,6 +19,12 @@ python3 serve_ref.py samplers PORT PATH REQ_FILE REF_FILE LABEL
   without them the reply is another (they were once ignored, so the check can
   fail); mirostat 1, dynatemp, a grammar (not run by tokscope) and an empty
   dry_sequence_breakers (llama-server's error too): 400 naming them.
+python3 serve_ref.py trust PORT PATH REQ_FILE REF_FILE LABEL
+  the request whole (cache_prompt false: a fresh start's bits, as the
+  reference's) against the reference as above, and reasoning_content but
+  for its trailing blanks (tokscope trims them); where the reference has a
+  stream (REQ.sse beside REF_FILE), tokscope's stream gives its deltas'
+  text (content, and reasoning but for its trailing blanks).
 Prints "ok - NAME" / "not ok - NAME" lines."""
 import json
 import os
@@ -28,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_client as sc  # noqa: E402
 from serve_api import is_error_shape, run  # noqa: E402
 
-TOL = 1e-4
+TOL = float(os.environ.get("REF_TOL", "1e-4"))  # REF_TOL: a large vocabulary's sum moves logprobs more
 
 
 def reply_text(o, chat):
@@ -162,8 +168,48 @@ def samplers(port, path, req_file, ref_file, label):
     run(name + ": what tokscope does not run (mirostat 1, dynatemp, grammar) and an empty dry_sequence_breakers (as llama-server): 400 naming it", refused)
 
 
+def sse_text(path):
+    """The content and reasoning deltas of a stream saved as it came."""
+    events = []
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("data: ") and line.strip() != "data: [DONE]":
+            events.append(json.loads(line[6:]))
+    return sc.stream_text(events, True)
+
+
+def trust(port, path, req_file, ref_file, label):
+    port, chat, body, want, whole0 = load(port, path, req_file, ref_file)
+    name = "serve %s" % label
+
+    def whole():
+        # cache_prompt false: the bits of a fresh start, as the reference's
+        # first request had (the checks before left the prompt in the cache)
+        st, _, o = sc.post(port, path, dict(body, cache_prompt=False))
+        if st != 200:
+            return ["status %d %r" % (st, o)]
+        bad = compare(o, want, chat)
+        if chat:  # the reasoning's trailing blanks: tokscope trims them (docs/serve.md)
+            g = o["choices"][0]["message"].get("reasoning_content") or ""
+            w = want["choices"][0]["message"].get("reasoning_content") or ""
+            if g != w.rstrip():
+                bad.append("reasoning_content %r, reference %r" % (g, w))
+        return bad
+
+    run(name + ": llama-server 34af94cd's reply (text, finish, tokens, top tokens, logprobs)", whole)
+    sse = ref_file[:-len(".json")] + ".sse"
+    if chat and os.path.exists(sse):
+        def streamed():
+            st, _, ev = sc.post(port, path, dict(body, stream=True))
+            if st != 200:
+                return ["status %d" % st]
+            got, want_s = sc.stream_text(ev, True), sse_text(sse)
+            want_s = (want_s[0], want_s[1].rstrip())
+            return [] if got == want_s else ["stream %r, reference %r" % (got, want_s)]
+        run(name + ", streamed: llama-server's deltas (content, reasoning)", streamed)
+
+
 if __name__ == "__main__":
-    modes = {"eos": eos, "bias": bias, "samplers": samplers}
+    modes = {"eos": eos, "bias": bias, "samplers": samplers, "trust": trust}
     if len(sys.argv) != 7 or sys.argv[1] not in modes:
         sys.exit(__doc__)
     modes[sys.argv[1]](*sys.argv[2:])

@@ -30,6 +30,10 @@ static const struct {
     {CLI_SEED, "seed"},
     {CLI_N_PREDICT, "n_predict"},
     {CLI_N_TOP, "n_top"},
+    {CLI_DRY_MULTIPLIER, "dry_multiplier"},
+    {CLI_DRY_BASE, "dry_base"},
+    {CLI_DRY_ALLOWED_LENGTH, "dry_allowed_length"},
+    {CLI_DRY_PENALTY_LAST_N, "dry_penalty_last_n"},
 };
 
 static bool panel_takes(const char *param, double x)
@@ -176,6 +180,39 @@ static void test_table_rows(void **state)
     }
 }
 
+/* --dry-sequence-breaker, llama.cpp's semantics: the first one clears the
+ * defaults, each adds its string as typed, "none" clears all (later ones add
+ * again), at most SAMPLER_MAX_DRY_BRK. */
+static void test_dry_breaker(void **state)
+{
+    (void)state;
+    sampler_params sp = sampler_default_params();
+    assert_int_equal(sp.n_dry_breakers, 4); /* "\n" ":" "\"" "*" */
+    bool cleared = false;
+    assert_true(cli_dry_breaker(&sp, &cleared, "cat"));
+    assert_int_equal(sp.n_dry_breakers, 1);
+    assert_string_equal(sp.dry_breakers[0], "cat");
+    assert_true(cli_dry_breaker(&sp, &cleared, "\\n")); /* as typed: a backslash and n */
+    assert_int_equal(sp.n_dry_breakers, 2);
+    assert_string_equal(sp.dry_breakers[1], "\\n");
+    assert_true(cli_dry_breaker(&sp, &cleared, "none"));
+    assert_int_equal(sp.n_dry_breakers, 0);
+    assert_true(cli_dry_breaker(&sp, &cleared, "~"));
+    assert_int_equal(sp.n_dry_breakers, 1);
+    assert_string_equal(sp.dry_breakers[0], "~");
+    /* "none" first: no breakers at all */
+    sp = sampler_default_params();
+    cleared = false;
+    assert_true(cli_dry_breaker(&sp, &cleared, "none"));
+    assert_int_equal(sp.n_dry_breakers, 0);
+    /* a 17th is refused */
+    sp = sampler_default_params();
+    cleared = false;
+    for (int i = 0; i < SAMPLER_MAX_DRY_BRK; i++)
+        assert_true(cli_dry_breaker(&sp, &cleared, "x"));
+    assert_false(cli_dry_breaker(&sp, &cleared, "x"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_check_messages),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_table_rows),
+        cmocka_unit_test(test_dry_breaker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

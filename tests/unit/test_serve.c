@@ -144,6 +144,47 @@ static void test_completions_fields(void **state)
     serve_request_free(&r);
 }
 
+/* llama-server's prompt shapes that make one sequence (tokenize_input_prompts):
+ * token ids, ids mixed with texts, an array holding one prompt; they were a
+ * 400. And max_tokens 0: one token, as llama-server gives. */
+static void test_prompt_shapes(void **state)
+{
+    (void)state;
+    serve_request r;
+    assert_int_equal(parse(&r, false, "{\"prompt\":[1,2,3]}", NULL), 0);
+    assert_null(r.prompt);
+    assert_int_equal(r.n_parts, 3);
+    assert_int_equal(r.parts[0].id, 1);
+    assert_int_equal(r.parts[2].id, 3);
+    assert_null(r.parts[1].text);
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, false, "{\"prompt\":[[7,8]]}", NULL), 0);
+    assert_int_equal(r.n_parts, 2);
+    assert_int_equal(r.parts[1].id, 8);
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, false, "{\"prompt\":[\"Once\",5,\" upon\\u0000x\"]}", NULL), 0);
+    assert_int_equal(r.n_parts, 3);
+    assert_string_equal(r.parts[0].text, "Once");
+    assert_int_equal(r.parts[0].id, -1);
+    assert_int_equal(r.parts[1].id, 5);
+    assert_int_equal(r.parts[2].len, 7); /* the NUL kept, with the length */
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, false, "{\"prompt\":[[\"a\",1]]}", NULL), 0);
+    assert_int_equal(r.n_parts, 2);
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, false, "{\"prompt\":[\"one\"]}", NULL), 0);
+    assert_string_equal(r.prompt, "one");
+    assert_null(r.parts);
+    serve_request_free(&r);
+    /* max_tokens 0 (and its aliases): one token, llama-server's count */
+    assert_int_equal(parse(&r, false, "{\"prompt\":\"a\",\"max_tokens\":0}", NULL), 0);
+    assert_int_equal(r.sp.n_predict, 1);
+    serve_request_free(&r);
+    assert_int_equal(parse(&r, true, "{\"messages\":[{\"role\":\"user\"}],\"n_predict\":0}", NULL), 0);
+    assert_int_equal(r.sp.n_predict, 1);
+    serve_request_free(&r);
+}
+
 /* Each known field of the wrong type or range: 400, naming the field. */
 static void test_refusals(void **state)
 {
@@ -191,7 +232,15 @@ static void test_refusals(void **state)
         {true, "{\"messages\":[{\"role\":\"user\"}],\"n_probs\":\"4\"}", "n_probs"},
         {false, "{}", "prompt"},
         {false, "{\"prompt\":[\"a\",\"b\"]}", "prompt"},
-        {false, "{\"prompt\":[1,2]}", "prompt"},
+        {false, "{\"prompt\":[]}", "prompt"},
+        {false, "{\"prompt\":[[]]}", "prompt"},
+        {false, "{\"prompt\":[[1],[2]]}", "prompt"},
+        {false, "{\"prompt\":[1.5]}", "prompt"},
+        {false, "{\"prompt\":[1,-2]}", "prompt"},
+        {false, "{\"prompt\":[1,[2]]}", "prompt"},
+        {false, "{\"prompt\":[1,true]}", "prompt"},
+        {false, "{\"prompt\":[{\"prompt_string\":\"a\"}]}", "prompt"},
+        {false, "{\"prompt\":5}", "prompt"},
         {false, "{\"prompt\":\"a\",\"logprobs\":true}", "logprobs"},
         {false, "{\"prompt\":\"a\",\"echo\":true}", "echo"},
         {false, "{\"prompt\":\"a\",\"best_of\":3}", "best_of"},
@@ -436,7 +485,7 @@ static void test_reasoning_split(void **state)
     int n;
     /* Qwen3: markers split across pieces, the blank after </think> dropped */
     static const char *const a[] = {"<th", "ink>", "\nI think", " so", "</thi", "nk>\n\n", "Yes", ", sure"};
-    serve_out_init(&o, &req, CHAT_REASONING_THINK, "<|im_start|>assistant\n");
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, "<|im_start|>assistant\n", (size_t)-1);
     feed_all(&o, a, 8, content, reasoning, &n);
     assert_string_equal(reasoning, "I think so");
     assert_string_equal(content, "Yes, sure");
@@ -445,22 +494,74 @@ static void test_reasoning_split(void **state)
     serve_out_free(&o);
     /* Qwen3.5: the prompt opens <think>, the reply starts inside */
     static const char *const b[] = {"hmm", "</think>", "\n\nok"};
-    serve_out_init(&o, &req, CHAT_REASONING_THINK, "<|im_start|>assistant\n<think>\n");
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, "<|im_start|>assistant\n<think>\n", (size_t)-1);
     feed_all(&o, b, 3, content, reasoning, &n);
     assert_string_equal(reasoning, "hmm");
     assert_string_equal(content, "ok");
     serve_out_free(&o);
     /* no reasoning style: everything is content, leading blanks kept */
-    serve_out_init(&o, &req, CHAT_REASONING_NONE, NULL);
+    serve_out_init(&o, &req, CHAT_REASONING_NONE, NULL, (size_t)-1);
     feed_all(&o, a, 3, content, reasoning, &n);
     assert_string_equal(content, "<think>\nI think");
     assert_string_equal(reasoning, "");
     serve_out_free(&o);
     /* completions are never split */
     req.chat = false;
-    serve_out_init(&o, &req, CHAT_REASONING_THINK, NULL);
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, NULL, (size_t)-1);
     feed_all(&o, a, 2, content, reasoning, &n);
     assert_string_equal(content, "<think>");
+    serve_out_free(&o);
+}
+
+/* A continued assistant message (prefill): the stream's first delta holds
+ * the message's text (llama-server's stream does), the rest what was
+ * generated, from the state the message's text leaves (inside its
+ * reasoning, or after it); the whole reply reads the message's text and the
+ * reply as one, as llama-server's parser reads its generation prompt and
+ * the reply. */
+static void test_prefill_reply(void **state)
+{
+    (void)state;
+    serve_request req = {.chat = true};
+    serve_out o;
+    char content[256], reasoning[256], *wc, *wr;
+    int n;
+    /* the reasoning continued: the reply starts inside it */
+    static const char p1[] = "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>Let me add";
+    static const char *const a[] = {" 2", " and 2", "</think>", "\n\nFour"};
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, p1, strlen(p1) - strlen("<think>Let me add"));
+    feed_all(&o, a, 4, content, reasoning, &n);
+    assert_string_equal(reasoning, "Let me add 2 and 2");
+    assert_string_equal(content, "Four");
+    serve_out_whole(&o, &wc, &wr);
+    assert_string_equal(wr, "Let me add 2 and 2");
+    assert_string_equal(wc, "Four");
+    free(wc);
+    free(wr);
+    serve_out_free(&o);
+    /* the content continued, after the message's reasoning */
+    static const char p2[] = "<|im_start|>assistant\n<think>R</think>The answer";
+    static const char *const b[] = {" is", " 4"};
+    serve_out_init(&o, &req, CHAT_REASONING_THINK, p2, strlen("<|im_start|>assistant\n"));
+    feed_all(&o, b, 2, content, reasoning, &n);
+    assert_string_equal(reasoning, "R");
+    assert_string_equal(content, "The answer is 4");
+    serve_out_whole(&o, &wc, &wr);
+    assert_string_equal(wr, "R");
+    assert_string_equal(wc, "The answer is 4");
+    free(wc);
+    free(wr);
+    serve_out_free(&o);
+    /* no reasoning style */
+    static const char p3[] = "<|assistant|>\nOnce upon";
+    static const char *const c[] = {" a", " time"};
+    serve_out_init(&o, &req, CHAT_REASONING_NONE, p3, strlen("<|assistant|>\n"));
+    feed_all(&o, c, 2, content, reasoning, &n);
+    assert_string_equal(content, "Once upon a time");
+    serve_out_whole(&o, &wc, &wr);
+    assert_string_equal(wc, "Once upon a time");
+    assert_null(wr);
+    free(wc);
     serve_out_free(&o);
 }
 
@@ -471,7 +572,7 @@ static void test_eog_and_rest(void **state)
     (void)state;
     serve_request req = {.chat = true, .logprobs = true};
     serve_out o;
-    serve_out_init(&o, &req, CHAT_REASONING_NONE, NULL);
+    serve_out_init(&o, &req, CHAT_REASONING_NONE, NULL, (size_t)-1);
     serve_token t = tok(2, "", 0.9f, 1);
     t.eog = true;
     char *c, *r;
@@ -603,9 +704,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_fields),      cmocka_unit_test(test_defaults_and_null),
         cmocka_unit_test(test_template_vars),    cmocka_unit_test(test_completions_fields),
-        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_refuse_ignored_fields), cmocka_unit_test(test_llama_samplers),
+        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_prompt_shapes),         cmocka_unit_test(test_refuse_ignored_fields), cmocka_unit_test(test_llama_samplers),
         cmocka_unit_test(test_utf8_clean),
         cmocka_unit_test(test_logprob_entry),    cmocka_unit_test(test_reasoning_split),
+        cmocka_unit_test(test_prefill_reply),
         cmocka_unit_test(test_eog_and_rest),     cmocka_unit_test(test_chunks_and_replies),
         cmocka_unit_test(test_error_shape),      cmocka_unit_test(test_many_messages),
     };

@@ -1,8 +1,9 @@
 # Shared by the scripts of this folder (sourced after they set R, M, D, W
 # and port). serve_start FILE: llama-server on FILE, waited for until
-# /health answers; serve_stop: stops it, the next one takes the next port.
+# /health answers (-c CTX, default 512); serve_stop: stops it, the next one
+# takes the next port.
 serve_start() {
-    "$R/llama-server" -m "$1" -c 512 -t 2 -np 1 --port $port >"$W/log" 2>&1 &
+    "$R/llama-server" -m "$1" -c "${CTX:-512}" -t 2 -np 1 --port $port >"$W/log" 2>&1 &
     pid=$!
     for _ in $(seq 1 120); do
         curl -s "http://127.0.0.1:$port/health" 2>/dev/null | grep -q ok && break
