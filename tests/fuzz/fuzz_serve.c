@@ -51,7 +51,10 @@ static void check_json(char *s, bool sse)
 static void shape(const serve_request *r, enum chat_reasoning_style style, const uint8_t *data, size_t size)
 {
     serve_out o;
-    serve_out_init(&o, r, style, size > 8 ? "<think>\n" : NULL);
+    /* a third of the longer inputs continue an assistant message: the
+     * prompt's "<think>\n" is then that message's own text */
+    const char *prompt = size > 8 ? "<think>\n" : NULL;
+    serve_out_init(&o, r, style, prompt, prompt && data[0] % 3 == 0 ? 0 : (size_t)-1);
     serve_reply_meta m = {"id", 1, r->model ? r->model : "m", 0, NULL};
     size_t out = 0, at = 0;
     cJSON *entries = cJSON_CreateArray();
