@@ -69,14 +69,21 @@ static size_t group_bytes(const gguf_tensor *w)
     return (size_t)blocks_per_row(w) * per_block;
 }
 
+/* Q4_0 the reference repacks (repack_applies also takes MXFP4, which has
+ * no packed layout here: repack_mxfp4.c runs it from the file). */
+static inline bool is_q4_0_repacked(const gguf_tensor *w)
+{
+    return w->type == TENSOR_TYPE_Q4_0 && repack_applies(w);
+}
+
 size_t packed_bytes(const gguf_tensor *w)
 {
 #ifdef PK_AVX512
-    if (repack_applies(w) || (is_q4_K(w) && refk_applies(w)) ||
+    if (is_q4_0_repacked(w) || (is_q4_K(w) && refk_applies(w)) ||
         (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
         return (size_t)packed_groups(w) * group_bytes(w);
 #elif defined(PK_AVX2)
-    if (repack_applies(w) || (is_q4_K(w) && refk_applies(w)))
+    if (is_q4_0_repacked(w) || (is_q4_K(w) && refk_applies(w)))
         return (size_t)packed_groups(w) * group_bytes(w);
 #else
     (void)w;

@@ -33,7 +33,7 @@
  * (qwen3), 4096 (phi3). llama.cpp needs heads x head size = dim for qwen2 and
  * phi3, and so does this tool.
  *
- * TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K, or
+ * TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4, or
  * Q4_K_M (attn_v, ffn_down and output Q6_K in every layer, attn_qkv Q5_K,
  * every other 2-D weight Q4_K: simpler than llama-quantize's mix, kept so that
  * the files the reference ran on keep their bytes), one type for every 2-D
@@ -413,6 +413,10 @@ static const struct qtype qtypes[] = {
     {"Q6_K", TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q6_K, 18},
     {"TQ1_0", TENSOR_TYPE_TQ1_0, TENSOR_TYPE_TQ1_0, 36},
     {"TQ2_0", TENSOR_TYPE_TQ2_0, TENSOR_TYPE_TQ2_0, 37},
+    /* every weight MXFP4, as `llama-quantize --tensor-type attn=mxfp4
+     * --tensor-type ffn=mxfp4` can write a dense model (general.file_type
+     * MOSTLY_MXFP4_MOE) */
+    {"MXFP4", TENSOR_TYPE_MXFP4, TENSOR_TYPE_MXFP4, 38},
     /* Simplified Q4_K_M: llama.cpp gives only some layers' attn_v/ffn_down
      * Q6_K; all of them is close enough in size and speed. */
     {"Q4_K_M", TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q6_K, 15},
@@ -763,7 +767,7 @@ static void usage(FILE *f)
                "       gguf_random --like MINI-2026.gguf --type TYPE [--set KEY=V[,V...]]... [--layers N]\n"
                "                   [--vocab N] [--untied] [--expert-type MXFP4|TYPE] [--dry-run] OUT.gguf\n"
                "                   (qwen35, qwen35moe, qwen3moe, gemma4 and gpt-oss SRC files)\n"
-               "TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M\n"
+               "TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M MXFP4\n"
                "TYPE with --llama-quantize: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
                "                            Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
                "(see the comment at the top of tests/tools/gguf_random.c)\n");
@@ -1670,7 +1674,7 @@ int main(int argc, char **argv)
             "Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K)",
             type_name);
     if (!qt)
-        die("unknown --type %s (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M)",
+        die("unknown --type %s (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M MXFP4)",
             type_name);
     {
         /* an SRC of a 2026 family: its own layout at the sizes of --set */
