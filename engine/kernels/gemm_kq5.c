@@ -98,8 +98,8 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
 static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
     for (int64_t i = 0; i < nbl; i++, tx += TX_SB) {
-        uint32_t v[4][TILE_T];
-        float nd[TILE_T];
+        uint32_t v[4][TILE_T] = {{0}}; /* all set below; cppcheck cannot tell */
+        float nd[TILE_T] = {0};
         for (int t = 0; t < TILE_T; t++) {
             const int16_t *b = y[t][i].bsums;
             for (int p = 0; p < 4; p++) {
