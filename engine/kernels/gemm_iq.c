@@ -36,11 +36,11 @@
  * scratch (panel, d_w, token bytes) is per thread and kept between calls. */
 #include "kernels/gemm_iq.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/tensor.h"
+#include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
 #include "kernels/quant_iq3.h"
@@ -692,34 +692,6 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
-#if defined(QUANT_HAVE_AVX2)
-/* This thread's scratch (panel, d_w, token bytes), kept between calls and
- * grown when a call needs more: a prompt's matmul calls this once per row
- * chunk, and fresh pages for each (the token bytes are 1-6 MB) cost page
- * faults, 4 % of bench_gemm_iq's time. Freed when the thread exits. */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static __thread void *scratch_p;
-static __thread size_t scratch_n;
-
-static void scratch_init(void)
-{
-    (void)pthread_key_create(&scratch_key, free);
-}
-
-static void *scratch_get(size_t bytes)
-{
-    if (bytes <= scratch_n)
-        return scratch_p;
-    pthread_once(&scratch_once, scratch_init);
-    free(scratch_p);
-    scratch_p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    scratch_n = scratch_p ? bytes : 0;
-    (void)pthread_setspecific(scratch_key, scratch_p);
-    return scratch_p;
-}
-#endif
-
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
                     size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
@@ -753,7 +725,7 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
 #else
     const size_t tok_bytes = 0;
 #endif
-    uint8_t *scr = scratch_get(panel_bytes + dw_bytes + tok_bytes);
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes);
     void *panel = scr;
     float *dw = scr ? (float *)(void *)(scr + panel_bytes) : NULL;
     uint8_t *tok8 = scr ? scr + panel_bytes + dw_bytes : NULL;

@@ -9,8 +9,9 @@
  * lane k, acc[k]); hsum_float_8. The lanes are exact integers, so any way
  * of forming them gives the same floats. Here a panel of rows is unpacked
  * once per call (6-bit values as bytes, scales as int16 pairs) and run
- * against every token: see gemm_kq6.c. Scratch per call (a panel of about
- * 192 KB), no second copy of the model. */
+ * against every token: see gemm_kq6.c. Scratch (a panel of about 192 KB)
+ * in the thread's kernel_scratch.h buffer, kept between calls: no second
+ * copy of the model. */
 #ifndef TOKSCOPE_GEMM_KQ6_H
 #define TOKSCOPE_GEMM_KQ6_H
 
@@ -27,7 +28,7 @@
 
 /* Below this many tokens the few-token kernels (quant_kfew.h, which unpack
  * each block once per 4 tokens) cost about what writing a panel does
- * (bench_gemm_kq6, one thread: 8 tokens 2.2-2.6 vs 2.6-3.4 ns per row x
+ * (bench_gemm_kq q6_k, one thread: 8 tokens 2.2-2.6 vs 2.6-3.4 ns per row x
  * token x block, 16 tokens 2.2-2.3 vs 2.2). */
 #define GEMM_KQ6_MIN_TOK 16
 

@@ -11,6 +11,7 @@
 #include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
 #include "kernels/gemm_iq.h"
+#include "kernels/gemm_kq5.h"
 #include "kernels/gemm_kq6.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_iq4.h"
@@ -89,6 +90,10 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         }
         if (reffloat_applies(sg->w)) {
             reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+            continue;
+        }
+        if (gemm_kq5_applies(sg->w, job->n_tok)) {
+            gemm_kq5_rows(job->n_in, wd, rb, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
         if (gemm_kq6_applies(sg->w, job->n_tok)) {

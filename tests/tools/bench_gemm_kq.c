@@ -1,14 +1,18 @@
-/* Microbenchmark of the Q6_K prompt GEMM (kernels/gemm_kq6.h) against the
- * few-token kernels it replaces for batches (tensor_matmul), one thread,
- * random weights, alternating the two, ns per row x token x 256-block (CPU
- * time), and a check that every output equals tensor_vec_dot's bits.
- * Not part of make test. Usage: bench_gemm_kq6 [n] [rows] [tokens] [rounds] */
+/* Microbenchmark of the K-quant prompt GEMMs (kernels/gemm_kq5.h,
+ * gemm_kq6.h) against the few-token kernels they replace for batches
+ * (tensor_matmul), one thread, random weights, alternating the two, ns per
+ * row x token x 256-block (CPU time; the GEMM's first call also allocates
+ * its per-thread scratch), and a check that every output equals
+ * tensor_vec_dot's bits. Not part of make test.
+ * Usage: bench_gemm_kq q5_k|q6_k [n] [rows] [tokens] [rounds] */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gguf/tensor.h"
+#include "kernels/gemm_kq5.h"
 #include "kernels/gemm_kq6.h"
 #include "kernels/quant_batch.h"
 
@@ -28,11 +32,16 @@ static float rndf(void)
 
 int main(int argc, char **argv)
 {
-    const int64_t n = argc > 1 ? atoll(argv[1]) : 2048;
-    const int64_t rows = argc > 2 ? atoll(argv[2]) : 512;
-    const int nt = argc > 3 ? atoi(argv[3]) : 512;
-    const int rounds = argc > 4 ? atoi(argv[4]) : 3;
-    const enum tensor_type t = TENSOR_TYPE_Q6_K, dot = TENSOR_TYPE_Q8_K;
+    if (argc < 2 || (strcmp(argv[1], "q5_k") != 0 && strcmp(argv[1], "q6_k") != 0)) {
+        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k [n] [rows] [tokens] [rounds]\n");
+        return 2;
+    }
+    const bool q5 = strcmp(argv[1], "q5_k") == 0;
+    const int64_t n = argc > 2 ? atoll(argv[2]) : 2048;
+    const int64_t rows = argc > 3 ? atoll(argv[3]) : 512;
+    const int nt = argc > 4 ? atoi(argv[4]) : 512;
+    const int rounds = argc > 5 ? atoi(argv[5]) : 3;
+    const enum tensor_type t = q5 ? TENSOR_TYPE_Q5_K : TENSOR_TYPE_Q6_K, dot = TENSOR_TYPE_Q8_K;
     const size_t rs = tensor_row_size(t, n), as = tensor_row_size(dot, n);
     uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
     float *x = malloc(sizeof(float) * (size_t)n), *o = malloc(sizeof(float) * (size_t)rows * (size_t)nt);
@@ -47,13 +56,16 @@ int main(int argc, char **argv)
         tensor_quantize_row(dot, x, a + as * (size_t)c, n);
     }
     const double cells = (double)rows * nt * (double)(n / 256);
-    printf("n=%lld rows=%lld tokens=%d, one thread, ns per row x token x 256-block\n", (long long)n, (long long)rows, nt);
+    printf("%s n=%lld rows=%lld tokens=%d, one thread, ns per row x token x 256-block\n", argv[1],
+           (long long)n, (long long)rows, nt);
     for (int rd = 0; rd < rounds; rd++)
         for (int k = 0; k < 2; k++) {
             memset(o, 0xff, sizeof(float) * (size_t)rows * (size_t)nt);
             const double t0 = now();
             if (k == 0)
                 tensor_matmul(t, n, w, rows, a, nt, as, o, rows);
+            else if (q5)
+                gemm_kq5_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
             else
                 gemm_kq6_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
             const double el = now() - t0;

@@ -1,0 +1,125 @@
+/* The K-quant GEMMs' shared driver (see gemm_kpanel.h). */
+#include "kernels/gemm_kpanel.h"
+
+#ifdef GEMM_KPANEL
+#include <string.h>
+
+#include "kernels/kernel_scratch.h"
+
+#define TILE_T GEMM_KP_TILE_T
+/* Panel bytes: the panel stays in L2 beside a block of tokens. */
+#define PANEL_BYTES (192 * 1024)
+/* Token bytes (their Q8_K rows) a block of tokens holds, also in L2. */
+#define TOK_BYTES (256 * 1024)
+/* Super-blocks per slice: 4 panel rows (14-16 KB) and 4 tokens (9 KB) stay in L1. */
+#define KC 8
+
+struct kp_scratch {
+    uint8_t *panel; /* pr rows (in pairs) */
+    __m512 *st;     /* float state of every tile of a token block */
+    float *ob;      /* a token block's outputs of the panel, token-major */
+    uint8_t *tx;    /* a token block's prep data, per tile */
+    int64_t pr;     /* rows a panel */
+    int tb;         /* tokens a block */
+};
+
+/* Rows [r0, r1) against tokens [0, n_tok): panels of pr rows written once;
+ * per block of tokens, the super-blocks in slices of KC so that a tile's
+ * 4 panel rows and 4 tokens stay in L1 (the float state waits in st
+ * between slices, the super-blocks still in order); 4 rows x 4 tokens per
+ * tile. */
+static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
+                      int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out,
+                      int64_t out_stride, const struct kp_scratch *s)
+{
+    const size_t pair_bytes = (size_t)nbl * k->pair_sb, tx_tile = (size_t)nbl * k->tx_bytes;
+    const int64_t pr = s->pr;
+    const int tb = s->tb;
+#define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
+    for (int64_t p0 = r0; p0 < r1; p0 += pr) {
+        const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
+        for (int64_t r = 0; r < np + np % 2; r++) { /* an odd last row fills its pair's second half too */
+            const int64_t kr = r < np ? r : np - 1;
+            k->write_row(wd + (size_t)(p0 + kr) * rs, nbl, s->panel + (size_t)(r / 2) * pair_bytes,
+                         (int)(r % 2));
+        }
+        for (int b0 = 0; b0 < n_tok; b0 += tb) {
+            const int bn = n_tok - b0 < tb ? n_tok - b0 : tb;
+            const int ntile = (bn + TILE_T - 1) / TILE_T;
+            /* the tiles' tokens: the last one repeated past the batch */
+            const block_q8_K *ys[ntile][TILE_T];
+            for (int c = 0; c < ntile; c++)
+                for (int j = 0; j < TILE_T; j++) {
+                    const int t = b0 + TILE_T * c + j;
+                    ys[c][j] = ACT(t < b0 + bn ? t : b0 + bn - 1);
+                }
+            if (k->prep && p0 == r0)
+                for (int c = 0; c < ntile; c++)
+                    k->prep(ys[c], nbl, s->tx + (size_t)(b0 / TILE_T + c) * tx_tile);
+            for (int64_t i0 = 0; i0 < nbl; i0 += KC) {
+                const int64_t i1 = nbl - i0 < KC ? nbl : i0 + KC;
+                for (int64_t r = 0; r < np; r += 4) {
+                    const int nr = np - r < 4 ? (int)(np - r) : 4;
+                    const uint8_t *wp[2] = {s->panel + (size_t)(r / 2) * pair_bytes,
+                                            s->panel + (size_t)(r / 2 + (nr > 2)) * pair_bytes};
+                    for (int c = 0; c < ntile; c++) {
+                        const int t0 = b0 + TILE_T * c, nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
+                        __m512 *st = s->st + ((r / 4) * ntile + c) * k->n_st;
+                        const uint8_t *tx = k->prep ? s->tx + (size_t)(b0 / TILE_T + c) * tx_tile : NULL;
+                        float o[4][TILE_T];
+                        (nr > 2 ? k->tile2 : k->tile1)(wp, ys[c], tx, i0, i1, nbl, st, o);
+                        if (i1 < nbl)
+                            continue;
+                        for (int j = 0; j < nr; j++)
+                            for (int t = 0; t < nt; t++)
+                                s->ob[(t0 - b0 + t) * pr + r + j] = o[j][t];
+                    }
+                }
+            }
+            /* each token's outputs of the panel in one piece: stores of 4
+             * rows a token went to a cache line per token */
+            for (int t = 0; t < bn; t++)
+                memcpy(out + (int64_t)(b0 + t) * out_stride + p0, s->ob + (int64_t)t * pr,
+                       (size_t)np * sizeof(float));
+        }
+    }
+#undef ACT
+}
+
+bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs, int64_t r0, int64_t r1,
+                  const void *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    struct kp_scratch s;
+    int64_t pr = PANEL_BYTES / ((int64_t)(k->pair_sb / 2) * nbl);
+    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
+    if (pr > r1 - r0)
+        pr = r1 - r0;
+    const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs */
+    int tb = (int)(TOK_BYTES / ((size_t)(nbl < KC ? nbl : KC) * sizeof(block_q8_K)));
+    tb = tb < TILE_T ? TILE_T : tb - tb % TILE_T;
+    if (tb > n_tok)
+        tb = n_tok;
+    s.pr = pr;
+    s.tb = tb;
+    /* one per-thread buffer (kernel_scratch.h: fresh pages each call cost
+     * as much as the tiles at 16 tokens), in 64-byte aligned pieces */
+#define UP64(x) (((size_t)(x) + 63) & ~(size_t)63)
+    const size_t panel_bytes = UP64((size_t)prp * (size_t)nbl * (k->pair_sb / 2));
+    /* float state of every tile of a token block */
+    const size_t st_bytes =
+        (size_t)((prp + 3) / 4) * (size_t)((tb + TILE_T - 1) / TILE_T) * (size_t)k->n_st * sizeof(__m512);
+    const size_t ob_bytes = UP64((size_t)tb * (size_t)pr * sizeof(float));
+    /* prep data of all the tokens, made while the first panel runs */
+    const size_t tx_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * k->tx_bytes);
+#undef UP64
+    uint8_t *scr = kernel_scratch_get(panel_bytes + st_bytes + ob_bytes + tx_bytes);
+    if (!scr)
+        return false;
+    s.panel = scr;
+    s.st = (__m512 *)(void *)(scr + panel_bytes);
+    s.ob = (float *)(void *)(scr + panel_bytes + st_bytes);
+    s.tx = scr + panel_bytes + st_bytes + ob_bytes;
+    kp_matmul(k, w, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, &s);
+    return true;
+}
+#endif

@@ -1,0 +1,125 @@
+/* The driver the K-quant integer GEMMs share (gemm_kq6.c, gemm_kq5.c):
+ * panels of row pairs written once per call, tokens in blocks that stay in
+ * L2, super-blocks in slices that keep a tile's panel rows and tokens in
+ * L1, 2 row pairs x 4 tokens a tile. What a row's panel holds and what a
+ * tile computes is the type's own (the callbacks); the driver only cuts
+ * rows, tokens and super-blocks, and every output's float steps stay in
+ * super-block order inside the tile (its float lanes wait in st between
+ * slices). Internal to the kernels. */
+#ifndef TOKSCOPE_GEMM_KPANEL_H
+#define TOKSCOPE_GEMM_KPANEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/quant_internal.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
+    defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GEMM_KPANEL 1
+
+/* tokens per tile */
+#define GEMM_KP_TILE_T 4
+
+/* Row h (0, 1) of a pair: the row's nbl super-blocks into the pair's panel
+ * at p, pair_sb bytes a super-block. */
+typedef void (*gemm_kp_write_fn)(const void *row, int64_t nbl, uint8_t *p, int h);
+
+/* The token side a tile wants besides the Q8_K rows (NULL when none): for
+ * the 4 tokens y (the last repeated past the batch), tx_bytes per
+ * super-block into tx. */
+typedef void (*gemm_kp_prep_fn)(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx);
+
+/* 1 or 2 row pairs (wp: their panels; with one, wp[1] == wp[0]) against 4
+ * tokens (y; tx their prep data), super-blocks [i0, i1): the float state
+ * goes on from st (n_st vectors; unset when i0 is 0) and back to st, or,
+ * when i1 is nbl, the outputs to out[row][token]. */
+typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],
+                                const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,
+                                float out[4][GEMM_KP_TILE_T]);
+
+struct gemm_kp {
+    size_t pair_sb;  /* panel bytes per row pair and super-block */
+    size_t tx_bytes; /* prep bytes per tile and super-block (0: no prep) */
+    int n_st;        /* float state vectors per tile */
+    gemm_kp_write_fn write_row;
+    gemm_kp_prep_fn prep;
+    gemm_kp_tile_fn tile2, tile1; /* 2 row pairs, 1 */
+};
+
+/* out[t * out_stride + r] for rows [r0, r1) of the rows at w (rs bytes
+ * apart, nbl super-blocks) and tokens [0, n_tok) (Q8_K rows act_stride
+ * bytes apart). False, having written nothing, when scratch could not be
+ * had. */
+bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs, int64_t r0, int64_t r1,
+                  const void *act, size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
+/* w . a lane sums of 4 bytes (w unsigned), from zero. An asm statement, as
+ * gemm_iq.c's: GCC copies accumulators around its intrinsic. */
+static inline __m512i gemm_kp_dpbusd0(__m512i w, __m512i a)
+{
+    __m512i r;
+    __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2, %1, %0" : "=&v"(r) : "v"(w), "v"(a));
+    return r;
+}
+
+/* Two rows' lane sums of one 64-value chunk pair side by side as int16
+ * pairs, for one vpdpwssd against their scale pairs: xa (row A) and xb
+ * (row B) hold in int32 lanes 0-7 the 4-value sums of the first chunk, in
+ * 8-15 of the second (each fits 16 bits); int32 lane m < 8 of the result is
+ * (A lane m, A lane m + 8), lane m >= 8 (B lane m - 8, B lane m). */
+static inline __m512i gemm_kp_pairs16(__m512i xa, __m512i xb)
+{
+    const __m512i idx =
+        _mm512_set_epi16(62, 46, 60, 44, 58, 42, 56, 40, 54, 38, 52, 36, 50, 34, 48, 32, /* B */
+                         30, 14, 28, 12, 26, 10, 24, 8, 22, 6, 20, 4, 18, 2, 16, 0);     /* A */
+    return _mm512_permutex2var_epi16(xa, idx, xb);
+}
+
+/* The types' panels begin alike: per chunk pair q (64 values) 64 value
+ * bytes of row A then 64 of row B at 128q (unsigned, so vpdpbusd's u8
+ * operand), the two chunks' int16 scale pairs at GEMM_KP_OFF_SC + 64q (8
+ * int32 lanes of row A, 8 of B). */
+#define GEMM_KP_OFF_SC 512
+
+/* Super-block i of NP row pairs (their panel blocks at wp[j] + i * pair_sb)
+ * against 4 tokens: acc[j][t] = the reference's scaled int32 lanes, row A's
+ * lanes k in 0-7, B's in 8-15. Per token and chunk pair two vpdpbusd give
+ * each row's 4-value sums (lanes 0-7 the first chunk, 8-15 the second; each
+ * fits 16 bits), gemm_kp_pairs16 puts them side by side and one vpdpwssd
+ * against the scale pairs adds both chunks, scaled. */
+static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const uint8_t *const wp[2],
+                                                                size_t pair_sb,
+                                                                const block_q8_K *const y[GEMM_KP_TILE_T],
+                                                                int64_t i, __m512i acc[2][GEMM_KP_TILE_T])
+{
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++)
+#pragma GCC unroll 8
+        for (int t = 0; t < GEMM_KP_TILE_T; t++)
+            acc[j][t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+        __m512i wa[2], wb[2], l[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++) {
+            wa[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + 128 * q);
+            wb[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + 128 * q + 64);
+            l[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + GEMM_KP_OFF_SC + 64 * q);
+            __asm__("" : "+v"(wa[j]), "+v"(wb[j]), "+v"(l[j]));
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < GEMM_KP_TILE_T; t++) {
+            const __m512i a = _mm512_loadu_si512(y[t][i].qs + 64 * q);
+#pragma GCC unroll 2
+            for (int j = 0; j < NP; j++) {
+                const __m512i xa = gemm_kp_dpbusd0(wa[j], a), xb = gemm_kp_dpbusd0(wb[j], a);
+                acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], l[j], gemm_kp_pairs16(xa, xb));
+            }
+        }
+    }
+}
+#endif
+
+#endif

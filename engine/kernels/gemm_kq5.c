@@ -1,0 +1,228 @@
+/* The Q5_K integer GEMM (see gemm_kq5.h), on the driver gemm_kq6.c shares
+ * (gemm_kpanel.h).
+ *
+ * A row's super-block is unpacked once per call into a panel, rows in
+ * pairs: per chunk pair q (elements 64q..64q+63, the reference's 32-value
+ * chunks 2q and 2q + 1: the low and high nibbles of qs[32q..32q+31], high
+ * bits 2q and 2q + 1 of qh) 64 bytes of row A then 64 of row B, the 5-bit
+ * values 0..31 in their order (unsigned: vpdpbusd's u8 operand, its
+ * products exact), and the scale pairs (sc[2q], sc[2q + 1]): the integer
+ * lanes are gemm_kp_lanes' (3 multiply instructions per row pair, token
+ * and chunk pair, where the few-token kernels' maddubs + madd take 4).
+ * Then one convert and one FMA with y.d * d_w per half, the
+ * reference's float step.
+ *
+ * The mins' integer of 2 rows x 4 tokens sits in the 8 int32 lanes of one
+ * 256-bit register, [row A: tokens 0-3 | row B: tokens 0-3]: four vpdpwssd
+ * of the panel's (min[2p], min[2p + 1]) pairs (one per row half) against
+ * the tokens' (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) pairs, the
+ * reference's int16 hadd, made once per call (prep_tokens); then one FMA
+ * with -y.d * dmin_w per lane: 8 of the reference's scalar summs steps at
+ * once, in super-block order. At the end hsum_float_8 of each output's
+ * lanes plus its summs. A tile is 2 row pairs x 4 tokens: 8 integer and 8
+ * float accumulators, and 2 summs registers. */
+#include "kernels/gemm_kq5.h"
+
+#include <string.h>
+
+#include "gguf/tensor.h"
+#include "kernels/gemm_kpanel.h"
+#include "kernels/quant_internal.h"
+
+bool gemm_kq5_applies(const gguf_tensor *w, int n_tok)
+{
+#ifdef GEMM_KQ5
+    return w->type == TENSOR_TYPE_Q5_K && n_tok >= GEMM_KQ5_MIN_TOK;
+#else
+    (void)w;
+    (void)n_tok;
+    return false;
+#endif
+}
+
+#ifdef GEMM_KQ5
+#define TILE_T GEMM_KP_TILE_T
+/* Panel bytes per row pair and super-block: 4 chunk pairs of 2 x 64 value
+ * bytes; 4 of 2 x 8 int16 scale pairs (sc[2q], sc[2q + 1]); 4 mins pairs p
+ * of 2 x 4 int16 pairs (min[2p], min[2p + 1]); 2 x 8 float d_w; 2 x 4 float
+ * dmin_w; padding to a cache line. */
+#define PAIR_SB 1024
+#define OFF_MIN 768
+#define OFF_DW 896
+#define OFF_DM 960
+/* Token bytes per tile and super-block: per mins pair p the 4 tokens'
+ * (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) int16 pairs, then the 4
+ * tokens' -y.d. */
+#define TX_SB 80
+
+/* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
+static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
+{
+    const block_q5_K *x = row;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
+        /* the weights come from memory once per call, rows one after the
+         * other: the bytes 2 KB on (this row's or the next) on their way */
+        for (int l = 0; l < 192; l += 64)
+            _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
+        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        for (int q = 0; q < 4; q++) {
+            /* the high bits 2q and 2q + 1 of each byte to bit 4 */
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * q));
+            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            hbits = _mm256_srli_epi16(hbits, 2);
+            _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h),
+                                _mm256_or_si256(_mm256_and_si256(q4, m4), h0));
+            _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h + 32),
+                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1));
+        }
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++)
+            quant_scale_min_k4(j, x[i].scales, &sc[j], &mn[j]);
+        for (int q = 0; q < 4; q++) {
+            _mm256_storeu_si256(
+                (__m256i *)(p + GEMM_KP_OFF_SC + 64 * q + 32 * h),
+                _mm256_set1_epi32((int)((uint32_t)sc[2 * q] | (uint32_t)sc[2 * q + 1] << 16)));
+            _mm_storeu_si128((__m128i *)(p + OFF_MIN + 32 * q + 16 * h),
+                             _mm_set1_epi32((int)((uint32_t)mn[2 * q] | (uint32_t)mn[2 * q + 1] << 16)));
+        }
+        _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
+        _mm_storeu_ps((float *)(void *)(p + OFF_DM + 16 * h), _mm_set1_ps(fp16_to_f32(x[i].dmin)));
+    }
+}
+
+/* The 4 tokens' side of the mins, TX_SB bytes a super-block: the
+ * reference's hadd of the bsums (int16, as _mm_hadd_epi16 wraps) in pairs
+ * per mins pair, token-major within each; then -y.d. */
+static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
+{
+    for (int64_t i = 0; i < nbl; i++, tx += TX_SB) {
+        uint32_t v[4][TILE_T] = {{0}}; /* all set below; cppcheck cannot tell */
+        float nd[TILE_T] = {0};
+        for (int t = 0; t < TILE_T; t++) {
+            const int16_t *b = y[t][i].bsums;
+            for (int p = 0; p < 4; p++) {
+                const uint16_t lo = (uint16_t)(b[4 * p] + b[4 * p + 1]),
+                               hi = (uint16_t)(b[4 * p + 2] + b[4 * p + 3]);
+                v[p][t] = (uint32_t)lo | (uint32_t)hi << 16;
+            }
+            nd[t] = -y[t][i].d;
+        }
+        memcpy(tx, v, sizeof v);
+        memcpy(tx + 64, nd, sizeof nd);
+    }
+}
+
+/* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
+ * rows, tx: their prep_tokens data), super-blocks [i0, i1): the float
+ * lanes go on from st (zero when i0 is 0) and back to st, or, when i1 is
+ * nbl, the outputs to out[row][token]. Lanes 0-7 of an accumulator: row
+ * 2j's lanes k, 8-15: row 2j + 1's; summs lanes [2j: tokens | 2j + 1:
+ * tokens]. Always inlined with a constant NP. */
+static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
+                                                          const block_q8_K *const y[TILE_T],
+                                                          const uint8_t *tx, int64_t i0, int64_t i1,
+                                                          int64_t nbl, __m512 *st, float out[4][TILE_T])
+{
+    __m512 facc[2][TILE_T];
+    __m256 macc[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++) {
+#pragma GCC unroll 8
+        for (int t = 0; t < TILE_T; t++)
+            facc[j][t] = i0 == 0 ? _mm512_setzero_ps() : st[j * TILE_T + t];
+        macc[j] = i0 == 0  ? _mm256_setzero_ps()
+                  : j == 0 ? _mm512_castps512_ps256(st[2 * TILE_T])
+                           : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(st[2 * TILE_T]), 1));
+    }
+    for (int64_t i = i0; i < i1; i++) {
+        __m512i acc[2][TILE_T];
+        gemm_kp_lanes(NP, wp, PAIR_SB, y, i, acc);
+        const uint8_t *xi = tx + i * TX_SB;
+        const __m256 nyd = _mm256_broadcast_ps((const __m128 *)(const void *)(xi + 64));
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++) {
+            const uint8_t *pb = wp[j] + i * PAIR_SB;
+            const __m512 dwv = _mm512_loadu_ps(pb + OFF_DW);
+#pragma GCC unroll 8
+            for (int t = 0; t < TILE_T; t++)
+                /* y.d * d_w, as vec_dot's scalar product */
+                facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(y[t][i].d)),
+                                             _mm512_cvtepi32_ps(acc[j][t]), facc[j][t]);
+            /* the mins: lane (row, token) = sum_p min pair p . bsum pair p */
+            __m256i tot =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(pb + OFF_MIN)),
+                                  _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)xi)));
+#pragma GCC unroll 3
+            for (int p = 1; p < 4; p++)
+                tot = _mm256_dpwssd_epi32(
+                    tot, _mm256_loadu_si256((const __m256i *)(pb + OFF_MIN + 32 * p)),
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + 16 * p))));
+            /* -y.d * dmin_w, as vec_dot's scalar product */
+            macc[j] = _mm256_fmadd_ps(
+                _mm256_mul_ps(_mm256_loadu_ps((const float *)(const void *)(pb + OFF_DM)), nyd),
+                _mm256_cvtepi32_ps(tot), macc[j]);
+        }
+    }
+    if (i1 < nbl) {
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++)
+#pragma GCC unroll 8
+            for (int t = 0; t < TILE_T; t++)
+                st[j * TILE_T + t] = facc[j][t];
+        st[2 * TILE_T] = _mm512_insertf32x8(_mm512_castps256_ps512(macc[0]), NP > 1 ? macc[1] : macc[0], 1);
+        return;
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++) {
+        float sm[8];
+        _mm256_storeu_ps(sm, macc[j]);
+#pragma GCC unroll 8
+        for (int t = 0; t < TILE_T; t++) {
+            out[2 * j][t] = hsum_ps(_mm512_castps512_ps256(facc[j][t])) + sm[t];
+            out[2 * j + 1][t] =
+                hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1))) +
+                sm[4 + t];
+        }
+    }
+}
+
+static void tile_pairs2(const uint8_t *const wp[2], const block_q8_K *const y[TILE_T], const uint8_t *tx,
+                        int64_t i0, int64_t i1, int64_t nbl, __m512 *st, float out[4][TILE_T])
+{
+    tile512(2, wp, y, tx, i0, i1, nbl, st, out);
+}
+static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[TILE_T], const uint8_t *tx,
+                        int64_t i0, int64_t i1, int64_t nbl, __m512 *st, float out[4][TILE_T])
+{
+    tile512(1, wp, y, tx, i0, i1, nbl, st, out);
+}
+
+static const struct gemm_kp kq5 = {
+    .pair_sb = PAIR_SB,
+    .tx_bytes = TX_SB,
+    .n_st = 2 * TILE_T + 1,
+    .write_row = write_pair_row,
+    .prep = prep_tokens,
+    .tile2 = tile_pairs2,
+    .tile1 = tile_pairs1,
+};
+#endif
+
+void gemm_kq5_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act,
+                   size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1)
+        return;
+#ifdef GEMM_KQ5
+    if (gemm_kp_rows(&kq5, n / QK_K, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
+#endif
+    /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
+    for (int64_t r = r0; r < r1; r++)
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] =
+                tensor_vec_dot(TENSOR_TYPE_Q5_K, n, (const uint8_t *)w + (size_t)r * rs,
+                               (const uint8_t *)act + (size_t)t * act_stride);
+}
