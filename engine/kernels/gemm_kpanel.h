@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
@@ -121,5 +122,17 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const ui
     }
 }
 #endif
+
+/* What a K-quant GEMM falls back to without scratch (or in a build without
+ * it): tensor_vec_dot per output, which gives the same bits. */
+static inline void gemm_kq_dot_rows(enum tensor_type type, int64_t n, const void *w, size_t rs, int64_t r0,
+                                    int64_t r1, const void *act, size_t act_stride, int n_tok, float *out,
+                                    int64_t out_stride)
+{
+    for (int64_t r = r0; r < r1; r++)
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = tensor_vec_dot(type, n, (const uint8_t *)w + (size_t)r * rs,
+                                                             (const uint8_t *)act + (size_t)t * act_stride);
+}
 
 #endif

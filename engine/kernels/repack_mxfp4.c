@@ -212,31 +212,14 @@ static inline __m256i mx_ilv_isum(const mx_ilv_block *w, const int8_t *q, __m256
     return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
 }
 
-/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. */
-static inline void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
-                     const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
-{
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const __m256 d = _mm256_loadu_ps(dw + b * 8);
-        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(off0[b]));
-        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(off1[b]));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y1[b].d))), acc1);
-    }
-    _mm256_storeu_ps(out0, acc0);
-    _mm256_storeu_ps(out1, acc1);
-}
-
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-/* The same two tokens' outputs with AVX-512 VNNI: token 0 in the low 8
- * dword lanes, token 1 in the high 8. vpdpbusd (unsigned offset values x
+/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. With
+ * AVX-512 VNNI: token 0 in the low 8 dword lanes, token 1 in the high 8. vpdpbusd (unsigned offset values x
  * signed bytes) adds each lane's 4 products into an exact int32 sum, so
  * lane j holds row j's block sum as mx_ilv_isum's maddubs/madd chain gives
  * it, for half the instructions; the float steps per lane (less the offset,
- * convert, d_w * d_a, fma) are mx_ilv_2's, in its order. */
-static void mx_ilv_2_vnni(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
+ * convert, d_w * d_a, fma) are the AVX2 version's below, in its order. */
+static void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
                           const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
 {
     __m512 acc = _mm512_setzero_ps();
@@ -262,9 +245,24 @@ static void mx_ilv_2_vnni(const mx_ilv_block *w, const float *dw, const block_q8
     _mm256_storeu_ps(out0, _mm512_castps512_ps256(acc));
     _mm256_storeu_ps(out1, _mm512_extractf32x8_ps(acc, 1));
 }
-#define MX_ILV_2 mx_ilv_2_vnni
 #else
-#define MX_ILV_2 mx_ilv_2
+/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. */
+static void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
+                     const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256 d = _mm256_loadu_ps(dw + b * 8);
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(off0[b]));
+        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(off1[b]));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y1[b].d))), acc1);
+    }
+    _mm256_storeu_ps(out0, acc0);
+    _mm256_storeu_ps(out1, acc1);
+}
+
 #endif
 
 static void mx_ilv_1(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const int32_t *off0, int64_t nb,
@@ -312,7 +310,7 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
         for (; t + 2 <= n_tok; t += 2) {
             for (int64_t e = line + per_pair; line < e && line < n_lines; line++)
                 _mm_prefetch(next + line * 64, _MM_HINT_T0);
-            MX_ILV_2(ilv, dw, (const block_q8_0 *)(act + (size_t)t * act_stride),
+            mx_ilv_2(ilv, dw, (const block_q8_0 *)(act + (size_t)t * act_stride),
                      (const block_q8_0 *)(act + (size_t)(t + 1) * act_stride), off + t * nb, off + (t + 1) * nb, nb,
                      out + (int64_t)t * out_stride + r, out + (int64_t)(t + 1) * out_stride + r);
         }

@@ -23,13 +23,6 @@ static uint64_t rng_state = 0x4D6F454B65726Eull;
 static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng_state) >> 16); }
 static float rnd_uniform(void) { return (float)rnd_u32() / 4294967296.0f * 2.0f - 1.0f; }
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 static void check_type(enum tensor_type type, size_t block_size)
 {
     enum { RMAX = 24, TMAX = 11, NBMAX = 4 };
