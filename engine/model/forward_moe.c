@@ -24,6 +24,10 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_iq.h"
+#include "kernels/gemm_kq4v.h"
+#include "kernels/gemm_kq5.h"
+#include "kernels/gemm_kq6.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_iq4.h"
 #include "model/arch.h"
@@ -226,8 +230,13 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
     }
     if (refk_applies(&v)) {
         /* Q4_K, Q2_K: the repacked mul_mat_id runs gemv a token at a time,
-         * never the gemm's order; refk_matmul_gemv gives every token that
-         * order, Q4_K tokens in fours sharing the weight decoding */
+         * never the gemm's order; a batch of Q4_K tokens runs the integer
+         * GEMM that keeps that order per output, the rest refk_matmul_gemv
+         * (Q4_K tokens in fours sharing the weight decoding) */
+        if (gemm_kq4v_applies(&v, n_tok) &&
+            gemm_kq4v_rows(n, v.data, tensor_row_size((enum tensor_type)v.type, n), lo, hi, act, stride, n_tok,
+                           out, out_stride))
+            return;
         refk_matmul_gemv(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
         return;
     }
@@ -237,6 +246,24 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
         for (int t = 0; t < n_tok; t++)
             reffloat_matmul(&v, n, lo, hi, act + (size_t)t * stride, stride, 1, out + (int64_t)t * out_stride,
                             out_stride);
+        return;
+    }
+    /* vec_dot order from here on. An expert with a batch of tokens (a
+     * prompt's experts get n_tok * n_used / n_expert rows on average) runs
+     * the integer GEMMs that give every output vec_dot's bits, as the dense
+     * matmuls do: Q6_K and Q5_K down projections of the Q4_K_M mixes, the
+     * IQ types */
+    const size_t rs = tensor_row_size((enum tensor_type)v.type, n);
+    if (gemm_kq6_applies(&v, n_tok)) {
+        gemm_kq6_rows(n, v.data, rs, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (gemm_kq5_applies(&v, n_tok)) {
+        gemm_kq5_rows(n, v.data, rs, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (gemm_iq_applies(&v, n_tok)) {
+        gemm_iq_matmul(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
         return;
     }
     /* vec_dot order (both kernels give its bits): tokens in fours through
