@@ -1,12 +1,13 @@
 /* Microbenchmark of the K-quant prompt GEMMs (kernels/gemm_kq5.h,
- * gemm_kq6.h, and gemm_kq4v.h for a MoE expert's Q4_K tokens) against the
+ * gemm_kq6.h, gemm_kq4v.h for a MoE expert's Q4_K tokens, and
+ * packed_q8_0_rows for its Q8_0 tokens: q8_0_pack) against the
  * few-token kernels they replace for batches (tensor_matmul;
  * refk_matmul_gemv for q4_k_gemv), one thread, random weights, alternating
  * the two, ns per row x token x 256-block (CPU time; the GEMM's first call
  * also allocates its per-thread scratch), and a check that every output
  * equals the one-token bits (tensor_vec_dot; the gemv). Not part of make
  * test.
- * Usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv [n] [rows] [tokens] [rounds] */
+ * Usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,23 +19,26 @@
 #include "kernels/gemm_kq4v.h"
 #include "kernels/gemm_kq5.h"
 #include "kernels/gemm_kq6.h"
+#include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "bench_util.h"
 
 int main(int argc, char **argv)
 {
     if (argc < 2 ||
-        (strcmp(argv[1], "q5_k") != 0 && strcmp(argv[1], "q6_k") != 0 && strcmp(argv[1], "q4_k_gemv") != 0)) {
-        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv [n] [rows] [tokens] [rounds]\n");
+        (strcmp(argv[1], "q5_k") != 0 && strcmp(argv[1], "q6_k") != 0 && strcmp(argv[1], "q4_k_gemv") != 0 &&
+         strcmp(argv[1], "q8_0_pack") != 0)) {
+        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds]\n");
         return 2;
     }
     const bool q5 = strcmp(argv[1], "q5_k") == 0, q4v = strcmp(argv[1], "q4_k_gemv") == 0;
+    const bool q8 = strcmp(argv[1], "q8_0_pack") == 0;
     const int64_t n = argc > 2 ? atoll(argv[2]) : 2048;
     const int64_t rows = argc > 3 ? atoll(argv[3]) : 512;
     const int nt = argc > 4 ? atoi(argv[4]) : 512;
     const int rounds = argc > 5 ? atoi(argv[5]) : 3;
-    const enum tensor_type t = q4v ? TENSOR_TYPE_Q4_K : q5 ? TENSOR_TYPE_Q5_K : TENSOR_TYPE_Q6_K;
-    const enum tensor_type dot = TENSOR_TYPE_Q8_K;
+    const enum tensor_type t = q8 ? TENSOR_TYPE_Q8_0 : q4v ? TENSOR_TYPE_Q4_K : q5 ? TENSOR_TYPE_Q5_K : TENSOR_TYPE_Q6_K;
+    const enum tensor_type dot = q8 ? TENSOR_TYPE_Q8_0 : TENSOR_TYPE_Q8_K;
     const size_t rs = tensor_row_size(t, n), as = tensor_row_size(dot, n);
     uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
     float *x = malloc(sizeof(float) * (size_t)n), *o = malloc(sizeof(float) * (size_t)rows * (size_t)nt);
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
                 refk_matmul_gemv(&wt, n, 0, rows, a, as, nt, o, rows);
             else if (k == 0)
                 tensor_matmul(t, n, w, rows, a, nt, as, o, rows);
+            else if (q8)
+                packed_q8_0_rows(w, rs, n / 32, 0, rows, a, as, nt, o, rows);
             else if (q4v)
                 gemm_kq4v_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
             else if (q5)
