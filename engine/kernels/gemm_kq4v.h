@@ -30,8 +30,10 @@
 
 /* Below this many tokens refk_matmul_gemv's 1x4 tiles (each block unpacked
  * once per 4 tokens) cost about what writing a panel does (bench_gemm_kq
- * q4_k_gemv, one thread). */
-#define GEMM_KQ4V_MIN_TOK 8
+ * q4_k_gemv, one thread, ns per row x block: 4 tokens even; 6 tokens
+ * 3.5-4.6 vs 5.3-7.9 on the 2048 x 512, 2048 x 768 and 2816 x 1408 expert
+ * shapes; 16 tokens 2.1 vs 5.1). */
+#define GEMM_KQ4V_MIN_TOK 6
 
 /* True when this build has the GEMM, w is Q4_K and n_tok is a batch. */
 bool gemm_kq4v_applies(const gguf_tensor *w, int n_tok);
