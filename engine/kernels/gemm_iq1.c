@@ -60,7 +60,8 @@ bool gemm_iq1_supports(enum tensor_type type)
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 weight
  * bytes (grid value times scale) from 0, 4 sub-block pairs of 2 x 16 int16
  * delta weights (scale times sign) from P_D, 2 x 8 int32 offset
- * corrections from P_C. */
+ * corrections (-128 x the lanes' weight sums: the grid lanes' start) from
+ * P_C. */
 #define P_D 512
 #define P_C 768
 #define PAIR_SB 832
@@ -78,35 +79,39 @@ static void write_pair_row(const block_iq1_m *x, int64_t nbl, uint8_t *p, int h,
         memcpy(sc, x[i].scales, 8);
         dw[i] = fp16_to_f32(quant_iq1m_d(&x[i]));
         __m256i corr = _mm256_setzero_si256();
-        int16_t dl[QK_K / 32][8]; /* delta weight of sub-block b's lane k */
-        for (int b = 0; b < QK_K / 32; b++) {
-            /* the scales of elements 0-15 and 16-31 (quant_iq1.h) */
-            const int s0 = 2 * (sc[b / 2] >> (6 * (b % 2)) & 7) + 1;
-            const int s1 = 2 * (sc[b / 2] >> (6 * (b % 2) + 3) & 7) + 1;
-            const uint8_t *qs = x[i].qs + 4 * b;
-            const int nib[4] = {x[i].qh[2 * b] & 15, x[i].qh[2 * b] >> 4, x[i].qh[2 * b + 1] & 15,
-                                x[i].qh[2 * b + 1] >> 4};
-            const __m256i g = _mm256_setr_epi64x((long long)quant_iq1s_grid[qs[0] | (nib[0] & 7) << 8],
-                                                 (long long)quant_iq1s_grid[qs[1] | (nib[1] & 7) << 8],
-                                                 (long long)quant_iq1s_grid[qs[2] | (nib[2] & 7) << 8],
-                                                 (long long)quant_iq1s_grid[qs[3] | (nib[3] & 7) << 8]);
-            const __m256i gs =
-                _mm256_sign_epi8(_mm256_setr_m128i(_mm_set1_epi8((char)s0), _mm_set1_epi8((char)s1)), g);
-            _mm256_storeu_si256((__m256i *)(p + 64 * b + 32 * h), gs);
-            /* the lanes' weight sums (exact: 1 * w pairs, then pairs) */
-            corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, gs), ones16));
-            for (int k = 0; k < 8; k++)
-                dl[b][k] = (int16_t)((k < 4 ? s0 : s1) * (nib[k / 2] & 8 ? -1 : 1));
-        }
         for (int m = 0; m < QK_K / 64; m++) {
-            int16_t d16[16];
-            for (int k = 0; k < 8; k++) {
-                d16[2 * k] = dl[2 * m][k];
-                d16[2 * k + 1] = dl[2 * m + 1][k];
+            /* pk[l]: group l's delta weight (scale times sign) of sub-block
+             * 2m in the low int16, of 2m + 1 in the high */
+            uint32_t pk[4] = {0, 0, 0, 0};
+            for (int e = 0; e < 2; e++) {
+                const int b = 2 * m + e;
+                /* the scales of elements 0-15 and 16-31 (quant_iq1.h) */
+                const int s0 = 2 * (sc[m] >> (6 * e) & 7) + 1, s1 = 2 * (sc[m] >> (6 * e + 3) & 7) + 1;
+                const uint8_t *qs = x[i].qs + 4 * b;
+                const unsigned q0 = x[i].qh[2 * b], q1 = x[i].qh[2 * b + 1];
+                const unsigned nib[4] = {q0 & 15, q0 >> 4, q1 & 15, q1 >> 4};
+                const __m256i g = _mm256_setr_epi64x((long long)quant_iq1s_grid[qs[0] | (nib[0] & 7) << 8],
+                                                     (long long)quant_iq1s_grid[qs[1] | (nib[1] & 7) << 8],
+                                                     (long long)quant_iq1s_grid[qs[2] | (nib[2] & 7) << 8],
+                                                     (long long)quant_iq1s_grid[qs[3] | (nib[3] & 7) << 8]);
+                const __m256i gs =
+                    _mm256_sign_epi8(_mm256_setr_m128i(_mm_set1_epi8((char)s0), _mm_set1_epi8((char)s1)), g);
+                _mm256_storeu_si256((__m256i *)(p + 64 * b + 32 * h), gs);
+                /* the lanes' weight sums (exact: 1 * w pairs, then pairs) */
+                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, gs), ones16));
+                for (int l = 0; l < 4; l++) {
+                    const int neg = -(int)(nib[l] >> 3);
+                    pk[l] |= (uint32_t)(uint16_t)(((l < 2 ? s0 : s1) ^ neg) - neg) << 16 * e;
+                }
             }
-            memcpy(p + P_D + 64 * m + 32 * h, d16, sizeof d16);
+            /* int32 lane k (elements 4k..4k+3) is in group k / 2 */
+            const __m128i v = _mm_loadu_si128((const __m128i *)pk);
+            _mm256_storeu_si256((__m256i *)(p + P_D + 64 * m + 32 * h),
+                                _mm256_setr_m128i(_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)));
         }
-        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h), _mm256_slli_epi32(corr, 7));
+        /* minus 128 * the weight sums: the accumulators' start */
+        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h),
+                            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
     }
 }
 
@@ -114,7 +119,8 @@ static void write_pair_row(const block_iq1_m *x, int64_t nbl, uint8_t *p, int h,
 static void prep_token(const block_q8_K *y, int64_t nbl, uint8_t *o)
 {
     const __m512i m80 = _mm512_set1_epi8((char)0x80);
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), lo16 = _mm256_set1_epi32(0xffff);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1),
+                  lo16 = _mm256_set1_epi32(0xffff);
     for (int64_t i = 0; i < nbl; i++, o += TOK_SB) {
         for (int s = 0; s < QK_K / 64; s++)
             _mm512_storeu_si512(o + 64 * s, _mm512_xor_si512(_mm512_loadu_si512(y[i].qs + 64 * s), m80));
@@ -123,7 +129,8 @@ static void prep_token(const block_q8_K *y, int64_t nbl, uint8_t *o)
             const __m256i a = _mm256_madd_epi16(
                 _mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * m))), ones16);
             const __m256i b = _mm256_madd_epi16(
-                _mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * m + 32))), ones16);
+                _mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * m + 32))),
+                ones16);
             _mm256_storeu_si256((__m256i *)(o + T_S4 + 32 * m),
                                 _mm256_or_si256(_mm256_and_si256(a, lo16), _mm256_slli_epi32(b, 16)));
         }
@@ -137,13 +144,59 @@ static inline __m512 pair_d(float d0, float d1)
         _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0)), _mm256_castps_pd(_mm256_set1_ps(d1)), 1));
 }
 
+/* A super-block's grid lanes (vpdpbusd, 8 sub-blocks) or delta lanes
+ * (vpdpwssd, 4 sub-block pairs) of 2 row pairs (w0, w1: their panel blocks
+ * at the part) against 8 tokens st bytes apart from p0 (their prepared
+ * bytes at the part), from zero: one asm loop, as gemm_iq.c's (GCC 12
+ * copied each accumulator after its intrinsic and spilled some). */
+#define IQ1_STEP(op, addr, t)                                                                                \
+    "vbroadcasti64x4 " addr ", %%zmm30\n\t" op " %%zmm28, %%zmm30, %[c0" #t "]\n\t" op                       \
+    " %%zmm29, %%zmm30, %[c1" #t "]\n\t"
+#define IQ1_ZERO(t)                                                                                          \
+    "vpxord %[c0" #t "], %[c0" #t "], %[c0" #t "]\n\tvpxord %[c1" #t "], %[c1" #t "], %[c1" #t "]\n\t"
+#define IQ1_LOAD(t) "vmovdqu64 (%[k0]), %[c0" #t "]\n\tvmovdqu64 (%[k1]), %[c1" #t "]\n\t"
+#define IQ1_SB_2X8(name, op, init, steps, wstep, tstep)                                                      \
+    static inline __attribute__((always_inline)) void name(                                                  \
+        const uint8_t *w0, const uint8_t *w1, const uint8_t *k0, const uint8_t *k1, const uint8_t *p0,       \
+        size_t st, __m512i acc[2][TILE_T])                                                                   \
+    {                                                                                                        \
+        const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;                                                  \
+        int cnt;                                                                                             \
+        __asm__(                                                                                             \
+            init(0) init(1) init(2) init(3) init(4) init(5) init(6)                                          \
+                init(7) "mov $" #steps ", %[cnt]\n"                                                          \
+                        "1:\n\t"                                                                             \
+                        "vmovdqu64 (%[w0]), %%zmm28\n\t"                                                     \
+                        "vmovdqu64 (%[w1]), %%zmm29\n\t" IQ1_STEP(op, "(%[p0])", 0)                          \
+                            IQ1_STEP(op, "(%[p0],%[st],1)", 1) IQ1_STEP(op, "(%[p0],%[st],2)", 2) IQ1_STEP(  \
+                                op, "(%[p3])", 3) IQ1_STEP(op, "(%[p3],%[st],1)", 4)                         \
+                                IQ1_STEP(op, "(%[p3],%[st],2)", 5) IQ1_STEP(op, "(%[p6])", 6) IQ1_STEP(      \
+                                    op, "(%[p6],%[st],1)", 7) "add $" #wstep ", %[w0]\n\t"                   \
+                                                              "add $" #wstep ", %[w1]\n\t"                   \
+                                                              "add $" #tstep ", %[p0]\n\t"                   \
+                                                              "add $" #tstep ", %[p3]\n\t"                   \
+                                                              "add $" #tstep ", %[p6]\n\t"                   \
+                                                              "dec %[cnt]\n\t"                               \
+                                                              "jnz 1b"                                       \
+            :                                                                                                \
+            [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]),  \
+            [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]),  \
+            [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]),  \
+            [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]),  \
+            [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)      \
+            : [st] "r"(st), [k0] "r"(k0), [k1] "r"(k1)                                                       \
+            : "xmm28", "xmm29", "xmm30", "cc", "memory");                                                    \
+    }
+/* the grid lanes from their offset corrections (k0, k1), the delta lanes from zero */
+IQ1_SB_2X8(grid_2x8, "vpdpbusd", IQ1_LOAD, 8, 64, 32)
+IQ1_SB_2X8(delta_2x8, "vpdpwssd", IQ1_ZERO, 4, 64, 32)
+
 /* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against
  * NT tokens (a: their prepared bytes, y: their Q8_K rows for d_act):
  * out[token][row]. Always inlined with constant NP, NT. */
-static inline __attribute__((always_inline)) void tile512(int NP, int NT, const uint8_t *const wp[2],
-                                                         const float *const dw[4], const uint8_t *const a[TILE_T],
-                                                         const block_q8_K *const y[TILE_T], int64_t nbl,
-                                                         float out[TILE_T][4])
+static inline __attribute__((always_inline)) void
+tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
+        const block_q8_K *const y[TILE_T], int64_t nbl, float out[TILE_T][4])
 {
     __m512 f1[2][TILE_T], f2[2][TILE_T];
 #pragma GCC unroll 2
@@ -151,52 +204,67 @@ static inline __attribute__((always_inline)) void tile512(int NP, int NT, const 
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++)
             f1[j][t] = f2[j][t] = _mm512_setzero_ps();
+    /* the asm loops want the tokens evenly spaced */
+    const size_t st = (size_t)(a[1] - a[0]);
+    bool even = NP == 2 && NT == 8;
+    for (int t = 2; t < NT; t++)
+        even = even && a[t] == a[0] + (size_t)t * st;
     for (int64_t i = 0; i < nbl; i++) {
         __m512i acc[2][TILE_T], w[2];
         __m512 dwv[2];
 #pragma GCC unroll 2
-        for (int j = 0; j < NP; j++) {
+        for (int j = 0; j < NP; j++)
             dwv[j] = pair_d(dw[2 * j][i], dw[2 * j + 1][i]);
-#pragma GCC unroll 8
-            for (int t = 0; t < NT; t++)
-                acc[j][t] = _mm512_setzero_si512();
-        }
-        for (int b = 0; b < QK_K / 32; b++) {
+        if (even)
+            grid_2x8(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, wp[0] + i * PAIR_SB + P_C,
+                     wp[1] + i * PAIR_SB + P_C, a[0] + TOK_SB * i, st, acc);
+        else {
 #pragma GCC unroll 2
-            for (int j = 0; j < NP; j++)
-                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * b);
+            for (int j = 0; j < NP; j++) {
+                const __m512i start = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_C);
 #pragma GCC unroll 8
-            for (int t = 0; t < NT; t++) {
-                const __m512i at =
-                    _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + 32 * b)));
+                for (int t = 0; t < NT; t++)
+                    acc[j][t] = start;
+            }
+            for (int b = 0; b < QK_K / 32; b++) {
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
-                    acc[j][t] = _mm512_dpbusd_epi32(acc[j][t], at, w[j]);
+                    w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * b);
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; t++) {
+                    const __m512i at = _mm512_broadcast_i64x4(
+                        _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + 32 * b)));
+#pragma GCC unroll 2
+                    for (int j = 0; j < NP; j++)
+                        acc[j][t] = _mm512_dpbusd_epi32(acc[j][t], at, w[j]);
+                }
             }
         }
 #pragma GCC unroll 2
-        for (int j = 0; j < NP; j++) {
-            const __m512i corr = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_C);
+        for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++) { /* d = d_act * d_w, one product as vec_dot's */
                 f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
-                                           _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j][t], corr)), f1[j][t]);
+                                           _mm512_cvtepi32_ps(acc[j][t]), f1[j][t]);
                 acc[j][t] = _mm512_setzero_si512();
             }
-        }
-        for (int m = 0; m < QK_K / 64; m++) {
-#pragma GCC unroll 2
-            for (int j = 0; j < NP; j++)
-                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_D + 64 * m);
-#pragma GCC unroll 8
-            for (int t = 0; t < NT; t++) {
-                const __m512i st = _mm512_broadcast_i64x4(
-                    _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + T_S4 + 32 * m)));
+        if (even)
+            delta_2x8(wp[0] + i * PAIR_SB + P_D, wp[1] + i * PAIR_SB + P_D, NULL, NULL,
+                      a[0] + TOK_SB * i + T_S4, st, acc);
+        else
+            for (int m = 0; m < QK_K / 64; m++) {
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
-                    acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], st, w[j]);
+                    w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_D + 64 * m);
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; t++) {
+                    const __m512i st = _mm512_broadcast_i64x4(
+                        _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + T_S4 + 32 * m)));
+#pragma GCC unroll 2
+                    for (int j = 0; j < NP; j++)
+                        acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], st, w[j]);
+                }
             }
-        }
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
@@ -218,12 +286,12 @@ static inline __attribute__((always_inline)) void tile512(int NP, int NT, const 
 
 typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
                         const block_q8_K *const y[TILE_T], int64_t nbl, float out[TILE_T][4]);
-#define TILE_FN(np, nt)                                                                                           \
-    static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                           \
-                                 const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T], int64_t nbl, \
-                                 float out[TILE_T][4])                                                            \
-    {                                                                                                             \
-        tile512(np, nt, wp, dw, a, y, nbl, out);                                                                  \
+#define TILE_FN(np, nt)                                                                                      \
+    static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
+                                 const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],          \
+                                 int64_t nbl, float out[TILE_T][4])                                          \
+    {                                                                                                        \
+        tile512(np, nt, wp, dw, a, y, nbl, out);                                                             \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
