@@ -191,7 +191,10 @@ bool gemm_iq_supports(enum tensor_type type)
 
 int gemm_iq_min_tok(enum tensor_type type)
 {
-    return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ? 8 : 16;
+    return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ||
+                   type == TENSOR_TYPE_IQ1_M
+               ? 8
+               : 16;
 }
 
 bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
