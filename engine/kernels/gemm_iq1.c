@@ -23,8 +23,10 @@
  *
  * Layout as gemm_iq.c's AVX-512 panel: rows in pairs (row 2j in dword
  * lanes 0-7 of a zmm, row 2j + 1 in 8-15), a token's 32 bytes broadcast to
- * both halves; a tile is 2 row pairs x 8 tokens, a super-block's grid lanes
- * then its delta lanes in the same 16 accumulators.
+ * both halves; a tile is 2 row pairs x 4 tokens, a super-block's grid lanes
+ * then its delta lanes in the same 8 accumulators, so that the 16 float
+ * accumulators can stay in registers (2 x 8 tokens spilled them: 10 %
+ * slower).
  *
  * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes):
  * a -128 would differ from the reference's sign_epi8, which leaves -(-128)
@@ -52,7 +54,7 @@ bool gemm_iq1_supports(enum tensor_type type)
 }
 
 #ifdef GEMM_IQ1
-#define TILE_T 8
+#define TILE_T 4
 /* Scratch for the tokens' bytes a pass may hold; more go in several passes. */
 #define ACT_BYTES (6 << 20)
 /* Panel bytes: rows times this stay in L2 beside a block of tokens. */
@@ -146,50 +148,49 @@ static inline __m512 pair_d(float d0, float d1)
 
 /* A super-block's grid lanes (vpdpbusd, 8 sub-blocks) or delta lanes
  * (vpdpwssd, 4 sub-block pairs) of 2 row pairs (w0, w1: their panel blocks
- * at the part) against 8 tokens st bytes apart from p0 (their prepared
- * bytes at the part), from zero: one asm loop, as gemm_iq.c's (GCC 12
- * copied each accumulator after its intrinsic and spilled some). */
-#define IQ1_STEP(op, addr, t)                                                                                \
-    "vbroadcasti64x4 " addr ", %%zmm30\n\t" op " %%zmm28, %%zmm30, %[c0" #t "]\n\t" op                       \
-    " %%zmm29, %%zmm30, %[c1" #t "]\n\t"
-#define IQ1_ZERO(t)                                                                                          \
-    "vpxord %[c0" #t "], %[c0" #t "], %[c0" #t "]\n\tvpxord %[c1" #t "], %[c1" #t "], %[c1" #t "]\n\t"
+ * at the part) against 4 tokens st bytes apart from p0 (their prepared
+ * bytes at the part): one asm loop, as gemm_iq.c's (GCC 12 copied each
+ * accumulator after its intrinsic and spilled some). */
+// clang-format off
+#define IQ1_STEP(op, addr, t)                                                                                 \
+    "vbroadcasti64x4 " addr ", %%zmm30\n\t"                                                                    \
+    op " %%zmm28, %%zmm30, %[c0" #t "]\n\t"                                                                    \
+    op " %%zmm29, %%zmm30, %[c1" #t "]\n\t"
+#define IQ1_ZERO(t) "vpxord %[c0" #t "], %[c0" #t "], %[c0" #t "]\n\tvpxord %[c1" #t "], %[c1" #t "], %[c1" #t "]\n\t"
 #define IQ1_LOAD(t) "vmovdqu64 (%[k0]), %[c0" #t "]\n\tvmovdqu64 (%[k1]), %[c1" #t "]\n\t"
-#define IQ1_SB_2X8(name, op, init, steps, wstep, tstep)                                                      \
-    static inline __attribute__((always_inline)) void name(                                                  \
-        const uint8_t *w0, const uint8_t *w1, const uint8_t *k0, const uint8_t *k1, const uint8_t *p0,       \
-        size_t st, __m512i acc[2][TILE_T])                                                                   \
-    {                                                                                                        \
-        const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;                                                  \
-        int cnt;                                                                                             \
-        __asm__(                                                                                             \
-            init(0) init(1) init(2) init(3) init(4) init(5) init(6)                                          \
-                init(7) "mov $" #steps ", %[cnt]\n"                                                          \
-                        "1:\n\t"                                                                             \
-                        "vmovdqu64 (%[w0]), %%zmm28\n\t"                                                     \
-                        "vmovdqu64 (%[w1]), %%zmm29\n\t" IQ1_STEP(op, "(%[p0])", 0)                          \
-                            IQ1_STEP(op, "(%[p0],%[st],1)", 1) IQ1_STEP(op, "(%[p0],%[st],2)", 2) IQ1_STEP(  \
-                                op, "(%[p3])", 3) IQ1_STEP(op, "(%[p3],%[st],1)", 4)                         \
-                                IQ1_STEP(op, "(%[p3],%[st],2)", 5) IQ1_STEP(op, "(%[p6])", 6) IQ1_STEP(      \
-                                    op, "(%[p6],%[st],1)", 7) "add $" #wstep ", %[w0]\n\t"                   \
-                                                              "add $" #wstep ", %[w1]\n\t"                   \
-                                                              "add $" #tstep ", %[p0]\n\t"                   \
-                                                              "add $" #tstep ", %[p3]\n\t"                   \
-                                                              "add $" #tstep ", %[p6]\n\t"                   \
-                                                              "dec %[cnt]\n\t"                               \
-                                                              "jnz 1b"                                       \
-            :                                                                                                \
-            [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]),  \
-            [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]),  \
-            [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]),  \
-            [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]),  \
-            [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)      \
-            : [st] "r"(st), [k0] "r"(k0), [k1] "r"(k1)                                                       \
-            : "xmm28", "xmm29", "xmm30", "cc", "memory");                                                    \
+#define IQ1_SB_2X4(name, op, init, steps)                                                                     \
+    static inline __attribute__((always_inline)) void name(const uint8_t *w0, const uint8_t *w1,               \
+                                                           const uint8_t *k0, const uint8_t *k1,               \
+                                                           const uint8_t *p0, size_t st, __m512i acc[2][TILE_T]) \
+    {                                                                                                         \
+        const uint8_t *p3 = p0 + 3 * st;                                                                      \
+        int cnt;                                                                                              \
+        __asm__(init(0) init(1) init(2) init(3)                                                               \
+                "mov $" #steps ", %[cnt]\n"                                                                   \
+                "1:\n\t"                                                                                       \
+                "vmovdqu64 (%[w0]), %%zmm28\n\t"                                                               \
+                "vmovdqu64 (%[w1]), %%zmm29\n\t"                                                               \
+                IQ1_STEP(op, "(%[p0])", 0)                                                                    \
+                IQ1_STEP(op, "(%[p0],%[st],1)", 1)                                                            \
+                IQ1_STEP(op, "(%[p0],%[st],2)", 2)                                                            \
+                IQ1_STEP(op, "(%[p3])", 3)                                                                    \
+                "add $64, %[w0]\n\t"                                                                           \
+                "add $64, %[w1]\n\t"                                                                           \
+                "add $32, %[p0]\n\t"                                                                           \
+                "add $32, %[p3]\n\t"                                                                           \
+                "dec %[cnt]\n\t"                                                                               \
+                "jnz 1b"                                                                                      \
+                : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]),                     \
+                  [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]),                     \
+                  [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]),                                             \
+                  [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3)                 \
+                : [st] "r"(st), [k0] "r"(k0), [k1] "r"(k1)                                                    \
+                : "xmm28", "xmm29", "xmm30", "cc", "memory");                                                \
     }
+// clang-format on
 /* the grid lanes from their offset corrections (k0, k1), the delta lanes from zero */
-IQ1_SB_2X8(grid_2x8, "vpdpbusd", IQ1_LOAD, 8, 64, 32)
-IQ1_SB_2X8(delta_2x8, "vpdpwssd", IQ1_ZERO, 4, 64, 32)
+IQ1_SB_2X4(grid_2x4, "vpdpbusd", IQ1_LOAD, 8)
+IQ1_SB_2X4(delta_2x4, "vpdpwssd", IQ1_ZERO, 4)
 
 /* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against
  * NT tokens (a: their prepared bytes, y: their Q8_K rows for d_act):
@@ -201,12 +202,12 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
     __m512 f1[2][TILE_T], f2[2][TILE_T];
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int t = 0; t < NT; t++)
             f1[j][t] = f2[j][t] = _mm512_setzero_ps();
     /* the asm loops want the tokens evenly spaced */
     const size_t st = (size_t)(a[1] - a[0]);
-    bool even = NP == 2 && NT == 8;
+    bool even = NP == 2 && NT == 4;
     for (int t = 2; t < NT; t++)
         even = even && a[t] == a[0] + (size_t)t * st;
     for (int64_t i = 0; i < nbl; i++) {
@@ -216,13 +217,13 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
         for (int j = 0; j < NP; j++)
             dwv[j] = pair_d(dw[2 * j][i], dw[2 * j + 1][i]);
         if (even)
-            grid_2x8(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, wp[0] + i * PAIR_SB + P_C,
+            grid_2x4(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, wp[0] + i * PAIR_SB + P_C,
                      wp[1] + i * PAIR_SB + P_C, a[0] + TOK_SB * i, st, acc);
         else {
 #pragma GCC unroll 2
             for (int j = 0; j < NP; j++) {
                 const __m512i start = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_C);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
                 for (int t = 0; t < NT; t++)
                     acc[j][t] = start;
             }
@@ -230,7 +231,7 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
                     w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * b);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
                 for (int t = 0; t < NT; t++) {
                     const __m512i at = _mm512_broadcast_i64x4(
                         _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + 32 * b)));
@@ -242,21 +243,21 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
         }
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
             for (int t = 0; t < NT; t++) { /* d = d_act * d_w, one product as vec_dot's */
                 f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
                                            _mm512_cvtepi32_ps(acc[j][t]), f1[j][t]);
                 acc[j][t] = _mm512_setzero_si512();
             }
         if (even)
-            delta_2x8(wp[0] + i * PAIR_SB + P_D, wp[1] + i * PAIR_SB + P_D, NULL, NULL,
+            delta_2x4(wp[0] + i * PAIR_SB + P_D, wp[1] + i * PAIR_SB + P_D, NULL, NULL,
                       a[0] + TOK_SB * i + T_S4, st, acc);
         else
             for (int m = 0; m < QK_K / 64; m++) {
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
                     w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_D + 64 * m);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
                 for (int t = 0; t < NT; t++) {
                     const __m512i st = _mm512_broadcast_i64x4(
                         _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + T_S4 + 32 * m)));
@@ -267,14 +268,14 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
             }
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
             for (int t = 0; t < NT; t++)
                 f2[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
                                            _mm512_cvtepi32_ps(acc[j][t]), f2[j][t]);
     }
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
             const __m256 a1 = _mm512_castps512_ps256(f1[j][t]), a2 = _mm512_castps512_ps256(f2[j][t]);
             const __m256 b1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f1[j][t]), 1));
@@ -297,27 +298,19 @@ TILE_FN(1, 1)
 TILE_FN(1, 2)
 TILE_FN(1, 3)
 TILE_FN(1, 4)
-TILE_FN(1, 5)
-TILE_FN(1, 6)
-TILE_FN(1, 7)
-TILE_FN(1, 8)
 TILE_FN(2, 1)
 TILE_FN(2, 2)
 TILE_FN(2, 3)
 TILE_FN(2, 4)
-TILE_FN(2, 5)
-TILE_FN(2, 6)
-TILE_FN(2, 7)
-TILE_FN(2, 8)
 /* [row pairs - 1][tokens - 1] */
 static const tile_fn tiles[2][TILE_T] = {
-    {tile_1_1, tile_1_2, tile_1_3, tile_1_4, tile_1_5, tile_1_6, tile_1_7, tile_1_8},
-    {tile_2_1, tile_2_2, tile_2_3, tile_2_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8},
+    {tile_1_1, tile_1_2, tile_1_3, tile_1_4},
+    {tile_2_1, tile_2_2, tile_2_3, tile_2_4},
 };
 
 /* Rows [r0, r1) against tokens [0, n_tok), as gemm_iq.c's matmul512: in
  * passes of tokens whose bytes fit tc; per pass, panels of pr rows (in
- * pairs) written once, tokens in blocks that stay in L2, 4 rows x 8 tokens
+ * pairs) written once, tokens in blocks that stay in L2, 4 rows x 4 tokens
  * a tile. */
 static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1, const uint8_t *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel, float *dw,
