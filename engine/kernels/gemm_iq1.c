@@ -63,14 +63,21 @@ bool gemm_iq1_supports(enum tensor_type type)
  * bytes (grid value times scale) from 0, 4 sub-block pairs of 2 x 16 int16
  * delta weights (scale times sign) from P_D, 2 x 8 int32 offset
  * corrections (-128 x the lanes' weight sums: the grid lanes' start) from
- * P_C. */
+ * P_C, 2 x 8 copies of the row's d_w from P_W. */
 #define P_D 512
 #define P_C 768
-#define PAIR_SB 832
+#define P_W 832
+#define PAIR_SB 896
+#define Q8K_BYTES 292 /* sizeof(block_q8_K), for the asm */
 /* Token bytes per super-block: 256 bytes q + 128, then from T_S4 4 x 16
  * int16 4-sums (sub-block pair m: lane k's sums of sub-blocks 2m, 2m + 1). */
 #define T_S4 256
 #define TOK_SB 384
+/* Tokens a block and super-blocks a chunk (see matmul512). */
+#define TOK_BLK 64
+#define SB_CHUNK 8
+#define STR(x) #x
+#define XSTR(x) STR(x)
 
 /* Row h (0, 1) of the pair at p: its super-blocks as PAIR_SB blocks. */
 static void write_pair_row(const block_iq1_m *x, int64_t nbl, uint8_t *p, int h, float *dw)
@@ -80,6 +87,7 @@ static void write_pair_row(const block_iq1_m *x, int64_t nbl, uint8_t *p, int h,
         uint16_t sc[4];
         memcpy(sc, x[i].scales, 8);
         dw[i] = fp16_to_f32(quant_iq1m_d(&x[i]));
+        _mm256_storeu_ps((float *)(void *)(p + P_W + 32 * h), _mm256_set1_ps(dw[i]));
         __m256i corr = _mm256_setzero_si256();
         for (int m = 0; m < QK_K / 64; m++) {
             /* pk[l]: group l's delta weight (scale times sign) of sub-block
@@ -146,99 +154,173 @@ static inline __m512 pair_d(float d0, float d1)
         _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0)), _mm256_castps_pd(_mm256_set1_ps(d1)), 1));
 }
 
-/* A super-block's grid lanes (vpdpbusd, 8 sub-blocks) or delta lanes
- * (vpdpwssd, 4 sub-block pairs) of 2 row pairs (w0, w1: their panel blocks
- * at the part) against 4 tokens st bytes apart from p0 (their prepared
- * bytes at the part): one asm loop, as gemm_iq.c's (GCC 12 copied each
- * accumulator after its intrinsic and spilled some). */
+/* A full tile, 2 row pairs (w0, w1: their panels) against 4 tokens st
+ * bytes apart from p0 (their prepared bytes) whose Q8_K rows are ys bytes
+ * apart from y0, over all nbl super-blocks, as one asm statement: per
+ * super-block the grid lanes (vpdpbusd over the 8 sub-blocks, from the
+ * offset corrections) in zmm0-7 (pair 0's token t in zmm t, pair 1's in
+ * zmm 4 + t), their float step into zmm8-15, the delta lanes (vpdpwssd
+ * over the 4 sub-block pairs, from zero) in zmm0-7 again, their float step
+ * into zmm16-23; the step is vec_dot's, d = d_act (broadcast) * d_w (the
+ * pair's, zmm24-25) and f = fma(d, float(lanes), f). fo gets the 16 float
+ * accumulators (grid pair 0 tokens 0-3, pair 1, then delta). GCC 12 copied
+ * each accumulator after its dot-product intrinsic and spilled the float
+ * ones (and an asm statement takes at most 30 operands). */
 // clang-format off
-#define IQ1_STEP(op, addr, t)                                                                                 \
-    "vbroadcasti64x4 " addr ", %%zmm30\n\t"                                                                    \
-    op " %%zmm28, %%zmm30, %[c0" #t "]\n\t"                                                                    \
-    op " %%zmm29, %%zmm30, %[c1" #t "]\n\t"
-#define IQ1_ZERO(t) "vpxord %[c0" #t "], %[c0" #t "], %[c0" #t "]\n\tvpxord %[c1" #t "], %[c1" #t "], %[c1" #t "]\n\t"
-#define IQ1_LOAD(t) "vmovdqu64 (%[k0]), %[c0" #t "]\n\tvmovdqu64 (%[k1]), %[c1" #t "]\n\t"
-#define IQ1_SB_2X4(name, op, init, steps)                                                                     \
-    static inline __attribute__((always_inline)) void name(const uint8_t *w0, const uint8_t *w1,               \
-                                                           const uint8_t *k0, const uint8_t *k1,               \
-                                                           const uint8_t *p0, size_t st, __m512i acc[2][TILE_T]) \
-    {                                                                                                         \
-        const uint8_t *p3 = p0 + 3 * st;                                                                      \
-        int cnt;                                                                                              \
-        __asm__(init(0) init(1) init(2) init(3)                                                               \
-                "mov $" #steps ", %[cnt]\n"                                                                   \
-                "1:\n\t"                                                                                       \
-                "vmovdqu64 (%[w0]), %%zmm28\n\t"                                                               \
-                "vmovdqu64 (%[w1]), %%zmm29\n\t"                                                               \
-                IQ1_STEP(op, "(%[p0])", 0)                                                                    \
-                IQ1_STEP(op, "(%[p0],%[st],1)", 1)                                                            \
-                IQ1_STEP(op, "(%[p0],%[st],2)", 2)                                                            \
-                IQ1_STEP(op, "(%[p3])", 3)                                                                    \
-                "add $64, %[w0]\n\t"                                                                           \
-                "add $64, %[w1]\n\t"                                                                           \
-                "add $32, %[p0]\n\t"                                                                           \
-                "add $32, %[p3]\n\t"                                                                           \
-                "dec %[cnt]\n\t"                                                                               \
-                "jnz 1b"                                                                                      \
-                : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]),                     \
-                  [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]),                     \
-                  [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]),                                             \
-                  [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3)                 \
-                : [st] "r"(st), [k0] "r"(k0), [k1] "r"(k1)                                                    \
-                : "xmm28", "xmm29", "xmm30", "cc", "memory");                                                \
-    }
+#define IQ1_DOT(op, addr, t, u)                                                                           \
+    "vbroadcasti64x4 " addr ", %%zmm30\n\t"                                                              \
+    op " %%zmm28, %%zmm30, %%zmm" #t "\n\t"                                                               \
+    op " %%zmm29, %%zmm30, %%zmm" #u "\n\t"
+#define IQ1_LOOP(op, n, label)                                                                            \
+    "mov $" #n ", %[cnt]\n"                                                                               \
+    label ":\n\t"                                                                                         \
+    "vmovdqu64 (%[w0]), %%zmm28\n\t"                                                                      \
+    "vmovdqu64 (%[w1]), %%zmm29\n\t"                                                                      \
+    IQ1_DOT(op, "(%[p0])", 0, 4)                                                                          \
+    IQ1_DOT(op, "(%[p0],%[st],1)", 1, 5)                                                                  \
+    IQ1_DOT(op, "(%[p0],%[st],2)", 2, 6)                                                                  \
+    IQ1_DOT(op, "(%[p3])", 3, 7)                                                                          \
+    "add $64, %[w0]\n\t"                                                                                  \
+    "add $64, %[w1]\n\t"                                                                                  \
+    "add $32, %[p0]\n\t"                                                                                  \
+    "add $32, %[p3]\n\t"                                                                                  \
+    "dec %[cnt]\n\t"                                                                                      \
+    "jnz " label "b\n\t"
+#define IQ1_FMA(yaddr, t, u, ft, fu)                                                                      \
+    "vmulps " yaddr "%{1to16%}, %%zmm24, %%zmm26\n\t"                                                     \
+    "vmulps " yaddr "%{1to16%}, %%zmm25, %%zmm27\n\t"                                                     \
+    "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                              \
+    "vcvtdq2ps %%zmm" #u ", %%zmm" #u "\n\t"                                                              \
+    "vfmadd231ps %%zmm" #t ", %%zmm26, %%zmm" #ft "\n\t"                                                  \
+    "vfmadd231ps %%zmm" #u ", %%zmm27, %%zmm" #fu "\n\t"
+#define IQ1_ZERO2(a, b) "vpxord %%zmm" #a ", %%zmm" #a ", %%zmm" #a "\n\tvpxord %%zmm" #b ", %%zmm" #b ", %%zmm" #b "\n\t"
+#define IQ1_START(c, a, b, d)                                                                             \
+    "vmovdqu64 " XSTR(P_C) "(%[" c "]), %%zmm" #a "\n\t"                                                 \
+    "vmovdqa64 %%zmm" #a ", %%zmm" #b "\n\t"                                                              \
+    "vmovdqa64 %%zmm" #a ", %%zmm" #d "\n\t"
+static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0, size_t st, const float *y0,
+                         size_t ys, int64_t nbl, float fo[16][16])
+{
+    const uint8_t *p3 = p0 + 3 * st;
+    const float *y3 = (const float *)(const void *)((const char *)y0 + 3 * ys);
+    int cnt;
+    __asm__ volatile("vmovups (%[fo]), %%zmm8\n\t"
+            "vmovups 64(%[fo]), %%zmm9\n\t"
+            "vmovups 128(%[fo]), %%zmm10\n\t"
+            "vmovups 192(%[fo]), %%zmm11\n\t"
+            "vmovups 256(%[fo]), %%zmm12\n\t"
+            "vmovups 320(%[fo]), %%zmm13\n\t"
+            "vmovups 384(%[fo]), %%zmm14\n\t"
+            "vmovups 448(%[fo]), %%zmm15\n\t"
+            "vmovups 512(%[fo]), %%zmm16\n\t"
+            "vmovups 576(%[fo]), %%zmm17\n\t"
+            "vmovups 640(%[fo]), %%zmm18\n\t"
+            "vmovups 704(%[fo]), %%zmm19\n\t"
+            "vmovups 768(%[fo]), %%zmm20\n\t"
+            "vmovups 832(%[fo]), %%zmm21\n\t"
+            "vmovups 896(%[fo]), %%zmm22\n\t"
+            "vmovups 960(%[fo]), %%zmm23\n\t"
+            "3:\n\t"
+            IQ1_START("w0", 0, 1, 2) "vmovdqa64 %%zmm0, %%zmm3\n\t"
+            IQ1_START("w1", 4, 5, 6) "vmovdqa64 %%zmm4, %%zmm7\n\t"
+            "vmovups " XSTR(P_W) "(%[w0]), %%zmm24\n\t"
+            "vmovups " XSTR(P_W) "(%[w1]), %%zmm25\n\t"
+            IQ1_LOOP("vpdpbusd", 8, "1")
+            IQ1_FMA("(%[y0])", 0, 4, 8, 12)
+            IQ1_FMA("(%[y0],%[ys],1)", 1, 5, 9, 13)
+            IQ1_FMA("(%[y0],%[ys],2)", 2, 6, 10, 14)
+            IQ1_FMA("(%[y3])", 3, 7, 11, 15)
+            /* w0, w1 are at P_D now, p0, p3 at T_S4 */
+            IQ1_ZERO2(0, 1) IQ1_ZERO2(2, 3) IQ1_ZERO2(4, 5) IQ1_ZERO2(6, 7)
+            IQ1_LOOP("vpdpwssd", 4, "2")
+            IQ1_FMA("(%[y0])", 0, 4, 16, 20)
+            IQ1_FMA("(%[y0],%[ys],1)", 1, 5, 17, 21)
+            IQ1_FMA("(%[y0],%[ys],2)", 2, 6, 18, 22)
+            IQ1_FMA("(%[y3])", 3, 7, 19, 23)
+            /* the next super-block: w0, w1 at P_C now, p0, p3 at the next one */
+            "add $" XSTR(PAIR_SB - P_C) ", %[w0]\n\t"
+            "add $" XSTR(PAIR_SB - P_C) ", %[w1]\n\t"
+            "add $" XSTR(Q8K_BYTES) ", %[y0]\n\t"
+            "add $" XSTR(Q8K_BYTES) ", %[y3]\n\t"
+            "dec %[nb]\n\t"
+            "jnz 3b\n\t"
+            "vmovups %%zmm8, (%[fo])\n\t"
+            "vmovups %%zmm9, 64(%[fo])\n\t"
+            "vmovups %%zmm10, 128(%[fo])\n\t"
+            "vmovups %%zmm11, 192(%[fo])\n\t"
+            "vmovups %%zmm12, 256(%[fo])\n\t"
+            "vmovups %%zmm13, 320(%[fo])\n\t"
+            "vmovups %%zmm14, 384(%[fo])\n\t"
+            "vmovups %%zmm15, 448(%[fo])\n\t"
+            "vmovups %%zmm16, 512(%[fo])\n\t"
+            "vmovups %%zmm17, 576(%[fo])\n\t"
+            "vmovups %%zmm18, 640(%[fo])\n\t"
+            "vmovups %%zmm19, 704(%[fo])\n\t"
+            "vmovups %%zmm20, 768(%[fo])\n\t"
+            "vmovups %%zmm21, 832(%[fo])\n\t"
+            "vmovups %%zmm22, 896(%[fo])\n\t"
+            "vmovups %%zmm23, 960(%[fo])\n\t"
+            : [cnt] "=&r"(cnt), [nb] "+r"(nbl), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3),
+              [y0] "+r"(y0), [y3] "+r"(y3)
+            : [st] "r"(st), [ys] "r"(ys), [fo] "r"(fo)
+            : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+              "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+              "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "cc", "memory");
+}
 // clang-format on
-/* the grid lanes from their offset corrections (k0, k1), the delta lanes from zero */
-IQ1_SB_2X4(grid_2x4, "vpdpbusd", IQ1_LOAD, 8)
-IQ1_SB_2X4(delta_2x4, "vpdpwssd", IQ1_ZERO, 4)
 
-/* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against
- * NT tokens (a: their prepared bytes, y: their Q8_K rows for d_act):
- * out[token][row]. Always inlined with constant NP, NT. */
+/* NP row pairs (wp: their panels, dw: the 2 * NP rows' d_w) against NT
+ * tokens (a: their prepared bytes, y: their Q8_K rows for d_act), super-
+ * blocks [i0, i1): the float accumulators come from fs and go back there
+ * (fs[4 j + t]: pair j, token t's grid lanes; fs[8 + 4 j + t] its delta
+ * lanes; row 2j in floats 0-7, 2j + 1 in 8-15), so that a tile can run in
+ * chunks of super-blocks that stay in L1. Always inlined with constant NP,
+ * NT. */
 static inline __attribute__((always_inline)) void
 tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-        const block_q8_K *const y[TILE_T], int64_t nbl, float out[TILE_T][4])
+        const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1, float fs[16][16])
 {
+    /* the asm tile wants the tokens evenly spaced */
+    const size_t st = (size_t)(a[1] - a[0]), ys = (size_t)((const char *)y[1] - (const char *)y[0]);
+    bool even = NP == 2 && NT == 4;
+    for (int t = 2; t < NT; t++)
+        even = even && a[t] == a[0] + (size_t)t * st &&
+               (const char *)y[t] == (const char *)y[0] + (size_t)t * ys;
+    if (even) {
+        tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, &y[0][i0].d, ys,
+                     i1 - i0, fs);
+        return;
+    }
     __m512 f1[2][TILE_T], f2[2][TILE_T];
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
-        for (int t = 0; t < NT; t++)
-            f1[j][t] = f2[j][t] = _mm512_setzero_ps();
-    /* the asm loops want the tokens evenly spaced */
-    const size_t st = (size_t)(a[1] - a[0]);
-    bool even = NP == 2 && NT == 4;
-    for (int t = 2; t < NT; t++)
-        even = even && a[t] == a[0] + (size_t)t * st;
-    for (int64_t i = 0; i < nbl; i++) {
+        for (int t = 0; t < NT; t++) {
+            f1[j][t] = _mm512_loadu_ps(fs[4 * j + t]);
+            f2[j][t] = _mm512_loadu_ps(fs[8 + 4 * j + t]);
+        }
+    for (int64_t i = i0; i < i1; i++) {
         __m512i acc[2][TILE_T], w[2];
         __m512 dwv[2];
 #pragma GCC unroll 2
-        for (int j = 0; j < NP; j++)
+        for (int j = 0; j < NP; j++) {
             dwv[j] = pair_d(dw[2 * j][i], dw[2 * j + 1][i]);
-        if (even)
-            grid_2x4(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, wp[0] + i * PAIR_SB + P_C,
-                     wp[1] + i * PAIR_SB + P_C, a[0] + TOK_SB * i, st, acc);
-        else {
-#pragma GCC unroll 2
-            for (int j = 0; j < NP; j++) {
-                const __m512i start = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_C);
+            const __m512i start = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_C);
 #pragma GCC unroll 4
-                for (int t = 0; t < NT; t++)
-                    acc[j][t] = start;
-            }
-            for (int b = 0; b < QK_K / 32; b++) {
+            for (int t = 0; t < NT; t++)
+                acc[j][t] = start;
+        }
+        for (int b = 0; b < QK_K / 32; b++) {
+#pragma GCC unroll 2
+            for (int j = 0; j < NP; j++)
+                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * b);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                const __m512i at =
+                    _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + 32 * b)));
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
-                    w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * b);
-#pragma GCC unroll 4
-                for (int t = 0; t < NT; t++) {
-                    const __m512i at = _mm512_broadcast_i64x4(
-                        _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + 32 * b)));
-#pragma GCC unroll 2
-                    for (int j = 0; j < NP; j++)
-                        acc[j][t] = _mm512_dpbusd_epi32(acc[j][t], at, w[j]);
-                }
+                    acc[j][t] = _mm512_dpbusd_epi32(acc[j][t], at, w[j]);
             }
         }
 #pragma GCC unroll 2
@@ -249,23 +331,19 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
                                            _mm512_cvtepi32_ps(acc[j][t]), f1[j][t]);
                 acc[j][t] = _mm512_setzero_si512();
             }
-        if (even)
-            delta_2x4(wp[0] + i * PAIR_SB + P_D, wp[1] + i * PAIR_SB + P_D, NULL, NULL,
-                      a[0] + TOK_SB * i + T_S4, st, acc);
-        else
-            for (int m = 0; m < QK_K / 64; m++) {
+        for (int m = 0; m < QK_K / 64; m++) {
+#pragma GCC unroll 2
+            for (int j = 0; j < NP; j++)
+                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_D + 64 * m);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                const __m512i s4 = _mm512_broadcast_i64x4(
+                    _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + T_S4 + 32 * m)));
 #pragma GCC unroll 2
                 for (int j = 0; j < NP; j++)
-                    w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_D + 64 * m);
-#pragma GCC unroll 4
-                for (int t = 0; t < NT; t++) {
-                    const __m512i st = _mm512_broadcast_i64x4(
-                        _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + T_S4 + 32 * m)));
-#pragma GCC unroll 2
-                    for (int j = 0; j < NP; j++)
-                        acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], st, w[j]);
-                }
+                    acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], s4, w[j]);
             }
+        }
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
@@ -277,22 +355,19 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            const __m256 a1 = _mm512_castps512_ps256(f1[j][t]), a2 = _mm512_castps512_ps256(f2[j][t]);
-            const __m256 b1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f1[j][t]), 1));
-            const __m256 b2 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f2[j][t]), 1));
-            out[t][2 * j] = hsum_ps(a1) + QUANT_IQ1_DELTA * hsum_ps(a2);
-            out[t][2 * j + 1] = hsum_ps(b1) + QUANT_IQ1_DELTA * hsum_ps(b2);
+            _mm512_storeu_ps(fs[4 * j + t], f1[j][t]);
+            _mm512_storeu_ps(fs[8 + 4 * j + t], f2[j][t]);
         }
 }
 
 typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t nbl, float out[TILE_T][4]);
+                        const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1, float fs[16][16]);
 #define TILE_FN(np, nt)                                                                                      \
     static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
                                  const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],          \
-                                 int64_t nbl, float out[TILE_T][4])                                          \
+                                 int64_t i0, int64_t i1, float fs[16][16])                                   \
     {                                                                                                        \
-        tile512(np, nt, wp, dw, a, y, nbl, out);                                                             \
+        tile512(np, nt, wp, dw, a, y, i0, i1, fs);                                                           \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
@@ -308,17 +383,19 @@ static const tile_fn tiles[2][TILE_T] = {
     {tile_2_1, tile_2_2, tile_2_3, tile_2_4},
 };
 
-/* Rows [r0, r1) against tokens [0, n_tok), as gemm_iq.c's matmul512: in
- * passes of tokens whose bytes fit tc; per pass, panels of pr rows (in
- * pairs) written once, tokens in blocks that stay in L2, 4 rows x 4 tokens
- * a tile. */
+/* Rows [r0, r1) against tokens [0, n_tok), in passes of tc tokens (their
+ * prepared bytes); per pass, panels of pr rows (in pairs) written once;
+ * per panel, blocks of TOK_BLK tokens (their bytes stay in L2), and per
+ * block chunks of SB_CHUNK super-blocks, so that a row group's weights
+ * (14 KB a chunk) stay in L1 while the block's tiles of 4 rows x 4 tokens
+ * run over them: 22 super-blocks a row (2048 x 5632) did not fit, 10 %
+ * slower. The tiles' float accumulators wait in fst between chunks; the
+ * last chunk's become the outputs. */
 static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1, const uint8_t *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel, float *dw,
-                      uint8_t *tok, int64_t pr, int tc)
+                      uint8_t *tok, float (*fst)[16][16], int64_t pr, int tc)
 {
     const size_t pair_bytes = (size_t)nbl * PAIR_SB, tok_bytes = (size_t)nbl * TOK_SB;
-    int tb = (int)((256 * 1024) / (size_t)tok_bytes);
-    tb = tb < TILE_T ? TILE_T : tb - tb % TILE_T;
 #define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
@@ -331,33 +408,41 @@ static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int
                 write_pair_row((const block_iq1_m *)(const void *)(wd + (size_t)(p0 + kr) * rs), nbl,
                                panel + (size_t)(k / 2) * pair_bytes, (int)(k % 2), dw + k * nbl);
             }
-            for (int b0 = 0; b0 < cn; b0 += tb) {
-                const int bn = cn - b0 < tb ? cn - b0 : tb;
-                for (int64_t k = 0; k < np; k += 4) {
-                    const int nr = np - k < 4 ? (int)(np - k) : 4;
-                    const uint8_t *wp[2] = {panel + (size_t)(k / 2) * pair_bytes,
-                                            panel + (size_t)(k / 2 + (nr > 2)) * pair_bytes};
-                    const float *dr[4];
-                    for (int j = 0; j < 4; j++)
-                        dr[j] = dw + (k + (j < nr + nr % 2 ? j : 0)) * nbl;
-                    for (int t0 = b0; t0 < b0 + bn; t0 += TILE_T) {
-                        const int nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
-                        const uint8_t *a[TILE_T];
-                        const block_q8_K *y[TILE_T];
-                        for (int j = 0; j < TILE_T; j++) {
-                            const int tt = t0 + (j < nt ? j : nt - 1);
-                            a[j] = tok + (size_t)tt * tok_bytes;
-                            y[j] = ACT(c0 + tt);
-                        }
-                        float o[TILE_T][4];
-                        tiles[nr > 2][nt - 1](wp, dr, a, y, nbl, o);
-                        for (int c = 0; c < nt; c++) { /* a token's 4 rows are adjacent */
-                            float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
-                            if (nr == 4)
-                                _mm_storeu_ps(oc, _mm_loadu_ps(o[c]));
-                            else
-                                for (int j = 0; j < nr; j++)
-                                    oc[j] = o[c][j];
+            for (int b0 = 0; b0 < cn; b0 += TOK_BLK) {
+                const int bn = cn - b0 < TOK_BLK ? cn - b0 : TOK_BLK;
+                for (int64_t i0 = 0; i0 < nbl; i0 += SB_CHUNK) {
+                    const int64_t i1 = nbl - i0 < SB_CHUNK ? nbl : i0 + SB_CHUNK;
+                    for (int64_t k = 0; k < np; k += 4) {
+                        const int nr = np - k < 4 ? (int)(np - k) : 4;
+                        const uint8_t *wp[2] = {panel + (size_t)(k / 2) * pair_bytes,
+                                                panel + (size_t)(k / 2 + (nr > 2)) * pair_bytes};
+                        const float *dr[4];
+                        for (int j = 0; j < 4; j++)
+                            dr[j] = dw + (k + (j < nr + nr % 2 ? j : 0)) * nbl;
+                        for (int t0 = b0; t0 < b0 + bn; t0 += TILE_T) {
+                            const int nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
+                            const uint8_t *a[TILE_T];
+                            const block_q8_K *y[TILE_T];
+                            for (int j = 0; j < TILE_T; j++) {
+                                const int tt = t0 + (j < nt ? j : nt - 1);
+                                a[j] = tok + (size_t)tt * tok_bytes;
+                                y[j] = ACT(c0 + tt);
+                            }
+                            float(*fs)[16] = fst[(k / 4) * (TOK_BLK / TILE_T) + (t0 - b0) / TILE_T];
+                            if (i0 == 0)
+                                memset(fs, 0, sizeof(float[16][16]));
+                            tiles[nr > 2][nt - 1](wp, dr, a, y, i0, i1, fs);
+                            if (i1 < nbl)
+                                continue;
+                            /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), as vec_dot */
+                            for (int c = 0; c < nt; c++) {
+                                float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
+                                for (int r = 0; r < nr; r++)
+                                    oc[r] =
+                                        hsum_ps(_mm256_loadu_ps(fs[4 * (r / 2) + c] + 8 * (r % 2))) +
+                                        QUANT_IQ1_DELTA *
+                                            hsum_ps(_mm256_loadu_ps(fs[8 + 4 * (r / 2) + c] + 8 * (r % 2)));
+                            }
                         }
                     }
                 }
@@ -388,11 +473,14 @@ bool gemm_iq1_matmul(enum tensor_type type, const uint8_t *wd, size_t rs, int64_
     tc = tc < TILE_T ? TILE_T : tc;
     if (tc > n_tok)
         tc = n_tok;
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + (size_t)tc * (size_t)nbl * TOK_SB);
+    const size_t tok_bytes = (size_t)tc * (size_t)nbl * TOK_SB;
+    const size_t fst_bytes = (size_t)((prp + 3) / 4) * (TOK_BLK / TILE_T) * sizeof(float[16][16]);
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + fst_bytes);
     if (!scr)
         return false;
     matmul512(wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, scr,
-              (float *)(void *)(scr + panel_bytes), scr + panel_bytes + dw_bytes, pr, tc);
+              (float *)(void *)(scr + panel_bytes), scr + panel_bytes + dw_bytes,
+              (float(*)[16][16])(void *)(scr + panel_bytes + dw_bytes + tok_bytes), pr, tc);
     return true;
 #else
     (void)type, (void)wd, (void)rs, (void)nbl, (void)r0, (void)r1, (void)act, (void)act_stride, (void)n_tok;
