@@ -23,10 +23,15 @@
  *
  * Layout as gemm_iq.c's AVX-512 panel: rows in pairs (row 2j in dword
  * lanes 0-7 of a zmm, row 2j + 1 in 8-15), a token's 32 bytes broadcast to
- * both halves; a tile is 2 row pairs x 4 tokens, a super-block's grid lanes
+ * both halves. A tile is 2 row pairs x 4 tokens, a super-block's grid lanes
  * then its delta lanes in the same 8 accumulators, so that the 16 float
- * accumulators can stay in registers (2 x 8 tokens spilled them: 10 %
- * slower).
+ * accumulators stay in registers (2 x 8 tokens spilled them: 10 % slower);
+ * a full tile is one asm loop (tile_2x4_asm), the others the same steps in
+ * C. Per (row pair, token, super-block) that is 8 vpdpbusd + 4 vpdpwssd
+ * and the float steps (2 x cvt, 2 x mul, 2 x fma); a test build of the C
+ * tiles without the dot products still took half the time (float steps,
+ * panels, token bytes, output stores), and the float steps are the
+ * reference's.
  *
  * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes):
  * a -128 would differ from the reference's sign_epi8, which leaves -(-128)
