@@ -194,10 +194,18 @@ static inline __m512 pair_d(float d0, float d1)
 #define IQ1_FMA(yaddr, t, u, ft, fu)                                                                      \
     "vmulps " yaddr "%{1to16%}, %%zmm24, %%zmm26\n\t"                                                     \
     "vmulps " yaddr "%{1to16%}, %%zmm25, %%zmm27\n\t"                                                     \
+    "vmovaps %%zmm26, " #t "*128(%[ds])\n\t"                                                              \
+    "vmovaps %%zmm27, " #t "*128+64(%[ds])\n\t"                                                           \
     "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                              \
     "vcvtdq2ps %%zmm" #u ", %%zmm" #u "\n\t"                                                              \
     "vfmadd231ps %%zmm" #t ", %%zmm26, %%zmm" #ft "\n\t"                                                  \
     "vfmadd231ps %%zmm" #u ", %%zmm27, %%zmm" #fu "\n\t"
+/* the delta lanes' step with the d the grid lanes' step kept at ds */
+#define IQ1_FMA_D(t, u, ft, fu)                                                                           \
+    "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                              \
+    "vcvtdq2ps %%zmm" #u ", %%zmm" #u "\n\t"                                                              \
+    "vfmadd231ps " #t "*128(%[ds]), %%zmm" #t ", %%zmm" #ft "\n\t"                                        \
+    "vfmadd231ps " #t "*128+64(%[ds]), %%zmm" #u ", %%zmm" #fu "\n\t"
 #define IQ1_ZERO2(a, b) "vpxord %%zmm" #a ", %%zmm" #a ", %%zmm" #a "\n\tvpxord %%zmm" #b ", %%zmm" #b ", %%zmm" #b "\n\t"
 #define IQ1_START(c, a, b, d)                                                                             \
     "vmovdqu64 " XSTR(P_C) "(%[" c "]), %%zmm" #a "\n\t"                                                 \
@@ -209,6 +217,7 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
     const uint8_t *p3 = p0 + 3 * st;
     const float *y3 = (const float *)(const void *)((const char *)y0 + 3 * ys);
     int cnt;
+    __attribute__((aligned(64))) float ds[8][16]; /* d of pair j, token t at 2 t + j */
     __asm__ volatile("vmovups (%[fo]), %%zmm8\n\t"
             "vmovups 64(%[fo]), %%zmm9\n\t"
             "vmovups 128(%[fo]), %%zmm10\n\t"
@@ -238,10 +247,10 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             /* w0, w1 are at P_D now, p0, p3 at T_S4 */
             IQ1_ZERO2(0, 1) IQ1_ZERO2(2, 3) IQ1_ZERO2(4, 5) IQ1_ZERO2(6, 7)
             IQ1_LOOP("vpdpwssd", 4, "2")
-            IQ1_FMA("(%[y0])", 0, 4, 16, 20)
-            IQ1_FMA("(%[y0],%[ys],1)", 1, 5, 17, 21)
-            IQ1_FMA("(%[y0],%[ys],2)", 2, 6, 18, 22)
-            IQ1_FMA("(%[y3])", 3, 7, 19, 23)
+            IQ1_FMA_D(0, 4, 16, 20)
+            IQ1_FMA_D(1, 5, 17, 21)
+            IQ1_FMA_D(2, 6, 18, 22)
+            IQ1_FMA_D(3, 7, 19, 23)
             /* the next super-block: w0, w1 at P_C now, p0, p3 at the next one */
             "add $" XSTR(PAIR_SB - P_C) ", %[w0]\n\t"
             "add $" XSTR(PAIR_SB - P_C) ", %[w1]\n\t"
@@ -267,7 +276,7 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             "vmovups %%zmm23, 960(%[fo])\n\t"
             : [cnt] "=&r"(cnt), [nb] "+r"(nbl), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3),
               [y0] "+r"(y0), [y3] "+r"(y3)
-            : [st] "r"(st), [ys] "r"(ys), [fo] "r"(fo)
+            : [st] "r"(st), [ys] "r"(ys), [fo] "r"(fo), [ds] "r"(ds)
             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
               "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
               "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "cc", "memory");
