@@ -38,6 +38,7 @@
  * at -128. */
 #include "kernels/gemm_iq1.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "kernels/kernel_scratch.h"
@@ -397,6 +398,42 @@ static const tile_fn tiles[2][TILE_T] = {
     {tile_2_1, tile_2_2, tile_2_3, tile_2_4},
 };
 
+/* Row r, token t's output from a tile's accumulators: hsum_float_8(grid)
+ * + 1/8 hsum_float_8(delta), as vec_dot (whose compiler, like the
+ * reference's, makes that sum one fma). */
+static inline float finish_one(float fs[16][16], int r, int t)
+{
+    return fmaf(hsum_ps(_mm256_loadu_ps(fs[8 + 4 * (r / 2) + t] + 8 * (r % 2))), QUANT_IQ1_DELTA,
+                hsum_ps(_mm256_loadu_ps(fs[4 * (r / 2) + t] + 8 * (r % 2))));
+}
+
+/* hsum_float_8 of the two rows' 8 lanes in each of 4 vectors (pair 0,
+ * pair 1 of one token: fs[t], fs[4 + t]), 16 sums at once in hsum_ps's
+ * order: s_i = v_i + v_{i+4}, then (s_0 + s_2) + (s_1 + s_3), the token's
+ * row r in float 4 r of the result. */
+static inline __m512 hsum4x4(const float *f0, const float *f1)
+{
+    const __m512 a = _mm512_loadu_ps(f0), b = _mm512_loadu_ps(f1);
+    /* each 128-bit block: s of its row (blocks 0, 1: row 2j; 2, 3: 2j + 1) */
+    const __m512 sa = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 sb = _mm512_add_ps(b, _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 y = _mm512_shuffle_f32x4(sa, sb, _MM_SHUFFLE(2, 0, 2, 0)); /* rows 0, 1, 2, 3 */
+    const __m512 y2 = _mm512_add_ps(y, _mm512_permute_ps(y, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(y2, _mm512_permute_ps(y2, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* A full tile's 4 rows x 4 tokens of outputs (finish_one's, 16 at once),
+ * token t's at o + t * stride. */
+static inline void finish_full(float fs[16][16], float *o, int64_t stride)
+{
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int t = 0; t < TILE_T; t++) {
+        const __m512 g = hsum4x4(fs[t], fs[4 + t]), dl = hsum4x4(fs[8 + t], fs[12 + t]);
+        const __m512 r = _mm512_fmadd_ps(dl, _mm512_set1_ps(QUANT_IQ1_DELTA), g);
+        _mm_storeu_ps(o + t * stride, _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, r)));
+    }
+}
+
 /* Rows [r0, r1) against tokens [0, n_tok), in passes of tc tokens (their
  * prepared bytes); per pass, panels of pr rows (in pairs) written once;
  * per panel, blocks of TOK_BLK tokens (their bytes stay in L2), and per
@@ -448,15 +485,13 @@ static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int
                             tiles[nr > 2][nt - 1](wp, dr, a, y, i0, i1, fs);
                             if (i1 < nbl)
                                 continue;
-                            /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), as vec_dot */
-                            for (int c = 0; c < nt; c++) {
-                                float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
-                                for (int r = 0; r < nr; r++)
-                                    oc[r] =
-                                        hsum_ps(_mm256_loadu_ps(fs[4 * (r / 2) + c] + 8 * (r % 2))) +
-                                        QUANT_IQ1_DELTA *
-                                            hsum_ps(_mm256_loadu_ps(fs[8 + 4 * (r / 2) + c] + 8 * (r % 2)));
-                            }
+                            float *o0 = out + (int64_t)(c0 + t0) * out_stride + p0 + k;
+                            if (nt == TILE_T && nr == 4)
+                                finish_full(fs, o0, out_stride);
+                            else
+                                for (int c = 0; c < nt; c++)
+                                    for (int r = 0; r < nr; r++)
+                                        o0[c * out_stride + r] = finish_one(fs, r, c);
                         }
                     }
                 }
