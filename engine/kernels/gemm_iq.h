@@ -33,8 +33,8 @@
 /* Below this many tokens writing the panels costs more than the tiles
  * save and the batch goes to vec_dot tiles (tensor_matmul): measured with
  * bench_gemm_iq on the TinyLlama shapes, one thread (IQ4_XS 1.07x at 8
- * tokens, IQ3_S 1.05x; IQ2_XXS 0.87x at 8, 1.46x at 16; IQ1_M 0.63x at 4,
- * 1.17x at 8, 1.95x at 16). */
+ * tokens, IQ3_S 1.05x; IQ2_XXS 0.87x at 8, 1.46x at 16; IQ1_M 0.60x at 4,
+ * 1.11x at 8, 1.91x at 16). */
 int gemm_iq_min_tok(enum tensor_type type);
 
 /* True when this build has the GEMM for w's type and n_tok is a batch. */
