@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "gguf/tensor.h"
+#include "kernels/gemm_iq1.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
@@ -185,12 +186,15 @@ bool gemm_iq_supports(enum tensor_type type)
 {
     decode_fn fn;
     float scale;
-    return type_info(type, &fn, &scale);
+    return type_info(type, &fn, &scale) || gemm_iq1_supports(type);
 }
 
 int gemm_iq_min_tok(enum tensor_type type)
 {
-    return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ? 8 : 16;
+    return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ||
+                   type == TENSOR_TYPE_IQ1_M
+               ? 8
+               : 16;
 }
 
 bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
@@ -698,6 +702,14 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     const enum tensor_type type = (enum tensor_type)w->type;
     const size_t rs = tensor_row_size(type, n);
     const uint8_t *wd = w->data;
+    if (gemm_iq1_supports(type)) {
+        if (!gemm_iq1_matmul(type, wd, rs, n / QK_K, r0, r1, act, act_stride, n_tok, out, out_stride))
+            for (int64_t r = r0; r < r1; r++) /* no scratch: vec_dot gives the same bits */
+                for (int t = 0; t < n_tok; t++)
+                    out[(int64_t)t * out_stride + r] =
+                        tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
+        return;
+    }
 #if defined(QUANT_HAVE_AVX2)
     decode_fn decode;
     float scale;

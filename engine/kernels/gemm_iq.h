@@ -1,6 +1,6 @@
 /* Batched matmul of the IQ block types dotted against Q8_K (IQ4_XS, IQ3_S,
- * IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S) as an integer GEMM, with the reference's
- * bits.
+ * IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S; IQ1_M on AVX-512 VNNI, in gemm_iq1.c) as
+ * an integer GEMM, with the reference's bits.
  *
  * The reference runs these types through vec_dot, one (row, token) at a
  * time, in the x86 order of quant_iq4.h, quant_iq3.h, quant_iq2.h: per
@@ -18,7 +18,7 @@
  * thread exits): no second copy of the model.
  *
  * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes);
- * a -128 would differ from vec_dot's byte negation in the IQ2 and IQ3
+ * a -128 would differ from vec_dot's byte negation in the IQ2, IQ3 and IQ1
  * types. */
 #ifndef TOKSCOPE_GEMM_IQ_H
 #define TOKSCOPE_GEMM_IQ_H
@@ -33,7 +33,8 @@
 /* Below this many tokens writing the panels costs more than the tiles
  * save and the batch goes to vec_dot tiles (tensor_matmul): measured with
  * bench_gemm_iq on the TinyLlama shapes, one thread (IQ4_XS 1.07x at 8
- * tokens, IQ3_S 1.05x; IQ2_XXS 0.87x at 8, 1.46x at 16). */
+ * tokens, IQ3_S 1.05x; IQ2_XXS 0.87x at 8, 1.46x at 16; IQ1_M 0.60x at 4,
+ * 1.11x at 8, 1.91x at 16). */
 int gemm_iq_min_tok(enum tensor_type type);
 
 /* True when this build has the GEMM for w's type and n_tok is a batch. */

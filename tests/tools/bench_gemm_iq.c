@@ -4,9 +4,10 @@
  * tokens per second per matrix and for one layer's seven matmuls (q, k, v,
  * o, gate, up, down), and checks that both give the same bits.
  * Not part of make test. Usage: bench_gemm_iq [tokens] [seconds-per-case]
- * [gemm]: with "gemm", only the GEMM is timed (no vec_dot tiles, no bit
- * check), for comparing two builds of it quickly. Each case's time is its
- * fastest run (CPU time). */
+ * [gemm] [TYPE]: with "gemm", only the GEMM is timed (no vec_dot tiles, no
+ * bit check), for comparing two builds of it quickly; a type name (IQ4_XS,
+ * IQ2_XXS, IQ3_S, IQ1_M) runs that type only. The vec_dot tiles and the
+ * GEMM run alternately, each case's time its fastest run (CPU time). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +30,16 @@ int main(int argc, char **argv)
     const int nt = argc > 1 ? atoi(argv[1]) : 512;
     const double secs = argc > 2 ? atof(argv[2]) : 0.5;
     const int gemm_only = argc > 3 && strcmp(argv[3], "gemm") == 0;
-    const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ3_S};
-    const char *names[] = {"IQ4_XS", "IQ2_XXS", "IQ3_S"};
+    const char *only = argc > 3 + gemm_only ? argv[3 + gemm_only] : NULL;
+    const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ1_M};
+    const char *names[] = {"IQ4_XS", "IQ2_XXS", "IQ3_S", "IQ1_M"};
     /* TinyLlama: dim 2048, 4 kv heads of 64, ffn 5632; q k v o gate up down */
     const int64_t shp[7][2] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
                                {2048, 5632}, {2048, 5632}, {5632, 2048}};
-    for (int ti = 0; ti < 3; ti++) {
+    for (int ti = 0; ti < 4; ti++) {
         const enum tensor_type t = types[ti];
+        if (only && strcmp(only, names[ti]) != 0)
+            continue;
         double layer[2] = {0, 0};
         for (int m = 0; m < 7; m++) {
             const int64_t n = shp[m][0], rows = shp[m][1];
@@ -48,6 +52,9 @@ int main(int argc, char **argv)
             for (size_t o = 0; o < rs * (size_t)rows; o += tensor_type_size(t)) {
                 const uint16_t h = tensor_fp32_to_fp16((float)(1 + rnd() % 4096) / 65536.0f);
                 memcpy(w + o, &h, 2);
+                if (t == TENSOR_TYPE_IQ1_M) /* its d: the top nibbles of the four scales */
+                    for (int k = 0; k < 4; k++)
+                        w[o + 49 + 2 * k] = (uint8_t)((w[o + 49 + 2 * k] & 0x0F) | ((h >> 4 * k) & 15) << 4);
             }
             for (int c = 0; c < nt; c++) {
                 for (int64_t i = 0; i < n; i++)
@@ -62,12 +69,11 @@ int main(int argc, char **argv)
             wt.ne[2] = wt.ne[3] = 1;
             wt.type = t;
             wt.data = w;
-            double tpt[2] = {1, 1};
-            for (int k = gemm_only; k < 2; k++) {
-                /* the fastest run: others' work on a shared machine only adds */
-                const double t0 = now();
-                tpt[k] = 1e30;
-                do {
+            double tpt[2] = {gemm_only ? 1 : 1e30, 1e30};
+            /* alternately, the fastest run of each: others' work on a shared machine only adds */
+            const double t0 = now();
+            do {
+                for (int k = gemm_only; k < 2; k++) {
                     const double r0 = now();
                     if (k == 0)
                         tensor_matmul(t, n, w, rows, a, nt, as, o1, rows);
@@ -75,9 +81,10 @@ int main(int argc, char **argv)
                         gemm_iq_matmul(&wt, n, 0, rows, a, as, nt, o2, rows);
                     const double dt = now() - r0;
                     tpt[k] = dt < tpt[k] ? dt : tpt[k];
-                } while (now() - t0 < secs);
-                layer[k] += tpt[k];
-            }
+                }
+            } while (now() - t0 < secs * (2 - gemm_only));
+            layer[0] += tpt[0];
+            layer[1] += tpt[1];
             const int same = gemm_only || memcmp(o1, o2, sizeof(float) * (size_t)(rows * nt)) == 0;
             if (gemm_only)
                 printf("%-8s %5lld x %5lld, %d tokens: gemm %8.1f tok/s\n", names[ti], (long long)rows, (long long)n, nt,

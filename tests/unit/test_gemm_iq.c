@@ -19,6 +19,7 @@
 #include "gguf/tensor.h"
 #include "kernels/gemm_iq.h"
 #include "kernels/quant_internal.h"
+#include "kernels/quant_iq1.h"
 #include "kernels/quant_iq2.h"
 #include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
@@ -56,6 +57,12 @@ static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
         const uint16_t h =
             tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
         memcpy(w + o, &h, 2);
+        if (t == TENSOR_TYPE_IQ1_M) { /* its d: the top nibbles of the four scales */
+            block_iq1_m *x = (block_iq1_m *)(void *)(w + o);
+            for (int k = 0; k < 4; k++) {
+                x->scales[2 * k + 1] = (uint8_t)((x->scales[2 * k + 1] & 0x0F) | ((h >> 4 * k) & 15) << 4);
+            }
+        }
     }
 }
 
@@ -88,18 +95,35 @@ static dot_fn x86order(enum tensor_type t)
         return quant_dot_iq3_s_x86order;
     case TENSOR_TYPE_IQ3_XXS:
         return quant_dot_iq3_xxs_x86order;
+    case TENSOR_TYPE_IQ1_M:
+        return quant_dot_iq1_m_x86order;
     default:
         return NULL;
     }
 }
 
 static const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ2_XS,
-                                         TENSOR_TYPE_IQ2_S, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ3_XXS};
+                                         TENSOR_TYPE_IQ2_S, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ3_XXS,
+                                         TENSOR_TYPE_IQ1_M};
+
+/* The IQ1 GEMM is AVX-512 VNNI only: other builds leave those batches to
+ * the vec_dot tiles (gemm_iq_applies false), which the tests check. */
+static bool absent_here(enum tensor_type t)
+{
+    if (gemm_iq_supports(t))
+        return false;
+    assert_true(t == TENSOR_TYPE_IQ1_M);
+    const gguf_tensor w = weight(t, NULL, QK_K, 8);
+    assert_false(gemm_iq_applies(&w, 512));
+    return true;
+}
 
 /* One case: rows x n weights against nt tokens, computed in two row ranges
  * split at cut, into an output with stride ostride > rows. */
 static void check_case(enum tensor_type t, int64_t n, int64_t rows, int nt, int64_t cut)
 {
+    if (absent_here(t))
+        return;
     const size_t rs = tensor_row_size(t, n), as = tensor_row_size(TENSOR_TYPE_Q8_K, n) + 8;
     const int64_t ostride = rows + 3;
     uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
@@ -181,6 +205,8 @@ static void test_panels(void **state)
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int min = gemm_iq_min_tok(types[ti]);
         check_case(types[ti], QK_K * 23, 70, min + 3, 33);
+        if (absent_here(types[ti]))
+            continue;
         const gguf_tensor w = weight(types[ti], NULL, QK_K, 8);
 #if defined(QUANT_HAVE_AVX2)
         assert_true(gemm_iq_applies(&w, min));
@@ -189,6 +215,7 @@ static void test_panels(void **state)
     }
     /* more tokens than one pass of widened activations holds (6 MB) */
     check_case(TENSOR_TYPE_IQ4_XS, QK_K * 64, 5, 200, 2);
+    check_case(TENSOR_TYPE_IQ1_M, QK_K * 96, 5, 200, 2); /* 6 MB / (96 x 384 bytes): 170 tokens a pass */
     const gguf_tensor q = weight(TENSOR_TYPE_Q4_K, NULL, QK_K, 8);
     assert_false(gemm_iq_applies(&q, 64));
 }

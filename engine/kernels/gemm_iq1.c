@@ -1,0 +1,539 @@
+/* IQ1_M as an integer GEMM (see gemm_iq1.h, gemm_iq.h).
+ *
+ * The reference (ggml_vec_dot_iq1_m_q8_K's AVX2 branch; quant_iq1.c's
+ * dot_iq1_m_avx2) keeps per super-block two int32 x 8 vectors: sumi1, lane
+ * k the sum over the 8 sub-blocks of (scale of the 16) * (grid . q over the
+ * sub-block's elements 4k..4k+3), and sumi2 the same with the group's delta
+ * sign (+-1) in place of the grid values; then d = y.d * fp16(d_w),
+ * accum1 = fma(d, cvt(sumi1), accum1), accum2 = fma(d, cvt(sumi2), accum2),
+ * and at the end hsum_float_8(accum1) + 1/8 * hsum_float_8(accum2). The
+ * lanes are exact integers, formed here in other ways; the float steps of
+ * each output are those.
+ *
+ * sumi1: a grid value (-1, 0, +1) times its scale (1..15) fits a byte, so
+ * the panel holds the products and vpdpbusd accumulates the lanes as they
+ * are (no per-sub-block scale multiply as in gemm_iq.c): a token's bytes
+ * enter as q + 128 (unsigned), and 128 * (the lane's weight sum) is taken
+ * off before the float step.
+ * sumi2: a delta sign covers 8 weights, so lane k of a sub-block is
+ * scale * sign * (q[4k] + ... + q[4k+3]). The tokens' 4-sums are made once
+ * per call (int16), and vpdpwssd of (scale * sign) int16 pairs of two
+ * sub-blocks against the two sub-blocks' 4-sums forms the lanes: 4
+ * instructions per super-block where the bytes would take 8.
+ *
+ * Layout as gemm_iq.c's AVX-512 panel: rows in pairs (row 2j in dword
+ * lanes 0-7 of a zmm, row 2j + 1 in 8-15), a token's 32 bytes broadcast to
+ * both halves. A tile is 2 row pairs x 4 tokens, a super-block's grid lanes
+ * then its delta lanes in the same 8 accumulators, so that the 16 float
+ * accumulators stay in registers (2 x 8 tokens spilled them: 10 % slower);
+ * a full tile is one asm loop (tile_2x4_asm), the others the same steps in
+ * C. Per (row pair, token, super-block) that is 8 vpdpbusd + 4 vpdpwssd
+ * and the float steps (2 x cvt, 2 x mul, 2 x fma); a test build of the C
+ * tiles without the dot products still took half the time (float steps,
+ * panels, token bytes, output stores), and the float steps are the
+ * reference's.
+ *
+ * Activation bytes are taken as -127..127 (what quantize_row_q8_K writes):
+ * a -128 would differ from the reference's sign_epi8, which leaves -(-128)
+ * at -128. */
+#include "kernels/gemm_iq1.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernel_scratch.h"
+#include "kernels/quant_internal.h"
+#include "kernels/quant_iq1.h"
+
+#if defined(QUANT_HAVE_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define GEMM_IQ1 1
+#endif
+
+bool gemm_iq1_supports(enum tensor_type type)
+{
+#ifdef GEMM_IQ1
+    return type == TENSOR_TYPE_IQ1_M;
+#else
+    (void)type;
+    return false;
+#endif
+}
+
+#ifdef GEMM_IQ1
+#define TILE_T 4
+/* Scratch for the tokens' bytes a pass may hold; more go in several passes. */
+#define ACT_BYTES (6 << 20)
+/* Panel bytes: rows times this stay in L2 beside a block of tokens. */
+#define PANEL_BYTES (192 * 1024)
+/* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 weight
+ * bytes (grid value times scale) from 0, 4 sub-block pairs of 2 x 16 int16
+ * delta weights (scale times sign) from P_D, 2 x 8 int32 offset
+ * corrections (-128 x the lanes' weight sums: the grid lanes' start) from
+ * P_C, 2 x 8 copies of the row's d_w from P_W. */
+#define P_D 512
+#define P_C 768
+#define P_W 832
+#define PAIR_SB 896
+#define Q8K_BYTES 292 /* sizeof(block_q8_K), for the asm */
+/* Token bytes per super-block: 256 bytes q + 128, then from T_S4 4 x 16
+ * int16 4-sums (sub-block pair m: lane k's sums of sub-blocks 2m, 2m + 1). */
+#define T_S4 256
+#define TOK_SB 384
+/* Tokens a block and super-blocks a chunk (see matmul512). */
+#define TOK_BLK 64
+#define SB_CHUNK 8
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+/* Row h (0, 1) of the pair at p: its super-blocks as PAIR_SB blocks. */
+static void write_pair_row(const block_iq1_m *x, int64_t nbl, uint8_t *p, int h, float *dw)
+{
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
+        uint16_t sc[4];
+        memcpy(sc, x[i].scales, 8);
+        dw[i] = fp16_to_f32(quant_iq1m_d(&x[i]));
+        _mm256_storeu_ps((float *)(void *)(p + P_W + 32 * h), _mm256_set1_ps(dw[i]));
+        __m256i corr = _mm256_setzero_si256();
+        for (int m = 0; m < QK_K / 64; m++) {
+            /* pk[l]: group l's delta weight (scale times sign) of sub-block
+             * 2m in the low int16, of 2m + 1 in the high */
+            uint32_t pk[4] = {0, 0, 0, 0};
+            for (int e = 0; e < 2; e++) {
+                const int b = 2 * m + e;
+                /* the scales of elements 0-15 and 16-31 (quant_iq1.h) */
+                const int s0 = 2 * (sc[m] >> (6 * e) & 7) + 1, s1 = 2 * (sc[m] >> (6 * e + 3) & 7) + 1;
+                const uint8_t *qs = x[i].qs + 4 * b;
+                const unsigned q0 = x[i].qh[2 * b], q1 = x[i].qh[2 * b + 1];
+                const unsigned nib[4] = {q0 & 15, q0 >> 4, q1 & 15, q1 >> 4};
+                const __m256i g = _mm256_setr_epi64x((long long)quant_iq1s_grid[qs[0] | (nib[0] & 7) << 8],
+                                                     (long long)quant_iq1s_grid[qs[1] | (nib[1] & 7) << 8],
+                                                     (long long)quant_iq1s_grid[qs[2] | (nib[2] & 7) << 8],
+                                                     (long long)quant_iq1s_grid[qs[3] | (nib[3] & 7) << 8]);
+                const __m256i gs =
+                    _mm256_sign_epi8(_mm256_setr_m128i(_mm_set1_epi8((char)s0), _mm_set1_epi8((char)s1)), g);
+                _mm256_storeu_si256((__m256i *)(p + 64 * b + 32 * h), gs);
+                /* the lanes' weight sums (exact: 1 * w pairs, then pairs) */
+                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, gs), ones16));
+                for (int l = 0; l < 4; l++) {
+                    const int neg = -(int)(nib[l] >> 3);
+                    pk[l] |= (uint32_t)(uint16_t)(((l < 2 ? s0 : s1) ^ neg) - neg) << 16 * e;
+                }
+            }
+            /* int32 lane k (elements 4k..4k+3) is in group k / 2 */
+            const __m128i v = _mm_loadu_si128((const __m128i *)pk);
+            _mm256_storeu_si256((__m256i *)(p + P_D + 64 * m + 32 * h),
+                                _mm256_setr_m128i(_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)));
+        }
+        /* minus 128 * the weight sums: the accumulators' start */
+        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h),
+                            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
+    }
+}
+
+/* A token's bytes plus 128 and its 4-sums, TOK_SB bytes per super-block. */
+static void prep_token(const block_q8_K *y, int64_t nbl, uint8_t *o)
+{
+    const __m512i m80 = _mm512_set1_epi8((char)0x80);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1),
+                  lo16 = _mm256_set1_epi32(0xffff);
+    for (int64_t i = 0; i < nbl; i++, o += TOK_SB) {
+        for (int s = 0; s < QK_K / 64; s++)
+            _mm512_storeu_si512(o + 64 * s, _mm512_xor_si512(_mm512_loadu_si512(y[i].qs + 64 * s), m80));
+        for (int m = 0; m < QK_K / 64; m++) {
+            /* |4-sum| <= 508: int16 */
+            const __m256i a = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * m))), ones16);
+            const __m256i b = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * m + 32))),
+                ones16);
+            _mm256_storeu_si256((__m256i *)(o + T_S4 + 32 * m),
+                                _mm256_or_si256(_mm256_and_si256(a, lo16), _mm256_slli_epi32(b, 16)));
+        }
+    }
+}
+
+/* d_w of row 2j in lanes 0-7, of row 2j + 1 in 8-15 */
+static inline __m512 pair_d(float d0, float d1)
+{
+    return _mm512_castpd_ps(
+        _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0)), _mm256_castps_pd(_mm256_set1_ps(d1)), 1));
+}
+
+/* A full tile, 2 row pairs (w0, w1: their panels) against 4 tokens st
+ * bytes apart from p0 (their prepared bytes) whose Q8_K rows are ys bytes
+ * apart from y0, over all nbl super-blocks, as one asm statement: per
+ * super-block the grid lanes (vpdpbusd over the 8 sub-blocks, from the
+ * offset corrections) in zmm0-7 (pair 0's token t in zmm t, pair 1's in
+ * zmm 4 + t), their float step into zmm8-15, the delta lanes (vpdpwssd
+ * over the 4 sub-block pairs, from zero) in zmm0-7 again, their float step
+ * into zmm16-23; the step is vec_dot's, d = d_act (broadcast) * d_w (the
+ * pair's, zmm24-25) and f = fma(d, float(lanes), f). fo gets the 16 float
+ * accumulators (grid pair 0 tokens 0-3, pair 1, then delta). GCC 12 copied
+ * each accumulator after its dot-product intrinsic and spilled the float
+ * ones (and an asm statement takes at most 30 operands). */
+// clang-format off
+#define IQ1_DOT(op, addr, t, u)                                                                           \
+    "vbroadcasti64x4 " addr ", %%zmm30\n\t"                                                              \
+    op " %%zmm28, %%zmm30, %%zmm" #t "\n\t"                                                               \
+    op " %%zmm29, %%zmm30, %%zmm" #u "\n\t"
+#define IQ1_LOOP(op, n, label)                                                                            \
+    "mov $" #n ", %[cnt]\n"                                                                               \
+    label ":\n\t"                                                                                         \
+    "vmovdqu64 (%[w0]), %%zmm28\n\t"                                                                      \
+    "vmovdqu64 (%[w1]), %%zmm29\n\t"                                                                      \
+    IQ1_DOT(op, "(%[p0])", 0, 4)                                                                          \
+    IQ1_DOT(op, "(%[p0],%[st],1)", 1, 5)                                                                  \
+    IQ1_DOT(op, "(%[p0],%[st],2)", 2, 6)                                                                  \
+    IQ1_DOT(op, "(%[p3])", 3, 7)                                                                          \
+    "add $64, %[w0]\n\t"                                                                                  \
+    "add $64, %[w1]\n\t"                                                                                  \
+    "add $32, %[p0]\n\t"                                                                                  \
+    "add $32, %[p3]\n\t"                                                                                  \
+    "dec %[cnt]\n\t"                                                                                      \
+    "jnz " label "b\n\t"
+#define IQ1_FMA(yaddr, t, u, ft, fu)                                                                      \
+    "vmulps " yaddr "%{1to16%}, %%zmm24, %%zmm26\n\t"                                                     \
+    "vmulps " yaddr "%{1to16%}, %%zmm25, %%zmm27\n\t"                                                     \
+    "vmovaps %%zmm26, " #t "*128(%[ds])\n\t"                                                              \
+    "vmovaps %%zmm27, " #t "*128+64(%[ds])\n\t"                                                           \
+    "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                              \
+    "vcvtdq2ps %%zmm" #u ", %%zmm" #u "\n\t"                                                              \
+    "vfmadd231ps %%zmm" #t ", %%zmm26, %%zmm" #ft "\n\t"                                                  \
+    "vfmadd231ps %%zmm" #u ", %%zmm27, %%zmm" #fu "\n\t"
+/* the delta lanes' step with the d the grid lanes' step kept at ds */
+#define IQ1_FMA_D(t, u, ft, fu)                                                                           \
+    "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                              \
+    "vcvtdq2ps %%zmm" #u ", %%zmm" #u "\n\t"                                                              \
+    "vfmadd231ps " #t "*128(%[ds]), %%zmm" #t ", %%zmm" #ft "\n\t"                                        \
+    "vfmadd231ps " #t "*128+64(%[ds]), %%zmm" #u ", %%zmm" #fu "\n\t"
+#define IQ1_ZERO2(a, b) "vpxord %%zmm" #a ", %%zmm" #a ", %%zmm" #a "\n\tvpxord %%zmm" #b ", %%zmm" #b ", %%zmm" #b "\n\t"
+#define IQ1_START(c, a, b, d)                                                                             \
+    "vmovdqu64 " XSTR(P_C) "(%[" c "]), %%zmm" #a "\n\t"                                                 \
+    "vmovdqa64 %%zmm" #a ", %%zmm" #b "\n\t"                                                              \
+    "vmovdqa64 %%zmm" #a ", %%zmm" #d "\n\t"
+static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0, size_t st, const float *y0,
+                         size_t ys, int64_t nbl, float fo[16][16])
+{
+    const uint8_t *p3 = p0 + 3 * st;
+    const float *y3 = (const float *)(const void *)((const char *)y0 + 3 * ys);
+    int cnt;
+    __attribute__((aligned(64))) float ds[8][16]; /* d of pair j, token t at 2 t + j */
+    __asm__ volatile("vmovups (%[fo]), %%zmm8\n\t"
+            "vmovups 64(%[fo]), %%zmm9\n\t"
+            "vmovups 128(%[fo]), %%zmm10\n\t"
+            "vmovups 192(%[fo]), %%zmm11\n\t"
+            "vmovups 256(%[fo]), %%zmm12\n\t"
+            "vmovups 320(%[fo]), %%zmm13\n\t"
+            "vmovups 384(%[fo]), %%zmm14\n\t"
+            "vmovups 448(%[fo]), %%zmm15\n\t"
+            "vmovups 512(%[fo]), %%zmm16\n\t"
+            "vmovups 576(%[fo]), %%zmm17\n\t"
+            "vmovups 640(%[fo]), %%zmm18\n\t"
+            "vmovups 704(%[fo]), %%zmm19\n\t"
+            "vmovups 768(%[fo]), %%zmm20\n\t"
+            "vmovups 832(%[fo]), %%zmm21\n\t"
+            "vmovups 896(%[fo]), %%zmm22\n\t"
+            "vmovups 960(%[fo]), %%zmm23\n\t"
+            "3:\n\t"
+            IQ1_START("w0", 0, 1, 2) "vmovdqa64 %%zmm0, %%zmm3\n\t"
+            IQ1_START("w1", 4, 5, 6) "vmovdqa64 %%zmm4, %%zmm7\n\t"
+            "vmovups " XSTR(P_W) "(%[w0]), %%zmm24\n\t"
+            "vmovups " XSTR(P_W) "(%[w1]), %%zmm25\n\t"
+            IQ1_LOOP("vpdpbusd", 8, "1")
+            IQ1_FMA("(%[y0])", 0, 4, 8, 12)
+            IQ1_FMA("(%[y0],%[ys],1)", 1, 5, 9, 13)
+            IQ1_FMA("(%[y0],%[ys],2)", 2, 6, 10, 14)
+            IQ1_FMA("(%[y3])", 3, 7, 11, 15)
+            /* w0, w1 are at P_D now, p0, p3 at T_S4 */
+            IQ1_ZERO2(0, 1) IQ1_ZERO2(2, 3) IQ1_ZERO2(4, 5) IQ1_ZERO2(6, 7)
+            IQ1_LOOP("vpdpwssd", 4, "2")
+            IQ1_FMA_D(0, 4, 16, 20)
+            IQ1_FMA_D(1, 5, 17, 21)
+            IQ1_FMA_D(2, 6, 18, 22)
+            IQ1_FMA_D(3, 7, 19, 23)
+            /* the next super-block: w0, w1 at P_C now, p0, p3 at the next one */
+            "add $" XSTR(PAIR_SB - P_C) ", %[w0]\n\t"
+            "add $" XSTR(PAIR_SB - P_C) ", %[w1]\n\t"
+            "add $" XSTR(Q8K_BYTES) ", %[y0]\n\t"
+            "add $" XSTR(Q8K_BYTES) ", %[y3]\n\t"
+            "dec %[nb]\n\t"
+            "jnz 3b\n\t"
+            "vmovups %%zmm8, (%[fo])\n\t"
+            "vmovups %%zmm9, 64(%[fo])\n\t"
+            "vmovups %%zmm10, 128(%[fo])\n\t"
+            "vmovups %%zmm11, 192(%[fo])\n\t"
+            "vmovups %%zmm12, 256(%[fo])\n\t"
+            "vmovups %%zmm13, 320(%[fo])\n\t"
+            "vmovups %%zmm14, 384(%[fo])\n\t"
+            "vmovups %%zmm15, 448(%[fo])\n\t"
+            "vmovups %%zmm16, 512(%[fo])\n\t"
+            "vmovups %%zmm17, 576(%[fo])\n\t"
+            "vmovups %%zmm18, 640(%[fo])\n\t"
+            "vmovups %%zmm19, 704(%[fo])\n\t"
+            "vmovups %%zmm20, 768(%[fo])\n\t"
+            "vmovups %%zmm21, 832(%[fo])\n\t"
+            "vmovups %%zmm22, 896(%[fo])\n\t"
+            "vmovups %%zmm23, 960(%[fo])\n\t"
+            : [cnt] "=&r"(cnt), [nb] "+r"(nbl), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3),
+              [y0] "+r"(y0), [y3] "+r"(y3)
+            : [st] "r"(st), [ys] "r"(ys), [fo] "r"(fo), [ds] "r"(ds)
+            : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+              "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+              "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "cc", "memory");
+}
+// clang-format on
+
+/* NP row pairs (wp: their panels, dw: the 2 * NP rows' d_w) against NT
+ * tokens (a: their prepared bytes, y: their Q8_K rows for d_act), super-
+ * blocks [i0, i1): the float accumulators come from fs and go back there
+ * (fs[4 j + t]: pair j, token t's grid lanes; fs[8 + 4 j + t] its delta
+ * lanes; row 2j in floats 0-7, 2j + 1 in 8-15), so that a tile can run in
+ * chunks of super-blocks that stay in L1. Always inlined with constant NP,
+ * NT. */
+static inline __attribute__((always_inline)) void
+tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
+        const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1, float fs[16][16])
+{
+    /* the asm tile wants the tokens evenly spaced */
+    const size_t st = (size_t)(a[1] - a[0]), ys = (size_t)((const char *)y[1] - (const char *)y[0]);
+    bool even = NP == 2 && NT == 4;
+    for (int t = 2; t < NT; t++)
+        even = even && a[t] == a[0] + (size_t)t * st &&
+               (const char *)y[t] == (const char *)y[0] + (size_t)t * ys;
+    if (even) {
+        tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, &y[0][i0].d, ys,
+                     i1 - i0, fs);
+        return;
+    }
+    __m512 f1[2][TILE_T], f2[2][TILE_T];
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            f1[j][t] = _mm512_loadu_ps(fs[4 * j + t]);
+            f2[j][t] = _mm512_loadu_ps(fs[8 + 4 * j + t]);
+        }
+    for (int64_t i = i0; i < i1; i++) {
+        __m512i acc[2][TILE_T], w[2];
+        __m512 dwv[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++) {
+            dwv[j] = pair_d(dw[2 * j][i], dw[2 * j + 1][i]);
+            const __m512i start = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_C);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++)
+                acc[j][t] = start;
+        }
+        for (int b = 0; b < QK_K / 32; b++) {
+#pragma GCC unroll 2
+            for (int j = 0; j < NP; j++)
+                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * b);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                const __m512i at =
+                    _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + 32 * b)));
+#pragma GCC unroll 2
+                for (int j = 0; j < NP; j++)
+                    acc[j][t] = _mm512_dpbusd_epi32(acc[j][t], at, w[j]);
+            }
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++)
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) { /* d = d_act * d_w, one product as vec_dot's */
+                f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
+                                           _mm512_cvtepi32_ps(acc[j][t]), f1[j][t]);
+                acc[j][t] = _mm512_setzero_si512();
+            }
+        for (int m = 0; m < QK_K / 64; m++) {
+#pragma GCC unroll 2
+            for (int j = 0; j < NP; j++)
+                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + P_D + 64 * m);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                const __m512i s4 = _mm512_broadcast_i64x4(
+                    _mm256_loadu_si256((const __m256i *)(a[t] + TOK_SB * i + T_S4 + 32 * m)));
+#pragma GCC unroll 2
+                for (int j = 0; j < NP; j++)
+                    acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], s4, w[j]);
+            }
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++)
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++)
+                f2[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
+                                           _mm512_cvtepi32_ps(acc[j][t]), f2[j][t]);
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            _mm512_storeu_ps(fs[4 * j + t], f1[j][t]);
+            _mm512_storeu_ps(fs[8 + 4 * j + t], f2[j][t]);
+        }
+}
+
+typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
+                        const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1, float fs[16][16]);
+#define TILE_FN(np, nt)                                                                                      \
+    static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
+                                 const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],          \
+                                 int64_t i0, int64_t i1, float fs[16][16])                                   \
+    {                                                                                                        \
+        tile512(np, nt, wp, dw, a, y, i0, i1, fs);                                                           \
+    }
+TILE_FN(1, 1)
+TILE_FN(1, 2)
+TILE_FN(1, 3)
+TILE_FN(1, 4)
+TILE_FN(2, 1)
+TILE_FN(2, 2)
+TILE_FN(2, 3)
+TILE_FN(2, 4)
+/* [row pairs - 1][tokens - 1] */
+static const tile_fn tiles[2][TILE_T] = {
+    {tile_1_1, tile_1_2, tile_1_3, tile_1_4},
+    {tile_2_1, tile_2_2, tile_2_3, tile_2_4},
+};
+
+/* Row r, token t's output from a tile's accumulators: hsum_float_8(grid)
+ * + 1/8 hsum_float_8(delta), as vec_dot (whose compiler, like the
+ * reference's, makes that sum one fma). */
+static inline float finish_one(float fs[16][16], int r, int t)
+{
+    return fmaf(hsum_ps(_mm256_loadu_ps(fs[8 + 4 * (r / 2) + t] + 8 * (r % 2))), QUANT_IQ1_DELTA,
+                hsum_ps(_mm256_loadu_ps(fs[4 * (r / 2) + t] + 8 * (r % 2))));
+}
+
+/* hsum_float_8 of the two rows' 8 lanes in each of 4 vectors (pair 0,
+ * pair 1 of one token: fs[t], fs[4 + t]), 16 sums at once in hsum_ps's
+ * order: s_i = v_i + v_{i+4}, then (s_0 + s_2) + (s_1 + s_3), the token's
+ * row r in float 4 r of the result. */
+static inline __m512 hsum4x4(const float *f0, const float *f1)
+{
+    const __m512 a = _mm512_loadu_ps(f0), b = _mm512_loadu_ps(f1);
+    /* each 128-bit block: s of its row (blocks 0, 1: row 2j; 2, 3: 2j + 1) */
+    const __m512 sa = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 sb = _mm512_add_ps(b, _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 y = _mm512_shuffle_f32x4(sa, sb, _MM_SHUFFLE(2, 0, 2, 0)); /* rows 0, 1, 2, 3 */
+    const __m512 y2 = _mm512_add_ps(y, _mm512_permute_ps(y, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(y2, _mm512_permute_ps(y2, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* A full tile's 4 rows x 4 tokens of outputs (finish_one's, 16 at once),
+ * token t's at o + t * stride. */
+static inline void finish_full(float fs[16][16], float *o, int64_t stride)
+{
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int t = 0; t < TILE_T; t++) {
+        const __m512 g = hsum4x4(fs[t], fs[4 + t]), dl = hsum4x4(fs[8 + t], fs[12 + t]);
+        const __m512 r = _mm512_fmadd_ps(dl, _mm512_set1_ps(QUANT_IQ1_DELTA), g);
+        _mm_storeu_ps(o + t * stride, _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, r)));
+    }
+}
+
+/* Rows [r0, r1) against tokens [0, n_tok), in passes of tc tokens (their
+ * prepared bytes); per pass, panels of pr rows (in pairs) written once;
+ * per panel, blocks of TOK_BLK tokens (their bytes stay in L2), and per
+ * block chunks of SB_CHUNK super-blocks, so that a row group's weights
+ * (14 KB a chunk) stay in L1 while the block's tiles of 4 rows x 4 tokens
+ * run over them: 22 super-blocks a row (2048 x 5632) did not fit, 10 %
+ * slower. The tiles' float accumulators wait in fst between chunks; the
+ * last chunk's become the outputs. */
+static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1, const uint8_t *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel, float *dw,
+                      uint8_t *tok, float (*fst)[16][16], int64_t pr, int tc)
+{
+    const size_t pair_bytes = (size_t)nbl * PAIR_SB, tok_bytes = (size_t)nbl * TOK_SB;
+#define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
+    for (int c0 = 0; c0 < n_tok; c0 += tc) {
+        const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
+        for (int t = 0; t < cn; t++)
+            prep_token(ACT(c0 + t), nbl, tok + (size_t)t * tok_bytes);
+        for (int64_t p0 = r0; p0 < r1; p0 += pr) {
+            const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
+            for (int64_t k = 0; k < np + np % 2; k++) { /* an odd last row fills its pair's second half too */
+                const int64_t kr = k < np ? k : np - 1;
+                write_pair_row((const block_iq1_m *)(const void *)(wd + (size_t)(p0 + kr) * rs), nbl,
+                               panel + (size_t)(k / 2) * pair_bytes, (int)(k % 2), dw + k * nbl);
+            }
+            for (int b0 = 0; b0 < cn; b0 += TOK_BLK) {
+                const int bn = cn - b0 < TOK_BLK ? cn - b0 : TOK_BLK;
+                for (int64_t i0 = 0; i0 < nbl; i0 += SB_CHUNK) {
+                    const int64_t i1 = nbl - i0 < SB_CHUNK ? nbl : i0 + SB_CHUNK;
+                    for (int64_t k = 0; k < np; k += 4) {
+                        const int nr = np - k < 4 ? (int)(np - k) : 4;
+                        const uint8_t *wp[2] = {panel + (size_t)(k / 2) * pair_bytes,
+                                                panel + (size_t)(k / 2 + (nr > 2)) * pair_bytes};
+                        const float *dr[4];
+                        for (int j = 0; j < 4; j++)
+                            dr[j] = dw + (k + (j < nr + nr % 2 ? j : 0)) * nbl;
+                        for (int t0 = b0; t0 < b0 + bn; t0 += TILE_T) {
+                            const int nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
+                            const uint8_t *a[TILE_T];
+                            const block_q8_K *y[TILE_T];
+                            for (int j = 0; j < TILE_T; j++) {
+                                const int tt = t0 + (j < nt ? j : nt - 1);
+                                a[j] = tok + (size_t)tt * tok_bytes;
+                                y[j] = ACT(c0 + tt);
+                            }
+                            float(*fs)[16] = fst[(k / 4) * (TOK_BLK / TILE_T) + (t0 - b0) / TILE_T];
+                            if (i0 == 0)
+                                memset(fs, 0, sizeof(float[16][16]));
+                            tiles[nr > 2][nt - 1](wp, dr, a, y, i0, i1, fs);
+                            if (i1 < nbl)
+                                continue;
+                            float *o0 = out + (int64_t)(c0 + t0) * out_stride + p0 + k;
+                            if (nt == TILE_T && nr == 4)
+                                finish_full(fs, o0, out_stride);
+                            else
+                                for (int c = 0; c < nt; c++)
+                                    for (int r = 0; r < nr; r++)
+                                        o0[c * out_stride + r] = finish_one(fs, r, c);
+                        }
+                    }
+                }
+            }
+        }
+    }
+#undef ACT
+}
+#endif
+
+bool gemm_iq1_matmul(enum tensor_type type, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
+                     const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+#ifdef GEMM_IQ1
+    if (!gemm_iq1_supports(type))
+        return false;
+    if (r0 >= r1 || n_tok < 1)
+        return true;
+    const size_t row_sb = PAIR_SB / 2;
+    int64_t pr = PANEL_BYTES / ((int64_t)row_sb * nbl);
+    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
+    if (pr > r1 - r0)
+        pr = r1 - r0;
+    const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs */
+    const size_t panel_bytes = ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63;
+    const size_t dw_bytes = ((size_t)prp * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
+    int tc = (int)(ACT_BYTES / (nbl * TOK_SB));
+    tc = tc < TILE_T ? TILE_T : tc;
+    if (tc > n_tok)
+        tc = n_tok;
+    const size_t tok_bytes = (size_t)tc * (size_t)nbl * TOK_SB;
+    const size_t fst_bytes = (size_t)((prp + 3) / 4) * (TOK_BLK / TILE_T) * sizeof(float[16][16]);
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + fst_bytes);
+    if (!scr)
+        return false;
+    matmul512(wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, scr,
+              (float *)(void *)(scr + panel_bytes), scr + panel_bytes + dw_bytes,
+              (float(*)[16][16])(void *)(scr + panel_bytes + dw_bytes + tok_bytes), pr, tc);
+    return true;
+#else
+    (void)type, (void)wd, (void)rs, (void)nbl, (void)r0, (void)r1, (void)act, (void)act_stride, (void)n_tok;
+    (void)out, (void)out_stride;
+    return false;
+#endif
+}
