@@ -40,6 +40,23 @@ typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *co
                                 const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,
                                 float out[4][GEMM_KP_TILE_T]);
 
+/* The tile2 and tile1 callbacks (tile_pairs2, tile_pairs1) of a type whose
+ * tile is one always-inlined function TILE(NP, wp, y, tx, i0, i1, nbl, st,
+ * out) with a constant NP: each its own copy with NP folded in. */
+#define GEMM_KP_TILES(TILE)                                                                                          \
+    static void tile_pairs2(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
+                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,                   \
+                            float out[4][GEMM_KP_TILE_T])                                                        \
+    {                                                                                                              \
+        TILE(2, wp, y, tx, i0, i1, nbl, st, out);                                                                  \
+    }                                                                                                              \
+    static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
+                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,                   \
+                            float out[4][GEMM_KP_TILE_T])                                                        \
+    {                                                                                                              \
+        TILE(1, wp, y, tx, i0, i1, nbl, st, out);                                                                  \
+    }
+
 struct gemm_kp {
     size_t pair_sb;  /* panel bytes per row pair and super-block */
     size_t tx_bytes; /* prep bytes per tile and super-block (0: no prep) */

@@ -163,16 +163,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
     }
 }
 
-static void tile_pairs2(const uint8_t *const wp[2], const block_q8_K *const y[TILE_T], const uint8_t *tx,
-                        int64_t i0, int64_t i1, int64_t nbl, __m512 *st, float out[4][TILE_T])
-{
-    tile512(2, wp, y, tx, i0, i1, nbl, st, out);
-}
-static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[TILE_T], const uint8_t *tx,
-                        int64_t i0, int64_t i1, int64_t nbl, __m512 *st, float out[4][TILE_T])
-{
-    tile512(1, wp, y, tx, i0, i1, nbl, st, out);
-}
+GEMM_KP_TILES(tile512)
 
 static const struct gemm_kp kq5 = {
     .pair_sb = PAIR_SB,
