@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm_mxfp4.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 
@@ -332,6 +333,11 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
 void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                          int n_tok, float *out, int64_t out_stride)
 {
+#if defined(GEMM_MXFP4)
+    /* AVX-512 VNNI: 16-row panels against 8-token tiles (gemm_mxfp4.h) */
+    if (n_tok >= GEMM_MXFP4_MIN_TOK && gemm_mxfp4_matmul(w, n, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
+#endif
     const int64_t nb = n / QK_MXFP4;
     const size_t rb = (size_t)nb * sizeof(block_mxfp4);
     int64_t r = r0;

@@ -1,0 +1,217 @@
+/* The MXFP4 prompt GEMM (see gemm_mxfp4.h). */
+#include "kernels/gemm_mxfp4.h"
+
+#if defined(GEMM_MXFP4)
+#include <string.h>
+
+#include "kernels/kernel_scratch.h"
+#include "kernels/quant_internal.h"
+#include "kernels/quant_mxfp4.h"
+
+/* rows per panel (a zmm's dword lanes) and tokens per tile */
+#define GR 16
+#define TT 8
+/* offset that makes the doubled E2M1 values (-12..12) unsigned */
+#define MX_OFF 12
+/* panel bytes per block: 8 vectors (elements 4k..4k+3 of the 16 rows),
+ * then the 16 rows' half scales */
+#define PB (8 * 64 + 64)
+/* tile bytes per block: the TT tokens' 32 bytes, their -MX_OFF * (sum of
+ * the bytes) as int32, their d_a as float */
+#define TB_Q 0
+#define TB_OFF (TT * 32)
+#define TB_DA (TT * 32 + TT * 4)
+#define TB (TT * 32 + TT * 4 + TT * 4)
+/* tile bytes a pass may hold: more tokens go in several passes (each
+ * writing the panels again); tiles that stay in L2 beside the panel */
+#ifndef MXG_PASS_BYTES
+#define MXG_PASS_BYTES (512 * 1024)
+#endif
+
+/* quant_e8m0_to_fp32_half of 16 scale bytes. */
+static inline __m512 e8m0_half16(const uint8_t e[16])
+{
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)e));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(v, _mm512_set1_epi32(1)), 23);
+    const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), v); /* e < 2: a subnormal half */
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(2)), normal, tiny));
+}
+
+/* Rows r .. r + nr - 1 (nr <= 16; the lanes past them repeat the last row)
+ * into the panel p: per block the 8 vectors and the half scales. */
+static void panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t nb, uint8_t *p)
+{
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF)));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const block_mxfp4 *x[GR];
+    for (int j = 0; j < GR; j++)
+        x[j] = (const block_mxfp4 *)(const void *)(w + (size_t)(r + (j < nr ? j : nr - 1)) * rb);
+    for (int64_t b = 0; b < nb; b++, p += PB) {
+        /* z[q]: 128-bit lane i = the 16 bytes of row 4i + q */
+        __m512i z[4];
+        for (int q = 0; q < 4; q++) {
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)x[q][b].qs));
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)x[4 + q][b].qs), 1);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)x[8 + q][b].qs), 2);
+            z[q] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)x[12 + q][b].qs), 3);
+        }
+        /* a 4x4 dword transpose in each 128-bit lane: d[k] lane 4i + q =
+         * row 4i + q's bytes 4k..4k+3 */
+        const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+        const __m512i d[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                              _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+        for (int k = 0; k < 4; k++) {
+            /* low nibbles: elements 4k..4k+3; high nibbles: 16 + 4k.. */
+            _mm512_store_si512(p + 64 * k, _mm512_shuffle_epi8(lut, _mm512_and_si512(d[k], m4)));
+            _mm512_store_si512(p + 64 * (k + 4),
+                               _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(d[k], 4), m4)));
+        }
+        uint8_t e[GR];
+        for (int j = 0; j < GR; j++)
+            e[j] = x[j][b].e;
+        _mm512_store_ps(p + 8 * 64, e8m0_half16(e));
+    }
+}
+
+/* Tokens t0 .. t0 + nt - 1 (nt <= TT; the slots past them repeat the last
+ * token) into the tile o: per block their bytes, offsets and d_a. */
+static void tile_write(const uint8_t *act, size_t st, int t0, int nt, int64_t nb, uint8_t *o)
+{
+    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+    for (int t = 0; t < TT; t++) {
+        const block_q8_0 *y = (const block_q8_0 *)(const void *)(act + (size_t)(t0 + (t < nt ? t : nt - 1)) * st);
+        uint8_t *ot = o;
+        for (int64_t b = 0; b < nb; b++, ot += TB) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            _mm256_store_si256((__m256i *)(ot + TB_Q + 32 * t), q);
+            const int32_t off = -MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
+            const float da = fp16_to_f32(y[b].d);
+            memcpy(ot + TB_OFF + 4 * t, &off, 4);
+            memcpy(ot + TB_DA + 4 * t, &da, 4);
+        }
+    }
+}
+
+static inline __m512i bcast32(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+static inline __m512 bcastf(const uint8_t *p)
+{
+    float v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_ps(v);
+}
+
+/* The panel p (16 rows) against the tile a's first NT tokens over nb
+ * blocks: out[(t) * out_stride + j] for the rows j set in mask. Always
+ * inlined with a constant NT. Per block and token: the lane sums from
+ * -offset, 8 vpdpbusd (k outer, tokens inner: NT chains in flight), then
+ * acc = fma(convert(isum), d_w * d_a, acc) per lane. */
+static inline __attribute__((always_inline)) void tile_run(int NT, const uint8_t *p, const uint8_t *a, int64_t nb,
+                                                          float *out, int64_t out_stride, __mmask16 mask)
+{
+    __m512 facc[TT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++)
+        facc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, p += PB, a += TB) {
+        __m512i acc[TT];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++)
+            acc[t] = bcast32(a + TB_OFF + 4 * t);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m512i wk = _mm512_load_si512(p + 64 * k);
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++)
+                acc[t] = _mm512_dpbusd_epi32(acc[t], wk, bcast32(a + TB_Q + 32 * t + 4 * k));
+        }
+        const __m512 dw = _mm512_load_ps(p + 8 * 64);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++)
+            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(dw, bcastf(a + TB_DA + 4 * t)),
+                                      facc[t]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++)
+        _mm512_mask_storeu_ps(out + (int64_t)t * out_stride, mask, facc[t]);
+}
+
+typedef void (*tile_fn)(const uint8_t *p, const uint8_t *a, int64_t nb, float *out, int64_t out_stride,
+                        __mmask16 mask);
+#define TILE_FN(nt)                                                                                               \
+    static void tile_##nt(const uint8_t *p, const uint8_t *a, int64_t nb, float *out, int64_t out_stride,        \
+                          __mmask16 mask)                                                                         \
+    {                                                                                                             \
+        tile_run(nt, p, a, nb, out, out_stride, mask);                                                            \
+    }
+TILE_FN(1)
+TILE_FN(2)
+TILE_FN(3)
+TILE_FN(4)
+TILE_FN(5)
+TILE_FN(6)
+TILE_FN(7)
+TILE_FN(8)
+/* [tokens - 1] */
+static const tile_fn tiles[TT] = {tile_1, tile_2, tile_3, tile_4, tile_5, tile_6, tile_7, tile_8};
+
+bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                       int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1 || n % QK_MXFP4 != 0)
+        return r0 >= r1 || n_tok < 1;
+    const int64_t nb = n / QK_MXFP4;
+    const size_t rb = (size_t)nb * sizeof(block_mxfp4);
+    /* tokens per pass: whole tiles within MXG_PASS_BYTES */
+    int64_t tiles_pass = MXG_PASS_BYTES / (nb * TB);
+    if (tiles_pass < 1)
+        tiles_pass = 1;
+    const int64_t n_tiles = (n_tok + TT - 1) / TT;
+    if (tiles_pass > n_tiles)
+        tiles_pass = n_tiles;
+    const size_t panel_bytes = (size_t)nb * PB;
+    uint8_t *scr = kernel_scratch_get(panel_bytes + (size_t)tiles_pass * (size_t)nb * TB);
+    if (!scr)
+        return false;
+    uint8_t *panel = scr, *tok = scr + panel_bytes;
+    const int pass_tok = (int)(tiles_pass * TT);
+    for (int c0 = 0; c0 < n_tok; c0 += pass_tok) {
+        const int cn = n_tok - c0 < pass_tok ? n_tok - c0 : pass_tok;
+        for (int t = 0; t < cn; t += TT)
+            tile_write(act, act_stride, c0 + t, cn - t < TT ? cn - t : TT, nb, tok + (size_t)(t / TT) * nb * TB);
+        for (int64_t r = r0; r < r1; r += GR) {
+            const int nr = r1 - r < GR ? (int)(r1 - r) : GR;
+            panel_write(w, rb, r, nr, nb, panel);
+            const __mmask16 mask = (__mmask16)((1u << nr) - 1);
+            for (int t = 0; t < cn; t += TT) {
+                const int nt = cn - t < TT ? cn - t : TT;
+                tiles[nt - 1](panel, tok + (size_t)(t / TT) * nb * TB, nb, out + (int64_t)(c0 + t) * out_stride + r,
+                              out_stride, mask);
+            }
+        }
+    }
+    return true;
+}
+#else
+bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                       int n_tok, float *out, int64_t out_stride)
+{
+    (void)w;
+    (void)n;
+    (void)r0;
+    (void)r1;
+    (void)act;
+    (void)act_stride;
+    (void)n_tok;
+    (void)out;
+    (void)out_stride;
+    return false;
+}
+#endif
