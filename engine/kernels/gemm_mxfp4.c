@@ -22,57 +22,73 @@
 #define TB_OFF (TT * 32)
 #define TB_DA (TT * 32 + TT * 4)
 #define TB (TT * 32 + TT * 4 + TT * 4)
-/* tile bytes a pass may hold: more tokens go in several passes (each
- * writing the panels again); tiles that stay in L2 beside the panel */
+/* tile bytes a pass may hold: more tokens go in several passes, each
+ * writing the panels again (512 tokens of n = 5632 take 3.6 MB; passes
+ * that fit L2 measured 5-25 % slower than one: the panel writes cost more
+ * than the tiles' trips to L3) */
 #ifndef MXG_PASS_BYTES
-#define MXG_PASS_BYTES (512 * 1024)
+#define MXG_PASS_BYTES (32 << 20)
 #endif
 
-/* quant_e8m0_to_fp32_half of 16 scale bytes. */
-static inline __m512 e8m0_half16(const uint8_t e[16])
-{
-    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)e));
-    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(v, _mm512_set1_epi32(1)), 23);
-    const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), v); /* e < 2: a subnormal half */
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(2)), normal, tiny));
-}
-
 /* Rows r .. r + nr - 1 (nr <= 16; the lanes past them repeat the last row)
- * into the panel p: per block the 8 vectors and the half scales. */
-static void panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t nb, uint8_t *p)
+ * into the panel p: per block the 8 vectors and the half scales. The next
+ * panel's n_pf rows (from pf on) are fetched meanwhile, a line per row
+ * every 3 blocks: sixteen streams the hardware prefetcher does not keep
+ * up with. Written out (no arrays of vectors): GCC 12 kept those on the
+ * stack. */
+static void panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t nb, uint8_t *p, const uint8_t *pf,
+                        int n_pf)
 {
     const __m512i lut = _mm512_broadcast_i32x4(
         _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF)));
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const block_mxfp4 *x[GR];
+    /* byte offsets of the 16 rows (the last repeated) from row r */
+    int32_t ro[GR];
     for (int j = 0; j < GR; j++)
-        x[j] = (const block_mxfp4 *)(const void *)(w + (size_t)(r + (j < nr ? j : nr - 1)) * rb);
-    for (int64_t b = 0; b < nb; b++, p += PB) {
-        /* z[q]: 128-bit lane i = the 16 bytes of row 4i + q */
-        __m512i z[4];
-        for (int q = 0; q < 4; q++) {
-            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)x[q][b].qs));
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)x[4 + q][b].qs), 1);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)x[8 + q][b].qs), 2);
-            z[q] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)x[12 + q][b].qs), 3);
-        }
-        /* a 4x4 dword transpose in each 128-bit lane: d[k] lane 4i + q =
-         * row 4i + q's bytes 4k..4k+3 */
-        const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-        const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-        const __m512i d[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                              _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
-        for (int k = 0; k < 4; k++) {
-            /* low nibbles: elements 4k..4k+3; high nibbles: 16 + 4k.. */
-            _mm512_store_si512(p + 64 * k, _mm512_shuffle_epi8(lut, _mm512_and_si512(d[k], m4)));
-            _mm512_store_si512(p + 64 * (k + 4),
-                               _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(d[k], 4), m4)));
-        }
-        uint8_t e[GR];
-        for (int j = 0; j < GR; j++)
-            e[j] = x[j][b].e;
-        _mm512_store_ps(p + 8 * 64, e8m0_half16(e));
+        ro[j] = (int32_t)((size_t)(j < nr ? j : nr - 1) * rb);
+    const __m512i e_idx = _mm512_loadu_si512(ro);
+    const uint8_t *x0 = w + (size_t)r * rb;
+#define MXG_ROW(j) _mm_loadu_si128((const __m128i *)(x0 + ro[j] + 1))
+#define MXG_Z(q)                                                                                                   \
+    _mm512_inserti32x4(                                                                                            \
+        _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(MXG_ROW(q)), MXG_ROW(4 + q), 1), MXG_ROW(8 + q), \
+                           2),                                                                                     \
+        MXG_ROW(12 + q), 3)
+    for (int64_t b = 0; b < nb; b++, p += PB, x0 += sizeof(block_mxfp4)) {
+        if (b % 3 == 0)
+            for (int j = 0; j < n_pf; j++)
+                _mm_prefetch((const char *)pf + (size_t)j * rb + (size_t)b * sizeof(block_mxfp4), _MM_HINT_T0);
+        /* zq: 128-bit lane i = the 16 bytes of row 4i + q */
+        const __m512i z0 = MXG_Z(0), z1 = MXG_Z(1), z2 = MXG_Z(2), z3 = MXG_Z(3);
+        /* a 4x4 dword transpose in each 128-bit lane: dk lane 4i + q = row
+         * 4i + q's bytes 4k..4k+3 */
+        const __m512i t0 = _mm512_unpacklo_epi32(z0, z1), t1 = _mm512_unpackhi_epi32(z0, z1);
+        const __m512i t2 = _mm512_unpacklo_epi32(z2, z3), t3 = _mm512_unpackhi_epi32(z2, z3);
+        const __m512i d0 = _mm512_unpacklo_epi64(t0, t2), d1 = _mm512_unpackhi_epi64(t0, t2);
+        const __m512i d2 = _mm512_unpacklo_epi64(t1, t3), d3 = _mm512_unpackhi_epi64(t1, t3);
+        /* low nibbles: elements 4k..4k+3; high nibbles: 16 + 4k.. */
+#define MXG_LO(d) _mm512_shuffle_epi8(lut, _mm512_and_si512(d, m4))
+#define MXG_HI(d) _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(d, 4), m4))
+        _mm512_store_si512(p + 0 * 64, MXG_LO(d0));
+        _mm512_store_si512(p + 1 * 64, MXG_LO(d1));
+        _mm512_store_si512(p + 2 * 64, MXG_LO(d2));
+        _mm512_store_si512(p + 3 * 64, MXG_LO(d3));
+        _mm512_store_si512(p + 4 * 64, MXG_HI(d0));
+        _mm512_store_si512(p + 5 * 64, MXG_HI(d1));
+        _mm512_store_si512(p + 6 * 64, MXG_HI(d2));
+        _mm512_store_si512(p + 7 * 64, MXG_HI(d3));
+#undef MXG_LO
+#undef MXG_HI
+/* the scale bytes (offset 0 of each block), gathered */
+        const __m512i e =
+            _mm512_and_si512(_mm512_i32gather_epi32(e_idx, (const void *)x0, 1), _mm512_set1_epi32(0xFF));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e); /* e < 2: a subnormal half */
+        _mm512_store_si512(p + 8 * 64,
+                           _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, tiny));
     }
+#undef MXG_Z
+#undef MXG_ROW
 }
 
 /* Tokens t0 .. t0 + nt - 1 (nt <= TT; the slots past them repeat the last
@@ -188,7 +204,9 @@ bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const u
             tile_write(act, act_stride, c0 + t, cn - t < TT ? cn - t : TT, nb, tok + (size_t)(t / TT) * nb * TB);
         for (int64_t r = r0; r < r1; r += GR) {
             const int nr = r1 - r < GR ? (int)(r1 - r) : GR;
-            panel_write(w, rb, r, nr, nb, panel);
+            const int64_t rn = r + GR < r1 ? r + GR : r1; /* the next panel's rows */
+            const int n_pf = r1 - rn < GR ? (int)(r1 - rn) : GR;
+            panel_write(w, rb, r, nr, nb, panel, (const uint8_t *)w + (size_t)rn * rb, n_pf);
             const __mmask16 mask = (__mmask16)((1u << nr) - 1);
             for (int t = 0; t < cn; t += TT) {
                 const int nt = cn - t < TT ? cn - t : TT;

@@ -5,8 +5,9 @@
  * second, and checks a sample of outputs against the one-row repacked
  * chain bit for bit. Not part of make test. Build it against two trees and
  * alternate the binaries to compare kernels on a shared machine.
- * Usage: bench_mxfp4 [seconds-per-case] [tokens...] (default 0.5 s; 512
- * tokens for the dense shapes, 16 32 64 for the expert). */
+ * Usage: bench_mxfp4 [seconds-per-case] [tokens | n,rows,tokens ...]
+ * (default 0.5 s; 512 tokens for the dense shapes, 16 32 64 for the
+ * expert; a count from 128 on runs both dense shapes, below the expert). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +80,17 @@ int main(int argc, char **argv)
 {
     const double secs = argc > 1 ? atof(argv[1]) : 0.5;
     int toks[16], n_toks = 0;
-    for (int i = 2; i < argc && n_toks < 16; i++)
-        toks[n_toks++] = atoi(argv[i]);
     int bad = 0;
+    for (int i = 2; i < argc && n_toks < 16; i++) {
+        long long cn, cr;
+        int ct;
+        if (sscanf(argv[i], "%lld,%lld,%d", &cn, &cr, &ct) == 3)
+            bad |= run_case(cn, cr, ct, secs);
+        else
+            toks[n_toks++] = atoi(argv[i]);
+    }
+    if (argc > 2 && n_toks == 0)
+        return bad;
     if (n_toks == 0) {
         bad |= run_case(2048, 5632, 512, secs);
         bad |= run_case(5632, 2048, 512, secs);
