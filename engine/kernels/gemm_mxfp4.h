@@ -6,7 +6,7 @@
  * sum of the doubled E2M1 values times the Q8_0 bytes. Here 16 rows are
  * written once per call into a panel (per block 8 vectors, dword lane j =
  * row j's elements 4k..4k+3, plus 12 so that vpdpbusd takes them as
- * unsigned, and the 16 half scales) and run against tiles of 8 tokens
+ * unsigned, and the 16 half scales) and run against tiles of up to 12 tokens
  * whose 4-byte groups enter vpdpbusd as broadcasts from memory: one zmm of
  * 16 rows per token, no shuffles. Each lane's int32 starts at the token's
  * -12 * (sum of its block's bytes), so it ends as the exact isum_b; the
@@ -27,6 +27,10 @@
 
 /* From this many tokens the GEMM takes a call (fewer: the row kernels). */
 #define GEMM_MXFP4_MIN_TOK 2
+
+/* Tile bytes one pass over the rows may hold (32 MB); more tokens go in
+ * several passes. A variable for the tests, which make passes small. */
+extern size_t gemm_mxfp4_pass_bytes;
 
 /* out[t * out_stride + r] for rows [r0, r1) of the MXFP4 matrix w (rows of
  * n elements, n a multiple of 32) and Q8_0 tokens [0, n_tok) (row t at act
