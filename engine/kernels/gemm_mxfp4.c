@@ -80,7 +80,7 @@ static void panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t 
         _mm512_store_si512(p + 7 * 64, MXG_HI(d3));
 #undef MXG_LO
 #undef MXG_HI
-/* the scale bytes (offset 0 of each block), gathered */
+        /* the scale bytes (offset 0 of each block), gathered */
         const __m512i e =
             _mm512_and_si512(_mm512_i32gather_epi32(e_idx, (const void *)x0, 1), _mm512_set1_epi32(0xFF));
         const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
