@@ -2,23 +2,23 @@
 #include "kernels/gemm_mxfp4.h"
 
 /* tile bytes a pass may hold: more tokens go in several passes, each
- * writing the panels again (512 tokens of n = 5632 take 5.4 MB; passes
+ * writing the panels again (512 tokens of n = 5632 take 3.6 MB; passes
  * that fit L2 measured 5-25 % slower than one: the panel writes cost more
  * than the tiles' trips to L3) */
 size_t gemm_mxfp4_pass_bytes = 32 << 20;
 
 #if defined(GEMM_MXFP4)
+#include <math.h>
 #include <string.h>
 
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 
-/* rows per panel (a zmm's dword lanes) and tokens per tile (12 measured
- * 2-4 % faster than 8: more chains in flight per weight load; 12
- * accumulators and 12 float sums still fit the registers) */
+/* rows per panel (a zmm's dword lanes) and tokens per tile: 8
+ * accumulators, 8 float sums and 8 tokens' first 16 bytes in registers */
 #define GR 16
-#define TT 12
+#define TT 8
 /* offset that makes the doubled E2M1 values (-12..12) unsigned */
 #define MX_OFF 12
 /* panel bytes per block: 8 vectors (elements 4k..4k+3 of the 16 rows),
@@ -30,16 +30,26 @@ size_t gemm_mxfp4_pass_bytes = 32 << 20;
 #define TB_OFF (TT * 32)
 #define TB_DA (TT * 32 + TT * 4)
 #define TB (TT * 32 + TT * 4 + TT * 4) /* a multiple of 32: the tokens' aligned stores */
+/* tiles a pass holds at most (4096 tokens) */
+#define MAX_PASS_TILES 512
+/* d_w * d_a as an exponent add (tile_run) is exact where d_a is a nonzero
+ * finite F16 (2^-24 <= |d_a| < 2^16) and every scale byte e of the
+ * panel's block is in [E_LO, E_HI]: d_w = 2^(e - 128) then moves d_a's
+ * exponent field to 1..254, a normal float, which is the product vmulps
+ * rounds to (it is exact) */
+#define E_LO 26
+#define E_HI 240
 
 /* Rows r .. r + nr - 1 (nr <= 16; the lanes past them repeat the last row)
  * into the panel p: per block the 8 vectors and the half scales. The next
  * panel's n_pf rows (from pf on) are fetched meanwhile, a line per row
  * every 3 blocks: sixteen streams the hardware prefetcher does not keep
  * up with. Written out (no arrays of vectors): GCC 12 kept those on the
- * stack. */
-static void panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t nb, uint8_t *p, const uint8_t *pf,
+ * stack. True where every scale byte is in [E_LO, E_HI]. */
+static bool panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t nb, uint8_t *p, const uint8_t *pf,
                         int n_pf)
 {
+    __mmask16 in_range = 0xFFFF;
     const __m512i lut = _mm512_broadcast_i32x4(
         _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF)));
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -87,15 +97,20 @@ static void panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t 
         const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e); /* e < 2: a subnormal half */
         _mm512_store_si512(p + 8 * 64,
                            _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, tiny));
+        in_range &= _mm512_cmplt_epu32_mask(_mm512_sub_epi32(e, _mm512_set1_epi32(E_LO)),
+                                            _mm512_set1_epi32(E_HI - E_LO + 1));
     }
 #undef MXG_Z
 #undef MXG_ROW
+    return in_range == 0xFFFF;
 }
 
 /* Tokens t0 .. t0 + nt - 1 (nt <= TT; the slots past them repeat the last
- * token) into the tile o: per block their bytes, offsets and d_a. */
-static void tile_write(const uint8_t *act, size_t st, int t0, int nt, int64_t nb, uint8_t *o)
+ * token) into the tile o: per block their bytes, offsets and d_a. True
+ * where every d_a is nonzero and finite. */
+static bool tile_write(const uint8_t *act, size_t st, int t0, int nt, int64_t nb, uint8_t *o)
 {
+    bool in_range = true;
     const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
     for (int t = 0; t < TT; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(const void *)(act + (size_t)(t0 + (t < nt ? t : nt - 1)) * st);
@@ -107,8 +122,10 @@ static void tile_write(const uint8_t *act, size_t st, int t0, int nt, int64_t nb
             const float da = fp16_to_f32(y[b].d);
             memcpy(ot + TB_OFF + 4 * t, &off, 4);
             memcpy(ot + TB_DA + 4 * t, &da, 4);
+            in_range = in_range && da != 0.0f && isfinite(da);
         }
     }
+    return in_range;
 }
 
 static inline __m512i bcast32(const uint8_t *p)
@@ -127,35 +144,65 @@ static inline __m512 bcastf(const uint8_t *p)
 
 /* The panel p (16 rows) against the tile a's first NT tokens over nb
  * blocks: out[(t) * out_stride + j] for the rows j set in mask. Always
- * inlined with a constant NT. Per block and token: the lane sums from
- * -offset, 8 vpdpbusd (k outer, tokens inner: NT chains in flight), then
- * acc = fma(convert(isum), d_w * d_a, acc) per lane. */
-static inline __attribute__((always_inline)) void tile_run(int NT, const uint8_t *p, const uint8_t *a, int64_t nb,
-                                                          float *out, int64_t out_stride, __mmask16 mask)
+ * inlined with constant NT and EXP. Per block and token: the lane sums
+ * from -offset, 8 vpdpbusd (k outer, tokens inner: NT chains in flight),
+ * then acc = fma(convert(isum), d_w * d_a, acc) per lane.
+ *
+ * The loop runs at two limits of Zen 5 at once (measured): about 2 loads a
+ * cycle, and 2 multiply pipes that vpdpbusd, vmulps and the fma share. So
+ * the token's bytes 0..15 come as one 128-bit broadcast, dword k picked by
+ * vpshufd (its own pipes), 16..31 as 4-byte broadcasts; and with EXP
+ * (ranges checked by the caller, see E_LO) d_w * d_a is d_a's bits plus
+ * (e - 128) << 23, an integer add. Each alone measured no faster, both
+ * together 5 % (bench_mxfp4). */
+static inline __attribute__((always_inline)) void tile_run(int NT, bool EXP, const uint8_t *p, const uint8_t *a,
+                                                          int64_t nb, float *out, int64_t out_stride, __mmask16 mask)
 {
     __m512 facc[TT];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int t = 0; t < NT; t++)
         facc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, p += PB, a += TB) {
-        __m512i acc[TT];
-#pragma GCC unroll 16
-        for (int t = 0; t < NT; t++)
+        __m512i acc[TT], qlo[TT];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
             acc[t] = bcast32(a + TB_OFF + 4 * t);
-#pragma GCC unroll 16
-        for (int k = 0; k < 8; k++) {
+            qlo[t] = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(a + TB_Q + 32 * t)));
+        }
+#define MXG_KS(k, imm)                                                                                             \
+    do {                                                                                                           \
+        const __m512i wk = _mm512_load_si512(p + 64 * (k));                                                        \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) acc[t] =                                              \
+            _mm512_dpbusd_epi32(acc[t], wk, _mm512_shuffle_epi32(qlo[t], imm));                                    \
+    } while (0)
+        MXG_KS(0, 0x00);
+        MXG_KS(1, 0x55);
+        MXG_KS(2, 0xAA);
+        MXG_KS(3, 0xFF);
+#undef MXG_KS
+#pragma GCC unroll 4
+        for (int k = 4; k < 8; k++) {
             const __m512i wk = _mm512_load_si512(p + 64 * k);
-#pragma GCC unroll 16
+#pragma GCC unroll 8
             for (int t = 0; t < NT; t++)
                 acc[t] = _mm512_dpbusd_epi32(acc[t], wk, bcast32(a + TB_Q + 32 * t + 4 * k));
         }
         const __m512 dw = _mm512_load_ps(p + 8 * 64);
-#pragma GCC unroll 16
-        for (int t = 0; t < NT; t++)
-            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(dw, bcastf(a + TB_DA + 4 * t)),
-                                      facc[t]);
+        if (EXP) {
+            const __m512i kx = _mm512_sub_epi32(_mm512_castps_si512(dw), _mm512_set1_epi32(127 << 23));
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++)
+                facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]),
+                                          _mm512_castsi512_ps(_mm512_add_epi32(kx, bcast32(a + TB_DA + 4 * t))),
+                                          facc[t]);
+        } else {
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++)
+                facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(dw, bcastf(a + TB_DA + 4 * t)),
+                                          facc[t]);
+        }
     }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int t = 0; t < NT; t++)
         _mm512_mask_storeu_ps(out + (int64_t)t * out_stride, mask, facc[t]);
 }
@@ -166,7 +213,12 @@ typedef void (*tile_fn)(const uint8_t *p, const uint8_t *a, int64_t nb, float *o
     static void tile_##nt(const uint8_t *p, const uint8_t *a, int64_t nb, float *out, int64_t out_stride,        \
                           __mmask16 mask)                                                                         \
     {                                                                                                             \
-        tile_run(nt, p, a, nb, out, out_stride, mask);                                                            \
+        tile_run(nt, false, p, a, nb, out, out_stride, mask);                                                     \
+    }                                                                                                             \
+    static void tile_exp_##nt(const uint8_t *p, const uint8_t *a, int64_t nb, float *out, int64_t out_stride,    \
+                              __mmask16 mask)                                                                     \
+    {                                                                                                             \
+        tile_run(nt, true, p, a, nb, out, out_stride, mask);                                                      \
     }
 TILE_FN(1)
 TILE_FN(2)
@@ -176,13 +228,11 @@ TILE_FN(5)
 TILE_FN(6)
 TILE_FN(7)
 TILE_FN(8)
-TILE_FN(9)
-TILE_FN(10)
-TILE_FN(11)
-TILE_FN(12)
-/* [tokens - 1] */
-static const tile_fn tiles[TT] = {tile_1, tile_2, tile_3, tile_4,  tile_5,  tile_6,
-                                  tile_7, tile_8, tile_9, tile_10, tile_11, tile_12};
+/* [exponent add][tokens - 1] */
+static const tile_fn tiles[2][TT] = {
+    {tile_1, tile_2, tile_3, tile_4, tile_5, tile_6, tile_7, tile_8},
+    {tile_exp_1, tile_exp_2, tile_exp_3, tile_exp_4, tile_exp_5, tile_exp_6, tile_exp_7, tile_exp_8},
+};
 
 bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                        int n_tok, float *out, int64_t out_stride)
@@ -198,6 +248,8 @@ bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const u
     const int64_t n_tiles = (n_tok + TT - 1) / TT;
     if (tiles_pass > n_tiles)
         tiles_pass = n_tiles;
+    if (tiles_pass > MAX_PASS_TILES)
+        tiles_pass = MAX_PASS_TILES;
     const size_t panel_bytes = (size_t)nb * PB;
     uint8_t *scr = kernel_scratch_get(panel_bytes + (size_t)tiles_pass * (size_t)nb * TB);
     if (!scr)
@@ -206,21 +258,25 @@ bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const u
     const int pass_tok = (int)(tiles_pass * TT);
     for (int c0 = 0; c0 < n_tok; c0 += pass_tok) {
         const int cn = n_tok - c0 < pass_tok ? n_tok - c0 : pass_tok;
-        /* the pass's tokens in tiles of even sizes (16: 8 + 8, not 12 + 4:
+        /* the pass's tokens in tiles of even sizes (10: 5 + 5, not 8 + 2:
          * a small tile has fewer chains in flight per weight load) */
         const int nti = (cn + TT - 1) / TT, base = cn / nti, extra = cn % nti;
 #define TILE_T0(i) ((i) * base + ((i) < extra ? (i) : extra))
+        bool tok_in_range[MAX_PASS_TILES];
         for (int i = 0; i < nti; i++)
-            tile_write(act, act_stride, c0 + TILE_T0(i), base + (i < extra), nb, tok + (size_t)i * nb * TB);
+            tok_in_range[i] =
+                tile_write(act, act_stride, c0 + TILE_T0(i), base + (i < extra), nb, tok + (size_t)i * nb * TB);
         for (int64_t r = r0; r < r1; r += GR) {
             const int nr = r1 - r < GR ? (int)(r1 - r) : GR;
             const int64_t rn = r + GR < r1 ? r + GR : r1; /* the next panel's rows */
             const int n_pf = r1 - rn < GR ? (int)(r1 - rn) : GR;
-            panel_write(w, rb, r, nr, nb, panel, (const uint8_t *)w + (size_t)rn * rb, n_pf);
+            const bool w_in_range = panel_write(w, rb, r, nr, nb, panel, (const uint8_t *)w + (size_t)rn * rb, n_pf);
             const __mmask16 mask = (__mmask16)((1u << nr) - 1);
-            for (int i = 0; i < nti; i++)
-                tiles[base + (i < extra) - 1](panel, tok + (size_t)i * nb * TB, nb,
-                                              out + (int64_t)(c0 + TILE_T0(i)) * out_stride + r, out_stride, mask);
+            for (int i = 0; i < nti; i++) {
+                const tile_fn fn = tiles[w_in_range && tok_in_range[i]][base + (i < extra) - 1];
+                fn(panel, tok + (size_t)i * nb * TB, nb, out + (int64_t)(c0 + TILE_T0(i)) * out_stride + r, out_stride,
+                   mask);
+            }
         }
 #undef TILE_T0
     }

@@ -6,11 +6,12 @@
  * sum of the doubled E2M1 values times the Q8_0 bytes. Here 16 rows are
  * written once per call into a panel (per block 8 vectors, dword lane j =
  * row j's elements 4k..4k+3, plus 12 so that vpdpbusd takes them as
- * unsigned, and the 16 half scales) and run against tiles of up to 12 tokens
+ * unsigned, and the 16 half scales) and run against tiles of up to 8 tokens
  * whose 4-byte groups enter vpdpbusd as broadcasts from memory: one zmm of
  * 16 rows per token, no shuffles. Each lane's int32 starts at the token's
  * -12 * (sum of its block's bytes), so it ends as the exact isum_b; the
- * float steps per lane are the chain's (convert, d_w * d_a rounded, fma).
+ * float steps per lane are the chain's (convert, d_w * d_a rounded, fma;
+ * the product as an exponent add where that is exact, see gemm_mxfp4.c).
  * Scratch (the panel, the tokens' bytes, offsets and scales) in the
  * thread's kernel_scratch.h buffer. */
 #ifndef TOKSCOPE_GEMM_MXFP4_H

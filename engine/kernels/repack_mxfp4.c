@@ -299,7 +299,7 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
                          int n_tok, float *out, int64_t out_stride)
 {
 #if defined(GEMM_MXFP4)
-    /* AVX-512 VNNI: 16-row panels against tiles of up to 12 tokens (gemm_mxfp4.h) */
+    /* AVX-512 VNNI: 16-row panels against tiles of up to 8 tokens (gemm_mxfp4.h) */
     if (n_tok >= GEMM_MXFP4_MIN_TOK && gemm_mxfp4_matmul(w, n, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
 #endif

@@ -313,11 +313,12 @@ static void check_outputs(const char *what, const block_mxfp4 *w, int64_t n, int
 }
 
 /* The AVX-512 VNNI GEMM's tiles (gemm_mxfp4.h: panels of 16 rows, tiles
- * of up to 12 tokens in even sizes, passes of tokens past its scratch
+ * of up to 8 tokens in even sizes, passes of tokens past its scratch
  * share) through the dispatch and called directly: every token count
- * 1..26 (one, two and three tiles of every size), row ranges of 1..40
+ * 1..26 (one to four tiles of every size), row ranges of 1..40
  * rows from any start (full panels, each tail), padded token and output
- * strides, and passes of one tile each. */
+ * strides, passes of one tile each, and the blocks where d_w * d_a must be
+ * a multiply (d_a = 0, scale bytes 0, 1, 2, 25, 241). */
 static void test_gemm_tiles(void **state)
 {
     (void)state;
@@ -349,6 +350,17 @@ static void test_gemm_tiles(void **state)
             for (int64_t i = 0; i < rows * nb; i++)
                 for (int j = 0; j < 16; j++)
                     w[i].qs[j] = (uint8_t)(rnd_u32() % 2 ? 0x7F : 0xF7);
+        /* where d_w * d_a is not an exponent add (gemm_mxfp4.c, E_LO):
+         * a token block with d_a = 0, a weight block's scale byte out of
+         * [26, 240] (subnormal d_w included) */
+        if (rep % 5 == 3) {
+            block_q8_0 *y = (block_q8_0 *)(void *)(a + (rnd_u32() % (unsigned)n_tok) * astride) + rnd_u32() % nb;
+            y->d = 0;
+        }
+        if (rep % 5 == 4) {
+            static const uint8_t odd_e[] = {0, 1, 2, 25, 241};
+            w[rnd_u32() % (unsigned)(rows * nb)].e = odd_e[rnd_u32() % 5];
+        }
         for (int64_t i = 0; i < TMAX * (RMAX + 3); i++)
             out[i] = -1.0f;
         repack_mxfp4_matmul(w, n, r0, r1, a, astride, n_tok, out, ostride);
