@@ -14,6 +14,9 @@
 #ifdef QUANT_HAVE_AVX2
 #define RP_AVX2 1
 #endif
+#if defined(RP_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define RP_Q4K_GEMV_VNNI 1 /* one-token Q4_K rows: q4_K_gemv_4rows_vnni */
+#endif
 
 #ifdef RP_AVX2
 /* Signed Q4_0 values (nibble - 8) of one block, in element order. */
@@ -751,7 +754,7 @@ static void q4_K_gemv_tile_1x4(const void *w, const block_q8_K *const y[4], int6
 }
 #endif
 
-#ifdef RP_AVX2
+#if defined(RP_AVX2) && !defined(RP_Q4K_GEMV_VNNI)
 /* The gemv order of q4_K_repacked_dot for four weight rows and one token:
  * per row and block the exact integer sums (scales and mins unpacked in
  * vectors, as in q4_K_gemv_tile_1x4), the four rows' totals from one
@@ -792,6 +795,83 @@ static void q4_K_gemv_4rows_avx2(const uint8_t *w, size_t rb, const block_q8_K *
         const __m128 dw = quant_f16x4_mul(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d, y[b].d);
         const __m128 dm = quant_f16x4_mul(x[0][b].dmin, x[1][b].dmin, x[2][b].dmin, x[3][b].dmin, y[b].d);
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(p[0], p[1], p[2], p[3])), dw, acc);
+        acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(imin), dm, acc_min);
+    }
+    _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
+}
+#endif
+
+#ifdef RP_Q4K_GEMV_VNNI
+/* q4_K_gemv_4rows_avx2 with AVX-512 VNNI: the same integers, the same two
+ * fma chains per output. Per row and block the 128 quant bytes are two
+ * 64-byte vectors; the low nibbles of the first are chunks 0 and 2
+ * (elements 0-31, 64-95), its high nibbles chunks 1 and 3, the second
+ * vector's chunks 4-7 alike; against the token's bytes in that
+ * arrangement (two 32-byte halves each, shared by the four rows) one
+ * vpdpbusd gives two chunks' 4-value sums (lanes 0-7, 8-15). Those fit 16
+ * bits, so a low and a high chunk's sums go side by side as int16 pairs
+ * (one shift, one blend) and one vpdpwssd against the scale pairs
+ * (sc[2q], sc[2q + 1]) adds them scaled: 4 + 2 multiplies per row and
+ * block where the AVX2 kernel has 8 maddubs and 8 madd. The four rows'
+ * 16 lanes are added across as in gemm_kq4v.c (two unpack rounds, then
+ * the 128-bit quarters). Measured by bench_gemm_kq q4_k_gemv at 1 token. */
+static inline __m512i rp_dpbusd0(__m512i w, __m512i a)
+{
+    __m512i r;
+    __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2, %1, %0" : "=&v"(r) : "v"(w), "v"(a));
+    return r;
+}
+
+static inline __m512i rp_cat256(const int8_t *lo, const int8_t *hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)lo)),
+                              _mm256_loadu_si256((const __m256i *)(const void *)hi), 1);
+}
+
+static void q4_K_gemv_4rows_vnni(const uint8_t *w, size_t rb, const block_q8_K *y, int64_t nb, float out[4],
+                                 const char *pf, size_t pf_step)
+{
+    const block_q4_K *x[4];
+    for (int r = 0; r < 4; r++)
+        x[r] = (const block_q4_K *)(const void *)(w + (size_t)r * rb);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i i01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i i23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step(pf, b, pf_step);
+        /* the token: chunks (0, 2), (1, 3), (4, 6), (5, 7) */
+        const int8_t *q8 = y[b].qs;
+        const __m512i a0 = rp_cat256(q8, q8 + 64), a1 = rp_cat256(q8 + 32, q8 + 96);
+        const __m512i a2 = rp_cat256(q8 + 128, q8 + 192), a3 = rp_cat256(q8 + 160, q8 + 224);
+        __m512i p[4];
+        __m128i mn[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            const __m256i sm = q4_K_scales_mins(x[r][b].scales);
+            mn[r] = q4_K_min_dot(_mm256_extracti128_si256(sm, 1), &y[b]);
+            /* the scale pairs (sc[2q], sc[2q + 1]) are sm's int32 lanes q */
+            const __m512i smz = _mm512_castsi256_si512(sm);
+            const __m512i s01 = _mm512_permutexvar_epi32(i01, smz), s23 = _mm512_permutexvar_epi32(i23, smz);
+            const __m512i q0 = _mm512_loadu_si512(x[r][b].qs), q1 = _mm512_loadu_si512(x[r][b].qs + 64);
+            const __m512i l0 = rp_dpbusd0(_mm512_and_si512(q0, m4), a0);
+            const __m512i h0 = rp_dpbusd0(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m4), a1);
+            const __m512i l1 = rp_dpbusd0(_mm512_and_si512(q1, m4), a2);
+            const __m512i h1 = rp_dpbusd0(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m4), a3);
+            /* int16 pairs (low chunk, high chunk) per lane */
+            const __m512i pr0 = _mm512_mask_blend_epi16(0xAAAAAAAA, l0, _mm512_slli_epi32(h0, 16));
+            const __m512i pr1 = _mm512_mask_blend_epi16(0xAAAAAAAA, l1, _mm512_slli_epi32(h1, 16));
+            p[r] = _mm512_dpwssd_epi32(_mm512_madd_epi16(pr0, s01), pr1, s23);
+        }
+        const __m512i x01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+        const __m512i x23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
+        const __m512i s4 = _mm512_add_epi32(_mm512_unpacklo_epi64(x01, x23), _mm512_unpackhi_epi64(x01, x23));
+        const __m256i s2 = _mm256_add_epi32(_mm512_castsi512_si256(s4), _mm512_extracti64x4_epi64(s4, 1));
+        const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(s2), _mm256_extracti128_si256(s2, 1));
+        const __m128i imin = _mm_hadd_epi32(_mm_hadd_epi32(mn[0], mn[1]), _mm_hadd_epi32(mn[2], mn[3]));
+        const __m128 dw = quant_f16x4_mul(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d, y[b].d);
+        const __m128 dm = quant_f16x4_mul(x[0][b].dmin, x[1][b].dmin, x[2][b].dmin, x[3][b].dmin, y[b].d);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), dw, acc);
         acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(imin), dm, acc_min);
     }
     _mm_storeu_ps(out, _mm_sub_ps(acc, acc_min));
@@ -1306,7 +1386,7 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
      * through gemv */
     const int n_gemm = n_tok - n_tok % 4;
 #ifdef RP_AVX2
-    const int q4_rows = 4; /* one-token Q4_K rows through q4_K_gemv_4rows_avx2 in fours */
+    const int q4_rows = 4; /* one-token Q4_K rows through q4_K_gemv_4rows_{avx2,vnni} in fours */
 #else
     const int q4_rows = 1;
 #endif
@@ -1321,8 +1401,13 @@ void refk_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const 
 #ifdef RP_AVX2
     const size_t pf_step = quant_prefetch_step_size(rb, max_rows, nb);
     /* one token, four rows: Q4_K's kernel, and Q2_K's where its pairs kernel is not built */
+#ifdef RP_Q4K_GEMV_VNNI
+    void (*gemv4)(const uint8_t *, size_t, const block_q8_K *, int64_t, float *, const char *, size_t) =
+        q2 ? NULL : q4_K_gemv_4rows_vnni;
+#else
     void (*gemv4)(const uint8_t *, size_t, const block_q8_K *, int64_t, float *, const char *, size_t) =
         q2 ? NULL : q4_K_gemv_4rows_avx2;
+#endif
 #ifdef RP_Q2K_PAIRS_AVX2
     if (q2)
         gemv4 = q2_K_gemv_4rows_avx2;

@@ -86,6 +86,25 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
 #undef ACT
 }
 
+void gemm_kp_prep_mins(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx, float sign)
+{
+    for (int64_t i = 0; i < nbl; i++, tx += GEMM_KP_TX_MINS) {
+        uint32_t v[4][TILE_T] = {{0}}; /* all set below; cppcheck cannot tell */
+        float yd[TILE_T] = {0};
+        for (int t = 0; t < TILE_T; t++) {
+            const int16_t *b = y[t][i].bsums;
+            for (int p = 0; p < 4; p++) {
+                const uint16_t lo = (uint16_t)(b[4 * p] + b[4 * p + 1]),
+                               hi = (uint16_t)(b[4 * p + 2] + b[4 * p + 3]);
+                v[p][t] = (uint32_t)lo | (uint32_t)hi << 16;
+            }
+            yd[t] = sign * y[t][i].d;
+        }
+        memcpy(tx, v, sizeof v);
+        memcpy(tx + GEMM_KP_OFF_YD, yd, sizeof yd);
+    }
+}
+
 bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs, int64_t r0, int64_t r1,
                   const void *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
@@ -83,6 +84,35 @@ static inline __m512i gemm_kp_pairs16(__m512i xa, __m512i xb)
  * int32 lanes of row A, 8 of B). */
 #define GEMM_KP_OFF_SC 512
 
+/* Row h (0, 1) of a pair, one Q4_K/Q5_K super-block's scales and mins
+ * (the 12 packed bytes): per chunk pair q the scale pair (sc[2q],
+ * sc[2q + 1]) in 8 int32 lanes at GEMM_KP_OFF_SC + 64q + 32h, the mins
+ * pair (min[2q], min[2q + 1]) in 4 at off_min + 32q + 16h. */
+static inline void gemm_kp_write_scales_mins(const uint8_t *scales, uint8_t *p, int off_min, int h)
+{
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; j++)
+        quant_scale_min_k4(j, scales, &sc[j], &mn[j]);
+    for (int q = 0; q < 4; q++) {
+        _mm256_storeu_si256((__m256i *)(void *)(p + GEMM_KP_OFF_SC + 64 * q + 32 * h),
+                            _mm256_set1_epi32((int)((uint32_t)sc[2 * q] | (uint32_t)sc[2 * q + 1] << 16)));
+        _mm_storeu_si128((__m128i *)(void *)(p + off_min + 32 * q + 16 * h),
+                         _mm_set1_epi32((int)((uint32_t)mn[2 * q] | (uint32_t)mn[2 * q + 1] << 16)));
+    }
+}
+
+/* Token bytes per tile and super-block of gemm_kp_prep_mins: per mins pair
+ * p the 4 tokens' bsum pairs (64 bytes), then the 4 tokens' sign * y.d at
+ * GEMM_KP_OFF_YD. */
+#define GEMM_KP_TX_MINS 80
+#define GEMM_KP_OFF_YD 64
+
+/* The 4 tokens' side of the mins, GEMM_KP_TX_MINS bytes a super-block: per
+ * mins pair p (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) as int16
+ * (as the reference's _mm_hadd_epi16 wraps), token-major; then sign * y.d
+ * (sign 1 or -1: exact). */
+void gemm_kp_prep_mins(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx, float sign);
+
 /* Super-block i of NP row pairs (their panel blocks at wp[j] + i * pair_sb)
  * against 4 tokens: acc[j][t] = the reference's scaled int32 lanes, row A's
  * lanes k in 0-7, B's in 8-15. Per token and chunk pair two vpdpbusd give
@@ -121,5 +151,17 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const ui
     }
 }
 #endif
+
+/* What a K-quant GEMM falls back to without scratch (or in a build without
+ * it): tensor_vec_dot per output, which gives the same bits. */
+static inline void gemm_kq_dot_rows(enum tensor_type type, int64_t n, const void *w, size_t rs, int64_t r0,
+                                    int64_t r1, const void *act, size_t act_stride, int n_tok, float *out,
+                                    int64_t out_stride)
+{
+    for (int64_t r = r0; r < r1; r++)
+        for (int t = 0; t < n_tok; t++)
+            out[(int64_t)t * out_stride + r] = tensor_vec_dot(type, n, (const uint8_t *)w + (size_t)r * rs,
+                                                             (const uint8_t *)act + (size_t)t * act_stride);
+}
 
 #endif

@@ -53,7 +53,7 @@ bool gemm_kq5_applies(const gguf_tensor *w, int n_tok)
 /* Token bytes per tile and super-block: per mins pair p the 4 tokens'
  * (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) int16 pairs, then the 4
  * tokens' -y.d. */
-#define TX_SB 80
+#define TX_SB GEMM_KP_TX_MINS
 
 /* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
 static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
@@ -77,41 +77,16 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
             _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h + 32),
                                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1));
         }
-        uint8_t sc[8], mn[8];
-        for (int j = 0; j < 8; j++)
-            quant_scale_min_k4(j, x[i].scales, &sc[j], &mn[j]);
-        for (int q = 0; q < 4; q++) {
-            _mm256_storeu_si256(
-                (__m256i *)(p + GEMM_KP_OFF_SC + 64 * q + 32 * h),
-                _mm256_set1_epi32((int)((uint32_t)sc[2 * q] | (uint32_t)sc[2 * q + 1] << 16)));
-            _mm_storeu_si128((__m128i *)(p + OFF_MIN + 32 * q + 16 * h),
-                             _mm_set1_epi32((int)((uint32_t)mn[2 * q] | (uint32_t)mn[2 * q + 1] << 16)));
-        }
+        gemm_kp_write_scales_mins(x[i].scales, p, OFF_MIN, h);
         _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
         _mm_storeu_ps((float *)(void *)(p + OFF_DM + 16 * h), _mm_set1_ps(fp16_to_f32(x[i].dmin)));
     }
 }
 
-/* The 4 tokens' side of the mins, TX_SB bytes a super-block: the
- * reference's hadd of the bsums (int16, as _mm_hadd_epi16 wraps) in pairs
- * per mins pair, token-major within each; then -y.d. */
+/* The 4 tokens' side of the mins, -y.d after them (gemm_kpanel.h). */
 static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
-    for (int64_t i = 0; i < nbl; i++, tx += TX_SB) {
-        uint32_t v[4][TILE_T] = {{0}}; /* all set below; cppcheck cannot tell */
-        float nd[TILE_T] = {0};
-        for (int t = 0; t < TILE_T; t++) {
-            const int16_t *b = y[t][i].bsums;
-            for (int p = 0; p < 4; p++) {
-                const uint16_t lo = (uint16_t)(b[4 * p] + b[4 * p + 1]),
-                               hi = (uint16_t)(b[4 * p + 2] + b[4 * p + 3]);
-                v[p][t] = (uint32_t)lo | (uint32_t)hi << 16;
-            }
-            nd[t] = -y[t][i].d;
-        }
-        memcpy(tx, v, sizeof v);
-        memcpy(tx + 64, nd, sizeof nd);
-    }
+    gemm_kp_prep_mins(y, nbl, tx, -1.0f);
 }
 
 /* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
@@ -140,7 +115,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
         __m512i acc[2][TILE_T];
         gemm_kp_lanes(NP, wp, PAIR_SB, y, i, acc);
         const uint8_t *xi = tx + i * TX_SB;
-        const __m256 nyd = _mm256_broadcast_ps((const __m128 *)(const void *)(xi + 64));
+        const __m256 nyd = _mm256_broadcast_ps((const __m128 *)(const void *)(xi + GEMM_KP_OFF_YD));
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++) {
             const uint8_t *pb = wp[j] + i * PAIR_SB;
@@ -219,10 +194,5 @@ void gemm_kq5_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, 
     if (gemm_kp_rows(&kq5, n / QK_K, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
 #endif
-    /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
-    for (int64_t r = r0; r < r1; r++)
-        for (int t = 0; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] =
-                tensor_vec_dot(TENSOR_TYPE_Q5_K, n, (const uint8_t *)w + (size_t)r * rs,
-                               (const uint8_t *)act + (size_t)t * act_stride);
+    gemm_kq_dot_rows(TENSOR_TYPE_Q5_K, n, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
 }

@@ -165,9 +165,5 @@ void gemm_kq6_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, 
     if (gemm_kp_rows(&kq6, n / QK_K, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
 #endif
-    /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
-    for (int64_t r = r0; r < r1; r++)
-        for (int t = 0; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] = tensor_vec_dot(TENSOR_TYPE_Q6_K, n, (const uint8_t *)w + (size_t)r * rs,
-                                                             (const uint8_t *)act + (size_t)t * act_stride);
+    gemm_kq_dot_rows(TENSOR_TYPE_Q6_K, n, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/forward_math.h"
+#include "kernels/kernel_scratch.h"
 
 size_t packed_q8_0_act_bytes(int64_t nb)
 {
@@ -145,5 +146,49 @@ void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *
             q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 1, spill + 8 * t,
                       out + (int64_t)t * out_stride, out_stride, keep, pw + gb, 0, starts, Q8_0_LOAD);
     }
+}
+
+bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1)
+        return true;
+    const size_t gb = (size_t)nb * PACKED_Q8_0_PB, ab = packed_q8_0_act_bytes(nb);
+    /* one group and every token's side data; the group's next one is
+     * packed only after the tokens ran against it */
+    uint8_t *scr = kernel_scratch_get(((gb + 63) & ~(size_t)63) + (size_t)n_tok * ab);
+    if (!scr)
+        return false;
+    uint8_t *side = scr + ((gb + 63) & ~(size_t)63);
+    for (int t = 0; t < n_tok; t++)
+        packed_q8_0_act((const block_q8_0 *)(const void *)(act + (size_t)t * act_stride), nb, side + (size_t)t * ab);
+    for (int64_t base = r0; base < r1; base += 16) {
+        const int rows = r1 - base < 16 ? (int)(r1 - base) : 16;
+        for (int r = 0; r < 16; r++) /* past r1: the last row again, its outputs masked off */
+            packed_q8_0_pack_row((const block_q8_0 *)(const void *)((const uint8_t *)w +
+                                                                     (size_t)(base + (r < rows ? r : rows - 1)) * rs),
+                                 nb, r, scr);
+        for (int t0 = 0; t0 < n_tok; t0 += PACKED_Q8_0_TILE)
+            packed_q8_0_group(scr, nb, gb, side + (size_t)t0 * ab, ab,
+                              n_tok - t0 < PACKED_Q8_0_TILE ? n_tok - t0 : PACKED_Q8_0_TILE,
+                              out + (int64_t)t0 * out_stride + base, out_stride, 0, rows);
+    }
+    return true;
+}
+#else
+bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    (void)w;
+    (void)rs;
+    (void)nb;
+    (void)r0;
+    (void)r1;
+    (void)act;
+    (void)act_stride;
+    (void)n_tok;
+    (void)out;
+    (void)out_stride;
+    return false;
 }
 #endif

@@ -23,6 +23,7 @@
 #ifndef TOKSCOPE_PACKED_Q8_0_H
 #define TOKSCOPE_PACKED_Q8_0_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,14 @@ void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o);
  * apart): out[t * out_stride + r] for the rows r in [lo, hi) of the group. */
 void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *act, size_t act_bytes, int n_tok,
                        float *out, int64_t out_stride, int lo, int hi);
+
+/* out[t * out_stride + r] for rows [r0, r1) of the plain Q8_0 rows at w (rs
+ * bytes apart, nb blocks) and tokens [0, n_tok) of Q8_0 activations
+ * (act_stride apart), each output vec_dot's bits: the rows packed 16 at a
+ * time into the thread's scratch and run through packed_q8_0_group against
+ * every token (a MoE expert's tokens: its weights are not packed at load).
+ * False, having written nothing, without AVX-512 VNNI or scratch. */
+bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
 #endif

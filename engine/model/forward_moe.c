@@ -24,6 +24,11 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_iq.h"
+#include "kernels/gemm_kq4v.h"
+#include "kernels/gemm_kq5.h"
+#include "kernels/gemm_kq6.h"
+#include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_iq4.h"
 #include "model/arch.h"
@@ -196,6 +201,12 @@ static bool expert_tile_rest(enum tensor_type type, int64_t n, const uint8_t *w0
     return true;
 }
 
+/* From this many tokens on packing an expert's Q8_0 rows for its tokens
+ * pays (bench_gemm_kq q8_0_pack 704 2816, one thread: 8 tokens about even
+ * with the vec_dot tiles, 10 tokens 5.5-6.4 vs 7.6 ns, 16 4.1 vs 7.1, 32
+ * 3.0 vs 7.4) */
+#define MOE_Q8_0_PACK_MIN 10
+
 void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
                           int n_tok, float *out, int64_t out_stride)
 {
@@ -226,8 +237,13 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
     }
     if (refk_applies(&v)) {
         /* Q4_K, Q2_K: the repacked mul_mat_id runs gemv a token at a time,
-         * never the gemm's order; refk_matmul_gemv gives every token that
-         * order, Q4_K tokens in fours sharing the weight decoding */
+         * never the gemm's order; a batch of Q4_K tokens runs the integer
+         * GEMM that keeps that order per output, the rest refk_matmul_gemv
+         * (Q4_K tokens in fours sharing the weight decoding) */
+        if (gemm_kq4v_applies(&v, n_tok) &&
+            gemm_kq4v_rows(n, v.data, tensor_row_size((enum tensor_type)v.type, n), lo, hi, act, stride, n_tok,
+                           out, out_stride))
+            return;
         refk_matmul_gemv(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
         return;
     }
@@ -239,6 +255,29 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
                             out_stride);
         return;
     }
+    /* vec_dot order from here on. An expert with a batch of tokens (a
+     * prompt's experts get n_tok * n_used / n_expert rows on average) runs
+     * the integer GEMMs that give every output vec_dot's bits, as the dense
+     * matmuls do: Q6_K and Q5_K down projections of the Q4_K_M mixes, the
+     * IQ types */
+    const size_t rs = tensor_row_size((enum tensor_type)v.type, n);
+    if (gemm_kq6_applies(&v, n_tok)) {
+        gemm_kq6_rows(n, v.data, rs, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (gemm_kq5_applies(&v, n_tok)) {
+        gemm_kq5_rows(n, v.data, rs, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    if (gemm_iq_applies(&v, n_tok)) {
+        gemm_iq_matmul(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
+        return;
+    }
+    /* Q8_0 (Gemma 4's down experts in its Q4_K_M): the dense kernel of the
+     * weights packed at load, on rows packed here 16 at a time */
+    if (v.type == TENSOR_TYPE_Q8_0 && n_tok >= MOE_Q8_0_PACK_MIN &&
+        packed_q8_0_rows(v.data, rs, n / QK8_0, lo, hi, act, stride, n_tok, out, out_stride))
+        return;
     /* vec_dot order (both kernels give its bits): tokens in fours through
      * the tiles that decode each weight row once for four of them, the rest
      * (one token's decoding, always) through the matvec kernel, which

@@ -16,15 +16,8 @@
 #include "kernels/gemm_iq.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
+#include "bench_util.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint32_t rng = 12345;
 static uint32_t rnd(void)
 {
     rng = rng * 1664525u + 1013904223u;

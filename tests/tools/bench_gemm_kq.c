@@ -1,10 +1,13 @@
 /* Microbenchmark of the K-quant prompt GEMMs (kernels/gemm_kq5.h,
- * gemm_kq6.h) against the few-token kernels they replace for batches
- * (tensor_matmul), one thread, random weights, alternating the two, ns per
- * row x token x 256-block (CPU time; the GEMM's first call also allocates
- * its per-thread scratch), and a check that every output equals
- * tensor_vec_dot's bits. Not part of make test.
- * Usage: bench_gemm_kq q5_k|q6_k [n] [rows] [tokens] [rounds] */
+ * gemm_kq6.h, gemm_kq4v.h for a MoE expert's Q4_K tokens, and
+ * packed_q8_0_rows for its Q8_0 tokens: q8_0_pack) against the
+ * few-token kernels they replace for batches (tensor_matmul;
+ * refk_matmul_gemv for q4_k_gemv), one thread, random weights, alternating
+ * the two, ns per row x token x 256-block (CPU time; the GEMM's first call
+ * also allocates its per-thread scratch), and a check that every output
+ * equals the one-token bits (tensor_vec_dot; the gemv). Not part of make
+ * test.
+ * Usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,36 +15,30 @@
 #include <time.h>
 
 #include "gguf/tensor.h"
+#include "kernels/forward_repack.h"
+#include "kernels/gemm_kq4v.h"
 #include "kernels/gemm_kq5.h"
 #include "kernels/gemm_kq6.h"
+#include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint32_t rng = 12345;
-static float rndf(void)
-{
-    rng = rng * 1664525u + 1013904223u;
-    return (float)(rng >> 8) / 16777216.0f * 2.0f - 1.0f;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "q5_k") != 0 && strcmp(argv[1], "q6_k") != 0)) {
-        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k [n] [rows] [tokens] [rounds]\n");
+    if (argc < 2 ||
+        (strcmp(argv[1], "q5_k") != 0 && strcmp(argv[1], "q6_k") != 0 && strcmp(argv[1], "q4_k_gemv") != 0 &&
+         strcmp(argv[1], "q8_0_pack") != 0)) {
+        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds]\n");
         return 2;
     }
-    const bool q5 = strcmp(argv[1], "q5_k") == 0;
+    const bool q5 = strcmp(argv[1], "q5_k") == 0, q4v = strcmp(argv[1], "q4_k_gemv") == 0;
+    const bool q8 = strcmp(argv[1], "q8_0_pack") == 0;
     const int64_t n = argc > 2 ? atoll(argv[2]) : 2048;
     const int64_t rows = argc > 3 ? atoll(argv[3]) : 512;
     const int nt = argc > 4 ? atoi(argv[4]) : 512;
     const int rounds = argc > 5 ? atoi(argv[5]) : 3;
-    const enum tensor_type t = q5 ? TENSOR_TYPE_Q5_K : TENSOR_TYPE_Q6_K, dot = TENSOR_TYPE_Q8_K;
+    const enum tensor_type t = q8 ? TENSOR_TYPE_Q8_0 : q4v ? TENSOR_TYPE_Q4_K : q5 ? TENSOR_TYPE_Q5_K : TENSOR_TYPE_Q6_K;
+    const enum tensor_type dot = q8 ? TENSOR_TYPE_Q8_0 : TENSOR_TYPE_Q8_K;
     const size_t rs = tensor_row_size(t, n), as = tensor_row_size(dot, n);
     uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
     float *x = malloc(sizeof(float) * (size_t)n), *o = malloc(sizeof(float) * (size_t)rows * (size_t)nt);
@@ -55,6 +52,8 @@ int main(int argc, char **argv)
             x[i] = rndf();
         tensor_quantize_row(dot, x, a + as * (size_t)c, n);
     }
+    float *one = malloc(sizeof(float) * (size_t)rows);
+    const gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, rows, 1, 1}, .type = t, .data = w};
     const double cells = (double)rows * nt * (double)(n / 256);
     printf("%s n=%lld rows=%lld tokens=%d, one thread, ns per row x token x 256-block\n", argv[1],
            (long long)n, (long long)rows, nt);
@@ -62,8 +61,14 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++) {
             memset(o, 0xff, sizeof(float) * (size_t)rows * (size_t)nt);
             const double t0 = now();
-            if (k == 0)
+            if (k == 0 && q4v)
+                refk_matmul_gemv(&wt, n, 0, rows, a, as, nt, o, rows);
+            else if (k == 0)
                 tensor_matmul(t, n, w, rows, a, nt, as, o, rows);
+            else if (q8)
+                packed_q8_0_rows(w, rs, n / 32, 0, rows, a, as, nt, o, rows);
+            else if (q4v)
+                gemm_kq4v_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
             else if (q5)
                 gemm_kq5_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
             else
@@ -72,7 +77,13 @@ int main(int argc, char **argv)
             int bad = 0;
             for (int c = 0; c < nt; c += 7)
                 for (int64_t r = 0; r < rows; r++) {
-                    const float v = tensor_vec_dot(t, n, w + rs * (size_t)r, a + as * (size_t)c);
+                    float v;
+                    if (q4v) { /* the gemv, one token: out[r] */
+                        refk_matmul(&wt, n, r, r + 1, a + as * (size_t)c, as, 1, one, 0);
+                        v = one[r];
+                    } else {
+                        v = tensor_vec_dot(t, n, w + rs * (size_t)r, a + as * (size_t)c);
+                    }
                     bad += memcmp(&v, &o[(size_t)c * (size_t)rows + (size_t)r], sizeof v) != 0;
                 }
             printf("  %s %.3f%s", k ? "gemm" : "few ", el * 1e9 / cells, bad ? " (BITS DIFFER)" : "");
@@ -83,5 +94,6 @@ int main(int argc, char **argv)
     free(a);
     free(x);
     free(o);
+    free(one);
     return 0;
 }

@@ -9,13 +9,7 @@
 
 #include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static volatile float sink;
 

@@ -13,21 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 #include "kernels/repack_mxfp4.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint32_t rng = 12345;
+/* bench_util.h's generator, as whole numbers (bytes, nibbles, scales) */
 static uint32_t rnd(void)
 {
     rng = rng * 1664525u + 1013904223u;

@@ -14,20 +14,7 @@
 #include "gguf/tensor.h"
 #include "kernels/forward_packed.h"
 #include "kernels/quant_batch.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint32_t rng = 12345;
-static float rndf(void)
-{
-    rng = rng * 1664525u + 1013904223u;
-    return (float)(rng >> 8) / 16777216.0f * 2.0f - 1.0f;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {

@@ -10,13 +10,7 @@
 #include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
 #include "gguf/tensor.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static void fill(float *x, int64_t n)
 {

@@ -10,6 +10,7 @@
 #ifndef TOKSCOPE_GEMM_KQ_CHECK_H
 #define TOKSCOPE_GEMM_KQ_CHECK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,19 +26,16 @@ struct kq_type {
     float (*ref)(int64_t n, const void *w, const void *act); /* the reference's vec_dot, emulated */
     void (*gemm)(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act,
                  size_t act_stride, int n_tok, float *out, int64_t out_stride);
+    bool (*applies)(const gguf_tensor *w, int n_tok);
+    int min_tok;                /* the GEMM's threshold */
+    bool built;                 /* this build has the GEMM */
+    enum tensor_type other;     /* a type it must not take */
 };
 
 static uint64_t rng_state = KQ_SEED;
 static uint32_t rnd_u32(void)
 {
     return (uint32_t)(test_xorshift64(&rng_state) >> 16);
-}
-
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
 }
 
 /* Random bytes, each block's fp16 scales (d, dmin) random of either sign. */
@@ -145,4 +143,18 @@ static void check_panels(const struct kq_type *k)
     check_case(k, QK_K * 23, 37, 21, 13);
     check_case(k, QK_K * 22, 9, 250, 3);
 }
+/* The dispatch: the type's batches of min_tok tokens and more (when the
+ * GEMM is built), never fewer, never another type. */
+static void check_applies(const struct kq_type *k)
+{
+    gguf_tensor wt;
+    memset(&wt, 0, sizeof wt);
+    wt.type = k->type;
+    if (k->built)
+        assert_true(k->applies(&wt, k->min_tok));
+    assert_false(k->applies(&wt, k->min_tok - 1));
+    wt.type = k->other;
+    assert_false(k->applies(&wt, 512));
+}
+
 #endif

@@ -73,6 +73,12 @@ static const struct kq_type kq = {
     .n_d = 2,
     .ref = ref_dot_q5_K,
     .gemm = gemm_kq5_rows,
+    .applies = gemm_kq5_applies,
+    .min_tok = GEMM_KQ5_MIN_TOK,
+#ifdef GEMM_KQ5
+    .built = true,
+#endif
+    .other = TENSOR_TYPE_Q6_K,
 };
 
 static void test_tokens_rows(void **state)
@@ -85,16 +91,7 @@ static void test_panels(void **state)
 {
     (void)state;
     check_panels(&kq);
-    /* dispatch: Q5_K batches of GEMM_KQ5_MIN_TOK tokens and more */
-    gguf_tensor wt;
-    memset(&wt, 0, sizeof wt);
-    wt.type = TENSOR_TYPE_Q5_K;
-#ifdef GEMM_KQ5
-    assert_true(gemm_kq5_applies(&wt, GEMM_KQ5_MIN_TOK));
-#endif
-    assert_false(gemm_kq5_applies(&wt, GEMM_KQ5_MIN_TOK - 1));
-    wt.type = TENSOR_TYPE_Q6_K;
-    assert_false(gemm_kq5_applies(&wt, 512));
+    check_applies(&kq);
 }
 
 int main(void)

@@ -69,6 +69,12 @@ static const struct kq_type kq = {
     .n_d = 1,
     .ref = ref_dot_q6_K,
     .gemm = gemm_kq6_rows,
+    .applies = gemm_kq6_applies,
+    .min_tok = GEMM_KQ6_MIN_TOK,
+#ifdef GEMM_KQ6
+    .built = true,
+#endif
+    .other = TENSOR_TYPE_Q5_K,
 };
 
 static void test_tokens_rows(void **state)
@@ -81,16 +87,7 @@ static void test_panels(void **state)
 {
     (void)state;
     check_panels(&kq);
-    /* dispatch: Q6_K batches of GEMM_KQ6_MIN_TOK tokens and more */
-    gguf_tensor wt;
-    memset(&wt, 0, sizeof wt);
-    wt.type = TENSOR_TYPE_Q6_K;
-#ifdef GEMM_KQ6
-    assert_true(gemm_kq6_applies(&wt, GEMM_KQ6_MIN_TOK));
-#endif
-    assert_false(gemm_kq6_applies(&wt, GEMM_KQ6_MIN_TOK - 1));
-    wt.type = TENSOR_TYPE_Q5_K;
-    assert_false(gemm_kq6_applies(&wt, 512));
+    check_applies(&kq);
 }
 
 int main(void)

@@ -27,13 +27,6 @@
 #include "kernels/quant_iq2.h"
 #include "testutil.h"
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* ---- the reference dumps ---- */
 
 struct dump {

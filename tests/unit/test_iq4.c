@@ -30,13 +30,6 @@ static uint32_t rnd_u32(void)
     return (uint32_t)(test_xorshift64(&rng_state) >> 16);
 }
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* ggml-common.h's kvalues_iq4nl, written out again. */
 static const int spec_table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 

@@ -30,13 +30,6 @@ static uint32_t rnd_u32(void)
     return (uint32_t)(test_xorshift64(&rng_state) >> 16);
 }
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 typedef float (*dot_fn)(int64_t n, const void *w, const void *act);
 
 /* Random bytes with a random F16 scale (either sign, around 2^-6) at the

@@ -9,12 +9,15 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf.h"
 #include "gguf/tensor.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_kq4v.h"
+#include "kernels/quant_iq4.h"
 #include "kernels/quant_internal.h"
 #include "model/forward_internal.h"
 #include "testutil.h"
@@ -23,16 +26,11 @@ static uint64_t rng_state = 0x4D6F454B65726Eull;
 static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng_state) >> 16); }
 static float rnd_uniform(void) { return (float)rnd_u32() / 4294967296.0f * 2.0f - 1.0f; }
 
-static uint32_t f2u(float f)
+/* gemm: the batch through gemm_kq4v_rows (Q4_K), not refk_matmul_gemv.
+ * Up to 12 super-blocks: the GEMM's float chains wait between slices of 8. */
+static void check_type(enum tensor_type type, size_t block_size, bool gemm)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static void check_type(enum tensor_type type, size_t block_size)
-{
-    enum { RMAX = 24, TMAX = 11, NBMAX = 4 };
+    enum { RMAX = 24, TMAX = 40, NBMAX = 12 };
     const size_t wbytes = block_size * NBMAX * RMAX;
     uint8_t *w = malloc(wbytes);
     const size_t as = tensor_row_size(TENSOR_TYPE_Q8_K, NBMAX * QK_K);
@@ -41,7 +39,8 @@ static void check_type(enum tensor_type type, size_t block_size)
     float x[NBMAX * QK_K];
     for (int rep = 0; rep < 40; rep++) {
         const int64_t nb = 1 + (int64_t)(rnd_u32() % NBMAX), n = nb * QK_K;
-        const int rows = 8 * (1 + (int)(rnd_u32() % (RMAX / 8))), n_tok = 1 + (int)(rnd_u32() % TMAX);
+        const int rows = 8 * (1 + (int)(rnd_u32() % (RMAX / 8)));
+        const int n_tok = 1 + (int)(rnd_u32() % (gemm ? TMAX : 11));
         const int r0 = (int)(rnd_u32() % (unsigned)rows), r1 = r0 + 1 + (int)(rnd_u32() % (unsigned)(rows - r0));
         for (size_t i = 0; i < wbytes; i++)
             w[i] = (uint8_t)rnd_u32(); /* every quant, scale and min */
@@ -64,14 +63,17 @@ static void check_type(enum tensor_type type, size_t block_size)
         const size_t stride = tensor_row_size(TENSOR_TYPE_Q8_K, n);
         for (int i = 0; i < TMAX * RMAX; i++)
             got[i] = want[i] = -1.0f;
-        refk_matmul_gemv(&wt, n, r0, r1, act, stride, n_tok, got, rows);
+        if (!gemm)
+            refk_matmul_gemv(&wt, n, r0, r1, act, stride, n_tok, got, rows);
+        else
+            assert_true(gemm_kq4v_rows(n, w, tensor_row_size(type, n), r0, r1, act, stride, n_tok, got, rows));
         for (int t = 0; t < n_tok; t++)
             refk_matmul(&wt, n, r0, r1, act + (size_t)t * stride, stride, 1, want + t * rows, rows);
         for (int t = 0; t < n_tok; t++)
             for (int r = 0; r < rows; r++)
                 if (f2u(got[t * rows + r]) != f2u(want[t * rows + r]))
-                    fail_msg("%s n=%lld rows [%d,%d), %d tokens: (%d,%d) %.9g, one token at a time %.9g",
-                             tensor_type_name(type), (long long)n, r0, r1, n_tok, r, t, (double)got[t * rows + r],
+                    fail_msg("%s%s n=%lld rows [%d,%d), %d tokens: (%d,%d) %.9g, one token at a time %.9g",
+                             tensor_type_name(type), gemm ? " gemm" : "", (long long)n, r0, r1, n_tok, r, t, (double)got[t * rows + r],
                              (double)want[t * rows + r]);
     }
     free(w);
@@ -83,25 +85,38 @@ static void check_type(enum tensor_type type, size_t block_size)
 static void test_q4_K_gemv_batch(void **state)
 {
     (void)state;
-    check_type(TENSOR_TYPE_Q4_K, sizeof(block_q4_K));
+    check_type(TENSOR_TYPE_Q4_K, sizeof(block_q4_K), false);
+}
+
+/* The Q4_K gemv-order GEMM (where this build has it) against the gemv a
+ * token at a time: every bit, any row range, token count and length. */
+static void test_q4_K_gemv_gemm(void **state)
+{
+    (void)state;
+#ifdef GEMM_KQ4V
+    check_type(TENSOR_TYPE_Q4_K, sizeof(block_q4_K), true);
+#else
+    skip();
+#endif
 }
 
 static void test_q2_K_gemv_batch(void **state)
 {
     (void)state;
-    check_type(TENSOR_TYPE_Q2_K, sizeof(block_q2_K));
+    check_type(TENSOR_TYPE_Q2_K, sizeof(block_q2_K), false);
 }
 
 /* moe_expert_matmul on a batch, each type's path (repacked Q4_0 and MXFP4
  * tiles, Q4_K gemv tiles with a padded last group, the vec_dot tiles with
- * a padded group of 2-3 tokens, the matvec), against each token run alone:
- * the same bits, rows outside [lo, hi) untouched. */
+ * a padded group of 2-3 tokens, the matvec, and from 8-16 tokens on the
+ * Q4_K gemv-order, Q6_K, Q5_K and IQ4_XS integer GEMMs), against each token run alone: the
+ * same bits, rows outside [lo, hi) untouched. */
 static void test_expert_batch_equals_alone(void **state)
 {
     (void)state;
     const enum tensor_type types[] = {TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q4_0,
-                                      TENSOR_TYPE_MXFP4, TENSOR_TYPE_Q5_K};
-    enum { N = 512, TMAX = 11, NX = 2 };
+                                      TENSOR_TYPE_MXFP4, TENSOR_TYPE_Q5_K, TENSOR_TYPE_IQ4_XS};
+    enum { N = 512, TFEW = 11, TMAX = 40, NX = 2 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (int shape = 0; shape < 2; shape++) {
             const enum tensor_type type = types[ti];
@@ -114,6 +129,13 @@ static void test_expert_batch_equals_alone(void **state)
                     x[i] = rnd_uniform();
                 tensor_quantize_row(type, x, wd + (size_t)r * rb, N);
             }
+            if (type == TENSOR_TYPE_IQ4_XS) /* no quantizer here: random blocks, d (bytes 0-1) finite */
+                for (size_t b = 0; b < rb / sizeof(block_iq4_xs) * (size_t)(rows * NX); b++) {
+                    block_iq4_xs *blk = (block_iq4_xs *)(void *)wd + b;
+                    for (size_t i = 0; i < sizeof *blk; i++)
+                        ((uint8_t *)blk)[i] = (uint8_t)rnd_u32();
+                    blk->d = tensor_fp32_to_fp16(0.01f + 0.02f * (rnd_uniform() + 1.0f));
+                }
             gguf_tensor w = {.name = "exps", .n_dims = 3, .ne = {N, rows, NX, 1}, .type = type, .data = wd};
             w.nbytes = rb * (size_t)(rows * NX);
             w.n_elements = (int64_t)N * rows * NX;
@@ -122,7 +144,9 @@ static void test_expert_batch_equals_alone(void **state)
             uint8_t *act = malloc(as * TMAX);
             float *got = malloc(sizeof(float) * TMAX * rows), *want = malloc(sizeof(float) * TMAX * rows);
             for (int rep = 0; rep < 12; rep++) {
-                const int n_tok = 1 + (int)(rnd_u32() % TMAX), e = (int)(rnd_u32() % NX);
+                /* half the batches few tokens, half a prompt's expert share */
+                const int n_tok = rep % 2 ? 1 + (int)(rnd_u32() % TFEW) : 16 + (int)(rnd_u32() % (TMAX - 15));
+                const int e = (int)(rnd_u32() % NX);
                 const int64_t lo = shape ? 8 * (int64_t)(rnd_u32() % 2) : (int64_t)(rnd_u32() % 4);
                 const int64_t hi = rows - (shape ? 8 * (int64_t)(rnd_u32() % 2) : (int64_t)(rnd_u32() % 4));
                 for (int t = 0; t < n_tok; t++) {
@@ -153,6 +177,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4_K_gemv_batch),
+        cmocka_unit_test(test_q4_K_gemv_gemm),
         cmocka_unit_test(test_q2_K_gemv_batch),
         cmocka_unit_test(test_expert_batch_equals_alone),
     };

@@ -25,13 +25,6 @@
 static uint64_t rng_state = 0x4D58465034ull;
 static uint32_t rnd_u32(void) { return (uint32_t)(test_xorshift64(&rng_state) >> 16); }
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* OCP MX v1.0: E2M1 is sign, 2 exponent bits (bias 1), 1 mantissa bit;
  * exponent 0 is subnormal (0 or 0.5). */
 static double e2m1(unsigned nib)

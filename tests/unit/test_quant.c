@@ -40,12 +40,6 @@ static void fill_random(float *x, int64_t n, float scale)
     }
 }
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 static float u2f(uint32_t u)
 {
     float f;

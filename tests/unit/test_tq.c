@@ -28,13 +28,6 @@ static uint32_t rnd_u32(void)
     return (uint32_t)(test_xorshift64(&rng_state) >> 16);
 }
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 static void test_sizes(void **state)
 {
     (void)state;

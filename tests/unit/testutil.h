@@ -33,6 +33,14 @@ static inline uint64_t test_xorshift64(uint64_t *state)
     return *state;
 }
 
+/* A float's bits, for bit-for-bit comparisons. */
+static inline uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
 static inline int testdata_in_ci(void)
 {
     const char *ci = getenv("CI");

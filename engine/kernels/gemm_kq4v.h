@@ -1,0 +1,48 @@
+/* Batched Q4_K matmul in the reference's repacked gemv order (a prompt's
+ * tokens routed to one expert) as an integer GEMM with the reference's
+ * bits.
+ *
+ * On the reference's AVX-512 machine Q4_K weights are repacked
+ * (ggml-cpu/repack.cpp, q4_K 8x8) and ggml_mul_mat_id runs their gemv, one
+ * token at a time, never the gemm: per super-block one exact integer
+ * isum = sum_j sc[j] * (q . y over chunk j) and one imin = sum_j min[j] *
+ * (bsum[2j] + bsum[2j+1]); acc = fma(isum, d_w * y.d, acc), acc_min =
+ * fma(imin, dmin_w * y.d, acc_min); the result acc - acc_min
+ * (forward_repack.h's refk_matmul_gemv). The integers are exact, so any way
+ * of forming them gives the same floats. Here a panel of rows is unpacked
+ * once per call (4-bit values as bytes, scales and mins as int16 pairs) and
+ * run against every token: see gemm_kq4v.c. Scratch in the thread's
+ * kernel_scratch.h buffer, kept between calls: no second copy of the
+ * model. */
+#ifndef TOKSCOPE_GEMM_KQ4V_H
+#define TOKSCOPE_GEMM_KQ4V_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
+    defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GEMM_KQ4V 1
+#endif
+
+/* Below this many tokens refk_matmul_gemv's 1x4 tiles (each block unpacked
+ * once per 4 tokens) cost about what writing a panel does (bench_gemm_kq
+ * q4_k_gemv, one thread). */
+#define GEMM_KQ4V_MIN_TOK 8
+
+/* True when this build has the GEMM, w is Q4_K and n_tok is a batch. */
+bool gemm_kq4v_applies(const gguf_tensor *w, int n_tok);
+
+/* out[t * out_stride + r] for rows [r0, r1) of the Q4_K rows at w (rs
+ * bytes apart, n columns) and tokens [0, n_tok): Q8_K activation rows
+ * act_stride bytes apart; each output bit-identical to refk_matmul_gemv
+ * (the repacked gemv, a token at a time). Any n_tok >= 1. Single-threaded:
+ * callers split rows. False, having written nothing, without GEMM_KQ4V or
+ * when its scratch could not be had: the caller runs refk_matmul_gemv. */
+bool gemm_kq4v_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act,
+                    size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
+#endif
