@@ -124,7 +124,7 @@ test: deps
 # can run it.
 AVX2_VARIANT := $(if $(and $(filter 1,$(NATIVE)),$(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo y)),y)
 AVX2_BIN     := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(BUILD)/tests/test_quant_avx2 $(BUILD)/tests/test_packed_avx2 \
-                  $(BUILD)/tests/test_gemm_iq_avx2)
+                  $(BUILD)/tests/test_gemm_iq_avx2 $(BUILD)/tests/test_mxfp4_avx2)
 
 $(BUILD)/avx2/tokscope: FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell BIN=$@ $@
@@ -133,12 +133,14 @@ $(BUILD)/avx2/tokscope: FORCE
 # write the same objects and library; one sub-make builds both unit tests
 $(BUILD)/tests/test_quant_avx2: $(BUILD)/avx2/tokscope FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell \
-	  $(BUILD)/avx2/tests/test_quant $(BUILD)/avx2/tests/test_packed $(BUILD)/avx2/tests/test_gemm_iq
+	  $(BUILD)/avx2/tests/test_quant $(BUILD)/avx2/tests/test_packed $(BUILD)/avx2/tests/test_gemm_iq \
+	  $(BUILD)/avx2/tests/test_mxfp4
 	@mkdir -p $(dir $@) && cp $(BUILD)/avx2/tests/test_quant $@ && \
 	  cp $(BUILD)/avx2/tests/test_packed $(BUILD)/tests/test_packed_avx2 && \
-	  cp $(BUILD)/avx2/tests/test_gemm_iq $(BUILD)/tests/test_gemm_iq_avx2
+	  cp $(BUILD)/avx2/tests/test_gemm_iq $(BUILD)/tests/test_gemm_iq_avx2 && \
+	  cp $(BUILD)/avx2/tests/test_mxfp4 $(BUILD)/tests/test_mxfp4_avx2
 
-$(BUILD)/tests/test_packed_avx2 $(BUILD)/tests/test_gemm_iq_avx2: $(BUILD)/tests/test_quant_avx2
+$(BUILD)/tests/test_packed_avx2 $(BUILD)/tests/test_gemm_iq_avx2 $(BUILD)/tests/test_mxfp4_avx2: $(BUILD)/tests/test_quant_avx2
 	@:
 
 FORCE:

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm_mxfp4.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 
@@ -151,7 +152,9 @@ static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, const i
  * The values are stored plus 12 (0..24, unsigned for maddubs); the token's
  * 12 * (sum of its block's bytes) is taken back off. Bounds: a pair is at
  * most 2 * 24 * 127 = 6096, four vectors' pairs add up to at most 24384 in
- * the int16 lanes, so every sum is exact. */
+ * the int16 lanes, so every sum is exact. The AVX2 build's path: with
+ * AVX-512 VNNI, gemm_mxfp4.h's panels of 16 rows take the calls (this one
+ * only where its scratch could not be had). */
 
 /* from this many tokens on, decoding 8 rows into a buffer pays */
 #define MX_MANY 4
@@ -212,42 +215,8 @@ static inline __m256i mx_ilv_isum(const mx_ilv_block *w, const int8_t *q, __m256
     return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. With
- * AVX-512 VNNI: token 0 in the low 8 dword lanes, token 1 in the high 8. vpdpbusd (unsigned offset values x
- * signed bytes) adds each lane's 4 products into an exact int32 sum, so
- * lane j holds row j's block sum as mx_ilv_isum's maddubs/madd chain gives
- * it, for half the instructions; the float steps per lane (less the offset,
- * convert, d_w * d_a, fma) are the AVX2 version's below, in its order. */
-static void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
-                          const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
-{
-    __m512 acc = _mm512_setzero_ps();
-    const __m512i lane = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
-    for (int64_t b = 0; b < nb; b++) {
-        /* both tokens' 32 bytes, token 1 in the upper half */
-        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y0[b].qs)),
-                                             _mm256_loadu_si256((const __m256i *)y1[b].qs), 1);
-        __m512i s = _mm512_setzero_si512();
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-        {
-            const __m512i wk = _mm512_broadcast_i64x4(w[b].v[k]);
-            const __m512i qk = _mm512_permutexvar_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(k)), q);
-            s = _mm512_dpbusd_epi32(s, wk, qk);
-        }
-        const __m512i o = _mm512_inserti64x4(_mm512_set1_epi32(off0[b]), _mm256_set1_epi32(off1[b]), 1);
-        const __m256 d = _mm256_loadu_ps(dw + b * 8);
-        const __m512 dd = _mm512_insertf32x8(_mm512_castps256_ps512(d), d, 1);
-        const __m512 da = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(y0[b].d)),
-                                             _mm256_set1_ps(fp16_to_f32(y1[b].d)), 1);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, o)), _mm512_mul_ps(dd, da), acc);
-    }
-    _mm256_storeu_ps(out0, _mm512_castps512_ps256(acc));
-    _mm256_storeu_ps(out1, _mm512_extractf32x8_ps(acc, 1));
-}
-#else
 /* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. */
-static void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
+static inline void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
                      const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
 {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -263,7 +232,6 @@ static void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y
     _mm256_storeu_ps(out1, acc1);
 }
 
-#endif
 
 static void mx_ilv_1(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const int32_t *off0, int64_t nb,
                      float *out0)
@@ -330,6 +298,11 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
 void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                          int n_tok, float *out, int64_t out_stride)
 {
+#if defined(GEMM_MXFP4)
+    /* AVX-512 VNNI: 16-row panels against tiles of up to 8 tokens (gemm_mxfp4.h) */
+    if (n_tok >= GEMM_MXFP4_MIN_TOK && gemm_mxfp4_matmul(w, n, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
+#endif
     const int64_t nb = n / QK_MXFP4;
     const size_t rb = (size_t)nb * sizeof(block_mxfp4);
     int64_t r = r0;

@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "gguf/tensor.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_mxfp4.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 #include "kernels/repack_mxfp4.h"
@@ -282,6 +283,100 @@ static void test_repack_tiles(void **state)
     free(out);
 }
 
+/* out[t * ostride + r] of rows [r0, r1) against every one-row repacked
+ * chain, bit for bit; rows outside the range still -1. */
+static void check_outputs(const char *what, const block_mxfp4 *w, int64_t n, int rows, int r0, int r1,
+                          const uint8_t *a, size_t astride, int n_tok, const float *out, int64_t ostride)
+{
+    const size_t wrow = (size_t)(n / 32) * sizeof(block_mxfp4);
+    for (int t = 0; t < n_tok; t++)
+        for (int r = 0; r < rows; r++) {
+            const float got = out[t * ostride + r];
+            if (r < r0 || r >= r1) {
+                if (f2u(got) != f2u(-1.0f))
+                    fail_msg("%s: n=%lld rows [%d,%d), %d tokens: (%d,%d) outside the range written", what,
+                             (long long)n, r0, r1, n_tok, r, t);
+                continue;
+            }
+            const float want = quant_dot_mxfp4_repacked(n, (const uint8_t *)w + r * wrow, a + t * astride);
+            if (f2u(got) != f2u(want))
+                fail_msg("%s: n=%lld rows [%d,%d) of %d, %d tokens: (%d,%d) %.9g, want %.9g", what, (long long)n, r0,
+                         r1, rows, n_tok, r, t, (double)got, (double)want);
+        }
+}
+
+/* The AVX-512 VNNI GEMM's tiles (gemm_mxfp4.h: panels of 16 rows, tiles
+ * of up to 8 tokens in even sizes, passes of tokens past its scratch
+ * share) through the dispatch and called directly: every token count
+ * 1..26 (one to four tiles of every size), row ranges of 1..40
+ * rows from any start (full panels, each tail), padded token and output
+ * strides, passes of one tile each, and the blocks where d_w * d_a must be
+ * a multiply (d_a = 0, scale bytes 0, 1, 2, 25, 241). */
+static void test_gemm_tiles(void **state)
+{
+    (void)state;
+    enum { RMAX = 40, TMAX = 26, NBIG = 32 * 90 };
+    block_mxfp4 *w = malloc(sizeof *w * (RMAX * NBIG / 32));
+    uint8_t *a = malloc((sizeof(block_q8_0) * (NBIG / 32) + 34) * TMAX);
+    block_q8_0 *row_a = malloc(sizeof *row_a * (NBIG / 32)), *scratch_a = malloc(sizeof *scratch_a * (RMAX * NBIG / 32));
+    block_mxfp4 *scratch_w = malloc(sizeof *scratch_w * (NBIG / 32));
+    float *out = malloc(sizeof(float) * TMAX * (RMAX + 3));
+    for (int rep = 0; rep < 3 * TMAX + 4; rep++) {
+        const int n_tok = rep < 3 * TMAX ? 1 + rep % TMAX : 23 + rep % 4;
+        const int64_t n = 32 * (1 + (int64_t)(rnd_u32() % (rep % 3 == 2 ? NBIG / 32 : 13)));
+        const int64_t nb = n / 32;
+        const int rows = 1 + (int)(rnd_u32() % RMAX);
+        const int r0 = rep % 5 == 0 ? 0 : (int)(rnd_u32() % (unsigned)rows);
+        const int r1 = rep % 5 == 0 ? rows : r0 + 1 + (int)(rnd_u32() % (unsigned)(rows - r0));
+        const int64_t ostride = rows + (int64_t)(rnd_u32() % 3);
+        const size_t astride = (size_t)nb * sizeof(block_q8_0) + (rep % 3 == 1 ? 34 : rep % 3 == 2 ? 2 : 0);
+        random_row(rows * n, w, scratch_a);
+        for (int t = 0; t < n_tok; t++) {
+            random_row(n, scratch_w, row_a);
+            if (rep % 7 == 0) /* the largest magnitudes */
+                for (int64_t i = 0; i < nb; i++)
+                    for (int j = 0; j < 32; j++)
+                        row_a[i].qs[j] = (int8_t)(rnd_u32() % 2 ? 127 : -127);
+            memcpy(a + t * astride, row_a, (size_t)nb * sizeof(block_q8_0));
+        }
+        if (rep % 7 == 0)
+            for (int64_t i = 0; i < rows * nb; i++)
+                for (int j = 0; j < 16; j++)
+                    w[i].qs[j] = (uint8_t)(rnd_u32() % 2 ? 0x7F : 0xF7);
+        /* where d_w * d_a is not an exponent add (gemm_mxfp4.c, E_LO):
+         * a token block with d_a = 0, a weight block's scale byte out of
+         * [26, 240] (subnormal d_w included) */
+        if (rep % 5 == 3) {
+            block_q8_0 *y = (block_q8_0 *)(void *)(a + (rnd_u32() % (unsigned)n_tok) * astride) + rnd_u32() % nb;
+            y->d = 0;
+        }
+        if (rep % 5 == 4) {
+            static const uint8_t odd_e[] = {0, 1, 2, 25, 241};
+            w[rnd_u32() % (unsigned)(rows * nb)].e = odd_e[rnd_u32() % 5];
+        }
+        for (int64_t i = 0; i < TMAX * (RMAX + 3); i++)
+            out[i] = -1.0f;
+        repack_mxfp4_matmul(w, n, r0, r1, a, astride, n_tok, out, ostride);
+        check_outputs("repack_mxfp4_matmul", w, n, rows, r0, r1, a, astride, n_tok, out, ostride);
+#if defined(GEMM_MXFP4)
+        for (int64_t i = 0; i < TMAX * (RMAX + 3); i++)
+            out[i] = -1.0f;
+        const size_t pass_bytes = gemm_mxfp4_pass_bytes;
+        if (rep >= 3 * TMAX)
+            gemm_mxfp4_pass_bytes = 1; /* a tile per pass */
+        assert_true(gemm_mxfp4_matmul(w, n, r0, r1, a, astride, n_tok, out, ostride));
+        gemm_mxfp4_pass_bytes = pass_bytes;
+        check_outputs("gemm_mxfp4_matmul", w, n, rows, r0, r1, a, astride, n_tok, out, ostride);
+#endif
+    }
+    free(w);
+    free(a);
+    free(row_a);
+    free(scratch_a);
+    free(scratch_w);
+    free(out);
+}
+
 /* gpt-oss's experts from the file: 3-D MXFP4 tensors of the size the
  * blocks give, each element a value of the grid times its block's scale. */
 static void test_real_experts(void **state)
@@ -321,7 +416,7 @@ int main(void)
         cmocka_unit_test(test_sizes),          cmocka_unit_test(test_e8m0_half),
         cmocka_unit_test(test_dequantize_known), cmocka_unit_test(test_quantize_exact),
         cmocka_unit_test(test_dot_orders),     cmocka_unit_test(test_repack_dispatch),
-        cmocka_unit_test(test_repack_tiles),
+        cmocka_unit_test(test_repack_tiles),     cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_real_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
