@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gguf/tensor.h"
 
@@ -60,6 +61,16 @@ static inline float v_expf(float x)
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                          fmaf(0x1.ffffecp-1f, b, 1.0f));
+    /* j * 2^n, correctly rounded either way: while 2^n is a normal float
+     * one multiply gives ldexpf's bits (a subnormal or infinite result
+     * included), without the libm call that took 3-4 % of a Qwen3.5 prompt
+     * (the DeltaNet SiLU runs this per element) */
+    if (n >= -126.0f && n <= 127.0f) {
+        const uint32_t e = (uint32_t)((int)n + 127) << 23;
+        float p2;
+        memcpy(&p2, &e, sizeof p2);
+        return j * p2;
+    }
     return ldexpf(j, (int)n);
 }
 

@@ -332,6 +332,54 @@ static void test_expf_edges(void **s)
     assert_float_equal(v_expf(1.0f), expf(1.0f), 1e-6);
 }
 
+/* v_expf as ggml_v_expf's steps with the final 2^n scaling by ldexpf, the
+ * form v_expf had before its one-multiply fast path. */
+static float expf_ldexp(float x)
+{
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (!(fabsf(n) <= 192.0f))
+        return n != n ? x : n <= 0.0f ? 0.0f : INFINITY;
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+/* v_expf's multiply by 2^n gives ldexpf's bits: every float in [-104, 90]
+ * whose exponent puts the result near the subnormal and overflow edges
+ * (|x| in [86, 104]: all of them), a spread over the rest, and the ends. */
+static void test_expf_scaling_bits(void **s)
+{
+    (void)s;
+    uint64_t checked = 0;
+    for (uint32_t u = 0; u < 0xFFFFFFFFu - 997; u += 997) {
+        float x;
+        memcpy(&x, &u, sizeof x);
+        const float ax = fabsf(x);
+        if (!(ax <= 110.0f) || (ax < 86.0f && u % 7 != 0))
+            continue;
+        const float a = v_expf(x), b = expf_ldexp(x);
+        if (memcmp(&a, &b, sizeof a) != 0)
+            fail_msg("x %a: v_expf %a, with ldexpf %a", (double)x, (double)a, (double)b);
+        checked++;
+    }
+    for (uint32_t u = 0x42AC0000u; u <= 0x42D00000u; u++) { /* x in [86, 104], both signs: every float */
+        for (int sign = 0; sign < 2; sign++) {
+            const uint32_t v = u | (uint32_t)sign << 31;
+            float x;
+            memcpy(&x, &v, sizeof x);
+            const float a = v_expf(x), b = expf_ldexp(x);
+            if (memcmp(&a, &b, sizeof a) != 0)
+                fail_msg("x %a: v_expf %a, with ldexpf %a", (double)x, (double)a, (double)b);
+            checked++;
+        }
+    }
+    assert_true(checked > 4000000);
+}
+
 /* The generic kernel (quantized caches) for the query heads of one KV head
  * together: each head's result the same bits as that head alone, for every
  * K/V type pair the cache offers, with and without a window, and one head's
@@ -401,6 +449,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_are_attention),
         cmocka_unit_test(test_expf_edges),
+        cmocka_unit_test(test_expf_scaling_bits),
         cmocka_unit_test(test_causal),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_tile_grouping),
