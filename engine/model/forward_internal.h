@@ -284,6 +284,14 @@ void moe_swiglu_oai(float *out, const float *g, const float *u, int64_t n, float
 /* Rows [lo, hi) of expert e of the 3-D weight w against n_tok activation
  * rows in its dot type (row t at act + t * stride): out[t * out_stride + r].
  * Every output has the bits of the same token run alone (unit-tested). */
+/* A batch of tokens against rows [lo, hi) of a plain 2-D weight through the
+ * integer GEMM that gives every output tensor_vec_dot's bits (gemm_iq,
+ * gemm_kq5, gemm_kq6): false, nothing written, where none applies to its
+ * type and n_tok in this build. The dense matmuls and a MoE expert's
+ * tokens share it. */
+bool fwd_gemm_vec_dot(const gguf_tensor *w, int64_t n, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
+                      int n_tok, float *out, int64_t out_stride);
+
 void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
                        int n_tok, float *out, int64_t out_stride);
 

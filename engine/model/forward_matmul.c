@@ -46,6 +46,21 @@ static int64_t chunk_row(const struct mm_job *job, int64_t chunk, int64_t n_chun
     return chunk >= n_chunks ? job->total_rows : r - r % job->row_align;
 }
 
+bool fwd_gemm_vec_dot(const gguf_tensor *w, int64_t n, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
+                      int n_tok, float *out, int64_t out_stride)
+{
+    const size_t rs = tensor_row_size((enum tensor_type)w->type, n);
+    if (gemm_iq_applies(w, n_tok))
+        gemm_iq_matmul(w, n, lo, hi, act, stride, n_tok, out, out_stride);
+    else if (gemm_kq5_applies(w, n_tok))
+        gemm_kq5_rows(n, w->data, rs, lo, hi, act, stride, n_tok, out, out_stride);
+    else if (gemm_kq6_applies(w, n_tok))
+        gemm_kq6_rows(n, w->data, rs, lo, hi, act, stride, n_tok, out, out_stride);
+    else
+        return false;
+    return true;
+}
+
 static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     (void)ith;
@@ -76,10 +91,6 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
                                       sg->out_stride);
             continue;
         }
-        if (gemm_iq_applies(sg->w, job->n_tok)) {
-            gemm_iq_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
-            continue;
-        }
         if (refk_applies(sg->w)) {
             refk_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
@@ -92,14 +103,9 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
-        if (gemm_kq5_applies(sg->w, job->n_tok)) {
-            gemm_kq5_rows(job->n_in, wd, rb, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
+        if (fwd_gemm_vec_dot(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out,
+                             sg->out_stride))
             continue;
-        }
-        if (gemm_kq6_applies(sg->w, job->n_tok)) {
-            gemm_kq6_rows(job->n_in, wd, rb, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
-            continue;
-        }
         if (job->n_tok == 1) {
             tensor_matvec(type, job->n_in, wd + (size_t)lo * rb, hi - lo, sg->act, sg->out + lo);
             continue;

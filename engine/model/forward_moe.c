@@ -24,10 +24,7 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
-#include "kernels/gemm_iq.h"
 #include "kernels/gemm_kq4v.h"
-#include "kernels/gemm_kq5.h"
-#include "kernels/gemm_kq6.h"
 #include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_iq4.h"
@@ -260,19 +257,9 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
      * the integer GEMMs that give every output vec_dot's bits, as the dense
      * matmuls do: Q6_K and Q5_K down projections of the Q4_K_M mixes, the
      * IQ types */
+    if (fwd_gemm_vec_dot(&v, n, lo, hi, act, stride, n_tok, out, out_stride))
+        return;
     const size_t rs = tensor_row_size((enum tensor_type)v.type, n);
-    if (gemm_kq6_applies(&v, n_tok)) {
-        gemm_kq6_rows(n, v.data, rs, lo, hi, act, stride, n_tok, out, out_stride);
-        return;
-    }
-    if (gemm_kq5_applies(&v, n_tok)) {
-        gemm_kq5_rows(n, v.data, rs, lo, hi, act, stride, n_tok, out, out_stride);
-        return;
-    }
-    if (gemm_iq_applies(&v, n_tok)) {
-        gemm_iq_matmul(&v, n, lo, hi, act, stride, n_tok, out, out_stride);
-        return;
-    }
     /* Q8_0 (Gemma 4's down experts in its Q4_K_M): the dense kernel of the
      * weights packed at load, on rows packed here 16 at a time */
     if (v.type == TENSOR_TYPE_Q8_0 && n_tok >= MOE_Q8_0_PACK_MIN &&
