@@ -11,6 +11,9 @@
  *         nibbles: sub-block 2j, high: 2j+1). The scales: 16 fp16 d, 16 fp16
  *         dmin, then per pair j 16 scales of sub-block 2j, 16 of 2j+1 and
  *         16 (min 2j, min 2j+1) byte pairs, all decoded from the 6-bit form.
+ *   MXFP4: nb x 256 bytes of nibbles in Q4_0's order (qs pairs element i
+ *         with 16 + i as Q4_0 does), then nb x 16 scale bytes (E8M0), as
+ *         many bytes as the 16 rows. AVX-512 VNNI builds only.
  *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector l
  *         (0..7) of a block holds in dword lane r bytes 4l..4l+3 of row r,
  *         signed as in the file (the activations take VNNI's unsigned
@@ -24,9 +27,11 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_mxfp4.h"
 #include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
+#include "kernels/quant_mxfp4.h"
 #include "gguf/tensor.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
@@ -46,6 +51,8 @@ enum {
     Q4_K_SC = 64 + 4 * 64, /* d, dmin; per pair: scales, scales, mins */
     Q4_K_PB = Q4_K_NIB + Q4_K_SC,
     Q8_0_PB = PACKED_Q8_0_PB,
+    MXFP4_NIB = 256,
+    MXFP4_PB = MXFP4_NIB + 16, /* + 16 scale bytes */
 };
 
 static bool is_q4_K(const gguf_tensor *w)
@@ -65,21 +72,31 @@ static int64_t blocks_per_row(const gguf_tensor *w)
 
 static size_t group_bytes(const gguf_tensor *w)
 {
-    const size_t per_block = is_q4_K(w) ? Q4_K_PB : w->type == TENSOR_TYPE_Q8_0 ? Q8_0_PB : Q4_0_PB;
+    const size_t per_block = is_q4_K(w)                      ? Q4_K_PB
+                             : w->type == TENSOR_TYPE_Q8_0  ? Q8_0_PB
+                             : w->type == TENSOR_TYPE_MXFP4 ? MXFP4_PB
+                                                            : Q4_0_PB;
     return (size_t)blocks_per_row(w) * per_block;
 }
 
-/* Q4_0 the reference repacks (repack_applies also takes MXFP4, which has
- * no packed layout here: repack_mxfp4.c runs it from the file). */
+/* Q4_0 the reference repacks */
 static inline bool is_q4_0_repacked(const gguf_tensor *w)
 {
     return w->type == TENSOR_TYPE_Q4_0 && repack_applies(w);
 }
 
+/* MXFP4 the reference repacks (8x8, the same chain per output as
+ * repack_mxfp4.h); only the AVX-512 VNNI kernels read it packed (the AVX2
+ * build runs repack_mxfp4.c from the file) */
+static inline bool is_mxfp4_repacked(const gguf_tensor *w)
+{
+    return w->type == TENSOR_TYPE_MXFP4 && repack_applies(w);
+}
+
 size_t packed_bytes(const gguf_tensor *w)
 {
 #ifdef PK_AVX512
-    if (is_q4_0_repacked(w) || (is_q4_K(w) && refk_applies(w)) ||
+    if (is_q4_0_repacked(w) || is_mxfp4_repacked(w) || (is_q4_K(w) && refk_applies(w)) ||
         (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
         return (size_t)packed_groups(w) * group_bytes(w);
 #elif defined(PK_AVX2)
@@ -97,6 +114,15 @@ static void pack_row_q4_0(const block_q4_0 *x, int64_t nb, int r, uint8_t *o)
         for (int j = 0; j < 4; j++)
             memcpy(o + (size_t)b * Q4_0_NIB + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
         memcpy(o + (size_t)nb * Q4_0_NIB + (size_t)b * 32 + 2 * r, &x[b].d, 2);
+    }
+}
+
+static void pack_row_mxfp4(const block_mxfp4 *x, int64_t nb, int r, uint8_t *o)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        for (int j = 0; j < 4; j++)
+            memcpy(o + (size_t)b * MXFP4_NIB + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
+        o[(size_t)nb * MXFP4_NIB + (size_t)b * 16 + r] = x[b].e;
     }
 }
 
@@ -131,6 +157,8 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
                 pack_row_q4_K((const block_q4_K *)row, nb, r, o);
             else if (w->type == TENSOR_TYPE_Q8_0)
                 packed_q8_0_pack_row((const block_q8_0 *)row, nb, r, o);
+            else if (w->type == TENSOR_TYPE_MXFP4)
+                pack_row_mxfp4((const block_mxfp4 *)row, nb, r, o);
             else
                 pack_row_q4_0((const block_q4_0 *)row, nb, r, o);
         }
@@ -199,6 +227,80 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     }
     for (int k = 0; k < nt; k++)
         _mm512_mask_storeu_ps(out + (int64_t)k * out_stride, keep, acc[k]);
+}
+
+/* One MXFP4 group against nt <= 8 tokens in the repacked chain per lane
+ * (repack_mxfp4.h): the nibbles become the doubled E2M1 values plus 12
+ * through one table lookup (unsigned, for VNNI), meet the signed
+ * activations in VNNI dots straight from the activation buffer, and
+ * 12 * sum(a) comes back off: each block's exact integer sum, then
+ * acc = fma(isum, d_w * d_a, acc) with d_w the scale byte's half
+ * (quant_e8m0_to_fp32_half). Bounds: 32 products of at most 24 * 127. */
+static inline __attribute__((always_inline)) void
+mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys, int nt,
+            float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(12)));
+    const uint8_t *scales = pw + (size_t)nb * MXFP4_NIB;
+    __m512 acc[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        quant_prefetch_step((const char *)pf, b, pf_step);
+        const uint8_t *nib = pw + (size_t)b * MXFP4_NIB;
+        __m512i v[8];
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        {
+            const __m512i p = _mm512_loadu_si512(nib + 64 * j);
+            v[j] = _mm512_shuffle_epi8(lut, _mm512_and_si512(p, m4));
+            v[j + 4] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        }
+        /* the 16 scale bytes as halves of 2^(e - 127): (e - 1) << 23, or a
+         * subnormal for e < 2 */
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(scales + (size_t)b * 16)));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        const __m512 dw = _mm512_castsi512_ps(
+            _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, tiny));
+        _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
+        {
+            const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
+            /* low nibbles meet bytes 0..15, high nibbles bytes 16..31 */
+            __m512i s = _mm512_set1_epi32(-12 * ys[(int64_t)k * nb + b]), s1 = _mm512_setzero_si512();
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+            {
+                s = _mm512_dpbusd_epi32(s, v[j], _mm512_set1_epi32(ld32(y->qs + 4 * j)));
+                s1 = _mm512_dpbusd_epi32(s1, v[j + 4], _mm512_set1_epi32(ld32(y->qs + 16 + 4 * j)));
+            }
+            s = _mm512_add_epi32(s, s1);
+            acc[k] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(h2f(y->d))), acc[k]);
+        }
+    }
+    for (int k = 0; k < nt; k++)
+        _mm512_mask_storeu_ps(out + (int64_t)k * out_stride, keep, acc[k]);
+}
+
+/* Tokens in groups of 8, then the rest (generation: one token, the group's
+ * bytes read once, the next group prefetched). */
+static void mxfp4_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
+                         int n_tok, float *out, int64_t out_stride, __mmask16 keep, size_t gb)
+{
+    const size_t step = quant_prefetch_step_size(gb, 1, nb);
+    int t = 0;
+    for (; t + 8 <= n_tok; t += 8)
+        mxfp4_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 8,
+                    out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+    if (t == n_tok)
+        return;
+    if (n_tok - t == 1) /* a constant count: generation's own copy of the loop */
+        mxfp4_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 1,
+                    out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+    else
+        mxfp4_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
+                    out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
 }
 
 /* One group against nt tokens in q4_K_repacked_dot's order per lane: each
@@ -550,7 +652,7 @@ size_t packed_act_bytes(const gguf_tensor *w)
 {
     if (packed_bytes(w) == 0)
         return 0;
-    if (w->type == TENSOR_TYPE_Q4_0)
+    if (w->type == TENSOR_TYPE_Q4_0 || w->type == TENSOR_TYPE_MXFP4)
         return (size_t)blocks_per_row(w) * sizeof(int32_t);
     if (w->type == TENSOR_TYPE_Q8_0)
         return packed_q8_0_act_bytes(blocks_per_row(w));
@@ -608,12 +710,22 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
             }
         return;
     }
+    /* MXFP4 prompts: the 16-row panels of gemm_mxfp4.h, written from the
+     * groups once for all tiles of 8 tokens; up to 8 tokens decode each
+     * group in registers instead (one tile: a panel would be written and
+     * read back once) */
+    if (w->type == TENSOR_TYPE_MXFP4 && n_tok > 8 &&
+        gemm_mxfp4_packed_matmul(packed, nb, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
     for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
         const int64_t base = g * PACKED_ROWS;
         const int lo = r0 > base ? (int)(r0 - base) : 0;
         const int hi = r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS;
         const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-        if (is_q4_K(w))
+        if (w->type == TENSOR_TYPE_MXFP4)
+            mxfp4_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
+                         keep, gb);
+        else if (is_q4_K(w))
             q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep,
                         gb);
         else

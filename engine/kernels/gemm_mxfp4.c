@@ -105,6 +105,43 @@ static bool panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t 
     return in_range == 0xFFFF;
 }
 
+/* The panel of packed group pg (forward_packed.h's MXFP4 layout: per
+ * block 4 nibble vectors whose dword lane j holds row j's qs bytes
+ * 4k..4k+3, then 16 scale bytes at nb * 256): the same panel panel_write
+ * makes from the file, without its transpose and gather. The next group
+ * (pf, gb bytes) is fetched meanwhile. True where every scale byte of the
+ * lanes in `valid` is in [E_LO, E_HI] (the padding rows past a tensor's
+ * end are zeros). */
+static bool panel_from_packed(const uint8_t *pg, int64_t nb, uint8_t *p, const uint8_t *pf, size_t pf_step,
+                              __mmask16 valid)
+{
+    __mmask16 in_range = 0xFFFF;
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF)));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint8_t *sc = pg + (size_t)nb * 256;
+    for (int64_t b = 0; b < nb; b++, p += PB) {
+        quant_prefetch_step((const char *)pf, b, pf_step);
+        const uint8_t *nib = pg + (size_t)b * 256;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m512i d = _mm512_loadu_si512(nib + 64 * k);
+            _mm512_store_si512(p + k * 64, _mm512_shuffle_epi8(lut, _mm512_and_si512(d, m4)));
+            _mm512_store_si512(p + (4 + k) * 64,
+                               _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(d, 4), m4)));
+        }
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + (size_t)b * 16)));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e); /* e < 2: a subnormal half */
+        _mm512_store_si512(p + 8 * 64,
+                           _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, tiny));
+        in_range &= _mm512_cmplt_epu32_mask(_mm512_sub_epi32(e, _mm512_set1_epi32(E_LO)),
+                                            _mm512_set1_epi32(E_HI - E_LO + 1)) |
+                    (__mmask16)~valid;
+    }
+    return in_range == 0xFFFF;
+}
+
 /* Tokens t0 .. t0 + nt - 1 (nt <= TT; the slots past them repeat the last
  * token) into the tile o: per block their bytes, offsets and d_a. True
  * where every d_a is nonzero and finite. */
@@ -234,13 +271,18 @@ static const tile_fn tiles[2][TT] = {
     {tile_exp_1, tile_exp_2, tile_exp_3, tile_exp_4, tile_exp_5, tile_exp_6, tile_exp_7, tile_exp_8},
 };
 
-bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
-                       int n_tok, float *out, int64_t out_stride)
+/* Where a call's rows come from: the file's rows (w, rb bytes each) or
+ * packed groups (packed, gb bytes each). */
+struct mx_src {
+    const uint8_t *w;
+    size_t rb;
+    const uint8_t *packed;
+    size_t gb;
+};
+
+static bool mx_run(const struct mx_src *src, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                   size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
-    if (r0 >= r1 || n_tok < 1 || n % QK_MXFP4 != 0)
-        return r0 >= r1 || n_tok < 1;
-    const int64_t nb = n / QK_MXFP4;
-    const size_t rb = (size_t)nb * sizeof(block_mxfp4);
     /* tokens per pass: whole tiles within gemm_mxfp4_pass_bytes */
     int64_t tiles_pass = (int64_t)(gemm_mxfp4_pass_bytes / ((size_t)nb * TB));
     if (tiles_pass < 1)
@@ -256,6 +298,9 @@ bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const u
         return false;
     uint8_t *panel = scr, *tok = scr + panel_bytes;
     const int pass_tok = (int)(tiles_pass * TT);
+    /* packed rows go by whole groups, the lanes before r0 masked off */
+    const int64_t r_first = src->packed ? r0 - r0 % GR : r0;
+    const size_t pf_step = src->packed ? quant_prefetch_step_size(src->gb, 1, nb) : 0;
     for (int c0 = 0; c0 < n_tok; c0 += pass_tok) {
         const int cn = n_tok - c0 < pass_tok ? n_tok - c0 : pass_tok;
         /* the pass's tokens in tiles of even sizes (10: 5 + 5, not 8 + 2:
@@ -266,12 +311,19 @@ bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const u
         for (int i = 0; i < nti; i++)
             tok_in_range[i] =
                 tile_write(act, act_stride, c0 + TILE_T0(i), base + (i < extra), nb, tok + (size_t)i * nb * TB);
-        for (int64_t r = r0; r < r1; r += GR) {
+        for (int64_t r = r_first; r < r1; r += GR) {
             const int nr = r1 - r < GR ? (int)(r1 - r) : GR;
-            const int64_t rn = r + GR < r1 ? r + GR : r1; /* the next panel's rows */
-            const int n_pf = r1 - rn < GR ? (int)(r1 - rn) : GR;
-            const bool w_in_range = panel_write(w, rb, r, nr, nb, panel, (const uint8_t *)w + (size_t)rn * rb, n_pf);
-            const __mmask16 mask = (__mmask16)((1u << nr) - 1);
+            const int skip = r < r0 ? (int)(r0 - r) : 0;
+            const __mmask16 mask = (__mmask16)(((1u << nr) - 1) & ~((1u << skip) - 1));
+            bool w_in_range;
+            if (src->packed) {
+                const uint8_t *pg = src->packed + (size_t)(r / GR) * src->gb;
+                w_in_range = panel_from_packed(pg, nb, panel, pg + src->gb, r + GR < r1 ? pf_step : 0, mask);
+            } else {
+                const int64_t rn = r + GR < r1 ? r + GR : r1; /* the next panel's rows */
+                const int n_pf = r1 - rn < GR ? (int)(r1 - rn) : GR;
+                w_in_range = panel_write(src->w, src->rb, r, nr, nb, panel, src->w + (size_t)rn * src->rb, n_pf);
+            }
             for (int i = 0; i < nti; i++) {
                 const tile_fn fn = tiles[w_in_range && tok_in_range[i]][base + (i < extra) - 1];
                 fn(panel, tok + (size_t)i * nb * TB, nb, out + (int64_t)(c0 + TILE_T0(i)) * out_stride + r, out_stride,
@@ -282,12 +334,46 @@ bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const u
     }
     return true;
 }
+
+bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
+                       int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1 || n % QK_MXFP4 != 0)
+        return r0 >= r1 || n_tok < 1;
+    const int64_t nb = n / QK_MXFP4;
+    const struct mx_src src = {w, (size_t)nb * sizeof(block_mxfp4), NULL, 0};
+    return mx_run(&src, nb, r0, r1, act, act_stride, n_tok, out, out_stride);
+}
+
+bool gemm_mxfp4_packed_matmul(const uint8_t *packed, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                              size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1)
+        return true;
+    const struct mx_src src = {NULL, 0, packed, (size_t)nb * (256 + 16)};
+    return mx_run(&src, nb, r0, r1, act, act_stride, n_tok, out, out_stride);
+}
 #else
 bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                        int n_tok, float *out, int64_t out_stride)
 {
     (void)w;
     (void)n;
+    (void)r0;
+    (void)r1;
+    (void)act;
+    (void)act_stride;
+    (void)n_tok;
+    (void)out;
+    (void)out_stride;
+    return false;
+}
+
+bool gemm_mxfp4_packed_matmul(const uint8_t *packed, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                              size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    (void)packed;
+    (void)nb;
     (void)r0;
     (void)r1;
     (void)act;

@@ -24,6 +24,13 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
     defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GEMM_MXFP4 1
+
+/* The same outputs from forward_packed.h's MXFP4 groups (packed: group 0
+ * of the matrix, nb blocks per row; any r0, r1): the panels come from the
+ * groups without a transpose. False as above. */
+bool gemm_mxfp4_packed_matmul(const uint8_t *packed, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                              size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
 #endif
 
 /* From this many tokens the GEMM takes a call (fewer: the row kernels). */
@@ -39,5 +46,11 @@ extern size_t gemm_mxfp4_pass_bytes;
  * GEMM or no scratch could be had: the caller's kernels give the same bits. */
 bool gemm_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                        int n_tok, float *out, int64_t out_stride);
+
+/* The same outputs from forward_packed.h's MXFP4 groups (packed: group 0
+ * of the matrix, nb blocks per row; any r0, r1): the panels come from the
+ * groups without a transpose. False as above. */
+bool gemm_mxfp4_packed_matmul(const uint8_t *packed, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
+                              size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
 #endif

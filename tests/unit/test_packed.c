@@ -1,9 +1,9 @@
 /* Packed weights (engine/kernels/forward_packed.c) against the kernels they replace
- * (forward_repack.c; tensor_matmul for Q8_0), bit for bit: random Q4_0,
- * Q4_K and Q8_0 tensors covering every quant and 6-bit scale value, row
- * counts that leave part of a group, token counts around the 2-, 4- and
- * 8-token groupings and Q8_0's 64-token tiles, Q8_0 rows long enough for
- * its 32-block passes, and row ranges that cut groups. Rows outside the
+ * (forward_repack.c and repack_mxfp4.c; tensor_matmul for Q8_0), bit for
+ * bit: random Q4_0, Q4_K, Q8_0 and MXFP4 tensors covering every quant and
+ * 6-bit scale value, row counts that leave part of a group, token counts
+ * around the 2-, 4- and 8-token groupings and Q8_0's 64-token tiles, Q8_0
+ * rows long enough for its 32-block passes, and row ranges that cut groups. Rows outside the
  * range must stay untouched. Each comparison also checks that the data tell
  * neighbouring rows and tokens apart, so that swapping two would fail. */
 #include <setjmp.h>
@@ -72,7 +72,13 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
     w.ne[0] = n;
     w.ne[1] = rows;
     w.ne[2] = w.ne[3] = 1;
-    w.data = random_weights(type, n, rows, k ? q4_K_d : q4_0_d, k ? 2 : 1);
+    w.data = random_weights(type, n, rows, k ? q4_K_d : q4_0_d, type == TENSOR_TYPE_MXFP4 ? 0 : k ? 2 : 1);
+    if (type == TENSOR_TYPE_MXFP4) /* scale bytes near 2^0, and now and then the edges */
+        for (int64_t b = 0; b < rows * (n / 32); b++) {
+            static const uint8_t edge[] = {0, 1, 2, 25, 26, 240, 241};
+            uint8_t *e = (uint8_t *)(uintptr_t)w.data + b * 17;
+            *e = b % 37 == 5 ? edge[(b / 37) % sizeof edge] : (uint8_t)(117 + rnd_u32() % 20);
+        }
     const size_t bytes = packed_bytes(&w);
     uint8_t *pk = NULL;
     if (bytes) {
@@ -158,6 +164,16 @@ static void test_q8_0(void **state)
 
 /* Which weights get packed: those the reference repacks, and Q8_0 (only
  * where the build has the kernels). */
+/* MXFP4: one token (generation), up to 8 decoded in registers, more
+ * through gemm_mxfp4's panels, against repack_mxfp4.c's kernels */
+static void test_mxfp4(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_MXFP4, 64, 24);
+    check_type(TENSOR_TYPE_MXFP4, 96, 40);
+    check_type(TENSOR_TYPE_MXFP4, 512, 64);
+}
+
 static void test_which(void **state)
 {
     (void)state;
@@ -165,22 +181,24 @@ static void test_which(void **state)
     memset(&w, 0, sizeof w);
     w.ne[0] = 256;
     w.ne[1] = 24;
-    const uint32_t types[] = {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q8_0, TENSOR_TYPE_Q6_K,
-                              TENSOR_TYPE_F16};
+    const uint32_t types[] = {TENSOR_TYPE_Q4_0, TENSOR_TYPE_Q4_K, TENSOR_TYPE_Q8_0, TENSOR_TYPE_MXFP4,
+                              TENSOR_TYPE_Q6_K, TENSOR_TYPE_F16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         w.type = types[i];
-        const bool repacked =
-            types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K || types[i] == TENSOR_TYPE_Q8_0;
+        const bool repacked = types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K ||
+                              types[i] == TENSOR_TYPE_Q8_0 || types[i] == TENSOR_TYPE_MXFP4;
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
         assert_int_equal(packed_bytes(&w) > 0, repacked);
-        /* the packed copy of 24 rows takes 32 (two groups): Q4_0 as many
-         * bytes as the rows, Q4_K 64 more bytes of decoded scales per block */
+        /* the packed copy of 24 rows takes 32 (two groups): Q4_0, Q8_0 and
+         * MXFP4 as many bytes as the rows, Q4_K 64 more bytes of decoded
+         * scales per block */
         if (repacked) {
             const size_t rows32 = tensor_row_size(w.type, w.ne[0]) * 32;
             assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_K ? rows32 + 2 * 64 : rows32);
         }
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-        /* AVX2 builds pack Q4_0 and Q4_K (Q8_0 keeps ggml's own order) */
+        /* AVX2 builds pack Q4_0 and Q4_K (Q8_0 keeps ggml's own order,
+         * MXFP4 runs from the file) */
         (void)repacked;
         assert_int_equal(packed_bytes(&w) > 0, types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K);
         if (types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K) {
@@ -192,8 +210,10 @@ static void test_which(void **state)
         assert_int_equal(packed_bytes(&w), 0);
 #endif
     }
-    w.type = TENSOR_TYPE_Q4_0;
     w.ne[1] = 20; /* not a multiple of 8: the reference does not repack it */
+    w.type = TENSOR_TYPE_Q4_0;
+    assert_int_equal(packed_bytes(&w), 0);
+    w.type = TENSOR_TYPE_MXFP4;
     assert_int_equal(packed_bytes(&w), 0);
 }
 
@@ -203,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_q4_0),
         cmocka_unit_test(test_q4_K),
         cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_mxfp4),
         cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
