@@ -23,6 +23,7 @@
 #include "kernels/forward_packed.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/forward_math.h"
@@ -60,9 +61,16 @@ static bool is_q4_K(const gguf_tensor *w)
     return w->type == TENSOR_TYPE_Q4_K;
 }
 
+/* rows of all matrices of w (experts: ne[2] matrices of ne[1] rows, one
+ * after the other in the file) */
+static int64_t all_rows(const gguf_tensor *w)
+{
+    return w->ne[1] * (w->ne[2] > 0 ? w->ne[2] : 1);
+}
+
 int64_t packed_groups(const gguf_tensor *w)
 {
-    return (w->ne[1] + PACKED_ROWS - 1) / PACKED_ROWS;
+    return (all_rows(w) + PACKED_ROWS - 1) / PACKED_ROWS;
 }
 
 static int64_t blocks_per_row(const gguf_tensor *w)
@@ -93,8 +101,24 @@ static inline bool is_mxfp4_repacked(const gguf_tensor *w)
     return w->type == TENSOR_TYPE_MXFP4 && repack_applies(w);
 }
 
+/* Experts (3-D weights) are packed only as MXFP4 with whole groups per
+ * expert, so that expert e's rows start at group e * ne[1] / 16. */
+static inline bool is_2d(const gguf_tensor *w)
+{
+    return w->ne[2] <= 1 && w->ne[3] <= 1;
+}
+
 size_t packed_bytes(const gguf_tensor *w)
 {
+#ifdef PK_AVX512
+    if (!is_2d(w))
+        return is_mxfp4_repacked(w) && w->ne[3] <= 1 && w->ne[1] % PACKED_ROWS == 0
+                   ? (size_t)packed_groups(w) * group_bytes(w)
+                   : 0;
+#else
+    if (!is_2d(w))
+        return 0;
+#endif
 #ifdef PK_AVX512
     if (is_q4_0_repacked(w) || is_mxfp4_repacked(w) || (is_q4_K(w) && refk_applies(w)) ||
         (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
@@ -149,9 +173,9 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
     const size_t gb = group_bytes(w), rb = tensor_row_size((enum tensor_type)w->type, w->ne[0]);
     for (int64_t g = g0; g < g1; g++) {
         uint8_t *o = dst + (size_t)g * gb;
-        if ((g + 1) * PACKED_ROWS > w->ne[1]) /* full groups are written whole */
+        if ((g + 1) * PACKED_ROWS > all_rows(w)) /* full groups are written whole */
             memset(o, 0, gb);
-        for (int r = 0; r < PACKED_ROWS && g * PACKED_ROWS + r < w->ne[1]; r++) {
+        for (int r = 0; r < PACKED_ROWS && g * PACKED_ROWS + r < all_rows(w); r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)(g * PACKED_ROWS + r) * rb;
             if (is_q4_K(w))
                 pack_row_q4_K((const block_q4_K *)row, nb, r, o);
@@ -677,10 +701,15 @@ void packed_act_prepare(const gguf_tensor *w, const uint8_t *act, size_t act_str
         }
         int32_t *sums = (int32_t *)(void *)(dst + (size_t)t * bytes);
         for (int64_t b = 0; b < nb; b++) {
+#if defined(PK_AVX512) || defined(PK_AVX2)
+            const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            sums[b] = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1)));
+#else
             int32_t sum = 0;
             for (int i = 0; i < QK8_0; i++)
                 sum += y[b].qs[i];
             sums[b] = sum;
+#endif
         }
     }
 }
@@ -767,4 +796,31 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     else
         repack_matmul(w, w->ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
 #endif
+}
+
+void packed_expert_matmul(const gguf_tensor *w, const uint8_t *packed, int32_t e, int64_t r0, int64_t r1,
+                          const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    /* expert e's matrix as a 2-D weight, its groups from e * ne[1] / 16 on */
+    gguf_tensor v = *w;
+    v.ne[2] = 1;
+    v.n_dims = 2;
+    v.nbytes = w->nbytes / (size_t)w->ne[2];
+    v.n_elements = w->ne[0] * w->ne[1];
+    v.data = (const uint8_t *)w->data + (size_t)e * v.nbytes;
+    const uint8_t *pe = packed + (size_t)e * (size_t)(w->ne[1] / PACKED_ROWS) * group_bytes(w);
+    /* the side data of the tokens (the GEMM makes its own, but takes the
+     * row kernels' way where it gets no scratch) */
+    const size_t eb = packed_act_bytes(&v) * (size_t)n_tok;
+    uint8_t stack[4096] __attribute__((aligned(64)));
+    uint8_t *extra = eb > sizeof stack ? aligned_alloc(64, (eb + 63) & ~(size_t)63) : stack;
+    if (!extra) { /* no memory: the same bits from the file's rows */
+        repack_matmul(&v, v.ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
+        return;
+    }
+    if (eb)
+        packed_act_prepare(&v, act, act_stride, n_tok, extra);
+    packed_matmul(&v, pe, r0, r1, act, act_stride, extra, n_tok, out, out_stride);
+    if (extra != stack)
+        free(extra);
 }

@@ -30,7 +30,10 @@
 
 #define PACKED_ROWS 16
 
-/* Bytes of w's packed copy; 0 when this build has no packed kernel for it. */
+/* Bytes of w's packed copy; 0 when this build has no packed kernel for it.
+ * Experts (3-D weights, ne[2] matrices one after the other) are packed as
+ * MXFP4 only, in AVX-512 VNNI builds, where every expert's rows fill whole
+ * groups; packed_groups and packed_build then run over all experts' rows. */
 size_t packed_bytes(const gguf_tensor *w);
 
 /* Row groups of PACKED_ROWS (the last one padded with zero rows). */
@@ -60,5 +63,10 @@ void packed_act_prepare(const gguf_tensor *w, const uint8_t *act, size_t act_str
  * side data of act when packed_act_bytes(w) > 0, else unused (may be NULL). */
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
                    size_t act_stride, const uint8_t *act_extra, int n_tok, float *out, int64_t out_stride);
+
+/* packed_matmul for expert e of the 3-D weight w (packed: its packed copy,
+ * packed_bytes(w) > 0), act without side data: it is made here. */
+void packed_expert_matmul(const gguf_tensor *w, const uint8_t *packed, int32_t e, int64_t r0, int64_t r1,
+                          const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
 #endif

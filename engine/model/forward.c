@@ -191,8 +191,9 @@ static void release_original(const gguf_tensor *w)
 static void release_rows(const gguf_tensor *w, int64_t r0, int64_t r1)
 {
     const size_t rb = tensor_row_size((enum tensor_type)w->type, w->ne[0]);
-    if (r1 > w->ne[1])
-        r1 = w->ne[1];
+    const int64_t rows = w->ne[1] * (w->ne[2] > 0 ? w->ne[2] : 1); /* experts: all matrices */
+    if (r1 > rows)
+        r1 = rows;
     if (r1 > r0)
         release_pages((const uint8_t *)w->data + (size_t)r0 * rb, (size_t)(r1 - r0) * rb);
 }
@@ -216,10 +217,21 @@ static bool build_packed(forward_ctx *f)
     }
     struct pack_job job = {items, 0, 0, NULL};
     size_t total = 0;
-    for (int i = 0; i < f->graph.n_steps; i++) {
-        const struct fwd_step *st = &f->graph.steps[i];
-        for (int s = 0; st->kind == STEP_MATMUL && s < st->n_seg; s++) {
-            const gguf_tensor *w = st->w[s];
+    /* the matmuls' weights, then the experts' (packed_bytes says which) */
+    const int n_moe_w = 4 * f->graph.n_moe;
+    for (int i = 0; i < f->graph.n_steps + n_moe_w; i++) {
+        const gguf_tensor *ws[3] = {NULL, NULL, NULL};
+        if (i < f->graph.n_steps) {
+            const struct fwd_step *st = &f->graph.steps[i];
+            for (int s = 0; st->kind == STEP_MATMUL && s < st->n_seg; s++)
+                ws[s] = st->w[s];
+        } else {
+            const fwd_moe *m = &f->graph.moe[(i - f->graph.n_steps) / 4];
+            const gguf_tensor *const mw[4] = {m->gate, m->up, m->gate_up, m->down};
+            ws[0] = mw[(i - f->graph.n_steps) % 4];
+        }
+        for (int s = 0; s < 3 && ws[s]; s++) {
+            const gguf_tensor *w = ws[s];
             const int64_t idx = w - gguf_tensor_at(g, 0);
             const size_t bytes = packed_bytes(w);
             if (bytes == 0 || seen[idx])

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kernels/forward_math.h"
+#include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
 #include "kernels/gemm_kq4v.h"
 #include "kernels/packed_q8_0.h"
@@ -153,6 +154,7 @@ struct moe_seg {
     int n_tok;
     float *out;
     int64_t out_stride;
+    const uint8_t *packed; /* w's forward_packed.h copy (all experts), or NULL */
 };
 
 static size_t dot_stride(enum tensor_type dot, int64_t n)
@@ -293,7 +295,8 @@ struct seg_job {
 static int64_t seg_row(const struct seg_job *j, int64_t chunk, int64_t n_chunks)
 {
     const int64_t r = forward_chunk_start(j->total_rows, chunk, n_chunks);
-    return chunk >= n_chunks ? j->total_rows : r - r % 8; /* whole 8-row groups (repacked weights) */
+    /* whole 16-row groups (packed weights; repacked ones take groups of 8) */
+    return chunk >= n_chunks ? j->total_rows : r - r % 16;
 }
 
 static void seg_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
@@ -307,7 +310,10 @@ static void seg_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int64_t lo = r0 > base ? r0 - base : 0;
         const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
         base += sg->rows;
-        if (lo < hi)
+        if (lo < hi && sg->packed) /* MXFP4 experts packed at load */
+            packed_expert_matmul(sg->w, sg->packed, sg->e, lo, hi, sg->act, sg->act_stride, sg->n_tok, sg->out,
+                                 sg->out_stride);
+        else if (lo < hi)
             moe_expert_matmul(sg->w, sg->e, lo, hi, sg->act, sg->act_stride, sg->n_tok, sg->out, sg->out_stride);
     }
 }
@@ -459,6 +465,12 @@ static void combine_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
+/* w's packed copy (forward.c's build_packed), or NULL */
+static const uint8_t *moe_packed(const forward_ctx *f, const gguf_tensor *w)
+{
+    return w && f->packed_of ? f->packed_of[w - gguf_tensor_at(model_get_gguf(f->m), 0)] : NULL;
+}
+
 void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *st, int n)
 {
     const fwd_moe *m = &g->moe[st->moe];
@@ -499,6 +511,7 @@ void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *
     /* 4. gate and up of every chosen expert over its rows */
     const size_t sg = dot_stride(j.dot_g, E), su = dot_stride(j.dot_u, E), sd = dot_stride(j.dot_d, F);
     const uint8_t *act_u = j.dot_u != j.dot_g ? s->act[1] : s->act[0];
+    const uint8_t *pk_gu = moe_packed(f, m->gate_up), *pk_g = moe_packed(f, m->gate), *pk_u = moe_packed(f, m->up);
     int ns = 0;
     for (int64_t e = 0; e < X; e++) {
         const int64_t c = s->cnt[e], o = s->off[e];
@@ -506,10 +519,13 @@ void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *
             continue;
         float *h = s->hid + (size_t)o * 2 * F;
         if (m->gate_up) {
-            s->seg[ns++] = (struct moe_seg){m->gate_up, (int32_t)e, 2 * F, s->act[0] + (size_t)o * sg, sg, (int)c, h, 2 * F};
+            s->seg[ns++] = (struct moe_seg){m->gate_up, (int32_t)e, 2 * F, s->act[0] + (size_t)o * sg, sg, (int)c, h, 2 * F,
+                                            pk_gu};
         } else {
-            s->seg[ns++] = (struct moe_seg){m->gate, (int32_t)e, F, s->act[0] + (size_t)o * sg, sg, (int)c, h, 2 * F};
-            s->seg[ns++] = (struct moe_seg){m->up, (int32_t)e, F, act_u + (size_t)o * su, su, (int)c, h + F, 2 * F};
+            s->seg[ns++] = (struct moe_seg){m->gate, (int32_t)e, F, s->act[0] + (size_t)o * sg, sg, (int)c, h, 2 * F,
+                                            pk_g};
+            s->seg[ns++] = (struct moe_seg){m->up, (int32_t)e, F, act_u + (size_t)o * su, su, (int)c, h + F, 2 * F,
+                                            pk_u};
         }
     }
     run_segs(f, s->seg, ns);
@@ -518,12 +534,13 @@ void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *
     threadpool_run(f->tp, forward_n_chunks(f, R, R * F * 8), act_worker, &j);
 
     /* 6. down */
+    const uint8_t *pk_d = moe_packed(f, down);
     ns = 0;
     for (int64_t e = 0; e < X; e++) {
         const int64_t c = s->cnt[e], o = s->off[e];
         if (c > 0)
             s->seg[ns++] = (struct moe_seg){down, (int32_t)e, E, s->act_dn + (size_t)o * sd, sd, (int)c,
-                                            s->out + (size_t)o * E, E};
+                                            s->out + (size_t)o * E, E, pk_d};
     }
     run_segs(f, s->seg, ns);
 
