@@ -248,6 +248,14 @@ static void token_rope_tables(forward_ctx *f, int t)
                    hp->n_ctx_orig, sec);
 }
 
+/* ggml_scale, ggml_tanh, ggml_scale on elements [i0, i1) of a row */
+static void softcap_span(float *d, int64_t i0, int64_t i1, float c)
+{
+    const float inv = 1.0f / c;
+    for (int64_t i = i0; i < i1; i++)
+        d[i] = tanhf(d[i] * inv) * c;
+}
+
 static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
 {
     const model_hparams *hp = &f->hp;
@@ -395,12 +403,9 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
             d[i] = moe[i] + d[i];
         break;
     }
-    case OP_SOFTCAP: {
-        const float inv = 1.0f / op->s;
-        for (int64_t i = 0; i < width[op->dst]; i++)
-            d[i] = tanhf(d[i] * inv) * op->s;
+    case OP_SOFTCAP:
+        softcap_span(d, 0, width[op->dst], op->s);
         break;
-    }
     }
 }
 
@@ -433,6 +438,38 @@ static void rows_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             run_op(j->f, &j->st->ops[i], t);
 }
 
+/* Elements per chunk of a soft-capped logit row (span_worker). */
+#define SPAN_ELEMS 8192
+
+/* A step of elementwise ops alone (the final logit soft-cap): chunks of
+ * SPAN_ELEMS elements of every row, so that a single token's 262144 tanhf
+ * calls (Gemma 4's head: 13 % of a generated token on one thread while the
+ * other waited) are shared by the threads. Each element's steps are the
+ * same, so the bits are too. */
+static void span_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct rows_job *j = arg;
+    const enum fwd_buf b = j->st->ops[0].dst;
+    const int64_t w = j->f->graph.width[b], per_row = (w + SPAN_ELEMS - 1) / SPAN_ELEMS;
+    const int64_t c1 = forward_chunk_start((int64_t)j->n * per_row, chunk + 1, n_chunks);
+    for (int64_t c = forward_chunk_start((int64_t)j->n * per_row, chunk, n_chunks); c < c1; c++) {
+        const int t = (int)(c / per_row);
+        const int64_t i0 = (c % per_row) * SPAN_ELEMS, i1 = i0 + SPAN_ELEMS < w ? i0 + SPAN_ELEMS : w;
+        for (int i = 0; i < j->st->n_ops; i++)
+            softcap_span(row(j->f, b, t), i0, i1, j->st->ops[i].s);
+    }
+}
+
+/* True for a step span_worker can run: soft-caps of one buffer only. */
+static bool elementwise_step(const struct fwd_step *st)
+{
+    for (int i = 0; i < st->n_ops; i++)
+        if (st->ops[i].kind != OP_SOFTCAP || st->ops[i].dst != st->ops[0].dst)
+            return false;
+    return st->n_ops > 0;
+}
+
 void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n)
 {
     int64_t width = 0;
@@ -443,5 +480,10 @@ void forward_run_rows(forward_ctx *f, const struct fwd_step *st, int n)
         width = w > width ? w : width;
     }
     struct rows_job j = {f, st, n};
+    if (elementwise_step(st)) {
+        const int64_t spans = (int64_t)n * ((width + SPAN_ELEMS - 1) / SPAN_ELEMS);
+        threadpool_run(f->tp, forward_n_chunks(f, spans, (int64_t)n * width * PREP_COST), span_worker, &j);
+        return;
+    }
     threadpool_run(f->tp, forward_n_chunks(f, n, (int64_t)n * width * PREP_COST), rows_worker, &j);
 }
