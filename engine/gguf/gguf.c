@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +60,13 @@ struct gguf_ctx {
     size_t *tensor_at; /* file offset of each tensor's info record (errors) */
     struct name_index kv_index;
     struct name_index tensor_index;
+    /* gguf_make_resident's regions (munmap at close) */
+    pthread_mutex_t resident_lock;
+    struct resident_region {
+        void *p;
+        size_t len;
+    } *resident;
+    int n_resident;
 };
 
 struct reader {
@@ -440,6 +448,10 @@ static void ctx_free(gguf_ctx *ctx)
     free(ctx->tensor_index.slots);
     if (ctx->mapped && ctx->base)
         munmap((void *)ctx->base, ctx->size);
+    for (int i = 0; i < ctx->n_resident; i++)
+        munmap(ctx->resident[i].p, ctx->resident[i].len);
+    free(ctx->resident);
+    pthread_mutex_destroy(&ctx->resident_lock);
     free(ctx->path);
     free(ctx);
 }
@@ -615,6 +627,7 @@ gguf_ctx *gguf_open_buffer(const void *buf, size_t size, const char *name, char 
         set_err(err, errlen, "%s: out of memory", name);
         return NULL;
     }
+    pthread_mutex_init(&ctx->resident_lock, NULL);
     ctx->base = buf;
     ctx->size = size;
     struct reader r = {.base = buf, .size = size, .name = ctx->path, .err = err, .errlen = errlen};
@@ -682,6 +695,86 @@ void gguf_read_ahead(const gguf_ctx *ctx)
     if (ctx->mapped && ctx->size > 0)
         posix_madvise((void *)(uintptr_t)ctx->base, ctx->size, POSIX_MADV_WILLNEED);
 }
+const void *gguf_file_bytes(const gguf_ctx *ctx) { return ctx->base; }
+
+/* ---- resident copies ---------------------------------------------------- */
+
+/* Below this many bytes to move the copy is not worth its time: a small
+ * model's page tables fit the caches anyway (a variable for the tests). */
+size_t gguf_resident_min = (size_t)64 << 20;
+/* bytes copied between two releases of the file's pages */
+#define RESIDENT_SLICE ((size_t)8 << 20)
+
+static bool in_file_mapping(const gguf_ctx *ctx, const void *p)
+{
+    return (const uint8_t *)p >= ctx->base && (const uint8_t *)p < ctx->base + ctx->size;
+}
+
+/* The whole pages inside [p, p + n): the file's own pages, which stay in
+ * the page cache (and fault back in, should an old pointer read them). */
+static void drop_file_pages(const void *p, size_t n)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+bool gguf_make_resident(const gguf_ctx *cctx, const int64_t *idx, int n)
+{
+    gguf_ctx *ctx = (gguf_ctx *)(uintptr_t)cctx; /* where the bytes live changes, not what they are */
+    if (!ctx->mapped || n <= 0)
+        return false;
+    pthread_mutex_lock(&ctx->resident_lock);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const gguf_tensor *t = idx[i] >= 0 && idx[i] < ctx->n_tensors ? &ctx->tensors[idx[i]] : NULL;
+        if (t && in_file_mapping(ctx, t->data))
+            total += (t->nbytes + 63) & ~(size_t)63;
+    }
+    struct resident_region *grown = NULL;
+    uint8_t *dst = NULL;
+    size_t len = 0;
+    if (total > 0 && total >= gguf_resident_min &&
+        (grown = realloc(ctx->resident, (size_t)(ctx->n_resident + 1) * sizeof *ctx->resident)) != NULL) {
+        ctx->resident = grown;
+        /* 2 MB aligned, so that the kernel can back it with huge pages */
+        const size_t huge = (size_t)2 << 20, want = (total + huge - 1) & ~(huge - 1);
+        uint8_t *p = mmap(NULL, want + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            const size_t head = (huge - (uintptr_t)p % huge) % huge;
+            if (head)
+                munmap(p, head);
+            munmap(p + head + want, huge - head);
+            dst = p + head;
+            len = want;
+#ifdef MADV_HUGEPAGE
+            madvise(dst, len, MADV_HUGEPAGE);
+#endif
+            ctx->resident[ctx->n_resident++] = (struct resident_region){dst, len};
+        }
+    }
+    if (dst) {
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            gguf_tensor *t = idx[i] >= 0 && idx[i] < ctx->n_tensors ? &ctx->tensors[idx[i]] : NULL;
+            if (!t || !in_file_mapping(ctx, t->data))
+                continue; /* moved already (a listed twice, or an earlier call) */
+            const uint8_t *src = t->data;
+            for (size_t o = 0; o < t->nbytes; o += RESIDENT_SLICE) {
+                const size_t k = t->nbytes - o < RESIDENT_SLICE ? t->nbytes - o : RESIDENT_SLICE;
+                memcpy(dst + off + o, src + o, k);
+                drop_file_pages(src + o, k);
+            }
+            /* the copy is whole before any thread can see the pointer */
+            __atomic_store_n(&t->data, (const void *)(dst + off), __ATOMIC_RELEASE);
+            off += (t->nbytes + 63) & ~(size_t)63;
+        }
+    }
+    pthread_mutex_unlock(&ctx->resident_lock);
+    return dst != NULL;
+}
+
 int64_t gguf_n_kv(const gguf_ctx *ctx) { return ctx->n_kv; }
 int64_t gguf_n_tensors(const gguf_ctx *ctx) { return ctx->n_tensors; }
 

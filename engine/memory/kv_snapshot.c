@@ -71,8 +71,7 @@ void kv_stamp_make(kv_stamp *st, const model *m, const forward_ctx *f, const mem
     memset(st, 0, sizeof *st);
     const gguf_ctx *g = model_get_gguf(m);
     st->model_size = gguf_file_size(g);
-    /* The header, metadata and tensor table (from the mapping: the first
-     * tensor's data sits data_offset + offset into it), then the start of
+    /* The header, metadata and tensor table, then the start of
      * every tensor's data: a requantized, rescaled or other model changes
      * them; reading all the weights would cost seconds for what is meant to
      * save them. */
@@ -80,10 +79,8 @@ void kv_stamp_make(kv_stamp *st, const model *m, const forward_ctx *f, const mem
     if (h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1) {
         const int64_t nt = gguf_n_tensors(g);
         const gguf_tensor *t0 = nt > 0 ? gguf_tensor_at(g, 0) : NULL;
-        if (t0) {
-            const uint8_t *base = (const uint8_t *)t0->data - t0->offset - gguf_data_offset(g);
-            EVP_DigestUpdate(h, base, gguf_data_offset(g));
-        }
+        if (t0)
+            EVP_DigestUpdate(h, gguf_file_bytes(g), gguf_data_offset(g));
         for (int64_t i = 0; i < nt; i++) {
             const gguf_tensor *t = gguf_tensor_at(g, i);
             EVP_DigestUpdate(h, t->data, t->nbytes < KV_SAMPLE ? t->nbytes : KV_SAMPLE);

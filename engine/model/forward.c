@@ -210,9 +210,12 @@ static bool build_packed(forward_ctx *f)
     struct pack_item *items = calloc((size_t)n_t + 1, sizeof *items);
     f->packed_of = calloc((size_t)n_t + 1, sizeof *f->packed_of);
     bool *seen = calloc((size_t)n_t + 1, sizeof *seen);
-    if (!items || !f->packed_of || !seen) {
+    int64_t *resident = calloc((size_t)n_t + 1, sizeof *resident); /* the weights read from the file's bytes */
+    int n_resident = 0;
+    if (!items || !f->packed_of || !seen || !resident) {
         free(items);
         free(seen);
+        free(resident);
         return false;
     }
     struct pack_job job = {items, 0, 0, NULL};
@@ -234,15 +237,22 @@ static bool build_packed(forward_ctx *f)
             const gguf_tensor *w = ws[s];
             const int64_t idx = w - gguf_tensor_at(g, 0);
             const size_t bytes = packed_bytes(w);
-            if (bytes == 0 || seen[idx])
+            if (seen[idx])
                 continue;
             seen[idx] = true;
+            if (bytes == 0) {
+                resident[n_resident++] = idx;
+                continue;
+            }
             items[job.n++] = (struct pack_item){w, idx, total, job.total};
             total += (bytes + 63) & ~(size_t)63;
             job.total += packed_groups(w);
         }
     }
     free(seen);
+    /* in huge pages too (gguf_make_resident), where the file is large */
+    gguf_make_resident(g, resident, n_resident);
+    free(resident);
     bool ok = true;
     if (job.n > 0) {
         f->packed_buf = packed_alloc(total, &f->packed_len);

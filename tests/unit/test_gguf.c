@@ -546,6 +546,52 @@ static void test_truncated_every_offset(void **state)
 
 /* ---- typed getters -------------------------------------------------------------- */
 
+/* gguf_make_resident: the listed tensors move out of the file mapping
+ * into 64-byte aligned memory with the same bytes; moved ones are not moved
+ * again; a caller's buffer, or less than gguf_resident_min, moves nothing;
+ * the header stays readable where it was. */
+static void test_make_resident(void **state)
+{
+    (void)state;
+    buf b = valid_file(3, 64);
+    char path[] = "/tmp/tokscope-resident-XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, b.p, b.n), (ssize_t)b.n);
+    close(fd);
+    char err[256];
+    gguf_ctx *g = gguf_open(path, err, sizeof err);
+    assert_non_null(g);
+    const uint8_t *file = gguf_file_bytes(g);
+    const gguf_tensor *ta = gguf_tensor_at(g, 0), *tb = gguf_tensor_at(g, 1);
+    const void *a0 = ta->data, *b0 = tb->data;
+    const int64_t both[2] = {0, 1}, again[3] = {1, 1, 0};
+    const size_t min = gguf_resident_min;
+    gguf_resident_min = 1 << 20; /* 290 bytes: too few to move */
+    assert_false(gguf_make_resident(g, both, 2));
+    assert_ptr_equal(ta->data, a0);
+    gguf_resident_min = 0;
+    assert_true(gguf_make_resident(g, &both[1], 1)); /* b only */
+    assert_ptr_equal(ta->data, a0);
+    assert_true((const uint8_t *)tb->data < file || (const uint8_t *)tb->data >= file + b.n);
+    assert_true((uintptr_t)tb->data % 64 == 0);
+    assert_memory_equal(tb->data, b.p + ((const uint8_t *)b0 - file), tb->nbytes);
+    assert_true(gguf_make_resident(g, again, 3)); /* b is skipped, a moves */
+    assert_true((const uint8_t *)ta->data < file || (const uint8_t *)ta->data >= file + b.n);
+    assert_memory_equal(ta->data, b.p + ((const uint8_t *)a0 - file), ta->nbytes);
+    assert_false(gguf_make_resident(g, both, 2)); /* nothing left in the file */
+    assert_memory_equal(gguf_file_bytes(g), b.p, gguf_data_offset(g)); /* the header */
+    gguf_close(g);
+    unlink(path);
+    /* a caller's buffer has no file to move from */
+    gguf_ctx *m = open_copy(b.p, b.n, err, sizeof err);
+    assert_non_null(m);
+    assert_false(gguf_make_resident(m, both, 2));
+    close_copy(m);
+    gguf_resident_min = min;
+    free(b.p);
+}
+
 static void test_getters(void **state)
 {
     (void)state;
@@ -780,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_reject_tensors),
         cmocka_unit_test(test_truncated_every_offset),
         cmocka_unit_test(test_getters),
+        cmocka_unit_test(test_make_resident),
         cmocka_unit_test(test_mutation_fuzz),
     };
     return cmocka_run_group_tests_name("gguf", tests, NULL, NULL);
