@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels/forward_math.h"
+#include "kernels/tanhf_libm.h"
 #include "model/forward_internal.h"
 #include "model/rope_yarn.h"
 
@@ -248,10 +249,15 @@ static void token_rope_tables(forward_ctx *f, int t)
                    hp->n_ctx_orig, sec);
 }
 
-/* ggml_scale, ggml_tanh, ggml_scale on elements [i0, i1) of a row */
+/* ggml_scale, ggml_tanh, ggml_scale on elements [i0, i1) of a row: the
+ * C library's tanhf, in vector lanes where they give its bits */
 static void softcap_span(float *d, int64_t i0, int64_t i1, float c)
 {
     const float inv = 1.0f / c;
+    if (tanhf_libm_exact()) {
+        tanhf_libm_scaled(d + i0, d + i0, i1 - i0, inv, c);
+        return;
+    }
     for (int64_t i = i0; i < i1; i++)
         d[i] = tanhf(d[i] * inv) * c;
 }
