@@ -101,8 +101,10 @@ static inline bool is_mxfp4_repacked(const gguf_tensor *w)
     return w->type == TENSOR_TYPE_MXFP4 && repack_applies(w);
 }
 
-/* Experts (3-D weights) are packed only as MXFP4 with whole groups per
- * expert, so that expert e's rows start at group e * ne[1] / 16. */
+/* Experts (3-D weights) are packed as MXFP4 and Q8_0 (the kernels the
+ * reference's mul_mat_id orders agree with: the repacked gemv chain and
+ * vec_dot's lanes, for any number of tokens) with whole groups per expert,
+ * so that expert e's rows start at group e * ne[1] / 16. */
 static inline bool is_2d(const gguf_tensor *w)
 {
     return w->ne[2] <= 1 && w->ne[3] <= 1;
@@ -112,7 +114,8 @@ size_t packed_bytes(const gguf_tensor *w)
 {
 #ifdef PK_AVX512
     if (!is_2d(w))
-        return is_mxfp4_repacked(w) && w->ne[3] <= 1 && w->ne[1] % PACKED_ROWS == 0
+        return (is_mxfp4_repacked(w) || (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0)) && w->ne[3] <= 1 &&
+                       w->ne[1] % PACKED_ROWS == 0
                    ? (size_t)packed_groups(w) * group_bytes(w)
                    : 0;
 #else
@@ -815,7 +818,11 @@ void packed_expert_matmul(const gguf_tensor *w, const uint8_t *packed, int32_t e
     uint8_t stack[4096] __attribute__((aligned(64)));
     uint8_t *extra = eb > sizeof stack ? aligned_alloc(64, (eb + 63) & ~(size_t)63) : stack;
     if (!extra) { /* no memory: the same bits from the file's rows */
-        repack_matmul(&v, v.ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
+        if (v.type == TENSOR_TYPE_Q8_0)
+            tensor_matmul(TENSOR_TYPE_Q8_0, v.ne[0], (const uint8_t *)v.data + (size_t)r0 * (v.nbytes / (size_t)v.ne[1]),
+                          r1 - r0, act, n_tok, act_stride, out + r0, out_stride);
+        else
+            repack_matmul(&v, v.ne[0], r0, r1, act, act_stride, n_tok, out, out_stride);
         return;
     }
     if (eb)

@@ -32,8 +32,9 @@
 
 /* Bytes of w's packed copy; 0 when this build has no packed kernel for it.
  * Experts (3-D weights, ne[2] matrices one after the other) are packed as
- * MXFP4 only, in AVX-512 VNNI builds, where every expert's rows fill whole
- * groups; packed_groups and packed_build then run over all experts' rows. */
+ * MXFP4 and Q8_0, in AVX-512 VNNI builds, where every expert's rows fill
+ * whole groups; packed_groups and packed_build then run over all experts'
+ * rows. */
 size_t packed_bytes(const gguf_tensor *w);
 
 /* Row groups of PACKED_ROWS (the last one padded with zero rows). */

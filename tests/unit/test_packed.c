@@ -174,28 +174,30 @@ static void test_mxfp4(void **state)
     check_type(TENSOR_TYPE_MXFP4, 512, 64);
 }
 
-/* MXFP4 experts: a 3-D weight packed over all its matrices, each expert
- * read from its own groups (packed_expert_matmul) against repack_matmul on
- * that expert's rows; experts whose rows do not fill whole groups stay
+/* Experts: a 3-D MXFP4 or Q8_0 weight packed over all its matrices, each
+ * expert read from its own groups (packed_expert_matmul) against
+ * repack_matmul (MXFP4) or tensor_matmul (Q8_0, vec_dot's order) on that
+ * expert's rows; experts whose rows do not fill whole groups stay
  * unpacked */
-static void test_mxfp4_experts(void **state)
+static void check_experts(enum tensor_type type)
 {
-    (void)state;
     const int64_t n = 128, rows = 32, n_exp = 3;
     gguf_tensor w;
     memset(&w, 0, sizeof w);
-    w.type = TENSOR_TYPE_MXFP4;
+    w.type = type;
     w.n_dims = 3;
     w.ne[0] = n;
     w.ne[1] = rows;
     w.ne[2] = n_exp;
     w.ne[3] = 1;
-    const size_t rb = tensor_row_size(TENSOR_TYPE_MXFP4, n);
+    const size_t rb = tensor_row_size(type, n);
     w.nbytes = rb * (size_t)(rows * n_exp);
     w.n_elements = n * rows * n_exp;
-    uint8_t *data = random_weights(TENSOR_TYPE_MXFP4, n, rows * n_exp, NULL, 0);
-    for (int64_t b = 0; b < rows * n_exp * (n / 32); b++)
-        data[b * 17] = (uint8_t)(117 + rnd_u32() % 20);
+    const int q8_d[1] = {0};
+    uint8_t *data = random_weights(type, n, rows * n_exp, q8_d, type == TENSOR_TYPE_Q8_0 ? 1 : 0);
+    if (type == TENSOR_TYPE_MXFP4)
+        for (int64_t b = 0; b < rows * n_exp * (n / 32); b++)
+            data[b * 17] = (uint8_t)(117 + rnd_u32() % 20);
     w.data = data;
     const size_t bytes = packed_bytes(&w);
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
@@ -206,7 +208,7 @@ static void test_mxfp4_experts(void **state)
     if (bytes) {
         uint8_t *pk = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
         packed_build(&w, pk, 0, packed_groups(&w));
-        const enum tensor_type dot = tensor_dot_type(TENSOR_TYPE_MXFP4);
+        const enum tensor_type dot = tensor_dot_type(type);
         const int toks[] = {1, 3, 8, 9, 20};
         for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
             const int n_tok = toks[ti];
@@ -219,7 +221,11 @@ static void test_mxfp4_experts(void **state)
                 v.n_dims = 2;
                 v.nbytes = rb * (size_t)rows;
                 v.data = data + (size_t)e * v.nbytes;
-                repack_matmul(&v, n, 16, rows, act, as, n_tok, want[e], rows);
+                if (type == TENSOR_TYPE_Q8_0)
+                    tensor_matmul(type, n, (const uint8_t *)v.data + 16 * rb, rows - 16, act, n_tok, as,
+                                  want[e] + 16, rows);
+                else
+                    repack_matmul(&v, n, 16, rows, act, as, n_tok, want[e], rows);
                 packed_expert_matmul(&w, pk, e, 16, rows, act, as, n_tok, got[e], rows);
                 for (int t = 0; t < n_tok; t++)
                     assert_memory_equal(&want[e][t * rows + 16], &got[e][t * rows + 16], 16 * sizeof(float));
@@ -234,6 +240,18 @@ static void test_mxfp4_experts(void **state)
     w.ne[2] = 4;
     assert_int_equal(packed_bytes(&w), 0);
     free(data);
+}
+
+static void test_mxfp4_experts(void **state)
+{
+    (void)state;
+    check_experts(TENSOR_TYPE_MXFP4);
+}
+
+static void test_q8_0_experts(void **state)
+{
+    (void)state;
+    check_experts(TENSOR_TYPE_Q8_0);
 }
 
 static void test_which(void **state)
@@ -287,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_q8_0),
         cmocka_unit_test(test_mxfp4),
         cmocka_unit_test(test_mxfp4_experts),
+        cmocka_unit_test(test_q8_0_experts),
         cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
