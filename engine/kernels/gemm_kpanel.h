@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gguf/tensor.h"
 #include "kernels/quant_internal.h"
@@ -107,14 +108,24 @@ static inline __m512i gemm_kp_pairs16(__m512i xa, __m512i xb)
  * pair (min[2q], min[2q + 1]) in 4 at off_min + 32q + 16h. */
 static inline void gemm_kp_write_scales_mins(const uint8_t *scales, uint8_t *p, int off_min, int h)
 {
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; j++)
-        quant_scale_min_k4(j, scales, &sc[j], &mn[j]);
+    /* quant_scale_min_k4 of all 8 at once, in 32-bit words (the reference's
+     * utmp form): bytes 0-7 the scales, 8-15 the mins */
+    uint32_t u[4];
+    memcpy(u, scales, 12);
+    const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
+    const uint32_t mins_lo = u[1] & km1;
+    u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
+    u[2] = mins_lo;
+    u[0] &= km1;
+    /* as int16: int32 lane q (0-3) the scale pair (sc[2q], sc[2q + 1]),
+     * lane 4 + q the mins pair */
+    const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)u));
     for (int q = 0; q < 4; q++) {
         _mm256_storeu_si256((__m256i *)(void *)(p + GEMM_KP_OFF_SC + 64 * q + 32 * h),
-                            _mm256_set1_epi32((int)((uint32_t)sc[2 * q] | (uint32_t)sc[2 * q + 1] << 16)));
+                            _mm256_permutevar8x32_epi32(w, _mm256_set1_epi32(q)));
         _mm_storeu_si128((__m128i *)(void *)(p + off_min + 32 * q + 16 * h),
-                         _mm_set1_epi32((int)((uint32_t)mn[2 * q] | (uint32_t)mn[2 * q + 1] << 16)));
+                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(w, _mm256_set1_epi32(4 + q))));
     }
 }
 

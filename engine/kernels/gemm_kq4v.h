@@ -28,12 +28,15 @@
 #define GEMM_KQ4V 1
 #endif
 
-/* Below this many tokens refk_matmul_gemv's 1x4 tiles (each block unpacked
- * once per 4 tokens) cost about what writing a panel does (bench_gemm_kq
- * q4_k_gemv, one thread, ns per row x block: 4 tokens even; 6 tokens
- * 3.5-4.6 vs 5.3-7.9 on the 2048 x 512, 2048 x 768 and 2816 x 1408 expert
- * shapes; 16 tokens 2.1 vs 5.1). */
-#define GEMM_KQ4V_MIN_TOK 6
+/* From this many tokens on the GEMM outruns refk_matmul_gemv's 1x4 tiles
+ * (each block unpacked once per 4 tokens). bench_gemm_kq q4_k_gemv, one
+ * thread, the weights from memory (128-256 experts), ns per row x token x
+ * block, gemv vs GEMM, once the panel's scales and mins were decoded in
+ * 32-bit words: 2048 x 512, 2 tokens 8.6-8.8 vs 7.6, 3 5.8 vs 5.3, 4 4.3
+ * vs 3.9, 8 3.2 (the GEMM before that decoding) vs 2.6; 2048 x 768, 2
+ * tokens 10.7 vs 9.0, 5 9.4 vs 5.0; 2816 x 1408, 2 tokens 8.3 vs 7.6, 5
+ * 7.9 vs 4.6. One token stays the gemv's (5.6 vs 15). */
+#define GEMM_KQ4V_MIN_TOK 2
 
 /* True when this build has the GEMM, w is Q4_K and n_tok is a batch. */
 bool gemm_kq4v_applies(const gguf_tensor *w, int n_tok);

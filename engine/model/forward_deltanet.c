@@ -72,6 +72,68 @@ struct dn_job {
 
 /* ---- 1. the convolution, channels split across the pool ---- */
 
+/* ggml_ssm_conv then ggml_silu on channels [c0, c1) of n rows x (W floats
+ * apart; C channels in all), from and back to state ([C][K - 1]), without
+ * snapshots. 8 channels a vector where their SiLU is v_expf's (the row's
+ * 16-lane groups), each lane its channel's FMA chain in tap order: the
+ * scalar loop's bits. */
+void forward_deltanet_conv(float *x, int64_t W, int n, const float *wconv, float *state, int64_t K, int64_t C,
+                           int64_t c0, int64_t c1)
+{
+    int64_t c = c0;
+#ifdef FWD_F16C
+    const int64_t cv = C & ~(int64_t)15;
+    if (K <= 8)
+        for (; c + 8 <= c1 && c + 8 <= cv; c += 8) {
+            float *st = state + c * (K - 1);
+            const float *w = wconv + c * K;
+            __m256 wv[8], wn[8];
+            for (int64_t i = 0; i < K; i++) {
+                float a[8], b[8];
+                for (int l = 0; l < 8; l++) {
+                    a[l] = w[l * K + i];
+                    b[l] = i < K - 1 ? st[l * (K - 1) + i] : 0.0f;
+                }
+                wv[i] = _mm256_loadu_ps(a);
+                wn[i] = _mm256_loadu_ps(b);
+            }
+            for (int t = 0; t < n; t++) {
+                float *xt = x + (size_t)t * W + c;
+                wn[K - 1] = _mm256_loadu_ps(xt);
+                __m256 sum = _mm256_setzero_ps();
+                for (int64_t i = 0; i < K; i++)
+                    sum = _mm256_fmadd_ps(wn[i], wv[i], sum);
+                const __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), sum));
+                _mm256_storeu_ps(xt, _mm256_div_ps(sum, _mm256_add_ps(_mm256_set1_ps(1.0f), e)));
+                for (int64_t i = 0; i + 1 < K; i++)
+                    wn[i] = wn[i + 1];
+            }
+            for (int64_t i = 0; i + 1 < K; i++) {
+                float b[8];
+                _mm256_storeu_ps(b, wn[i]);
+                for (int l = 0; l < 8; l++)
+                    st[l * (K - 1) + i] = b[l];
+            }
+        }
+#endif
+    float win[64];
+    for (; c < c1; c++) {
+        float *st = state + c * (K - 1);
+        const float *w = wconv + c * K;
+        memcpy(win, st, (size_t)(K - 1) * sizeof(float));
+        for (int t = 0; t < n; t++) {
+            float *xt = x + (size_t)t * W + c;
+            win[K - 1] = *xt;
+            float sum = 0.0f;
+            for (int64_t i = 0; i < K; i++)
+                sum = fmaf(win[i], w[i], sum);
+            *xt = silu_at(sum, c, C);
+            memmove(win, win + 1, (size_t)(K - 1) * sizeof(float));
+        }
+        memcpy(st, win, (size_t)(K - 1) * sizeof(float));
+    }
+}
+
 static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     (void)ith;
@@ -80,10 +142,15 @@ static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const model_hparams *hp = &f->hp;
     const int64_t W = f->graph.width[FWD_QKV], K = hp->ssm_d_conv;
     const int64_t C = 2 * (int64_t)hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner; /* channels */
-    const int64_t c1 = forward_chunk_start(C, chunk + 1, n_chunks);
+    const int64_t c0 = forward_chunk_start(C, chunk, n_chunks), c1 = forward_chunk_start(C, chunk + 1, n_chunks);
     const float *wconv = j->L->ssm_conv1d->data;
+    if (!j->snaps) {
+        forward_deltanet_conv(f->buf[FWD_QKV] + (size_t)j->row0 * W, W, j->n, wconv, j->conv_state, K, C, c0, c1);
+        return;
+    }
+    /* forward_rs_keep: every token's window kept too */
     float win[64];
-    for (int64_t c = forward_chunk_start(C, chunk, n_chunks); c < c1; c++) {
+    for (int64_t c = c0; c < c1; c++) {
         float *st = j->conv_state + c * (K - 1);
         const float *w = wconv + c * K;
         memcpy(win, st, (size_t)(K - 1) * sizeof(float));
@@ -95,9 +162,8 @@ static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
                 sum = fmaf(win[i], w[i], sum);
             *x = silu_at(sum, c, C);
             memmove(win, win + 1, (size_t)(K - 1) * sizeof(float));
-            if (j->snaps)
-                memcpy(j->snaps + (size_t)(f->row0 + t) * f->rs_bytes + c * (K - 1) * sizeof(float), win,
-                       (size_t)(K - 1) * sizeof(float));
+            memcpy(j->snaps + (size_t)(f->row0 + t) * f->rs_bytes + c * (K - 1) * sizeof(float), win,
+                   (size_t)(K - 1) * sizeof(float));
         }
         memcpy(st, win, (size_t)(K - 1) * sizeof(float));
     }
@@ -105,15 +171,20 @@ static void conv_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 
 /* ---- 2-4. the delta rule, value heads split across the pool ---- */
 
-/* ggml_l2_norm of one head */
-static void l2norm(float *out, const float *x, int64_t n, float eps)
+/* ggml_l2_norm of two heads (q's and k's): their sums' chains side by
+ * side, each in its order (a chain of double adds waits on the last) */
+static void l2norm2(float *oa, const float *a, float *ob, const float *b, int64_t n, float eps)
 {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        sum += (double)(x[i] * x[i]);
-    const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
-    for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] * scale;
+    double sa = 0.0, sb = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        sa += (double)(a[i] * a[i]);
+        sb += (double)(b[i] * b[i]);
+    }
+    const float ka = 1.0f / fmaxf(sqrtf((float)sa), eps), kb = 1.0f / fmaxf(sqrtf((float)sb), eps);
+    for (int64_t i = 0; i < n; i++) {
+        oa[i] = a[i] * ka;
+        ob[i] = b[i] * kb;
+    }
 }
 
 /* ---- ggml_vec_dot_f32(S) of every column j of a state s[i][j] at once ----
@@ -214,6 +285,52 @@ static inline void coldot_row(const struct coldot *c, int64_t i, const float *r,
     }
 }
 
+#if defined(__AVX512F__) && defined(FWD_F16C)
+/* ggml_vec_dot_f32 of the 16 columns [c0, c0 + 16) of s with y, S a
+ * multiple of 64 (no leftover loop): row i's products go to lane i % 64 of
+ * that dot (an FMA chain over i = q, q + 64, ..., the first on zero), lane
+ * q = 16m + l lands in accumulator m's lane l; reduced as (a0 + a2) + (a1 +
+ * a3), then _mm512_reduce_add_ps (red16's order) - coldot's order, with a
+ * column per vector lane and no lanes buffer. The dots are of the updated
+ * rows: x = r * eg (ggml_vec_scale_f32, one rounded product per element)
+ * in pass 1, then fma(k[i], d, r * eg) (ggml_vec_mad_f32) in pass 2, which
+ * alone stores the row: the product made again is the same float, and pass
+ * 1 stores nothing. A column chunk of the state (S rows of 64 bytes) stays
+ * in L1 between the passes; the old form went over the whole state and the
+ * 64 x S lanes twice each. */
+static inline __attribute__((always_inline)) __m512 dn_chunk16(float *s, int64_t S, int64_t ni, int64_t c0,
+                                                                const float *y, int pass2, __m512 eg, __m512 d,
+                                                                const float *k)
+{
+    __m512 v[16];
+    for (int l = 0; l < 16; l++) {
+        __m512 lm[4];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t it = 0; it < ni; it++) {
+                const int64_t i = 64 * it + 16 * m + l;
+                float *r = s + i * S + c0;
+                const __m512 xs = _mm512_mul_ps(_mm512_loadu_ps(r), eg);
+                __m512 x = xs;
+                if (pass2) {
+                    x = _mm512_fmadd_ps(_mm512_set1_ps(k[i]), d, xs);
+                    _mm512_storeu_ps(r, x);
+                }
+                acc = _mm512_fmadd_ps(x, _mm512_set1_ps(y[i]), acc);
+            }
+            lm[m] = acc;
+        }
+        v[l] = _mm512_add_ps(_mm512_add_ps(lm[0], lm[2]), _mm512_add_ps(lm[1], lm[3]));
+    }
+    for (int l = 0; l < 8; l++)
+        v[l] = _mm512_add_ps(v[8 + l], v[l]);
+    for (int l = 0; l < 4; l++)
+        v[l] = _mm512_add_ps(v[4 + l], v[l]);
+    return _mm512_add_ps(_mm512_add_ps(v[0], v[2]), _mm512_add_ps(v[1], v[3]));
+}
+#endif
+
 /* One token of ggml_gated_delta_net on one head's state s[S][S] (key index
  * i, value index j): S *= eg; sk[j] = dot(S[.][j], k); delta = (v - sk) *
  * beta; S[i][j] = fma(k[i], delta[j], S[i][j]); out[j] = dot(S[.][j], q) *
@@ -221,6 +338,23 @@ static inline void coldot_row(const struct coldot *c, int64_t i, const float *r,
 static void delta_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
                        float scale, float *out, float *lanes)
 {
+#if defined(__AVX512F__) && defined(FWD_F16C)
+    /* S a multiple of 64 (Qwen3.5's 128): a column's delta needs only its
+     * own column, so both passes run per 16 columns, one column a lane */
+    if (S % 64 == 0) {
+        for (int64_t c0 = 0; c0 < S; c0 += 16) {
+            /* Qwen3.5's 128 with the chains' length a constant */
+            const __m512 veg = _mm512_set1_ps(eg), z = _mm512_setzero_ps();
+            const __m512 sk = S == 128 ? dn_chunk16(s, 128, 2, c0, k, 0, veg, z, k)
+                                       : dn_chunk16(s, S, S / 64, c0, k, 0, veg, z, k);
+            const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + c0), sk), _mm512_set1_ps(beta));
+            const __m512 o = S == 128 ? dn_chunk16(s, 128, 2, c0, q, 1, veg, d, k)
+                                      : dn_chunk16(s, S, S / 64, c0, q, 1, veg, d, k);
+            _mm512_storeu_ps(out + c0, _mm512_mul_ps(o, _mm512_set1_ps(scale)));
+        }
+        return;
+    }
+#endif
 #ifdef FWD_F16C
     /* 16 <= S < 64, a multiple of 8 (qwen35-mini's 32): every product
      * rounded and summed in order, 8 columns per vector */
@@ -324,8 +458,7 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int64_t kh = h % HK;
         for (int t = j->row0; t < j->row0 + j->n; t++) {
             const float *row = f->buf[FWD_QKV] + (size_t)t * W;
-            l2norm(qn, row + kh * S, S, eps);
-            l2norm(kn, row + KD + kh * S, S, eps);
+            l2norm2(qn, row + kh * S, kn, row + KD + kh * S, S, eps);
             const float *v = row + 2 * KD + h * S;
             const float braw = f->buf[FWD_BETA][(size_t)t * f->graph.width[FWD_BETA] + h];
             const float beta = 1.0f / (1.0f + expf(-braw));
@@ -346,7 +479,20 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             const float rs = 1.0f / sqrtf(mean + eps);
             const float *z = f->buf[FWD_GATE] + (size_t)t * f->graph.width[FWD_GATE] + h * S;
             float *dst = f->buf[FWD_DN] + (size_t)t * f->graph.width[FWD_DN] + h * S;
-            for (int64_t i = 0; i < S; i++)
+            int64_t i = 0;
+#ifdef FWD_F16C
+            /* silu_at's v_expf part, 8 lanes (each a product of its own:
+             * nothing to contract) */
+            for (; i + 8 <= (S & ~(int64_t)15); i += 8) {
+                const __m256 zv = _mm256_loadu_ps(z + i);
+                const __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), zv));
+                const __m256 sz = _mm256_div_ps(zv, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+                const __m256 x = _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(o + i), _mm256_set1_ps(rs)),
+                                               _mm256_loadu_ps(nw + i));
+                _mm256_storeu_ps(dst + i, _mm256_mul_ps(x, sz));
+            }
+#endif
+            for (; i < S; i++)
                 dst[i] = ((o[i] * rs) * nw[i]) * silu_at(z[i], i, S);
         }
     }

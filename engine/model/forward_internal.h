@@ -248,6 +248,11 @@ void forward_deltanet_run(forward_ctx *f, uint32_t il, int n);
 /* forward_run's bracket of an evaluation for forward_rs_keep's states */
 void forward_rs_snap_begin(forward_ctx *f, int32_t n, int32_t start_pos);
 void forward_rs_snap_end(forward_ctx *f, int32_t n);
+/* ggml_ssm_conv + ggml_silu of channels [c0, c1) (C in all, K taps) of n
+ * rows x (W floats apart), from and back to state [C][K - 1] (for
+ * forward_deltanet.c and tests). */
+void forward_deltanet_conv(float *x, int64_t W, int n, const float *wconv, float *state, int64_t K, int64_t C,
+                           int64_t c0, int64_t c1);
 /* One token of ggml_gated_delta_net on one head's state s (S x S, key
  * index major): S *= eg, the delta rule with k, v, beta, out = S^T q *
  * scale, in the reference's float order (for tests). */

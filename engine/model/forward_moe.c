@@ -133,7 +133,6 @@ struct fwd_moe_scratch {
     int32_t *ids;      /* [token * n_used + k]: the expert */
     float *w;          /* [token * n_used + k]: its weight */
     int32_t *pos;      /* [token * n_used + k]: its grouped row */
-    int32_t *row_tok;  /* [grouped row]: the token */
     int32_t *row_slot; /* [grouped row]: token * n_used + k */
     int64_t *cnt, *off; /* [n_expert] */
     uint8_t *act[2];    /* grouped input rows, in the gate's and the up's dot type */
@@ -351,21 +350,32 @@ static void route_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
                   j->m->w_scale, s->ids + (size_t)t * U, s->w + (size_t)t * U);
 }
 
-/* Each grouped row: its token's input in the gate's (and up's) dot type. */
+/* Each token's input in the gate's (and up's) dot type, made once into
+ * its first grouped row and copied to its other n_used (the same bytes:
+ * quantizing a row again gives them again). */
 static void gather_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     (void)ith;
     const struct moe_job *j = arg;
     struct fwd_moe_scratch *s = j->f->moe;
-    const int64_t R = (int64_t)j->n * j->m->n_used, E = j->E;
+    const int U = (int)j->m->n_used;
+    const int64_t E = j->E;
     const int64_t in_w = j->f->graph.width[j->m->in];
     const size_t sg = dot_stride(j->dot_g, E), su = dot_stride(j->dot_u, E);
-    const int64_t r1 = forward_chunk_start(R, chunk + 1, n_chunks);
-    for (int64_t r = forward_chunk_start(R, chunk, n_chunks); r < r1; r++) {
-        const float *x = j->f->buf[j->m->in] + (size_t)s->row_tok[r] * in_w;
-        to_dot(j->dot_g, x, s->act[0] + (size_t)r * sg, E);
-        if (j->dot_u != j->dot_g)
-            to_dot(j->dot_u, x, s->act[1] + (size_t)r * su, E);
+    const int t1 = (int)forward_chunk_start(j->n, chunk + 1, n_chunks);
+    for (int t = (int)forward_chunk_start(j->n, chunk, n_chunks); t < t1; t++) {
+        const float *x = j->f->buf[j->m->in] + (size_t)t * in_w;
+        const int32_t *pos = s->pos + (size_t)t * U;
+        uint8_t *g0 = s->act[0] + (size_t)pos[0] * sg;
+        to_dot(j->dot_g, x, g0, E);
+        for (int k = 1; k < U; k++)
+            memcpy(s->act[0] + (size_t)pos[k] * sg, g0, sg);
+        if (j->dot_u != j->dot_g) {
+            uint8_t *u0 = s->act[1] + (size_t)pos[0] * su;
+            to_dot(j->dot_u, x, u0, E);
+            for (int k = 1; k < U; k++)
+                memcpy(s->act[1] + (size_t)pos[k] * su, u0, su);
+        }
     }
 }
 
@@ -501,12 +511,11 @@ void forward_run_moe(forward_ctx *f, const fwd_graph *g, const struct fwd_step *
         const int32_t e = s->ids[i];
         const int64_t r = s->off[e] + s->cnt[e]++;
         s->pos[i] = (int32_t)r;
-        s->row_tok[r] = (int32_t)(i / U);
         s->row_slot[r] = (int32_t)i;
     }
 
     /* 3. inputs in the experts' dot types */
-    threadpool_run(f->tp, forward_n_chunks(f, R, R * E * PREP_COST), gather_worker, &j);
+    threadpool_run(f->tp, forward_n_chunks(f, n, (int64_t)n * E * PREP_COST), gather_worker, &j);
 
     /* 4. gate and up of every chosen expert over its rows */
     const size_t sg = dot_stride(j.dot_g, E), su = dot_stride(j.dot_u, E), sd = dot_stride(j.dot_d, F);
@@ -574,7 +583,6 @@ bool forward_moe_alloc(forward_ctx *f)
     s->ids = malloc((size_t)R * sizeof *s->ids);
     s->w = malloc((size_t)R * sizeof *s->w);
     s->pos = malloc((size_t)R * sizeof *s->pos);
-    s->row_tok = malloc((size_t)R * sizeof *s->row_tok);
     s->row_slot = malloc((size_t)R * sizeof *s->row_slot);
     s->cnt = malloc((size_t)X * sizeof *s->cnt);
     s->off = malloc((size_t)X * sizeof *s->off);
@@ -586,7 +594,7 @@ bool forward_moe_alloc(forward_ctx *f)
     s->out = malloc((size_t)R * E * sizeof(float));
     s->max_seg = (int)(2 * X);
     s->seg = malloc((size_t)s->max_seg * sizeof *s->seg);
-    return s->ids && s->w && s->pos && s->row_tok && s->row_slot && s->cnt && s->off && s->act[0] && s->act[1] &&
+    return s->ids && s->w && s->pos && s->row_slot && s->cnt && s->off && s->act[0] && s->act[1] &&
            s->act_dn && s->hid && s->out && s->seg;
 }
 
@@ -598,7 +606,6 @@ void forward_moe_free(forward_ctx *f)
     free(s->ids);
     free(s->w);
     free(s->pos);
-    free(s->row_tok);
     free(s->row_slot);
     free(s->cnt);
     free(s->off);

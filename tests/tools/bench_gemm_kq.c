@@ -7,7 +7,10 @@
  * also allocates its per-thread scratch), and a check that every output
  * equals the one-token bits (tensor_vec_dot; the gemv). Not part of make
  * test.
- * Usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds] */
+ * With experts > 1 each call takes the next of that many copies of the
+ * weights (as a prompt's MoE step does), so that they come from memory,
+ * not the caches: each "round" is then one call per expert.
+ * Usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds] [experts] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +31,7 @@ int main(int argc, char **argv)
     if (argc < 2 ||
         (strcmp(argv[1], "q5_k") != 0 && strcmp(argv[1], "q6_k") != 0 && strcmp(argv[1], "q4_k_gemv") != 0 &&
          strcmp(argv[1], "q8_0_pack") != 0)) {
-        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds]\n");
+        fprintf(stderr, "usage: bench_gemm_kq q5_k|q6_k|q4_k_gemv|q8_0_pack [n] [rows] [tokens] [rounds] [experts]\n");
         return 2;
     }
     const bool q5 = strcmp(argv[1], "q5_k") == 0, q4v = strcmp(argv[1], "q4_k_gemv") == 0;
@@ -37,16 +40,19 @@ int main(int argc, char **argv)
     const int64_t rows = argc > 3 ? atoll(argv[3]) : 512;
     const int nt = argc > 4 ? atoi(argv[4]) : 512;
     const int rounds = argc > 5 ? atoi(argv[5]) : 3;
+    const int nx = argc > 6 && atoi(argv[6]) > 1 ? atoi(argv[6]) : 1;
     const enum tensor_type t = q8 ? TENSOR_TYPE_Q8_0 : q4v ? TENSOR_TYPE_Q4_K : q5 ? TENSOR_TYPE_Q5_K : TENSOR_TYPE_Q6_K;
     const enum tensor_type dot = q8 ? TENSOR_TYPE_Q8_0 : TENSOR_TYPE_Q8_K;
     const size_t rs = tensor_row_size(t, n), as = tensor_row_size(dot, n);
-    uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
+    uint8_t *w = malloc(rs * (size_t)rows * (size_t)nx), *a = malloc(as * (size_t)nt);
     float *x = malloc(sizeof(float) * (size_t)n), *o = malloc(sizeof(float) * (size_t)rows * (size_t)nt);
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t i = 0; i < n; i++)
             x[i] = rndf();
         tensor_quantize_row(t, x, w + rs * (size_t)r, n);
     }
+    for (int e = 1; e < nx; e++)
+        memcpy(w + rs * (size_t)rows * (size_t)e, w, rs * (size_t)rows);
     for (int c = 0; c < nt; c++) {
         for (int64_t i = 0; i < n; i++)
             x[i] = rndf();
@@ -54,25 +60,30 @@ int main(int argc, char **argv)
     }
     float *one = malloc(sizeof(float) * (size_t)rows);
     const gguf_tensor wt = {.name = "w", .n_dims = 2, .ne = {n, rows, 1, 1}, .type = t, .data = w};
-    const double cells = (double)rows * nt * (double)(n / 256);
-    printf("%s n=%lld rows=%lld tokens=%d, one thread, ns per row x token x 256-block\n", argv[1],
-           (long long)n, (long long)rows, nt);
+    const double cells = (double)rows * nt * (double)(n / 256) * nx;
+    printf("%s n=%lld rows=%lld tokens=%d experts=%d, one thread, ns per row x token x 256-block\n", argv[1],
+           (long long)n, (long long)rows, nt, nx);
     for (int rd = 0; rd < rounds; rd++)
         for (int k = 0; k < 2; k++) {
             memset(o, 0xff, sizeof(float) * (size_t)rows * (size_t)nt);
             const double t0 = now();
-            if (k == 0 && q4v)
-                refk_matmul_gemv(&wt, n, 0, rows, a, as, nt, o, rows);
-            else if (k == 0)
-                tensor_matmul(t, n, w, rows, a, nt, as, o, rows);
-            else if (q8)
-                packed_q8_0_rows(w, rs, n / 32, 0, rows, a, as, nt, o, rows);
-            else if (q4v)
-                gemm_kq4v_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
-            else if (q5)
-                gemm_kq5_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
-            else
-                gemm_kq6_rows(n, w, rs, 0, rows, a, as, nt, o, rows);
+            for (int e = 0; e < nx; e++) {
+                const uint8_t *we = w + rs * (size_t)rows * (size_t)e;
+                gguf_tensor wte = wt;
+                wte.data = we;
+                if (k == 0 && q4v)
+                    refk_matmul_gemv(&wte, n, 0, rows, a, as, nt, o, rows);
+                else if (k == 0)
+                    tensor_matmul(t, n, we, rows, a, nt, as, o, rows);
+                else if (q8)
+                    packed_q8_0_rows(we, rs, n / 32, 0, rows, a, as, nt, o, rows);
+                else if (q4v)
+                    gemm_kq4v_rows(n, we, rs, 0, rows, a, as, nt, o, rows);
+                else if (q5)
+                    gemm_kq5_rows(n, we, rs, 0, rows, a, as, nt, o, rows);
+                else
+                    gemm_kq6_rows(n, we, rs, 0, rows, a, as, nt, o, rows);
+            }
             const double el = now() - t0;
             int bad = 0;
             for (int c = 0; c < nt; c += 7)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
 #include "model/forward.h"
 #include "model/forward_internal.h"
@@ -265,7 +266,7 @@ static void ref_step(float *st, int S, const float *k, const float *q, const flo
 static void test_delta_step_order(void **s)
 {
     (void)s;
-    static const int sizes[] = {8, 12, 16, 20, 24, 32, 40, 56, 64, 72, 96, 128, 200};
+    static const int sizes[] = {8, 12, 16, 20, 24, 32, 40, 56, 64, 72, 96, 128, 192, 200, 256};
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
         const int S = sizes[c];
@@ -295,10 +296,72 @@ static void test_delta_step_order(void **s)
     }
 }
 
+/* ggml_ssm_conv (a channel's taps, an FMA chain from 0 in tap order) then
+ * ggml_vec_silu_f32 over each row of C channels (its 16-lane groups
+ * through ggml_v_expf, the tail through expf), written a channel and a
+ * token at a time, against forward_deltanet_conv's 8-channel vectors, over
+ * channel ranges that start and end anywhere, with tails past the last
+ * 16-lane group. */
+static void ref_conv(float *x, int64_t W, int n, const float *wc, float *st, int64_t K, int64_t C, int64_t c0,
+                     int64_t c1)
+{
+    for (int64_t c = c0; c < c1; c++) {
+        float win[8];
+        for (int64_t i = 0; i + 1 < K; i++)
+            win[i] = st[c * (K - 1) + i];
+        for (int t = 0; t < n; t++) {
+            win[K - 1] = x[(size_t)t * W + c];
+            float sum = 0.0f;
+            for (int64_t i = 0; i < K; i++)
+                sum = fmaf(win[i], wc[c * K + i], sum);
+            x[(size_t)t * W + c] =
+                c < (C & ~(int64_t)15) ? sum / (1.0f + v_expf(0.0f - sum)) : sum / (1.0f + expf(-sum));
+            for (int64_t i = 0; i + 1 < K; i++)
+                win[i] = win[i + 1];
+        }
+        for (int64_t i = 0; i + 1 < K; i++)
+            st[c * (K - 1) + i] = win[i];
+    }
+}
+
+static void test_conv_order(void **s)
+{
+    (void)s;
+    static const struct {
+        int64_t K, C, c0, c1;
+    } cases[] = {{4, 72, 0, 72}, {4, 72, 3, 61}, {4, 8192, 1000, 1931}, {3, 40, 0, 40}, {1, 24, 5, 24}, {8, 48, 0, 48}};
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int64_t K = cases[k].K, C = cases[k].C, W = C + 5;
+        const int n = 7;
+        float *xa = malloc((size_t)n * W * sizeof(float)), *xb = malloc((size_t)n * W * sizeof(float));
+        float *wc = malloc((size_t)(C * K) * sizeof(float));
+        float *sa = malloc((size_t)(C * K) * sizeof(float)), *sb = malloc((size_t)(C * K) * sizeof(float));
+        for (int64_t i = 0; i < (int64_t)n * W; i++)
+            xa[i] = xb[i] = (float)((double)(test_xorshift64(&rng) >> 11) / 9007199254740992.0 * 16.0 - 8.0);
+        for (int64_t i = 0; i < C * K; i++) {
+            wc[i] = (float)((double)(test_xorshift64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+            sa[i] = sb[i] = (float)((double)(test_xorshift64(&rng) >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+        }
+        forward_deltanet_conv(xa, W, n, wc, sa, K, C, cases[k].c0, cases[k].c1);
+        ref_conv(xb, W, n, wc, sb, K, C, cases[k].c0, cases[k].c1);
+        if (memcmp(xa, xb, (size_t)n * W * sizeof(float)) != 0)
+            fail_msg("K %lld, C %lld: outputs differ", (long long)K, (long long)C);
+        if (memcmp(sa, sb, (size_t)(C * (K - 1)) * sizeof(float)) != 0)
+            fail_msg("K %lld, C %lld: states differ", (long long)K, (long long)C);
+        free(xa);
+        free(xb);
+        free(wc);
+        free(sa);
+        free(sb);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delta_step_order),
+        cmocka_unit_test(test_conv_order),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_snapshot_restores),
         cmocka_unit_test(test_keep_rollback),
