@@ -261,8 +261,9 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
     if (fwd_gemm_vec_dot(&v, n, lo, hi, act, stride, n_tok, out, out_stride))
         return;
     const size_t rs = tensor_row_size((enum tensor_type)v.type, n);
-    /* Q8_0 (Gemma 4's down experts in its Q4_K_M): the dense kernel of the
-     * weights packed at load, on rows packed here 16 at a time */
+    /* Q8_0 experts the load did not pack (rows that do not fill whole
+     * 16-row groups; Gemma 4's down experts are packed at load): the dense
+     * kernel of the weights packed at load, on rows packed here 16 at a time */
     if (v.type == TENSOR_TYPE_Q8_0 && n_tok >= MOE_Q8_0_PACK_MIN &&
         packed_q8_0_rows(v.data, rs, n / QK8_0, lo, hi, act, stride, n_tok, out, out_stride))
         return;
@@ -309,7 +310,7 @@ static void seg_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int64_t lo = r0 > base ? r0 - base : 0;
         const int64_t hi = r1 - base < sg->rows ? r1 - base : sg->rows;
         base += sg->rows;
-        if (lo < hi && sg->packed) /* MXFP4 experts packed at load */
+        if (lo < hi && sg->packed) /* MXFP4 and Q8_0 experts packed at load */
             packed_expert_matmul(sg->w, sg->packed, sg->e, lo, hi, sg->act, sg->act_stride, sg->n_tok, sg->out,
                                  sg->out_stride);
         else if (lo < hi)
