@@ -33,7 +33,10 @@
  *
  * Either way each output's 8 float lanes (acc[k] = fma(d_w * d_act, lane k,
  * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. The
- * scratch (panel, d_w, token bytes) is per thread and kept between calls. */
+ * scratch (panel, d_w, token bytes) is per thread and kept between calls.
+ * On AVX-512 the rows, tokens and super-blocks are cut by the driver
+ * gemm_iq1.c's IQ1_M GEMM shares (gemm_iq_drive.h); this file gives it the
+ * types' panels, token bytes and tiles. */
 #include "kernels/gemm_iq.h"
 
 #include <stdlib.h>
@@ -41,6 +44,7 @@
 
 #include "gguf/tensor.h"
 #include "kernels/gemm_iq1.h"
+#include "kernels/gemm_iq_drive.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
@@ -214,15 +218,7 @@ bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
 #endif
 }
 
-#if defined(QUANT_HAVE_AVX2)
-/* Scratch bytes a call may hold for its tokens' bytes; more tokens go in
- * several passes (each writing the panels again). */
-#define ACT_BYTES (6 << 20)
-/* Panel bytes: rows times this stay in L2 beside the tokens. */
-#define PANEL_BYTES (192 * 1024)
-#endif
-
-#if defined(QUANT_HAVE_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#ifdef GEMM_IQ_DRIVE
 #define GEMM_IQ_512 1
 #define TILE_T 8
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 value
@@ -517,8 +513,9 @@ static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_
  * NP, NT. */
 static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT, const uint8_t *const wp[2],
                                                          const float *const dw[4], const uint8_t *const a[TILE_T],
-                                                         const block_q8_K *const y[TILE_T], int64_t nbl,
-                                                         float scale, float out[TILE_T][4])
+                                                         const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1,
+                                                         float fs[16][16], float *o, int64_t stride, int nr,
+                                                         float scale)
 {
     const size_t sbb = PK ? PAIR_SB_PK : PAIR_SB;
     __m512 facc[2][TILE_T];
@@ -526,13 +523,13 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++)
-            facc[j][t] = _mm512_setzero_ps();
+            facc[j][t] = i0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(fs[8 * j + t]);
     /* the asm loop wants the tokens evenly spaced */
     const size_t st = (size_t)(a[1] - a[0]);
     bool even = true;
     for (int t = 2; t < NT; t++)
         even = even && a[t] == a[0] + (size_t)t * st;
-    for (int64_t i = 0; i < nbl; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         __m512i acc[2][TILE_T];
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
@@ -610,24 +607,39 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
                                              facc[j][t]);
         }
     }
+    if (!o) {
 #pragma GCC unroll 2
-    for (int j = 0; j < NP; j++)
+        for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) {
-            out[t][2 * j] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
-            out[t][2 * j + 1] =
-                scale * hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
+            for (int t = 0; t < NT; t++)
+                _mm512_storeu_ps(fs[8 * j + t], facc[j][t]);
+        return;
+    }
+    /* the outputs: hsum_float_8 of each row's 8 float lanes times the
+     * type's factor, as vec_dot */
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++) {
+        float v[4];
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++) {
+            v[2 * j] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
+            v[2 * j + 1] = scale * hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
         }
+        if (NP == 2 && nr == 4)
+            _mm_storeu_ps(o + t * stride, _mm_loadu_ps(v));
+        else
+            for (int r = 0; r < nr; r++)
+                o[t * stride + r] = v[r];
+    }
 }
 
-typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_T][4]);
 #define TILE_FN(pk, np, nt)                                                                                       \
     static void tile_##pk##_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                    \
                                         const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],       \
-                                        int64_t nbl, float scale, float out[TILE_T][4])                           \
+                                        int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,       \
+                                        int nr, float scale)                                                      \
     {                                                                                                             \
-        tile512(pk, np, nt, wp, dw, a, y, nbl, scale, out);                                                       \
+        tile512(pk, np, nt, wp, dw, a, y, i0, i1, fs, o, stride, nr, scale);                                      \
     }
 #define TILE_FNS(pk)                                                                                              \
     TILE_FN(pk, 1, 1) TILE_FN(pk, 1, 2) TILE_FN(pk, 1, 3) TILE_FN(pk, 1, 4) TILE_FN(pk, 1, 5) TILE_FN(pk, 1, 6)  \
@@ -639,70 +651,19 @@ TILE_FNS(1)
     {tile_##pk##_##np##_1, tile_##pk##_##np##_2, tile_##pk##_##np##_3, tile_##pk##_##np##_4,                      \
      tile_##pk##_##np##_5, tile_##pk##_##np##_6, tile_##pk##_##np##_7, tile_##pk##_##np##_8}
 /* [packed-scale panel][row pairs - 1][tokens - 1] */
-static const tile_fn tiles[2][2][TILE_T] = {
+static const gemm_iq_tile_fn tiles[2][2][TILE_T] = {
     {TILE_ROW(0, 1), TILE_ROW(0, 2)},
     {TILE_ROW(1, 1), TILE_ROW(1, 2)},
 };
 
-/* Rows [r0, r1) against tokens [0, n_tok), in passes of tokens whose
- * bytes fit ACT_BYTES; per pass, panels of row pairs written once, tokens
- * in blocks that stay in L2, 4 rows x 4 tokens per tile. */
-static void matmul512(decode_fn decode, float scale, bool pk, const uint8_t *wd, size_t rs, int64_t nbl,
-                      int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out,
-                      int64_t out_stride, uint8_t *panel, float *dw, uint8_t *tok8, int64_t pr, int tc)
-{
-    const size_t pair_bytes = (size_t)nbl * (pk ? PAIR_SB_PK : PAIR_SB);
-    int tb = (int)((256 * 1024) / (nbl * QK_K));
-    tb = tb < TILE_T ? TILE_T : tb - tb % TILE_T;
-#define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
-    for (int c0 = 0; c0 < n_tok; c0 += tc) {
-        const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
-        for (int t = 0; t < cn; t++)
-            offset_token(ACT(c0 + t), nbl, tok8 + (size_t)t * (size_t)nbl * QK_K);
-        for (int64_t p0 = r0; p0 < r1; p0 += pr) {
-            const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
-            for (int64_t k = 0; k < np + np % 2; k++) { /* an odd last row fills its pair's second half too */
-                const int64_t kr = k < np ? k : np - 1;
-                (pk ? write_pair_row_pk : write_pair_row)(decode, wd + (size_t)(p0 + kr) * rs, nbl,
-                                                          panel + (size_t)(k / 2) * pair_bytes, (int)(k % 2),
-                                                          dw + k * nbl);
-            }
-            for (int b0 = 0; b0 < cn; b0 += tb) {
-                const int bn = cn - b0 < tb ? cn - b0 : tb;
-                for (int64_t k = 0; k < np; k += 4) {
-                    const int nr = np - k < 4 ? (int)(np - k) : 4;
-                    const uint8_t *wp[2] = {panel + (size_t)(k / 2) * pair_bytes,
-                                            panel + (size_t)(k / 2 + (nr > 2)) * pair_bytes};
-                    const float *dr[4];
-                    for (int j = 0; j < 4; j++)
-                        dr[j] = dw + (k + (j < nr + nr % 2 ? j : 0)) * nbl;
-                    for (int t0 = b0; t0 < b0 + bn; t0 += TILE_T) {
-                        const int nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
-                        const uint8_t *a[TILE_T];
-                        const block_q8_K *y[TILE_T];
-                        for (int j = 0; j < TILE_T; j++) {
-                            const int tt = t0 + (j < nt ? j : nt - 1);
-                            a[j] = tok8 + (size_t)tt * (size_t)nbl * QK_K;
-                            y[j] = ACT(c0 + tt);
-                        }
-                        float o[TILE_T][4];
-                        tiles[pk][nr > 2][nt - 1](wp, dr, a, y, nbl, scale, o);
-                        for (int c = 0; c < nt; c++) { /* a token's 4 rows are adjacent */
-                            float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
-                            if (nr == 4)
-                                _mm_storeu_ps(oc, _mm_loadu_ps(o[c]));
-                            else
-                                for (int j = 0; j < nr; j++)
-                                    oc[j] = o[c][j];
-                        }
-                    }
-                }
-            }
-        }
-    }
-#undef ACT
-}
+/* Super-blocks a slice (gemm_iq_drive.h): a row group's panel stays in
+ * L1 while a block's tiles run over it. */
+#ifndef SB_SLICE
+#define SB_SLICE 0
+#endif
 #elif defined(QUANT_HAVE_AVX2)
+/* Panel bytes: rows times this stay in L2 beside the tokens. */
+#define PANEL_BYTES (192 * 1024)
 #define TILE_R 2
 #define TILE_T 2
 /* int16 per row and super-block in the AVX2 panel */
@@ -846,69 +807,63 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
+/* The AVX2 GEMM (int16 panels, AVX2 tiles); false when no scratch. */
+#if defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_512)
+static bool matmul_avx2(decode_fn decode, float scale, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
+                        int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    const size_t row_sb = SB_W * sizeof(int16_t);
+    int64_t pr = PANEL_BYTES / ((int64_t)row_sb * nbl);
+    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
+    if (pr > r1 - r0)
+        pr = r1 - r0;
+    const size_t panel_bytes = ((size_t)pr * (size_t)nbl * row_sb + 63) & ~(size_t)63;
+    const size_t dw_bytes = ((size_t)pr * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes);
+    if (!scr)
+        return false;
+    matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, (int16_t *)(void *)scr,
+              (float *)(void *)(scr + panel_bytes), pr);
+    return true;
+}
+#endif
+
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
                     size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     const enum tensor_type type = (enum tensor_type)w->type;
     const size_t rs = tensor_row_size(type, n);
     const uint8_t *wd = w->data;
-    if (gemm_iq1_supports(type)) {
-        if (!gemm_iq1_matmul(type, wd, rs, n / QK_K, r0, r1, act, act_stride, n_tok, out, out_stride))
-            for (int64_t r = r0; r < r1; r++) /* no scratch: vec_dot gives the same bits */
-                for (int t = 0; t < n_tok; t++)
-                    out[(int64_t)t * out_stride + r] =
-                        tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
+    const int64_t nbl = n / QK_K;
+    if (r0 >= r1 || n_tok < 1 || !gemm_iq_supports(type))
         return;
+    bool done = false;
+#ifdef GEMM_IQ_512
+    const struct gemm_iq_kind *k = gemm_iq1_kind(type);
+    struct gemm_iq_kind kk;
+    bool pk;
+    if (!k && type_info(type, &kk.decode, &kk.scale, &pk)) {
+        kk.tile_t = TILE_T;
+        kk.pair_sb = pk ? PAIR_SB_PK : PAIR_SB;
+        kk.tok_sb = QK_K;
+        kk.tok_blk = 0;
+        kk.sb_slice = SB_SLICE;
+        kk.write_row = pk ? write_pair_row_pk : write_pair_row;
+        kk.prep = offset_token;
+        kk.tiles = tiles[pk];
+        k = &kk;
     }
-#if defined(QUANT_HAVE_AVX2)
+    done = gemm_iq_drive(k, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
+#elif defined(QUANT_HAVE_AVX2)
     decode_fn decode;
     float scale;
     bool pk;
-    if (!type_info(type, &decode, &scale, &pk) || r0 >= r1 || n_tok < 1)
-        return;
-    const int64_t nbl = n / QK_K;
-#ifdef GEMM_IQ_512
-    const size_t row_sb = (pk ? PAIR_SB_PK : PAIR_SB) / 2; /* panel bytes per row and super-block */
-#else
-    const size_t row_sb = SB_W * sizeof(int16_t);
+    if (type_info(type, &decode, &scale, &pk))
+        done = matmul_avx2(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
 #endif
-    int64_t pr = PANEL_BYTES / ((int64_t)row_sb * nbl);
-    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
-    if (pr > r1 - r0)
-        pr = r1 - r0;
-    const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs on AVX-512 */
-    const size_t panel_bytes = ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63;
-    const size_t dw_bytes = ((size_t)prp * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
-#ifdef GEMM_IQ_512
-    int tc = (int)(ACT_BYTES / (nbl * QK_K));
-    tc = tc < TILE_T ? TILE_T : tc;
-    if (tc > n_tok)
-        tc = n_tok;
-    const size_t tok_bytes = (size_t)tc * (size_t)nbl * QK_K;
-#else
-    const size_t tok_bytes = 0;
-#endif
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes);
-    void *panel = scr;
-    float *dw = scr ? (float *)(void *)(scr + panel_bytes) : NULL;
-    uint8_t *tok8 = scr ? scr + panel_bytes + dw_bytes : NULL;
-    if (!scr) { /* no scratch: vec_dot gives the same bits */
+    if (!done) /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
         for (int64_t r = r0; r < r1; r++)
             for (int t = 0; t < n_tok; t++)
                 out[(int64_t)t * out_stride + r] =
                     tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
-    } else {
-#ifdef GEMM_IQ_512
-        matmul512(decode, scale, pk, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, tok8, pr,
-                  tc);
-#else
-        (void)tok8, (void)pk;
-        matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, pr);
-#endif
-    }
-#else
-    for (int64_t r = r0; r < r1; r++)
-        for (int t = 0; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] = tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
-#endif
 }
