@@ -15,13 +15,18 @@
  * x 8 tokens (16 accumulators); a full one runs each super-block's 8
  * sub-blocks as one asm loop (GCC 12 spilled the scales and copied the
  * accumulators around the intrinsics), the last tiles of a call (fewer
- * rows or tokens) the same steps in C. The loop issues 2 multiplies per
- * vpdpbusd (it and vpmulld), about as fast as this Zen 5 retires them
- * (perf: ~75 % of the time in it); exact alternatives measured no faster
- * (2026-12-02, docs/speed-ik.md): int16 weights x scales in vpdpwssd (two
- * per 64 products), the exact lane sums from vpdpbusd scaled by vpdpwssd
- * (two per sub-block), two sub-blocks' sums packed into one int16 pair
- * by shift + blend or vpermt2w (those run on the multiply pipes too).
+ * rows or tokens) the same steps in C. That loop issues 2 multiplies per
+ * vpdpbusd (it and vpmulld), about as fast as this Zen 5 retires them; it
+ * stays for IQ4_XS. The IQ2 and IQ3 types take the packed-scale panel
+ * (write_pair_row_pk): their exact 4-value sums fit an int16, so two
+ * sub-blocks' sums share a dword and one vpdpwssd applies both scales
+ * (3 multiplies per 2 vpdpbusd; vpslld and vpblendmw run beside them on
+ * this CPU, measured; vpermt2w and vpshldd do not). Exact alternatives
+ * measured no faster (2026-12-02/03, docs/speed-ik.md, docs/speed-iq.md):
+ * int16 weights x scales in vpdpwssd (two per 64 products), the surplus
+ * taken off in wrapping int16 arithmetic after the pack, a 2 x 4 tile
+ * with its float lanes in registers, one multiply for a pair's 16 d_w x
+ * d_act products, slices of super-blocks.
  *
  * AVX2 (int16): per row 8 sub-blocks of 32 int16 (value times scale), each
  * as two halves of 8 int16 pairs: half A holds elements (4k, 4k+1), half B
