@@ -839,10 +839,12 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     const enum tensor_type type = (enum tensor_type)w->type;
     const size_t rs = tensor_row_size(type, n);
     const uint8_t *wd = w->data;
-    const int64_t nbl = n / QK_K;
     if (r0 >= r1 || n_tok < 1 || !gemm_iq_supports(type))
         return;
     bool done = false;
+#if defined(QUANT_HAVE_AVX2)
+    const int64_t nbl = n / QK_K;
+#endif
 #ifdef GEMM_IQ_512
     const struct gemm_iq_kind *k = gemm_iq1_kind(type);
     struct gemm_iq_kind kk;
