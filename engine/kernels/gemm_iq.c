@@ -15,13 +15,18 @@
  * x 8 tokens (16 accumulators); a full one runs each super-block's 8
  * sub-blocks as one asm loop (GCC 12 spilled the scales and copied the
  * accumulators around the intrinsics), the last tiles of a call (fewer
- * rows or tokens) the same steps in C. The loop issues 2 multiplies per
- * vpdpbusd (it and vpmulld), about as fast as this Zen 5 retires them
- * (perf: ~75 % of the time in it); exact alternatives measured no faster
- * (2026-12-02, docs/speed-ik.md): int16 weights x scales in vpdpwssd (two
- * per 64 products), the exact lane sums from vpdpbusd scaled by vpdpwssd
- * (two per sub-block), two sub-blocks' sums packed into one int16 pair
- * by shift + blend or vpermt2w (those run on the multiply pipes too).
+ * rows or tokens) the same steps in C. That loop issues 2 multiplies per
+ * vpdpbusd (it and vpmulld), about as fast as this Zen 5 retires them; it
+ * stays for IQ4_XS. The IQ2 and IQ3 types take the packed-scale panel
+ * (write_pair_row_pk): their exact 4-value sums fit an int16, so two
+ * sub-blocks' sums share a dword and one vpdpwssd applies both scales
+ * (3 multiplies per 2 vpdpbusd; vpslld and vpblendmw run beside them on
+ * this CPU, measured; vpermt2w and vpshldd do not). Exact alternatives
+ * measured no faster (2026-12-02/03, docs/speed-ik.md, docs/speed-iq.md):
+ * int16 weights x scales in vpdpwssd (two per 64 products), the surplus
+ * taken off in wrapping int16 arithmetic after the pack, a 2 x 4 tile
+ * with its float lanes in registers, one multiply for a pair's 16 d_w x
+ * d_act products, slices of super-blocks.
  *
  * AVX2 (int16): per row 8 sub-blocks of 32 int16 (value times scale), each
  * as two halves of 8 int16 pairs: half A holds elements (4k, 4k+1), half B
@@ -33,7 +38,10 @@
  *
  * Either way each output's 8 float lanes (acc[k] = fma(d_w * d_act, lane k,
  * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. The
- * scratch (panel, d_w, token bytes) is per thread and kept between calls. */
+ * scratch (panel, d_w, token bytes) is per thread and kept between calls.
+ * On AVX-512 the rows, tokens and super-blocks are cut by the driver
+ * gemm_iq1.c's IQ1_M GEMM shares (gemm_iq_drive.h); this file gives it the
+ * types' panels, token bytes and tiles. */
 #include "kernels/gemm_iq.h"
 
 #include <stdlib.h>
@@ -41,6 +49,7 @@
 
 #include "gguf/tensor.h"
 #include "kernels/gemm_iq1.h"
+#include "kernels/gemm_iq_drive.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
@@ -151,10 +160,14 @@ static void decode_iq3_xxs(const void *row, int64_t i, int8_t v[QK_K], int ls[QK
 #define decode_iq3_xxs NULL
 #endif
 
-/* The type's decoding and the factor vec_dot applies to its sum. */
-static bool type_info(enum tensor_type type, decode_fn *fn, float *scale)
+/* The type's decoding and the factor vec_dot applies to its sum; *pk:
+ * a lane's 4-value sum (|a| <= 128 times the type's largest magnitude, 4
+ * times) fits an int16, so the AVX-512 panel takes the packed-scale layout
+ * (IQ2: 43, IQ3_S: 15, IQ3_XXS: 62; IQ4_XS's 127 does not fit). */
+static bool type_info(enum tensor_type type, decode_fn *fn, float *scale, bool *pk)
 {
     *scale = 0.125f;
+    *pk = type != TENSOR_TYPE_IQ4_XS;
     switch (type) {
     case TENSOR_TYPE_IQ4_XS:
         *fn = decode_iq4_xs;
@@ -186,7 +199,8 @@ bool gemm_iq_supports(enum tensor_type type)
 {
     decode_fn fn;
     float scale;
-    return type_info(type, &fn, &scale) || gemm_iq1_supports(type);
+    bool pk;
+    return type_info(type, &fn, &scale, &pk) || gemm_iq1_supports(type);
 }
 
 int gemm_iq_min_tok(enum tensor_type type)
@@ -209,15 +223,7 @@ bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
 #endif
 }
 
-#if defined(QUANT_HAVE_AVX2)
-/* Scratch bytes a call may hold for its tokens' bytes; more tokens go in
- * several passes (each writing the panels again). */
-#define ACT_BYTES (6 << 20)
-/* Panel bytes: rows times this stay in L2 beside the tokens. */
-#define PANEL_BYTES (192 * 1024)
-#endif
-
-#if defined(QUANT_HAVE_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#ifdef GEMM_IQ_DRIVE
 #define GEMM_IQ_512 1
 #define TILE_T 8
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 value
@@ -244,6 +250,44 @@ static void write_pair_row(decode_fn decode, const void *row, int64_t nbl, uint8
             corr = _mm256_add_epi32(corr, _mm256_mullo_epi32(w4, l));
         }
         _mm256_storeu_si256((__m256i *)(p + 1024 + 32 * h), _mm256_slli_epi32(corr, 7));
+    }
+}
+
+/* The packed-scale panel (type_info's pk): per row pair and super-block 4
+ * chunks of PK_CHUNK bytes, chunk m for sub-blocks 2m and 2m + 1: their
+ * value bytes (64 each, as above), their lanes' starting values (2 x 8
+ * int32 each, -128 x the lane's value sum, so that vpdpbusd from there
+ * leaves the exact 4-value sums, which fit an int16), and their scales
+ * as int16 pairs (dword lane k: sub-block 2m's scale of lane k low, 2m +
+ * 1's high). Two sub-blocks' sums packed into one dword (shift, word
+ * blend: neither on the multiply pipes) then take one vpdpwssd where
+ * each took a vpmulld. */
+#define PK_CHUNK (5 * 64)
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define PAIR_SB_PK (4 * PK_CHUNK)
+
+static void write_pair_row_pk(decode_fn decode, const void *row, int64_t nbl, uint8_t *p, int h, float *dw)
+{
+    int8_t v[QK_K];
+    int ls[QK_K / 16];
+    for (int64_t i = 0; i < nbl; i++, p += PAIR_SB_PK) {
+        decode(row, i, v, ls, &dw[i]);
+        for (int m = 0; m < QK_K / 64; m++) {
+            uint8_t *c = p + m * PK_CHUNK;
+            for (int e = 0; e < 2; e++) {
+                const int b = 2 * m + e;
+                const __m256i vb = _mm256_loadu_si256((const __m256i *)(v + 32 * b));
+                _mm256_storeu_si256((__m256i *)(c + 64 * e + 32 * h), vb);
+                const __m256i w4 =
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), vb), _mm256_set1_epi16(1));
+                _mm256_storeu_si256((__m256i *)(c + 128 + 64 * e + 32 * h),
+                                    _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(w4, 7)));
+            }
+            /* lanes 0-3: elements 0-15 of a sub-block, 4-7: 16-31 */
+            const int lo = ls[4 * m] | ls[4 * m + 2] << 16, hi = ls[4 * m + 1] | ls[4 * m + 3] << 16;
+            _mm256_storeu_si256((__m256i *)(c + 256 + 32 * h), _mm256_set_m128i(_mm_set1_epi32(hi), _mm_set1_epi32(lo)));
+        }
     }
 }
 
@@ -389,47 +433,159 @@ static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *
             : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
 }
 
-/* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against 4
- * tokens (a: offset bytes, y: their Q8_K rows for d_act): out[row][token].
- * Lanes 0-7 of a register: row 2j, 8-15: row 2j + 1. Always inlined with a
- * constant NP. */
-static inline __attribute__((always_inline)) void tile512(int NP, int NT, const uint8_t *const wp[2],
-                                                         const float *const dw[4], const uint8_t *const a[TILE_T],
-                                                         const block_q8_K *const y[TILE_T], int64_t nbl,
-                                                         float scale, float out[TILE_T][4])
+/* The packed-scale super-block (PAIR_SB_PK panel) of 2 row pairs against 8
+ * tokens, as one asm loop over the 4 sub-block pairs: per pair and token
+ * two vpdpbusd from the starting values (zmm22-25) of the pair's two
+ * sub-blocks (zmm18-21), the second shifted into the high words and
+ * blended over the first's (k1: the odd words), one vpdpwssd by the
+ * scale pairs (zmm26-27) into the lanes. Token bytes in zmm28-29,
+ * zmm30-31 the sums. acc[j][t] are the exact lanes. */
+#define PK_TOK(a0, a1, c0, c1)                                                                                 \
+    "vbroadcasti64x4 " a0 ", %%zmm28\n\t"                                                                     \
+    "vbroadcasti64x4 " a1 ", %%zmm29\n\t"                                                                     \
+    "vmovdqa64 %%zmm22, %%zmm30\n\t"                                                                          \
+    "vpdpbusd %%zmm18, %%zmm28, %%zmm30\n\t"                                                                  \
+    "vmovdqa64 %%zmm23, %%zmm31\n\t"                                                                          \
+    "vpdpbusd %%zmm19, %%zmm29, %%zmm31\n\t"                                                                  \
+    "vpslld $16, %%zmm31, %%zmm31\n\t"                                                                        \
+    "vpblendmw %%zmm31, %%zmm30, %%zmm30%{%%k1%}\n\t"                                                         \
+    "vpdpwssd %%zmm26, %%zmm30, %[" c0 "]\n\t"                                                                \
+    "vmovdqa64 %%zmm24, %%zmm30\n\t"                                                                          \
+    "vpdpbusd %%zmm20, %%zmm28, %%zmm30\n\t"                                                                  \
+    "vmovdqa64 %%zmm25, %%zmm31\n\t"                                                                          \
+    "vpdpbusd %%zmm21, %%zmm29, %%zmm31\n\t"                                                                  \
+    "vpslld $16, %%zmm31, %%zmm31\n\t"                                                                        \
+    "vpblendmw %%zmm31, %%zmm30, %%zmm30%{%%k1%}\n\t"                                                         \
+    "vpdpwssd %%zmm27, %%zmm30, %[" c1 "]\n\t"
+
+static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_t *w0, const uint8_t *w1,
+                                                                   const uint8_t *p0, size_t st,
+                                                                   __m512i acc[2][TILE_T])
 {
+    const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
+    int cnt;
+    __asm__("vpxord %[c00], %[c00], %[c00]\n\t" "vpxord %[c10], %[c10], %[c10]\n\t"
+            "vpxord %[c01], %[c01], %[c01]\n\t" "vpxord %[c11], %[c11], %[c11]\n\t"
+            "vpxord %[c02], %[c02], %[c02]\n\t" "vpxord %[c12], %[c12], %[c12]\n\t"
+            "vpxord %[c03], %[c03], %[c03]\n\t" "vpxord %[c13], %[c13], %[c13]\n\t"
+            "vpxord %[c04], %[c04], %[c04]\n\t" "vpxord %[c14], %[c14], %[c14]\n\t"
+            "vpxord %[c05], %[c05], %[c05]\n\t" "vpxord %[c15], %[c15], %[c15]\n\t"
+            "vpxord %[c06], %[c06], %[c06]\n\t" "vpxord %[c16], %[c16], %[c16]\n\t"
+            "vpxord %[c07], %[c07], %[c07]\n\t" "vpxord %[c17], %[c17], %[c17]\n\t"
+            "mov $0xAAAAAAAA, %k[cnt]\n\t"
+            "kmovd %k[cnt], %%k1\n\t"
+            "mov $4, %[cnt]\n"
+            "1:\n\t"
+            "vmovdqu64 (%[w0]), %%zmm18\n\t"
+            "vmovdqu64 64(%[w0]), %%zmm19\n\t"
+            "vmovdqu64 128(%[w0]), %%zmm22\n\t"
+            "vmovdqu64 192(%[w0]), %%zmm23\n\t"
+            "vmovdqu64 256(%[w0]), %%zmm26\n\t"
+            "vmovdqu64 (%[w1]), %%zmm20\n\t"
+            "vmovdqu64 64(%[w1]), %%zmm21\n\t"
+            "vmovdqu64 128(%[w1]), %%zmm24\n\t"
+            "vmovdqu64 192(%[w1]), %%zmm25\n\t"
+            "vmovdqu64 256(%[w1]), %%zmm27\n\t"
+            PK_TOK("(%[p0])", "32(%[p0])", "c00", "c10")
+            PK_TOK("(%[p0],%[st],1)", "32(%[p0],%[st],1)", "c01", "c11")
+            PK_TOK("(%[p0],%[st],2)", "32(%[p0],%[st],2)", "c02", "c12")
+            PK_TOK("(%[p3])", "32(%[p3])", "c03", "c13")
+            PK_TOK("(%[p3],%[st],1)", "32(%[p3],%[st],1)", "c04", "c14")
+            PK_TOK("(%[p3],%[st],2)", "32(%[p3],%[st],2)", "c05", "c15")
+            PK_TOK("(%[p6])", "32(%[p6])", "c06", "c16")
+            PK_TOK("(%[p6],%[st],1)", "32(%[p6],%[st],1)", "c07", "c17")
+            "add $" XSTR(PK_CHUNK) ", %[w0]\n\t"
+            "add $" XSTR(PK_CHUNK) ", %[w1]\n\t"
+            "add $64, %[p0]\n\t"
+            "add $64, %[p3]\n\t"
+            "add $64, %[p6]\n\t"
+            "dec %[cnt]\n\t"
+            "jnz 1b\n\t"
+            : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]),
+              [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]),
+              [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]),
+              [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]),
+              [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
+            : [st] "r"(st)
+            : "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
+              "xmm29", "xmm30", "xmm31", "k1", "cc", "memory");
+}
+
+/* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against NT
+ * tokens (a: offset bytes, y: their Q8_K rows for d_act): out[token][row],
+ * from the PAIR_SB panel or (PK) the packed-scale one. Lanes 0-7 of a
+ * register: row 2j, 8-15: row 2j + 1. Always inlined with constant PK,
+ * NP, NT. */
+static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT, const uint8_t *const wp[2],
+                                                         const float *const dw[4], const uint8_t *const a[TILE_T],
+                                                         const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1,
+                                                         float fs[16][16], float *o, int64_t stride, int nr,
+                                                         float scale)
+{
+    const size_t sbb = PK ? PAIR_SB_PK : PAIR_SB;
     __m512 facc[2][TILE_T];
 #pragma GCC unroll 2
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++)
-            facc[j][t] = _mm512_setzero_ps();
+            facc[j][t] = i0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(fs[8 * j + t]);
     /* the asm loop wants the tokens evenly spaced */
     const size_t st = (size_t)(a[1] - a[0]);
     bool even = true;
     for (int t = 2; t < NT; t++)
         even = even && a[t] == a[0] + (size_t)t * st;
-    for (int64_t i = 0; i < nbl; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         __m512i acc[2][TILE_T];
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++)
                 acc[j][t] = _mm512_setzero_si512();
-        if (NP == 2 && NT == 6 && even) {
-            superblock_2x6(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, a[0] + QK_K * i, st, acc);
+        if (PK && NP == 2 && NT == 8 && even) {
+            superblock_pk_2x8(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
             goto epilogue;
         }
-        if (NP == 2 && NT == 8 && even) {
-            superblock_2x8(wp[0] + i * PAIR_SB, wp[1] + i * PAIR_SB, a[0] + QK_K * i, st, acc);
+        if (!PK && NP == 2 && NT == 6 && even) {
+            superblock_2x6(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
+            goto epilogue;
+        }
+        if (!PK && NP == 2 && NT == 8 && even) {
+            superblock_2x8(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
+            goto epilogue;
+        }
+        if (PK) {
+            for (int m = 0; m < QK_K / 64; m++) {
+                __m512i w0[2], w1[2], c0[2], c1[2], l[2];
+#pragma GCC unroll 2
+                for (int j = 0; j < NP; j++) {
+                    const uint8_t *c = wp[j] + i * sbb + m * PK_CHUNK;
+                    w0[j] = _mm512_loadu_si512(c);
+                    w1[j] = _mm512_loadu_si512(c + 64);
+                    c0[j] = _mm512_loadu_si512(c + 128);
+                    c1[j] = _mm512_loadu_si512(c + 192);
+                    l[j] = _mm512_loadu_si512(c + 256);
+                }
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; t++) {
+                    const uint8_t *at = a[t] + QK_K * i + 64 * m;
+                    const __m512i a0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)at));
+                    const __m512i a1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(at + 32)));
+#pragma GCC unroll 2
+                    for (int j = 0; j < NP; j++) {
+                        const __m512i x = _mm512_dpbusd_epi32(c0[j], a0, w0[j]);
+                        const __m512i x1 = _mm512_slli_epi32(_mm512_dpbusd_epi32(c1[j], a1, w1[j]), 16);
+                        acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], _mm512_mask_blend_epi16(0xAAAAAAAAu, x, x1), l[j]);
+                    }
+                }
+            }
             goto epilogue;
         }
         for (int s = 0; s < QK_K / 32; s++) {
             __m512i w[2], l[2];
 #pragma GCC unroll 2
             for (int j = 0; j < NP; j++) {
-                w[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 64 * s);
-                l[j] = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 512 + 64 * s);
+                w[j] = _mm512_loadu_si512(wp[j] + i * sbb + 64 * s);
+                l[j] = _mm512_loadu_si512(wp[j] + i * sbb + 512 + 64 * s);
                 /* held in registers: GCC otherwise loads them again per token */
                 __asm__("" : "+v"(w[j]), "+v"(l[j]));
             }
@@ -444,115 +600,75 @@ static inline __attribute__((always_inline)) void tile512(int NP, int NT, const 
     epilogue:
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++) {
-            const __m512i corr = _mm512_loadu_si512(wp[j] + i * PAIR_SB + 1024);
+            /* the PK lanes are exact already */
+            const __m512i corr = PK ? _mm512_setzero_si512() : _mm512_loadu_si512(wp[j] + i * sbb + 1024);
             /* d_w of row 2j in lanes 0-7, of row 2j + 1 in 8-15 */
             const __m512 dwv = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(dw[2 * j][i])),
                                                                    _mm256_castps_pd(_mm256_set1_ps(dw[2 * j + 1][i])), 1));
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++) /* d_w * d_act, as vec_dot's scalar product */
                 facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(y[t][i].d)),
-                                             _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j][t], corr)), facc[j][t]);
+                                             _mm512_cvtepi32_ps(PK ? acc[j][t] : _mm512_sub_epi32(acc[j][t], corr)),
+                                             facc[j][t]);
         }
     }
+    if (!o) {
 #pragma GCC unroll 2
-    for (int j = 0; j < NP; j++)
+        for (int j = 0; j < NP; j++)
 #pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) {
-            out[t][2 * j] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
-            out[t][2 * j + 1] =
-                scale * hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
+            for (int t = 0; t < NT; t++)
+                _mm512_storeu_ps(fs[8 * j + t], facc[j][t]);
+        return;
+    }
+    /* the outputs: hsum_float_8 of each row's 8 float lanes times the
+     * type's factor, as vec_dot */
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++) {
+        float v[4];
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++) {
+            v[2 * j] = scale * hsum_ps(_mm512_castps512_ps256(facc[j][t]));
+            v[2 * j + 1] = scale * hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
         }
+        if (NP == 2 && nr == 4)
+            _mm_storeu_ps(o + t * stride, _mm_loadu_ps(v));
+        else
+            for (int r = 0; r < nr; r++)
+                o[t * stride + r] = v[r];
+    }
 }
 
-typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_T][4]);
-#define TILE_FN(np, nt)                                                                                           \
-    static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                           \
-                                 const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T], int64_t nbl, \
-                                 float scale, float out[TILE_T][4])                                               \
+#define TILE_FN(pk, np, nt)                                                                                       \
+    static void tile_##pk##_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                    \
+                                        const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],       \
+                                        int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,       \
+                                        int nr, float scale)                                                      \
     {                                                                                                             \
-        tile512(np, nt, wp, dw, a, y, nbl, scale, out);                                                           \
+        tile512(pk, np, nt, wp, dw, a, y, i0, i1, fs, o, stride, nr, scale);                                      \
     }
-TILE_FN(1, 1)
-TILE_FN(1, 2)
-TILE_FN(1, 3)
-TILE_FN(1, 4)
-TILE_FN(1, 5)
-TILE_FN(1, 6)
-TILE_FN(1, 7)
-TILE_FN(1, 8)
-TILE_FN(2, 1)
-TILE_FN(2, 2)
-TILE_FN(2, 3)
-TILE_FN(2, 4)
-TILE_FN(2, 5)
-TILE_FN(2, 6)
-TILE_FN(2, 7)
-TILE_FN(2, 8)
-/* [row pairs - 1][tokens - 1] */
-static const tile_fn tiles[2][TILE_T] = {
-    {tile_1_1, tile_1_2, tile_1_3, tile_1_4, tile_1_5, tile_1_6, tile_1_7, tile_1_8},
-    {tile_2_1, tile_2_2, tile_2_3, tile_2_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8},
+#define TILE_FNS(pk)                                                                                              \
+    TILE_FN(pk, 1, 1) TILE_FN(pk, 1, 2) TILE_FN(pk, 1, 3) TILE_FN(pk, 1, 4) TILE_FN(pk, 1, 5) TILE_FN(pk, 1, 6)  \
+    TILE_FN(pk, 1, 7) TILE_FN(pk, 1, 8) TILE_FN(pk, 2, 1) TILE_FN(pk, 2, 2) TILE_FN(pk, 2, 3) TILE_FN(pk, 2, 4)  \
+    TILE_FN(pk, 2, 5) TILE_FN(pk, 2, 6) TILE_FN(pk, 2, 7) TILE_FN(pk, 2, 8)
+TILE_FNS(0)
+TILE_FNS(1)
+#define TILE_ROW(pk, np)                                                                                          \
+    {tile_##pk##_##np##_1, tile_##pk##_##np##_2, tile_##pk##_##np##_3, tile_##pk##_##np##_4,                      \
+     tile_##pk##_##np##_5, tile_##pk##_##np##_6, tile_##pk##_##np##_7, tile_##pk##_##np##_8}
+/* [packed-scale panel][row pairs - 1][tokens - 1] */
+static const gemm_iq_tile_fn tiles[2][2][TILE_T] = {
+    {TILE_ROW(0, 1), TILE_ROW(0, 2)},
+    {TILE_ROW(1, 1), TILE_ROW(1, 2)},
 };
 
-/* Rows [r0, r1) against tokens [0, n_tok), in passes of tokens whose
- * bytes fit ACT_BYTES; per pass, panels of row pairs written once, tokens
- * in blocks that stay in L2, 4 rows x 4 tokens per tile. */
-static void matmul512(decode_fn decode, float scale, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
-                      int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride,
-                      uint8_t *panel, float *dw, uint8_t *tok8, int64_t pr, int tc)
-{
-    const size_t pair_bytes = (size_t)nbl * PAIR_SB;
-    int tb = (int)((256 * 1024) / (nbl * QK_K));
-    tb = tb < TILE_T ? TILE_T : tb - tb % TILE_T;
-#define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
-    for (int c0 = 0; c0 < n_tok; c0 += tc) {
-        const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
-        for (int t = 0; t < cn; t++)
-            offset_token(ACT(c0 + t), nbl, tok8 + (size_t)t * (size_t)nbl * QK_K);
-        for (int64_t p0 = r0; p0 < r1; p0 += pr) {
-            const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
-            for (int64_t k = 0; k < np + np % 2; k++) { /* an odd last row fills its pair's second half too */
-                const int64_t kr = k < np ? k : np - 1;
-                write_pair_row(decode, wd + (size_t)(p0 + kr) * rs, nbl, panel + (size_t)(k / 2) * pair_bytes,
-                               (int)(k % 2), dw + k * nbl);
-            }
-            for (int b0 = 0; b0 < cn; b0 += tb) {
-                const int bn = cn - b0 < tb ? cn - b0 : tb;
-                for (int64_t k = 0; k < np; k += 4) {
-                    const int nr = np - k < 4 ? (int)(np - k) : 4;
-                    const uint8_t *wp[2] = {panel + (size_t)(k / 2) * pair_bytes,
-                                            panel + (size_t)(k / 2 + (nr > 2)) * pair_bytes};
-                    const float *dr[4];
-                    for (int j = 0; j < 4; j++)
-                        dr[j] = dw + (k + (j < nr + nr % 2 ? j : 0)) * nbl;
-                    for (int t0 = b0; t0 < b0 + bn; t0 += TILE_T) {
-                        const int nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
-                        const uint8_t *a[TILE_T];
-                        const block_q8_K *y[TILE_T];
-                        for (int j = 0; j < TILE_T; j++) {
-                            const int tt = t0 + (j < nt ? j : nt - 1);
-                            a[j] = tok8 + (size_t)tt * (size_t)nbl * QK_K;
-                            y[j] = ACT(c0 + tt);
-                        }
-                        float o[TILE_T][4];
-                        tiles[nr > 2][nt - 1](wp, dr, a, y, nbl, scale, o);
-                        for (int c = 0; c < nt; c++) { /* a token's 4 rows are adjacent */
-                            float *oc = out + (int64_t)(c0 + t0 + c) * out_stride + p0 + k;
-                            if (nr == 4)
-                                _mm_storeu_ps(oc, _mm_loadu_ps(o[c]));
-                            else
-                                for (int j = 0; j < nr; j++)
-                                    oc[j] = o[c][j];
-                        }
-                    }
-                }
-            }
-        }
-    }
-#undef ACT
-}
+/* Super-blocks a slice (gemm_iq_drive.h): a row group's panel stays in
+ * L1 while a block's tiles run over it. */
+#ifndef SB_SLICE
+#define SB_SLICE 0
+#endif
 #elif defined(QUANT_HAVE_AVX2)
+/* Panel bytes: rows times this stay in L2 beside the tokens. */
+#define PANEL_BYTES (192 * 1024)
 #define TILE_R 2
 #define TILE_T 2
 /* int16 per row and super-block in the AVX2 panel */
@@ -696,68 +812,65 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
+/* The AVX2 GEMM (int16 panels, AVX2 tiles); false when no scratch. */
+#if defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_512)
+static bool matmul_avx2(decode_fn decode, float scale, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
+                        int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    const size_t row_sb = SB_W * sizeof(int16_t);
+    int64_t pr = PANEL_BYTES / ((int64_t)row_sb * nbl);
+    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
+    if (pr > r1 - r0)
+        pr = r1 - r0;
+    const size_t panel_bytes = ((size_t)pr * (size_t)nbl * row_sb + 63) & ~(size_t)63;
+    const size_t dw_bytes = ((size_t)pr * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes);
+    if (!scr)
+        return false;
+    matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, (int16_t *)(void *)scr,
+              (float *)(void *)(scr + panel_bytes), pr);
+    return true;
+}
+#endif
+
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
                     size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     const enum tensor_type type = (enum tensor_type)w->type;
     const size_t rs = tensor_row_size(type, n);
     const uint8_t *wd = w->data;
-    if (gemm_iq1_supports(type)) {
-        if (!gemm_iq1_matmul(type, wd, rs, n / QK_K, r0, r1, act, act_stride, n_tok, out, out_stride))
-            for (int64_t r = r0; r < r1; r++) /* no scratch: vec_dot gives the same bits */
-                for (int t = 0; t < n_tok; t++)
-                    out[(int64_t)t * out_stride + r] =
-                        tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
+    if (r0 >= r1 || n_tok < 1 || !gemm_iq_supports(type))
         return;
-    }
+    bool done = false;
 #if defined(QUANT_HAVE_AVX2)
+    const int64_t nbl = n / QK_K;
+#endif
+#ifdef GEMM_IQ_512
+    const struct gemm_iq_kind *k = gemm_iq1_kind(type);
+    struct gemm_iq_kind kk;
+    bool pk;
+    if (!k && type_info(type, &kk.decode, &kk.scale, &pk)) {
+        kk.tile_t = TILE_T;
+        kk.pair_sb = pk ? PAIR_SB_PK : PAIR_SB;
+        kk.tok_sb = QK_K;
+        kk.tok_blk = 0;
+        kk.sb_slice = SB_SLICE;
+        kk.write_row = pk ? write_pair_row_pk : write_pair_row;
+        kk.prep = offset_token;
+        kk.tiles = tiles[pk];
+        k = &kk;
+    }
+    done = gemm_iq_drive(k, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
+#elif defined(QUANT_HAVE_AVX2)
     decode_fn decode;
     float scale;
-    if (!type_info(type, &decode, &scale) || r0 >= r1 || n_tok < 1)
-        return;
-    const int64_t nbl = n / QK_K;
-#ifdef GEMM_IQ_512
-    const size_t row_sb = PAIR_SB / 2; /* panel bytes per row and super-block */
-#else
-    const size_t row_sb = SB_W * sizeof(int16_t);
+    bool pk;
+    if (type_info(type, &decode, &scale, &pk))
+        done = matmul_avx2(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
 #endif
-    int64_t pr = PANEL_BYTES / ((int64_t)row_sb * nbl);
-    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
-    if (pr > r1 - r0)
-        pr = r1 - r0;
-    const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs on AVX-512 */
-    const size_t panel_bytes = ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63;
-    const size_t dw_bytes = ((size_t)prp * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
-#ifdef GEMM_IQ_512
-    int tc = (int)(ACT_BYTES / (nbl * QK_K));
-    tc = tc < TILE_T ? TILE_T : tc;
-    if (tc > n_tok)
-        tc = n_tok;
-    const size_t tok_bytes = (size_t)tc * (size_t)nbl * QK_K;
-#else
-    const size_t tok_bytes = 0;
-#endif
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes);
-    void *panel = scr;
-    float *dw = scr ? (float *)(void *)(scr + panel_bytes) : NULL;
-    uint8_t *tok8 = scr ? scr + panel_bytes + dw_bytes : NULL;
-    if (!scr) { /* no scratch: vec_dot gives the same bits */
+    if (!done) /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
         for (int64_t r = r0; r < r1; r++)
             for (int t = 0; t < n_tok; t++)
                 out[(int64_t)t * out_stride + r] =
                     tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
-    } else {
-#ifdef GEMM_IQ_512
-        matmul512(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, tok8, pr,
-                  tc);
-#else
-        (void)tok8;
-        matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, panel, dw, pr);
-#endif
-    }
-#else
-    for (int64_t r = r0; r < r1; r++)
-        for (int t = 0; t < n_tok; t++)
-            out[(int64_t)t * out_stride + r] = tensor_vec_dot(type, n, wd + (size_t)r * rs, act + (size_t)t * act_stride);
-#endif
 }

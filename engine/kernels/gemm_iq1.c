@@ -21,7 +21,10 @@
  * sub-blocks against the two sub-blocks' 4-sums forms the lanes: 4
  * instructions per super-block where the bytes would take 8.
  *
- * Layout as gemm_iq.c's AVX-512 panel: rows in pairs (row 2j in dword
+ * Rows, tokens and super-blocks are cut by the driver gemm_iq.c's GEMM
+ * shares (gemm_iq_drive.h: slices of SB_SLICE super-blocks, blocks of 64
+ * tokens); this file is the type's part (panel, token bytes, tiles,
+ * outputs). Layout as gemm_iq.c's AVX-512 panel: rows in pairs (row 2j in dword
  * lanes 0-7 of a zmm, row 2j + 1 in 8-15), a token's 32 bytes broadcast to
  * both halves. A tile is 2 row pairs x 4 tokens, a super-block's grid lanes
  * then its delta lanes in the same 8 accumulators, so that the 16 float
@@ -41,11 +44,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/kernel_scratch.h"
+#include "kernels/gemm_iq_drive.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq1.h"
 
-#if defined(QUANT_HAVE_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#ifdef GEMM_IQ_DRIVE
 #define GEMM_IQ1 1
 #endif
 
@@ -61,10 +64,6 @@ bool gemm_iq1_supports(enum tensor_type type)
 
 #ifdef GEMM_IQ1
 #define TILE_T 4
-/* Scratch for the tokens' bytes a pass may hold; more go in several passes. */
-#define ACT_BYTES (6 << 20)
-/* Panel bytes: rows times this stay in L2 beside a block of tokens. */
-#define PANEL_BYTES (192 * 1024)
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 weight
  * bytes (grid value times scale) from 0, 4 sub-block pairs of 2 x 16 int16
  * delta weights (scale times sign) from P_D, 2 x 8 int32 offset
@@ -79,15 +78,14 @@ bool gemm_iq1_supports(enum tensor_type type)
  * int16 4-sums (sub-block pair m: lane k's sums of sub-blocks 2m, 2m + 1). */
 #define T_S4 256
 #define TOK_SB 384
-/* Tokens a block and super-blocks a chunk (see matmul512). */
-#define TOK_BLK 64
-#define SB_CHUNK 8
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
 /* Row h (0, 1) of the pair at p: its super-blocks as PAIR_SB blocks. */
-static void write_pair_row(const block_iq1_m *x, int64_t nbl, uint8_t *p, int h, float *dw)
+static void write_pair_row(gemm_iq_decode_fn decode, const void *row, int64_t nbl, uint8_t *p, int h, float *dw)
 {
+    const block_iq1_m *x = row;
+    (void)decode;
     const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
         uint16_t sc[4];
@@ -168,7 +166,8 @@ static inline __m512 pair_d(float d0, float d1)
  * zmm 4 + t), their float step into zmm8-15, the delta lanes (vpdpwssd
  * over the 4 sub-block pairs, from zero) in zmm0-7 again, their float step
  * into zmm16-23; the step is vec_dot's, d = d_act (broadcast) * d_w (the
- * pair's, zmm24-25) and f = fma(d, float(lanes), f). fo gets the 16 float
+ * pair's, zmm24-25) and f = fma(d, float(lanes), f), from fi's 16 float
+ * accumulators (the slice before's, or zeros). fo gets the 16 float
  * accumulators (grid pair 0 tokens 0-3, pair 1, then delta). GCC 12 copied
  * each accumulator after its dot-product intrinsic and spilled the float
  * ones (and an asm statement takes at most 30 operands). */
@@ -213,28 +212,28 @@ static inline __m512 pair_d(float d0, float d1)
     "vmovdqa64 %%zmm" #a ", %%zmm" #b "\n\t"                                                              \
     "vmovdqa64 %%zmm" #a ", %%zmm" #d "\n\t"
 static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0, size_t st, const float *y0,
-                         size_t ys, int64_t nbl, float fo[16][16])
+                         size_t ys, int64_t nbl, const float fi[16][16], float fo[16][16])
 {
     const uint8_t *p3 = p0 + 3 * st;
     const float *y3 = (const float *)(const void *)((const char *)y0 + 3 * ys);
     int cnt;
     __attribute__((aligned(64))) float ds[8][16]; /* d of pair j, token t at 2 t + j */
-    __asm__ volatile("vmovups (%[fo]), %%zmm8\n\t"
-            "vmovups 64(%[fo]), %%zmm9\n\t"
-            "vmovups 128(%[fo]), %%zmm10\n\t"
-            "vmovups 192(%[fo]), %%zmm11\n\t"
-            "vmovups 256(%[fo]), %%zmm12\n\t"
-            "vmovups 320(%[fo]), %%zmm13\n\t"
-            "vmovups 384(%[fo]), %%zmm14\n\t"
-            "vmovups 448(%[fo]), %%zmm15\n\t"
-            "vmovups 512(%[fo]), %%zmm16\n\t"
-            "vmovups 576(%[fo]), %%zmm17\n\t"
-            "vmovups 640(%[fo]), %%zmm18\n\t"
-            "vmovups 704(%[fo]), %%zmm19\n\t"
-            "vmovups 768(%[fo]), %%zmm20\n\t"
-            "vmovups 832(%[fo]), %%zmm21\n\t"
-            "vmovups 896(%[fo]), %%zmm22\n\t"
-            "vmovups 960(%[fo]), %%zmm23\n\t"
+    __asm__ volatile("vmovups (%[fi]), %%zmm8\n\t"
+            "vmovups 64(%[fi]), %%zmm9\n\t"
+            "vmovups 128(%[fi]), %%zmm10\n\t"
+            "vmovups 192(%[fi]), %%zmm11\n\t"
+            "vmovups 256(%[fi]), %%zmm12\n\t"
+            "vmovups 320(%[fi]), %%zmm13\n\t"
+            "vmovups 384(%[fi]), %%zmm14\n\t"
+            "vmovups 448(%[fi]), %%zmm15\n\t"
+            "vmovups 512(%[fi]), %%zmm16\n\t"
+            "vmovups 576(%[fi]), %%zmm17\n\t"
+            "vmovups 640(%[fi]), %%zmm18\n\t"
+            "vmovups 704(%[fi]), %%zmm19\n\t"
+            "vmovups 768(%[fi]), %%zmm20\n\t"
+            "vmovups 832(%[fi]), %%zmm21\n\t"
+            "vmovups 896(%[fi]), %%zmm22\n\t"
+            "vmovups 960(%[fi]), %%zmm23\n\t"
             "3:\n\t"
             IQ1_START("w0", 0, 1, 2) "vmovdqa64 %%zmm0, %%zmm3\n\t"
             IQ1_START("w1", 4, 5, 6) "vmovdqa64 %%zmm4, %%zmm7\n\t"
@@ -277,12 +276,59 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             "vmovups %%zmm23, 960(%[fo])\n\t"
             : [cnt] "=&r"(cnt), [nb] "+r"(nbl), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3),
               [y0] "+r"(y0), [y3] "+r"(y3)
-            : [st] "r"(st), [ys] "r"(ys), [fo] "r"(fo), [ds] "r"(ds)
+            : [st] "r"(st), [ys] "r"(ys), [fi] "r"(fi), [fo] "r"(fo), [ds] "r"(ds)
             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
               "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
               "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "cc", "memory");
 }
 // clang-format on
+
+/* Row r, token t's output from a tile's accumulators: hsum_float_8(grid)
+ * + 1/8 hsum_float_8(delta), as vec_dot (whose compiler, like the
+ * reference's, makes that sum one fma). */
+static inline float finish_one(float fs[16][16], int r, int t)
+{
+    return fmaf(hsum_ps(_mm256_loadu_ps(fs[8 + 4 * (r / 2) + t] + 8 * (r % 2))), QUANT_IQ1_DELTA,
+                hsum_ps(_mm256_loadu_ps(fs[4 * (r / 2) + t] + 8 * (r % 2))));
+}
+
+/* hsum_float_8 of the two rows' 8 lanes in each of 4 vectors (pair 0,
+ * pair 1 of one token: fs[t], fs[4 + t]), 16 sums at once in hsum_ps's
+ * order: s_i = v_i + v_{i+4}, then (s_0 + s_2) + (s_1 + s_3), the token's
+ * row r in float 4 r of the result. */
+static inline __m512 hsum4x4(const float *f0, const float *f1)
+{
+    const __m512 a = _mm512_loadu_ps(f0), b = _mm512_loadu_ps(f1);
+    /* each 128-bit block: s of its row (blocks 0, 1: row 2j; 2, 3: 2j + 1) */
+    const __m512 sa = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 sb = _mm512_add_ps(b, _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 y = _mm512_shuffle_f32x4(sa, sb, _MM_SHUFFLE(2, 0, 2, 0)); /* rows 0, 1, 2, 3 */
+    const __m512 y2 = _mm512_add_ps(y, _mm512_permute_ps(y, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(y2, _mm512_permute_ps(y2, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* A full tile's 4 rows x 4 tokens of outputs (finish_one's, 16 at once),
+ * token t's at o + t * stride. */
+static inline void finish_full(float fs[16][16], float *o, int64_t stride)
+{
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int t = 0; t < TILE_T; t++) {
+        const __m512 g = hsum4x4(fs[t], fs[4 + t]), dl = hsum4x4(fs[8 + t], fs[12 + t]);
+        const __m512 r = _mm512_fmadd_ps(dl, _mm512_set1_ps(QUANT_IQ1_DELTA), g);
+        _mm_storeu_ps(o + t * stride, _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, r)));
+    }
+}
+
+/* A tile's outputs (finish_full for a full one) */
+static void finish(float fs[16][16], int nr, int nt, float *o, int64_t stride)
+{
+    if (nt == TILE_T && nr == 4)
+        finish_full(fs, o, stride);
+    else
+        for (int c = 0; c < nt; c++)
+            for (int r = 0; r < nr; r++)
+                o[c * stride + r] = finish_one(fs, r, c);
+}
 
 /* NP row pairs (wp: their panels, dw: the 2 * NP rows' d_w) against NT
  * tokens (a: their prepared bytes, y: their Q8_K rows for d_act), super-
@@ -292,9 +338,14 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
  * chunks of super-blocks that stay in L1. Always inlined with constant NP,
  * NT. */
 static inline __attribute__((always_inline)) void
-tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-        const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1, float fs[16][16])
+tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[GEMM_IQ_TILE_MAX],
+        const block_q8_K *const y[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,
+        int nr)
 {
+    /* the first slice's state: zeros (loads from a constant, where a memset
+     * of fs just before would stall their store forwarding) */
+    static const float zero[16][16] __attribute__((aligned(64)));
+    const float(*fi)[16] = i0 == 0 ? zero : (const float(*)[16])fs;
     /* the asm tile wants the tokens evenly spaced */
     const size_t st = (size_t)(a[1] - a[0]), ys = (size_t)((const char *)y[1] - (const char *)y[0]);
     bool even = NP == 2 && NT == 4;
@@ -303,7 +354,9 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
                (const char *)y[t] == (const char *)y[0] + (size_t)t * ys;
     if (even) {
         tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, &y[0][i0].d, ys,
-                     i1 - i0, fs);
+                     i1 - i0, fi, fs);
+        if (o)
+            finish(fs, nr, NT, o, stride);
         return;
     }
     __m512 f1[2][TILE_T], f2[2][TILE_T];
@@ -311,8 +364,8 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            f1[j][t] = _mm512_loadu_ps(fs[4 * j + t]);
-            f2[j][t] = _mm512_loadu_ps(fs[8 + 4 * j + t]);
+            f1[j][t] = _mm512_loadu_ps(fi[4 * j + t]);
+            f2[j][t] = _mm512_loadu_ps(fi[8 + 4 * j + t]);
         }
     for (int64_t i = i0; i < i1; i++) {
         __m512i acc[2][TILE_T], w[2];
@@ -373,16 +426,18 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
             _mm512_storeu_ps(fs[4 * j + t], f1[j][t]);
             _mm512_storeu_ps(fs[8 + 4 * j + t], f2[j][t]);
         }
+    if (o)
+        finish(fs, nr, NT, o, stride);
 }
 
-typedef void (*tile_fn)(const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[TILE_T],
-                        const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1, float fs[16][16]);
 #define TILE_FN(np, nt)                                                                                      \
     static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
-                                 const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],          \
-                                 int64_t i0, int64_t i1, float fs[16][16])                                   \
+                                 const uint8_t *const a[GEMM_IQ_TILE_MAX],                                   \
+                                 const block_q8_K *const y[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1,        \
+                                 float fs[16][16], float *o, int64_t stride, int nr, float scale)            \
     {                                                                                                        \
-        tile512(np, nt, wp, dw, a, y, i0, i1, fs);                                                           \
+        (void)scale;                                                                                         \
+        tile512(np, nt, wp, dw, a, y, i0, i1, fs, o, stride, nr);                                            \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
@@ -393,147 +448,34 @@ TILE_FN(2, 2)
 TILE_FN(2, 3)
 TILE_FN(2, 4)
 /* [row pairs - 1][tokens - 1] */
-static const tile_fn tiles[2][TILE_T] = {
+static const gemm_iq_tile_fn tiles[2][GEMM_IQ_TILE_MAX] = {
     {tile_1_1, tile_1_2, tile_1_3, tile_1_4},
     {tile_2_1, tile_2_2, tile_2_3, tile_2_4},
 };
 
-/* Row r, token t's output from a tile's accumulators: hsum_float_8(grid)
- * + 1/8 hsum_float_8(delta), as vec_dot (whose compiler, like the
- * reference's, makes that sum one fma). */
-static inline float finish_one(float fs[16][16], int r, int t)
-{
-    return fmaf(hsum_ps(_mm256_loadu_ps(fs[8 + 4 * (r / 2) + t] + 8 * (r % 2))), QUANT_IQ1_DELTA,
-                hsum_ps(_mm256_loadu_ps(fs[4 * (r / 2) + t] + 8 * (r % 2))));
-}
+/* Slices of SB_SLICE super-blocks keep a row group's panel (14 KB a slice)
+ * in L1 while a block's tiles of 4 rows x 4 tokens run over it: 22
+ * super-blocks a row (2048 x 5632) did not fit, 10 % slower. */
+#define SB_SLICE 8
 
-/* hsum_float_8 of the two rows' 8 lanes in each of 4 vectors (pair 0,
- * pair 1 of one token: fs[t], fs[4 + t]), 16 sums at once in hsum_ps's
- * order: s_i = v_i + v_{i+4}, then (s_0 + s_2) + (s_1 + s_3), the token's
- * row r in float 4 r of the result. */
-static inline __m512 hsum4x4(const float *f0, const float *f1)
-{
-    const __m512 a = _mm512_loadu_ps(f0), b = _mm512_loadu_ps(f1);
-    /* each 128-bit block: s of its row (blocks 0, 1: row 2j; 2, 3: 2j + 1) */
-    const __m512 sa = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
-    const __m512 sb = _mm512_add_ps(b, _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(2, 3, 0, 1)));
-    const __m512 y = _mm512_shuffle_f32x4(sa, sb, _MM_SHUFFLE(2, 0, 2, 0)); /* rows 0, 1, 2, 3 */
-    const __m512 y2 = _mm512_add_ps(y, _mm512_permute_ps(y, _MM_SHUFFLE(1, 0, 3, 2)));
-    return _mm512_add_ps(y2, _mm512_permute_ps(y2, _MM_SHUFFLE(2, 3, 0, 1)));
-}
-
-/* A full tile's 4 rows x 4 tokens of outputs (finish_one's, 16 at once),
- * token t's at o + t * stride. */
-static inline void finish_full(float fs[16][16], float *o, int64_t stride)
-{
-    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (int t = 0; t < TILE_T; t++) {
-        const __m512 g = hsum4x4(fs[t], fs[4 + t]), dl = hsum4x4(fs[8 + t], fs[12 + t]);
-        const __m512 r = _mm512_fmadd_ps(dl, _mm512_set1_ps(QUANT_IQ1_DELTA), g);
-        _mm_storeu_ps(o + t * stride, _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, r)));
-    }
-}
-
-/* Rows [r0, r1) against tokens [0, n_tok), in passes of tc tokens (their
- * prepared bytes); per pass, panels of pr rows (in pairs) written once;
- * per panel, blocks of TOK_BLK tokens (their bytes stay in L2), and per
- * block chunks of SB_CHUNK super-blocks, so that a row group's weights
- * (14 KB a chunk) stay in L1 while the block's tiles of 4 rows x 4 tokens
- * run over them: 22 super-blocks a row (2048 x 5632) did not fit, 10 %
- * slower. The tiles' float accumulators wait in fst between chunks; the
- * last chunk's become the outputs. */
-static void matmul512(const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1, const uint8_t *act,
-                      size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel, float *dw,
-                      uint8_t *tok, float (*fst)[16][16], int64_t pr, int tc)
-{
-    const size_t pair_bytes = (size_t)nbl * PAIR_SB, tok_bytes = (size_t)nbl * TOK_SB;
-#define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
-    for (int c0 = 0; c0 < n_tok; c0 += tc) {
-        const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
-        for (int t = 0; t < cn; t++)
-            prep_token(ACT(c0 + t), nbl, tok + (size_t)t * tok_bytes);
-        for (int64_t p0 = r0; p0 < r1; p0 += pr) {
-            const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
-            for (int64_t k = 0; k < np + np % 2; k++) { /* an odd last row fills its pair's second half too */
-                const int64_t kr = k < np ? k : np - 1;
-                write_pair_row((const block_iq1_m *)(const void *)(wd + (size_t)(p0 + kr) * rs), nbl,
-                               panel + (size_t)(k / 2) * pair_bytes, (int)(k % 2), dw + k * nbl);
-            }
-            for (int b0 = 0; b0 < cn; b0 += TOK_BLK) {
-                const int bn = cn - b0 < TOK_BLK ? cn - b0 : TOK_BLK;
-                for (int64_t i0 = 0; i0 < nbl; i0 += SB_CHUNK) {
-                    const int64_t i1 = nbl - i0 < SB_CHUNK ? nbl : i0 + SB_CHUNK;
-                    for (int64_t k = 0; k < np; k += 4) {
-                        const int nr = np - k < 4 ? (int)(np - k) : 4;
-                        const uint8_t *wp[2] = {panel + (size_t)(k / 2) * pair_bytes,
-                                                panel + (size_t)(k / 2 + (nr > 2)) * pair_bytes};
-                        const float *dr[4];
-                        for (int j = 0; j < 4; j++)
-                            dr[j] = dw + (k + (j < nr + nr % 2 ? j : 0)) * nbl;
-                        for (int t0 = b0; t0 < b0 + bn; t0 += TILE_T) {
-                            const int nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
-                            const uint8_t *a[TILE_T];
-                            const block_q8_K *y[TILE_T];
-                            for (int j = 0; j < TILE_T; j++) {
-                                const int tt = t0 + (j < nt ? j : nt - 1);
-                                a[j] = tok + (size_t)tt * tok_bytes;
-                                y[j] = ACT(c0 + tt);
-                            }
-                            float(*fs)[16] = fst[(k / 4) * (TOK_BLK / TILE_T) + (t0 - b0) / TILE_T];
-                            if (i0 == 0)
-                                memset(fs, 0, sizeof(float[16][16]));
-                            tiles[nr > 2][nt - 1](wp, dr, a, y, i0, i1, fs);
-                            if (i1 < nbl)
-                                continue;
-                            float *o0 = out + (int64_t)(c0 + t0) * out_stride + p0 + k;
-                            if (nt == TILE_T && nr == 4)
-                                finish_full(fs, o0, out_stride);
-                            else
-                                for (int c = 0; c < nt; c++)
-                                    for (int r = 0; r < nr; r++)
-                                        o0[c * out_stride + r] = finish_one(fs, r, c);
-                        }
-                    }
-                }
-            }
-        }
-    }
-#undef ACT
-}
+static const struct gemm_iq_kind iq1_m_kind = {
+    .tile_t = TILE_T,
+    .pair_sb = PAIR_SB,
+    .tok_sb = TOK_SB,
+    .tok_blk = 64,
+    .sb_slice = SB_SLICE,
+    .write_row = write_pair_row,
+    .prep = prep_token,
+    .tiles = tiles,
+};
 #endif
 
-bool gemm_iq1_matmul(enum tensor_type type, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
-                     const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+const struct gemm_iq_kind *gemm_iq1_kind(enum tensor_type type)
 {
 #ifdef GEMM_IQ1
-    if (!gemm_iq1_supports(type))
-        return false;
-    if (r0 >= r1 || n_tok < 1)
-        return true;
-    const size_t row_sb = PAIR_SB / 2;
-    int64_t pr = PANEL_BYTES / ((int64_t)row_sb * nbl);
-    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
-    if (pr > r1 - r0)
-        pr = r1 - r0;
-    const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs */
-    const size_t panel_bytes = ((size_t)prp * (size_t)nbl * row_sb + 63) & ~(size_t)63;
-    const size_t dw_bytes = ((size_t)prp * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
-    int tc = (int)(ACT_BYTES / (nbl * TOK_SB));
-    tc = tc < TILE_T ? TILE_T : tc;
-    if (tc > n_tok)
-        tc = n_tok;
-    const size_t tok_bytes = (size_t)tc * (size_t)nbl * TOK_SB;
-    const size_t fst_bytes = (size_t)((prp + 3) / 4) * (TOK_BLK / TILE_T) * sizeof(float[16][16]);
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + fst_bytes);
-    if (!scr)
-        return false;
-    matmul512(wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, scr,
-              (float *)(void *)(scr + panel_bytes), scr + panel_bytes + dw_bytes,
-              (float(*)[16][16])(void *)(scr + panel_bytes + dw_bytes + tok_bytes), pr, tc);
-    return true;
+    return type == TENSOR_TYPE_IQ1_M ? &iq1_m_kind : NULL;
 #else
-    (void)type, (void)wd, (void)rs, (void)nbl, (void)r0, (void)r1, (void)act, (void)act_stride, (void)n_tok;
-    (void)out, (void)out_stride;
-    return false;
+    (void)type;
+    return NULL;
 #endif
 }

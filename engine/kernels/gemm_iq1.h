@@ -6,19 +6,17 @@
 #define TOKSCOPE_GEMM_IQ1_H
 
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
 #include "gguf/tensor.h"
 
 /* True when this build has the IQ1 GEMM for type (AVX-512 VNNI, IQ1_M). */
 bool gemm_iq1_supports(enum tensor_type type);
 
-/* gemm_iq_matmul's contract for an IQ1 type: rows [r0, r1) of the weights
- * wd (rows rs bytes apart, nbl super-blocks each) against n_tok Q8_K rows;
- * false (nothing written) when gemm_iq1_supports fails or there is no
- * scratch memory. */
-bool gemm_iq1_matmul(enum tensor_type type, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
-                     const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride);
+struct gemm_iq_kind;
+
+/* The IQ1 type's part of the shared GEMM driver (gemm_iq_drive.h): its
+ * panel, token bytes, tiles and outputs; NULL when gemm_iq1_supports
+ * fails. */
+const struct gemm_iq_kind *gemm_iq1_kind(enum tensor_type type);
 
 #endif

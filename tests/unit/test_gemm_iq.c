@@ -118,9 +118,28 @@ static bool absent_here(enum tensor_type t)
     return true;
 }
 
+/* Activations at full scale with the signs of row c % rows's weights
+ * (token c's even super-blocks) or the opposite ones (odd), so that its
+ * 4-value lane sums against that row reach +-127 x 4 x the type's largest
+ * magnitude: the packed-scale panel's int16 bound (gemm_iq.c). */
+static void extreme_acts(enum tensor_type t, const uint8_t *w, size_t rs, int64_t rows, uint8_t *a, int64_t n,
+                         int nt, size_t stride)
+{
+    float *x = malloc((size_t)n * sizeof *x), *wf = malloc((size_t)n * sizeof *wf);
+    for (int c = 0; c < nt; c++) {
+        tensor_dequantize_row(t, w + rs * (size_t)(c % rows), wf, n);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = ((wf[i] > 0) == ((i / QK_K) % 2 == 0) ? 1.0f : -1.0f) * (float)(1 + c % 3);
+        tensor_quantize_row(TENSOR_TYPE_Q8_K, x, a + stride * (size_t)c, n);
+    }
+    free(x);
+    free(wf);
+}
+
 /* One case: rows x n weights against nt tokens, computed in two row ranges
- * split at cut, into an output with stride ostride > rows. */
-static void check_case(enum tensor_type t, int64_t n, int64_t rows, int nt, int64_t cut)
+ * split at cut, into an output with stride ostride > rows; extreme: the
+ * activations from extreme_acts. */
+static void check_case_acts(enum tensor_type t, int64_t n, int64_t rows, int nt, int64_t cut, bool extreme)
 {
     if (absent_here(t))
         return;
@@ -129,7 +148,10 @@ static void check_case(enum tensor_type t, int64_t n, int64_t rows, int nt, int6
     uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(as * (size_t)nt);
     float *out = malloc(sizeof(float) * (size_t)(ostride * nt)), *want = malloc(sizeof(float) * (size_t)(rows * nt));
     random_weights(t, w, rs * (size_t)rows);
-    random_acts(a, n, nt, as);
+    if (extreme)
+        extreme_acts(t, w, rs, rows, a, n, nt, as);
+    else
+        random_acts(a, n, nt, as);
     for (int64_t i = 0; i < ostride * nt; i++)
         out[i] = -1e30f;
     const gguf_tensor wt = weight(t, w, n, rows);
@@ -162,6 +184,22 @@ static void check_case(enum tensor_type t, int64_t n, int64_t rows, int nt, int6
     free(a);
     free(out);
     free(want);
+}
+
+static void check_case(enum tensor_type t, int64_t n, int64_t rows, int nt, int64_t cut)
+{
+    check_case_acts(t, n, rows, nt, cut, false);
+}
+
+/* The lanes' int16 bound (IQ2 and IQ3 types: 4 x 127 x 43, 15, 62) reached
+ * in the asm tiles (16 tokens: two full tiles) and the C ones (13). */
+static void test_extremes(void **state)
+{
+    (void)state;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        check_case_acts(types[ti], QK_K * 2, 8, 16, 4, true);
+        check_case_acts(types[ti], QK_K * 3, 7, 13, 3, true);
+    }
 }
 
 static void test_random_shapes(void **state)
@@ -226,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_panels),
+        cmocka_unit_test(test_extremes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
