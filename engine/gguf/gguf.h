@@ -47,6 +47,19 @@ typedef struct gguf_tensor {
     int64_t n_elements;
 } gguf_tensor;
 
+/* Matrix i2 of a 3-D weight (a MoE expert) as a 2-D tensor of its own: the
+ * kernels that take plain matrices take it as they are. */
+static inline gguf_tensor gguf_tensor_matrix(const gguf_tensor *w, int64_t i2)
+{
+    gguf_tensor v = *w;
+    v.nbytes = w->nbytes / (size_t)(w->ne[2] > 0 ? w->ne[2] : 1);
+    v.data = (const uint8_t *)w->data + (size_t)i2 * v.nbytes;
+    v.ne[2] = 1;
+    v.n_dims = 2;
+    v.n_elements = w->ne[0] * w->ne[1];
+    return v;
+}
+
 typedef struct gguf_ctx gguf_ctx;
 
 #define GGUF_DEFAULT_ALIGNMENT 32

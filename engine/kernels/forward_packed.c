@@ -54,6 +54,7 @@ enum {
     Q8_0_PB = PACKED_Q8_0_PB,
     MXFP4_NIB = 256,
     MXFP4_PB = MXFP4_NIB + 16, /* + 16 scale bytes */
+    MXFP4_REG_TOK = 8,         /* MXFP4 tokens decoded in registers; more go to the GEMM */
 };
 
 static bool is_q4_K(const gguf_tensor *w)
@@ -746,7 +747,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
      * groups once for all tiles of 8 tokens; up to 8 tokens decode each
      * group in registers instead (one tile: a panel would be written and
      * read back once) */
-    if (w->type == TENSOR_TYPE_MXFP4 && n_tok > 8 &&
+    if (w->type == TENSOR_TYPE_MXFP4 && n_tok > MXFP4_REG_TOK &&
         gemm_mxfp4_packed_matmul(packed, nb, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
     for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
@@ -805,15 +806,15 @@ void packed_expert_matmul(const gguf_tensor *w, const uint8_t *packed, int32_t e
                           const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     /* expert e's matrix as a 2-D weight, its groups from e * ne[1] / 16 on */
-    gguf_tensor v = *w;
-    v.ne[2] = 1;
-    v.n_dims = 2;
-    v.nbytes = w->nbytes / (size_t)w->ne[2];
-    v.n_elements = w->ne[0] * w->ne[1];
-    v.data = (const uint8_t *)w->data + (size_t)e * v.nbytes;
+    const gguf_tensor v = gguf_tensor_matrix(w, e);
     const uint8_t *pe = packed + (size_t)e * (size_t)(w->ne[1] / PACKED_ROWS) * group_bytes(w);
-    /* the side data of the tokens (the GEMM makes its own, but takes the
-     * row kernels' way where it gets no scratch) */
+#ifdef PK_AVX512
+    /* MXFP4 prompts: the GEMM makes its own token data, so the side data
+     * below is made only where it does not run (few tokens, no scratch) */
+    if (v.type == TENSOR_TYPE_MXFP4 && n_tok > MXFP4_REG_TOK &&
+        gemm_mxfp4_packed_matmul(pe, blocks_per_row(&v), r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
+#endif
     const size_t eb = packed_act_bytes(&v) * (size_t)n_tok;
     uint8_t stack[4096] __attribute__((aligned(64)));
     uint8_t *extra = eb > sizeof stack ? aligned_alloc(64, (eb + 63) & ~(size_t)63) : stack;

@@ -209,13 +209,7 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
                           int n_tok, float *out, int64_t out_stride)
 {
     /* expert e's matrix, as a 2-D weight the dense kernels know */
-    gguf_tensor v = *w;
-    const size_t per = w->nbytes / (size_t)w->ne[2];
-    v.data = (const uint8_t *)w->data + (size_t)e * per;
-    v.ne[2] = 1;
-    v.n_dims = 2;
-    v.nbytes = per;
-    v.n_elements = w->ne[0] * w->ne[1];
+    const gguf_tensor v = gguf_tensor_matrix(w, e);
     const int64_t n = w->ne[0];
     /* A type the reference repacks on its AVX-512 machine (ggml-cpu/repack.cpp:
      * Q4_0, MXFP4, Q4_K, Q2_K, IQ4_NL here) takes these first branches with
