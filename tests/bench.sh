@@ -178,8 +178,10 @@ if sys.argv[8]:  # section 9 keeps every result
 # attention and fused MoE on), the faster of the two per test as JSON lines
 # with llama-bench's keys (repack: which one won), into IK_OUT; IK_NOTE says
 # why there is nothing. ik's llama-bench has no -d: "-p 0 -n N -d D" becomes
-# its "-gp D,N" (D prompt tokens, untimed, then N generated: tgN @ dD); a
-# prompt test at a depth has no counterpart there.
+# its "-gp D,N" (D prompt tokens, untimed, then N generated: tgN @ dD), and
+# "-p P -n 0 -d D" a run of its llama-sweep-bench (IK_SWEEP, beside
+# IK_BENCH) per repetition: batches of P from position 0 up to D + P, the
+# one at position D timed (ppP @ dD; D a multiple of P).
 ik_run() {
     m=$1
     shift
@@ -204,7 +206,8 @@ ik_run() {
             ;;
         esac
         if [ "$ik_p" != 0 ]; then
-            IK_NOTE="cannot: no prompt test at a depth (its llama-bench has no -d)"
+            # shellcheck disable=SC2086 # the option list is meant to split
+            ik_sweep "$m" "$ik_p" "$ik_d" $ik_rest
             return
         fi
         ik_tests="-p 0 -n 0 -gp $ik_d,$ik_n"
@@ -219,7 +222,13 @@ ik_run() {
         ik_json="$ik_json$j
 "
     done
-    IK_OUT=$(printf '%s' "$ik_json" | python3 -c "
+    IK_OUT=$(printf '%s' "$ik_json" | ik_best)
+}
+
+# ik_best: llama-bench's JSON arrays (ik's, or ik_sweep's in their shape) on
+# stdin, the faster of each test as one JSON line
+ik_best() {
+    python3 -c "
 import json, re, sys
 best, text, at, arrays = {}, sys.stdin.read(), 0, []
 # each run prints one JSON array; keep the faster per test
@@ -229,7 +238,7 @@ while text.find('[', at) >= 0:
 for arr in arrays:
     for d in arr:
         g = re.fullmatch(r'tg(\d+)@pp(\d+)', d['test'])
-        d['n_depth'] = int(g.group(2)) if g else 0
+        d['n_depth'] = int(g.group(2)) if g else d.get('n_depth', 0)
         if g:
             d['n_prompt'] = 0
         k = (d['n_prompt'], d['n_gen'], d['n_depth'], d['type_k'], d['type_v'])
@@ -237,7 +246,58 @@ for arr in arrays:
             best[k] = d
 for d in best.values():
     print(json.dumps({f: d[f] for f in ('model_filename', 'n_prompt', 'n_gen', 'n_depth', 'n_threads', 'type_k',
-        'type_v', 'avg_ts', 'stddev_ts', 'repack')}))")
+        'type_v', 'avg_ts', 'stddev_ts', 'repack')}))"
+}
+
+# ik_sweep MODEL P D ARGS...: ppP @ dD by ik's llama-sweep-bench (IK_SWEEP),
+# REPS runs with -rtr 0 and REPS with -rtr 1 (a flag there), into IK_OUT as
+# ik_run's; only -ctk and -ctv of ARGS carry over
+ik_sweep() {
+    m=$1 sw_p=$2 sw_d=$3 sw_k=f16 sw_v=f16
+    shift 3
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        -ctk) sw_k=$2 ;;
+        -ctv) sw_v=$2 ;;
+        esac
+        shift 2
+    done
+    IK_SWEEP=${IK_SWEEP:-$(dirname "$IK_BENCH")/llama-sweep-bench}
+    if [ ! -x "$IK_SWEEP" ]; then
+        IK_NOTE="cannot: no prompt test at a depth in its llama-bench, and no $IK_SWEEP"
+        return
+    fi
+    if [ $((sw_d % sw_p)) != 0 ]; then
+        IK_NOTE="cannot: its llama-sweep-bench steps by $sw_p, depth $sw_d is not a multiple"
+        return
+    fi
+    ik_json=""
+    for rtr in "" -rtr; do
+        speeds=""
+        for _ in $(seq "$REPS"); do
+            # shellcheck disable=SC2086 # an empty $rtr is no argument
+            s=$("$IK_SWEEP" -m "$m" -c $((sw_d + sw_p)) -ub "$sw_p" -n 1 --sweep-stride $((sw_d / sw_p)) \
+                --output-format jsonl -t "$THREADS" -tb "$THREADS" -ctk "$sw_k" -ctv "$sw_v" $rtr \
+                --log-file "${TMPDIR:-/tmp}/tokscope-ik-sweep" 2>&1 |
+                python3 -c "
+import json, sys
+for l in sys.stdin:
+    if l.startswith('{') and json.loads(l)['n_kv'] == $sw_d:
+        print(json.loads(l)['speed_pp'])") || s=""
+            [ -n "$s" ] || { IK_NOTE="failed (llama-sweep-bench ${rtr:--rtr 0})"; continue; }
+            speeds="$speeds $s"
+        done
+        [ -n "$speeds" ] || continue
+        # shellcheck disable=SC2086 # the list is meant to split
+        ik_json="$ik_json$(python3 -c "
+import json, statistics, sys
+v = [float(x) for x in sys.argv[2:]]
+print(json.dumps([{'model_filename': sys.argv[1], 'test': 'pp$sw_p', 'n_prompt': $sw_p, 'n_gen': 0, 'n_depth': $sw_d,
+    'n_threads': $THREADS, 'type_k': '$sw_k', 'type_v': '$sw_v', 'avg_ts': statistics.mean(v),
+    'stddev_ts': statistics.stdev(v) if len(v) > 1 else 0.0, 'repack': '$rtr' != ''}]))" "$m" $speeds)
+"
+    done
+    IK_OUT=$(printf '%s' "$ik_json" | ik_best)
 }
 
 # run ARGS...: tokscope bench with these tests, then llama-bench with the
