@@ -384,6 +384,30 @@ static void test_expf_scaling_bits(void **s)
  * together: each head's result the same bits as that head alone, for every
  * K/V type pair the cache offers, with and without a window, and one head's
  * numbers untouched by the others'. */
+/* The tiled kernel's K and V tiles start on a 64-byte line whatever n_ctx is
+ * (bench's n_ctx is prompt + depth + 1): a straddling tile made every 512-bit
+ * load of pp512 @ d4096 split in two, a quarter of the step's time. */
+static void test_scratch_lines(void **state)
+{
+    (void)state;
+    const uint32_t ctxs[] = {640, 4609, 8705, 17};
+    const int hds[] = {64, 128, 80, 72};
+    for (size_t c = 0; c < sizeof ctxs / sizeof *ctxs; c++)
+        for (size_t h = 0; h < sizeof hds / sizeof *hds; h++) {
+            const size_t n = attn_scratch_floats(hds[h], ctxs[c], 4);
+            float *buf = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+            uint16_t half[2 * 128];
+            attn_scratch s;
+            attn_scratch_init(&s, buf, half, hds[h], ctxs[c]);
+            assert_int_equal((uintptr_t)s.tile % 64, 0);
+            assert_true(s.part >= s.scores + ctxs[c] && s.tile >= s.part + hds[h]);
+            /* the tiles, kq, krow, and 4 heads' vkq, M and S fit */
+            assert_true(s.tile + 2 * ATTN_TILE * hds[h] + ATTN_TILE + hds[h] + 4 * ATTN_TILE * (hds[h] + 2) <=
+                        buf + n);
+            free(buf);
+        }
+}
+
 static void test_generic_heads(void **state)
 {
     (void)state;
@@ -456,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_tile_heads),
         cmocka_unit_test(test_view_and_choice),
         cmocka_unit_test(test_generic_heads),
+        cmocka_unit_test(test_scratch_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
