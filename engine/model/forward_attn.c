@@ -587,6 +587,36 @@ static void pv_tile(float *acc, const float *vt, int hd, const float *kq)
 }
 
 #ifdef ATTN_AVX512
+/* P.V of four queries for the head elements [d, d + 16 * w): 4 * w chains
+ * over the tile's keys side by side, each in key order; a NULL acc is a
+ * missing query (its chains run on a copy of another's p and are dropped). */
+static inline __attribute__((always_inline)) void pv_queries4(float *const acc[4], const float *const p[4],
+                                                              const float *vt, int hd, int d, int w)
+{
+    __m512 o[4][4];
+    for (int k = 0; k < 4; k++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < w; c++)
+            o[k][c] = acc[k] ? _mm512_loadu_ps(acc[k] + d + 16 * c) : _mm512_setzero_ps();
+    for (int j = 0; j < ATTN_TILE; j++) {
+        __m512 v[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < w; c++)
+        {
+            v[c] = _mm512_loadu_ps(vt + (size_t)j * hd + d + 16 * c);
+            __asm__("" : "+v"(v[c])); /* loaded once, not once per query */
+        }
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
+            const __m512 pj = _mm512_set1_ps(p[k][j]);
+            _Pragma("GCC unroll 4") for (int c = 0; c < w; c++)
+                o[k][c] = _mm512_fmadd_ps(v[c], pj, o[k][c]);
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        if (acc[k])
+            for (int c = 0; c < w; c++)
+                _mm512_storeu_ps(acc[k] + d + 16 * c, o[k][c]);
+}
+
 /* Up to four queries (numbers idx[0..n)) against one tile, with the steps
  * of kq_tile, tile_softmax and pv_tile for each: the queries' chains run
  * side by side (16 keys or head elements per register), which keeps every
@@ -612,7 +642,13 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
         /* unrolled, or GCC copies the tile row through the stack in halves
          * and reloads it whole (a store-forwarding stall per row) */
         __m512 kd[C];
-        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) kd[c] = _mm512_loadu_ps(kt + (size_t)d * T + 16 * c);
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+        {
+            kd[c] = _mm512_loadu_ps(kt + (size_t)d * T + 16 * c);
+            /* in a register: folded into each FMA, every row was loaded
+             * four times, and the loads, not the FMAs, set the pace */
+            __asm__("" : "+v"(kd[c]));
+        }
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         {
             const __m512 qd = _mm512_set1_ps(qr[k][d]);
@@ -627,30 +663,18 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
         (void)tile_softmax(kq[k], ic, window_lo(kv, pos), pos, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
     }
     float *acc[4];
-    for (int k = 0; k < 4; k++)
+    const float *p[4];
+    for (int k = 0; k < 4; k++) {
         acc[k] = k < n ? vkq + (size_t)idx[k] * hd : NULL;
-    for (int d = 0; d < hd; d += 32) {
-        /* 32 head elements (or the last 16) of four queries: 8 chains */
-        const int w = hd - d >= 32 ? 2 : 1;
-        __m512 o[4][2];
-        for (int k = 0; k < 4; k++)
-            for (int c = 0; c < 2; c++)
-                o[k][c] = acc[k] && c < w ? _mm512_loadu_ps(acc[k] + d + 16 * c) : _mm512_setzero_ps();
-        for (int j = 0; j < T; j++) {
-            const __m512 v0 = _mm512_loadu_ps(vt + (size_t)j * hd + d);
-            const __m512 v1 = w == 2 ? _mm512_loadu_ps(vt + (size_t)j * hd + d + 16) : v0;
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-            {
-                const __m512 pj = _mm512_set1_ps(kq[k < n ? k : 0][j]);
-                o[k][0] = _mm512_fmadd_ps(v0, pj, o[k][0]);
-                o[k][1] = _mm512_fmadd_ps(v1, pj, o[k][1]);
-            }
-        }
-        for (int k = 0; k < 4; k++)
-            for (int c = 0; c < w; c++)
-                if (acc[k])
-                    _mm512_storeu_ps(acc[k] + d + 16 * c, o[k][c]);
+        p[k] = kq[k < n ? k : 0];
     }
+    int d = 0;
+    for (; d + 64 <= hd; d += 64)
+        pv_queries4(acc, p, vt, hd, d, 4);
+    for (; d + 32 <= hd; d += 32)
+        pv_queries4(acc, p, vt, hd, d, 2);
+    for (; d < hd; d += 16)
+        pv_queries4(acc, p, vt, hd, d, 1);
 }
 #endif
 

@@ -303,6 +303,72 @@ static void test_tile_heads(void **state)
     fixture_free(&fx);
 }
 
+/* ggml's tiled kernel (ops.cpp, flash_attn_ext tiled: simd_gemm's FMA
+ * chains, the online softmax of ggml_vec_soft_max_f32) written out one
+ * query at a time, the order attn_tile must keep however it interleaves
+ * queries: K.Q an fmaf chain over the head, times the scale; per 64-key
+ * tile the maximum, a libm expf rescale when it grows, 16-lane exps summed
+ * per group in double; P.V an fmaf chain per output over the tile's keys. */
+static void ref_tile_query(const attn_kv *kv, const float *q, int32_t pos, float *out)
+{
+    const int hd = kv->hd;
+    const uint16_t *k = kv->k, *v = kv->v;
+    float acc[256] = {0}, kq[ATTN_TILE], M = -INFINITY, S = 0.0f;
+    for (int32_t ic = 0; ic <= pos; ic += ATTN_TILE) {
+        float tmax = -INFINITY;
+        for (int j = 0; j < ATTN_TILE; j++) {
+            float a = 0.0f;
+            for (int d = 0; d < hd; d++)
+                a = fmaf(tensor_fp16_to_fp32(k[(ic + j) * kv->stride + d]), q[d], a);
+            kq[j] = ic + j > pos ? -INFINITY : a * kv->scale;
+            tmax = fmaxf(tmax, kq[j]);
+        }
+        const float Mnew = fmaxf(M, tmax);
+        if (Mnew > M) {
+            const float ms = expf(M - Mnew);
+            for (int d = 0; d < hd; d++)
+                acc[d] *= ms;
+            S *= ms;
+        }
+        M = Mnew;
+        double sum = 0.0;
+        for (int j = 0; j < ATTN_TILE; j += 16) {
+            for (int l = 0; l < 16; l++)
+                kq[j + l] = v_expf(kq[j + l] - Mnew);
+            sum += (double)red16(kq + j);
+        }
+        S = (float)((double)S + sum);
+        for (int d = 0; d < hd; d++)
+            for (int j = 0; j < ATTN_TILE && ic + j <= pos; j++)
+                acc[d] = fmaf(tensor_fp16_to_fp32(v[(ic + j) * kv->stride + d]), kq[j], acc[d]);
+    }
+    for (int d = 0; d < hd; d++)
+        out[d] = acc[d] * (S == 0.0f ? 0.0f : 1.0f / S);
+}
+
+/* attn_tile (four queries at a time on AVX-512, their chains interleaved)
+ * gives ref_tile_query's bits for every query head and row. */
+static void test_tile_reference_bits(void **state)
+{
+    (void)state;
+    const int hds[] = {64, 128, 32, 48};
+    for (size_t t = 0; t < sizeof hds / sizeof *hds; t++) {
+        fixture fx;
+        fixture_init(&fx, hds[t]);
+        const int hd = fx.hd, heads = 2, rows = hd == 128 ? 40 : 61, stride = heads * hd;
+        const attn_kv kv = view(&fx, 1, true);
+        float *q = fx.q, *a = fx.a, *b = fx.b;
+        for (int i = 0; i < rows * stride; i++)
+            q[i] = rnd() * 2.0f;
+        attn_tile(&kv, q, stride, heads, rows, 250, &fx.s, a, stride);
+        for (int r = 0; r < rows; r++)
+            for (int g = 0; g < heads; g++)
+                ref_tile_query(&kv, q + r * stride + g * hd, 250 + r, b + r * stride + g * hd);
+        assert_memory_equal(a, b, sizeof(float) * (size_t)(rows * stride));
+        fixture_free(&fx);
+    }
+}
+
 static void test_view_and_choice(void **state)
 {
     (void)state;
@@ -478,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_tile_grouping),
         cmocka_unit_test(test_tile_heads),
+        cmocka_unit_test(test_tile_reference_bits),
         cmocka_unit_test(test_view_and_choice),
         cmocka_unit_test(test_generic_heads),
         cmocka_unit_test(test_scratch_lines),
