@@ -79,16 +79,16 @@ static inline __attribute__((always_inline)) __m512 dot_lanes(const float *k, co
 /* The horizontal sums of 16 vectors, lane l of the result being v[l]'s
  * _mm512_reduce_add_ps: halves of 8, then of 4, then (0+2) + (1+3), the
  * same additions for all 16 at once. */
-static inline __m512 reduce16(__m512 v[16])
+static inline __attribute__((always_inline)) __m512 reduce16(__m512 v[16])
 {
     __m512 w[8], x[4], y[2];
-    for (int m = 0; m < 8; m++) /* lanes 0-7: v[2m]'s 8 sums, 8-15: v[2m+1]'s */
+    _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++) /* lanes 0-7: v[2m]'s 8 sums, 8-15: v[2m+1]'s */
         w[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
                              _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
-    for (int m = 0; m < 4; m++) /* 128-bit lane q: key 4m + q's 4 sums */
+    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) /* 128-bit lane q: key 4m + q's 4 sums */
         x[m] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                              _mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    for (int m = 0; m < 2; m++) /* lane q: (0+2), (1+3) of keys 8m + q, 8m + 4 + q */
+    _Pragma("GCC unroll 2") for (int m = 0; m < 2; m++) /* lane q: (0+2), (1+3) of keys 8m + q, 8m + 4 + q */
         y[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     /* element 4q + e: key 4e + q */
@@ -119,8 +119,14 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
         __m512 Mv = _mm512_set1_ps(M[h]);
         for (int j = 0; j < nb16; j += 16) {
             __m512 v[16];
-            for (int l = 0; l < 16; l++)
-                v[l] = j + l < nb ? dot_lanes(kf + (size_t)(j + l) * hd, qh, hd) : _mm512_setzero_ps();
+            if (nb - j >= 16) {
+                /* whole groups unrolled: the 16 sums stay in registers */
+                _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++)
+                    v[l] = dot_lanes(kf + (size_t)(j + l) * hd, qh, hd);
+            } else {
+                for (int l = 0; l < 16; l++)
+                    v[l] = j + l < nb ? dot_lanes(kf + (size_t)(j + l) * hd, qh, hd) : _mm512_setzero_ps();
+            }
             __m512 s = _mm512_mul_ps(reduce16(v), scale);
             if (nb - j < 16) /* keys past the block: -inf, never a new maximum */
                 s = _mm512_mask_mov_ps(ninf, (__mmask16)((1u << (nb - j)) - 1u), s);
