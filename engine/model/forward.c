@@ -445,20 +445,20 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
          * writing one line (16 bytes apart for stories260K's 8-wide heads)
          * made the attention a third slower */
         f->attn_floats = attn_scratch_floats((int)max_hd, p.n_ctx, f->n_group);
-        /* the group and quant kernels take some head sizes only: both kinds'
-         * must; the grouped and quantized AVX-512 kernels have no attention sinks */
+        /* the group and quant kernels take some head sizes only, each kind
+         * of layer its own (Gemma 4: 512 on full layers, 256 on sliding
+         * ones); the grouped and quantized AVX-512 kernels have no attention sinks */
         const bool sinks = f->w->layers[0].attn_sinks != NULL;
-        f->attn_group = f->attn_quant = !sinks;
         for (int kind = 0; kind < 2; kind++) {
             const int hd = (int)(kind ? hp->head_dim_swa : hp->head_dim);
             const attn_kv probe = {.f16 = p.kv_type == TENSOR_TYPE_F16, .generic = f->kv_generic, .hd = hd};
-            f->attn_group = f->attn_group && attn_group_ok(&probe);
+            f->attn_group[kind] = !sinks && attn_group_ok(&probe);
             const attn_kv probe_q = {.generic = f->kv_generic, .k_type = p.kv_type, .v_type = p.v_type, .hd = hd};
-            f->attn_quant = f->attn_quant && attn_quant_ok(&probe_q);
+            f->attn_quant[kind] = !sinks && attn_quant_ok(&probe_q);
         }
-        if (f->attn_group && attn_group_scratch_floats((int)max_hd) > f->attn_floats)
+        if ((f->attn_group[0] || f->attn_group[1]) && attn_group_scratch_floats((int)max_hd) > f->attn_floats)
             f->attn_floats = attn_group_scratch_floats((int)max_hd);
-        if (f->attn_quant && attn_quant_scratch_floats((int)max_hd) > f->attn_floats)
+        if ((f->attn_quant[0] || f->attn_quant[1]) && attn_quant_scratch_floats((int)max_hd) > f->attn_floats)
             f->attn_floats = attn_quant_scratch_floats((int)max_hd);
         f->attn_floats = (f->attn_floats + 15) & ~(size_t)15;
         f->attn_halfs = (2 * (size_t)max_hd + 31) & ~(size_t)31;
@@ -710,12 +710,13 @@ struct attn_plan {
 static struct attn_plan attn_plan(const forward_ctx *f, int n_tok, uint32_t il)
 {
     struct attn_plan p = {ATTN_ONE, 1, 1, 0};
+    const int kind = f->hp.swa_layer[il] ? 1 : 0; /* model_head_dim: head_dim_swa or head_dim */
     if (!f->kv_generic && attn_use_tiled(n_tok, (int)forward_hd(f, il))) {
         p.mode = ATTN_TILED;
         p.rows = ATTN_TILE;
         p.heads = forward_group(f, il);
-    } else if (f->attn_group || f->attn_quant || f->kv_generic) {
-        p.mode = f->attn_group ? ATTN_GROUP : f->attn_quant ? ATTN_QUANT : ATTN_GENERIC;
+    } else if (f->attn_group[kind] || f->attn_quant[kind] || f->kv_generic) {
+        p.mode = f->attn_group[kind] ? ATTN_GROUP : f->attn_quant[kind] ? ATTN_QUANT : ATTN_GENERIC;
         /* as few blocks as keep every thread busy */
         int hb = forward_group(f, il);
         while (hb > ATTN_GROUP_MAX || (hb % 2 == 0 && (int64_t)n_tok * f->hp.n_head / hb < 2 * f->n_threads))

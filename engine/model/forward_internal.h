@@ -153,8 +153,10 @@ struct forward_ctx {
     size_t k_row, v_row;   /* bytes per cache row (all KV heads of a position) */
     size_t k_head, v_head; /* bytes of one head within a row */
     bool kv_generic;       /* not one F16/F32 type: ggml's one-chunk kernel only (attn_kv.generic) */
-    bool attn_group;       /* single queries run per KV head (attn_group_*) */
-    bool attn_quant;       /* a quantized cache's queries run 16 at a time (attn_quant_*) */
+    /* [0]: layers of head_dim, [1]: of head_dim_swa (Gemma 4's 512 and 256:
+     * the kernels take some sizes only, so a model may use them on one kind) */
+    bool attn_group[2]; /* single queries run per KV head (attn_group_*) */
+    bool attn_quant[2]; /* a quantized cache's queries run 16 at a time (attn_quant_*) */
     /* [n_layer] -> head-major: KV head h's row at position p is at
      * (h * n_ctx + p) * k_head bytes (so attention reads each head's keys
      * as one stream) */
