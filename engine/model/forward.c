@@ -447,12 +447,12 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_floats = attn_scratch_floats((int)max_hd, p.n_ctx, f->n_group);
         /* the group and quant kernels take some head sizes only, each kind
          * of layer its own (Gemma 4: 512 on full layers, 256 on sliding
-         * ones); the grouped and quantized AVX-512 kernels have no attention sinks */
+         * ones); the quantized AVX-512 kernel has no attention sinks */
         const bool sinks = f->w->layers[0].attn_sinks != NULL;
         for (int kind = 0; kind < 2; kind++) {
             const int hd = (int)(kind ? hp->head_dim_swa : hp->head_dim);
             const attn_kv probe = {.f16 = p.kv_type == TENSOR_TYPE_F16, .generic = f->kv_generic, .hd = hd};
-            f->attn_group[kind] = !sinks && attn_group_ok(&probe);
+            f->attn_group[kind] = attn_group_ok(&probe);
             const attn_kv probe_q = {.generic = f->kv_generic, .k_type = p.kv_type, .v_type = p.v_type, .hd = hd};
             f->attn_quant[kind] = !sinks && attn_quant_ok(&probe_q);
         }

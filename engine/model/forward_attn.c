@@ -243,7 +243,7 @@ static void vec_mad(float *y, const float *v, int n, float s)
 /* The sink logit joined to a finished online softmax (M, S, the F32 sums
  * vkq), as ggml's flash-attention kernels do it after their key loops:
  * `S = S*ms + vs`, which the reference compiles to an FMA. */
-static void apply_sink(float sink, float *M, float *S, float *vkq, int hd)
+void attn_apply_sink(float sink, float *M, float *S, float *vkq, int hd)
 {
     float ms = 1.0f, vs = 1.0f;
     if (sink > *M) {
@@ -347,7 +347,7 @@ void attn_rows_generic(const attn_kv *kv, const float *q, int nh, int32_t n_kv, 
     chunk_generic(kv, q, nh, k0, n_kv, s->tile, out, M, S);
     if (kv->sinks)
         for (int h = 0; h < nh; h++)
-            apply_sink(kv->sinks[h], &M[h], &S[h], out + (size_t)h * kv->hd, kv->hd);
+            attn_apply_sink(kv->sinks[h], &M[h], &S[h], out + (size_t)h * kv->hd, kv->hd);
     for (int h = 0; h < nh; h++) {
         const float inv = S[h] == 0.0f ? 0.0f : 1.0f / S[h];
         for (int i = 0; i < kv->hd; i++)
@@ -366,7 +366,7 @@ void attn_row(const attn_kv *kv, const float *q, int32_t n_kv, attn_scratch *s, 
     const int32_t k0 = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
     one_chunk(kv, q, k0, n_kv, s, out, &M, &S);
     if (kv->sinks)
-        apply_sink(kv->sinks[0], &M, &S, out, kv->hd);
+        attn_apply_sink(kv->sinks[0], &M, &S, out, kv->hd);
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (int i = 0; i < kv->hd; i++)
         out[i] *= inv;
@@ -399,7 +399,7 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
             for (int i = 0; i < hd; i++)
                 part[i] = 0.0f;
         if (sink)
-            apply_sink(kv->sinks[0], &Mc, &Sc, part, hd);
+            attn_apply_sink(kv->sinks[0], &Mc, &Sc, part, hd);
         if (Sc == 0.0f)
             continue;
         /* ggml_flash_attn_ext_reduce_partials, as GCC contracts it */
@@ -739,7 +739,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
     }
     if (kv->sinks)
         for (int i = 0; i < nq; i++)
-            apply_sink(kv->sinks[i / n_rows], &Ms[i], &Ss[i], vkq + (size_t)i * hd, hd);
+            attn_apply_sink(kv->sinks[i / n_rows], &Ms[i], &Ss[i], vkq + (size_t)i * hd, hd);
     for (int i = 0; i < nq; i++) {
         const int g = i / n_rows, r = i % n_rows;
         const float inv = Ss[i] == 0.0f ? 0.0f : 1.0f / Ss[i];

@@ -12,8 +12,8 @@
  *    P.V are FMA chains over 64-key tiles, and the accumulator is F32.
  * The KV view is the cache length llama.cpp would use: the number of used
  * positions rounded up to a multiple of 256. Attention sinks (attn_kv.sinks)
- * are applied by these three kernels and attn_rows_generic only: the
- * grouped and quantized AVX-512 paths below are not taken with sinks. */
+ * are applied by these three kernels, attn_rows_generic and the grouped
+ * kernels: the quantized AVX-512 path below is not taken with sinks. */
 #ifndef TOKSCOPE_FORWARD_ATTN_H
 #define TOKSCOPE_FORWARD_ATTN_H
 
@@ -59,6 +59,11 @@ typedef struct attn_scratch {
 
 size_t attn_scratch_floats(int hd, uint32_t n_ctx, int n_heads);
 void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx);
+
+/* The sink logit joined to a finished online softmax (M, S and the F32 sums
+ * vkq of hd values), as ggml's flash-attention kernels do after their key
+ * loops. */
+void attn_apply_sink(float sink, float *M, float *S, float *vkq, int hd);
 
 /* The KV view length for a query batch whose last position is last_pos. */
 int32_t attn_kv_view(int32_t last_pos);

@@ -237,6 +237,8 @@ void attn_group_row(const attn_kv *kv, const float *q, int nh, int32_t n_kv, flo
     float M[ATTN_GROUP_MAX], S[ATTN_GROUP_MAX];
     attn_group_chunk(kv, q, nh, k0, n_kv, scratch, out, M, S);
     for (int h = 0; h < nh; h++) {
+        if (kv->sinks)
+            attn_apply_sink(kv->sinks[h], &M[h], &S[h], out + (size_t)h * hd, hd);
         const float inv = S[h] == 0.0f ? 0.0f : 1.0f / S[h];
         for (int i = 0; i < hd; i++)
             out[(size_t)h * hd + i] *= inv;
@@ -262,10 +264,21 @@ void attn_group_split(const attn_kv *kv, const float *q, int nh, int32_t n_kv, i
         int32_t k1 = (c + 1) * chunk < n_view ? (c + 1) * chunk : n_view;
         if (k1 > n_kv)
             k1 = n_kv; /* keys past the query's position are masked */
-        if (k0 >= k1)
+        const bool sink = kv->sinks && c == 0; /* the reference's first chunk carries the sink */
+        if (k0 >= k1 && !sink)
             continue; /* nothing visible: S = 0, skipped by the merge */
-        attn_group_chunk(kv, q, nh, k0, k1, scratch, part, Mc, Sc);
+        if (k0 < k1) {
+            attn_group_chunk(kv, q, nh, k0, k1, scratch, part, Mc, Sc);
+        } else {
+            memset(part, 0, sizeof(float) * (size_t)nh * hd);
+            for (int h = 0; h < nh; h++) {
+                Mc[h] = -INFINITY;
+                Sc[h] = 0.0f;
+            }
+        }
         for (int h = 0; h < nh; h++) {
+            if (sink)
+                attn_apply_sink(kv->sinks[h], &Mc[h], &Sc[h], part + (size_t)h * hd, hd);
             if (Sc[h] == 0.0f)
                 continue;
             /* ggml_flash_attn_ext_reduce_partials, as GCC contracts it */

@@ -119,15 +119,20 @@ static attn_kv view(const fixture *fx, int head, int32_t window)
  * lengths around the 16-key groups and 64-key blocks, with and without a
  * window. kscale large makes scores spread past expf's vector range (the
  * library's own path) and new maxima late in the keys. */
-static void check_heads(int hd, float kscale)
+static void check_heads(int hd, float kscale, bool sinks)
 {
+    /* sink logits (gpt-oss): below, among and above the scores, one per head */
+    float sk[ATTN_GROUP_MAX];
+    for (int g = 0; g < ATTN_GROUP_MAX; g++)
+        sk[g] = (float)(g % 4) * 3.0f - 4.0f;
     fixture fx;
     fixture_init(&fx, hd, kscale);
     const int nhs[] = {1, 3, 8, 16};
     const int32_t lens[] = {1, 2, 15, 16, 17, 63, 64, 65, 130, 300, 513, 1100};
     const int32_t windows[] = {0, 40, 512};
     for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
-        const attn_kv kv = view(&fx, 1, windows[w]);
+        attn_kv kv = view(&fx, 1, windows[w]), one = kv;
+        kv.sinks = sinks ? sk : NULL;
         for (size_t h = 0; h < sizeof nhs / sizeof nhs[0]; h++) {
             const int nh = nhs[h];
             for (int i = 0; i < nh * hd; i++)
@@ -135,15 +140,20 @@ static void check_heads(int hd, float kscale)
             for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
                 const int32_t n = lens[l];
                 attn_group_row(&kv, fx.q, nh, n, fx.gbuf, fx.a);
-                for (int g = 0; g < nh; g++)
-                    attn_row(&kv, fx.q + (size_t)g * hd, n, &fx.s, fx.b + (size_t)g * hd);
+                for (int g = 0; g < nh; g++) {
+                    one.sinks = sinks ? &sk[g] : NULL;
+                    attn_row(&one, fx.q + (size_t)g * hd, n, &fx.s, fx.b + (size_t)g * hd);
+                }
                 if (memcmp(fx.a, fx.b, sizeof(float) * (size_t)nh * hd) != 0)
                     fail_msg("attn_group_row hd %d, %d heads, %d keys, window %d", hd, nh, n, windows[w]);
                 for (int split = 1; split <= 3; split++) {
                     const int32_t view_len = attn_kv_view(n - 1);
                     attn_group_split(&kv, fx.q, nh, n, view_len, split, fx.gbuf, fx.a);
-                    for (int g = 0; g < nh; g++)
-                        attn_row_split(&kv, fx.q + (size_t)g * hd, n, view_len, split, &fx.s, fx.b + (size_t)g * hd);
+                    for (int g = 0; g < nh; g++) {
+                        one.sinks = sinks ? &sk[g] : NULL;
+                        attn_row_split(&one, fx.q + (size_t)g * hd, n, view_len, split, &fx.s,
+                                       fx.b + (size_t)g * hd);
+                    }
                     if (memcmp(fx.a, fx.b, sizeof(float) * (size_t)nh * hd) != 0)
                         fail_msg("attn_group_split hd %d, %d heads, %d keys, %d chunks, window %d", hd, nh, n, split,
                                  windows[w]);
@@ -160,9 +170,21 @@ static void test_group_matches_one_head(void **state)
     const attn_kv probe = {.f16 = true, .hd = 64};
     if (!attn_group_ok(&probe))
         skip();
-    check_heads(64, 2.0f);
-    check_heads(128, 2.0f);
-    check_heads(256, 1.0f);
+    check_heads(64, 2.0f, false);
+    check_heads(128, 2.0f, false);
+    check_heads(256, 1.0f, false);
+}
+
+/* With attention sinks (gpt-oss's generation): each head's sink joins its
+ * softmax after the keys, in the first chunk of a split. */
+static void test_group_sinks(void **state)
+{
+    (void)state;
+    const attn_kv probe = {.f16 = true, .hd = 64};
+    if (!attn_group_ok(&probe))
+        skip();
+    check_heads(64, 2.0f, true);
+    check_heads(128, 8.0f, true);
 }
 
 static void test_group_wide_scores(void **state)
@@ -171,7 +193,7 @@ static void test_group_wide_scores(void **state)
     const attn_kv probe = {.f16 = true, .hd = 64};
     if (!attn_group_ok(&probe))
         skip();
-    check_heads(64, 60.0f);
+    check_heads(64, 60.0f, false);
 }
 
 /* A quantized cache: up to 16 queries at once (attn_quant_queries) against
@@ -281,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_expf_matches_libm),
         cmocka_unit_test(test_group_matches_one_head),
         cmocka_unit_test(test_group_wide_scores),
+        cmocka_unit_test(test_group_sinks),
         cmocka_unit_test(test_quant_matches_one_query),
         cmocka_unit_test(test_group_choice),
     };
