@@ -1,7 +1,9 @@
 /* The online softmax's scan over 16 scores, shared by the grouped (F16
  * cache) and quantized-cache attention kernels: one AVX-512 vector of keys
  * against the running maximum, in the order of ggml's one-key-at-a-time loop
- * (each key compared with the maximum of those before it). */
+ * (each key compared with the maximum of those before it); and 16 horizontal
+ * sums at once in _mm512_reduce_add_ps's order (those kernels' K.Q, the tiled
+ * kernel's softmax sums). */
 #ifndef TOKSCOPE_MODEL_ATTN_SCAN_H
 #define TOKSCOPE_MODEL_ATTN_SCAN_H
 
@@ -10,6 +12,28 @@
 
 /* lane i gets v[i - k] (k lanes up), lanes below k get fill[16 - k + i] */
 #define SHIFT_UP(v, fill, k) _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_castps_si512(fill), 16 - (k)))
+
+/* The horizontal sums of 16 vectors, lane l of the result being v[l]'s
+ * _mm512_reduce_add_ps: halves of 8, then of 4, then (0+2) + (1+3), the
+ * same additions for all 16 at once. */
+static inline __attribute__((always_inline)) __m512 attn_reduce16(const __m512 v[16])
+{
+    __m512 w[8], x[4], y[2];
+    _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++) /* lanes 0-7: v[2m]'s 8 sums, 8-15: v[2m+1]'s */
+        w[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
+                             _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
+    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) /* 128-bit lane q: key 4m + q's 4 sums */
+        x[m] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    _Pragma("GCC unroll 2") for (int m = 0; m < 2; m++) /* lane q: (0+2), (1+3) of keys 8m + q, 8m + 4 + q */
+        y[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* element 4q + e: key 4e + q */
+    const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(order, z);
+}
 
 /* Scores s (keys to skip are -inf: never a new maximum) against the running
  * maximum *Mv (every lane): writes each key's exp argument to arg (s - M for

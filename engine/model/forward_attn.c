@@ -7,6 +7,7 @@
 #include "gguf/tensor.h"
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
+#include "model/attn_scan.h"
 
 /* Whole 64-byte lines: the tiled kernel's 512-bit loads from its K and V
  * tiles cost a third more when they straddle lines (an n_ctx of 4609). */
@@ -655,13 +656,54 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
             _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) a[k][c] = _mm512_fmadd_ps(kd[c], qd, a[k][c]);
         }
     }
-    for (int k = 0; k < n; k++) {
-        const int i = idx[k];
+    /* tile_softmax for the four queries side by side: their 16 groups'
+     * sums in one reduction tree (lane 4k + c: query k's group c, each in
+     * _mm512_reduce_add_ps's order) and the double sums on four lanes */
+    const __m512 scale = _mm512_set1_ps(kv->scale), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 e[4 * C];
+    for (int k = 0; k < 4; k++) {
+        const int i = idx[k < n ? k : n - 1];
+        const int32_t pos = pos0 + i % n_rows, lo = window_lo(kv, pos);
+        __m512 s[C];
         for (int c = 0; c < C; c++)
-            _mm512_store_ps(kq[k] + 16 * c, _mm512_mul_ps(a[k][c], _mm512_set1_ps(kv->scale)));
-        const int32_t pos = pos0 + i % n_rows;
-        (void)tile_softmax(kq[k], ic, window_lo(kv, pos), pos, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]);
+            s[c] = _mm512_mul_ps(a[k][c], scale);
+        if (ic + T - 1 > pos || ic < lo) /* keys past pos or before the window: -inf */
+            for (int c = 0; c < C; c++) {
+                const int32_t room = pos - ic - 16 * c + 1, below = lo - ic - 16 * c;
+                __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
+                if (below > 0)
+                    vis &= below >= 16 ? (__mmask16)0 : (__mmask16)~((1u << below) - 1u);
+                s[c] = _mm512_mask_mov_ps(ninf, vis, s[c]);
+            }
+        /* tile_visible: a key is seen, so the maximum is finite */
+        const float tmax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(s[0], s[1]), _mm512_max_ps(s[2], s[3])));
+        const float Mold = Ms[i], Mnew = fmaxf(Mold, tmax);
+        if (k < n) {
+            if (Mnew > Mold) {
+                const float ms = expf(Mold - Mnew);
+                float *acc = vkq + (size_t)i * hd;
+                for (int d = 0; d < hd; d++)
+                    acc[d] *= ms;
+                Ss[i] *= ms;
+            }
+            Ms[i] = Mnew;
+        }
+        for (int c = 0; c < C; c++) {
+            e[C * k + c] = v_expf16(_mm512_sub_ps(s[c], _mm512_set1_ps(Mnew)));
+            _mm512_store_ps(kq[k] + 16 * c, e[C * k + c]);
+        }
     }
+    const __m512 r = attn_reduce16(e);
+    __m256d sum = _mm256_setzero_pd();
+    for (int c = 0; c < C; c++) /* group c of the four queries: lanes c, 4 + c, 8 + c, 12 + c */
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm512_castps512_ps128(
+                                     _mm512_permutexvar_ps(_mm512_setr_epi32(c, 4 + c, 8 + c, 12 + c, 0, 0, 0, 0, 0, 0,
+                                                                             0, 0, 0, 0, 0, 0),
+                                                           r))));
+    double sums[4];
+    _mm256_storeu_pd(sums, sum);
+    for (int k = 0; k < n; k++)
+        Ss[idx[k]] = (float)((double)Ss[idx[k]] + sums[k]);
     float *acc[4];
     const float *p[4];
     for (int k = 0; k < 4; k++) {

@@ -76,28 +76,6 @@ static inline __attribute__((always_inline)) __m512 dot_lanes(const float *k, co
     return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
 }
 
-/* The horizontal sums of 16 vectors, lane l of the result being v[l]'s
- * _mm512_reduce_add_ps: halves of 8, then of 4, then (0+2) + (1+3), the
- * same additions for all 16 at once. */
-static inline __attribute__((always_inline)) __m512 reduce16(__m512 v[16])
-{
-    __m512 w[8], x[4], y[2];
-    _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++) /* lanes 0-7: v[2m]'s 8 sums, 8-15: v[2m+1]'s */
-        w[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
-    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) /* 128-bit lane q: key 4m + q's 4 sums */
-        x[m] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    _Pragma("GCC unroll 2") for (int m = 0; m < 2; m++) /* lane q: (0+2), (1+3) of keys 8m + q, 8m + 4 + q */
-        y[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    /* element 4q + e: key 4e + q */
-    const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_permutexvar_ps(order, z);
-}
-
 /* One block of keys [kb, kb + nb) of a chunk, all heads: the scores, each
  * key's new-maximum bit and exp (sc[h][j]; bit j of nm[h][j / 16]), with
  * the running maxima M; then the accumulators and sums. */
@@ -127,7 +105,7 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
                 for (int l = 0; l < 16; l++)
                     v[l] = j + l < nb ? dot_lanes(kf + (size_t)(j + l) * hd, qh, hd) : _mm512_setzero_ps();
             }
-            __m512 s = _mm512_mul_ps(reduce16(v), scale);
+            __m512 s = _mm512_mul_ps(attn_reduce16(v), scale);
             if (nb - j < 16) /* keys past the block: -inf, never a new maximum */
                 s = _mm512_mask_mov_ps(ninf, (__mmask16)((1u << (nb - j)) - 1u), s);
             /* s > M: M = s, ms = expf(Mold - s); else vs = expf(s - M) */
