@@ -64,7 +64,8 @@
 # (-rtr 0 and -rtr 1; its defaults otherwise: flash attention and fused MoE
 # on), and each line adds ik's faster result ("rtr" when -rtr 1 won) and
 # tokscope / ik. ik's llama-bench has no -d: a generation test at a depth
-# runs as its -gp DEPTH,N; a prompt test at a depth says "ik cannot".
+# runs as its -gp DEPTH,N; a prompt test at a depth as its llama-sweep-bench
+# (IK_SWEEP, default next to IK_BENCH; without it, "ik cannot").
 #
 # Knobs (comma lists where it makes sense): BENCH_REPS (3), BENCH_THREADS
 # (all cores), BENCH_CACHE (f16,q8_0), BENCH_PP (512,2048), BENCH_TG (64),
