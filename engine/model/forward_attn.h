@@ -93,7 +93,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
 
 /* ---- the query heads of one KV head together (forward_attn_group.c) ----
  * Single queries (and batches below ATTN_TILE) on an F16 cache, heads 64,
- * 128 or 256 wide, AVX-512 builds, when expf_libm_exact(): the same
+ * 128, 256 or 512 wide, AVX-512 builds, when expf_libm_exact(): the same
  * numbers as attn_row / attn_row_split for each of the nh (<= ATTN_GROUP_MAX)
  * query heads that share the KV head kv, whose queries are q + h * hd (and
  * outputs out + h * hd). scratch holds attn_group_scratch_floats(hd). */

@@ -42,7 +42,8 @@ size_t attn_group_scratch_floats(int hd)
 bool attn_group_ok(const attn_kv *kv)
 {
 #ifdef GROUP_AVX512
-    return kv->f16 && !kv->generic && (kv->hd == 64 || kv->hd == 128 || kv->hd == 256) && expf_libm_exact();
+    return kv->f16 && !kv->generic && (kv->hd == 64 || kv->hd == 128 || kv->hd == 256 || kv->hd == 512) &&
+           expf_libm_exact();
 #else
     (void)kv;
     return false;
@@ -116,48 +117,55 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
     }
     /* the accumulators, up to 4 heads side by side (independent chains) */
     enum { W_MAX = 16 };
-    const int W = hd / 16;
+    /* 512-wide heads (Gemma 4's full layers) in two passes of 256: each
+     * output's chain over the keys is its own, so the passes are the same
+     * numbers; the sums S advance in the first */
+    const int W = hd / 16 < W_MAX ? hd / 16 : W_MAX;
     const int P = W <= 4 ? 4 : W <= 8 ? 2 : 1;
-    for (int h0 = 0; h0 < nh; h0 += P) {
-        const int np = nh - h0 < P ? nh - h0 : P;
-        __m512 A[4][W_MAX];
-        float Sh[4];
-        _Pragma("GCC unroll 4") for (int p = 0; p < P; p++)
-            _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
-                A[p][w] = p < np ? _mm512_loadu_ps(acc + (size_t)(h0 + p) * hd + 16 * w) : _mm512_setzero_ps();
-        for (int p = 0; p < np; p++)
-            Sh[p] = S[h0 + p];
-        for (int j = 0; j < nb; j++) {
-            const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride;
-            __m512 V[W_MAX];
-            _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
-                V[w] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * w)));
+    for (int d0 = 0; d0 < hd; d0 += 16 * W) {
+        const bool first = d0 == 0;
+        for (int h0 = 0; h0 < nh; h0 += P) {
+            const int np = nh - h0 < P ? nh - h0 : P;
+            __m512 A[4][W_MAX];
+            float Sh[4];
+            _Pragma("GCC unroll 4") for (int p = 0; p < P; p++)
+                _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                    A[p][w] = p < np ? _mm512_loadu_ps(acc + (size_t)(h0 + p) * hd + d0 + 16 * w) : _mm512_setzero_ps();
+            for (int p = 0; p < np; p++)
+                Sh[p] = S[h0 + p];
+            for (int j = 0; j < nb; j++) {
+                const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
+                __m512 V[W_MAX];
+                _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                    V[w] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * w)));
+                _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
+                    if (p >= np)
+                        break;
+                    const int h = h0 + p;
+                    const float e = sc[(size_t)h * GB + j];
+                    float vs = e;
+                    if (nm[h * (GB / 16) + j / 16] >> (j & 15) & 1) {
+                        const __m512 ms = _mm512_set1_ps(e);
+                        _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                            A[p][w] = r16(_mm512_mul_ps(A[p][w], ms));
+                        if (first)
+                            Sh[p] = fmaf(Sh[p], e, 1.0f);
+                        vs = 1.0f;
+                    } else if (first) {
+                        Sh[p] += e; /* fma(S, 1, vs) */
+                    }
+                    const __m512 vv = _mm512_set1_ps(vs);
+                    _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                        A[p][w] = r16(_mm512_fmadd_ps(V[w], vv, A[p][w]));
+                }
+            }
             _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
                 if (p >= np)
                     break;
-                const int h = h0 + p;
-                const float e = sc[(size_t)h * GB + j];
-                float vs = e;
-                if (nm[h * (GB / 16) + j / 16] >> (j & 15) & 1) {
-                    const __m512 ms = _mm512_set1_ps(e);
-                    _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
-                        A[p][w] = r16(_mm512_mul_ps(A[p][w], ms));
-                    Sh[p] = fmaf(Sh[p], e, 1.0f);
-                    vs = 1.0f;
-                } else {
-                    Sh[p] += e; /* fma(S, 1, vs) */
-                }
-                const __m512 vv = _mm512_set1_ps(vs);
                 _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
-                    A[p][w] = r16(_mm512_fmadd_ps(V[w], vv, A[p][w]));
+                    _mm512_storeu_ps(acc + (size_t)(h0 + p) * hd + d0 + 16 * w, A[p][w]);
+                S[h0 + p] = Sh[p];
             }
-        }
-        _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
-            if (p >= np)
-                break;
-            _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
-                _mm512_storeu_ps(acc + (size_t)(h0 + p) * hd + 16 * w, A[p][w]);
-            S[h0 + p] = Sh[p];
         }
     }
 }
@@ -192,8 +200,11 @@ void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int
     case 128:
         group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 128);
         break;
-    default: /* attn_group_ok */
+    case 256:
         group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 256);
+        break;
+    default: /* attn_group_ok */
+        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 512);
         break;
     }
 }

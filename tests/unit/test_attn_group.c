@@ -67,7 +67,7 @@ typedef struct {
     uint16_t *k, *v; /* head-major: KV head h's row p at (h * N_CTX + p) * hd */
     float *q, *a, *b;
     float *buf, *gbuf;
-    uint16_t half[512];
+    uint16_t half[1024]; /* 2 * hd */
     attn_scratch s;
 } fixture;
 
@@ -173,6 +173,7 @@ static void test_group_matches_one_head(void **state)
     check_heads(64, 2.0f, false);
     check_heads(128, 2.0f, false);
     check_heads(256, 1.0f, false);
+    check_heads(512, 0.5f, false);
 }
 
 /* With attention sinks (gpt-oss's generation): each head's sink joins its
