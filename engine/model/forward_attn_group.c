@@ -68,13 +68,16 @@ static inline __attribute__((always_inline)) __m512 dot_lanes(const float *k, co
         const __m512 a13 = _mm512_fmadd_ps(_mm512_loadu_ps(k + 48), _mm512_loadu_ps(q + 48), a1);
         return _mm512_add_ps(a02, a13);
     }
-    __m512 a[4];
-    for (int j = 0; j < 4; j++)
-        a[j] = _mm512_setzero_ps();
-    for (int i = 0; i < hd; i += 64)
-        for (int j = 0; j < 4; j++)
-            a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 16 * j), _mm512_loadu_ps(q + i + 16 * j), a[j]);
-    return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+    /* named accumulators: as an array, GCC kept a group's 16 keys' sums in
+     * memory for 128- and 256-wide heads (6x the 64-wide cost per element) */
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int i = 0; i < hd; i += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), _mm512_loadu_ps(q + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 16), _mm512_loadu_ps(q + i + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 32), _mm512_loadu_ps(q + i + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 48), _mm512_loadu_ps(q + i + 48), a3);
+    }
+    return _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
 }
 
 /* One block of keys [kb, kb + nb) of a chunk, all heads: the scores, each
@@ -116,12 +119,13 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
         expf_libm_n(sh, sh, nb16);
     }
     /* the accumulators, up to 4 heads side by side (independent chains) */
-    enum { W_MAX = 16 };
-    /* 512-wide heads (Gemma 4's full layers) in two passes of 256: each
+    enum { W_MAX = 8 };
+    /* heads wider than 128 in passes of 128, two heads at a time (a pass of
+     * 256 held 16 accumulators and 16 V vectors, and spilled): each
      * output's chain over the keys is its own, so the passes are the same
      * numbers; the sums S advance in the first */
     const int W = hd / 16 < W_MAX ? hd / 16 : W_MAX;
-    const int P = W <= 4 ? 4 : W <= 8 ? 2 : 1;
+    const int P = W <= 4 ? 4 : 2;
     for (int d0 = 0; d0 < hd; d0 += 16 * W) {
         const bool first = d0 == 0;
         for (int h0 = 0; h0 < nh; h0 += P) {
@@ -129,14 +133,14 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
             __m512 A[4][W_MAX];
             float Sh[4];
             _Pragma("GCC unroll 4") for (int p = 0; p < P; p++)
-                _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                     A[p][w] = p < np ? _mm512_loadu_ps(acc + (size_t)(h0 + p) * hd + d0 + 16 * w) : _mm512_setzero_ps();
             for (int p = 0; p < np; p++)
                 Sh[p] = S[h0 + p];
             for (int j = 0; j < nb; j++) {
                 const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
                 __m512 V[W_MAX];
-                _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                     V[w] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * w)));
                 _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
                     if (p >= np)
@@ -146,7 +150,7 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
                     float vs = e;
                     if (nm[h * (GB / 16) + j / 16] >> (j & 15) & 1) {
                         const __m512 ms = _mm512_set1_ps(e);
-                        _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                        _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                             A[p][w] = r16(_mm512_mul_ps(A[p][w], ms));
                         if (first)
                             Sh[p] = fmaf(Sh[p], e, 1.0f);
@@ -155,14 +159,14 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
                         Sh[p] += e; /* fma(S, 1, vs) */
                     }
                     const __m512 vv = _mm512_set1_ps(vs);
-                    _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                    _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                         A[p][w] = r16(_mm512_fmadd_ps(V[w], vv, A[p][w]));
                 }
             }
             _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
                 if (p >= np)
                     break;
-                _Pragma("GCC unroll 16") for (int w = 0; w < W; w++)
+                _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                     _mm512_storeu_ps(acc + (size_t)(h0 + p) * hd + d0 + 16 * w, A[p][w]);
                 S[h0 + p] = Sh[p];
             }
@@ -184,8 +188,11 @@ static inline __attribute__((always_inline)) void group_chunk_hd(const attn_kv *
         S[h] = 0.0f;
     }
     memset(vkq, 0, sizeof(float) * (size_t)nh * hd);
-    for (int32_t kb = k0; kb < k1; kb += GB) {
-        const int nb = k1 - kb < GB ? k1 - kb : GB;
+    /* the block's K rows as floats stay in L1 (48 KB here) for all the
+     * heads: 64 keys up to 128-wide heads, 32 of 256, 16 of 512 */
+    const int gb = hd <= 128 ? GB : GB * 128 / hd;
+    for (int32_t kb = k0; kb < k1; kb += gb) {
+        const int nb = k1 - kb < gb ? k1 - kb : gb;
         group_block(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, hd);
     }
 }
