@@ -79,6 +79,11 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
         _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)
         {
             __m512i w = _mm512_loadu_si512(q + 64 * l), s0;
+            /* w in a register before the starting value's dot: GCC folded
+             * the load into that dot and loaded w again for the token's, 8
+             * of the one-token loop's 35 loads per block (the loads, 2 a
+             * cycle, bound that loop in the caches) */
+            __asm__("" : "+v"(w));
             if (mode == Q8_0_LOAD)
                 s0 = _mm512_load_si512(st + l);
             else {
