@@ -507,6 +507,19 @@ static inline bool tile_visible(const attn_kv *kv, int32_t ic, int32_t pos)
     return ic <= pos && ic + ATTN_TILE > window_lo(kv, pos);
 }
 
+#ifdef ATTN_AVX512
+/* Bit l: key k0 + l lies in [lo, pos], the keys a query at pos sees. */
+static inline __mmask16 keys16_visible(int32_t k0, int32_t lo, int32_t pos)
+{
+    const int32_t room = pos - k0 + 1; /* keys of the group up to pos */
+    __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
+    const int32_t below = lo - k0; /* keys of the group before the window */
+    if (below > 0)
+        vis &= below >= 16 ? (__mmask16)0 : (__mmask16)~((1u << below) - 1u);
+    return vis;
+}
+#endif
+
 /* The online softmax step of one query (row at position pos) for the tile
  * of keys from ic: masks keys outside [lo, pos], rescales the accumulator when the
  * maximum grows, and turns kq into exp(kq - M) (ggml_vec_soft_max_f32:
@@ -520,11 +533,7 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int j = 0; j < T; j += 16) {
         /* lanes whose key ic + j + lane lies past pos */
-        const int32_t room = pos - ic - j + 1; /* keys of this group that are visible */
-        __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
-        const int32_t below = lo - ic - j; /* keys of this group before the window */
-        if (below > 0)
-            vis &= below >= 16 ? (__mmask16)0 : (__mmask16)~((1u << below) - 1u);
+        const __mmask16 vis = keys16_visible(ic + j, lo, pos);
         const __m512 v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, _mm512_loadu_ps(kq + j));
         _mm512_storeu_ps(kq + j, v);
         mx = _mm512_max_ps(mx, v);
@@ -669,11 +678,7 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
             s[c] = _mm512_mul_ps(a[k][c], scale);
         if (ic + T - 1 > pos || ic < lo) /* keys past pos or before the window: -inf */
             for (int c = 0; c < C; c++) {
-                const int32_t room = pos - ic - 16 * c + 1, below = lo - ic - 16 * c;
-                __mmask16 vis = room >= 16 ? (__mmask16)0xFFFF : room <= 0 ? (__mmask16)0 : (__mmask16)((1u << room) - 1u);
-                if (below > 0)
-                    vis &= below >= 16 ? (__mmask16)0 : (__mmask16)~((1u << below) - 1u);
-                s[c] = _mm512_mask_mov_ps(ninf, vis, s[c]);
+                s[c] = _mm512_mask_mov_ps(ninf, keys16_visible(ic + 16 * c, lo, pos), s[c]);
             }
         /* tile_visible: a key is seen, so the maximum is finite */
         const float tmax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(s[0], s[1]), _mm512_max_ps(s[2], s[3])));

@@ -76,24 +76,6 @@ static inline __m256i k_block(int kt, const uint8_t *row, int b, float *d)
     return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
 }
 
-/* hsum_float_8 of both halves of 8 registers (16 keys, two per register,
- * key 2m in m's low half): lane l of the result is key l's sum */
-static inline __m512 reduce8x2(const __m512 v[8])
-{
-    __m512 x[4], y[2];
-    for (int m = 0; m < 4; m++) /* 128-bit lane: hi + lo of keys 4m, 4m+1, 4m+2, 4m+3 */
-        x[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], _MM_SHUFFLE(3, 1, 3, 1)),
-                             _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], _MM_SHUFFLE(2, 0, 2, 0)));
-    for (int m = 0; m < 2; m++) /* per 128-bit lane: (0+2), (1+3) of keys 8m + q, 8m + 4 + q */
-        y[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    /* element 4q + e: key 4e + q */
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_permutexvar_ps(order, z);
-}
-
 static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv *kv, const attn_query *qs, int nq,
                                                                    float *scratch, const int hd)
 {
@@ -175,7 +157,7 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
                     }
                     v[m] = a;
                 }
-                __m512 s = _mm512_mul_ps(reduce8x2(v), scale);
+                __m512 s = _mm512_mul_ps(attn_reduce8x2(v), scale);
                 /* keys outside [qlo, qhi) are masked: -inf, never a new maximum, skipped below */
                 const int32_t k0 = kb + j;
                 const int32_t a0 = qlo - k0, a1 = qhi - k0; /* visible lanes [a0, a1) */
