@@ -126,25 +126,24 @@ test: deps
 # A second build for AVX2 machines without AVX-512 (VNNI), whose kernels take
 # other code paths; the tests hold it to the same bits. Only where this CPU
 # can run it.
+# (the grouped and quantized-cache generation kernels are AVX-512 only:
+# test_attn_group would only skip there)
 AVX2_VARIANT := $(if $(and $(filter 1,$(NATIVE)),$(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo y)),y)
-AVX2_BIN     := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(BUILD)/tests/test_quant_avx2 $(BUILD)/tests/test_packed_avx2 \
-                  $(BUILD)/tests/test_gemm_iq_avx2 $(BUILD)/tests/test_mxfp4_avx2)
+AVX2_UNITS   := test_quant test_packed test_gemm_iq test_mxfp4 test_attn test_attn_sinks
+AVX2_BIN     := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(AVX2_UNITS:%=$(BUILD)/tests/%_avx2))
 
 $(BUILD)/avx2/tokscope: FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell BIN=$@ $@
 
 # after the binary: two sub-makes at once in $(BUILD)/avx2 (make -j2) would
-# write the same objects and library; one sub-make builds both unit tests
+# write the same objects and library; one sub-make builds every unit test
 $(BUILD)/tests/test_quant_avx2: $(BUILD)/avx2/tokscope FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell \
-	  $(BUILD)/avx2/tests/test_quant $(BUILD)/avx2/tests/test_packed $(BUILD)/avx2/tests/test_gemm_iq \
-	  $(BUILD)/avx2/tests/test_mxfp4
-	@mkdir -p $(dir $@) && cp $(BUILD)/avx2/tests/test_quant $@ && \
-	  cp $(BUILD)/avx2/tests/test_packed $(BUILD)/tests/test_packed_avx2 && \
-	  cp $(BUILD)/avx2/tests/test_gemm_iq $(BUILD)/tests/test_gemm_iq_avx2 && \
-	  cp $(BUILD)/avx2/tests/test_mxfp4 $(BUILD)/tests/test_mxfp4_avx2
+	  $(AVX2_UNITS:%=$(BUILD)/avx2/tests/%)
+	@mkdir -p $(dir $@) && for t in $(AVX2_UNITS); do \
+	  cp $(BUILD)/avx2/tests/$$t $(BUILD)/tests/$${t}_avx2 || exit 1; done
 
-$(BUILD)/tests/test_packed_avx2 $(BUILD)/tests/test_gemm_iq_avx2 $(BUILD)/tests/test_mxfp4_avx2: $(BUILD)/tests/test_quant_avx2
+$(filter-out $(BUILD)/tests/test_quant_avx2,$(AVX2_UNITS:%=$(BUILD)/tests/%_avx2)): $(BUILD)/tests/test_quant_avx2
 	@:
 
 FORCE:

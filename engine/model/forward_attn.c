@@ -420,6 +420,13 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
 
 /* ---- tiled ----------------------------------------------------------------- */
 
+/* With AVX-512, four queries go through a tile at once (tile_queries4);
+ * without, one at a time (kq_tile, tile_softmax, pv_tile). */
+#if defined(__AVX512F__) && defined(FWD_F16C)
+#define ATTN_AVX512 1
+#endif
+
+#ifndef ATTN_AVX512
 /* acc[c*8 ..] = fma chains over the tile's keys, nc chains of 8 outputs
  * side by side (latency, not order: each output keeps its own chain). */
 static inline __attribute__((always_inline)) void pv_chains(float *acc, const float *vt, int hd, const float *p,
@@ -445,6 +452,7 @@ static inline __attribute__((always_inline)) void pv_chains(float *acc, const fl
     }
 #endif
 }
+#endif
 
 /* One cache row as F32 (F16 converted, exactly). */
 static void kv_row_f32(const attn_kv *kv, const void *base, int64_t row, float *dst)
@@ -464,10 +472,7 @@ static void kv_row_f32(const attn_kv *kv, const void *base, int64_t row, float *
         dst[d] = h2f(src[d]);
 }
 
-#if defined(__AVX512F__) && defined(FWD_F16C)
-#define ATTN_AVX512 1
-#endif
-
+#ifndef ATTN_AVX512
 /* K.Q of one query against a tile: an FMA chain over the head dimension
  * per key (simd_gemm), times the scale. kt is the tile transposed. */
 static void kq_tile(const float *kt, const float *qr, int hd, float scale, float *kq)
@@ -494,6 +499,7 @@ static void kq_tile(const float *kt, const float *qr, int hd, float scale, float
     }
 #endif
 }
+#endif
 
 /* The first key a query at pos sees. */
 static inline int32_t window_lo(const attn_kv *kv, int32_t pos)
@@ -520,32 +526,21 @@ static inline __mmask16 keys16_visible(int32_t k0, int32_t lo, int32_t pos)
 }
 #endif
 
+#ifndef ATTN_AVX512
 /* The online softmax step of one query (row at position pos) for the tile
  * of keys from ic: masks keys outside [lo, pos], rescales the accumulator when the
  * maximum grows, and turns kq into exp(kq - M) (ggml_vec_soft_max_f32:
- * 16-lane exp, each group reduced in float and summed in double). False
- * when every key is masked. */
+ * 8-lane exp, each group of 16 reduced in float and summed in double;
+ * tile_queries4 is the AVX-512 form). False when every key is masked. */
 static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *acc, int hd, float *M, float *S)
 {
     enum { T = ATTN_TILE };
     float tmax = -INFINITY;
-#ifdef ATTN_AVX512
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int j = 0; j < T; j += 16) {
-        /* lanes whose key ic + j + lane lies past pos */
-        const __mmask16 vis = keys16_visible(ic + j, lo, pos);
-        const __m512 v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, _mm512_loadu_ps(kq + j));
-        _mm512_storeu_ps(kq + j, v);
-        mx = _mm512_max_ps(mx, v);
-    }
-    tmax = _mm512_reduce_max_ps(mx);
-#else
     for (int j = 0; j < T; j++) {
         if (ic + j > pos || ic + j < lo)
             kq[j] = -INFINITY;
         tmax = tmax > kq[j] ? tmax : kq[j];
     }
-#endif
     if (tmax == -INFINITY)
         return false;
     const float Mold = *M, Mnew = fmaxf(Mold, tmax);
@@ -558,12 +553,6 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     *M = Mnew;
     double sum = 0.0;
     for (int j = 0; j < T; j += 16) {
-#ifdef ATTN_AVX512
-        /* ggml_vec_soft_max_f32's AVX-512 loop itself */
-        const __m512 e = v_expf16(_mm512_sub_ps(_mm512_loadu_ps(kq + j), _mm512_set1_ps(Mnew)));
-        _mm512_storeu_ps(kq + j, e);
-        sum += (double)_mm512_reduce_add_ps(e);
-#else
 #ifdef FWD_F16C
         _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
         _mm256_storeu_ps(kq + j + 8, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
@@ -572,7 +561,6 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
             kq[j + l] = v_expf(kq[j + l] - Mnew);
 #endif
         sum += (double)red16(kq + j);
-#endif
     }
     *S = (float)((double)*S + sum);
     return true;
@@ -595,6 +583,7 @@ static void pv_tile(float *acc, const float *vt, int hd, const float *kq)
         acc[d] = a;
     }
 }
+#endif
 
 #ifdef ATTN_AVX512
 /* P.V of four queries for the head elements [d, d + 16 * w): 4 * w chains
@@ -770,7 +759,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
             if (n4 > 0)
                 tile_queries4(kv, q, q_stride, n_rows, pos0, ic, kt, vt, idx, n4, vkq, Ms, Ss);
         }
-#endif
+#else
         for (; i < nq; i++) {
             const int g = i / n_rows, r = i % n_rows;
             const int32_t pos = pos0 + r;
@@ -783,6 +772,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
                 continue;
             pv_tile(acc, vt, hd, kq);
         }
+#endif
     }
     if (kv->sinks)
         for (int i = 0; i < nq; i++)
