@@ -110,8 +110,19 @@ PP=${BENCH_PP:-512,2048}
 TG=${BENCH_TG:-64}
 DEPTH=${BENCH_DEPTH:-4096}
 start=$(date +%s)
+
+# isa_of PROGRAM: the widest vector code PROGRAM (or the libggml it loads)
+# holds: "AVX-512" or "AVX2", as the builds being compared were compiled
+isa_of() {
+    for f in "$1" $(ldd "$1" 2>/dev/null | awk '/libggml/ {print $3}'); do
+        objdump -d "$f" 2>/dev/null | grep -q '%zmm' && { echo AVX-512; return; }
+    done
+    echo AVX2
+}
+ISA=$(isa_of "$BIN")
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
-    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $THREADS threads, $REPS repetitions"
+    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions" \
+    "${IK_BENCH:+; ik $(isa_of "$IK_BENCH") build}"
 BW=0
 
 # measure_bw: the read bandwidth now (GB/s), into BW; run right before
@@ -623,9 +634,10 @@ for g in deep:
         ACTIVE_BYTES=""
     done
     python3 - "$BENCH_RESULTS" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
-        "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" <<'EOF_SUM' |
+        "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" \
+        "$ISA" "${IK_BENCH:+$(isa_of "$IK_BENCH")}" <<'EOF_SUM' |
 import json, os, statistics, sys
-path, cpu, commit, threads, rounds, reps = sys.argv[1:]
+path, cpu, commit, threads, rounds, reps, isa, ik_isa = sys.argv[1:]
 recs = [json.loads(l) for l in open(path) if l.strip()]
 rows, cells = [], {}
 for r in recs:
@@ -637,7 +649,8 @@ def rng(v):
     lo, hi = min(v), max(v)
     f = '%.0f' if hi >= 100 else '%.1f'
     return f % lo if f % lo == f % hi else (f + '-' + f) % (lo, hi)
-print('%s, %s threads, %s rounds of %s repetitions; tokscope %s; F16 cache' % (cpu, threads, rounds, reps, commit))
+print('%s, %s threads, %s rounds of %s repetitions; tokscope %s (%s build)%s; F16 cache'
+      % (cpu, threads, rounds, reps, commit, isa, '; ik %s build' % ik_isa if ik_isa else ''))
 print()
 print('| file | test | tokscope | llama.cpp | ik best | ÷ llama.cpp | ÷ ik | tokscope peak RSS / file | tg: % of read bandwidth |')
 print('|---|---|---|---|---|---|---|---|---|')

@@ -720,7 +720,7 @@ static void drop_file_pages(const void *p, size_t n)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-bool gguf_make_resident(const gguf_ctx *cctx, const int64_t *idx, int n)
+bool gguf_make_resident(const gguf_ctx *cctx, const int64_t *idx, int n, size_t min_bytes)
 {
     gguf_ctx *ctx = (gguf_ctx *)(uintptr_t)cctx; /* where the bytes live changes, not what they are */
     if (!ctx->mapped || n <= 0)
@@ -735,21 +735,25 @@ bool gguf_make_resident(const gguf_ctx *cctx, const int64_t *idx, int n)
     struct resident_region *grown = NULL;
     uint8_t *dst = NULL;
     size_t len = 0;
-    if (total > 0 && total >= gguf_resident_min &&
+    if (total > 0 && total >= min_bytes &&
         (grown = realloc(ctx->resident, (size_t)(ctx->n_resident + 1) * sizeof *ctx->resident)) != NULL) {
         ctx->resident = grown;
-        /* 2 MB aligned, so that the kernel can back it with huge pages */
-        const size_t huge = (size_t)2 << 20, want = (total + huge - 1) & ~(huge - 1);
-        uint8_t *p = mmap(NULL, want + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* 2 MB aligned, so that the kernel can back it with huge pages (a
+         * few small tensors in 4 KB pages: a huge page would be mostly
+         * waste) */
+        const bool small = total < ((size_t)1 << 20);
+        const size_t align = small ? 4096 : (size_t)2 << 20, want = (total + align - 1) & ~(align - 1);
+        uint8_t *p = mmap(NULL, want + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p != MAP_FAILED) {
-            const size_t head = (huge - (uintptr_t)p % huge) % huge;
+            const size_t head = (align - (uintptr_t)p % align) % align;
             if (head)
                 munmap(p, head);
-            munmap(p + head + want, huge - head);
+            munmap(p + head + want, align - head);
             dst = p + head;
             len = want;
 #ifdef MADV_HUGEPAGE
-            madvise(dst, len, MADV_HUGEPAGE);
+            if (!small)
+                madvise(dst, len, MADV_HUGEPAGE);
 #endif
             ctx->resident[ctx->n_resident++] = (struct resident_region){dst, len};
         }

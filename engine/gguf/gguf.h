@@ -94,12 +94,13 @@ const void *gguf_file_bytes(const gguf_ctx *ctx);
  * pages that took a TLB walk every 4 KB (Gemma-4-26B-A4B's width, 2
  * threads: 34.5 tok/s from the file's pages, 46.6 from huge pages). The
  * bytes do not change, only where they live; tensors already moved are
- * skipped, and below 64 MB in all nothing moves (a small model's page
- * tables sit in the caches). True when something moved. Thread-safe; an
- * old pointer to a moved tensor still reads its bytes (from the file). */
-bool gguf_make_resident(const gguf_ctx *ctx, const int64_t *idx, int n);
-/* The bytes below which gguf_make_resident moves nothing (64 MB; the
- * tests lower it). */
+ * skipped, and below min_bytes in all nothing moves (gguf_resident_min for
+ * speed: a small model's page tables sit in the caches). Under 1 MB the
+ * region is in 4 KB pages. True when something moved. Thread-safe; an old
+ * pointer to a moved tensor still reads its bytes (from the file). */
+bool gguf_make_resident(const gguf_ctx *ctx, const int64_t *idx, int n, size_t min_bytes);
+/* The bytes below which moving weights for speed is not worth it (64 MB;
+ * the tests lower it). */
 extern size_t gguf_resident_min;
 /* The open file mapping that holds addr: its path and addr's offset in the
  * file. Async-signal-safe, for a SIGBUS handler: a mapped model file that

@@ -568,25 +568,25 @@ static void test_make_resident(void **state)
     const int64_t both[2] = {0, 1}, again[3] = {1, 1, 0};
     const size_t min = gguf_resident_min;
     gguf_resident_min = 1 << 20; /* 290 bytes: too few to move */
-    assert_false(gguf_make_resident(g, both, 2));
+    assert_false(gguf_make_resident(g, both, 2, gguf_resident_min));
     assert_ptr_equal(ta->data, a0);
     gguf_resident_min = 0;
-    assert_true(gguf_make_resident(g, &both[1], 1)); /* b only */
+    assert_true(gguf_make_resident(g, &both[1], 1, gguf_resident_min)); /* b only */
     assert_ptr_equal(ta->data, a0);
     assert_true((const uint8_t *)tb->data < file || (const uint8_t *)tb->data >= file + b.n);
     assert_true((uintptr_t)tb->data % 64 == 0);
     assert_memory_equal(tb->data, b.p + ((const uint8_t *)b0 - file), tb->nbytes);
-    assert_true(gguf_make_resident(g, again, 3)); /* b is skipped, a moves */
+    assert_true(gguf_make_resident(g, again, 3, gguf_resident_min)); /* b is skipped, a moves */
     assert_true((const uint8_t *)ta->data < file || (const uint8_t *)ta->data >= file + b.n);
     assert_memory_equal(ta->data, b.p + ((const uint8_t *)a0 - file), ta->nbytes);
-    assert_false(gguf_make_resident(g, both, 2)); /* nothing left in the file */
+    assert_false(gguf_make_resident(g, both, 2, gguf_resident_min)); /* nothing left in the file */
     assert_memory_equal(gguf_file_bytes(g), b.p, gguf_data_offset(g)); /* the header */
     gguf_close(g);
     unlink(path);
     /* a caller's buffer has no file to move from */
     gguf_ctx *m = open_copy(b.p, b.n, err, sizeof err);
     assert_non_null(m);
-    assert_false(gguf_make_resident(m, both, 2));
+    assert_false(gguf_make_resident(m, both, 2, gguf_resident_min));
     close_copy(m);
     gguf_resident_min = min;
     free(b.p);
