@@ -444,6 +444,7 @@ float quant_avx2_dot_q5_1(int64_t n, const void *w, const void *act);
 void quant_avx2_matvec_q4_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
 void quant_avx2_matvec_q8_0(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
 void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
+void quant_avx2_matvec_q5_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
 void quant_avx2_dequantize_q8_0(const void *src, float *dst, int64_t n);
 void quant_avx2_dequantize_q4_0(const void *src, float *dst, int64_t n);
 void quant_avx2_dot4_q8_0(int64_t n, const void *w, const void *const act[4], float out[4]);

@@ -346,6 +346,8 @@ void quant_simd_install(enum tensor_type type, struct quant_kernels *k)
         k->dot4 = quant_avx2_dot4_q5_K;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
         k->matvec = quant_avx512_matvec_q5_K;
+#else
+        k->matvec = quant_avx2_matvec_q5_K;
 #endif
         break;
     case TENSOR_TYPE_Q6_K:

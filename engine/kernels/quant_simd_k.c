@@ -156,51 +156,84 @@ static inline __attribute__((always_inline)) void q4_K_rows(int64_t n, const voi
 
 QUANT_ROWS_KERNELS(q4_K)
 
-/* Q5_K: the row's 5-bit values are built once per block. */
-static inline __attribute__((always_inline)) void q5_K_rows(int64_t n, const void *w, const void *const act[4],
-                                                          int nt, float out[4])
+/* vpshufb indices that spread 16-bit scale s (of 8, in both 128-bit
+ * halves) over all 16 words: ggml's get_scale_shuffle_k4(s). */
+static const uint8_t k_k4_scale_shuffle[8][32] = {
+#define K4S(s) 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
+                2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1
+    {K4S(0), K4S(0)}, {K4S(1), K4S(1)}, {K4S(2), K4S(2)}, {K4S(3), K4S(3)},
+    {K4S(4), K4S(4)}, {K4S(5), K4S(5)}, {K4S(6), K4S(6)}, {K4S(7), K4S(7)},
+#undef K4S
+};
+
+/* Q5_K (ggml_vec_dot_q5_K_q8_K's AVX2 body): chunk pair by chunk pair, the
+ * row's two 5-bit vectors and their scale vectors are built once and used
+ * for every token, scales by vpshufb as the reference (GCC kept 8 scalar
+ * broadcasts and the accumulators in memory when all 8 chunks were held
+ * at once: a third of the Q6_K loop's speed). Each token's lanes, its min
+ * total ((p0 + p1) + (p2 + p3), exact) and its scalar chain summs =
+ * fma(dmin, total, summs) are the reference's; the 4 tokens' chains run in
+ * the 4 lanes of one register. */
+static inline __attribute__((always_inline)) void q5_K_rows_pf(int64_t n, const void *w, const void *const act[4],
+                                                             int nt, float out[4], const char *pf, size_t pf_step)
 {
     const block_q5_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
     const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
     __m256 acc[4];
-    float summs[4] = {0};
-    for (int c = 0; c < nt; c++)
-        acc[c] = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        quant_prefetch_step(pf, i, pf_step);
         const __m128i sm = k4_scales_mins(x[i].scales);
-        uint8_t sc[16];
-        _mm_storeu_si128((__m128i *)sc, sm);
+        const __m256i sc16 = _mm256_cvtepu8_epi16(sm); /* words 0-7 scales, 8-15 mins */
+        const __m256i scales = _mm256_permute2x128_si256(sc16, sc16, 0x00);
         const float xd = fp16_to_f32(x[i].d), xdmin = fp16_to_f32(x[i].dmin);
         __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        __m256i lo[4], hi[4];
+        __m256i sumi[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) sumi[c] = _mm256_setzero_si256();
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * k));
-            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
-            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4),
+                                               _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit));
             hbits = _mm256_srli_epi16(hbits, 2);
-            lo[k] = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
-            hi[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+            const __m256i s0 = _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k_k4_scale_shuffle[2 * k]));
+            const __m256i s1 =
+                _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k_k4_scale_shuffle[2 * k + 1]));
+            _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
+            {
+                const int8_t *q8 = y[c][i].qs + 64 * k;
+                const __m256i p0 = _mm256_madd_epi16(s0, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)q8)));
+                const __m256i p1 =
+                    _mm256_madd_epi16(s1, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p0, p1));
+            }
         }
+        /* the min totals of the 4 tokens side by side: lane c is token c's */
+        __m128i prod[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) prod[c] = k4_min_sums(sm, y[c < nt ? c : 0][i].bsums);
+        const __m128i tot = _mm_hadd_epi32(_mm_hadd_epi32(prod[0], prod[1]), _mm_hadd_epi32(prod[2], prod[3]));
+        const __m128 yd = _mm_setr_ps(y[0][i].d, y[nt > 1 ? 1 : 0][i].d, y[nt > 2 ? 2 : 0][i].d, y[nt > 3 ? 3 : 0][i].d);
+        /* dmin = -y.d * x.dmin, as the reference's scalar */
+        const __m128 dmin = _mm_mul_ps(_mm_xor_ps(yd, _mm_set1_ps(-0.0f)), _mm_set1_ps(xdmin));
+        summs = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(tot), summs);
         _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++)
         {
-            const block_q8_K *yc = y[c] + i;
-            const float d = yc->d * xd, dmin = -yc->d * xdmin;
-            __m128i prod = k4_min_sums(sm, yc->bsums);
-            prod = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-            summs[c] = fmaf(dmin, (float)_mm_cvtsi128_si32(prod), summs[c]);
-            __m256i sumi = _mm256_setzero_si256();
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-            {
-                sumi = _mm256_add_epi32(sumi, dot32_scaled(lo[k], yc->qs + 64 * k, sc[2 * k]));
-                sumi = _mm256_add_epi32(sumi, dot32_scaled(hi[k], yc->qs + 64 * k + 32, sc[2 * k + 1]));
-            }
-            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[c]);
+            const float d = y[c][i].d * xd;
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
         }
     }
-    for (int c = 0; c < nt; c++)
-        out[c] = hsum_ps(acc[c]) + summs[c];
+    float sm4[4];
+    _mm_storeu_ps(sm4, summs);
+    _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) out[c] = hsum_ps(acc[c]) + sm4[c];
+}
+
+static inline __attribute__((always_inline)) void q5_K_rows(int64_t n, const void *w, const void *const act[4],
+                                                          int nt, float out[4])
+{
+    q5_K_rows_pf(n, w, act, nt, out, NULL, 0);
 }
 
 QUANT_ROWS_KERNELS(q5_K)
@@ -348,6 +381,21 @@ void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, c
         const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
         float o[4];
         q6_K_rows_pf(n, x, a, 1, o, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+        out[r] = o[0];
+    }
+}
+
+/* One row at a time, as quant_avx2_dot_q5_K (the same body), prefetching
+ * as the Q6_K matvec. */
+void quant_avx2_matvec_q5_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
+    const void *const a[4] = {act, act, act, act};
+    for (int64_t r = 0; r < rows; r++) {
+        const char *x = (const char *)w + (size_t)r * rs;
+        const bool ahead = r + QUANT_PF_AHEAD < rows;
+        float o[4];
+        q5_K_rows_pf(n, x, a, 1, o, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
         out[r] = o[0];
     }
 }
