@@ -16,6 +16,12 @@
 # it, e.g. BENCH_IK_ROWS=q4_0,iq4_xs BENCH_IK_TESTS=pp512,tg64. Writing the
 # files takes a while the first time (the IQ2/IQ1 searches most: minutes
 # per layer on a loaded 2-core machine; BENCH_IQ_LAYERS cuts them).
+# BIN names the tokscope to measure (./tokscope): with the AVX2 build
+# (BIN=build/avx2/tokscope, what `make` builds beside the native one) and an
+# AVX2 build of ik (IK_BENCH=../ref-ik/build-avx2/bin/llama-bench; docs/
+# speed-ik.md has its cmake line) the table is AVX2's on this CPU. The
+# first line and the table's heading name each build's widest vector code
+# (AVX-512 when the program or its libggml uses zmm registers, else AVX2).
 case "${1:-}" in
 -h | --help)
     sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -23,7 +29,7 @@ case "${1:-}" in
     ;;
 esac
 BUILD=${BUILD:-build}
-make -s BUILD="$BUILD" "$BUILD/tools/gguf_random" "$BUILD/tools/membw" "$BUILD/tools/imatrix_random" || exit 1
+env -u BIN make -s BUILD="$BUILD" "$BUILD/tools/gguf_random" "$BUILD/tools/membw" "$BUILD/tools/imatrix_random" || exit 1
 LLAMA_BENCH=${LLAMA_BENCH:-../ref/build/bin/llama-bench} IK_BENCH=${IK_BENCH:-../ref-ik/build/bin/llama-bench} \
     BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 BENCH_2026=0 BENCH_IQ=0 \
     BENCH_IK_TABLE=1 BUILD=$BUILD exec sh tests/bench.sh
