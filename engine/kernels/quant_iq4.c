@@ -380,13 +380,17 @@ static void nl_repacked_8x1(const uint8_t *w, size_t rb, const block_q8_0 *y, in
 /* IQ4_XS: per super-block the 8 lanes of ls-weighted sums. Not
  * iq4_xs_rows with nt = 1: one row wants its sub-blocks unrolled by 8,
  * which with four activations spills the sums (one row through
- * iq4_xs_rows measured 0.80x the reference's vec_dot, this 1.1x). */
-static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
+ * iq4_xs_rows measured 0.80x the reference's vec_dot, this 1.1x). With pf
+ * set, each block step prefetches step bytes of the rows ahead
+ * (quant_prefetch_step). */
+static inline __attribute__((always_inline)) float iq4_xs_dot_pf(int64_t n, const void *w, const void *act,
+                                                                  const char *pf, size_t step)
 {
     const block_iq4_xs *x = w;
     const block_q8_K *y = act;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        quant_prefetch_step(pf, i, step);
         __m256i s = _mm256_setzero_si256();
         _Pragma("GCC unroll 8") for (int ib = 0; ib < QK_K / 32; ib++)
         {
@@ -400,6 +404,26 @@ static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
     }
     return hsum_ps(acc);
 }
+
+static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
+{
+    return iq4_xs_dot_pf(n, w, act, NULL, 0);
+}
+
+#if !defined(QUANT_HAVE_MATVEC_IQ512)
+/* One row after the other, as vec_dot, prefetching the row QUANT_PF_AHEAD
+ * on (rows of 2048 are 1088-byte streams the hardware prefetcher keeps
+ * losing, as Q6_K's: quant_avx2_matvec_q6_K). */
+static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
+{
+    const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *x = (const char *)w + (size_t)r * rs;
+        const bool ahead = r + QUANT_PF_AHEAD < rows;
+        out[r] = iq4_xs_dot_pf(n, x, act, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+    }
+}
+#endif
 
 /* IQ4_XS, one row against nt (<= 4) activations: vec_dot's arithmetic for
  * each, the row's values and scales decoded once. Always inlined with a
@@ -453,6 +477,8 @@ void quant_iq4_install(enum tensor_type type, struct quant_kernels *k)
         k->dot4 = dot4_iq4_xs_avx2;
 #if defined(QUANT_HAVE_MATVEC_IQ512)
         k->matvec = quant_avx512_matvec_iq4_xs;
+#else
+        k->matvec = matvec_iq4_xs_avx2;
 #endif
     }
 #else
