@@ -296,9 +296,6 @@ static bool build_packed(forward_ctx *f)
                 release_original(it->w);
             f->packed_of[it->idx] = f->packed_buf + it->off;
         }
-        if (mapped && getenv("TS_SWEEP"))
-            for (int i = 0; i < job.n; i++)
-                release_original(items[i].w);
     }
     free(items);
     return ok;
