@@ -411,18 +411,9 @@ static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
 }
 
 #if !defined(QUANT_HAVE_MATVEC_IQ512)
-/* One row after the other, as vec_dot, prefetching the row QUANT_PF_AHEAD
- * on (rows of 2048 are 1088-byte streams the hardware prefetcher keeps
- * losing, as Q6_K's: quant_avx2_matvec_q6_K). */
-static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
-{
-    const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
-    for (int64_t r = 0; r < rows; r++) {
-        const char *x = (const char *)w + (size_t)r * rs;
-        const bool ahead = r + QUANT_PF_AHEAD < rows;
-        out[r] = iq4_xs_dot_pf(n, x, act, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
-    }
-}
+/* vec_dot's body row after row, prefetching (rows of 2048 are 1088-byte
+ * streams, as Q6_K's) */
+QUANT_MATVEC_PF(static, matvec_iq4_xs_avx2, iq4_xs_dot_pf)
 #endif
 
 /* IQ4_XS, one row against nt (<= 4) activations: vec_dot's arithmetic for

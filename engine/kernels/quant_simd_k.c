@@ -365,35 +365,22 @@ static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const voi
 
 QUANT_ROWS_KERNELS(q6_K)
 
-/* One row at a time, as quant_avx2_dot_q6_K (the same body, so the same
- * bits), prefetching the row QUANT_PF_AHEAD rows on step by step. */
-void quant_avx2_matvec_q6_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
-{
-    const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
-    const void *const a[4] = {act, act, act, act};
-    for (int64_t r = 0; r < rows; r++) {
-        const char *x = (const char *)w + (size_t)r * rs;
-        const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
-        float o[4];
-        q6_K_rows_pf(n, x, a, 1, o, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
-        out[r] = o[0];
+/* One token's dot through the rows bodies, for QUANT_MATVEC_PF: the same
+ * body as quant_avx2_dot_q6_K / _q5_K, so the same bits. */
+#define K_DOT1_PF(T)                                                                                              \
+    static inline __attribute__((always_inline)) float T##_dot1_pf(int64_t n, const void *w, const void *act,    \
+                                                                    const char *pf, size_t step)                  \
+    {                                                                                                             \
+        const void *const a[4] = {act, act, act, act};                                                            \
+        float o[4];                                                                                               \
+        T##_rows_pf(n, w, a, 1, o, pf, step);                                                                     \
+        return o[0];                                                                                              \
     }
-}
+K_DOT1_PF(q6_K)
+K_DOT1_PF(q5_K)
 
-/* One row at a time, as quant_avx2_dot_q5_K (the same body), prefetching
- * as the Q6_K matvec. */
-void quant_avx2_matvec_q5_K(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
-{
-    const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
-    const void *const a[4] = {act, act, act, act};
-    for (int64_t r = 0; r < rows; r++) {
-        const char *x = (const char *)w + (size_t)r * rs;
-        const bool ahead = r + QUANT_PF_AHEAD < rows;
-        float o[4];
-        q5_K_rows_pf(n, x, a, 1, o, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
-        out[r] = o[0];
-    }
-}
+QUANT_MATVEC_PF(, quant_avx2_matvec_q6_K, q6_K_dot1_pf)
+QUANT_MATVEC_PF(, quant_avx2_matvec_q5_K, q5_K_dot1_pf)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* One token through the few-token kernels (quant_kfew.h): row pairs, each

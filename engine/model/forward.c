@@ -418,7 +418,6 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     const gguf_tensor *ft = f->w->rope_freqs ? f->w->rope_freqs
                             : p.n_ctx > hp->n_ctx_orig ? f->w->rope_long
                                                        : f->w->rope_short;
-    f->rope_factors = ft ? ft->data : NULL; /* again once build_packed has moved it */
     f->n_rope_tables = hp->n_swa > 0 ? 2 : 1;
     const uint32_t max_hd = hp->head_dim > hp->head_dim_swa ? hp->head_dim : hp->head_dim_swa;
     const uint32_t max_rot = hp->n_rot > hp->n_rot_swa ? hp->n_rot : hp->n_rot_swa;
@@ -504,6 +503,7 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         forward_free(f);
         return NULL;
     }
+    /* after build_packed, which may have moved the factors out of the file */
     f->rope_factors = ft ? ft->data : NULL;
     if (!build_blas(f)) {
         snprintf(err, errlen, "out of memory allocating the OpenBLAS buffers (n_batch %u; --blas off needs none)",
