@@ -129,7 +129,7 @@ test: deps
 # (the grouped and quantized-cache generation kernels are AVX-512 only:
 # test_attn_group would only skip there)
 AVX2_VARIANT := $(if $(and $(filter 1,$(NATIVE)),$(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo y)),y)
-AVX2_UNITS   := test_quant test_packed test_gemm_iq test_mxfp4 test_iq4 test_attn test_attn_sinks
+AVX2_UNITS   := test_quant test_packed test_gemm_iq test_mxfp4 test_iq4 test_attn test_attn_sinks test_gemm_kq5 test_gemm_kq6
 AVX2_BIN     := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(AVX2_UNITS:%=$(BUILD)/tests/%_avx2))
 
 $(BUILD)/avx2/tokscope: FORCE

@@ -16,7 +16,7 @@
 
 struct kp_scratch {
     uint8_t *panel; /* pr rows (in pairs) */
-    __m512 *st;     /* float state of every tile of a token block */
+    gemm_kp_st *st;     /* float state of every tile of a token block */
     float *ob;      /* a token block's outputs of the panel, token-major */
     uint8_t *tx;    /* a token block's prep data, per tile */
     int64_t pr;     /* rows a panel */
@@ -64,7 +64,7 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                                             s->panel + (size_t)(r / 2 + (nr > 2)) * pair_bytes};
                     for (int c = 0; c < ntile; c++) {
                         const int t0 = b0 + TILE_T * c, nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
-                        __m512 *st = s->st + ((r / 4) * ntile + c) * k->n_st;
+                        gemm_kp_st *st = s->st + ((r / 4) * ntile + c) * k->n_st;
                         const uint8_t *tx = k->prep ? s->tx + (size_t)(b0 / TILE_T + c) * tx_tile : NULL;
                         float o[4][TILE_T];
                         (nr > 2 ? k->tile2 : k->tile1)(wp, ys[c], tx, i0, i1, nbl, st, o);
@@ -86,9 +86,9 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
 #undef ACT
 }
 
-void gemm_kp_prep_mins(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx, float sign)
+void gemm_kp_prep_mins(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx, size_t stride, float sign)
 {
-    for (int64_t i = 0; i < nbl; i++, tx += GEMM_KP_TX_MINS) {
+    for (int64_t i = 0; i < nbl; i++, tx += stride) {
         uint32_t v[4][TILE_T] = {{0}}; /* all set below; cppcheck cannot tell */
         float yd[TILE_T] = {0};
         for (int t = 0; t < TILE_T; t++) {
@@ -104,6 +104,18 @@ void gemm_kp_prep_mins(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *
         memcpy(tx + GEMM_KP_OFF_YD, yd, sizeof yd);
     }
 }
+
+#ifndef GEMM_KPANEL_512
+void gemm_kp_prep_values(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx, size_t stride)
+{
+    for (int64_t i = 0; i < nbl; i++)
+        for (int t = 0; t < TILE_T; t++)
+            for (int q = 0; q < 4; q++)
+                gemm_kp_store_values(tx + (size_t)i * stride + 256 * t + 64 * q,
+                                     _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q)),
+                                     _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q + 32)));
+}
+#endif
 
 bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs, int64_t r0, int64_t r1,
                   const void *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
@@ -126,7 +138,7 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
     const size_t panel_bytes = UP64((size_t)prp * (size_t)nbl * (k->pair_sb / 2));
     /* float state of every tile of a token block */
     const size_t st_bytes =
-        (size_t)((prp + 3) / 4) * (size_t)((tb + TILE_T - 1) / TILE_T) * (size_t)k->n_st * sizeof(__m512);
+        (size_t)((prp + 3) / 4) * (size_t)((tb + TILE_T - 1) / TILE_T) * (size_t)k->n_st * sizeof(gemm_kp_st);
     const size_t ob_bytes = UP64((size_t)tb * (size_t)pr * sizeof(float));
     /* prep data of all the tokens, made while the first panel runs */
     const size_t tx_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * k->tx_bytes);
@@ -135,7 +147,7 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
     if (!scr)
         return false;
     s.panel = scr;
-    s.st = (__m512 *)(void *)(scr + panel_bytes);
+    s.st = (gemm_kp_st *)(void *)(scr + panel_bytes);
     s.ob = (float *)(void *)(scr + panel_bytes + st_bytes);
     s.tx = scr + panel_bytes + st_bytes + ob_bytes;
     kp_matmul(k, w, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, &s);

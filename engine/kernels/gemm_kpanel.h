@@ -20,6 +20,16 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
     defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GEMM_KPANEL 1
+/* the tiles' float state: 512-bit vectors (2 rows' 8 lanes) */
+#define GEMM_KPANEL_512 1
+typedef __m512 gemm_kp_st;
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GEMM_KPANEL 1
+/* the AVX2 tiles' (gemm_k256.h): one row's 8 lanes a vector */
+typedef __m256 gemm_kp_st;
+#endif
+
+#ifdef GEMM_KPANEL
 
 /* tokens per tile */
 #define GEMM_KP_TILE_T 4
@@ -38,7 +48,7 @@ typedef void (*gemm_kp_prep_fn)(const block_q8_K *const y[GEMM_KP_TILE_T], int64
  * goes on from st (n_st vectors; unset when i0 is 0) and back to st, or,
  * when i1 is nbl, the outputs to out[row][token]. */
 typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],
-                                const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,
+                                const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st,
                                 float out[4][GEMM_KP_TILE_T]);
 
 /* The tile2 and tile1 callbacks (tile_pairs2, tile_pairs1) of a type whose
@@ -46,13 +56,13 @@ typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *co
  * out) with a constant NP: each its own copy with NP folded in. */
 #define GEMM_KP_TILES(TILE)                                                                                          \
     static void tile_pairs2(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
-                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,                   \
+                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st,                   \
                             float out[4][GEMM_KP_TILE_T])                                                        \
     {                                                                                                              \
         TILE(2, wp, y, tx, i0, i1, nbl, st, out);                                                                  \
     }                                                                                                              \
     static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
-                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, __m512 *st,                   \
+                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st,                   \
                             float out[4][GEMM_KP_TILE_T])                                                        \
     {                                                                                                              \
         TILE(1, wp, y, tx, i0, i1, nbl, st, out);                                                                  \
@@ -74,6 +84,24 @@ struct gemm_kp {
 bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs, int64_t r0, int64_t r1,
                   const void *act, size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
+/* The 64 values of chunk pair q (chunks c0 = 2q, c1 = 2q + 1, 32 unsigned
+ * bytes each, in element order) of one row into its panel at p, where the
+ * tiles read them: as they are for the 512-bit tiles; for the AVX2 tiles
+ * 16-bit interleaved (gemm_k256.h): A = per 4-byte group k (c0 bytes
+ * 4k, 4k+1, c1 bytes 4k, 4k+1), then B = (c0 bytes 4k+2, 4k+3, c1 bytes
+ * 4k+2, 4k+3). */
+static inline void gemm_kp_store_values(uint8_t *p, __m256i c0, __m256i c1)
+{
+#ifdef GEMM_KPANEL_512
+    _mm256_storeu_si256((__m256i *)(void *)p, c0);
+    _mm256_storeu_si256((__m256i *)(void *)(p + 32), c1);
+#else
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm256_blend_epi16(c0, _mm256_slli_epi32(c1, 16), 0xAA));
+    _mm256_storeu_si256((__m256i *)(void *)(p + 32), _mm256_blend_epi16(_mm256_srli_epi32(c0, 16), c1, 0xAA));
+#endif
+}
+
+#ifdef GEMM_KPANEL_512
 /* w . a lane sums of 4 bytes (w unsigned), from zero. An asm statement, as
  * gemm_iq.c's: GCC copies accumulators around its intrinsic. */
 static inline __m512i gemm_kp_dpbusd0(__m512i w, __m512i a)
@@ -95,6 +123,7 @@ static inline __m512i gemm_kp_pairs16(__m512i xa, __m512i xb)
                          30, 14, 28, 12, 26, 10, 24, 8, 22, 6, 20, 4, 18, 2, 16, 0);     /* A */
     return _mm512_permutex2var_epi16(xa, idx, xb);
 }
+#endif /* GEMM_KPANEL_512 */
 
 /* The types' panels begin alike: per chunk pair q (64 values) 64 value
  * bytes of row A then 64 of row B at 128q (unsigned, so vpdpbusd's u8
@@ -138,9 +167,44 @@ static inline void gemm_kp_write_scales_mins(const uint8_t *scales, uint8_t *p, 
 /* The 4 tokens' side of the mins, GEMM_KP_TX_MINS bytes a super-block: per
  * mins pair p (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) as int16
  * (as the reference's _mm_hadd_epi16 wraps), token-major; then sign * y.d
- * (sign 1 or -1: exact). */
-void gemm_kp_prep_mins(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx, float sign);
+ * (sign 1 or -1: exact). Super-blocks stride bytes apart (GEMM_KP_TX_MINS
+ * when nothing else goes with them). */
+void gemm_kp_prep_mins(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx, size_t stride,
+                       float sign);
 
+#ifndef GEMM_KPANEL_512
+/* Token bytes per tile and super-block of gemm_kp_prep_values: the 4
+ * tokens' 256 values, token after token, in the panel's AVX2 order. */
+#define GEMM_KP_TX_VALUES 1024
+
+/* The 4 tokens' values as gemm_kp_store_values lays out a row's (so that
+ * one maddubs pairs them), stride bytes a super-block. */
+void gemm_kp_prep_values(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx, size_t stride);
+
+/* One chunk pair of one row (its values at pw, A then B; its scale pairs
+ * at sc) against 4 tokens (their values at xt, 256 bytes apart, A then B):
+ * acc[t] += the reference's 8 lanes of the two chunks, scaled. The two
+ * maddubs sums added as int16 are the 4-value sums of both chunks side by
+ * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. */
+static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t *pw, const uint8_t *sc,
+                                                                   const uint8_t *xt,
+                                                                   __m256i acc[GEMM_KP_TILE_T])
+{
+    const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)pw);
+    const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(pw + 32));
+    const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)sc);
+#pragma GCC unroll 4
+    for (int t = 0; t < GEMM_KP_TILE_T; t++) {
+        const uint8_t *a = xt + 256 * t;
+        const __m256i p =
+            _mm256_add_epi16(_mm256_maddubs_epi16(wa, _mm256_loadu_si256((const __m256i *)(const void *)a)),
+                             _mm256_maddubs_epi16(wb, _mm256_loadu_si256((const __m256i *)(const void *)(a + 32))));
+        acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, s));
+    }
+}
+#endif
+
+#ifdef GEMM_KPANEL_512
 /* Super-block i of NP row pairs (their panel blocks at wp[j] + i * pair_sb)
  * against 4 tokens: acc[j][t] = the reference's scaled int32 lanes, row A's
  * lanes k in 0-7, B's in 8-15. Per token and chunk pair two vpdpbusd give
@@ -178,7 +242,8 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const ui
         }
     }
 }
-#endif
+#endif /* GEMM_KPANEL_512 */
+#endif /* GEMM_KPANEL */
 
 /* What a K-quant GEMM falls back to without scratch (or in a build without
  * it): tensor_vec_dot per output, which gives the same bits. */

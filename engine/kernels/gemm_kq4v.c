@@ -72,7 +72,7 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
 
 static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
-    gemm_kp_prep_mins(y, nbl, tx, 1.0f);
+    gemm_kp_prep_mins(y, nbl, tx, GEMM_KP_TX_MINS, 1.0f);
 }
 
 /* The 4 tokens' lanes of one row pair (l[t]: row A in lanes 0-7, B in

@@ -52,8 +52,15 @@ bool gemm_kq5_applies(const gguf_tensor *w, int n_tok)
 #define OFF_DM 960
 /* Token bytes per tile and super-block: per mins pair p the 4 tokens'
  * (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) int16 pairs, then the 4
- * tokens' -y.d. */
+ * tokens' -y.d; for the AVX2 tile the tokens' values before them
+ * (gemm_kp_prep_values), the mins' part at TX_MINS. */
+#ifdef GEMM_KPANEL_512
 #define TX_SB GEMM_KP_TX_MINS
+#define TX_MINS 0
+#else
+#define TX_SB 1152
+#define TX_MINS GEMM_KP_TX_VALUES
+#endif
 
 /* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
 static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
@@ -72,10 +79,8 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
             const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
             const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
             hbits = _mm256_srli_epi16(hbits, 2);
-            _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h),
-                                _mm256_or_si256(_mm256_and_si256(q4, m4), h0));
-            _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h + 32),
-                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1));
+            gemm_kp_store_values(p + 128 * q + 64 * h, _mm256_or_si256(_mm256_and_si256(q4, m4), h0),
+                                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1));
         }
         gemm_kp_write_scales_mins(x[i].scales, p, OFF_MIN, h);
         _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
@@ -86,8 +91,13 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
 /* The 4 tokens' side of the mins, -y.d after them (gemm_kpanel.h). */
 static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
-    gemm_kp_prep_mins(y, nbl, tx, -1.0f);
+#ifndef GEMM_KPANEL_512
+    gemm_kp_prep_values(y, nbl, tx, TX_SB);
+#endif
+    gemm_kp_prep_mins(y, nbl, tx + TX_MINS, TX_SB, -1.0f);
 }
+
+#ifdef GEMM_KPANEL_512
 
 /* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
  * rows, tx: their prep_tokens data), super-blocks [i0, i1): the float
@@ -164,11 +174,81 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
 }
 
 GEMM_KP_TILES(tile512)
+#define N_ST (2 * TILE_T + 1)
+#else
+/* The AVX2 tile: 2 NP rows one after the other against TILE_T tokens, the
+ * integer lanes as gemm_kq6.c's AVX2 tile (gemm_kp_lanes256: 3 multiply
+ * instructions per 64 values where vec_dot takes 4), the FMA with y.d *
+ * d_w per super-block; the mins' integers of the 4 tokens in the 4 int32
+ * lanes of one 128-bit register (four madd of the row's mins pairs against
+ * the tokens' bsum pairs), one FMA with -y.d * dmin_w: the 512-bit tile's
+ * steps, a row at a time. Float state: st[4 r + t], the summs at st[16 + r]. */
+static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
+                                                         const block_q8_K *const y[TILE_T], const uint8_t *tx,
+                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
+                                                         float out[4][TILE_T])
+{
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++) {
+        const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
+        const uint8_t *ps = wp[r / 2] + 32 * (r % 2), *pm = wp[r / 2] + 16 * (r % 2);
+        __m256 facc[TILE_T];
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++)
+            facc[t] = i0 == 0 ? _mm256_setzero_ps() : st[TILE_T * r + t];
+        __m128 macc = i0 == 0 ? _mm_setzero_ps() : _mm256_castps256_ps128(st[4 * TILE_T + r]);
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB, *mb = pm + i * PAIR_SB;
+            const uint8_t *xt = tx + i * TX_SB, *xi = xt + TX_MINS;
+            __m256i acc[TILE_T];
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++)
+                acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++)
+                gemm_kp_lanes256(pb + 128 * q, sb + GEMM_KP_OFF_SC + 64 * q, xt + 64 * q, acc);
+            float dw;
+            memcpy(&dw, sb + OFF_DW, sizeof dw);
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++)
+                /* y.d * d_w, as vec_dot's scalar product */
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t][i].d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+            /* the mins: lane t = sum_p min pair p . token t's bsum pair p */
+            __m128i tot = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(mb + OFF_MIN)),
+                                         _mm_loadu_si128((const __m128i *)(const void *)xi));
+#pragma GCC unroll 3
+            for (int p = 1; p < 4; p++)
+                tot = _mm_add_epi32(tot, _mm_madd_epi16(
+                                             _mm_loadu_si128((const __m128i *)(const void *)(mb + OFF_MIN + 32 * p)),
+                                             _mm_loadu_si128((const __m128i *)(const void *)(xi + 16 * p))));
+            /* -y.d * dmin_w, as vec_dot's scalar product */
+            macc = _mm_fmadd_ps(_mm_mul_ps(_mm_loadu_ps((const float *)(const void *)(mb + OFF_DM)),
+                                           _mm_loadu_ps((const float *)(const void *)(xi + GEMM_KP_OFF_YD))),
+                                _mm_cvtepi32_ps(tot), macc);
+        }
+        if (i1 < nbl) {
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++)
+                st[TILE_T * r + t] = facc[t];
+            st[4 * TILE_T + r] = _mm256_castps128_ps256(macc);
+            continue;
+        }
+        float sm[4];
+        _mm_storeu_ps(sm, macc);
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++)
+            out[r][t] = hsum_ps(facc[t]) + sm[t];
+    }
+}
+
+GEMM_KP_TILES(tile256)
+#define N_ST (4 * TILE_T + 4)
+#endif
 
 static const struct gemm_kp kq5 = {
     .pair_sb = PAIR_SB,
     .tx_bytes = TX_SB,
-    .n_st = 2 * TILE_T + 1,
+    .n_st = N_ST,
     .write_row = write_pair_row,
     .prep = prep_tokens,
     .tile2 = tile_pairs2,

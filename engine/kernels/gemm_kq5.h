@@ -23,8 +23,8 @@
 
 #include "gguf/gguf.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) &&     \
-    defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* AVX-512 VNNI builds and AVX2 ones (gemm_kpanel.h) */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GEMM_KQ5 1
 #endif
 

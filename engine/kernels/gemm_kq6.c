@@ -69,23 +69,27 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)),
             };
-            for (int m = 0; m < 4; m++)
-                _mm256_storeu_si256((__m256i *)(p + 128 * ((4 * j + m) / 2) + 64 * h + 32 * (m % 2)), q[m]);
+            /* chunks 4j + m: pairs (4j, 4j + 1), (4j + 2, 4j + 3) */
+            gemm_kp_store_values(p + 128 * (2 * j) + 64 * h, q[0], q[1]);
+            gemm_kp_store_values(p + 128 * (2 * j + 1) + 64 * h, q[2], q[3]);
         }
-        const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i s16 = _mm256_cvtepi8_epi16(s8);
         /* chunk pair (2q, 2q + 1): int16 pair k = (scale of lane k in chunk
          * 2q, in chunk 2q + 1): sc[4q], sc[4q + 2] for lanes 0-3, sc[4q + 1],
          * sc[4q + 3] for 4-7 */
         for (int q = 0; q < 4; q++) {
-            const __m256i idx = _mm256_add_epi16(_mm256_set_epi16(3, 1, 3, 1, 3, 1, 3, 1, 2, 0, 2, 0, 2, 0, 2, 0),
-                                                 _mm256_set1_epi16((short)(4 * q)));
-            _mm256_storeu_si256((__m256i *)(p + GEMM_KP_OFF_SC + 64 * q + 32 * h), _mm256_permutexvar_epi16(idx, s16));
+            const __m128i idx = _mm_add_epi8(_mm_setr_epi8(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3),
+                                             _mm_set1_epi8((char)(4 * q)));
+            _mm256_storeu_si256((__m256i *)(p + GEMM_KP_OFF_SC + 64 * q + 32 * h),
+                                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s8, idx)));
         }
         _mm256_storeu_si256((__m256i *)(p + OFF_OFF + 32 * h), _mm256_mullo_epi16(s16, _mm256_set1_epi16(-32)));
         _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
     }
 }
 
+#ifdef GEMM_KPANEL_512
 /* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
  * rows), super-blocks [i0, i1): the float lanes go on from st (zero when
  * i0 is 0) and back to st, or, when i1 is nbl, their sums to out[row][token].
@@ -145,6 +149,77 @@ static const struct gemm_kp kq6 = {
     .tile2 = tile_pairs2,
     .tile1 = tile_pairs1,
 };
+#else
+/* The AVX2 tile (gemm_kpanel.h's AVX2 value order; the tokens' values in
+ * the same order, made once per call by gemm_kp_prep_values): 2 NP rows,
+ * one after the other, against TILE_T tokens; per row and token 8 int32
+ * lanes, the reference's lane k: the two maddubs of a chunk pair give, added
+ * as int16 (|.| <= 4 * 63 * 128), the 4-value sums of both chunks side by
+ * side, and one madd against the scale pairs adds both, scaled: 3 multiply
+ * instructions per 64 values where vec_dot takes 4. Then the offset (one
+ * madd of the bsums against -32 sc), one convert and one FMA with y.d *
+ * d_w, as vec_dot; hsum_float_8 at the end. Float state: st[4 r + t]. */
+static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
+                                                         const block_q8_K *const y[TILE_T], const uint8_t *tx,
+                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
+                                                         float out[4][TILE_T])
+{
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++) {
+        const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
+        const uint8_t *ps = wp[r / 2] + 32 * (r % 2);
+        __m256 facc[TILE_T];
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++)
+            facc[t] = i0 == 0 ? _mm256_setzero_ps() : st[TILE_T * r + t];
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB, *xt = tx + i * GEMM_KP_TX_VALUES;
+            __m256i acc[TILE_T];
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++)
+                acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++)
+                gemm_kp_lanes256(pb + 128 * q, sb + GEMM_KP_OFF_SC + 64 * q, xt + 64 * q, acc);
+            const __m256i off = _mm256_loadu_si256((const __m256i *)(const void *)(sb + OFF_OFF));
+            float dw;
+            memcpy(&dw, sb + OFF_DW, sizeof dw);
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++) {
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[t][i].bsums);
+                /* y.d * d_w, as vec_dot's scalar product */
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dw),
+                                          _mm256_cvtepi32_ps(_mm256_add_epi32(acc[t], _mm256_madd_epi16(bs, off))),
+                                          facc[t]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++) {
+            if (i1 < nbl)
+                st[TILE_T * r + t] = facc[t];
+            else
+                out[r][t] = hsum_ps(facc[t]);
+        }
+    }
+}
+
+GEMM_KP_TILES(tile256)
+
+static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
+{
+    gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
+}
+
+static const struct gemm_kp kq6 = {
+    .pair_sb = PAIR_SB,
+    .tx_bytes = GEMM_KP_TX_VALUES,
+    .n_st = 4 * TILE_T,
+    .write_row = write_pair_row,
+    .prep = prep_tokens,
+    .tile2 = tile_pairs2,
+    .tile1 = tile_pairs1,
+};
+#endif
 #endif
 
 void gemm_kq6_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act, size_t act_stride,
