@@ -911,6 +911,8 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     bool pk;
     if (type_info(type, &decode, &scale, &pk))
         done = matmul_avx2(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
+    else
+        done = gemm_iq1_matmul256(type, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
 #endif
     if (!done) /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
         for (int64_t r = r0; r < r1; r++)

@@ -45,11 +45,17 @@
 #include <string.h>
 
 #include "kernels/gemm_iq_drive.h"
+#include "kernels/gemm_kpanel.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq1.h"
 
 #ifdef GEMM_IQ_DRIVE
 #define GEMM_IQ1 1
+#elif defined(GEMM_KPANEL) && !defined(GEMM_KPANEL_512)
+/* AVX2: the same panel and token bytes on the K-quant driver
+ * (gemm_kpanel.h), with a tile of maddubs and madd (see tile256) */
+#define GEMM_IQ1 1
+#define GEMM_IQ1_256 1
 #endif
 
 bool gemm_iq1_supports(enum tensor_type type)
@@ -81,17 +87,19 @@ bool gemm_iq1_supports(enum tensor_type type)
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-/* Row h (0, 1) of the pair at p: its super-blocks as PAIR_SB blocks. */
-static void write_pair_row(gemm_iq_decode_fn decode, const void *row, int64_t nbl, uint8_t *p, int h, float *dw)
+/* Row h (0, 1) of the pair at p: its super-blocks as PAIR_SB blocks (and
+ * their d_w to dw unless NULL). */
+static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw)
 {
     const block_iq1_m *x = row;
-    (void)decode;
     const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
         uint16_t sc[4];
         memcpy(sc, x[i].scales, 8);
-        dw[i] = fp16_to_f32(quant_iq1m_d(&x[i]));
-        _mm256_storeu_ps((float *)(void *)(p + P_W + 32 * h), _mm256_set1_ps(dw[i]));
+        const float d = fp16_to_f32(quant_iq1m_d(&x[i]));
+        if (dw)
+            dw[i] = d;
+        _mm256_storeu_ps((float *)(void *)(p + P_W + 32 * h), _mm256_set1_ps(d));
         __m256i corr = _mm256_setzero_si256();
         for (int m = 0; m < QK_K / 64; m++) {
             /* pk[l]: group l's delta weight (scale times sign) of sub-block
@@ -129,15 +137,18 @@ static void write_pair_row(gemm_iq_decode_fn decode, const void *row, int64_t nb
     }
 }
 
-/* A token's bytes plus 128 and its 4-sums, TOK_SB bytes per super-block. */
-static void prep_token(const block_q8_K *y, int64_t nbl, uint8_t *o)
+/* A token's bytes plus 128 and its 4-sums, TOK_SB bytes per super-block,
+ * super-blocks stride bytes apart. */
+static void prep_token_to(const block_q8_K *y, int64_t nbl, uint8_t *o, size_t stride)
 {
-    const __m512i m80 = _mm512_set1_epi8((char)0x80);
+    const __m256i m80 = _mm256_set1_epi8((char)0x80);
     const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1),
                   lo16 = _mm256_set1_epi32(0xffff);
-    for (int64_t i = 0; i < nbl; i++, o += TOK_SB) {
-        for (int s = 0; s < QK_K / 64; s++)
-            _mm512_storeu_si512(o + 64 * s, _mm512_xor_si512(_mm512_loadu_si512(y[i].qs + 64 * s), m80));
+    for (int64_t i = 0; i < nbl; i++, o += stride) {
+        for (int s = 0; s < QK_K / 32; s++)
+            _mm256_storeu_si256((__m256i *)(void *)(o + 32 * s),
+                                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(y[i].qs + 32 * s)),
+                                                 m80));
         for (int m = 0; m < QK_K / 64; m++) {
             /* |4-sum| <= 508: int16 */
             const __m256i a = _mm256_madd_epi16(
@@ -149,6 +160,18 @@ static void prep_token(const block_q8_K *y, int64_t nbl, uint8_t *o)
                                 _mm256_or_si256(_mm256_and_si256(a, lo16), _mm256_slli_epi32(b, 16)));
         }
     }
+}
+
+#ifdef GEMM_IQ_DRIVE
+static void write_pair_row(gemm_iq_decode_fn decode, const void *row, int64_t nbl, uint8_t *p, int h, float *dw)
+{
+    (void)decode;
+    write_row(row, nbl, p, h, dw);
+}
+
+static void prep_token(const block_q8_K *y, int64_t nbl, uint8_t *o)
+{
+    prep_token_to(y, nbl, o, TOK_SB);
 }
 
 /* d_w of row 2j in lanes 0-7, of row 2j + 1 in 8-15 */
@@ -468,14 +491,141 @@ static const struct gemm_iq_kind iq1_m_kind = {
     .prep = prep_token,
     .tiles = tiles,
 };
-#endif
+#endif /* GEMM_IQ_DRIVE */
+
+#ifdef GEMM_IQ1_256
+/* The tile's token bytes: its 4 tokens' TOK_SB bytes per super-block. */
+#define TX_SB (4 * TOK_SB)
+
+static void write_pair_row256(const void *row, int64_t nbl, uint8_t *p, int h)
+{
+    write_row(row, nbl, p, h, NULL);
+}
+
+static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
+{
+    for (int t = 0; t < TILE_T; t++)
+        prep_token_to(y[t], nbl, tx + TOK_SB * t, TX_SB);
+}
+
+/* 2 NP rows, one after the other, against TILE_T tokens, super-blocks [i0,
+ * i1). The grid lanes: maddubs of a token's bytes + 128 (unsigned) against
+ * the row's weight bytes (signed, |.| <= 15: a pair's sum |.| <= 7650), the
+ * int16 sums of 4 sub-blocks added (<= 30600), then one madd by ones to
+ * the int32 lanes, from the offset correction: 2 x (4 maddubs, 3 adds, 1
+ * madd) a super-block where vec_dot takes 8 x (maddubs, madd). The delta
+ * lanes: a madd of the row's (scale * sign) int16 pairs against the
+ * token's 4-sums per sub-block pair, as the 512-bit tile's vpdpwssd. Then
+ * vec_dot's float steps. Float state: the grid lanes' at st[4 r + t], the
+ * delta lanes' at st[16 + 4 r + t]. */
+static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
+                                                         const block_q8_K *const y[TILE_T], const uint8_t *tx,
+                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
+                                                         float out[4][TILE_T])
+{
+    const __m256i ones16 = _mm256_set1_epi16(1);
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++) {
+        const uint8_t *pr = wp[r / 2] + 32 * (r % 2);
+        __m256 f1[TILE_T], f2[TILE_T];
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++) {
+            f1[t] = i0 == 0 ? _mm256_setzero_ps() : st[TILE_T * r + t];
+            f2[t] = i0 == 0 ? _mm256_setzero_ps() : st[4 * TILE_T + TILE_T * r + t];
+        }
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t *pb = pr + i * PAIR_SB, *xt = tx + i * TX_SB;
+            const __m256i corr = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C));
+            __m256i a1[TILE_T], a2[TILE_T];
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++)
+                a1[t] = corr;
+#pragma GCC unroll 2
+            for (int g = 0; g < 2; g++) {
+                __m256i w[4];
+#pragma GCC unroll 4
+                for (int b = 0; b < 4; b++)
+                    w[b] = _mm256_loadu_si256((const __m256i *)(const void *)(pb + 64 * (4 * g + b)));
+#pragma GCC unroll 4
+                for (int t = 0; t < TILE_T; t++) {
+                    const uint8_t *a = xt + TOK_SB * t + 128 * g;
+                    __m256i s = _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(const void *)a), w[0]);
+#pragma GCC unroll 3
+                    for (int b = 1; b < 4; b++)
+                        s = _mm256_add_epi16(
+                            s, _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(a + 32 * b)),
+                                                    w[b]));
+                    a1[t] = _mm256_add_epi32(a1[t], _mm256_madd_epi16(s, ones16));
+                }
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++) {
+                const uint8_t *s4 = xt + TOK_SB * t + T_S4;
+                __m256i d = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D)),
+                                              _mm256_loadu_si256((const __m256i *)(const void *)s4));
+#pragma GCC unroll 3
+                for (int m = 1; m < 4; m++)
+                    d = _mm256_add_epi32(
+                        d, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D + 64 * m)),
+                                             _mm256_loadu_si256((const __m256i *)(const void *)(s4 + 32 * m))));
+                a2[t] = d;
+            }
+            float dw;
+            memcpy(&dw, pb + P_W, sizeof dw);
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_T; t++) {
+                /* vec_dot's d = y.d * d_w */
+                const __m256 d = _mm256_set1_ps(y[t][i].d * dw);
+                f1[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a1[t]), f1[t]);
+                f2[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a2[t]), f2[t]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++) {
+            if (i1 < nbl) {
+                st[TILE_T * r + t] = f1[t];
+                st[4 * TILE_T + TILE_T * r + t] = f2[t];
+            } else {
+                /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), one fma as vec_dot's */
+                out[r][t] = fmaf(hsum_ps(f2[t]), QUANT_IQ1_DELTA, hsum_ps(f1[t]));
+            }
+        }
+    }
+}
+
+GEMM_KP_TILES(tile256)
+
+static const struct gemm_kp iq1_m_kp = {
+    .pair_sb = PAIR_SB,
+    .tx_bytes = TX_SB,
+    .n_st = 8 * TILE_T,
+    .write_row = write_pair_row256,
+    .prep = prep_tokens256,
+    .tile2 = tile_pairs2,
+    .tile1 = tile_pairs1,
+};
+#endif /* GEMM_IQ1_256 */
+#endif /* GEMM_IQ1 */
 
 const struct gemm_iq_kind *gemm_iq1_kind(enum tensor_type type)
 {
-#ifdef GEMM_IQ1
+#ifdef GEMM_IQ_DRIVE
     return type == TENSOR_TYPE_IQ1_M ? &iq1_m_kind : NULL;
 #else
     (void)type;
     return NULL;
+#endif
+}
+
+bool gemm_iq1_matmul256(enum tensor_type type, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
+                        const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+#ifdef GEMM_IQ1_256
+    return type == TENSOR_TYPE_IQ1_M &&
+           gemm_kp_rows(&iq1_m_kp, nbl, wd, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
+#else
+    (void)type, (void)wd, (void)rs, (void)nbl, (void)r0, (void)r1, (void)act, (void)act_stride, (void)n_tok;
+    (void)out, (void)out_stride;
+    return false;
 #endif
 }

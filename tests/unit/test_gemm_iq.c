@@ -106,8 +106,9 @@ static const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS
                                          TENSOR_TYPE_IQ2_S, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ3_XXS,
                                          TENSOR_TYPE_IQ1_M};
 
-/* The IQ1 GEMM is AVX-512 VNNI only: other builds leave those batches to
- * the vec_dot tiles (gemm_iq_applies false), which the tests check. */
+/* The IQ1 GEMM is in AVX-512 VNNI and AVX2 builds: others leave those
+ * batches to the vec_dot tiles (gemm_iq_applies false), which the tests
+ * check. */
 static bool absent_here(enum tensor_type t)
 {
     if (gemm_iq_supports(t))
