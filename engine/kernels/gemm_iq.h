@@ -1,5 +1,5 @@
 /* Batched matmul of the IQ block types dotted against Q8_K (IQ4_XS, IQ3_S,
- * IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S; IQ1_M on AVX-512 VNNI, in gemm_iq1.c) as
+ * IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S; IQ1_M in gemm_iq1.c) as
  * an integer GEMM, with the reference's bits.
  *
  * The reference runs these types through vec_dot, one (row, token) at a

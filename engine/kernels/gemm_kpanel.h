@@ -1,11 +1,14 @@
-/* The driver the K-quant integer GEMMs share (gemm_kq6.c, gemm_kq5.c):
+/* The driver the K-quant integer GEMMs share (gemm_kq6.c, gemm_kq5.c,
+ * gemm_kq4v.c; in AVX2 builds also gemm_iq1.c's IQ1_M tile):
  * panels of row pairs written once per call, tokens in blocks that stay in
  * L2, super-blocks in slices that keep a tile's panel rows and tokens in
  * L1, 2 row pairs x 4 tokens a tile. What a row's panel holds and what a
  * tile computes is the type's own (the callbacks); the driver only cuts
  * rows, tokens and super-blocks, and every output's float steps stay in
  * super-block order inside the tile (its float lanes wait in st between
- * slices). Internal to the kernels. */
+ * slices). AVX-512 VNNI builds run 512-bit tiles (2 rows' lanes a
+ * vector), AVX2 builds 256-bit ones (a row's lanes a vector, the rows of a
+ * tile one after the other). Internal to the kernels. */
 #ifndef TOKSCOPE_GEMM_KPANEL_H
 #define TOKSCOPE_GEMM_KPANEL_H
 
