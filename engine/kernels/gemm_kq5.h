@@ -30,7 +30,13 @@
 
 /* Below this many tokens the few-token kernels (quant_kfew.h) cost about
  * what writing a panel does (bench_gemm_kq q5_k, one thread). */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define GEMM_KQ5_MIN_TOK 16
+#else
+/* AVX2: the 4-token vec_dot tiles are slower (bench_gemm_kq q5_k, AVX2
+ * build: 8 tokens 4.0-5.0 vs 5.0 ns, 4 tokens even) */
+#define GEMM_KQ5_MIN_TOK 8
+#endif
 
 /* True when this build has the GEMM, w is Q5_K and n_tok is a batch. */
 bool gemm_kq5_applies(const gguf_tensor *w, int n_tok);

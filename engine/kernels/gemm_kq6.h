@@ -30,7 +30,13 @@
  * each block once per 4 tokens) cost about what writing a panel does
  * (bench_gemm_kq q6_k, one thread: 8 tokens 2.2-2.6 vs 2.6-3.4 ns per row x
  * token x block, 16 tokens 2.2-2.3 vs 2.2). */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define GEMM_KQ6_MIN_TOK 16
+#else
+/* AVX2: the 4-token vec_dot tiles are slower (bench_gemm_kq q6_k, AVX2
+ * build: 8 tokens 4.0-5.0 vs 5.0 ns, 4 tokens even) */
+#define GEMM_KQ6_MIN_TOK 8
+#endif
 
 /* True when this build has the GEMM, w is Q6_K and n_tok is a batch. */
 bool gemm_kq6_applies(const gguf_tensor *w, int n_tok);
