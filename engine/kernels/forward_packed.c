@@ -536,12 +536,23 @@ static inline __attribute__((always_inline)) __m256i q4_K_pair(const uint8_t *ni
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    /* each activation dword spread over the lanes by vpshufd from a
+     * 16-byte broadcast, 4 dwords a load (set1 of a loaded dword, one
+     * vpbroadcastd a q, ran about 13 % slower on a TinyLlama Q4_K_M prompt) */
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
     _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
     {
+        if (q % 4 == 0) {
+            a0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a + 4 * q)));
+            a1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a + 32 + 4 * q)));
+        }
+        const __m256i b0 = q % 4 == 0 ? _mm256_shuffle_epi32(a0, 0x00) : q % 4 == 1 ? _mm256_shuffle_epi32(a0, 0x55)
+                         : q % 4 == 2 ? _mm256_shuffle_epi32(a0, 0xAA) : _mm256_shuffle_epi32(a0, 0xFF);
+        const __m256i b1 = q % 4 == 0 ? _mm256_shuffle_epi32(a1, 0x00) : q % 4 == 1 ? _mm256_shuffle_epi32(a1, 0x55)
+                         : q % 4 == 2 ? _mm256_shuffle_epi32(a1, 0xAA) : _mm256_shuffle_epi32(a1, 0xFF);
         const __m256i p = _mm256_loadu_si256((const __m256i *)(nib + 64 * q + 32 * h));
-        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(p, m4), _mm256_set1_epi32(ld32(a + 4 * q))));
-        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p, 4), m4),
-                                                       _mm256_set1_epi32(ld32(a + 32 + 4 * q))));
+        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(p, m4), b0));
+        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p, 4), m4), b1));
     }
     return _mm256_add_epi32(_mm256_madd_epi16(s0, sc0), _mm256_madd_epi16(s1, sc1));
 }
