@@ -475,12 +475,17 @@ q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_s
         _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
-            __m256i s0 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(ld32(y->qs)));
-            __m256i s1 = _mm256_maddubs_epi16(v[1], _mm256_set1_epi32(ld32(y->qs + 4)));
-            _Pragma("GCC unroll 3") for (int j = 2; j < 8; j += 2)
+            __m256i ya[4]; /* the activation dwords over the lanes */
+            quant_spread4(y->qs, ya);
+            __m256i s0 = _mm256_maddubs_epi16(v[0], ya[0]);
+            __m256i s1 = _mm256_maddubs_epi16(v[1], ya[1]);
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(v[2], ya[2]));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(v[3], ya[3]));
+            quant_spread4(y->qs + 16, ya);
+            _Pragma("GCC unroll 2") for (int j = 4; j < 8; j += 2)
             {
-                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(v[j], _mm256_set1_epi32(ld32(y->qs + 4 * j))));
-                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(v[j + 1], _mm256_set1_epi32(ld32(y->qs + 4 * j + 4))));
+                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(v[j], ya[j - 4]));
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(v[j + 1], ya[j - 3]));
             }
             const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones),
                                                _mm256_set1_epi32(-8 * ys[(int64_t)k * nb + b]));
@@ -536,23 +541,17 @@ static inline __attribute__((always_inline)) __m256i q4_K_pair(const uint8_t *ni
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-    /* each activation dword spread over the lanes by vpshufd from a
-     * 16-byte broadcast, 4 dwords a load (set1 of a loaded dword, one
-     * vpbroadcastd a q, ran about 13 % slower on a TinyLlama Q4_K_M prompt) */
-    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-    _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
+    _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
     {
-        if (q % 4 == 0) {
-            a0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a + 4 * q)));
-            a1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a + 32 + 4 * q)));
+        __m256i a0[4], a1[4]; /* the activation dwords over the lanes */
+        quant_spread4(a + 16 * g, a0);
+        quant_spread4(a + 32 + 16 * g, a1);
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+        {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(nib + 64 * (4 * g + q) + 32 * h));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(p, m4), a0[q]));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p, 4), m4), a1[q]));
         }
-        const __m256i b0 = q % 4 == 0 ? _mm256_shuffle_epi32(a0, 0x00) : q % 4 == 1 ? _mm256_shuffle_epi32(a0, 0x55)
-                         : q % 4 == 2 ? _mm256_shuffle_epi32(a0, 0xAA) : _mm256_shuffle_epi32(a0, 0xFF);
-        const __m256i b1 = q % 4 == 0 ? _mm256_shuffle_epi32(a1, 0x00) : q % 4 == 1 ? _mm256_shuffle_epi32(a1, 0x55)
-                         : q % 4 == 2 ? _mm256_shuffle_epi32(a1, 0xAA) : _mm256_shuffle_epi32(a1, 0xFF);
-        const __m256i p = _mm256_loadu_si256((const __m256i *)(nib + 64 * q + 32 * h));
-        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(p, m4), b0));
-        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(p, 4), m4), b1));
     }
     return _mm256_add_epi32(_mm256_madd_epi16(s0, sc0), _mm256_madd_epi16(s1, sc1));
 }

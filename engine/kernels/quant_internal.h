@@ -338,6 +338,19 @@ static inline size_t quant_prefetch_step_size(size_t rs, int rows, int64_t nb)
     return (((size_t)rows * rs + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63;
 }
 
+/* The 4 dwords at p, each spread over a register's 8 lanes (the
+ * activations of the row-interleaved tiles, where a lane is a row): one
+ * 16-byte broadcast load and a vpshufd each. A vpbroadcastd from memory per
+ * dword ran about 13 % slower (AVX2 packed Q4_K prompts, TinyLlama). */
+static inline __attribute__((always_inline)) void quant_spread4(const void *p, __m256i o[4])
+{
+    const __m256i a = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    o[0] = _mm256_shuffle_epi32(a, 0x00);
+    o[1] = _mm256_shuffle_epi32(a, 0x55);
+    o[2] = _mm256_shuffle_epi32(a, 0xAA);
+    o[3] = _mm256_shuffle_epi32(a, 0xFF);
+}
+
 /* A one-token matvec of QK_K-block rows, one row after the other, each row's
  * dot prefetching the row QUANT_PF_AHEAD on (1-2 KB rows are streams the
  * hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an

@@ -194,24 +194,21 @@ static void mx_interleave8(const block_mxfp4 *const x[8], int64_t nb, mx_ilv_blo
     }
 }
 
-static inline __m256i mx_bcast4(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
-/* The 8 rows' integer block sums for one token (before the offset). */
+/* The 8 rows' integer block sums for one token (before the offset); the
+ * token's dwords spread over the lanes by quant_spread4. */
 static inline __m256i mx_ilv_isum(const mx_ilv_block *w, const int8_t *q, __m256i ones)
 {
-    __m256i lo = _mm256_maddubs_epi16(w->v[0], mx_bcast4(q));
-    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[1], mx_bcast4(q + 4)));
-    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[2], mx_bcast4(q + 8)));
-    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[3], mx_bcast4(q + 12)));
-    __m256i hi = _mm256_maddubs_epi16(w->v[4], mx_bcast4(q + 16));
-    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[5], mx_bcast4(q + 20)));
-    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[6], mx_bcast4(q + 24)));
-    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[7], mx_bcast4(q + 28)));
+    __m256i a[4];
+    quant_spread4(q, a);
+    __m256i lo = _mm256_maddubs_epi16(w->v[0], a[0]);
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[1], a[1]));
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[2], a[2]));
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w->v[3], a[3]));
+    quant_spread4(q + 16, a);
+    __m256i hi = _mm256_maddubs_epi16(w->v[4], a[0]);
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[5], a[1]));
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[6], a[2]));
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w->v[7], a[3]));
     return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
 }
 
