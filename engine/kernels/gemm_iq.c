@@ -50,12 +50,19 @@
 #include "gguf/tensor.h"
 #include "kernels/gemm_iq1.h"
 #include "kernels/gemm_iq_drive.h"
+#include "kernels/gemm_kpanel.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_iq2.h"
 #include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
 #include "kernels/quant_iq_signs.h"
+
+/* AVX2 builds run the IQ2 and IQ3 types through the sign GEMM below (on
+ * gemm_kpanel.h's driver), IQ4_XS through the int16 tiles. */
+#if defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_DRIVE) && defined(GEMM_KPANEL) && !defined(GEMM_KPANEL_512)
+#define GEMM_IQ_SIGN256 1
+#endif
 
 /* Super-block i of a row: v[b] its sub-block b's 32 values (bytes, natural
  * order), ls[h] the integer scale of elements 16h..16h+15, *d its d_w. */
@@ -205,6 +212,15 @@ bool gemm_iq_supports(enum tensor_type type)
 
 int gemm_iq_min_tok(enum tensor_type type)
 {
+#ifdef GEMM_IQ_SIGN256
+    /* AVX2 (bench_gemm_iq, AVX2 build: the sign GEMM against the vec_dot
+     * tiles, IQ2_XXS 0.93x at 16 tokens, 0.98x at 24, 1.27x at 32; IQ3_S
+     * 0.88x at 8, 1.41x at 16) */
+    if (type == TENSOR_TYPE_IQ2_XXS || type == TENSOR_TYPE_IQ2_XS || type == TENSOR_TYPE_IQ2_S)
+        return 32;
+    if (type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS)
+        return 16;
+#endif
     return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ||
                    type == TENSOR_TYPE_IQ1_M
                ? 8
@@ -856,6 +872,161 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
+#ifdef GEMM_IQ_SIGN256
+/* The AVX2 GEMM of the IQ2 and IQ3 types (those whose 4-value sums fit an
+ * int16, type_info's pk) on the K-quant driver (gemm_kpanel.h): a row's
+ * decoded values are kept twice in the panel, as magnitudes (maddubs'
+ * unsigned operand) and signed (vpsignb carries their signs onto the
+ * token's bytes, as vec_dot does), both in the panel's AVX2 order, so that
+ * two maddubs added as int16 give the 4-value sums of two 32-value chunks
+ * side by side and one madd against the lanes' scale pairs adds both,
+ * scaled: 3 multiply instructions per 64 values where the int16 tiles take
+ * 4 (and widen the tokens' bytes as they go). Then vec_dot's float steps:
+ * fma(d_w * y.d, lanes, acc) per super-block, scale * hsum_float_8. */
+#define SG_PAIR_SB 1344
+#define SG_OFF_V 512   /* the signed values */
+#define SG_OFF_SC 1024 /* per chunk pair and row the 8 lanes' scale pairs */
+#define SG_OFF_DW 1280 /* per row d_w, 8 copies */
+#define SG_T GEMM_KP_TILE_T
+
+static inline __attribute__((always_inline)) void write_sign_row(decode_fn decode, const void *row, int64_t nbl,
+                                                                 uint8_t *p, int h)
+{
+    int8_t v[QK_K];
+    int ls[QK_K / 16];
+    float d;
+    for (int64_t i = 0; i < nbl; i++, p += SG_PAIR_SB) {
+        decode(row, i, v, ls, &d);
+        for (int q = 0; q < 4; q++) {
+            const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q));
+            const __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q + 32));
+            gemm_kp_store_values(p + 128 * q + 64 * h, _mm256_abs_epi8(c0), _mm256_abs_epi8(c1));
+            gemm_kp_store_values(p + SG_OFF_V + 128 * q + 64 * h, c0, c1);
+            /* lane k: (scale of its 16 in chunk 2q, in chunk 2q + 1) */
+            int16_t sc[16];
+            for (int k = 0; k < 8; k++) {
+                sc[2 * k] = (int16_t)ls[4 * q + (k >= 4)];
+                sc[2 * k + 1] = (int16_t)ls[4 * q + 2 + (k >= 4)];
+            }
+            memcpy(p + SG_OFF_SC + 64 * q + 32 * h, sc, sizeof sc);
+        }
+        _mm256_storeu_ps((float *)(void *)(p + SG_OFF_DW + 32 * h), _mm256_set1_ps(d));
+    }
+}
+
+static void prep_sign_tokens(const block_q8_K *const y[SG_T], int64_t nbl, uint8_t *tx)
+{
+    gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
+}
+
+/* 2 NP rows, one after the other, against SG_T tokens, super-blocks [i0,
+ * i1); float state st[4 r + t]. */
+static inline __attribute__((always_inline)) void tile_sign(int NP, const uint8_t *const wp[2],
+                                                           const block_q8_K *const y[SG_T], const uint8_t *tx,
+                                                           int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
+                                                           float out[4][SG_T], float scale)
+{
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++) {
+        const uint8_t *pw = wp[r / 2] + 64 * (r % 2), *ps = wp[r / 2] + 32 * (r % 2);
+        __m256 facc[SG_T];
+#pragma GCC unroll 4
+        for (int t = 0; t < SG_T; t++)
+            facc[t] = i0 == 0 ? _mm256_setzero_ps() : st[SG_T * r + t];
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t *pb = pw + i * SG_PAIR_SB, *sb = ps + i * SG_PAIR_SB, *xt = tx + i * GEMM_KP_TX_VALUES;
+            __m256i acc[SG_T];
+#pragma GCC unroll 4
+            for (int t = 0; t < SG_T; t++)
+                acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const uint8_t *m = pb + 128 * q, *sv = pb + SG_OFF_V + 128 * q;
+                const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)m);
+                const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(m + 32));
+                const __m256i va = _mm256_loadu_si256((const __m256i *)(const void *)sv);
+                const __m256i vb = _mm256_loadu_si256((const __m256i *)(const void *)(sv + 32));
+                const __m256i sc = _mm256_loadu_si256((const __m256i *)(const void *)(sb + SG_OFF_SC + 64 * q));
+#pragma GCC unroll 4
+                for (int t = 0; t < SG_T; t++) {
+                    const uint8_t *a = xt + 256 * t + 64 * q;
+                    const __m256i ya = _mm256_loadu_si256((const __m256i *)(const void *)a);
+                    const __m256i yb = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32));
+                    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(ya, va)),
+                                                         _mm256_maddubs_epi16(wb, _mm256_sign_epi8(yb, vb)));
+                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p16, sc));
+                }
+            }
+            float dw;
+            memcpy(&dw, sb + SG_OFF_DW, sizeof dw);
+#pragma GCC unroll 4
+            for (int t = 0; t < SG_T; t++)
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t][i].d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < SG_T; t++) {
+            if (i1 < nbl)
+                st[SG_T * r + t] = facc[t];
+            else
+                out[r][t] = scale * hsum_ps(facc[t]);
+        }
+    }
+}
+
+/* each type's panel writer, and tiles per vec_dot factor */
+#define SG_WRITE(T)                                                                                                \
+    static void write_sign_##T(const void *row, int64_t nbl, uint8_t *p, int h)                                   \
+    {                                                                                                              \
+        write_sign_row(decode_##T, row, nbl, p, h);                                                                \
+    }
+SG_WRITE(iq2_xxs)
+SG_WRITE(iq2_xs)
+SG_WRITE(iq2_s)
+SG_WRITE(iq3_s)
+SG_WRITE(iq3_xxs)
+#define SG_TILES(N, SCALE)                                                                                         \
+    static void sg_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
+                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float out[4][SG_T])                \
+    {                                                                                                              \
+        tile_sign(2, wp, y, tx, i0, i1, nbl, st, out, SCALE);                                                      \
+    }                                                                                                              \
+    static void sg_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
+                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float out[4][SG_T])                \
+    {                                                                                                              \
+        tile_sign(1, wp, y, tx, i0, i1, nbl, st, out, SCALE);                                                      \
+    }
+SG_TILES(eighth, 0.125f)
+SG_TILES(quarter, 0.25f)
+SG_TILES(one, 1.0f)
+#define SG_KIND(T, N)                                                                                              \
+    {                                                                                                              \
+        .pair_sb = SG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * SG_T, .write_row = write_sign_##T,       \
+        .prep = prep_sign_tokens, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                                    \
+    }
+static const struct gemm_kp sg_iq2_xxs = SG_KIND(iq2_xxs, eighth), sg_iq2_xs = SG_KIND(iq2_xs, eighth),
+                             sg_iq2_s = SG_KIND(iq2_s, eighth), sg_iq3_s = SG_KIND(iq3_s, one),
+                             sg_iq3_xxs = SG_KIND(iq3_xxs, quarter);
+
+/* The sign GEMM's kind for type, NULL for IQ4_XS (the int16 tiles). */
+static const struct gemm_kp *sign_kind(enum tensor_type type)
+{
+    switch (type) {
+    case TENSOR_TYPE_IQ2_XXS:
+        return &sg_iq2_xxs;
+    case TENSOR_TYPE_IQ2_XS:
+        return &sg_iq2_xs;
+    case TENSOR_TYPE_IQ2_S:
+        return &sg_iq2_s;
+    case TENSOR_TYPE_IQ3_S:
+        return &sg_iq3_s;
+    case TENSOR_TYPE_IQ3_XXS:
+        return &sg_iq3_xxs;
+    default:
+        return NULL;
+    }
+}
+#endif
+
 /* The AVX2 GEMM (int16 panels, AVX2 tiles); false when no scratch. */
 #if defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_512)
 static bool matmul_avx2(decode_fn decode, float scale, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
@@ -909,6 +1080,12 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     decode_fn decode;
     float scale;
     bool pk;
+#ifdef GEMM_IQ_SIGN256
+    const struct gemm_kp *sk = sign_kind(type);
+    if (sk)
+        done = gemm_kp_rows(sk, nbl, wd, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
+    else
+#endif
     if (type_info(type, &decode, &scale, &pk))
         done = matmul_avx2(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
     else
