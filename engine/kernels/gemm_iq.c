@@ -930,9 +930,7 @@ static inline __attribute__((always_inline)) void tile_sign(int NP, const uint8_
     for (int r = 0; r < 2 * NP; r++) {
         const uint8_t *pw = wp[r / 2] + 64 * (r % 2), *ps = wp[r / 2] + 32 * (r % 2);
         __m256 facc[SG_T];
-#pragma GCC unroll 4
-        for (int t = 0; t < SG_T; t++)
-            facc[t] = i0 == 0 ? _mm256_setzero_ps() : st[SG_T * r + t];
+        gemm_kp_st_load(st + SG_T * r, i0, facc);
         for (int64_t i = i0; i < i1; i++) {
             const uint8_t *pb = pw + i * SG_PAIR_SB, *sb = ps + i * SG_PAIR_SB, *xt = tx + i * GEMM_KP_TX_VALUES;
             __m256i acc[SG_T];

@@ -528,11 +528,8 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
     for (int r = 0; r < 2 * NP; r++) {
         const uint8_t *pr = wp[r / 2] + 32 * (r % 2);
         __m256 f1[TILE_T], f2[TILE_T];
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++) {
-            f1[t] = i0 == 0 ? _mm256_setzero_ps() : st[TILE_T * r + t];
-            f2[t] = i0 == 0 ? _mm256_setzero_ps() : st[4 * TILE_T + TILE_T * r + t];
-        }
+        gemm_kp_st_load(st + TILE_T * r, i0, f1);
+        gemm_kp_st_load(st + 4 * TILE_T + TILE_T * r, i0, f2);
         for (int64_t i = i0; i < i1; i++) {
             const uint8_t *pb = pr + i * PAIR_SB, *xt = tx + i * TX_SB;
             const __m256i corr = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C));

@@ -205,6 +205,30 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t
         acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, s));
     }
 }
+
+/* acc[t] = one super-block's 8 lanes of a row against the 4 tokens:
+ * gemm_kp_lanes256 over its 4 chunk pairs (values from pw, 128 bytes a
+ * pair; scale pairs from sc, 64; the tokens' bytes from xt, 64). */
+static inline __attribute__((always_inline)) void gemm_kp_sb256(const uint8_t *pw, const uint8_t *sc,
+                                                                const uint8_t *xt, __m256i acc[GEMM_KP_TILE_T])
+{
+#pragma GCC unroll 4
+    for (int t = 0; t < GEMM_KP_TILE_T; t++)
+        acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        gemm_kp_lanes256(pw + 128 * q, sc + 64 * q, xt + 64 * q, acc);
+}
+
+/* A 256-bit tile row's float lanes for its 4 tokens: from the state st
+ * (the slice before's), or zeros in the first slice (i0 0). */
+static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *st, int64_t i0,
+                                                                  __m256 f[GEMM_KP_TILE_T])
+{
+#pragma GCC unroll 4
+    for (int t = 0; t < GEMM_KP_TILE_T; t++)
+        f[t] = i0 == 0 ? _mm256_setzero_ps() : st[t];
+}
 #endif
 
 #ifdef GEMM_KPANEL_512

@@ -193,20 +193,13 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
         const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
         const uint8_t *ps = wp[r / 2] + 32 * (r % 2), *pm = wp[r / 2] + 16 * (r % 2);
         __m256 facc[TILE_T];
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++)
-            facc[t] = i0 == 0 ? _mm256_setzero_ps() : st[TILE_T * r + t];
+        gemm_kp_st_load(st + TILE_T * r, i0, facc);
         __m128 macc = i0 == 0 ? _mm_setzero_ps() : _mm256_castps256_ps128(st[4 * TILE_T + r]);
         for (int64_t i = i0; i < i1; i++) {
             const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB, *mb = pm + i * PAIR_SB;
             const uint8_t *xt = tx + i * TX_SB, *xi = xt + TX_MINS;
             __m256i acc[TILE_T];
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++)
-                acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++)
-                gemm_kp_lanes256(pb + 128 * q, sb + GEMM_KP_OFF_SC + 64 * q, xt + 64 * q, acc);
+            gemm_kp_sb256(pb, sb + GEMM_KP_OFF_SC, xt, acc);
             float dw;
             memcpy(&dw, sb + OFF_DW, sizeof dw);
 #pragma GCC unroll 4

@@ -169,18 +169,11 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
         const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
         const uint8_t *ps = wp[r / 2] + 32 * (r % 2);
         __m256 facc[TILE_T];
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++)
-            facc[t] = i0 == 0 ? _mm256_setzero_ps() : st[TILE_T * r + t];
+        gemm_kp_st_load(st + TILE_T * r, i0, facc);
         for (int64_t i = i0; i < i1; i++) {
-            const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB, *xt = tx + i * GEMM_KP_TX_VALUES;
+            const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB;
             __m256i acc[TILE_T];
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++)
-                acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++)
-                gemm_kp_lanes256(pb + 128 * q, sb + GEMM_KP_OFF_SC + 64 * q, xt + 64 * q, acc);
+            gemm_kp_sb256(pb, sb + GEMM_KP_OFF_SC, tx + i * GEMM_KP_TX_VALUES, acc);
             const __m256i off = _mm256_loadu_si256((const __m256i *)(const void *)(sb + OFF_OFF));
             float dw;
             memcpy(&dw, sb + OFF_DW, sizeof dw);
