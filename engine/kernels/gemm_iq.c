@@ -919,59 +919,8 @@ static void prep_sign_tokens(const block_q8_K *const y[SG_T], int64_t nbl, uint8
     gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
 }
 
-/* 2 NP rows, one after the other, against SG_T tokens, super-blocks [i0,
- * i1); float state st[4 r + t]. */
-static inline __attribute__((always_inline)) void tile_sign(int NP, const uint8_t *const wp[2],
-                                                           const block_q8_K *const y[SG_T], const uint8_t *tx,
-                                                           int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                           float out[4][SG_T], float scale)
-{
-#pragma GCC unroll 1
-    for (int r = 0; r < 2 * NP; r++) {
-        const uint8_t *pw = wp[r / 2] + 64 * (r % 2), *ps = wp[r / 2] + 32 * (r % 2);
-        __m256 facc[SG_T];
-        gemm_kp_st_load(st + SG_T * r, i0, facc);
-        for (int64_t i = i0; i < i1; i++) {
-            const uint8_t *pb = pw + i * SG_PAIR_SB, *sb = ps + i * SG_PAIR_SB, *xt = tx + i * GEMM_KP_TX_VALUES;
-            __m256i acc[SG_T];
-#pragma GCC unroll 4
-            for (int t = 0; t < SG_T; t++)
-                acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const uint8_t *m = pb + 128 * q, *sv = pb + SG_OFF_V + 128 * q;
-                const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)m);
-                const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(m + 32));
-                const __m256i va = _mm256_loadu_si256((const __m256i *)(const void *)sv);
-                const __m256i vb = _mm256_loadu_si256((const __m256i *)(const void *)(sv + 32));
-                const __m256i sc = _mm256_loadu_si256((const __m256i *)(const void *)(sb + SG_OFF_SC + 64 * q));
-#pragma GCC unroll 4
-                for (int t = 0; t < SG_T; t++) {
-                    const uint8_t *a = xt + 256 * t + 64 * q;
-                    const __m256i ya = _mm256_loadu_si256((const __m256i *)(const void *)a);
-                    const __m256i yb = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32));
-                    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(ya, va)),
-                                                         _mm256_maddubs_epi16(wb, _mm256_sign_epi8(yb, vb)));
-                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p16, sc));
-                }
-            }
-            float dw;
-            memcpy(&dw, sb + SG_OFF_DW, sizeof dw);
-#pragma GCC unroll 4
-            for (int t = 0; t < SG_T; t++)
-                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t][i].d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
-        }
-#pragma GCC unroll 4
-        for (int t = 0; t < SG_T; t++) {
-            if (i1 < nbl)
-                st[SG_T * r + t] = facc[t];
-            else
-                out[r][t] = scale * hsum_ps(facc[t]);
-        }
-    }
-}
-
-/* each type's panel writer, and tiles per vec_dot factor */
+/* each type's panel writer, and its tiles (gemm_kp_tile256 with the signed
+ * values) per vec_dot factor */
 #define SG_WRITE(T)                                                                                                \
     static void write_sign_##T(const void *row, int64_t nbl, uint8_t *p, int h)                                   \
     {                                                                                                              \
@@ -986,12 +935,12 @@ SG_WRITE(iq3_xxs)
     static void sg_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
                              int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float out[4][SG_T])                \
     {                                                                                                              \
-        tile_sign(2, wp, y, tx, i0, i1, nbl, st, out, SCALE);                                                      \
+        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, out, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE);  \
     }                                                                                                              \
     static void sg_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
                              int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float out[4][SG_T])                \
     {                                                                                                              \
-        tile_sign(1, wp, y, tx, i0, i1, nbl, st, out, SCALE);                                                      \
+        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, out, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE);  \
     }
 SG_TILES(eighth, 0.125f)
 SG_TILES(quarter, 0.25f)
@@ -1023,6 +972,9 @@ static const struct gemm_kp *sign_kind(enum tensor_type type)
         return NULL;
     }
 }
+#elif defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_512)
+/* no sign GEMM in this build: the int16 tiles take every type */
+#define sign_kind(type) ((void)(type), (const struct gemm_kp *)NULL)
 #endif
 
 /* The AVX2 GEMM (int16 panels, AVX2 tiles); false when no scratch. */
@@ -1078,16 +1030,13 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     decode_fn decode;
     float scale;
     bool pk;
-#ifdef GEMM_IQ_SIGN256
     const struct gemm_kp *sk = sign_kind(type);
     if (sk)
         done = gemm_kp_rows(sk, nbl, wd, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
-    else
-#endif
-    if (type_info(type, &decode, &scale, &pk))
-        done = matmul_avx2(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
-    else
+    else if (type == TENSOR_TYPE_IQ1_M)
         done = gemm_iq1_matmul256(type, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
+    else if (type_info(type, &decode, &scale, &pk))
+        done = matmul_avx2(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
 #endif
     if (!done) /* no scratch (or no GEMM in this build): vec_dot gives the same bits */
         for (int64_t r = r0; r < r1; r++)

@@ -28,7 +28,7 @@
 typedef __m512 gemm_kp_st;
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GEMM_KPANEL 1
-/* the AVX2 tiles' (gemm_k256.h): one row's 8 lanes a vector */
+/* the AVX2 tiles': one row's 8 lanes a vector */
 typedef __m256 gemm_kp_st;
 #endif
 
@@ -90,7 +90,7 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
 /* The 64 values of chunk pair q (chunks c0 = 2q, c1 = 2q + 1, 32 unsigned
  * bytes each, in element order) of one row into its panel at p, where the
  * tiles read them: as they are for the 512-bit tiles; for the AVX2 tiles
- * 16-bit interleaved (gemm_k256.h): A = per 4-byte group k (c0 bytes
+ * 16-bit interleaved (gemm_kp_lanes256): A = per 4-byte group k (c0 bytes
  * 4k, 4k+1, c1 bytes 4k, 4k+1), then B = (c0 bytes 4k+2, 4k+3, c1 bytes
  * 4k+2, 4k+3). */
 static inline void gemm_kp_store_values(uint8_t *p, __m256i c0, __m256i c1)
@@ -188,36 +188,51 @@ void gemm_kp_prep_values(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl,
  * at sc) against 4 tokens (their values at xt, 256 bytes apart, A then B):
  * acc[t] += the reference's 8 lanes of the two chunks, scaled. The two
  * maddubs sums added as int16 are the 4-value sums of both chunks side by
- * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. */
-static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t *pw, const uint8_t *sc,
-                                                                   const uint8_t *xt,
+ * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. With sv
+ * (the values signed, in the same order) pw holds their magnitudes and
+ * vpsignb puts their signs on the token's bytes first, as vec_dot does for
+ * the IQ types; NULL (a constant: always inlined) for the unsigned K-quant
+ * values. */
+static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t *pw, const uint8_t *sv,
+                                                                   const uint8_t *sc, const uint8_t *xt,
                                                                    __m256i acc[GEMM_KP_TILE_T])
 {
     const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)pw);
     const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(pw + 32));
     const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)sc);
+    __m256i va = wa, vb = wb;
+    if (sv) {
+        va = _mm256_loadu_si256((const __m256i *)(const void *)sv);
+        vb = _mm256_loadu_si256((const __m256i *)(const void *)(sv + 32));
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < GEMM_KP_TILE_T; t++) {
         const uint8_t *a = xt + 256 * t;
-        const __m256i p =
-            _mm256_add_epi16(_mm256_maddubs_epi16(wa, _mm256_loadu_si256((const __m256i *)(const void *)a)),
-                             _mm256_maddubs_epi16(wb, _mm256_loadu_si256((const __m256i *)(const void *)(a + 32))));
+        __m256i ya = _mm256_loadu_si256((const __m256i *)(const void *)a);
+        __m256i yb = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32));
+        if (sv) {
+            ya = _mm256_sign_epi8(ya, va);
+            yb = _mm256_sign_epi8(yb, vb);
+        }
+        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wa, ya), _mm256_maddubs_epi16(wb, yb));
         acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, s));
     }
 }
 
 /* acc[t] = one super-block's 8 lanes of a row against the 4 tokens:
- * gemm_kp_lanes256 over its 4 chunk pairs (values from pw, 128 bytes a
- * pair; scale pairs from sc, 64; the tokens' bytes from xt, 64). */
-static inline __attribute__((always_inline)) void gemm_kp_sb256(const uint8_t *pw, const uint8_t *sc,
-                                                                const uint8_t *xt, __m256i acc[GEMM_KP_TILE_T])
+ * gemm_kp_lanes256 over its 4 chunk pairs (values from pw, signed ones
+ * from sv or NULL, 128 bytes a pair; scale pairs from sc, 64; the tokens'
+ * bytes from xt, 64). */
+static inline __attribute__((always_inline)) void gemm_kp_sb256(const uint8_t *pw, const uint8_t *sv,
+                                                                const uint8_t *sc, const uint8_t *xt,
+                                                                __m256i acc[GEMM_KP_TILE_T])
 {
 #pragma GCC unroll 4
     for (int t = 0; t < GEMM_KP_TILE_T; t++)
         acc[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
-        gemm_kp_lanes256(pw + 128 * q, sc + 64 * q, xt + 64 * q, acc);
+        gemm_kp_lanes256(pw + 128 * q, sv ? sv + 128 * q : NULL, sc + 64 * q, xt + 64 * q, acc);
 }
 
 /* A 256-bit tile row's float lanes for its 4 tokens: from the state st
@@ -228,6 +243,56 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
 #pragma GCC unroll 4
     for (int t = 0; t < GEMM_KP_TILE_T; t++)
         f[t] = i0 == 0 ? _mm256_setzero_ps() : st[t];
+}
+
+/* The AVX2 tile of the panels whose float step is one FMA per super-block
+ * (Q6_K, the IQ2/IQ3 sign GEMM of gemm_iq.c): 2 NP rows, one after the
+ * other, against the 4 tokens (their bytes in tx, GEMM_KP_TX_VALUES a
+ * super-block), super-blocks [i0, i1). Per super-block and token the lanes
+ * (gemm_kp_sb256), plus, with off_off, a madd of the token's bsums against
+ * the row's int16 there (Q6_K's -32 sc), then one convert and one FMA with
+ * y.d * d_w (vec_dot's scalar product); at the end scale * hsum_float_8 (x
+ * * 1.0f is x). In a pair's super-block row h's values are at 64h (its
+ * signed ones at off_sv + 64h, with off_sv), its scale pairs at off_sc +
+ * 32h, its offsets at off_off + 32h, its d_w at off_dw + 32h. Float state
+ * st[4 r + t]. Always inlined with constant offsets. */
+static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const uint8_t *const wp[2],
+                                                                  const block_q8_K *const y[GEMM_KP_TILE_T],
+                                                                  const uint8_t *tx, int64_t i0, int64_t i1,
+                                                                  int64_t nbl, __m256 *st,
+                                                                  float out[4][GEMM_KP_TILE_T], size_t pair_sb,
+                                                                  size_t off_sc, size_t off_sv, size_t off_off,
+                                                                  size_t off_dw, float scale)
+{
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++) {
+        const uint8_t *pw = wp[r / 2] + 64 * (r % 2), *ps = wp[r / 2] + 32 * (r % 2);
+        __m256 facc[GEMM_KP_TILE_T];
+        gemm_kp_st_load(st + GEMM_KP_TILE_T * r, i0, facc);
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t *pb = pw + i * pair_sb, *sb = ps + i * pair_sb;
+            __m256i acc[GEMM_KP_TILE_T];
+            gemm_kp_sb256(pb, off_sv ? pb + off_sv : NULL, sb + off_sc, tx + i * GEMM_KP_TX_VALUES, acc);
+            float dw;
+            memcpy(&dw, sb + off_dw, sizeof dw);
+#pragma GCC unroll 4
+            for (int t = 0; t < GEMM_KP_TILE_T; t++) {
+                if (off_off)
+                    acc[t] = _mm256_add_epi32(
+                        acc[t],
+                        _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)y[t][i].bsums),
+                                          _mm256_loadu_si256((const __m256i *)(const void *)(sb + off_off))));
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dw), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < GEMM_KP_TILE_T; t++) {
+            if (i1 < nbl)
+                st[GEMM_KP_TILE_T * r + t] = facc[t];
+            else
+                out[r][t] = scale * hsum_ps(facc[t]);
+        }
+    }
 }
 #endif
 

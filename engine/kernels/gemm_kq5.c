@@ -199,7 +199,7 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
             const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB, *mb = pm + i * PAIR_SB;
             const uint8_t *xt = tx + i * TX_SB, *xi = xt + TX_MINS;
             __m256i acc[TILE_T];
-            gemm_kp_sb256(pb, sb + GEMM_KP_OFF_SC, xt, acc);
+            gemm_kp_sb256(pb, NULL, sb + GEMM_KP_OFF_SC, xt, acc);
             float dw;
             memcpy(&dw, sb + OFF_DW, sizeof dw);
 #pragma GCC unroll 4

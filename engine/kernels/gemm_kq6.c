@@ -150,51 +150,14 @@ static const struct gemm_kp kq6 = {
     .tile1 = tile_pairs1,
 };
 #else
-/* The AVX2 tile (gemm_kpanel.h's AVX2 value order; the tokens' values in
- * the same order, made once per call by gemm_kp_prep_values): 2 NP rows,
- * one after the other, against TILE_T tokens; per row and token 8 int32
- * lanes, the reference's lane k: the two maddubs of a chunk pair give, added
- * as int16 (|.| <= 4 * 63 * 128), the 4-value sums of both chunks side by
- * side, and one madd against the scale pairs adds both, scaled: 3 multiply
- * instructions per 64 values where vec_dot takes 4. Then the offset (one
- * madd of the bsums against -32 sc), one convert and one FMA with y.d *
- * d_w, as vec_dot; hsum_float_8 at the end. Float state: st[4 r + t]. */
-static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
-                                                         const block_q8_K *const y[TILE_T], const uint8_t *tx,
-                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                         float out[4][TILE_T])
-{
-#pragma GCC unroll 1
-    for (int r = 0; r < 2 * NP; r++) {
-        const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
-        const uint8_t *ps = wp[r / 2] + 32 * (r % 2);
-        __m256 facc[TILE_T];
-        gemm_kp_st_load(st + TILE_T * r, i0, facc);
-        for (int64_t i = i0; i < i1; i++) {
-            const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB;
-            __m256i acc[TILE_T];
-            gemm_kp_sb256(pb, sb + GEMM_KP_OFF_SC, tx + i * GEMM_KP_TX_VALUES, acc);
-            const __m256i off = _mm256_loadu_si256((const __m256i *)(const void *)(sb + OFF_OFF));
-            float dw;
-            memcpy(&dw, sb + OFF_DW, sizeof dw);
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++) {
-                const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[t][i].bsums);
-                /* y.d * d_w, as vec_dot's scalar product */
-                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dw),
-                                          _mm256_cvtepi32_ps(_mm256_add_epi32(acc[t], _mm256_madd_epi16(bs, off))),
-                                          facc[t]);
-            }
-        }
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++) {
-            if (i1 < nbl)
-                st[TILE_T * r + t] = facc[t];
-            else
-                out[r][t] = hsum_ps(facc[t]);
-        }
-    }
-}
+/* The AVX2 tile: gemm_kp_tile256 (gemm_kpanel.h's AVX2 value order, the
+ * tokens' values in the same order, made once per call by
+ * gemm_kp_prep_values): per row and token 8 int32 lanes, the reference's
+ * lane k, at 3 multiply instructions per 64 values where vec_dot takes 4;
+ * the offset as one madd of the bsums against -32 sc, then vec_dot's
+ * convert and FMA with y.d * d_w; hsum_float_8 at the end. */
+#define tile256(NP, wp, y, tx, i0, i1, nbl, st, out)                                                                 \
+    gemm_kp_tile256(NP, wp, y, tx, i0, i1, nbl, st, out, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f)
 
 GEMM_KP_TILES(tile256)
 
