@@ -166,6 +166,29 @@ static uint8_t *packed_alloc(size_t n, size_t *len)
     return p;
 }
 
+/* A buffer of activations or outputs (free with free). On whole lines, so
+ * that a GEMM's rows of outputs are whole lines; a large one on huge
+ * pages: a GEMM writes a block of tokens' outputs a row apart, each token
+ * on another 4 KB page, and in this VM each such page's TLB miss cost
+ * more than the stores (gemm_kpanel.c's output copy, 5-6 % of a Q5_K
+ * prompt's samples). */
+static float *buf_alloc(size_t n)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (n < huge)
+        return aligned_alloc(64, (n + 63) & ~(size_t)63);
+#ifndef FWD_NO_HUGE
+    float *p = aligned_alloc(huge, (n + huge - 1) & ~(huge - 1));
+#ifdef MADV_HUGEPAGE
+    if (p)
+        madvise(p, (n + huge - 1) & ~(huge - 1), MADV_HUGEPAGE); /* advice only */
+#endif
+    return p;
+#else
+    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+#endif
+}
+
 /* Once packed, a weight's original bytes in the file mapping are not read
  * again (the kernels use the packed copy). Their pages leave this process
  * (its RSS had counted the model twice) and stay in the page cache, from
@@ -441,8 +464,9 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         ok = f->k_cache[l] && f->v_cache[l];
     }
     if (ok) {
-        for (int b = 0; b < FWD_N_BUF; b++) /* (a width 0 buffer still gets a row: malloc(0) may be NULL) */
-            if (b != FWD_LOGITS && !(f->buf[b] = malloc(B * (size_t)(f->graph.width[b] + 1) * sizeof(float))))
+        /* (a width 0 buffer still gets a row: malloc(0) may be NULL) */
+        for (int b = 0; b < FWD_N_BUF; b++)
+            if (b != FWD_LOGITS && !(f->buf[b] = buf_alloc(B * (size_t)(f->graph.width[b] + 1) * sizeof(float))))
                 ok = false;
         ok = ok && forward_moe_alloc(f);
         const size_t maxin = (size_t)f->graph.max_in;

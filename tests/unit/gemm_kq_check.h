@@ -137,11 +137,16 @@ static void check_tokens_rows(const struct kq_type *k)
 }
 
 /* Wider rows than one slice (KC super-blocks) and one panel hold, several
- * token blocks per call, a row range starting on an odd row. */
+ * token blocks per call, a row range starting on an odd row; whole-line
+ * output rows. */
 static void check_panels(const struct kq_type *k)
 {
     check_case(k, QK_K * 23, 37, 21, 13);
     check_case(k, QK_K * 22, 9, 250, 3);
+    /* panels of 64 rows: a token's outputs of one are streamed by whole
+     * lines with the parts of lines at either end copied (stride 153 and
+     * the cut at 67 put them at every offset in a line) */
+    check_case(k, QK_K * 2, 150, 24, 67);
 }
 /* The dispatch: the type's batches of min_tok tokens and more (when the
  * GEMM is built), never fewer, never another type. */
