@@ -146,9 +146,29 @@ $(BUILD)/tests/test_quant_avx2: $(BUILD)/avx2/tokscope FORCE
 $(filter-out $(BUILD)/tests/test_quant_avx2,$(AVX2_UNITS:%=$(BUILD)/tests/%_avx2)): $(BUILD)/tests/test_quant_avx2
 	@:
 
+# A third for AVX-512 CPUs without VNNI (Skylake-SP/X): AVX-512 attention,
+# repacked and packed kernels beside the GEMMs' 256-bit tiles, a mix neither
+# other build runs; the same units and goldens. Where this CPU has what
+# -march=skylake-avx512 asks for.
+SKX_VARIANT := $(if $(and $(filter 1,$(NATIVE)),$(shell for f in avx512f avx512cd avx512bw avx512dq avx512vl; do \
+                 grep -qw $$f /proc/cpuinfo 2>/dev/null || exit 0; done; echo y)),y)
+SKX_BIN     := $(if $(SKX_VARIANT),$(BUILD)/skx/tokscope $(AVX2_UNITS:%=$(BUILD)/tests/%_skx))
+
+$(BUILD)/skx/tokscope: FORCE
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/skx ARCHFLAGS=-march=skylake-avx512 BIN=$@ $@
+
+$(BUILD)/tests/test_quant_skx: $(BUILD)/skx/tokscope FORCE
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/skx ARCHFLAGS=-march=skylake-avx512 \
+	  $(AVX2_UNITS:%=$(BUILD)/skx/tests/%)
+	@mkdir -p $(dir $@) && for t in $(AVX2_UNITS); do \
+	  cp $(BUILD)/skx/tests/$$t $(BUILD)/tests/$${t}_skx || exit 1; done
+
+$(filter-out $(BUILD)/tests/test_quant_skx,$(AVX2_UNITS:%=$(BUILD)/tests/%_skx)): $(BUILD)/tests/test_quant_skx
+	@:
+
 FORCE:
 
-test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(AVX2_BIN)
+test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(AVX2_BIN) $(SKX_BIN)
 
 # Three suites at a time (tests/run.sh, JOBS): one compute-bound (unit,
 # golden), two end-to-end (mostly waiting on tmux and servers, a quarter to a

@@ -27,6 +27,20 @@ not_ok() {
     echo "not ok - $1"; shift; for l in "$@"; do echo "#   $l"; done
 }
 
+# The variant builds make test makes beside the native one where this CPU
+# can run them, each with kernels of its own: AVX2 (no AVX-512: Zen 2/3,
+# older Intel) and AVX-512 without VNNI (Skylake-SP/X). The bit-exact
+# goldens run through every one present.
+AVX2=${BUILD:-build}/avx2/tokscope
+SKX=${BUILD:-build}/skx/tokscope
+# variants: the variant binaries present (paths as above), one per line
+variants() { for v in "$AVX2" "$SKX"; do [ -x "$v" ] && echo "$v"; done; }
+# build_label BIN: native, or the variant's name
+build_label() {
+    case "$1" in "$AVX2" | "$(pwd)/$AVX2") echo "AVX2 build" ;; "$SKX" | "$(pwd)/$SKX") echo "AVX-512 no-VNNI build" ;;
+        *) echo native ;; esac
+}
+
 in_ci() { [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; }
 
 # need FILE NAME: true when FILE exists. Otherwise a failure in CI, a skip elsewhere.

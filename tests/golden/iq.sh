@@ -35,16 +35,16 @@ for t in $TYPES; do
         --one-by-one --max-diff 0.000005
 done
 
-# The AVX2 build (make test builds it where the CPU can run it) has vec_dot
-# kernels and 4-token tiles of its own: the same bits. (These prompts are 5
-# tokens, under the IQ GEMMs' thresholds: unit/test_gemm_iq_avx2 holds the
-# AVX2 GEMMs to vec_dot's bits.)
-AVX2=${BUILD:-build}/avx2/tokscope
-if [ -x "$AVX2" ]; then
+# The variant builds (tests/lib.sh: AVX2, AVX-512 without VNNI; make test
+# builds them where the CPU can run them) have vec_dot kernels and 4-token
+# tiles of their own: the same bits. (These prompts are 5 tokens, under the
+# IQ GEMMs' thresholds: unit/test_gemm_iq_avx2 and _skx hold those GEMMs to
+# vec_dot's bits.)
+for v in $(variants); do
     for t in $TYPES; do
         m=iq-mini-$t
-        BIN="$(pwd)/$AVX2" cmp_golden "iq $t: once batched then greedy, AVX2 build (bit-exact)" "$M/$m.gguf" \
+        BIN="$(pwd)/$v" cmp_golden "iq $t: once batched then greedy, $(build_label "$v") (bit-exact)" "$M/$m.gguf" \
             "$G/$m.once.jsonl" --max-diff 0.000005
     done
-fi
+done
 rm -rf "$W"

@@ -9,10 +9,11 @@
 # CPU and OS report it: -march=native reads what the kernel left enabled.)
 . tests/lib.sh
 AMX='ldtilecfg|sttilecfg|tileloadd|tileloaddt1|tilestored|tilezero|tilerelease|tdpb[su][su]d|tdpbf16ps|tdpfp16ps|tcmmimfp16ps|tcmmrlfp16ps'
-for bin in "$BIN" "${BUILD:-build}/avx2/tokscope"; do
+for bin in "$BIN" $(variants); do
     [ -x "$bin" ] || continue
     n=$(objdump -d "$bin" | grep -cE "[[:space:]]($AMX)[[:space:]]")
-    label=$([ "$bin" = "$BIN" ] && echo "the native build" || echo "the AVX2 build")
+    label="the $(build_label "$bin")"
+    [ "$bin" = "$BIN" ] && label="the native build"
     if [ "$n" -eq 0 ]; then ok "no AMX instruction in $label"
     else not_ok "no AMX instruction in $label" "$n AMX instructions: $(objdump -d "$bin" | grep -E "[[:space:]]($AMX)[[:space:]]" | head -n 2)"; fi
 done

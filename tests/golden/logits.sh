@@ -84,21 +84,21 @@ for golden in "$R"/last/*.jsonl; do
     cmp "compare $base, last logits only (bit-exact)" "$M/${base%%.*}.gguf" "$golden" --max-diff 0.000005
 done
 
-# The AVX2 build (no AVX-512, no VNNI; make test builds it where the CPU
-# can run it) takes other kernel paths and must give the same bits.
-AVX2=${BUILD:-build}/avx2/tokscope
-if [ -x "$AVX2" ]; then
+# The variant builds (tests/lib.sh: AVX2, AVX-512 without VNNI; make test
+# builds them where the CPU can run them) take other kernel paths and must
+# give the same bits.
+for v in $(variants); do
     for golden in "$G"/*.jsonl; do
         base=$(basename "$golden" .jsonl)
-        BIN="$(pwd)/$AVX2" cmp "compare $base batched, AVX2 build (bit-exact)" "$M/${base%.*}.gguf" "$golden" \
+        BIN="$(pwd)/$v" cmp "compare $base batched, $(build_label "$v") (bit-exact)" "$M/${base%.*}.gguf" "$golden" \
             --max-diff 0.000005
     done
     for golden in "$R"/last/*.jsonl; do
         base=$(basename "$golden" .jsonl)
-        BIN="$(pwd)/$AVX2" cmp "compare $base, AVX2 build (bit-exact)" "$M/${base%%.*}.gguf" "$golden" \
+        BIN="$(pwd)/$v" cmp "compare $base, $(build_label "$v") (bit-exact)" "$M/${base%%.*}.gguf" "$golden" \
             --max-diff 0.000005
     done
-fi
+done
 
 cmp "compare stories260K.once no-kv-cache" "$M/stories260K.gguf" "$G/stories260K.once.jsonl" --no-kv-cache
 cmp "compare tiny-spm-q8_0.chat batch 7" "$M/tiny-spm-q8_0.gguf" "$G/tiny-spm-q8_0.chat.jsonl" --batch 7

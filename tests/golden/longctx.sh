@@ -7,12 +7,12 @@
 #    query), every position's logits, then 16 greedy tokens (split KV);
 #  - MODEL.p4100.gen40.CACHE: a 4100-token prompt, only its last logits,
 #    then 40 greedy tokens past depth 4096 (the view cut in two).
-# Bit for bit, native build; the AVX2 build on the 2048-token files.
+# Bit for bit, native build; the variant builds (tests/lib.sh) on the
+# 2048-token files.
 . tests/lib.sh
 R=tests/golden/reference/longctx
 GEN=${BUILD:-build}/tools/gguf_random
 SRC=$TESTDATA/models/tiny-spm-q4_0.gguf
-AVX2=${BUILD:-build}/avx2/tokscope
 model=$OUT/tl4-q4_0.gguf
 
 if need "$SRC" "long context: model"; then
@@ -25,10 +25,10 @@ if need "$SRC" "long context: model"; then
         for golden in "$R"/*.jsonl; do
             base=$(basename "$golden" .jsonl)
             cache=${base##*.}
-            case "$base" in *p2048*) ctx=2304 bins="$BIN $AVX2" ;; *) ctx=4352 bins=$BIN ;; esac
+            case "$base" in *p2048*) ctx=2304 bins="$BIN $(variants)" ;; *) ctx=4352 bins=$BIN ;; esac
             for bin in $bins; do
                 [ -x "$bin" ] || continue
-                label=$([ "$bin" = "$BIN" ] && echo native || echo "AVX2 build")
+                label=$(build_label "$bin")
                 name="long context $base ($cache cache), $label (bit-exact)"
                 if "$bin" compare --top 3 -m "$model" "$golden" -t 2 -c $ctx -ctk "$cache" -ctv "$cache" \
                     --max-diff 0.000005 >"$OUT/compare.out" 2>&1; then

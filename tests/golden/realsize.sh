@@ -7,12 +7,11 @@
 # shared model), and the reference (llama.cpp, see
 # tests/golden/reference/README.md) ran a 65-token prompt as one batch
 # (tiled attention) and 12 greedy tokens on the same files. Ours must match
-# bit for bit, in the native and the AVX2 build.
+# bit for bit, in the native and the variant builds (tests/lib.sh).
 . tests/lib.sh
 R=tests/golden/reference/realsize
 GEN=${BUILD:-build}/tools/gguf_random
 SRC=$TESTDATA/models/tiny-spm-q4_0.gguf
-AVX2=${BUILD:-build}/avx2/tokscope
 
 for golden in "$R"/*.jsonl; do
     base=$(basename "$golden" .jsonl)   # tl4-TYPE
@@ -34,9 +33,8 @@ for golden in "$R"/*.jsonl; do
         rm -f "$model"
         continue
     fi
-    for bin in "$BIN" "$AVX2"; do
-        [ -x "$bin" ] || continue
-        label=$([ "$bin" = "$BIN" ] && echo native || echo "AVX2 build")
+    for bin in "$BIN" $(variants); do
+        label=$(build_label "$bin")
         if "$bin" compare --top 3 -m "$model" "$golden" --max-diff 0.000005 >"$OUT/compare.out" 2>&1; then
             ok "$name, $label (bit-exact) $(tail -n 1 "$OUT/compare.out")"
         else

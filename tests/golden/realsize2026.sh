@@ -19,14 +19,13 @@
 # not bit for bit. See tests/golden/reference/README.md, families2026/.
 # avx512/NAME.CASE.jsonl are the same runs from llama.cpp's AVX-512 build
 # (2026-12-03, this project's AMD EPYC Zen 5): those bits are what tokscope
-# reproduces, so each is held bit for bit, in the native and the AVX2
-# build (the prompts' experts take the integer GEMMs: 60 tokens over 6-10
+# reproduces, so each is held bit for bit, in the native and the variant
+# builds (tests/lib.sh; the prompts' experts take the integer GEMMs: 60 tokens over 6-10
 # experts).
 . tests/lib.sh
 R=tests/golden/reference/families2026
 M=$TESTDATA/families2026/models
 GEN=${BUILD:-build}/tools/gguf_random
-AVX2=${BUILD:-build}/avx2/tokscope
 W=$(mktemp -d "$OUT/realsize2026.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
 
@@ -92,9 +91,8 @@ PY
         case=$(basename "$golden" .jsonl)
         obo=''
         case $case in *.obo*) obo=--one-by-one ;; esac
-        for bin in "$BIN" "$AVX2"; do
-            [ -x "$bin" ] || continue
-            label=$([ "$bin" = "$BIN" ] && echo native || echo "AVX2 build")
+        for bin in "$BIN" $(variants); do
+            label=$(build_label "$bin")
             if "$bin" compare --top 3 -t 2 -m "$model" "$golden" --max-diff 0.000005 $obo >"$W/cmp.out" 2>&1; then
                 ok "real width 2026 $case, AVX-512 reference, $label (bit-exact) $(tail -n 1 "$W/cmp.out")"
             else

@@ -13,14 +13,13 @@
 # decodes past position 512 (split-KV attention within the window).
 # NAME.oboN: N prompt tokens one at a time, then 8 greedy tokens.
 # phi3-long is a small LongRoPE Phi-3 (original context 512): phi3-long.c512
-# runs with its short factors, .c1024 with its long ones. Native and AVX2
+# runs with its short factors, .c1024 with its long ones. Native and variant
 # NAME-dl: the same shapes as a download is typed (--llama-quantize: llama-
 # quantize's per-tensor mix, tensor order and keys).
 # builds. See tests/golden/reference/README.md.
 . tests/lib.sh
 R=tests/golden/reference/families
 GEN=${BUILD:-build}/tools/gguf_random
-AVX2=${BUILD:-build}/avx2/tokscope
 W=$(mktemp -d "$OUT/families-real.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
 
@@ -50,15 +49,14 @@ while read -r name like args; do
             # NAME.cN: made with a context of N (Phi-3's factors depend on it)
             ctx=$(echo "$case" | sed -n 's/.*\.c\([0-9]*\)$/\1/p')
             [ -n "$ctx" ] && obo="$obo -c $ctx"
-            for bin in "$BIN" "$AVX2"; do
-                [ -x "$bin" ] || continue
-                b=native
-                [ "$bin" = "$AVX2" ] && b=AVX2
+            for bin in "$BIN" $(variants); do
+                b=$(build_label "$bin")
+                [ "$b" = native ] && b="native build"
                 # shellcheck disable=SC2086
                 if "$bin" compare --top 3 -t 2 -m "$model" "$golden" --max-diff 0.000005 $obo >"$W/cmp.out" 2>&1; then
-                    ok "real size $case, $b build (bit-exact) $(tail -n 1 "$W/cmp.out")"
+                    ok "real size $case, $b (bit-exact) $(tail -n 1 "$W/cmp.out")"
                 else
-                    not_ok "real size $case, $b build (bit-exact)" "$(tail -n 6 "$W/cmp.out")"
+                    not_ok "real size $case, $b (bit-exact)" "$(tail -n 6 "$W/cmp.out")"
                 fi
             done
         done
