@@ -30,20 +30,18 @@ struct kp_scratch {
  * parts of lines at either end copied. */
 static inline void kp_store_out(float *d, const float *src, int64_t np)
 {
-#ifndef KP_NO_STREAM
-    int64_t h = (int64_t)((64 - ((uintptr_t)d & 63)) & 63) / (int64_t)sizeof(float);
-    if ((uintptr_t)d % sizeof(float) == 0 && h + 16 <= np) {
-        memcpy(d, src, (size_t)h * sizeof(float));
-        int64_t j = h;
-        for (; j + 16 <= np; j += 16) {
-            _mm256_stream_ps(d + j, _mm256_loadu_ps(src + j));
-            _mm256_stream_ps(d + j + 8, _mm256_loadu_ps(src + j + 8));
-        }
-        memcpy(d + j, src + j, (size_t)(np - j) * sizeof(float));
+    const int64_t h = (int64_t)((64 - ((uintptr_t)d & 63)) & 63) / (int64_t)sizeof(float);
+    if (h + 16 > np) { /* no whole line */
+        memcpy(d, src, (size_t)np * sizeof(float));
         return;
     }
-#endif
-    memcpy(d, src, (size_t)np * sizeof(float));
+    memcpy(d, src, (size_t)h * sizeof(float));
+    int64_t j = h;
+    for (; j + 16 <= np; j += 16) {
+        _mm256_stream_ps(d + j, _mm256_loadu_ps(src + j));
+        _mm256_stream_ps(d + j + 8, _mm256_loadu_ps(src + j + 8));
+    }
+    memcpy(d + j, src + j, (size_t)(np - j) * sizeof(float));
 }
 
 /* Rows [r0, r1) against tokens [0, n_tok): panels of pr rows written once;

@@ -177,16 +177,13 @@ static float *buf_alloc(size_t n)
     const size_t huge = (size_t)2 << 20;
     if (n < huge)
         return aligned_alloc(64, (n + 63) & ~(size_t)63);
-#ifndef FWD_NO_HUGE
-    float *p = aligned_alloc(huge, (n + huge - 1) & ~(huge - 1));
+    const size_t len = (n + huge - 1) & ~(huge - 1);
+    float *p = aligned_alloc(huge, len);
 #ifdef MADV_HUGEPAGE
     if (p)
-        madvise(p, (n + huge - 1) & ~(huge - 1), MADV_HUGEPAGE); /* advice only */
+        madvise(p, len, MADV_HUGEPAGE); /* advice only: 4 KB pages still work */
 #endif
     return p;
-#else
-    return aligned_alloc(64, (n + 63) & ~(size_t)63);
-#endif
 }
 
 /* Once packed, a weight's original bytes in the file mapping are not read
