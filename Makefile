@@ -123,52 +123,45 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-only
 
-# A second build for AVX2 machines without AVX-512 (VNNI), whose kernels take
-# other code paths; the tests hold it to the same bits. Only where this CPU
-# can run it.
+# Variant builds beside the native one, where this CPU can run them, each
+# with kernels of its own that the tests hold to the same bits: AVX2 for
+# machines without AVX-512 (Zen 2/3, older Intel), and AVX-512 without VNNI
+# (Skylake-SP/X: AVX-512 attention, repacked and packed kernels beside the
+# GEMMs' 256-bit tiles, a mix neither other build runs). Each builds
+# tokscope (which the bit-exact goldens run, tests/lib.sh) and VARIANT_UNITS
+# as $(BUILD)/tests/UNIT_NAME.
 # (the grouped and quantized-cache generation kernels are AVX-512 only:
-# test_attn_group would only skip there)
-AVX2_VARIANT := $(if $(and $(filter 1,$(NATIVE)),$(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo y)),y)
-AVX2_UNITS   := test_quant test_packed test_gemm_iq test_mxfp4 test_iq4 test_attn test_attn_sinks test_gemm_kq5 test_gemm_kq6
-AVX2_BIN     := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(AVX2_UNITS:%=$(BUILD)/tests/%_avx2))
+# test_attn_group would only skip in the AVX2 build)
+VARIANT_UNITS := test_quant test_packed test_gemm_iq test_mxfp4 test_iq4 test_attn test_attn_sinks test_gemm_kq5 \
+                 test_gemm_kq6
+has_flags = $(shell for f in $(1); do grep -qw $$f /proc/cpuinfo 2>/dev/null || exit 0; done; echo y)
+AVX2_VARIANT := $(if $(filter 1,$(NATIVE)),$(call has_flags,avx2))
+SKX_VARIANT  := $(if $(filter 1,$(NATIVE)),$(call has_flags,avx512f avx512cd avx512bw avx512dq avx512vl))
+VARIANT_BIN  := $(if $(AVX2_VARIANT),$(BUILD)/avx2/tokscope $(VARIANT_UNITS:%=$(BUILD)/tests/%_avx2)) \
+                $(if $(SKX_VARIANT),$(BUILD)/skx/tokscope $(VARIANT_UNITS:%=$(BUILD)/tests/%_skx))
 
-$(BUILD)/avx2/tokscope: FORCE
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell BIN=$@ $@
+# VARIANT_RULES NAME MARCH: the build $(BUILD)/NAME with -march=MARCH.
+# Its units after its binary: two sub-makes at once in one tree (make -j2)
+# would write the same objects and library; one sub-make builds them all.
+define VARIANT_RULES
+$$(BUILD)/$(1)/tokscope: FORCE
+	@$$(MAKE) --no-print-directory BUILD=$$(BUILD)/$(1) ARCHFLAGS=-march=$(2) BIN=$$@ $$@
 
-# after the binary: two sub-makes at once in $(BUILD)/avx2 (make -j2) would
-# write the same objects and library; one sub-make builds every unit test
-$(BUILD)/tests/test_quant_avx2: $(BUILD)/avx2/tokscope FORCE
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/avx2 ARCHFLAGS=-march=haswell \
-	  $(AVX2_UNITS:%=$(BUILD)/avx2/tests/%)
-	@mkdir -p $(dir $@) && for t in $(AVX2_UNITS); do \
-	  cp $(BUILD)/avx2/tests/$$t $(BUILD)/tests/$${t}_avx2 || exit 1; done
+$$(BUILD)/tests/test_quant_$(1): $$(BUILD)/$(1)/tokscope FORCE
+	@$$(MAKE) --no-print-directory BUILD=$$(BUILD)/$(1) ARCHFLAGS=-march=$(2) \
+	  $$(VARIANT_UNITS:%=$$(BUILD)/$(1)/tests/%)
+	@mkdir -p $$(dir $$@) && for t in $$(VARIANT_UNITS); do \
+	  cp $$(BUILD)/$(1)/tests/$$$$t $$(BUILD)/tests/$$$${t}_$(1) || exit 1; done
 
-$(filter-out $(BUILD)/tests/test_quant_avx2,$(AVX2_UNITS:%=$(BUILD)/tests/%_avx2)): $(BUILD)/tests/test_quant_avx2
+$$(filter-out $$(BUILD)/tests/test_quant_$(1),$$(VARIANT_UNITS:%=$$(BUILD)/tests/%_$(1))): $$(BUILD)/tests/test_quant_$(1)
 	@:
-
-# A third for AVX-512 CPUs without VNNI (Skylake-SP/X): AVX-512 attention,
-# repacked and packed kernels beside the GEMMs' 256-bit tiles, a mix neither
-# other build runs; the same units and goldens. Where this CPU has what
-# -march=skylake-avx512 asks for.
-SKX_VARIANT := $(if $(and $(filter 1,$(NATIVE)),$(shell for f in avx512f avx512cd avx512bw avx512dq avx512vl; do \
-                 grep -qw $$f /proc/cpuinfo 2>/dev/null || exit 0; done; echo y)),y)
-SKX_BIN     := $(if $(SKX_VARIANT),$(BUILD)/skx/tokscope $(AVX2_UNITS:%=$(BUILD)/tests/%_skx))
-
-$(BUILD)/skx/tokscope: FORCE
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/skx ARCHFLAGS=-march=skylake-avx512 BIN=$@ $@
-
-$(BUILD)/tests/test_quant_skx: $(BUILD)/skx/tokscope FORCE
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/skx ARCHFLAGS=-march=skylake-avx512 \
-	  $(AVX2_UNITS:%=$(BUILD)/skx/tests/%)
-	@mkdir -p $(dir $@) && for t in $(AVX2_UNITS); do \
-	  cp $(BUILD)/skx/tests/$$t $(BUILD)/tests/$${t}_skx || exit 1; done
-
-$(filter-out $(BUILD)/tests/test_quant_skx,$(AVX2_UNITS:%=$(BUILD)/tests/%_skx)): $(BUILD)/tests/test_quant_skx
-	@:
+endef
+$(eval $(call VARIANT_RULES,avx2,haswell))
+$(eval $(call VARIANT_RULES,skx,skylake-avx512))
 
 FORCE:
 
-test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(AVX2_BIN) $(SKX_BIN)
+test-bins: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(REPLAY_BIN) $(SYSCONF_TEST_BIN) $(VARIANT_BIN)
 
 # Three suites at a time (tests/run.sh, JOBS): one compute-bound (unit,
 # golden), two end-to-end (mostly waiting on tmux and servers, a quarter to a
@@ -198,7 +191,7 @@ test-asan: deps
 
 asan-bins:
 	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tokscope OPT="-O2 -g $(SAN_FLAGS)" \
-	  AVX2_VARIANT= test-bins
+	  AVX2_VARIANT= SKX_VARIANT= test-bins
 
 bench: $(BIN) $(BUILD)/tools/gguf_random $(BUILD)/tools/membw $(BUILD)/tools/imatrix_random
 	@BUILD=$(BUILD) BIN=$(BIN) sh tests/bench.sh
