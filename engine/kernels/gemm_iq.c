@@ -914,11 +914,6 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
     }
 }
 
-static void prep_sign_tokens(const block_q8_K *const y[SG_T], int64_t nbl, uint8_t *tx)
-{
-    gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
-}
-
 /* each type's panel writer, and its tiles (gemm_kp_tile256 with the signed
  * values) per vec_dot factor */
 #define SG_WRITE(T)                                                                                                \
@@ -948,7 +943,7 @@ SG_TILES(one, 1.0f)
 #define SG_KIND(T, N)                                                                                              \
     {                                                                                                              \
         .pair_sb = SG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * SG_T, .write_row = write_sign_##T,       \
-        .prep = prep_sign_tokens, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                                    \
+        .prep = gemm_kp_prep_tokens, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                                 \
     }
 static const struct gemm_kp sg_iq2_xxs = SG_KIND(iq2_xxs, eighth), sg_iq2_xs = SG_KIND(iq2_xs, eighth),
                              sg_iq2_s = SG_KIND(iq2_s, eighth), sg_iq3_s = SG_KIND(iq3_s, one),

@@ -136,6 +136,11 @@ void gemm_kp_prep_values(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t
                                      _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q)),
                                      _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q + 32)));
 }
+
+void gemm_kp_prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
+{
+    gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
+}
 #endif
 
 bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs, int64_t r0, int64_t r1,

@@ -183,6 +183,9 @@ void gemm_kp_prep_mins(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, u
 /* The 4 tokens' values as gemm_kp_store_values lays out a row's (so that
  * one maddubs pairs them), stride bytes a super-block. */
 void gemm_kp_prep_values(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx, size_t stride);
+/* The same, GEMM_KP_TX_VALUES a super-block: the prep of the tiles that
+ * want nothing else (Q6_K, the IQ sign GEMM). */
+void gemm_kp_prep_tokens(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx);
 
 /* One chunk pair of one row (its values at pw, A then B; its scale pairs
  * at sc) against 4 tokens (their values at xt, 256 bytes apart, A then B):

@@ -161,17 +161,12 @@ static const struct gemm_kp kq6 = {
 
 GEMM_KP_TILES(tile256)
 
-static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
-{
-    gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
-}
-
 static const struct gemm_kp kq6 = {
     .pair_sb = PAIR_SB,
     .tx_bytes = GEMM_KP_TX_VALUES,
     .n_st = 4 * TILE_T,
     .write_row = write_pair_row,
-    .prep = prep_tokens,
+    .prep = gemm_kp_prep_tokens,
     .tile2 = tile_pairs2,
     .tile1 = tile_pairs1,
 };

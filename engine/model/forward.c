@@ -84,8 +84,8 @@ void forward_free(forward_ctx *f)
     free(f->k_cache);
     free(f->v_cache);
     for (int b = 0; b < FWD_N_BUF; b++)
-        if (b != FWD_LOGITS)
-            free(f->buf[b]);
+        if (b != FWD_LOGITS && f->buf[b])
+            munmap(f->buf[b], f->buf_len[b]);
     for (int i = 0; i < 3; i++) {
         free(f->act[i]);
         free(f->act_sum[i]);
@@ -137,9 +137,12 @@ static void pack_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 /* The packed weights are read end to end for every token. In 2 MB pages
  * (transparent huge pages, where the kernel grants them) that takes far
  * fewer TLB misses than in 4 KB pages, and packing takes far fewer page
- * faults. The mapping starts on a 2 MB boundary (below 1 MB of weights, a
- * page boundary); *len is what to munmap. */
-static uint8_t *packed_alloc(size_t n, size_t *len)
+ * faults. The row buffers too: a GEMM writes a block of tokens' outputs a
+ * row apart, each token on another 4 KB page otherwise (gemm_kpanel.c's
+ * output copy, 5-6 % of a Q5_K prompt's samples in this VM), and their
+ * rows start on whole lines. The mapping starts on a 2 MB boundary (below
+ * 1 MB, a page boundary); *len is what to munmap. */
+static uint8_t *huge_alloc(size_t n, size_t *len)
 {
     const size_t huge = (size_t)2 << 20;
     if (n < huge / 2) { /* a small model: a huge page would be mostly waste (and zeroing it, time) */
@@ -163,26 +166,6 @@ static uint8_t *packed_alloc(size_t n, size_t *len)
     madvise(p, want, MADV_HUGEPAGE); /* advice only: 4 KB pages still work */
 #endif
     *len = want;
-    return p;
-}
-
-/* A buffer of activations or outputs (free with free). On whole lines, so
- * that a GEMM's rows of outputs are whole lines; a large one on huge
- * pages: a GEMM writes a block of tokens' outputs a row apart, each token
- * on another 4 KB page, and in this VM each such page's TLB miss cost
- * more than the stores (gemm_kpanel.c's output copy, 5-6 % of a Q5_K
- * prompt's samples). */
-static float *buf_alloc(size_t n)
-{
-    const size_t huge = (size_t)2 << 20;
-    if (n < huge)
-        return aligned_alloc(64, (n + 63) & ~(size_t)63);
-    const size_t len = (n + huge - 1) & ~(huge - 1);
-    float *p = aligned_alloc(huge, len);
-#ifdef MADV_HUGEPAGE
-    if (p)
-        madvise(p, len, MADV_HUGEPAGE); /* advice only: 4 KB pages still work */
-#endif
     return p;
 }
 
@@ -289,7 +272,7 @@ static bool build_packed(forward_ctx *f)
     free(resident);
     bool ok = true;
     if (job.n > 0) {
-        f->packed_buf = packed_alloc(total, &f->packed_len);
+        f->packed_buf = huge_alloc(total, &f->packed_len);
         ok = f->packed_buf != NULL;
     }
     if (ok && job.n > 0) {
@@ -463,7 +446,9 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
     if (ok) {
         /* (a width 0 buffer still gets a row: malloc(0) may be NULL) */
         for (int b = 0; b < FWD_N_BUF; b++)
-            if (b != FWD_LOGITS && !(f->buf[b] = buf_alloc(B * (size_t)(f->graph.width[b] + 1) * sizeof(float))))
+            if (b != FWD_LOGITS &&
+                !(f->buf[b] = (float *)(void *)huge_alloc(B * (size_t)(f->graph.width[b] + 1) * sizeof(float),
+                                                          &f->buf_len[b])))
                 ok = false;
         ok = ok && forward_moe_alloc(f);
         const size_t maxin = (size_t)f->graph.max_in;

@@ -164,6 +164,7 @@ struct forward_ctx {
     void **v_cache;
     /* row buffers, n_batch rows of graph.width[b] floats each (LOGITS is the caller's) */
     float *buf[FWD_N_BUF];
+    size_t buf_len[FWD_N_BUF]; /* each one's mapping (huge_alloc) */
     uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;      /* bytes per act buffer */
     uint8_t *act_sum[3]; /* side data for packed weights (packed_act_prepare), when they want it */
