@@ -28,6 +28,7 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
+#include "kernels/gemm_kq4t.h"
 #include "kernels/gemm_mxfp4.h"
 #include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
@@ -48,8 +49,8 @@
 enum {
     Q4_0_NIB = 256,          /* nibble bytes per block of a group */
     Q4_0_PB = Q4_0_NIB + 32, /* + 16 fp16 scales */
-    Q4_K_NIB = 2048,
-    Q4_K_SC = 64 + 4 * 64, /* d, dmin; per pair: scales, scales, mins */
+    Q4_K_NIB = PACKED_Q4_K_NIB,
+    Q4_K_SC = PACKED_Q4_K_SC,
     Q4_K_PB = Q4_K_NIB + Q4_K_SC,
     Q8_0_PB = PACKED_Q8_0_PB,
     MXFP4_NIB = 256,
@@ -780,6 +781,17 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     if (packed) { /* Q4_0 or Q4_K */
         const int64_t nb = blocks_per_row(w);
         const size_t gb = group_bytes(w);
+        /* Q4_K's gemm groups of 4 tokens, from GEMM_KQ4T_MIN_TOK on, with
+         * the tokens in the lanes; the rest (gemv order) below */
+        const int n_gemm = n_tok - n_tok % 4;
+        if (is_q4_K(w) && n_gemm >= GEMM_KQ4T_MIN_TOK &&
+            gemm_kq4t_rows(packed, nb, gb, r0, r1, act, act_stride, n_gemm, out, out_stride)) {
+            act += (size_t)n_gemm * act_stride;
+            out += (int64_t)n_gemm * out_stride;
+            n_tok -= n_gemm;
+            if (n_tok == 0)
+                return;
+        }
         for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
             const int64_t base = g * PACKED_ROWS;
             const int lo = r0 > base ? (int)(r0 - base) : 0;

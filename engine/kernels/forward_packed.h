@@ -17,8 +17,9 @@
  * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
  * 16 rows and super-block, for its decoded scales). AVX2 builds without
  * AVX-512 VNNI pack Q4_0 and Q4_K, in the same layout (a 256-bit half of each
- * vector is 8 rows, and maddubs does the dots); builds without AVX2 pack
- * nothing (packed_bytes returns 0). */
+ * vector is 8 rows, and maddubs does the dots; Q4_K batches of 16 tokens and
+ * more go to gemm_kq4t.h, which unpacks rows from it); builds without AVX2
+ * pack nothing (packed_bytes returns 0). */
 #ifndef TOKSCOPE_FORWARD_PACKED_H
 #define TOKSCOPE_FORWARD_PACKED_H
 
@@ -29,6 +30,14 @@
 #include "gguf/gguf.h"
 
 #define PACKED_ROWS 16
+
+/* Q4_K per super-block of a group: 2048 bytes of nibbles (pair j, dword q:
+ * row r's qs bytes 32j + 4q.. at 512j + 64q + 4r), then, after all the
+ * nibbles, 320 bytes of scales (16 fp16 d, 16 fp16 dmin, then per pair j
+ * at 64 + 64j: 16 scales of sub-block 2j, 16 of 2j + 1, 16 (min 2j,
+ * min 2j + 1) byte pairs). */
+#define PACKED_Q4_K_NIB 2048
+#define PACKED_Q4_K_SC (64 + 4 * 64)
 
 /* Bytes of w's packed copy; 0 when this build has no packed kernel for it.
  * Experts (3-D weights, ne[2] matrices one after the other) are packed as

@@ -150,6 +150,11 @@ static void test_q4_K(void **state)
     (void)state;
     check_type(TENSOR_TYPE_Q4_K, 256, 24);
     check_type(TENSOR_TYPE_Q4_K, 512, 48);
+    /* AVX2's tokens-in-lanes GEMM (gemm_kq4t.c, from 16 tokens): 9
+     * super-blocks are three slices, the last one short; 40 super-blocks a
+     * row put 40 rows in three panels */
+    check_type(TENSOR_TYPE_Q4_K, 9 * 256, 40);
+    check_type(TENSOR_TYPE_Q4_K, 40 * 256, 40);
 }
 
 static void test_q8_0(void **state)

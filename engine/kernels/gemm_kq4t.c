@@ -1,0 +1,305 @@
+/* The Q4_K gemm-order GEMM with the tokens in the lanes (see gemm_kq4t.h).
+ *
+ * Per call: the tokens transposed, 8 a vector (for each super-block, dword
+ * k of the 8 tokens' 256 values in one 32-byte vector, then the 8 tokens'
+ * bsum pairs of each sub-block pair and their y.d); rows unpacked in
+ * panels of up to 64 (per super-block 256 value bytes in element order,
+ * the scales and mins as int16 pairs, d and dmin as floats). A tile is 2
+ * rows against 2 token vectors, super-blocks in slices that keep the
+ * tokens' bytes in L1 (the float chains wait in st between slices). The
+ * inner loop is bound by loads (a broadcast per row and 4 values, a load
+ * per token vector): one row against 3 token vectors, each token vector
+ * loaded once per row, ran 0.28-0.32 ns per row x token x 32 values
+ * (bench_packed, AVX2 build, one layer, 512 tokens), 2 x 2 with each load
+ * serving both rows 0.25; 2 x 3 spills (0.26). */
+#include "kernels/gemm_kq4t.h"
+
+#ifdef GEMM_KQ4T
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/forward_packed.h"
+#include "kernels/kernel_scratch.h"
+#include "kernels/quant_internal.h"
+
+/* Panel bytes per row and super-block: 256 values, 8 scale pairs (int32
+ * lanes sc | sc << 16), 4 mins pairs (min 2j | min 2j+1 << 16), d, dmin. */
+#define PSB 320
+#define P_SC 256
+#define P_MIN 288
+#define P_D 304
+#define P_DM 308
+/* Token bytes per vector of 8 tokens and super-block: 64 dword vectors, 4
+ * bsum-pair vectors, the y.d vector. */
+#define XSB (64 * 32 + 4 * 32 + 32)
+#define X_BS (64 * 32)
+#define X_D (64 * 32 + 4 * 32)
+/* rows and token vectors a tile, super-blocks a slice (2 x 4 x 2208
+ * bytes: L1) */
+#define TR 2
+#define TV 2
+#define KS 4
+/* panel bytes (L2) */
+#define PANEL_BYTES (192 * 1024)
+
+/* Row l (0-15) of the packed group g, nbl super-blocks, into its panel p. */
+static void write_row(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nbl; i++, p += PSB) {
+        const uint8_t *nib = g + (size_t)i * PACKED_Q4_K_NIB,
+                      *sc = g + (size_t)nbl * PACKED_Q4_K_NIB + (size_t)i * PACKED_Q4_K_SC;
+        for (int j = 0; j < 4; j++) {
+            /* dword q of pair j: row l's bytes 32j + 4q.. at 512j + 64q + 4l */
+            const __m256i q4 = _mm256_i32gather_epi32((const int *)(const void *)(nib + 512 * j + 4 * l),
+                                                      _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112), 4);
+            _mm256_storeu_si256((__m256i *)(void *)(p + 64 * j), _mm256_and_si256(q4, m4));
+            _mm256_storeu_si256((__m256i *)(void *)(p + 64 * j + 32), _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            const uint8_t *h = sc + 64 + 64 * j;
+            const uint32_t s0 = h[l], s1 = h[16 + l];
+            const uint32_t sp[2] = {s0 | s0 << 16, s1 | s1 << 16};
+            const uint32_t mp = (uint32_t)h[32 + 2 * l] | (uint32_t)h[32 + 2 * l + 1] << 16;
+            memcpy(p + P_SC + 8 * j, sp, 8);
+            memcpy(p + P_MIN + 4 * j, &mp, 4);
+        }
+        uint16_t d, dm;
+        memcpy(&d, sc + 2 * l, 2);
+        memcpy(&dm, sc + 32 + 2 * l, 2);
+        const float f[2] = {fp16_to_f32(d), fp16_to_f32(dm)};
+        memcpy(p + P_D, f, 8);
+    }
+}
+
+/* 8 x 8 dwords: v[k] holds token k's dwords 0-7; afterwards v[k] holds
+ * dword k of tokens 0-7. */
+static inline void transpose8(__m256i v[8])
+{
+    __m256i a[8], b[8];
+    for (int k = 0; k < 8; k += 2) {
+        a[k] = _mm256_unpacklo_epi32(v[k], v[k + 1]);
+        a[k + 1] = _mm256_unpackhi_epi32(v[k], v[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        b[k] = _mm256_unpacklo_epi64(a[k], a[k + 2]);
+        b[k + 1] = _mm256_unpackhi_epi64(a[k], a[k + 2]);
+        b[k + 2] = _mm256_unpacklo_epi64(a[k + 1], a[k + 3]);
+        b[k + 3] = _mm256_unpackhi_epi64(a[k + 1], a[k + 3]);
+    }
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_permute2x128_si256(b[k], b[k + 4], 0x20);
+        v[k + 4] = _mm256_permute2x128_si256(b[k], b[k + 4], 0x31);
+    }
+}
+
+/* Tokens t0..t0+7 (past n_tok the last one again) into x, XSB bytes a
+ * super-block. */
+static void write_tokens(const uint8_t *act, size_t act_stride, int n_tok, int t0, int64_t nbl, uint8_t *x)
+{
+    const block_q8_K *y[8];
+    for (int t = 0; t < 8; t++)
+        y[t] = (const block_q8_K *)(const void *)(act + (size_t)(t0 + t < n_tok ? t0 + t : n_tok - 1) * act_stride);
+    for (int64_t i = 0; i < nbl; i++, x += XSB) {
+        for (int c = 0; c < 8; c++) { /* dwords 8c..8c+7 */
+            __m256i v[8];
+            for (int t = 0; t < 8; t++)
+                v[t] = _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 32 * c));
+            transpose8(v);
+            for (int k = 0; k < 8; k++)
+                _mm256_storeu_si256((__m256i *)(void *)(x + 32 * (8 * c + k)), v[k]);
+        }
+        uint32_t bp[4][8];
+        float d[8];
+        for (int t = 0; t < 8; t++) {
+            const int16_t *b = y[t][i].bsums;
+            for (int j = 0; j < 4; j++)
+                bp[j][t] = (uint32_t)(uint16_t)(b[4 * j] + b[4 * j + 1]) |
+                           (uint32_t)(uint16_t)(b[4 * j + 2] + b[4 * j + 3]) << 16;
+            d[t] = y[t][i].d;
+        }
+        memcpy(x + X_BS, bp, sizeof bp);
+        memcpy(x + X_D, d, sizeof d);
+    }
+}
+
+static inline __m256i bcast32(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* NR rows (their panels pw[r]) against NV token vectors (x[v]),
+ * super-blocks [i0, i1): the chains from st (row r's at st + 2 TV r; zero
+ * when i0 is 0) back to st, or when i1 is nbl the outputs to o[r][v] (acc
+ * - acc_min per token). Always inlined with constant NR and NV. */
+static inline __attribute__((always_inline)) void tile(int NR, int NV, const uint8_t *const pw[TR],
+                                                       const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                       int64_t nbl, __m256 *st, __m256 o[TR][TV])
+{
+    __m256 acc[TR][TV], accm[TR][TV];
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) {
+            acc[r][v] = i0 == 0 ? _mm256_setzero_ps() : st[2 * TV * r + 2 * v];
+            accm[r][v] = i0 == 0 ? _mm256_setzero_ps() : st[2 * TV * r + 2 * v + 1];
+        }
+    for (int64_t i = i0; i < i1; i++) {
+        const uint8_t *pb[TR], *xb[TV];
+#pragma GCC unroll 2
+        for (int r = 0; r < NR; r++)
+            pb[r] = pw[r] + (size_t)i * PSB;
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            xb[v] = x[v] + (size_t)i * XSB;
+#pragma GCC unroll 1
+        for (int j = 0; j < 4; j++) {
+            __m256i s0[TR][TV], s1[TR][TV];
+#pragma GCC unroll 2
+            for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+                for (int v = 0; v < NV; v++)
+                    s0[r][v] = s1[r][v] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) {
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) { /* sub-block 2j + h */
+                    __m256i w[TR];
+#pragma GCC unroll 2
+                    for (int r = 0; r < NR; r++)
+                        w[r] = bcast32(pb[r] + 64 * j + 32 * h + 4 * q);
+#pragma GCC unroll 3
+                    for (int v = 0; v < NV; v++) {
+                        __m256i a =
+                            _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + 32 * (16 * j + 8 * h + q)));
+                        if (NR > 1) /* one load for both rows */
+                            __asm__("" : "+x"(a));
+#pragma GCC unroll 2
+                        for (int r = 0; r < NR; r++) {
+                            __m256i *s = h ? &s1[r][v] : &s0[r][v];
+                            *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(w[r], a));
+                            /* in registers, step by step: GCC otherwise
+                             * runs all the maddubs first and spills their
+                             * results */
+                            __asm__("" : "+x"(*s));
+                        }
+                    }
+                }
+            }
+#pragma GCC unroll 2
+            for (int r = 0; r < NR; r++) {
+                const __m256i sc0 = bcast32(pb[r] + P_SC + 8 * j), sc1 = bcast32(pb[r] + P_SC + 8 * j + 4);
+                const __m256i mn = bcast32(pb[r] + P_MIN + 4 * j);
+                const __m256 dw = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_D));
+                const __m256 dm = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_DM));
+#pragma GCC unroll 3
+                for (int v = 0; v < NV; v++) {
+                    const __m256i is =
+                        _mm256_add_epi32(_mm256_madd_epi16(s0[r][v], sc0), _mm256_madd_epi16(s1[r][v], sc1));
+                    const __m256i im = _mm256_madd_epi16(
+                        mn, _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + X_BS + 32 * j)));
+                    const __m256 da = _mm256_loadu_ps((const float *)(const void *)(xb[v] + X_D));
+                    acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, da), acc[r][v]);
+                    accm[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dm, da), accm[r][v]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) {
+            if (i1 < nbl) {
+                st[2 * TV * r + 2 * v] = acc[r][v];
+                st[2 * TV * r + 2 * v + 1] = accm[r][v];
+            } else
+                o[r][v] = _mm256_sub_ps(acc[r][v], accm[r][v]);
+        }
+}
+
+typedef void (*tile_fn)(const uint8_t *const[TR], const uint8_t *const[TV], int64_t, int64_t, int64_t, __m256 *,
+                        __m256[TR][TV]);
+#define TILE_FN(NR, NV)                                                                                             \
+    static void tile_##NR##_##NV(const uint8_t *const pw[TR], const uint8_t *const x[TV], int64_t i0, int64_t i1,  \
+                                 int64_t nbl, __m256 *st, __m256 o[TR][TV])                                        \
+    {                                                                                                              \
+        tile(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                   \
+    }
+TILE_FN(1, 1)
+TILE_FN(1, 2)
+TILE_FN(2, 1)
+TILE_FN(2, 2)
+/* [rows - 1][token vectors - 1] */
+static const tile_fn tiles[TR][TV] = {{tile_1_1, tile_1_2}, {tile_2_1, tile_2_2}};
+
+bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                    size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1)
+        return true;
+    const int ntv = (n_tok + 7) / 8;
+    int64_t pr = PANEL_BYTES / (nbl * PSB);
+    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr;
+    if (pr > r1 - r0)
+        pr = r1 - r0;
+    const size_t x_bytes = (size_t)ntv * (size_t)nbl * XSB, p_bytes = (size_t)pr * (size_t)nbl * PSB;
+    const size_t st_bytes = (size_t)(pr + TR) * TV * 2 * sizeof(__m256);
+    uint8_t *scr = kernel_scratch_get(x_bytes + p_bytes + st_bytes);
+    if (!scr)
+        return false;
+    uint8_t *xs = scr, *panel = scr + x_bytes;
+    __m256 *st = (__m256 *)(void *)(scr + x_bytes + p_bytes);
+    for (int v = 0; v < ntv; v++)
+        write_tokens(act, act_stride, n_tok, 8 * v, nbl, xs + (size_t)v * (size_t)nbl * XSB);
+    for (int64_t c0 = r0; c0 < r1; c0 += pr) {
+        const int64_t nr = r1 - c0 < pr ? r1 - c0 : pr;
+        for (int64_t r = 0; r < nr; r++)
+            write_row(packed + (size_t)((c0 + r) / PACKED_ROWS) * gb, nbl, (int)((c0 + r) % PACKED_ROWS),
+                      panel + (size_t)r * (size_t)nbl * PSB);
+        for (int v0 = 0; v0 < ntv; v0 += TV) {
+            const int nv = ntv - v0 < TV ? ntv - v0 : TV;
+            const uint8_t *x[TV];
+            for (int v = 0; v < TV; v++)
+                x[v] = xs + (size_t)(v0 + (v < nv ? v : 0)) * (size_t)nbl * XSB;
+            for (int64_t i0 = 0; i0 < nbl; i0 += KS) {
+                const int64_t i1 = nbl - i0 < KS ? nbl : i0 + KS;
+                for (int64_t r = 0; r < nr; r += TR) {
+                    const int mr = nr - r < TR ? (int)(nr - r) : TR;
+                    const uint8_t *pw[TR];
+                    for (int k = 0; k < TR; k++)
+                        pw[k] = panel + (size_t)(r + (k < mr ? k : 0)) * (size_t)nbl * PSB;
+                    __m256 o[TR][TV];
+                    tiles[mr - 1][nv - 1](pw, x, i0, i1, nbl, st + 2 * TV * r, o);
+                    if (i1 < nbl)
+                        continue;
+                    for (int k = 0; k < mr; k++)
+                        for (int v = 0; v < nv; v++) {
+                            float f[8];
+                            _mm256_storeu_ps(f, o[k][v]);
+                            const int t0 = 8 * (v0 + v), nt = n_tok - t0 < 8 ? n_tok - t0 : 8;
+                            for (int t = 0; t < nt; t++)
+                                out[(int64_t)(t0 + t) * out_stride + c0 + r + k] = f[t];
+                        }
+                }
+            }
+        }
+    }
+    return true;
+}
+#else
+bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                    size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    (void)packed;
+    (void)nbl;
+    (void)gb;
+    (void)r0;
+    (void)r1;
+    (void)act;
+    (void)act_stride;
+    (void)n_tok;
+    (void)out;
+    (void)out_stride;
+    return false;
+}
+#endif

@@ -1,0 +1,43 @@
+/* Q4_K prompt batches on AVX2 (and AVX-512 without VNNI) with the tokens
+ * in the lanes, in the reference's repacked gemm order, bit for bit.
+ *
+ * The reference repacks Q4_K (q4_K 8x8) and runs its gemm over complete
+ * groups of 4 tokens: per output, per pair j of 32-value sub-blocks, one
+ * exact integer is = sc[2j] * (q . y over sub-block 2j) + sc[2j+1] * (...)
+ * and im = min[2j] * (bsum 4j + 4j+1) + min[2j+1] * (bsum 4j+2 + 4j+3),
+ * then acc = fma(is, d_w * y.d, acc), acc_min = fma(im, dmin_w * y.d,
+ * acc_min); the output acc - acc_min. forward_packed.c's AVX2 tile keeps 8
+ * rows in a register's lanes, so every 4 activation bytes are spread over
+ * the lanes (a shuffle) and every packed nibble vector is split again for
+ * every token. Here a lane is a token: a row's 4 value bytes are one
+ * broadcast from a panel unpacked once per call, 8 tokens' matching bytes
+ * one load from the tokens transposed once per call, and one maddubs + one
+ * add per 32 products is all the inner loop does (the int16 sums of a
+ * sub-block stay below 16 x 15 x 127). The integers are exact, so the
+ * floats are the reference's. Scratch in the thread's kernel_scratch.h
+ * buffer: no second copy of the model. */
+#ifndef TOKSCOPE_GEMM_KQ4T_H
+#define TOKSCOPE_GEMM_KQ4T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) &&                                              \
+    !(defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__))
+#define GEMM_KQ4T 1
+#endif
+
+/* Tokens (a multiple of 4, the reference's gemm groups) from which the GEMM
+ * replaces forward_packed.c's tile. */
+#define GEMM_KQ4T_MIN_TOK 16
+
+/* out[t * out_stride + r] for rows [r0, r1) of a Q4_K matrix packed by
+ * forward_packed.c (16-row groups of gb bytes at packed, nbl super-blocks a
+ * row) and tokens [0, n_tok) (Q8_K rows act_stride bytes apart), each in
+ * the reference's gemm order. False, having written nothing, without
+ * GEMM_KQ4T or when its scratch could not be had. */
+bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                    size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
+#endif
