@@ -219,6 +219,7 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t
         }
         const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wa, ya), _mm256_maddubs_epi16(wb, yb));
         acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, s));
+        __asm__("" : "+x"(acc[t]));
     }
 }
 
