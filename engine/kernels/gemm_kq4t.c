@@ -152,6 +152,20 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
 #pragma GCC unroll 3
         for (int v = 0; v < NV; v++)
             xb[v] = x[v] + (size_t)i * XSB;
+        /* d_w * y.d and dmin_w * y.d, the reference's products, once a
+         * super-block (multiplies share the pipes with the maddubs) */
+        __m256 dd[TR][TV], dmd[TR][TV];
+#pragma GCC unroll 2
+        for (int r = 0; r < NR; r++) {
+            const __m256 dw = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_D));
+            const __m256 dm = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_DM));
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; v++) {
+                const __m256 da = _mm256_loadu_ps((const float *)(const void *)(xb[v] + X_D));
+                dd[r][v] = _mm256_mul_ps(dw, da);
+                dmd[r][v] = _mm256_mul_ps(dm, da);
+            }
+        }
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) {
             __m256i s0[TR][TV], s1[TR][TV];
@@ -190,17 +204,14 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
             for (int r = 0; r < NR; r++) {
                 const __m256i sc0 = bcast32(pb[r] + P_SC + 8 * j), sc1 = bcast32(pb[r] + P_SC + 8 * j + 4);
                 const __m256i mn = bcast32(pb[r] + P_MIN + 4 * j);
-                const __m256 dw = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_D));
-                const __m256 dm = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_DM));
 #pragma GCC unroll 3
                 for (int v = 0; v < NV; v++) {
                     const __m256i is =
                         _mm256_add_epi32(_mm256_madd_epi16(s0[r][v], sc0), _mm256_madd_epi16(s1[r][v], sc1));
                     const __m256i im = _mm256_madd_epi16(
                         mn, _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + X_BS + 32 * j)));
-                    const __m256 da = _mm256_loadu_ps((const float *)(const void *)(xb[v] + X_D));
-                    acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, da), acc[r][v]);
-                    accm[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dm, da), accm[r][v]);
+                    acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), dd[r][v], acc[r][v]);
+                    accm[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), dmd[r][v], accm[r][v]);
                 }
             }
         }
