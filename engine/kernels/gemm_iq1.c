@@ -516,81 +516,102 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
  * madd) a super-block where vec_dot takes 8 x (maddubs, madd). The delta
  * lanes: a madd of the row's (scale * sign) int16 pairs against the
  * token's 4-sums per sub-block pair, as the 512-bit tile's vpdpwssd. Then
- * vec_dot's float steps. Float state: the grid lanes' at st[4 r + t], the
- * delta lanes' at st[16 + 4 r + t]. */
+ * vec_dot's float steps. A row pair against a token pair at a time, so
+ * that each token load serves two rows and each weight load two tokens
+ * (loads bound it: one row against 4 tokens ran 1463-1510 layer-tok/s in
+ * bench_gemm_iq, this 1586-1599). Float state, in st throughout: the grid
+ * lanes' at st[4 r + t], the delta lanes' at st[16 + 4 r + t]. */
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
                                                          int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
                                                          float out[4][TILE_T])
 {
     const __m256i ones16 = _mm256_set1_epi16(1);
+    if (i0 == 0)
+        for (int k = 0; k < 8 * TILE_T; k++)
+            st[k] = _mm256_setzero_ps();
 #pragma GCC unroll 1
-    for (int r = 0; r < 2 * NP; r++) {
-        const uint8_t *pr = wp[r / 2] + 32 * (r % 2);
-        __m256 f1[TILE_T], f2[TILE_T];
-        gemm_kp_st_load(st + TILE_T * r, i0, f1);
-        gemm_kp_st_load(st + 4 * TILE_T + TILE_T * r, i0, f2);
+    for (int p = 0; p < NP; p++) {
+        /* a row pair against a token pair at a time: each token load
+         * serves both rows, each weight load both tokens */
+        const uint8_t *pp = wp[p];
         for (int64_t i = i0; i < i1; i++) {
-            const uint8_t *pb = pr + i * PAIR_SB, *xt = tx + i * TX_SB;
-            const __m256i corr = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C));
-            __m256i a1[TILE_T], a2[TILE_T];
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++)
-                a1[t] = corr;
+            const uint8_t *pb = pp + i * PAIR_SB, *xt = tx + i * TX_SB;
+            float dw[2];
+            memcpy(&dw[0], pb + P_W, sizeof(float));
+            memcpy(&dw[1], pb + P_W + 32, sizeof(float));
+#pragma GCC unroll 1
+            for (int u = 0; u < TILE_T; u += 2) {
+                __m256i a1[2][2];
 #pragma GCC unroll 2
-            for (int g = 0; g < 2; g++) {
-                __m256i w[4];
-#pragma GCC unroll 4
-                for (int b = 0; b < 4; b++)
-                    w[b] = _mm256_loadu_si256((const __m256i *)(const void *)(pb + 64 * (4 * g + b)));
-#pragma GCC unroll 4
-                for (int t = 0; t < TILE_T; t++) {
-                    const uint8_t *a = xt + TOK_SB * t + 128 * g;
-                    __m256i s = _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(const void *)a), w[0]);
-#pragma GCC unroll 3
-                    for (int b = 1; b < 4; b++)
-                        s = _mm256_add_epi16(
-                            s, _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(a + 32 * b)),
-                                                    w[b]));
-                    a1[t] = _mm256_add_epi32(a1[t], _mm256_madd_epi16(s, ones16));
-                    /* token by token: GCC otherwise interleaves all 4
-                     * tokens' maddubs and spills (5 % slower) */
-                    __asm__("" : "+x"(a1[t]));
+                for (int h = 0; h < 2; h++) {
+                    const __m256i corr = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C + 32 * h));
+                    a1[h][0] = a1[h][1] = corr;
                 }
-            }
+#pragma GCC unroll 2
+                for (int g = 0; g < 2; g++) {
+                    __m256i w[2][4];
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++) {
-                const uint8_t *s4 = xt + TOK_SB * t + T_S4;
-                __m256i d = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D)),
-                                              _mm256_loadu_si256((const __m256i *)(const void *)s4));
-#pragma GCC unroll 3
-                for (int m = 1; m < 4; m++)
-                    d = _mm256_add_epi32(
-                        d, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D + 64 * m)),
-                                             _mm256_loadu_si256((const __m256i *)(const void *)(s4 + 32 * m))));
-                a2[t] = d;
-            }
-            float dw;
-            memcpy(&dw, pb + P_W, sizeof dw);
+                        for (int b = 0; b < 4; b++) {
+                            w[h][b] = _mm256_loadu_si256(
+                                (const __m256i *)(const void *)(pb + 64 * (4 * g + b) + 32 * h));
+                            __asm__("" : "+x"(w[h][b]));
+                        }
+#pragma GCC unroll 2
+                    for (int c = 0; c < 2; c++) {
+                        const uint8_t *a = xt + TOK_SB * (u + c) + 128 * g;
+                        __m256i sa = _mm256_setzero_si256(), sb = _mm256_setzero_si256();
 #pragma GCC unroll 4
-            for (int t = 0; t < TILE_T; t++) {
-                /* vec_dot's d = y.d * d_w */
-                const __m256 d = _mm256_set1_ps(y[t][i].d * dw);
-                f1[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a1[t]), f1[t]);
-                f2[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a2[t]), f2[t]);
-            }
-        }
+                        for (int b = 0; b < 4; b++) {
+                            __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32 * b));
+                            __asm__("" : "+x"(x));
+                            sa = b ? _mm256_add_epi16(sa, _mm256_maddubs_epi16(x, w[0][b])) : _mm256_maddubs_epi16(x, w[0][b]);
+                            sb = b ? _mm256_add_epi16(sb, _mm256_maddubs_epi16(x, w[1][b])) : _mm256_maddubs_epi16(x, w[1][b]);
+                        }
+                        a1[0][c] = _mm256_add_epi32(a1[0][c], _mm256_madd_epi16(sa, ones16));
+                        a1[1][c] = _mm256_add_epi32(a1[1][c], _mm256_madd_epi16(sb, ones16));
+                        __asm__("" : "+x"(a1[0][c]), "+x"(a1[1][c]));
+                    }
+                }
+#pragma GCC unroll 2
+                for (int c = 0; c < 2; c++) {
+                    const int t = u + c;
+                    const uint8_t *s4 = xt + TOK_SB * t + T_S4;
+                    __m256i d2[2];
 #pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++) {
-            if (i1 < nbl) {
-                st[TILE_T * r + t] = f1[t];
-                st[4 * TILE_T + TILE_T * r + t] = f2[t];
-            } else {
-                /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), one fma as vec_dot's */
-                out[r][t] = fmaf(hsum_ps(f2[t]), QUANT_IQ1_DELTA, hsum_ps(f1[t]));
+                    for (int m = 0; m < 4; m++) {
+                        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(s4 + 32 * m));
+                        __asm__("" : "+x"(x));
+#pragma GCC unroll 2
+                        for (int h = 0; h < 2; h++) {
+                            const __m256i e = _mm256_madd_epi16(
+                                _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D + 64 * m + 32 * h)), x);
+                            d2[h] = m ? _mm256_add_epi32(d2[h], e) : e;
+                        }
+                    }
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        const int r = 2 * p + h;
+                        /* vec_dot's d = y.d * d_w */
+                        const __m256 d = _mm256_set1_ps(y[t][i].d * dw[h]);
+                        st[TILE_T * r + t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a1[h][c]), st[TILE_T * r + t]);
+                        st[4 * TILE_T + TILE_T * r + t] =
+                            _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(d2[h]), st[4 * TILE_T + TILE_T * r + t]);
+                    }
+                }
             }
         }
     }
+    if (i1 < nbl)
+        return;
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++)
+            /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), one fma as vec_dot's */
+            out[r][t] = fmaf(hsum_ps(st[4 * TILE_T + TILE_T * r + t]), QUANT_IQ1_DELTA, hsum_ps(st[TILE_T * r + t]));
 }
 
 GEMM_KP_TILES(tile256)
