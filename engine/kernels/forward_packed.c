@@ -28,7 +28,7 @@
 
 #include "kernels/forward_math.h"
 #include "kernels/forward_repack.h"
-#include "kernels/gemm_kq4t.h"
+#include "kernels/gemm_tlanes.h"
 #include "kernels/gemm_mxfp4.h"
 #include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
@@ -47,7 +47,7 @@
 #endif
 
 enum {
-    Q4_0_NIB = 256,          /* nibble bytes per block of a group */
+    Q4_0_NIB = PACKED_Q4_0_NIB, /* nibble bytes per block of a group */
     Q4_0_PB = Q4_0_NIB + 32, /* + 16 fp16 scales */
     Q4_K_NIB = PACKED_Q4_K_NIB,
     Q4_K_SC = PACKED_Q4_K_SC,
@@ -781,11 +781,14 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     if (packed) { /* Q4_0 or Q4_K */
         const int64_t nb = blocks_per_row(w);
         const size_t gb = group_bytes(w);
-        /* Q4_K's gemm groups of 4 tokens, from GEMM_KQ4T_MIN_TOK on, with
-         * the tokens in the lanes; the rest (gemv order) below */
+        /* from GEMM_TLANES_MIN_TOK on, the tokens in the lanes: Q4_0's
+         * every token, Q4_K's gemm groups of 4 (the rest, gemv order, below) */
+        if (w->type == TENSOR_TYPE_Q4_0 && n_tok >= GEMM_TLANES_MIN_TOK &&
+            gemm_tlanes_q4_0(packed, nb, gb, r0, r1, act, act_stride, n_tok, out, out_stride))
+            return;
         const int n_gemm = n_tok - n_tok % 4;
-        if (is_q4_K(w) && n_gemm >= GEMM_KQ4T_MIN_TOK &&
-            gemm_kq4t_rows(packed, nb, gb, r0, r1, act, act_stride, n_gemm, out, out_stride)) {
+        if (is_q4_K(w) && n_gemm >= GEMM_TLANES_MIN_TOK &&
+            gemm_tlanes_q4_K(packed, nb, gb, r0, r1, act, act_stride, n_gemm, out, out_stride)) {
             act += (size_t)n_gemm * act_stride;
             out += (int64_t)n_gemm * out_stride;
             n_tok -= n_gemm;

@@ -17,9 +17,9 @@
  * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
  * 16 rows and super-block, for its decoded scales). AVX2 builds without
  * AVX-512 VNNI pack Q4_0 and Q4_K, in the same layout (a 256-bit half of each
- * vector is 8 rows, and maddubs does the dots; Q4_K batches of 16 tokens and
- * more go to gemm_kq4t.h, which unpacks rows from it); builds without AVX2
- * pack nothing (packed_bytes returns 0). */
+ * vector is 8 rows, and maddubs does the dots; batches of 16 tokens and
+ * more go to gemm_tlanes.h, which unpacks rows from it); builds without
+ * AVX2 pack nothing (packed_bytes returns 0). */
 #ifndef TOKSCOPE_FORWARD_PACKED_H
 #define TOKSCOPE_FORWARD_PACKED_H
 
@@ -30,6 +30,10 @@
 #include "gguf/gguf.h"
 
 #define PACKED_ROWS 16
+
+/* Q4_0 per block of a group: 256 bytes of nibbles (dword j: row r's qs
+ * bytes 4j.. at 64j + 4r), then, after all the nibbles, 16 fp16 d a block. */
+#define PACKED_Q4_0_NIB 256
 
 /* Q4_K per super-block of a group: 2048 bytes of nibbles (pair j, dword q:
  * row r's qs bytes 32j + 4q.. at 512j + 64q + 4r), then, after all the

@@ -143,6 +143,11 @@ static void test_q4_0(void **state)
     check_type(TENSOR_TYPE_Q4_0, 64, 24);
     check_type(TENSOR_TYPE_Q4_0, 96, 40); /* an odd number of blocks */
     check_type(TENSOR_TYPE_Q4_0, 256, 64);
+    /* AVX2's tokens-in-lanes GEMM (gemm_tlanes.c, from 16 tokens): 40
+     * blocks are two slices, the last one short; 200 blocks a row put 40
+     * rows in three panels */
+    check_type(TENSOR_TYPE_Q4_0, 40 * 32, 40);
+    check_type(TENSOR_TYPE_Q4_0, 200 * 32, 40);
 }
 
 static void test_q4_K(void **state)
@@ -150,7 +155,7 @@ static void test_q4_K(void **state)
     (void)state;
     check_type(TENSOR_TYPE_Q4_K, 256, 24);
     check_type(TENSOR_TYPE_Q4_K, 512, 48);
-    /* AVX2's tokens-in-lanes GEMM (gemm_kq4t.c, from 16 tokens): 9
+    /* AVX2's tokens-in-lanes GEMM (gemm_tlanes.c, from 16 tokens): 9
      * super-blocks are three slices, the last one short; 40 super-blocks a
      * row put 40 rows in three panels */
     check_type(TENSOR_TYPE_Q4_K, 9 * 256, 40);

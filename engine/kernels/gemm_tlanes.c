@@ -1,4 +1,5 @@
-/* The Q4_K gemm-order GEMM with the tokens in the lanes (see gemm_kq4t.h).
+/* The repacked orders' GEMMs with the tokens in the lanes (see
+ * gemm_tlanes.h): Q4_K, then Q4_0, on one driver (tl_rows).
  *
  * Per call: the tokens transposed, 8 a vector (for each super-block, dword
  * k of the 8 tokens' 256 values in one 32-byte vector, then the 8 tokens'
@@ -12,9 +13,9 @@
  * loaded once per row, ran 0.28-0.32 ns per row x token x 32 values
  * (bench_packed, AVX2 build, one layer, 512 tokens), 2 x 2 with each load
  * serving both rows 0.25; 2 x 3 spills (0.26). */
-#include "kernels/gemm_kq4t.h"
+#include "kernels/gemm_tlanes.h"
 
-#ifdef GEMM_KQ4T
+#ifdef GEMM_TLANES
 #include <immintrin.h>
 #include <string.h>
 
@@ -240,20 +241,168 @@ TILE_FN(1, 1)
 TILE_FN(1, 2)
 TILE_FN(2, 1)
 TILE_FN(2, 2)
-/* [rows - 1][token vectors - 1] */
-static const tile_fn tiles[TR][TV] = {{tile_1_1, tile_1_2}, {tile_2_1, tile_2_2}};
 
-bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
-                    size_t act_stride, int n_tok, float *out, int64_t out_stride)
+/* Q4_0: per block of 32 a row's panel holds its 32 values (0-15) in
+ * element order and d_w; a token vector its 8 dwords, -8 x each token's
+ * sum (the offset of the nibbles, as forward_packed.c's tile takes it off)
+ * and y.d. */
+#define PSB0 64
+#define P0_D 32
+#define XSB0 (8 * 32 + 32 + 32)
+#define X0_BASE (8 * 32)
+#define X0_D (8 * 32 + 32)
+/* blocks a slice (2 x 32 x 320 bytes: L1) */
+#define KS0 32
+
+static void write_row0(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
+{
+    for (int64_t i = 0; i < nbl; i++, p += PSB0) {
+        const uint8_t *nib = g + (size_t)i * PACKED_Q4_0_NIB;
+        for (int j = 0; j < 4; j++) /* dword j: elements 4j.. (low nibbles), 16 + 4j.. (high) */
+            for (int k = 0; k < 4; k++) {
+                const uint8_t b = nib[64 * j + 4 * l + k];
+                p[4 * j + k] = b & 0x0F;
+                p[16 + 4 * j + k] = b >> 4;
+            }
+        uint16_t d;
+        memcpy(&d, g + (size_t)nbl * PACKED_Q4_0_NIB + (size_t)i * 32 + 2 * l, 2);
+        const float f = fp16_to_f32(d);
+        memcpy(p + P0_D, &f, 4);
+    }
+}
+
+static void write_tokens0(const uint8_t *act, size_t act_stride, int n_tok, int t0, int64_t nbl, uint8_t *x)
+{
+    const block_q8_0 *y[8];
+    for (int t = 0; t < 8; t++)
+        y[t] = (const block_q8_0 *)(const void *)(act + (size_t)(t0 + t < n_tok ? t0 + t : n_tok - 1) * act_stride);
+    for (int64_t i = 0; i < nbl; i++, x += XSB0) {
+        __m256i v[8];
+        int32_t base[8];
+        float d[8];
+        for (int t = 0; t < 8; t++) {
+            v[t] = _mm256_loadu_si256((const __m256i *)(const void *)y[t][i].qs);
+            int32_t sum = 0;
+            for (int k = 0; k < QK8_0; k++)
+                sum += y[t][i].qs[k];
+            base[t] = -8 * sum;
+            d[t] = fp16_to_f32(y[t][i].d);
+        }
+        transpose8(v);
+        for (int k = 0; k < 8; k++)
+            _mm256_storeu_si256((__m256i *)(void *)(x + 32 * k), v[k]);
+        memcpy(x + X0_BASE, base, sizeof base);
+        memcpy(x + X0_D, d, sizeof d);
+    }
+}
+
+/* The Q4_0 tile (as tile's): per output acc = fma(sum + base, d_w * y.d,
+ * acc) a block, forward_packed.c's q4_0_half per lane; its state in st[2 v]
+ * of each row. */
+static inline __attribute__((always_inline)) void tile0(int NR, int NV, const uint8_t *const pw[TR],
+                                                        const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                        int64_t nbl, __m256 *st, __m256 o[TR][TV])
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[TR][TV];
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = i0 == 0 ? _mm256_setzero_ps() : st[2 * TV * r + 2 * v];
+    for (int64_t i = i0; i < i1; i++) {
+        const uint8_t *pb[TR], *xb[TV];
+#pragma GCC unroll 2
+        for (int r = 0; r < NR; r++)
+            pb[r] = pw[r] + (size_t)i * PSB0;
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            xb[v] = x[v] + (size_t)i * XSB0;
+        __m256i s[TR][TV];
+#pragma GCC unroll 2
+        for (int r = 0; r < NR; r++)
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++)
+                s[r][v] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) {
+            __m256i w[TR];
+#pragma GCC unroll 2
+            for (int r = 0; r < NR; r++)
+                w[r] = bcast32(pb[r] + 4 * q);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + 32 * q));
+                if (NR > 1) /* one load for both rows */
+                    __asm__("" : "+x"(a));
+#pragma GCC unroll 2
+                for (int r = 0; r < NR; r++) {
+                    /* 16 products an int16 at most: |.| <= 16 x 15 x 127 */
+                    s[r][v] = _mm256_add_epi16(s[r][v], _mm256_maddubs_epi16(w[r], a));
+                    __asm__("" : "+x"(s[r][v]));
+                }
+            }
+        }
+#pragma GCC unroll 2
+        for (int r = 0; r < NR; r++) {
+            const __m256 dw = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P0_D));
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) {
+                const __m256i is =
+                    _mm256_add_epi32(_mm256_madd_epi16(s[r][v], ones),
+                                     _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + X0_BASE)));
+                const __m256 da = _mm256_loadu_ps((const float *)(const void *)(xb[v] + X0_D));
+                acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, da), acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            if (i1 < nbl)
+                st[2 * TV * r + 2 * v] = acc[r][v];
+            else
+                o[r][v] = acc[r][v];
+        }
+}
+
+#define TILE0_FN(NR, NV)                                                                                            \
+    static void tile0_##NR##_##NV(const uint8_t *const pw[TR], const uint8_t *const x[TV], int64_t i0, int64_t i1, \
+                                  int64_t nbl, __m256 *st, __m256 o[TR][TV])                                       \
+    {                                                                                                              \
+        tile0(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                  \
+    }
+TILE0_FN(1, 1)
+TILE0_FN(1, 2)
+TILE0_FN(2, 1)
+TILE0_FN(2, 2)
+
+/* What a type brings to the driver below. */
+struct tl_kind {
+    size_t psb, xsb; /* panel bytes a row and block, token bytes a vector and block */
+    int64_t ks;      /* blocks a slice */
+    void (*write_row)(const uint8_t *g, int64_t nbl, int l, uint8_t *p);
+    void (*write_tokens)(const uint8_t *act, size_t act_stride, int n_tok, int t0, int64_t nbl, uint8_t *x);
+    tile_fn tiles[TR][TV]; /* [rows - 1][token vectors - 1] */
+};
+
+static const struct tl_kind kind_q4_K = {PSB, XSB, KS, write_row, write_tokens,
+                                         {{tile_1_1, tile_1_2}, {tile_2_1, tile_2_2}}};
+static const struct tl_kind kind_q4_0 = {PSB0, XSB0, KS0, write_row0, write_tokens0,
+                                         {{tile0_1_1, tile0_1_2}, {tile0_2_1, tile0_2_2}}};
+
+static bool tl_rows(const struct tl_kind *k, const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1,
+                    const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     if (r0 >= r1 || n_tok < 1)
         return true;
     const int ntv = (n_tok + 7) / 8;
-    int64_t pr = PANEL_BYTES / (nbl * PSB);
+    int64_t pr = PANEL_BYTES / (nbl * (int64_t)k->psb);
     pr = pr < 4 ? 4 : pr > 64 ? 64 : pr;
     if (pr > r1 - r0)
         pr = r1 - r0;
-    const size_t x_bytes = (size_t)ntv * (size_t)nbl * XSB, p_bytes = (size_t)pr * (size_t)nbl * PSB;
+    const size_t x_bytes = (size_t)ntv * (size_t)nbl * k->xsb, p_bytes = (size_t)pr * (size_t)nbl * k->psb;
     const size_t st_bytes = (size_t)(pr + TR) * TV * 2 * sizeof(__m256);
     uint8_t *scr = kernel_scratch_get(x_bytes + p_bytes + st_bytes);
     if (!scr)
@@ -261,35 +410,35 @@ bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, i
     uint8_t *xs = scr, *panel = scr + x_bytes;
     __m256 *st = (__m256 *)(void *)(scr + x_bytes + p_bytes);
     for (int v = 0; v < ntv; v++)
-        write_tokens(act, act_stride, n_tok, 8 * v, nbl, xs + (size_t)v * (size_t)nbl * XSB);
+        k->write_tokens(act, act_stride, n_tok, 8 * v, nbl, xs + (size_t)v * (size_t)nbl * k->xsb);
     for (int64_t c0 = r0; c0 < r1; c0 += pr) {
         const int64_t nr = r1 - c0 < pr ? r1 - c0 : pr;
         for (int64_t r = 0; r < nr; r++)
-            write_row(packed + (size_t)((c0 + r) / PACKED_ROWS) * gb, nbl, (int)((c0 + r) % PACKED_ROWS),
-                      panel + (size_t)r * (size_t)nbl * PSB);
+            k->write_row(packed + (size_t)((c0 + r) / PACKED_ROWS) * gb, nbl, (int)((c0 + r) % PACKED_ROWS),
+                         panel + (size_t)r * (size_t)nbl * k->psb);
         for (int v0 = 0; v0 < ntv; v0 += TV) {
             const int nv = ntv - v0 < TV ? ntv - v0 : TV;
             const uint8_t *x[TV];
             for (int v = 0; v < TV; v++)
-                x[v] = xs + (size_t)(v0 + (v < nv ? v : 0)) * (size_t)nbl * XSB;
-            for (int64_t i0 = 0; i0 < nbl; i0 += KS) {
-                const int64_t i1 = nbl - i0 < KS ? nbl : i0 + KS;
+                x[v] = xs + (size_t)(v0 + (v < nv ? v : 0)) * (size_t)nbl * k->xsb;
+            for (int64_t i0 = 0; i0 < nbl; i0 += k->ks) {
+                const int64_t i1 = nbl - i0 < k->ks ? nbl : i0 + k->ks;
                 for (int64_t r = 0; r < nr; r += TR) {
                     const int mr = nr - r < TR ? (int)(nr - r) : TR;
                     const uint8_t *pw[TR];
-                    for (int k = 0; k < TR; k++)
-                        pw[k] = panel + (size_t)(r + (k < mr ? k : 0)) * (size_t)nbl * PSB;
+                    for (int j = 0; j < TR; j++)
+                        pw[j] = panel + (size_t)(r + (j < mr ? j : 0)) * (size_t)nbl * k->psb;
                     __m256 o[TR][TV];
-                    tiles[mr - 1][nv - 1](pw, x, i0, i1, nbl, st + 2 * TV * r, o);
+                    k->tiles[mr - 1][nv - 1](pw, x, i0, i1, nbl, st + 2 * TV * r, o);
                     if (i1 < nbl)
                         continue;
-                    for (int k = 0; k < mr; k++)
+                    for (int j = 0; j < mr; j++)
                         for (int v = 0; v < nv; v++) {
                             float f[8];
-                            _mm256_storeu_ps(f, o[k][v]);
+                            _mm256_storeu_ps(f, o[j][v]);
                             const int t0 = 8 * (v0 + v), nt = n_tok - t0 < 8 ? n_tok - t0 : 8;
                             for (int t = 0; t < nt; t++)
-                                out[(int64_t)(t0 + t) * out_stride + c0 + r + k] = f[t];
+                                out[(int64_t)(t0 + t) * out_stride + c0 + r + j] = f[t];
                         }
                 }
             }
@@ -297,20 +446,29 @@ bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, i
     }
     return true;
 }
-#else
-bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
-                    size_t act_stride, int n_tok, float *out, int64_t out_stride)
+bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
-    (void)packed;
-    (void)nbl;
-    (void)gb;
-    (void)r0;
-    (void)r1;
-    (void)act;
-    (void)act_stride;
-    (void)n_tok;
-    (void)out;
-    (void)out_stride;
+    return tl_rows(&kind_q4_K, packed, nbl, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out, out_stride);
+}
+
+bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return tl_rows(&kind_q4_0, packed, nbl, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out, out_stride);
+}
+#else
+bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    (void)packed, (void)nbl, (void)gb, (void)r0, (void)r1, (void)act, (void)act_stride, (void)n_tok, (void)out,
+        (void)out_stride;
     return false;
+}
+
+bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return gemm_tlanes_q4_K(packed, nbl, gb, r0, r1, act, act_stride, n_tok, out, out_stride);
 }
 #endif

@@ -1,5 +1,5 @@
-/* Q4_K prompt batches on AVX2 (and AVX-512 without VNNI) with the tokens
- * in the lanes, in the reference's repacked gemm order, bit for bit.
+/* Q4_K and Q4_0 prompt batches on AVX2 (and AVX-512 without VNNI) with
+ * the tokens in the lanes, in the reference's repacked orders, bit for bit.
  *
  * The reference repacks Q4_K (q4_K 8x8) and runs its gemm over complete
  * groups of 4 tokens: per output, per pair j of 32-value sub-blocks, one
@@ -16,8 +16,8 @@
  * sub-block stay below 16 x 15 x 127). The integers are exact, so the
  * floats are the reference's. Scratch in the thread's kernel_scratch.h
  * buffer: no second copy of the model. */
-#ifndef TOKSCOPE_GEMM_KQ4T_H
-#define TOKSCOPE_GEMM_KQ4T_H
+#ifndef TOKSCOPE_GEMM_TLANES_H
+#define TOKSCOPE_GEMM_TLANES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,19 +25,26 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) &&                                              \
     !(defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__))
-#define GEMM_KQ4T 1
+#define GEMM_TLANES 1
 #endif
 
 /* Tokens (a multiple of 4, the reference's gemm groups) from which the GEMM
  * replaces forward_packed.c's tile. */
-#define GEMM_KQ4T_MIN_TOK 16
+#define GEMM_TLANES_MIN_TOK 16
 
 /* out[t * out_stride + r] for rows [r0, r1) of a Q4_K matrix packed by
  * forward_packed.c (16-row groups of gb bytes at packed, nbl super-blocks a
  * row) and tokens [0, n_tok) (Q8_K rows act_stride bytes apart), each in
  * the reference's gemm order. False, having written nothing, without
- * GEMM_KQ4T or when its scratch could not be had. */
-bool gemm_kq4t_rows(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
-                    size_t act_stride, int n_tok, float *out, int64_t out_stride);
+ * GEMM_TLANES or when its scratch could not be had. */
+bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
+/* The same for a packed Q4_0 matrix (nbl blocks of 32 a row) against Q8_0
+ * rows: per output one float lane, a block's exact sum then one FMA with
+ * d_w * y.d, the chain of the reference's repacked q4_0 8x8 kernels (gemm
+ * and gemv alike). */
+bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                      size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
 #endif
