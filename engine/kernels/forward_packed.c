@@ -781,13 +781,13 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     if (packed) { /* Q4_0 or Q4_K */
         const int64_t nb = blocks_per_row(w);
         const size_t gb = group_bytes(w);
-        /* from GEMM_TLANES_MIN_TOK on, the tokens in the lanes: Q4_0's
-         * every token, Q4_K's gemm groups of 4 (the rest, gemv order, below) */
-        if (w->type == TENSOR_TYPE_Q4_0 && n_tok >= GEMM_TLANES_MIN_TOK &&
+        /* batches with the tokens in the lanes: Q4_0's every token, Q4_K's
+         * gemm groups of 4 (the rest, gemv order, below) */
+        if (w->type == TENSOR_TYPE_Q4_0 && n_tok >= GEMM_TLANES_MIN_TOK_Q4_0 &&
             gemm_tlanes_q4_0(packed, nb, gb, r0, r1, act, act_stride, n_tok, out, out_stride))
             return;
         const int n_gemm = n_tok - n_tok % 4;
-        if (is_q4_K(w) && n_gemm >= GEMM_TLANES_MIN_TOK &&
+        if (is_q4_K(w) && n_gemm >= GEMM_TLANES_MIN_TOK_Q4_K &&
             gemm_tlanes_q4_K(packed, nb, gb, r0, r1, act, act_stride, n_gemm, out, out_stride)) {
             act += (size_t)n_gemm * act_stride;
             out += (int64_t)n_gemm * out_stride;

@@ -256,14 +256,13 @@ TILE_FN(2, 2)
 
 static void write_row0(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
 {
+    const __m128i m4 = _mm_set1_epi8(0x0F), idx = _mm_setr_epi32(0, 16, 32, 48);
     for (int64_t i = 0; i < nbl; i++, p += PSB0) {
-        const uint8_t *nib = g + (size_t)i * PACKED_Q4_0_NIB;
-        for (int j = 0; j < 4; j++) /* dword j: elements 4j.. (low nibbles), 16 + 4j.. (high) */
-            for (int k = 0; k < 4; k++) {
-                const uint8_t b = nib[64 * j + 4 * l + k];
-                p[4 * j + k] = b & 0x0F;
-                p[16 + 4 * j + k] = b >> 4;
-            }
+        /* dword j of row l at 64j + 4l: elements 4j.. (low nibbles), 16 + 4j.. (high) */
+        const __m128i b = _mm_i32gather_epi32((const int *)(const void *)(g + (size_t)i * PACKED_Q4_0_NIB + 4 * l),
+                                              idx, 4);
+        _mm_storeu_si128((__m128i *)(void *)p, _mm_and_si128(b, m4));
+        _mm_storeu_si128((__m128i *)(void *)(p + 16), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
         uint16_t d;
         memcpy(&d, g + (size_t)nbl * PACKED_Q4_0_NIB + (size_t)i * 32 + 2 * l, 2);
         const float f = fp16_to_f32(d);
@@ -276,22 +275,21 @@ static void write_tokens0(const uint8_t *act, size_t act_stride, int n_tok, int 
     const block_q8_0 *y[8];
     for (int t = 0; t < 8; t++)
         y[t] = (const block_q8_0 *)(const void *)(act + (size_t)(t0 + t < n_tok ? t0 + t : n_tok - 1) * act_stride);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < nbl; i++, x += XSB0) {
         __m256i v[8];
-        int32_t base[8];
         float d[8];
         for (int t = 0; t < 8; t++) {
             v[t] = _mm256_loadu_si256((const __m256i *)(const void *)y[t][i].qs);
-            int32_t sum = 0;
-            for (int k = 0; k < QK8_0; k++)
-                sum += y[t][i].qs[k];
-            base[t] = -8 * sum;
             d[t] = fp16_to_f32(y[t][i].d);
         }
         transpose8(v);
-        for (int k = 0; k < 8; k++)
+        __m256i sum = _mm256_setzero_si256(); /* each token's sum, a lane each */
+        for (int k = 0; k < 8; k++) {
             _mm256_storeu_si256((__m256i *)(void *)(x + 32 * k), v[k]);
-        memcpy(x + X0_BASE, base, sizeof base);
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v[k]), ones16));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(x + X0_BASE), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 3)));
         memcpy(x + X0_D, d, sizeof d);
     }
 }

@@ -143,7 +143,7 @@ static void test_q4_0(void **state)
     check_type(TENSOR_TYPE_Q4_0, 64, 24);
     check_type(TENSOR_TYPE_Q4_0, 96, 40); /* an odd number of blocks */
     check_type(TENSOR_TYPE_Q4_0, 256, 64);
-    /* AVX2's tokens-in-lanes GEMM (gemm_tlanes.c, from 16 tokens): 40
+    /* AVX2's tokens-in-lanes GEMM (gemm_tlanes.c, from 32 tokens): 40
      * blocks are two slices, the last one short; 200 blocks a row put 40
      * rows in three panels */
     check_type(TENSOR_TYPE_Q4_0, 40 * 32, 40);
