@@ -519,8 +519,10 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
  * vec_dot's float steps. A row pair against a token pair at a time, so
  * that each token load serves two rows and each weight load two tokens
  * (loads bound it: one row against 4 tokens ran 1463-1510 layer-tok/s in
- * bench_gemm_iq, this 1586-1599). Float state, in st throughout: the grid
- * lanes' at st[4 r + t], the delta lanes' at st[16 + 4 r + t]. */
+ * bench_gemm_iq, this 1586-1599), the delta lanes first, for all 4 tokens
+ * with both rows' delta weights held (1577-1580 -> 1579-1637). Float
+ * state, in st throughout: the grid lanes' at st[4 r + t], the delta
+ * lanes' at st[16 + 4 r + t]. */
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
                                                          int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
@@ -540,6 +542,37 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
             float dw[2];
             memcpy(&dw[0], pb + P_W, sizeof(float));
             memcpy(&dw[1], pb + P_W + 32, sizeof(float));
+            /* the delta lanes of the 4 tokens, both rows' weights held */
+            __m256i pd[2][4];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+                for (int m = 0; m < 4; m++) {
+                    pd[h][m] = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D + 64 * m + 32 * h));
+                    __asm__("" : "+x"(pd[h][m]));
+                }
+#pragma GCC unroll 1
+            for (int t = 0; t < TILE_T; t++) {
+                const uint8_t *s4 = xt + TOK_SB * t + T_S4;
+                __m256i d2[2];
+#pragma GCC unroll 4
+                for (int m = 0; m < 4; m++) {
+                    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(s4 + 32 * m));
+                    __asm__("" : "+x"(x));
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i e = _mm256_madd_epi16(pd[h][m], x);
+                        d2[h] = m ? _mm256_add_epi32(d2[h], e) : e;
+                    }
+                }
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) {
+                    const int r = 2 * p + h;
+                    const __m256 d = _mm256_set1_ps(y[t][i].d * dw[h]);
+                    st[4 * TILE_T + TILE_T * r + t] =
+                        _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(d2[h]), st[4 * TILE_T + TILE_T * r + t]);
+                }
+            }
 #pragma GCC unroll 1
             for (int u = 0; u < TILE_T; u += 2) {
                 __m256i a1[2][2];
@@ -576,31 +609,14 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                     }
                 }
 #pragma GCC unroll 2
-                for (int c = 0; c < 2; c++) {
-                    const int t = u + c;
-                    const uint8_t *s4 = xt + TOK_SB * t + T_S4;
-                    __m256i d2[2];
-#pragma GCC unroll 4
-                    for (int m = 0; m < 4; m++) {
-                        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(s4 + 32 * m));
-                        __asm__("" : "+x"(x));
-#pragma GCC unroll 2
-                        for (int h = 0; h < 2; h++) {
-                            const __m256i e = _mm256_madd_epi16(
-                                _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D + 64 * m + 32 * h)), x);
-                            d2[h] = m ? _mm256_add_epi32(d2[h], e) : e;
-                        }
-                    }
+                for (int c = 0; c < 2; c++)
 #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++) {
-                        const int r = 2 * p + h;
+                        const int t = u + c, r = 2 * p + h;
                         /* vec_dot's d = y.d * d_w */
                         const __m256 d = _mm256_set1_ps(y[t][i].d * dw[h]);
                         st[TILE_T * r + t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a1[h][c]), st[TILE_T * r + t]);
-                        st[4 * TILE_T + TILE_T * r + t] =
-                            _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(d2[h]), st[4 * TILE_T + TILE_T * r + t]);
                     }
-                }
             }
         }
     }
