@@ -129,6 +129,19 @@ static inline __m256i bcast32(const uint8_t *p)
     return _mm256_set1_epi32(v);
 }
 
+/* Block i's panel rows (psb bytes a block) and token vectors (xsb). */
+static inline __attribute__((always_inline)) void block_ptrs(int NR, int NV, const uint8_t *const pw[TR],
+                                                             const uint8_t *const x[TV], int64_t i, size_t psb,
+                                                             size_t xsb, const uint8_t *pb[TR], const uint8_t *xb[TV])
+{
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; r++)
+        pb[r] = pw[r] + (size_t)i * psb;
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++)
+        xb[v] = x[v] + (size_t)i * xsb;
+}
+
 /* NR rows (their panels pw[r]) against NV token vectors (x[v]),
  * super-blocks [i0, i1): the chains from st (row r's at st + 2 TV r; zero
  * when i0 is 0) back to st, or when i1 is nbl the outputs to o[r][v] (acc
@@ -140,19 +153,14 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
     __m256 acc[TR][TV], accm[TR][TV];
 #pragma GCC unroll 2
     for (int r = 0; r < NR; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
             acc[r][v] = i0 == 0 ? _mm256_setzero_ps() : st[2 * TV * r + 2 * v];
             accm[r][v] = i0 == 0 ? _mm256_setzero_ps() : st[2 * TV * r + 2 * v + 1];
         }
     for (int64_t i = i0; i < i1; i++) {
         const uint8_t *pb[TR], *xb[TV];
-#pragma GCC unroll 2
-        for (int r = 0; r < NR; r++)
-            pb[r] = pw[r] + (size_t)i * PSB;
-#pragma GCC unroll 3
-        for (int v = 0; v < NV; v++)
-            xb[v] = x[v] + (size_t)i * XSB;
+        block_ptrs(NR, NV, pw, x, i, PSB, XSB, pb, xb);
         /* d_w * y.d and dmin_w * y.d, the reference's products, once a
          * super-block (multiplies share the pipes with the maddubs) */
         __m256 dd[TR][TV], dmd[TR][TV];
@@ -160,7 +168,7 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
         for (int r = 0; r < NR; r++) {
             const __m256 dw = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_D));
             const __m256 dm = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P_DM));
-#pragma GCC unroll 3
+#pragma GCC unroll 2
             for (int v = 0; v < NV; v++) {
                 const __m256 da = _mm256_loadu_ps((const float *)(const void *)(xb[v] + X_D));
                 dd[r][v] = _mm256_mul_ps(dw, da);
@@ -172,7 +180,7 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
             __m256i s0[TR][TV], s1[TR][TV];
 #pragma GCC unroll 2
             for (int r = 0; r < NR; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 2
                 for (int v = 0; v < NV; v++)
                     s0[r][v] = s1[r][v] = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -183,7 +191,7 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
 #pragma GCC unroll 2
                     for (int r = 0; r < NR; r++)
                         w[r] = bcast32(pb[r] + 64 * j + 32 * h + 4 * q);
-#pragma GCC unroll 3
+#pragma GCC unroll 2
                     for (int v = 0; v < NV; v++) {
                         __m256i a =
                             _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + 32 * (16 * j + 8 * h + q)));
@@ -205,7 +213,7 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
             for (int r = 0; r < NR; r++) {
                 const __m256i sc0 = bcast32(pb[r] + P_SC + 8 * j), sc1 = bcast32(pb[r] + P_SC + 8 * j + 4);
                 const __m256i mn = bcast32(pb[r] + P_MIN + 4 * j);
-#pragma GCC unroll 3
+#pragma GCC unroll 2
                 for (int v = 0; v < NV; v++) {
                     const __m256i is =
                         _mm256_add_epi32(_mm256_madd_epi16(s0[r][v], sc0), _mm256_madd_epi16(s1[r][v], sc1));
@@ -219,7 +227,7 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
     }
 #pragma GCC unroll 2
     for (int r = 0; r < NR; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
             if (i1 < nbl) {
                 st[2 * TV * r + 2 * v] = acc[r][v];
@@ -231,16 +239,16 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
 
 typedef void (*tile_fn)(const uint8_t *const[TR], const uint8_t *const[TV], int64_t, int64_t, int64_t, __m256 *,
                         __m256[TR][TV]);
-#define TILE_FN(NR, NV)                                                                                             \
-    static void tile_##NR##_##NV(const uint8_t *const pw[TR], const uint8_t *const x[TV], int64_t i0, int64_t i1,  \
-                                 int64_t nbl, __m256 *st, __m256 o[TR][TV])                                        \
+/* The tile callbacks of a type: NAME##_NR_NV, each its own copy of the
+ * always-inlined NAME with the counts folded in. */
+#define TILE_FN(NAME, NR, NV)                                                                                       \
+    static void NAME##_##NR##_##NV(const uint8_t *const pw[TR], const uint8_t *const x[TV], int64_t i0, int64_t i1, \
+                                   int64_t nbl, __m256 *st, __m256 o[TR][TV])                                      \
     {                                                                                                              \
-        tile(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                   \
+        NAME(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                   \
     }
-TILE_FN(1, 1)
-TILE_FN(1, 2)
-TILE_FN(2, 1)
-TILE_FN(2, 2)
+#define TILE_FNS(NAME) TILE_FN(NAME, 1, 1) TILE_FN(NAME, 1, 2) TILE_FN(NAME, 2, 1) TILE_FN(NAME, 2, 2)
+TILE_FNS(tile)
 
 /* Q4_0: per block of 32 a row's panel holds its 32 values (0-15) in
  * element order and d_w; a token vector its 8 dwords, -8 x each token's
@@ -310,12 +318,7 @@ static inline __attribute__((always_inline)) void tile0(int NR, int NV, const ui
             acc[r][v] = i0 == 0 ? _mm256_setzero_ps() : st[2 * TV * r + 2 * v];
     for (int64_t i = i0; i < i1; i++) {
         const uint8_t *pb[TR], *xb[TV];
-#pragma GCC unroll 2
-        for (int r = 0; r < NR; r++)
-            pb[r] = pw[r] + (size_t)i * PSB0;
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++)
-            xb[v] = x[v] + (size_t)i * XSB0;
+        block_ptrs(NR, NV, pw, x, i, PSB0, XSB0, pb, xb);
         __m256i s[TR][TV];
 #pragma GCC unroll 2
         for (int r = 0; r < NR; r++)
@@ -365,16 +368,7 @@ static inline __attribute__((always_inline)) void tile0(int NR, int NV, const ui
         }
 }
 
-#define TILE0_FN(NR, NV)                                                                                            \
-    static void tile0_##NR##_##NV(const uint8_t *const pw[TR], const uint8_t *const x[TV], int64_t i0, int64_t i1, \
-                                  int64_t nbl, __m256 *st, __m256 o[TR][TV])                                       \
-    {                                                                                                              \
-        tile0(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                  \
-    }
-TILE0_FN(1, 1)
-TILE0_FN(1, 2)
-TILE0_FN(2, 1)
-TILE0_FN(2, 2)
+TILE_FNS(tile0)
 
 /* What a type brings to the driver below. */
 struct tl_kind {
