@@ -4,7 +4,9 @@
  * TinyLlama-1.1B matrix shapes against a batch of tokens. Prints, per
  * matrix and for one layer's seven matmuls (q, k, v, o, gate, up, down),
  * ns per row x token x 32-weight block and tokens per second, and checks
- * that both give the same bits.
+ * the packed bits against the reference's chain for that weight: its
+ * repacked kernels where it repacks (Q4_0, Q4_K; their sums differ from
+ * vec_dot's in the reference too), tensor_matmul otherwise.
  * Not part of make test. Usage: bench_packed [tokens] [seconds-per-case] [types: q8_0,q4_0,q4_k] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "gguf/tensor.h"
 #include "kernels/forward_packed.h"
+#include "kernels/forward_repack.h"
 #include "kernels/quant_batch.h"
 #include "bench_util.h"
 
@@ -81,6 +84,10 @@ int main(int argc, char **argv)
             }
             const double nblk = (double)rows * nt * (double)(n / 32);
             blocks += nblk;
+            if (repack_applies(&wt))
+                repack_matmul(&wt, n, 0, rows, a, as, nt, o1, rows);
+            else if (refk_applies(&wt))
+                refk_matmul(&wt, n, 0, rows, a, as, nt, o1, rows);
             const int same = memcmp(o1, o2, sizeof(float) * (size_t)(rows * nt)) == 0;
             printf("%-5s %5lld x %5lld, %d tokens: tensor_matmul %6.3f ns/blk %7.1f tok/s, packed %6.3f ns/blk "
                    "%7.1f tok/s (%.2fx)%s\n",
