@@ -129,7 +129,8 @@ size_t packed_bytes(const gguf_tensor *w)
         (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
         return (size_t)packed_groups(w) * group_bytes(w);
 #elif defined(PK_AVX2)
-    if (is_q4_0_repacked(w) || (is_q4_K(w) && refk_applies(w)))
+    if (is_q4_0_repacked(w) || (is_q4_K(w) && refk_applies(w)) ||
+        (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
         return (size_t)packed_groups(w) * group_bytes(w);
 #else
     (void)w;
@@ -778,6 +779,20 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     }
 #else
 #ifdef PK_AVX2
+    if (packed && w->type == TENSOR_TYPE_Q8_0) {
+        const int64_t nb = blocks_per_row(w);
+        const size_t gb = group_bytes(w), ab = packed_q8_0_act_bytes(nb);
+        const int tile = PACKED_Q8_0_TILE;
+        for (int t0 = 0; t0 < n_tok; t0 += tile)
+            for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
+                const int64_t base = g * PACKED_ROWS;
+                packed_q8_0_group(packed + (size_t)g * gb, nb, gb, act_extra + (size_t)t0 * ab, ab,
+                                  n_tok - t0 < tile ? n_tok - t0 : tile, out + (int64_t)t0 * out_stride + base,
+                                  out_stride, r0 > base ? (int)(r0 - base) : 0,
+                                  r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS);
+            }
+        return;
+    }
     if (packed) { /* Q4_0 or Q4_K */
         const int64_t nb = blocks_per_row(w);
         const size_t gb = group_bytes(w);

@@ -16,10 +16,11 @@
  *
  * A packed copy is as large as the original tensor (Q4_K: 64 bytes more per
  * 16 rows and super-block, for its decoded scales). AVX2 builds without
- * AVX-512 VNNI pack Q4_0 and Q4_K, in the same layout (a 256-bit half of each
- * vector is 8 rows, and maddubs does the dots; batches of 16 tokens and
- * more go to gemm_tlanes.h, which unpacks rows from it); builds without
- * AVX2 pack nothing (packed_bytes returns 0). */
+ * AVX-512 VNNI pack Q4_0, Q4_K and Q8_0 (2-D weights), in the same layout
+ * (a 256-bit half of each vector is 8 rows, and maddubs does the dots;
+ * Q4_0 and Q4_K batches of 16 tokens and more go to gemm_tlanes.h, which
+ * unpacks rows from it); builds without AVX2 pack nothing (packed_bytes
+ * returns 0). */
 #ifndef TOKSCOPE_FORWARD_PACKED_H
 #define TOKSCOPE_FORWARD_PACKED_H
 

@@ -1,5 +1,5 @@
-/* Packed Q8_0 weights (forward_packed.h) on AVX-512 VNNI: the layout, the
- * activations' side data and the kernels (packed_q8_0.c).
+/* Packed Q8_0 weights (forward_packed.h) on AVX-512 VNNI and on AVX2: the
+ * layout, the activations' side data and the kernels (packed_q8_0.c).
  *
  * The reference multiplies Q8_0 rows in ggml_vec_dot_q8_0_q8_0's order
  * (tinyBLAS_Q0_AVX's for batches is the same): per row and block, eight
@@ -19,7 +19,16 @@
  * for every token (packed_q8_0.c). With the offset on the weights instead
  * (the layout before), the starting value depended on the token and cost a
  * broadcast load per dot, and the loads, not the arithmetic, bounded the
- * kernel. */
+ * kernel.
+ *
+ * AVX2 (and AVX-512 without VNNI) builds run the same layout as two halves
+ * of 8 rows, bytes 0-31 and 32-63 of each vector, one float lane of 8 rows
+ * a ymm. Without VNNI the integer lanes come from the reference's own sign
+ * trick, maddubs(|w|, sign(a, w)) and madd by ones (a + 128 against signed
+ * weights would saturate maddubs' int16 pairs), so the side data holds the
+ * tokens' bytes as they are. In place of tensor_matmul's 4-row tiles
+ * (tinyBLAS's order, a shuffle per product to hand each row its scale) a
+ * scale product serves 8 rows and a weight vector two tokens. */
 #ifndef TOKSCOPE_PACKED_Q8_0_H
 #define TOKSCOPE_PACKED_Q8_0_H
 
@@ -33,7 +42,7 @@
 #define PACKED_Q8_0_PB (PACKED_Q8_0_QS + 32)   /* + 16 fp16 scales (at the group's end) */
 
 /* Bytes of one token's side data for nb blocks: per block its 32 quants
- * offset to unsigned (q ^ 0x80), then nb float scales. */
+ * (with VNNI offset to unsigned, q ^ 0x80), then nb float scales. */
 size_t packed_q8_0_act_bytes(int64_t nb);
 
 /* One token's side data from its Q8_0 row. */
@@ -55,7 +64,7 @@ void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *
  * (act_stride apart), each output vec_dot's bits: the rows packed 16 at a
  * time into the thread's scratch and run through packed_q8_0_group against
  * every token (a MoE expert's tokens: its weights are not packed at load).
- * False, having written nothing, without AVX-512 VNNI or scratch. */
+ * False, having written nothing, without AVX2 or scratch. */
 bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t r1, const uint8_t *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride);
 

@@ -202,8 +202,13 @@ static bool expert_tile_rest(enum tensor_type type, int64_t n, const uint8_t *w0
 /* From this many tokens on packing an expert's Q8_0 rows for its tokens
  * pays (bench_gemm_kq q8_0_pack 704 2816, one thread: 8 tokens about even
  * with the vec_dot tiles, 10 tokens 5.5-6.4 vs 7.6 ns, 16 4.1 vs 7.1, 32
- * 3.0 vs 7.4) */
+ * 3.0 vs 7.4). Without VNNI (the sign trick's tiles, packed_q8_0.c) later:
+ * 16 tokens 7.5-7.7 vs 7.6-7.9, 24 7.4-7.8 vs 8.2-8.3, 32 6.6-6.7 vs 7.6-7.9. */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 #define MOE_Q8_0_PACK_MIN 10
+#else
+#define MOE_Q8_0_PACK_MIN 24
+#endif
 
 void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
                           int n_tok, float *out, int64_t out_stride)

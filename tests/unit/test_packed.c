@@ -20,6 +20,7 @@
 
 #include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
+#include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "gguf/tensor.h"
 
@@ -264,6 +265,52 @@ static void test_q8_0_experts(void **state)
     check_experts(TENSOR_TYPE_Q8_0);
 }
 
+/* packed_q8_0_rows (a MoE expert's Q8_0 rows packed per call, its tokens
+ * run through packed_q8_0_group) against tensor_matmul, vec_dot's order:
+ * row ranges that start and end inside 16-row groups and inside the
+ * 8-row halves the AVX2 tiles take, odd and even token counts, more
+ * tokens than one tile (64). Builds without the kernels say no. */
+static void test_q8_0_rows(void **state)
+{
+    (void)state;
+    const int q8_0_d[1] = {0};
+    const int64_t n = 352, rows = 45;
+    const size_t rs = tensor_row_size(TENSOR_TYPE_Q8_0, n);
+    uint8_t *w = random_weights(TENSOR_TYPE_Q8_0, n, rows, q8_0_d, 1);
+    const int toks[] = {1, 2, 5, 24, 33, 70};
+    const int64_t ranges[][2] = {{0, rows}, {3, 29}, {9, 16}, {17, 45}};
+    for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
+        const int n_tok = toks[ti];
+        uint8_t *act = random_act(TENSOR_TYPE_Q8_0, n, n_tok);
+        for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++) {
+            const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+            float *want = malloc(sizeof(float) * (size_t)(rows * n_tok));
+            float *got = malloc(sizeof(float) * (size_t)(rows * n_tok));
+            for (int64_t i = 0; i < rows * n_tok; i++)
+                want[i] = got[i] = -1234.5f;
+            tensor_matmul(TENSOR_TYPE_Q8_0, n, w + (size_t)r0 * rs, r1 - r0, act, n_tok, rs, want + r0, rows);
+            if (!packed_q8_0_rows(w, rs, n / 32, r0, r1, act, rs, n_tok, got, rows)) {
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+                fail_msg("packed_q8_0_rows said no in a build with its kernels");
+#endif
+                free(want);
+                free(got);
+                continue;
+            }
+            for (int64_t i = 0; i < rows * n_tok; i++)
+                if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
+                    print_error("tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n", n_tok, (long long)r0,
+                                (long long)r1, (long long)i, (double)got[i], (double)want[i]);
+                    fail();
+                }
+            free(want);
+            free(got);
+        }
+        free(act);
+    }
+    free(w);
+}
+
 static void test_which(void **state)
 {
     (void)state;
@@ -287,11 +334,10 @@ static void test_which(void **state)
             assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_K ? rows32 + 2 * 64 : rows32);
         }
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-        /* AVX2 builds pack Q4_0 and Q4_K (Q8_0 keeps ggml's own order,
-         * MXFP4 runs from the file) */
-        (void)repacked;
-        assert_int_equal(packed_bytes(&w) > 0, types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K);
-        if (types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K) {
+        /* AVX2 builds pack Q4_0, Q4_K and Q8_0 (MXFP4 runs from the file) */
+        const bool avx2 = repacked && types[i] != TENSOR_TYPE_MXFP4;
+        assert_int_equal(packed_bytes(&w) > 0, avx2);
+        if (avx2) {
             const size_t rows32 = tensor_row_size(w.type, w.ne[0]) * 32;
             assert_int_equal(packed_bytes(&w), types[i] == TENSOR_TYPE_Q4_K ? rows32 + 2 * 64 : rows32);
         }
@@ -316,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_mxfp4),
         cmocka_unit_test(test_mxfp4_experts),
         cmocka_unit_test(test_q8_0_experts),
+        cmocka_unit_test(test_q8_0_rows),
         cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
