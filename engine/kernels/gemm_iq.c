@@ -34,7 +34,8 @@
  * vpmaddwd of half A plus half B against the same arrangement of a token's
  * bytes puts lane LANES[m] in int32 lane m; LANES is the order in which
  * shuffle_ps takes every other pair out of two 8-pair halves, so a token's
- * bytes need two widenings and two shuffles per sub-block.
+ * bytes need two widenings and two shuffles per sub-block (done once per
+ * tile of 4 tokens, widen_token, for every row of the panel).
  *
  * Either way each output's 8 float lanes (acc[k] = fma(d_w * d_act, lane k,
  * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. The
@@ -730,7 +731,7 @@ static const gemm_iq_tile_fn tiles[2][2][TILE_T] = {
 /* Panel bytes: rows times this stay in L2 beside the tokens. */
 #define PANEL_BYTES (192 * 1024)
 #define TILE_R 2
-#define TILE_T 2
+#define TILE_T 4
 /* int16 per row and super-block in the AVX2 panel */
 #define SB_W 256
 
@@ -761,9 +762,32 @@ static void write_row16(decode_fn decode, const void *row, int64_t nbl, int16_t 
     }
 }
 
-/* R rows against T tokens, vpmaddwd into one int32 vector per output. */
+/* A token's bytes widened once for a tile of tokens, in the panel's pair
+ * order: per sub-block of 32, the int16 pairs 0 2 8 10 4 6 12 14 (2 *
+ * LANES) of its two halves, then those plus 1. */
+static void widen_token(const block_q8_K *y, int64_t nbl, int16_t *o)
+{
+    for (int64_t i = 0; i < nbl; i++)
+        for (int s = 0; s < QK_K / 32; s++) {
+            const int8_t *q = y[i].qs + 32 * s;
+            const __m256 h0 = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q)));
+            const __m256 h1 = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q + 16))));
+            int16_t *os = o + i * SB_W + 32 * s;
+            _mm256_storeu_si256((__m256i *)os, _mm256_castps_si256(_mm256_shuffle_ps(h0, h1, 0x88)));
+            _mm256_storeu_si256((__m256i *)(os + 16), _mm256_castps_si256(_mm256_shuffle_ps(h0, h1, 0xDD)));
+        }
+}
+
+/* R rows against T tokens (widened once, tw), vpmaddwd into one int32
+ * vector per output and super-block, then vec_dot's float step. A row's
+ * int16 sit in registers for a sub-block, the tokens' come from L1 as
+ * memory operands: 2 rows x 4 tokens read 16 bytes of panel (from L2) per
+ * row x token x 32 values where 2 x 2 tiles read 32 and widened their
+ * tokens' bytes in every tile, and the L2 reads bounded them at half the
+ * multiplies' speed. The float accumulators wait in facc between
+ * super-blocks (8 int32 vectors and the rows fill the registers). */
 static inline __attribute__((always_inline)) void tile256(int R, int T, const int16_t *const w[TILE_R],
-                                                         const float *const dw[TILE_R],
+                                                         const float *const dw[TILE_R], const int16_t *tw,
                                                          const block_q8_K *const y[TILE_T], int64_t nbl,
                                                          float scale, float out[TILE_R][TILE_T])
 {
@@ -773,6 +797,7 @@ static inline __attribute__((always_inline)) void tile256(int R, int T, const in
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
             facc[r][t] = _mm256_setzero_ps();
+    const size_t ts = (size_t)nbl * SB_W;
     for (int64_t i = 0; i < nbl; i++) {
         __m256i acc[TILE_R][TILE_T];
 #pragma GCC unroll 4
@@ -780,26 +805,51 @@ static inline __attribute__((always_inline)) void tile256(int R, int T, const in
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++)
                 acc[r][t] = _mm256_setzero_si256();
+        if (R == 2 && T == 4) {
+            /* the full tile in asm: GCC kept two of the 8 sums on the
+             * stack (a load and a store each per sub-block) */
+            const uint8_t *w0 = (const uint8_t *)(w[0] + i * SB_W), *w1 = (const uint8_t *)(w[1] + i * SB_W);
+            const uint8_t *p0 = (const uint8_t *)(tw + (size_t)i * SB_W), *p3 = p0 + 3 * 2 * ts;
+            const size_t st = 2 * ts;
+            int64_t cnt = QK_K / 32;
+#define IQ16_TOK(A, B, C0, C1)                                                                                     \
+    "vpmaddwd " A ", %%ymm0, %%ymm4\n\tvpmaddwd " B ", %%ymm1, %%ymm5\n\t"                                        \
+    "vpaddd %%ymm4, " C0 ", " C0 "\n\tvpaddd %%ymm5, " C0 ", " C0 "\n\t"                                          \
+    "vpmaddwd " A ", %%ymm2, %%ymm6\n\tvpmaddwd " B ", %%ymm3, %%ymm7\n\t"                                        \
+    "vpaddd %%ymm6, " C1 ", " C1 "\n\tvpaddd %%ymm7, " C1 ", " C1 "\n\t"
+            __asm__ volatile("1:\n\t"
+                             "vmovdqu (%[w0]), %%ymm0\n\tvmovdqu 32(%[w0]), %%ymm1\n\t"
+                             "vmovdqu (%[w1]), %%ymm2\n\tvmovdqu 32(%[w1]), %%ymm3\n\t"
+                             IQ16_TOK("(%[p0])", "32(%[p0])", "%[a0]", "%[c0]")
+                             IQ16_TOK("(%[p0],%[st],1)", "32(%[p0],%[st],1)", "%[a1]", "%[c1]")
+                             IQ16_TOK("(%[p0],%[st],2)", "32(%[p0],%[st],2)", "%[a2]", "%[c2]")
+                             IQ16_TOK("(%[p3])", "32(%[p3])", "%[a3]", "%[c3]")
+                             "add $64, %[w0]\n\tadd $64, %[w1]\n\tadd $64, %[p0]\n\tadd $64, %[p3]\n\t"
+                             "dec %[cnt]\n\tjnz 1b"
+                             : [a0] "+x"(acc[0][0]), [a1] "+x"(acc[0][1]), [a2] "+x"(acc[0][2]),
+                               [a3] "+x"(acc[0][3]), [c0] "+x"(acc[1][0]), [c1] "+x"(acc[1][1]),
+                               [c2] "+x"(acc[1][2]), [c3] "+x"(acc[1][3]), [w0] "+r"(w0), [w1] "+r"(w1),
+                               [p0] "+r"(p0), [p3] "+r"(p3), [cnt] "+r"(cnt)
+                             : [st] "r"(st)
+                             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "memory", "cc");
+#undef IQ16_TOK
+        } else
+#pragma GCC unroll 1
         for (int s = 0; s < QK_K / 32; s++) {
-            __m256i aa[TILE_T], ab[TILE_T];
-#pragma GCC unroll 4
-            for (int t = 0; t < T; t++) {
-                const int8_t *q = y[t][i].qs + 32 * s;
-                const __m256 h0 = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q)));
-                const __m256 h1 =
-                    _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q + 16))));
-                aa[t] = _mm256_castps_si256(_mm256_shuffle_ps(h0, h1, 0x88));
-                ab[t] = _mm256_castps_si256(_mm256_shuffle_ps(h0, h1, 0xDD));
-            }
+            const int16_t *q = tw + (size_t)i * SB_W + 32 * s;
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const int16_t *ws = w[r] + i * SB_W + 32 * s;
-                const __m256i wa = _mm256_loadu_si256((const __m256i *)ws);
-                const __m256i wb = _mm256_loadu_si256((const __m256i *)(ws + 16));
+                __m256i wa = _mm256_loadu_si256((const __m256i *)ws);
+                __m256i wb = _mm256_loadu_si256((const __m256i *)(ws + 16));
+                __asm__("" : "+x"(wa), "+x"(wb));
 #pragma GCC unroll 4
                 for (int t = 0; t < T; t++)
                     acc[r][t] = _mm256_add_epi32(
-                        acc[r][t], _mm256_add_epi32(_mm256_madd_epi16(wa, aa[t]), _mm256_madd_epi16(wb, ab[t])));
+                        acc[r][t],
+                        _mm256_add_epi32(
+                            _mm256_madd_epi16(wa, _mm256_load_si256((const __m256i *)(const void *)(q + t * ts))),
+                            _mm256_madd_epi16(wb, _mm256_load_si256((const __m256i *)(const void *)(q + t * ts + 16)))));
             }
         }
 #pragma GCC unroll 4
@@ -816,28 +866,32 @@ static inline __attribute__((always_inline)) void tile256(int R, int T, const in
             out[r][t] = scale * lanes_hsum(facc[r][t]);
 }
 
-static void tile_full(int nt, const int16_t *const w[TILE_R], const float *const dw[TILE_R],
-                      const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_R][TILE_T])
-{
-    if (nt > 1)
-        tile256(TILE_R, 2, w, dw, y, nbl, scale, out);
-    else
-        tile256(TILE_R, 1, w, dw, y, nbl, scale, out);
-}
-static void tile_one(int nt, const int16_t *const w[TILE_R], const float *const dw[TILE_R],
-                     const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_R][TILE_T])
-{
-    if (nt > 1)
-        tile256(1, 2, w, dw, y, nbl, scale, out);
-    else
-        tile256(1, 1, w, dw, y, nbl, scale, out);
-}
+#define TILE_RT(r, t)                                                                                              \
+    static void tile_##r##_##t(const int16_t *const w[TILE_R], const float *const dw[TILE_R], const int16_t *tw,   \
+                               const block_q8_K *const y[TILE_T], int64_t nbl, float scale,                        \
+                               float out[TILE_R][TILE_T])                                                          \
+    {                                                                                                              \
+        tile256(r, t, w, dw, tw, y, nbl, scale, out);                                                              \
+    }
+TILE_RT(2, 4)
+TILE_RT(2, 3)
+TILE_RT(2, 2)
+TILE_RT(2, 1)
+TILE_RT(1, 4)
+TILE_RT(1, 3)
+TILE_RT(1, 2)
+TILE_RT(1, 1)
+typedef void (*tile256_fn)(const int16_t *const w[TILE_R], const float *const dw[TILE_R], const int16_t *tw,
+                           const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_R][TILE_T]);
+/* [rows - 1][tokens - 1] */
+static const tile256_fn tiles256[TILE_R][TILE_T] = {{tile_1_1, tile_1_2, tile_1_3, tile_1_4},
+                                                    {tile_2_1, tile_2_2, tile_2_3, tile_2_4}};
 
-/* AVX2: panels of rows written once, each tile widening its tokens'
- * bytes as it goes. */
+/* AVX2: panels of rows written once; each tile of tokens widened once
+ * and run against every row of the panel. */
 static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
                       int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride,
-                      int16_t *w16, float *dw, int64_t pr)
+                      int16_t *w16, float *dw, int16_t *tw, int64_t pr)
 {
     for (int64_t p0 = r0; p0 < r1; p0 += pr) {
         const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
@@ -846,10 +900,13 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
         for (int t0 = 0; t0 < n_tok; t0 += TILE_T) {
             const int nt = n_tok - t0 < TILE_T ? n_tok - t0 : TILE_T;
             const block_q8_K *y[TILE_T];
-            for (int j = 0; j < TILE_T; j++)
+            for (int j = 0; j < TILE_T; j++) {
                 y[j] = (const block_q8_K *)(const void *)(act + (size_t)(t0 + (j < nt ? j : nt - 1)) * act_stride);
+                if (j < nt)
+                    widen_token(y[j], nbl, tw + (size_t)j * (size_t)nbl * SB_W);
+            }
             for (int64_t k = 0; k < np;) {
-                const int nr = np - k >= TILE_R ? TILE_R : 1;
+                const int nr = np - k >= TILE_R ? TILE_R : (int)(np - k);
                 const int16_t *wr[TILE_R];
                 const float *dr[TILE_R];
                 for (int j = 0; j < TILE_R; j++) {
@@ -858,10 +915,7 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
                     dr[j] = dw + kk * nbl;
                 }
                 float o[TILE_R][TILE_T];
-                if (nr == TILE_R)
-                    tile_full(nt, wr, dr, y, nbl, scale, o);
-                else
-                    tile_one(nt, wr, dr, y, nbl, scale, o);
+                tiles256[nr - 1][nt - 1](wr, dr, tw, y, nbl, scale, o);
                 for (int j = 0; j < nr; j++)
                     for (int c = 0; c < nt; c++)
                         out[(int64_t)(t0 + c) * out_stride + p0 + k + j] = o[j][c];
@@ -881,7 +935,7 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
  * two maddubs added as int16 give the 4-value sums of two 32-value chunks
  * side by side and one madd against the lanes' scale pairs adds both,
  * scaled: 3 multiply instructions per 64 values where the int16 tiles take
- * 4 (and widen the tokens' bytes as they go). Then vec_dot's float steps:
+ * 4. Then vec_dot's float steps:
  * fma(d_w * y.d, lanes, acc) per super-block, scale * hsum_float_8. */
 #define SG_PAIR_SB 1344
 #define SG_OFF_V 512   /* the signed values */
@@ -984,11 +1038,12 @@ static bool matmul_avx2(decode_fn decode, float scale, const uint8_t *wd, size_t
         pr = r1 - r0;
     const size_t panel_bytes = ((size_t)pr * (size_t)nbl * row_sb + 63) & ~(size_t)63;
     const size_t dw_bytes = ((size_t)pr * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes);
+    const size_t tw_bytes = (size_t)TILE_T * (size_t)nbl * row_sb;
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tw_bytes);
     if (!scr)
         return false;
     matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, (int16_t *)(void *)scr,
-              (float *)(void *)(scr + panel_bytes), pr);
+              (float *)(void *)(scr + panel_bytes), (int16_t *)(void *)(scr + panel_bytes + dw_bytes), pr);
     return true;
 }
 #endif
