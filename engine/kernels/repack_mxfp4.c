@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/gemm_mxfp4.h"
+#include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
 
@@ -95,15 +96,15 @@ static inline __m128 mx_e8m0_half4(uint8_t e0, uint8_t e1, uint8_t e2, uint8_t e
     return _mm_castsi128_ps(_mm_blendv_epi8(normal, tiny, _mm_cmpgt_epi32(_mm_set1_epi32(2), e)));
 }
 
-/* MX_OFF * the sum of each block's bytes, per token. */
-static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off)
+/* mul * the sum of each block's bytes, per token. */
+static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off, int32_t mul)
 {
     const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
     for (int t = 0; t < n_tok; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
         for (int64_t b = 0; b < nb; b++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
-            off[t * nb + b] = MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
+            off[t * nb + b] = mul * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
         }
     }
 }
@@ -212,35 +213,36 @@ static inline __m256i mx_ilv_isum(const mx_ilv_block *w, const int8_t *q, __m256
     return _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
 }
 
-/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7]. */
+/* 8 interleaved rows against 2 tokens: out0[0..7], out1[0..7] (the lanes
+ * keep sets). */
 static inline void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const block_q8_0 *y1,
-                     const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1)
+                     const int32_t *off0, const int32_t *off1, int64_t nb, float *out0, float *out1, __m256i keep)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256 d = _mm256_loadu_ps(dw + b * 8);
-        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(off0[b]));
-        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(off1[b]));
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(MX_OFF * off0[b]));
+        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(MX_OFF * off1[b]));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y1[b].d))), acc1);
     }
-    _mm256_storeu_ps(out0, acc0);
-    _mm256_storeu_ps(out1, acc1);
+    _mm256_maskstore_ps(out0, keep, acc0);
+    _mm256_maskstore_ps(out1, keep, acc1);
 }
 
 
 static void mx_ilv_1(const mx_ilv_block *w, const float *dw, const block_q8_0 *y0, const int32_t *off0, int64_t nb,
-                     float *out0)
+                     float *out0, __m256i keep)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc0 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256 d = _mm256_loadu_ps(dw + b * 8);
-        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(off0[b]));
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(MX_OFF * off0[b]));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
     }
-    _mm256_storeu_ps(out0, acc0);
+    _mm256_maskstore_ps(out0, keep, acc0);
 }
 
 /* Rows [r, r1) in groups of 8 against every token; returns the first row
@@ -259,7 +261,8 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
         free(off);
         return r;
     }
-    mx_offsets(act, act_stride, n_tok, nb, off);
+    mx_offsets(act, act_stride, n_tok, nb, off, 1);
+    const __m256i all = _mm256_set1_epi32(-1);
     for (; r + 8 <= r1; r += 8) {
         const block_mxfp4 *x[8];
         for (int k = 0; k < 8; k++)
@@ -277,18 +280,83 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
                 _mm_prefetch(next + line * 64, _MM_HINT_T0);
             mx_ilv_2(ilv, dw, (const block_q8_0 *)(act + (size_t)t * act_stride),
                      (const block_q8_0 *)(act + (size_t)(t + 1) * act_stride), off + t * nb, off + (t + 1) * nb, nb,
-                     out + (int64_t)t * out_stride + r, out + (int64_t)(t + 1) * out_stride + r);
+                     out + (int64_t)t * out_stride + r, out + (int64_t)(t + 1) * out_stride + r, all);
         }
         for (; line < n_lines; line++)
             _mm_prefetch(next + line * 64, _MM_HINT_T0);
         for (; t < n_tok; t++)
             mx_ilv_1(ilv, dw, (const block_q8_0 *)(act + (size_t)t * act_stride), off + t * nb, nb,
-                     out + (int64_t)t * out_stride + r);
+                     out + (int64_t)t * out_stride + r, all);
     }
     free(ilv);
     free(dw);
     free(off);
     return r;
+}
+/* Half h (rows 8h..8h+7) of a packed group (forward_packed.c's MXFP4
+ * layout: per block 4 vectors of 64 bytes, row r's qs bytes 4j..4j+3 at
+ * 64j + 4r; the 16 scale bytes of each block after all the nibbles): its
+ * low nibbles of vector j are elements 4j..4j+3 of every row, its high
+ * ones 16 + 4j.., as mx_interleave8 lays a block out. */
+static void mx_unpack_half(const uint8_t *pw, int64_t nb, int h, mx_ilv_block *dst, float *dw)
+{
+    const __m256i lut = _mm256_broadcastsi128_si256(mx_lut_off()), m4 = _mm256_set1_epi8(0x0F);
+    const uint8_t *e = pw + (size_t)nb * 256 + 8 * h;
+    for (int64_t b = 0; b < nb; b++) {
+        for (int j = 0; j < 4; j++) {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(pw + (size_t)b * 256 + 64 * j + 32 * h));
+            dst[b].v[j] = _mm256_shuffle_epi8(lut, _mm256_and_si256(p, m4));
+            dst[b].v[j + 4] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p, 4), m4));
+        }
+        for (int r = 0; r < 8; r++)
+            dw[b * 8 + r] = quant_e8m0_to_fp32_half(e[(size_t)b * 16 + r]);
+    }
+}
+
+bool repack_mxfp4_packed_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
+                               const int32_t *sums, int n_tok, float *out, int64_t out_stride, int lo, int hi)
+{
+    const size_t half = (size_t)nb * (sizeof(mx_ilv_block) + 8 * sizeof(float));
+    uint8_t *scr = kernel_scratch_get(2 * half);
+    if (!scr)
+        return false;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    mx_ilv_block *ilv[2];
+    float *dw[2];
+    __m256i keep[2];
+    bool any[2];
+    for (int h = 0; h < 2; h++) {
+        ilv[h] = (mx_ilv_block *)(void *)(scr + h * half);
+        dw[h] = (float *)(void *)(ilv[h] + nb);
+        keep[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
+                                   _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+        any[h] = lo < 8 * h + 8 && hi > 8 * h;
+        if (any[h])
+            mx_unpack_half(pw, nb, h, ilv[h], dw[h]);
+    }
+    /* both halves against a pair of tokens while its bytes are in L1; the
+     * next group's lines fetched a few per pair (decoding it straight from
+     * memory would stall on every line, as mx_many found) */
+    const char *next = (const char *)pw + (size_t)nb * 272;
+    const int64_t n_lines = ((int64_t)nb * 272 + 63) / 64, per_pair = n_lines / (n_tok / 2 + 1) + 1;
+    int64_t line = 0;
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2) {
+        for (int64_t e = line + per_pair; line < e && line < n_lines; line++)
+            _mm_prefetch(next + line * 64, _MM_HINT_T0);
+        for (int h = 0; h < 2; h++)
+            if (any[h])
+                mx_ilv_2(ilv[h], dw[h], (const block_q8_0 *)(act + (size_t)t * act_stride),
+                         (const block_q8_0 *)(act + (size_t)(t + 1) * act_stride), sums + (int64_t)t * nb,
+                         sums + (int64_t)(t + 1) * nb, nb, out + (int64_t)t * out_stride + 8 * h,
+                         out + (int64_t)(t + 1) * out_stride + 8 * h, keep[h]);
+    }
+    if (t < n_tok)
+        for (int h = 0; h < 2; h++)
+            if (any[h])
+                mx_ilv_1(ilv[h], dw[h], (const block_q8_0 *)(act + (size_t)t * act_stride), sums + (int64_t)t * nb,
+                         nb, out + (int64_t)t * out_stride + 8 * h, keep[h]);
+    return true;
 }
 #endif
 
@@ -312,7 +380,7 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
     const int n4 = n_tok & ~3;
     int32_t *off = n_tok > n4 && r + 4 <= r1 ? malloc((size_t)(n_tok - n4) * (size_t)nb * sizeof *off) : NULL;
     if (off)
-        mx_offsets(act + (size_t)n4 * act_stride, act_stride, n_tok - n4, nb, off);
+        mx_offsets(act + (size_t)n4 * act_stride, act_stride, n_tok - n4, nb, off, MX_OFF);
     const int64_t r4 = off || n_tok == n4 ? r1 : r;
     for (; r + 4 <= r4; r += 4) {
         const block_mxfp4 *x[4];

@@ -20,4 +20,15 @@
 void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act, size_t act_stride,
                          int n_tok, float *out, int64_t out_stride);
 
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <stdbool.h>
+/* AVX2: rows [lo, hi) of a packed MXFP4 group of 16 (forward_packed.c's
+ * layout, nb blocks a row) against n_tok Q8_0 tokens (act_stride apart;
+ * sums: each token's block byte sums, sums[t * nb + b]) into out[t *
+ * out_stride + r], the same chain per output; false (nothing written)
+ * without scratch. */
+bool repack_mxfp4_packed_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
+                               const int32_t *sums, int n_tok, float *out, int64_t out_stride, int lo, int hi);
+#endif
+
 #endif

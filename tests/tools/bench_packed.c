@@ -7,7 +7,8 @@
  * the packed bits against the reference's chain for that weight: its
  * repacked kernels where it repacks (Q4_0, Q4_K; their sums differ from
  * vec_dot's in the reference too), tensor_matmul otherwise.
- * Not part of make test. Usage: bench_packed [tokens] [seconds-per-case] [types: q8_0,q4_0,q4_k] */
+ * MXFP4 runs against repack_matmul, its unpacked path.
+ * Not part of make test. Usage: bench_packed [tokens] [seconds-per-case] [types: q8_0,q4_0,q4_k,mxfp4] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ int main(int argc, char **argv)
     const struct {
         const char *name;
         enum tensor_type t;
-    } types[] = {{"q8_0", TENSOR_TYPE_Q8_0}, {"q4_0", TENSOR_TYPE_Q4_0}, {"q4_k", TENSOR_TYPE_Q4_K}};
+    } types[] = {{"q8_0", TENSOR_TYPE_Q8_0}, {"q4_0", TENSOR_TYPE_Q4_0}, {"q4_k", TENSOR_TYPE_Q4_K},
+                 {"mxfp4", TENSOR_TYPE_MXFP4}};
     /* TinyLlama: dim 2048, 4 kv heads of 64, ffn 5632; q k v o gate up down */
     const int64_t shp[7][2] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
                                {2048, 5632}, {2048, 5632}, {5632, 2048}};
@@ -70,7 +72,9 @@ int main(int argc, char **argv)
                 int reps = 0;
                 const double t0 = now();
                 do {
-                    if (k == 0)
+                    if (k == 0 && t == TENSOR_TYPE_MXFP4) /* the unpacked weights' own path */
+                        repack_matmul(&wt, n, 0, rows, a, as, nt, o1, rows);
+                    else if (k == 0)
                         tensor_matmul(t, n, w, rows, a, nt, as, o1, rows);
                     else {
                         if (extra) /* once per matmul in the forward pass too */
