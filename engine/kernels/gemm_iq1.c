@@ -581,32 +581,69 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                     const __m256i corr = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C + 32 * h));
                     a1[h][0] = a1[h][1] = corr;
                 }
-#pragma GCC unroll 2
+                /* a row pair's weights of 4 sub-blocks in ymm0-7 (row h of
+                 * sub-block b at 64 b + 32 h), each token's bytes loaded
+                 * once for both rows: in asm, where GCC passed the int16
+                 * sums through the stack */
                 for (int g = 0; g < 2; g++) {
-                    __m256i w[2][4];
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-                        for (int b = 0; b < 4; b++) {
-                            w[h][b] = _mm256_loadu_si256(
-                                (const __m256i *)(const void *)(pb + 64 * (4 * g + b) + 32 * h));
-                            __asm__("" : "+x"(w[h][b]));
-                        }
-#pragma GCC unroll 2
-                    for (int c = 0; c < 2; c++) {
-                        const uint8_t *a = xt + TOK_SB * (u + c) + 128 * g;
-                        __m256i sa = _mm256_setzero_si256(), sb = _mm256_setzero_si256();
-#pragma GCC unroll 4
-                        for (int b = 0; b < 4; b++) {
-                            __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32 * b));
-                            __asm__("" : "+x"(x));
-                            sa = b ? _mm256_add_epi16(sa, _mm256_maddubs_epi16(x, w[0][b])) : _mm256_maddubs_epi16(x, w[0][b]);
-                            sb = b ? _mm256_add_epi16(sb, _mm256_maddubs_epi16(x, w[1][b])) : _mm256_maddubs_epi16(x, w[1][b]);
-                        }
-                        a1[0][c] = _mm256_add_epi32(a1[0][c], _mm256_madd_epi16(sa, ones16));
-                        a1[1][c] = _mm256_add_epi32(a1[1][c], _mm256_madd_epi16(sb, ones16));
-                        __asm__("" : "+x"(a1[0][c]), "+x"(a1[1][c]));
-                    }
+                    const uint8_t *wg = pb + 256 * g, *x0 = xt + TOK_SB * u + 128 * g, *x1 = x0 + TOK_SB;
+                    __asm__("" /* the grid lanes of tokens u and u + 1 */
+                                     "vmovdqu 0(%[w]), %%ymm0\n\t"
+                                     "vmovdqu 32(%[w]), %%ymm1\n\t"
+                                     "vmovdqu 64(%[w]), %%ymm2\n\t"
+                                     "vmovdqu 96(%[w]), %%ymm3\n\t"
+                                     "vmovdqu 128(%[w]), %%ymm4\n\t"
+                                     "vmovdqu 160(%[w]), %%ymm5\n\t"
+                                     "vmovdqu 192(%[w]), %%ymm6\n\t"
+                                     "vmovdqu 224(%[w]), %%ymm7\n\t"
+                                     "vmovdqu (%[x0]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm0, %%ymm15, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm1, %%ymm15, %%ymm14\n\t"
+                                     "vmovdqu 32(%[x0]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm2, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm3, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+                                     "vmovdqu 64(%[x0]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm4, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm5, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+                                     "vmovdqu 96(%[x0]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm6, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm7, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+                                     "vpmaddwd %[ones], %%ymm13, %%ymm13\n\t"
+                                     "vpaddd %%ymm13, %[c00], %[c00]\n\t"
+                                     "vpmaddwd %[ones], %%ymm14, %%ymm14\n\t"
+                                     "vpaddd %%ymm14, %[c10], %[c10]\n\t"
+                                     "vmovdqu (%[x1]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm0, %%ymm15, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm1, %%ymm15, %%ymm14\n\t"
+                                     "vmovdqu 32(%[x1]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm2, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm3, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+                                     "vmovdqu 64(%[x1]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm4, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm5, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+                                     "vmovdqu 96(%[x1]), %%ymm15\n\t"
+                                     "vpmaddubsw %%ymm6, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
+                                     "vpmaddubsw %%ymm7, %%ymm15, %%ymm12\n\t"
+                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+                                     "vpmaddwd %[ones], %%ymm13, %%ymm13\n\t"
+                                     "vpaddd %%ymm13, %[c01], %[c01]\n\t"
+                                     "vpmaddwd %[ones], %%ymm14, %%ymm14\n\t"
+                                     "vpaddd %%ymm14, %[c11], %[c11]\n\t"
+                            : [c00] "+x"(a1[0][0]), [c10] "+x"(a1[1][0]), [c01] "+x"(a1[0][1]), [c11] "+x"(a1[1][1])
+                            : [w] "r"(wg), [x0] "r"(x0), [x1] "r"(x1), [ones] "m"(ones16)
+                            : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm12", "xmm13",
+                              "xmm14", "xmm15", "memory");
                 }
 #pragma GCC unroll 2
                 for (int c = 0; c < 2; c++)
