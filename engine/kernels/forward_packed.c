@@ -814,6 +814,28 @@ void packed_act_prepare(const gguf_tensor *w, const uint8_t *act, size_t act_str
     }
 }
 
+#if defined(PK_AVX512) || defined(PK_AVX2)
+/* Q8_0: tokens in tiles whose side data (act_extra) stays in the L2 cache
+ * while the tile meets every group of [r0, r1): 64 tokens of 36 bytes per
+ * block, 405 KB for TinyLlama's widest rows (5632); each tile streams the
+ * weights once, so 64 read them half as often as 32 (8 % faster on one
+ * layer's matmuls, AVX-512). */
+static void q8_0_tiles(const uint8_t *packed, int64_t nb, size_t gb, int64_t r0, int64_t r1,
+                       const uint8_t *act_extra, int n_tok, float *out, int64_t out_stride)
+{
+    const size_t ab = packed_q8_0_act_bytes(nb);
+    const int tile = PACKED_Q8_0_TILE;
+    for (int t0 = 0; t0 < n_tok; t0 += tile)
+        for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
+            const int64_t base = g * PACKED_ROWS;
+            packed_q8_0_group(packed + (size_t)g * gb, nb, gb, act_extra + (size_t)t0 * ab, ab,
+                              n_tok - t0 < tile ? n_tok - t0 : tile, out + (int64_t)t0 * out_stride + base,
+                              out_stride, r0 > base ? (int)(r0 - base) : 0,
+                              r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS);
+        }
+}
+#endif
+
 void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int64_t r1, const uint8_t *act,
                    size_t act_stride, const uint8_t *act_extra, int n_tok, float *out, int64_t out_stride)
 {
@@ -822,21 +844,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     const int64_t nb = blocks_per_row(w);
     const size_t gb = group_bytes(w);
     if (w->type == TENSOR_TYPE_Q8_0) {
-        /* Tokens in tiles whose side data stays in the L2 cache while the
-         * tile meets every group of [r0, r1): 64 tokens of 36 bytes per
-         * block, 405 KB for TinyLlama's widest rows (5632); each tile
-         * streams the weights once, so 64 read them half as often as 32
-         * (8 % faster on one layer's matmuls). */
-        const size_t ab = packed_q8_0_act_bytes(nb);
-        const int tile = PACKED_Q8_0_TILE;
-        for (int t0 = 0; t0 < n_tok; t0 += tile)
-            for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
-                const int64_t base = g * PACKED_ROWS;
-                packed_q8_0_group(packed + (size_t)g * gb, nb, gb, act_extra + (size_t)t0 * ab, ab,
-                                  n_tok - t0 < tile ? n_tok - t0 : tile, out + (int64_t)t0 * out_stride + base,
-                                  out_stride, r0 > base ? (int)(r0 - base) : 0,
-                                  r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS);
-            }
+        q8_0_tiles(packed, nb, gb, r0, r1, act_extra, n_tok, out, out_stride);
         return;
     }
     /* MXFP4 prompts: the 16-row panels of gemm_mxfp4.h, written from the
@@ -864,17 +872,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
 #else
 #ifdef PK_AVX2
     if (packed && w->type == TENSOR_TYPE_Q8_0) {
-        const int64_t nb = blocks_per_row(w);
-        const size_t gb = group_bytes(w), ab = packed_q8_0_act_bytes(nb);
-        const int tile = PACKED_Q8_0_TILE;
-        for (int t0 = 0; t0 < n_tok; t0 += tile)
-            for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
-                const int64_t base = g * PACKED_ROWS;
-                packed_q8_0_group(packed + (size_t)g * gb, nb, gb, act_extra + (size_t)t0 * ab, ab,
-                                  n_tok - t0 < tile ? n_tok - t0 : tile, out + (int64_t)t0 * out_stride + base,
-                                  out_stride, r0 > base ? (int)(r0 - base) : 0,
-                                  r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS);
-            }
+        q8_0_tiles(packed, blocks_per_row(w), group_bytes(w), r0, r1, act_extra, n_tok, out, out_stride);
         return;
     }
     if (packed && w->type == TENSOR_TYPE_MXFP4) {

@@ -385,8 +385,8 @@ static void nl_repacked_8x1(const uint8_t *w, size_t rb, const block_q8_0 *y, in
  * iq4_xs_rows measured 0.80x the reference's vec_dot, this 1.1x). With pf
  * set, each block step prefetches step bytes of the rows ahead
  * (quant_prefetch_step). */
-static inline __attribute__((always_inline)) float iq4_xs_dot_pf(int64_t n, const void *w, const void *act,
-                                                                  const char *pf, size_t step)
+static inline __attribute__((always_inline)) float iq4_xs_dot_body(int64_t n, const void *w, const void *act,
+                                                                    const uint8_t *aa, const char *pf, size_t step)
 {
     const block_iq4_xs *x = w;
     const block_q8_K *y = act;
@@ -396,9 +396,13 @@ static inline __attribute__((always_inline)) float iq4_xs_dot_pf(int64_t n, cons
         __m256i s = _mm256_setzero_si256();
         _Pragma("GCC unroll 8") for (int ib = 0; ib < QK_K / 32; ib++)
         {
-            const __m256i v = iq4_values_avx2(x[i].qs + 16 * ib);
+            const __m256i v = iq4_values_avx2(x[i].qs + 16 * ib), a = load32(y[i].qs + 32 * ib);
+            /* with aa (the token's |a|, matvec_iq4_xs_avx2's): the same pairs
+             * with a's signs on the values, one vpsignb fewer */
             const __m256i p16 =
-                _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(load32(y[i].qs + 32 * ib), v));
+                aa ? _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(aa + i * QK_K + 32 * ib)),
+                                          _mm256_sign_epi8(v, a))
+                   : _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(a, v));
             const __m256i ls = _mm256_set1_epi16((short)(quant_iq4_xs_scale(&x[i], ib) - 32));
             s = _mm256_add_epi32(s, _mm256_madd_epi16(p16, ls));
         }
@@ -409,36 +413,10 @@ static inline __attribute__((always_inline)) float iq4_xs_dot_pf(int64_t n, cons
 
 static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
 {
-    return iq4_xs_dot_pf(n, w, act, NULL, 0);
+    return iq4_xs_dot_body(n, w, act, NULL, NULL, 0);
 }
 
 #if !defined(QUANT_HAVE_MATVEC_IQ512)
-/* iq4_xs_dot_pf's steps with the token's |a| made once for all rows (aa):
- * maddubs(|a|, sign(v, a)) gives the pairs maddubs(|v|, sign(a, v)) does
- * (|a| <= 127, |v| <= 127: no pair saturates), one vpsignb a sub-block
- * fewer per row. */
-static inline __attribute__((always_inline)) float iq4_xs_dot_abs(int64_t n, const void *w, const void *act,
-                                                                   const uint8_t *aa, const char *pf, size_t step)
-{
-    const block_iq4_xs *x = w;
-    const block_q8_K *y = act;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        quant_prefetch_step(pf, i, step);
-        __m256i s = _mm256_setzero_si256();
-        _Pragma("GCC unroll 8") for (int ib = 0; ib < QK_K / 32; ib++)
-        {
-            const __m256i v = iq4_values_avx2(x[i].qs + 16 * ib);
-            const __m256i p16 = _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(aa + i * QK_K + 32 * ib)),
-                                                     _mm256_sign_epi8(v, load32(y[i].qs + 32 * ib)));
-            const __m256i ls = _mm256_set1_epi16((short)(quant_iq4_xs_scale(&x[i], ib) - 32));
-            s = _mm256_add_epi32(s, _mm256_madd_epi16(p16, ls));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(s), acc);
-    }
-    return hsum_ps(acc);
-}
-
 /* vec_dot's arithmetic row after row, prefetching (rows of 2048 are
  * 1088-byte streams, as Q6_K's) */
 static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
@@ -449,7 +427,7 @@ static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows
         for (int64_t r = 0; r < rows; r++) {
             const char *x = (const char *)w + (size_t)r * rs;
             const bool ahead = r + QUANT_PF_AHEAD < rows;
-            out[r] = iq4_xs_dot_pf(n, x, act, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+            out[r] = iq4_xs_dot_body(n, x, act, NULL, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
         }
         return;
     }
@@ -462,7 +440,7 @@ static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows
     for (int64_t r = 0; r < rows; r++) {
         const char *x = (const char *)w + (size_t)r * rs;
         const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
-        out[r] = iq4_xs_dot_abs(n, x, act, aa, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+        out[r] = iq4_xs_dot_body(n, x, act, aa, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
     }
 }
 #endif
