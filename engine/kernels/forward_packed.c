@@ -54,7 +54,7 @@ enum {
     Q4_K_SC = PACKED_Q4_K_SC,
     Q4_K_PB = Q4_K_NIB + Q4_K_SC,
     Q8_0_PB = PACKED_Q8_0_PB,
-    MXFP4_NIB = 256,
+    MXFP4_NIB = PACKED_MXFP4_NIB,
     MXFP4_PB = MXFP4_NIB + 16, /* + 16 scale bytes */
     MXFP4_REG_TOK = 8,         /* MXFP4 tokens decoded in registers; more go to the GEMM */
 };
@@ -569,18 +569,8 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
         }
         const __m256i base = _mm256_set1_epi32(-12 * ys[b]);
         const __m256 da = _mm256_set1_ps(h2f(y[b].d));
-        /* the 16 scale bytes as halves of 2^(e - 127): (e - 1) << 23, or a
-         * subnormal for e < 2 */
         const __m128i eb = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 16));
-        __m256 dw[2];
-        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
-        {
-            const __m256i e = _mm256_cvtepu8_epi32(h ? _mm_srli_si128(eb, 8) : eb);
-            const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-            const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-            dw[h] = _mm256_castsi256_ps(
-                _mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
-        }
+        const __m256 dw[2] = {quant_e8m0_half8(eb), quant_e8m0_half8(_mm_srli_si128(eb, 8))};
         const __m256i i0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s2, ones)), base);
         const __m256i i1 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s1, ones), _mm256_madd_epi16(s3, ones)), base);
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(dw[0], da), acc0);
@@ -597,7 +587,6 @@ static void mxfp4_tokens256(const uint8_t *packed, int64_t nb, size_t gb, int64_
                             size_t act_stride, const int32_t *ys, int n_tok, float *out, int64_t out_stride)
 {
     const size_t step = quant_prefetch_step_size(gb, 1, nb);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
         const int64_t base = g * PACKED_ROWS;
         const int lo = r0 > base ? (int)(r0 - base) : 0;
@@ -607,10 +596,7 @@ static void mxfp4_tokens256(const uint8_t *packed, int64_t nb, size_t gb, int64_
             repack_mxfp4_packed_group(pw, nb, act, act_stride, ys, n_tok, out + base, out_stride, lo, hi))
             continue;
         /* one token, or no scratch: the same bits a token at a time */
-        __m256i keep[2];
-        for (int h = 0; h < 2; h++)
-            keep[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
-                                       _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+        const __m256i keep[2] = {quant_lanes_in(lo, hi), quant_lanes_in(lo - 8, hi - 8)};
         for (int t = 0; t < n_tok; t++)
             mxfp4_gemv(pw, nb, (const block_q8_0 *)(act + (size_t)t * act_stride), ys + (int64_t)t * nb,
                        out + (int64_t)t * out_stride + base, keep, pw + gb, t == 0 ? step : 0);
@@ -901,11 +887,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
             const int64_t base = g * PACKED_ROWS;
             const int lo = r0 > base ? (int)(r0 - base) : 0;
             const int hi = r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS;
-            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-            __m256i keep[2];
-            for (int h = 0; h < 2; h++)
-                keep[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
-                                           _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+            const __m256i keep[2] = {quant_lanes_in(lo, hi), quant_lanes_in(lo - 8, hi - 8)};
             if (is_q4_K(w))
                 q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep, gb);
             else

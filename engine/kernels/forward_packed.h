@@ -42,6 +42,10 @@
  * at 64 + 64j: 16 scales of sub-block 2j, 16 of 2j + 1, 16 (min 2j,
  * min 2j + 1) byte pairs). */
 #define PACKED_Q4_K_NIB 2048
+
+/* MXFP4 per block of a group: 256 bytes of nibbles (as Q4_0's), then,
+ * after all the nibbles, 16 scale bytes a block. */
+#define PACKED_MXFP4_NIB 256
 #define PACKED_Q4_K_SC (64 + 4 * 64)
 
 /* Bytes of w's packed copy; 0 when this build has no packed kernel for it.

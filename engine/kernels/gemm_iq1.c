@@ -523,6 +523,19 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
  * with both rows' delta weights held (1577-1580 -> 1579-1637). Float
  * state, in st throughout: the grid lanes' at st[4 r + t], the delta
  * lanes' at st[16 + 4 r + t]. */
+/* The AVX2 tile's grid lanes (tile256): one token's 4 sub-blocks (32 bytes each at X) against both rows' weights
+ * in ymm0-7: int16 sums in ymm13 (row 0) and ymm14 (row 1), widened into
+ * CA and CB */
+#define IQ1_TOK(X, CA, CB)                                                                                         \
+    "vmovdqu (" X "), %%ymm15\n\tvpmaddubsw %%ymm0, %%ymm15, %%ymm13\n\tvpmaddubsw %%ymm1, %%ymm15, %%ymm14\n\t"   \
+    IQ1_SUB(X, "32", "2", "3") IQ1_SUB(X, "64", "4", "5") IQ1_SUB(X, "96", "6", "7")                               \
+    "vpmaddwd %[ones], %%ymm13, %%ymm13\n\tvpaddd %%ymm13, " CA ", " CA "\n\t"                                    \
+    "vpmaddwd %[ones], %%ymm14, %%ymm14\n\tvpaddd %%ymm14, " CB ", " CB "\n\t"
+#define IQ1_SUB(X, OFF, W0, W1)                                                                                    \
+    "vmovdqu " OFF "(" X "), %%ymm15\n\t"                                                                         \
+    "vpmaddubsw %%ymm" W0 ", %%ymm15, %%ymm12\n\tvpaddw %%ymm12, %%ymm13, %%ymm13\n\t"                            \
+    "vpmaddubsw %%ymm" W1 ", %%ymm15, %%ymm12\n\tvpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
                                                          int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
@@ -587,59 +600,11 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                  * sums through the stack */
                 for (int g = 0; g < 2; g++) {
                     const uint8_t *wg = pb + 256 * g, *x0 = xt + TOK_SB * u + 128 * g, *x1 = x0 + TOK_SB;
-                    __asm__("" /* the grid lanes of tokens u and u + 1 */
-                                     "vmovdqu 0(%[w]), %%ymm0\n\t"
-                                     "vmovdqu 32(%[w]), %%ymm1\n\t"
-                                     "vmovdqu 64(%[w]), %%ymm2\n\t"
-                                     "vmovdqu 96(%[w]), %%ymm3\n\t"
-                                     "vmovdqu 128(%[w]), %%ymm4\n\t"
-                                     "vmovdqu 160(%[w]), %%ymm5\n\t"
-                                     "vmovdqu 192(%[w]), %%ymm6\n\t"
-                                     "vmovdqu 224(%[w]), %%ymm7\n\t"
-                                     "vmovdqu (%[x0]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm0, %%ymm15, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm1, %%ymm15, %%ymm14\n\t"
-                                     "vmovdqu 32(%[x0]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm2, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm3, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
-                                     "vmovdqu 64(%[x0]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm4, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm5, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
-                                     "vmovdqu 96(%[x0]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm6, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm7, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
-                                     "vpmaddwd %[ones], %%ymm13, %%ymm13\n\t"
-                                     "vpaddd %%ymm13, %[c00], %[c00]\n\t"
-                                     "vpmaddwd %[ones], %%ymm14, %%ymm14\n\t"
-                                     "vpaddd %%ymm14, %[c10], %[c10]\n\t"
-                                     "vmovdqu (%[x1]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm0, %%ymm15, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm1, %%ymm15, %%ymm14\n\t"
-                                     "vmovdqu 32(%[x1]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm2, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm3, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
-                                     "vmovdqu 64(%[x1]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm4, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm5, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
-                                     "vmovdqu 96(%[x1]), %%ymm15\n\t"
-                                     "vpmaddubsw %%ymm6, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm13, %%ymm13\n\t"
-                                     "vpmaddubsw %%ymm7, %%ymm15, %%ymm12\n\t"
-                                     "vpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
-                                     "vpmaddwd %[ones], %%ymm13, %%ymm13\n\t"
-                                     "vpaddd %%ymm13, %[c01], %[c01]\n\t"
-                                     "vpmaddwd %[ones], %%ymm14, %%ymm14\n\t"
-                                     "vpaddd %%ymm14, %[c11], %[c11]\n\t"
+                    __asm__("vmovdqu (%[w]), %%ymm0\n\tvmovdqu 32(%[w]), %%ymm1\n\t"
+                            "vmovdqu 64(%[w]), %%ymm2\n\tvmovdqu 96(%[w]), %%ymm3\n\t"
+                            "vmovdqu 128(%[w]), %%ymm4\n\tvmovdqu 160(%[w]), %%ymm5\n\t"
+                            "vmovdqu 192(%[w]), %%ymm6\n\tvmovdqu 224(%[w]), %%ymm7\n\t"
+                            IQ1_TOK("%[x0]", "%[c00]", "%[c10]") IQ1_TOK("%[x1]", "%[c01]", "%[c11]")
                             : [c00] "+x"(a1[0][0]), [c10] "+x"(a1[1][0]), [c01] "+x"(a1[0][1]), [c11] "+x"(a1[1][1])
                             : [w] "r"(wg), [x0] "r"(x0), [x1] "r"(x1), [ones] "m"(ones16)
                             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm12", "xmm13",
@@ -668,6 +633,8 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
 }
 
 GEMM_KP_TILES(tile256)
+#undef IQ1_SUB
+#undef IQ1_TOK
 
 static const struct gemm_kp iq1_m_kp = {
     .pair_sb = PAIR_SB,

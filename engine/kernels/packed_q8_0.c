@@ -250,11 +250,7 @@ static inline void q8_0_out256(const __m256 *l, float *out, __m256i keep)
 void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *act, size_t act_bytes, int n_tok,
                        float *out, int64_t out_stride, int lo, int hi)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i keep[2];
-    for (int h = 0; h < 2; h++)
-        keep[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
-                                   _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+    const __m256i keep[2] = {quant_lanes_in(lo, hi), quant_lanes_in(lo - 8, hi - 8)};
     for (int h = 0; h < 2 && n_tok >= 2; h++) {
         if (hi <= 8 * h || lo >= 8 * h + 8)
             continue;

@@ -338,6 +338,15 @@ static inline size_t quant_prefetch_step_size(size_t rs, int rows, int64_t nb)
     return (((size_t)rows * rs + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63;
 }
 
+/* All-ones in the int32 lanes i with lo <= i < hi (for maskstore: the
+ * rows of an 8-row half a call owns; lo and hi may lie outside 0..8). */
+static inline __m256i quant_lanes_in(int lo, int hi)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane),
+                            _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1)));
+}
+
 /* The 4 dwords at p, each spread over a register's 8 lanes (the
  * activations of the row-interleaved tiles, where a lane is a row): one
  * 16-byte broadcast load and a vpshufd each. A vpbroadcastd from memory per

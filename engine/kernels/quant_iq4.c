@@ -423,16 +423,8 @@ static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows
 {
     uint8_t *aa = kernel_scratch_get((size_t)n); /* a matvec runs inside no GEMM */
     const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
-    if (!aa) { /* no memory for |a|: vec_dot's own signs */
-        for (int64_t r = 0; r < rows; r++) {
-            const char *x = (const char *)w + (size_t)r * rs;
-            const bool ahead = r + QUANT_PF_AHEAD < rows;
-            out[r] = iq4_xs_dot_body(n, x, act, NULL, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
-        }
-        return;
-    }
     const block_q8_K *y = act;
-    for (int64_t i = 0; i < n / QK_K; i++)
+    for (int64_t i = 0; aa && i < n / QK_K; i++)
         for (int k = 0; k < QK_K; k += 32) {
             const __m256i a = load32(y[i].qs + k);
             _mm256_storeu_si256((__m256i *)(aa + i * QK_K + k), _mm256_sign_epi8(a, a));
@@ -440,7 +432,11 @@ static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows
     for (int64_t r = 0; r < rows; r++) {
         const char *x = (const char *)w + (size_t)r * rs;
         const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
-        out[r] = iq4_xs_dot_body(n, x, act, aa, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+        const char *pf = ahead ? x + QUANT_PF_AHEAD * rs : NULL;
+        /* two inlined bodies, the |a| test out of their loops; without
+         * memory for |a|, vec_dot's own signs */
+        out[r] = aa ? iq4_xs_dot_body(n, x, act, aa, pf, ahead ? step : 0)
+                    : iq4_xs_dot_body(n, x, act, NULL, pf, ahead ? step : 0);
     }
 }
 #endif

@@ -37,6 +37,18 @@ static inline float quant_e8m0_to_fp32_half(uint8_t e)
     return f;
 }
 
+#ifdef QUANT_HAVE_AVX2
+/* quant_e8m0_to_fp32_half of the 8 low bytes of e, one per float lane:
+ * (e - 1) << 23, or the subnormal 0x00200000 << e for e < 2. */
+static inline __m256 quant_e8m0_half8(__m128i e8)
+{
+    const __m256i e = _mm256_cvtepu8_epi32(e8);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+#endif
+
 void quant_dequantize_mxfp4(const void *src, float *dst, int64_t n);
 /* ggml's quantize_row_mxfp4_ref (for tests: the files come quantized). */
 void quant_quantize_mxfp4(const float *src, void *dst, int64_t n);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/forward_packed.h"
 #include "kernels/gemm_mxfp4.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
@@ -96,15 +97,16 @@ static inline __m128 mx_e8m0_half4(uint8_t e0, uint8_t e1, uint8_t e2, uint8_t e
     return _mm_castsi128_ps(_mm_blendv_epi8(normal, tiny, _mm_cmpgt_epi32(_mm_set1_epi32(2), e)));
 }
 
-/* mul * the sum of each block's bytes, per token. */
-static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off, int32_t mul)
+/* The sum of each block's bytes, per token (the kernels take MX_OFF times
+ * it back off). */
+static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off)
 {
     const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
     for (int t = 0; t < n_tok; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)t * act_stride);
         for (int64_t b = 0; b < nb; b++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
-            off[t * nb + b] = mul * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
+            off[t * nb + b] = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
         }
     }
 }
@@ -137,7 +139,7 @@ static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, const i
             const __m256i u = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srlv_epi64(raw, sh), m4));
             p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
         }
-        const __m128i isum = _mm_sub_epi32(mx_hsum4(p[0], p[1], p[2], p[3]), _mm_set1_epi32(off[b]));
+        const __m128i isum = _mm_sub_epi32(mx_hsum4(p[0], p[1], p[2], p[3]), _mm_set1_epi32(MX_OFF * off[b]));
         const __m128 sc = _mm_mul_ps(mx_e8m0_half4(x[0][b].e, x[1][b].e, x[2][b].e, x[3][b].e),
                                      _mm_set1_ps(fp16_to_f32(y[b].d)));
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), sc, acc);
@@ -261,7 +263,7 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
         free(off);
         return r;
     }
-    mx_offsets(act, act_stride, n_tok, nb, off, 1);
+    mx_offsets(act, act_stride, n_tok, nb, off);
     const __m256i all = _mm256_set1_epi32(-1);
     for (; r + 8 <= r1; r += 8) {
         const block_mxfp4 *x[8];
@@ -301,15 +303,15 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
 static void mx_unpack_half(const uint8_t *pw, int64_t nb, int h, mx_ilv_block *dst, float *dw)
 {
     const __m256i lut = _mm256_broadcastsi128_si256(mx_lut_off()), m4 = _mm256_set1_epi8(0x0F);
-    const uint8_t *e = pw + (size_t)nb * 256 + 8 * h;
+    const uint8_t *e = pw + (size_t)nb * PACKED_MXFP4_NIB + 8 * h;
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 4; j++) {
-            const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(pw + (size_t)b * 256 + 64 * j + 32 * h));
+            const __m256i p = _mm256_loadu_si256(
+                (const __m256i *)(const void *)(pw + (size_t)b * PACKED_MXFP4_NIB + 64 * j + 32 * h));
             dst[b].v[j] = _mm256_shuffle_epi8(lut, _mm256_and_si256(p, m4));
             dst[b].v[j + 4] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p, 4), m4));
         }
-        for (int r = 0; r < 8; r++)
-            dw[b * 8 + r] = quant_e8m0_to_fp32_half(e[(size_t)b * 16 + r]);
+        _mm256_storeu_ps(dw + b * 8, quant_e8m0_half8(_mm_loadl_epi64((const __m128i *)(e + (size_t)b * 16))));
     }
 }
 
@@ -320,7 +322,6 @@ bool repack_mxfp4_packed_group(const uint8_t *pw, int64_t nb, const uint8_t *act
     uint8_t *scr = kernel_scratch_get(2 * half);
     if (!scr)
         return false;
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     mx_ilv_block *ilv[2];
     float *dw[2];
     __m256i keep[2];
@@ -328,8 +329,7 @@ bool repack_mxfp4_packed_group(const uint8_t *pw, int64_t nb, const uint8_t *act
     for (int h = 0; h < 2; h++) {
         ilv[h] = (mx_ilv_block *)(void *)(scr + h * half);
         dw[h] = (float *)(void *)(ilv[h] + nb);
-        keep[h] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi - 8 * h), lane),
-                                   _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 8 * h - 1)));
+        keep[h] = quant_lanes_in(lo - 8 * h, hi - 8 * h);
         any[h] = lo < 8 * h + 8 && hi > 8 * h;
         if (any[h])
             mx_unpack_half(pw, nb, h, ilv[h], dw[h]);
@@ -337,8 +337,9 @@ bool repack_mxfp4_packed_group(const uint8_t *pw, int64_t nb, const uint8_t *act
     /* both halves against a pair of tokens while its bytes are in L1; the
      * next group's lines fetched a few per pair (decoding it straight from
      * memory would stall on every line, as mx_many found) */
-    const char *next = (const char *)pw + (size_t)nb * 272;
-    const int64_t n_lines = ((int64_t)nb * 272 + 63) / 64, per_pair = n_lines / (n_tok / 2 + 1) + 1;
+    const size_t gb = (size_t)nb * (PACKED_MXFP4_NIB + 16);
+    const char *next = (const char *)pw + gb;
+    const int64_t n_lines = (int64_t)(gb + 63) / 64, per_pair = n_lines / (n_tok / 2 + 1) + 1;
     int64_t line = 0;
     int t = 0;
     for (; t + 2 <= n_tok; t += 2) {
@@ -380,7 +381,7 @@ void repack_mxfp4_matmul(const void *w, int64_t n, int64_t r0, int64_t r1, const
     const int n4 = n_tok & ~3;
     int32_t *off = n_tok > n4 && r + 4 <= r1 ? malloc((size_t)(n_tok - n4) * (size_t)nb * sizeof *off) : NULL;
     if (off)
-        mx_offsets(act + (size_t)n4 * act_stride, act_stride, n_tok - n4, nb, off, MX_OFF);
+        mx_offsets(act + (size_t)n4 * act_stride, act_stride, n_tok - n4, nb, off);
     const int64_t r4 = off || n_tok == n4 ? r1 : r;
     for (; r + 4 <= r4; r += 4) {
         const block_mxfp4 *x[4];

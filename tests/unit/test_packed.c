@@ -62,6 +62,20 @@ static uint8_t *random_act(enum tensor_type dot, int64_t n, int n_tok)
     return a;
 }
 
+/* Every output bit for bit (want: the reference kernel's, got: the one
+ * under test); the first difference named with the case. */
+static void expect_same(const float *want, const float *got, int64_t n_out, const char *what, int64_t n,
+                        int64_t rows, int n_tok, int64_t r0, int64_t r1)
+{
+    for (int64_t i = 0; i < n_out; i++)
+        if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
+            print_error("%s n=%lld rows=%lld tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n", what,
+                        (long long)n, (long long)rows, n_tok, (long long)r0, (long long)r1, (long long)i,
+                        (double)got[i], (double)want[i]);
+            fail();
+        }
+}
+
 static void check_type(enum tensor_type type, int64_t n, int64_t rows)
 {
     const int q4_0_d[1] = {0}, q4_K_d[2] = {0, 2};
@@ -116,13 +130,7 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
                 packed_act_prepare(&w, act, as, n_tok, extra);
             packed_matmul(&w, pk, r0, r1, act, as, extra, n_tok, got, rows);
             free(extra);
-            for (int64_t i = 0; i < rows * n_tok; i++)
-                if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
-                    print_error("%s n=%lld rows=%lld tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n",
-                                tensor_type_name(type), (long long)n, (long long)rows, n_tok, (long long)r0,
-                                (long long)r1, (long long)i, (double)got[i], (double)want[i]);
-                    fail();
-                }
+            expect_same(want, got, rows * n_tok, tensor_type_name(type), n, rows, n_tok, r0, r1);
             /* the data tell rows and tokens apart, so a kernel that swapped
              * two of them would fail the comparison above */
             if (r1 - r0 >= 2)
@@ -297,12 +305,7 @@ static void test_q8_0_rows(void **state)
                 free(got);
                 continue;
             }
-            for (int64_t i = 0; i < rows * n_tok; i++)
-                if (memcmp(&want[i], &got[i], sizeof(float)) != 0) {
-                    print_error("tokens=%d rows [%lld,%lld): out[%lld] %.9g, want %.9g\n", n_tok, (long long)r0,
-                                (long long)r1, (long long)i, (double)got[i], (double)want[i]);
-                    fail();
-                }
+            expect_same(want, got, rows * n_tok, "packed_q8_0_rows", n, rows, n_tok, r0, r1);
             free(want);
             free(got);
         }
