@@ -45,8 +45,15 @@ bool gemm_kq4v_applies(const gguf_tensor *w, int n_tok)
 #define OFF_DW 896
 #define OFF_DM 928
 /* Token bytes per tile and super-block: gemm_kp_prep_mins' bsum pairs,
- * then the 4 tokens' y.d. */
+ * then the 4 tokens' y.d; for the AVX2 tile the tokens' values before them
+ * (gemm_kp_prep_values), the mins' part at TX_MINS. */
+#ifdef GEMM_KPANEL_512
 #define TX_SB GEMM_KP_TX_MINS
+#define TX_MINS 0
+#else
+#define TX_SB 1152
+#define TX_MINS GEMM_KP_TX_VALUES
+#endif
 
 /* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
 static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
@@ -60,9 +67,8 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
             _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
         for (int q = 0; q < 4; q++) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * q));
-            _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h), _mm256_and_si256(q4, m4));
-            _mm256_storeu_si256((__m256i *)(p + 128 * q + 64 * h + 32),
-                                _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            gemm_kp_store_values(p + 128 * q + 64 * h, _mm256_and_si256(q4, m4),
+                                 _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
         }
         gemm_kp_write_scales_mins(x[i].scales, p, OFF_MIN, h);
         _mm_storeu_ps((float *)(void *)(p + OFF_DW + 16 * h), _mm_set1_ps(fp16_to_f32(x[i].d)));
@@ -72,8 +78,13 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
 
 static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
-    gemm_kp_prep_mins(y, nbl, tx, GEMM_KP_TX_MINS, 1.0f);
+#ifndef GEMM_KPANEL_512
+    gemm_kp_prep_values(y, nbl, tx, TX_SB);
+#endif
+    gemm_kp_prep_mins(y, nbl, tx + TX_MINS, TX_SB, 1.0f);
 }
+
+#ifdef GEMM_KPANEL_512
 
 /* The 4 tokens' lanes of one row pair (l[t]: row A in lanes 0-7, B in
  * 8-15) added across within each 128-bit lane: lane 4c + t holds token t's
@@ -148,11 +159,75 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
 }
 
 GEMM_KP_TILES(tile512)
+#define N_ST 2
+#else
+/* The 4 tokens' lanes of one row (l[t]: 8 int32 lanes) added across:
+ * lane t holds token t's total. */
+static inline __m128i sum4_256(const __m256i l[TILE_T])
+{
+    const __m256i x01 = _mm256_add_epi32(_mm256_unpacklo_epi32(l[0], l[1]), _mm256_unpackhi_epi32(l[0], l[1]));
+    const __m256i x23 = _mm256_add_epi32(_mm256_unpacklo_epi32(l[2], l[3]), _mm256_unpackhi_epi32(l[2], l[3]));
+    const __m256i s = _mm256_add_epi32(_mm256_unpacklo_epi64(x01, x23), _mm256_unpackhi_epi64(x01, x23));
+    return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+/* The AVX2 tile: 2 NP rows one after the other against TILE_T tokens. A
+ * row's integer lanes as gemm_kq5.c's AVX2 tile (gemm_kp_lanes256), added
+ * across into one integer per token (sum4_256), the mins' integers of the
+ * 4 tokens in the 4 lanes of one 128-bit register (gemm_kq5.c's); then the
+ * gemv's two chains, 4 tokens a vector: one FMA with d_w * y.d, one with
+ * dmin_w * y.d, and at the end acc - acc_min. Float state: st[2 r] and
+ * st[2 r + 1] (their low halves). */
+static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
+                                                         const block_q8_K *const y[TILE_T], const uint8_t *tx,
+                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
+                                                         float out[4][TILE_T])
+{
+    (void)y;
+#pragma GCC unroll 1
+    for (int r = 0; r < 2 * NP; r++) {
+        const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
+        const uint8_t *ps = wp[r / 2] + 32 * (r % 2), *pm = wp[r / 2] + 16 * (r % 2);
+        __m128 acc = i0 == 0 ? _mm_setzero_ps() : _mm256_castps256_ps128(st[2 * r]);
+        __m128 accm = i0 == 0 ? _mm_setzero_ps() : _mm256_castps256_ps128(st[2 * r + 1]);
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t *pb = pw + i * PAIR_SB, *sb = ps + i * PAIR_SB, *mb = pm + i * PAIR_SB;
+            const uint8_t *xt = tx + i * TX_SB, *xi = xt + TX_MINS;
+            __m256i lanes[TILE_T];
+            gemm_kp_sb256(pb, NULL, sb + GEMM_KP_OFF_SC, xt, lanes);
+            const __m128i isum = sum4_256(lanes);
+            /* the mins: lane t = sum_p min pair p . token t's bsum pair p */
+            __m128i imin = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(mb + OFF_MIN)),
+                                          _mm_loadu_si128((const __m128i *)(const void *)xi));
+#pragma GCC unroll 3
+            for (int p = 1; p < 4; p++)
+                imin = _mm_add_epi32(
+                    imin, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(mb + OFF_MIN + 32 * p)),
+                                         _mm_loadu_si128((const __m128i *)(const void *)(xi + 16 * p))));
+            const __m128 yd = _mm_loadu_ps((const float *)(const void *)(xi + GEMM_KP_OFF_YD));
+            /* d_w * y.d and dmin_w * y.d, as the gemv's products */
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum),
+                               _mm_mul_ps(_mm_loadu_ps((const float *)(const void *)(mb + OFF_DW)), yd), acc);
+            accm = _mm_fmadd_ps(_mm_cvtepi32_ps(imin),
+                                _mm_mul_ps(_mm_loadu_ps((const float *)(const void *)(mb + OFF_DM)), yd), accm);
+        }
+        if (i1 < nbl) {
+            st[2 * r] = _mm256_castps128_ps256(acc);
+            st[2 * r + 1] = _mm256_castps128_ps256(accm);
+            continue;
+        }
+        _mm_storeu_ps(out[r], _mm_sub_ps(acc, accm));
+    }
+}
+
+GEMM_KP_TILES(tile256)
+#define N_ST 8 /* 2 per row */
+#endif
 
 static const struct gemm_kp kq4v = {
     .pair_sb = PAIR_SB,
     .tx_bytes = TX_SB,
-    .n_st = 2,
+    .n_st = N_ST,
     .write_row = write_pair_row,
     .prep = prep_tokens,
     .tile2 = tile_pairs2,

@@ -109,7 +109,7 @@ static void test_q2_K_gemv_batch(void **state)
 /* moe_expert_matmul on a batch, each type's path (repacked Q4_0 and MXFP4
  * tiles, Q4_K gemv tiles with a padded last group, the vec_dot tiles with
  * a padded group of 2-3 tokens, the matvec, the Q4_K gemv-order GEMM from
- * 2 tokens (GEMM_KQ4V_MIN_TOK), and from 16 tokens on the Q6_K, Q5_K and
+ * GEMM_KQ4V_MIN_TOK tokens (2 on AVX-512 VNNI, 5 on AVX2), and from 16 tokens on the Q6_K, Q5_K and
  * IQ4_XS integer GEMMs), against each token run alone: the same bits, rows
  * outside [lo, hi) untouched. */
 static void test_expert_batch_equals_alone(void **state)
