@@ -20,6 +20,8 @@
 
 #include <string.h>
 
+#include "kernels/gemm_tlanes.h"
+
 #include "gguf/tensor.h"
 #include "kernels/gemm_kpanel.h"
 #include "kernels/quant_internal.h"
@@ -241,6 +243,11 @@ bool gemm_kq4v_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1,
     if (r0 >= r1 || n_tok < 1)
         return true;
 #ifdef GEMM_KQ4V
+#ifdef GEMM_TLANES
+    if (n_tok >= GEMM_KQ4V_TLANES_MIN_TOK &&
+        gemm_tlanes_q4_K_gemv(w, n / QK_K, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return true;
+#endif
     return gemm_kp_rows(&kq4v, n / QK_K, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
 #else
     (void)n;

@@ -46,6 +46,15 @@
 #define GEMM_KQ4V_MIN_TOK 5
 #endif
 
+/* Where the tokens-in-lanes GEMM (gemm_tlanes.h; AVX2 builds) takes over
+ * from the panel tile: one row's 4 value bytes a broadcast against 8
+ * tokens' bytes a load, 9.5 multiply instructions per row x token x
+ * super-block where the panel tile's maddubs pairs take 12, once the tokens
+ * fill its 2 x 8 lanes. The same bench, 2048 x 768 (768 x 2048): 12
+ * tokens 3.2-3.3 vs 3.3-3.4, 16 3.0-3.2 vs 2.5-2.6 (3.1-3.2 vs 2.6-2.7), 32
+ * 2.7-2.8 vs 2.1-2.2 (2.8-2.9 vs 2.3), 48 2.6 vs 2.0. */
+#define GEMM_KQ4V_TLANES_MIN_TOK 16
+
 /* True when this build has the GEMM, w is Q4_K and n_tok is a batch. */
 bool gemm_kq4v_applies(const gguf_tensor *w, int n_tok);
 

@@ -71,6 +71,37 @@ static void write_row(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
     }
 }
 
+/* The same panel from a plain Q4_K row (a MoE expert's, never packed):
+ * row at g, l unused. */
+static void write_row_plain(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
+{
+    (void)l;
+    const block_q4_K *x = (const block_q4_K *)(const void *)g;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nbl; i++, p += PSB) {
+        /* the rows come from memory once per call, one after the other:
+         * the bytes 2 KB on (this row's or the next) on their way */
+        for (int b = 0; b < 144; b += 64)
+            _mm_prefetch((const char *)(x + i) + 2048 + b, _MM_HINT_T0);
+        uint32_t sp[8], mp[4];
+        for (int j = 0; j < 4; j++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(const void *)(x[i].qs + 32 * j));
+            _mm256_storeu_si256((__m256i *)(void *)(p + 64 * j), _mm256_and_si256(q4, m4));
+            _mm256_storeu_si256((__m256i *)(void *)(p + 64 * j + 32), _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            uint8_t sc[2], mn[2];
+            quant_scale_min_k4(2 * j, x[i].scales, &sc[0], &mn[0]);
+            quant_scale_min_k4(2 * j + 1, x[i].scales, &sc[1], &mn[1]);
+            sp[2 * j] = (uint32_t)sc[0] | (uint32_t)sc[0] << 16;
+            sp[2 * j + 1] = (uint32_t)sc[1] | (uint32_t)sc[1] << 16;
+            mp[j] = (uint32_t)mn[0] | (uint32_t)mn[1] << 16;
+        }
+        memcpy(p + P_SC, sp, sizeof sp);
+        memcpy(p + P_MIN, mp, sizeof mp);
+        const float f[2] = {fp16_to_f32(x[i].d), fp16_to_f32(x[i].dmin)};
+        memcpy(p + P_D, f, 8);
+    }
+}
+
 /* 8 x 8 dwords: v[k] holds token k's dwords 0-7; afterwards v[k] holds
  * dword k of tokens 0-7. */
 static inline void transpose8(__m256i v[8])
@@ -145,10 +176,12 @@ static inline __attribute__((always_inline)) void block_ptrs(int NR, int NV, con
 /* NR rows (their panels pw[r]) against NV token vectors (x[v]),
  * super-blocks [i0, i1): the chains from st (row r's at st + 2 TV r; zero
  * when i0 is 0) back to st, or when i1 is nbl the outputs to o[r][v] (acc
- * - acc_min per token). Always inlined with constant NR and NV. */
-static inline __attribute__((always_inline)) void tile(int NR, int NV, const uint8_t *const pw[TR],
-                                                       const uint8_t *const x[TV], int64_t i0, int64_t i1,
-                                                       int64_t nbl, __m256 *st, __m256 o[TR][TV])
+ * - acc_min per token). GV: the gemv's order (gemm_kq4v.h), the sub-block
+ * pairs' integers added up and one FMA each a super-block; else the
+ * gemm's, one a pair. Always inlined with constant NR, NV and GV. */
+static inline __attribute__((always_inline)) void tile_q4_K(int NR, int NV, int GV, const uint8_t *const pw[TR],
+                                                            const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                            int64_t nbl, __m256 *st, __m256 o[TR][TV])
 {
     __m256 acc[TR][TV], accm[TR][TV];
 #pragma GCC unroll 2
@@ -175,6 +208,7 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
                 dmd[r][v] = _mm256_mul_ps(dm, da);
             }
         }
+        __m256i isum[TR][TV], imin[TR][TV]; /* GV: the super-block's integers */
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) {
             __m256i s0[TR][TV], s1[TR][TV];
@@ -219,11 +253,24 @@ static inline __attribute__((always_inline)) void tile(int NR, int NV, const uin
                         _mm256_add_epi32(_mm256_madd_epi16(s0[r][v], sc0), _mm256_madd_epi16(s1[r][v], sc1));
                     const __m256i im = _mm256_madd_epi16(
                         mn, _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + X_BS + 32 * j)));
-                    acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), dd[r][v], acc[r][v]);
-                    accm[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), dmd[r][v], accm[r][v]);
+                    if (GV) {
+                        isum[r][v] = j ? _mm256_add_epi32(isum[r][v], is) : is;
+                        imin[r][v] = j ? _mm256_add_epi32(imin[r][v], im) : im;
+                    } else {
+                        acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), dd[r][v], acc[r][v]);
+                        accm[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), dmd[r][v], accm[r][v]);
+                    }
                 }
             }
         }
+        if (GV)
+#pragma GCC unroll 2
+            for (int r = 0; r < NR; r++)
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++) {
+                    acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][v]), dd[r][v], acc[r][v]);
+                    accm[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[r][v]), dmd[r][v], accm[r][v]);
+                }
     }
 #pragma GCC unroll 2
     for (int r = 0; r < NR; r++)
@@ -248,7 +295,20 @@ typedef void (*tile_fn)(const uint8_t *const[TR], const uint8_t *const[TV], int6
         NAME(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                   \
     }
 #define TILE_FNS(NAME) TILE_FN(NAME, 1, 1) TILE_FN(NAME, 1, 2) TILE_FN(NAME, 2, 1) TILE_FN(NAME, 2, 2)
+static inline __attribute__((always_inline)) void tile(int NR, int NV, const uint8_t *const pw[TR],
+                                                       const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                       int64_t nbl, __m256 *st, __m256 o[TR][TV])
+{
+    tile_q4_K(NR, NV, 0, pw, x, i0, i1, nbl, st, o);
+}
+static inline __attribute__((always_inline)) void tilev(int NR, int NV, const uint8_t *const pw[TR],
+                                                        const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                        int64_t nbl, __m256 *st, __m256 o[TR][TV])
+{
+    tile_q4_K(NR, NV, 1, pw, x, i0, i1, nbl, st, o);
+}
 TILE_FNS(tile)
+TILE_FNS(tilev)
 
 /* Q4_0: per block of 32 a row's panel holds its 32 values (0-15) in
  * element order and d_w; a token vector its 8 dwords, -8 x each token's
@@ -381,11 +441,15 @@ struct tl_kind {
 
 static const struct tl_kind kind_q4_K = {PSB, XSB, KS, write_row, write_tokens,
                                          {{tile_1_1, tile_1_2}, {tile_2_1, tile_2_2}}};
+static const struct tl_kind kind_q4_K_gemv = {PSB, XSB, KS, write_row_plain, write_tokens,
+                                              {{tilev_1_1, tilev_1_2}, {tilev_2_1, tilev_2_2}}};
 static const struct tl_kind kind_q4_0 = {PSB0, XSB0, KS0, write_row0, write_tokens0,
                                          {{tile0_1_1, tile0_1_2}, {tile0_2_1, tile0_2_2}}};
 
-static bool tl_rows(const struct tl_kind *k, const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1,
-                    const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
+/* Rows [r0, r1) of the matrix at packed, gr rows a group of gb bytes (a
+ * plain matrix: 1 row, its size), against tokens [0, n_tok). */
+static bool tl_rows(const struct tl_kind *k, const uint8_t *packed, int64_t nbl, int gr, size_t gb, int64_t r0,
+                    int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     if (r0 >= r1 || n_tok < 1)
         return true;
@@ -406,7 +470,7 @@ static bool tl_rows(const struct tl_kind *k, const uint8_t *packed, int64_t nbl,
     for (int64_t c0 = r0; c0 < r1; c0 += pr) {
         const int64_t nr = r1 - c0 < pr ? r1 - c0 : pr;
         for (int64_t r = 0; r < nr; r++)
-            k->write_row(packed + (size_t)((c0 + r) / PACKED_ROWS) * gb, nbl, (int)((c0 + r) % PACKED_ROWS),
+            k->write_row(packed + (size_t)((c0 + r) / gr) * gb, nbl, (int)((c0 + r) % gr),
                          panel + (size_t)r * (size_t)nbl * k->psb);
         for (int v0 = 0; v0 < ntv; v0 += TV) {
             const int nv = ntv - v0 < TV ? ntv - v0 : TV;
@@ -441,13 +505,22 @@ static bool tl_rows(const struct tl_kind *k, const uint8_t *packed, int64_t nbl,
 bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
-    return tl_rows(&kind_q4_K, packed, nbl, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out, out_stride);
+    return tl_rows(&kind_q4_K, packed, nbl, PACKED_ROWS, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out,
+                   out_stride);
 }
 
 bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
-    return tl_rows(&kind_q4_0, packed, nbl, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out, out_stride);
+    return tl_rows(&kind_q4_0, packed, nbl, PACKED_ROWS, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out,
+                   out_stride);
+}
+
+bool gemm_tlanes_q4_K_gemv(const void *w, int64_t nbl, size_t rs, int64_t r0, int64_t r1, const void *act,
+                           size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return tl_rows(&kind_q4_K_gemv, (const uint8_t *)w, nbl, 1, rs, r0, r1, (const uint8_t *)act, act_stride, n_tok,
+                   out, out_stride);
 }
 #else
 bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
@@ -462,5 +535,11 @@ bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     return gemm_tlanes_q4_K(packed, nbl, gb, r0, r1, act, act_stride, n_tok, out, out_stride);
+}
+
+bool gemm_tlanes_q4_K_gemv(const void *w, int64_t nbl, size_t rs, int64_t r0, int64_t r1, const void *act,
+                           size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return gemm_tlanes_q4_K((const uint8_t *)w, nbl, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
 }
 #endif

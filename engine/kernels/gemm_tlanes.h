@@ -51,4 +51,11 @@ bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0,
 bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
+/* The same for plain Q4_K rows (rs bytes apart; a MoE expert's, which the
+ * reference never packs) in the repacked gemv's order that its mul_mat_id
+ * keeps (gemm_kq4v.h): per output and super-block the sub-block pairs'
+ * integers added up, one FMA with d_w * y.d and one with dmin_w * y.d. */
+bool gemm_tlanes_q4_K_gemv(const void *w, int64_t nbl, size_t rs, int64_t r0, int64_t r1, const void *act,
+                           size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
 #endif
