@@ -41,8 +41,8 @@
 #include <immintrin.h>
 #define PK_AVX512 1
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-/* AVX2 without AVX-512 (AMD Zen 2/3, older Intel): Q4_0 and Q4_K, in the
- * same layout, a 256-bit half (8 rows) at a time */
+/* AVX2 without AVX-512 VNNI (AMD Zen 2/3, older Intel, Skylake-SP): the
+ * same layouts, a 256-bit half (8 rows) at a time */
 #include <immintrin.h>
 #define PK_AVX2 1
 #endif
@@ -97,8 +97,7 @@ static inline bool is_q4_0_repacked(const gguf_tensor *w)
 }
 
 /* MXFP4 the reference repacks (8x8, the same chain per output as
- * repack_mxfp4.h); only the AVX-512 VNNI kernels read it packed (the AVX2
- * build runs repack_mxfp4.c from the file) */
+ * repack_mxfp4.h) */
 static inline bool is_mxfp4_repacked(const gguf_tensor *w)
 {
     return w->type == TENSOR_TYPE_MXFP4 && repack_applies(w);
@@ -115,7 +114,7 @@ static inline bool is_2d(const gguf_tensor *w)
 
 size_t packed_bytes(const gguf_tensor *w)
 {
-#ifdef PK_AVX512
+#if defined(PK_AVX512) || defined(PK_AVX2)
     if (!is_2d(w))
         return (is_mxfp4_repacked(w) || (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0)) && w->ne[3] <= 1 &&
                        w->ne[1] % PACKED_ROWS == 0
