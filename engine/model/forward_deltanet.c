@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "kernels/forward_math.h"
+#include "kernels/kernel_scratch.h"
 #include "model/forward_internal.h"
 
 /* State sizes up to this (Qwen3.5's is 128). */
@@ -432,12 +433,152 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
         out[j] = sum[j] * scale;
 }
 
+#if !defined(__AVX512F__) && defined(FWD_F16C)
+/* AVX2 prompts: a column of the state is all its own through the step
+ * (its dot, its delta, its update), so a block of DN_CB columns runs every
+ * token of a batch of DN_TB while it sits in L1, transposed (column c's S
+ * rows contiguous). A column's 64 lane chains are then 8 vectors of 8
+ * lanes (rows 64 it + 8 m .. + 7 in vector m, an FMA chain over it from
+ * zero), the token's k or q vectors loaded beside them, and red16's tree a
+ * vector at a time: v(0..7) = (V0 + V4) + (V2 + V6), v(8..15) = (V1 + V5)
+ * + (V3 + V7), w = v(8..15) + v(0..7), x = w's upper half + its lower,
+ * then (x0 + x2) + (x1 + x3): dn_chunk16's additions of the same pairs.
+ * delta_step went over the whole state (64 KB a head: L2) two or three
+ * times a token: 4.7 us a 128 x 128 step on this Zen 5's AVX2 build. */
+#define DN_CB 16
+#define DN_TB 16
+
+/* One column's dot (col: its S rows) with y, the rows first x = col * eg
+ * and, in pass 2 (k), x = fma(k, d, x), stored. */
+static inline __attribute__((always_inline)) float dn_col_dot(float *col, int64_t S, const float *y, __m256 eg,
+                                                              const float *k, __m256 d)
+{
+    __m256 V[8];
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        V[m] = _mm256_setzero_ps();
+    for (int64_t it = 0; it < S; it += 64)
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; m++) {
+            const int64_t i = it + 8 * m;
+            __m256 x = _mm256_mul_ps(_mm256_loadu_ps(col + i), eg);
+            if (k) {
+                x = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), d, x);
+                _mm256_storeu_ps(col + i, x);
+            }
+            V[m] = _mm256_fmadd_ps(x, _mm256_loadu_ps(y + i), V[m]);
+        }
+    const __m256 a = _mm256_add_ps(_mm256_add_ps(V[0], V[4]), _mm256_add_ps(V[2], V[6]));
+    const __m256 b = _mm256_add_ps(_mm256_add_ps(V[1], V[5]), _mm256_add_ps(V[3], V[7]));
+    const __m256 w = _mm256_add_ps(b, a);
+    const __m128 x = _mm_add_ps(_mm256_extractf128_ps(w, 1), _mm256_castps256_ps128(w));
+    const __m128 x2 = _mm_add_ps(x, _mm_movehl_ps(x, x)); /* x0 + x2, x1 + x3 */
+    return _mm_cvtss_f32(_mm_add_ss(x2, _mm_movehdup_ps(x2)));
+}
+
+/* n <= DN_TB tokens of one head on the columns [c0, c0 + DN_CB) held in
+ * blk (transposed): qk[t] their q then k (S each), v[t] their values,
+ * beta and eg theirs; o[t * S + c0 + c] the outputs times scale. */
+static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const float *qk, const float *const *v,
+                            const float *beta, const float *eg, float scale, float *o)
+{
+    for (int t = 0; t < n; t++) {
+        const float *q = qk + (size_t)t * 2 * S, *k = q + S;
+        const __m256 veg = _mm256_set1_ps(eg[t]);
+        for (int c = 0; c < DN_CB; c++) {
+            float *col = blk + c * S;
+            const float sk = S == 128 ? dn_col_dot(col, 128, k, veg, NULL, veg) : dn_col_dot(col, S, k, veg, NULL, veg);
+            const __m256 d = _mm256_set1_ps((v[t][c0 + c] - sk) * beta[t]);
+            const float oc = S == 128 ? dn_col_dot(col, 128, q, veg, k, d) : dn_col_dot(col, S, q, veg, k, d);
+            o[(size_t)t * S + c0 + c] = oc * scale;
+        }
+    }
+}
+
+/* The state's columns [c0, c0 + DN_CB) into blk transposed, or back (to_s). */
+static void dn_block_move(float *s, int64_t S, int64_t c0, float *blk, int to_s)
+{
+    for (int64_t i = 0; i < S; i++)
+        for (int c = 0; c < DN_CB; c++) {
+            if (to_s)
+                s[i * S + c0 + c] = blk[c * S + i];
+            else
+                blk[c * S + i] = s[i * S + c0 + c];
+        }
+}
+
+/* n <= DN_TB tokens of one head on its state s: the outputs times scale
+ * into o (n x S); scr: DN_CB x S floats. */
+static void dn_tokens(float *s, int64_t S, int n, const float *qk, const float *const *v, const float *beta,
+                      const float *eg, float scale, float *o, float *scr)
+{
+    for (int64_t c0 = 0; c0 < S; c0 += DN_CB) {
+        dn_block_move(s, S, c0, scr, 0);
+        dn_block_tokens(scr, S, c0, n, qk, v, beta, eg, scale, o);
+        dn_block_move(s, S, c0, scr, 1);
+    }
+}
+#endif
+
 void forward_deltanet_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
                            float scale, float *out)
 {
     float *lanes = malloc(64 * (size_t)S * sizeof(float));
     delta_step(s, S, k, q, v, beta, eg, scale, out, lanes);
     free(lanes);
+}
+
+/* Head h's output o of token t through the gated RMS norm: rms_norm(o) *
+ * ssm_norm * silu(z), into FWD_DN. */
+static void dn_gate(const forward_ctx *f, int64_t h, int t, const float *o, const float *nw, float eps)
+{
+    const int64_t S = f->hp.ssm_d_state;
+    double sum = 0.0;
+    for (int64_t i = 0; i < S; i++)
+        sum += (double)(o[i] * o[i]);
+    const float mean = (float)(sum / S);
+    const float rs = 1.0f / sqrtf(mean + eps);
+    const float *z = f->buf[FWD_GATE] + (size_t)t * f->graph.width[FWD_GATE] + h * S;
+    float *dst = f->buf[FWD_DN] + (size_t)t * f->graph.width[FWD_DN] + h * S;
+    int64_t i = 0;
+#ifdef FWD_F16C
+    /* silu_at's v_expf part, 8 lanes (each a product of its own: nothing
+     * to contract) */
+    for (; i + 8 <= (S & ~(int64_t)15); i += 8) {
+        const __m256 zv = _mm256_loadu_ps(z + i);
+        const __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), zv));
+        const __m256 sz = _mm256_div_ps(zv, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+        const __m256 x =
+            _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(o + i), _mm256_set1_ps(rs)), _mm256_loadu_ps(nw + i));
+        _mm256_storeu_ps(dst + i, _mm256_mul_ps(x, sz));
+    }
+#endif
+    for (; i < S; i++)
+        dst[i] = ((o[i] * rs) * nw[i]) * silu_at(z[i], i, S);
+}
+
+void forward_deltanet_steps(float *s, int64_t S, int n, const float *q, const float *k, const float *v,
+                            const float *beta, const float *eg, float scale, float *out)
+{
+#if !defined(__AVX512F__) && defined(FWD_F16C)
+    if (S % 64 == 0 && S <= DN_MAX_STATE) { /* the prompts' form */
+        float qk[DN_TB * 2 * DN_MAX_STATE], blk[DN_CB * DN_MAX_STATE];
+        const float *vt[DN_TB];
+        for (int t0 = 0; t0 < n; t0 += DN_TB) {
+            const int nb = n - t0 < DN_TB ? n - t0 : DN_TB;
+            for (int u = 0; u < nb; u++) {
+                memcpy(qk + (size_t)u * 2 * S, q + (size_t)(t0 + u) * S, (size_t)S * sizeof(float));
+                memcpy(qk + (size_t)u * 2 * S + S, k + (size_t)(t0 + u) * S, (size_t)S * sizeof(float));
+                vt[u] = v + (size_t)(t0 + u) * S;
+            }
+            dn_tokens(s, S, nb, qk, vt, beta + t0, eg + t0, scale, out + (size_t)t0 * S, blk);
+        }
+        return;
+    }
+#endif
+    for (int t = 0; t < n; t++)
+        forward_deltanet_step(s, S, k + (size_t)t * S, q + (size_t)t * S, v + (size_t)t * S, beta[t], eg[t], scale,
+                              out + (size_t)t * S);
 }
 
 static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
@@ -451,49 +592,60 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const float eps = hp->rms_eps, scale = 1.0f / sqrtf((float)S);
     const float *dt = L->ssm_dt->data, *A = L->ssm_a->data, *nw = L->ssm_norm->data;
     const int64_t h1 = forward_chunk_start(HV, chunk + 1, n_chunks);
-    float qn[DN_MAX_STATE], kn[DN_MAX_STATE], o[DN_MAX_STATE];
+    float qn[DN_MAX_STATE], kn[DN_MAX_STATE], o1[DN_MAX_STATE];
     float *lanes = f->dn_lanes + (size_t)ith * 64 * S;
+#if !defined(__AVX512F__) && defined(FWD_F16C)
+    /* AVX2 prompts: DN_TB tokens at a time through dn_tokens (their q|k,
+     * outputs and a column block in the thread's scratch); single tokens
+     * and per-token snapshots through delta_step */
+    float *scr = !j->snaps && j->n > 1 && S % 64 == 0
+                     ? kernel_scratch_get((size_t)(DN_TB * 3 + DN_CB) * (size_t)S * sizeof(float))
+                     : NULL;
+    float *tqk = scr, *tout = scr ? scr + (size_t)DN_TB * 2 * S : NULL, *tblk = scr ? tout + (size_t)DN_TB * S : NULL;
+    const float *tv[DN_TB];
+    float tbeta[DN_TB], teg[DN_TB];
+#endif
     for (int64_t h = forward_chunk_start(HV, chunk, n_chunks); h < h1; h++) {
         float *s = j->ssm + h * S * S;
         const int64_t kh = h % HK;
         for (int t = j->row0; t < j->row0 + j->n; t++) {
             const float *row = f->buf[FWD_QKV] + (size_t)t * W;
-            l2norm2(qn, row + kh * S, kn, row + KD + kh * S, S, eps);
+            float *o = o1;
+#if !defined(__AVX512F__) && defined(FWD_F16C)
+            const int tb = (t - j->row0) % DN_TB; /* the token's place in its batch */
+            float *qn_t = scr ? tqk + (size_t)tb * 2 * S : qn, *kn_t = scr ? qn_t + S : kn;
+#else
+            float *qn_t = qn, *kn_t = kn;
+#endif
+            l2norm2(qn_t, row + kh * S, kn_t, row + KD + kh * S, S, eps);
             const float *v = row + 2 * KD + h * S;
             const float braw = f->buf[FWD_BETA][(size_t)t * f->graph.width[FWD_BETA] + h];
             const float beta = 1.0f / (1.0f + expf(-braw));
             const float a = f->buf[FWD_ALPHA][(size_t)t * f->graph.width[FWD_ALPHA] + h] + dt[h];
             const float sp = a > 20.0f ? a : logf(1.0f + expf(a));
             const float g = sp * A[h];
-            delta_step(s, S, kn, qn, v, beta, expf(g), scale, o, lanes);
+#if !defined(__AVX512F__) && defined(FWD_F16C)
+            if (scr) {
+                tv[tb] = v;
+                tbeta[tb] = beta;
+                teg[tb] = expf(g);
+                const int last = t + 1 == j->row0 + j->n;
+                if (tb + 1 < DN_TB && !last)
+                    continue;
+                /* the batch's steps, then its tokens' gating below */
+                dn_tokens(s, S, tb + 1, tqk, tv, tbeta, teg, scale, tout, tblk);
+                for (int u = 0; u <= tb; u++)
+                    dn_gate(f, h, t - tb + u, tout + (size_t)u * S, nw, eps);
+                continue;
+            }
+#endif
+            delta_step(s, S, kn_t, qn_t, v, beta, expf(g), scale, o, lanes);
             if (j->snaps) {
                 float *dst = (float *)(j->snaps + (size_t)(f->row0 + t) * f->rs_bytes) +
                              (size_t)(hp->ssm_d_conv - 1) * (size_t)(2 * KD + hp->ssm_d_inner) + h * S * S;
                 memcpy(dst, s, (size_t)(S * S) * sizeof(float));
             }
-            /* gated RMS norm: rms_norm(o) * ssm_norm * silu(z) */
-            double sum = 0.0;
-            for (int64_t i = 0; i < S; i++)
-                sum += (double)(o[i] * o[i]);
-            const float mean = (float)(sum / S);
-            const float rs = 1.0f / sqrtf(mean + eps);
-            const float *z = f->buf[FWD_GATE] + (size_t)t * f->graph.width[FWD_GATE] + h * S;
-            float *dst = f->buf[FWD_DN] + (size_t)t * f->graph.width[FWD_DN] + h * S;
-            int64_t i = 0;
-#ifdef FWD_F16C
-            /* silu_at's v_expf part, 8 lanes (each a product of its own:
-             * nothing to contract) */
-            for (; i + 8 <= (S & ~(int64_t)15); i += 8) {
-                const __m256 zv = _mm256_loadu_ps(z + i);
-                const __m256 e = v_expf8(_mm256_sub_ps(_mm256_setzero_ps(), zv));
-                const __m256 sz = _mm256_div_ps(zv, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-                const __m256 x = _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(o + i), _mm256_set1_ps(rs)),
-                                               _mm256_loadu_ps(nw + i));
-                _mm256_storeu_ps(dst + i, _mm256_mul_ps(x, sz));
-            }
-#endif
-            for (; i < S; i++)
-                dst[i] = ((o[i] * rs) * nw[i]) * silu_at(z[i], i, S);
+            dn_gate(f, h, t, o, nw, eps);
         }
     }
 }

@@ -261,6 +261,10 @@ void forward_deltanet_conv(float *x, int64_t W, int n, const float *wconv, float
  * scale, in the reference's float order (for tests). */
 void forward_deltanet_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
                            float scale, float *out);
+/* n tokens of it (q, k, v, out: n x S token after token; beta, eg: n),
+ * the way a prompt's tokens run (for tests). */
+void forward_deltanet_steps(float *s, int64_t S, int n, const float *q, const float *k, const float *v,
+                            const float *beta, const float *eg, float scale, float *out);
 /* Byte offset of layer il's state within the recurrent state block. */
 size_t forward_rs_layer_offset(const model_hparams *hp, uint32_t il);
 

@@ -296,6 +296,60 @@ static void test_delta_step_order(void **s)
     }
 }
 
+/* A prompt's tokens through forward_deltanet_steps (on AVX2 column blocks
+ * of the state run a batch of tokens each) against ref_step token after
+ * token: every output and the state after, for batches that end inside
+ * and on the 16-token batches, state sizes 64-256. */
+static void test_delta_steps_batch(void **s)
+{
+    (void)s;
+    static const int sizes[] = {32, 64, 128, 192, 256};
+    static const int counts[] = {1, 5, 16, 17, 40};
+    uint64_t rng = 0x51ed270b1a3c5e77ull;
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
+        for (size_t nc = 0; nc < sizeof counts / sizeof counts[0]; nc++) {
+            const int S = sizes[c], n = counts[nc];
+            float *a = malloc((size_t)S * S * sizeof(float)), *b = malloc((size_t)S * S * sizeof(float));
+            float *qkv = malloc(3 * (size_t)n * S * sizeof(float)), *oa = malloc((size_t)n * S * sizeof(float)),
+                  *ob = malloc((size_t)S * sizeof(float)), *beta = malloc((size_t)n * sizeof(float)),
+                  *eg = malloc((size_t)n * sizeof(float));
+            for (int i = 0; i < S * S; i++) /* a state the prompt goes on from */
+                a[i] = b[i] = (float)((double)(test_xorshift64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+            for (int i = 0; i < 3 * n * S; i++)
+                qkv[i] = (float)((double)(test_xorshift64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+            for (int t = 0; t < n; t++) {
+                beta[t] = 0.2f + 0.03f * (float)(t % 20);
+                eg[t] = 0.95f - 0.01f * (float)(t % 30);
+            }
+            const float *q = qkv, *k = qkv + (size_t)n * S, *v = qkv + 2 * (size_t)n * S;
+            const float scale = 1.0f / sqrtf((float)S);
+            /* the reference's state is transposed: b[j][i] */
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < i; j++) {
+                    const float x = b[(size_t)i * S + j];
+                    b[(size_t)i * S + j] = b[(size_t)j * S + i];
+                    b[(size_t)j * S + i] = x;
+                }
+            forward_deltanet_steps(a, S, n, q, k, v, beta, eg, scale, oa);
+            for (int t = 0; t < n; t++) {
+                ref_step(b, S, k + (size_t)t * S, q + (size_t)t * S, v + (size_t)t * S, beta[t], eg[t], scale, ob);
+                if (memcmp(oa + (size_t)t * S, ob, (size_t)S * sizeof(float)) != 0)
+                    fail_msg("state size %d, %d tokens: token %d's outputs differ", S, n, t);
+            }
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++)
+                    if (memcmp(&a[(size_t)i * S + j], &b[(size_t)j * S + i], sizeof(float)) != 0)
+                        fail_msg("state size %d, %d tokens: state [%d][%d] differs", S, n, i, j);
+            free(a);
+            free(b);
+            free(qkv);
+            free(oa);
+            free(ob);
+            free(beta);
+            free(eg);
+        }
+}
+
 /* ggml_ssm_conv (a channel's taps, an FMA chain from 0 in tap order) then
  * ggml_vec_silu_f32 over each row of C channels (its 16-lane groups
  * through ggml_v_expf, the tail through expf), written a channel and a
@@ -361,6 +415,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delta_step_order),
+        cmocka_unit_test(test_delta_steps_batch),
         cmocka_unit_test(test_conv_order),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_snapshot_restores),
