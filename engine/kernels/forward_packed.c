@@ -263,7 +263,7 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
  * (repack_mxfp4.h): the nibbles become the doubled E2M1 values plus 12
  * through one table lookup (unsigned, for VNNI), meet the signed
  * activations in VNNI dots straight from the activation buffer, and
- * 12 * sum(a) comes back off: each block's exact integer sum, then
+ * QUANT_MX_OFF * sum(a) comes back off: each block's exact integer sum, then
  * acc = fma(isum, d_w * d_a, acc) with d_w the scale byte's half
  * (quant_e8m0_to_fp32_half). Bounds: 32 products of at most 24 * 127. */
 static inline __attribute__((always_inline)) void
@@ -272,7 +272,7 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i lut = _mm512_broadcast_i32x4(
-        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(12)));
+        quant_mx_lut_off());
     const uint8_t *scales = pw + (size_t)nb * MXFP4_NIB;
     __m512 acc[8];
     for (int k = 0; k < 8; k++)
@@ -298,7 +298,7 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
             /* low nibbles meet bytes 0..15, high nibbles bytes 16..31 */
-            __m512i s = _mm512_set1_epi32(-12 * ys[(int64_t)k * nb + b]), s1 = _mm512_setzero_si512();
+            __m512i s = _mm512_set1_epi32(-QUANT_MX_OFF * ys[(int64_t)k * nb + b]), s1 = _mm512_setzero_si512();
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
             {
                 s = _mm512_dpbusd_epi32(s, v[j], _mm512_set1_epi32(ld32(y->qs + 4 * j)));
@@ -537,7 +537,7 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
  * pass over its bytes, in the repacked chain per lane (repack_mxfp4.h):
  * the nibbles through the value table plus 12 (0..24, maddubs' unsigned
  * operand), a block's low and high nibbles' pair sums apart in 16 bits
- * (each at most 4 x 2 x 24 x 127 = 24384), 12 * sum(a) back off, then
+ * (each at most 4 x 2 x 24 x 127 = 24384), QUANT_MX_OFF * sum(a) back off, then
  * fma(isum, d_w * d_a, acc) with d_w the scale byte's half. Unpacked, a
  * token's rows went through repack_mxfp4.c's 4-row tiles (a horizontal sum
  * per row and block): 58 % of a 4-layer MXFP4 file's generation for 40 %
@@ -547,7 +547,7 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const __m256i lut = _mm256_broadcastsi128_si256(
-        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(12)));
+        quant_mx_lut_off());
     const uint8_t *scales = pw + (size_t)nb * MXFP4_NIB;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -566,7 +566,7 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
             s3 = _mm256_add_epi16(
                 s3, _mm256_maddubs_epi16(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p1, 4), m4)), ahi));
         }
-        const __m256i base = _mm256_set1_epi32(-12 * ys[b]);
+        const __m256i base = _mm256_set1_epi32(-QUANT_MX_OFF * ys[b]);
         const __m256 da = _mm256_set1_ps(h2f(y[b].d));
         const __m128i eb = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 16));
         const __m256 dw[2] = {quant_e8m0_half8(eb), quant_e8m0_half8(_mm_srli_si128(eb, 8))};
@@ -585,6 +585,10 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
 static void mxfp4_tokens256(const uint8_t *packed, int64_t nb, size_t gb, int64_t r0, int64_t r1, const uint8_t *act,
                             size_t act_stride, const int32_t *ys, int n_tok, float *out, int64_t out_stride)
 {
+    /* a batch with the tokens in the lanes (gemm_tlanes.h) */
+    if (n_tok >= GEMM_TLANES_MIN_TOK_MXFP4 &&
+        gemm_tlanes_mxfp4(packed, nb, gb, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
     const size_t step = quant_prefetch_step_size(gb, 1, nb);
     for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
         const int64_t base = g * PACKED_ROWS;

@@ -19,12 +19,10 @@ size_t gemm_mxfp4_pass_bytes = 32 << 20;
  * accumulators, 8 float sums and 8 tokens' first 16 bytes in registers */
 #define GR 16
 #define TT 8
-/* offset that makes the doubled E2M1 values (-12..12) unsigned */
-#define MX_OFF 12
 /* panel bytes per block: 8 vectors (elements 4k..4k+3 of the 16 rows),
  * then the 16 rows' half scales */
 #define PB (8 * 64 + 64)
-/* tile bytes per block: the TT tokens' 32 bytes, their -MX_OFF * (sum of
+/* tile bytes per block: the TT tokens' 32 bytes, their -QUANT_MX_OFF * (sum of
  * the bytes) as int32, their d_a as float */
 #define TB_Q 0
 #define TB_OFF (TT * 32)
@@ -51,7 +49,7 @@ static bool panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t 
 {
     __mmask16 in_range = 0xFFFF;
     const __m512i lut = _mm512_broadcast_i32x4(
-        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF)));
+        quant_mx_lut_off());
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     /* byte offsets of the 16 rows (the last repeated) from row r */
     int32_t ro[GR];
@@ -117,7 +115,7 @@ static bool panel_from_packed(const uint8_t *pg, int64_t nb, uint8_t *p, const u
 {
     __mmask16 in_range = 0xFFFF;
     const __m512i lut = _mm512_broadcast_i32x4(
-        _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF)));
+        quant_mx_lut_off());
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const uint8_t *sc = pg + (size_t)nb * 256;
     for (int64_t b = 0; b < nb; b++, p += PB) {
@@ -155,7 +153,7 @@ static bool tile_write(const uint8_t *act, size_t st, int t0, int nt, int64_t nb
         for (int64_t b = 0; b < nb; b++, ot += TB) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
             _mm256_store_si256((__m256i *)(ot + TB_Q + 32 * t), q);
-            const int32_t off = -MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
+            const int32_t off = -QUANT_MX_OFF * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16));
             const float da = fp16_to_f32(y[b].d);
             memcpy(ot + TB_OFF + 4 * t, &off, 4);
             memcpy(ot + TB_DA + 4 * t, &da, 4);

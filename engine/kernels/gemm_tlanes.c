@@ -22,6 +22,7 @@
 #include "kernels/forward_packed.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
+#include "kernels/quant_mxfp4.h"
 
 /* Panel bytes per row and super-block: 256 values, 8 scale pairs (int32
  * lanes sc | sc << 16), 4 mins pairs (min 2j | min 2j+1 << 16), d, dmin. */
@@ -338,7 +339,27 @@ static void write_row0(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
     }
 }
 
-static void write_tokens0(const uint8_t *act, size_t act_stride, int n_tok, int t0, int64_t nbl, uint8_t *x)
+/* MXFP4 (packed by forward_packed.c as Q4_0 is, the 16 rows' E8M0 bytes
+ * after the nibbles, 16 a block): the same panel with the doubled E2M1
+ * values plus QUANT_MX_OFF (0..24) and d_w the half scale. */
+static void write_row_mx(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
+{
+    const __m128i m4 = _mm_set1_epi8(0x0F), idx = _mm_setr_epi32(0, 16, 32, 48), lut = quant_mx_lut_off();
+    for (int64_t i = 0; i < nbl; i++, p += PSB0) {
+        const __m128i b = _mm_i32gather_epi32(
+            (const int *)(const void *)(g + (size_t)i * PACKED_MXFP4_NIB + 4 * l), idx, 4);
+        _mm_storeu_si128((__m128i *)(void *)p, _mm_shuffle_epi8(lut, _mm_and_si128(b, m4)));
+        _mm_storeu_si128((__m128i *)(void *)(p + 16), _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
+        const float f = quant_e8m0_to_fp32_half(g[(size_t)nbl * PACKED_MXFP4_NIB + (size_t)i * 16 + l]);
+        memcpy(p + P0_D, &f, 4);
+    }
+}
+
+/* Tokens t0..t0+7 (past n_tok the last again), Q8_0, into x, XSB0 bytes a
+ * block; off: the weights' offset (8, QUANT_MX_OFF) times each token's
+ * block sum is taken back off. */
+static inline __attribute__((always_inline)) void write_tokens_b32(const uint8_t *act, size_t act_stride, int n_tok,
+                                                                   int t0, int64_t nbl, uint8_t *x, int off)
 {
     const block_q8_0 *y[8];
     for (int t = 0; t < 8; t++)
@@ -357,17 +378,28 @@ static void write_tokens0(const uint8_t *act, size_t act_stride, int n_tok, int 
             _mm256_storeu_si256((__m256i *)(void *)(x + 32 * k), v[k]);
             sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v[k]), ones16));
         }
-        _mm256_storeu_si256((__m256i *)(void *)(x + X0_BASE), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 3)));
+        _mm256_storeu_si256((__m256i *)(void *)(x + X0_BASE), _mm256_mullo_epi32(sum, _mm256_set1_epi32(-off)));
         memcpy(x + X0_D, d, sizeof d);
     }
 }
 
+static void write_tokens0(const uint8_t *act, size_t act_stride, int n_tok, int t0, int64_t nbl, uint8_t *x)
+{
+    write_tokens_b32(act, act_stride, n_tok, t0, nbl, x, 8);
+}
+
+static void write_tokens_mx(const uint8_t *act, size_t act_stride, int n_tok, int t0, int64_t nbl, uint8_t *x)
+{
+    write_tokens_b32(act, act_stride, n_tok, t0, nbl, x, QUANT_MX_OFF);
+}
+
 /* The Q4_0 tile (as tile's): per output acc = fma(sum + base, d_w * y.d,
  * acc) a block, forward_packed.c's q4_0_half per lane; its state in st[2 v]
- * of each row. */
-static inline __attribute__((always_inline)) void tile0(int NR, int NV, const uint8_t *const pw[TR],
-                                                        const uint8_t *const x[TV], int64_t i0, int64_t i1,
-                                                        int64_t nbl, __m256 *st, __m256 o[TR][TV])
+ * of each row. MX: MXFP4's values (up to 24) in two int16 sums of 16
+ * products, each at most 16 x 24 x 127. */
+static inline __attribute__((always_inline)) void tile_b32(int NR, int NV, int MX, const uint8_t *const pw[TR],
+                                                           const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                           int64_t nbl, __m256 *st, __m256 o[TR][TV])
 {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[TR][TV];
@@ -379,14 +411,17 @@ static inline __attribute__((always_inline)) void tile0(int NR, int NV, const ui
     for (int64_t i = i0; i < i1; i++) {
         const uint8_t *pb[TR], *xb[TV];
         block_ptrs(NR, NV, pw, x, i, PSB0, XSB0, pb, xb);
-        __m256i s[TR][TV];
+        __m256i s[2][TR][TV];
 #pragma GCC unroll 2
-        for (int r = 0; r < NR; r++)
+        for (int h = 0; h <= MX; h++)
 #pragma GCC unroll 2
-            for (int v = 0; v < NV; v++)
-                s[r][v] = _mm256_setzero_si256();
+            for (int r = 0; r < NR; r++)
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++)
+                    s[h][r][v] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int q = 0; q < 8; q++) {
+            const int h = MX ? q / 4 : 0;
             __m256i w[TR];
 #pragma GCC unroll 2
             for (int r = 0; r < NR; r++)
@@ -398,9 +433,9 @@ static inline __attribute__((always_inline)) void tile0(int NR, int NV, const ui
                     __asm__("" : "+x"(a));
 #pragma GCC unroll 2
                 for (int r = 0; r < NR; r++) {
-                    /* 16 products an int16 at most: |.| <= 16 x 15 x 127 */
-                    s[r][v] = _mm256_add_epi16(s[r][v], _mm256_maddubs_epi16(w[r], a));
-                    __asm__("" : "+x"(s[r][v]));
+                    /* Q4_0: 16 products an int16 at most: |.| <= 16 x 15 x 127 */
+                    s[h][r][v] = _mm256_add_epi16(s[h][r][v], _mm256_maddubs_epi16(w[r], a));
+                    __asm__("" : "+x"(s[h][r][v]));
                 }
             }
         }
@@ -409,9 +444,10 @@ static inline __attribute__((always_inline)) void tile0(int NR, int NV, const ui
             const __m256 dw = _mm256_broadcast_ss((const float *)(const void *)(pb[r] + P0_D));
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++) {
-                const __m256i is =
-                    _mm256_add_epi32(_mm256_madd_epi16(s[r][v], ones),
-                                     _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + X0_BASE)));
+                __m256i is = _mm256_add_epi32(_mm256_madd_epi16(s[0][r][v], ones),
+                                              _mm256_loadu_si256((const __m256i *)(const void *)(xb[v] + X0_BASE)));
+                if (MX)
+                    is = _mm256_add_epi32(is, _mm256_madd_epi16(s[1][r][v], ones));
                 const __m256 da = _mm256_loadu_ps((const float *)(const void *)(xb[v] + X0_D));
                 acc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, da), acc[r][v]);
             }
@@ -428,7 +464,22 @@ static inline __attribute__((always_inline)) void tile0(int NR, int NV, const ui
         }
 }
 
+static inline __attribute__((always_inline)) void tile0(int NR, int NV, const uint8_t *const pw[TR],
+                                                        const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                        int64_t nbl, __m256 *st, __m256 o[TR][TV])
+{
+    tile_b32(NR, NV, 0, pw, x, i0, i1, nbl, st, o);
+}
+
+static inline __attribute__((always_inline)) void tile_mx(int NR, int NV, const uint8_t *const pw[TR],
+                                                          const uint8_t *const x[TV], int64_t i0, int64_t i1,
+                                                          int64_t nbl, __m256 *st, __m256 o[TR][TV])
+{
+    tile_b32(NR, NV, 1, pw, x, i0, i1, nbl, st, o);
+}
+
 TILE_FNS(tile0)
+TILE_FNS(tile_mx)
 
 /* What a type brings to the driver below. */
 struct tl_kind {
@@ -445,6 +496,8 @@ static const struct tl_kind kind_q4_K_gemv = {PSB, XSB, KS, write_row_plain, wri
                                               {{tilev_1_1, tilev_1_2}, {tilev_2_1, tilev_2_2}}};
 static const struct tl_kind kind_q4_0 = {PSB0, XSB0, KS0, write_row0, write_tokens0,
                                          {{tile0_1_1, tile0_1_2}, {tile0_2_1, tile0_2_2}}};
+static const struct tl_kind kind_mxfp4 = {PSB0, XSB0, KS0, write_row_mx, write_tokens_mx,
+                                          {{tile_mx_1_1, tile_mx_1_2}, {tile_mx_2_1, tile_mx_2_2}}};
 
 /* Rows [r0, r1) of the matrix at packed, gr rows a group of gb bytes (a
  * plain matrix: 1 row, its size), against tokens [0, n_tok). */
@@ -516,6 +569,13 @@ bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0,
                    out_stride);
 }
 
+bool gemm_tlanes_mxfp4(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return tl_rows(&kind_mxfp4, packed, nbl, PACKED_ROWS, gb, r0, r1, (const uint8_t *)act, act_stride, n_tok, out,
+                   out_stride);
+}
+
 bool gemm_tlanes_q4_K_gemv(const void *w, int64_t nbl, size_t rs, int64_t r0, int64_t r1, const void *act,
                            size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
@@ -533,6 +593,12 @@ bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0,
 
 bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return gemm_tlanes_q4_K(packed, nbl, gb, r0, r1, act, act_stride, n_tok, out, out_stride);
+}
+
+bool gemm_tlanes_mxfp4(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                       size_t act_stride, int n_tok, float *out, int64_t out_stride)
 {
     return gemm_tlanes_q4_K(packed, nbl, gb, r0, r1, act, act_stride, n_tok, out, out_stride);
 }

@@ -35,6 +35,12 @@
  * 0.35 vs 0.34; Q4_0 16 0.34 vs 0.37, 24 0.34 vs 0.34, 32 0.34 vs 0.31. */
 #define GEMM_TLANES_MIN_TOK_Q4_K 16
 #define GEMM_TLANES_MIN_TOK_Q4_0 32
+/* MXFP4 (against forward_packed.c's decoding of a group into 8-row
+ * interleaved blocks, repack_mxfp4.c): 2048 x 2048, 32 tokens 0.338 vs
+ * 0.356, 40 0.336 vs 0.342, 48 0.334 vs 0.317, 64 0.33-0.34 vs 0.299, 512
+ * 0.337 vs 0.263 (each row's panel unpacked by a gather costs the few-token
+ * calls). */
+#define GEMM_TLANES_MIN_TOK_MXFP4 40
 
 /* out[t * out_stride + r] for rows [r0, r1) of a Q4_K matrix packed by
  * forward_packed.c (16-row groups of gb bytes at packed, nbl super-blocks a
@@ -50,6 +56,13 @@ bool gemm_tlanes_q4_K(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0,
  * and gemv alike). */
 bool gemm_tlanes_q4_0(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
                       size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
+/* The same for a packed MXFP4 matrix (nbl blocks of 32 a row) against Q8_0
+ * rows: the chain of the reference's repacked mxfp4 8x8 kernels
+ * (repack_mxfp4.h), a block's exact sum then one FMA with d_w * y.d, as
+ * Q4_0's. */
+bool gemm_tlanes_mxfp4(const uint8_t *packed, int64_t nbl, size_t gb, int64_t r0, int64_t r1, const void *act,
+                       size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
 /* The same for plain Q4_K rows (rs bytes apart; a MoE expert's, which the
  * reference never packs) in the repacked gemv's order that its mul_mat_id

@@ -37,7 +37,18 @@ static inline float quant_e8m0_to_fp32_half(uint8_t e)
     return f;
 }
 
+/* The offset that makes the doubled E2M1 values (-12..12) unsigned (0..24)
+ * for maddubs' u8 operand: the kernels take QUANT_MX_OFF times each token
+ * block's byte sum back off the integer sums. */
+#define QUANT_MX_OFF 12
+
 #ifdef QUANT_HAVE_AVX2
+/* The value table with QUANT_MX_OFF added (0..24). */
+static inline __m128i quant_mx_lut_off(void)
+{
+    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(QUANT_MX_OFF));
+}
+
 /* quant_e8m0_to_fp32_half of the 8 low bytes of e, one per float lane:
  * (e - 1) << 23, or the subnormal 0x00200000 << e for e < 2. */
 static inline __m256 quant_e8m0_half8(__m128i e8)

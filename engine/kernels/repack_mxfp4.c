@@ -13,14 +13,6 @@
 
 #if defined(QUANT_HAVE_AVX2)
 
-/* offset that makes the doubled E2M1 values (-12..12) unsigned for maddubs */
-#define MX_OFF 12
-
-/* The value table with MX_OFF added (0..24). */
-static inline __m128i mx_lut_off(void)
-{
-    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_kvalues_mxfp4), _mm_set1_epi8(MX_OFF));
-}
 
 /* The 32 doubled E2M1 values of a block, in element order (low nibbles are
  * elements 0-15, high nibbles 16-31), through the value table. */
@@ -97,7 +89,7 @@ static inline __m128 mx_e8m0_half4(uint8_t e0, uint8_t e1, uint8_t e2, uint8_t e
     return _mm_castsi128_ps(_mm_blendv_epi8(normal, tiny, _mm_cmpgt_epi32(_mm_set1_epi32(2), e)));
 }
 
-/* The sum of each block's bytes, per token (the kernels take MX_OFF times
+/* The sum of each block's bytes, per token (the kernels take QUANT_MX_OFF times
  * it back off). */
 static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t nb, int32_t *off)
 {
@@ -112,8 +104,8 @@ static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t
 }
 
 /* Four weight rows against one token row (the gemv): out[r]. Per row and
- * block the values come offset by MX_OFF (unsigned, so maddubs takes them
- * without the sign steps; the token's MX_OFF * sum of its block's bytes,
+ * block the values come offset by QUANT_MX_OFF (unsigned, so maddubs takes them
+ * without the sign steps; the token's QUANT_MX_OFF * sum of its block's bytes,
  * off[b] from mx_offsets once per call, comes back off: the same exact
  * integer),
  * from one broadcast load, a per-half shift, a mask and one table lookup;
@@ -125,7 +117,7 @@ static void mx_offsets(const uint8_t *act, size_t act_stride, int n_tok, int64_t
 static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, const int32_t *off, int64_t nb,
                      float out[4], const char *pf, size_t step)
 {
-    const __m256i lut = _mm256_broadcastsi128_si256(mx_lut_off());
+    const __m256i lut = _mm256_broadcastsi128_si256(quant_mx_lut_off());
     const __m256i m4 = _mm256_set1_epi8(0x0F), sh = _mm256_setr_epi64x(0, 0, 4, 4);
     const __m256i ones = _mm256_set1_epi16(1);
     __m128 acc = _mm_setzero_ps();
@@ -139,7 +131,7 @@ static void mx_rows4(const block_mxfp4 *const x[4], const block_q8_0 *y, const i
             const __m256i u = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srlv_epi64(raw, sh), m4));
             p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
         }
-        const __m128i isum = _mm_sub_epi32(mx_hsum4(p[0], p[1], p[2], p[3]), _mm_set1_epi32(MX_OFF * off[b]));
+        const __m128i isum = _mm_sub_epi32(mx_hsum4(p[0], p[1], p[2], p[3]), _mm_set1_epi32(QUANT_MX_OFF * off[b]));
         const __m128 sc = _mm_mul_ps(mx_e8m0_half4(x[0][b].e, x[1][b].e, x[2][b].e, x[3][b].e),
                                      _mm_set1_ps(fp16_to_f32(y[b].d)));
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), sc, acc);
@@ -169,7 +161,7 @@ typedef struct {
 /* Rows x[0..7] (nb blocks each) into dst[nb] and their half scales. */
 static void mx_interleave8(const block_mxfp4 *const x[8], int64_t nb, mx_ilv_block *dst, float *dw)
 {
-    const __m128i lut = mx_lut_off(), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lut = quant_mx_lut_off(), m4 = _mm_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
         __m256i r[8];
         for (int j = 0; j < 8; j++) {
@@ -224,8 +216,8 @@ static inline void mx_ilv_2(const mx_ilv_block *w, const float *dw, const block_
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256 d = _mm256_loadu_ps(dw + b * 8);
-        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(MX_OFF * off0[b]));
-        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(MX_OFF * off1[b]));
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(QUANT_MX_OFF * off0[b]));
+        const __m256i s1 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y1[b].qs, ones), _mm256_set1_epi32(QUANT_MX_OFF * off1[b]));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y1[b].d))), acc1);
     }
@@ -241,7 +233,7 @@ static void mx_ilv_1(const mx_ilv_block *w, const float *dw, const block_q8_0 *y
     __m256 acc0 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256 d = _mm256_loadu_ps(dw + b * 8);
-        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(MX_OFF * off0[b]));
+        const __m256i s0 = _mm256_sub_epi32(mx_ilv_isum(&w[b], y0[b].qs, ones), _mm256_set1_epi32(QUANT_MX_OFF * off0[b]));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32(y0[b].d))), acc0);
     }
     _mm256_maskstore_ps(out0, keep, acc0);
@@ -302,7 +294,7 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
  * ones 16 + 4j.., as mx_interleave8 lays a block out. */
 static void mx_unpack_half(const uint8_t *pw, int64_t nb, int h, mx_ilv_block *dst, float *dw)
 {
-    const __m256i lut = _mm256_broadcastsi128_si256(mx_lut_off()), m4 = _mm256_set1_epi8(0x0F);
+    const __m256i lut = _mm256_broadcastsi128_si256(quant_mx_lut_off()), m4 = _mm256_set1_epi8(0x0F);
     const uint8_t *e = pw + (size_t)nb * PACKED_MXFP4_NIB + 8 * h;
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 4; j++) {

@@ -229,12 +229,12 @@ static void check_experts(enum tensor_type type)
         uint8_t *pk = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
         packed_build(&w, pk, 0, packed_groups(&w));
         const enum tensor_type dot = tensor_dot_type(type);
-        const int toks[] = {1, 3, 8, 9, 20};
+        const int toks[] = {1, 3, 8, 9, 20, 48}; /* 48: the AVX2 build's tokens-in-lanes batch */
         for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
             const int n_tok = toks[ti];
             uint8_t *act = random_act(dot, n, n_tok);
             const size_t as = tensor_row_size(dot, n);
-            float want[3][20 * 32], got[3][20 * 32];
+            float want[3][48 * 32], got[3][48 * 32];
             for (int32_t e = 0; e < n_exp; e++) {
                 gguf_tensor v = w;
                 v.ne[2] = 1;
