@@ -288,28 +288,18 @@ static inline __attribute__((always_inline)) void tile_q4_K(int NR, int NV, int 
 typedef void (*tile_fn)(const uint8_t *const[TR], const uint8_t *const[TV], int64_t, int64_t, int64_t, __m256 *,
                         __m256[TR][TV]);
 /* The tile callbacks of a type: NAME##_NR_NV, each its own copy of the
- * always-inlined NAME with the counts folded in. */
-#define TILE_FN(NAME, NR, NV)                                                                                       \
+ * always-inlined BODY with the counts and its variant ARG folded in. */
+#define TILE_FN(NAME, BODY, ARG, NR, NV)                                                                            \
     static void NAME##_##NR##_##NV(const uint8_t *const pw[TR], const uint8_t *const x[TV], int64_t i0, int64_t i1, \
                                    int64_t nbl, __m256 *st, __m256 o[TR][TV])                                      \
     {                                                                                                              \
-        NAME(NR, NV, pw, x, i0, i1, nbl, st, o);                                                                   \
+        BODY(NR, NV, ARG, pw, x, i0, i1, nbl, st, o);                                                              \
     }
-#define TILE_FNS(NAME) TILE_FN(NAME, 1, 1) TILE_FN(NAME, 1, 2) TILE_FN(NAME, 2, 1) TILE_FN(NAME, 2, 2)
-static inline __attribute__((always_inline)) void tile(int NR, int NV, const uint8_t *const pw[TR],
-                                                       const uint8_t *const x[TV], int64_t i0, int64_t i1,
-                                                       int64_t nbl, __m256 *st, __m256 o[TR][TV])
-{
-    tile_q4_K(NR, NV, 0, pw, x, i0, i1, nbl, st, o);
-}
-static inline __attribute__((always_inline)) void tilev(int NR, int NV, const uint8_t *const pw[TR],
-                                                        const uint8_t *const x[TV], int64_t i0, int64_t i1,
-                                                        int64_t nbl, __m256 *st, __m256 o[TR][TV])
-{
-    tile_q4_K(NR, NV, 1, pw, x, i0, i1, nbl, st, o);
-}
-TILE_FNS(tile)
-TILE_FNS(tilev)
+#define TILE_FNS(NAME, BODY, ARG)                                                                                   \
+    TILE_FN(NAME, BODY, ARG, 1, 1) TILE_FN(NAME, BODY, ARG, 1, 2) TILE_FN(NAME, BODY, ARG, 2, 1)                   \
+        TILE_FN(NAME, BODY, ARG, 2, 2)
+TILE_FNS(tile, tile_q4_K, 0)
+TILE_FNS(tilev, tile_q4_K, 1)
 
 /* Q4_0: per block of 32 a row's panel holds its 32 values (0-15) in
  * element order and d_w; a token vector its 8 dwords, -8 x each token's
@@ -464,22 +454,8 @@ static inline __attribute__((always_inline)) void tile_b32(int NR, int NV, int M
         }
 }
 
-static inline __attribute__((always_inline)) void tile0(int NR, int NV, const uint8_t *const pw[TR],
-                                                        const uint8_t *const x[TV], int64_t i0, int64_t i1,
-                                                        int64_t nbl, __m256 *st, __m256 o[TR][TV])
-{
-    tile_b32(NR, NV, 0, pw, x, i0, i1, nbl, st, o);
-}
-
-static inline __attribute__((always_inline)) void tile_mx(int NR, int NV, const uint8_t *const pw[TR],
-                                                          const uint8_t *const x[TV], int64_t i0, int64_t i1,
-                                                          int64_t nbl, __m256 *st, __m256 o[TR][TV])
-{
-    tile_b32(NR, NV, 1, pw, x, i0, i1, nbl, st, o);
-}
-
-TILE_FNS(tile0)
-TILE_FNS(tile_mx)
+TILE_FNS(tile0, tile_b32, 0)
+TILE_FNS(tile_mx, tile_b32, 1)
 
 /* What a type brings to the driver below. */
 struct tl_kind {
