@@ -1,5 +1,7 @@
 /* The Q4_K gemv-order integer GEMM (see gemm_kq4v.h), on the driver the
- * K-quant GEMMs share (gemm_kpanel.h).
+ * K-quant GEMMs share (gemm_kpanel.h); in AVX2 builds 16+ tokens go to
+ * gemm_tlanes.c's form of the same order, and the panel tile below is the
+ * 512-bit one or, on AVX2, tile256 (a row at a time).
  *
  * A row's super-block is unpacked once per call into a panel, rows in
  * pairs, as gemm_kq5.c lays it out less the high bits: per chunk pair q

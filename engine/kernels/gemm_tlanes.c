@@ -1,5 +1,6 @@
 /* The repacked orders' GEMMs with the tokens in the lanes (see
- * gemm_tlanes.h): Q4_K, then Q4_0, on one driver (tl_rows).
+ * gemm_tlanes.h): Q4_K (the gemm's order and the gemv's), then Q4_0 and
+ * MXFP4, on one driver (tl_rows).
  *
  * Per call: the tokens transposed, 8 a vector (for each super-block, dword
  * k of the 8 tokens' 256 values in one 32-byte vector, then the 8 tokens'

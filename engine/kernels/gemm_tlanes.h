@@ -1,5 +1,6 @@
-/* Q4_K and Q4_0 prompt batches on AVX2 (and AVX-512 without VNNI) with
- * the tokens in the lanes, in the reference's repacked orders, bit for bit.
+/* Q4_K, Q4_0 and MXFP4 prompt batches (and a MoE expert's Q4_K batch in
+ * the gemv order) on AVX2 (and AVX-512 without VNNI) with the tokens in
+ * the lanes, in the reference's repacked orders, bit for bit.
  *
  * The reference repacks Q4_K (q4_K 8x8) and runs its gemm over complete
  * groups of 4 tokens: per output, per pair j of 32-value sub-blocks, one
