@@ -433,16 +433,17 @@ static inline __attribute__((always_inline)) void pv_chains(float *acc, const fl
                                                             int nc)
 {
 #ifdef FWD_F16C
+    /* every loop unrolled: with the load and store loops rolled GCC kept
+     * the 8 chains on the stack, a store and a reload per FMA (2.7x the
+     * FMAs' time) */
     __m256 a[8];
-    for (int c = 0; c < nc; c++)
-        a[c] = _mm256_loadu_ps(acc + 8 * c);
+    _Pragma("GCC unroll 8") for (int c = 0; c < nc; c++) a[c] = _mm256_loadu_ps(acc + 8 * c);
     for (int j = 0; j < ATTN_TILE; j++) {
         const __m256 pj = _mm256_set1_ps(p[j]);
         _Pragma("GCC unroll 8") for (int c = 0; c < nc; c++)
             a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(vt + (size_t)j * hd + 8 * c), pj, a[c]);
     }
-    for (int c = 0; c < nc; c++)
-        _mm256_storeu_ps(acc + 8 * c, a[c]);
+    _Pragma("GCC unroll 8") for (int c = 0; c < nc; c++) _mm256_storeu_ps(acc + 8 * c, a[c]);
 #else
     for (int d = 0; d < 8 * nc; d++) {
         float a = acc[d];
@@ -536,11 +537,21 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
 {
     enum { T = ATTN_TILE };
     float tmax = -INFINITY;
-    for (int j = 0; j < T; j++) {
-        if (ic + j > pos || ic + j < lo)
-            kq[j] = -INFINITY;
-        tmax = tmax > kq[j] ? tmax : kq[j];
-    }
+#ifdef FWD_F16C
+    if (ic + T - 1 <= pos && ic >= lo) { /* no key masked (most tiles): the maximum 8 lanes wide */
+        __m256 m = _mm256_loadu_ps(kq);
+        for (int j = 8; j < T; j += 8)
+            m = _mm256_max_ps(m, _mm256_loadu_ps(kq + j));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        tmax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+    } else
+#endif
+        for (int j = 0; j < T; j++) {
+            if (ic + j > pos || ic + j < lo)
+                kq[j] = -INFINITY;
+            tmax = tmax > kq[j] ? tmax : kq[j];
+        }
     if (tmax == -INFINITY)
         return false;
     const float Mold = *M, Mnew = fmaxf(Mold, tmax);
