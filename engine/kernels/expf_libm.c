@@ -10,6 +10,12 @@
 #if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__FMA__)
 #include <immintrin.h>
 #define EXPF_AVX512 1
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define EXPF_AVX2 1
+#endif
+
+#if defined(EXPF_AVX512) || defined(EXPF_AVX2)
 
 /* glibc's __exp2f_data (ARM optimized-routines, MIT): tab[i] is the bits of
  * 2^(i/32) minus i << 47, then 32/ln 2, the cubic's coefficients scaled for
@@ -26,6 +32,30 @@ static const uint64_t tab[32] = {
 static const uint64_t c_invln2n = 0x40471547652b82fe, c_shift = 0x4338000000000000;
 static const uint64_t c_poly[3] = {0x3ebc6af84b912394, 0x3f2ebfce50fac4f3, 0x3f962e42ff0c52d6};
 
+#ifdef EXPF_AVX2
+static inline __m256d bcast4(uint64_t bits) { return _mm256_castsi256_pd(_mm256_set1_epi64x((long long)bits)); }
+
+/* Four lanes of the same steps (AVX2: the table through a gather). */
+static inline __m128 expf4(__m128 x)
+{
+    const __m256d xd = _mm256_cvtps_pd(x);
+    const __m256d invln2n = bcast4(c_invln2n), shift = bcast4(c_shift);
+    const __m256d kd = _mm256_fmadd_pd(invln2n, xd, shift);
+    const __m256i ki = _mm256_castpd_si256(kd);
+    const __m256d r = _mm256_fmsub_pd(invln2n, xd, _mm256_sub_pd(kd, shift));
+    __m256i t = _mm256_i64gather_epi64((const long long *)(const void *)tab,
+                                       _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+    const __m256d z = _mm256_fmadd_pd(bcast4(c_poly[0]), r, bcast4(c_poly[1]));
+    const __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(r, bcast4(c_poly[2]), _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, r2, y);
+    y = _mm256_mul_pd(y, _mm256_castsi256_pd(t));
+    return _mm256_cvtpd_ps(y);
+}
+#endif
+
+#ifdef EXPF_AVX512
 static inline __m512d bcast(uint64_t bits) { return _mm512_castsi512_pd(_mm512_set1_epi64((long long)bits)); }
 
 /* Eight lanes of __expf_fma's main path, operation for operation:
@@ -52,6 +82,7 @@ static inline __m256 expf8(__m256 x, const __m512i t0, const __m512i t1, const _
     y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
     return _mm512_cvtpd_ps(y);
 }
+#endif
 #endif
 
 void expf_libm_n(const float *x, float *y, int n)
@@ -83,6 +114,19 @@ void expf_libm_n(const float *x, float *y, int n)
         }
         _mm256_storeu_ps(y + i, expf8(v, t0, t1, t2, t3));
     }
+#elif defined(EXPF_AVX2)
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        /* |x| >= 88, inf, NaN: the library itself, lane by lane */
+        const __m256i abs = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff));
+        if (!_mm256_testz_si256(_mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x42afffff)), _mm256_set1_epi32(-1))) {
+            for (int k = 0; k < 8; k++)
+                y[i + k] = expf(x[i + k]);
+            continue;
+        }
+        _mm_storeu_ps(y + i, expf4(_mm256_castps256_ps128(v)));
+        _mm_storeu_ps(y + i + 4, expf4(_mm256_extractf128_ps(v, 1)));
+    }
 #endif
     for (; i < n; i++)
         y[i] = expf(x[i]);
@@ -96,7 +140,7 @@ static pthread_once_t exact_once = PTHREAD_ONCE_INIT;
  * algorithm or rounding shows within a few. */
 static void check_exact(void)
 {
-#ifdef EXPF_AVX512
+#if defined(EXPF_AVX512) || defined(EXPF_AVX2)
     enum { N = 4096 };
     static float x[N], y[N];
     int n = 0;

@@ -20,7 +20,8 @@
 bool expf_libm_exact(void);
 
 /* y[i] = expf(x[i]) for i < n; y may be x. Vector lanes when built for
- * AVX-512, else the library call. */
+ * AVX-512 or AVX2 with FMA (the table through a gather there), else the
+ * library call. */
 void expf_libm_n(const float *x, float *y, int n);
 
 #endif

@@ -15,7 +15,9 @@
  *  - the accumulator: each head's F16 values held as floats in registers,
  *    rounded to F16 after every multiply and multiply-add as ggml stores
  *    them; the sum S = fma(S, ms, vs) key by key.
- * K and V rows are read once per block for the whole group. */
+ * K and V rows are read once per block for the whole group. Without
+ * AVX-512 (AVX2, F16C, FMA) the same steps run on 8-lane registers (the
+ * second half of this file). */
 #include "model/forward_attn.h"
 
 #include <math.h>
@@ -41,7 +43,7 @@ size_t attn_group_scratch_floats(int hd)
 
 bool attn_group_ok(const attn_kv *kv)
 {
-#ifdef GROUP_AVX512
+#if defined(GROUP_AVX512) || defined(FWD_F16C)
     return kv->f16 && !kv->generic && (kv->hd == 64 || kv->hd == 128 || kv->hd == 256 || kv->hd == 512) &&
            expf_libm_exact();
 #else
@@ -212,6 +214,213 @@ void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int
         break;
     default: /* attn_group_ok */
         group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 512);
+        break;
+    }
+}
+
+#elif defined(FWD_F16C)
+
+/* Without AVX-512 (AVX2, F16C, FMA): the same steps on 8-lane registers.
+ * A key's 16 K.Q lanes are two registers, reduced as _mm512_reduce_add_ps
+ * does (the halves, then 4 + 4, 2 + 2, 1 + 1) for 8 keys at once; the
+ * running maximum by an 8-lane prefix scan; expf on vector lanes in
+ * glibc's order (expf_libm_n); the accumulators of two heads side by side,
+ * 32 elements a pass, rounded to F16 after every multiply and multiply-add
+ * as ggml stores them. */
+
+static inline __m256 r16x8(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)); }
+
+/* ggml_vec_dot_f16's 16 lanes for one key (lo: lanes 0-7, hi: 8-15),
+ * then the first step of the reduction: lo + hi. */
+static inline __attribute__((always_inline)) __m256 dot_lanes8(const float *k, const float *q, int hd)
+{
+#define L(p) _mm256_loadu_ps(p)
+    if (hd == 64) {
+        /* acc_j is one exact product, so acc0 + acc2 = fma(k2, q2, acc0) */
+        const __m256 a0l = _mm256_mul_ps(L(k), L(q)), a0h = _mm256_mul_ps(L(k + 8), L(q + 8));
+        const __m256 a1l = _mm256_mul_ps(L(k + 16), L(q + 16)), a1h = _mm256_mul_ps(L(k + 24), L(q + 24));
+        const __m256 a02l = _mm256_fmadd_ps(L(k + 32), L(q + 32), a0l), a02h = _mm256_fmadd_ps(L(k + 40), L(q + 40), a0h);
+        const __m256 a13l = _mm256_fmadd_ps(L(k + 48), L(q + 48), a1l), a13h = _mm256_fmadd_ps(L(k + 56), L(q + 56), a1h);
+        return _mm256_add_ps(_mm256_add_ps(a02l, a13l), _mm256_add_ps(a02h, a13h));
+    }
+    __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l, a3l = a0l, a3h = a0l;
+    for (int i = 0; i < hd; i += 64) {
+        a0l = _mm256_fmadd_ps(L(k + i), L(q + i), a0l);
+        a0h = _mm256_fmadd_ps(L(k + i + 8), L(q + i + 8), a0h);
+        a1l = _mm256_fmadd_ps(L(k + i + 16), L(q + i + 16), a1l);
+        a1h = _mm256_fmadd_ps(L(k + i + 24), L(q + i + 24), a1h);
+        a2l = _mm256_fmadd_ps(L(k + i + 32), L(q + i + 32), a2l);
+        a2h = _mm256_fmadd_ps(L(k + i + 40), L(q + i + 40), a2h);
+        a3l = _mm256_fmadd_ps(L(k + i + 48), L(q + i + 48), a3l);
+        a3h = _mm256_fmadd_ps(L(k + i + 56), L(q + i + 56), a3h);
+    }
+#undef L
+    const __m256 vl = _mm256_add_ps(_mm256_add_ps(a0l, a2l), _mm256_add_ps(a1l, a3l));
+    const __m256 vh = _mm256_add_ps(_mm256_add_ps(a0h, a2h), _mm256_add_ps(a1h, a3h));
+    return _mm256_add_ps(vl, vh);
+}
+
+/* The rest of _mm512_reduce_add_ps for 8 keys (t[k]: key k's 8 lanes after
+ * lo + hi): lane k of the result is key k's sum (lanes i + 4, then i + 2,
+ * then i + 1 added). */
+static inline __attribute__((always_inline)) __m256 reduce8x8(const __m256 t[8])
+{
+    __m256 x[4], y[2];
+    for (int m = 0; m < 4; m++) /* [key 2m's 4 sums | key 2m+1's] */
+        x[m] = _mm256_add_ps(_mm256_permute2f128_ps(t[2 * m], t[2 * m + 1], 0x20),
+                             _mm256_permute2f128_ps(t[2 * m], t[2 * m + 1], 0x31));
+    for (int m = 0; m < 2; m++) /* 128-bit half h: keys 4m + h, 4m + 2 + h, two sums each */
+        y[m] = _mm256_add_ps(_mm256_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* half h: keys h, 2 + h, 4 + h, 6 + h */
+    const __m256 z = _mm256_add_ps(_mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* lane i gets v[i - k], lanes below k get fill */
+static inline __m256 up8(__m256 v, __m256 fill, int k)
+{
+    const __m256i idx = _mm256_max_epi32(_mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(k)),
+                                         _mm256_setzero_si256());
+    const __m256 sh = _mm256_permutevar8x32_ps(v, idx);
+    const __m256i below = _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_blendv_ps(sh, fill, _mm256_castsi256_ps(below));
+}
+
+/* attn_scan16's steps for 8 scores: the exp arguments to arg, the new
+ * maximum bits returned, *Mv the maximum after them (every lane). */
+static inline __attribute__((always_inline)) int scan8(__m256 s, __m256 ninf, __m256 *Mv, float *arg)
+{
+    __m256 p = _mm256_max_ps(s, up8(s, ninf, 1));
+    p = _mm256_max_ps(p, up8(p, ninf, 2));
+    p = _mm256_max_ps(p, up8(p, ninf, 4));
+    p = _mm256_max_ps(p, *Mv);
+    const __m256 before = up8(p, *Mv, 1);
+    const __m256 nw = _mm256_cmp_ps(s, before, _CMP_GT_OQ);
+    _mm256_storeu_ps(arg, _mm256_blendv_ps(_mm256_sub_ps(s, before), _mm256_sub_ps(before, s), nw));
+    *Mv = _mm256_permutevar8x32_ps(p, _mm256_set1_epi32(7));
+    return _mm256_movemask_ps(nw);
+}
+
+static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv, const float *qf, int nh, int32_t kb,
+                                                               int nb, float *kf, float *sc, uint8_t *nm, float *acc,
+                                                               float *M, float *S, const int hd)
+{
+    const fp16_t *kc = (const fp16_t *)kv->k, *vc = (const fp16_t *)kv->v;
+    const int nb8 = (nb + 7) & ~7;
+    for (int j = 0; j < nb; j++) {
+        const fp16_t *kr = kc + (int64_t)(kb + j) * kv->stride;
+        for (int d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(kf + (size_t)j * hd + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + d))));
+    }
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), scale = _mm256_set1_ps(kv->scale);
+    for (int h = 0; h < nh; h++) {
+        const float *qh = qf + (size_t)h * hd;
+        float *sh = sc + (size_t)h * GB;
+        __m256 Mv = _mm256_set1_ps(M[h]);
+        for (int j = 0; j < nb8; j += 8) {
+            __m256 t[8];
+            for (int l = 0; l < 8; l++)
+                t[l] = j + l < nb ? dot_lanes8(kf + (size_t)(j + l) * hd, qh, hd) : _mm256_setzero_ps();
+            __m256 s = _mm256_mul_ps(reduce8x8(t), scale);
+            if (nb - j < 8) /* keys past the block: -inf, never a new maximum */
+                s = _mm256_blendv_ps(ninf, s, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                                                  _mm256_set1_epi32(nb - j), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+            const int bits = scan8(s, ninf, &Mv, sh + j);
+            for (int l = 0; l < 8; l++)
+                nm[(size_t)h * GB + j + l] = (uint8_t)(bits >> l & 1);
+        }
+        M[h] = _mm256_cvtss_f32(Mv);
+        expf_libm_n(sh, sh, nb8);
+    }
+    enum { W = 4, P = 2 };
+    for (int d0 = 0; d0 < hd; d0 += 8 * W) {
+        const bool first = d0 == 0; /* the sums S advance in the first pass */
+        for (int h0 = 0; h0 < nh; h0 += P) {
+            const int np = nh - h0 < P ? nh - h0 : P;
+            __m256 A[P][W];
+            float Sh[P] = {0.0f, 0.0f};
+            _Pragma("GCC unroll 2") for (int p = 0; p < P; p++)
+                _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                    A[p][w] = p < np ? _mm256_loadu_ps(acc + (size_t)(h0 + p) * hd + d0 + 8 * w) : _mm256_setzero_ps();
+            for (int p = 0; p < np; p++)
+                Sh[p] = S[h0 + p];
+            for (int j = 0; j < nb; j++) {
+                const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
+                __m256 V[W];
+                _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                    V[w] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * w)));
+                _Pragma("GCC unroll 2") for (int p = 0; p < P; p++)
+                {
+                    if (p >= np)
+                        break;
+                    const int h = h0 + p;
+                    const float e = sc[(size_t)h * GB + j];
+                    float vs = e;
+                    if (nm[(size_t)h * GB + j]) { /* acc *= ms, S = fma(S, ms, 1), vs = 1 */
+                        const __m256 ms = _mm256_set1_ps(e);
+                        _Pragma("GCC unroll 4") for (int w = 0; w < W; w++) A[p][w] = r16x8(_mm256_mul_ps(A[p][w], ms));
+                        if (first)
+                            Sh[p] = fmaf(Sh[p], e, 1.0f);
+                        vs = 1.0f;
+                    } else if (first) {
+                        Sh[p] += e; /* fma(S, 1, vs) */
+                    }
+                    const __m256 vv = _mm256_set1_ps(vs);
+                    _Pragma("GCC unroll 4") for (int w = 0; w < W; w++) A[p][w] =
+                        r16x8(_mm256_fmadd_ps(V[w], vv, A[p][w]));
+                }
+            }
+            _Pragma("GCC unroll 2") for (int p = 0; p < P; p++)
+            {
+                if (p >= np)
+                    break;
+                _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                    _mm256_storeu_ps(acc + (size_t)(h0 + p) * hd + d0 + 8 * w, A[p][w]);
+                if (first)
+                    S[h0 + p] = Sh[p];
+            }
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void group_chunk8(const attn_kv *kv, const float *q, int nh, int32_t k0,
+                                                               int32_t k1, float *scratch, float *vkq, float *M,
+                                                               float *S, const int hd)
+{
+    float *qf = scratch, *kf = qf + (size_t)ATTN_GROUP_MAX * hd, *sc = kf + (size_t)GB * hd;
+    uint8_t nm[ATTN_GROUP_MAX * GB];
+    for (int h = 0; h < nh; h++) {
+        /* Q rounded to F16 (ggml converts it to the cache type) */
+        for (int d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(qf + (size_t)h * hd + d, r16x8(_mm256_loadu_ps(q + (size_t)h * hd + d)));
+        M[h] = -INFINITY;
+        S[h] = 0.0f;
+    }
+    memset(vkq, 0, sizeof(float) * (size_t)nh * hd);
+    const int gb = hd <= 128 ? GB : GB * 128 / hd;
+    for (int32_t kb = k0; kb < k1; kb += gb) {
+        const int nb = k1 - kb < gb ? k1 - kb : gb;
+        group_block8(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, hd);
+    }
+}
+
+void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int32_t k1, float *scratch, float *vkq,
+                      float *M, float *S)
+{
+    switch (kv->hd) {
+    case 64:
+        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 64);
+        break;
+    case 128:
+        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 128);
+        break;
+    case 256:
+        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 256);
+        break;
+    default: /* attn_group_ok */
+        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 512);
         break;
     }
 }
