@@ -43,7 +43,7 @@ size_t attn_group_scratch_floats(int hd)
 
 bool attn_group_ok(const attn_kv *kv)
 {
-#if defined(GROUP_AVX512) || defined(FWD_F16C)
+#ifdef FWD_F16C /* AVX-512 or AVX2 */
     return kv->f16 && !kv->generic && (kv->hd == 64 || kv->hd == 128 || kv->hd == 256 || kv->hd == 512) &&
            expf_libm_exact();
 #else
@@ -51,6 +51,25 @@ bool attn_group_ok(const attn_kv *kv)
     return false;
 #endif
 }
+
+#ifdef FWD_F16C
+/* Key j's step for one head's accumulator, from its exp e and new-maximum
+ * bit: on a new maximum the accumulator is rescaled by e (the caller does
+ * it, its vectors) and the key weighs 1, S = fma(S, e, 1); else the key
+ * weighs e, S = fma(S, 1, e). S advances only in a head's first pass over
+ * its elements. Returns the key's weight. */
+static inline float key_step(bool new_max, float e, bool first, float *S)
+{
+    if (new_max) {
+        if (first)
+            *S = fmaf(*S, e, 1.0f);
+        return 1.0f;
+    }
+    if (first)
+        *S += e;
+    return e;
+}
+#endif
 
 #ifdef GROUP_AVX512
 
@@ -149,18 +168,13 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
                         break;
                     const int h = h0 + p;
                     const float e = sc[(size_t)h * GB + j];
-                    float vs = e;
-                    if (nm[h * (GB / 16) + j / 16] >> (j & 15) & 1) {
+                    const bool nw = nm[h * (GB / 16) + j / 16] >> (j & 15) & 1;
+                    if (nw) {
                         const __m512 ms = _mm512_set1_ps(e);
                         _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                             A[p][w] = r16(_mm512_mul_ps(A[p][w], ms));
-                        if (first)
-                            Sh[p] = fmaf(Sh[p], e, 1.0f);
-                        vs = 1.0f;
-                    } else if (first) {
-                        Sh[p] += e; /* fma(S, 1, vs) */
                     }
-                    const __m512 vv = _mm512_set1_ps(vs);
+                    const __m512 vv = _mm512_set1_ps(key_step(nw, e, first, &Sh[p]));
                     _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
                         A[p][w] = r16(_mm512_fmadd_ps(V[w], vv, A[p][w]));
                 }
@@ -278,31 +292,30 @@ static inline __attribute__((always_inline)) __m256 reduce8x8(const __m256 t[8])
     return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* lane i gets v[i - k], lanes below k get fill */
-static inline __m256 up8(__m256 v, __m256 fill, int k)
-{
-    const __m256i idx = _mm256_max_epi32(_mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(k)),
-                                         _mm256_setzero_si256());
-    const __m256 sh = _mm256_permutevar8x32_ps(v, idx);
-    const __m256i below = _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_blendv_ps(sh, fill, _mm256_castsi256_ps(below));
-}
+/* lane i gets v[i - k], lanes below k get fill (k a constant: the
+ * permutation from up8_idx + 7 - k, the blend's immediate) */
+static const int32_t up8_idx[15] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7};
+#define UP8(v, fill, k)                                                                                            \
+    _mm256_blend_ps(_mm256_permutevar8x32_ps((v), _mm256_loadu_si256((const __m256i *)(up8_idx + 7 - (k)))),       \
+                    (fill), (1 << (k)) - 1)
 
 /* attn_scan16's steps for 8 scores: the exp arguments to arg, the new
  * maximum bits returned, *Mv the maximum after them (every lane). */
 static inline __attribute__((always_inline)) int scan8(__m256 s, __m256 ninf, __m256 *Mv, float *arg)
 {
-    __m256 p = _mm256_max_ps(s, up8(s, ninf, 1));
-    p = _mm256_max_ps(p, up8(p, ninf, 2));
-    p = _mm256_max_ps(p, up8(p, ninf, 4));
+    __m256 p = _mm256_max_ps(s, UP8(s, ninf, 1));
+    p = _mm256_max_ps(p, UP8(p, ninf, 2));
+    p = _mm256_max_ps(p, UP8(p, ninf, 4));
     p = _mm256_max_ps(p, *Mv);
-    const __m256 before = up8(p, *Mv, 1);
+    const __m256 before = UP8(p, *Mv, 1);
     const __m256 nw = _mm256_cmp_ps(s, before, _CMP_GT_OQ);
     _mm256_storeu_ps(arg, _mm256_blendv_ps(_mm256_sub_ps(s, before), _mm256_sub_ps(before, s), nw));
     *Mv = _mm256_permutevar8x32_ps(p, _mm256_set1_epi32(7));
     return _mm256_movemask_ps(nw);
 }
 
+/* group_block's steps on 8 lanes: key j's new-maximum bit is bit j % 8 of
+ * nm[h][j / 8]. */
 static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv, const float *qf, int nh, int32_t kb,
                                                                int nb, float *kf, float *sc, uint8_t *nm, float *acc,
                                                                float *M, float *S, const int hd)
@@ -327,9 +340,7 @@ static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv
             if (nb - j < 8) /* keys past the block: -inf, never a new maximum */
                 s = _mm256_blendv_ps(ninf, s, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
                                                   _mm256_set1_epi32(nb - j), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
-            const int bits = scan8(s, ninf, &Mv, sh + j);
-            for (int l = 0; l < 8; l++)
-                nm[(size_t)h * GB + j + l] = (uint8_t)(bits >> l & 1);
+            nm[h * (GB / 8) + j / 8] = (uint8_t)scan8(s, ninf, &Mv, sh + j);
         }
         M[h] = _mm256_cvtss_f32(Mv);
         expf_libm_n(sh, sh, nb8);
@@ -357,17 +368,12 @@ static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv
                         break;
                     const int h = h0 + p;
                     const float e = sc[(size_t)h * GB + j];
-                    float vs = e;
-                    if (nm[(size_t)h * GB + j]) { /* acc *= ms, S = fma(S, ms, 1), vs = 1 */
+                    const bool nw = nm[h * (GB / 8) + j / 8] >> (j & 7) & 1;
+                    if (nw) {
                         const __m256 ms = _mm256_set1_ps(e);
                         _Pragma("GCC unroll 4") for (int w = 0; w < W; w++) A[p][w] = r16x8(_mm256_mul_ps(A[p][w], ms));
-                        if (first)
-                            Sh[p] = fmaf(Sh[p], e, 1.0f);
-                        vs = 1.0f;
-                    } else if (first) {
-                        Sh[p] += e; /* fma(S, 1, vs) */
                     }
-                    const __m256 vv = _mm256_set1_ps(vs);
+                    const __m256 vv = _mm256_set1_ps(key_step(nw, e, first, &Sh[p]));
                     _Pragma("GCC unroll 4") for (int w = 0; w < W; w++) A[p][w] =
                         r16x8(_mm256_fmadd_ps(V[w], vv, A[p][w]));
                 }
@@ -390,7 +396,7 @@ static inline __attribute__((always_inline)) void group_chunk8(const attn_kv *kv
                                                                float *S, const int hd)
 {
     float *qf = scratch, *kf = qf + (size_t)ATTN_GROUP_MAX * hd, *sc = kf + (size_t)GB * hd;
-    uint8_t nm[ATTN_GROUP_MAX * GB];
+    uint8_t nm[ATTN_GROUP_MAX * GB / 8];
     for (int h = 0; h < nh; h++) {
         /* Q rounded to F16 (ggml converts it to the cache type) */
         for (int d = 0; d < hd; d += 8)
