@@ -238,8 +238,8 @@ void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int
  * A key's 16 K.Q lanes are two registers, reduced as _mm512_reduce_add_ps
  * does (the halves, then 4 + 4, 2 + 2, 1 + 1) for 8 keys at once; the
  * running maximum by an 8-lane prefix scan; expf on vector lanes in
- * glibc's order (expf_libm_n); the accumulators of two heads side by side,
- * 32 elements a pass, rounded to F16 after every multiply and multiply-add
+ * glibc's order (expf_libm_n); the accumulators of four heads side by side,
+ * 16 elements a pass, rounded to F16 after every multiply and multiply-add
  * as ggml stores them. */
 
 static inline __m256 r16x8(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)); }
@@ -280,10 +280,10 @@ static inline __attribute__((always_inline)) __m256 dot_lanes8(const float *k, c
 static inline __attribute__((always_inline)) __m256 reduce8x8(const __m256 t[8])
 {
     __m256 x[4], y[2];
-    for (int m = 0; m < 4; m++) /* [key 2m's 4 sums | key 2m+1's] */
+    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) /* [key 2m's 4 sums | key 2m+1's] */
         x[m] = _mm256_add_ps(_mm256_permute2f128_ps(t[2 * m], t[2 * m + 1], 0x20),
                              _mm256_permute2f128_ps(t[2 * m], t[2 * m + 1], 0x31));
-    for (int m = 0; m < 2; m++) /* 128-bit half h: keys 4m + h, 4m + 2 + h, two sums each */
+    _Pragma("GCC unroll 2") for (int m = 0; m < 2; m++) /* 128-bit half h: keys 4m + h, 4m + 2 + h, two sums each */
         y[m] = _mm256_add_ps(_mm256_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm256_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     /* half h: keys h, 2 + h, 4 + h, 6 + h */
@@ -334,8 +334,16 @@ static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv
         __m256 Mv = _mm256_set1_ps(M[h]);
         for (int j = 0; j < nb8; j += 8) {
             __m256 t[8];
-            for (int l = 0; l < 8; l++)
-                t[l] = j + l < nb ? dot_lanes8(kf + (size_t)(j + l) * hd, qh, hd) : _mm256_setzero_ps();
+            if (nb - j >= 8) {
+                /* whole groups unrolled: the 8 sums stay in registers (a
+                 * rolled loop kept them on the stack, and reduce8x8 read
+                 * them back from it) */
+                _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)
+                    t[l] = dot_lanes8(kf + (size_t)(j + l) * hd, qh, hd);
+            } else {
+                for (int l = 0; l < 8; l++)
+                    t[l] = j + l < nb ? dot_lanes8(kf + (size_t)(j + l) * hd, qh, hd) : _mm256_setzero_ps();
+            }
             __m256 s = _mm256_mul_ps(reduce8x8(t), scale);
             if (nb - j < 8) /* keys past the block: -inf, never a new maximum */
                 s = _mm256_blendv_ps(ninf, s, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
@@ -345,41 +353,69 @@ static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv
         M[h] = _mm256_cvtss_f32(Mv);
         expf_libm_n(sh, sh, nb8);
     }
-    enum { W = 4, P = 2 };
+    /* four heads' accumulators, 16 elements a pass: each V conversion
+     * serves four heads (two: 3 % slower; the F16 round trips after every
+     * multiply-add bound this loop) */
+    enum { W = 2, P = 4 };
     for (int d0 = 0; d0 < hd; d0 += 8 * W) {
         const bool first = d0 == 0; /* the sums S advance in the first pass */
         for (int h0 = 0; h0 < nh; h0 += P) {
             const int np = nh - h0 < P ? nh - h0 : P;
             __m256 A[P][W];
-            float Sh[P] = {0.0f, 0.0f};
-            _Pragma("GCC unroll 2") for (int p = 0; p < P; p++)
+            float Sh[P];
+            _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
+                Sh[p] = p < np ? S[h0 + p] : 0.0f;
                 _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
                     A[p][w] = p < np ? _mm256_loadu_ps(acc + (size_t)(h0 + p) * hd + d0 + 8 * w) : _mm256_setzero_ps();
-            for (int p = 0; p < np; p++)
-                Sh[p] = S[h0 + p];
-            for (int j = 0; j < nb; j++) {
-                const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
-                __m256 V[W];
-                _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
-                    V[w] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * w)));
-                _Pragma("GCC unroll 2") for (int p = 0; p < P; p++)
-                {
-                    if (p >= np)
-                        break;
-                    const int h = h0 + p;
-                    const float e = sc[(size_t)h * GB + j];
-                    const bool nw = nm[h * (GB / 8) + j / 8] >> (j & 7) & 1;
-                    if (nw) {
-                        const __m256 ms = _mm256_set1_ps(e);
-                        _Pragma("GCC unroll 4") for (int w = 0; w < W; w++) A[p][w] = r16x8(_mm256_mul_ps(A[p][w], ms));
+            }
+            for (int g = 0; g < nb; g += 8) {
+                unsigned any_new = 0;
+                for (int p = 0; p < np; p++)
+                    any_new |= nm[(h0 + p) * (GB / 8) + g / 8];
+                if (any_new == 0 && nb - g >= 8) {
+                    /* no new maximum for these heads in 8 keys (most
+                     * groups): each key weighs its exp, S += e */
+                    for (int j = g; j < g + 8; j++) {
+                        const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
+                        __m256 V[W];
+                        _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                            V[w] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * w)));
+                        _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
+                            if (p >= np)
+                                break;
+                            const float *e = sc + (size_t)(h0 + p) * GB + j;
+                            const __m256 vv = _mm256_broadcast_ss(e);
+                            if (first)
+                                Sh[p] += *e;
+                            _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                                A[p][w] = r16x8(_mm256_fmadd_ps(V[w], vv, A[p][w]));
+                        }
                     }
-                    const __m256 vv = _mm256_set1_ps(key_step(nw, e, first, &Sh[p]));
-                    _Pragma("GCC unroll 4") for (int w = 0; w < W; w++) A[p][w] =
-                        r16x8(_mm256_fmadd_ps(V[w], vv, A[p][w]));
+                    continue;
+                }
+                for (int j = g; j < nb && j < g + 8; j++) {
+                    const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
+                    __m256 V[W];
+                    _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                        V[w] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * w)));
+                    _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
+                        if (p >= np)
+                            break;
+                        const int h = h0 + p;
+                        const float e = sc[(size_t)h * GB + j];
+                        const bool nw = nm[h * (GB / 8) + j / 8] >> (j & 7) & 1;
+                        if (nw) {
+                            const __m256 ms = _mm256_set1_ps(e);
+                            _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                                A[p][w] = r16x8(_mm256_mul_ps(A[p][w], ms));
+                        }
+                        const __m256 vv = _mm256_set1_ps(key_step(nw, e, first, &Sh[p]));
+                        _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
+                            A[p][w] = r16x8(_mm256_fmadd_ps(V[w], vv, A[p][w]));
+                    }
                 }
             }
-            _Pragma("GCC unroll 2") for (int p = 0; p < P; p++)
-            {
+            _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
                 if (p >= np)
                     break;
                 _Pragma("GCC unroll 4") for (int w = 0; w < W; w++)
