@@ -93,6 +93,7 @@ void forward_free(forward_ctx *f)
     free(f->rope);
     free(f->attn_buf);
     free(f->attn_half);
+    free(f->attn_parts);
     free(f->packed_of);
     forward_moe_free(f);
     forward_rs_free(f);
@@ -484,6 +485,11 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->attn_buf = aligned_alloc(64, (size_t)p.n_threads * f->attn_floats * sizeof(float));
         f->attn_half = aligned_alloc(64, (size_t)p.n_threads * f->attn_halfs * sizeof(uint16_t));
         ok = ok && f->rope && f->attn_buf && f->attn_half;
+        if (f->attn_group[0] || f->attn_group[1]) {
+            f->attn_parts = aligned_alloc(64, ((size_t)hp->n_head * p.n_threads * ((size_t)max_hd + 2) * sizeof(float) + 63) &
+                                                  ~(size_t)63);
+            ok = ok && f->attn_parts;
+        }
     }
     ok = ok && forward_rs_alloc(f);
     if (!ok) {
@@ -753,22 +759,45 @@ static struct attn_plan attn_plan(const forward_ctx *f, int n_tok, uint32_t il)
     return p;
 }
 
+/* Query head h's KV head in cache stream `stream` of a layer, as the
+ * kernels take it (sinks from head h on). A sliding-window layer's query at
+ * pos sees keys (pos - n_swa, pos]; on a shared cache (forward_share_kv)
+ * those before pos only: the keys [0, pos) with n_kv = pos, the window one
+ * shorter. */
+static attn_kv layer_kv(const forward_ctx *f, uint32_t layer, int h, int32_t stream)
+{
+    const int hd = (int)forward_hd(f, layer);
+    const uint32_t kl = f->hp.kv_layer[layer]; /* the cache it reads */
+    const size_t k_head = forward_k_head(f, layer), v_head = forward_v_head(f, layer);
+    const int32_t past = f->kv_shared ? 1 : 0;
+    const gguf_tensor *sink_t = f->w->layers[layer].attn_sinks;
+    const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
+    const size_t base = forward_kv_base(f, kl, stream, h / forward_group(f, layer));
+    return (attn_kv){
+        .k = (const uint8_t *)f->k_cache[kl] + base * k_head,
+        .v = (const uint8_t *)f->v_cache[kl] + base * v_head,
+        .stride = hd,
+        .f16 = f->p.kv_type == TENSOR_TYPE_F16,
+        .generic = f->kv_generic,
+        .k_type = f->p.kv_type,
+        .v_type = f->p.v_type,
+        .k_row = k_head,
+        .v_row = v_head,
+        .hd = hd,
+        .scale = f->hp.kq_scale,
+        .window = f->hp.swa_layer[layer] ? (int32_t)f->hp.n_swa - past : 0,
+        .sinks = sinks ? sinks + h : NULL,
+    };
+}
+
 static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
 {
     const struct attn_job *job = arg;
     forward_ctx *f = job->f;
     const int hd = (int)forward_hd(f, job->layer);
-    const uint32_t kl = f->hp.kv_layer[job->layer]; /* the cache it reads */
-    const size_t k_head = forward_k_head(f, job->layer), v_head = forward_v_head(f, job->layer);
-    const int group = forward_group(f, job->layer);
     const int64_t qs = f->graph.width[FWD_Q], os = f->graph.width[FWD_ATT];
-    /* a sliding-window layer's query at pos sees keys (pos - n_swa, pos];
-     * on a shared cache (forward_share_kv) those before pos only: the keys
-     * [0, pos) with n_kv = pos, the window one shorter */
     const int32_t past = f->kv_shared ? 1 : 0;
     const int32_t window = f->hp.swa_layer[job->layer] ? (int32_t)f->hp.n_swa - past : 0;
-    const gguf_tensor *sink_t = f->w->layers[job->layer].attn_sinks;
-    const float *sinks = sink_t ? (const float *)sink_t->data : NULL;
     const struct attn_plan plan = attn_plan(f, job->n_tok, job->layer);
     const int items_per_block = (int)f->hp.n_head / plan.heads;
     const int64_t total = plan.n_items * job->n_stream;
@@ -785,23 +814,7 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         const int32_t start_pos = job->ub ? job->ub->pos[row0] : job->start_pos;
         const int t0 = (int)(i / items_per_block) * plan.rows;
         const int h = (int)(i % items_per_block) * plan.heads;
-        const int kvh = h / group;
-        const size_t base = forward_kv_base(f, kl, stream, kvh);
-        const attn_kv kv = {
-            .k = (const uint8_t *)f->k_cache[kl] + base * k_head,
-            .v = (const uint8_t *)f->v_cache[kl] + base * v_head,
-            .stride = hd,
-            .f16 = f->p.kv_type == TENSOR_TYPE_F16,
-            .generic = f->kv_generic,
-            .k_type = f->p.kv_type,
-            .v_type = f->p.v_type,
-            .k_row = k_head,
-            .v_row = v_head,
-            .hd = hd,
-            .scale = f->hp.kq_scale,
-            .window = window,
-            .sinks = sinks ? sinks + h : NULL, /* this call's first query head */
-        };
+        const attn_kv kv = layer_kv(f, job->layer, h, stream);
         const float *q = f->buf[FWD_Q] + (size_t)(row0 + t0) * qs + (size_t)h * hd;
         float *out = f->buf[FWD_ATT] + (size_t)(row0 + t0) * os + (size_t)h * hd;
         const int32_t pos = start_pos + t0 - past; /* the last key it sees */
@@ -844,6 +857,52 @@ static void attn_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     }
 }
 
+/* One token on the group kernel past the point where ggml splits its
+ * keys (attn_kv_view(pos) >= 512): ggml's n_threads chunks, each for a
+ * block of query heads, on any thread, then each head's chunks merged in
+ * their order. A work item per block and chunk, so that many threads and
+ * few KV heads keep the heads of a KV head together (one item per query
+ * head took the grouped kernel down to one head at 16 threads). */
+struct split_job {
+    forward_ctx *f;
+    uint32_t layer;
+    int hb;         /* query heads per block (of one KV head) */
+    int32_t pos;    /* the last key the query sees */
+    int32_t stream; /* its cache stream */
+};
+
+static void split_part_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    const struct split_job *job = arg;
+    forward_ctx *f = job->f;
+    const int hd = (int)forward_hd(f, job->layer), n_split = f->n_threads;
+    const int64_t total = (int64_t)(f->hp.n_head / job->hb) * n_split;
+    const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
+    float *scratch = f->attn_buf + (size_t)ith * f->attn_floats;
+    for (int64_t ii = i0; ii < i1; ii++) {
+        const int h = (int)(ii / n_split) * job->hb, c = (int)(ii % n_split);
+        const attn_kv kv = layer_kv(f, job->layer, h, job->stream);
+        attn_group_part(&kv, f->buf[FWD_Q] + (size_t)h * hd, job->hb, job->pos + 1, attn_kv_view(job->pos), n_split,
+                        c, scratch, f->attn_parts + (size_t)ii * attn_group_part_floats(job->hb, hd));
+    }
+}
+
+static void split_merge_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
+{
+    (void)ith;
+    const struct split_job *job = arg;
+    forward_ctx *f = job->f;
+    const int hd = (int)forward_hd(f, job->layer), n_split = f->n_threads;
+    const int64_t total = f->hp.n_head;
+    const int64_t i0 = forward_chunk_start(total, chunk, n_chunks), i1 = forward_chunk_start(total, chunk + 1, n_chunks);
+    for (int64_t h = i0; h < i1; h++) {
+        const int64_t b = h / job->hb;
+        attn_group_merge(job->hb, hd, n_split,
+                         f->attn_parts + (size_t)b * n_split * attn_group_part_floats(job->hb, hd), (int)(h % job->hb),
+                         f->buf[FWD_ATT] + (size_t)h * hd);
+    }
+}
+
 /* forward_decode's batch (f->ub): each stream's rows are their own query
  * batch (ggml's flash attention takes a stream's rows as its queries,
  * ne[1]) against that stream's cache, all streams in one job. */
@@ -853,6 +912,20 @@ static void run_attention(forward_ctx *f, uint32_t il, int n, int32_t start_pos)
     const int per = n / n_stream;
     struct attn_job job = {f, il, per, start_pos, f->ub, n_stream};
     const int64_t items = attn_plan(f, per, il).n_items * n_stream;
+    const int32_t pos = (f->ub ? f->ub->pos[0] : start_pos) - (f->kv_shared ? 1 : 0);
+    if (n_stream == 1 && per == 1 && f->attn_parts && attn_plan(f, 1, il).mode == ATTN_GROUP &&
+        attn_kv_view(pos) >= 512) {
+        int hb = forward_group(f, il);
+        while (hb > ATTN_GROUP_MAX)
+            hb = hb % 2 == 0 ? hb / 2 : 1;
+        struct split_job sj = {f, il, hb, pos, f->ub ? f->ub->seq[0] : 0};
+        const int64_t work = (int64_t)f->hp.n_head * (pos + 1) * forward_hd(f, il);
+        threadpool_run(f->tp, forward_n_chunks(f, (int64_t)(f->hp.n_head / hb) * f->n_threads, work),
+                       split_part_worker, &sj);
+        threadpool_run(f->tp, forward_n_chunks(f, f->hp.n_head, (int64_t)f->hp.n_head * f->n_threads * forward_hd(f, il)),
+                       split_merge_worker, &sj);
+        return;
+    }
     int32_t last = 0; /* the longest stream's end, for the work estimate */
     for (int s = 0; s < n_stream; s++) {
         const int32_t e = (f->ub ? f->ub->pos[s * per] : start_pos) + per;

@@ -107,6 +107,16 @@ void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int
 void attn_group_row(const attn_kv *kv, const float *q, int nh, int32_t n_kv, float *scratch, float *out);
 void attn_group_split(const attn_kv *kv, const float *q, int nh, int32_t n_kv, int32_t n_view, int n_split,
                       float *scratch, float *out);
+/* attn_group_split in two steps, so that its chunks can run on different
+ * threads: chunk c's unnormalised outputs, maxima and sums (the sink on
+ * chunk 0) into pc, attn_group_part_floats(nh, hd) floats (nh x hd
+ * outputs, nh maxima, nh sums; false: the chunk sees no key and carries no
+ * sink, its sums 0); then head h of the n_split parts (consecutive) merged
+ * in chunk order and divided, into out (hd floats): the same numbers. */
+size_t attn_group_part_floats(int nh, int hd);
+bool attn_group_part(const attn_kv *kv, const float *q, int nh, int32_t n_kv, int32_t n_view, int n_split, int c,
+                     float *scratch, float *pc);
+void attn_group_merge(int nh, int hd, int n_split, const float *parts, int h, float *out);
 
 /* ---- a quantized cache, many queries at once (forward_attn_quant.c) ----
  * ggml's one-chunk kernel, which llama.cpp runs for every query when K or V

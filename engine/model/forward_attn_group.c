@@ -492,57 +492,88 @@ void attn_group_row(const attn_kv *kv, const float *q, int nh, int32_t n_kv, flo
     }
 }
 
+size_t attn_group_part_floats(int nh, int hd) { return (size_t)nh * ((size_t)hd + 2); }
+
+bool attn_group_part(const attn_kv *kv, const float *q, int nh, int32_t n_kv, int32_t n_view, int n_split, int c,
+                     float *scratch, float *pc)
+{
+    const int hd = kv->hd;
+    const int32_t chunk = (n_view + n_split - 1) / n_split;
+    float *Mc = pc + (size_t)nh * hd, *Sc = Mc + nh;
+    const int32_t lo = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
+    const int32_t k0 = c * chunk > lo ? c * chunk : lo;
+    int32_t k1 = (c + 1) * chunk < n_view ? (c + 1) * chunk : n_view;
+    if (k1 > n_kv)
+        k1 = n_kv; /* keys past the query's position are masked */
+    const bool sink = kv->sinks && c == 0; /* the reference's first chunk carries the sink */
+    if (k0 < k1) {
+        attn_group_chunk(kv, q, nh, k0, k1, scratch, pc, Mc, Sc);
+    } else {
+        /* nothing visible: S = 0, skipped by the merge (unless the sink) */
+        memset(pc, 0, sizeof(float) * (size_t)nh * hd);
+        for (int h = 0; h < nh; h++) {
+            Mc[h] = -INFINITY;
+            Sc[h] = 0.0f;
+        }
+    }
+    if (sink)
+        for (int h = 0; h < nh; h++)
+            attn_apply_sink(kv->sinks[h], &Mc[h], &Sc[h], pc + (size_t)h * hd, hd);
+    return k0 < k1 || sink;
+}
+
+/* one chunk's head into the running (o, M, S): ggml_flash_attn_ext_reduce_partials,
+ * as GCC contracts it */
+static void merge_step(int hd, const float *pc, float Mc, float Sc, float *o, float *M, float *S)
+{
+    if (Sc == 0.0f)
+        return;
+    const float Mn = fmaxf(*M, Mc);
+    const float so = expf(*M - Mn), sn = expf(Mc - Mn);
+    for (int i = 0; i < hd; i++)
+        o[i] = fmaf(o[i], so, pc[i] * sn);
+    *S = fmaf(*S, so, Sc * sn);
+    *M = Mn;
+}
+
+static void normalise(int hd, float S, float *o)
+{
+    if (S != 0.0f) {
+        const float inv = 1.0f / S;
+        for (int i = 0; i < hd; i++)
+            o[i] *= inv;
+    }
+}
+
+void attn_group_merge(int nh, int hd, int n_split, const float *parts, int h, float *out)
+{
+    float M = -INFINITY, S = 0.0f;
+    memset(out, 0, sizeof(float) * (size_t)hd);
+    for (int c = 0; c < n_split; c++) {
+        const float *pc = parts + (size_t)c * attn_group_part_floats(nh, hd);
+        merge_step(hd, pc + (size_t)h * hd, pc[(size_t)nh * hd + h], pc[(size_t)nh * hd + nh + h], out, &M, &S);
+    }
+    normalise(hd, S, out);
+}
+
 void attn_group_split(const attn_kv *kv, const float *q, int nh, int32_t n_kv, int32_t n_view, int n_split,
                       float *scratch, float *out)
 {
     const int hd = kv->hd;
-    const int32_t chunk = (n_view + n_split - 1) / n_split;
     float *part = scratch + attn_group_scratch_floats(hd) - (size_t)ATTN_GROUP_MAX * ((size_t)hd + 2) - 64;
-    float *Mc = part + (size_t)ATTN_GROUP_MAX * hd, *Sc = Mc + ATTN_GROUP_MAX;
     float M[ATTN_GROUP_MAX], S[ATTN_GROUP_MAX];
     for (int h = 0; h < nh; h++) {
         M[h] = -INFINITY;
         S[h] = 0.0f;
     }
     memset(out, 0, sizeof(float) * (size_t)nh * hd);
-    const int32_t lo = kv->window > 0 && n_kv > kv->window ? n_kv - kv->window : 0;
     for (int c = 0; c < n_split; c++) {
-        const int32_t k0 = c * chunk > lo ? c * chunk : lo;
-        int32_t k1 = (c + 1) * chunk < n_view ? (c + 1) * chunk : n_view;
-        if (k1 > n_kv)
-            k1 = n_kv; /* keys past the query's position are masked */
-        const bool sink = kv->sinks && c == 0; /* the reference's first chunk carries the sink */
-        if (k0 >= k1 && !sink)
-            continue; /* nothing visible: S = 0, skipped by the merge */
-        if (k0 < k1) {
-            attn_group_chunk(kv, q, nh, k0, k1, scratch, part, Mc, Sc);
-        } else {
-            memset(part, 0, sizeof(float) * (size_t)nh * hd);
-            for (int h = 0; h < nh; h++) {
-                Mc[h] = -INFINITY;
-                Sc[h] = 0.0f;
-            }
-        }
-        for (int h = 0; h < nh; h++) {
-            if (sink)
-                attn_apply_sink(kv->sinks[h], &Mc[h], &Sc[h], part + (size_t)h * hd, hd);
-            if (Sc[h] == 0.0f)
-                continue;
-            /* ggml_flash_attn_ext_reduce_partials, as GCC contracts it */
-            const float Mn = fmaxf(M[h], Mc[h]);
-            const float so = expf(M[h] - Mn), sn = expf(Mc[h] - Mn);
-            float *o = out + (size_t)h * hd;
-            const float *pc = part + (size_t)h * hd;
-            for (int i = 0; i < hd; i++)
-                o[i] = fmaf(o[i], so, pc[i] * sn);
-            S[h] = fmaf(S[h], so, Sc[h] * sn);
-            M[h] = Mn;
-        }
+        if (!attn_group_part(kv, q, nh, n_kv, n_view, n_split, c, scratch, part))
+            continue;
+        for (int h = 0; h < nh; h++)
+            merge_step(hd, part + (size_t)h * hd, part[(size_t)nh * hd + h], part[(size_t)nh * hd + nh + h],
+                       out + (size_t)h * hd, &M[h], &S[h]);
     }
     for (int h = 0; h < nh; h++)
-        if (S[h] != 0.0f) {
-            const float inv = 1.0f / S[h];
-            for (int i = 0; i < hd; i++)
-                out[(size_t)h * hd + i] *= inv;
-        }
+        normalise(hd, S[h], out + (size_t)h * hd);
 }

@@ -182,6 +182,9 @@ struct forward_ctx {
     float *attn_buf;
     size_t attn_floats;  /* per thread, a multiple of a cache line */
     uint16_t *attn_half; /* n_threads * attn_halfs */
+    /* the split one-token attention's chunk results (attn_group_part), every
+     * query head times n_threads chunks; NULL without the group kernel */
+    float *attn_parts;
     size_t attn_halfs;   /* 2 * head_dim, rounded up to a cache line */
     /* packed weight copies (forward_packed.h), by tensor index; NULL where a weight has none */
     const uint8_t **packed_of;

@@ -67,6 +67,7 @@ typedef struct {
     uint16_t *k, *v; /* head-major: KV head h's row p at (h * N_CTX + p) * hd */
     float *q, *a, *b;
     float *buf, *gbuf;
+    float *parts; /* attn_group_part's results of up to 3 chunks */
     uint16_t half[1024]; /* 2 * hd */
     attn_scratch s;
 } fixture;
@@ -87,6 +88,7 @@ static void fixture_init(fixture *fx, int hd, float kscale)
     fx->b = malloc(w * sizeof(float));
     fx->buf = malloc(attn_scratch_floats(hd, N_CTX, 1) * sizeof(float));
     fx->gbuf = malloc(attn_group_scratch_floats(hd) * sizeof(float));
+    fx->parts = malloc(3 * attn_group_part_floats(ATTN_GROUP_MAX, hd) * sizeof(float));
     attn_scratch_init(&fx->s, fx->buf, fx->half, hd, N_CTX);
 }
 
@@ -99,6 +101,7 @@ static void fixture_free(fixture *fx)
     free(fx->b);
     free(fx->buf);
     free(fx->gbuf);
+    free(fx->parts);
 }
 
 static attn_kv view(const fixture *fx, int head, int32_t window)
@@ -157,6 +160,16 @@ static void check_heads(int hd, float kscale, bool sinks)
                     if (memcmp(fx.a, fx.b, sizeof(float) * (size_t)nh * hd) != 0)
                         fail_msg("attn_group_split hd %d, %d heads, %d keys, %d chunks, window %d", hd, nh, n, split,
                                  windows[w]);
+                    /* the same split as parts (computed last chunk first, as
+                     * threads may) merged head by head: the same bits */
+                    for (int c = split - 1; c >= 0; c--)
+                        attn_group_part(&kv, fx.q, nh, n, view_len, split, c, fx.gbuf,
+                                        fx.parts + (size_t)c * attn_group_part_floats(nh, hd));
+                    for (int g = 0; g < nh; g++)
+                        attn_group_merge(nh, hd, split, fx.parts, g, fx.a + (size_t)g * hd);
+                    if (memcmp(fx.a, fx.b, sizeof(float) * (size_t)nh * hd) != 0)
+                        fail_msg("attn_group_part/merge hd %d, %d heads, %d keys, %d chunks, window %d", hd, nh, n,
+                                 split, windows[w]);
                 }
             }
         }
