@@ -190,46 +190,12 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
     }
 }
 
-static inline __attribute__((always_inline)) void group_chunk_hd(const attn_kv *kv, const float *q, int nh,
-                                                                 int32_t k0, int32_t k1, float *scratch, float *vkq,
-                                                                 float *M, float *S, const int hd)
+/* the width's pieces for the shared chunk driver below */
+typedef uint16_t nm_t; /* new-maximum bits of 16 keys */
+static inline void round_q(const float *q, float *qf, int hd)
 {
-    float *qf = scratch, *kf = qf + (size_t)ATTN_GROUP_MAX * hd, *sc = kf + (size_t)GB * hd;
-    uint16_t nm[ATTN_GROUP_MAX * GB / 16];
-    for (int h = 0; h < nh; h++) {
-        /* Q rounded to F16 (ggml converts it to the cache type) */
-        for (int d = 0; d < hd; d += 16)
-            _mm512_storeu_ps(qf + (size_t)h * hd + d, r16(_mm512_loadu_ps(q + (size_t)h * hd + d)));
-        M[h] = -INFINITY;
-        S[h] = 0.0f;
-    }
-    memset(vkq, 0, sizeof(float) * (size_t)nh * hd);
-    /* the block's K rows as floats stay in L1 (48 KB here) for all the
-     * heads: 64 keys up to 128-wide heads, 32 of 256, 16 of 512 */
-    const int gb = hd <= 128 ? GB : GB * 128 / hd;
-    for (int32_t kb = k0; kb < k1; kb += gb) {
-        const int nb = k1 - kb < gb ? k1 - kb : gb;
-        group_block(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, hd);
-    }
-}
-
-void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int32_t k1, float *scratch, float *vkq,
-                      float *M, float *S)
-{
-    switch (kv->hd) {
-    case 64:
-        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 64);
-        break;
-    case 128:
-        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 128);
-        break;
-    case 256:
-        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 256);
-        break;
-    default: /* attn_group_ok */
-        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 512);
-        break;
-    }
+    for (int d = 0; d < hd; d += 16)
+        _mm512_storeu_ps(qf + d, r16(_mm512_loadu_ps(q + d)));
 }
 
 #elif defined(FWD_F16C)
@@ -316,8 +282,8 @@ static inline __attribute__((always_inline)) int scan8(__m256 s, __m256 ninf, __
 
 /* group_block's steps on 8 lanes: key j's new-maximum bit is bit j % 8 of
  * nm[h][j / 8]. */
-static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv, const float *qf, int nh, int32_t kb,
-                                                               int nb, float *kf, float *sc, uint8_t *nm, float *acc,
+static inline __attribute__((always_inline)) void group_block(const attn_kv *kv, const float *qf, int nh, int32_t kb,
+                                                              int nb, float *kf, float *sc, uint8_t *nm, float *acc,
                                                                float *M, float *S, const int hd)
 {
     const fp16_t *kc = (const fp16_t *)kv->k, *vc = (const fp16_t *)kv->v;
@@ -427,24 +393,36 @@ static inline __attribute__((always_inline)) void group_block8(const attn_kv *kv
     }
 }
 
-static inline __attribute__((always_inline)) void group_chunk8(const attn_kv *kv, const float *q, int nh, int32_t k0,
-                                                               int32_t k1, float *scratch, float *vkq, float *M,
-                                                               float *S, const int hd)
+typedef uint8_t nm_t; /* new-maximum bits of 8 keys */
+static inline void round_q(const float *q, float *qf, int hd)
+{
+    for (int d = 0; d < hd; d += 8)
+        _mm256_storeu_ps(qf + d, r16x8(_mm256_loadu_ps(q + d)));
+}
+
+#endif
+
+#ifdef FWD_F16C
+
+static inline __attribute__((always_inline)) void group_chunk_hd(const attn_kv *kv, const float *q, int nh,
+                                                                 int32_t k0, int32_t k1, float *scratch, float *vkq,
+                                                                 float *M, float *S, const int hd)
 {
     float *qf = scratch, *kf = qf + (size_t)ATTN_GROUP_MAX * hd, *sc = kf + (size_t)GB * hd;
-    uint8_t nm[ATTN_GROUP_MAX * GB / 8];
+    nm_t nm[ATTN_GROUP_MAX * GB / (8 * sizeof(nm_t))];
     for (int h = 0; h < nh; h++) {
         /* Q rounded to F16 (ggml converts it to the cache type) */
-        for (int d = 0; d < hd; d += 8)
-            _mm256_storeu_ps(qf + (size_t)h * hd + d, r16x8(_mm256_loadu_ps(q + (size_t)h * hd + d)));
+        round_q(q + (size_t)h * hd, qf + (size_t)h * hd, hd);
         M[h] = -INFINITY;
         S[h] = 0.0f;
     }
     memset(vkq, 0, sizeof(float) * (size_t)nh * hd);
+    /* the block's K rows as floats stay in L1 (48 KB here) for all the
+     * heads: 64 keys up to 128-wide heads, 32 of 256, 16 of 512 */
     const int gb = hd <= 128 ? GB : GB * 128 / hd;
     for (int32_t kb = k0; kb < k1; kb += gb) {
         const int nb = k1 - kb < gb ? k1 - kb : gb;
-        group_block8(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, hd);
+        group_block(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, hd);
     }
 }
 
@@ -453,16 +431,16 @@ void attn_group_chunk(const attn_kv *kv, const float *q, int nh, int32_t k0, int
 {
     switch (kv->hd) {
     case 64:
-        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 64);
+        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 64);
         break;
     case 128:
-        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 128);
+        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 128);
         break;
     case 256:
-        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 256);
+        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 256);
         break;
     default: /* attn_group_ok */
-        group_chunk8(kv, q, nh, k0, k1, scratch, vkq, M, S, 512);
+        group_chunk_hd(kv, q, nh, k0, k1, scratch, vkq, M, S, 512);
         break;
     }
 }
