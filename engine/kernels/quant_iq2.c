@@ -179,7 +179,74 @@ struct iq2_prep {
     __m256i scales;
     const uint8_t *signs;
     uint8_t buf[32];
+    __m256i xxs_signs[2], xxs_scales[2]; /* IQ2_XXS: xxs_prep's */
 };
+
+/* ---- IQ2_XXS: the sign/scale words in whole registers ----
+ * Each sub-block's 8 bytes are 4 grid indices and a word of 4 x 7 sign bits
+ * and the 4-bit scale. The reference looks each 7-bit group up in a table
+ * of full sign bytes (the 8th bit is the 7's parity) and assembles them
+ * scalar, which with the grid's lookups held one row at 66 cycles a
+ * super-block. Here the 8 words of a super-block are taken apart at once:
+ * the 7-bit groups spread to bytes, the parity bit from a nibble table, the
+ * multipliers 2s + 1 as int16 pairs; each 128-bit lane then holds four
+ * sub-blocks' (lane 0: sub-blocks 0, 1, 4, 5; lane 1: 2, 3, 6, 7), both
+ * halves of xxs_signs[l] and xxs_scales[l] a copy of lane l, so that one
+ * in-lane pshufb serves a sub-block. The same integers as the table's. */
+static const uint8_t xxs_rep[4][32] __attribute__((aligned(32))) = {
+#define XXS_R8(b) b, b, b, b, b, b, b, b
+#define XXS_REP(d) {XXS_R8(4 * d), XXS_R8(4 * d + 1), XXS_R8(4 * d + 2), XXS_R8(4 * d + 3)}
+    XXS_REP(0), XXS_REP(1), XXS_REP(2), XXS_REP(3),
+#undef XXS_REP
+#undef XXS_R8
+};
+static const uint8_t xxs_dword[4][32] __attribute__((aligned(32))) = {
+#define XXS_D4(d) 4 * d, 4 * d + 1, 4 * d + 2, 4 * d + 3
+#define XXS_DW(d) {XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d)}
+    XXS_DW(0), XXS_DW(1), XXS_DW(2), XXS_DW(3),
+#undef XXS_DW
+#undef XXS_D4
+};
+
+IQ2_INLINE void xxs_prep(const block_iq2_xxs *b, struct iq2_prep *p)
+{
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)b->qs), hi = _mm256_loadu_si256((const __m256i *)(b->qs + 16));
+    /* the odd dwords: lane 0 sub-blocks 0, 1, 4, 5, lane 1 2, 3, 6, 7 */
+    const __m256i w = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi), 0xDD));
+    const __m256i m7 = _mm256_set1_epi32(0x7F);
+    __m256i e = _mm256_or_si256(_mm256_and_si256(w, m7), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_slli_epi32(m7, 8)));
+    e = _mm256_or_si256(e, _mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_slli_epi32(m7, 16)));
+    e = _mm256_or_si256(e, _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_slli_epi32(m7, 24)));
+    /* bit 7 of a byte: the parity of its low 7 (folded to a nibble) */
+    const __m256i parity = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0,
+                                            -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    const __m256i fold = _mm256_and_si256(_mm256_xor_si256(e, _mm256_srli_epi32(e, 4)), _mm256_set1_epi8(0x0F));
+    const __m256i s = _mm256_or_si256(e, _mm256_shuffle_epi8(parity, fold));
+    /* (w >> 27) | 1 = 2 s + 1 whatever sign bit 27 is */
+    const __m256i sc = _mm256_or_si256(_mm256_srli_epi32(w, 27), _mm256_set1_epi32(1));
+    const __m256i sc16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+    p->xxs_signs[0] = _mm256_permute2x128_si256(s, s, 0x00);
+    p->xxs_signs[1] = _mm256_permute2x128_si256(s, s, 0x11);
+    p->xxs_scales[0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    p->xxs_scales[1] = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+}
+
+/* Sub-block sb: its grid bytes, its sign bytes as 0xff / 0 masks and its
+ * multiplier in every int16 lane. */
+IQ2_INLINE void xxs_sub(const block_iq2_xxs *b, const struct iq2_prep *p, int sb, __m256i *grid, __m256i *sign,
+                        __m256i *scale)
+{
+    const int l = (sb >> 1) & 1, dw = 2 * (sb >> 2) + (sb & 1);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i t = _mm256_shuffle_epi8(p->xxs_signs[l], _mm256_load_si256((const __m256i *)xxs_rep[dw]));
+    *sign = _mm256_cmpeq_epi8(_mm256_and_si256(t, bits), bits);
+    *scale = _mm256_shuffle_epi8(p->xxs_scales[l], _mm256_load_si256((const __m256i *)xxs_dword[dw]));
+    uint32_t idx;
+    memcpy(&idx, b->qs + 4 * sb, 4);
+    const uint64_t *G = quant_iq2xxs_grid;
+    *grid = _mm256_set_epi64x((long long)G[idx >> 24], (long long)G[(idx >> 16) & 255], (long long)G[(idx >> 8) & 255],
+                              (long long)G[idx & 255]);
+}
 
 IQ2_INLINE __m256i scales16(const uint8_t sc[8])
 {
@@ -204,7 +271,9 @@ IQ2_INLINE __m256i xs_sign_lanes(const uint16_t *q)
 
 IQ2_INLINE void prep_block(enum tensor_type type, const void *blk, struct iq2_prep *p)
 {
-    if (type == TENSOR_TYPE_IQ2_XS) {
+    if (type == TENSOR_TYPE_IQ2_XXS) {
+        xxs_prep(blk, p);
+    } else if (type == TENSOR_TYPE_IQ2_XS) {
         const block_iq2_xs *b = blk;
         p->scales = scales16(b->scales);
         /* the low bytes of groups 0-15 and 16-31, packed to 32 bytes in order */
@@ -238,16 +307,7 @@ IQ2_INLINE struct iq2_sub decode_sub(enum tensor_type type, const void *blk, con
 {
     struct iq2_sub s;
     if (type == TENSOR_TYPE_IQ2_XXS) {
-        const block_iq2_xxs *b = blk;
-        uint32_t idx, sgn;
-        memcpy(&idx, b->qs + 4 * sb, 4);
-        memcpy(&sgn, b->qs + 4 * sb + 2, 4);
-        const uint64_t *G = quant_iq2xxs_grid;
-        s.grid = _mm256_set_epi64x((long long)G[idx >> 24], (long long)G[(idx >> 16) & 255],
-                                   (long long)G[(idx >> 8) & 255], (long long)G[idx & 255]);
-        s.sign = _mm256_set_epi64x((long long)quant_ksigns64[(sgn >> 21) & 127], (long long)quant_ksigns64[(sgn >> 14) & 127],
-                                   (long long)quant_ksigns64[(sgn >> 7) & 127], (long long)quant_ksigns64[sgn & 127]);
-        s.scale = _mm256_set1_epi16((short)(2 * (sgn >> 28) + 1));
+        xxs_sub(blk, p, sb, &s.grid, &s.sign, &s.scale);
         return s;
     }
     if (type == TENSOR_TYPE_IQ2_XS) {
@@ -320,6 +380,42 @@ IQ2_INLINE void iq2_rows(enum tensor_type type, int64_t n, const void *w, const 
         out[c] = 0.125f * hsum_ps(acc[c]);
 }
 
+/* IQ2_XXS, one row and one activation: iq2_rows' arithmetic with the
+ * sub-blocks unrolled by 8 (constant places in the prepared words), which
+ * with four activations would spill; with pf set, each block step
+ * prefetches step bytes of the row ahead. */
+IQ2_INLINE float xxs_dot_body(int64_t n, const void *w, const void *act, const char *pf, size_t step)
+{
+    const block_iq2_xxs *x = w;
+    const block_q8_K *y = act;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        quant_prefetch_step(pf, i, step);
+        struct iq2_prep p;
+        xxs_prep(&x[i], &p);
+        __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int sb = 0; sb < QK_K / 32; sb++) {
+            __m256i grid, sign, scale;
+            xxs_sub(&x[i], &p, sb, &grid, &sign, &scale);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * sb));
+            const __m256i qs = _mm256_sub_epi8(_mm256_xor_si256(q, sign), sign);
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(grid, qs), scale));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return 0.125f * hsum_ps(acc);
+}
+
+static float dot_iq2_xxs_avx2(int64_t n, const void *w, const void *act)
+{
+    return xxs_dot_body(n, w, act, NULL, 0);
+}
+
+#if !defined(QUANT_HAVE_MATVEC_IQ512)
+QUANT_MATVEC_PF(static, matvec_iq2_xxs_avx2, xxs_dot_body)
+#endif
+
 #define IQ2_KERNELS(T, TYPE)                                                                                  \
     static float dot_##T##_avx2(int64_t n, const void *w, const void *act)                                    \
     {                                                                                                         \
@@ -333,7 +429,10 @@ IQ2_INLINE void iq2_rows(enum tensor_type type, int64_t n, const void *w, const 
         iq2_rows(TYPE, n, w, act, 4, out);                                                                    \
     }
 
-IQ2_KERNELS(iq2_xxs, TENSOR_TYPE_IQ2_XXS)
+static void dot4_iq2_xxs_avx2(int64_t n, const void *w, const void *const act[4], float out[4])
+{
+    iq2_rows(TENSOR_TYPE_IQ2_XXS, n, w, act, 4, out);
+}
 IQ2_KERNELS(iq2_xs, TENSOR_TYPE_IQ2_XS)
 IQ2_KERNELS(iq2_s, TENSOR_TYPE_IQ2_S)
 #endif
@@ -347,6 +446,8 @@ void quant_iq2_install(enum tensor_type type, struct quant_kernels *k)
         k->dot4 = dot4_iq2_xxs_avx2;
 #if defined(QUANT_HAVE_MATVEC_IQ512)
         k->matvec = quant_avx512_matvec_iq2_xxs;
+#else
+        k->matvec = matvec_iq2_xxs_avx2;
 #endif
         break;
     case TENSOR_TYPE_IQ2_XS:

@@ -139,9 +139,11 @@ static void test_installed(void **state)
     assert_true(quant_kernels_get(TENSOR_TYPE_IQ4_XS)->matvec == quant_avx512_matvec_iq4_xs);
 #elif defined(QUANT_HAVE_AVX2)
     /* AVX2 (the variant builds): IQ4_XS has a matvec of its own (the token's
-     * |a| made once), the other two run their vec_dot row after row */
+     * |a| made once), IQ2_XXS one that prefetches the rows ahead (its sign
+     * words taken apart per super-block), IQ3_S runs its vec_dot row after row */
     assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ4_XS)->matvec);
-    assert_null(quant_kernels_get(TENSOR_TYPE_IQ2_XXS)->matvec);
+    assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ2_XXS)->matvec);
+    assert_null(quant_kernels_get(TENSOR_TYPE_IQ3_S)->matvec);
 #else
     skip();
 #endif
