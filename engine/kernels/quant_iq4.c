@@ -384,9 +384,9 @@ static void nl_repacked_8x1(const uint8_t *w, size_t rb, const block_q8_0 *y, in
  * which with four activations spills the sums (one row through
  * iq4_xs_rows measured 0.80x the reference's vec_dot, this 1.1x). With pf
  * set, each block step prefetches step bytes of the rows ahead
- * (quant_prefetch_step). */
+ * (quant_prefetch_step); the matvec below runs the same lanes faster. */
 static inline __attribute__((always_inline)) float iq4_xs_dot_body(int64_t n, const void *w, const void *act,
-                                                                    const uint8_t *aa, const char *pf, size_t step)
+                                                                    const char *pf, size_t step)
 {
     const block_iq4_xs *x = w;
     const block_q8_K *y = act;
@@ -397,12 +397,7 @@ static inline __attribute__((always_inline)) float iq4_xs_dot_body(int64_t n, co
         _Pragma("GCC unroll 8") for (int ib = 0; ib < QK_K / 32; ib++)
         {
             const __m256i v = iq4_values_avx2(x[i].qs + 16 * ib), a = load32(y[i].qs + 32 * ib);
-            /* with aa (the token's |a|, matvec_iq4_xs_avx2's): the same pairs
-             * with a's signs on the values, one vpsignb fewer */
-            const __m256i p16 =
-                aa ? _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(aa + i * QK_K + 32 * ib)),
-                                          _mm256_sign_epi8(v, a))
-                   : _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(a, v));
+            const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(a, v));
             const __m256i ls = _mm256_set1_epi16((short)(quant_iq4_xs_scale(&x[i], ib) - 32));
             s = _mm256_add_epi32(s, _mm256_madd_epi16(p16, ls));
         }
@@ -413,30 +408,103 @@ static inline __attribute__((always_inline)) float iq4_xs_dot_body(int64_t n, co
 
 static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
 {
-    return iq4_xs_dot_body(n, w, act, NULL, NULL, 0);
+    return iq4_xs_dot_body(n, w, act, NULL, 0);
 }
 
 #if !defined(QUANT_HAVE_MATVEC_IQ512)
-/* vec_dot's arithmetic row after row, prefetching (rows of 2048 are
- * 1088-byte streams, as Q6_K's) */
+/* The one-token matvec: vec_dot's lanes with fewer instructions. The token
+ * comes reordered once per call, each pair of sub-blocks as [2p: 0-15 |
+ * 2p+1: 0-15] [2p: 16-31 | 2p+1: 16-31], so that one 32-byte load of the
+ * pair's nibbles gives both sub-blocks' values with an and, a shift and two
+ * pshufbs, where vec_dot broadcasts each sub-block's 16 bytes and shifts
+ * them apart. Lanes 0-3 of the first product then hold lanes 0-3 of
+ * sub-block 2p, lanes 4-7 lanes 0-3 of 2p + 1; the second product the
+ * lanes 4-7; two accumulators keep them apart and two permutes per
+ * super-block put each of vec_dot's 8 lane sums back in its lane. The 8
+ * scales are formed per super-block in one register, ordered [0 2 4 6 | 1
+ * 3 5 7] so that one in-lane pshufb gives a pair's multipliers. The
+ * integers are vec_dot's, so are the float steps. */
+static const uint8_t xs_pair_scale[4][32] __attribute__((aligned(32))) = {
+#define XS_D4(d) 4 * d, 4 * d + 1, 4 * d + 2, 4 * d + 3
+#define XS_DW(d) {XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d)}
+    XS_DW(0), XS_DW(1), XS_DW(2), XS_DW(3),
+#undef XS_DW
+#undef XS_D4
+};
+
+/* a (n bytes) into the pair order above, and |a| the same way */
+static void xs_pair_token(const block_q8_K *y, int64_t n, int8_t *ar, uint8_t *aar)
+{
+    for (int64_t i = 0; i < n / QK_K; i++)
+        for (int k = 0; k < QK_K; k += 64) {
+            const int8_t *a = y[i].qs + k;
+            int8_t *o = ar + i * QK_K + k;
+            uint8_t *oa = aar + i * QK_K + k;
+            const __m256i a0 = load32(a), a1 = load32(a + 32);
+            const __m256i r0 = _mm256_permute2x128_si256(a0, a1, 0x20), r1 = _mm256_permute2x128_si256(a0, a1, 0x31);
+            _mm256_storeu_si256((__m256i *)o, r0);
+            _mm256_storeu_si256((__m256i *)(o + 32), r1);
+            _mm256_storeu_si256((__m256i *)oa, _mm256_sign_epi8(r0, r0));
+            _mm256_storeu_si256((__m256i *)(oa + 32), _mm256_sign_epi8(r1, r1));
+        }
+}
+
+static inline __attribute__((always_inline)) float iq4_xs_pair_body(int64_t n, const block_iq4_xs *x,
+                                                                     const block_q8_K *y, const int8_t *ar,
+                                                                     const uint8_t *aar, const char *pf, size_t step)
+{
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        quant_prefetch_step(pf, i, step);
+        uint32_t sl;
+        memcpy(&sl, x[i].scales_l, 4);
+        const uint32_t sh = x[i].scales_h;
+        /* dword lanes [s0 s2 s4 s6 | s1 s3 s5 s7], each as two int16 */
+        const __m256i lo = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32((int)sl), _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28)),
+            _mm256_set1_epi32(0xF));
+        const __m256i hi = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32((int)sh), _mm256_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14)),
+            _mm256_set1_epi32(3));
+        const __m256i u = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4));
+        const __m256i ls = _mm256_sub_epi16(_mm256_or_si256(u, _mm256_slli_epi32(u, 16)), _mm256_set1_epi16(32));
+        const int8_t *a = ar + i * QK_K;
+        const uint8_t *aa = aar + i * QK_K;
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++)
+        {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * p));
+            const __m256i v0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(q, m4));
+            const __m256i v1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            const __m256i p0 = _mm256_maddubs_epi16(load32((const int8_t *)aa + 64 * p), _mm256_sign_epi8(v0, load32(a + 64 * p)));
+            const __m256i p1 =
+                _mm256_maddubs_epi16(load32((const int8_t *)aa + 64 * p + 32), _mm256_sign_epi8(v1, load32(a + 64 * p + 32)));
+            const __m256i sc = _mm256_shuffle_epi8(ls, _mm256_load_si256((const __m256i *)xs_pair_scale[p]));
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, sc));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, sc));
+        }
+        const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(s0, s1, 0x20), _mm256_permute2x128_si256(s0, s1, 0x31));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sum), acc);
+    }
+    return hsum_ps(acc);
+}
+
 static void matvec_iq4_xs_avx2(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)
 {
-    uint8_t *aa = kernel_scratch_get((size_t)n); /* a matvec runs inside no GEMM */
+    int8_t *ar = kernel_scratch_get(2 * (size_t)n); /* a matvec runs inside no GEMM */
+    uint8_t *aar = (uint8_t *)ar + n;
     const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);
-    const block_q8_K *y = act;
-    for (int64_t i = 0; aa && i < n / QK_K; i++)
-        for (int k = 0; k < QK_K; k += 32) {
-            const __m256i a = load32(y[i].qs + k);
-            _mm256_storeu_si256((__m256i *)(aa + i * QK_K + k), _mm256_sign_epi8(a, a));
-        }
+    if (ar)
+        xs_pair_token(act, n, ar, aar);
     for (int64_t r = 0; r < rows; r++) {
         const char *x = (const char *)w + (size_t)r * rs;
         const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */
         const char *pf = ahead ? x + QUANT_PF_AHEAD * rs : NULL;
-        /* two inlined bodies, the |a| test out of their loops; without
-         * memory for |a|, vec_dot's own signs */
-        out[r] = aa ? iq4_xs_dot_body(n, x, act, aa, pf, ahead ? step : 0)
-                    : iq4_xs_dot_body(n, x, act, NULL, pf, ahead ? step : 0);
+        /* without scratch memory, vec_dot's own body */
+        out[r] = ar ? iq4_xs_pair_body(n, (const block_iq4_xs *)x, act, ar, aar, pf, ahead ? step : 0)
+                    : iq4_xs_dot_body(n, x, act, pf, ahead ? step : 0);
     }
 }
 #endif
