@@ -658,11 +658,11 @@ q4_K_half_gemm(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t 
     for (int k = 0; k < 4; k++)
         acc[k] = accm[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
         for (int j = 0; j < 4; j++) {
+            quant_prefetch_part((const char *)pf, b, pf_step, j, 4);
             const uint8_t *hd = sc + 64 + 64 * j;
             const __m256i sc0 = q4_K_scale16(hd + 8 * h), sc1 = q4_K_scale16(hd + 16 + 8 * h);
             _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
@@ -689,7 +689,6 @@ static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float 
     for (int h = 0; h < 2; h++)
         acc[h] = accm[h] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
         __m256i isum[2], imin[2];
         for (int h = 0; h < 2; h++)
@@ -698,6 +697,7 @@ static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float 
             const uint8_t *hd = sc + 64 + 64 * j;
             _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
             {
+                quant_prefetch_part((const char *)pf, b, pf_step, 2 * j + h, 8);
                 isum[h] = _mm256_add_epi32(isum[h], q4_K_pair(nib + 512 * j, h, y[b].qs + 64 * j,
                                                               q4_K_scale16(hd + 8 * h), q4_K_scale16(hd + 16 + 8 * h)));
                 imin[h] = _mm256_add_epi32(imin[h], q4_K_mins(hd, h, &y[b], j));

@@ -326,6 +326,20 @@ static inline __attribute__((always_inline)) void quant_prefetch_step(const char
         _mm_prefetch(pf + (size_t)b * step + l, _MM_HINT_T0);
 }
 
+/* Part `part` of `parts` of quant_prefetch_step's lines for block step b:
+ * a kernel whose block step reads kilobytes (Q4_K's super-block of 16
+ * rows: 34 lines) spreads them over its inner loop, since a burst of that
+ * many prefetches fills the core's miss buffers and stalls it (the AVX2
+ * Q4_K gemv spent a fifth of its time on the instruction after one). */
+static inline __attribute__((always_inline)) void quant_prefetch_part(const char *pf, int64_t b, size_t step,
+                                                                      int part, int parts)
+{
+    const size_t lines = step / 64, l0 = lines * (size_t)part / (size_t)parts,
+                 l1 = lines * (size_t)(part + 1) / (size_t)parts;
+    for (size_t l = l0; l < l1; l++)
+        _mm_prefetch(pf + (size_t)b * step + 64 * l, _MM_HINT_T0);
+}
+
 /* How many groups of rows ahead the multi-row matvecs prefetch (Q6_K pairs,
  * Q5_0 quads, Q2_K pairs): 1, 2 and 4 measured on Q6_K, 2 best (9 -> 26 GB/s
  * on one thread for a 5632 x 4096 matrix out of cache). */
