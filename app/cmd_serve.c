@@ -42,6 +42,9 @@ static void usage(FILE *f)
             "  --spec KIND              speculative decoding: off (default), ngram, draft, mtp, auto; the same replies\n"
             "  --draft-max N            drafts per verification (default 3)\n"
             "  -md, --draft-model FILE  the draft model of --spec draft (same vocabulary)\n"
+            "  --blas MODE              OpenBLAS for large prompt batches: auto (default; where it was\n"
+            "                           measured faster, as generate's), on, off (the reference's bits:\n"
+            "                           llama-server's replies, with its logprobs, on any CPU)\n"
             "  --kv-dir DIR             keep the cached conversation's KV cache (and recurrent state) in\n"
             "                           DIR/MODEL.kv after every request (N > 1 slots: DIR/MODEL.S.kv, one\n"
             "                           per slot), and restore it at start when it matches the model and\n"
@@ -224,13 +227,14 @@ static bool serve_config(tok_config *cfg, const char *config_path)
 int cmd_serve(int argc, char **argv)
 {
     enum spec_type spec = SPEC_OFF;
+    enum blas_mode blas = BLAS_MODE_AUTO;
     long draft_max = 0;
     const char *draft_model = NULL, *config_path = NULL;
     bool print_config = false;
     static const int opt_ids[] = {CLI_MODEL,   CLI_HOST,    CLI_PORT,      CLI_API_KEY_FILE, CLI_MAX_QUEUE,
                                   CLI_PARALLEL, CLI_CTX,    CLI_THREADS,   CLI_SPEC,         CLI_DRAFT_MAX,
-                                  CLI_DRAFT_MODEL, CLI_KV_DIR, CLI_KV_MAX_MB, CLI_CONFIG, CLI_PRINT_CONFIG,
-                                  CLI_HELP};
+                                  CLI_DRAFT_MODEL, CLI_KV_DIR, CLI_KV_MAX_MB, CLI_BLAS,   CLI_CONFIG,
+                                  CLI_PRINT_CONFIG, CLI_HELP};
     const size_t n_opts = sizeof opt_ids / sizeof opt_ids[0];
     cli p;
     cli_value cv;
@@ -272,6 +276,7 @@ int cmd_serve(int argc, char **argv)
         case CLI_SPEC: spec_type_parse(cv.text, &spec); break;
         case CLI_DRAFT_MAX: draft_max = cv.i; break;
         case CLI_DRAFT_MODEL: draft_model = cv.text; break;
+        case CLI_BLAS: blas_mode_parse(cv.text, &blas); break;
         default: break;
         }
     }
@@ -366,6 +371,7 @@ int cmd_serve(int argc, char **argv)
     ep.draft_max = (int32_t)draft_max;
     ep.draft_model = draft_model;
     ep.n_parallel = (int32_t)parallel;
+    ep.blas = blas;
     ep.kv_max_bytes = (uint64_t)kv_max_mb << 20;
     /* several slots: DIR/MODEL.S.kv per sequence (kv_path less its ".kv") */
     char kv_prefix[4096];

@@ -43,7 +43,7 @@ chat_checks() {
     model=$1 label=$2
     shift 2
     plog=$W/$label.plog
-    if TOKSCOPE_PROMPT_LOG=$plog serve_start "$W/$label.log" -m "$model"; then
+    if TOKSCOPE_PROMPT_LOG=$plog serve_start "$W/$label.log" -m "$model" --blas off; then
         for q in "$@"; do
             $TRUST chat "$SPORT" "$BIN" "$model" "$R/trust.$q.req" "$W/$q.want" "$plog"
             [ -n "${NOREF:-}" ] && continue
@@ -65,9 +65,13 @@ if need "$S" "serve trust (stories260K)"; then
     # a 241-token prompt (BOS included) under -c 256
     python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["prompt"])' "$R/trust.ctxfull.req" \
         >"$W/p241.txt"
-    # the slots' path (default --parallel 4) and the one-engine path
+    # the slots' path (default --parallel 4) and the one-engine path; --blas
+    # off: llama-server's bits on every CPU (where OpenBLAS runs an AVX-512
+    # core, e.g. Cooperlake on an AMD with AVX512_BF16, auto hands this F32
+    # model's 241-token prompt to it: token 3's logprob -0.743057 against
+    # llama-server's -0.743437)
     for np in 4 1; do
-        if serve_start "$W/ctx.$np.log" -m "$S" -c 256 --parallel $np; then
+        if serve_start "$W/ctx.$np.log" -m "$S" -c 256 --parallel $np --blas off; then
             $TRUST ctx "$SPORT" "$BIN" "$S" "$W/p241.txt" 256
             $TRUST max0 "$SPORT" "$BIN" "$S"
             $TRUST ids "$SPORT" "$BIN" "$S"
