@@ -374,6 +374,19 @@ static inline __attribute__((always_inline)) void quant_spread4(const void *p, _
     o[3] = _mm256_shuffle_epi32(a, 0xFF);
 }
 
+/* Dword d (0-3) of each 128-bit lane of v, in all four dwords of that lane:
+ * vpshufd's with an index known only at run time (one pshufb; the IQ2_XXS
+ * and IQ4_XS one-token kernels pick a sub-block's multipliers with it). */
+static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v, int d)
+{
+#define QUANT_D4(d) 4 * d, 4 * d + 1, 4 * d + 2, 4 * d + 3
+#define QUANT_DW(d) {QUANT_D4(d), QUANT_D4(d), QUANT_D4(d), QUANT_D4(d), QUANT_D4(d), QUANT_D4(d), QUANT_D4(d), QUANT_D4(d)}
+    static const uint8_t ctl[4][32] __attribute__((aligned(32))) = {QUANT_DW(0), QUANT_DW(1), QUANT_DW(2), QUANT_DW(3)};
+#undef QUANT_DW
+#undef QUANT_D4
+    return _mm256_shuffle_epi8(v, _mm256_load_si256((const __m256i *)ctl[d]));
+}
+
 /* A one-token matvec of QK_K-block rows, one row after the other, each row's
  * dot prefetching the row QUANT_PF_AHEAD on (1-2 KB rows are streams the
  * hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an

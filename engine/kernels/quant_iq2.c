@@ -200,13 +200,6 @@ static const uint8_t xxs_rep[4][32] __attribute__((aligned(32))) = {
 #undef XXS_REP
 #undef XXS_R8
 };
-static const uint8_t xxs_dword[4][32] __attribute__((aligned(32))) = {
-#define XXS_D4(d) 4 * d, 4 * d + 1, 4 * d + 2, 4 * d + 3
-#define XXS_DW(d) {XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d), XXS_D4(d)}
-    XXS_DW(0), XXS_DW(1), XXS_DW(2), XXS_DW(3),
-#undef XXS_DW
-#undef XXS_D4
-};
 
 IQ2_INLINE void xxs_prep(const block_iq2_xxs *b, struct iq2_prep *p)
 {
@@ -240,7 +233,7 @@ IQ2_INLINE void xxs_sub(const block_iq2_xxs *b, const struct iq2_prep *p, int sb
     const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i t = _mm256_shuffle_epi8(p->xxs_signs[l], _mm256_load_si256((const __m256i *)xxs_rep[dw]));
     *sign = _mm256_cmpeq_epi8(_mm256_and_si256(t, bits), bits);
-    *scale = _mm256_shuffle_epi8(p->xxs_scales[l], _mm256_load_si256((const __m256i *)xxs_dword[dw]));
+    *scale = quant_dword_bcast(p->xxs_scales[l], dw);
     uint32_t idx;
     memcpy(&idx, b->qs + 4 * sb, 4);
     const uint64_t *G = quant_iq2xxs_grid;

@@ -424,14 +424,6 @@ static float dot_iq4_xs_avx2(int64_t n, const void *w, const void *act)
  * scales are formed per super-block in one register, ordered [0 2 4 6 | 1
  * 3 5 7] so that one in-lane pshufb gives a pair's multipliers. The
  * integers are vec_dot's, so are the float steps. */
-static const uint8_t xs_pair_scale[4][32] __attribute__((aligned(32))) = {
-#define XS_D4(d) 4 * d, 4 * d + 1, 4 * d + 2, 4 * d + 3
-#define XS_DW(d) {XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d), XS_D4(d)}
-    XS_DW(0), XS_DW(1), XS_DW(2), XS_DW(3),
-#undef XS_DW
-#undef XS_D4
-};
-
 /* a (n bytes) into the pair order above, and |a| the same way */
 static void xs_pair_token(const block_q8_K *y, int64_t n, int8_t *ar, uint8_t *aar)
 {
@@ -481,7 +473,7 @@ static inline __attribute__((always_inline)) float iq4_xs_pair_body(int64_t n, c
             const __m256i p0 = _mm256_maddubs_epi16(load32((const int8_t *)aa + 64 * p), _mm256_sign_epi8(v0, load32(a + 64 * p)));
             const __m256i p1 =
                 _mm256_maddubs_epi16(load32((const int8_t *)aa + 64 * p + 32), _mm256_sign_epi8(v1, load32(a + 64 * p + 32)));
-            const __m256i sc = _mm256_shuffle_epi8(ls, _mm256_load_si256((const __m256i *)xs_pair_scale[p]));
+            const __m256i sc = quant_dword_bcast(ls, p);
             s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, sc));
             s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, sc));
         }
