@@ -72,7 +72,6 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
         for (int l = 0; l < 8; l++)
             acc[k][l] = b0 == 0 ? _mm512_setzero_ps() : spill[8 * k + l];
     for (int64_t b = b0; b < b1; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *q = pw + (size_t)b * PACKED_Q8_0_QS;
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32)));
         __m512 sc[3];
@@ -84,6 +83,7 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
         __m512i *st = mode == Q8_0_DOT ? NULL : starts + 8 * (b - b0);
         _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)
         {
+            quant_prefetch_part((const char *)pf, b, pf_step, l, 8);
             __m512i w = _mm512_loadu_si512(q + 64 * l), s0;
             /* w in a register before the starting value's dot: GCC folded
              * the load into that dot and loaded w again for the token's, 8
