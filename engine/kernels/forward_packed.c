@@ -345,7 +345,6 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_K_NIB,
                       *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
@@ -361,6 +360,7 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
             __m512i lo[8], hi[8];
             _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
             {
+                quant_prefetch_part((const char *)pf, b, pf_step, 8 * j + q, 32);
                 const __m512i p = _mm512_loadu_si512(nib + 512 * j + 64 * q);
                 lo[q] = _mm512_and_si512(p, m4);
                 hi[q] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
