@@ -142,7 +142,8 @@ int blas_auto_table(enum tensor_type type)
 }
 
 /* The cores the table was measured on: OpenBLAS's AVX-512 kernels. On its
- * Haswell core (what it runs on AMD Zen, AVX-512 or not) it lost at every
+ * Haswell core (what it runs on AMD Zen 5; on an AMD with AVX512_BF16 and
+ * no avx_vnni, likely Zen 4, 0.3.21 picks Cooperlake) it lost at every
  * batch size tried on a Zen 5 (F16 pp128-pp512 448-528 vs 807-918 tok/s),
  * so auto leaves every product to tokscope's kernels there. */
 bool blas_auto_core_measured(const char *core)
