@@ -484,15 +484,23 @@ static inline __m256i nibbles32(const uint8_t *p)
     return _mm256_and_si256(b, _mm256_set1_epi8(0x0F));
 }
 
+/* 32 sign bits to 32 bytes, 0xFF where the bit is set: byte k tests bit
+ * k % 8 of the byte of src that ctl's byte k names (in its 128-bit lane;
+ * ctl names one source byte for each 8 consecutive bytes). */
+static inline __m256i bits_masks(__m256i src, __m256i ctl)
+{
+    __m256i b = _mm256_shuffle_epi8(src, ctl);
+    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
+}
+
 /* 32 bits to 32 bytes: 0xFF where the bit is set. */
 static inline __m256i bits32(const uint8_t *p)
 {
     uint32_t x;
     memcpy(&x, p, 4);
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
+    return bits_masks(_mm256_set1_epi32((int)x),
+                      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
 }
 
 /* 8 lanes: sums of 4 activation bytes each (for unsigned-weight dots). */

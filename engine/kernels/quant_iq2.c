@@ -230,9 +230,7 @@ IQ2_INLINE void xxs_sub(const block_iq2_xxs *b, const struct iq2_prep *p, int sb
                         __m256i *scale)
 {
     const int l = (sb >> 1) & 1, dw = 2 * (sb >> 2) + (sb & 1);
-    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i t = _mm256_shuffle_epi8(p->xxs_signs[l], _mm256_load_si256((const __m256i *)xxs_rep[dw]));
-    *sign = _mm256_cmpeq_epi8(_mm256_and_si256(t, bits), bits);
+    *sign = bits_masks(p->xxs_signs[l], _mm256_load_si256((const __m256i *)xxs_rep[dw]));
     *scale = quant_dword_bcast(p->xxs_scales[l], dw);
     uint32_t idx;
     memcpy(&idx, b->qs + 4 * sb, 4);
