@@ -229,7 +229,7 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step_l2((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -278,7 +278,7 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step_l2((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * MXFP4_NIB;
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -438,7 +438,10 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
     if (t < n_gemm)
         q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 4, true, out + (int64_t)t * out_stride,
                    out_stride, keep, pw + gb, t == 0 ? step : 0);
-    if (n_gemm < n_tok)
+    if (n_tok - n_gemm == 1) /* a constant count: generation's own copy, its accumulators in registers */
+        q4_K_group(pw, nb, act + (size_t)n_gemm * act_stride, act_stride, 1, false,
+                   out + (int64_t)n_gemm * out_stride, out_stride, keep, pw + gb, n_gemm == 0 ? step : 0);
+    else if (n_gemm < n_tok)
         q4_K_group(pw, nb, act + (size_t)n_gemm * act_stride, act_stride, n_tok - n_gemm, false,
                    out + (int64_t)n_gemm * out_stride, out_stride, keep, pw + gb, n_gemm == 0 ? step : 0);
 }
@@ -464,7 +467,7 @@ q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_s
     for (int k = 0; k < 4; k++)
         acc[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step_l2((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_0_NIB + 32 * h;
         __m256i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -507,7 +510,7 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
     const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step_l2((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
@@ -551,7 +554,7 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
     const uint8_t *scales = pw + (size_t)nb * MXFP4_NIB;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step_l2((const char *)pf, b, pf_step);
         const uint8_t *nib = pw + (size_t)b * MXFP4_NIB;
         __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)

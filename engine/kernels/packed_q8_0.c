@@ -207,7 +207,7 @@ static void q8_0_tile1(const uint8_t *pw, int64_t nb, const uint8_t *act, const 
     __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0, c4 = a0, c5 = a0, c6 = a0, c7 = a0;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *q = pw + (size_t)b * PACKED_Q8_0_QS, *a = act + (size_t)b * 32;
-        quant_prefetch_step((const char *)pf, b, pf_step);
+        quant_prefetch_step_l2((const char *)pf, b, pf_step);
         const __m256 s0 = q8_0_scale(scales, act, nb, b), s1 = q8_0_scale(scales + 16, act, nb, b);
         __m256i w, v;
 #define Q8_0_L(l, x, y)                                                                                                \

@@ -60,7 +60,7 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
         acc[t] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < nb; i++) {
-        quant_prefetch_step(pf, i, pf_step);
+        quant_prefetch_step_l2(pf, i, pf_step);
         const __m512i sa = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
         const __m512i sb = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales)));
         __m512i ia[QUANT_KFEW_MAX], ib[QUANT_KFEW_MAX];
