@@ -1,23 +1,26 @@
 /* Packed Q4_0 / Q4_K weights, 16 rows in the lanes (see forward_packed.h).
  *
- * Layout of one group of 16 rows, for a tensor of nb blocks per row:
- *   Q4_0: nb x 256 bytes of nibbles, then nb x 16 fp16 scales.
+ * One group of 16 rows, for a tensor of nb blocks per row, per block (in
+ * the units of forward_packed.h's packed_quant_at / packed_scale_at: the
+ * scales of 2 blocks (Q4_0, Q8_0), 4 (MXFP4) or 1 (Q4_K) on a line, then
+ * those blocks' quants):
+ *   Q4_0: 256 bytes of nibbles and 16 fp16 scales.
  *         Nibble vector j (0..3) of a block holds, in dword lane r, bytes
  *         4j..4j+3 of row r's qs: its low nibbles are elements 4j..4j+3,
  *         its high nibbles elements 16+4j..16+4j+3 - the block's own pairing.
- *   Q4_K: nb x 2048 bytes of nibbles, then nb x 320 bytes of scales.
+ *   Q4_K: 2048 bytes of nibbles and 320 bytes of scales.
  *         For each pair j (0..3) of 32-element sub-blocks, nibble vector q
  *         (0..7) holds in dword lane r bytes 32j+4q..+3 of row r's qs (low
  *         nibbles: sub-block 2j, high: 2j+1). The scales: 16 fp16 d, 16 fp16
  *         dmin, then per pair j 16 scales of sub-block 2j, 16 of 2j+1 and
  *         16 (min 2j, min 2j+1) byte pairs, all decoded from the 6-bit form.
- *   MXFP4: nb x 256 bytes of nibbles in Q4_0's order (qs pairs element i
- *         with 16 + i as Q4_0 does), then nb x 16 scale bytes (E8M0), as
- *         many bytes as the 16 rows. AVX-512 VNNI builds only.
- *   Q8_0: nb x 512 bytes of quants, then nb x 16 fp16 scales. Vector l
- *         (0..7) of a block holds in dword lane r bytes 4l..4l+3 of row r,
- *         signed as in the file (the activations take VNNI's unsigned
- *         side, packed_q8_0.h).
+ *   MXFP4: 256 bytes of nibbles in Q4_0's order (qs pairs element i with
+ *         16 + i as Q4_0 does) and 16 scale bytes (E8M0), as many bytes as
+ *         the 16 rows.
+ *   Q8_0: 512 bytes of quants and 16 fp16 scales. Vector l (0..7) of a
+ *         block holds in dword lane r bytes 4l..4l+3 of row r, signed as in
+ *         the file (the activations take VNNI's unsigned side,
+ *         packed_q8_0.h).
  * Rows past the tensor's end (the last group of a 8-mod-16 row count) are
  * zeros; their lanes are never stored. */
 #include "kernels/forward_packed.h"
@@ -49,13 +52,11 @@
 
 enum {
     Q4_0_NIB = PACKED_Q4_0_NIB, /* nibble bytes per block of a group */
-    Q4_0_PB = Q4_0_NIB + 32, /* + 16 fp16 scales */
+    Q4_0_SC = PACKED_Q4_0_SC,   /* 16 fp16 scales */
     Q4_K_NIB = PACKED_Q4_K_NIB,
     Q4_K_SC = PACKED_Q4_K_SC,
-    Q4_K_PB = Q4_K_NIB + Q4_K_SC,
-    Q8_0_PB = PACKED_Q8_0_PB,
     MXFP4_NIB = PACKED_MXFP4_NIB,
-    MXFP4_PB = MXFP4_NIB + 16, /* + 16 scale bytes */
+    MXFP4_SC = PACKED_MXFP4_SC, /* 16 scale bytes */
     MXFP4_REG_TOK = 8,         /* MXFP4 tokens decoded in registers; more go to the GEMM */
 };
 
@@ -83,11 +84,42 @@ static int64_t blocks_per_row(const gguf_tensor *w)
 
 static size_t group_bytes(const gguf_tensor *w)
 {
-    const size_t per_block = is_q4_K(w)                      ? Q4_K_PB
-                             : w->type == TENSOR_TYPE_Q8_0  ? Q8_0_PB
-                             : w->type == TENSOR_TYPE_MXFP4 ? MXFP4_PB
-                                                            : Q4_0_PB;
-    return (size_t)blocks_per_row(w) * per_block;
+    const int64_t nb = blocks_per_row(w);
+    return is_q4_K(w)                      ? packed_group_size(nb, Q4_K_NIB, Q4_K_SC)
+           : w->type == TENSOR_TYPE_Q8_0  ? packed_group_size(nb, PACKED_Q8_0_QS, PACKED_Q8_0_SC)
+           : w->type == TENSOR_TYPE_MXFP4 ? packed_group_size(nb, MXFP4_NIB, MXFP4_SC)
+                                          : packed_group_size(nb, Q4_0_NIB, Q4_0_SC);
+}
+
+/* Block b's nibbles and scales in a group (forward_packed.h) */
+static inline const uint8_t *q4_0_nib(const uint8_t *pw, int64_t b)
+{
+    return pw + packed_quant_at(b, Q4_0_NIB, Q4_0_SC);
+}
+
+static inline const uint8_t *q4_0_sc(const uint8_t *pw, int64_t b)
+{
+    return pw + packed_scale_at(b, Q4_0_NIB, Q4_0_SC);
+}
+
+static inline const uint8_t *mxfp4_nib(const uint8_t *pw, int64_t b)
+{
+    return pw + packed_quant_at(b, MXFP4_NIB, MXFP4_SC);
+}
+
+static inline const uint8_t *mxfp4_sc(const uint8_t *pw, int64_t b)
+{
+    return pw + packed_scale_at(b, MXFP4_NIB, MXFP4_SC);
+}
+
+static inline const uint8_t *q4_K_nib(const uint8_t *pw, int64_t b)
+{
+    return pw + packed_quant_at(b, Q4_K_NIB, Q4_K_SC);
+}
+
+static inline const uint8_t *q4_K_sc(const uint8_t *pw, int64_t b)
+{
+    return pw + packed_scale_at(b, Q4_K_NIB, Q4_K_SC);
 }
 
 /* Q4_0 the reference repacks */
@@ -142,8 +174,8 @@ static void pack_row_q4_0(const block_q4_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 4; j++)
-            memcpy(o + (size_t)b * Q4_0_NIB + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
-        memcpy(o + (size_t)nb * Q4_0_NIB + (size_t)b * 32 + 2 * r, &x[b].d, 2);
+            memcpy(o + packed_quant_at(b, Q4_0_NIB, Q4_0_SC) + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
+        memcpy(o + packed_scale_at(b, Q4_0_NIB, Q4_0_SC) + 2 * r, &x[b].d, 2);
     }
 }
 
@@ -151,15 +183,15 @@ static void pack_row_mxfp4(const block_mxfp4 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 4; j++)
-            memcpy(o + (size_t)b * MXFP4_NIB + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
-        o[(size_t)nb * MXFP4_NIB + (size_t)b * 16 + r] = x[b].e;
+            memcpy(o + packed_quant_at(b, MXFP4_NIB, MXFP4_SC) + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
+        o[packed_scale_at(b, MXFP4_NIB, MXFP4_SC) + r] = x[b].e;
     }
 }
 
 static void pack_row_q4_K(const block_q4_K *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
-        uint8_t *nib = o + (size_t)b * Q4_K_NIB, *sc = o + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        uint8_t *nib = o + packed_quant_at(b, Q4_K_NIB, Q4_K_SC), *sc = o + packed_scale_at(b, Q4_K_NIB, Q4_K_SC);
         for (int j = 0; j < 4; j++)
             for (int q = 0; q < 8; q++)
                 memcpy(nib + 512 * j + 64 * q + 4 * r, x[b].qs + 32 * j + 4 * q, 4);
@@ -206,14 +238,13 @@ static inline int32_t ld32(const void *p)
 #endif
 
 #ifdef PK_AVX512
-/* Every packed kernel prefetches the next group while it works on one:
- * block step b of a group fetches step b of the next group's bytes (gb / nb
- * each), one group ahead in a single linear stream. Out of cache, the
- * quants and the scales at the group's end were two streams the hardware
- * prefetcher lost at every group: on TinyLlama-1.1B shapes, decode went
- * from 36.6 to 65 tok/s (Q4_0), 42.8 to 58 (Q4_K_M) and about 33 to 35
- * (Q8_0, which prefetched 8 blocks ahead in its quants before). Only the
- * first pass over the group's tokens prefetches (step 0 for the others). */
+/* No packed kernel prefetches in software: a thread's groups are one
+ * linear stream (forward_packed.h), which the hardware prefetcher follows.
+ * With the scales after all of a group's quants the kernels prefetched the
+ * next group themselves (Zen 5: Q4_0 decode 36.6 -> 65 tok/s); with them in
+ * the stream, dropping those prefetches took TinyLlama-shape decode on one
+ * thread of an AMD EPYC Zen 4 from 21 to 27-28.6 tok/s (Q8_0), 42-43 to
+ * 50-53 (Q4_0), 43 to 56-57 (MXFP4), 40-41 to 43-45 (Q4_K_M). */
 /* One group against nt <= 8 tokens, q4_0_row_dot's steps per lane: the
  * unsigned nibbles meet the signed activations in VNNI dots, straight from
  * the activation buffer (broadcast loads), and 8 * sum(a) comes back off,
@@ -221,16 +252,14 @@ static inline int32_t ld32(const void *p)
  * FMA-accumulated with d_w * d_a. ys: token 0's block sums, nb per token. */
 static inline __attribute__((always_inline)) void
 q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys, int nt,
-           float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step)
+           float *out, int64_t out_stride, __mmask16 keep)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
     __m512 acc[8];
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step_l2((const char *)pf, b, pf_step);
-        const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
+        const uint8_t *nib = q4_0_nib(pw, b);
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -238,7 +267,7 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
             v[j] = _mm512_and_si512(p, m4);
             v[j + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q4_0_sc(pw, b)));
         _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
@@ -268,18 +297,16 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
  * (quant_e8m0_to_fp32_half). Bounds: 32 products of at most 24 * 127. */
 static inline __attribute__((always_inline)) void
 mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys, int nt,
-            float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step)
+            float *out, int64_t out_stride, __mmask16 keep)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i lut = _mm512_broadcast_i32x4(
         quant_mx_lut_off());
-    const uint8_t *scales = pw + (size_t)nb * MXFP4_NIB;
     __m512 acc[8];
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step_l2((const char *)pf, b, pf_step);
-        const uint8_t *nib = pw + (size_t)b * MXFP4_NIB;
+        const uint8_t *nib = mxfp4_nib(pw, b);
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -289,7 +316,7 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
         }
         /* the 16 scale bytes as halves of 2^(e - 127): (e - 1) << 23, or a
          * subnormal for e < 2 */
-        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(scales + (size_t)b * 16)));
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)mxfp4_sc(pw, b)));
         const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
         const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
         const __m512 dw = _mm512_castsi512_ps(
@@ -314,23 +341,22 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
 }
 
 /* Tokens in groups of 8, then the rest (generation: one token, the group's
- * bytes read once, the next group prefetched). */
+ * bytes read once). */
 static void mxfp4_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
-                         int n_tok, float *out, int64_t out_stride, __mmask16 keep, size_t gb)
+                         int n_tok, float *out, int64_t out_stride, __mmask16 keep)
 {
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     int t = 0;
     for (; t + 8 <= n_tok; t += 8)
         mxfp4_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 8,
-                    out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+                    out + (int64_t)t * out_stride, out_stride, keep);
     if (t == n_tok)
         return;
     if (n_tok - t == 1) /* a constant count: generation's own copy of the loop */
         mxfp4_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 1,
-                    out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+                    out + (int64_t)t * out_stride, out_stride, keep);
     else
         mxfp4_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
-                    out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+                    out + (int64_t)t * out_stride, out_stride, keep);
 }
 
 /* One group against nt tokens in q4_K_repacked_dot's order per lane: each
@@ -338,15 +364,14 @@ static void mxfp4_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size
  * (nt <= 8) FMA-accumulates them per pair, gemv (nt <= 4) per super-block. */
 static inline __attribute__((always_inline)) void
 q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int nt, bool gemm,
-           float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step)
+           float *out, int64_t out_stride, __mmask16 keep)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[8], accm[8];
     for (int k = 0; k < 8; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB,
-                      *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        const uint8_t *nib = q4_K_nib(pw, b), *sc = q4_K_sc(pw, b);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
         __m512i isum[4], imin[4];
@@ -360,7 +385,6 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
             __m512i lo[8], hi[8];
             _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
             {
-                quant_prefetch_part((const char *)pf, b, pf_step, 8 * j + q, 32);
                 const __m512i p = _mm512_loadu_si512(nib + 512 * j + 64 * q);
                 lo[q] = _mm512_and_si512(p, m4);
                 hi[q] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
@@ -401,49 +425,39 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
         _mm512_mask_storeu_ps(out + (int64_t)k * out_stride, keep, _mm512_sub_ps(acc[k], accm[k]));
 }
 
-/* Whether Q4_0 groups prefetch the next group themselves. On AMD Zen the
- * prefetch took generation from 36.6 to 65 tok/s; on the Intel Xeon here
- * the hardware prefetcher follows the group stream alone, and the five
- * prefetch instructions per block step cost 9 % on one thread and 5 % on
- * two (TinyLlama-1.1B Q4_0, measured alternately on a quiet machine). */
-static bool q4_0_sw_prefetch(void) { return !__builtin_cpu_is("intel"); }
-
 /* Tokens in groups of 8 (a constant count keeps the accumulators in
  * registers), then the rest. */
 static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
-                        const int32_t *ys, int n_tok, float *out, int64_t out_stride, __mmask16 keep,
-                        size_t gb)
+                        const int32_t *ys, int n_tok, float *out, int64_t out_stride, __mmask16 keep)
 {
-    const size_t step = q4_0_sw_prefetch() ? quant_prefetch_step_size(gb, 1, nb) : 0;
     int t = 0;
     for (; t + 8 <= n_tok; t += 8)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 8,
-                   out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+                   out + (int64_t)t * out_stride, out_stride, keep);
     if (t < n_tok)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
-                   out + (int64_t)t * out_stride, out_stride, keep, pw + gb, t == 0 ? step : 0);
+                   out + (int64_t)t * out_stride, out_stride, keep);
 }
 
 /* The reference runs tokens in complete groups of 4 through its gemm
  * kernel and the rest, one by one, through gemv. */
 static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
-                        float *out, int64_t out_stride, __mmask16 keep, size_t gb)
+                        float *out, int64_t out_stride, __mmask16 keep)
 {
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     const int n_gemm = n_tok - n_tok % 4;
     int t = 0;
     for (; t + 8 <= n_gemm; t += 8)
         q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 8, true, out + (int64_t)t * out_stride,
-                   out_stride, keep, pw + gb, t == 0 ? step : 0);
+                   out_stride, keep);
     if (t < n_gemm)
         q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 4, true, out + (int64_t)t * out_stride,
-                   out_stride, keep, pw + gb, t == 0 ? step : 0);
+                   out_stride, keep);
     if (n_tok - n_gemm == 1) /* a constant count: generation's own copy, its accumulators in registers */
         q4_K_group(pw, nb, act + (size_t)n_gemm * act_stride, act_stride, 1, false,
-                   out + (int64_t)n_gemm * out_stride, out_stride, keep, pw + gb, n_gemm == 0 ? step : 0);
+                   out + (int64_t)n_gemm * out_stride, out_stride, keep);
     else if (n_gemm < n_tok)
         q4_K_group(pw, nb, act + (size_t)n_gemm * act_stride, act_stride, n_tok - n_gemm, false,
-                   out + (int64_t)n_gemm * out_stride, out_stride, keep, pw + gb, n_gemm == 0 ? step : 0);
+                   out + (int64_t)n_gemm * out_stride, out_stride, keep);
 }
 #endif
 
@@ -455,20 +469,19 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
  * lane add up in 16 bits without overflow (|sum| <= 30720) and one madd
  * widens them; 8 * sum(a) comes back off, which leaves each block's exact
  * sum of (nibble - 8) * a, FMA-accumulated with d_w * d_a as the reference
- * does. The first half prefetches the next group (see PK_AVX512's kernels;
- * on AMD Zen 3 the hardware prefetcher does not follow the group stream). */
+ * does. No software prefetch (see PK_AVX512's kernels): on one thread of
+ * an AMD EPYC Zen 4, TinyLlama-shape Q4_0 decode 44-50 tok/s with it, 48-52
+ * without; Q8_0 21-22.7 and 26.9-27.7. */
 static inline __attribute__((always_inline)) void
 q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_stride, const int32_t *ys, int nt,
-          float *out, int64_t out_stride, __m256i keep, const uint8_t *pf, size_t pf_step)
+          float *out, int64_t out_stride, __m256i keep)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB + 16 * h;
     __m256 acc[4];
     for (int k = 0; k < 4; k++)
         acc[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step_l2((const char *)pf, b, pf_step);
-        const uint8_t *nib = pw + (size_t)b * Q4_0_NIB + 32 * h;
+        const uint8_t *nib = q4_0_nib(pw, b) + 32 * h;
         __m256i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -476,7 +489,7 @@ q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_s
             v[j] = _mm256_and_si256(p, m4);
             v[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
         }
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + (size_t)b * 32)));
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q4_0_sc(pw, b) + 16 * h)));
         _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
@@ -504,14 +517,12 @@ q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_s
 /* A whole group against one token (generation): both halves in one pass
  * over the group's bytes, the same steps per lane as q4_0_half. */
 static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const int32_t *ys, float *out,
-                      const __m256i keep[2], const uint8_t *pf, size_t pf_step)
+                      const __m256i keep[2])
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    const uint8_t *scales = pw + (size_t)nb * Q4_0_NIB;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step_l2((const char *)pf, b, pf_step);
-        const uint8_t *nib = pw + (size_t)b * Q4_0_NIB;
+        const uint8_t *nib = q4_0_nib(pw, b);
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -525,8 +536,8 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
         }
         const __m256i base = _mm256_set1_epi32(-8 * ys[b]);
         const __m256 da = _mm256_set1_ps(h2f(y[b].d));
-        const __m128i dh = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 32));
-        const __m128i dh1 = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 32 + 16));
+        const __m128i dh = _mm_loadu_si128((const __m128i *)q4_0_sc(pw, b));
+        const __m128i dh1 = _mm_loadu_si128((const __m128i *)(q4_0_sc(pw, b) + 16));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(s0, ones), base)),
                                _mm256_mul_ps(_mm256_cvtph_ps(dh), da), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(s1, ones), base)),
@@ -546,16 +557,14 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
  * per row and block): 58 % of a 4-layer MXFP4 file's generation for 40 %
  * of its bytes. */
 static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const int32_t *ys, float *out,
-                       const __m256i keep[2], const uint8_t *pf, size_t pf_step)
+                       const __m256i keep[2])
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const __m256i lut = _mm256_broadcastsi128_si256(
         quant_mx_lut_off());
-    const uint8_t *scales = pw + (size_t)nb * MXFP4_NIB;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step_l2((const char *)pf, b, pf_step);
-        const uint8_t *nib = pw + (size_t)b * MXFP4_NIB;
+        const uint8_t *nib = mxfp4_nib(pw, b);
         __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -571,7 +580,7 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
         }
         const __m256i base = _mm256_set1_epi32(-QUANT_MX_OFF * ys[b]);
         const __m256 da = _mm256_set1_ps(h2f(y[b].d));
-        const __m128i eb = _mm_loadu_si128((const __m128i *)(scales + (size_t)b * 16));
+        const __m128i eb = _mm_loadu_si128((const __m128i *)mxfp4_sc(pw, b));
         const __m256 dw[2] = {quant_e8m0_half8(eb), quant_e8m0_half8(_mm_srli_si128(eb, 8))};
         const __m256i i0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s2, ones)), base);
         const __m256i i1 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s1, ones), _mm256_madd_epi16(s3, ones)), base);
@@ -592,7 +601,6 @@ static void mxfp4_tokens256(const uint8_t *packed, int64_t nb, size_t gb, int64_
     if (n_tok >= GEMM_TLANES_MIN_TOK_MXFP4 &&
         gemm_tlanes_mxfp4(packed, nb, gb, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
         const int64_t base = g * PACKED_ROWS;
         const int lo = r0 > base ? (int)(r0 - base) : 0;
@@ -605,7 +613,7 @@ static void mxfp4_tokens256(const uint8_t *packed, int64_t nb, size_t gb, int64_
         const __m256i keep[2] = {quant_lanes_in(lo, hi), quant_lanes_in(lo - 8, hi - 8)};
         for (int t = 0; t < n_tok; t++)
             mxfp4_gemv(pw, nb, (const block_q8_0 *)(act + (size_t)t * act_stride), ys + (int64_t)t * nb,
-                       out + (int64_t)t * out_stride + base, keep, pw + gb, t == 0 ? step : 0);
+                       out + (int64_t)t * out_stride + base, keep);
     }
 }
 
@@ -661,7 +669,7 @@ q4_K_half_gemm(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t 
     for (int k = 0; k < 4; k++)
         acc[k] = accm[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        const uint8_t *nib = q4_K_nib(pw, b), *sc = q4_K_sc(pw, b);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
         for (int j = 0; j < 4; j++) {
@@ -692,7 +700,7 @@ static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float 
     for (int h = 0; h < 2; h++)
         acc[h] = accm[h] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = pw + (size_t)b * Q4_K_NIB, *sc = pw + (size_t)nb * Q4_K_NIB + (size_t)b * Q4_K_SC;
+        const uint8_t *nib = q4_K_nib(pw, b), *sc = q4_K_sc(pw, b);
         __m256i isum[2], imin[2];
         for (int h = 0; h < 2; h++)
             isum[h] = imin[h] = _mm256_setzero_si256();
@@ -720,7 +728,10 @@ static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float 
 }
 
 /* The reference runs tokens in complete groups of 4 through its gemm
- * kernel and the rest, one by one, through gemv. */
+ * kernel and the rest, one by one, through gemv. Q4_K alone still
+ * prefetches the next group (into L2, spread over the pairs): on one thread
+ * of an AMD EPYC Zen 4, TinyLlama Q4_K_M decode 39-41 tok/s with it, 33
+ * without, 20-25 with the lines sent to L1. */
 static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
                         float *out, int64_t out_stride, const __m256i keep[2], size_t gb)
 {
@@ -742,24 +753,22 @@ static void q4_K_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
 /* Tokens in groups of 4 (a constant count keeps the accumulators in
  * registers), then the rest; each half of the group in turn. */
 static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, const int32_t *ys,
-                        int n_tok, float *out, int64_t out_stride, const __m256i keep[2], size_t gb)
+                        int n_tok, float *out, int64_t out_stride, const __m256i keep[2])
 {
-    size_t step = quant_prefetch_step_size(gb, 1, nb);
     if (n_tok == 1) {
-        q4_0_gemv(pw, nb, (const block_q8_0 *)act, ys, out, keep, pw + gb, step);
+        q4_0_gemv(pw, nb, (const block_q8_0 *)act, ys, out, keep);
         return;
     }
     for (int h = 0; h < 2; h++) {
         if (_mm256_testz_si256(keep[h], keep[h]))
             continue; /* no row of this half is wanted */
         int t = 0;
-        for (; t + 4 <= n_tok; t += 4, step = 0) /* the first pass prefetches */
+        for (; t + 4 <= n_tok; t += 4)
             q4_0_half(pw, nb, h, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, 4,
-                      out + (int64_t)t * out_stride, out_stride, keep[h], pw + gb, step);
+                      out + (int64_t)t * out_stride, out_stride, keep[h]);
         if (t < n_tok)
             q4_0_half(pw, nb, h, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
-                      out + (int64_t)t * out_stride, out_stride, keep[h], pw + gb, step);
-        step = 0;
+                      out + (int64_t)t * out_stride, out_stride, keep[h]);
     }
 }
 #endif
@@ -820,7 +829,7 @@ static void q8_0_tiles(const uint8_t *packed, int64_t nb, size_t gb, int64_t r0,
     for (int t0 = 0; t0 < n_tok; t0 += tile)
         for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
             const int64_t base = g * PACKED_ROWS;
-            packed_q8_0_group(packed + (size_t)g * gb, nb, gb, act_extra + (size_t)t0 * ab, ab,
+            packed_q8_0_group(packed + (size_t)g * gb, nb, act_extra + (size_t)t0 * ab, ab,
                               n_tok - t0 < tile ? n_tok - t0 : tile, out + (int64_t)t0 * out_stride + base,
                               out_stride, r0 > base ? (int)(r0 - base) : 0,
                               r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS);
@@ -853,13 +862,12 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
         const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
         if (w->type == TENSOR_TYPE_MXFP4)
             mxfp4_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
-                         keep, gb);
+                         keep);
         else if (is_q4_K(w))
-            q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep,
-                        gb);
+            q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep);
         else
             q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
-                        keep, gb);
+                        keep);
     }
 #else
 #ifdef PK_AVX2
@@ -898,7 +906,7 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
                 q4_K_tokens(packed + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride, keep, gb);
             else
                 q4_0_tokens(packed + (size_t)g * gb, nb, act, act_stride, act_sums, n_tok, out + base, out_stride,
-                            keep, gb);
+                            keep);
         }
         return;
     }

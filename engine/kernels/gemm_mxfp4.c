@@ -11,6 +11,7 @@ size_t gemm_mxfp4_pass_bytes = 32 << 20;
 #include <math.h>
 #include <string.h>
 
+#include "kernels/forward_packed.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/quant_internal.h"
 #include "kernels/quant_mxfp4.h"
@@ -105,7 +106,7 @@ static bool panel_write(const uint8_t *w, size_t rb, int64_t r, int nr, int64_t 
 
 /* The panel of packed group pg (forward_packed.h's MXFP4 layout: per
  * block 4 nibble vectors whose dword lane j holds row j's qs bytes
- * 4k..4k+3, then 16 scale bytes at nb * 256): the same panel panel_write
+ * 4k..4k+3, and 16 scale bytes at packed_scale_at): the same panel panel_write
  * makes from the file, without its transpose and gather. The next group
  * (pf, gb bytes) is fetched meanwhile. True where every scale byte of the
  * lanes in `valid` is in [E_LO, E_HI] (the padding rows past a tensor's
@@ -117,10 +118,9 @@ static bool panel_from_packed(const uint8_t *pg, int64_t nb, uint8_t *p, const u
     const __m512i lut = _mm512_broadcast_i32x4(
         quant_mx_lut_off());
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const uint8_t *sc = pg + (size_t)nb * 256;
     for (int64_t b = 0; b < nb; b++, p += PB) {
         quant_prefetch_step((const char *)pf, b, pf_step);
-        const uint8_t *nib = pg + (size_t)b * 256;
+        const uint8_t *nib = pg + packed_quant_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC);
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m512i d = _mm512_loadu_si512(nib + 64 * k);
@@ -128,7 +128,8 @@ static bool panel_from_packed(const uint8_t *pg, int64_t nb, uint8_t *p, const u
             _mm512_store_si512(p + (4 + k) * 64,
                                _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(d, 4), m4)));
         }
-        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + (size_t)b * 16)));
+        const __m512i e = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128((const __m128i *)(pg + packed_scale_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC))));
         const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
         const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e); /* e < 2: a subnormal half */
         _mm512_store_si512(p + 8 * 64,
@@ -348,7 +349,7 @@ bool gemm_mxfp4_packed_matmul(const uint8_t *packed, int64_t nb, int64_t r0, int
 {
     if (r0 >= r1 || n_tok < 1)
         return true;
-    const struct mx_src src = {NULL, 0, packed, (size_t)nb * (256 + 16)};
+    const struct mx_src src = {NULL, 0, packed, packed_group_size(nb, PACKED_MXFP4_NIB, PACKED_MXFP4_SC)};
     return mx_run(&src, nb, r0, r1, act, act_stride, n_tok, out, out_stride);
 }
 #else

@@ -4,7 +4,19 @@
 #include <string.h>
 
 #include "kernels/forward_math.h"
+#include "kernels/forward_packed.h"
 #include "kernels/kernel_scratch.h"
+
+/* Where a group keeps block b's quants and its scales */
+static inline size_t q8_0_at(int64_t b)
+{
+    return packed_quant_at(b, PACKED_Q8_0_QS, PACKED_Q8_0_SC);
+}
+
+static inline size_t q8_0_sc_at(int64_t b)
+{
+    return packed_scale_at(b, PACKED_Q8_0_QS, PACKED_Q8_0_SC);
+}
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
 #define PACKED_Q8_0_ACT_XOR 0x80 /* VNNI's unsigned operand */
@@ -30,10 +42,10 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
 void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
-        uint8_t *q = o + (size_t)b * PACKED_Q8_0_QS + 4 * r;
+        uint8_t *q = o + q8_0_at(b) + 4 * r;
         for (int l = 0; l < 8; l++)
             memcpy(q + 64 * l, x[b].qs + 4 * l, 4);
-        memcpy(o + (size_t)nb * PACKED_Q8_0_QS + (size_t)b * 32 + 2 * r, &x[b].d, 2);
+        memcpy(o + q8_0_sc_at(b) + 2 * r, &x[b].d, 2);
     }
 }
 
@@ -59,21 +71,19 @@ enum q8_0_start { Q8_0_DOT, Q8_0_STORE, Q8_0_LOAD };
  * would otherwise fold them into each dot as memory operands, one more load
  * per dot; the loads bound this loop, not the arithmetic). The accumulators start at zero (b0 == 0)
  * or from spill (8 vectors per token), and end in spill or, at the row's
- * last block, reduced into out. pf: the next group, prefetched pf_step bytes
- * per block (0: not this pass). starts: 8 vectors per block of the pass. */
+ * last block, reduced into out. starts: 8 vectors per block of the pass.
+ * No software prefetch: forward_packed.c's PK_AVX512 kernels say why. */
 static inline __attribute__((always_inline)) void
 q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *act, size_t act_bytes, int nt,
-          __m512 *spill, float *out, int64_t out_stride, __mmask16 keep, const uint8_t *pf, size_t pf_step,
-          __m512i *starts, enum q8_0_start mode)
+          __m512 *spill, float *out, int64_t out_stride, __mmask16 keep, __m512i *starts, enum q8_0_start mode)
 {
-    const uint8_t *scales = pw + (size_t)nb * PACKED_Q8_0_QS;
     __m512 acc[3][8];
     for (int k = 0; k < nt; k++)
         for (int l = 0; l < 8; l++)
             acc[k][l] = b0 == 0 ? _mm512_setzero_ps() : spill[8 * k + l];
     for (int64_t b = b0; b < b1; b++) {
-        const uint8_t *q = pw + (size_t)b * PACKED_Q8_0_QS;
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * 32)));
+        const uint8_t *q = pw + q8_0_at(b);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pw + q8_0_sc_at(b))));
         __m512 sc[3];
         _Pragma("GCC unroll 3") for (int k = 0; k < nt; k++)
         {
@@ -83,7 +93,6 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
         __m512i *st = mode == Q8_0_DOT ? NULL : starts + 8 * (b - b0);
         _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)
         {
-            quant_prefetch_part((const char *)pf, b, pf_step, l, 8);
             __m512i w = _mm512_loadu_si512(q + 64 * l), s0;
             /* w in a register before the starting value's dot: GCC folded
              * the load into that dot and loaded w again for the token's, 8
@@ -128,34 +137,33 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
  * spill between passes. */
 #define Q8_0_PASS 32
 
-void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *act, size_t act_bytes, int n_tok,
-                       float *out, int64_t out_stride, int lo, int hi)
+void packed_q8_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_bytes, int n_tok, float *out,
+                       int64_t out_stride, int lo, int hi)
 {
     const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-    const size_t step = quant_prefetch_step_size(gb, 1, nb);
     __m512 spill[PACKED_Q8_0_TILE * 8];
     if (n_tok <= 2) { /* one tile: the starts from the dots, kept nowhere */
         if (n_tok == 2)
-            q8_0_tile(pw, nb, 0, nb, act, act_bytes, 2, spill, out, out_stride, keep, pw + gb, step, NULL, Q8_0_DOT);
+            q8_0_tile(pw, nb, 0, nb, act, act_bytes, 2, spill, out, out_stride, keep, NULL, Q8_0_DOT);
         else
-            q8_0_tile(pw, nb, 0, nb, act, act_bytes, 1, spill, out, out_stride, keep, pw + gb, step, NULL, Q8_0_DOT);
+            q8_0_tile(pw, nb, 0, nb, act, act_bytes, 1, spill, out, out_stride, keep, NULL, Q8_0_DOT);
         return;
     }
     __m512i starts[Q8_0_PASS * 8];
     for (int64_t b0 = 0; b0 < nb; b0 += Q8_0_PASS) {
         const int64_t b1 = nb - b0 < Q8_0_PASS ? nb : b0 + Q8_0_PASS;
         /* the mode a constant in each call: one loop per mode */
-        q8_0_tile(pw, nb, b0, b1, act, act_bytes, 2, spill, out, out_stride, keep, pw + gb, step, starts, Q8_0_STORE);
+        q8_0_tile(pw, nb, b0, b1, act, act_bytes, 2, spill, out, out_stride, keep, starts, Q8_0_STORE);
         int t = 2;
         for (; t + 3 <= n_tok; t += 3)
             q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 3, spill + 8 * t,
-                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, 0, starts, Q8_0_LOAD);
+                      out + (int64_t)t * out_stride, out_stride, keep, starts, Q8_0_LOAD);
         for (; t + 2 <= n_tok; t += 2)
             q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 2, spill + 8 * t,
-                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, 0, starts, Q8_0_LOAD);
+                      out + (int64_t)t * out_stride, out_stride, keep, starts, Q8_0_LOAD);
         if (t < n_tok)
             q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 1, spill + 8 * t,
-                      out + (int64_t)t * out_stride, out_stride, keep, pw + gb, 0, starts, Q8_0_LOAD);
+                      out + (int64_t)t * out_stride, out_stride, keep, starts, Q8_0_LOAD);
     }
 }
 
@@ -178,10 +186,11 @@ static inline __attribute__((always_inline)) __m256 q8_0_step(__m256 acc, __m256
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
 }
 
-static inline __m256 q8_0_scale(const uint8_t *scales, const uint8_t *act, int64_t nb, int64_t b)
+/* 8 rows' scales (sc) of block b times the token's */
+static inline __m256 q8_0_scale(const uint8_t *sc, const uint8_t *act, int64_t nb, int64_t b)
 {
     const float *da = (const float *)(const void *)(act + (size_t)nb * 32);
-    return _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(scales + (size_t)b * 32))),
+    return _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)sc)),
                          _mm256_broadcast_ss(&da[b]));
 }
 
@@ -194,21 +203,19 @@ static inline __m256i q8_0_w(const uint8_t *q, int l)
 
 /* One token, the 8 lanes of both halves in one pass, named (an array of
  * accumulators was stored back every block: the token bytes' loads may
- * alias it): a token's matvec streams the group's lines in order, the next
- * group prefetched. Two passes of 4 lanes (16 accumulators spill) read
- * every other 256 bytes, and the hardware prefetcher lost the stream:
- * TinyLlama Q8_0 tg64 at 0.85-0.93x the unpacked vec_dot, 0.55x without
- * the software prefetch, against 1.05-1.13x for this one. */
-static void q8_0_tile1(const uint8_t *pw, int64_t nb, const uint8_t *act, const uint8_t *pf, size_t pf_step,
-                        __m256 res[16])
+ * alias it): a token's matvec streams the group's lines in order. Two
+ * passes of 4 lanes (16 accumulators spill) read every other 256 bytes, and
+ * the hardware prefetcher lost the stream: TinyLlama Q8_0 tg64 at
+ * 0.85-0.93x the unpacked vec_dot (with the scales after the group's quants
+ * and the next group prefetched), against 1.05-1.13x for this one. */
+static void q8_0_tile1(const uint8_t *pw, int64_t nb, const uint8_t *act, __m256 res[16])
 {
-    const uint8_t *scales = pw + (size_t)nb * PACKED_Q8_0_QS;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0, c4 = a0, c5 = a0, c6 = a0, c7 = a0;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *q = pw + (size_t)b * PACKED_Q8_0_QS, *a = act + (size_t)b * 32;
-        quant_prefetch_step_l2((const char *)pf, b, pf_step);
-        const __m256 s0 = q8_0_scale(scales, act, nb, b), s1 = q8_0_scale(scales + 16, act, nb, b);
+        const uint8_t *q = pw + q8_0_at(b), *a = act + (size_t)b * 32;
+        const uint8_t *sc = pw + q8_0_sc_at(b);
+        const __m256 s0 = q8_0_scale(sc, act, nb, b), s1 = q8_0_scale(sc + 16, act, nb, b);
         __m256i w, v;
 #define Q8_0_L(l, x, y)                                                                                                \
     (w = q8_0_w(q, l), v = q8_0_w(q + 32, l), x = q8_0_step(x, w, _mm256_sign_epi8(w, w), a + 4 * (l), s0),            \
@@ -224,11 +231,11 @@ static void q8_0_tile1(const uint8_t *pw, int64_t nb, const uint8_t *act, const 
 /* Two tokens (act and act + ab), 4 lanes from lb of half h. */
 static void q8_0_tile2(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t ab, int lb, __m256 res[8])
 {
-    const uint8_t *scales = pw + (size_t)nb * PACKED_Q8_0_QS + 16 * h;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *q = pw + (size_t)b * PACKED_Q8_0_QS + 32 * h + 64 * lb, *a = act + (size_t)b * 32 + 4 * lb;
-        const __m256 s0 = q8_0_scale(scales, act, nb, b), s1 = q8_0_scale(scales, act + ab, nb, b);
+        const uint8_t *q = pw + q8_0_at(b) + 32 * h + 64 * lb, *a = act + (size_t)b * 32 + 4 * lb;
+        const uint8_t *sc = pw + q8_0_sc_at(b) + 16 * h;
+        const __m256 s0 = q8_0_scale(sc, act, nb, b), s1 = q8_0_scale(sc, act + ab, nb, b);
         __m256i w, aw;
 #define Q8_0_L(l, x, y)                                                                                                \
     (w = q8_0_w(q, l), aw = _mm256_sign_epi8(w, w), x = q8_0_step(x, w, aw, a + 4 * (l), s0),                          \
@@ -247,8 +254,8 @@ static inline void q8_0_out256(const __m256 *l, float *out, __m256i keep)
     _mm256_maskstore_ps(out, keep, _mm256_add_ps(a, c));
 }
 
-void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *act, size_t act_bytes, int n_tok,
-                       float *out, int64_t out_stride, int lo, int hi)
+void packed_q8_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_bytes, int n_tok, float *out,
+                       int64_t out_stride, int lo, int hi)
 {
     const __m256i keep[2] = {quant_lanes_in(lo, hi), quant_lanes_in(lo - 8, hi - 8)};
     for (int h = 0; h < 2 && n_tok >= 2; h++) {
@@ -268,7 +275,7 @@ void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *
     if (n_tok % 2) { /* the last token against both halves */
         const int t = n_tok - 1;
         __m256 all[16];
-        q8_0_tile1(pw, nb, act + (size_t)t * act_bytes, pw + gb, quant_prefetch_step_size(gb, 1, nb), all);
+        q8_0_tile1(pw, nb, act + (size_t)t * act_bytes, all);
         q8_0_out256(all, out + (int64_t)t * out_stride, keep[0]);
         q8_0_out256(all + 8, out + (int64_t)t * out_stride + 8, keep[1]);
     }
@@ -283,7 +290,7 @@ bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t 
 {
     if (r0 >= r1 || n_tok < 1)
         return true;
-    const size_t gb = (size_t)nb * PACKED_Q8_0_PB, ab = packed_q8_0_act_bytes(nb);
+    const size_t gb = packed_group_size(nb, PACKED_Q8_0_QS, PACKED_Q8_0_SC), ab = packed_q8_0_act_bytes(nb);
     /* one group and every token's side data; the group's next one is
      * packed only after the tokens ran against it */
     uint8_t *scr = kernel_scratch_get(((gb + 63) & ~(size_t)63) + (size_t)n_tok * ab);
@@ -299,7 +306,7 @@ bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t 
                                                                      (size_t)(base + (r < rows ? r : rows - 1)) * rs),
                                  nb, r, scr);
         for (int t0 = 0; t0 < n_tok; t0 += PACKED_Q8_0_TILE)
-            packed_q8_0_group(scr, nb, gb, side + (size_t)t0 * ab, ab,
+            packed_q8_0_group(scr, nb, side + (size_t)t0 * ab, ab,
                               n_tok - t0 < PACKED_Q8_0_TILE ? n_tok - t0 : PACKED_Q8_0_TILE,
                               out + (int64_t)t0 * out_stride + base, out_stride, 0, rows);
     }

@@ -38,8 +38,8 @@
 
 #include "kernels/quant_internal.h"
 
-#define PACKED_Q8_0_QS 512                     /* quant bytes per block of a group */
-#define PACKED_Q8_0_PB (PACKED_Q8_0_QS + 32)   /* + 16 fp16 scales (at the group's end) */
+#define PACKED_Q8_0_QS 512 /* quant bytes per block of a group */
+#define PACKED_Q8_0_SC 32  /* and 16 fp16 scales, where forward_packed.h's packed_scale_at says */
 
 /* Bytes of one token's side data for nb blocks: per block its 32 quants
  * (with VNNI offset to unsigned, q ^ 0x80), then nb float scales. */
@@ -54,10 +54,10 @@ void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o);
 /* The most tokens packed_q8_0_group takes in one call. */
 #define PACKED_Q8_0_TILE 64
 
-/* One group (pw, gb bytes) against n_tok <= PACKED_Q8_0_TILE tokens' side data (act_bytes
+/* One group (pw) against n_tok <= PACKED_Q8_0_TILE tokens' side data (act_bytes
  * apart): out[t * out_stride + r] for the rows r in [lo, hi) of the group. */
-void packed_q8_0_group(const uint8_t *pw, int64_t nb, size_t gb, const uint8_t *act, size_t act_bytes, int n_tok,
-                       float *out, int64_t out_stride, int lo, int hi);
+void packed_q8_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_bytes, int n_tok, float *out,
+                       int64_t out_stride, int lo, int hi);
 
 /* out[t * out_stride + r] for rows [r0, r1) of the plain Q8_0 rows at w (rs
  * bytes apart, nb blocks) and tokens [0, n_tok) of Q8_0 activations

@@ -287,23 +287,23 @@ static int64_t mx_many(const void *w, int64_t nb, size_t rb, int64_t r, int64_t 
     free(off);
     return r;
 }
-/* Half h (rows 8h..8h+7) of a packed group (forward_packed.c's MXFP4
+/* Half h (rows 8h..8h+7) of a packed group (forward_packed.h's MXFP4
  * layout: per block 4 vectors of 64 bytes, row r's qs bytes 4j..4j+3 at
- * 64j + 4r; the 16 scale bytes of each block after all the nibbles): its
+ * 64j + 4r; the 16 scale bytes of each block at packed_scale_at): its
  * low nibbles of vector j are elements 4j..4j+3 of every row, its high
  * ones 16 + 4j.., as mx_interleave8 lays a block out. */
 static void mx_unpack_half(const uint8_t *pw, int64_t nb, int h, mx_ilv_block *dst, float *dw)
 {
     const __m256i lut = _mm256_broadcastsi128_si256(quant_mx_lut_off()), m4 = _mm256_set1_epi8(0x0F);
-    const uint8_t *e = pw + (size_t)nb * PACKED_MXFP4_NIB + 8 * h;
     for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *nib = pw + packed_quant_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC),
+                      *e = pw + packed_scale_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC) + 8 * h;
         for (int j = 0; j < 4; j++) {
-            const __m256i p = _mm256_loadu_si256(
-                (const __m256i *)(const void *)(pw + (size_t)b * PACKED_MXFP4_NIB + 64 * j + 32 * h));
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(nib + 64 * j + 32 * h));
             dst[b].v[j] = _mm256_shuffle_epi8(lut, _mm256_and_si256(p, m4));
             dst[b].v[j + 4] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p, 4), m4));
         }
-        _mm256_storeu_ps(dw + b * 8, quant_e8m0_half8(_mm_loadl_epi64((const __m128i *)(e + (size_t)b * 16))));
+        _mm256_storeu_ps(dw + b * 8, quant_e8m0_half8(_mm_loadl_epi64((const __m128i *)e)));
     }
 }
 
@@ -329,7 +329,7 @@ bool repack_mxfp4_packed_group(const uint8_t *pw, int64_t nb, const uint8_t *act
     /* both halves against a pair of tokens while its bytes are in L1; the
      * next group's lines fetched a few per pair (decoding it straight from
      * memory would stall on every line, as mx_many found) */
-    const size_t gb = (size_t)nb * (PACKED_MXFP4_NIB + 16);
+    const size_t gb = packed_group_size(nb, PACKED_MXFP4_NIB, PACKED_MXFP4_SC);
     const char *next = (const char *)pw + gb;
     const int64_t n_lines = (int64_t)(gb + 63) / 64, per_pair = n_lines / (n_tok / 2 + 1) + 1;
     int64_t line = 0;
