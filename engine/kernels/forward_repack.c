@@ -839,7 +839,10 @@ static void q4_K_gemv_4rows_vnni(const uint8_t *w, size_t rb, const block_q8_K *
     const __m512i i23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        quant_prefetch_step(pf, b, pf_step);
+        /* into L2: the Qwen3-30B-A3B width's experts, one thread of an AMD
+         * EPYC Zen 4, tg32 47.0-49.7 -> 55.8-56.4 tok/s (the AVX2 kernel:
+         * no change either way; twice as far ahead: 53.6-54.8) */
+        quant_prefetch_step_l2(pf, b, pf_step);
         /* the token: chunks (0, 2), (1, 3), (4, 6), (5, 7) */
         const int8_t *q8 = y[b].qs;
         const __m512i a0 = rp_cat256(q8, q8 + 64), a1 = rp_cat256(q8 + 32, q8 + 96);

@@ -403,18 +403,18 @@ static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v
 }
 
 /* A one-token matvec of QK_K-block rows, one row after the other, each row's
- * dot prefetching the row QUANT_PF_AHEAD on (1-2 KB rows are streams the
- * hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an
+ * dot prefetching the row AHEAD on (QUANT_PF_AHEAD: 1-2 KB rows are streams
+ * the hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an
  * always-inline body that returns the row's sum: vec_dot's own, so the bits
  * are vec_dot's. STORAGE is empty or static. */
-#define QUANT_MATVEC_PF(STORAGE, NAME, DOT)                                                                       \
+#define QUANT_MATVEC_PF(STORAGE, NAME, DOT, AHEAD)                                                                \
     STORAGE void NAME(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)             \
     {                                                                                                             \
         const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);                                            \
         for (int64_t r = 0; r < rows; r++) {                                                                      \
             const char *x = (const char *)w + (size_t)r * rs;                                                     \
-            const bool ahead = r + QUANT_PF_AHEAD < rows; /* no prefetch past the matrix */                       \
-            out[r] = DOT(n, x, act, ahead ? x + QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);                    \
+            const bool ahead = r + (AHEAD) < rows; /* no prefetch past the matrix */                              \
+            out[r] = DOT(n, x, act, ahead ? x + (AHEAD) * rs : NULL, ahead ? step : 0);                           \
         }                                                                                                         \
     }
 

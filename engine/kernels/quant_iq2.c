@@ -404,7 +404,7 @@ static float dot_iq2_xxs_avx2(int64_t n, const void *w, const void *act)
 }
 
 #if !defined(QUANT_HAVE_MATVEC_IQ512)
-QUANT_MATVEC_PF(static, matvec_iq2_xxs_avx2, xxs_dot_body)
+QUANT_MATVEC_PF(static, matvec_iq2_xxs_avx2, xxs_dot_body, QUANT_PF_AHEAD)
 #endif
 
 #define IQ2_KERNELS(T, TYPE)                                                                                  \
