@@ -91,36 +91,21 @@ static size_t group_bytes(const gguf_tensor *w)
                                           : packed_group_size(nb, Q4_0_NIB, Q4_0_SC);
 }
 
-/* Block b's nibbles and scales in a group (forward_packed.h) */
-static inline const uint8_t *q4_0_nib(const uint8_t *pw, int64_t b)
-{
-    return pw + packed_quant_at(b, Q4_0_NIB, Q4_0_SC);
-}
-
-static inline const uint8_t *q4_0_sc(const uint8_t *pw, int64_t b)
-{
-    return pw + packed_scale_at(b, Q4_0_NIB, Q4_0_SC);
-}
-
-static inline const uint8_t *mxfp4_nib(const uint8_t *pw, int64_t b)
-{
-    return pw + packed_quant_at(b, MXFP4_NIB, MXFP4_SC);
-}
-
-static inline const uint8_t *mxfp4_sc(const uint8_t *pw, int64_t b)
-{
-    return pw + packed_scale_at(b, MXFP4_NIB, MXFP4_SC);
-}
-
-static inline const uint8_t *q4_K_nib(const uint8_t *pw, int64_t b)
-{
-    return pw + packed_quant_at(b, Q4_K_NIB, Q4_K_SC);
-}
-
-static inline const uint8_t *q4_K_sc(const uint8_t *pw, int64_t b)
-{
-    return pw + packed_scale_at(b, Q4_K_NIB, Q4_K_SC);
-}
+/* Block b's nibbles (T_nib) and scales (T_sc) in a group of type T
+ * (forward_packed.h) */
+#define PK_BLOCK_AT(T, QB, SB)                                                                                         \
+    static inline const uint8_t *T##_nib(const uint8_t *pw, int64_t b)                                                 \
+    {                                                                                                                  \
+        return pw + packed_quant_at(b, QB, SB);                                                                        \
+    }                                                                                                                  \
+    static inline const uint8_t *T##_sc(const uint8_t *pw, int64_t b)                                                  \
+    {                                                                                                                  \
+        return pw + packed_scale_at(b, QB, SB);                                                                        \
+    }
+PK_BLOCK_AT(q4_0, Q4_0_NIB, Q4_0_SC)
+PK_BLOCK_AT(mxfp4, MXFP4_NIB, MXFP4_SC)
+PK_BLOCK_AT(q4_K, Q4_K_NIB, Q4_K_SC)
+#undef PK_BLOCK_AT
 
 /* Q4_0 the reference repacks */
 static inline bool is_q4_0_repacked(const gguf_tensor *w)
