@@ -91,21 +91,6 @@ static size_t group_bytes(const gguf_tensor *w)
                                           : packed_group_size(nb, Q4_0_NIB, Q4_0_SC);
 }
 
-/* Block b's nibbles (T_nib) and scales (T_sc) in a group of type T
- * (forward_packed.h) */
-#define PK_BLOCK_AT(T, QB, SB)                                                                                         \
-    static inline const uint8_t *T##_nib(const uint8_t *pw, int64_t b)                                                 \
-    {                                                                                                                  \
-        return pw + packed_quant_at(b, QB, SB);                                                                        \
-    }                                                                                                                  \
-    static inline const uint8_t *T##_sc(const uint8_t *pw, int64_t b)                                                  \
-    {                                                                                                                  \
-        return pw + packed_scale_at(b, QB, SB);                                                                        \
-    }
-PK_BLOCK_AT(q4_0, Q4_0_NIB, Q4_0_SC)
-PK_BLOCK_AT(mxfp4, MXFP4_NIB, MXFP4_SC)
-PK_BLOCK_AT(q4_K, Q4_K_NIB, Q4_K_SC)
-#undef PK_BLOCK_AT
 
 /* Q4_0 the reference repacks */
 static inline bool is_q4_0_repacked(const gguf_tensor *w)
@@ -159,8 +144,8 @@ static void pack_row_q4_0(const block_q4_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 4; j++)
-            memcpy(o + packed_quant_at(b, Q4_0_NIB, Q4_0_SC) + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
-        memcpy(o + packed_scale_at(b, Q4_0_NIB, Q4_0_SC) + 2 * r, &x[b].d, 2);
+            memcpy(o + packed_q4_0_q(b) + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
+        memcpy(o + packed_q4_0_sc(b) + 2 * r, &x[b].d, 2);
     }
 }
 
@@ -168,15 +153,15 @@ static void pack_row_mxfp4(const block_mxfp4 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 4; j++)
-            memcpy(o + packed_quant_at(b, MXFP4_NIB, MXFP4_SC) + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
-        o[packed_scale_at(b, MXFP4_NIB, MXFP4_SC) + r] = x[b].e;
+            memcpy(o + packed_mxfp4_q(b) + 64 * j + 4 * r, x[b].qs + 4 * j, 4);
+        o[packed_mxfp4_sc(b) + r] = x[b].e;
     }
 }
 
 static void pack_row_q4_K(const block_q4_K *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
-        uint8_t *nib = o + packed_quant_at(b, Q4_K_NIB, Q4_K_SC), *sc = o + packed_scale_at(b, Q4_K_NIB, Q4_K_SC);
+        uint8_t *nib = o + packed_q4_K_q(b), *sc = o + packed_q4_K_sc(b);
         for (int j = 0; j < 4; j++)
             for (int q = 0; q < 8; q++)
                 memcpy(nib + 512 * j + 64 * q + 4 * r, x[b].qs + 32 * j + 4 * q, 4);
@@ -244,7 +229,7 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = q4_0_nib(pw, b);
+        const uint8_t *nib = (pw + packed_q4_0_q(b));
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -252,7 +237,7 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
             v[j] = _mm512_and_si512(p, m4);
             v[j + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q4_0_sc(pw, b)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pw + packed_q4_0_sc(b))));
         _Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
@@ -291,7 +276,7 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = mxfp4_nib(pw, b);
+        const uint8_t *nib = (pw + packed_mxfp4_q(b));
         __m512i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -301,7 +286,7 @@ mxfp4_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride
         }
         /* the 16 scale bytes as halves of 2^(e - 127): (e - 1) << 23, or a
          * subnormal for e < 2 */
-        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)mxfp4_sc(pw, b)));
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(pw + packed_mxfp4_sc(b))));
         const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
         const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
         const __m512 dw = _mm512_castsi512_ps(
@@ -356,7 +341,7 @@ q4_K_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride,
     for (int k = 0; k < 8; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = q4_K_nib(pw, b), *sc = q4_K_sc(pw, b);
+        const uint8_t *nib = (pw + packed_q4_K_q(b)), *sc = (pw + packed_q4_K_sc(b));
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
         __m512i isum[4], imin[4];
@@ -466,7 +451,7 @@ q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_s
     for (int k = 0; k < 4; k++)
         acc[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = q4_0_nib(pw, b) + 32 * h;
+        const uint8_t *nib = (pw + packed_q4_0_q(b)) + 32 * h;
         __m256i v[8];
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -474,7 +459,7 @@ q4_0_half(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t act_s
             v[j] = _mm256_and_si256(p, m4);
             v[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
         }
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q4_0_sc(pw, b) + 16 * h)));
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((pw + packed_q4_0_sc(b)) + 16 * h)));
         _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++)
         {
             const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)k * act_stride) + b;
@@ -507,7 +492,7 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = q4_0_nib(pw, b);
+        const uint8_t *nib = (pw + packed_q4_0_q(b));
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -521,8 +506,8 @@ static void q4_0_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const 
         }
         const __m256i base = _mm256_set1_epi32(-8 * ys[b]);
         const __m256 da = _mm256_set1_ps(h2f(y[b].d));
-        const __m128i dh = _mm_loadu_si128((const __m128i *)q4_0_sc(pw, b));
-        const __m128i dh1 = _mm_loadu_si128((const __m128i *)(q4_0_sc(pw, b) + 16));
+        const __m128i dh = _mm_loadu_si128((const __m128i *)(pw + packed_q4_0_sc(b)));
+        const __m128i dh1 = _mm_loadu_si128((const __m128i *)((pw + packed_q4_0_sc(b)) + 16));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(s0, ones), base)),
                                _mm256_mul_ps(_mm256_cvtph_ps(dh), da), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(s1, ones), base)),
@@ -549,7 +534,7 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
         quant_mx_lut_off());
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = mxfp4_nib(pw, b);
+        const uint8_t *nib = (pw + packed_mxfp4_q(b));
         __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
         {
@@ -565,7 +550,7 @@ static void mxfp4_gemv(const uint8_t *pw, int64_t nb, const block_q8_0 *y, const
         }
         const __m256i base = _mm256_set1_epi32(-QUANT_MX_OFF * ys[b]);
         const __m256 da = _mm256_set1_ps(h2f(y[b].d));
-        const __m128i eb = _mm_loadu_si128((const __m128i *)mxfp4_sc(pw, b));
+        const __m128i eb = _mm_loadu_si128((const __m128i *)(pw + packed_mxfp4_sc(b)));
         const __m256 dw[2] = {quant_e8m0_half8(eb), quant_e8m0_half8(_mm_srli_si128(eb, 8))};
         const __m256i i0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s2, ones)), base);
         const __m256i i1 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s1, ones), _mm256_madd_epi16(s3, ones)), base);
@@ -654,7 +639,7 @@ q4_K_half_gemm(const uint8_t *pw, int64_t nb, int h, const uint8_t *act, size_t 
     for (int k = 0; k < 4; k++)
         acc[k] = accm[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = q4_K_nib(pw, b), *sc = q4_K_sc(pw, b);
+        const uint8_t *nib = (pw + packed_q4_K_q(b)), *sc = (pw + packed_q4_K_sc(b));
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
         for (int j = 0; j < 4; j++) {
@@ -685,7 +670,7 @@ static void q4_K_gemv(const uint8_t *pw, int64_t nb, const block_q8_K *y, float 
     for (int h = 0; h < 2; h++)
         acc[h] = accm[h] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = q4_K_nib(pw, b), *sc = q4_K_sc(pw, b);
+        const uint8_t *nib = (pw + packed_q4_K_q(b)), *sc = (pw + packed_q4_K_sc(b));
         __m256i isum[2], imin[2];
         for (int h = 0; h < 2; h++)
             isum[h] = imin[h] = _mm256_setzero_si256();

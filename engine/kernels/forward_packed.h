@@ -77,6 +77,21 @@ static inline size_t packed_quant_at(int64_t b, size_t qb, size_t sb)
     return (size_t)u0 * (qb + sb) + (size_t)u * sb + (size_t)(b - u0) * qb;
 }
 
+/* Per type: block b's quants (packed_T_q) and scales (packed_T_sc), as
+ * offsets in a group; packed_q8_0.h's PACKED_Q8_0_QS / _SC for q8_0. */
+#define PACKED_BLOCK_AT(T, QB, SB)                                                                                     \
+    static inline size_t packed_##T##_q(int64_t b)                                                                     \
+    {                                                                                                                  \
+        return packed_quant_at(b, QB, SB);                                                                             \
+    }                                                                                                                  \
+    static inline size_t packed_##T##_sc(int64_t b)                                                                    \
+    {                                                                                                                  \
+        return packed_scale_at(b, QB, SB);                                                                             \
+    }
+PACKED_BLOCK_AT(q4_0, PACKED_Q4_0_NIB, PACKED_Q4_0_SC)
+PACKED_BLOCK_AT(q4_K, PACKED_Q4_K_NIB, PACKED_Q4_K_SC)
+PACKED_BLOCK_AT(mxfp4, PACKED_MXFP4_NIB, PACKED_MXFP4_SC)
+
 /* a group's bytes: whole units, then the last one (64-byte multiples) */
 static inline size_t packed_group_size(int64_t nb, size_t qb, size_t sb)
 {

@@ -120,7 +120,7 @@ static bool panel_from_packed(const uint8_t *pg, int64_t nb, uint8_t *p, const u
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++, p += PB) {
         quant_prefetch_step((const char *)pf, b, pf_step);
-        const uint8_t *nib = pg + packed_quant_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC);
+        const uint8_t *nib = pg + packed_mxfp4_q(b);
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m512i d = _mm512_loadu_si512(nib + 64 * k);
@@ -129,7 +129,7 @@ static bool panel_from_packed(const uint8_t *pg, int64_t nb, uint8_t *p, const u
                                _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(d, 4), m4)));
         }
         const __m512i e = _mm512_cvtepu8_epi32(
-            _mm_loadu_si128((const __m128i *)(pg + packed_scale_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC))));
+            _mm_loadu_si128((const __m128i *)(pg + packed_mxfp4_sc(b))));
         const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
         const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e); /* e < 2: a subnormal half */
         _mm512_store_si512(p + 8 * 64,

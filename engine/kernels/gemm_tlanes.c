@@ -50,8 +50,8 @@ static void write_row(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t i = 0; i < nbl; i++, p += PSB) {
-        const uint8_t *nib = g + packed_quant_at(i, PACKED_Q4_K_NIB, PACKED_Q4_K_SC),
-                      *sc = g + packed_scale_at(i, PACKED_Q4_K_NIB, PACKED_Q4_K_SC);
+        const uint8_t *nib = g + packed_q4_K_q(i),
+                      *sc = g + packed_q4_K_sc(i);
         for (int j = 0; j < 4; j++) {
             /* dword q of pair j: row l's bytes 32j + 4q.. at 512j + 64q + 4l */
             const __m256i q4 = _mm256_i32gather_epi32((const int *)(const void *)(nib + 512 * j + 4 * l),
@@ -320,11 +320,11 @@ static void write_row0(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
     for (int64_t i = 0; i < nbl; i++, p += PSB0) {
         /* dword j of row l at 64j + 4l: elements 4j.. (low nibbles), 16 + 4j.. (high) */
         const __m128i b = _mm_i32gather_epi32(
-            (const int *)(const void *)(g + packed_quant_at(i, PACKED_Q4_0_NIB, PACKED_Q4_0_SC) + 4 * l), idx, 4);
+            (const int *)(const void *)(g + packed_q4_0_q(i) + 4 * l), idx, 4);
         _mm_storeu_si128((__m128i *)(void *)p, _mm_and_si128(b, m4));
         _mm_storeu_si128((__m128i *)(void *)(p + 16), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
         uint16_t d;
-        memcpy(&d, g + packed_scale_at(i, PACKED_Q4_0_NIB, PACKED_Q4_0_SC) + 2 * l, 2);
+        memcpy(&d, g + packed_q4_0_sc(i) + 2 * l, 2);
         const float f = fp16_to_f32(d);
         memcpy(p + P0_D, &f, 4);
     }
@@ -338,10 +338,10 @@ static void write_row_mx(const uint8_t *g, int64_t nbl, int l, uint8_t *p)
     const __m128i m4 = _mm_set1_epi8(0x0F), idx = _mm_setr_epi32(0, 16, 32, 48), lut = quant_mx_lut_off();
     for (int64_t i = 0; i < nbl; i++, p += PSB0) {
         const __m128i b = _mm_i32gather_epi32(
-            (const int *)(const void *)(g + packed_quant_at(i, PACKED_MXFP4_NIB, PACKED_MXFP4_SC) + 4 * l), idx, 4);
+            (const int *)(const void *)(g + packed_mxfp4_q(i) + 4 * l), idx, 4);
         _mm_storeu_si128((__m128i *)(void *)p, _mm_shuffle_epi8(lut, _mm_and_si128(b, m4)));
         _mm_storeu_si128((__m128i *)(void *)(p + 16), _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
-        const float f = quant_e8m0_to_fp32_half(g[packed_scale_at(i, PACKED_MXFP4_NIB, PACKED_MXFP4_SC) + l]);
+        const float f = quant_e8m0_to_fp32_half(g[packed_mxfp4_sc(i) + l]);
         memcpy(p + P0_D, &f, 4);
     }
 }

@@ -17,17 +17,6 @@
 #include "kernels/quant_iq4.h"
 #include "kernels/quant_iq_signs.h"
 
-/* How many row pairs ahead the IQ4_XS matvec prefetches, into L2. Two rows read
- * side by side (1-2 KB apart) are streams the hardware prefetcher does not
- * follow here: without the prefetch the 4-layer IQ4_XS file's generation
- * ran at half speed. On one thread of an AMD EPYC Zen 4: 2 pairs into L1
- * (QUANT_PF_AHEAD, the setting before) 132-142 tok/s, 2 into L2 137-146,
- * 4 into L1 137-140, 4 into L2 140-151, 8 into L2 150-157, 16 and 32 the
- * same as 8. The IQ2_XXS and IQ3_S matvecs, bound by their arithmetic,
- * keep 2 pairs into L1 (8 into L2: 104-108 and 103-104 tok/s against
- * 104-108 and 104-105). */
-#define MATVEC_IQ4_PF_PAIRS 8
-
 /* The per-block float step of the reference for two rows: the 8 lane sums
  * of row A (lanes 0-7 of t) and row B (8-15) converted, times d_w * d_a,
  * added to the lanes' accumulators with one rounding (its fmadd). */
@@ -292,11 +281,17 @@ void quant_avx512_matvec_iq4_xs(int64_t n, const void *w, size_t rs, int64_t row
         t[e] = (uint8_t)(quant_kvalues_iq4nl[e & 15] + 128);
     const __m512i lut = _mm512_loadu_si512(t);
     const size_t step = quant_prefetch_step_size(rs, 2, nb);
+    /* into L2, quant_prefetch_far_steps ahead: two rows side by side are
+     * streams the hardware prefetcher does not follow (without the prefetch
+     * the 4-layer IQ4_XS file's generation ran at half speed). IQ2_XXS and
+     * IQ3_S, bound by their arithmetic, keep QUANT_PF_AHEAD into L1 (8
+     * pairs into L2: 104-108 and 103-104 tok/s against 104-108 and 104-105). */
+    const int64_t pairs = quant_prefetch_far_steps(2 * rs);
     for (int64_t r = 0; r < rows; r += 2) {
         const block_iq4_xs *xa = (const block_iq4_xs *)(const void *)((const char *)w + (size_t)r * rs);
         const block_iq4_xs *xb = r + 1 < rows ? (const block_iq4_xs *)(const void *)((const char *)xa + rs) : xa;
-        const char *pf = (const char *)w + (size_t)(r + 2 * MATVEC_IQ4_PF_PAIRS) * rs;
-        const bool prefetch = r + 2 * MATVEC_IQ4_PF_PAIRS + 2 <= rows;
+        const char *pf = (const char *)w + (size_t)(r + 2 * pairs) * rs;
+        const bool prefetch = r + 2 * pairs + 2 <= rows;
         __m512 acc = _mm512_setzero_ps();
         for (int64_t i = 0; i < nb; i++) {
             if (prefetch)

@@ -7,16 +7,8 @@
 #include "kernels/forward_packed.h"
 #include "kernels/kernel_scratch.h"
 
-/* Where a group keeps block b's quants and its scales */
-static inline size_t q8_0_at(int64_t b)
-{
-    return packed_quant_at(b, PACKED_Q8_0_QS, PACKED_Q8_0_SC);
-}
-
-static inline size_t q8_0_sc_at(int64_t b)
-{
-    return packed_scale_at(b, PACKED_Q8_0_QS, PACKED_Q8_0_SC);
-}
+/* packed_q8_0_q(b), packed_q8_0_sc(b): block b's quants and scales in a group */
+PACKED_BLOCK_AT(q8_0, PACKED_Q8_0_QS, PACKED_Q8_0_SC)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
 #define PACKED_Q8_0_ACT_XOR 0x80 /* VNNI's unsigned operand */
@@ -42,10 +34,10 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
 void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
-        uint8_t *q = o + q8_0_at(b) + 4 * r;
+        uint8_t *q = o + packed_q8_0_q(b) + 4 * r;
         for (int l = 0; l < 8; l++)
             memcpy(q + 64 * l, x[b].qs + 4 * l, 4);
-        memcpy(o + q8_0_sc_at(b) + 2 * r, &x[b].d, 2);
+        memcpy(o + packed_q8_0_sc(b) + 2 * r, &x[b].d, 2);
     }
 }
 
@@ -82,8 +74,8 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
         for (int l = 0; l < 8; l++)
             acc[k][l] = b0 == 0 ? _mm512_setzero_ps() : spill[8 * k + l];
     for (int64_t b = b0; b < b1; b++) {
-        const uint8_t *q = pw + q8_0_at(b);
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pw + q8_0_sc_at(b))));
+        const uint8_t *q = pw + packed_q8_0_q(b);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pw + packed_q8_0_sc(b))));
         __m512 sc[3];
         _Pragma("GCC unroll 3") for (int k = 0; k < nt; k++)
         {
@@ -213,8 +205,8 @@ static void q8_0_tile1(const uint8_t *pw, int64_t nb, const uint8_t *act, __m256
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0, c4 = a0, c5 = a0, c6 = a0, c7 = a0;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *q = pw + q8_0_at(b), *a = act + (size_t)b * 32;
-        const uint8_t *sc = pw + q8_0_sc_at(b);
+        const uint8_t *q = pw + packed_q8_0_q(b), *a = act + (size_t)b * 32;
+        const uint8_t *sc = pw + packed_q8_0_sc(b);
         const __m256 s0 = q8_0_scale(sc, act, nb, b), s1 = q8_0_scale(sc + 16, act, nb, b);
         __m256i w, v;
 #define Q8_0_L(l, x, y)                                                                                                \
@@ -233,8 +225,8 @@ static void q8_0_tile2(const uint8_t *pw, int64_t nb, int h, const uint8_t *act,
 {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *q = pw + q8_0_at(b) + 32 * h + 64 * lb, *a = act + (size_t)b * 32 + 4 * lb;
-        const uint8_t *sc = pw + q8_0_sc_at(b) + 16 * h;
+        const uint8_t *q = pw + packed_q8_0_q(b) + 32 * h + 64 * lb, *a = act + (size_t)b * 32 + 4 * lb;
+        const uint8_t *sc = pw + packed_q8_0_sc(b) + 16 * h;
         const __m256 s0 = q8_0_scale(sc, act, nb, b), s1 = q8_0_scale(sc, act + ab, nb, b);
         __m256i w, aw;
 #define Q8_0_L(l, x, y)                                                                                                \
@@ -293,10 +285,10 @@ bool packed_q8_0_rows(const void *w, size_t rs, int64_t nb, int64_t r0, int64_t 
     const size_t gb = packed_group_size(nb, PACKED_Q8_0_QS, PACKED_Q8_0_SC), ab = packed_q8_0_act_bytes(nb);
     /* one group and every token's side data; the group's next one is
      * packed only after the tokens ran against it */
-    uint8_t *scr = kernel_scratch_get(((gb + 63) & ~(size_t)63) + (size_t)n_tok * ab);
+    uint8_t *scr = kernel_scratch_get(gb + (size_t)n_tok * ab); /* gb: whole lines (packed_group_size) */
     if (!scr)
         return false;
-    uint8_t *side = scr + ((gb + 63) & ~(size_t)63);
+    uint8_t *side = scr + gb;
     for (int t = 0; t < n_tok; t++)
         packed_q8_0_act((const block_q8_0 *)(const void *)(act + (size_t)t * act_stride), nb, side + (size_t)t * ab);
     for (int64_t base = r0; base < r1; base += 16) {

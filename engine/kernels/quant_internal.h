@@ -360,6 +360,20 @@ static inline __attribute__((always_inline)) void quant_prefetch_part(const char
  * on one thread for a 5632 x 4096 matrix out of cache). */
 #define QUANT_PF_AHEAD 2
 
+/* How many steps of step_bytes (a row, or a pair of rows) ahead the
+ * row-by-row kernels that prefetch into L2 run: about 16 KB, at least
+ * QUANT_PF_AHEAD. Set in rows, the distance was too short for the
+ * Qwen3-30B-A3B width's Q6_K output head and for IQ4_XS (2 pairs: head
+ * 42.9-43.6 tok/s, IQ4_XS 132-142; 8 pairs 48.5-50.2 and 150-157, one thread
+ * of an AMD EPYC Zen 4) and too long for TinyLlama Q4_K_M's 4.6 KB ffn_down
+ * rows on two threads (8 pairs: 74 KB ahead, a thread's share starting that
+ * far unprefetched, 4-7 % slower than 2); in bytes it fits both. */
+static inline int64_t quant_prefetch_far_steps(size_t step_bytes)
+{
+    const size_t s = (16 * 1024) / step_bytes;
+    return s > QUANT_PF_AHEAD ? (int64_t)s : QUANT_PF_AHEAD;
+}
+
 /* The step for a kernel that reads `rows` rows of rs bytes in nb block
  * steps: whole cache lines, at least the bytes it reads. */
 static inline size_t quant_prefetch_step_size(size_t rs, int rows, int64_t nb)
@@ -403,18 +417,19 @@ static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v
 }
 
 /* A one-token matvec of QK_K-block rows, one row after the other, each row's
- * dot prefetching the row AHEAD on (QUANT_PF_AHEAD: 1-2 KB rows are streams
- * the hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an
+ * dot prefetching the row AHEAD on (QUANT_PF_AHEAD or quant_prefetch_far_steps
+ * of rs: 1-2 KB rows are streams the hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an
  * always-inline body that returns the row's sum: vec_dot's own, so the bits
  * are vec_dot's. STORAGE is empty or static. */
 #define QUANT_MATVEC_PF(STORAGE, NAME, DOT, AHEAD)                                                                \
     STORAGE void NAME(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out)             \
     {                                                                                                             \
         const size_t step = quant_prefetch_step_size(rs, 1, n / QK_K);                                            \
+        const int64_t pa = (AHEAD);                                                                               \
         for (int64_t r = 0; r < rows; r++) {                                                                      \
             const char *x = (const char *)w + (size_t)r * rs;                                                     \
-            const bool ahead = r + (AHEAD) < rows; /* no prefetch past the matrix */                              \
-            out[r] = DOT(n, x, act, ahead ? x + (AHEAD) * rs : NULL, ahead ? step : 0);                           \
+            const bool ahead = r + pa < rows; /* no prefetch past the matrix */                                   \
+            out[r] = DOT(n, x, act, ahead ? x + pa * rs : NULL, ahead ? step : 0);                                \
         }                                                                                                         \
     }
 

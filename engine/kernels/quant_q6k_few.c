@@ -109,19 +109,6 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
     }
 }
 
-/* How far ahead the pairs prefetch (into L2): about Q6F_PF_BYTES, at
- * least 2 pairs. 2 pairs (QUANT_PF_AHEAD) was set against TinyLlama's
- * matrices; the Qwen3-30B-A3B width's Q6_K output head (151936 rows, two
- * thirds of a token's bytes) reads faster further ahead (one thread of an
- * AMD EPYC Zen 4, tg32: 2 pairs 42.9-43.6 tok/s, 8 pairs 48.5-50.2, 16 and
- * 32 as 8), but 8 pairs cost TinyLlama Q4_K_M on two threads 4-7 % (its
- * ffn_down rows are 4.6 KB: 74 KB ahead, and a thread's share of a matrix
- * starts that far unprefetched). 16 KB: the head at 4 pairs reads as with
- * 8 (55.5 -> 56.1-56.3 with the experts' L2 prefetch), TinyLlama Q4_K_M on
- * two threads 63.9-67.4 -> 70.4-75.0 against 8 pairs, on one thread the
- * same. */
-#define Q6F_PF_BYTES (16 * 1024)
-
 /* nt as a constant in each instance: the token loops unroll and the
  * accumulators stay in registers. */
 static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void *w, size_t rs, int64_t rows,
@@ -130,7 +117,7 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
 {
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
-    const int64_t ahead_pairs = Q6F_PF_BYTES / (2 * rs) > 2 ? (int64_t)(Q6F_PF_BYTES / (2 * rs)) : 2;
+    const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
     for (int64_t r = 0; r < rows; r += 2) {
         const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
         const bool pair = r + 1 < rows;

@@ -379,11 +379,11 @@ QUANT_ROWS_KERNELS(q6_K)
 K_DOT1_PF(q6_K)
 K_DOT1_PF(q5_K)
 
-/* Q6_K's rows prefetch 16 rows ahead, into L2 (q6_K_rows_pf): the
- * Qwen3-30B-A3B width's Q6_K output head, AVX2 build, one thread of an AMD
- * EPYC Zen 4, tg32 47.1-48.5 -> 49.7-51.4 tok/s (8 rows: 50.0-50.1),
- * TinyLlama Q4_K_M 39.0-39.1 -> 39.7-40.1. */
-QUANT_MATVEC_PF(, quant_avx2_matvec_q6_K, q6_K_dot1_pf, 16)
+/* Q6_K's rows prefetch into L2 (q6_K_rows_pf), quant_prefetch_far_steps
+ * ahead: the Qwen3-30B-A3B width's Q6_K output head, AVX2 build, one
+ * thread of an AMD EPYC Zen 4, tg32 47.1-48.5 tok/s with 2 rows into L1,
+ * 49.7-51.4 with 16 rows into L2, 50.0-50.1 with 8. */
+QUANT_MATVEC_PF(, quant_avx2_matvec_q6_K, q6_K_dot1_pf, quant_prefetch_far_steps(rs))
 QUANT_MATVEC_PF(, quant_avx2_matvec_q5_K, q5_K_dot1_pf, QUANT_PF_AHEAD)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)

@@ -296,8 +296,8 @@ static void mx_unpack_half(const uint8_t *pw, int64_t nb, int h, mx_ilv_block *d
 {
     const __m256i lut = _mm256_broadcastsi128_si256(quant_mx_lut_off()), m4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *nib = pw + packed_quant_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC),
-                      *e = pw + packed_scale_at(b, PACKED_MXFP4_NIB, PACKED_MXFP4_SC) + 8 * h;
+        const uint8_t *nib = pw + packed_mxfp4_q(b),
+                      *e = pw + packed_mxfp4_sc(b) + 8 * h;
         for (int j = 0; j < 4; j++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(nib + 64 * j + 32 * h));
             dst[b].v[j] = _mm256_shuffle_epi8(lut, _mm256_and_si256(p, m4));
