@@ -1,6 +1,7 @@
 /* OpenBLAS products (blas.h): activations rounded to the weight's dot type,
  * weight panels converted to F32 per thread, one cblas_sgemm per panel. */
 #include "kernels/blas.h"
+#include "kernels/packed_q6_K.h"
 #include "kernels/quant_kfew.h"
 
 #include <cblas.h>
@@ -98,8 +99,13 @@ bool blas_takes(enum tensor_type type)
     case TENSOR_TYPE_Q2_K:
     case TENSOR_TYPE_Q3_K:
     case TENSOR_TYPE_Q5_K:
-    case TENSOR_TYPE_Q6_K:
         return true;
+    case TENSOR_TYPE_Q6_K:
+#ifdef PACKED_Q6_K
+        return false; /* re-encoded at load time in these builds (packed_q6_K.h) */
+#else
+        return true;
+#endif
     default:
         return false;
     }
@@ -130,8 +136,14 @@ int blas_auto_table(enum tensor_type type)
      * vs 66 / 75): auto keeps them; before those kernels it lost from: */
     case TENSOR_TYPE_Q5_K: /* 0.88x at 64, 1.12x at 128 */
         return 128;
+#ifndef PACKED_Q6_K
+    /* (AVX2 builds without AVX-512 re-encode Q6_K at load and keep it:
+     * their GEMM from those rows, TinyLlama-1.1B Q4_K_M pp512 on two
+     * threads of an AMD EPYC Zen 4, 183-186 tok/s against 134-141 with
+     * the Q6_K matmuls in OpenBLAS) */
     case TENSOR_TYPE_Q6_K: /* 0.99x at 128, 1.12x at 192 */
         return 192;
+#endif
 #endif
     case TENSOR_TYPE_F16:  /* 0.97x at 192, 1.08x at 256 */
     case TENSOR_TYPE_Q2_K: /* 1.00x at 128, 1.16x at 192 (wall clock 1.07), 1.17x at 256 */

@@ -33,6 +33,7 @@
 #include "kernels/forward_repack.h"
 #include "kernels/gemm_tlanes.h"
 #include "kernels/gemm_mxfp4.h"
+#include "kernels/packed_q6_K.h"
 #include "kernels/packed_q8_0.h"
 #include "kernels/quant_batch.h"
 #include "kernels/quant_internal.h"
@@ -79,13 +80,14 @@ int64_t packed_groups(const gguf_tensor *w)
 
 static int64_t blocks_per_row(const gguf_tensor *w)
 {
-    return w->ne[0] / (is_q4_K(w) ? QK_K : QK4_0);
+    return w->ne[0] / (is_q4_K(w) || w->type == TENSOR_TYPE_Q6_K ? QK_K : QK4_0);
 }
 
 static size_t group_bytes(const gguf_tensor *w)
 {
     const int64_t nb = blocks_per_row(w);
-    return is_q4_K(w)                      ? packed_group_size(nb, Q4_K_NIB, Q4_K_SC)
+    return w->type == TENSOR_TYPE_Q6_K     ? (size_t)PACKED_ROWS * (size_t)nb * sizeof(block_q6_K)
+           : is_q4_K(w)                    ? packed_group_size(nb, Q4_K_NIB, Q4_K_SC)
            : w->type == TENSOR_TYPE_Q8_0  ? packed_group_size(nb, PACKED_Q8_0_QS, PACKED_Q8_0_SC)
            : w->type == TENSOR_TYPE_MXFP4 ? packed_group_size(nb, MXFP4_NIB, MXFP4_SC)
                                           : packed_group_size(nb, Q4_0_NIB, Q4_0_SC);
@@ -114,6 +116,18 @@ static inline bool is_2d(const gguf_tensor *w)
     return w->ne[2] <= 1 && w->ne[3] <= 1;
 }
 
+/* Q6_K matrices, re-encoded row by row in AVX2 builds without AVX-512
+ * (packed_q6_K.h): a "group" is 16 rows in file order */
+static inline bool is_q6_K_packed(const gguf_tensor *w)
+{
+#ifdef PACKED_Q6_K
+    return w->type == TENSOR_TYPE_Q6_K && is_2d(w) && w->ne[0] % QK_K == 0;
+#else
+    (void)w;
+    return false;
+#endif
+}
+
 size_t packed_bytes(const gguf_tensor *w)
 {
 #if defined(PK_AVX512) || defined(PK_AVX2)
@@ -132,7 +146,7 @@ size_t packed_bytes(const gguf_tensor *w)
         return (size_t)packed_groups(w) * group_bytes(w);
 #elif defined(PK_AVX2)
     if (is_q4_0_repacked(w) || is_mxfp4_repacked(w) || (is_q4_K(w) && refk_applies(w)) ||
-        (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0))
+        (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0) || is_q6_K_packed(w))
         return (size_t)packed_groups(w) * group_bytes(w);
 #else
     (void)w;
@@ -185,7 +199,9 @@ void packed_build(const gguf_tensor *w, uint8_t *dst, int64_t g0, int64_t g1)
             memset(o, 0, gb);
         for (int r = 0; r < PACKED_ROWS && g * PACKED_ROWS + r < all_rows(w); r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)(g * PACKED_ROWS + r) * rb;
-            if (is_q4_K(w))
+            if (w->type == TENSOR_TYPE_Q6_K)
+                packed_q6_K_encode(row, o + (size_t)r * rb, nb);
+            else if (is_q4_K(w))
                 pack_row_q4_K((const block_q4_K *)row, nb, r, o);
             else if (w->type == TENSOR_TYPE_Q8_0)
                 packed_q8_0_pack_row((const block_q8_0 *)row, nb, r, o);
@@ -841,6 +857,13 @@ void packed_matmul(const gguf_tensor *w, const uint8_t *packed, int64_t r0, int6
     }
 #else
 #ifdef PK_AVX2
+#ifdef PACKED_Q6_K
+    if (packed && w->type == TENSOR_TYPE_Q6_K) {
+        packed_q6_K_matmul(w->ne[0], packed, tensor_row_size(TENSOR_TYPE_Q6_K, w->ne[0]), r0, r1, act, act_stride,
+                           n_tok, out, out_stride);
+        return;
+    }
+#endif
     if (packed && w->type == TENSOR_TYPE_Q8_0) {
         q8_0_tiles(packed, blocks_per_row(w), group_bytes(w), r0, r1, act_extra, n_tok, out, out_stride);
         return;

@@ -24,6 +24,7 @@
 
 #include "gguf/tensor.h"
 #include "kernels/gemm_kpanel.h"
+#include "kernels/packed_q6_K.h"
 #include "kernels/quant_internal.h"
 
 bool gemm_kq6_applies(const gguf_tensor *w, int n_tok)
@@ -46,8 +47,10 @@ bool gemm_kq6_applies(const gguf_tensor *w, int n_tok)
 #define OFF_OFF 768
 #define OFF_DW 832
 
-/* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
-static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
+/* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks;
+ * enc: the row is packed_q6_K.h's re-encoding. */
+static inline __attribute__((always_inline)) void write_pair_any(const void *row, int64_t nbl, uint8_t *p, int h,
+                                                                 bool enc)
 {
     const block_q6_K *x = row;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
@@ -60,7 +63,7 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
             const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j));
             const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j + 32));
             const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * j));
-            const __m256i q[4] = {
+            __m256i q[4] = {
                 _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
                 _mm256_or_si256(_mm256_and_si256(l1, m4),
                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
@@ -69,6 +72,13 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)),
             };
+#ifdef PACKED_Q6_K
+            if (enc)
+                for (int k = 0; k < 4; k++)
+                    q[k] = packed_q6_K_chunk((const uint8_t *)&x[i], j, k);
+#else
+            (void)enc;
+#endif
             /* chunks 4j + m: pairs (4j, 4j + 1), (4j + 2, 4j + 3) */
             gemm_kp_store_values(p + 128 * (2 * j) + 64 * h, q[0], q[1]);
             gemm_kp_store_values(p + 128 * (2 * j + 1) + 64 * h, q[2], q[3]);
@@ -88,6 +98,18 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
         _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
     }
 }
+
+static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
+{
+    write_pair_any(row, nbl, p, h, false);
+}
+
+#ifdef PACKED_Q6_K
+static void write_pair_row_x(const void *row, int64_t nbl, uint8_t *p, int h)
+{
+    write_pair_any(row, nbl, p, h, true);
+}
+#endif
 
 #ifdef GEMM_KPANEL_512
 /* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
@@ -170,6 +192,23 @@ static const struct gemm_kp kq6 = {
     .tile2 = tile_pairs2,
     .tile1 = tile_pairs1,
 };
+#ifdef PACKED_Q6_K
+static const struct gemm_kp kq6x = {
+    .pair_sb = PAIR_SB,
+    .tx_bytes = GEMM_KP_TX_VALUES,
+    .n_st = 4 * TILE_T,
+    .write_row = write_pair_row_x,
+    .prep = gemm_kp_prep_tokens,
+    .tile2 = tile_pairs2,
+    .tile1 = tile_pairs1,
+};
+
+bool gemm_kq6_encoded_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act,
+                           size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    return gemm_kp_rows(&kq6x, n / QK_K, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
+}
+#endif
 #endif
 #endif
 

@@ -49,4 +49,10 @@ bool gemm_kq6_applies(const gguf_tensor *w, int n_tok);
 void gemm_kq6_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act, size_t act_stride,
                    int n_tok, float *out, int64_t out_stride);
 
+/* gemm_kq6_rows over packed_q6_K.h's re-encoded rows (AVX2 builds
+ * without AVX-512, where PACKED_Q6_K is set); false when it did not run
+ * (no scratch): the caller runs its own kernels then. */
+bool gemm_kq6_encoded_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act,
+                           size_t act_stride, int n_tok, float *out, int64_t out_stride);
+
 #endif

@@ -566,6 +566,11 @@ void quant_avx2_dot4_q5_0(int64_t n, const void *w, const void *const act[4], fl
 void quant_avx2_dot4_q5_1(int64_t n, const void *w, const void *const act[4], float out[4]);
 void quant_avx2_dot4_q3_K(int64_t n, const void *w, const void *const act[4], float out[4]);
 void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], float out[4]);
+/* The Q6_K kernels over packed_q6_K.h's re-encoded rows (AVX2 builds
+ * without AVX-512): the same bits */
+float quant_avx2_dot_q6_Kx(int64_t n, const void *w, const void *act);
+void quant_avx2_dot4_q6_Kx(int64_t n, const void *w, const void *const act[4], float out[4]);
+void quant_avx2_matvec_q6_Kx(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* Two rows' 32 bytes, one per 256-bit half: the kernels that put a pair of
  * weight rows in one register (Q6_K, Q5_0, Q2_K). */

@@ -6,6 +6,7 @@
  * reference does not repack it. */
 #include "kernels/quant_internal.h"
 #include "kernels/quant_kfew.h"
+#include "kernels/packed_q6_K.h"
 
 #if defined(QUANT_HAVE_AVX2)
 
@@ -307,9 +308,11 @@ static const uint8_t k_q6_scale16[4][32] = {
 };
 
 /* Q6_K: the unsigned 6-bit values and scale vectors are built once per
- * half block; q6_offset takes 32 * sc * bsum off each lane. */
-static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const void *w, const void *const act[4],
-                                                             int nt, float out[4], const char *pf, size_t pf_step)
+ * half block; q6_offset takes 32 * sc * bsum off each lane. enc: the rows
+ * are packed_q6_K.h's re-encoded ones (the same lanes, fewer operations). */
+static inline __attribute__((always_inline)) void q6_rows_any(int64_t n, const void *w, const void *const act[4],
+                                                            int nt, float out[4], const char *pf, size_t pf_step,
+                                                            bool enc)
 {
     const block_q6_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
@@ -342,7 +345,13 @@ static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const 
                                    : k == 1 ? _mm256_slli_epi16(qh, 2)
                                    : k == 2 ? qh
                                             : _mm256_srli_epi16(qh, 2);
+#ifdef PACKED_Q6_K
+                const __m256i q = enc ? packed_q6_K_chunk((const uint8_t *)&x[i], h, k)
+                                      : _mm256_or_si256(lw, _mm256_and_si256(hw, m2));
+#else
+                (void)enc;
                 const __m256i q = _mm256_or_si256(lw, _mm256_and_si256(hw, m2));
+#endif
                 const __m256i scv = _mm256_shuffle_epi8(ss, _mm256_loadu_si256((const __m256i *)k_q6_scale16[k]));
                 _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) sumi[c] =
                     _mm256_add_epi32(sumi[c], q6_chunk(q, y[c][i].qs + 128 * h + 32 * k, scv));
@@ -357,6 +366,12 @@ static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const 
     _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) out[c] = hsum_ps(acc[c]);
 }
 
+static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const void *w, const void *const act[4],
+                                                             int nt, float out[4], const char *pf, size_t pf_step)
+{
+    q6_rows_any(n, w, act, nt, out, pf, pf_step, false);
+}
+
 static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const void *w, const void *const act[4],
                                                           int nt, float out[4])
 {
@@ -364,6 +379,23 @@ static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const voi
 }
 
 QUANT_ROWS_KERNELS(q6_K)
+
+#ifdef PACKED_Q6_K
+/* The same body over re-encoded rows (packed_q6_K.h) */
+static inline __attribute__((always_inline)) void q6_Kx_rows_pf(int64_t n, const void *w, const void *const act[4],
+                                                              int nt, float out[4], const char *pf, size_t pf_step)
+{
+    q6_rows_any(n, w, act, nt, out, pf, pf_step, true);
+}
+
+static inline __attribute__((always_inline)) void q6_Kx_rows(int64_t n, const void *w, const void *const act[4],
+                                                           int nt, float out[4])
+{
+    q6_Kx_rows_pf(n, w, act, nt, out, NULL, 0);
+}
+
+QUANT_ROWS_KERNELS(q6_Kx)
+#endif
 
 /* One token's dot through the rows bodies, for QUANT_MATVEC_PF: the same
  * body as quant_avx2_dot_q6_K / _q5_K, so the same bits. */
@@ -378,6 +410,9 @@ QUANT_ROWS_KERNELS(q6_K)
     }
 K_DOT1_PF(q6_K)
 K_DOT1_PF(q5_K)
+#ifdef PACKED_Q6_K
+K_DOT1_PF(q6_Kx)
+#endif
 
 /* Q6_K's rows prefetch into L2 (q6_K_rows_pf), quant_prefetch_far_steps
  * ahead: the Qwen3-30B-A3B width's Q6_K output head, AVX2 build, one
@@ -385,6 +420,9 @@ K_DOT1_PF(q5_K)
  * 49.7-51.4 with 16 rows into L2, 50.0-50.1 with 8. */
 QUANT_MATVEC_PF(, quant_avx2_matvec_q6_K, q6_K_dot1_pf, quant_prefetch_far_steps(rs))
 QUANT_MATVEC_PF(, quant_avx2_matvec_q5_K, q5_K_dot1_pf, QUANT_PF_AHEAD)
+#ifdef PACKED_Q6_K
+QUANT_MATVEC_PF(, quant_avx2_matvec_q6_Kx, q6_Kx_dot1_pf, quant_prefetch_far_steps(rs))
+#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* One token through the few-token kernels (quant_kfew.h): row pairs, each

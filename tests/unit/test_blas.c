@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "gguf/tensor.h"
 #include "kernels/blas.h"
+#include "kernels/packed_q6_K.h"
 #include "kernels/quant_kfew.h"
 #include "kernels/forward_repack.h"
 #include "kernels/threadpool.h"
@@ -218,7 +219,11 @@ static void test_blas_within_f32_rounding(void **s)
     (void)s;
     const enum tensor_type types[] = {TENSOR_TYPE_F32,  TENSOR_TYPE_F16,  TENSOR_TYPE_BF16, TENSOR_TYPE_Q4_1,
                                       TENSOR_TYPE_Q5_0, TENSOR_TYPE_Q5_1, TENSOR_TYPE_Q2_K, TENSOR_TYPE_Q3_K,
-                                      TENSOR_TYPE_Q5_K, TENSOR_TYPE_Q6_K};
+                                      TENSOR_TYPE_Q5_K,
+#ifndef PACKED_Q6_K /* AVX2 builds re-encode Q6_K at load (packed_q6_K.h) */
+                                      TENSOR_TYPE_Q6_K
+#endif
+    };
     threadpool *tp = threadpool_create(2);
     assert_non_null(tp);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -372,7 +377,12 @@ static void test_blas_auto_where_measured(void **s)
     assert_int_equal(blas_auto_table(TENSOR_TYPE_Q6_K), 0);
     assert_int_equal(blas_auto_table(TENSOR_TYPE_Q5_K), 0);
 #else
+#ifdef PACKED_Q6_K
+    assert_false(blas_takes(TENSOR_TYPE_Q6_K));
+    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q6_K), 0);
+#else
     assert_int_equal(blas_auto_table(TENSOR_TYPE_Q6_K), 192);
+#endif
     assert_int_equal(blas_auto_table(TENSOR_TYPE_Q5_K), 128);
 #endif
     blas_auto_assume_core(0);
@@ -510,6 +520,8 @@ static void test_blas_auto_f16_model(void **s)
 
 /* tiny-spm-mix's Q5_K and Q6_K matmul weights (4 + 4 tensors, one of them its token embeddings) */
 #define MIX_Q56K 7
+/* its Q6_K ones */
+#define MIX_Q6K 3
 
 static void test_blas_auto_mixed_model(void **s)
 {
@@ -518,6 +530,8 @@ static void test_blas_auto_mixed_model(void **s)
      * type OpenBLAS takes (not Q4_0, Q4_K, Q8_0) */
 #ifdef QUANT_HAVE_KFEW
     check_model_auto("models/tiny-spm-mix.gguf", 22 - MIX_Q56K, 22, 5e-2); /* not its Q5_K, Q6_K */
+#elif defined(PACKED_Q6_K)
+    check_model_auto("models/tiny-spm-mix.gguf", 22 - MIX_Q6K, 22 - MIX_Q6K, 5e-2); /* not its re-encoded Q6_K */
 #else
     check_model_auto("models/tiny-spm-mix.gguf", 22, 22, 5e-2);
 #endif

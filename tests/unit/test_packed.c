@@ -20,7 +20,9 @@
 
 #include "kernels/forward_packed.h"
 #include "kernels/forward_repack.h"
+#include "kernels/packed_q6_K.h"
 #include "kernels/packed_q8_0.h"
+#include "kernels/quant_internal.h"
 #include "kernels/quant_batch.h"
 #include "gguf/tensor.h"
 
@@ -78,8 +80,8 @@ static void expect_same(const float *want, const float *got, int64_t n_out, cons
 
 static void check_type(enum tensor_type type, int64_t n, int64_t rows)
 {
-    const int q4_0_d[1] = {0}, q4_K_d[2] = {0, 2};
-    const bool k = type == TENSOR_TYPE_Q4_K;
+    const int q4_0_d[1] = {0}, q4_K_d[2] = {0, 2}, q6_K_d[1] = {208};
+    const bool k = type == TENSOR_TYPE_Q4_K, q6 = type == TENSOR_TYPE_Q6_K;
     gguf_tensor w;
     memset(&w, 0, sizeof w);
     w.type = (uint32_t)type;
@@ -87,7 +89,7 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
     w.ne[0] = n;
     w.ne[1] = rows;
     w.ne[2] = w.ne[3] = 1;
-    w.data = random_weights(type, n, rows, k ? q4_K_d : q4_0_d, type == TENSOR_TYPE_MXFP4 ? 0 : k ? 2 : 1);
+    w.data = random_weights(type, n, rows, k ? q4_K_d : q6 ? q6_K_d : q4_0_d, type == TENSOR_TYPE_MXFP4 ? 0 : k ? 2 : 1);
     if (type == TENSOR_TYPE_MXFP4) /* scale bytes near 2^0, and now and then the edges */
         for (int64_t b = 0; b < rows * (n / 32); b++) {
             static const uint8_t edge[] = {0, 1, 2, 25, 26, 240, 241};
@@ -119,7 +121,7 @@ static void check_type(enum tensor_type type, int64_t n, int64_t rows)
                 want[i] = got[i] = -1234.5f;
             if (k)
                 refk_matmul(&w, n, r0, r1, act, as, n_tok, want, rows);
-            else if (type == TENSOR_TYPE_Q8_0) /* the vec_dot / tinyBLAS kernels */
+            else if (type == TENSOR_TYPE_Q8_0 || q6) /* the vec_dot / tinyBLAS kernels */
                 tensor_matmul(type, n, (const uint8_t *)w.data + (size_t)r0 * tensor_row_size(type, n),
                               r1 - r0, act, n_tok, as, want + r0, rows);
             else
@@ -179,6 +181,57 @@ static void test_q8_0(void **state)
     check_type(TENSOR_TYPE_Q8_0, 576, 36); /* not a multiple of 8 rows: Q8_0 is packed anyway */
     check_type(TENSOR_TYPE_Q8_0, 2048, 32); /* two passes of 32 blocks */
     check_type(TENSOR_TYPE_Q8_0, 1056, 16); /* a pass of 32 blocks and one of 1 */
+}
+
+/* Q6_K, re-encoded in AVX2 builds without AVX-512 (packed_q6_K.h; the
+ * others leave it unpacked: skipped there): one token, passes of 4 and 1,
+ * and from 8 tokens gemm_kq6's GEMM from the re-encoded rows; rows not a
+ * multiple of 16 (the last group padded) */
+static void test_q6_K(void **state)
+{
+    (void)state;
+#ifndef PACKED_Q6_K
+    skip();
+#endif
+    check_type(TENSOR_TYPE_Q6_K, 256, 24);
+    check_type(TENSOR_TYPE_Q6_K, 3 * 256, 40);
+    check_type(TENSOR_TYPE_Q6_K, 8 * 256, 17);
+}
+
+/* The re-encoding keeps every value: each of the 256 positions of a block
+ * takes all 64 values across the blocks, and packed_q6_K_unpack gives back
+ * quant_unpack_q6_K's values of the file's block. */
+static void test_q6_K_encode(void **state)
+{
+    (void)state;
+    enum { NB = 64 };
+    block_q6_K *x = malloc(sizeof(block_q6_K) * NB), *e = malloc(sizeof(block_q6_K) * NB);
+    for (int b = 0; b < NB; b++) {
+        for (size_t i = 0; i < sizeof x[b]; i++)
+            ((uint8_t *)&x[b])[i] = (uint8_t)rnd_u32();
+        /* block b: value (b + 5 * i) % 64 at element i, so that each element
+         * meets every value over the 64 blocks */
+        memset(x[b].ql, 0, sizeof x[b].ql);
+        memset(x[b].qh, 0, sizeof x[b].qh);
+        for (int i = 0; i < QK_K; i++) {
+            const int v = (b + 5 * i) % 64, h = i / 128, k = i % 128 / 32, l = i % 32;
+            x[b].ql[64 * h + 32 * (k & 1) + l] |= (uint8_t)((v & 15) << (k < 2 ? 0 : 4));
+            x[b].qh[32 * h + l] |= (uint8_t)((v >> 4) << (2 * k));
+        }
+    }
+    packed_q6_K_encode(x, e, NB);
+    for (int b = 0; b < NB; b++) {
+        int8_t want[QK_K], got[QK_K];
+        quant_unpack_q6_K(&x[b], want);
+        packed_q6_K_unpack(&e[b], got);
+        for (int i = 0; i < QK_K; i++)
+            assert_int_equal(want[i], (b + 5 * i) % 64 - 32);
+        assert_memory_equal(want, got, QK_K);
+        assert_memory_equal(x[b].scales, e[b].scales, sizeof x[b].scales);
+        assert_int_equal(x[b].d, e[b].d);
+    }
+    free(x);
+    free(e);
 }
 
 /* Which weights get packed: those the reference repacks, and Q8_0 (only
@@ -326,8 +379,11 @@ static void test_which(void **state)
                               TENSOR_TYPE_Q6_K, TENSOR_TYPE_F16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         w.type = types[i];
-        const bool repacked = types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K ||
-                              types[i] == TENSOR_TYPE_Q8_0 || types[i] == TENSOR_TYPE_MXFP4;
+        bool repacked = types[i] == TENSOR_TYPE_Q4_0 || types[i] == TENSOR_TYPE_Q4_K ||
+                        types[i] == TENSOR_TYPE_Q8_0 || types[i] == TENSOR_TYPE_MXFP4;
+#ifdef PACKED_Q6_K
+        repacked |= types[i] == TENSOR_TYPE_Q6_K; /* re-encoded, as many bytes as the rows */
+#endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
         assert_int_equal(packed_bytes(&w) > 0, repacked);
         /* the packed copy of 24 rows takes 32 (two groups): Q4_0, Q8_0 and
@@ -362,6 +418,8 @@ int main(void)
         cmocka_unit_test(test_q4_0),
         cmocka_unit_test(test_q4_K),
         cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_q6_K),
+        cmocka_unit_test(test_q6_K_encode),
         cmocka_unit_test(test_mxfp4),
         cmocka_unit_test(test_mxfp4_experts),
         cmocka_unit_test(test_q8_0_experts),

@@ -1,0 +1,73 @@
+/* Q6_K rows re-encoded at load time and their matmuls (packed_q6_K.h). */
+#include "kernels/packed_q6_K.h"
+
+#include <string.h>
+
+#include "kernels/gemm_kq6.h"
+#include "kernels/quant_internal.h"
+
+void packed_q6_K_encode(const void *src, void *dst, int64_t nb)
+{
+    const block_q6_K *x = src;
+    block_q6_K *o = dst;
+    for (int64_t i = 0; i < nb; i++) {
+        int8_t q[QK_K];
+        quant_unpack_q6_K(&x[i], q); /* minus 32 */
+        uint8_t v[192];
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const int8_t *c = q + 128 * h + l;
+                const unsigned c3 = (unsigned)(c[96] + 32);
+                for (int k = 0; k < 3; k++)
+                    v[96 * h + 32 * k + l] = (uint8_t)((unsigned)(c[32 * k] + 32) | ((c3 >> (2 * k)) & 3u) << 6);
+            }
+        block_q6_K b = x[i]; /* scales and d stay */
+        memcpy(b.ql, v, sizeof b.ql);
+        memcpy(b.qh, v + sizeof b.ql, sizeof b.qh);
+        o[i] = b;
+    }
+}
+
+void packed_q6_K_unpack(const void *block, int8_t q[256])
+{
+    const uint8_t *v = block; /* the 192 value bytes lead the block, as ql and qh do */
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t *b = v + 96 * h + l;
+            for (int k = 0; k < 3; k++)
+                q[128 * h + 32 * k + l] = (int8_t)((b[32 * k] & 63) - 32);
+            q[128 * h + 96 + l] = (int8_t)(((b[0] >> 6) | (b[32] >> 6) << 2 | (b[64] >> 6) << 4) - 32);
+        }
+}
+
+#ifdef PACKED_Q6_K
+void packed_q6_K_matmul(int64_t n, const uint8_t *w, size_t rs, int64_t r0, int64_t r1, const uint8_t *act,
+                        size_t act_stride, int n_tok, float *out, int64_t out_stride)
+{
+    if (r0 >= r1 || n_tok < 1)
+        return;
+    if (n_tok == 1) {
+        quant_avx2_matvec_q6_Kx(n, w + (size_t)r0 * rs, rs, r1 - r0, act, out + r0);
+        return;
+    }
+    if (n_tok >= GEMM_KQ6_MIN_TOK &&
+        gemm_kq6_encoded_rows(n, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
+        return;
+    /* a few tokens (or no GEMM scratch): each row against 4 tokens a pass,
+     * then one at a time, as tensor_matmul runs the file's rows */
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + (size_t)r * rs;
+        int t = 0;
+        for (; t + 4 <= n_tok; t += 4) {
+            const void *const a[4] = {act + (size_t)t * act_stride, act + (size_t)(t + 1) * act_stride,
+                                      act + (size_t)(t + 2) * act_stride, act + (size_t)(t + 3) * act_stride};
+            float o[4];
+            quant_avx2_dot4_q6_Kx(n, row, a, o);
+            for (int c = 0; c < 4; c++)
+                out[(t + c) * out_stride + r] = o[c];
+        }
+        for (; t < n_tok; t++)
+            out[t * out_stride + r] = quant_avx2_dot_q6_Kx(n, row, act + (size_t)t * act_stride);
+    }
+}
+#endif
