@@ -116,12 +116,12 @@ static inline bool is_2d(const gguf_tensor *w)
     return w->ne[2] <= 1 && w->ne[3] <= 1;
 }
 
-/* Q6_K matrices, re-encoded row by row in AVX2 builds without AVX-512
- * (packed_q6_K.h): a "group" is 16 rows in file order */
+/* Q6_K matrices and experts, re-encoded row by row in AVX2 builds without
+ * AVX-512 (packed_q6_K.h): a "group" is 16 rows in file order */
 static inline bool is_q6_K_packed(const gguf_tensor *w)
 {
 #ifdef PACKED_Q6_K
-    return w->type == TENSOR_TYPE_Q6_K && is_2d(w) && w->ne[0] % QK_K == 0;
+    return w->type == TENSOR_TYPE_Q6_K && w->ne[0] % QK_K == 0;
 #else
     (void)w;
     return false;
@@ -132,8 +132,9 @@ size_t packed_bytes(const gguf_tensor *w)
 {
 #if defined(PK_AVX512) || defined(PK_AVX2)
     if (!is_2d(w))
-        return (is_mxfp4_repacked(w) || (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0)) && w->ne[3] <= 1 &&
-                       w->ne[1] % PACKED_ROWS == 0
+        return (is_mxfp4_repacked(w) || (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0) ||
+                is_q6_K_packed(w)) &&
+                       w->ne[3] <= 1 && w->ne[1] % PACKED_ROWS == 0
                    ? (size_t)packed_groups(w) * group_bytes(w)
                    : 0;
 #else

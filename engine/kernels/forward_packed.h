@@ -20,8 +20,10 @@
  * AVX-512 VNNI pack Q4_0, Q4_K and Q8_0 (2-D weights), in the same layout
  * (a 256-bit half of each vector is 8 rows, and maddubs does the dots;
  * Q4_0 and Q4_K batches of 16 tokens and more go to gemm_tlanes.h, which
- * unpacks rows from it); builds without AVX2 pack nothing (packed_bytes
- * returns 0). */
+ * unpacks rows from it), and AVX2 builds without AVX-512 also Q6_K, not
+ * in lanes but row by row in file order, each row re-encoded
+ * (packed_q6_K.h; a group is 16 rows, the last one padded); builds without
+ * AVX2 pack nothing (packed_bytes returns 0). */
 #ifndef TOKSCOPE_FORWARD_PACKED_H
 #define TOKSCOPE_FORWARD_PACKED_H
 
@@ -101,9 +103,9 @@ static inline size_t packed_group_size(int64_t nb, size_t qb, size_t sb)
 
 /* Bytes of w's packed copy; 0 when this build has no packed kernel for it.
  * Experts (3-D weights, ne[2] matrices one after the other) are packed as
- * MXFP4 and Q8_0, in AVX-512 VNNI builds, where every expert's rows fill
- * whole groups; packed_groups and packed_build then run over all experts'
- * rows. */
+ * MXFP4 and Q8_0 (and Q6_K in AVX2 builds without AVX-512), where every
+ * expert's rows fill whole groups; packed_groups and packed_build then run
+ * over all experts' rows. */
 size_t packed_bytes(const gguf_tensor *w);
 
 /* Row groups of PACKED_ROWS (the last one padded with zero rows). */

@@ -253,7 +253,8 @@ static void test_mxfp4(void **state)
  * unpacked */
 static void check_experts(enum tensor_type type)
 {
-    const int64_t n = 128, rows = 32, n_exp = 3;
+    const bool q6 = type == TENSOR_TYPE_Q6_K;
+    const int64_t n = q6 ? 512 : 128, rows = 32, n_exp = 3;
     gguf_tensor w;
     memset(&w, 0, sizeof w);
     w.type = type;
@@ -265,16 +266,22 @@ static void check_experts(enum tensor_type type)
     const size_t rb = tensor_row_size(type, n);
     w.nbytes = rb * (size_t)(rows * n_exp);
     w.n_elements = n * rows * n_exp;
-    const int q8_d[1] = {0};
-    uint8_t *data = random_weights(type, n, rows * n_exp, q8_d, type == TENSOR_TYPE_Q8_0 ? 1 : 0);
+    const int q8_d[1] = {0}, q6_d[1] = {208};
+    uint8_t *data = random_weights(type, n, rows * n_exp, q6 ? q6_d : q8_d, type == TENSOR_TYPE_MXFP4 ? 0 : 1);
     if (type == TENSOR_TYPE_MXFP4)
         for (int64_t b = 0; b < rows * n_exp * (n / 32); b++)
             data[b * 17] = (uint8_t)(117 + rnd_u32() % 20);
     w.data = data;
     const size_t bytes = packed_bytes(&w);
-    /* the AVX-512 VNNI and the AVX2 builds pack them (forward_packed.c) */
+    /* the AVX-512 VNNI and the AVX2 builds pack them (forward_packed.c);
+     * Q6_K only AVX2 builds without AVX-512 */
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-    assert_int_equal(bytes, w.nbytes);
+#ifndef PACKED_Q6_K
+    if (q6)
+        assert_int_equal(bytes, 0);
+    else
+#endif
+        assert_int_equal(bytes, w.nbytes);
 #else
     assert_int_equal(bytes, 0);
 #endif
@@ -294,7 +301,7 @@ static void check_experts(enum tensor_type type)
                 v.n_dims = 2;
                 v.nbytes = rb * (size_t)rows;
                 v.data = data + (size_t)e * v.nbytes;
-                if (type == TENSOR_TYPE_Q8_0)
+                if (type == TENSOR_TYPE_Q8_0 || q6)
                     tensor_matmul(type, n, (const uint8_t *)v.data + 16 * rb, rows - 16, act, n_tok, as,
                                   want[e] + 16, rows);
                 else
@@ -325,6 +332,14 @@ static void test_q8_0_experts(void **state)
 {
     (void)state;
     check_experts(TENSOR_TYPE_Q8_0);
+}
+
+/* Q6_K experts (the down projections of Q4_K_M MoE files), re-encoded in
+ * AVX2 builds without AVX-512; elsewhere only that they stay unpacked */
+static void test_q6_K_experts(void **state)
+{
+    (void)state;
+    check_experts(TENSOR_TYPE_Q6_K);
 }
 
 /* packed_q8_0_rows (a MoE expert's Q8_0 rows packed per call, its tokens
@@ -423,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_mxfp4),
         cmocka_unit_test(test_mxfp4_experts),
         cmocka_unit_test(test_q8_0_experts),
+        cmocka_unit_test(test_q6_K_experts),
         cmocka_unit_test(test_q8_0_rows),
         cmocka_unit_test(test_which),
     };
