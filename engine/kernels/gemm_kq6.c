@@ -183,25 +183,15 @@ static const struct gemm_kp kq6 = {
 
 GEMM_KP_TILES(tile256)
 
-static const struct gemm_kp kq6 = {
-    .pair_sb = PAIR_SB,
-    .tx_bytes = GEMM_KP_TX_VALUES,
-    .n_st = 4 * TILE_T,
-    .write_row = write_pair_row,
-    .prep = gemm_kp_prep_tokens,
-    .tile2 = tile_pairs2,
-    .tile1 = tile_pairs1,
-};
+/* the driver's callbacks, with the file's rows or re-encoded ones */
+#define KQ6_256(WRITE)                                                                                                \
+    {                                                                                                                  \
+        .pair_sb = PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * TILE_T, .write_row = WRITE,                     \
+        .prep = gemm_kp_prep_tokens, .tile2 = tile_pairs2, .tile1 = tile_pairs1,                                       \
+    }
+static const struct gemm_kp kq6 = KQ6_256(write_pair_row);
 #ifdef PACKED_Q6_K
-static const struct gemm_kp kq6x = {
-    .pair_sb = PAIR_SB,
-    .tx_bytes = GEMM_KP_TX_VALUES,
-    .n_st = 4 * TILE_T,
-    .write_row = write_pair_row_x,
-    .prep = gemm_kp_prep_tokens,
-    .tile2 = tile_pairs2,
-    .tile1 = tile_pairs1,
-};
+static const struct gemm_kp kq6x = KQ6_256(write_pair_row_x);
 
 bool gemm_kq6_encoded_rows(int64_t n, const void *w, size_t rs, int64_t r0, int64_t r1, const void *act,
                            size_t act_stride, int n_tok, float *out, int64_t out_stride)

@@ -366,35 +366,24 @@ static inline __attribute__((always_inline)) void q6_rows_any(int64_t n, const v
     _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) out[c] = hsum_ps(acc[c]);
 }
 
-static inline __attribute__((always_inline)) void q6_K_rows_pf(int64_t n, const void *w, const void *const act[4],
-                                                             int nt, float out[4], const char *pf, size_t pf_step)
-{
-    q6_rows_any(n, w, act, nt, out, pf, pf_step, false);
-}
-
-static inline __attribute__((always_inline)) void q6_K_rows(int64_t n, const void *w, const void *const act[4],
-                                                          int nt, float out[4])
-{
-    q6_K_rows_pf(n, w, act, nt, out, NULL, 0);
-}
-
-QUANT_ROWS_KERNELS(q6_K)
-
+/* T##_rows_pf and T##_rows over the file's rows (ENC false) or
+ * packed_q6_K.h's re-encoded ones (q6_Kx), and their vec_dot / dot4 */
+#define Q6_ROWS(T, ENC)                                                                                               \
+    static inline __attribute__((always_inline)) void T##_rows_pf(int64_t n, const void *w, const void *const act[4], \
+                                                                  int nt, float out[4], const char *pf,              \
+                                                                  size_t pf_step)                                     \
+    {                                                                                                                 \
+        q6_rows_any(n, w, act, nt, out, pf, pf_step, ENC);                                                            \
+    }                                                                                                                 \
+    static inline __attribute__((always_inline)) void T##_rows(int64_t n, const void *w, const void *const act[4],    \
+                                                               int nt, float out[4])                                  \
+    {                                                                                                                 \
+        T##_rows_pf(n, w, act, nt, out, NULL, 0);                                                                     \
+    }                                                                                                                 \
+    QUANT_ROWS_KERNELS(T)
+Q6_ROWS(q6_K, false)
 #ifdef PACKED_Q6_K
-/* The same body over re-encoded rows (packed_q6_K.h) */
-static inline __attribute__((always_inline)) void q6_Kx_rows_pf(int64_t n, const void *w, const void *const act[4],
-                                                              int nt, float out[4], const char *pf, size_t pf_step)
-{
-    q6_rows_any(n, w, act, nt, out, pf, pf_step, true);
-}
-
-static inline __attribute__((always_inline)) void q6_Kx_rows(int64_t n, const void *w, const void *const act[4],
-                                                           int nt, float out[4])
-{
-    q6_Kx_rows_pf(n, w, act, nt, out, NULL, 0);
-}
-
-QUANT_ROWS_KERNELS(q6_Kx)
+Q6_ROWS(q6_Kx, true)
 #endif
 
 /* One token's dot through the rows bodies, for QUANT_MATVEC_PF: the same
