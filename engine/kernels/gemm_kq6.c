@@ -53,32 +53,23 @@ static inline __attribute__((always_inline)) void write_pair_any(const void *row
                                                                  bool enc)
 {
     const block_q6_K *x = row;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
         /* the weights come from memory once per call, rows one after the
          * other: the bytes 2 KB on (this row's or the next) on their way */
         for (int l = 0; l < 256; l += 64)
             _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
         for (int j = 0; j < 2; j++) {
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j));
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * j));
-            __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)),
-            };
-#ifdef PACKED_Q6_K
+            __m256i q[4];
             if (enc)
                 for (int k = 0; k < 4; k++)
                     q[k] = packed_q6_K_chunk((const uint8_t *)&x[i], j, k);
-#else
-            (void)enc;
-#endif
+            else {
+                const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j));
+                const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j + 32));
+                const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * j));
+                for (int k = 0; k < 4; k++)
+                    q[k] = q6_K_file_chunk(l0, l1, qh, k);
+            }
             /* chunks 4j + m: pairs (4j, 4j + 1), (4j + 2, 4j + 3) */
             gemm_kp_store_values(p + 128 * (2 * j) + 64 * h, q[0], q[1]);
             gemm_kp_store_values(p + 128 * (2 * j + 1) + 64 * h, q[2], q[3]);

@@ -53,21 +53,13 @@ void packed_q6_K_matmul(int64_t n, const uint8_t *w, size_t rs, int64_t r0, int6
     if (n_tok >= GEMM_KQ6_MIN_TOK &&
         gemm_kq6_encoded_rows(n, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
-    /* a few tokens (or no GEMM scratch): each row against 4 tokens a pass,
-     * then one at a time, as tensor_matmul runs the file's rows */
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = w + (size_t)r * rs;
-        int t = 0;
-        for (; t + 4 <= n_tok; t += 4) {
-            const void *const a[4] = {act + (size_t)t * act_stride, act + (size_t)(t + 1) * act_stride,
-                                      act + (size_t)(t + 2) * act_stride, act + (size_t)(t + 3) * act_stride};
-            float o[4];
-            quant_avx2_dot4_q6_Kx(n, row, a, o);
-            for (int c = 0; c < 4; c++)
-                out[(t + c) * out_stride + r] = o[c];
-        }
-        for (; t < n_tok; t++)
-            out[t * out_stride + r] = quant_avx2_dot_q6_Kx(n, row, act + (size_t)t * act_stride);
-    }
+    /* a few tokens (or no GEMM scratch): tensor_matmul's loop over the
+     * re-encoded rows' kernels, 4 tokens a pass */
+    static const struct quant_kernels k = {
+        .vec_dot = quant_avx2_dot_q6_Kx,
+        .matvec = quant_avx2_matvec_q6_Kx,
+        .dot4 = quant_avx2_dot4_q6_Kx,
+    };
+    quant_kernels_matmul(&k, n, rs, w + (size_t)r0 * rs, r1 - r0, act, n_tok, act_stride, out + r0, out_stride);
 }
 #endif

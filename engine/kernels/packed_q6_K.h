@@ -25,7 +25,6 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(__AVX512F__)
 #define PACKED_Q6_K 1
-#include <immintrin.h>
 #endif
 
 /* nb blocks of a file row (src) re-encoded into dst (may not overlap). */
@@ -35,8 +34,11 @@ void packed_q6_K_encode(const void *src, void *dst, int64_t nb);
  * quant_unpack_q6_K gives the file's): for tests. */
 void packed_q6_K_unpack(const void *block, int8_t q[256]);
 
-#ifdef PACKED_Q6_K
-/* Chunk k (0..3) of half h of the re-encoded block at b: 32 values 0..63. */
+#ifdef __AVX2__
+#include <immintrin.h>
+/* Chunk k (0..3) of half h of the re-encoded block at b: 32 values 0..63
+ * (AVX2 builds; only those with PACKED_Q6_K re-encode rows, and the row
+ * kernels of the others never read such a row). */
 static inline __attribute__((always_inline)) __m256i packed_q6_K_chunk(const uint8_t *b, int h, int k)
 {
     const __m256i top = _mm256_set1_epi8((char)0xC0);
@@ -52,6 +54,23 @@ static inline __attribute__((always_inline)) __m256i packed_q6_K_chunk(const uin
     t = _mm256_or_si256(t, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(v + 64)), top));
     return _mm256_srli_epi16(t, 2);
 }
+
+/* The same from a half block in the file's layout: its nibbles (l0, l1)
+ * and 2-bit pairs (qh). */
+static inline __attribute__((always_inline)) __m256i q6_K_file_chunk(__m256i l0, __m256i l1, __m256i qh, int k)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    const __m256i lb = k & 1 ? l1 : l0;
+    const __m256i lw = k < 2 ? _mm256_and_si256(lb, m4) : _mm256_and_si256(_mm256_srli_epi16(lb, 4), m4);
+    const __m256i hw = k == 0   ? _mm256_slli_epi16(qh, 4)
+                       : k == 1 ? _mm256_slli_epi16(qh, 2)
+                       : k == 2 ? qh
+                                : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(lw, _mm256_and_si256(hw, m2));
+}
+#endif
+
+#ifdef PACKED_Q6_K
 
 /* out[t * out_stride + r] = row r . act token t for r in [r0, r1), t <
  * n_tok, over the re-encoded rows of w (rs bytes apart, n wide): vec_dot's

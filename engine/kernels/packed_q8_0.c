@@ -43,16 +43,13 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
 #if Q8_0_ACT_QB == 32
         for (int i = 0; i < 32; i++)
             q[i] = (uint8_t)y[b].qs[i] ^ 0x80;
+        d[b] = h2f(y[b].d);
 #else
         for (int l = 0; l < 8; l++) {
             const int16_t v[4] = {y[b].qs[4 * l], y[b].qs[4 * l + 2], y[b].qs[4 * l + 1], y[b].qs[4 * l + 3]};
             memcpy(q + 8 * l, v, sizeof v);
         }
         memcpy(dst + (size_t)nb * Q8_0_ACT_QB + (size_t)b * 32, y[b].qs, 32);
-#endif
-#if Q8_0_ACT_QB == 32
-        d[b] = h2f(y[b].d);
-#else
         d[b] = h2f(y[b].d) * (1.0f / 256); /* exact: the lanes come 256 times too large (q8_0_w) */
 #endif
     }
@@ -216,12 +213,20 @@ static inline __attribute__((always_inline)) __m256 q8_0_step(__m256 acc, __m256
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
 }
 
-/* Weight vector l at q as int16 pairs, 256 times bytes 0 and 2 of each
- * dword (*we) and 1 and 3 (*wo). */
-static inline __attribute__((always_inline)) void q8_0_w(const uint8_t *q, int l, __m256i *we, __m256i *wo)
+/* Weight vector l at q, in a register (GCC would fold it into each use as
+ * a memory operand, one more load per token) */
+static inline __m256i q8_0_wraw(const uint8_t *q, int l)
 {
     __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(q + 64 * l));
     __asm__("" : "+x"(w));
+    return w;
+}
+
+/* ... as int16 pairs, 256 times bytes 0 and 2 of each dword (*we) and 1
+ * and 3 (*wo). */
+static inline __attribute__((always_inline)) void q8_0_w(const uint8_t *q, int l, __m256i *we, __m256i *wo)
+{
+    const __m256i w = q8_0_wraw(q, l);
     *we = _mm256_slli_epi16(w, 8);
     *wo = _mm256_and_si256(w, _mm256_set1_epi16((short)0xFF00));
 }
@@ -239,13 +244,6 @@ static inline __attribute__((always_inline)) __m256 q8_0_step1(__m256 acc, __m25
     const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(v), w);
     const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), _mm256_set1_epi16(1));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
-}
-
-static inline __m256i q8_0_wraw(const uint8_t *q, int l)
-{
-    __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(q + 64 * l));
-    __asm__("" : "+x"(w));
-    return w;
 }
 
 /* 8 rows' scales (sc) of block b times the token's, which the side data

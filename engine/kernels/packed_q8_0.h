@@ -23,10 +23,12 @@
  *
  * AVX2 (and AVX-512 without VNNI) builds run the same layout as two halves
  * of 8 rows, bytes 0-31 and 32-63 of each vector, one float lane of 8 rows
- * a ymm. Without VNNI the integer lanes come from the reference's own sign
- * trick, maddubs(|w|, sign(a, w)) and madd by ones (a + 128 against signed
- * weights would saturate maddubs' int16 pairs), so the side data holds the
- * tokens' bytes as they are. In place of tensor_matmul's 4-row tiles
+ * a ymm. Without VNNI (a + 128 against signed weights would saturate
+ * maddubs' int16 pairs) a batch's integer lanes come from two madds of int16
+ * pairs (256 times the lane, exact), one token's from the reference's own
+ * sign trick, maddubs(|w|, sign(a, w)) and madd by ones; the side data
+ * holds the tokens' pairs and bytes for them (packed_q8_0.c). In place of
+ * tensor_matmul's 4-row tiles
  * (tinyBLAS's order, a shuffle per product to hand each row its scale) a
  * scale product serves 8 rows and a weight vector two tokens. */
 #ifndef TOKSCOPE_PACKED_Q8_0_H
@@ -41,8 +43,10 @@
 #define PACKED_Q8_0_QS 512 /* quant bytes per block of a group */
 #define PACKED_Q8_0_SC 32  /* and 16 fp16 scales, where forward_packed.h's packed_scale_at says */
 
-/* Bytes of one token's side data for nb blocks: per block its 32 quants
- * (with VNNI offset to unsigned, q ^ 0x80), then nb float scales. */
+/* Bytes of one token's side data for nb blocks: with VNNI per block its 32
+ * quants offset to unsigned (q ^ 0x80), then nb float scales; on AVX2 per
+ * block its int16 pairs (64 bytes), then every block's 32 quants as they
+ * are, then nb float scales divided by 256 (packed_q8_0.c). */
 size_t packed_q8_0_act_bytes(int64_t nb);
 
 /* One token's side data from its Q8_0 row. */

@@ -18,10 +18,10 @@ void tensor_matmul(enum tensor_type type, int64_t n, const void *w, int64_t rows
                 out[c * out_stride + r] = 0.0f;
         return;
     }
+#ifdef QUANT_HAVE_KFEW
     int64_t tile = (int64_t)(TILE_BYTES / rs);
     if (tile < 4)
         tile = 4;
-#ifdef QUANT_HAVE_KFEW
     void (*few)(int64_t, const void *, size_t, int64_t, const void *, size_t, int, float *, int64_t, int) =
         type == TENSOR_TYPE_Q6_K ? quant_q6_K_few : type == TENSOR_TYPE_Q5_K ? quant_q5_K_few : NULL;
     if (few) {
@@ -42,6 +42,15 @@ void tensor_matmul(enum tensor_type type, int64_t n, const void *w, int64_t rows
         return;
     }
 #endif
+    quant_kernels_matmul(k, n, rs, w, rows, act, n_act, act_stride, out, out_stride);
+}
+
+void quant_kernels_matmul(const struct quant_kernels *k, int64_t n, size_t rs, const void *w, int64_t rows,
+                          const void *act, int64_t n_act, size_t act_stride, float *out, int64_t out_stride)
+{
+    int64_t tile = (int64_t)(TILE_BYTES / rs);
+    if (tile < 4)
+        tile = 4;
     for (int64_t r0 = 0; r0 < rows; r0 += tile) {
         int64_t nr = rows - r0 < tile ? rows - r0 : tile;
         const char *wt = (const char *)w + (size_t)r0 * rs;

@@ -225,6 +225,13 @@ struct quant_kernels {
 /* NULL for types without kernels. */
 const struct quant_kernels *quant_kernels_get(enum tensor_type type);
 
+/* tensor_matmul's loop over k's kernels (vec_dot, and matvec, dot4, dot4x4
+ * where set) for rows rs bytes apart: tiles of rows reused from cache for
+ * every activation, 4 activations a pass where dot4 is set. For rows no
+ * tensor type names (packed_q6_K.h's re-encoded Q6_K) too. quant_batch.c. */
+void quant_kernels_matmul(const struct quant_kernels *k, int64_t n, size_t rs, const void *w, int64_t rows,
+                          const void *act, int64_t n_act, size_t act_stride, float *out, int64_t out_stride);
+
 /* Scalar vec_dot for `type` (its dot type as activation); 0 if unsupported. */
 float quant_vec_dot_scalar(enum tensor_type type, int64_t n, const void *w, const void *act);
 /* Scalar quantizer (reference rounding). */

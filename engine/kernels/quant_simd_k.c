@@ -316,7 +316,6 @@ static inline __attribute__((always_inline)) void q6_rows_any(int64_t n, const v
 {
     const block_q6_K *x = w;
     const block_q8_K *y[4] = {act[0], act[1], act[2], act[3]};
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
     __m256 acc[4];
     _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -339,19 +338,7 @@ static inline __attribute__((always_inline)) void q6_rows_any(int64_t n, const v
              * prompt speed); the lanes' integer sums are exact in any order */
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
-                const __m256i lb = k & 1 ? l1 : l0;
-                const __m256i lw = k < 2 ? _mm256_and_si256(lb, m4) : _mm256_and_si256(_mm256_srli_epi16(lb, 4), m4);
-                const __m256i hw = k == 0   ? _mm256_slli_epi16(qh, 4)
-                                   : k == 1 ? _mm256_slli_epi16(qh, 2)
-                                   : k == 2 ? qh
-                                            : _mm256_srli_epi16(qh, 2);
-#ifdef PACKED_Q6_K
-                const __m256i q = enc ? packed_q6_K_chunk((const uint8_t *)&x[i], h, k)
-                                      : _mm256_or_si256(lw, _mm256_and_si256(hw, m2));
-#else
-                (void)enc;
-                const __m256i q = _mm256_or_si256(lw, _mm256_and_si256(hw, m2));
-#endif
+                const __m256i q = enc ? packed_q6_K_chunk((const uint8_t *)&x[i], h, k) : q6_K_file_chunk(l0, l1, qh, k);
                 const __m256i scv = _mm256_shuffle_epi8(ss, _mm256_loadu_si256((const __m256i *)k_q6_scale16[k]));
                 _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) sumi[c] =
                     _mm256_add_epi32(sumi[c], q6_chunk(q, y[c][i].qs + 128 * h + 32 * k, scv));
