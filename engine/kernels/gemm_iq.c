@@ -954,8 +954,8 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
         for (int q = 0; q < 4; q++) {
             const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q));
             const __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q + 32));
-            gemm_kp_store_values(p + 128 * q + 64 * h, _mm256_abs_epi8(c0), _mm256_abs_epi8(c1));
-            gemm_kp_store_values(p + SG_OFF_V + 128 * q + 64 * h, c0, c1);
+            gemm_kp_store_values(p + 128 * q, h, _mm256_abs_epi8(c0), _mm256_abs_epi8(c1));
+            gemm_kp_store_values(p + SG_OFF_V + 128 * q, h, c0, c1);
             /* lane k: (scale of its 16 in chunk 2q, in chunk 2q + 1) */
             int16_t sc[16];
             for (int k = 0; k < 8; k++) {

@@ -132,7 +132,7 @@ void gemm_kp_prep_values(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t
     for (int64_t i = 0; i < nbl; i++)
         for (int t = 0; t < TILE_T; t++)
             for (int q = 0; q < 4; q++)
-                gemm_kp_store_values(tx + (size_t)i * stride + 256 * t + 64 * q,
+                gemm_kp_store_values(tx + (size_t)i * stride + 256 * t + 64 * q, 0,
                                      _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q)),
                                      _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q + 32)));
 }

@@ -88,17 +88,21 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
                   const void *act, size_t act_stride, int n_tok, float *out, int64_t out_stride);
 
 /* The 64 values of chunk pair q (chunks c0 = 2q, c1 = 2q + 1, 32 unsigned
- * bytes each, in element order) of one row into its panel at p, where the
- * tiles read them: as they are for the 512-bit tiles; for the AVX2 tiles
- * 16-bit interleaved (gemm_kp_lanes256): A = per 4-byte group k (c0 bytes
- * 4k, 4k+1, c1 bytes 4k, 4k+1), then B = (c0 bytes 4k+2, 4k+3, c1 bytes
- * 4k+2, 4k+3). */
-static inline void gemm_kp_store_values(uint8_t *p, __m256i c0, __m256i c1)
+ * bytes each, in element order) of row h (0, 1) of a pair into its panel at
+ * pq (the pair's chunk pair q), where the tiles read them: for the 512-bit
+ * tiles both rows' c0, then both rows' c1 ([A c0 | B c0], [A c1 | B c1]: a
+ * vpdpbusd against a chunk broadcast to both halves gives one chunk of both
+ * rows, and the two chunks' sums pair up in place, gemm_kp_pairs16); for
+ * the AVX2 tiles row h's 64 bytes at pq + 64h, 16-bit interleaved
+ * (gemm_kp_lanes256): A = per 4-byte group k (c0 bytes 4k, 4k+1, c1 bytes
+ * 4k, 4k+1), then B = (c0 bytes 4k+2, 4k+3, c1 bytes 4k+2, 4k+3). */
+static inline void gemm_kp_store_values(uint8_t *pq, int h, __m256i c0, __m256i c1)
 {
 #ifdef GEMM_KPANEL_512
-    _mm256_storeu_si256((__m256i *)(void *)p, c0);
-    _mm256_storeu_si256((__m256i *)(void *)(p + 32), c1);
+    _mm256_storeu_si256((__m256i *)(void *)(pq + 32 * h), c0);
+    _mm256_storeu_si256((__m256i *)(void *)(pq + 64 + 32 * h), c1);
 #else
+    uint8_t *p = pq + 64 * h;
     _mm256_storeu_si256((__m256i *)(void *)p, _mm256_blend_epi16(c0, _mm256_slli_epi32(c1, 16), 0xAA));
     _mm256_storeu_si256((__m256i *)(void *)(p + 32), _mm256_blend_epi16(_mm256_srli_epi32(c0, 16), c1, 0xAA));
 #endif
@@ -114,24 +118,24 @@ static inline __m512i gemm_kp_dpbusd0(__m512i w, __m512i a)
     return r;
 }
 
-/* Two rows' lane sums of one 64-value chunk pair side by side as int16
- * pairs, for one vpdpwssd against their scale pairs: xa (row A) and xb
- * (row B) hold in int32 lanes 0-7 the 4-value sums of the first chunk, in
- * 8-15 of the second (each fits 16 bits); int32 lane m < 8 of the result is
- * (A lane m, A lane m + 8), lane m >= 8 (B lane m - 8, B lane m). */
-static inline __m512i gemm_kp_pairs16(__m512i xa, __m512i xb)
+/* Two rows' lane sums of one 64-value chunk pair as int16 pairs, for one
+ * vpdpwssd against their scale pairs: x0 holds in int32 lanes 0-7 row A's
+ * 4-value sums of the first chunk, in 8-15 row B's, x1 the same of the
+ * second chunk (each fits 16 bits); int32 lane m of the result is (x0 lane
+ * m, x1 lane m). A shift and a word blend: on AMD Zen 4 both run beside
+ * the multiplies (2 vpdpbusd + these + vpdpwssd: 3 cycles a step in a
+ * microbenchmark), where the cross-lane vpermt2w this replaced took a
+ * multiply pipe's cycle (4). */
+static inline __m512i gemm_kp_pairs16(__m512i x0, __m512i x1)
 {
-    const __m512i idx =
-        _mm512_set_epi16(62, 46, 60, 44, 58, 42, 56, 40, 54, 38, 52, 36, 50, 34, 48, 32, /* B */
-                         30, 14, 28, 12, 26, 10, 24, 8, 22, 6, 20, 4, 18, 2, 16, 0);     /* A */
-    return _mm512_permutex2var_epi16(xa, idx, xb);
+    return _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, x0, _mm512_slli_epi32(x1, 16));
 }
 #endif /* GEMM_KPANEL_512 */
 
-/* The types' panels begin alike: per chunk pair q (64 values) 64 value
- * bytes of row A then 64 of row B at 128q (unsigned, so vpdpbusd's u8
- * operand), the two chunks' int16 scale pairs at GEMM_KP_OFF_SC + 64q (8
- * int32 lanes of row A, 8 of B). */
+/* The types' panels begin alike: per chunk pair q (64 values) the 128
+ * value bytes of both rows at 128q (unsigned, so vpdpbusd's u8 operand; as
+ * gemm_kp_store_values lays them out), the two chunks' int16 scale pairs
+ * at GEMM_KP_OFF_SC + 64q (8 int32 lanes of row A, 8 of B). */
 #define GEMM_KP_OFF_SC 512
 
 /* Row h (0, 1) of a pair, one Q4_K/Q5_K super-block's scales and mins
@@ -304,7 +308,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
 /* Super-block i of NP row pairs (their panel blocks at wp[j] + i * pair_sb)
  * against 4 tokens: acc[j][t] = the reference's scaled int32 lanes, row A's
  * lanes k in 0-7, B's in 8-15. Per token and chunk pair two vpdpbusd give
- * each row's 4-value sums (lanes 0-7 the first chunk, 8-15 the second; each
+ * both rows' 4-value sums of each chunk (lanes 0-7 row A, 8-15 row B; each
  * fits 16 bits), gemm_kp_pairs16 puts them side by side and one vpdpwssd
  * against the scale pairs adds both chunks, scaled. */
 static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const uint8_t *const wp[2],
@@ -319,21 +323,24 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const ui
             acc[j][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) {
-        __m512i wa[2], wb[2], l[2];
+        __m512i w0[2], w1[2], l[2];
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++) {
-            wa[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + 128 * q);
-            wb[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + 128 * q + 64);
+            w0[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + 128 * q);
+            w1[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + 128 * q + 64);
             l[j] = _mm512_loadu_si512(wp[j] + i * pair_sb + GEMM_KP_OFF_SC + 64 * q);
-            __asm__("" : "+v"(wa[j]), "+v"(wb[j]), "+v"(l[j]));
+            __asm__("" : "+v"(w0[j]), "+v"(w1[j]), "+v"(l[j]));
         }
 #pragma GCC unroll 8
         for (int t = 0; t < GEMM_KP_TILE_T; t++) {
-            const __m512i a = _mm512_loadu_si512(y[t][i].qs + 64 * q);
+            /* each chunk of the token in both halves */
+            const __m512i a0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(y[t][i].qs + 64 * q)));
+            const __m512i a1 =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(y[t][i].qs + 64 * q + 32)));
 #pragma GCC unroll 2
             for (int j = 0; j < NP; j++) {
-                const __m512i xa = gemm_kp_dpbusd0(wa[j], a), xb = gemm_kp_dpbusd0(wb[j], a);
-                acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], l[j], gemm_kp_pairs16(xa, xb));
+                const __m512i x0 = gemm_kp_dpbusd0(w0[j], a0), x1 = gemm_kp_dpbusd0(w1[j], a1);
+                acc[j][t] = _mm512_dpwssd_epi32(acc[j][t], l[j], gemm_kp_pairs16(x0, x1));
             }
         }
     }

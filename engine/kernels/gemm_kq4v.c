@@ -5,8 +5,8 @@
  *
  * A row's super-block is unpacked once per call into a panel, rows in
  * pairs, as gemm_kq5.c lays it out less the high bits: per chunk pair q
- * (elements 64q..64q+63: the low and high nibbles of qs[32q..32q+31]) 64
- * value bytes 0..15 of row A then 64 of row B, the scale pairs (sc[2q],
+ * (elements 64q..64q+63: the low and high nibbles of qs[32q..32q+31]) the
+ * value bytes 0..15 of both rows (gemm_kp_store_values), the scale pairs (sc[2q],
  * sc[2q + 1]) and the mins pairs. gemm_kp_lanes gives each (row, token)
  * 8 exact int32 lanes of scale-weighted sums; the gemv order wants their
  * total, one integer per super-block, so the lanes of 2 row pairs x 4
@@ -71,7 +71,7 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
             _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
         for (int q = 0; q < 4; q++) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * q));
-            gemm_kp_store_values(p + 128 * q + 64 * h, _mm256_and_si256(q4, m4),
+            gemm_kp_store_values(p + 128 * q, h, _mm256_and_si256(q4, m4),
                                  _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
         }
         gemm_kp_write_scales_mins(x[i].scales, p, OFF_MIN, h);

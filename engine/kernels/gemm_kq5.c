@@ -4,7 +4,7 @@
  * A row's super-block is unpacked once per call into a panel, rows in
  * pairs: per chunk pair q (elements 64q..64q+63, the reference's 32-value
  * chunks 2q and 2q + 1: the low and high nibbles of qs[32q..32q+31], high
- * bits 2q and 2q + 1 of qh) 64 bytes of row A then 64 of row B, the 5-bit
+ * bits 2q and 2q + 1 of qh) as gemm_kp_store_values lays them out, the 5-bit
  * values 0..31 in their order (unsigned: vpdpbusd's u8 operand, its
  * products exact), and the scale pairs (sc[2q], sc[2q + 1]): the integer
  * lanes are gemm_kp_lanes' (3 multiply instructions per row pair, token
@@ -79,7 +79,7 @@ static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
             const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
             const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
             hbits = _mm256_srli_epi16(hbits, 2);
-            gemm_kp_store_values(p + 128 * q + 64 * h, _mm256_or_si256(_mm256_and_si256(q4, m4), h0),
+            gemm_kp_store_values(p + 128 * q, h, _mm256_or_si256(_mm256_and_si256(q4, m4), h0),
                                  _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1));
         }
         gemm_kp_write_scales_mins(x[i].scales, p, OFF_MIN, h);

@@ -3,18 +3,19 @@
  *
  * A row's super-block is unpacked once per call into a panel, rows in
  * pairs: per chunk pair q (elements 64q..64q+63, the reference's 32-value
- * chunks 2q and 2q + 1) 64 bytes of row A then 64 of row B, the 6-bit
- * values 0..63 in their order. A token's 64 bytes of the chunk pair go
- * through vpdpbusd with the weights as the unsigned operand (the
- * reference's own split: q unsigned times y, the -32 taken apart through
- * the bsums), so int32 lane j of the result is the 4-value sum over
- * elements 4j..4j+3: lanes 0-7 the reference's lanes k of chunk 2q, 8-15 of
- * chunk 2q + 1, before their scales. Such a sum fits 16 bits (|.| <= 4 * 63
- * * 128), so one vpermt2w puts rows A's and B's two chunks side by side as
- * int16 pairs ([A lane k: chunk 2q, 2q + 1 | B lane k: ...]) and one
- * vpdpwssd against the pairs of their scales (int16 pairs in the panel)
- * adds both, scaled, to the lane: 3 multiply instructions per row pair,
- * token and 128 values where the few-token kernels' maddubs + madd take 4.
+ * chunks 2q and 2q + 1) 64 bytes of chunk 2q (row A's 32, row B's 32), then
+ * 64 of chunk 2q + 1, the 6-bit values 0..63 in their order
+ * (gemm_kp_store_values). Each chunk of a token, broadcast to both
+ * halves, goes through vpdpbusd with the weights as the unsigned operand
+ * (the reference's own split: q unsigned times y, the -32 taken apart
+ * through the bsums), so int32 lane j of the result is the 4-value sum
+ * over elements 4j..4j+3 of that chunk: lanes 0-7 row A's lanes k, 8-15 row
+ * B's, before their scales. Such a sum fits 16 bits (|.| <= 4 * 63 * 128),
+ * so a shift and a word blend put the two chunks side by side as int16
+ * pairs ([A lane k: chunk 2q, 2q + 1 | B lane k: ...]) and one vpdpwssd
+ * against the pairs of their scales (int16 pairs in the panel) adds both,
+ * scaled, to the lane: 3 multiply instructions per row pair, token and 128
+ * values where the few-token kernels' maddubs + madd take 4.
  * After the four chunk pairs one vpdpwssd of -32 * sc against the token's
  * bsums takes the offset in the reference's grouping (lane k: sub-blocks
  * 2k, 2k + 1), then one convert and one FMA with d_act * d_w per half, the
@@ -71,8 +72,8 @@ static inline __attribute__((always_inline)) void write_pair_any(const void *row
                     q[k] = q6_K_file_chunk(l0, l1, qh, k);
             }
             /* chunks 4j + m: pairs (4j, 4j + 1), (4j + 2, 4j + 3) */
-            gemm_kp_store_values(p + 128 * (2 * j) + 64 * h, q[0], q[1]);
-            gemm_kp_store_values(p + 128 * (2 * j + 1) + 64 * h, q[2], q[3]);
+            gemm_kp_store_values(p + 128 * (2 * j), h, q[0], q[1]);
+            gemm_kp_store_values(p + 128 * (2 * j + 1), h, q[2], q[3]);
         }
         const __m128i s8 = _mm_loadu_si128((const __m128i *)x[i].scales);
         const __m256i s16 = _mm256_cvtepi8_epi16(s8);
