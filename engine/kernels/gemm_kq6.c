@@ -61,16 +61,8 @@ static inline __attribute__((always_inline)) void write_pair_any(const void *row
             _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
         for (int j = 0; j < 2; j++) {
             __m256i q[4];
-            if (enc)
-                for (int k = 0; k < 4; k++)
-                    q[k] = packed_q6_K_chunk((const uint8_t *)&x[i], j, k);
-            else {
-                const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j));
-                const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * j + 32));
-                const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * j));
-                for (int k = 0; k < 4; k++)
-                    q[k] = q6_K_file_chunk(l0, l1, qh, k);
-            }
+            for (int k = 0; k < 4; k++)
+                q[k] = q6_K_chunk((const uint8_t *)&x[i], j, k, enc);
             /* chunks 4j + m: pairs (4j, 4j + 1), (4j + 2, 4j + 3) */
             gemm_kp_store_values(p + 128 * (2 * j), h, q[0], q[1]);
             gemm_kp_store_values(p + 128 * (2 * j + 1), h, q[2], q[3]);

@@ -1,10 +1,14 @@
 /* Q6_K rows re-encoded at load time and their matmuls (packed_q6_K.h). */
 #include "kernels/packed_q6_K.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels/gemm_kq6.h"
 #include "kernels/quant_internal.h"
+
+/* the chunk readers (packed_q6_K.h) take a block's bytes by offset */
+_Static_assert(offsetof(block_q6_K, ql) == 0 && offsetof(block_q6_K, qh) == 128, "block_q6_K layout");
 
 void packed_q6_K_encode(const void *src, void *dst, int64_t nb)
 {

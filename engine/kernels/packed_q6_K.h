@@ -20,6 +20,7 @@
 #ifndef TOKSCOPE_PACKED_Q6_K_H
 #define TOKSCOPE_PACKED_Q6_K_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,12 +56,17 @@ static inline __attribute__((always_inline)) __m256i packed_q6_K_chunk(const uin
     return _mm256_srli_epi16(t, 2);
 }
 
-/* The same from a half block in the file's layout: its nibbles (l0, l1)
- * and 2-bit pairs (qh). */
-static inline __attribute__((always_inline)) __m256i q6_K_file_chunk(__m256i l0, __m256i l1, __m256i qh, int k)
+/* Chunk k of half h of the Q6_K block at b, 32 values 0..63, in the
+ * file's layout (its nibbles at ql, 64 bytes a half, and 2-bit pairs at
+ * qh, 32 a half) or, with enc, re-encoded (packed_q6_K_chunk). Inlined with
+ * constant h, k and enc; a block's repeated loads are one each. */
+static inline __attribute__((always_inline)) __m256i q6_K_chunk(const uint8_t *b, int h, int k, bool enc)
 {
+    if (enc)
+        return packed_q6_K_chunk(b, h, k);
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-    const __m256i lb = k & 1 ? l1 : l0;
+    const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32 * (k & 1)));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
     const __m256i lw = k < 2 ? _mm256_and_si256(lb, m4) : _mm256_and_si256(_mm256_srli_epi16(lb, 4), m4);
     const __m256i hw = k == 0   ? _mm256_slli_epi16(qh, 4)
                        : k == 1 ? _mm256_slli_epi16(qh, 2)

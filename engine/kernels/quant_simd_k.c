@@ -327,10 +327,6 @@ static inline __attribute__((always_inline)) void q6_rows_any(int64_t n, const v
         _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) sumi[c] = _mm256_setzero_si256();
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
         {
-            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
             const __m256i ss = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
                                  : _mm256_permute2x128_si256(sc16, sc16, 0x00);
             /* chunk by chunk: one value and one scale vector live at a time
@@ -338,7 +334,7 @@ static inline __attribute__((always_inline)) void q6_rows_any(int64_t n, const v
              * prompt speed); the lanes' integer sums are exact in any order */
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
-                const __m256i q = enc ? packed_q6_K_chunk((const uint8_t *)&x[i], h, k) : q6_K_file_chunk(l0, l1, qh, k);
+                const __m256i q = q6_K_chunk((const uint8_t *)&x[i], h, k, enc);
                 const __m256i scv = _mm256_shuffle_epi8(ss, _mm256_loadu_si256((const __m256i *)k_q6_scale16[k]));
                 _Pragma("GCC unroll 4") for (int c = 0; c < nt; c++) sumi[c] =
                     _mm256_add_epi32(sumi[c], q6_chunk(q, y[c][i].qs + 128 * h + 32 * k, scv));
