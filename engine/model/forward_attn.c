@@ -627,6 +627,79 @@ static inline __attribute__((always_inline)) void pv_queries4(float *const acc[4
                 _mm512_storeu_ps(acc[k] + d + 16 * c, o[k][c]);
 }
 
+/* r[0..16) transposed in place (r[i] lane j becomes r[j] lane i). */
+static inline __attribute__((always_inline)) void tr16x16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* per 128-bit lane L, r[4g + c] = column 4L + c of rows 4g..4g+3 */
+    for (int g = 0; g < 4; g++) {
+        r[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
+        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
+    }
+}
+
+/* The K tile transposed, kt[d][j] = key ic + j's element d in F32 (exact),
+ * keys from nk on zeros: 16 x 16 blocks through registers, where a row
+ * converted and stored element by element (64 scalar stores a cache line
+ * apart) cost 3 % of the attention at depth 8192 with one query head a KV
+ * head (the tile serves 64 queries), more while other work filled the
+ * memory system. */
+static void tile_kt(const attn_kv *kv, int32_t ic, int nk, float *kt)
+{
+    enum { T = ATTN_TILE };
+    const int hd = kv->hd;
+    for (int j0 = 0; j0 < T; j0 += 16)
+        for (int d0 = 0; d0 < hd; d0 += 16) {
+            __m512 r[16];
+            for (int j = 0; j < 16; j++) {
+                const int64_t row = (int64_t)(ic + j0 + j) * kv->stride + d0;
+                if (j0 + j >= nk)
+                    r[j] = _mm512_setzero_ps();
+                else if (kv->f16)
+                    r[j] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const fp16_t *)kv->k + row)));
+                else
+                    r[j] = _mm512_loadu_ps((const float *)kv->k + row);
+            }
+            tr16x16(r);
+            for (int d = 0; d < 16; d++)
+                _mm512_storeu_ps(kt + (size_t)(d0 + d) * T + j0, r[d]);
+        }
+}
+
+/* The K and V rows of the tile at ic (up to key last) on their way to L2
+ * while the tile before runs: one cache row apart (512 bytes on
+ * TinyLlama), read when needed they came from L3 or memory a few at a
+ * time. */
+static void tile_prefetch(const attn_kv *kv, int32_t ic, int32_t last)
+{
+    const size_t esz = kv->f16 ? 2 : 4, rb = esz * (size_t)kv->hd;
+    for (int32_t j = ic; j < ic + ATTN_TILE && j <= last; j++) {
+        const size_t row = (size_t)j * (size_t)kv->stride * esz;
+        for (size_t o = 0; o < rb; o += 64) {
+            _mm_prefetch((const char *)kv->k + row + o, _MM_HINT_T1);
+            _mm_prefetch((const char *)kv->v + row + o, _MM_HINT_T1);
+        }
+    }
+}
+
 /* Up to four queries (numbers idx[0..n)) against one tile, with the steps
  * of kq_tile, tile_softmax and pv_tile for each: the queries' chains run
  * side by side (16 keys or head elements per register), which keeps every
@@ -682,7 +755,10 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
             }
         /* tile_visible: a key is seen, so the maximum is finite */
         const float tmax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(s[0], s[1]), _mm512_max_ps(s[2], s[3])));
-        const float Mold = Ms[i], Mnew = fmaxf(Mold, tmax);
+        /* fmaxf(Mold, tmax) without the libm call GCC makes of it: neither
+         * is a NaN (tmax is finite), and the sign of a zero maximum changes
+         * no result (x - 0 and x + 0 are x; exp(+-0) is 1) */
+        const float Mold = Ms[i], Mnew = tmax > Mold ? tmax : Mold;
         if (k < n) {
             if (Mnew > Mold) {
                 const float ms = expf(Mold - Mnew);
@@ -693,7 +769,9 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
             }
             Ms[i] = Mnew;
         }
-        for (int c = 0; c < C; c++) {
+        /* unrolled: the four exps' chains side by side (rolled, 4 % of
+         * the attention at depth 8192 went to waiting on them) */
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
             e[C * k + c] = v_expf16(_mm512_sub_ps(s[c], _mm512_set1_ps(Mnew)));
             _mm512_store_ps(kq[k] + 16 * c, e[C * k + c]);
         }
@@ -746,18 +824,23 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
          * every query head that shares this KV head; keys past the last query
          * are masked for every row and read as zeros */
         const int nk = last - ic + 1 < T ? last - ic + 1 : T;
+        for (int j = 0; j < nk; j++)
+            kv_row_f32(kv, kv->v, (int64_t)(ic + j) * kv->stride, vt + (size_t)j * hd);
+        for (int j = nk; j < T; j++)
+            memset(vt + (size_t)j * hd, 0, sizeof(float) * (size_t)hd);
+#ifdef ATTN_AVX512
+        tile_kt(kv, ic, nk, kt);
+        tile_prefetch(kv, ic + T, last);
+#else
         for (int j = 0; j < nk; j++) {
-            const int64_t row = (int64_t)(ic + j) * kv->stride;
-            kv_row_f32(kv, kv->v, row, vt + (size_t)j * hd);
-            kv_row_f32(kv, kv->k, row, krow);
+            kv_row_f32(kv, kv->k, (int64_t)(ic + j) * kv->stride, krow);
             for (int d = 0; d < hd; d++)
                 kt[(size_t)d * T + j] = krow[d];
         }
-        for (int j = nk; j < T; j++) {
-            memset(vt + (size_t)j * hd, 0, sizeof(float) * (size_t)hd);
+        for (int j = nk; j < T; j++)
             for (int d = 0; d < hd; d++)
                 kt[(size_t)d * T + j] = 0.0f;
-        }
+#endif
         int i = 0;
 #ifdef ATTN_AVX512
         /* four queries at a time: their K.Q and P.V chains interleave (the

@@ -365,6 +365,12 @@ static void test_tile_reference_bits(void **state)
             for (int g = 0; g < heads; g++)
                 ref_tile_query(&kv, q + r * stride + g * hd, 250 + r, b + r * stride + g * hd);
         assert_memory_equal(a, b, sizeof(float) * (size_t)(rows * stride));
+        /* the same keys and values in an F32 cache: the same bits (the K
+         * tile is transposed from either type, 16 x 16 at a time on
+         * AVX-512) */
+        const attn_kv kv32 = view(&fx, 1, false);
+        attn_tile(&kv32, q, stride, heads, rows, 250, &fx.s, b, stride);
+        assert_memory_equal(a, b, sizeof(float) * (size_t)(rows * stride));
         fixture_free(&fx);
     }
 }
