@@ -527,6 +527,72 @@ static inline __mmask16 keys16_visible(int32_t k0, int32_t lo, int32_t pos)
 }
 #endif
 
+#if defined(ATTN_AVX512) || defined(FWD_F16C)
+/* The K and V rows of the tile at ic (up to key last) on their way to L2
+ * while the tile before runs: one cache row apart (512 bytes on
+ * TinyLlama), read when needed they came from L3 or memory a few at a
+ * time. */
+static void tile_prefetch(const attn_kv *kv, int32_t ic, int32_t last)
+{
+    const size_t esz = kv->f16 ? 2 : 4, rb = esz * (size_t)kv->hd;
+    for (int32_t j = ic; j < ic + ATTN_TILE && j <= last; j++) {
+        const size_t row = (size_t)j * (size_t)kv->stride * esz;
+        for (size_t o = 0; o < rb; o += 64) {
+            _mm_prefetch((const char *)kv->k + row + o, _MM_HINT_T1);
+            _mm_prefetch((const char *)kv->v + row + o, _MM_HINT_T1);
+        }
+    }
+}
+#endif
+
+#if !defined(ATTN_AVX512) && defined(FWD_F16C)
+/* r[0..8) transposed in place (r[i] lane j becomes r[j] lane i). */
+static inline __attribute__((always_inline)) void tr8x8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* per 128-bit half h, u[4g + c] = column 4h + c of rows 4g..4g+3 */
+    for (int g = 0; g < 2; g++) {
+        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+/* The K tile transposed (tile_kt's 8-lane form): 8 x 8 blocks through
+ * registers, where a row converted and stored element by element cost 64
+ * scalar stores a cache line apart per key. */
+static void tile_kt(const attn_kv *kv, int32_t ic, int nk, float *kt)
+{
+    enum { T = ATTN_TILE };
+    const int hd = kv->hd;
+    for (int j0 = 0; j0 < T; j0 += 8)
+        for (int d0 = 0; d0 < hd; d0 += 8) {
+            __m256 r[8];
+            for (int j = 0; j < 8; j++) {
+                const int64_t row = (int64_t)(ic + j0 + j) * kv->stride + d0;
+                if (j0 + j >= nk)
+                    r[j] = _mm256_setzero_ps();
+                else if (kv->f16)
+                    r[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const fp16_t *)kv->k + row)));
+                else
+                    r[j] = _mm256_loadu_ps((const float *)kv->k + row);
+            }
+            tr8x8(r);
+            for (int d = 0; d < 8; d++)
+                _mm256_storeu_ps(kt + (size_t)(d0 + d) * T + j0, r[d]);
+        }
+}
+#endif
+
 #ifndef ATTN_AVX512
 /* The online softmax step of one query (row at position pos) for the tile
  * of keys from ic: masks keys outside [lo, pos], rescales the accumulator when the
@@ -554,7 +620,8 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
         }
     if (tmax == -INFINITY)
         return false;
-    const float Mold = *M, Mnew = fmaxf(Mold, tmax);
+    /* fmaxf without the libm call (tile_queries4 says why it is the same) */
+    const float Mold = *M, Mnew = tmax > Mold ? tmax : Mold;
     if (Mnew > Mold) {
         const float ms = expf(Mold - Mnew);
         for (int d = 0; d < hd; d++)
@@ -563,7 +630,8 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     }
     *M = Mnew;
     double sum = 0.0;
-    for (int j = 0; j < T; j += 16) {
+    _Pragma("GCC unroll 4") for (int j = 0; j < T; j += 16)
+    {
 #ifdef FWD_F16C
         _mm256_storeu_ps(kq + j, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j), _mm256_set1_ps(Mnew))));
         _mm256_storeu_ps(kq + j + 8, v_expf8(_mm256_sub_ps(_mm256_loadu_ps(kq + j + 8), _mm256_set1_ps(Mnew))));
@@ -682,22 +750,6 @@ static void tile_kt(const attn_kv *kv, int32_t ic, int nk, float *kt)
             for (int d = 0; d < 16; d++)
                 _mm512_storeu_ps(kt + (size_t)(d0 + d) * T + j0, r[d]);
         }
-}
-
-/* The K and V rows of the tile at ic (up to key last) on their way to L2
- * while the tile before runs: one cache row apart (512 bytes on
- * TinyLlama), read when needed they came from L3 or memory a few at a
- * time. */
-static void tile_prefetch(const attn_kv *kv, int32_t ic, int32_t last)
-{
-    const size_t esz = kv->f16 ? 2 : 4, rb = esz * (size_t)kv->hd;
-    for (int32_t j = ic; j < ic + ATTN_TILE && j <= last; j++) {
-        const size_t row = (size_t)j * (size_t)kv->stride * esz;
-        for (size_t o = 0; o < rb; o += 64) {
-            _mm_prefetch((const char *)kv->k + row + o, _MM_HINT_T1);
-            _mm_prefetch((const char *)kv->v + row + o, _MM_HINT_T1);
-        }
-    }
 }
 
 /* Up to four queries (numbers idx[0..n)) against one tile, with the steps
@@ -828,7 +880,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
             kv_row_f32(kv, kv->v, (int64_t)(ic + j) * kv->stride, vt + (size_t)j * hd);
         for (int j = nk; j < T; j++)
             memset(vt + (size_t)j * hd, 0, sizeof(float) * (size_t)hd);
-#ifdef ATTN_AVX512
+#if defined(ATTN_AVX512) || defined(FWD_F16C)
         tile_kt(kv, ic, nk, kt);
         tile_prefetch(kv, ic + T, last);
 #else
