@@ -508,6 +508,12 @@ static inline int32_t window_lo(const attn_kv *kv, int32_t pos)
     return kv->window > 0 && pos >= kv->window ? pos - kv->window + 1 : 0;
 }
 
+/* The tiled kernels' running maximum, fmaxf(m, t) without the libm call
+ * GCC makes of fmaxf: neither is a NaN (t is the maximum of a tile with a
+ * visible key), and the sign of a zero maximum changes no result (x - 0
+ * and x + 0 are x; exp(+-0) is 1). */
+static inline float tile_max(float m, float t) { return t > m ? t : m; }
+
 /* True when a query at pos sees a key of the tile starting at ic. */
 static inline bool tile_visible(const attn_kv *kv, int32_t ic, int32_t pos)
 {
@@ -620,8 +626,7 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
         }
     if (tmax == -INFINITY)
         return false;
-    /* fmaxf without the libm call (tile_queries4 says why it is the same) */
-    const float Mold = *M, Mnew = tmax > Mold ? tmax : Mold;
+    const float Mold = *M, Mnew = tile_max(Mold, tmax);
     if (Mnew > Mold) {
         const float ms = expf(Mold - Mnew);
         for (int d = 0; d < hd; d++)
@@ -807,10 +812,7 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
             }
         /* tile_visible: a key is seen, so the maximum is finite */
         const float tmax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(s[0], s[1]), _mm512_max_ps(s[2], s[3])));
-        /* fmaxf(Mold, tmax) without the libm call GCC makes of it: neither
-         * is a NaN (tmax is finite), and the sign of a zero maximum changes
-         * no result (x - 0 and x + 0 are x; exp(+-0) is 1) */
-        const float Mold = Ms[i], Mnew = tmax > Mold ? tmax : Mold;
+        const float Mold = Ms[i], Mnew = tile_max(Mold, tmax);
         if (k < n) {
             if (Mnew > Mold) {
                 const float ms = expf(Mold - Mnew);
