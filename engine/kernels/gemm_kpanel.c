@@ -7,8 +7,14 @@
 #include "kernels/kernel_scratch.h"
 
 #define TILE_T GEMM_KP_TILE_T
-/* Panel bytes: the panel stays in L2 beside a block of tokens. */
+/* Panel bytes: the panel stays in L2 beside a block of tokens (the 512-bit
+ * tiles' panels hold each row's values twice: 256 KB keeps 48 Q5_K rows a
+ * panel at K = 2048). */
+#ifdef GEMM_KPANEL_512
+#define PANEL_BYTES (256 * 1024)
+#else
 #define PANEL_BYTES (192 * 1024)
+#endif
 /* Token bytes (their Q8_K rows) a block of tokens holds, also in L2. */
 #define TOK_BYTES (256 * 1024)
 /* Super-blocks per slice: 4 panel rows (14-16 KB) and 4 tokens (9 KB) stay in L1. */
@@ -148,7 +154,10 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
 {
     struct kp_scratch s;
     int64_t pr = PANEL_BYTES / ((int64_t)(k->pair_sb / 2) * nbl);
-    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr - pr % 4;
+    /* whole 64-byte lines of each token's outputs (kp_store_out streams
+     * those and copies the rest: a panel of 36 rows left every token's
+     * outputs a partial line at both ends, 1 % of a Q5_K prompt) */
+    pr = pr < 4 ? 4 : pr > 64 ? 64 : pr >= 16 ? pr - pr % 16 : pr - pr % 4;
     if (pr > r1 - r0)
         pr = r1 - r0;
     const int64_t prp = pr + pr % 2; /* rows the panel holds: pairs */

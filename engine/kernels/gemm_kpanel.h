@@ -7,8 +7,9 @@
  * rows, tokens and super-blocks, and every output's float steps stay in
  * super-block order inside the tile (its float lanes wait in st between
  * slices). AVX-512 VNNI builds run 512-bit tiles (2 rows' lanes a
- * vector), AVX2 builds 256-bit ones (a row's lanes a vector, the rows of a
- * tile one after the other). Internal to the kernels. */
+ * vector; gemm_kq5.c's 2 tokens' lanes of one row), AVX2 builds 256-bit
+ * ones (a row's lanes a vector, the rows of a tile one after the other).
+ * Internal to the kernels. */
 #ifndef TOKSCOPE_GEMM_KPANEL_H
 #define TOKSCOPE_GEMM_KPANEL_H
 
@@ -344,6 +345,27 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const ui
             }
         }
     }
+}
+
+/* hsum_float_8 of 16 groups of 8 float lanes at once (each group's lanes i
+ * + (i + 4), then (0 + 2) and (1 + 3), then their sum: hsum_ps's adds on
+ * the same operands), as gemm_iq.c's hsum_2x8: lane 4q + e of the result
+ * is the sum of f[2e + (q >> 1)]'s lanes 0-7 (q even) or 8-15 (q odd). 14
+ * shuffles and 7 adds where 16 hsum_ps took about 100 instructions, 5 % of
+ * a Q5_K tile at K = 2048. */
+static inline __attribute__((always_inline)) __m512 gemm_kp_hsum16(const __m512 f[8])
+{
+    __m512 r[4], w[2];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) /* quarters: f[2m] lo, hi, f[2m + 1] lo, hi; lanes i + (i + 4) */
+        r[m] = _mm512_add_ps(_mm512_shuffle_f32x4(f[2 * m], f[2 * m + 1], 0x88),
+                             _mm512_shuffle_f32x4(f[2 * m], f[2 * m + 1], 0xDD));
+#pragma GCC unroll 2
+    for (int n = 0; n < 2; n++) /* per quarter: r[2n]'s (0 + 2), (1 + 3), then r[2n + 1]'s */
+        w[n] = _mm512_add_ps(_mm512_shuffle_ps(r[2 * n], r[2 * n + 1], 0x44),
+                             _mm512_shuffle_ps(r[2 * n], r[2 * n + 1], 0xEE));
+    /* per quarter q: the sums of r[0], r[1], r[2], r[3]'s quarter q */
+    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
 }
 #endif /* GEMM_KPANEL_512 */
 #endif /* GEMM_KPANEL */

@@ -2,15 +2,19 @@
  * (gemm_kpanel.h).
  *
  * A row's super-block is unpacked once per call into a panel, rows in
- * pairs: per chunk pair q (elements 64q..64q+63, the reference's 32-value
- * chunks 2q and 2q + 1: the low and high nibbles of qs[32q..32q+31], high
- * bits 2q and 2q + 1 of qh) as gemm_kp_store_values lays them out, the 5-bit
- * values 0..31 in their order (unsigned: vpdpbusd's u8 operand, its
- * products exact), and the scale pairs (sc[2q], sc[2q + 1]): the integer
- * lanes are gemm_kp_lanes' (3 multiply instructions per row pair, token
- * and chunk pair, where the few-token kernels' maddubs + madd take 4).
- * Then one convert and one FMA with y.d * d_w per half, the
- * reference's float step.
+ * pairs: the 5-bit values 0..31 of each reference 32-value chunk j (the low
+ * or high nibbles of qs[32(j/2)..], high bit j of qh) in their order
+ * (unsigned: vpdpbusd's u8 operand, its products exact), the scales and
+ * mins as int16 pairs. Per row, token and super-block the integer lanes
+ * are the reference's: lane k = sum_j sc[j] * (the 4-value sum over
+ * elements 4k..4k+3 of chunk j), each 4-value sum formed by one dot and
+ * two chunks' sums scaled by one vpdpwssd (3 multiply instructions per
+ * 128 values where the few-token kernels' maddubs + madd take 4). Then one
+ * convert and one FMA with y.d * d_w, the reference's float step.
+ *
+ * AVX-512 VNNI: two tokens a register (the layout below: a row's chunk
+ * against a token pair's); AVX2: a row's lanes a vector against one token
+ * (gemm_kp_lanes256's order).
  *
  * The mins' integer of 2 rows x 4 tokens sits in the 8 int32 lanes of one
  * 256-bit register, [row A: tokens 0-3 | row B: tokens 0-3]: four vpdpwssd
@@ -19,8 +23,7 @@
  * reference's int16 hadd, made once per call (prep_tokens); then one FMA
  * with -y.d * dmin_w per lane: 8 of the reference's scalar summs steps at
  * once, in super-block order. At the end hsum_float_8 of each output's
- * lanes plus its summs. A tile is 2 row pairs x 4 tokens: 8 integer and 8
- * float accumulators, and 2 summs registers. */
+ * lanes plus its summs. A tile is 2 row pairs x 4 tokens. */
 #include "kernels/gemm_kq5.h"
 
 #include <string.h>
@@ -42,6 +45,202 @@ bool gemm_kq5_applies(const gguf_tensor *w, int n_tok)
 
 #ifdef GEMM_KQ5
 #define TILE_T GEMM_KP_TILE_T
+#ifdef GEMM_KPANEL_512
+/* The 512-bit layout: two tokens a register. A token pair's chunk c (32
+ * values) fills a register as [token 2P | token 2P + 1] (prep_tokens), a
+ * row's as [the chunk | the chunk again] (the panel holds each row's
+ * values twice: plain loads where the tokens' 256-bit broadcasts of a
+ * two-row layout cost a third of a cycle each beside the multiplies on
+ * AMD Zen 4). One vpdpbusd then gives the chunk's 4-value sums of the row
+ * against both tokens: int32 lanes 0-7 token 2P's lanes k, 8-15 token
+ * 2P + 1's. The sums of chunks 2q and 2q + 1 pair up in place as int16
+ * (gemm_kp_pairs16: each fits, |.| <= 4 * 31 * 128) and one vpdpwssd
+ * against the scale pair (sc[2q], sc[2q + 1]), broadcast from one dword,
+ * adds both chunks, scaled: after the 4 chunk pairs the lanes are the
+ * reference's, exact, with nothing to fold. Then one convert and one FMA
+ * per row and token pair with d_w * y.d ([token 2P | token 2P + 1], from
+ * prep), the reference's float step.
+ *
+ * Panel bytes per row pair and super-block: row h's chunk c twice at
+ * 512 h + 64 c; its scale pairs, a dword per chunk pair, at OFF_SC + 16 h;
+ * the mins pairs as gemm_kp_write_scales_mins lays them out at OFF_MIN;
+ * d_w of A and B at OFF_DW; dmin_w of A four times, then of B, at OFF_DM. */
+#define PAIR_SB 1280
+#define OFF_SC 1024
+#define OFF_MIN 1056
+#define OFF_DW 1184
+#define OFF_DM 1216
+/* Token bytes per tile and super-block: token pair P's chunk c at 512 P +
+ * 64 c; [y.d of token 2P x 8 | of 2P + 1 x 8] at TX_YD + 64 P; the mins'
+ * part (gemm_kp_prep_mins) at TX_MINS. */
+#define TX_YD 1024
+#define TX_MINS 1152
+#define TX_SB 1280
+
+static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
+{
+    const block_q5_K *x = row;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
+        /* the weights come from memory once per call, rows one after the
+         * other: the bytes 2 KB on (this row's or the next) on their way */
+        for (int l = 0; l < 192; l += 64)
+            _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
+        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        for (int q = 0; q < 4; q++) {
+            /* the high bits 2q and 2q + 1 of each byte to bit 4 */
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * q));
+            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+            hbits = _mm256_srli_epi16(hbits, 2);
+            const __m256i c0 = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+            const __m256i c1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+            _mm512_store_si512(p + 512 * h + 128 * q, _mm512_broadcast_i64x4(c0));
+            _mm512_store_si512(p + 512 * h + 128 * q + 64, _mm512_broadcast_i64x4(c1));
+        }
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++)
+            quant_scale_min_k4(j, x[i].scales, &sc[j], &mn[j]);
+        for (int q = 0; q < 4; q++) {
+            const uint32_t s = (uint32_t)sc[2 * q] | (uint32_t)sc[2 * q + 1] << 16;
+            const uint32_t m = (uint32_t)mn[2 * q] | (uint32_t)mn[2 * q + 1] << 16;
+            memcpy(p + OFF_SC + 16 * h + 4 * q, &s, 4);
+            _mm_storeu_si128((__m128i *)(void *)(p + OFF_MIN + 32 * q + 16 * h), _mm_set1_epi32((int)m));
+        }
+        const float dw = fp16_to_f32(x[i].d);
+        memcpy(p + OFF_DW + 4 * h, &dw, 4);
+        _mm_storeu_ps((float *)(void *)(p + OFF_DM + 16 * h), _mm_set1_ps(fp16_to_f32(x[i].dmin)));
+    }
+}
+
+/* The 4 tokens' values as token pairs, their y.d pairs, then their side
+ * of the mins and -y.d. */
+static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
+{
+    for (int64_t i = 0; i < nbl; i++) {
+        uint8_t *xi = tx + i * TX_SB;
+        for (int pp = 0; pp < 2; pp++) {
+            for (int c = 0; c < 8; c++)
+                _mm512_store_si512(xi + 512 * pp + 64 * c,
+                                   _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
+                                                          (const __m256i *)(y[2 * pp][i].qs + 32 * c))),
+                                                      _mm256_loadu_si256((const __m256i *)(y[2 * pp + 1][i].qs + 32 * c)), 1));
+            _mm512_store_ps(xi + TX_YD + 64 * pp,
+                            _mm512_insertf32x8(_mm512_set1_ps(y[2 * pp][i].d), _mm256_set1_ps(y[2 * pp + 1][i].d), 1));
+        }
+    }
+    gemm_kp_prep_mins(y, nbl, tx + TX_MINS, TX_SB, -1.0f);
+}
+
+/* NP row pairs (wp: their panels) against TILE_T tokens (tx: their
+ * prep_tokens data), super-blocks [i0, i1): the float state goes on from
+ * st (unset when i0 is 0) and back to st, or, when i1 is nbl, the outputs
+ * to out[row][token]. facc[r][P]: row r's lanes for token pair P; macc[j]
+ * pair j's mins, [row 2j: tokens | row 2j + 1: tokens]. Always inlined
+ * with a constant NP. */
+static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
+                                                          const block_q8_K *const y[TILE_T],
+                                                          const uint8_t *tx, int64_t i0, int64_t i1,
+                                                          int64_t nbl, __m512 *st, float out[4][TILE_T])
+{
+    (void)y;
+    __m512 facc[4][2];
+    __m256 macc[2];
+#pragma GCC unroll 4
+    for (int r = 0; r < 2 * NP; r++)
+#pragma GCC unroll 2
+        for (int pp = 0; pp < 2; pp++)
+            facc[r][pp] = i0 == 0 ? _mm512_setzero_ps() : st[2 * r + pp];
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++)
+        macc[j] = i0 == 0 ? _mm256_setzero_ps() : _mm512_castps512_ps256(st[8 + j]);
+    for (int64_t i = i0; i < i1; i++) {
+        const uint8_t *xi = tx + i * TX_SB;
+        __m512i acc[4][2];
+#pragma GCC unroll 4
+        for (int r = 0; r < 2 * NP; r++)
+#pragma GCC unroll 2
+            for (int pp = 0; pp < 2; pp++)
+                acc[r][pp] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            __m512i w0[4], w1[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 2 * NP; r++) {
+                const uint8_t *pb = wp[r / 2] + i * PAIR_SB + 512 * (r % 2) + 128 * q;
+                w0[r] = _mm512_load_si512(pb);
+                w1[r] = _mm512_load_si512(pb + 64);
+                __asm__("" : "+v"(w0[r]), "+v"(w1[r]));
+            }
+#pragma GCC unroll 2
+            for (int pp = 0; pp < 2; pp++) {
+                const __m512i a0 = _mm512_load_si512(xi + 512 * pp + 128 * q);
+                const __m512i a1 = _mm512_load_si512(xi + 512 * pp + 128 * q + 64);
+#pragma GCC unroll 4
+                for (int r = 0; r < 2 * NP; r++) {
+                    int32_t s;
+                    memcpy(&s, wp[r / 2] + i * PAIR_SB + OFF_SC + 16 * (r % 2) + 4 * q, 4);
+                    acc[r][pp] = _mm512_dpwssd_epi32(acc[r][pp], _mm512_set1_epi32(s),
+                                                     gemm_kp_pairs16(gemm_kp_dpbusd0(w0[r], a0), gemm_kp_dpbusd0(w1[r], a1)));
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < 2 * NP; r++) {
+            float dw;
+            memcpy(&dw, wp[r / 2] + i * PAIR_SB + OFF_DW + 4 * (r % 2), 4);
+#pragma GCC unroll 2
+            for (int pp = 0; pp < 2; pp++)
+                /* y.d * d_w, as vec_dot's scalar product */
+                facc[r][pp] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(xi + TX_YD + 64 * pp), _mm512_set1_ps(dw)),
+                                              _mm512_cvtepi32_ps(acc[r][pp]), facc[r][pp]);
+        }
+        const __m256 nyd = _mm256_broadcast_ps((const __m128 *)(const void *)(xi + TX_MINS + GEMM_KP_OFF_YD));
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++) {
+            const uint8_t *pb = wp[j] + i * PAIR_SB;
+            /* the mins: lane (row, token) = sum_p min pair p . bsum pair p */
+            __m256i tot = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(pb + OFF_MIN)),
+                                            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + TX_MINS))));
+#pragma GCC unroll 3
+            for (int p = 1; p < 4; p++)
+                tot = _mm256_dpwssd_epi32(
+                    tot, _mm256_loadu_si256((const __m256i *)(pb + OFF_MIN + 32 * p)),
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + TX_MINS + 16 * p))));
+            /* -y.d * dmin_w, as vec_dot's scalar product */
+            macc[j] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps((const float *)(const void *)(pb + OFF_DM)), nyd),
+                                      _mm256_cvtepi32_ps(tot), macc[j]);
+        }
+    }
+    if (i1 < nbl) {
+#pragma GCC unroll 4
+        for (int r = 0; r < 2 * NP; r++)
+#pragma GCC unroll 2
+            for (int pp = 0; pp < 2; pp++)
+                st[2 * r + pp] = facc[r][pp];
+#pragma GCC unroll 2
+        for (int j = 0; j < NP; j++)
+            st[8 + j] = _mm512_castps256_ps512(macc[j]);
+        return;
+    }
+    /* the 16 outputs' hsum_float_8 (f[2r + P]: row r, tokens 2P, 2P + 1) */
+    __m512 f[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        f[k] = k < 4 * NP ? facc[k / 2][k % 2] : _mm512_setzero_ps();
+    /* lane 4t + r: row r's output for token t; to out[row][token], plus summs */
+    const __m512 z = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                                           gemm_kp_hsum16(f));
+    const __m512 o = _mm512_add_ps(z, _mm512_insertf32x8(_mm512_castps256_ps512(macc[0]), macc[NP - 1], 1));
+    if (NP == 2)
+        _mm512_storeu_ps(&out[0][0], o);
+    else
+        _mm256_storeu_ps(&out[0][0], _mm512_castps512_ps256(o));
+}
+
+GEMM_KP_TILES(tile512)
+#define N_ST 10
+#else
 /* Panel bytes per row pair and super-block: 4 chunk pairs of 2 x 64 value
  * bytes; 4 of 2 x 8 int16 scale pairs (sc[2q], sc[2q + 1]); 4 mins pairs p
  * of 2 x 4 int16 pairs (min[2p], min[2p + 1]); 2 x 8 float d_w; 2 x 4 float
@@ -97,85 +296,6 @@ static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t 
     gemm_kp_prep_mins(y, nbl, tx + TX_MINS, TX_SB, -1.0f);
 }
 
-#ifdef GEMM_KPANEL_512
-
-/* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
- * rows, tx: their prep_tokens data), super-blocks [i0, i1): the float
- * lanes go on from st (zero when i0 is 0) and back to st, or, when i1 is
- * nbl, the outputs to out[row][token]. Lanes 0-7 of an accumulator: row
- * 2j's lanes k, 8-15: row 2j + 1's; summs lanes [2j: tokens | 2j + 1:
- * tokens]. Always inlined with a constant NP. */
-static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
-                                                          const block_q8_K *const y[TILE_T],
-                                                          const uint8_t *tx, int64_t i0, int64_t i1,
-                                                          int64_t nbl, __m512 *st, float out[4][TILE_T])
-{
-    __m512 facc[2][TILE_T];
-    __m256 macc[2];
-#pragma GCC unroll 2
-    for (int j = 0; j < NP; j++) {
-#pragma GCC unroll 8
-        for (int t = 0; t < TILE_T; t++)
-            facc[j][t] = i0 == 0 ? _mm512_setzero_ps() : st[j * TILE_T + t];
-        macc[j] = i0 == 0  ? _mm256_setzero_ps()
-                  : j == 0 ? _mm512_castps512_ps256(st[2 * TILE_T])
-                           : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(st[2 * TILE_T]), 1));
-    }
-    for (int64_t i = i0; i < i1; i++) {
-        __m512i acc[2][TILE_T];
-        gemm_kp_lanes(NP, wp, PAIR_SB, y, i, acc);
-        const uint8_t *xi = tx + i * TX_SB;
-        const __m256 nyd = _mm256_broadcast_ps((const __m128 *)(const void *)(xi + GEMM_KP_OFF_YD));
-#pragma GCC unroll 2
-        for (int j = 0; j < NP; j++) {
-            const uint8_t *pb = wp[j] + i * PAIR_SB;
-            const __m512 dwv = _mm512_loadu_ps(pb + OFF_DW);
-#pragma GCC unroll 8
-            for (int t = 0; t < TILE_T; t++)
-                /* y.d * d_w, as vec_dot's scalar product */
-                facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(y[t][i].d)),
-                                             _mm512_cvtepi32_ps(acc[j][t]), facc[j][t]);
-            /* the mins: lane (row, token) = sum_p min pair p . bsum pair p */
-            __m256i tot =
-                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(pb + OFF_MIN)),
-                                  _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)xi)));
-#pragma GCC unroll 3
-            for (int p = 1; p < 4; p++)
-                tot = _mm256_dpwssd_epi32(
-                    tot, _mm256_loadu_si256((const __m256i *)(pb + OFF_MIN + 32 * p)),
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + 16 * p))));
-            /* -y.d * dmin_w, as vec_dot's scalar product */
-            macc[j] = _mm256_fmadd_ps(
-                _mm256_mul_ps(_mm256_loadu_ps((const float *)(const void *)(pb + OFF_DM)), nyd),
-                _mm256_cvtepi32_ps(tot), macc[j]);
-        }
-    }
-    if (i1 < nbl) {
-#pragma GCC unroll 2
-        for (int j = 0; j < NP; j++)
-#pragma GCC unroll 8
-            for (int t = 0; t < TILE_T; t++)
-                st[j * TILE_T + t] = facc[j][t];
-        st[2 * TILE_T] = _mm512_insertf32x8(_mm512_castps256_ps512(macc[0]), NP > 1 ? macc[1] : macc[0], 1);
-        return;
-    }
-#pragma GCC unroll 2
-    for (int j = 0; j < NP; j++) {
-        float sm[8];
-        _mm256_storeu_ps(sm, macc[j]);
-#pragma GCC unroll 8
-        for (int t = 0; t < TILE_T; t++) {
-            out[2 * j][t] = hsum_ps(_mm512_castps512_ps256(facc[j][t])) + sm[t];
-            out[2 * j + 1][t] =
-                hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1))) +
-                sm[4 + t];
-        }
-    }
-}
-
-GEMM_KP_TILES(tile512)
-#define N_ST (2 * TILE_T + 1)
-#else
 /* The AVX2 tile: 2 NP rows one after the other against TILE_T tokens, the
  * integer lanes as gemm_kq6.c's AVX2 tile (gemm_kp_lanes256: 3 multiply
  * instructions per 64 values where vec_dot takes 4), the FMA with y.d *

@@ -135,13 +135,17 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
                 st[j * TILE_T + t] = facc[j][t];
         return;
     }
-#pragma GCC unroll 2
-    for (int j = 0; j < NP; j++)
+    /* the outputs' hsum_float_8: f[2t + j] rows 2j, 2j + 1 for token t, so
+     * that lane 4r + t is row r's for token t, out[row][token] */
+    __m512 f[8];
 #pragma GCC unroll 8
-        for (int t = 0; t < TILE_T; t++) {
-            out[2 * j][t] = hsum_ps(_mm512_castps512_ps256(facc[j][t]));
-            out[2 * j + 1][t] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[j][t]), 1)));
-        }
+    for (int k = 0; k < 8; k++)
+        f[k] = k % 2 < NP ? facc[k % 2][k / 2] : _mm512_setzero_ps();
+    const __m512 o = gemm_kp_hsum16(f);
+    if (NP == 2)
+        _mm512_storeu_ps(&out[0][0], o);
+    else
+        _mm256_storeu_ps(&out[0][0], _mm512_castps512_ps256(o));
 }
 
 /* the driver's tile signature (kq6 has no token prep data) */
