@@ -982,14 +982,14 @@ SG_WRITE(iq3_s)
 SG_WRITE(iq3_xxs)
 #define SG_TILES(N, SCALE)                                                                                         \
     static void sg_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
-                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float out[4][SG_T])                \
+                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
     {                                                                                                              \
-        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, out, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE);  \
+        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE); \
     }                                                                                                              \
     static void sg_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
-                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float out[4][SG_T])                \
+                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
     {                                                                                                              \
-        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, out, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE);  \
+        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE); \
     }
 SG_TILES(eighth, 0.125f)
 SG_TILES(quarter, 0.25f)

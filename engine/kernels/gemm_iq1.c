@@ -539,7 +539,7 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
                                                          int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                         float out[4][TILE_T])
+                                                         float *o, int64_t os)
 {
     const __m256i ones16 = _mm256_set1_epi16(1);
     if (i0 == 0)
@@ -629,7 +629,7 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
 #pragma GCC unroll 4
         for (int t = 0; t < TILE_T; t++)
             /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), one fma as vec_dot's */
-            out[r][t] = fmaf(hsum_ps(st[4 * TILE_T + TILE_T * r + t]), QUANT_IQ1_DELTA, hsum_ps(st[TILE_T * r + t]));
+            o[t * os + r] = fmaf(hsum_ps(st[4 * TILE_T + TILE_T * r + t]), QUANT_IQ1_DELTA, hsum_ps(st[TILE_T * r + t]));
 }
 
 GEMM_KP_TILES(tile256)

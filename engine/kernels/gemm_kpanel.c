@@ -60,7 +60,7 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                       int64_t out_stride, const struct kp_scratch *s)
 {
     const size_t pair_bytes = (size_t)nbl * k->pair_sb, tx_tile = (size_t)nbl * k->tx_bytes;
-    const int64_t pr = s->pr;
+    const int64_t pr = s->pr, obs = (pr + 3) & ~(int64_t)3; /* ob: a token's outputs obs apart */
     const int tb = s->tb;
 #define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
     for (int64_t p0 = r0; p0 < r1; p0 += pr) {
@@ -90,23 +90,20 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                     const uint8_t *wp[2] = {s->panel + (size_t)(r / 2) * pair_bytes,
                                             s->panel + (size_t)(r / 2 + (nr > 2)) * pair_bytes};
                     for (int c = 0; c < ntile; c++) {
-                        const int t0 = b0 + TILE_T * c, nt = b0 + bn - t0 < TILE_T ? b0 + bn - t0 : TILE_T;
+                        const int t0 = b0 + TILE_T * c;
                         gemm_kp_st *st = s->st + ((r / 4) * ntile + c) * k->n_st;
                         const uint8_t *tx = k->prep ? s->tx + (size_t)(b0 / TILE_T + c) * tx_tile : NULL;
-                        float o[4][TILE_T];
-                        (nr > 2 ? k->tile2 : k->tile1)(wp, ys[c], tx, i0, i1, nbl, st, o);
-                        if (i1 < nbl)
-                            continue;
-                        for (int j = 0; j < nr; j++)
-                            for (int t = 0; t < nt; t++)
-                                s->ob[(t0 - b0 + t) * pr + r + j] = o[j][t];
+                        /* the outputs straight to ob (4 tokens x 4 rows: ob has room
+                         * for those past the batch or the panel) */
+                        (nr > 2 ? k->tile2 : k->tile1)(wp, ys[c], tx, i0, i1, nbl, st,
+                                                       s->ob + (int64_t)(t0 - b0) * obs + r, obs);
                     }
                 }
             }
             /* each token's outputs of the panel in one piece: stores of 4
              * rows a token went to a cache line per token */
             for (int t = 0; t < bn; t++)
-                kp_store_out(out + (int64_t)(b0 + t) * out_stride + p0, s->ob + (int64_t)t * pr, np);
+                kp_store_out(out + (int64_t)(b0 + t) * out_stride + p0, s->ob + (int64_t)t * obs, np);
             _mm_sfence(); /* the streamed lines before what reads them */
         }
     }
@@ -174,7 +171,9 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
     /* float state of every tile of a token block */
     const size_t st_bytes =
         (size_t)((prp + 3) / 4) * (size_t)((tb + TILE_T - 1) / TILE_T) * (size_t)k->n_st * sizeof(gemm_kp_st);
-    const size_t ob_bytes = UP64((size_t)tb * (size_t)pr * sizeof(float));
+    /* a token block's outputs, whole tiles of 4 tokens x 4 rows */
+    const size_t ob_bytes = UP64((size_t)((tb + TILE_T - 1) / TILE_T * TILE_T) * (size_t)((pr + 3) & ~(int64_t)3) *
+                                 sizeof(float));
     /* prep data of all the tokens, made while the first panel runs */
     const size_t tx_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * k->tx_bytes);
 #undef UP64

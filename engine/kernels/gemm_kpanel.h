@@ -50,26 +50,27 @@ typedef void (*gemm_kp_prep_fn)(const block_q8_K *const y[GEMM_KP_TILE_T], int64
 /* 1 or 2 row pairs (wp: their panels; with one, wp[1] == wp[0]) against 4
  * tokens (y; tx their prep data), super-blocks [i0, i1): the float state
  * goes on from st (n_st vectors; unset when i0 is 0) and back to st, or,
- * when i1 is nbl, the outputs to out[row][token]. */
+ * when i1 is nbl, the outputs to o[token * os + row] (all 4 tokens and the
+ * tile's 2 or 4 rows, those past the batch or the rows too: o has room). */
 typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],
-                                const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st,
-                                float out[4][GEMM_KP_TILE_T]);
+                                const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,
+                                int64_t os);
 
 /* The tile2 and tile1 callbacks (tile_pairs2, tile_pairs1) of a type whose
  * tile is one always-inlined function TILE(NP, wp, y, tx, i0, i1, nbl, st,
- * out) with a constant NP: each its own copy with NP folded in. */
+ * o, os) with a constant NP: each its own copy with NP folded in. */
 #define GEMM_KP_TILES(TILE)                                                                                          \
     static void tile_pairs2(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
-                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st,                   \
-                            float out[4][GEMM_KP_TILE_T])                                                        \
+                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,        \
+                            int64_t os)                                                                            \
     {                                                                                                              \
-        TILE(2, wp, y, tx, i0, i1, nbl, st, out);                                                                  \
+        TILE(2, wp, y, tx, i0, i1, nbl, st, o, os);                                                                \
     }                                                                                                              \
     static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
-                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st,                   \
-                            float out[4][GEMM_KP_TILE_T])                                                        \
+                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,        \
+                            int64_t os)                                                                            \
     {                                                                                                              \
-        TILE(1, wp, y, tx, i0, i1, nbl, st, out);                                                                  \
+        TILE(1, wp, y, tx, i0, i1, nbl, st, o, os);                                                                \
     }
 
 struct gemm_kp {
@@ -269,7 +270,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
                                                                   const block_q8_K *const y[GEMM_KP_TILE_T],
                                                                   const uint8_t *tx, int64_t i0, int64_t i1,
                                                                   int64_t nbl, __m256 *st,
-                                                                  float out[4][GEMM_KP_TILE_T], size_t pair_sb,
+                                                                  float *o, int64_t os, size_t pair_sb,
                                                                   size_t off_sc, size_t off_sv, size_t off_off,
                                                                   size_t off_dw, float scale)
 {
@@ -299,7 +300,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
             if (i1 < nbl)
                 st[GEMM_KP_TILE_T * r + t] = facc[t];
             else
-                out[r][t] = scale * hsum_ps(facc[t]);
+                o[t * os + r] = scale * hsum_ps(facc[t]);
         }
     }
 }
@@ -366,6 +367,24 @@ static inline __attribute__((always_inline)) __m512 gemm_kp_hsum16(const __m512 
                              _mm512_shuffle_ps(r[2 * n], r[2 * n + 1], 0xEE));
     /* per quarter q: the sums of r[0], r[1], r[2], r[3]'s quarter q */
     return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
+/* Lane 4a + b to lane 4b + a (a 4 x 4 transpose). */
+static inline __m512 gemm_kp_transpose16(__m512 v)
+{
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v);
+}
+
+/* A tile's 16 outputs, lane 4t + r (token t, row r), to o[t * os + r]:
+ * stored straight to the driver's token-major block (read back as floats
+ * from a 512-bit store, they waited for it to commit: 2 % of a Q5_K
+ * prompt). */
+static inline void gemm_kp_store16(__m512 v, float *o, int64_t os)
+{
+    _mm_storeu_ps(o, _mm512_castps512_ps128(v));
+    _mm_storeu_ps(o + os, _mm512_extractf32x4_ps(v, 1));
+    _mm_storeu_ps(o + 2 * os, _mm512_extractf32x4_ps(v, 2));
+    _mm_storeu_ps(o + 3 * os, _mm512_extractf32x4_ps(v, 3));
 }
 #endif /* GEMM_KPANEL_512 */
 #endif /* GEMM_KPANEL */

@@ -126,7 +126,7 @@ static inline __m512 pair_floats(const uint8_t *p0, const uint8_t *p1, int off)
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                           const block_q8_K *const y[TILE_T],
                                                           const uint8_t *tx, int64_t i0, int64_t i1,
-                                                          int64_t nbl, __m512 *st, float out[4][TILE_T])
+                                                          int64_t nbl, __m512 *st, float *o, int64_t os)
 {
     __m512 acc = i0 == 0 ? _mm512_setzero_ps() : st[0];
     __m512 accm = i0 == 0 ? _mm512_setzero_ps() : st[1];
@@ -157,8 +157,8 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
     for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
         for (int t = 0; t < TILE_T; t++) {
-            out[2 * j][t] = f[8 * j + t];
-            out[2 * j + 1][t] = f[8 * j + 4 + t];
+            o[t * os + 2 * j] = f[8 * j + t];
+            o[t * os + 2 * j + 1] = f[8 * j + 4 + t];
         }
 }
 
@@ -185,7 +185,7 @@ static inline __m128i sum4_256(const __m256i l[TILE_T])
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
                                                          int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                         float out[4][TILE_T])
+                                                         float *o, int64_t os)
 {
     (void)y;
 #pragma GCC unroll 1
@@ -220,7 +220,11 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
             st[2 * r + 1] = _mm256_castps128_ps256(accm);
             continue;
         }
-        _mm_storeu_ps(out[r], _mm_sub_ps(acc, accm));
+        float f[4];
+        _mm_storeu_ps(f, _mm_sub_ps(acc, accm));
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_T; t++)
+            o[t * os + r] = f[t];
     }
 }
 

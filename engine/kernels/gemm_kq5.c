@@ -141,7 +141,7 @@ static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t 
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                           const block_q8_K *const y[TILE_T],
                                                           const uint8_t *tx, int64_t i0, int64_t i1,
-                                                          int64_t nbl, __m512 *st, float out[4][TILE_T])
+                                                          int64_t nbl, __m512 *st, float *o, int64_t os)
 {
     (void)y;
     __m512 facc[4][2];
@@ -228,14 +228,10 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
         f[k] = k < 4 * NP ? facc[k / 2][k % 2] : _mm512_setzero_ps();
-    /* lane 4t + r: row r's output for token t; to out[row][token], plus summs */
-    const __m512 z = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
-                                           gemm_kp_hsum16(f));
-    const __m512 o = _mm512_add_ps(z, _mm512_insertf32x8(_mm512_castps256_ps512(macc[0]), macc[NP - 1], 1));
-    if (NP == 2)
-        _mm512_storeu_ps(&out[0][0], o);
-    else
-        _mm256_storeu_ps(&out[0][0], _mm512_castps512_ps256(o));
+    /* lane 4t + r: row r's output for token t (token-major), plus the
+     * summs (lane 4r + t of [macc[0] | macc[1]]) */
+    const __m512 sm = _mm512_insertf32x8(_mm512_castps256_ps512(macc[0]), macc[NP - 1], 1);
+    gemm_kp_store16(_mm512_add_ps(gemm_kp_hsum16(f), gemm_kp_transpose16(sm)), o, os);
 }
 
 GEMM_KP_TILES(tile512)
@@ -306,7 +302,7 @@ static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t 
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
                                                          int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                         float out[4][TILE_T])
+                                                         float *o, int64_t os)
 {
 #pragma GCC unroll 1
     for (int r = 0; r < 2 * NP; r++) {
@@ -350,7 +346,7 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
         _mm_storeu_ps(sm, macc);
 #pragma GCC unroll 4
         for (int t = 0; t < TILE_T; t++)
-            out[r][t] = hsum_ps(facc[t]) + sm[t];
+            o[t * os + r] = hsum_ps(facc[t]) + sm[t];
     }
 }
 

@@ -103,7 +103,7 @@ static void write_pair_row_x(const void *row, int64_t nbl, uint8_t *p, int h)
  * inlined with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1,
-                                                         int64_t nbl, __m512 *st, float out[4][TILE_T])
+                                                         int64_t nbl, __m512 *st, float *o, int64_t os)
 {
     __m512 facc[2][TILE_T];
 #pragma GCC unroll 2
@@ -136,20 +136,16 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
         return;
     }
     /* the outputs' hsum_float_8: f[2t + j] rows 2j, 2j + 1 for token t, so
-     * that lane 4r + t is row r's for token t, out[row][token] */
+     * that lane 4r + t is row r's for token t; token-major, quarter t to o */
     __m512 f[8];
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
         f[k] = k % 2 < NP ? facc[k % 2][k / 2] : _mm512_setzero_ps();
-    const __m512 o = gemm_kp_hsum16(f);
-    if (NP == 2)
-        _mm512_storeu_ps(&out[0][0], o);
-    else
-        _mm256_storeu_ps(&out[0][0], _mm512_castps512_ps256(o));
+    gemm_kp_store16(gemm_kp_transpose16(gemm_kp_hsum16(f)), o, os);
 }
 
 /* the driver's tile signature (kq6 has no token prep data) */
-#define TILE6(NP, wp, y, tx, i0, i1, nbl, st, out) ((void)(tx), tile512(NP, wp, y, i0, i1, nbl, st, out))
+#define TILE6(NP, wp, y, tx, i0, i1, nbl, st, o, os) ((void)(tx), tile512(NP, wp, y, i0, i1, nbl, st, o, os))
 GEMM_KP_TILES(TILE6)
 
 static const struct gemm_kp kq6 = {
@@ -166,8 +162,8 @@ static const struct gemm_kp kq6 = {
  * lane k, at 3 multiply instructions per 64 values where vec_dot takes 4;
  * the offset as one madd of the bsums against -32 sc, then vec_dot's
  * convert and FMA with y.d * d_w; hsum_float_8 at the end. */
-#define tile256(NP, wp, y, tx, i0, i1, nbl, st, out)                                                                 \
-    gemm_kp_tile256(NP, wp, y, tx, i0, i1, nbl, st, out, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f)
+#define tile256(NP, wp, y, tx, i0, i1, nbl, st, o, os)                                                               \
+    gemm_kp_tile256(NP, wp, y, tx, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f)
 
 GEMM_KP_TILES(tile256)
 
