@@ -1,6 +1,7 @@
 /* OpenBLAS products (blas.h): activations rounded to the weight's dot type,
  * weight panels converted to F32 per thread, one cblas_sgemm per panel. */
 #include "kernels/blas.h"
+#include "kernels/gemm_kq5.h"
 #include "kernels/packed_q6_K.h"
 #include "kernels/quant_kfew.h"
 
@@ -117,7 +118,7 @@ bool blas_takes(enum tensor_type type)
  * measured on an Intel Xeon (AVX-512; OpenBLAS's SkylakeX core) at 64, 128,
  * 192, 256, 384 and 512 tokens; the table is in docs/openblas.md (README
  * links it). Below it, it lost or was level. */
-int blas_auto_table(enum tensor_type type)
+static int blas_auto_table_xeon(enum tensor_type type)
 {
     switch (type) {
     case TENSOR_TYPE_Q4_1: /* 1.38x at 64, 2x from 256 */
@@ -134,8 +135,13 @@ int blas_auto_table(enum tensor_type type)
      * own Q5_K and Q6_K prompts run 2-3x OpenBLAS's at every batch size
      * (Zen 5, pp128-pp2048: Q6_K 206 / 147 vs 69 / 67 tok/s, Q5_K 161 / 119
      * vs 66 / 75): auto keeps them; before those kernels it lost from: */
+#ifndef GEMM_KQ5
+    /* (AVX2 builds have the Q5_K GEMM of gemm_kq5.h: TinyLlama Q5_K_M
+     * pp512 on one thread of a Zen 4, 77 tok/s against 46 with its Q5_K
+     * matmuls in OpenBLAS's Cooperlake core) */
     case TENSOR_TYPE_Q5_K: /* 0.88x at 64, 1.12x at 128 */
         return 128;
+#endif
 #ifndef PACKED_Q6_K
     /* (AVX2 builds without AVX-512 re-encode Q6_K at load and keep it:
      * their GEMM from those rows, TinyLlama-1.1B Q4_K_M pp512 on two
@@ -153,11 +159,37 @@ int blas_auto_table(enum tensor_type type)
     }
 }
 
-/* The cores the table was measured on: OpenBLAS's AVX-512 kernels. On its
- * Haswell core (what it runs on AMD Zen 5; on an AMD with AVX512_BF16 and
- * no avx_vnni, likely Zen 4, 0.3.21 picks Cooperlake) it lost at every
- * batch size tried on a Zen 5 (F16 pp128-pp512 448-528 vs 807-918 tok/s),
- * so auto leaves every product to tokscope's kernels there. */
+/* The same on an AMD EPYC Zen 4 (AVX-512 with VNNI and BF16; OpenBLAS
+ * 0.3.21 runs its Cooperlake core there), 2 threads, TinyLlama-1.1B's
+ * 4-layer files requantized from its F16, OpenBLAS (--blas on) against
+ * tokscope's own kernels at 64 / 128 / 256 tokens, and pp512 with auto
+ * (2026-12-05, docs/openblas.md): */
+static int blas_auto_table_zen4(enum tensor_type type)
+{
+    switch (type) {
+    case TENSOR_TYPE_Q4_1: /* 0.89x at 64, 1.13x at 128, 1.27x at 256 */
+    case TENSOR_TYPE_Q5_1: /* 0.96x at 64, 1.24x at 128, 1.34x at 256 */
+        return 128;
+    case TENSOR_TYPE_Q3_K: /* the Q3_K_M file's every K-quant there: 0.90x at 128, 1.09x at 256; pp512 1.18x */
+        return 256;
+    /* Q5_0: 0.59 / 0.75 / 0.90x at 64 / 128 / 256, 1.03x at 512; F16 0.85x,
+     * BF16 0.48x, Q2_K 0.89x at 512; F32 not measured; Q5_K, Q6_K: the GEMMs */
+    default:
+        return 0;
+    }
+}
+
+int blas_auto_table_at(enum blas_site site, enum tensor_type type)
+{
+    return site == BLAS_SITE_XEON ? blas_auto_table_xeon(type) : site == BLAS_SITE_ZEN4 ? blas_auto_table_zen4(type) : 0;
+}
+
+int blas_auto_table(enum tensor_type type) { return blas_auto_table_xeon(type); }
+
+/* The cores the tables were measured on: OpenBLAS's AVX-512 kernels. On its
+ * Haswell core (what it runs on AMD Zen 5) it lost at every batch size
+ * tried on a Zen 5 (F16 pp128-pp512 448-528 vs 807-918 tok/s), so auto
+ * leaves every product to tokscope's kernels there. */
 bool blas_auto_core_measured(const char *core)
 {
     static const char *const measured[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
@@ -167,21 +199,45 @@ bool blas_auto_core_measured(const char *core)
     return false;
 }
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static char blas_desc[160];
-static bool blas_core_ok;   /* blas_auto_core_measured(the running core) */
-static int blas_core_force; /* blas_auto_assume_core: 0 as it runs, 1 measured, -1 not */
-static void blas_init(void);
-
-void blas_auto_assume_core(int measured) { blas_core_force = measured; }
-
-bool blas_auto_here(void)
+/* An AMD core running OpenBLAS's Cooperlake kernels is the Zen 4 measured
+ * here; its other AVX-512 cores on an AMD were not measured (0.3.21 does
+ * not pick them there). */
+enum blas_site blas_auto_site(const char *core, bool amd)
 {
-    pthread_once(&blas_once, blas_init);
-    return blas_core_force ? blas_core_force > 0 : blas_core_ok;
+    if (!blas_auto_core_measured(core))
+        return BLAS_SITE_NONE;
+    if (amd)
+        return !strcasecmp(core, "Cooperlake") ? BLAS_SITE_ZEN4 : BLAS_SITE_NONE;
+    return BLAS_SITE_XEON;
 }
 
-int blas_auto_min_tokens(enum tensor_type type) { return blas_auto_here() ? blas_auto_table(type) : 0; }
+bool blas_cpu_is_amd(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+#else
+    return false;
+#endif
+}
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static char blas_desc[160];
+static enum blas_site blas_site_here; /* blas_auto_site(the running core, this CPU) */
+static int blas_site_force;           /* blas_auto_assume_core: 0 as it runs, else a site */
+static void blas_init(void);
+
+void blas_auto_assume_core(int site) { blas_site_force = site; }
+
+static enum blas_site blas_site_now(void)
+{
+    pthread_once(&blas_once, blas_init);
+    return blas_site_force ? (enum blas_site)blas_site_force : blas_site_here;
+}
+
+bool blas_auto_here(void) { return blas_site_now() != BLAS_SITE_NONE; }
+
+int blas_auto_min_tokens(enum tensor_type type) { return blas_auto_table_at(blas_site_now(), type); }
 
 bool blas_wants(enum blas_mode m, const gguf_tensor *w, int n_tok)
 {
@@ -216,7 +272,7 @@ static void blas_init(void)
         snprintf(ver, sizeof ver, "OpenBLAS %.*s", (int)(n < 40 ? n : 40), v);
     }
     const char *core = openblas_get_corename();
-    blas_core_ok = blas_auto_core_measured(core);
+    blas_site_here = blas_auto_site(core, blas_cpu_is_amd());
     snprintf(blas_desc, sizeof blas_desc, "%s (%s, %s build, 1 thread per call)", ver, core ? core : "?",
              par == 0   ? "sequential"
              : par == 1 ? "pthreads"

@@ -42,18 +42,34 @@ const char *blas_mode_name(enum blas_mode m);
 /* True when OpenBLAS can compute products with weights of this type. */
 bool blas_takes(enum tensor_type type);
 
+/* The machines auto's thresholds were measured on: an Intel Xeon
+ * (OpenBLAS's SkylakeX, Cooperlake or SapphireRapids core) and an AMD Zen 4
+ * (where OpenBLAS 0.3.21 runs its Cooperlake core); elsewhere (its Haswell
+ * core on Zen 3 and Zen 5, ...) tokscope's kernels won at every size tried
+ * and auto hands nothing. */
+enum blas_site {
+    BLAS_SITE_NONE = -1,
+    BLAS_SITE_XEON = 1,
+    BLAS_SITE_ZEN4 = 2,
+};
+/* The site of OpenBLAS core NAME on an AMD (amd) or other CPU. */
+enum blas_site blas_auto_site(const char *core, bool amd);
+bool blas_cpu_is_amd(void);
+
 /* Fewest tokens per batch from which auto hands weights of this type to
- * OpenBLAS on this machine; 0 when auto never does: blas_auto_table's
- * where the running OpenBLAS core is one it was measured on, else 0. */
+ * OpenBLAS on this machine; 0 when auto never does: blas_auto_table_at's
+ * for the running site. */
 int blas_auto_min_tokens(enum tensor_type type);
-/* The measured thresholds (0: never), and whether OpenBLAS's core NAME
- * ("SkylakeX", "Haswell", ...) is one they were measured on. */
+/* The thresholds measured on a site (0: never); blas_auto_table: the
+ * Xeon's. Whether OpenBLAS's core NAME ("SkylakeX", "Haswell", ...) is one
+ * of those the sites run. */
+int blas_auto_table_at(enum blas_site site, enum tensor_type type);
 int blas_auto_table(enum tensor_type type);
 bool blas_auto_core_measured(const char *core);
-/* Whether auto uses the table here; tests may assume a core: 1 measured,
- * -1 not, 0 the running one. */
+/* Whether auto uses a table here; tests may assume a site (a BLAS_SITE_*
+ * value; 0: the running one). */
 bool blas_auto_here(void);
-void blas_auto_assume_core(int measured);
+void blas_auto_assume_core(int site);
 
 /* The decision: does a batch of n_tok tokens against the weight w go
  * through OpenBLAS in mode m? Never for one token. */

@@ -573,7 +573,7 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
         snprintf(buf, cap, "%s", blas_mode_name(mode));
         return;
     }
-    int64_t total = 0, taken = 0;
+    int64_t total = 0, taken = 0, takeable = 0;
     bool seen[TENSOR_TYPE_COUNT] = {false};
     for (int i = 0; i < g.n_steps; i++)
         for (int s = 0; g.steps[i].kind == STEP_MATMUL && s < g.steps[i].n_seg; s++) {
@@ -584,6 +584,7 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
                 taken++;
                 seen[w->type < TENSOR_TYPE_COUNT ? w->type : 0] = true;
             }
+            takeable += !g.steps[i].no_blas && blas_wants(BLAS_MODE_ON, w, 1 << 20);
         }
     fwd_graph_free(&g);
     size_t n = (size_t)snprintf(buf, cap, "%s", blas_mode_name(mode));
@@ -591,7 +592,7 @@ void forward_blas_describe(const model *m, enum blas_mode mode, char *buf, size_
         return;
     if (taken == 0) {
         snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s",
-                 mode == BLAS_MODE_AUTO && !blas_auto_here()
+                 mode == BLAS_MODE_AUTO && (!blas_auto_here() || takeable > 0)
                      ? ": unused on this CPU (OpenBLAS's kernels here were measured slower than tokscope's)"
                      : ": unused (no matmul weight of a type it takes)");
         return;

@@ -183,18 +183,34 @@ for q in f16 q8_0 q4_0 q4_k_m mix; do
         '^output: separate output\.weight$' '^tensors \(39\):$'
 done
 # what --blas auto does with the model, and the library: the measured
-# table where OpenBLAS runs its AVX-512 core, nothing on its Haswell core
-# (AMD Zen), where tokscope's kernels won at every batch size; Q5_K and
+# table where OpenBLAS runs its AVX-512 core on an Intel CPU, the Zen 4's
+# on an AMD running its Cooperlake core, nothing on its Haswell core (AMD
+# Zen 3, Zen 5), where tokscope's kernels won at every batch size; Q5_K and
 # Q6_K never with the AVX-512 few-token kernels (engine/kernels/blas.c)
 CORE=$("$BIN" info "$M/tiny-spm-q4_0.gguf" 2>/dev/null | sed -n 's/^  OpenBLAS .*; OpenBLAS [0-9.]* (\([^,]*\),.*/\1/p')
-case "$CORE" in
+SITE=$CORE
+if grep -q '^vendor_id.*AuthenticAMD' /proc/cpuinfo; then
+    case "$CORE" in
+    Cooperlake) SITE=zen4 ;;
+    SkylakeX | SapphireRapids) SITE=amd-unmeasured ;;
+    esac
+fi
+case "$SITE" in
+zen4)
+    facts "$M/tiny-spm-f16.gguf" "info tiny-spm-f16: OpenBLAS's Cooperlake core on an AMD Zen 4, F16 measured slower: auto unused" \
+        "^  OpenBLAS +auto: unused on this CPU \\(OpenBLAS's kernels here were measured slower than tokscope's\\); OpenBLAS [0-9.]+ \\(Cooperlake, "
+    facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: on a Zen 4 OpenBLAS takes Q4_1, Q5_1 and Q3_K, by threshold" \
+        '^  OpenBLAS +auto: Q4_1, Q5_1 from 128 tokens; Q3_K from 256 tokens \(7 of 29 matmul weights\); OpenBLAS '
+    facts "$M/tiny-spm-q4_0.gguf" "info tiny-spm-q4_0: OpenBLAS has nothing to do" \
+        '^  OpenBLAS +auto: unused \(no matmul weight of a type it takes\)'
+    ;;
 SkylakeX | Cooperlake | SapphireRapids)
     facts "$M/tiny-spm-f16.gguf" "info tiny-spm-f16: OpenBLAS takes every F16 matmul from its threshold ($CORE)" \
         '^  OpenBLAS +auto: F16 from [0-9]+ tokens \(29 of 29 matmul weights\); OpenBLAS [0-9.]+ \('
     if grep -qw avx512bw /proc/cpuinfo; then
         mix='Q4_1, Q5_1 from 64 tokens; F32, Q3_K, BF16 from 128 tokens; Q5_0 from 192 tokens; F16, Q2_K from 256 tokens \(15 of 29'
     else
-        mix='Q4_1, Q5_1 from 64 tokens; F32, Q3_K, Q5_K, BF16 from 128 tokens; Q5_0, Q6_K from 192 tokens; F16, Q2_K from 256 tokens \(22 of 29'
+        mix='Q4_1, Q5_1 from 64 tokens; F32, Q3_K, BF16 from 128 tokens; Q5_0, Q6_K from 192 tokens; F16, Q2_K from 256 tokens \(18 of 29'
     fi
     facts "$M/tiny-spm-mix.gguf" "info tiny-spm-mix: OpenBLAS takes the types it won on, by threshold ($CORE)" \
         "^  OpenBLAS +auto: $mix matmul weights\\); OpenBLAS "
