@@ -930,15 +930,16 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 /* The AVX2 GEMM of the IQ2 and IQ3 types (those whose 4-value sums fit an
  * int16, type_info's pk) on the K-quant driver (gemm_kpanel.h): a row's
  * decoded values are kept twice in the panel, as magnitudes (maddubs'
- * unsigned operand) and signed (vpsignb carries their signs onto the
- * token's bytes, as vec_dot does), both in the panel's AVX2 order, so that
+ * unsigned operand) and as sign masks (an xor and a sub carry their signs
+ * onto the token's bytes, as vec_dot's vpsignb does), both in the panel's
+ * AVX2 order, so that
  * two maddubs added as int16 give the 4-value sums of two 32-value chunks
  * side by side and one madd against the lanes' scale pairs adds both,
  * scaled: 3 multiply instructions per 64 values where the int16 tiles take
  * 4. Then vec_dot's float steps:
  * fma(d_w * y.d, lanes, acc) per super-block, scale * hsum_float_8. */
 #define SG_PAIR_SB 1344
-#define SG_OFF_V 512   /* the signed values */
+#define SG_OFF_V 512   /* the values' sign masks */
 #define SG_OFF_SC 1024 /* per chunk pair and row the 8 lanes' scale pairs */
 #define SG_OFF_DW 1280 /* per row d_w, 8 copies */
 #define SG_T GEMM_KP_TILE_T
@@ -955,7 +956,9 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
             const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q));
             const __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q + 32));
             gemm_kp_store_values(p + 128 * q, h, _mm256_abs_epi8(c0), _mm256_abs_epi8(c1));
-            gemm_kp_store_values(p + SG_OFF_V + 128 * q, h, c0, c1);
+            /* the signs as masks (gemm_kp_lanes256) */
+            gemm_kp_store_values(p + SG_OFF_V + 128 * q, h, _mm256_cmpgt_epi8(_mm256_setzero_si256(), c0),
+                                 _mm256_cmpgt_epi8(_mm256_setzero_si256(), c1));
             /* lane k: (scale of its 16 in chunk 2q, in chunk 2q + 1) */
             int16_t sc[16];
             for (int k = 0; k < 8; k++) {
@@ -968,8 +971,8 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
     }
 }
 
-/* each type's panel writer, and its tiles (gemm_kp_tile256 with the signed
- * values) per vec_dot factor */
+/* each type's panel writer, and its tiles (gemm_kp_tile256 with the sign
+ * masks) per vec_dot factor */
 #define SG_WRITE(T)                                                                                                \
     static void write_sign_##T(const void *row, int64_t nbl, uint8_t *p, int h)                                   \
     {                                                                                                              \

@@ -198,10 +198,13 @@ void gemm_kp_prep_tokens(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl,
  * acc[t] += the reference's 8 lanes of the two chunks, scaled. The two
  * maddubs sums added as int16 are the 4-value sums of both chunks side by
  * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. With sv
- * (the values signed, in the same order) pw holds their magnitudes and
- * vpsignb puts their signs on the token's bytes first, as vec_dot does for
- * the IQ types; NULL (a constant: always inlined) for the unsigned K-quant
- * values. */
+ * (the values' sign masks, 0xFF where negative, in the same order) pw
+ * holds their magnitudes and the token's bytes take their signs first, as
+ * vec_dot's vpsignb puts them (-(-128) stays -128 either way; no IQ value
+ * is 0): (y ^ m) - m, two instructions any ALU port runs, where vpsignb
+ * shares the multiplies' two ports on AMD Zen 4 (2 vpsignb + 3
+ * multiplies a step: 2.55 cycles; with xor and sub 2.31); NULL (a
+ * constant: always inlined) for the unsigned K-quant values. */
 static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t *pw, const uint8_t *sv,
                                                                    const uint8_t *sc, const uint8_t *xt,
                                                                    __m256i acc[GEMM_KP_TILE_T])
@@ -220,8 +223,8 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t
         __m256i ya = _mm256_loadu_si256((const __m256i *)(const void *)a);
         __m256i yb = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32));
         if (sv) {
-            ya = _mm256_sign_epi8(ya, va);
-            yb = _mm256_sign_epi8(yb, vb);
+            ya = _mm256_sub_epi8(_mm256_xor_si256(ya, va), va);
+            yb = _mm256_sub_epi8(_mm256_xor_si256(yb, vb), vb);
         }
         const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wa, ya), _mm256_maddubs_epi16(wb, yb));
         acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, s));
@@ -263,7 +266,7 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
  * the row's int16 there (Q6_K's -32 sc), then one convert and one FMA with
  * y.d * d_w (vec_dot's scalar product); at the end scale * hsum_float_8 (x
  * * 1.0f is x). In a pair's super-block row h's values are at 64h (its
- * signed ones at off_sv + 64h, with off_sv), its scale pairs at off_sc +
+ * sign masks at off_sv + 64h, with off_sv), its scale pairs at off_sc +
  * 32h, its offsets at off_off + 32h, its d_w at off_dw + 32h. Float state
  * st[4 r + t]. Always inlined with constant offsets. */
 static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const uint8_t *const wp[2],
