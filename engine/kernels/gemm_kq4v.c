@@ -122,7 +122,7 @@ static inline __m512 pair_floats(const uint8_t *p0, const uint8_t *p1, int off)
 /* NP row pairs (wp: their panels; with one, its lanes fill both halves)
  * against TILE_T tokens, super-blocks [i0, i1): the two chains go on from
  * st (zero when i0 is 0) and back to st, or, when i1 is nbl, the outputs to
- * out[row][token]. Always inlined with a constant NP. */
+ * o[token * os + row]. Always inlined with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                           const block_q8_K *const y[TILE_T],
                                                           const uint8_t *tx, int64_t i0, int64_t i1,

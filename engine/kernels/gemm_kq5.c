@@ -45,6 +45,29 @@ bool gemm_kq5_applies(const gguf_tensor *w, int n_tok)
 
 #ifdef GEMM_KQ5
 #define TILE_T GEMM_KP_TILE_T
+
+/* Super-block x's 8 chunks of 32 5-bit values (the low nibbles of
+ * qs[32q..32q+31] with high bit 2q of qh, then their high nibbles with bit
+ * 2q + 1), in element order; the bytes 2 KB on, this row's or the next
+ * (a panel's rows come from memory once per call, one after the other),
+ * on their way. */
+static inline __attribute__((always_inline)) void q5_K_chunks(const block_q5_K *x, __m256i c[8])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
+    for (int l = 0; l < 192; l += 64)
+        _mm_prefetch((const char *)x + 2048 + l, _MM_HINT_T0);
+    __m256i hbits = _mm256_loadu_si256((const __m256i *)x->qh);
+    for (int q = 0; q < 4; q++) {
+        /* the high bits 2q and 2q + 1 of each byte to bit 4 */
+        const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * q));
+        const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
+        const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
+        hbits = _mm256_srli_epi16(hbits, 2);
+        c[2 * q] = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+        c[2 * q + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+    }
+}
+
 #ifdef GEMM_KPANEL_512
 /* The 512-bit layout: two tokens a register. A token pair's chunk c (32
  * values) fills a register as [token 2P | token 2P + 1] (prep_tokens), a
@@ -77,27 +100,15 @@ bool gemm_kq5_applies(const gguf_tensor *w, int n_tok)
 #define TX_MINS 1152
 #define TX_SB 1280
 
+/* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
 static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
 {
     const block_q5_K *x = row;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
-        /* the weights come from memory once per call, rows one after the
-         * other: the bytes 2 KB on (this row's or the next) on their way */
-        for (int l = 0; l < 192; l += 64)
-            _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
-        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        for (int q = 0; q < 4; q++) {
-            /* the high bits 2q and 2q + 1 of each byte to bit 4 */
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * q));
-            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
-            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
-            hbits = _mm256_srli_epi16(hbits, 2);
-            const __m256i c0 = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
-            const __m256i c1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
-            _mm512_store_si512(p + 512 * h + 128 * q, _mm512_broadcast_i64x4(c0));
-            _mm512_store_si512(p + 512 * h + 128 * q + 64, _mm512_broadcast_i64x4(c1));
-        }
+        __m256i c[8];
+        q5_K_chunks(x + i, c);
+        for (int j = 0; j < 8; j++)
+            _mm512_store_si512(p + 512 * h + 64 * j, _mm512_broadcast_i64x4(c[j]));
         uint8_t sc[8], mn[8];
         for (int j = 0; j < 8; j++)
             quant_scale_min_k4(j, x[i].scales, &sc[j], &mn[j]);
@@ -135,7 +146,7 @@ static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t 
 /* NP row pairs (wp: their panels) against TILE_T tokens (tx: their
  * prep_tokens data), super-blocks [i0, i1): the float state goes on from
  * st (unset when i0 is 0) and back to st, or, when i1 is nbl, the outputs
- * to out[row][token]. facc[r][P]: row r's lanes for token pair P; macc[j]
+ * to o[token * os + row]. facc[r][P]: row r's lanes for token pair P; macc[j]
  * pair j's mins, [row 2j: tokens | row 2j + 1: tokens]. Always inlined
  * with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
@@ -245,50 +256,33 @@ GEMM_KP_TILES(tile512)
 #define OFF_MIN 768
 #define OFF_DW 896
 #define OFF_DM 960
-/* Token bytes per tile and super-block: per mins pair p the 4 tokens'
- * (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) int16 pairs, then the 4
- * tokens' -y.d; for the AVX2 tile the tokens' values before them
- * (gemm_kp_prep_values), the mins' part at TX_MINS. */
-#ifdef GEMM_KPANEL_512
-#define TX_SB GEMM_KP_TX_MINS
-#define TX_MINS 0
-#else
+/* Token bytes per tile and super-block: the tokens' values
+ * (gemm_kp_prep_values), then at TX_MINS per mins pair p the 4 tokens'
+ * (bsum[4p] + bsum[4p+1], bsum[4p+2] + bsum[4p+3]) int16 pairs and the 4
+ * tokens' -y.d. */
 #define TX_SB 1152
 #define TX_MINS GEMM_KP_TX_VALUES
-#endif
 
 /* Row h (0, 1) of the pair at p: its nbl super-blocks as PAIR_SB blocks. */
 static void write_pair_row(const void *row, int64_t nbl, uint8_t *p, int h)
 {
     const block_q5_K *x = row;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
-        /* the weights come from memory once per call, rows one after the
-         * other: the bytes 2 KB on (this row's or the next) on their way */
-        for (int l = 0; l < 192; l += 64)
-            _mm_prefetch((const char *)(x + i) + 2048 + l, _MM_HINT_T0);
-        __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        for (int q = 0; q < 4; q++) {
-            /* the high bits 2q and 2q + 1 of each byte to bit 4 */
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * q));
-            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit);
-            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit);
-            hbits = _mm256_srli_epi16(hbits, 2);
-            gemm_kp_store_values(p + 128 * q, h, _mm256_or_si256(_mm256_and_si256(q4, m4), h0),
-                                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1));
-        }
+        __m256i c[8];
+        q5_K_chunks(x + i, c);
+        for (int q = 0; q < 4; q++)
+            gemm_kp_store_values(p + 128 * q, h, c[2 * q], c[2 * q + 1]);
         gemm_kp_write_scales_mins(x[i].scales, p, OFF_MIN, h);
         _mm256_storeu_ps((float *)(void *)(p + OFF_DW + 32 * h), _mm256_set1_ps(fp16_to_f32(x[i].d)));
         _mm_storeu_ps((float *)(void *)(p + OFF_DM + 16 * h), _mm_set1_ps(fp16_to_f32(x[i].dmin)));
     }
 }
 
-/* The 4 tokens' side of the mins, -y.d after them (gemm_kpanel.h). */
+/* The 4 tokens' values in the AVX2 order, their side of the mins and -y.d
+ * (gemm_kpanel.h). */
 static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
-#ifndef GEMM_KPANEL_512
     gemm_kp_prep_values(y, nbl, tx, TX_SB);
-#endif
     gemm_kp_prep_mins(y, nbl, tx + TX_MINS, TX_SB, -1.0f);
 }
 

@@ -98,7 +98,7 @@ static void write_pair_row_x(const void *row, int64_t nbl, uint8_t *p, int h)
 #ifdef GEMM_KPANEL_512
 /* NP row pairs (wp: their panels) against TILE_T tokens (y: their Q8_K
  * rows), super-blocks [i0, i1): the float lanes go on from st (zero when
- * i0 is 0) and back to st, or, when i1 is nbl, their sums to out[row][token].
+ * i0 is 0) and back to st, or, when i1 is nbl, their sums to o[token * os + row].
  * Lanes 0-7 of an accumulator: row 2j's lanes k, 8-15: row 2j + 1's. Always
  * inlined with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
