@@ -129,10 +129,11 @@ static void decode_iq3_s(const void *row, int64_t i, int8_t v[QK_K], int ls[QK_K
     const block_iq3_s *x = (const block_iq3_s *)row + i;
     *d = fp16_to_f32(x->d);
     for (int ib = 0; ib < QK_K / 32; ib++) {
-        uint32_t g[8];
-        for (int k = 0; k < 8; k++)
-            g[k] = quant_iq3s_grid[x->qs[8 * ib + k] | ((x->qh[ib] >> k) & 1) << 8];
-        const __m256i mag = _mm256_loadu_si256((const __m256i *)g);
+        /* the 8 grid indices, qs byte k with bit k of qh above it, gathered */
+        const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
+        const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(x->qh[ib]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                            _mm256_set1_epi32(1));
+        const __m256i mag = _mm256_i32gather_epi32((const int *)quant_iq3s_grid, _mm256_or_si256(lo, _mm256_slli_epi32(hi, 8)), 4);
         const __m256i neg = bits32(x->signs + 4 * ib);
         _mm256_storeu_si256((__m256i *)(v + 32 * ib), _mm256_sub_epi8(_mm256_xor_si256(mag, neg), neg));
         ls[2 * ib] = ls[2 * ib + 1] = 2 * ((x->scales[ib / 2] >> 4 * (ib % 2)) & 15) + 1;
@@ -146,14 +147,13 @@ static void decode_iq3_xxs(const void *row, int64_t i, int8_t v[QK_K], int ls[QK
     const block_iq3_xxs *x = (const block_iq3_xxs *)row + i;
     *d = fp16_to_f32(x->d);
     for (int ib = 0; ib < QK_K / 32; ib++) {
-        uint32_t g[8], aux;
+        uint32_t aux;
         memcpy(&aux, x->qs + QK_K / 4 + 4 * ib, 4);
-        for (int k = 0; k < 8; k++)
-            g[k] = quant_iq3xxs_grid[x->qs[8 * ib + k]];
         uint8_t sg[4];
         for (int k = 0; k < 4; k++)
             sg[k] = quant_ksigns_iq2xs[(aux >> 7 * k) & 127];
-        const __m256i mag = _mm256_loadu_si256((const __m256i *)g);
+        const __m256i mag = _mm256_i32gather_epi32(
+            (const int *)quant_iq3xxs_grid, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib))), 4);
         const __m256i neg = bits32(sg);
         _mm256_storeu_si256((__m256i *)(v + 32 * ib), _mm256_sub_epi8(_mm256_xor_si256(mag, neg), neg));
         ls[2 * ib] = ls[2 * ib + 1] = 2 * (int)(aux >> 28) + 1;
