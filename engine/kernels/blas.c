@@ -184,8 +184,6 @@ int blas_auto_table_at(enum blas_site site, enum tensor_type type)
     return site == BLAS_SITE_XEON ? blas_auto_table_xeon(type) : site == BLAS_SITE_ZEN4 ? blas_auto_table_zen4(type) : 0;
 }
 
-int blas_auto_table(enum tensor_type type) { return blas_auto_table_xeon(type); }
-
 /* The cores the tables were measured on: OpenBLAS's AVX-512 kernels. On its
  * Haswell core (what it runs on AMD Zen 5) it lost at every batch size
  * tried on a Zen 5 (F16 pp128-pp512 448-528 vs 807-918 tok/s), so auto

@@ -60,11 +60,9 @@ bool blas_cpu_is_amd(void);
  * OpenBLAS on this machine; 0 when auto never does: blas_auto_table_at's
  * for the running site. */
 int blas_auto_min_tokens(enum tensor_type type);
-/* The thresholds measured on a site (0: never); blas_auto_table: the
- * Xeon's. Whether OpenBLAS's core NAME ("SkylakeX", "Haswell", ...) is one
- * of those the sites run. */
+/* The thresholds measured on a site (0: never). Whether OpenBLAS's core
+ * NAME ("SkylakeX", "Haswell", ...) is one of those the sites run. */
 int blas_auto_table_at(enum blas_site site, enum tensor_type type);
-int blas_auto_table(enum tensor_type type);
 bool blas_auto_core_measured(const char *core);
 /* Whether auto uses a table here; tests may assume a site (a BLAS_SITE_*
  * value; 0: the running one). */

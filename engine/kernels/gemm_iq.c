@@ -529,42 +529,20 @@ static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_
 }
 
 /* The 32 outputs of a full tile (2 row pairs x 8 tokens): each row's
- * hsum_float_8 times scale, as hsum_ps does it for one (its adds on the
- * same operands: lanes i + (i + 4), then (0 + 2) and (1 + 3), then their
- * sum), 16 outputs a vector: 28 shuffles and 14 adds where 32 hsum_ps took
- * about 190 instructions, a tenth of a K = 2048 tile's time. Token t's 4
- * rows go to o + t * stride. */
+ * hsum_float_8 times scale, 16 at once (hsum16_ps). Token t's 4 rows go to
+ * o + t * stride. */
 static inline __attribute__((always_inline)) void hsum_2x8(const __m512 facc[2][TILE_T], float scale, float *o,
                                                           int64_t stride)
 {
-    __m512 z[2];
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) { /* tokens 4h .. 4h + 3 */
-        __m512 w[2];
-#pragma GCC unroll 2
-        for (int g = 0; g < 2; g++) {
-            __m512 r[2];
-#pragma GCC unroll 2
-            for (int e = 0; e < 2; e++) {
-                /* token t's rows 0-3, one per 128-bit quarter: lanes i + (i + 4) */
-                const __m512 a = facc[0][4 * h + 2 * g + e], b = facc[1][4 * h + 2 * g + e];
-                r[e] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
-            }
-            /* per quarter (row): token t's (0 + 2), (1 + 3), then token t + 1's */
-            w[g] = _mm512_add_ps(_mm512_shuffle_ps(r[0], r[1], 0x44), _mm512_shuffle_ps(r[0], r[1], 0xEE));
+    for (int h = 0; h < 2; h++) { /* tokens 4h .. 4h + 3: lane 4r + t row r's for token 4h + t */
+        __m512 f[8];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            f[2 * m] = facc[0][4 * h + m];
+            f[2 * m + 1] = facc[1][4 * h + m];
         }
-        /* per quarter (row): the 4 tokens' sums */
-        z[h] = _mm512_mul_ps(_mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD)),
-                             _mm512_set1_ps(scale));
-        /* token-major: quarter t its 4 rows */
-        z[h] = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), z[h]);
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        _mm_storeu_ps(o + (4 * h + 0) * stride, _mm512_castps512_ps128(z[h]));
-        _mm_storeu_ps(o + (4 * h + 1) * stride, _mm512_extractf32x4_ps(z[h], 1));
-        _mm_storeu_ps(o + (4 * h + 2) * stride, _mm512_extractf32x4_ps(z[h], 2));
-        _mm_storeu_ps(o + (4 * h + 3) * stride, _mm512_extractf32x4_ps(z[h], 3));
+        store4x4_ps(transpose4x4_ps(_mm512_mul_ps(hsum16_ps(f), _mm512_set1_ps(scale))), o + 4 * h * stride, stride);
     }
 }
 

@@ -167,6 +167,24 @@ static inline void gemm_kp_write_scales_mins(const uint8_t *scales, uint8_t *p, 
     }
 }
 
+#ifdef GEMM_KPANEL_512
+/* The mins' integers of one row pair (its mins pairs at pm, as
+ * gemm_kp_write_scales_mins lays them out) against 4 tokens (their bsum
+ * pairs at xm, gemm_kp_prep_mins): [row A: tokens 0-3 | row B: tokens
+ * 0-3], the sum over the 4 mins pairs p of min pair p . bsum pair p. */
+static inline __m256i gemm_kp_mins_pair(const uint8_t *pm, const uint8_t *xm)
+{
+    __m256i tot = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)pm),
+                                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)xm)));
+#pragma GCC unroll 3
+    for (int p = 1; p < 4; p++)
+        tot = _mm256_dpwssd_epi32(
+            tot, _mm256_loadu_si256((const __m256i *)(const void *)(pm + 32 * p)),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xm + 16 * p))));
+    return tot;
+}
+#endif
+
 /* Token bytes per tile and super-block of gemm_kp_prep_mins: per mins pair
  * p the 4 tokens' bsum pairs (64 bytes), then the 4 tokens' sign * y.d at
  * GEMM_KP_OFF_YD. */
@@ -351,44 +369,6 @@ static inline __attribute__((always_inline)) void gemm_kp_lanes(int NP, const ui
     }
 }
 
-/* hsum_float_8 of 16 groups of 8 float lanes at once (each group's lanes i
- * + (i + 4), then (0 + 2) and (1 + 3), then their sum: hsum_ps's adds on
- * the same operands), as gemm_iq.c's hsum_2x8: lane 4q + e of the result
- * is the sum of f[2e + (q >> 1)]'s lanes 0-7 (q even) or 8-15 (q odd). 14
- * shuffles and 7 adds where 16 hsum_ps took about 100 instructions, 5 % of
- * a Q5_K tile at K = 2048. */
-static inline __attribute__((always_inline)) __m512 gemm_kp_hsum16(const __m512 f[8])
-{
-    __m512 r[4], w[2];
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; m++) /* quarters: f[2m] lo, hi, f[2m + 1] lo, hi; lanes i + (i + 4) */
-        r[m] = _mm512_add_ps(_mm512_shuffle_f32x4(f[2 * m], f[2 * m + 1], 0x88),
-                             _mm512_shuffle_f32x4(f[2 * m], f[2 * m + 1], 0xDD));
-#pragma GCC unroll 2
-    for (int n = 0; n < 2; n++) /* per quarter: r[2n]'s (0 + 2), (1 + 3), then r[2n + 1]'s */
-        w[n] = _mm512_add_ps(_mm512_shuffle_ps(r[2 * n], r[2 * n + 1], 0x44),
-                             _mm512_shuffle_ps(r[2 * n], r[2 * n + 1], 0xEE));
-    /* per quarter q: the sums of r[0], r[1], r[2], r[3]'s quarter q */
-    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
-}
-
-/* Lane 4a + b to lane 4b + a (a 4 x 4 transpose). */
-static inline __m512 gemm_kp_transpose16(__m512 v)
-{
-    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v);
-}
-
-/* A tile's 16 outputs, lane 4t + r (token t, row r), to o[t * os + r]:
- * stored straight to the driver's token-major block (read back as floats
- * from a 512-bit store, they waited for it to commit: 2 % of a Q5_K
- * prompt). */
-static inline void gemm_kp_store16(__m512 v, float *o, int64_t os)
-{
-    _mm_storeu_ps(o, _mm512_castps512_ps128(v));
-    _mm_storeu_ps(o + os, _mm512_extractf32x4_ps(v, 1));
-    _mm_storeu_ps(o + 2 * os, _mm512_extractf32x4_ps(v, 2));
-    _mm_storeu_ps(o + 3 * os, _mm512_extractf32x4_ps(v, 3));
-}
 #endif /* GEMM_KPANEL_512 */
 #endif /* GEMM_KPANEL */
 

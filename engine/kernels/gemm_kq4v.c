@@ -100,19 +100,6 @@ static inline __m512i sum4(const __m512i l[TILE_T])
     return _mm512_add_epi32(_mm512_unpacklo_epi64(x01, x23), _mm512_unpackhi_epi64(x01, x23));
 }
 
-/* The mins' integers of one row pair: [row A: tokens 0-3 | row B: tokens
- * 0-3] (gemm_kq5.c's). */
-static inline __m256i mins_pair(const uint8_t *pb, const uint8_t *xi)
-{
-    __m256i tot = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(pb + OFF_MIN)),
-                                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)xi)));
-#pragma GCC unroll 3
-    for (int p = 1; p < 4; p++)
-        tot = _mm256_dpwssd_epi32(tot, _mm256_loadu_si256((const __m256i *)(pb + OFF_MIN + 32 * p)),
-                                  _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + 16 * p))));
-    return tot;
-}
-
 static inline __m512 pair_floats(const uint8_t *p0, const uint8_t *p1, int off)
 {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float *)(const void *)(p0 + off))),
@@ -139,8 +126,8 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
         const __m512i isum = _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0)),
                                               _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1)));
         const uint8_t *xi = tx + i * TX_SB, *b0 = wp[0] + i * PAIR_SB, *b1 = w1 + i * PAIR_SB;
-        const __m256i m0 = mins_pair(b0, xi);
-        const __m512i imin = _mm512_inserti64x4(_mm512_castsi256_si512(m0), NP > 1 ? mins_pair(b1, xi) : m0, 1);
+        const __m256i m0 = gemm_kp_mins_pair(b0 + OFF_MIN, xi);
+        const __m512i imin = _mm512_inserti64x4(_mm512_castsi256_si512(m0), NP > 1 ? gemm_kp_mins_pair(b1 + OFF_MIN, xi) : m0, 1);
         const __m512 yd = _mm512_broadcast_f32x4(_mm_loadu_ps((const float *)(const void *)(xi + GEMM_KP_OFF_YD)));
         /* d_w * y.d and dmin_w * y.d, as the gemv's products */
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(pair_floats(b0, b1, OFF_DW), yd), acc);

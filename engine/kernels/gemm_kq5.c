@@ -211,13 +211,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
         for (int j = 0; j < NP; j++) {
             const uint8_t *pb = wp[j] + i * PAIR_SB;
             /* the mins: lane (row, token) = sum_p min pair p . bsum pair p */
-            __m256i tot = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(pb + OFF_MIN)),
-                                            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + TX_MINS))));
-#pragma GCC unroll 3
-            for (int p = 1; p < 4; p++)
-                tot = _mm256_dpwssd_epi32(
-                    tot, _mm256_loadu_si256((const __m256i *)(pb + OFF_MIN + 32 * p)),
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xi + TX_MINS + 16 * p))));
+            const __m256i tot = gemm_kp_mins_pair(pb + OFF_MIN, xi + TX_MINS);
             /* -y.d * dmin_w, as vec_dot's scalar product */
             macc[j] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps((const float *)(const void *)(pb + OFF_DM)), nyd),
                                       _mm256_cvtepi32_ps(tot), macc[j]);
@@ -242,7 +236,10 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
     /* lane 4t + r: row r's output for token t (token-major), plus the
      * summs (lane 4r + t of [macc[0] | macc[1]]) */
     const __m512 sm = _mm512_insertf32x8(_mm512_castps256_ps512(macc[0]), macc[NP - 1], 1);
-    gemm_kp_store16(_mm512_add_ps(gemm_kp_hsum16(f), gemm_kp_transpose16(sm)), o, os);
+    /* stored straight to the driver's token-major block (read back as
+     * floats from a 512-bit store, they waited for it to commit: 2 % of a
+     * Q5_K prompt) */
+    store4x4_ps(_mm512_add_ps(hsum16_ps(f), transpose4x4_ps(sm)), o, os);
 }
 
 GEMM_KP_TILES(tile512)

@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
         f[k] = k % 2 < NP ? facc[k % 2][k / 2] : _mm512_setzero_ps();
-    gemm_kp_store16(gemm_kp_transpose16(gemm_kp_hsum16(f)), o, os);
+    store4x4_ps(transpose4x4_ps(hsum16_ps(f)), o, os);
 }
 
 /* the driver's tile signature (kq6 has no token prep data) */

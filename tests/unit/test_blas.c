@@ -315,7 +315,7 @@ static void test_blas_decision(void **s)
         const int min = blas_auto_min_tokens(types[i]);
         if (min > 0)
             assert_true(takes); /* auto takes only what OpenBLAS can */
-        assert_int_equal(min, blas_auto_table(types[i]));
+        assert_int_equal(min, blas_auto_table_at(BLAS_SITE_XEON, types[i]));
         for (int n = 1; n <= 4096; n++) {
             assert_false(blas_wants(BLAS_MODE_OFF, &w, n));
             assert_int_equal(blas_wants(BLAS_MODE_ON, &w, n), takes && n >= 2);
@@ -375,21 +375,21 @@ static void test_blas_auto_where_measured(void **s)
     blas_auto_assume_core(BLAS_SITE_XEON);
     assert_int_equal(blas_auto_min_tokens(TENSOR_TYPE_F16), 256);
 #ifdef QUANT_HAVE_KFEW
-    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q6_K), 0);
-    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q5_K), 0);
+    assert_int_equal(blas_auto_table_at(BLAS_SITE_XEON, TENSOR_TYPE_Q6_K), 0);
+    assert_int_equal(blas_auto_table_at(BLAS_SITE_XEON, TENSOR_TYPE_Q5_K), 0);
 #else
 #ifdef PACKED_Q6_K
     assert_false(blas_takes(TENSOR_TYPE_Q6_K));
-    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q6_K), 0);
+    assert_int_equal(blas_auto_table_at(BLAS_SITE_XEON, TENSOR_TYPE_Q6_K), 0);
 #else
-    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q6_K), 192);
+    assert_int_equal(blas_auto_table_at(BLAS_SITE_XEON, TENSOR_TYPE_Q6_K), 192);
 #endif
 #ifdef GEMM_KQ5
     /* the AVX2 Q5_K GEMM (gemm_kq5.h): pp512 on a Zen 4, one thread, 77
      * tok/s against 46 with its Q5_K matmuls in OpenBLAS */
-    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q5_K), 0);
+    assert_int_equal(blas_auto_table_at(BLAS_SITE_XEON, TENSOR_TYPE_Q5_K), 0);
 #else
-    assert_int_equal(blas_auto_table(TENSOR_TYPE_Q5_K), 128);
+    assert_int_equal(blas_auto_table_at(BLAS_SITE_XEON, TENSOR_TYPE_Q5_K), 128);
 #endif
 #endif
     blas_auto_assume_core(0);
