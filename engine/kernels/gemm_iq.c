@@ -907,19 +907,20 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 #ifdef GEMM_IQ_SIGN256
 /* The AVX2 GEMM of the IQ2 and IQ3 types (those whose 4-value sums fit an
  * int16, type_info's pk) on the K-quant driver (gemm_kpanel.h): a row's
- * decoded values are kept twice in the panel, as magnitudes (maddubs'
- * unsigned operand) and as sign masks (an xor and a sub carry their signs
- * onto the token's bytes, as vec_dot's vpsignb does), both in the panel's
- * AVX2 order, so that
- * two maddubs added as int16 give the 4-value sums of two 32-value chunks
- * side by side and one madd against the lanes' scale pairs adds both,
- * scaled: 3 multiply instructions per 64 values where the int16 tiles take
- * 4. Then vec_dot's float steps:
- * fma(d_w * y.d, lanes, acc) per super-block, scale * hsum_float_8. */
-#define SG_PAIR_SB 1344
-#define SG_OFF_V 512   /* the values' sign masks */
-#define SG_OFF_SC 1024 /* per chunk pair and row the 8 lanes' scale pairs */
-#define SG_OFF_DW 1280 /* per row d_w, 8 copies */
+ * decoded values (signed, |v| <= 62) in the panel's AVX2 order against the
+ * tokens' bytes plus 128 (maddubs' unsigned operand), and per chunk pair
+ * the row's surplus (128 x each lane's 4-value sum, int16) that the
+ * offset adds, so that two maddubs added as int16, less the surplus, give
+ * the exact 4-value sums of two 32-value chunks side by side (the offset
+ * sums wrap in 16 bits; the exact ones fit) and one madd against the
+ * lanes' scale pairs adds both, scaled: 3 multiply instructions per 64
+ * values where the int16 tiles take 4, and no sign steps (gemm_kp_lanes256
+ * with co). Then vec_dot's float steps: fma(d_w * y.d, lanes, acc) per
+ * super-block, scale * hsum_float_8. */
+#define SG_PAIR_SB 1088
+#define SG_OFF_CO 512  /* per chunk pair and row the surplus, 16 int16 */
+#define SG_OFF_SC 768  /* per chunk pair and row the 8 lanes' scale pairs */
+#define SG_OFF_DW 1024 /* per row d_w, 8 copies */
 #define SG_T GEMM_KP_TILE_T
 
 static inline __attribute__((always_inline)) void write_sign_row(decode_fn decode, const void *row, int64_t nbl,
@@ -928,15 +929,19 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
     int8_t v[QK_K];
     int ls[QK_K / 16];
     float d;
+    const __m256i m128 = _mm256_set1_epi8((char)0x80);
     for (int64_t i = 0; i < nbl; i++, p += SG_PAIR_SB) {
         decode(row, i, v, ls, &d);
         for (int q = 0; q < 4; q++) {
             const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q));
             const __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q + 32));
-            gemm_kp_store_values(p + 128 * q, h, _mm256_abs_epi8(c0), _mm256_abs_epi8(c1));
-            /* the signs as masks (gemm_kp_lanes256) */
-            gemm_kp_store_values(p + SG_OFF_V + 128 * q, h, _mm256_cmpgt_epi8(_mm256_setzero_si256(), c0),
-                                 _mm256_cmpgt_epi8(_mm256_setzero_si256(), c1));
+            uint8_t *pv = p + 128 * q;
+            gemm_kp_store_values(pv, h, c0, c1);
+            /* the surplus: the tile's own steps against a token of zeros */
+            const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)(pv + 64 * h));
+            const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(pv + 64 * h + 32));
+            _mm256_storeu_si256((__m256i *)(void *)(p + SG_OFF_CO + 64 * q + 32 * h),
+                                _mm256_add_epi16(_mm256_maddubs_epi16(m128, wa), _mm256_maddubs_epi16(m128, wb)));
             /* lane k: (scale of its 16 in chunk 2q, in chunk 2q + 1) */
             int16_t sc[16];
             for (int k = 0; k < 8; k++) {
@@ -949,8 +954,8 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
     }
 }
 
-/* each type's panel writer, and its tiles (gemm_kp_tile256 with the sign
- * masks) per vec_dot factor */
+/* each type's panel writer, and its tiles (gemm_kp_tile256 with the
+ * surplus) per vec_dot factor */
 #define SG_WRITE(T)                                                                                                \
     static void write_sign_##T(const void *row, int64_t nbl, uint8_t *p, int h)                                   \
     {                                                                                                              \
@@ -965,12 +970,12 @@ SG_WRITE(iq3_xxs)
     static void sg_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
                              int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
     {                                                                                                              \
-        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE); \
+        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_CO, 0, SG_OFF_DW, SCALE); \
     }                                                                                                              \
     static void sg_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
                              int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
     {                                                                                                              \
-        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_V, 0, SG_OFF_DW, SCALE); \
+        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_CO, 0, SG_OFF_DW, SCALE); \
     }
 SG_TILES(eighth, 0.125f)
 SG_TILES(quarter, 0.25f)
@@ -978,7 +983,7 @@ SG_TILES(one, 1.0f)
 #define SG_KIND(T, N)                                                                                              \
     {                                                                                                              \
         .pair_sb = SG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * SG_T, .write_row = write_sign_##T,       \
-        .prep = gemm_kp_prep_tokens, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                                 \
+        .prep = gemm_kp_prep_tokens_offset, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                                 \
     }
 static const struct gemm_kp sg_iq2_xxs = SG_KIND(iq2_xxs, eighth), sg_iq2_xs = SG_KIND(iq2_xs, eighth),
                              sg_iq2_s = SG_KIND(iq2_s, eighth), sg_iq3_s = SG_KIND(iq3_s, one),

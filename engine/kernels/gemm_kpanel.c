@@ -130,19 +130,32 @@ void gemm_kp_prep_mins(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *
 }
 
 #ifndef GEMM_KPANEL_512
-void gemm_kp_prep_values(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx, size_t stride)
+static inline __attribute__((always_inline)) void prep_values(const block_q8_K *const y[TILE_T], int64_t nbl,
+                                                               uint8_t *tx, size_t stride, __m256i x)
 {
     for (int64_t i = 0; i < nbl; i++)
         for (int t = 0; t < TILE_T; t++)
             for (int q = 0; q < 4; q++)
-                gemm_kp_store_values(tx + (size_t)i * stride + 256 * t + 64 * q, 0,
-                                     _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q)),
-                                     _mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q + 32)));
+                gemm_kp_store_values(
+                    tx + (size_t)i * stride + 256 * t + 64 * q, 0,
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q)), x),
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(y[t][i].qs + 64 * q + 32)),
+                                     x));
+}
+
+void gemm_kp_prep_values(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx, size_t stride)
+{
+    prep_values(y, nbl, tx, stride, _mm256_setzero_si256());
 }
 
 void gemm_kp_prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
 {
-    gemm_kp_prep_values(y, nbl, tx, GEMM_KP_TX_VALUES);
+    prep_values(y, nbl, tx, GEMM_KP_TX_VALUES, _mm256_setzero_si256());
+}
+
+void gemm_kp_prep_tokens_offset(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t *tx)
+{
+    prep_values(y, nbl, tx, GEMM_KP_TX_VALUES, _mm256_set1_epi8((char)0x80));
 }
 #endif
 

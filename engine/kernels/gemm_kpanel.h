@@ -208,53 +208,59 @@ void gemm_kp_prep_mins(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, u
  * one maddubs pairs them), stride bytes a super-block. */
 void gemm_kp_prep_values(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx, size_t stride);
 /* The same, GEMM_KP_TX_VALUES a super-block: the prep of the tiles that
- * want nothing else (Q6_K, the IQ sign GEMM). */
+ * want nothing else (Q6_K). */
 void gemm_kp_prep_tokens(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx);
+/* ... with each byte plus 128 (maddubs' unsigned operand: the IQ sign
+ * GEMM, gemm_kp_lanes256 with co). */
+void gemm_kp_prep_tokens_offset(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx);
 
 /* One chunk pair of one row (its values at pw, A then B; its scale pairs
  * at sc) against 4 tokens (their values at xt, 256 bytes apart, A then B):
  * acc[t] += the reference's 8 lanes of the two chunks, scaled. The two
  * maddubs sums added as int16 are the 4-value sums of both chunks side by
- * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. With sv
- * (the values' sign masks, 0xFF where negative, in the same order) pw
- * holds their magnitudes and the token's bytes take their signs first, as
- * vec_dot's vpsignb puts them (-(-128) stays -128 either way; no IQ value
- * is 0): (y ^ m) - m, two instructions any ALU port runs, where vpsignb
- * shares the multiplies' two ports on AMD Zen 4 (2 vpsignb + 3
- * multiplies a step: 2.55 cycles; with xor and sub 2.31); NULL (a
- * constant: always inlined) for the unsigned K-quant values. */
-static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t *pw, const uint8_t *sv,
+ * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. With co
+ * (the IQ sign GEMM) pw holds signed values (|v| <= 62), the tokens' bytes
+ * come offset by 128 (gemm_kp_prep_tokens_offset: maddubs' unsigned
+ * operand; a pair's products <= 2 * 255 * 62, no saturation) and co holds
+ * the row's surplus, 128 x each lane's 4-value sum, as int16: the sums
+ * with the offset wrap in 16 bits, but less the surplus they are the
+ * exact 4-value sums again, which fit. The Q8_K tokens are never -128
+ * (quantize_row_q8_K_ref's -127 / max), where vec_dot's vpsignb would keep
+ * -128 under a minus. Six instructions a token where carrying the values'
+ * signs onto the token's bytes took nine ((y ^ m) - m per chunk; AMD Zen
+ * 4's four vector pipes run all of them, 2.31 cycles a step). NULL (a
+ * constant: always inlined) for the unsigned K-quant values against the
+ * tokens as they are. */
+static inline __attribute__((always_inline)) void gemm_kp_lanes256(const uint8_t *pw, const uint8_t *co,
                                                                    const uint8_t *sc, const uint8_t *xt,
                                                                    __m256i acc[GEMM_KP_TILE_T])
 {
     const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)pw);
     const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(pw + 32));
     const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)sc);
-    __m256i va = wa, vb = wb;
-    if (sv) {
-        va = _mm256_loadu_si256((const __m256i *)(const void *)sv);
-        vb = _mm256_loadu_si256((const __m256i *)(const void *)(sv + 32));
-    }
+    __m256i c = _mm256_setzero_si256();
+    if (co)
+        c = _mm256_loadu_si256((const __m256i *)(const void *)co);
 #pragma GCC unroll 4
     for (int t = 0; t < GEMM_KP_TILE_T; t++) {
         const uint8_t *a = xt + 256 * t;
-        __m256i ya = _mm256_loadu_si256((const __m256i *)(const void *)a);
-        __m256i yb = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32));
-        if (sv) {
-            ya = _mm256_sub_epi8(_mm256_xor_si256(ya, va), va);
-            yb = _mm256_sub_epi8(_mm256_xor_si256(yb, vb), vb);
-        }
-        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wa, ya), _mm256_maddubs_epi16(wb, yb));
+        const __m256i ya = _mm256_loadu_si256((const __m256i *)(const void *)a);
+        const __m256i yb = _mm256_loadu_si256((const __m256i *)(const void *)(a + 32));
+        __m256i p;
+        if (co)
+            p = _mm256_sub_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(ya, wa), _mm256_maddubs_epi16(yb, wb)), c);
+        else
+            p = _mm256_add_epi16(_mm256_maddubs_epi16(wa, ya), _mm256_maddubs_epi16(wb, yb));
         acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, s));
         __asm__("" : "+x"(acc[t]));
     }
 }
 
 /* acc[t] = one super-block's 8 lanes of a row against the 4 tokens:
- * gemm_kp_lanes256 over its 4 chunk pairs (values from pw, signed ones
- * from sv or NULL, 128 bytes a pair; scale pairs from sc, 64; the tokens'
- * bytes from xt, 64). */
-static inline __attribute__((always_inline)) void gemm_kp_sb256(const uint8_t *pw, const uint8_t *sv,
+ * gemm_kp_lanes256 over its 4 chunk pairs (values from pw, 128 bytes a
+ * pair; the signed values' surplus from co or NULL, 64; scale pairs from
+ * sc, 64; the tokens' bytes from xt, 64). */
+static inline __attribute__((always_inline)) void gemm_kp_sb256(const uint8_t *pw, const uint8_t *co,
                                                                 const uint8_t *sc, const uint8_t *xt,
                                                                 __m256i acc[GEMM_KP_TILE_T])
 {
@@ -263,7 +269,7 @@ static inline __attribute__((always_inline)) void gemm_kp_sb256(const uint8_t *p
         acc[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
-        gemm_kp_lanes256(pw + 128 * q, sv ? sv + 128 * q : NULL, sc + 64 * q, xt + 64 * q, acc);
+        gemm_kp_lanes256(pw + 128 * q, co ? co + 64 * q : NULL, sc + 64 * q, xt + 64 * q, acc);
 }
 
 /* A 256-bit tile row's float lanes for its 4 tokens: from the state st
@@ -283,8 +289,9 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
  * (gemm_kp_sb256), plus, with off_off, a madd of the token's bsums against
  * the row's int16 there (Q6_K's -32 sc), then one convert and one FMA with
  * y.d * d_w (vec_dot's scalar product); at the end scale * hsum_float_8 (x
- * * 1.0f is x). In a pair's super-block row h's values are at 64h (its
- * sign masks at off_sv + 64h, with off_sv), its scale pairs at off_sc +
+ * * 1.0f is x). In a pair's super-block row h's values are at 64h, its
+ * signed values' surplus per chunk pair q at off_co + 64q + 32h (with
+ * off_co: the IQ sign GEMM, tokens offset), its scale pairs at off_sc +
  * 32h, its offsets at off_off + 32h, its d_w at off_dw + 32h. Float state
  * st[4 r + t]. Always inlined with constant offsets. */
 static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const uint8_t *const wp[2],
@@ -292,7 +299,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
                                                                   const uint8_t *tx, int64_t i0, int64_t i1,
                                                                   int64_t nbl, __m256 *st,
                                                                   float *o, int64_t os, size_t pair_sb,
-                                                                  size_t off_sc, size_t off_sv, size_t off_off,
+                                                                  size_t off_sc, size_t off_co, size_t off_off,
                                                                   size_t off_dw, float scale)
 {
 #pragma GCC unroll 1
@@ -303,7 +310,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
         for (int64_t i = i0; i < i1; i++) {
             const uint8_t *pb = pw + i * pair_sb, *sb = ps + i * pair_sb;
             __m256i acc[GEMM_KP_TILE_T];
-            gemm_kp_sb256(pb, off_sv ? pb + off_sv : NULL, sb + off_sc, tx + i * GEMM_KP_TX_VALUES, acc);
+            gemm_kp_sb256(pb, off_co ? sb + off_co : NULL, sb + off_sc, tx + i * GEMM_KP_TX_VALUES, acc);
             float dw;
             memcpy(&dw, sb + off_dw, sizeof dw);
 #pragma GCC unroll 4
