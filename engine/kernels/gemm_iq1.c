@@ -72,9 +72,10 @@ bool gemm_iq1_supports(enum tensor_type type)
 #define TILE_T 4
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 weight
  * bytes (grid value times scale) from 0, 4 sub-block pairs of 2 x 16 int16
- * delta weights (scale times sign) from P_D, 2 x 8 int32 offset
- * corrections (-128 x the lanes' weight sums: the grid lanes' start) from
- * P_C, 2 x 8 copies of the row's d_w from P_W. */
+ * delta weights (scale times sign) from P_D, the offset corrections from
+ * P_C (-128 x the weight sums, the grid lanes' start: 2 x 8 int32 lanes
+ * on AVX-512; on AVX2 2 x 16 int16, one per byte pair of a sub-block,
+ * summed over the 8), 2 x 8 copies of the row's d_w from P_W. */
 #define P_D 512
 #define P_C 768
 #define P_W 832
@@ -100,7 +101,7 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
         if (dw)
             dw[i] = d;
         _mm256_storeu_ps((float *)(void *)(p + P_W + 32 * h), _mm256_set1_ps(d));
-        __m256i corr = _mm256_setzero_si256();
+        __m256i corr = _mm256_setzero_si256(), corr16 = corr;
         for (int m = 0; m < QK_K / 64; m++) {
             /* pk[l]: group l's delta weight (scale times sign) of sub-block
              * 2m in the low int16, of 2m + 1 in the high */
@@ -120,7 +121,9 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
                     _mm256_sign_epi8(_mm256_setr_m128i(_mm_set1_epi8((char)s0), _mm_set1_epi8((char)s1)), g);
                 _mm256_storeu_si256((__m256i *)(p + 64 * b + 32 * h), gs);
                 /* the lanes' weight sums (exact: 1 * w pairs, then pairs) */
-                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, gs), ones16));
+                const __m256i w2 = _mm256_maddubs_epi16(ones8, gs);
+                corr16 = _mm256_add_epi16(corr16, w2);
+                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(w2, ones16));
                 for (int l = 0; l < 4; l++) {
                     const int neg = -(int)(nib[l] >> 3);
                     pk[l] |= (uint32_t)(uint16_t)(((l < 2 ? s0 : s1) ^ neg) - neg) << 16 * e;
@@ -131,9 +134,17 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
             _mm256_storeu_si256((__m256i *)(p + P_D + 64 * m + 32 * h),
                                 _mm256_setr_m128i(_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)));
         }
-        /* minus 128 * the weight sums: the accumulators' start */
+        /* minus 128 * the weight sums: the accumulators' start (|128 x
+         * 8 x 2 x 15| fits an int16) */
+#ifdef GEMM_IQ1_256
+        (void)corr;
+        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h),
+                            _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(corr16, 7)));
+#else
+        (void)corr16;
         _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h),
                             _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
+#endif
     }
 }
 
@@ -510,31 +521,29 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
 
 /* 2 NP rows, one after the other, against TILE_T tokens, super-blocks [i0,
  * i1). The grid lanes: maddubs of a token's bytes + 128 (unsigned) against
- * the row's weight bytes (signed, |.| <= 15: a pair's sum |.| <= 7650), the
- * int16 sums of 4 sub-blocks added (<= 30600), then one madd by ones to
- * the int32 lanes, from the offset correction: 2 x (4 maddubs, 3 adds, 1
- * madd) a super-block where vec_dot takes 8 x (maddubs, madd). The delta
- * lanes: a madd of the row's (scale * sign) int16 pairs against the
- * token's 4-sums per sub-block pair, as the 512-bit tile's vpdpwssd. Then
- * vec_dot's float steps. A row pair against a token pair at a time, so
- * that each token load serves two rows and each weight load two tokens
- * (loads bound it: one row against 4 tokens ran 1463-1510 layer-tok/s in
- * bench_gemm_iq, this 1586-1599), the delta lanes first, for all 4 tokens
- * with both rows' delta weights held (1577-1580 -> 1579-1637). Float
- * state, in st throughout: the grid lanes' at st[4 r + t], the delta
- * lanes' at st[16 + 4 r + t]. */
-/* The AVX2 tile's grid lanes (tile256): one token's 4 sub-blocks (32 bytes each at X) against both rows' weights
- * in ymm0-7: int16 sums in ymm13 (row 0) and ymm14 (row 1), widened into
- * CA and CB */
-#define IQ1_TOK(X, CA, CB)                                                                                         \
-    "vmovdqu (" X "), %%ymm15\n\tvpmaddubsw %%ymm0, %%ymm15, %%ymm13\n\tvpmaddubsw %%ymm1, %%ymm15, %%ymm14\n\t"   \
-    IQ1_SUB(X, "32", "2", "3") IQ1_SUB(X, "64", "4", "5") IQ1_SUB(X, "96", "6", "7")                               \
-    "vpmaddwd %[ones], %%ymm13, %%ymm13\n\tvpaddd %%ymm13, " CA ", " CA "\n\t"                                    \
-    "vpmaddwd %[ones], %%ymm14, %%ymm14\n\tvpaddd %%ymm14, " CB ", " CB "\n\t"
-#define IQ1_SUB(X, OFF, W0, W1)                                                                                    \
+ * the row's weight bytes (signed, |.| <= 15: a pair's sum |.| <= 7650),
+ * the int16 sums of all 8 sub-blocks added from the row's start (-128 x
+ * its weight sums per byte pair): the offset sums wrap in 16 bits, the
+ * exact ones (|.| <= 8 x 2 x 127 x 15 = 30480) fit, so after the 8th they
+ * are exact; then one madd by ones to the int32 lanes: 8 maddubs, 8 adds
+ * and 1 madd a super-block where vec_dot takes 8 x (maddubs, madd). The delta lanes: a madd of the row's (scale * sign) int16 pairs
+ * against the token's 4-sums per sub-block pair, as the 512-bit tile's
+ * vpdpwssd. Then vec_dot's float steps. A row pair against a token pair
+ * at a time, so that each token load serves two rows and each weight load
+ * two tokens (loads bound it: one row against 4 tokens ran 1463-1510
+ * layer-tok/s in bench_gemm_iq, this 1586-1599), the delta lanes first,
+ * for all 4 tokens with both rows' delta weights held (1577-1580 ->
+ * 1579-1637). Float state, in st throughout: the grid lanes' at st[4 r +
+ * t], the delta lanes' at st[16 + 4 r + t]. */
+/* The AVX2 tile's grid lanes (tile256): one token's 4 sub-blocks (32
+ * bytes each at X) against both rows' weights in ymm0-7, added as int16
+ * into CA (row 0) and CB (row 1) */
+#define IQ1_TOK(X, CA, CB) IQ1_SUB(X, "0", "0", "1", CA, CB) IQ1_SUB(X, "32", "2", "3", CA, CB) \
+    IQ1_SUB(X, "64", "4", "5", CA, CB) IQ1_SUB(X, "96", "6", "7", CA, CB)
+#define IQ1_SUB(X, OFF, W0, W1, CA, CB)                                                                            \
     "vmovdqu " OFF "(" X "), %%ymm15\n\t"                                                                         \
-    "vpmaddubsw %%ymm" W0 ", %%ymm15, %%ymm12\n\tvpaddw %%ymm12, %%ymm13, %%ymm13\n\t"                            \
-    "vpmaddubsw %%ymm" W1 ", %%ymm15, %%ymm12\n\tvpaddw %%ymm12, %%ymm14, %%ymm14\n\t"
+    "vpmaddubsw %%ymm" W0 ", %%ymm15, %%ymm12\n\tvpaddw %%ymm12, " CA ", " CA "\n\t"                             \
+    "vpmaddubsw %%ymm" W1 ", %%ymm15, %%ymm13\n\tvpaddw %%ymm13, " CB ", " CB "\n\t"
 
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
@@ -591,8 +600,8 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                 __m256i a1[2][2];
 #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++) {
-                    const __m256i corr = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C + 32 * h));
-                    a1[h][0] = a1[h][1] = corr;
+                    const __m256i start = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C + 32 * h));
+                    a1[h][0] = a1[h][1] = start;
                 }
                 /* a row pair's weights of 4 sub-blocks in ymm0-7 (row h of
                  * sub-block b at 64 b + 32 h), each token's bytes loaded
@@ -606,10 +615,15 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                             "vmovdqu 192(%[w]), %%ymm6\n\tvmovdqu 224(%[w]), %%ymm7\n\t"
                             IQ1_TOK("%[x0]", "%[c00]", "%[c10]") IQ1_TOK("%[x1]", "%[c01]", "%[c11]")
                             : [c00] "+x"(a1[0][0]), [c10] "+x"(a1[1][0]), [c01] "+x"(a1[0][1]), [c11] "+x"(a1[1][1])
-                            : [w] "r"(wg), [x0] "r"(x0), [x1] "r"(x1), [ones] "m"(ones16)
+                            : [w] "r"(wg), [x0] "r"(x0), [x1] "r"(x1)
                             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm12", "xmm13",
-                              "xmm14", "xmm15", "memory");
+                              "xmm15", "memory");
                 }
+#pragma GCC unroll 2
+                for (int c = 0; c < 2; c++)
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++)
+                        a1[h][c] = _mm256_madd_epi16(a1[h][c], ones16);
 #pragma GCC unroll 2
                 for (int c = 0; c < 2; c++)
 #pragma GCC unroll 2
