@@ -519,31 +519,58 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
         prep_token_to(y[t], nbl, tx + TOK_SB * t, TX_SB);
 }
 
-/* 2 NP rows, one after the other, against TILE_T tokens, super-blocks [i0,
- * i1). The grid lanes: maddubs of a token's bytes + 128 (unsigned) against
- * the row's weight bytes (signed, |.| <= 15: a pair's sum |.| <= 7650),
- * the int16 sums of all 8 sub-blocks added from the row's start (-128 x
- * its weight sums per byte pair): the offset sums wrap in 16 bits, the
- * exact ones (|.| <= 8 x 2 x 127 x 15 = 30480) fit, so after the 8th they
- * are exact; then one madd by ones to the int32 lanes: 8 maddubs, 8 adds
- * and 1 madd a super-block where vec_dot takes 8 x (maddubs, madd). The delta lanes: a madd of the row's (scale * sign) int16 pairs
- * against the token's 4-sums per sub-block pair, as the 512-bit tile's
- * vpdpwssd. Then vec_dot's float steps. A row pair against a token pair
- * at a time, so that each token load serves two rows and each weight load
- * two tokens (loads bound it: one row against 4 tokens ran 1463-1510
- * layer-tok/s in bench_gemm_iq, this 1586-1599), the delta lanes first,
- * for all 4 tokens with both rows' delta weights held (1577-1580 ->
- * 1579-1637). Float state, in st throughout: the grid lanes' at st[4 r +
- * t], the delta lanes' at st[16 + 4 r + t]. */
-/* The AVX2 tile's grid lanes (tile256): one token's 4 sub-blocks (32
- * bytes each at X) against both rows' weights in ymm0-7, added as int16
- * into CA (row 0) and CB (row 1) */
-#define IQ1_TOK(X, CA, CB) IQ1_SUB(X, "0", "0", "1", CA, CB) IQ1_SUB(X, "32", "2", "3", CA, CB) \
-    IQ1_SUB(X, "64", "4", "5", CA, CB) IQ1_SUB(X, "96", "6", "7", CA, CB)
-#define IQ1_SUB(X, OFF, W0, W1, CA, CB)                                                                            \
-    "vmovdqu " OFF "(" X "), %%ymm15\n\t"                                                                         \
-    "vpmaddubsw %%ymm" W0 ", %%ymm15, %%ymm12\n\tvpaddw %%ymm12, " CA ", " CA "\n\t"                             \
-    "vpmaddubsw %%ymm" W1 ", %%ymm15, %%ymm13\n\tvpaddw %%ymm13, " CB ", " CB "\n\t"
+/* 2 NP rows against TILE_T tokens, super-blocks [i0, i1): a row pair
+ * against a token pair at a time, its 8 float accumulators (grid and
+ * delta lanes of 2 rows x 2 tokens) in registers through the super-blocks
+ * (in st between slices: with every tile's float state read and written
+ * per super-block the tile ran 12.4 cycles a row x token x super-block,
+ * its data in L1). Per super-block one asm statement (IQ1_SB; GCC passed
+ * int16 sums through the stack): the delta lanes, a madd of the row's
+ * (scale * sign) int16 pairs against the token's 4-sums per sub-block
+ * pair, as the 512-bit tile's vpdpwssd; the grid lanes, maddubs of a
+ * token's bytes + 128 (unsigned) against the row's weight bytes (signed,
+ * |.| <= 15: a pair's sum |.| <= 7650; memory operands, each token's bytes
+ * loaded once for both rows), the int16 sums of all 8 sub-blocks added
+ * from the row's start (-128 x its weight sums per byte pair): the offset
+ * sums wrap in 16 bits, the exact ones (|.| <= 8 x 2 x 127 x 15 = 30480)
+ * fit, so after the 8th they are exact; then one madd by ones to the int32
+ * lanes: 8 maddubs, 8 adds and 1 madd a super-block where vec_dot takes 8
+ * x (maddubs, madd). Then vec_dot's float steps, d = y.d * d_w (the
+ * panel's 8 copies of d_w times the token's y.d: the same product) from a
+ * small buffer. */
+// clang-format off
+#define IQ1_G(B)                                                                                                  \
+    "vmovdqu 32*" #B "(%[x0]), %%ymm13\n\tvmovdqu 32*" #B "(%[x1]), %%ymm14\n\t"                                  \
+    "vpmaddubsw 64*" #B "(%[pb]), %%ymm13, %%ymm15\n\tvpaddw %%ymm15, %%ymm9, %%ymm9\n\t"                         \
+    "vpmaddubsw 64*" #B "+32(%[pb]), %%ymm13, %%ymm15\n\tvpaddw %%ymm15, %%ymm10, %%ymm10\n\t"                    \
+    "vpmaddubsw 64*" #B "(%[pb]), %%ymm14, %%ymm15\n\tvpaddw %%ymm15, %%ymm11, %%ymm11\n\t"                       \
+    "vpmaddubsw 64*" #B "+32(%[pb]), %%ymm14, %%ymm15\n\tvpaddw %%ymm15, %%ymm12, %%ymm12\n\t"
+/* one token's delta lanes of both rows into ymm R0, R1 (m = 0 sets them) */
+#define IQ1_D(X, R0, R1)                                                                                          \
+    "vmovdqu " XSTR(T_S4) "(%[" X "]), %%ymm13\n\t"                                                               \
+    "vpmaddwd " XSTR(P_D) "(%[pb]), %%ymm13, %%ymm" R0 "\n\t"                                                    \
+    "vpmaddwd " XSTR(P_D) "+32(%[pb]), %%ymm13, %%ymm" R1 "\n\t"                                                 \
+    IQ1_DM2(1, X, R0, R1) IQ1_DM2(2, X, R0, R1) IQ1_DM2(3, X, R0, R1)
+#define IQ1_DM2(M, X, R0, R1)                                                                                     \
+    "vmovdqu " XSTR(T_S4) "+32*" #M "(%[" X "]), %%ymm13\n\t"                                                    \
+    "vpmaddwd " XSTR(P_D) "+64*" #M "(%[pb]), %%ymm13, %%ymm15\n\tvpaddd %%ymm15, %%ymm" R0 ", %%ymm" R0 "\n\t" \
+    "vpmaddwd " XSTR(P_D) "+64*" #M "+32(%[pb]), %%ymm13, %%ymm15\n\tvpaddd %%ymm15, %%ymm" R1 ", %%ymm" R1 "\n\t"
+#define IQ1_SB                                                                                                    \
+    IQ1_D("x0", "9", "10") IQ1_D("x1", "11", "12")                                                                \
+    "vcvtdq2ps %%ymm9, %%ymm9\n\tvcvtdq2ps %%ymm10, %%ymm10\n\tvcvtdq2ps %%ymm11, %%ymm11\n\t"                    \
+    "vcvtdq2ps %%ymm12, %%ymm12\n\t"                                                                              \
+    "vfmadd231ps (%[d]), %%ymm9, %[e00]\n\tvfmadd231ps 32(%[d]), %%ymm10, %[e10]\n\t"                            \
+    "vfmadd231ps 64(%[d]), %%ymm11, %[e01]\n\tvfmadd231ps 96(%[d]), %%ymm12, %[e11]\n\t"                         \
+    "vmovdqu " XSTR(P_C) "(%[pb]), %%ymm9\n\tvmovdqu " XSTR(P_C) "+32(%[pb]), %%ymm10\n\t"                        \
+    "vmovdqa %%ymm9, %%ymm11\n\tvmovdqa %%ymm10, %%ymm12\n\t"                                                    \
+    IQ1_G(0) IQ1_G(1) IQ1_G(2) IQ1_G(3) IQ1_G(4) IQ1_G(5) IQ1_G(6) IQ1_G(7)                                       \
+    "vpmaddwd %[ones], %%ymm9, %%ymm9\n\tvpmaddwd %[ones], %%ymm10, %%ymm10\n\t"                                 \
+    "vpmaddwd %[ones], %%ymm11, %%ymm11\n\tvpmaddwd %[ones], %%ymm12, %%ymm12\n\t"                               \
+    "vcvtdq2ps %%ymm9, %%ymm9\n\tvcvtdq2ps %%ymm10, %%ymm10\n\tvcvtdq2ps %%ymm11, %%ymm11\n\t"                    \
+    "vcvtdq2ps %%ymm12, %%ymm12\n\t"                                                                              \
+    "vfmadd231ps (%[d]), %%ymm9, %[g00]\n\tvfmadd231ps 32(%[d]), %%ymm10, %[g10]\n\t"                            \
+    "vfmadd231ps 64(%[d]), %%ymm11, %[g01]\n\tvfmadd231ps 96(%[d]), %%ymm12, %[g11]\n\t"
+// clang-format on
 
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
@@ -551,104 +578,55 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                                                          float *o, int64_t os)
 {
     const __m256i ones16 = _mm256_set1_epi16(1);
-    if (i0 == 0)
-        for (int k = 0; k < 8 * TILE_T; k++)
-            st[k] = _mm256_setzero_ps();
+    __m256 dv[4] __attribute__((aligned(32))); /* d of (row h, token c) at 2c + h */
 #pragma GCC unroll 1
-    for (int p = 0; p < NP; p++) {
-        /* a row pair against a token pair at a time: each token load
-         * serves both rows, each weight load both tokens */
-        const uint8_t *pp = wp[p];
-        for (int64_t i = i0; i < i1; i++) {
-            const uint8_t *pb = pp + i * PAIR_SB, *xt = tx + i * TX_SB;
-            float dw[2];
-            memcpy(&dw[0], pb + P_W, sizeof(float));
-            memcpy(&dw[1], pb + P_W + 32, sizeof(float));
-            /* the delta lanes of the 4 tokens, both rows' weights held */
-            __m256i pd[2][4];
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-                for (int m = 0; m < 4; m++) {
-                    pd[h][m] = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_D + 64 * m + 32 * h));
-                    __asm__("" : "+x"(pd[h][m]));
-                }
+    for (int p = 0; p < NP; p++)
 #pragma GCC unroll 1
-            for (int t = 0; t < TILE_T; t++) {
-                const uint8_t *s4 = xt + TOK_SB * t + T_S4;
-                __m256i d2[2];
-#pragma GCC unroll 4
-                for (int m = 0; m < 4; m++) {
-                    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(s4 + 32 * m));
-                    __asm__("" : "+x"(x));
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; h++) {
-                        const __m256i e = _mm256_madd_epi16(pd[h][m], x);
-                        d2[h] = m ? _mm256_add_epi32(d2[h], e) : e;
-                    }
-                }
-#pragma GCC unroll 2
-                for (int h = 0; h < 2; h++) {
-                    const int r = 2 * p + h;
-                    const __m256 d = _mm256_set1_ps(y[t][i].d * dw[h]);
-                    st[4 * TILE_T + TILE_T * r + t] =
-                        _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(d2[h]), st[4 * TILE_T + TILE_T * r + t]);
-                }
+        for (int u = 0; u < TILE_T; u += 2) {
+            /* st: grid lanes of row r, token t at 4 r + t, delta lanes at 16 + 4 r + t */
+            __m256 *sg = st + TILE_T * 2 * p + u, *se = sg + 4 * TILE_T;
+            __m256 g00, g10, g01, g11, e00, e10, e01, e11;
+            if (i0 == 0) {
+                g00 = g10 = g01 = g11 = e00 = e10 = e01 = e11 = _mm256_setzero_ps();
+            } else {
+                g00 = sg[0], g01 = sg[1], g10 = sg[TILE_T], g11 = sg[TILE_T + 1];
+                e00 = se[0], e01 = se[1], e10 = se[TILE_T], e11 = se[TILE_T + 1];
             }
-#pragma GCC unroll 1
-            for (int u = 0; u < TILE_T; u += 2) {
-                __m256i a1[2][2];
+            for (int64_t i = i0; i < i1; i++) {
+                const uint8_t *pb = wp[p] + i * PAIR_SB, *x0 = tx + i * TX_SB + TOK_SB * u, *x1 = x0 + TOK_SB;
 #pragma GCC unroll 2
-                for (int h = 0; h < 2; h++) {
-                    const __m256i start = _mm256_loadu_si256((const __m256i *)(const void *)(pb + P_C + 32 * h));
-                    a1[h][0] = a1[h][1] = start;
-                }
-                /* a row pair's weights of 4 sub-blocks in ymm0-7 (row h of
-                 * sub-block b at 64 b + 32 h), each token's bytes loaded
-                 * once for both rows: in asm, where GCC passed the int16
-                 * sums through the stack */
-                for (int g = 0; g < 2; g++) {
-                    const uint8_t *wg = pb + 256 * g, *x0 = xt + TOK_SB * u + 128 * g, *x1 = x0 + TOK_SB;
-                    __asm__("vmovdqu (%[w]), %%ymm0\n\tvmovdqu 32(%[w]), %%ymm1\n\t"
-                            "vmovdqu 64(%[w]), %%ymm2\n\tvmovdqu 96(%[w]), %%ymm3\n\t"
-                            "vmovdqu 128(%[w]), %%ymm4\n\tvmovdqu 160(%[w]), %%ymm5\n\t"
-                            "vmovdqu 192(%[w]), %%ymm6\n\tvmovdqu 224(%[w]), %%ymm7\n\t"
-                            IQ1_TOK("%[x0]", "%[c00]", "%[c10]") IQ1_TOK("%[x1]", "%[c01]", "%[c11]")
-                            : [c00] "+x"(a1[0][0]), [c10] "+x"(a1[1][0]), [c01] "+x"(a1[0][1]), [c11] "+x"(a1[1][1])
-                            : [w] "r"(wg), [x0] "r"(x0), [x1] "r"(x1)
-                            : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm12", "xmm13",
-                              "xmm15", "memory");
-                }
-#pragma GCC unroll 2
-                for (int c = 0; c < 2; c++)
+                for (int c = 0; c < 2; c++) {
+                    const __m256 yd = _mm256_set1_ps(y[u + c][i].d);
 #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++)
-                        a1[h][c] = _mm256_madd_epi16(a1[h][c], ones16);
-#pragma GCC unroll 2
-                for (int c = 0; c < 2; c++)
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; h++) {
-                        const int t = u + c, r = 2 * p + h;
-                        /* vec_dot's d = y.d * d_w */
-                        const __m256 d = _mm256_set1_ps(y[t][i].d * dw[h]);
-                        st[TILE_T * r + t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(a1[h][c]), st[TILE_T * r + t]);
-                    }
+                        _mm256_store_ps((float *)&dv[2 * c + h],
+                                        _mm256_mul_ps(yd, _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32 * h))));
+                }
+                __asm__(IQ1_SB
+                        : [g00] "+x"(g00), [g10] "+x"(g10), [g01] "+x"(g01), [g11] "+x"(g11), [e00] "+x"(e00),
+                          [e10] "+x"(e10), [e01] "+x"(e01), [e11] "+x"(e11)
+                        : [pb] "r"(pb), [x0] "r"(x0), [x1] "r"(x1), [d] "r"(dv), [ones] "m"(ones16)
+                        : "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
             }
-        }
-    }
-    if (i1 < nbl)
-        return;
-#pragma GCC unroll 1
-    for (int r = 0; r < 2 * NP; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_T; t++)
+            if (i1 < nbl) {
+                sg[0] = g00, sg[1] = g01, sg[TILE_T] = g10, sg[TILE_T + 1] = g11;
+                se[0] = e00, se[1] = e01, se[TILE_T] = e10, se[TILE_T + 1] = e11;
+                continue;
+            }
             /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), one fma as vec_dot's */
-            o[t * os + r] = fmaf(hsum_ps(st[4 * TILE_T + TILE_T * r + t]), QUANT_IQ1_DELTA, hsum_ps(st[TILE_T * r + t]));
+            const int r = 2 * p;
+            o[u * os + r] = fmaf(hsum_ps(e00), QUANT_IQ1_DELTA, hsum_ps(g00));
+            o[u * os + r + 1] = fmaf(hsum_ps(e10), QUANT_IQ1_DELTA, hsum_ps(g10));
+            o[(u + 1) * os + r] = fmaf(hsum_ps(e01), QUANT_IQ1_DELTA, hsum_ps(g01));
+            o[(u + 1) * os + r + 1] = fmaf(hsum_ps(e11), QUANT_IQ1_DELTA, hsum_ps(g11));
+        }
 }
 
 GEMM_KP_TILES(tile256)
-#undef IQ1_SUB
-#undef IQ1_TOK
+#undef IQ1_DM2
+#undef IQ1_D
+#undef IQ1_G
+#undef IQ1_SB
 
 static const struct gemm_kp iq1_m_kp = {
     .pair_sb = PAIR_SB,
