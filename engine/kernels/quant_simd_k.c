@@ -212,10 +212,19 @@ static inline __attribute__((always_inline)) void q5_K_rows_pf(int64_t n, const 
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p0, p1));
             }
         }
-        /* the min totals of the 4 tokens side by side: lane c is token c's */
-        __m128i prod[4];
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) prod[c] = k4_min_sums(sm, y[c < nt ? c : 0][i].bsums);
-        const __m128i tot = _mm_hadd_epi32(_mm_hadd_epi32(prod[0], prod[1]), _mm_hadd_epi32(prod[2], prod[3]));
+        /* the min totals of the 4 tokens side by side: lane c is token c's
+         * (one token: its own alone, lane 0; the others' took a third of
+         * a one-token matvec's instructions) */
+        __m128i tot;
+        if (nt == 1) {
+            const __m128i p = k4_min_sums(sm, y[0][i].bsums);
+            const __m128i h = _mm_add_epi32(p, _mm_unpackhi_epi64(p, p));
+            tot = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
+        } else {
+            __m128i prod[4];
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) prod[c] = k4_min_sums(sm, y[c < nt ? c : 0][i].bsums);
+            tot = _mm_hadd_epi32(_mm_hadd_epi32(prod[0], prod[1]), _mm_hadd_epi32(prod[2], prod[3]));
+        }
         const __m128 yd = _mm_setr_ps(y[0][i].d, y[nt > 1 ? 1 : 0][i].d, y[nt > 2 ? 2 : 0][i].d, y[nt > 3 ? 3 : 0][i].d);
         /* dmin = -y.d * x.dmin, as the reference's scalar */
         const __m128 dmin = _mm_mul_ps(_mm_xor_ps(yd, _mm_set1_ps(-0.0f)), _mm_set1_ps(xdmin));
