@@ -983,7 +983,7 @@ SG_TILES(one, 1.0f)
 #define SG_KIND(T, N)                                                                                              \
     {                                                                                                              \
         .pair_sb = SG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * SG_T, .write_row = write_sign_##T,       \
-        .prep = gemm_kp_prep_tokens_offset, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                                 \
+        .prep = gemm_kp_prep_tokens_offset, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                          \
     }
 static const struct gemm_kp sg_iq2_xxs = SG_KIND(iq2_xxs, eighth), sg_iq2_xs = SG_KIND(iq2_xs, eighth),
                              sg_iq2_s = SG_KIND(iq2_s, eighth), sg_iq3_s = SG_KIND(iq3_s, one),
