@@ -6,7 +6,8 @@
  * Not part of make test. Usage: bench_gemm_iq [tokens] [seconds-per-case]
  * [gemm] [TYPE]: with "gemm", only the GEMM is timed (no vec_dot tiles, no
  * bit check), for comparing two builds of it quickly; a type name (IQ4_XS,
- * IQ2_XXS, IQ3_S, IQ1_M) runs that type only. The vec_dot tiles and the
+ * IQ2_XXS, IQ3_S, IQ1_M, and IQ2_XS, IQ2_S, IQ3_XXS, which run only when
+ * named) runs that type only. The vec_dot tiles and the
  * GEMM run alternately, each case's time its fastest run (CPU time). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,14 +32,16 @@ int main(int argc, char **argv)
     const double secs = argc > 2 ? atof(argv[2]) : 0.5;
     const int gemm_only = argc > 3 && strcmp(argv[3], "gemm") == 0;
     const char *only = argc > 3 + gemm_only ? argv[3 + gemm_only] : NULL;
-    const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ1_M};
-    const char *names[] = {"IQ4_XS", "IQ2_XXS", "IQ3_S", "IQ1_M"};
+    const enum tensor_type types[] = {TENSOR_TYPE_IQ4_XS, TENSOR_TYPE_IQ2_XXS, TENSOR_TYPE_IQ3_S, TENSOR_TYPE_IQ1_M,
+                                      TENSOR_TYPE_IQ2_XS,  TENSOR_TYPE_IQ2_S,   TENSOR_TYPE_IQ3_XXS};
+    const char *names[] = {"IQ4_XS", "IQ2_XXS", "IQ3_S", "IQ1_M", "IQ2_XS", "IQ2_S", "IQ3_XXS"};
+    /* the last three only when named (the table's rows are the first four) */
     /* TinyLlama: dim 2048, 4 kv heads of 64, ffn 5632; q k v o gate up down */
     const int64_t shp[7][2] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
                                {2048, 5632}, {2048, 5632}, {5632, 2048}};
-    for (int ti = 0; ti < 4; ti++) {
+    for (int ti = 0; ti < 7; ti++) {
         const enum tensor_type t = types[ti];
-        if (only && strcmp(only, names[ti]) != 0)
+        if (only ? strcmp(only, names[ti]) != 0 : ti >= 4)
             continue;
         double layer[2] = {0, 0};
         for (int m = 0; m < 7; m++) {
