@@ -33,14 +33,18 @@
  * gemm groups of 4; the panels and the transposed tokens are made once a
  * call, so few tokens do not pay for them). bench_packed, AVX2 build, one
  * TinyLlama layer, ns per row x token x block, tile vs GEMM: Q4_K 16 tokens
- * 0.35 vs 0.34; Q4_0 16 0.34 vs 0.37, 24 0.34 vs 0.34, 32 0.34 vs 0.31. */
+ * 0.35 vs 0.34; Q4_0 16 0.34 vs 0.37, 24 0.34 vs 0.34, 32 0.34 vs 0.31.
+ * Again on one thread of an AMD EPYC Zen 4 (2026-12-05): Q4_K 16 0.42 vs
+ * 0.41; Q4_0 16 0.45 vs 0.48, 24 0.44-0.46 vs 0.43, 28 0.44-0.45 vs
+ * 0.43-0.44, 32 0.45 vs 0.38. */
 #define GEMM_TLANES_MIN_TOK_Q4_K 16
-#define GEMM_TLANES_MIN_TOK_Q4_0 32
+#define GEMM_TLANES_MIN_TOK_Q4_0 24
 /* MXFP4 (against forward_packed.c's decoding of a group into 8-row
  * interleaved blocks, repack_mxfp4.c): 2048 x 2048, 32 tokens 0.338 vs
  * 0.356, 40 0.336 vs 0.342, 48 0.334 vs 0.317, 64 0.33-0.34 vs 0.299, 512
  * 0.337 vs 0.263 (each row's panel unpacked by a gather costs the few-token
- * calls). */
+ * calls). On the Zen 4: 32 tokens 0.40-0.41 vs 0.38-0.39, 36 0.40 vs
+ * 0.41-0.42 (4 whole token vectors and a part), so it stays. */
 #define GEMM_TLANES_MIN_TOK_MXFP4 40
 
 /* out[t * out_stride + r] for rows [r0, r1) of a Q4_K matrix packed by
