@@ -59,10 +59,10 @@
 #include "kernels/quant_iq4.h"
 #include "kernels/quant_iq_signs.h"
 
-/* AVX2 builds run the IQ2 and IQ3 types through the sign GEMM below (on
+/* AVX2 builds run the IQ2 and IQ3 types through the offset GEMM below (on
  * gemm_kpanel.h's driver), IQ4_XS through the int16 tiles. */
 #if defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_DRIVE) && defined(GEMM_KPANEL) && !defined(GEMM_KPANEL_512)
-#define GEMM_IQ_SIGN256 1
+#define GEMM_IQ_OFS256 1
 #endif
 
 /* Super-block i of a row: v[b] its sub-block b's 32 values (bytes, natural
@@ -211,40 +211,47 @@ bool gemm_iq_supports(enum tensor_type type)
     return type_info(type, &fn, &scale, &pk) || gemm_iq1_supports(type);
 }
 
+/* Where each build's GEMM overtakes the vec_dot tiles, per type
+ * (bench_gemm_iq TOKENS 0.3 TYPE, one layer's matmuls, one thread of an AMD
+ * EPYC Zen 4, GEMM / tiles):
+ * - AVX2 (the offset tiles; IQ4_XS the int16 ones): IQ2_XXS 0.95x at 16
+ *   tokens, 1.07x at 20; IQ2_XS 1.02x at 16, 1.14x at 20; IQ2_S 0.94x at
+ *   20, 1.03x at 24; IQ3_S 1.17x at 8; IQ3_XXS 1.01x at 12; IQ4_XS 0.83x at
+ *   8, 0.96x at 10, 1.02x at 16, 1.08x at 20; IQ1_M 0.95x at 6, 1.22x at 8.
+ *   (With the signs on the tokens' bytes it had taken 32 tokens for
+ *   IQ2_XXS, 16 for IQ3_S.)
+ * - AVX-512 VNNI: IQ2_XXS 1.10x at 10, 1.11x at 12; IQ2_XS 0.90x at 8,
+ *   1.11x at 12; IQ2_S 0.93x at 12; IQ3_S 1.02x at 5, 1.19x at 6; IQ3_XXS
+ *   0.76x at 8, 1.01x at 12, 1.27x at 16; IQ4_XS 1.01x at 8; IQ1_M 1.05x
+ *   at 6, 1.21x at 8. */
 int gemm_iq_min_tok(enum tensor_type type)
 {
-#ifdef GEMM_IQ_SIGN256
-    /* AVX2: where the GEMM overtakes the vec_dot tiles (bench_gemm_iq, AVX2
-     * build, one layer's matmuls, one thread of an AMD EPYC Zen 4, since
-     * its tokens come offset: IQ2_XXS 0.95x at 16 tokens, 1.07x at 20;
-     * IQ2_XS 1.02x at 16, 1.14x at 20; IQ2_S 0.94x at 20, 1.03x at 24;
-     * IQ3_S 1.17x at 8; IQ3_XXS 1.01x at 12. With the signs on the tokens'
-     * bytes it had taken 32 tokens for IQ2_XXS, 16 for IQ3_S. IQ4_XS's
-     * int16 tiles: 0.83x at 8, 0.96x at 10, 1.02x at 16, 1.08x at 20.) */
-    if (type == TENSOR_TYPE_IQ2_XXS || type == TENSOR_TYPE_IQ2_XS)
+    switch (type) {
+#ifdef GEMM_IQ_OFS256
+    case TENSOR_TYPE_IQ2_XXS:
+    case TENSOR_TYPE_IQ2_XS:
         return 20;
-    if (type == TENSOR_TYPE_IQ4_XS)
-        return 16;
-    if (type == TENSOR_TYPE_IQ2_S)
+    case TENSOR_TYPE_IQ2_S:
         return 24;
-    if (type == TENSOR_TYPE_IQ3_XXS)
+    case TENSOR_TYPE_IQ3_XXS:
+    case TENSOR_TYPE_IQ4_XS:
         return 16;
 #elif defined(GEMM_IQ_DRIVE)
-    /* AVX-512 VNNI (the same measurement, native build: IQ2_XXS 1.10x at
-     * 10 tokens, 1.11x at 12; IQ2_XS 0.90x at 8, 1.11x at 12; IQ2_S 0.93x
-     * at 12; IQ3_S 1.02x at 5, 1.19x at 6; IQ3_XXS 0.76x at 8, 1.01x at
-     * 12, 1.27x at 16; IQ4_XS 1.01x at 8; IQ1_M 1.05x at 6, 1.21x at 8) */
-    if (type == TENSOR_TYPE_IQ2_XXS || type == TENSOR_TYPE_IQ2_XS)
+    case TENSOR_TYPE_IQ2_XXS:
+    case TENSOR_TYPE_IQ2_XS:
         return 12;
-    if (type == TENSOR_TYPE_IQ3_S)
-        return 6;
-    if (type == TENSOR_TYPE_IQ3_XXS)
+    case TENSOR_TYPE_IQ2_S:
+    case TENSOR_TYPE_IQ3_XXS:
         return 16;
+    case TENSOR_TYPE_IQ3_S:
+        return 6;
 #endif
-    return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ||
-                   type == TENSOR_TYPE_IQ1_M
-               ? 8
-               : 16;
+    default: /* the rest, and every type where a build has no GEMM for it */
+        return type == TENSOR_TYPE_IQ4_XS || type == TENSOR_TYPE_IQ3_S || type == TENSOR_TYPE_IQ3_XXS ||
+                       type == TENSOR_TYPE_IQ1_M
+                   ? 8
+                   : 16;
+    }
 }
 
 bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
@@ -923,7 +930,7 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
 }
 #endif
 
-#ifdef GEMM_IQ_SIGN256
+#ifdef GEMM_IQ_OFS256
 /* The AVX2 GEMM of the IQ2 and IQ3 types (those whose 4-value sums fit an
  * int16, type_info's pk) on the K-quant driver (gemm_kpanel.h): a row's
  * decoded values (signed, |v| <= 62) in the panel's AVX2 order against the
@@ -936,20 +943,20 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
  * values where the int16 tiles take 4, and no sign steps (gemm_kp_lanes256
  * with co). Then vec_dot's float steps: fma(d_w * y.d, lanes, acc) per
  * super-block, scale * hsum_float_8. */
-#define SG_PAIR_SB 1088
-#define SG_OFF_CO 512  /* per chunk pair and row the surplus, 16 int16 */
-#define SG_OFF_SC 768  /* per chunk pair and row the 8 lanes' scale pairs */
-#define SG_OFF_DW 1024 /* per row d_w, 8 copies */
-#define SG_T GEMM_KP_TILE_T
+#define OG_PAIR_SB 1088
+#define OG_OFF_CO 512  /* per chunk pair and row the surplus, 16 int16 */
+#define OG_OFF_SC 768  /* per chunk pair and row the 8 lanes' scale pairs */
+#define OG_OFF_DW 1024 /* per row d_w, 8 copies */
+#define OG_T GEMM_KP_TILE_T
 
-static inline __attribute__((always_inline)) void write_sign_row(decode_fn decode, const void *row, int64_t nbl,
+static inline __attribute__((always_inline)) void write_ofs_row(decode_fn decode, const void *row, int64_t nbl,
                                                                  uint8_t *p, int h)
 {
     int8_t v[QK_K];
     int ls[QK_K / 16];
     float d;
     const __m256i m128 = _mm256_set1_epi8((char)0x80);
-    for (int64_t i = 0; i < nbl; i++, p += SG_PAIR_SB) {
+    for (int64_t i = 0; i < nbl; i++, p += OG_PAIR_SB) {
         decode(row, i, v, ls, &d);
         for (int q = 0; q < 4; q++) {
             const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 64 * q));
@@ -959,7 +966,7 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
             /* the surplus: the tile's own steps against a token of zeros */
             const __m256i wa = _mm256_loadu_si256((const __m256i *)(const void *)(pv + 64 * h));
             const __m256i wb = _mm256_loadu_si256((const __m256i *)(const void *)(pv + 64 * h + 32));
-            _mm256_storeu_si256((__m256i *)(void *)(p + SG_OFF_CO + 64 * q + 32 * h),
+            _mm256_storeu_si256((__m256i *)(void *)(p + OG_OFF_CO + 64 * q + 32 * h),
                                 _mm256_add_epi16(_mm256_maddubs_epi16(m128, wa), _mm256_maddubs_epi16(m128, wb)));
             /* lane k: (scale of its 16 in chunk 2q, in chunk 2q + 1) */
             int16_t sc[16];
@@ -967,68 +974,68 @@ static inline __attribute__((always_inline)) void write_sign_row(decode_fn decod
                 sc[2 * k] = (int16_t)ls[4 * q + (k >= 4)];
                 sc[2 * k + 1] = (int16_t)ls[4 * q + 2 + (k >= 4)];
             }
-            memcpy(p + SG_OFF_SC + 64 * q + 32 * h, sc, sizeof sc);
+            memcpy(p + OG_OFF_SC + 64 * q + 32 * h, sc, sizeof sc);
         }
-        _mm256_storeu_ps((float *)(void *)(p + SG_OFF_DW + 32 * h), _mm256_set1_ps(d));
+        _mm256_storeu_ps((float *)(void *)(p + OG_OFF_DW + 32 * h), _mm256_set1_ps(d));
     }
 }
 
 /* each type's panel writer, and its tiles (gemm_kp_tile256 with the
  * surplus) per vec_dot factor */
-#define SG_WRITE(T)                                                                                                \
-    static void write_sign_##T(const void *row, int64_t nbl, uint8_t *p, int h)                                   \
+#define OG_WRITE(T)                                                                                                \
+    static void write_ofs_##T(const void *row, int64_t nbl, uint8_t *p, int h)                                   \
     {                                                                                                              \
-        write_sign_row(decode_##T, row, nbl, p, h);                                                                \
+        write_ofs_row(decode_##T, row, nbl, p, h);                                                                \
     }
-SG_WRITE(iq2_xxs)
-SG_WRITE(iq2_xs)
-SG_WRITE(iq2_s)
-SG_WRITE(iq3_s)
-SG_WRITE(iq3_xxs)
-#define SG_TILES(N, SCALE)                                                                                         \
-    static void sg_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
+OG_WRITE(iq2_xxs)
+OG_WRITE(iq2_xs)
+OG_WRITE(iq2_s)
+OG_WRITE(iq3_s)
+OG_WRITE(iq3_xxs)
+#define OG_TILES(N, SCALE)                                                                                         \
+    static void og_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[OG_T], const uint8_t *tx,     \
                              int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
     {                                                                                                              \
-        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_CO, 0, SG_OFF_DW, SCALE); \
+        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
     }                                                                                                              \
-    static void sg_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[SG_T], const uint8_t *tx,     \
+    static void og_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[OG_T], const uint8_t *tx,     \
                              int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
     {                                                                                                              \
-        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, o, os, SG_PAIR_SB, SG_OFF_SC, SG_OFF_CO, 0, SG_OFF_DW, SCALE); \
+        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
     }
-SG_TILES(eighth, 0.125f)
-SG_TILES(quarter, 0.25f)
-SG_TILES(one, 1.0f)
-#define SG_KIND(T, N)                                                                                              \
+OG_TILES(eighth, 0.125f)
+OG_TILES(quarter, 0.25f)
+OG_TILES(one, 1.0f)
+#define OG_KIND(T, N)                                                                                              \
     {                                                                                                              \
-        .pair_sb = SG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * SG_T, .write_row = write_sign_##T,       \
-        .prep = gemm_kp_prep_tokens_offset, .tile2 = sg_tile2_##N, .tile1 = sg_tile1_##N,                          \
+        .pair_sb = OG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * OG_T, .write_row = write_ofs_##T,       \
+        .prep = gemm_kp_prep_tokens_offset, .tile2 = og_tile2_##N, .tile1 = og_tile1_##N,                          \
     }
-static const struct gemm_kp sg_iq2_xxs = SG_KIND(iq2_xxs, eighth), sg_iq2_xs = SG_KIND(iq2_xs, eighth),
-                             sg_iq2_s = SG_KIND(iq2_s, eighth), sg_iq3_s = SG_KIND(iq3_s, one),
-                             sg_iq3_xxs = SG_KIND(iq3_xxs, quarter);
+static const struct gemm_kp og_iq2_xxs = OG_KIND(iq2_xxs, eighth), og_iq2_xs = OG_KIND(iq2_xs, eighth),
+                             og_iq2_s = OG_KIND(iq2_s, eighth), og_iq3_s = OG_KIND(iq3_s, one),
+                             og_iq3_xxs = OG_KIND(iq3_xxs, quarter);
 
-/* The sign GEMM's kind for type, NULL for IQ4_XS (the int16 tiles). */
-static const struct gemm_kp *sign_kind(enum tensor_type type)
+/* The offset GEMM's kind for type, NULL for IQ4_XS (the int16 tiles). */
+static const struct gemm_kp *ofs_kind(enum tensor_type type)
 {
     switch (type) {
     case TENSOR_TYPE_IQ2_XXS:
-        return &sg_iq2_xxs;
+        return &og_iq2_xxs;
     case TENSOR_TYPE_IQ2_XS:
-        return &sg_iq2_xs;
+        return &og_iq2_xs;
     case TENSOR_TYPE_IQ2_S:
-        return &sg_iq2_s;
+        return &og_iq2_s;
     case TENSOR_TYPE_IQ3_S:
-        return &sg_iq3_s;
+        return &og_iq3_s;
     case TENSOR_TYPE_IQ3_XXS:
-        return &sg_iq3_xxs;
+        return &og_iq3_xxs;
     default:
         return NULL;
     }
 }
 #elif defined(QUANT_HAVE_AVX2) && !defined(GEMM_IQ_512)
-/* no sign GEMM in this build: the int16 tiles take every type */
-#define sign_kind(type) ((void)(type), (const struct gemm_kp *)NULL)
+/* no offset GEMM in this build: the int16 tiles take every type */
+#define ofs_kind(type) ((void)(type), (const struct gemm_kp *)NULL)
 #endif
 
 /* The AVX2 GEMM (int16 panels, AVX2 tiles); false when no scratch. */
@@ -1085,7 +1092,7 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     decode_fn decode;
     float scale;
     bool pk;
-    const struct gemm_kp *sk = sign_kind(type);
+    const struct gemm_kp *sk = ofs_kind(type);
     if (sk)
         done = gemm_kp_rows(sk, nbl, wd, rs, r0, r1, act, act_stride, n_tok, out, out_stride);
     else if (type == TENSOR_TYPE_IQ1_M)

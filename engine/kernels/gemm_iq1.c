@@ -93,7 +93,7 @@ bool gemm_iq1_supports(enum tensor_type type)
 static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw)
 {
     const block_iq1_m *x = row;
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256i ones8 = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < nbl; i++, p += PAIR_SB) {
         uint16_t sc[4];
         memcpy(sc, x[i].scales, 8);
@@ -101,7 +101,7 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
         if (dw)
             dw[i] = d;
         _mm256_storeu_ps((float *)(void *)(p + P_W + 32 * h), _mm256_set1_ps(d));
-        __m256i corr = _mm256_setzero_si256(), corr16 = corr;
+        __m256i w2sum = _mm256_setzero_si256(); /* per byte pair, over the 8 sub-blocks: |.| <= 240 */
         for (int m = 0; m < QK_K / 64; m++) {
             /* pk[l]: group l's delta weight (scale times sign) of sub-block
              * 2m in the low int16, of 2m + 1 in the high */
@@ -120,10 +120,8 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
                 const __m256i gs =
                     _mm256_sign_epi8(_mm256_setr_m128i(_mm_set1_epi8((char)s0), _mm_set1_epi8((char)s1)), g);
                 _mm256_storeu_si256((__m256i *)(p + 64 * b + 32 * h), gs);
-                /* the lanes' weight sums (exact: 1 * w pairs, then pairs) */
-                const __m256i w2 = _mm256_maddubs_epi16(ones8, gs);
-                corr16 = _mm256_add_epi16(corr16, w2);
-                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(w2, ones16));
+                /* the weights' sums per byte pair (exact: 1 * w pairs) */
+                w2sum = _mm256_add_epi16(w2sum, _mm256_maddubs_epi16(ones8, gs));
                 for (int l = 0; l < 4; l++) {
                     const int neg = -(int)(nib[l] >> 3);
                     pk[l] |= (uint32_t)(uint16_t)(((l < 2 ? s0 : s1) ^ neg) - neg) << 16 * e;
@@ -134,17 +132,16 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
             _mm256_storeu_si256((__m256i *)(p + P_D + 64 * m + 32 * h),
                                 _mm256_setr_m128i(_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)));
         }
-        /* minus 128 * the weight sums: the accumulators' start (|128 x
-         * 8 x 2 x 15| fits an int16) */
+        /* minus 128 * the weight sums: the accumulators' start, per byte
+         * pair (AVX2: |128 x 240| fits an int16) or per lane (the pairs'
+         * sums, madd by ones: exact) */
 #ifdef GEMM_IQ1_256
-        (void)corr;
-        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h),
-                            _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(corr16, 7)));
+        const __m256i start = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(w2sum, 7));
 #else
-        (void)corr16;
-        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h),
-                            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
+        const __m256i start = _mm256_sub_epi32(
+            _mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(w2sum, _mm256_set1_epi16(1)), 7));
 #endif
+        _mm256_storeu_si256((__m256i *)(p + P_C + 32 * h), start);
     }
 }
 

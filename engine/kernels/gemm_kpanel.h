@@ -219,7 +219,7 @@ void gemm_kp_prep_tokens_offset(const block_q8_K *const y[GEMM_KP_TILE_T], int64
  * acc[t] += the reference's 8 lanes of the two chunks, scaled. The two
  * maddubs sums added as int16 are the 4-value sums of both chunks side by
  * side (each |.| <= 4 * 63 * 128), the madd scales and adds them. With co
- * (the IQ sign GEMM) pw holds signed values (|v| <= 62), the tokens' bytes
+ * (the IQ offset GEMM) pw holds signed values (|v| <= 62), the tokens' bytes
  * come offset by 128 (gemm_kp_prep_tokens_offset: maddubs' unsigned
  * operand; a pair's products <= 2 * 255 * 62, no saturation) and co holds
  * the row's surplus, 128 x each lane's 4-value sum, as int16: the sums
@@ -283,7 +283,7 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
 }
 
 /* The AVX2 tile of the panels whose float step is one FMA per super-block
- * (Q6_K, the IQ2/IQ3 sign GEMM of gemm_iq.c): 2 NP rows, one after the
+ * (Q6_K, the IQ2/IQ3 offset GEMM of gemm_iq.c): 2 NP rows, one after the
  * other, against the 4 tokens (their bytes in tx, GEMM_KP_TX_VALUES a
  * super-block), super-blocks [i0, i1). Per super-block and token the lanes
  * (gemm_kp_sb256), plus, with off_off, a madd of the token's bsums against
@@ -291,7 +291,7 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
  * y.d * d_w (vec_dot's scalar product); at the end scale * hsum_float_8 (x
  * * 1.0f is x). In a pair's super-block row h's values are at 64h, its
  * signed values' surplus per chunk pair q at off_co + 64q + 32h (with
- * off_co: the IQ sign GEMM, tokens offset), its scale pairs at off_sc +
+ * off_co: the IQ offset GEMM, tokens offset), its scale pairs at off_sc +
  * 32h, its offsets at off_off + 32h, its d_w at off_dw + 32h. Float state
  * st[4 r + t]. Always inlined with constant offsets. */
 static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const uint8_t *const wp[2],

@@ -212,9 +212,10 @@ static inline __attribute__((always_inline)) void q5_K_rows_pf(int64_t n, const 
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p0, p1));
             }
         }
-        /* the min totals of the 4 tokens side by side: lane c is token c's
-         * (one token: its own alone, lane 0; the others' took a third of
-         * a one-token matvec's instructions) */
+        /* the min totals of the nt tokens side by side: lane c is token c's,
+         * lanes past nt unread (zeros: formed for token 0 they took a third
+         * of a one-token matvec's instructions besides the unpacking); one
+         * token's alone without the hadds (with zeros in them 4 % slower) */
         __m128i tot;
         if (nt == 1) {
             const __m128i p = k4_min_sums(sm, y[0][i].bsums);
@@ -222,7 +223,8 @@ static inline __attribute__((always_inline)) void q5_K_rows_pf(int64_t n, const 
             tot = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
         } else {
             __m128i prod[4];
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) prod[c] = k4_min_sums(sm, y[c < nt ? c : 0][i].bsums);
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) prod[c] =
+                c < nt ? k4_min_sums(sm, y[c][i].bsums) : _mm_setzero_si128();
             tot = _mm_hadd_epi32(_mm_hadd_epi32(prod[0], prod[1]), _mm_hadd_epi32(prod[2], prod[3]));
         }
         const __m128 yd = _mm_setr_ps(y[0][i].d, y[nt > 1 ? 1 : 0][i].d, y[nt > 2 ? 2 : 0][i].d, y[nt > 3 ? 3 : 0][i].d);
