@@ -579,7 +579,7 @@ static inline __attribute__((always_inline)) void hsum_2x8(const __m512 facc[2][
  * NP, NT. */
 static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT, const uint8_t *const wp[2],
                                                          const float *const dw[4], const uint8_t *const a[TILE_T],
-                                                         const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1,
+                                                         const float *const yd[TILE_T], int64_t i0, int64_t i1,
                                                          float fs[16][16], float *o, int64_t stride, int nr,
                                                          float scale)
 {
@@ -668,7 +668,7 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
                                                                    _mm256_castps_pd(_mm256_set1_ps(dw[2 * j + 1][i])), 1));
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++) /* d_w * d_act, as vec_dot's scalar product */
-                facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(y[t][i].d)),
+                facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(yd[t][i])),
                                              _mm512_cvtepi32_ps(PK ? acc[j][t] : _mm512_sub_epi32(acc[j][t], corr)),
                                              facc[j][t]);
         }
@@ -705,11 +705,11 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
 
 #define TILE_FN(pk, np, nt)                                                                                       \
     static void tile_##pk##_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                    \
-                                        const uint8_t *const a[TILE_T], const block_q8_K *const y[TILE_T],       \
+                                        const uint8_t *const a[TILE_T], const float *const yd[TILE_T],           \
                                         int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,       \
                                         int nr, float scale)                                                      \
     {                                                                                                             \
-        tile512(pk, np, nt, wp, dw, a, y, i0, i1, fs, o, stride, nr, scale);                                      \
+        tile512(pk, np, nt, wp, dw, a, yd, i0, i1, fs, o, stride, nr, scale);                                      \
     }
 #define TILE_FNS(pk)                                                                                              \
     TILE_FN(pk, 1, 1) TILE_FN(pk, 1, 2) TILE_FN(pk, 1, 3) TILE_FN(pk, 1, 4) TILE_FN(pk, 1, 5) TILE_FN(pk, 1, 6)  \
@@ -994,14 +994,16 @@ OG_WRITE(iq3_s)
 OG_WRITE(iq3_xxs)
 #define OG_TILES(N, SCALE)                                                                                         \
     static void og_tile2_##N(const uint8_t *const wp[2], const block_q8_K *const y[OG_T], const uint8_t *tx,     \
-                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
+                             const float *yd, int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o,       \
+                             int64_t os)                                                                       \
     {                                                                                                              \
-        gemm_kp_tile256(2, wp, y, tx, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
+        gemm_kp_tile256(2, wp, y, tx, yd, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
     }                                                                                                              \
     static void og_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[OG_T], const uint8_t *tx,     \
-                             int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o, int64_t os)            \
+                             const float *yd, int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o,       \
+                             int64_t os)                                                                       \
     {                                                                                                              \
-        gemm_kp_tile256(1, wp, y, tx, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
+        gemm_kp_tile256(1, wp, y, tx, yd, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
     }
 OG_TILES(eighth, 0.125f)
 OG_TILES(quarter, 0.25f)

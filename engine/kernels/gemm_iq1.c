@@ -285,8 +285,8 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             /* the next super-block: w0, w1 at P_C now, p0, p3 at the next one */
             "add $" XSTR(PAIR_SB - P_C) ", %[w0]\n\t"
             "add $" XSTR(PAIR_SB - P_C) ", %[w1]\n\t"
-            "add $" XSTR(Q8K_BYTES) ", %[y0]\n\t"
-            "add $" XSTR(Q8K_BYTES) ", %[y3]\n\t"
+            "add $4, %[y0]\n\t"
+            "add $4, %[y3]\n\t"
             "dec %[nb]\n\t"
             "jnz 3b\n\t"
             "vmovups %%zmm8, (%[fo])\n\t"
@@ -370,7 +370,7 @@ static void finish(float fs[16][16], int nr, int nt, float *o, int64_t stride)
  * NT. */
 static inline __attribute__((always_inline)) void
 tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[GEMM_IQ_TILE_MAX],
-        const block_q8_K *const y[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,
+        const float *const yd[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,
         int nr)
 {
     /* the first slice's state: zeros (loads from a constant, where a memset
@@ -378,13 +378,13 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
     static const float zero[16][16] __attribute__((aligned(64)));
     const float(*fi)[16] = i0 == 0 ? zero : (const float(*)[16])fs;
     /* the asm tile wants the tokens evenly spaced */
-    const size_t st = (size_t)(a[1] - a[0]), ys = (size_t)((const char *)y[1] - (const char *)y[0]);
+    const size_t st = (size_t)(a[1] - a[0]), ys = (size_t)((const char *)yd[1] - (const char *)yd[0]);
     bool even = NP == 2 && NT == 4;
     for (int t = 2; t < NT; t++)
         even = even && a[t] == a[0] + (size_t)t * st &&
-               (const char *)y[t] == (const char *)y[0] + (size_t)t * ys;
+               (const char *)yd[t] == (const char *)yd[0] + (size_t)t * ys;
     if (even) {
-        tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, &y[0][i0].d, ys,
+        tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, yd[0] + i0, ys,
                      i1 - i0, fi, fs);
         if (o)
             finish(fs, nr, NT, o, stride);
@@ -426,7 +426,7 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
             for (int t = 0; t < NT; t++) { /* d = d_act * d_w, one product as vec_dot's */
-                f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
+                f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(yd[t][i])),
                                            _mm512_cvtepi32_ps(acc[j][t]), f1[j][t]);
                 acc[j][t] = _mm512_setzero_si512();
             }
@@ -447,7 +447,7 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
             for (int t = 0; t < NT; t++)
-                f2[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(y[t][i].d)),
+                f2[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(yd[t][i])),
                                            _mm512_cvtepi32_ps(acc[j][t]), f2[j][t]);
     }
 #pragma GCC unroll 2
@@ -464,11 +464,11 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
 #define TILE_FN(np, nt)                                                                                      \
     static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
                                  const uint8_t *const a[GEMM_IQ_TILE_MAX],                                   \
-                                 const block_q8_K *const y[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1,        \
+                                 const float *const yd[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1,            \
                                  float fs[16][16], float *o, int64_t stride, int nr, float scale)            \
     {                                                                                                        \
         (void)scale;                                                                                         \
-        tile512(np, nt, wp, dw, a, y, i0, i1, fs, o, stride, nr);                                            \
+        tile512(np, nt, wp, dw, a, yd, i0, i1, fs, o, stride, nr);                                           \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
@@ -573,9 +573,10 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
 
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
-                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                         float *o, int64_t os)
+                                                         const float *yd, int64_t i0, int64_t i1, int64_t nbl,
+                                                         __m256 *st, float *o, int64_t os)
 {
+    (void)y;
     const __m256i ones16 = _mm256_set1_epi16(1);
     __m256 dv[4] __attribute__((aligned(32))); /* d of (row h, token c) at 2c + h */
 #pragma GCC unroll 1
@@ -595,11 +596,11 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                 const uint8_t *pb = wp[p] + i * PAIR_SB, *x0 = tx + i * TX_SB + TOK_SB * u, *x1 = x0 + TOK_SB;
 #pragma GCC unroll 2
                 for (int c = 0; c < 2; c++) {
-                    const __m256 yd = _mm256_set1_ps(y[u + c][i].d);
+                    const __m256 ydv = _mm256_set1_ps(yd[TILE_T * i + u + c]);
 #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++)
                         _mm256_store_ps((float *)&dv[2 * c + h],
-                                        _mm256_mul_ps(yd, _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32 * h))));
+                                        _mm256_mul_ps(ydv, _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32 * h))));
                 }
                 __asm__(IQ1_SB
                         : [g00] "+x"(g00), [g10] "+x"(g10), [g01] "+x"(g01), [g11] "+x"(g11), [e00] "+x"(e00),

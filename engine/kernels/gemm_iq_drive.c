@@ -20,7 +20,7 @@
  * slices; the last slice's becomes the outputs. */
 static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
                   const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel,
-                  float *dw, uint8_t *tok, float (*fst)[16][16], int64_t pr, int tc, int tb)
+                  float *dw, uint8_t *tok, float *yd, float (*fst)[16][16], int64_t pr, int tc, int tb)
 {
     const int tt = k->tile_t;
     const int64_t slice = k->sb_slice ? k->sb_slice : nbl;
@@ -28,8 +28,11 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
 #define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
-        for (int t = 0; t < cn; t++)
+        for (int t = 0; t < cn; t++) {
             k->prep(ACT(c0 + t), nbl, tok + (size_t)t * tok_bytes);
+            for (int64_t i = 0; i < nbl; i++)
+                yd[(int64_t)t * nbl + i] = ACT(c0 + t)[i].d;
+        }
         for (int64_t p0 = r0; p0 < r1; p0 += pr) {
             const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
             for (int64_t r = 0; r < np + np % 2; r++) { /* an odd last row fills its pair's second half too */
@@ -51,11 +54,11 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
                         for (int t0 = b0; t0 < b0 + bn; t0 += tt) {
                             const int nt = b0 + bn - t0 < tt ? b0 + bn - t0 : tt;
                             const uint8_t *a[GEMM_IQ_TILE_MAX];
-                            const block_q8_K *y[GEMM_IQ_TILE_MAX];
+                            const float *y[GEMM_IQ_TILE_MAX];
                             for (int j = 0; j < GEMM_IQ_TILE_MAX; j++) {
                                 const int t = t0 + (j < nt ? j : nt - 1);
                                 a[j] = tok + (size_t)t * tok_bytes;
-                                y[j] = ACT(c0 + t);
+                                y[j] = yd + (int64_t)t * nbl;
                             }
                             /* one slice: the state in a local (hot) buffer */
                             float fl[16][16] __attribute__((aligned(64)));
@@ -92,18 +95,19 @@ bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, i
     if (tc > n_tok)
         tc = n_tok;
     const size_t tok_bytes = UP64((size_t)tc * (size_t)nbl * k->tok_sb);
+    const size_t yd_bytes = UP64((size_t)tc * (size_t)nbl * sizeof(float));
     int tb = k->tok_blk ? k->tok_blk : (int)(TOK_BLK_BYTES / ((size_t)nbl * k->tok_sb));
     tb = tb < k->tile_t ? k->tile_t : tb - tb % k->tile_t;
     const size_t fst_bytes = k->sb_slice && k->sb_slice < nbl
                                  ? (size_t)((prp + 3) / 4) * (size_t)(tb / k->tile_t) * sizeof(float[16][16])
                                  : 0;
 #undef UP64
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + fst_bytes);
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + yd_bytes + fst_bytes);
     if (!scr)
         return false;
     drive(k, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, scr, (float *)(void *)(scr + panel_bytes),
-          scr + panel_bytes + dw_bytes, (float(*)[16][16])(void *)(scr + panel_bytes + dw_bytes + tok_bytes), pr, tc,
-          tb);
+          scr + panel_bytes + dw_bytes, (float *)(void *)(scr + panel_bytes + dw_bytes + tok_bytes),
+          (float(*)[16][16])(void *)(scr + panel_bytes + dw_bytes + tok_bytes + yd_bytes), pr, tc, tb);
     return true;
 }
 #endif

@@ -48,29 +48,32 @@ typedef void (*gemm_kp_write_fn)(const void *row, int64_t nbl, uint8_t *p, int h
 typedef void (*gemm_kp_prep_fn)(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx);
 
 /* 1 or 2 row pairs (wp: their panels; with one, wp[1] == wp[0]) against 4
- * tokens (y; tx their prep data), super-blocks [i0, i1): the float state
+ * tokens (y; tx their prep data; yd their d_act, super-block i's at
+ * yd[4 i + t], copied out of the rows by the driver: tiles that read the
+ * tokens' bytes from tx otherwise touched a cache line of the rows per
+ * token and super-block for it, 8 % of an AVX2 IQ2_XXS GEMM), super-blocks [i0, i1): the float state
  * goes on from st (n_st vectors; unset when i0 is 0) and back to st, or,
  * when i1 is nbl, the outputs to o[token * os + row] (all 4 tokens and the
  * tile's 2 or 4 rows, those past the batch or the rows too: o has room). */
 typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],
-                                const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,
+                                const uint8_t *tx, const float *yd, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,
                                 int64_t os);
 
 /* The tile2 and tile1 callbacks (tile_pairs2, tile_pairs1) of a type whose
- * tile is one always-inlined function TILE(NP, wp, y, tx, i0, i1, nbl, st,
- * o, os) with a constant NP: each its own copy with NP folded in. */
+ * tile is one always-inlined function TILE(NP, wp, y, tx, yd, i0, i1, nbl,
+ * st, o, os) with a constant NP: each its own copy with NP folded in. */
 #define GEMM_KP_TILES(TILE)                                                                                          \
     static void tile_pairs2(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
-                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,        \
-                            int64_t os)                                                                            \
+                            const uint8_t *tx, const float *yd, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, \
+                            float *o, int64_t os)                                                                  \
     {                                                                                                              \
-        TILE(2, wp, y, tx, i0, i1, nbl, st, o, os);                                                                \
+        TILE(2, wp, y, tx, yd, i0, i1, nbl, st, o, os);                                                                \
     }                                                                                                              \
     static void tile_pairs1(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],                 \
-                            const uint8_t *tx, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,        \
-                            int64_t os)                                                                            \
+                            const uint8_t *tx, const float *yd, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, \
+                            float *o, int64_t os)                                                                  \
     {                                                                                                              \
-        TILE(1, wp, y, tx, i0, i1, nbl, st, o, os);                                                                \
+        TILE(1, wp, y, tx, yd, i0, i1, nbl, st, o, os);                                                                \
     }
 
 struct gemm_kp {
@@ -296,8 +299,8 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
  * st[4 r + t]. Always inlined with constant offsets. */
 static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const uint8_t *const wp[2],
                                                                   const block_q8_K *const y[GEMM_KP_TILE_T],
-                                                                  const uint8_t *tx, int64_t i0, int64_t i1,
-                                                                  int64_t nbl, __m256 *st,
+                                                                  const uint8_t *tx, const float *yd, int64_t i0,
+                                                                  int64_t i1, int64_t nbl, __m256 *st,
                                                                   float *o, int64_t os, size_t pair_sb,
                                                                   size_t off_sc, size_t off_co, size_t off_off,
                                                                   size_t off_dw, float scale)
@@ -320,7 +323,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
                         acc[t],
                         _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)y[t][i].bsums),
                                           _mm256_loadu_si256((const __m256i *)(const void *)(sb + off_off))));
-                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dw), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yd[GEMM_KP_TILE_T * i + t] * dw), _mm256_cvtepi32_ps(acc[t]), facc[t]);
             }
         }
 #pragma GCC unroll 4

@@ -151,10 +151,10 @@ static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t 
  * with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                           const block_q8_K *const y[TILE_T],
-                                                          const uint8_t *tx, int64_t i0, int64_t i1,
+                                                          const uint8_t *tx, const float *yd, int64_t i0, int64_t i1,
                                                           int64_t nbl, __m512 *st, float *o, int64_t os)
 {
-    (void)y;
+    (void)y, (void)yd; /* the tokens' d are in tx, beside their values */
     __m512 facc[4][2];
     __m256 macc[2];
 #pragma GCC unroll 4
@@ -292,9 +292,10 @@ static void prep_tokens(const block_q8_K *const y[TILE_T], int64_t nbl, uint8_t 
  * steps, a row at a time. Float state: st[4 r + t], the summs at st[16 + r]. */
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
-                                                         int64_t i0, int64_t i1, int64_t nbl, __m256 *st,
-                                                         float *o, int64_t os)
+                                                         const float *yd, int64_t i0, int64_t i1, int64_t nbl,
+                                                         __m256 *st, float *o, int64_t os)
 {
+    (void)y;
 #pragma GCC unroll 1
     for (int r = 0; r < 2 * NP; r++) {
         const uint8_t *pw = wp[r / 2] + 64 * (r % 2);
@@ -312,7 +313,7 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
 #pragma GCC unroll 4
             for (int t = 0; t < TILE_T; t++)
                 /* y.d * d_w, as vec_dot's scalar product */
-                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t][i].d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * yd[4 * i + t]), _mm256_cvtepi32_ps(acc[t]), facc[t]);
             /* the mins: lane t = sum_p min pair p . token t's bsum pair p */
             __m128i tot = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(mb + OFF_MIN)),
                                          _mm_loadu_si128((const __m128i *)(const void *)xi));

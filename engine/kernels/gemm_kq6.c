@@ -102,8 +102,9 @@ static void write_pair_row_x(const void *row, int64_t nbl, uint8_t *p, int h)
  * Lanes 0-7 of an accumulator: row 2j's lanes k, 8-15: row 2j + 1's. Always
  * inlined with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
-                                                         const block_q8_K *const y[TILE_T], int64_t i0, int64_t i1,
-                                                         int64_t nbl, __m512 *st, float *o, int64_t os)
+                                                         const block_q8_K *const y[TILE_T], const float *yd,
+                                                         int64_t i0, int64_t i1, int64_t nbl, __m512 *st, float *o,
+                                                         int64_t os)
 {
     __m512 facc[2][TILE_T];
 #pragma GCC unroll 2
@@ -122,7 +123,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
             for (int t = 0; t < TILE_T; t++) {
                 const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].bsums));
                 /* d_act * d_w, as vec_dot's scalar product */
-                facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(y[t][i].d)),
+                facc[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(yd[4 * i + t])),
                                              _mm512_cvtepi32_ps(_mm512_dpwssd_epi32(acc[j][t], off, bs)), facc[j][t]);
             }
         }
@@ -145,7 +146,7 @@ static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t 
 }
 
 /* the driver's tile signature (kq6 has no token prep data) */
-#define TILE6(NP, wp, y, tx, i0, i1, nbl, st, o, os) ((void)(tx), tile512(NP, wp, y, i0, i1, nbl, st, o, os))
+#define TILE6(NP, wp, y, tx, yd, i0, i1, nbl, st, o, os) ((void)(tx), tile512(NP, wp, y, yd, i0, i1, nbl, st, o, os))
 GEMM_KP_TILES(TILE6)
 
 static const struct gemm_kp kq6 = {
@@ -162,8 +163,8 @@ static const struct gemm_kp kq6 = {
  * lane k, at 3 multiply instructions per 64 values where vec_dot takes 4;
  * the offset as one madd of the bsums against -32 sc, then vec_dot's
  * convert and FMA with y.d * d_w; hsum_float_8 at the end. */
-#define tile256(NP, wp, y, tx, i0, i1, nbl, st, o, os)                                                               \
-    gemm_kp_tile256(NP, wp, y, tx, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f)
+#define tile256(NP, wp, y, tx, yd, i0, i1, nbl, st, o, os)                                                           \
+    gemm_kp_tile256(NP, wp, y, tx, yd, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f)
 
 GEMM_KP_TILES(tile256)
 
