@@ -516,20 +516,23 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
         prep_token_to(y[t], nbl, tx + TOK_SB * t, TX_SB);
 }
 
-/* 2 NP rows against TILE_T tokens, super-blocks [i0, i1): a row pair
- * against a token pair at a time, its 8 float accumulators (grid and
- * delta lanes of 2 rows x 2 tokens) in registers through the super-blocks
- * (in st between slices), where every tile's float state was read and
- * written per super-block: gemm_iq_matmul 2048 x 2048, 512 tokens, 15.8
- * -> 15.3 cycles a row x token x super-block (the tile alone with its
- * data in L1 went 12.4 -> 13.1; the GEMM is what runs). Per super-block
- * one asm statement (IQ1_SB; GCC passed
+/* 2 NP rows against TILE_T tokens, super-blocks [i0, i1): a token pair
+ * against a row pair at a time (both row pairs of the tile take a token
+ * pair's bytes while they are in L1), the 4 grid float accumulators of 2
+ * rows x 2 tokens in registers through the super-blocks (in st between
+ * slices), where every tile's float state was read and written per
+ * super-block: gemm_iq_matmul 2048 x 2048, 512 tokens, 15.8 -> 15.3
+ * cycles a row x token x super-block. The 4 delta accumulators wait in
+ * memory (ev, one load, fma and store each a super-block) so that a
+ * sub-block's weights fit the registers: loaded once for both tokens
+ * where each maddubs took them as a memory operand (the loads bounded the
+ * tile: 11.1 -> 10.0 cycles with its data in L1, 1.5-2.5 % in the GEMM).
+ * Per super-block one asm statement (IQ1_SB; GCC passed
  * int16 sums through the stack): the delta lanes, a madd of the row's
  * (scale * sign) int16 pairs against the token's 4-sums per sub-block
  * pair, as the 512-bit tile's vpdpwssd; the grid lanes, maddubs of a
  * token's bytes + 128 (unsigned) against the row's weight bytes (signed,
- * |.| <= 15: a pair's sum |.| <= 7650; memory operands, each token's bytes
- * loaded once for both rows), the int16 sums of all 8 sub-blocks added
+ * |.| <= 15: a pair's sum |.| <= 7650), the int16 sums of all 8 sub-blocks added
  * from the row's start (-128 x its weight sums per byte pair): the offset
  * sums wrap in 16 bits, the exact ones (|.| <= 8 x 2 x 127 x 15 = 30480)
  * fit, so after the 8th they are exact; then one madd by ones to the int32
@@ -540,10 +543,12 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
 // clang-format off
 #define IQ1_G(B)                                                                                                  \
     "vmovdqu 32*" #B "(%[x0]), %%ymm13\n\tvmovdqu 32*" #B "(%[x1]), %%ymm14\n\t"                                  \
-    "vpmaddubsw 64*" #B "(%[pb]), %%ymm13, %%ymm15\n\tvpaddw %%ymm15, %%ymm9, %%ymm9\n\t"                         \
-    "vpmaddubsw 64*" #B "+32(%[pb]), %%ymm13, %%ymm15\n\tvpaddw %%ymm15, %%ymm10, %%ymm10\n\t"                    \
-    "vpmaddubsw 64*" #B "(%[pb]), %%ymm14, %%ymm15\n\tvpaddw %%ymm15, %%ymm11, %%ymm11\n\t"                       \
-    "vpmaddubsw 64*" #B "+32(%[pb]), %%ymm14, %%ymm15\n\tvpaddw %%ymm15, %%ymm12, %%ymm12\n\t"
+    "vmovdqu 64*" #B "(%[pb]), %%ymm15\n\t"                                                                       \
+    "vpmaddubsw %%ymm15, %%ymm13, %%ymm8\n\tvpaddw %%ymm8, %%ymm9, %%ymm9\n\t"                                    \
+    "vpmaddubsw %%ymm15, %%ymm14, %%ymm15\n\tvpaddw %%ymm15, %%ymm11, %%ymm11\n\t"                                \
+    "vmovdqu 64*" #B "+32(%[pb]), %%ymm15\n\t"                                                                    \
+    "vpmaddubsw %%ymm15, %%ymm13, %%ymm8\n\tvpaddw %%ymm8, %%ymm10, %%ymm10\n\t"                                   \
+    "vpmaddubsw %%ymm15, %%ymm14, %%ymm15\n\tvpaddw %%ymm15, %%ymm12, %%ymm12\n\t"
 /* one token's delta lanes of both rows into ymm R0, R1 (m = 0 sets them) */
 #define IQ1_D(X, R0, R1)                                                                                          \
     "vmovdqu " XSTR(T_S4) "(%[" X "]), %%ymm13\n\t"                                                               \
@@ -554,12 +559,15 @@ static void prep_tokens256(const block_q8_K *const y[TILE_T], int64_t nbl, uint8
     "vmovdqu " XSTR(T_S4) "+32*" #M "(%[" X "]), %%ymm13\n\t"                                                    \
     "vpmaddwd " XSTR(P_D) "+64*" #M "(%[pb]), %%ymm13, %%ymm15\n\tvpaddd %%ymm15, %%ymm" R0 ", %%ymm" R0 "\n\t" \
     "vpmaddwd " XSTR(P_D) "+64*" #M "+32(%[pb]), %%ymm13, %%ymm15\n\tvpaddd %%ymm15, %%ymm" R1 ", %%ymm" R1 "\n\t"
+/* a delta float accumulator (in ev) gets its fma */
+#define IQ1_E(O, R)                                                                                               \
+    "vmovaps " #O "(%[e]), %%ymm13\n\tvfmadd231ps " #O "(%[d]), %%ymm" R ", %%ymm13\n\t"                          \
+    "vmovaps %%ymm13, " #O "(%[e])\n\t"
 #define IQ1_SB                                                                                                    \
     IQ1_D("x0", "9", "10") IQ1_D("x1", "11", "12")                                                                \
     "vcvtdq2ps %%ymm9, %%ymm9\n\tvcvtdq2ps %%ymm10, %%ymm10\n\tvcvtdq2ps %%ymm11, %%ymm11\n\t"                    \
     "vcvtdq2ps %%ymm12, %%ymm12\n\t"                                                                              \
-    "vfmadd231ps (%[d]), %%ymm9, %[e00]\n\tvfmadd231ps 32(%[d]), %%ymm10, %[e10]\n\t"                            \
-    "vfmadd231ps 64(%[d]), %%ymm11, %[e01]\n\tvfmadd231ps 96(%[d]), %%ymm12, %[e11]\n\t"                         \
+    IQ1_E(0, "9") IQ1_E(32, "10") IQ1_E(64, "11") IQ1_E(96, "12")                                               \
     "vmovdqu " XSTR(P_C) "(%[pb]), %%ymm9\n\tvmovdqu " XSTR(P_C) "+32(%[pb]), %%ymm10\n\t"                        \
     "vmovdqa %%ymm9, %%ymm11\n\tvmovdqa %%ymm10, %%ymm12\n\t"                                                    \
     IQ1_G(0) IQ1_G(1) IQ1_G(2) IQ1_G(3) IQ1_G(4) IQ1_G(5) IQ1_G(6) IQ1_G(7)                                       \
@@ -580,17 +588,20 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
     const __m256i ones16 = _mm256_set1_epi16(1);
     __m256 dv[4] __attribute__((aligned(32))); /* d of (row h, token c) at 2c + h */
 #pragma GCC unroll 1
-    for (int p = 0; p < NP; p++)
+    for (int u = 0; u < TILE_T; u += 2)
 #pragma GCC unroll 1
-        for (int u = 0; u < TILE_T; u += 2) {
+        for (int p = 0; p < NP; p++) {
             /* st: grid lanes of row r, token t at 4 r + t, delta lanes at 16 + 4 r + t */
             __m256 *sg = st + TILE_T * 2 * p + u, *se = sg + 4 * TILE_T;
-            __m256 g00, g10, g01, g11, e00, e10, e01, e11;
+            /* the delta lanes' accumulators in memory (ev: rows 0, 1 of
+             * token 0, then of token 1), so that the weights fit the
+             * registers */
+            __m256 g00, g10, g01, g11, ev[4] __attribute__((aligned(32)));
             if (i0 == 0) {
-                g00 = g10 = g01 = g11 = e00 = e10 = e01 = e11 = _mm256_setzero_ps();
+                g00 = g10 = g01 = g11 = ev[0] = ev[1] = ev[2] = ev[3] = _mm256_setzero_ps();
             } else {
                 g00 = sg[0], g01 = sg[1], g10 = sg[TILE_T], g11 = sg[TILE_T + 1];
-                e00 = se[0], e01 = se[1], e10 = se[TILE_T], e11 = se[TILE_T + 1];
+                ev[0] = se[0], ev[2] = se[1], ev[1] = se[TILE_T], ev[3] = se[TILE_T + 1];
             }
             for (int64_t i = i0; i < i1; i++) {
                 const uint8_t *pb = wp[p] + i * PAIR_SB, *x0 = tx + i * TX_SB + TOK_SB * u, *x1 = x0 + TOK_SB;
@@ -603,22 +614,21 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                                         _mm256_mul_ps(ydv, _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32 * h))));
                 }
                 __asm__(IQ1_SB
-                        : [g00] "+x"(g00), [g10] "+x"(g10), [g01] "+x"(g01), [g11] "+x"(g11), [e00] "+x"(e00),
-                          [e10] "+x"(e10), [e01] "+x"(e01), [e11] "+x"(e11)
-                        : [pb] "r"(pb), [x0] "r"(x0), [x1] "r"(x1), [d] "r"(dv), [ones] "m"(ones16)
-                        : "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+                        : [g00] "+x"(g00), [g10] "+x"(g10), [g01] "+x"(g01), [g11] "+x"(g11)
+                        : [pb] "r"(pb), [x0] "r"(x0), [x1] "r"(x1), [d] "r"(dv), [e] "r"(ev), [ones] "m"(ones16)
+                        : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
             }
             if (i1 < nbl) {
                 sg[0] = g00, sg[1] = g01, sg[TILE_T] = g10, sg[TILE_T + 1] = g11;
-                se[0] = e00, se[1] = e01, se[TILE_T] = e10, se[TILE_T + 1] = e11;
+                se[0] = ev[0], se[1] = ev[2], se[TILE_T] = ev[1], se[TILE_T + 1] = ev[3];
                 continue;
             }
             /* hsum_float_8(grid) + 1/8 hsum_float_8(delta), one fma as vec_dot's */
             const int r = 2 * p;
-            o[u * os + r] = fmaf(hsum_ps(e00), QUANT_IQ1_DELTA, hsum_ps(g00));
-            o[u * os + r + 1] = fmaf(hsum_ps(e10), QUANT_IQ1_DELTA, hsum_ps(g10));
-            o[(u + 1) * os + r] = fmaf(hsum_ps(e01), QUANT_IQ1_DELTA, hsum_ps(g01));
-            o[(u + 1) * os + r + 1] = fmaf(hsum_ps(e11), QUANT_IQ1_DELTA, hsum_ps(g11));
+            o[u * os + r] = fmaf(hsum_ps(ev[0]), QUANT_IQ1_DELTA, hsum_ps(g00));
+            o[u * os + r + 1] = fmaf(hsum_ps(ev[1]), QUANT_IQ1_DELTA, hsum_ps(g10));
+            o[(u + 1) * os + r] = fmaf(hsum_ps(ev[2]), QUANT_IQ1_DELTA, hsum_ps(g01));
+            o[(u + 1) * os + r + 1] = fmaf(hsum_ps(ev[3]), QUANT_IQ1_DELTA, hsum_ps(g11));
         }
 }
 
