@@ -997,13 +997,15 @@ OG_WRITE(iq3_xxs)
                              const float *yd, int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o,       \
                              int64_t os)                                                                       \
     {                                                                                                              \
-        gemm_kp_tile256(2, wp, y, tx, yd, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
+        (void)y;                                                                                                   \
+        gemm_kp_tile256(2, wp, tx, yd, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
     }                                                                                                              \
     static void og_tile1_##N(const uint8_t *const wp[2], const block_q8_K *const y[OG_T], const uint8_t *tx,     \
                              const float *yd, int64_t i0, int64_t i1, int64_t nbl, __m256 *st, float *o,       \
                              int64_t os)                                                                       \
     {                                                                                                              \
-        gemm_kp_tile256(1, wp, y, tx, yd, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
+        (void)y;                                                                                                   \
+        gemm_kp_tile256(1, wp, tx, yd, i0, i1, nbl, st, o, os, OG_PAIR_SB, OG_OFF_SC, OG_OFF_CO, 0, OG_OFF_DW, SCALE); \
     }
 OG_TILES(eighth, 0.125f)
 OG_TILES(quarter, 0.25f)

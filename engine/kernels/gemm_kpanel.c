@@ -25,7 +25,8 @@ struct kp_scratch {
     gemm_kp_st *st;     /* float state of every tile of a token block */
     float *ob;      /* a token block's outputs of the panel, token-major */
     uint8_t *tx;    /* a token block's prep data, per tile */
-    float *yd;      /* every tile's tokens' d, 4 per super-block */
+    float *yd;      /* every tile's tokens' d, 4 per super-block (and bsums: gemm_kp_bsums) */
+    size_t side;    /* floats of yd a tile */
     int64_t pr;     /* rows a panel */
     int tb;         /* tokens a block */
 };
@@ -85,10 +86,13 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                 for (int c = 0; c < ntile; c++) {
                     if (k->prep)
                         k->prep(ys[c], nbl, s->tx + (size_t)(b0 / TILE_T + c) * tx_tile);
-                    float *yd = s->yd + (size_t)(b0 / TILE_T + c) * (size_t)nbl * TILE_T;
+                    float *yd = s->yd + (size_t)(b0 / TILE_T + c) * s->side;
                     for (int64_t i = 0; i < nbl; i++)
-                        for (int j = 0; j < TILE_T; j++)
+                        for (int j = 0; j < TILE_T; j++) {
                             yd[TILE_T * i + j] = ys[c][j][i].d;
+                            if (k->tok_bsums)
+                                memcpy((void *)gemm_kp_bsums(yd, nbl, i, j), ys[c][j][i].bsums, 32);
+                        }
                 }
             for (int64_t i0 = 0; i0 < nbl; i0 += KC) {
                 const int64_t i1 = nbl - i0 < KC ? nbl : i0 + KC;
@@ -102,7 +106,7 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                         const uint8_t *tx = k->prep ? s->tx + (size_t)(b0 / TILE_T + c) * tx_tile : NULL;
                         /* the outputs straight to ob (4 tokens x 4 rows: ob has room
                          * for those past the batch or the panel) */
-                        const float *yd = s->yd + (size_t)(b0 / TILE_T + c) * (size_t)nbl * TILE_T;
+                        const float *yd = s->yd + (size_t)(b0 / TILE_T + c) * s->side;
                         (nr > 2 ? k->tile2 : k->tile1)(wp, ys[c], tx, yd, i0, i1, nbl, st,
                                                        s->ob + (int64_t)(t0 - b0) * obs + r, obs);
                     }
@@ -197,7 +201,8 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
                                  sizeof(float));
     /* prep data of all the tokens, made while the first panel runs */
     const size_t tx_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * k->tx_bytes);
-    const size_t yd_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * TILE_T * sizeof(float));
+    s.side = (size_t)nbl * TILE_T * (k->tok_bsums ? 1 + 32 / sizeof(float) : 1); /* d, then 16 int16 bsums */
+    const size_t yd_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * s.side * sizeof(float));
 #undef UP64
     uint8_t *scr = kernel_scratch_get(panel_bytes + st_bytes + ob_bytes + tx_bytes + yd_bytes);
     if (!scr)

@@ -83,7 +83,17 @@ struct gemm_kp {
     gemm_kp_write_fn write_row;
     gemm_kp_prep_fn prep;
     gemm_kp_tile_fn tile2, tile1; /* 2 row pairs, 1 */
+    bool tok_bsums; /* the tile wants the tokens' bsums beside their d too (gemm_kp_bsums) */
 };
+
+/* Token t's bsums of super-block i, from a tile's yd when its kind has
+ * tok_bsums: copied after the nbl x 4 d, 16 int16 a token and super-block
+ * (read from the rows they took a cache line of their own per token and
+ * super-block: 9 % of the AVX2 Q6_K GEMM). */
+static inline const int16_t *gemm_kp_bsums(const float *yd, int64_t nbl, int64_t i, int t)
+{
+    return (const int16_t *)(const void *)(yd + GEMM_KP_TILE_T * nbl) + 16 * (GEMM_KP_TILE_T * i + t);
+}
 
 /* out[t * out_stride + r] for rows [r0, r1) of the rows at w (rs bytes
  * apart, nbl super-blocks) and tokens [0, n_tok) (Q8_K rows act_stride
@@ -298,7 +308,6 @@ static inline __attribute__((always_inline)) void gemm_kp_st_load(const __m256 *
  * 32h, its offsets at off_off + 32h, its d_w at off_dw + 32h. Float state
  * st[4 r + t]. Always inlined with constant offsets. */
 static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const uint8_t *const wp[2],
-                                                                  const block_q8_K *const y[GEMM_KP_TILE_T],
                                                                   const uint8_t *tx, const float *yd, int64_t i0,
                                                                   int64_t i1, int64_t nbl, __m256 *st,
                                                                   float *o, int64_t os, size_t pair_sb,
@@ -321,7 +330,7 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
                 if (off_off)
                     acc[t] = _mm256_add_epi32(
                         acc[t],
-                        _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)y[t][i].bsums),
+                        _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)gemm_kp_bsums(yd, nbl, i, t)),
                                           _mm256_loadu_si256((const __m256i *)(const void *)(sb + off_off))));
                 facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yd[GEMM_KP_TILE_T * i + t] * dw), _mm256_cvtepi32_ps(acc[t]), facc[t]);
             }

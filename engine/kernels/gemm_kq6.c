@@ -164,7 +164,7 @@ static const struct gemm_kp kq6 = {
  * the offset as one madd of the bsums against -32 sc, then vec_dot's
  * convert and FMA with y.d * d_w; hsum_float_8 at the end. */
 #define tile256(NP, wp, y, tx, yd, i0, i1, nbl, st, o, os)                                                           \
-    gemm_kp_tile256(NP, wp, y, tx, yd, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f)
+    ((void)(y), gemm_kp_tile256(NP, wp, tx, yd, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f))
 
 GEMM_KP_TILES(tile256)
 
@@ -172,7 +172,7 @@ GEMM_KP_TILES(tile256)
 #define KQ6_256(WRITE)                                                                                                \
     {                                                                                                                  \
         .pair_sb = PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * TILE_T, .write_row = WRITE,                     \
-        .prep = gemm_kp_prep_tokens, .tile2 = tile_pairs2, .tile1 = tile_pairs1,                                       \
+        .prep = gemm_kp_prep_tokens, .tile2 = tile_pairs2, .tile1 = tile_pairs1, .tok_bsums = true,                    \
     }
 static const struct gemm_kp kq6 = KQ6_256(write_pair_row);
 #ifdef PACKED_Q6_K
