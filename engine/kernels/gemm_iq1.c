@@ -610,8 +610,9 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                     const __m256 ydv = _mm256_set1_ps(yd[TILE_T * i + u + c]);
 #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++)
-                        _mm256_store_ps((float *)&dv[2 * c + h],
-                                        _mm256_mul_ps(ydv, _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32 * h))));
+                        _mm256_store_ps(
+                            (float *)&dv[2 * c + h],
+                            _mm256_mul_ps(ydv, _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32 * h))));
                 }
                 __asm__(IQ1_SB
                         : [g00] "+x"(g00), [g10] "+x"(g10), [g01] "+x"(g01), [g11] "+x"(g11)

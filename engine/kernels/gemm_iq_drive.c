@@ -54,17 +54,17 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
                         for (int t0 = b0; t0 < b0 + bn; t0 += tt) {
                             const int nt = b0 + bn - t0 < tt ? b0 + bn - t0 : tt;
                             const uint8_t *a[GEMM_IQ_TILE_MAX];
-                            const float *y[GEMM_IQ_TILE_MAX];
+                            const float *ydt[GEMM_IQ_TILE_MAX];
                             for (int j = 0; j < GEMM_IQ_TILE_MAX; j++) {
                                 const int t = t0 + (j < nt ? j : nt - 1);
                                 a[j] = tok + (size_t)t * tok_bytes;
-                                y[j] = yd + (int64_t)t * nbl;
+                                ydt[j] = yd + (int64_t)t * nbl;
                             }
                             /* one slice: the state in a local (hot) buffer */
                             float fl[16][16] __attribute__((aligned(64)));
                             float(*fs)[16] = i0 == 0 && i1 == nbl ? fl : fst[(r / 4) * (tb / tt) + (t0 - b0) / tt];
                             k->tiles[nr > 2][nt - 1](
-                                wp, dr, a, y, i0, i1, fs,
+                                wp, dr, a, ydt, i0, i1, fs,
                                 i1 == nbl ? out + (int64_t)(c0 + t0) * out_stride + p0 + r : NULL, out_stride, nr,
                                 k->scale);
                         }

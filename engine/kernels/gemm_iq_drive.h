@@ -40,10 +40,10 @@ typedef void (*gemm_iq_prep_fn)(const block_q8_K *y, int64_t nbl, uint8_t *o);
  * NT tokens (a: their prepared bytes, yd: their Q8_K rows' d, super-block
  * i's at yd[t][i], copied out of the rows when the bytes were prepared: a
  * tile read them from a cache line of its own per token and super-block,
- * 9 % of an IQ2_XXS GEMM's time; the last token repeated past NT), super-blocks [i0, i1): the float state starts at
- * zero when i0 is 0 (fs unset), else goes on from fs, and with o NULL
- * goes back to fs; else (the last
- * slice) the outputs of the first nr rows go to o, token t's row r at
+ * 9 % of an IQ2_XXS GEMM's time; the last token repeated past NT),
+ * super-blocks [i0, i1): the float state starts at zero when i0 is 0 (fs
+ * unset), else goes on from fs, and with o NULL goes back to fs; else (the
+ * last slice) the outputs of the first nr rows go to o, token t's row r at
  * o[t * stride + r], times scale (the kind's) where the type wants it. */
 typedef void (*gemm_iq_tile_fn)(const uint8_t *const wp[2], const float *const dw[4],
                                 const uint8_t *const a[GEMM_IQ_TILE_MAX], const float *const yd[GEMM_IQ_TILE_MAX],

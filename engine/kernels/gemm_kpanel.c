@@ -87,11 +87,12 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                     if (k->prep)
                         k->prep(ys[c], nbl, s->tx + (size_t)(b0 / TILE_T + c) * tx_tile);
                     float *yd = s->yd + (size_t)(b0 / TILE_T + c) * s->side;
+                    int16_t *bs = (int16_t *)(void *)(yd + TILE_T * nbl); /* as gemm_kp_bsums reads them */
                     for (int64_t i = 0; i < nbl; i++)
                         for (int j = 0; j < TILE_T; j++) {
                             yd[TILE_T * i + j] = ys[c][j][i].d;
                             if (k->tok_bsums)
-                                memcpy((void *)gemm_kp_bsums(yd, nbl, i, j), ys[c][j][i].bsums, 32);
+                                memcpy(bs + 16 * (TILE_T * i + j), ys[c][j][i].bsums, 32);
                         }
                 }
             for (int64_t i0 = 0; i0 < nbl; i0 += KC) {

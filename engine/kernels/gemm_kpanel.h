@@ -56,8 +56,8 @@ typedef void (*gemm_kp_prep_fn)(const block_q8_K *const y[GEMM_KP_TILE_T], int64
  * when i1 is nbl, the outputs to o[token * os + row] (all 4 tokens and the
  * tile's 2 or 4 rows, those past the batch or the rows too: o has room). */
 typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *const y[GEMM_KP_TILE_T],
-                                const uint8_t *tx, const float *yd, int64_t i0, int64_t i1, int64_t nbl, gemm_kp_st *st, float *o,
-                                int64_t os);
+                                const uint8_t *tx, const float *yd, int64_t i0, int64_t i1, int64_t nbl,
+                                gemm_kp_st *st, float *o, int64_t os);
 
 /* The tile2 and tile1 callbacks (tile_pairs2, tile_pairs1) of a type whose
  * tile is one always-inlined function TILE(NP, wp, y, tx, yd, i0, i1, nbl,
@@ -330,9 +330,11 @@ static inline __attribute__((always_inline)) void gemm_kp_tile256(int NP, const 
                 if (off_off)
                     acc[t] = _mm256_add_epi32(
                         acc[t],
-                        _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)gemm_kp_bsums(yd, nbl, i, t)),
-                                          _mm256_loadu_si256((const __m256i *)(const void *)(sb + off_off))));
-                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yd[GEMM_KP_TILE_T * i + t] * dw), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+                        _mm256_madd_epi16(
+                            _mm256_loadu_si256((const __m256i *)(const void *)gemm_kp_bsums(yd, nbl, i, t)),
+                            _mm256_loadu_si256((const __m256i *)(const void *)(sb + off_off))));
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yd[GEMM_KP_TILE_T * i + t] * dw), _mm256_cvtepi32_ps(acc[t]),
+                                          facc[t]);
             }
         }
 #pragma GCC unroll 4

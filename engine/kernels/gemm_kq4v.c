@@ -112,10 +112,10 @@ static inline __m512 pair_floats(const uint8_t *p0, const uint8_t *p1, int off)
  * o[token * os + row]. Always inlined with a constant NP. */
 static inline __attribute__((always_inline)) void tile512(int NP, const uint8_t *const wp[2],
                                                           const block_q8_K *const y[TILE_T],
-                                                          const uint8_t *tx, const float *yd, int64_t i0, int64_t i1,
+                                                          const uint8_t *tx, const float *ydr, int64_t i0, int64_t i1,
                                                           int64_t nbl, __m512 *st, float *o, int64_t os)
 {
-    (void)yd; /* the tokens' bytes come from their rows, d beside them */
+    (void)ydr; /* the prep data holds the tokens' d (with their mins sums) */
     __m512 acc = i0 == 0 ? _mm512_setzero_ps() : st[0];
     __m512 accm = i0 == 0 ? _mm512_setzero_ps() : st[1];
     const uint8_t *w1 = wp[NP - 1];
@@ -172,10 +172,10 @@ static inline __m128i sum4_256(const __m256i l[TILE_T])
  * st[2 r + 1] (their low halves). */
 static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t *const wp[2],
                                                          const block_q8_K *const y[TILE_T], const uint8_t *tx,
-                                                         const float *yd, int64_t i0, int64_t i1, int64_t nbl,
+                                                         const float *ydr, int64_t i0, int64_t i1, int64_t nbl,
                                                          __m256 *st, float *o, int64_t os)
 {
-    (void)yd;
+    (void)ydr;
     (void)y;
 #pragma GCC unroll 1
     for (int r = 0; r < 2 * NP; r++) {

@@ -164,7 +164,8 @@ static const struct gemm_kp kq6 = {
  * the offset as one madd of the bsums against -32 sc, then vec_dot's
  * convert and FMA with y.d * d_w; hsum_float_8 at the end. */
 #define tile256(NP, wp, y, tx, yd, i0, i1, nbl, st, o, os)                                                           \
-    ((void)(y), gemm_kp_tile256(NP, wp, tx, yd, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f))
+    ((void)(y),                                                                                                      \
+     gemm_kp_tile256(NP, wp, tx, yd, i0, i1, nbl, st, o, os, PAIR_SB, GEMM_KP_OFF_SC, 0, OFF_OFF, OFF_DW, 1.0f))
 
 GEMM_KP_TILES(tile256)
 
