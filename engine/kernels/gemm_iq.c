@@ -1013,7 +1013,7 @@ OG_TILES(one, 1.0f)
 #define OG_KIND(T, N)                                                                                              \
     {                                                                                                              \
         .pair_sb = OG_PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * OG_T, .write_row = write_ofs_##T,       \
-        .prep = gemm_kp_prep_tokens_offset, .tile2 = og_tile2_##N, .tile1 = og_tile1_##N,                          \
+        .prep = gemm_kp_prep_tokens_offset, .tile2 = og_tile2_##N, .tile1 = og_tile1_##N, .side = GEMM_KP_SIDE_D,  \
     }
 static const struct gemm_kp og_iq2_xxs = OG_KIND(iq2_xxs, eighth), og_iq2_xs = OG_KIND(iq2_xs, eighth),
                              og_iq2_s = OG_KIND(iq2_s, eighth), og_iq3_s = OG_KIND(iq3_s, one),

@@ -647,6 +647,7 @@ static const struct gemm_kp iq1_m_kp = {
     .prep = prep_tokens256,
     .tile2 = tile_pairs2,
     .tile1 = tile_pairs1,
+    .side = GEMM_KP_SIDE_D,
 };
 #endif /* GEMM_IQ1_256 */
 #endif /* GEMM_IQ1 */

@@ -25,7 +25,7 @@ struct kp_scratch {
     gemm_kp_st *st;     /* float state of every tile of a token block */
     float *ob;      /* a token block's outputs of the panel, token-major */
     uint8_t *tx;    /* a token block's prep data, per tile */
-    float *yd;      /* every tile's tokens' d, 4 per super-block (and bsums: gemm_kp_bsums) */
+    float *yd;      /* every tile's side data (enum gemm_kp_side) */
     size_t side;    /* floats of yd a tile */
     int64_t pr;     /* rows a panel */
     int tb;         /* tokens a block */
@@ -86,12 +86,14 @@ static void kp_matmul(const struct gemm_kp *k, const uint8_t *wd, size_t rs, int
                 for (int c = 0; c < ntile; c++) {
                     if (k->prep)
                         k->prep(ys[c], nbl, s->tx + (size_t)(b0 / TILE_T + c) * tx_tile);
+                    if (k->side == GEMM_KP_SIDE_NONE)
+                        continue;
                     float *yd = s->yd + (size_t)(b0 / TILE_T + c) * s->side;
                     int16_t *bs = (int16_t *)(void *)(yd + TILE_T * nbl); /* as gemm_kp_bsums reads them */
                     for (int64_t i = 0; i < nbl; i++)
                         for (int j = 0; j < TILE_T; j++) {
                             yd[TILE_T * i + j] = ys[c][j][i].d;
-                            if (k->tok_bsums)
+                            if (k->side == GEMM_KP_SIDE_D_BSUMS)
                                 memcpy(bs + 16 * (TILE_T * i + j), ys[c][j][i].bsums, 32);
                         }
                 }
@@ -202,7 +204,9 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
                                  sizeof(float));
     /* prep data of all the tokens, made while the first panel runs */
     const size_t tx_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * k->tx_bytes);
-    s.side = (size_t)nbl * TILE_T * (k->tok_bsums ? 1 + 32 / sizeof(float) : 1); /* d, then 16 int16 bsums */
+    /* per tile and super-block 4 d, then (D_BSUMS) 4 x 16 int16 bsums */
+    const size_t side_sb = k->side == GEMM_KP_SIDE_NONE ? 0 : k->side == GEMM_KP_SIDE_D ? TILE_T : TILE_T * 9;
+    s.side = (size_t)nbl * side_sb;
     const size_t yd_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * s.side * sizeof(float));
 #undef UP64
     uint8_t *scr = kernel_scratch_get(panel_bytes + st_bytes + ob_bytes + tx_bytes + yd_bytes);

@@ -48,10 +48,8 @@ typedef void (*gemm_kp_write_fn)(const void *row, int64_t nbl, uint8_t *p, int h
 typedef void (*gemm_kp_prep_fn)(const block_q8_K *const y[GEMM_KP_TILE_T], int64_t nbl, uint8_t *tx);
 
 /* 1 or 2 row pairs (wp: their panels; with one, wp[1] == wp[0]) against 4
- * tokens (y; tx their prep data; yd their d_act, super-block i's at
- * yd[4 i + t], copied out of the rows by the driver: tiles that read the
- * tokens' bytes from tx otherwise touched a cache line of the rows per
- * token and super-block for it, 8 % of an AVX2 IQ2_XXS GEMM), super-blocks [i0, i1): the float state
+ * tokens (y; tx their prep data; yd what the kind's side copies out of
+ * their rows), super-blocks [i0, i1): the float state
  * goes on from st (n_st vectors; unset when i0 is 0) and back to st, or,
  * when i1 is nbl, the outputs to o[token * os + row] (all 4 tokens and the
  * tile's 2 or 4 rows, those past the batch or the rows too: o has room). */
@@ -76,6 +74,14 @@ typedef void (*gemm_kp_tile_fn)(const uint8_t *const wp[2], const block_q8_K *co
         TILE(1, wp, y, tx, yd, i0, i1, nbl, st, o, os);                                                                \
     }
 
+/* What the driver copies out of the tokens' Q8_K rows for a tile (its yd):
+ * nothing (the kind's prep data holds what its tile needs), their d (4 per
+ * super-block, yd[4 i + t]), or their d and then their bsums
+ * (gemm_kp_bsums). Tiles that take the tokens' bytes from prep data read
+ * these from the rows otherwise, a cache line of its own per token and
+ * super-block: 8 % of an AVX2 IQ2_XXS GEMM, 9 % of the AVX2 Q6_K one. */
+enum gemm_kp_side { GEMM_KP_SIDE_NONE, GEMM_KP_SIDE_D, GEMM_KP_SIDE_D_BSUMS };
+
 struct gemm_kp {
     size_t pair_sb;  /* panel bytes per row pair and super-block */
     size_t tx_bytes; /* prep bytes per tile and super-block (0: no prep) */
@@ -83,13 +89,12 @@ struct gemm_kp {
     gemm_kp_write_fn write_row;
     gemm_kp_prep_fn prep;
     gemm_kp_tile_fn tile2, tile1; /* 2 row pairs, 1 */
-    bool tok_bsums; /* the tile wants the tokens' bsums beside their d too (gemm_kp_bsums) */
+    enum gemm_kp_side side; /* what the tile reads from yd */
 };
 
-/* Token t's bsums of super-block i, from a tile's yd when its kind has
- * tok_bsums: copied after the nbl x 4 d, 16 int16 a token and super-block
- * (read from the rows they took a cache line of their own per token and
- * super-block: 9 % of the AVX2 Q6_K GEMM). */
+/* Token t's bsums of super-block i, from a tile's yd when its kind's side
+ * is GEMM_KP_SIDE_D_BSUMS: after the nbl x 4 d, 16 int16 a token and
+ * super-block. */
 static inline const int16_t *gemm_kp_bsums(const float *yd, int64_t nbl, int64_t i, int t)
 {
     return (const int16_t *)(const void *)(yd + GEMM_KP_TILE_T * nbl) + 16 * (GEMM_KP_TILE_T * i + t);

@@ -354,6 +354,9 @@ static const struct gemm_kp kq5 = {
     .prep = prep_tokens,
     .tile2 = tile_pairs2,
     .tile1 = tile_pairs1,
+#ifndef GEMM_KPANEL_512
+    .side = GEMM_KP_SIDE_D, /* the AVX2 tile's d (the 512-bit one has them in its prep data) */
+#endif
 };
 #endif
 

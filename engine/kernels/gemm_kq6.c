@@ -155,6 +155,7 @@ static const struct gemm_kp kq6 = {
     .write_row = write_pair_row,
     .tile2 = tile_pairs2,
     .tile1 = tile_pairs1,
+    .side = GEMM_KP_SIDE_D, /* its tokens' bytes and bsums come from the rows, d from the driver */
 };
 #else
 /* The AVX2 tile: gemm_kp_tile256 (gemm_kpanel.h's AVX2 value order, the
@@ -173,7 +174,7 @@ GEMM_KP_TILES(tile256)
 #define KQ6_256(WRITE)                                                                                                \
     {                                                                                                                  \
         .pair_sb = PAIR_SB, .tx_bytes = GEMM_KP_TX_VALUES, .n_st = 4 * TILE_T, .write_row = WRITE,                     \
-        .prep = gemm_kp_prep_tokens, .tile2 = tile_pairs2, .tile1 = tile_pairs1, .tok_bsums = true,                    \
+        .prep = gemm_kp_prep_tokens, .tile2 = tile_pairs2, .tile1 = tile_pairs1, .side = GEMM_KP_SIDE_D_BSUMS,         \
     }
 static const struct gemm_kp kq6 = KQ6_256(write_pair_row);
 #ifdef PACKED_Q6_K
