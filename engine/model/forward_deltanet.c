@@ -433,11 +433,48 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
         out[j] = sum[j] * scale;
 }
 
-#if !defined(__AVX512F__) && defined(FWD_F16C)
-/* AVX2 prompts: a column of the state is all its own through the step
+#ifdef FWD_F16C
+/* Prompts: a column of the state is all its own through the step
  * (its dot, its delta, its update), so a block of DN_CB columns runs every
- * token of a batch of DN_TB while it sits in L1, transposed (column c's S
- * rows contiguous). A column's 64 lane chains are then 8 vectors of 8
+ * token of a batch of DN_TB while it sits in L1, copied out of the state
+ * (whose rows, 512 bytes apart at S = 128, put a block's lines into 8 of
+ * L1's 64 sets: delta_step's column chunk did not stay there between its
+ * passes). Each column's arithmetic is delta_step's. */
+#define DN_CB 16
+#define DN_TB 16
+
+#ifdef __AVX512F__
+/* AVX-512: the block row-major, row i's 16 columns one vector (blk[16 i +
+ * c]), run by dn_chunk16 with a row stride of 16. */
+static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const float *qk, const float *const *v,
+                            const float *beta, const float *eg, float scale, float *o)
+{
+    const __m512 z = _mm512_setzero_ps();
+    for (int t = 0; t < n; t++) {
+        const float *q = qk + (size_t)t * 2 * S, *k = q + S;
+        const __m512 veg = _mm512_set1_ps(eg[t]);
+        const __m512 sk = S == 128 ? dn_chunk16(blk, DN_CB, 2, 0, k, 0, veg, z, k)
+                                   : dn_chunk16(blk, DN_CB, S / 64, 0, k, 0, veg, z, k);
+        const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v[t] + c0), sk), _mm512_set1_ps(beta[t]));
+        const __m512 oc = S == 128 ? dn_chunk16(blk, DN_CB, 2, 0, q, 1, veg, d, k)
+                                   : dn_chunk16(blk, DN_CB, S / 64, 0, q, 1, veg, d, k);
+        _mm512_storeu_ps(o + (size_t)t * S + c0, _mm512_mul_ps(oc, _mm512_set1_ps(scale)));
+    }
+}
+
+/* The state's columns [c0, c0 + DN_CB) into blk, or back (to_s). */
+static void dn_block_move(float *s, int64_t S, int64_t c0, float *blk, int to_s)
+{
+    for (int64_t i = 0; i < S; i++) {
+        if (to_s)
+            _mm512_storeu_ps(s + i * S + c0, _mm512_loadu_ps(blk + i * DN_CB));
+        else
+            _mm512_storeu_ps(blk + i * DN_CB, _mm512_loadu_ps(s + i * S + c0));
+    }
+}
+#else
+/* AVX2: the block transposed (column c's S rows contiguous). A column's
+ * 64 lane chains are then 8 vectors of 8
  * lanes (rows 64 it + 8 m .. + 7 in vector m, an FMA chain over it from
  * zero), the token's k or q vectors loaded beside them, and red16's tree a
  * vector at a time: v(0..7) = (V0 + V4) + (V2 + V6), v(8..15) = (V1 + V5)
@@ -445,8 +482,6 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
  * then (x0 + x2) + (x1 + x3): dn_chunk16's additions of the same pairs.
  * delta_step went over the whole state (64 KB a head: L2) two or three
  * times a token: 4.7 us a 128 x 128 step on this Zen 5's AVX2 build. */
-#define DN_CB 16
-#define DN_TB 16
 
 /* One column's dot (col: its S rows) with y, the rows first x = col * eg
  * and, in pass 2 (k), x = fma(k, d, x), stored. */
@@ -506,6 +541,7 @@ static void dn_block_move(float *s, int64_t S, int64_t c0, float *blk, int to_s)
                 blk[c * S + i] = s[i * S + c0 + c];
         }
 }
+#endif
 
 /* n <= DN_TB tokens of one head on its state s: the outputs times scale
  * into o (n x S); scr: DN_CB x S floats. */
@@ -518,7 +554,7 @@ static void dn_tokens(float *s, int64_t S, int n, const float *qk, const float *
         dn_block_move(s, S, c0, scr, 1);
     }
 }
-#endif
+#endif /* FWD_F16C */
 
 void forward_deltanet_step(float *s, int64_t S, const float *k, const float *q, const float *v, float beta, float eg,
                            float scale, float *out)
@@ -560,7 +596,7 @@ static void dn_gate(const forward_ctx *f, int64_t h, int t, const float *o, cons
 void forward_deltanet_steps(float *s, int64_t S, int n, const float *q, const float *k, const float *v,
                             const float *beta, const float *eg, float scale, float *out)
 {
-#if !defined(__AVX512F__) && defined(FWD_F16C)
+#ifdef FWD_F16C
     if (S % 64 == 0 && S <= DN_MAX_STATE) { /* the prompts' form */
         float qk[DN_TB * 2 * DN_MAX_STATE], blk[DN_CB * DN_MAX_STATE];
         const float *vt[DN_TB];
@@ -594,8 +630,8 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
     const int64_t h1 = forward_chunk_start(HV, chunk + 1, n_chunks);
     float qn[DN_MAX_STATE], kn[DN_MAX_STATE], o1[DN_MAX_STATE];
     float *lanes = f->dn_lanes + (size_t)ith * 64 * S;
-#if !defined(__AVX512F__) && defined(FWD_F16C)
-    /* AVX2 prompts: DN_TB tokens at a time through dn_tokens (their q|k,
+#ifdef FWD_F16C
+    /* prompts: DN_TB tokens at a time through dn_tokens (their q|k,
      * outputs and a column block in the thread's scratch); single tokens
      * and per-token snapshots through delta_step */
     float *scr = !j->snaps && j->n > 1 && S % 64 == 0
@@ -611,7 +647,7 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         for (int t = j->row0; t < j->row0 + j->n; t++) {
             const float *row = f->buf[FWD_QKV] + (size_t)t * W;
             float *o = o1;
-#if !defined(__AVX512F__) && defined(FWD_F16C)
+#ifdef FWD_F16C
             const int tb = (t - j->row0) % DN_TB; /* the token's place in its batch */
             float *qn_t = scr ? tqk + (size_t)tb * 2 * S : qn, *kn_t = scr ? qn_t + S : kn;
 #else
@@ -624,7 +660,7 @@ static void head_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             const float a = f->buf[FWD_ALPHA][(size_t)t * f->graph.width[FWD_ALPHA] + h] + dt[h];
             const float sp = a > 20.0f ? a : logf(1.0f + expf(a));
             const float g = sp * A[h];
-#if !defined(__AVX512F__) && defined(FWD_F16C)
+#ifdef FWD_F16C
             if (scr) {
                 tv[tb] = v;
                 tbeta[tb] = beta;

@@ -296,7 +296,7 @@ static void test_delta_step_order(void **s)
     }
 }
 
-/* A prompt's tokens through forward_deltanet_steps (on AVX2 column blocks
+/* A prompt's tokens through forward_deltanet_steps (on column blocks
  * of the state run a batch of tokens each) against ref_step token after
  * token: every output and the state after, for batches that end inside
  * and on the 16-token batches, state sizes 64-256. */
