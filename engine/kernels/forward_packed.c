@@ -109,11 +109,26 @@ static inline bool is_mxfp4_repacked(const gguf_tensor *w)
 
 /* Experts (3-D weights) are packed as MXFP4 and Q8_0 (the kernels the
  * reference's mul_mat_id orders agree with: the repacked gemv chain and
- * vec_dot's lanes, for any number of tokens) with whole groups per expert,
- * so that expert e's rows start at group e * ne[1] / 16. */
+ * vec_dot's lanes, for any number of tokens) and, on AVX-512, as Q4_K
+ * (every token in the repacked gemv order: q4_K_gemv_tokens) with whole
+ * groups per expert, so that expert e's rows start at group e * ne[1] / 16. */
 static inline bool is_2d(const gguf_tensor *w)
 {
     return w->ne[2] <= 1 && w->ne[3] <= 1;
+}
+
+/* Q4_K experts the reference repacks: their groups are 2.8 % larger than
+ * the rows (the scales as bytes), and with them the 512-bit Q4_K kernel
+ * runs their batches, where gemm_kq4v.c unpacked each expert's rows into
+ * panels of its own for every call (a prompt's ~16 tokens an expert). */
+static inline bool is_q4_K_expert_packed(const gguf_tensor *w)
+{
+#ifdef PK_AVX512
+    return is_q4_K(w) && w->ne[0] % QK_K == 0 && refk_applies(w);
+#else
+    (void)w;
+    return false;
+#endif
 }
 
 /* Q6_K matrices and experts, re-encoded row by row in AVX2 builds without
@@ -133,7 +148,7 @@ size_t packed_bytes(const gguf_tensor *w)
 #if defined(PK_AVX512) || defined(PK_AVX2)
     if (!is_2d(w))
         return (is_mxfp4_repacked(w) || (w->type == TENSOR_TYPE_Q8_0 && w->ne[0] % QK8_0 == 0) ||
-                is_q6_K_packed(w)) &&
+                is_q6_K_packed(w) || is_q4_K_expert_packed(w)) &&
                        w->ne[3] <= 1 && w->ne[1] % PACKED_ROWS == 0
                    ? (size_t)packed_groups(w) * group_bytes(w)
                    : 0;
@@ -423,6 +438,23 @@ static void q4_0_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_
                    out + (int64_t)t * out_stride, out_stride, keep);
     if (t < n_tok)
         q4_0_group(pw, nb, act + (size_t)t * act_stride, act_stride, ys + (int64_t)t * nb, n_tok - t,
+                   out + (int64_t)t * out_stride, out_stride, keep);
+}
+
+/* A MoE expert's tokens: the reference's mul_mat_id runs each through the
+ * repacked gemv, so every one takes the gemv order, 4 tokens a pass. */
+static void q4_K_gemv_tokens(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_stride, int n_tok,
+                             float *out, int64_t out_stride, __mmask16 keep)
+{
+    int t = 0;
+    for (; t + 4 <= n_tok; t += 4)
+        q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 4, false, out + (int64_t)t * out_stride,
+                   out_stride, keep);
+    if (n_tok - t == 1) /* generation's own copy */
+        q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, 1, false, out + (int64_t)t * out_stride,
+                   out_stride, keep);
+    else if (t < n_tok)
+        q4_K_group(pw, nb, act + (size_t)t * act_stride, act_stride, n_tok - t, false,
                    out + (int64_t)t * out_stride, out_stride, keep);
 }
 
@@ -931,6 +963,18 @@ void packed_expert_matmul(const gguf_tensor *w, const uint8_t *packed, int32_t e
     if (v.type == TENSOR_TYPE_MXFP4 && n_tok > MXFP4_REG_TOK &&
         gemm_mxfp4_packed_matmul(pe, blocks_per_row(&v), r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
+    if (v.type == TENSOR_TYPE_Q4_K) { /* packed on AVX-512 only (is_q4_K_expert_packed) */
+        const int64_t nb = blocks_per_row(&v);
+        const size_t gb = group_bytes(&v);
+        for (int64_t g = r0 / PACKED_ROWS; g * PACKED_ROWS < r1; g++) {
+            const int64_t base = g * PACKED_ROWS;
+            const int lo = r0 > base ? (int)(r0 - base) : 0;
+            const int hi = r1 - base < PACKED_ROWS ? (int)(r1 - base) : PACKED_ROWS;
+            q4_K_gemv_tokens(pe + (size_t)g * gb, nb, act, act_stride, n_tok, out + base, out_stride,
+                             (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)));
+        }
+        return;
+    }
 #endif
     const size_t eb = packed_act_bytes(&v) * (size_t)n_tok;
     uint8_t stack[4096] __attribute__((aligned(64)));

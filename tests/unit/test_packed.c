@@ -246,15 +246,16 @@ static void test_mxfp4(void **state)
     check_type(TENSOR_TYPE_MXFP4, 512, 64);
 }
 
-/* Experts: a 3-D MXFP4 or Q8_0 weight packed over all its matrices, each
- * expert read from its own groups (packed_expert_matmul) against
- * repack_matmul (MXFP4) or tensor_matmul (Q8_0, vec_dot's order) on that
- * expert's rows; experts whose rows do not fill whole groups stay
- * unpacked */
+/* Experts: a 3-D MXFP4, Q8_0 or Q4_K weight packed over all its matrices,
+ * each expert read from its own groups (packed_expert_matmul) against
+ * repack_matmul (MXFP4), tensor_matmul (Q8_0, vec_dot's order) or
+ * refk_matmul_gemv (Q4_K: the repacked gemv for every token, as the
+ * reference's mul_mat_id) on that expert's rows; experts whose rows do not
+ * fill whole groups stay unpacked */
 static void check_experts(enum tensor_type type)
 {
-    const bool q6 = type == TENSOR_TYPE_Q6_K;
-    const int64_t n = q6 ? 512 : 128, rows = 32, n_exp = 3;
+    const bool q6 = type == TENSOR_TYPE_Q6_K, q4k = type == TENSOR_TYPE_Q4_K;
+    const int64_t n = q6 || q4k ? 512 : 128, rows = 32, n_exp = 3;
     gguf_tensor w;
     memset(&w, 0, sizeof w);
     w.type = type;
@@ -266,16 +267,27 @@ static void check_experts(enum tensor_type type)
     const size_t rb = tensor_row_size(type, n);
     w.nbytes = rb * (size_t)(rows * n_exp);
     w.n_elements = n * rows * n_exp;
-    const int q8_d[1] = {0}, q6_d[1] = {208};
-    uint8_t *data = random_weights(type, n, rows * n_exp, q6 ? q6_d : q8_d, type == TENSOR_TYPE_MXFP4 ? 0 : 1);
+    const int q8_d[1] = {0}, q6_d[1] = {208}, q4k_d[2] = {0, 2};
+    uint8_t *data = random_weights(type, n, rows * n_exp, q6 ? q6_d : q4k ? q4k_d : q8_d,
+                                   type == TENSOR_TYPE_MXFP4 ? 0 : q4k ? 2 : 1);
     if (type == TENSOR_TYPE_MXFP4)
         for (int64_t b = 0; b < rows * n_exp * (n / 32); b++)
             data[b * 17] = (uint8_t)(117 + rnd_u32() % 20);
     w.data = data;
     const size_t bytes = packed_bytes(&w);
     /* the AVX-512 VNNI and the AVX2 builds pack them (forward_packed.c);
-     * Q6_K only AVX2 builds without AVX-512 */
+     * Q6_K only AVX2 builds without AVX-512, Q4_K only AVX-512 VNNI ones
+     * (its scales as bytes: 2.8 % more than the rows) */
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if (q4k)
+        assert_int_equal(bytes, (size_t)(rows * n_exp / 16) * 16 * (2048 + 64 + 4 * 64) * (size_t)(n / 256) / 16);
+    else
+#else
+    if (q4k)
+        assert_int_equal(bytes, 0);
+    else
+#endif
 #ifndef PACKED_Q6_K
     if (q6)
         assert_int_equal(bytes, 0);
@@ -301,7 +313,9 @@ static void check_experts(enum tensor_type type)
                 v.n_dims = 2;
                 v.nbytes = rb * (size_t)rows;
                 v.data = data + (size_t)e * v.nbytes;
-                if (type == TENSOR_TYPE_Q8_0 || q6)
+                if (q4k)
+                    refk_matmul_gemv(&v, n, 16, rows, act, as, n_tok, want[e], rows);
+                else if (type == TENSOR_TYPE_Q8_0 || q6)
                     tensor_matmul(type, n, (const uint8_t *)v.data + 16 * rb, rows - 16, act, n_tok, as,
                                   want[e] + 16, rows);
                 else
@@ -332,6 +346,14 @@ static void test_q8_0_experts(void **state)
 {
     (void)state;
     check_experts(TENSOR_TYPE_Q8_0);
+}
+
+/* Q4_K experts (the gate and up projections of Q4_K_M MoE files), packed
+ * on AVX-512 VNNI; elsewhere only that they stay unpacked */
+static void test_q4_K_experts(void **state)
+{
+    (void)state;
+    check_experts(TENSOR_TYPE_Q4_K);
 }
 
 /* Q6_K experts (the down projections of Q4_K_M MoE files), re-encoded in
@@ -438,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_mxfp4),
         cmocka_unit_test(test_mxfp4_experts),
         cmocka_unit_test(test_q8_0_experts),
+        cmocka_unit_test(test_q4_K_experts),
         cmocka_unit_test(test_q6_K_experts),
         cmocka_unit_test(test_q8_0_rows),
         cmocka_unit_test(test_which),
