@@ -462,86 +462,80 @@ static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const floa
     }
 }
 
-/* The state's columns [c0, c0 + DN_CB) into blk, or back (to_s). */
+#else
+/* AVX2: the same block, each half of a row (8 columns) one vector, a
+ * column a lane: dn_chunk16's chains and tree on 8 lanes. Its 16 sums
+ * v[l] are added as they come, x[l] = (v[l + 12] + v[l + 4]) + (v[l + 8]
+ * + v[l]) (the same additions of the same pairs), so that AVX2's 16
+ * registers hold them. The transposed block this replaced (a column's
+ * chains in 8 lanes, red16's tree across them a column at a time) ran
+ * 3.8 us a 128 x 128 step on one Zen 4 thread. */
+static inline __attribute__((always_inline)) __m256 dn_v8(float *blk, int64_t ni, int l, const float *y, int pass2,
+                                                         __m256 eg, __m256 d, const float *k)
+{
+    __m256 lm[4];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t it = 0; it < ni; it++) {
+            const int64_t i = 64 * it + 16 * m + l;
+            float *r = blk + i * DN_CB;
+            const __m256 xs = _mm256_mul_ps(_mm256_loadu_ps(r), eg);
+            __m256 x = xs;
+            if (pass2) {
+                x = _mm256_fmadd_ps(_mm256_set1_ps(k[i]), d, xs);
+                _mm256_storeu_ps(r, x);
+            }
+            acc = _mm256_fmadd_ps(x, _mm256_set1_ps(y[i]), acc);
+        }
+        lm[m] = acc;
+    }
+    return _mm256_add_ps(_mm256_add_ps(lm[0], lm[2]), _mm256_add_ps(lm[1], lm[3]));
+}
+
+static inline __attribute__((always_inline)) __m256 dn_chunk8(float *blk, int64_t ni, const float *y, int pass2,
+                                                             __m256 eg, __m256 d, const float *k)
+{
+    __m256 x[4];
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; l++) {
+        const __m256 v0 = dn_v8(blk, ni, l, y, pass2, eg, d, k), v4 = dn_v8(blk, ni, l + 4, y, pass2, eg, d, k);
+        const __m256 v8 = dn_v8(blk, ni, l + 8, y, pass2, eg, d, k), v12 = dn_v8(blk, ni, l + 12, y, pass2, eg, d, k);
+        x[l] = _mm256_add_ps(_mm256_add_ps(v12, v4), _mm256_add_ps(v8, v0));
+    }
+    return _mm256_add_ps(_mm256_add_ps(x[0], x[2]), _mm256_add_ps(x[1], x[3]));
+}
+
+static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const float *qk, const float *const *v,
+                            const float *beta, const float *eg, float scale, float *o)
+{
+    const __m256 z = _mm256_setzero_ps();
+    for (int t = 0; t < n; t++) {
+        const float *q = qk + (size_t)t * 2 * S, *k = q + S;
+        const __m256 veg = _mm256_set1_ps(eg[t]);
+        for (int hc = 0; hc < DN_CB; hc += 8) {
+            float *b = blk + hc;
+            const __m256 sk = S == 128 ? dn_chunk8(b, 2, k, 0, veg, z, k) : dn_chunk8(b, S / 64, k, 0, veg, z, k);
+            const __m256 d =
+                _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v[t] + c0 + hc), sk), _mm256_set1_ps(beta[t]));
+            const __m256 oc = S == 128 ? dn_chunk8(b, 2, q, 1, veg, d, k) : dn_chunk8(b, S / 64, q, 1, veg, d, k);
+            _mm256_storeu_ps(o + (size_t)t * S + c0 + hc, _mm256_mul_ps(oc, _mm256_set1_ps(scale)));
+        }
+    }
+}
+#endif
+
+/* The state's columns [c0, c0 + DN_CB) into blk (row i's at blk + i *
+ * DN_CB), or back (to_s). */
 static void dn_block_move(float *s, int64_t S, int64_t c0, float *blk, int to_s)
 {
     for (int64_t i = 0; i < S; i++) {
         if (to_s)
-            _mm512_storeu_ps(s + i * S + c0, _mm512_loadu_ps(blk + i * DN_CB));
+            memcpy(s + i * S + c0, blk + i * DN_CB, DN_CB * sizeof(float));
         else
-            _mm512_storeu_ps(blk + i * DN_CB, _mm512_loadu_ps(s + i * S + c0));
+            memcpy(blk + i * DN_CB, s + i * S + c0, DN_CB * sizeof(float));
     }
 }
-#else
-/* AVX2: the block transposed (column c's S rows contiguous). A column's
- * 64 lane chains are then 8 vectors of 8
- * lanes (rows 64 it + 8 m .. + 7 in vector m, an FMA chain over it from
- * zero), the token's k or q vectors loaded beside them, and red16's tree a
- * vector at a time: v(0..7) = (V0 + V4) + (V2 + V6), v(8..15) = (V1 + V5)
- * + (V3 + V7), w = v(8..15) + v(0..7), x = w's upper half + its lower,
- * then (x0 + x2) + (x1 + x3): dn_chunk16's additions of the same pairs.
- * delta_step went over the whole state (64 KB a head: L2) two or three
- * times a token: 4.7 us a 128 x 128 step on this Zen 5's AVX2 build. */
-
-/* One column's dot (col: its S rows) with y, the rows first x = col * eg
- * and, in pass 2 (k), x = fma(k, d, x), stored. */
-static inline __attribute__((always_inline)) float dn_col_dot(float *col, int64_t S, const float *y, __m256 eg,
-                                                              const float *k, __m256 d)
-{
-    __m256 V[8];
-#pragma GCC unroll 8
-    for (int m = 0; m < 8; m++)
-        V[m] = _mm256_setzero_ps();
-    for (int64_t it = 0; it < S; it += 64)
-#pragma GCC unroll 8
-        for (int m = 0; m < 8; m++) {
-            const int64_t i = it + 8 * m;
-            __m256 x = _mm256_mul_ps(_mm256_loadu_ps(col + i), eg);
-            if (k) {
-                x = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), d, x);
-                _mm256_storeu_ps(col + i, x);
-            }
-            V[m] = _mm256_fmadd_ps(x, _mm256_loadu_ps(y + i), V[m]);
-        }
-    const __m256 a = _mm256_add_ps(_mm256_add_ps(V[0], V[4]), _mm256_add_ps(V[2], V[6]));
-    const __m256 b = _mm256_add_ps(_mm256_add_ps(V[1], V[5]), _mm256_add_ps(V[3], V[7]));
-    const __m256 w = _mm256_add_ps(b, a);
-    const __m128 x = _mm_add_ps(_mm256_extractf128_ps(w, 1), _mm256_castps256_ps128(w));
-    const __m128 x2 = _mm_add_ps(x, _mm_movehl_ps(x, x)); /* x0 + x2, x1 + x3 */
-    return _mm_cvtss_f32(_mm_add_ss(x2, _mm_movehdup_ps(x2)));
-}
-
-/* n <= DN_TB tokens of one head on the columns [c0, c0 + DN_CB) held in
- * blk (transposed): qk[t] their q then k (S each), v[t] their values,
- * beta and eg theirs; o[t * S + c0 + c] the outputs times scale. */
-static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const float *qk, const float *const *v,
-                            const float *beta, const float *eg, float scale, float *o)
-{
-    for (int t = 0; t < n; t++) {
-        const float *q = qk + (size_t)t * 2 * S, *k = q + S;
-        const __m256 veg = _mm256_set1_ps(eg[t]);
-        for (int c = 0; c < DN_CB; c++) {
-            float *col = blk + c * S;
-            const float sk = S == 128 ? dn_col_dot(col, 128, k, veg, NULL, veg) : dn_col_dot(col, S, k, veg, NULL, veg);
-            const __m256 d = _mm256_set1_ps((v[t][c0 + c] - sk) * beta[t]);
-            const float oc = S == 128 ? dn_col_dot(col, 128, q, veg, k, d) : dn_col_dot(col, S, q, veg, k, d);
-            o[(size_t)t * S + c0 + c] = oc * scale;
-        }
-    }
-}
-
-/* The state's columns [c0, c0 + DN_CB) into blk transposed, or back (to_s). */
-static void dn_block_move(float *s, int64_t S, int64_t c0, float *blk, int to_s)
-{
-    for (int64_t i = 0; i < S; i++)
-        for (int c = 0; c < DN_CB; c++) {
-            if (to_s)
-                s[i * S + c0 + c] = blk[c * S + i];
-            else
-                blk[c * S + i] = s[i * S + c0 + c];
-        }
-}
-#endif
 
 /* n <= DN_TB tokens of one head on its state s: the outputs times scale
  * into o (n x S); scr: DN_CB x S floats. */
