@@ -13,7 +13,10 @@
  * once per call (4-bit values as bytes, scales and mins as int16 pairs) and
  * run against every token: see gemm_kq4v.c. Scratch in the thread's
  * kernel_scratch.h buffer, kept between calls: no second copy of the
- * model. */
+ * model. AVX-512 VNNI builds pack Q4_K experts at load instead
+ * (forward_packed.h: the 512-bit kernel's gemv form runs every token, no
+ * panel per call), so there this runs only experts that stay unpacked
+ * (rows not a multiple of 16); AVX2 builds run every expert batch here. */
 #ifndef TOKSCOPE_GEMM_KQ4V_H
 #define TOKSCOPE_GEMM_KQ4V_H
 
