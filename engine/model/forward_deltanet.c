@@ -296,9 +296,13 @@ static inline void coldot_row(const struct coldot *c, int64_t i, const float *r,
  * rows: x = r * eg (ggml_vec_scale_f32, one rounded product per element)
  * in pass 1, then fma(k[i], d, r * eg) (ggml_vec_mad_f32) in pass 2, which
  * alone stores the row: the product made again is the same float, and pass
- * 1 stores nothing. A column chunk of the state (S rows of 64 bytes) stays
- * in L1 between the passes; the old form went over the whole state and the
- * 64 x S lanes twice each. */
+ * 1 stores nothing. S is the row stride: the state's (delta_step) or a
+ * copied block's (dn_block_tokens). In place, a column chunk (ni x 64 rows
+ * of 64 bytes) was meant to stay in L1 between the passes, but at S = 128
+ * its rows 512 bytes apart fall into 8 of L1's 64 sets; prompts copy it
+ * out first (dn_tokens), a lone token keeps it in place (the copy costs
+ * what it saves there: 5.0-5.5 against 4.3-5.0 us). The old form went
+ * over the whole state and the 64 x S lanes twice each. */
 static inline __attribute__((always_inline)) __m512 dn_chunk16(float *s, int64_t S, int64_t ni, int64_t c0,
                                                                 const float *y, int pass2, __m512 eg, __m512 d,
                                                                 const float *k)
