@@ -205,7 +205,9 @@ bool gemm_kp_rows(const struct gemm_kp *k, int64_t nbl, const void *w, size_t rs
     /* prep data of all the tokens, made while the first panel runs */
     const size_t tx_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * (size_t)nbl * k->tx_bytes);
     /* per tile and super-block 4 d, then (D_BSUMS) 4 x 16 int16 bsums */
-    const size_t side_sb = k->side == GEMM_KP_SIDE_NONE ? 0 : k->side == GEMM_KP_SIDE_D ? TILE_T : TILE_T * 9;
+    const size_t side_sb = k->side == GEMM_KP_SIDE_NONE ? 0
+                           : k->side == GEMM_KP_SIDE_D  ? TILE_T
+                                                        : TILE_T * (1 + 16 * sizeof(int16_t) / sizeof(float));
     s.side = (size_t)nbl * side_sb;
     const size_t yd_bytes = UP64((size_t)((n_tok + TILE_T - 1) / TILE_T) * s.side * sizeof(float));
 #undef UP64

@@ -281,7 +281,8 @@ static void check_experts(enum tensor_type type)
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
     if (q4k)
-        assert_int_equal(bytes, (size_t)(rows * n_exp / 16) * 16 * (2048 + 64 + 4 * 64) * (size_t)(n / 256) / 16);
+        assert_int_equal(bytes, (size_t)(rows * n_exp / PACKED_ROWS) * (size_t)(n / 256) *
+                                    (PACKED_Q4_K_NIB + PACKED_Q4_K_SC));
     else
 #else
     if (q4k)
