@@ -1,0 +1,70 @@
+/* Microbenchmark of a prompt's tiled attention over an F16 cache
+ * (attn_tile: the reference's flash-attention tiles, 64 queries by 64 keys)
+ * at depth: one thread, one KV head with `heads` query heads, 64 queries
+ * at positions depth .. depth + 63, random keys, values and queries.
+ * Prints ns per query x key and the FMA rate it implies (2 FMAs a head
+ * element: K.Q and P.V), CPU time, best of 5.
+ * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gguf/tensor.h"
+#include "model/forward_attn.h"
+#include "bench_util.h"
+
+int main(int argc, char **argv)
+{
+    const int hd = argc > 1 ? atoi(argv[1]) : 128;
+    const int heads = argc > 2 ? atoi(argv[2]) : 8;
+    const int32_t depth = argc > 3 ? atoi(argv[3]) : 8192;
+    const double secs = argc > 4 ? atof(argv[4]) : 2.0;
+    enum { ROWS = ATTN_TILE };
+    if (hd < 16 || hd > 512 || hd % 16 != 0 || heads < 1 || heads > 64 || depth < 0 || depth > (1 << 20)) {
+        fprintf(stderr, "bench_attn: hd a multiple of 16 in 16..512, heads 1..64, depth 0..1048576\n");
+        return 2;
+    }
+    const uint32_t n_ctx = (uint32_t)depth + ROWS;
+    uint16_t *k = malloc(sizeof(uint16_t) * (size_t)n_ctx * hd),
+             *v = malloc(sizeof(uint16_t) * (size_t)n_ctx * hd);
+    float *q = malloc(sizeof(float) * (size_t)ROWS * heads * hd),
+          *out = malloc(sizeof(float) * (size_t)ROWS * heads * hd);
+    float *buf = aligned_alloc(64, (sizeof(float) * attn_scratch_floats(hd, n_ctx, heads) + 63) / 64 * 64);
+    uint16_t *half = malloc(sizeof(uint16_t) * 2 * (size_t)hd);
+    if (!k || !v || !q || !out || !buf || !half) {
+        fprintf(stderr, "bench_attn: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < (size_t)n_ctx * hd; i++) {
+        k[i] = tensor_fp32_to_fp16(rndf());
+        v[i] = tensor_fp32_to_fp16(rndf());
+    }
+    for (size_t i = 0; i < (size_t)ROWS * heads * hd; i++)
+        q[i] = rndf();
+    const attn_kv kv = {
+        .k = k, .v = v, .stride = hd, .f16 = true, .hd = hd, .scale = 1.0f / sqrtf((float)hd)};
+    attn_scratch s;
+    attn_scratch_init(&s, buf, half, hd, n_ctx);
+    const double pairs = (double)heads * ROWS * ((double)depth + (ROWS + 1) / 2.0);
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        int iters = 0;
+        double el, t0 = now();
+        do {
+            attn_tile(&kv, q, (int64_t)heads * hd, heads, ROWS, depth, &s, out, (int64_t)heads * hd);
+            iters++;
+        } while ((el = now() - t0) < secs / 5);
+        const double ns = 1e9 * el / iters / pairs;
+        best = ns < best ? ns : best;
+    }
+    printf("hd %d, %d query heads, 64 queries at depth %d, one thread: %.3f ns per query x key, %.1f GFMA/s "
+           "(best of 5); out[0] %g\n",
+           hd, heads, (int)depth, best, 2.0 * hd / best, (double)out[0]);
+    free(k);
+    free(v);
+    free(q);
+    free(out);
+    free(buf);
+    free(half);
+    return 0;
+}
