@@ -13,13 +13,34 @@
  * tiles cost a third more when they straddle lines (an n_ctx of 4609). */
 static size_t line_floats(size_t n) { return (n + 15) & ~(size_t)15; }
 
+/* With AVX-512, four queries go through a tile at once (tile_queries4);
+ * without, all of them phase by phase (tile_phased), CQ queries side by
+ * side over slices SW wide: 12 accumulators, 2 slice registers and a
+ * broadcast; their query rows copied QROW floats apart (a constant offset
+ * per query). */
+#if defined(__AVX512F__) && defined(FWD_F16C)
+#define ATTN_AVX512 1
+#endif
+enum { CQ = 6, SW = 16, QROW = 512 };
+
+/* tile_phased's scratch: scores (CQ rows past the last query for a last
+ * group), query numbers, CQ query rows, the outputs of missing queries */
+static size_t attn_tile_phase_floats(int nq)
+{
+#ifdef ATTN_AVX512
+    (void)nq;
+    return 0;
+#else
+    return ((size_t)nq + CQ) * ATTN_TILE + (size_t)nq + (size_t)CQ * QROW + SW;
+#endif
+}
+
 size_t attn_scratch_floats(int hd, uint32_t n_ctx, int n_heads)
 {
-    /* scores, part | kt, vt, krow | vkq, M, S per query | without AVX-512 a
-     * tile's scores and a query number per query (tile_phased) */
+    /* scores, part | kt, vt, krow | vkq, M, S per query | tile_phased's */
     const size_t nq = (size_t)n_heads * ATTN_TILE;
     return line_floats(n_ctx) + line_floats((size_t)hd) + 2u * ATTN_TILE * (size_t)hd + (size_t)hd +
-           nq * ((size_t)hd + 2u) + nq * (ATTN_TILE + 1u);
+           nq * ((size_t)hd + 2u) + attn_tile_phase_floats((int)nq);
 }
 
 void attn_scratch_init(attn_scratch *s, float *buf, uint16_t *half, int hd, uint32_t n_ctx)
@@ -421,11 +442,6 @@ void attn_row_split(const attn_kv *kv, const float *q, int32_t n_kv, int32_t n_v
 
 /* ---- tiled ----------------------------------------------------------------- */
 
-/* With AVX-512, four queries go through a tile at once (tile_queries4);
- * without, all of them phase by phase (tile_phased). */
-#if defined(__AVX512F__) && defined(FWD_F16C)
-#define ATTN_AVX512 1
-#endif
 
 /* One cache row as F32 (F16 converted, exactly). */
 static void kv_row_f32(const attn_kv *kv, const void *base, int64_t row, float *dst)
@@ -593,27 +609,30 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     return true;
 }
 
-/* Without AVX-512 a tile runs in three phases over all the queries that
- * see it (K.Q, softmax, P.V), each product phase a slice at a time: 16
- * keys of kt (8 KB at hd = 128) or 16 head elements of vt (4 KB) stay in
- * L1 while every query passes over them, CQ queries side by side. One query
- * at a time read the whole F32 tiles (32 KB each at hd = 128, together
- * twice the L1 of a Zen 3 or 4) from L2 for every query, a load per FMA:
- * 8.8 ns a query x key (bench_attn: hd 128, 8 heads, depth 8192, one
- * thread), half the FMA rate; this way 5.8. Each output is the same FMA
- * chain as before, in the same
- * order: K.Q over the head's elements from 0, times the scale (simd_gemm's
- * kq_tile); P.V over the tile's keys from the accumulator. */
-enum { CQ = 6 }; /* queries side by side: 12 accumulators, 2 slice registers and a broadcast */
-
-/* For k < CQ: c[k][x] = chain over r in [0, nr) of fma(m[r * ms + x], b[k][r], .)
- * for x in [0, 16), from c[k][x] (acc_in) or from 0 and then times scale. */
-static inline __attribute__((always_inline)) void chains16(const float *m, size_t ms, int nr, const float *const b[CQ],
-                                                           float *const c[CQ], bool acc_in, float scale)
+/* Without AVX-512 a tile runs in three phases over the queries that see
+ * it: K.Q, the softmax step, P.V. In each product phase CQ queries go side
+ * by side over the tile, a slice of SW keys or head elements at a time:
+ * every slice row loaded is used CQ times (12 FMAs per 2 loads and 6
+ * broadcasts). One query at a time read the whole F32 tiles (32 KB each
+ * at hd = 128) from L2 for every query, a load per FMA: 8.8 ns a query x
+ * key (bench_attn: hd 128, 8 heads, depth 8192, one thread), half the FMA
+ * rate; this way 5.8, the chains at the FMA rate and three quarters of the
+ * time. Each output is the same FMA chain as before, in the same order:
+ * K.Q over the head's elements from 0, times the scale (simd_gemm's
+ * kq_tile); P.V over the tile's keys from the accumulator.
+ *
+ * For k < CQ and x < SW: c[k][x] = the chain over r in [0, nr) of
+ * fma(m[r * ms + x], b[k * bk + r], .), from c[k][x] (acc_in) or 0, then
+ * times scale (do_scale). bk is a constant at every call: each query's
+ * operand an offset from one pointer (12 pointers did not fit the
+ * general registers). */
+static inline __attribute__((always_inline)) void tile_chains(const float *m, size_t ms, int nr, const float *b,
+                                                              size_t bk, float *const c[CQ], bool acc_in,
+                                                              bool do_scale, float scale)
 {
-#ifdef FWD_F16C
     /* every loop over the registers unrolled: rolled, GCC kept the
      * accumulators on the stack, a store per FMA */
+#ifdef FWD_F16C
     __m256 a[CQ][2];
     _Pragma("GCC unroll 6") for (int k = 0; k < CQ; k++)
     {
@@ -624,74 +643,80 @@ static inline __attribute__((always_inline)) void chains16(const float *m, size_
         const __m256 m0 = _mm256_loadu_ps(m + (size_t)r * ms), m1 = _mm256_loadu_ps(m + (size_t)r * ms + 8);
         _Pragma("GCC unroll 6") for (int k = 0; k < CQ; k++)
         {
-            const __m256 bk = _mm256_broadcast_ss(b[k] + r);
-            a[k][0] = _mm256_fmadd_ps(m0, bk, a[k][0]);
-            a[k][1] = _mm256_fmadd_ps(m1, bk, a[k][1]);
+            const __m256 bv = _mm256_broadcast_ss(b + (size_t)k * bk + r);
+            a[k][0] = _mm256_fmadd_ps(m0, bv, a[k][0]);
+            a[k][1] = _mm256_fmadd_ps(m1, bv, a[k][1]);
         }
     }
     const __m256 vs = _mm256_set1_ps(scale);
     _Pragma("GCC unroll 6") for (int k = 0; k < CQ; k++)
     {
-        _mm256_storeu_ps(c[k], acc_in ? a[k][0] : _mm256_mul_ps(a[k][0], vs));
-        _mm256_storeu_ps(c[k] + 8, acc_in ? a[k][1] : _mm256_mul_ps(a[k][1], vs));
+        _mm256_storeu_ps(c[k], do_scale ? _mm256_mul_ps(a[k][0], vs) : a[k][0]);
+        _mm256_storeu_ps(c[k] + 8, do_scale ? _mm256_mul_ps(a[k][1], vs) : a[k][1]);
     }
 #else
     for (int k = 0; k < CQ; k++)
-        for (int x = 0; x < 16; x++) {
+        for (int x = 0; x < SW; x++) {
             float a = acc_in ? c[k][x] : 0.0f;
             for (int r = 0; r < nr; r++)
-                a = fmaf(m[(size_t)r * ms + x], b[k][r], a);
-            c[k][x] = acc_in ? a : a * scale;
+                a = fmaf(m[(size_t)r * ms + x], b[(size_t)k * bk + r], a);
+            c[k][x] = do_scale ? a * scale : a;
         }
 #endif
 }
 
 /* The queries of attn_tile (query i: head i / n_rows, row i % n_rows)
- * against the tile at ic (kt transposed, vt): kq holds a row of T scores
- * per query and live a list of query numbers, nq each. */
+ * against the tile at ic (kt transposed, vt); ph holds
+ * attn_tile_phase_floats(nq). */
 static void tile_phased(const attn_kv *kv, const float *q, int64_t q_stride, int n_rows, int32_t pos0, int32_t ic,
-                        const float *kt, const float *vt, int nq, float *kq, int *live, float *vkq, float *Ms,
-                        float *Ss)
+                        const float *kt, const float *vt, int nq, float *ph, float *vkq, float *Ms, float *Ss)
 {
     enum { T = ATTN_TILE };
     const int hd = kv->hd;
-    float drop[16] __attribute__((aligned(32))) = {0}; /* the outputs of missing queries */
-    const float *b[CQ];
+    float *kq = ph, *qc = kq + ((size_t)nq + CQ) * T, *drop = qc + (size_t)CQ * QROW;
+    int *live = (int *)(drop + SW);
     float *c[CQ];
     int n = 0;
     for (int i = 0; i < nq; i++)
         if (tile_visible(kv, ic, pos0 + i % n_rows))
             live[n++] = i;
-    /* K.Q: kq row k is query live[k]'s */
-    for (int x0 = 0; x0 < T; x0 += 16)
-        for (int g = 0; g < n; g += CQ) {
+    /* K.Q: kq row j is query live[j]'s; the rows of a group copied QROW
+     * apart, head elements [d0, d0 + QROW) at a time */
+    for (int g = 0; g < n; g += CQ) {
+        const int ng = n - g < CQ ? n - g : CQ;
+        for (int d0 = 0; d0 < hd; d0 += QROW) {
+            const int len = hd - d0 < QROW ? hd - d0 : QROW;
             for (int k = 0; k < CQ; k++) {
-                const int i = live[g + k < n ? g + k : n - 1];
-                b[k] = q + (int64_t)(i % n_rows) * q_stride + (int64_t)(i / n_rows) * hd;
-                c[k] = g + k < n ? kq + (size_t)(g + k) * T + x0 : drop;
+                const int i = live[g + (k < ng ? k : 0)];
+                memcpy(qc + (size_t)k * QROW, q + (int64_t)(i % n_rows) * q_stride + (int64_t)(i / n_rows) * hd + d0,
+                       sizeof(float) * (size_t)len);
             }
-            chains16(kt + x0, T, hd, b, c, false, kv->scale);
+            for (int x0 = 0; x0 < T; x0 += SW) {
+                for (int k = 0; k < CQ; k++)
+                    c[k] = kq + (size_t)(g + k) * T + x0;
+                tile_chains(kt + (size_t)d0 * T + x0, T, len, qc, QROW, c, d0 > 0, d0 + len == hd, kv->scale);
+            }
         }
+    }
     /* the softmax step, query by query; one whose keys are all masked
      * drops out (none does: tile_visible) */
     int m = 0;
-    for (int k = 0; k < n; k++) {
-        const int i = live[k];
+    for (int j = 0; j < n; j++) {
+        const int i = live[j];
         const int32_t pos = pos0 + i % n_rows;
-        if (!tile_softmax(kq + (size_t)k * T, ic, window_lo(kv, pos), pos, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]))
+        if (!tile_softmax(kq + (size_t)j * T, ic, window_lo(kv, pos), pos, vkq + (size_t)i * hd, hd, &Ms[i], &Ss[i]))
             continue;
-        if (m < k)
-            memcpy(kq + (size_t)m * T, kq + (size_t)k * T, sizeof(float) * T);
+        if (m < j)
+            memcpy(kq + (size_t)m * T, kq + (size_t)j * T, sizeof(float) * T);
         live[m++] = i;
     }
-    /* P.V */
-    for (int d0 = 0; d0 < hd; d0 += 16)
-        for (int g = 0; g < m; g += CQ) {
-            for (int k = 0; k < CQ; k++) {
-                b[k] = kq + (size_t)(g + k < m ? g + k : m - 1) * T;
+    /* P.V; the rows after the last query weigh nothing, their outputs dropped */
+    memset(kq + (size_t)m * T, 0, sizeof(float) * T * CQ);
+    for (int g = 0; g < m; g += CQ)
+        for (int d0 = 0; d0 < hd; d0 += SW) {
+            for (int k = 0; k < CQ; k++)
                 c[k] = g + k < m ? vkq + (size_t)live[g + k] * hd + d0 : drop;
-            }
-            chains16(vt + d0, (size_t)hd, T, b, c, true, 1.0f);
+            tile_chains(vt + d0, (size_t)hd, T, kq + (size_t)g * T, T, c, true, false, 1.0f);
         }
 }
 #endif
@@ -893,8 +918,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
     float *kt = s->tile, *vt = kt + (size_t)T * hd, *krow = vt + (size_t)T * hd;
     float *vkq = krow + hd, *Ms = vkq + (size_t)nq * hd, *Ss = Ms + nq;
 #ifndef ATTN_AVX512
-    float *kq = Ss + nq;
-    int *live = (int *)(kq + (size_t)nq * T);
+    float *ph = Ss + nq;
 #endif
     for (int i = 0; i < nq; i++) {
         Ms[i] = -INFINITY;
@@ -938,7 +962,7 @@ void attn_tile(const attn_kv *kv, const float *q, int64_t q_stride, int n_heads,
                 tile_queries4(kv, q, q_stride, n_rows, pos0, ic, kt, vt, idx, n4, vkq, Ms, Ss);
         }
 #else
-        tile_phased(kv, q, q_stride, n_rows, pos0, ic, kt, vt, nq, kq, live, vkq, Ms, Ss);
+        tile_phased(kv, q, q_stride, n_rows, pos0, ic, kt, vt, nq, ph, vkq, Ms, Ss);
 #endif
     }
     if (kv->sinks)
