@@ -453,6 +453,53 @@ static void test_expf_scaling_bits(void **s)
     assert_true(checked > 4000000);
 }
 
+#ifdef FWD_F16C
+/* v_expf8 lane by lane against v_expf (held to ldexpf's bits above): every
+ * float with |x| in [86, 140], where results underflow, overflow or
+ * saturate (its two-step scaling and its saturated lanes), each beside
+ * ordinary values in the same vector (one lane wide, the rest on the fast
+ * path), a spread over the rest, and NaN and the infinities. */
+static void expf8_check(const float x[8], uint64_t *checked)
+{
+    float y[8];
+    _mm256_storeu_ps(y, v_expf8(_mm256_loadu_ps(x)));
+    for (int l = 0; l < 8; l++) {
+        const float want = v_expf(x[l]);
+        if (memcmp(&y[l], &want, sizeof want) != 0 && !(isnan(y[l]) && isnan(want)))
+            fail_msg("x %a (lane %d): v_expf8 %a, v_expf %a", (double)x[l], l, (double)y[l], (double)want);
+        (*checked)++;
+    }
+}
+
+static void test_expf8_lanes(void **s)
+{
+    (void)s;
+    uint64_t checked = 0;
+    float x[8];
+    int k = 0;
+    for (uint32_t u = 0; u < 0xFFFFFFFFu - 997; u += 997) {
+        memcpy(&x[k], &u, sizeof(float));
+        if (!(fabsf(x[k]) <= 200.0f))
+            continue;
+        if (++k == 8) {
+            expf8_check(x, &checked);
+            k = 0;
+        }
+    }
+    for (uint32_t u = 0x42AC0000u; u <= 0x430C0000u; u++) /* |x| in [86, 140]: every float */
+        for (int sign = 0; sign < 2; sign++) {
+            const uint32_t v = u | (uint32_t)sign << 31;
+            for (int l = 0; l < 8; l++)
+                x[l] = (float)l * 0.37f - 1.5f;
+            memcpy(&x[(u + (uint32_t)sign) % 8], &v, sizeof(float));
+            expf8_check(x, &checked);
+        }
+    const float ends[8] = {NAN, -NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.0f, -0.0f};
+    expf8_check(ends, &checked);
+    assert_true(checked > 6000000);
+}
+#endif
+
 /* The generic kernel (quantized caches) for the query heads of one KV head
  * together: each head's result the same bits as that head alone, for every
  * K/V type pair the cache offers, with and without a window, and one head's
@@ -547,6 +594,9 @@ int main(void)
         cmocka_unit_test(test_kernels_are_attention),
         cmocka_unit_test(test_expf_edges),
         cmocka_unit_test(test_expf_scaling_bits),
+#ifdef FWD_F16C
+        cmocka_unit_test(test_expf8_lanes),
+#endif
         cmocka_unit_test(test_causal),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_tile_grouping),
