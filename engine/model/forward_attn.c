@@ -624,8 +624,9 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
  * For k < CQ and x < SW: c[k][x] = the chain over r in [0, nr) of
  * fma(m[r * ms + x], b[k * bk + r], .), from c[k][x] (acc_in) or 0, then
  * times scale (do_scale). bk is a constant at every call: each query's
- * operand an offset from one pointer (12 pointers did not fit the
- * general registers). */
+ * operand an offset from one pointer (a pointer per query left too few
+ * general registers: in an AVX-512 trial with 12 queries GCC reloaded
+ * them from the stack inside the loop). */
 static inline __attribute__((always_inline)) void tile_chains(const float *m, size_t ms, int nr, const float *b,
                                                               size_t bk, float *const c[CQ], bool acc_in,
                                                               bool do_scale, float scale)
