@@ -294,6 +294,17 @@ void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gat
 void moe_softmax(const float *x, float *y, int n);
 /* ggml_argsort descending: idx = 0..n-1 ordered as libstdc++'s std::sort orders them. */
 void moe_argsort_desc(const float *v, int32_t *idx, int n);
+/* The first k of moe_argsort_desc's order into idx when they are sure
+ * without a sort: no two of the k largest equal, none of them equal to a
+ * value outside them, no NaN (then every sort by `>` puts them first in
+ * this order and std::sort's ties cannot matter). False otherwise. */
+bool moe_topk_distinct(const float *v, int n, int k, int32_t *idx);
+/* One token's routed slots summed into d (n elements): slot k's down row
+ * y[k] times sc[k], plus b[k] (none when NULL), times the router weight
+ * wk[k], each a rounding of its own (the reference's ggml_mul, ggml_add_id,
+ * ggml_mul), then slot 0 + slot 1, + slot 2, ... (its ggml_add of views). */
+void moe_combine_row(float *d, const float *const *y, const float *sc, const float *const *b, const float *wk, int u,
+                     int64_t n);
 /* ggml_swiglu_oai of one row (out may be g). */
 void moe_swiglu_oai(float *out, const float *g, const float *u, int64_t n, float alpha, float limit);
 /* Rows [lo, hi) of expert e of the 3-D weight w against n_tok activation

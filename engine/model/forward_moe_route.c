@@ -203,6 +203,37 @@ void moe_argsort_desc(const float *v, int32_t *idx, int n)
     }
 }
 
+bool moe_topk_distinct(const float *v, int n, int k, int32_t *idx)
+{
+    if (k < 1 || k > n)
+        return false;
+    float top[MODEL_MAX_EXPERTS];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const float x = v[i];
+        if (x != x)
+            return false;
+        if (m == k && !(x > top[k - 1]))
+            continue;
+        /* insert below the values greater than x (the last one drops out
+         * when the list is full) */
+        int p = m < k ? m++ : k - 1;
+        for (; p > 0 && x > top[p - 1]; p--) {
+            top[p] = top[p - 1];
+            idx[p] = idx[p - 1];
+        }
+        top[p] = x;
+        idx[p] = i;
+    }
+    for (int j = 1; j < k; j++)
+        if (!(top[j - 1] > top[j]))
+            return false;
+    int c = 0; /* values not below the k-th: exactly the k when none ties it */
+    for (int i = 0; i < n; i++)
+        c += v[i] >= top[k - 1];
+    return c == k;
+}
+
 void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gating gating, bool norm_w,
                float w_scale, int32_t *ids, float *w)
 {
@@ -227,7 +258,10 @@ void moe_route(const float *logits, int n_expert, int n_used, enum model_moe_gat
         moe_softmax(logits, probs, n_expert);
         break;
     }
-    moe_argsort_desc(probs, idx, n_expert);
+    /* the whole sort (most of the router's time at 256 experts) only
+     * where ties could decide */
+    if (!moe_topk_distinct(probs, n_expert, n_used, idx))
+        moe_argsort_desc(probs, idx, n_expert);
     for (int k = 0; k < n_used; k++) {
         ids[k] = idx[k];
         w[k] = probs[idx[k]];

@@ -341,6 +341,94 @@ static void check_experts(fwd_moe *m, double tol)
     moe_ctx_free(f);
 }
 
+static void test_topk_distinct(void **s)
+{
+    (void)s;
+    float v[256];
+    int32_t got[256], all[256];
+    uint32_t st = 777;
+    for (int round = 0; round < 200; round++) {
+        const int n = round % 3 == 0 ? 256 : 1 + (int)(st % 200), k = 1 + (int)(st % (uint32_t)(n < 12 ? n : 12));
+        for (int i = 0; i < n; i++) {
+            st = st * 1103515245u + 12345u;
+            /* few levels in some rounds: ties everywhere */
+            v[i] = round % 2 ? (float)(st >> 8) / 16777216.0f : (float)((st >> 16) % 8);
+        }
+        moe_argsort_desc(v, all, n);
+        if (moe_topk_distinct(v, n, k, got)) {
+            assert_memory_equal(got, all, (size_t)k * sizeof *got);
+            for (int j = 1; j < k; j++)
+                assert_true(v[got[j - 1]] > v[got[j]]);
+            /* and nothing outside ties the last */
+            for (int i = k; i < n; i++)
+                assert_true(v[all[i]] < v[got[k - 1]]);
+        } else {
+            /* it declines only where a tie or a NaN is among the k largest or at their edge */
+            bool tie = false;
+            for (int j = 1; j <= k && j < n; j++)
+                tie |= !(v[all[j - 1]] > v[all[j]]);
+            assert_true(tie);
+        }
+    }
+    /* ties below the k-th do not matter; at it or above they do */
+    const float a[6] = {0.5f, 0.9f, 0.1f, 0.1f, 0.7f, 0.2f};
+    assert_true(moe_topk_distinct(a, 6, 3, got));
+    assert_int_equal(got[0], 1);
+    assert_int_equal(got[1], 4);
+    assert_int_equal(got[2], 0);
+    assert_false(moe_topk_distinct(a, 6, 5, got)); /* 0.1 and 0.1 at the cut */
+    const float b[5] = {0.3f, 0.8f, 0.3f, 0.8f, 0.1f};
+    assert_false(moe_topk_distinct(b, 5, 1, got));
+    assert_false(moe_topk_distinct(b, 5, 3, got));
+    const float z[3] = {0.0f, -0.0f, -1.0f}; /* equal under > */
+    assert_false(moe_topk_distinct(z, 3, 1, got));
+    assert_true(moe_topk_distinct(z, 3, 3, got) == false);
+    const float nan[4] = {1.0f, NAN, 0.5f, 0.25f};
+    assert_false(moe_topk_distinct(nan, 4, 1, got));
+    assert_false(moe_topk_distinct(a, 6, 0, got));
+    assert_false(moe_topk_distinct(a, 6, 7, got));
+}
+
+/* The combine step against each operation rounded on its own (volatile:
+ * no contraction in the oracle): a fused multiply-add anywhere in it, or
+ * a slot summed out of order, changes some of these bits. 37 elements: the
+ * 8-lane loop and the scalar tail. */
+static void test_combine_roundings(void **s)
+{
+    (void)s;
+    enum { U = 8, N = 37 };
+    static float ys[U][N], bs[U][N], d[N];
+    const float *y[U], *b[U];
+    float sc[U], wk[U];
+    for (int pass = 0; pass < 3; pass++) {
+        for (int k = 0; k < U; k++) {
+            for (int i = 0; i < N; i++) {
+                ys[k][i] = rnd() * 3.3f;
+                bs[k][i] = rnd() * 0.7f;
+            }
+            y[k] = ys[k];
+            b[k] = pass == 1 ? NULL : bs[k];
+            sc[k] = pass == 2 ? 1.0f : 1.0f + rnd() * 0.37f;
+            wk[k] = 0.05f + (rnd() + 1.0f) * 0.2f;
+        }
+        moe_combine_row(d, y, sc, b, wk, U, N);
+        for (int i = 0; i < N; i++) {
+            volatile float acc = 0.0f;
+            for (int k = 0; k < U; k++) {
+                volatile float t = ys[k][i];
+                t = t * sc[k];
+                if (b[k])
+                    t = t + b[k][i];
+                t = t * wk[k];
+                acc = k ? acc + t : t;
+            }
+            const float want = acc;
+            if (memcmp(&want, &d[i], sizeof want))
+                fail_msg("pass %d element %d: got %.9g, want %.9g", pass, i, (double)d[i], (double)want);
+        }
+    }
+}
+
 static void test_experts_silu_biases_scales(void **s)
 {
     (void)s;
@@ -588,6 +676,8 @@ int main(void)
         cmocka_unit_test(test_route_sigmoid),
         cmocka_unit_test(test_route_softmax_weight),
         cmocka_unit_test(test_argsort_ties),
+        cmocka_unit_test(test_topk_distinct),
+        cmocka_unit_test(test_combine_roundings),
         cmocka_unit_test(test_swiglu_oai),
         cmocka_unit_test(test_experts_silu_biases_scales),
         cmocka_unit_test(test_experts_fused_gelu),
