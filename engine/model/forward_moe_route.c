@@ -205,7 +205,7 @@ void moe_argsort_desc(const float *v, int32_t *idx, int n)
 
 bool moe_topk_distinct(const float *v, int n, int k, int32_t *idx)
 {
-    if (k < 1 || k > n)
+    if (k < 1 || k > n || k > MODEL_MAX_EXPERTS)
         return false;
     float top[MODEL_MAX_EXPERTS];
     int m = 0;
