@@ -190,8 +190,8 @@ static inline __m512 pair_d(float d0, float d1)
 }
 
 /* A full tile, 2 row pairs (w0, w1: their panels) against 4 tokens st
- * bytes apart from p0 (their prepared bytes) whose Q8_K rows are ys bytes
- * apart from y0, over all nbl super-blocks, as one asm statement: per
+ * bytes apart from p0 (their prepared bytes) whose d are side by side at
+ * yq (4 a super-block), over all nbl super-blocks, as one asm statement: per
  * super-block the grid lanes (vpdpbusd over the 8 sub-blocks, from the
  * offset corrections) in zmm0-7 (pair 0's token t in zmm t, pair 1's in
  * zmm 4 + t), their float step into zmm8-15, the delta lanes (vpdpwssd
@@ -222,9 +222,16 @@ static inline __m512 pair_d(float d0, float d1)
     "add $32, %[p3]\n\t"                                                                                  \
     "dec %[cnt]\n\t"                                                                                      \
     "jnz " label "b\n\t"
-#define IQ1_FMA(yaddr, t, u, ft, fu)                                                                      \
-    "vmulps " yaddr "%{1to16%}, %%zmm24, %%zmm26\n\t"                                                     \
-    "vmulps " yaddr "%{1to16%}, %%zmm25, %%zmm27\n\t"                                                     \
+/* d of the 4 tokens: pair 0's in zmm24, pair 1's in zmm25 (float t of
+ * each 128-bit block: token t), from the tokens' d side by side at yq */
+#define IQ1_D4                                                                                            \
+    "vbroadcastf32x4 (%[yq]), %%zmm26\n\t"                                                                \
+    "vmulps %%zmm26, %%zmm24, %%zmm24\n\t"                                                                \
+    "vmulps %%zmm26, %%zmm25, %%zmm25\n\t"
+/* token t's d spread from them (vshufps runs beside the multiplies) */
+#define IQ1_FMA(imm, t, u, ft, fu)                                                                        \
+    "vshufps $" #imm ", %%zmm24, %%zmm24, %%zmm26\n\t"                                                   \
+    "vshufps $" #imm ", %%zmm25, %%zmm25, %%zmm27\n\t"                                                   \
     "vmovaps %%zmm26, " #t "*128(%[ds])\n\t"                                                              \
     "vmovaps %%zmm27, " #t "*128+64(%[ds])\n\t"                                                           \
     "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                              \
@@ -242,11 +249,10 @@ static inline __m512 pair_d(float d0, float d1)
     "vmovdqu64 " XSTR(P_C) "(%[" c "]), %%zmm" #a "\n\t"                                                 \
     "vmovdqa64 %%zmm" #a ", %%zmm" #b "\n\t"                                                              \
     "vmovdqa64 %%zmm" #a ", %%zmm" #d "\n\t"
-static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0, size_t st, const float *y0,
-                         size_t ys, int64_t nbl, const float fi[16][16], float fo[16][16])
+static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0, size_t st, const float *yq,
+                         int64_t nbl, const float fi[16][16], float fo[16][16])
 {
     const uint8_t *p3 = p0 + 3 * st;
-    const float *y3 = (const float *)(const void *)((const char *)y0 + 3 * ys);
     int cnt;
     __attribute__((aligned(64))) float ds[8][16]; /* d of pair j, token t at 2 t + j */
     __asm__ volatile("vmovups (%[fi]), %%zmm8\n\t"
@@ -271,10 +277,11 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             "vmovups " XSTR(P_W) "(%[w0]), %%zmm24\n\t"
             "vmovups " XSTR(P_W) "(%[w1]), %%zmm25\n\t"
             IQ1_LOOP("vpdpbusd", 8, "1")
-            IQ1_FMA("(%[y0])", 0, 4, 8, 12)
-            IQ1_FMA("(%[y0],%[ys],1)", 1, 5, 9, 13)
-            IQ1_FMA("(%[y0],%[ys],2)", 2, 6, 10, 14)
-            IQ1_FMA("(%[y3])", 3, 7, 11, 15)
+            IQ1_D4
+            IQ1_FMA(0x00, 0, 4, 8, 12)
+            IQ1_FMA(0x55, 1, 5, 9, 13)
+            IQ1_FMA(0xAA, 2, 6, 10, 14)
+            IQ1_FMA(0xFF, 3, 7, 11, 15)
             /* w0, w1 are at P_D now, p0, p3 at T_S4 */
             IQ1_ZERO2(0, 1) IQ1_ZERO2(2, 3) IQ1_ZERO2(4, 5) IQ1_ZERO2(6, 7)
             IQ1_LOOP("vpdpwssd", 4, "2")
@@ -285,8 +292,7 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             /* the next super-block: w0, w1 at P_C now, p0, p3 at the next one */
             "add $" XSTR(PAIR_SB - P_C) ", %[w0]\n\t"
             "add $" XSTR(PAIR_SB - P_C) ", %[w1]\n\t"
-            "add $4, %[y0]\n\t"
-            "add $4, %[y3]\n\t"
+            "add $16, %[yq]\n\t"
             "dec %[nb]\n\t"
             "jnz 3b\n\t"
             "vmovups %%zmm8, (%[fo])\n\t"
@@ -306,8 +312,8 @@ static void tile_2x4_asm(const uint8_t *w0, const uint8_t *w1, const uint8_t *p0
             "vmovups %%zmm22, 896(%[fo])\n\t"
             "vmovups %%zmm23, 960(%[fo])\n\t"
             : [cnt] "=&r"(cnt), [nb] "+r"(nbl), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3),
-              [y0] "+r"(y0), [y3] "+r"(y3)
-            : [st] "r"(st), [ys] "r"(ys), [fi] "r"(fi), [fo] "r"(fo), [ds] "r"(ds)
+              [yq] "+r"(yq)
+            : [st] "r"(st), [fi] "r"(fi), [fo] "r"(fo), [ds] "r"(ds)
             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
               "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
               "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "cc", "memory");
@@ -370,22 +376,21 @@ static void finish(float fs[16][16], int nr, int nt, float *o, int64_t stride)
  * NT. */
 static inline __attribute__((always_inline)) void
 tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[GEMM_IQ_TILE_MAX],
-        const float *const yd[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,
-        int nr)
+        const float *const yd[GEMM_IQ_TILE_MAX], const float *yq, int64_t i0, int64_t i1, float fs[16][16], float *o,
+        int64_t stride, int nr)
 {
     /* the first slice's state: zeros (loads from a constant, where a memset
      * of fs just before would stall their store forwarding) */
     static const float zero[16][16] __attribute__((aligned(64)));
     const float(*fi)[16] = i0 == 0 ? zero : (const float(*)[16])fs;
     /* the asm tile wants the tokens evenly spaced */
-    const size_t st = (size_t)(a[1] - a[0]), ys = (size_t)((const char *)yd[1] - (const char *)yd[0]);
+    const size_t st = (size_t)(a[1] - a[0]);
     bool even = NP == 2 && NT == 4;
     for (int t = 2; t < NT; t++)
-        even = even && a[t] == a[0] + (size_t)t * st &&
-               (const char *)yd[t] == (const char *)yd[0] + (size_t)t * ys;
+        even = even && a[t] == a[0] + (size_t)t * st;
     if (even) {
-        tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, yd[0] + i0, ys,
-                     i1 - i0, fi, fs);
+        tile_2x4_asm(wp[0] + i0 * PAIR_SB, wp[1] + i0 * PAIR_SB, a[0] + TOK_SB * i0, st, yq + TILE_T * i0, i1 - i0,
+                     fi, fs);
         if (o)
             finish(fs, nr, NT, o, stride);
         return;
@@ -464,11 +469,11 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
 #define TILE_FN(np, nt)                                                                                      \
     static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
                                  const uint8_t *const a[GEMM_IQ_TILE_MAX],                                   \
-                                 const float *const yd[GEMM_IQ_TILE_MAX], int64_t i0, int64_t i1,            \
-                                 float fs[16][16], float *o, int64_t stride, int nr, float scale)            \
+                                 const float *const yd[GEMM_IQ_TILE_MAX], const float *yq, int64_t i0,       \
+                                 int64_t i1, float fs[16][16], float *o, int64_t stride, int nr, float scale) \
     {                                                                                                        \
         (void)scale;                                                                                         \
-        tile512(np, nt, wp, dw, a, yd, i0, i1, fs, o, stride, nr);                                           \
+        tile512(np, nt, wp, dw, a, yd, yq, i0, i1, fs, o, stride, nr);                                       \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
