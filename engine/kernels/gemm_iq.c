@@ -492,14 +492,14 @@ static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *
     "vpdpbusd %%zmm19, %%zmm29, %%zmm31\n\t"                                                                  \
     "vpslld $16, %%zmm31, %%zmm31\n\t"                                                                        \
     "vpblendmw %%zmm31, %%zmm30, %%zmm30%{%%k1%}\n\t"                                                         \
-    "vpdpwssd %%zmm26, %%zmm30, %[" c0 "]\n\t"                                                                \
+    "vpdpwssd %%zmm26, %%zmm30, " c0 "\n\t"                                                                \
     "vmovdqa64 %%zmm24, %%zmm30\n\t"                                                                          \
     "vpdpbusd %%zmm20, %%zmm28, %%zmm30\n\t"                                                                  \
     "vmovdqa64 %%zmm25, %%zmm31\n\t"                                                                          \
     "vpdpbusd %%zmm21, %%zmm29, %%zmm31\n\t"                                                                  \
     "vpslld $16, %%zmm31, %%zmm31\n\t"                                                                        \
     "vpblendmw %%zmm31, %%zmm30, %%zmm30%{%%k1%}\n\t"                                                         \
-    "vpdpwssd %%zmm27, %%zmm30, %[" c1 "]\n\t"
+    "vpdpwssd %%zmm27, %%zmm30, " c1 "\n\t"
 
 static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_t *w0, const uint8_t *w1,
                                                                    const uint8_t *p0, size_t st,
@@ -529,14 +529,14 @@ static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_
             "vmovdqu64 128(%[w1]), %%zmm24\n\t"
             "vmovdqu64 192(%[w1]), %%zmm25\n\t"
             "vmovdqu64 256(%[w1]), %%zmm27\n\t"
-            PK_TOK("(%[p0])", "32(%[p0])", "c00", "c10")
-            PK_TOK("(%[p0],%[st],1)", "32(%[p0],%[st],1)", "c01", "c11")
-            PK_TOK("(%[p0],%[st],2)", "32(%[p0],%[st],2)", "c02", "c12")
-            PK_TOK("(%[p3])", "32(%[p3])", "c03", "c13")
-            PK_TOK("(%[p3],%[st],1)", "32(%[p3],%[st],1)", "c04", "c14")
-            PK_TOK("(%[p3],%[st],2)", "32(%[p3],%[st],2)", "c05", "c15")
-            PK_TOK("(%[p6])", "32(%[p6])", "c06", "c16")
-            PK_TOK("(%[p6],%[st],1)", "32(%[p6],%[st],1)", "c07", "c17")
+            PK_TOK("(%[p0])", "32(%[p0])", "%[c00]", "%[c10]")
+            PK_TOK("(%[p0],%[st],1)", "32(%[p0],%[st],1)", "%[c01]", "%[c11]")
+            PK_TOK("(%[p0],%[st],2)", "32(%[p0],%[st],2)", "%[c02]", "%[c12]")
+            PK_TOK("(%[p3])", "32(%[p3])", "%[c03]", "%[c13]")
+            PK_TOK("(%[p3],%[st],1)", "32(%[p3],%[st],1)", "%[c04]", "%[c14]")
+            PK_TOK("(%[p3],%[st],2)", "32(%[p3],%[st],2)", "%[c05]", "%[c15]")
+            PK_TOK("(%[p6])", "32(%[p6])", "%[c06]", "%[c16]")
+            PK_TOK("(%[p6],%[st],1)", "32(%[p6],%[st],1)", "%[c07]", "%[c17]")
             "add $" XSTR(PK_CHUNK) ", %[w0]\n\t"
             "add $" XSTR(PK_CHUNK) ", %[w1]\n\t"
             "add $64, %[p0]\n\t"
@@ -553,6 +553,98 @@ static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_
             : "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
               "xmm29", "xmm30", "xmm31", "k1", "cc", "memory");
 }
+
+/* A full packed-scale tile over super-blocks [i0, i1) as one asm
+ * statement: per super-block the lanes in zmm0-7 (pair 0, tokens 0-7)
+ * and zmm8-15 (pair 1) by superblock_pk_2x8's loop, then the float step
+ * of vec_dot into the 16 float accumulators at fa (fa[8 j + t]): d =
+ * d_w * d_act for 4 tokens a multiply (the rows' d_w from dq, spaced ds
+ * bytes, the tokens' side by side from yq), spread by vshufps, f =
+ * fma(d, float(lanes), f). In C, GCC moved the 16 lanes between
+ * registers after the loop and spilled the float accumulators around
+ * it. */
+#define PK_FMA(imm, dreg, t)                                                                                   \
+    "vshufps $" #imm ", %%zmm" #dreg ", %%zmm" #dreg ", %%zmm24\n\t"                                          \
+    "vcvtdq2ps %%zmm" #t ", %%zmm" #t "\n\t"                                                                  \
+    "vfmadd213ps " #t "*64(%[fa]), %%zmm24, %%zmm" #t "\n\t"                                                   \
+    "vmovups %%zmm" #t ", " #t "*64(%[fa])\n\t"
+static inline __attribute__((always_inline)) void tile_pk_2x8_asm(const uint8_t *w0, const uint8_t *w1,
+                                                                 const uint8_t *p0, size_t st, const float *dq,
+                                                                 size_t ds, const float *yq, int64_t nb,
+                                                                 float fa[16][16])
+{
+    const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
+    const float *dq3 = (const float *)(const void *)((const char *)dq + 3 * ds);
+    int cnt;
+    __asm__ volatile(
+        "mov $0xAAAAAAAA, %k[cnt]\n\t"
+        "kmovd %k[cnt], %%k1\n"
+        "3:\n\t"
+        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t" "vpxord %%zmm1, %%zmm1, %%zmm1\n\t"
+        "vpxord %%zmm2, %%zmm2, %%zmm2\n\t" "vpxord %%zmm3, %%zmm3, %%zmm3\n\t"
+        "vpxord %%zmm4, %%zmm4, %%zmm4\n\t" "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"
+        "vpxord %%zmm6, %%zmm6, %%zmm6\n\t" "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"
+        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t" "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"
+        "vpxord %%zmm10, %%zmm10, %%zmm10\n\t" "vpxord %%zmm11, %%zmm11, %%zmm11\n\t"
+        "vpxord %%zmm12, %%zmm12, %%zmm12\n\t" "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"
+        "vpxord %%zmm14, %%zmm14, %%zmm14\n\t" "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+        "mov $4, %[cnt]\n"
+        "1:\n\t"
+        "vmovdqu64 (%[w0]), %%zmm18\n\t"
+        "vmovdqu64 64(%[w0]), %%zmm19\n\t"
+        "vmovdqu64 128(%[w0]), %%zmm22\n\t"
+        "vmovdqu64 192(%[w0]), %%zmm23\n\t"
+        "vmovdqu64 256(%[w0]), %%zmm26\n\t"
+        "vmovdqu64 (%[w1]), %%zmm20\n\t"
+        "vmovdqu64 64(%[w1]), %%zmm21\n\t"
+        "vmovdqu64 128(%[w1]), %%zmm24\n\t"
+        "vmovdqu64 192(%[w1]), %%zmm25\n\t"
+        "vmovdqu64 256(%[w1]), %%zmm27\n\t"
+        PK_TOK("(%[p0])", "32(%[p0])", "%%zmm0", "%%zmm8")
+        PK_TOK("(%[p0],%[st],1)", "32(%[p0],%[st],1)", "%%zmm1", "%%zmm9")
+        PK_TOK("(%[p0],%[st],2)", "32(%[p0],%[st],2)", "%%zmm2", "%%zmm10")
+        PK_TOK("(%[p3])", "32(%[p3])", "%%zmm3", "%%zmm11")
+        PK_TOK("(%[p3],%[st],1)", "32(%[p3],%[st],1)", "%%zmm4", "%%zmm12")
+        PK_TOK("(%[p3],%[st],2)", "32(%[p3],%[st],2)", "%%zmm5", "%%zmm13")
+        PK_TOK("(%[p6])", "32(%[p6])", "%%zmm6", "%%zmm14")
+        PK_TOK("(%[p6],%[st],1)", "32(%[p6],%[st],1)", "%%zmm7", "%%zmm15")
+        "add $" XSTR(PK_CHUNK) ", %[w0]\n\t"
+        "add $" XSTR(PK_CHUNK) ", %[w1]\n\t"
+        "add $64, %[p0]\n\t"
+        "add $64, %[p3]\n\t"
+        "add $64, %[p6]\n\t"
+        "dec %[cnt]\n\t"
+        "jnz 1b\n\t"
+        /* d_w of the pairs (row 2j in lanes 0-7, 2j + 1 in 8-15) */
+        "vbroadcastss (%[dq]), %%zmm16\n\t"
+        "vbroadcastss (%[dq],%[ds],1), %%ymm18\n\t"
+        "vinsertf64x4 $1, %%ymm18, %%zmm16, %%zmm16\n\t"
+        "vbroadcastss (%[dq],%[ds],2), %%zmm17\n\t"
+        "vbroadcastss (%[dq3]), %%ymm18\n\t"
+        "vinsertf64x4 $1, %%ymm18, %%zmm17, %%zmm17\n\t"
+        "vbroadcastf32x4 (%[yq]), %%zmm18\n\t"
+        "vbroadcastf32x4 16(%[yq]), %%zmm19\n\t"
+        "vmulps %%zmm18, %%zmm16, %%zmm20\n\t"
+        "vmulps %%zmm19, %%zmm16, %%zmm21\n\t"
+        "vmulps %%zmm18, %%zmm17, %%zmm22\n\t"
+        "vmulps %%zmm19, %%zmm17, %%zmm23\n\t"
+        PK_FMA(0x00, 20, 0) PK_FMA(0x55, 20, 1) PK_FMA(0xAA, 20, 2) PK_FMA(0xFF, 20, 3)
+        PK_FMA(0x00, 21, 4) PK_FMA(0x55, 21, 5) PK_FMA(0xAA, 21, 6) PK_FMA(0xFF, 21, 7)
+        PK_FMA(0x00, 22, 8) PK_FMA(0x55, 22, 9) PK_FMA(0xAA, 22, 10) PK_FMA(0xFF, 22, 11)
+        PK_FMA(0x00, 23, 12) PK_FMA(0x55, 23, 13) PK_FMA(0xAA, 23, 14) PK_FMA(0xFF, 23, 15)
+        "add $4, %[dq]\n\t"
+        "add $4, %[dq3]\n\t"
+        "add $32, %[yq]\n\t"
+        "dec %[nb]\n\t"
+        "jnz 3b\n\t"
+        : [cnt] "=&r"(cnt), [nb] "+r"(nb), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3),
+          [p6] "+r"(p6), [dq] "+r"(dq), [dq3] "+r"(dq3), [yq] "+r"(yq)
+        : [st] "r"(st), [ds] "r"(ds), [fa] "r"(fa)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+          "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "cc", "memory");
+}
+#undef PK_FMA
 
 /* The 32 outputs of a full tile (2 row pairs x 8 tokens): each row's
  * hsum_float_8 times scale, 16 at once (hsum16_ps). Token t's 4 rows go to
@@ -608,17 +700,29 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
 {
     const size_t sbb = PK ? PAIR_SB_PK : PAIR_SB;
     __m512 facc[2][TILE_T];
-#pragma GCC unroll 2
-    for (int j = 0; j < NP; j++)
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; t++)
-            facc[j][t] = i0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(fs[8 * j + t]);
-    /* the asm loop wants the tokens evenly spaced */
+    /* the asm loops want the tokens evenly spaced (and the whole tile's,
+     * the rows' d_w too) */
     const size_t st = (size_t)(a[1] - a[0]);
     bool even = true;
     for (int t = 2; t < NT; t++)
         even = even && a[t] == a[0] + (size_t)t * st;
-    for (int64_t i = i0; i < i1; i++) {
+    int64_t i = i0;
+    if (PK && NP == 2 && NT == 8 && even && i1 > i0 && dw[2] - dw[1] == dw[1] - dw[0] && dw[3] - dw[2] == dw[1] - dw[0]) {
+        if (i0 == 0)
+            for (int k = 0; k < 16; k++)
+                _mm512_storeu_ps(fs[k], _mm512_setzero_ps());
+        tile_pk_2x8_asm(wp[0] + i0 * sbb, wp[1] + i0 * sbb, a[0] + QK_K * i0, st, dw[0] + i0,
+                        (size_t)((const char *)dw[1] - (const char *)dw[0]), yq + TILE_T * i0, i1 - i0, fs);
+        if (!o)
+            return;
+        i = i1; /* the outputs from the state, below */
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; j++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++)
+            facc[j][t] = i == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(fs[8 * j + t]);
+    for (; i < i1; i++) {
         __m512i acc[2][TILE_T];
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++)
