@@ -21,12 +21,18 @@
  * (write_pair_row_pk): their exact 4-value sums fit an int16, so two
  * sub-blocks' sums share a dword and one vpdpwssd applies both scales
  * (3 multiplies per 2 vpdpbusd; vpslld and vpblendmw run beside them on
- * this CPU, measured; vpermt2w and vpshldd do not). Exact alternatives
- * measured no faster (2026-12-02/03, docs/speed-ik.md, docs/speed-iq.md):
- * int16 weights x scales in vpdpwssd (two per 64 products), the surplus
- * taken off in wrapping int16 arithmetic after the pack, a 2 x 4 tile
- * with its float lanes in registers, one multiply for a pair's 16 d_w x
- * d_act products, slices of super-blocks.
+ * this CPU, measured; vpermt2w and vpshldd do not); a full tile of them
+ * runs all its super-blocks, float steps included, as one asm statement
+ * (tile_pk_2x8_asm). The float step forms d_w * d_act for 4 tokens in one
+ * multiply (the driver keeps the tokens' d side by side: yq) and gives
+ * each token its own by vshufps, which runs beside the multiplies where a
+ * vmulps per output took their pipes. Exact alternatives measured no
+ * faster (2026-12-02/03, docs/speed-ik.md, docs/speed-iq.md): int16
+ * weights x scales in vpdpwssd (two per 64 products), the surplus taken off
+ * in wrapping int16 arithmetic after the pack, a 2 x 4 tile with its float
+ * lanes in registers, one multiply for a pair's 16 d_w x d_act products
+ * (spread by permutes), slices of super-blocks; the whole-tile asm for
+ * IQ4_XS (its loop's multiplies dominate: 2026-12-06, level).
  *
  * AVX2 (int16): per row 8 sub-blocks of 32 int16 (value times scale), each
  * as two halves of 8 int16 pairs: half A holds elements (4k, 4k+1), half B

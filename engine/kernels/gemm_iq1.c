@@ -31,7 +31,8 @@
  * accumulators stay in registers (2 x 8 tokens spilled them: 10 % slower);
  * a full tile is one asm loop (tile_2x4_asm), the others the same steps in
  * C. Per (row pair, token, super-block) that is 8 vpdpbusd + 4 vpdpwssd
- * and the float steps (2 x cvt, 2 x mul, 2 x fma); a test build of the C
+ * and the float steps (2 x cvt, 2 x fma, and 1/2 mul: d for 4 tokens a
+ * multiply, spread by vshufps); a test build of the C
  * tiles without the dot products still took half the time (float steps,
  * panels, token bytes, output stores), and the float steps are the
  * reference's.
