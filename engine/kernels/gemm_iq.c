@@ -938,8 +938,8 @@ static void widen_token(const block_q8_K *y, int64_t nbl, int16_t *o)
  * super-blocks (8 int32 vectors and the rows fill the registers). */
 static inline __attribute__((always_inline)) void tile256(int R, int T, const int16_t *const w[TILE_R],
                                                          const float *const dw[TILE_R], const int16_t *tw,
-                                                         const block_q8_K *const y[TILE_T], int64_t nbl,
-                                                         float scale, float out[TILE_R][TILE_T])
+                                                         const float *yq, int64_t nbl, float scale,
+                                                         float out[TILE_R][TILE_T])
 {
     __m256 facc[TILE_R][TILE_T];
 #pragma GCC unroll 4
@@ -1002,12 +1002,23 @@ static inline __attribute__((always_inline)) void tile256(int R, int T, const in
                             _mm256_madd_epi16(wb, _mm256_load_si256((const __m256i *)(const void *)(q + t * ts + 16)))));
             }
         }
+        /* d_w * d_act for the 4 tokens in one multiply per row (float t
+         * of each half: token t), token t's spread by vshufps, which runs
+         * beside the multiplies where a scalar product each took their
+         * pipes */
+        const __m256 y4 = _mm256_broadcast_ps((const __m128 *)(const void *)(yq + TILE_T * i));
 #pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < R; r++) {
+            const __m256 d4 = _mm256_mul_ps(_mm256_set1_ps(dw[r][i]), y4);
+            __m256 d[4];
+            __asm__("vshufps $0x00, %4, %4, %0\n\tvshufps $0x55, %4, %4, %1\n\t"
+                    "vshufps $0xAA, %4, %4, %2\n\tvshufps $0xFF, %4, %4, %3"
+                    : "=&x"(d[0]), "=&x"(d[1]), "=&x"(d[2]), "=&x"(d[3])
+                    : "x"(d4));
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++)
-                facc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r][i] * y[t][i].d), _mm256_cvtepi32_ps(acc[r][t]),
-                                             facc[r][t]);
+                facc[r][t] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(acc[r][t]), facc[r][t]);
+        }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
@@ -1018,10 +1029,9 @@ static inline __attribute__((always_inline)) void tile256(int R, int T, const in
 
 #define TILE_RT(r, t)                                                                                              \
     static void tile_##r##_##t(const int16_t *const w[TILE_R], const float *const dw[TILE_R], const int16_t *tw,   \
-                               const block_q8_K *const y[TILE_T], int64_t nbl, float scale,                        \
-                               float out[TILE_R][TILE_T])                                                          \
+                               const float *yq, int64_t nbl, float scale, float out[TILE_R][TILE_T])                \
     {                                                                                                              \
-        tile256(r, t, w, dw, tw, y, nbl, scale, out);                                                              \
+        tile256(r, t, w, dw, tw, yq, nbl, scale, out);                                                             \
     }
 TILE_RT(2, 4)
 TILE_RT(2, 3)
@@ -1032,7 +1042,7 @@ TILE_RT(1, 3)
 TILE_RT(1, 2)
 TILE_RT(1, 1)
 typedef void (*tile256_fn)(const int16_t *const w[TILE_R], const float *const dw[TILE_R], const int16_t *tw,
-                           const block_q8_K *const y[TILE_T], int64_t nbl, float scale, float out[TILE_R][TILE_T]);
+                           const float *yq, int64_t nbl, float scale, float out[TILE_R][TILE_T]);
 /* [rows - 1][tokens - 1] */
 static const tile256_fn tiles256[TILE_R][TILE_T] = {{tile_1_1, tile_1_2, tile_1_3, tile_1_4},
                                                     {tile_2_1, tile_2_2, tile_2_3, tile_2_4}};
@@ -1041,7 +1051,7 @@ static const tile256_fn tiles256[TILE_R][TILE_T] = {{tile_1_1, tile_1_2, tile_1_
  * and run against every row of the panel. */
 static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0,
                       int64_t r1, const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride,
-                      int16_t *w16, float *dw, int16_t *tw, int64_t pr)
+                      int16_t *w16, float *dw, int16_t *tw, float *yq, int64_t pr)
 {
     for (int64_t p0 = r0; p0 < r1; p0 += pr) {
         const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
@@ -1054,6 +1064,8 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
                 y[j] = (const block_q8_K *)(const void *)(act + (size_t)(t0 + (j < nt ? j : nt - 1)) * act_stride);
                 if (j < nt)
                     widen_token(y[j], nbl, tw + (size_t)j * (size_t)nbl * SB_W);
+                for (int64_t i = 0; i < nbl; i++) /* the tokens' d side by side per super-block */
+                    yq[TILE_T * i + j] = y[j][i].d;
             }
             for (int64_t k = 0; k < np;) {
                 const int nr = np - k >= TILE_R ? TILE_R : (int)(np - k);
@@ -1065,7 +1077,7 @@ static void matmul256(decode_fn decode, float scale, const uint8_t *wd, size_t r
                     dr[j] = dw + kk * nbl;
                 }
                 float o[TILE_R][TILE_T];
-                tiles256[nr - 1][nt - 1](wr, dr, tw, y, nbl, scale, o);
+                tiles256[nr - 1][nt - 1](wr, dr, tw, yq, nbl, scale, o);
                 for (int j = 0; j < nr; j++)
                     for (int c = 0; c < nt; c++)
                         out[(int64_t)(t0 + c) * out_stride + p0 + k + j] = o[j][c];
@@ -1201,11 +1213,13 @@ static bool matmul_avx2(decode_fn decode, float scale, const uint8_t *wd, size_t
     const size_t panel_bytes = ((size_t)pr * (size_t)nbl * row_sb + 63) & ~(size_t)63;
     const size_t dw_bytes = ((size_t)pr * (size_t)nbl * sizeof(float) + 63) & ~(size_t)63;
     const size_t tw_bytes = (size_t)TILE_T * (size_t)nbl * row_sb;
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tw_bytes);
+    const size_t yq_bytes = (size_t)TILE_T * (size_t)nbl * sizeof(float);
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tw_bytes + yq_bytes);
     if (!scr)
         return false;
     matmul256(decode, scale, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, (int16_t *)(void *)scr,
-              (float *)(void *)(scr + panel_bytes), (int16_t *)(void *)(scr + panel_bytes + dw_bytes), pr);
+              (float *)(void *)(scr + panel_bytes), (int16_t *)(void *)(scr + panel_bytes + dw_bytes),
+              (float *)(void *)(scr + panel_bytes + dw_bytes + tw_bytes), pr);
     return true;
 }
 #endif
