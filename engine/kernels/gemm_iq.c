@@ -482,13 +482,12 @@ static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *
             : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
 }
 
-/* The packed-scale super-block (PAIR_SB_PK panel) of 2 row pairs against 8
- * tokens, as one asm loop over the 4 sub-block pairs: per pair and token
- * two vpdpbusd from the starting values (zmm22-25) of the pair's two
- * sub-blocks (zmm18-21), the second shifted into the high words and
- * blended over the first's (k1: the odd words), one vpdpwssd by the
- * scale pairs (zmm26-27) into the lanes. Token bytes in zmm28-29,
- * zmm30-31 the sums. acc[j][t] are the exact lanes. */
+/* One token's step of the packed-scale loop (PAIR_SB_PK panel; 2 row pairs,
+ * a sub-block pair a pass): per pair two vpdpbusd from the starting values
+ * (zmm22-25) of the pair's two sub-blocks (zmm18-21), the second shifted
+ * into the high words and blended over the first's (k1: the odd words),
+ * one vpdpwssd by the scale pairs (zmm26-27) into the lanes c0 (pair 0)
+ * and c1 (pair 1), exact. Token bytes in zmm28-29, zmm30-31 the sums. */
 #define PK_TOK(a0, a1, c0, c1)                                                                                 \
     "vbroadcasti64x4 " a0 ", %%zmm28\n\t"                                                                     \
     "vbroadcasti64x4 " a1 ", %%zmm29\n\t"                                                                     \
@@ -507,62 +506,9 @@ static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *
     "vpblendmw %%zmm31, %%zmm30, %%zmm30%{%%k1%}\n\t"                                                         \
     "vpdpwssd %%zmm27, %%zmm30, " c1 "\n\t"
 
-static inline __attribute__((always_inline)) void superblock_pk_2x8(const uint8_t *w0, const uint8_t *w1,
-                                                                   const uint8_t *p0, size_t st,
-                                                                   __m512i acc[2][TILE_T])
-{
-    const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
-    int cnt;
-    __asm__("vpxord %[c00], %[c00], %[c00]\n\t" "vpxord %[c10], %[c10], %[c10]\n\t"
-            "vpxord %[c01], %[c01], %[c01]\n\t" "vpxord %[c11], %[c11], %[c11]\n\t"
-            "vpxord %[c02], %[c02], %[c02]\n\t" "vpxord %[c12], %[c12], %[c12]\n\t"
-            "vpxord %[c03], %[c03], %[c03]\n\t" "vpxord %[c13], %[c13], %[c13]\n\t"
-            "vpxord %[c04], %[c04], %[c04]\n\t" "vpxord %[c14], %[c14], %[c14]\n\t"
-            "vpxord %[c05], %[c05], %[c05]\n\t" "vpxord %[c15], %[c15], %[c15]\n\t"
-            "vpxord %[c06], %[c06], %[c06]\n\t" "vpxord %[c16], %[c16], %[c16]\n\t"
-            "vpxord %[c07], %[c07], %[c07]\n\t" "vpxord %[c17], %[c17], %[c17]\n\t"
-            "mov $0xAAAAAAAA, %k[cnt]\n\t"
-            "kmovd %k[cnt], %%k1\n\t"
-            "mov $4, %[cnt]\n"
-            "1:\n\t"
-            "vmovdqu64 (%[w0]), %%zmm18\n\t"
-            "vmovdqu64 64(%[w0]), %%zmm19\n\t"
-            "vmovdqu64 128(%[w0]), %%zmm22\n\t"
-            "vmovdqu64 192(%[w0]), %%zmm23\n\t"
-            "vmovdqu64 256(%[w0]), %%zmm26\n\t"
-            "vmovdqu64 (%[w1]), %%zmm20\n\t"
-            "vmovdqu64 64(%[w1]), %%zmm21\n\t"
-            "vmovdqu64 128(%[w1]), %%zmm24\n\t"
-            "vmovdqu64 192(%[w1]), %%zmm25\n\t"
-            "vmovdqu64 256(%[w1]), %%zmm27\n\t"
-            PK_TOK("(%[p0])", "32(%[p0])", "%[c00]", "%[c10]")
-            PK_TOK("(%[p0],%[st],1)", "32(%[p0],%[st],1)", "%[c01]", "%[c11]")
-            PK_TOK("(%[p0],%[st],2)", "32(%[p0],%[st],2)", "%[c02]", "%[c12]")
-            PK_TOK("(%[p3])", "32(%[p3])", "%[c03]", "%[c13]")
-            PK_TOK("(%[p3],%[st],1)", "32(%[p3],%[st],1)", "%[c04]", "%[c14]")
-            PK_TOK("(%[p3],%[st],2)", "32(%[p3],%[st],2)", "%[c05]", "%[c15]")
-            PK_TOK("(%[p6])", "32(%[p6])", "%[c06]", "%[c16]")
-            PK_TOK("(%[p6],%[st],1)", "32(%[p6],%[st],1)", "%[c07]", "%[c17]")
-            "add $" XSTR(PK_CHUNK) ", %[w0]\n\t"
-            "add $" XSTR(PK_CHUNK) ", %[w1]\n\t"
-            "add $64, %[p0]\n\t"
-            "add $64, %[p3]\n\t"
-            "add $64, %[p6]\n\t"
-            "dec %[cnt]\n\t"
-            "jnz 1b\n\t"
-            : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]),
-              [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]),
-              [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]),
-              [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]),
-              [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
-            : [st] "r"(st)
-            : "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
-              "xmm29", "xmm30", "xmm31", "k1", "cc", "memory");
-}
-
 /* A full packed-scale tile over super-blocks [i0, i1) as one asm
  * statement: per super-block the lanes in zmm0-7 (pair 0, tokens 0-7)
- * and zmm8-15 (pair 1) by superblock_pk_2x8's loop, then the float step
+ * and zmm8-15 (pair 1) by PK_TOK's steps, then the float step
  * of vec_dot into the 16 float accumulators at fa (fa[8 j + t]): d =
  * d_w * d_act for 4 tokens a multiply (the rows' d_w from dq, spaced ds
  * bytes, the tokens' side by side from yq), spread by vshufps, f =
@@ -735,10 +681,6 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++)
                 acc[j][t] = _mm512_setzero_si512();
-        if (PK && NP == 2 && NT == 8 && even) {
-            superblock_pk_2x8(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
-            goto epilogue;
-        }
         if (!PK && NP == 2 && NT == 6 && even) {
             superblock_2x6(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
             goto epilogue;
