@@ -640,7 +640,7 @@ static inline __attribute__((always_inline)) __m512 spread4_ps(__m512 v, int e)
 #undef SPREAD4
 
 /* NP row pairs (wp: their panel blocks, dw: the 2 * NP rows' d_w) against NT
- * tokens (a: offset bytes, y: their Q8_K rows for d_act): out[token][row],
+ * tokens (a: offset bytes, yq: their d side by side, gemm_iq_drive.h): out[token][row],
  * from the PAIR_SB panel or (PK) the packed-scale one. Lanes 0-7 of a
  * register: row 2j, 8-15: row 2j + 1. Always inlined with constant PK,
  * NP, NT. */
@@ -792,11 +792,9 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
 
 #define TILE_FN(pk, np, nt)                                                                                       \
     static void tile_##pk##_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                    \
-                                        const uint8_t *const a[TILE_T], const float *const yd[TILE_T],           \
-                                        const float *yq, int64_t i0, int64_t i1, float fs[16][16], float *o,      \
-                                        int64_t stride, int nr, float scale)                                      \
+                                        const uint8_t *const a[TILE_T], const float *yq, int64_t i0, int64_t i1, \
+                                        float fs[16][16], float *o, int64_t stride, int nr, float scale)          \
     {                                                                                                             \
-        (void)yd;                                                                                                 \
         tile512(pk, np, nt, wp, dw, a, yq, i0, i1, fs, o, stride, nr, scale);                                      \
     }
 #define TILE_FNS(pk)                                                                                              \
@@ -951,12 +949,8 @@ static inline __attribute__((always_inline)) void tile256(int R, int T, const in
         const __m256 y4 = _mm256_broadcast_ps((const __m128 *)(const void *)(yq + TILE_T * i));
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            const __m256 d4 = _mm256_mul_ps(_mm256_set1_ps(dw[r][i]), y4);
             __m256 d[4];
-            __asm__("vshufps $0x00, %4, %4, %0\n\tvshufps $0x55, %4, %4, %1\n\t"
-                    "vshufps $0xAA, %4, %4, %2\n\tvshufps $0xFF, %4, %4, %3"
-                    : "=&x"(d[0]), "=&x"(d[1]), "=&x"(d[2]), "=&x"(d[3])
-                    : "x"(d4));
+            spread4_ps256(_mm256_mul_ps(_mm256_set1_ps(dw[r][i]), y4), d);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++)
                 facc[r][t] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(acc[r][t]), facc[r][t]);

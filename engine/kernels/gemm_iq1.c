@@ -369,7 +369,7 @@ static void finish(float fs[16][16], int nr, int nt, float *o, int64_t stride)
 }
 
 /* NP row pairs (wp: their panels, dw: the 2 * NP rows' d_w) against NT
- * tokens (a: their prepared bytes, y: their Q8_K rows for d_act), super-
+ * tokens (a: their prepared bytes, yq: their d side by side), super-
  * blocks [i0, i1): the float accumulators come from fs and go back there
  * (fs[4 j + t]: pair j, token t's grid lanes; fs[8 + 4 j + t] its delta
  * lanes; row 2j in floats 0-7, 2j + 1 in 8-15), so that a tile can run in
@@ -377,8 +377,7 @@ static void finish(float fs[16][16], int nr, int nt, float *o, int64_t stride)
  * NT. */
 static inline __attribute__((always_inline)) void
 tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], const uint8_t *const a[GEMM_IQ_TILE_MAX],
-        const float *const yd[GEMM_IQ_TILE_MAX], const float *yq, int64_t i0, int64_t i1, float fs[16][16], float *o,
-        int64_t stride, int nr)
+        const float *yq, int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride, int nr)
 {
     /* the first slice's state: zeros (loads from a constant, where a memset
      * of fs just before would stall their store forwarding) */
@@ -432,7 +431,7 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
             for (int t = 0; t < NT; t++) { /* d = d_act * d_w, one product as vec_dot's */
-                f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(yd[t][i])),
+                f1[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(yq[TILE_T * i + t])),
                                            _mm512_cvtepi32_ps(acc[j][t]), f1[j][t]);
                 acc[j][t] = _mm512_setzero_si512();
             }
@@ -453,7 +452,7 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
         for (int j = 0; j < NP; j++)
 #pragma GCC unroll 4
             for (int t = 0; t < NT; t++)
-                f2[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(yd[t][i])),
+                f2[j][t] = _mm512_fmadd_ps(_mm512_mul_ps(dwv[j], _mm512_set1_ps(yq[TILE_T * i + t])),
                                            _mm512_cvtepi32_ps(acc[j][t]), f2[j][t]);
     }
 #pragma GCC unroll 2
@@ -469,12 +468,11 @@ tile512(int NP, int NT, const uint8_t *const wp[2], const float *const dw[4], co
 
 #define TILE_FN(np, nt)                                                                                      \
     static void tile_##np##_##nt(const uint8_t *const wp[2], const float *const dw[4],                       \
-                                 const uint8_t *const a[GEMM_IQ_TILE_MAX],                                   \
-                                 const float *const yd[GEMM_IQ_TILE_MAX], const float *yq, int64_t i0,       \
+                                 const uint8_t *const a[GEMM_IQ_TILE_MAX], const float *yq, int64_t i0,      \
                                  int64_t i1, float fs[16][16], float *o, int64_t stride, int nr, float scale) \
     {                                                                                                        \
         (void)scale;                                                                                         \
-        tile512(np, nt, wp, dw, a, yd, yq, i0, i1, fs, o, stride, nr);                                       \
+        tile512(np, nt, wp, dw, a, yq, i0, i1, fs, o, stride, nr);                                           \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
@@ -614,23 +612,13 @@ static inline __attribute__((always_inline)) void tile256(int NP, const uint8_t 
                 /* the 4 products d_act * d_w in one multiply (float 2c + h
                  * of each 128-bit half: token c, row h), each then spread
                  * to its 8 lanes by a vshufps, which runs beside the
-                 * multiplies where a vmulps each took their pipes (in asm:
-                 * GCC makes the intrinsic a vpermilps, which does not;
-                 * bench_gemm_iq IQ1_M 2.6 % slower so) */
+                 * multiplies where a vmulps each took their pipes */
                 const __m256 y2 = _mm256_castpd_ps(_mm256_broadcast_sd((const double *)(const void *)(yd + TILE_T * i + u)));
                 const __m256 d4 = _mm256_mul_ps(
                     _mm256_unpacklo_ps(y2, y2),
                     _mm256_unpacklo_ps(_mm256_loadu_ps((const float *)(const void *)(pb + P_W)),
                                        _mm256_loadu_ps((const float *)(const void *)(pb + P_W + 32))));
-                __m256 s0, s1, s2, s3;
-                __asm__("vshufps $0x00, %4, %4, %0\n\tvshufps $0x55, %4, %4, %1\n\t"
-                        "vshufps $0xAA, %4, %4, %2\n\tvshufps $0xFF, %4, %4, %3"
-                        : "=&x"(s0), "=&x"(s1), "=&x"(s2), "=&x"(s3)
-                        : "x"(d4));
-                _mm256_store_ps((float *)&dv[0], s0);
-                _mm256_store_ps((float *)&dv[1], s1);
-                _mm256_store_ps((float *)&dv[2], s2);
-                _mm256_store_ps((float *)&dv[3], s3);
+                spread4_ps256(d4, dv);
                 __asm__(IQ1_SB
                         : [g00] "+x"(g00), [g10] "+x"(g10), [g01] "+x"(g01), [g11] "+x"(g11)
                         : [pb] "r"(pb), [x0] "r"(x0), [x1] "r"(x1), [d] "r"(dv), [e] "r"(ev), [ones] "m"(ones16)

@@ -20,7 +20,7 @@
  * slices; the last slice's becomes the outputs. */
 static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
                   const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride, uint8_t *panel,
-                  float *dw, uint8_t *tok, float *yd, float *yq, float (*fst)[16][16], int64_t pr, int tc, int tb)
+                  float *dw, uint8_t *tok, float *yq, float (*fst)[16][16], int64_t pr, int tc, int tb)
 {
     const int tt = k->tile_t;
     const int64_t slice = k->sb_slice ? k->sb_slice : nbl;
@@ -28,19 +28,14 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
 #define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
-        for (int t = 0; t < cn; t++) {
+        for (int t = 0; t < cn; t++)
             k->prep(ACT(c0 + t), nbl, tok + (size_t)t * tok_bytes);
-            for (int64_t i = 0; i < nbl; i++)
-                yd[(int64_t)t * nbl + i] = ACT(c0 + t)[i].d;
-        }
         /* yq: groups of tt tokens (tiles start at multiples of tt), the
          * last group's missing tokens as its last one */
         for (int g = 0; g < cn; g += tt)
             for (int64_t i = 0; i < nbl; i++)
-                for (int j = 0; j < tt; j++) {
-                    const int t = g + j < cn ? g + j : cn - 1;
-                    yq[((int64_t)g * nbl + i * tt) + j] = yd[(int64_t)t * nbl + i];
-                }
+                for (int j = 0; j < tt; j++)
+                    yq[(int64_t)g * nbl + i * tt + j] = ACT(c0 + (g + j < cn ? g + j : cn - 1))[i].d;
         for (int64_t p0 = r0; p0 < r1; p0 += pr) {
             const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
             for (int64_t r = 0; r < np + np % 2; r++) { /* an odd last row fills its pair's second half too */
@@ -62,17 +57,13 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
                         for (int t0 = b0; t0 < b0 + bn; t0 += tt) {
                             const int nt = b0 + bn - t0 < tt ? b0 + bn - t0 : tt;
                             const uint8_t *a[GEMM_IQ_TILE_MAX];
-                            const float *ydt[GEMM_IQ_TILE_MAX];
-                            for (int j = 0; j < GEMM_IQ_TILE_MAX; j++) {
-                                const int t = t0 + (j < nt ? j : nt - 1);
-                                a[j] = tok + (size_t)t * tok_bytes;
-                                ydt[j] = yd + (int64_t)t * nbl;
-                            }
+                            for (int j = 0; j < GEMM_IQ_TILE_MAX; j++)
+                                a[j] = tok + (size_t)(t0 + (j < nt ? j : nt - 1)) * tok_bytes;
                             /* one slice: the state in a local (hot) buffer */
                             float fl[16][16] __attribute__((aligned(64)));
                             float(*fs)[16] = i0 == 0 && i1 == nbl ? fl : fst[(r / 4) * (tb / tt) + (t0 - b0) / tt];
                             k->tiles[nr > 2][nt - 1](
-                                wp, dr, a, ydt, yq + (int64_t)t0 * nbl, i0, i1, fs,
+                                wp, dr, a, yq + (int64_t)t0 * nbl, i0, i1, fs,
                                 i1 == nbl ? out + (int64_t)(c0 + t0) * out_stride + p0 + r : NULL, out_stride, nr,
                                 k->scale);
                         }
@@ -103,7 +94,6 @@ bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, i
     if (tc > n_tok)
         tc = n_tok;
     const size_t tok_bytes = UP64((size_t)tc * (size_t)nbl * k->tok_sb);
-    const size_t yd_bytes = UP64((size_t)tc * (size_t)nbl * sizeof(float));
     const size_t yq_bytes = UP64((size_t)(tc + k->tile_t) * (size_t)nbl * sizeof(float));
     int tb = k->tok_blk ? k->tok_blk : (int)(TOK_BLK_BYTES / ((size_t)nbl * k->tok_sb));
     tb = tb < k->tile_t ? k->tile_t : tb - tb % k->tile_t;
@@ -111,13 +101,13 @@ bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, i
                                  ? (size_t)((prp + 3) / 4) * (size_t)(tb / k->tile_t) * sizeof(float[16][16])
                                  : 0;
 #undef UP64
-    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + yd_bytes + yq_bytes + fst_bytes);
+    uint8_t *scr = kernel_scratch_get(panel_bytes + dw_bytes + tok_bytes + yq_bytes + fst_bytes);
     if (!scr)
         return false;
-    uint8_t *ydp = scr + panel_bytes + dw_bytes + tok_bytes;
+    uint8_t *yqp = scr + panel_bytes + dw_bytes + tok_bytes;
     drive(k, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, scr, (float *)(void *)(scr + panel_bytes),
-          scr + panel_bytes + dw_bytes, (float *)(void *)ydp, (float *)(void *)(ydp + yd_bytes),
-          (float(*)[16][16])(void *)(ydp + yd_bytes + yq_bytes), pr, tc, tb);
+          scr + panel_bytes + dw_bytes, (float *)(void *)yqp, (float(*)[16][16])(void *)(yqp + yq_bytes), pr, tc,
+          tb);
     return true;
 }
 #endif

@@ -37,22 +37,20 @@ typedef void (*gemm_iq_write_fn)(gemm_iq_decode_fn decode, const void *row, int6
 typedef void (*gemm_iq_prep_fn)(const block_q8_K *y, int64_t nbl, uint8_t *o);
 
 /* NP (1, 2) row pairs (wp: their panels, dw: the 2 * NP rows' d_w) against
- * NT tokens (a: their prepared bytes, yd: their Q8_K rows' d, super-block
- * i's at yd[t][i], copied out of the rows when the bytes were prepared: a
- * tile read them from a cache line of its own per token and super-block,
- * 9 % of an IQ2_XXS GEMM's time; the last token repeated past NT),
- * super-blocks [i0, i1): the float state starts at zero when i0 is 0 (fs
- * unset), else goes on from fs, and with o NULL goes back to fs; else (the
- * last slice) the outputs of the first nr rows go to o, token t's row r at
- * o[t * stride + r], times scale (the kind's) where the type wants it.
- * yq holds the same d again, the tile's tile_t tokens side by side per
- * super-block (super-block i's at yq[tile_t * i + j], the last token
- * repeated past NT): one load gives a tile several tokens' d, so that one
- * multiply forms d_w * d_act for 4 of them. */
+ * NT tokens (a: their prepared bytes; yq: their Q8_K rows' d, copied out
+ * of the rows when the bytes were prepared, the tile's tile_t tokens side
+ * by side per super-block: super-block i's at yq[tile_t * i + j], the last
+ * token repeated past NT. A tile read them from a cache line of its own per
+ * token and super-block, 9 % of an IQ2_XXS GEMM's time; side by side one
+ * load gives a tile several tokens' d, so that one multiply forms d_w *
+ * d_act for 4 of them), super-blocks [i0, i1): the float state starts at
+ * zero when i0 is 0 (fs unset), else goes on from fs, and with o NULL goes
+ * back to fs; else (the last slice) the outputs of the first nr rows go to
+ * o, token t's row r at o[t * stride + r], times scale (the kind's) where
+ * the type wants it. */
 typedef void (*gemm_iq_tile_fn)(const uint8_t *const wp[2], const float *const dw[4],
-                                const uint8_t *const a[GEMM_IQ_TILE_MAX], const float *const yd[GEMM_IQ_TILE_MAX],
-                                const float *yq, int64_t i0, int64_t i1, float fs[16][16], float *o, int64_t stride,
-                                int nr, float scale);
+                                const uint8_t *const a[GEMM_IQ_TILE_MAX], const float *yq, int64_t i0, int64_t i1,
+                                float fs[16][16], float *o, int64_t stride, int nr, float scale);
 
 struct gemm_iq_kind {
     int tile_t;       /* tokens a tile (<= GEMM_IQ_TILE_MAX) */
