@@ -3,9 +3,12 @@
 # rounds of 32 concurrent streaming clients, a quarter hanging up
 # mid-stream; no crash, every reply well-formed and equal to its prompt's
 # greedy text, no request lost (each one answered, and each one in the
-# server's log), the server's memory flat across rounds, a clean stop.
+# server's log), the server's memory flat across rounds (no growth every
+# round, none beyond 8 MiB: serve_load.py's memory_flat), a clean stop.
 . tests/lib.sh
 . tests/lib_serve.sh
+# the flat-memory criterion itself (a warm-up step passes, a leak fails)
+python3 tests/tools/serve_load.py selftest
 S=$TESTDATA/models/stories260K.gguf
 if need "$S" "serve load test on stories260K"; then
     if serve_start "$OUT/serve_load.log" -m "$S" --parallel 1; then  # one slot: serve_parallel.sh loads 4
