@@ -1160,8 +1160,72 @@ static bool matmul_avx2(decode_fn decode, float scale, const uint8_t *wd, size_t
 }
 #endif
 
+#ifdef GEMM_IQ_512
+/* The driver's kind for type: IQ1_M's (gemm_iq1.c), or the others' filled
+ * into *kk; NULL for a type without the GEMM. */
+static const struct gemm_iq_kind *kind_of(enum tensor_type type, struct gemm_iq_kind *kk)
+{
+    const struct gemm_iq_kind *k = gemm_iq1_kind(type);
+    bool pk;
+    if (k || !type_info(type, &kk->decode, &kk->scale, &pk))
+        return k;
+    kk->tile_t = TILE_T;
+    kk->pair_sb = pk ? PAIR_SB_PK : PAIR_SB;
+    kk->tok_sb = QK_K;
+    kk->tok_blk = 0;
+    kk->sb_slice = SB_SLICE;
+    kk->write_row = pk ? write_pair_row_pk : write_pair_row;
+    kk->prep = offset_token;
+    kk->tiles = tiles[pk];
+    return kk;
+}
+#endif
+
+size_t gemm_iq_tok_bytes(const gguf_tensor *w, int n_tok)
+{
+#ifdef GEMM_IQ_512
+    struct gemm_iq_kind kk;
+    const struct gemm_iq_kind *k = kind_of((enum tensor_type)w->type, &kk);
+    if (k && gemm_iq_applies(w, n_tok))
+        return gemm_iq_drive_tok_rec(k, w->ne[0] / QK_K);
+#else
+    (void)w;
+    (void)n_tok;
+#endif
+    return 0;
+}
+
+size_t gemm_iq_tok_bytes_max(int64_t n)
+{
+#ifdef GEMM_IQ_512
+    struct gemm_iq_kind kk;
+    const struct gemm_iq_kind *k = kind_of(TENSOR_TYPE_IQ4_XS, &kk), *k1 = gemm_iq1_kind(TENSOR_TYPE_IQ1_M);
+    const size_t a = gemm_iq_drive_tok_rec(k, n / QK_K), b = k1 ? gemm_iq_drive_tok_rec(k1, n / QK_K) : 0;
+    return a > b ? a : b;
+#else
+    (void)n;
+    return 0;
+#endif
+}
+
+void gemm_iq_prep_tokens(const gguf_tensor *w, const uint8_t *act, size_t act_stride, int n_tok, uint8_t *dst)
+{
+#ifdef GEMM_IQ_512
+    struct gemm_iq_kind kk;
+    const struct gemm_iq_kind *k = kind_of((enum tensor_type)w->type, &kk);
+    if (k)
+        gemm_iq_drive_prep(k, act, act_stride, n_tok, w->ne[0] / QK_K, dst);
+#else
+    (void)w;
+    (void)act;
+    (void)act_stride;
+    (void)n_tok;
+    (void)dst;
+#endif
+}
+
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
-                    size_t act_stride, int n_tok, float *out, int64_t out_stride)
+                    size_t act_stride, const uint8_t *tok, int n_tok, float *out, int64_t out_stride)
 {
     const enum tensor_type type = (enum tensor_type)w->type;
     const size_t rs = tensor_row_size(type, n);
@@ -1173,22 +1237,11 @@ void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, con
     const int64_t nbl = n / QK_K;
 #endif
 #ifdef GEMM_IQ_512
-    const struct gemm_iq_kind *k = gemm_iq1_kind(type);
     struct gemm_iq_kind kk;
-    bool pk;
-    if (!k && type_info(type, &kk.decode, &kk.scale, &pk)) {
-        kk.tile_t = TILE_T;
-        kk.pair_sb = pk ? PAIR_SB_PK : PAIR_SB;
-        kk.tok_sb = QK_K;
-        kk.tok_blk = 0;
-        kk.sb_slice = SB_SLICE;
-        kk.write_row = pk ? write_pair_row_pk : write_pair_row;
-        kk.prep = offset_token;
-        kk.tiles = tiles[pk];
-        k = &kk;
-    }
-    done = gemm_iq_drive(k, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride);
+    const struct gemm_iq_kind *k = kind_of(type, &kk);
+    done = k && gemm_iq_drive(k, wd, rs, nbl, r0, r1, act, act_stride, tok, n_tok, out, out_stride);
 #elif defined(QUANT_HAVE_AVX2)
+    (void)tok; /* gemm_iq_tok_bytes is 0 in this build */
     decode_fn decode;
     float scale;
     bool pk;

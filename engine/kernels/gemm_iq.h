@@ -43,12 +43,26 @@ bool gemm_iq_applies(const gguf_tensor *w, int n_tok);
 /* true when the GEMM exists for this type in this build (any batch size). */
 bool gemm_iq_supports(enum tensor_type type);
 
+/* Bytes a token of the tokens w's GEMM prepares (AVX-512 VNNI: the Q8_K
+ * bytes plus 128, for IQ1_M their 4-sums too), so that the threads of one
+ * matmul can share them (gemm_iq_prep_tokens once, then gemm_iq_matmul's
+ * tok): 0 where they cannot (AVX2 builds prepare them per tile of tokens;
+ * no GEMM for this type or batch). Each thread had prepared every token
+ * itself: 2 % of a native IQ3_S prompt. */
+size_t gemm_iq_tok_bytes(const gguf_tensor *w, int n_tok);
+/* The most gemm_iq_tok_bytes takes for weights n elements wide. */
+size_t gemm_iq_tok_bytes_max(int64_t n);
+/* Q8_K rows [0, n_tok) of act (act_stride bytes apart) prepared for w's
+ * GEMM into dst, gemm_iq_tok_bytes(w, .) bytes apart. */
+void gemm_iq_prep_tokens(const gguf_tensor *w, const uint8_t *act, size_t act_stride, int n_tok, uint8_t *dst);
+
 /* out[t * out_stride + r] for rows [r0, r1) and tokens [0, n_tok): rows of
  * w (n columns) against Q8_K activation rows act_stride bytes apart, each
- * output bit-identical to tensor_vec_dot. Any n_tok >= 1 (the tests run
- * small ones); gemm_iq_supports(w->type) must hold. Single-threaded:
- * callers split rows. */
+ * output bit-identical to tensor_vec_dot. tok: NULL, or those tokens
+ * prepared by gemm_iq_prep_tokens (where gemm_iq_tok_bytes is not 0). Any
+ * n_tok >= 1 (the tests run small ones); gemm_iq_supports(w->type) must
+ * hold. Single-threaded: callers split rows. */
 void gemm_iq_matmul(const gguf_tensor *w, int64_t n, int64_t r0, int64_t r1, const uint8_t *act,
-                    size_t act_stride, int n_tok, float *out, int64_t out_stride);
+                    size_t act_stride, const uint8_t *tok, int n_tok, float *out, int64_t out_stride);
 
 #endif

@@ -65,12 +65,23 @@ struct gemm_iq_kind {
     const gemm_iq_tile_fn (*tiles)[GEMM_IQ_TILE_MAX]; /* [row pairs - 1][tokens - 1] */
 };
 
+/* Bytes a token of the tokens prepared once for every thread of a matmul
+ * (gemm_iq_drive_prep): k->prep's nbl * tok_sb bytes, then the token's nbl
+ * d (the tiles' yq are made from them), whole cache lines. */
+size_t gemm_iq_drive_tok_rec(const struct gemm_iq_kind *k, int64_t nbl);
+/* Q8_K rows [0, n_tok) of act (act_stride bytes apart, nbl super-blocks)
+ * into dst, gemm_iq_drive_tok_rec bytes a token. */
+void gemm_iq_drive_prep(const struct gemm_iq_kind *k, const uint8_t *act, size_t act_stride, int n_tok, int64_t nbl,
+                        uint8_t *dst);
+
 /* out[t * out_stride + r] for rows [r0, r1) of the rows at wd (rs bytes
  * apart, nbl super-blocks) and tokens [0, n_tok) (Q8_K rows act_stride
- * bytes apart). False, having written nothing, when scratch could not be
- * had. */
+ * bytes apart). tok: NULL, or those tokens prepared by gemm_iq_drive_prep,
+ * as the threads of one matmul share them: the driver then prepares none.
+ * False, having written nothing, when scratch could not be had. */
 bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
-                   const uint8_t *act, size_t act_stride, int n_tok, float *out, int64_t out_stride);
+                   const uint8_t *act, size_t act_stride, const uint8_t *tok, int n_tok, float *out,
+                   int64_t out_stride);
 #endif
 
 #endif

@@ -27,6 +27,7 @@
 #include "model/forward_attn.h"
 #include "kernels/forward_math.h"
 #include "kernels/forward_packed.h"
+#include "kernels/gemm_iq.h"
 #include "kernels/threadpool.h"
 
 forward_params forward_default_params(void)
@@ -456,7 +457,10 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
         for (int i = 0; i < 3; i++) {
             f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
-            f->act_sum[i] = aligned_alloc(64, (B * packed_act_bytes_max((int64_t)maxin) + 127) & ~(size_t)63);
+            const size_t side = packed_act_bytes_max((int64_t)maxin) > gemm_iq_tok_bytes_max((int64_t)maxin)
+                                    ? packed_act_bytes_max((int64_t)maxin)
+                                    : gemm_iq_tok_bytes_max((int64_t)maxin);
+            f->act_sum[i] = aligned_alloc(64, (B * side + 127) & ~(size_t)63);
             ok = ok && f->act[i] && f->act_sum[i];
         }
         f->rope_stride = ((size_t)max_rot + 15) & ~(size_t)15; /* whole cache lines per token: no false sharing */

@@ -167,7 +167,8 @@ struct forward_ctx {
     size_t buf_len[FWD_N_BUF]; /* each one's mapping (huge_alloc) */
     uint8_t *act[3];     /* quantized activation rows, one buffer per distinct dot type in a job */
     size_t act_cap;      /* bytes per act buffer */
-    uint8_t *act_sum[3]; /* side data for packed weights (packed_act_prepare), when they want it */
+    uint8_t *act_sum[3]; /* side data for packed weights (packed_act_prepare), when they want it, or the
+                            IQ GEMM's prepared tokens (gemm_iq_prep_tokens) */
     /* per token of the batch, n_rope_tables tables of rope_stride floats:
      * n_rot cos, sin pairs; table 1 is the sliding-window layers' */
     float *rope;
@@ -314,9 +315,11 @@ void moe_swiglu_oai(float *out, const float *g, const float *u, int64_t n, float
  * integer GEMM that gives every output tensor_vec_dot's bits (gemm_iq,
  * gemm_kq5, gemm_kq6): false, nothing written, where none applies to its
  * type and n_tok in this build. The dense matmuls and a MoE expert's
- * tokens share it. */
+ * tokens share it. iq_tok: NULL, or the tokens gemm_iq_prep_tokens made
+ * once for every thread of the matmul (the IQ GEMM prepares them itself
+ * otherwise). */
 bool fwd_gemm_vec_dot(const gguf_tensor *w, int64_t n, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
-                      int n_tok, float *out, int64_t out_stride);
+                      const uint8_t *iq_tok, int n_tok, float *out, int64_t out_stride);
 
 void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
                        int n_tok, float *out, int64_t out_stride);

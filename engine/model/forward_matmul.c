@@ -22,7 +22,8 @@ struct mm_seg {
     const uint8_t *packed; /* forward_packed.h copy, or NULL */
     const uint8_t *act;
     size_t act_stride;       /* bytes between activation rows */
-    const uint8_t *act_extra; /* packed_act_prepare's side data of act, when the packed kernel wants it */
+    const uint8_t *act_extra; /* packed_act_prepare's side data of act, when the packed kernel wants it; for
+                                an IQ weight (not packed) gemm_iq_prep_tokens' bytes, when its GEMM shares them */
     float *out;
     int64_t out_stride;
     int64_t rows;
@@ -47,11 +48,11 @@ static int64_t chunk_row(const struct mm_job *job, int64_t chunk, int64_t n_chun
 }
 
 bool fwd_gemm_vec_dot(const gguf_tensor *w, int64_t n, int64_t lo, int64_t hi, const uint8_t *act, size_t stride,
-                      int n_tok, float *out, int64_t out_stride)
+                      const uint8_t *iq_tok, int n_tok, float *out, int64_t out_stride)
 {
     const size_t rs = tensor_row_size((enum tensor_type)w->type, n);
     if (gemm_iq_applies(w, n_tok))
-        gemm_iq_matmul(w, n, lo, hi, act, stride, n_tok, out, out_stride);
+        gemm_iq_matmul(w, n, lo, hi, act, stride, iq_tok, n_tok, out, out_stride);
     else if (gemm_kq5_applies(w, n_tok))
         gemm_kq5_rows(n, w->data, rs, lo, hi, act, stride, n_tok, out, out_stride);
     else if (gemm_kq6_applies(w, n_tok))
@@ -103,7 +104,7 @@ static void mm_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
             reffloat_matmul(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out, sg->out_stride);
             continue;
         }
-        if (fwd_gemm_vec_dot(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, job->n_tok, sg->out,
+        if (fwd_gemm_vec_dot(sg->w, job->n_in, lo, hi, sg->act, sg->act_stride, sg->act_extra, job->n_tok, sg->out,
                              sg->out_stride))
             continue;
         if (job->n_tok == 1) {
@@ -142,6 +143,8 @@ struct prep_job {
     int n_extra;
     int extra_dot[3];                /* index into dot / act */
     const gguf_tensor *extra_w[3];   /* a weight of the type the side data is for */
+    bool extra_iq[3];                /* gemm_iq_prep_tokens' bytes, not packed_act_prepare's */
+    size_t extra_bytes[3];           /* per token */
     uint8_t *extra[3];
 };
 
@@ -161,8 +164,9 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         }
     for (int e = 0; e < j->n_extra; e++) {
         const int d = j->extra_dot[e];
-        packed_act_prepare(j->extra_w[e], j->act[d] + (size_t)t0 * j->stride[d], j->stride[d], t1 - t0,
-                           j->extra[e] + (size_t)t0 * packed_act_bytes(j->extra_w[e]));
+        (j->extra_iq[e] ? gemm_iq_prep_tokens : packed_act_prepare)(
+            j->extra_w[e], j->act[d] + (size_t)t0 * j->stride[d], j->stride[d], t1 - t0,
+            j->extra[e] + (size_t)t0 * j->extra_bytes[e]);
     }
 }
 
@@ -227,13 +231,20 @@ void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok,
         }
         seg_dot[s] = d;
         seg_extra[s] = NULL;
-        if (packed[s] && packed_act_bytes(ws[s]) > 0) {
+        /* side data made once for every thread, per weight type: a packed
+         * weight's, or the tokens an IQ GEMM prepares (each thread made
+         * them all itself: 2 % of a native IQ3_S prompt) */
+        const size_t pb = packed[s] ? packed_act_bytes(ws[s]) : 0, ib = packed[s] ? 0 : gemm_iq_tok_bytes(ws[s], n_tok);
+        if (pb > 0 || ib > 0) {
             int e = 0;
-            while (e < pj.n_extra && (pj.extra_dot[e] != d || pj.extra_w[e]->type != ws[s]->type))
+            while (e < pj.n_extra &&
+                   (pj.extra_dot[e] != d || pj.extra_iq[e] != (ib > 0) || pj.extra_w[e]->type != ws[s]->type))
                 e++;
             if (e == pj.n_extra) {
                 pj.extra_dot[e] = d;
                 pj.extra_w[e] = ws[s];
+                pj.extra_iq[e] = ib > 0;
+                pj.extra_bytes[e] = pb > 0 ? pb : ib;
                 pj.extra[e] = f->act_sum[e];
                 pj.n_extra++;
                 any = true;

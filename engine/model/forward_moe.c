@@ -257,7 +257,7 @@ void moe_expert_matmul(const gguf_tensor *w, int32_t e, int64_t lo, int64_t hi, 
      * the integer GEMMs that give every output vec_dot's bits, as the dense
      * matmuls do: Q6_K and Q5_K down projections of the Q4_K_M mixes, the
      * IQ types */
-    if (fwd_gemm_vec_dot(&v, n, lo, hi, act, stride, n_tok, out, out_stride))
+    if (fwd_gemm_vec_dot(&v, n, lo, hi, act, stride, NULL, n_tok, out, out_stride))
         return;
     const size_t rs = tensor_row_size((enum tensor_type)v.type, n);
     /* Q8_0 experts the load did not pack (rows that do not fill whole

@@ -81,7 +81,7 @@ int main(int argc, char **argv)
                     if (k == 0)
                         tensor_matmul(t, n, w, rows, a, nt, as, o1, rows);
                     else
-                        gemm_iq_matmul(&wt, n, 0, rows, a, as, nt, o2, rows);
+                        gemm_iq_matmul(&wt, n, 0, rows, a, as, NULL, nt, o2, rows);
                     const double dt = now() - r0;
                     tpt[k] = dt < tpt[k] ? dt : tpt[k];
                 }

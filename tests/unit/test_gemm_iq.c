@@ -137,6 +137,53 @@ static void extreme_acts(enum tensor_type t, const uint8_t *w, size_t rs, int64_
     free(wf);
 }
 
+/* Where the threads of a matmul share the GEMM's prepared tokens
+ * (gemm_iq_tok_bytes, as forward_matmul does): the same bits from them, in
+ * both row ranges. And the GEMM reads them, not act: with the first and
+ * last tokens swapped in act, the prepared tokens still give the same
+ * outputs (their bytes and their d), where act alone gives others. */
+static void check_shared_tokens(const gguf_tensor *wt, int64_t n, int64_t rows, const uint8_t *a, size_t as, int nt,
+                                int64_t cut, const float *want)
+{
+    const size_t tb = gemm_iq_tok_bytes(wt, nt);
+    if (tb == 0)
+        return;
+    assert_true(tb <= gemm_iq_tok_bytes_max(n));
+    uint8_t *tok = malloc(tb * (size_t)nt), *a2 = malloc(as * (size_t)nt);
+    float *out = malloc(sizeof(float) * (size_t)(rows * nt));
+    gemm_iq_prep_tokens(wt, a, as, nt, tok);
+    memcpy(a2, a, as * (size_t)nt);
+    if (nt > 1) {
+        block_q8_K *y0 = (block_q8_K *)(void *)a2, *y1 = (block_q8_K *)(void *)(a2 + as * (size_t)(nt - 1));
+        for (int64_t i = 0; i < n / QK_K; i++) {
+            const block_q8_K b = y0[i];
+            y0[i] = y1[i];
+            y1[i] = b;
+        }
+    }
+    for (int swapped = 0; swapped < 2 && (!swapped || nt > 1); swapped++) {
+        const uint8_t *act = swapped ? a2 : a;
+        gemm_iq_matmul(wt, n, 0, cut, act, as, tok, nt, out, rows);
+        gemm_iq_matmul(wt, n, cut, rows, act, as, tok, nt, out, rows);
+        for (int c = 0; c < nt; c++)
+            for (int64_t r = 0; r < rows; r++)
+                if (f2u(out[c * rows + r]) != f2u(want[c * rows + r]))
+                    fail_msg("type %d shared tokens%s: [%d][%lld] %.9g, want %.9g", (int)wt->type,
+                             swapped ? " (act's first and last swapped)" : "", c, (long long)r,
+                             (double)out[c * rows + r], (double)want[c * rows + r]);
+    }
+    if (nt > 1) { /* the swap is visible to a GEMM that reads act */
+        gemm_iq_matmul(wt, n, 0, rows, a2, as, NULL, nt, out, rows);
+        bool differs = false;
+        for (int64_t r = 0; r < rows; r++)
+            differs = differs || f2u(out[r]) != f2u(want[r]);
+        assert_true(differs);
+    }
+    free(tok);
+    free(a2);
+    free(out);
+}
+
 /* One case: rows x n weights against nt tokens, computed in two row ranges
  * split at cut, into an output with stride ostride > rows; extreme: the
  * activations from extreme_acts. */
@@ -157,8 +204,8 @@ static void check_case_acts(enum tensor_type t, int64_t n, int64_t rows, int nt,
         out[i] = -1e30f;
     const gguf_tensor wt = weight(t, w, n, rows);
     assert_true(gemm_iq_supports(t));
-    gemm_iq_matmul(&wt, n, 0, cut, a, as, nt, out, ostride);
-    gemm_iq_matmul(&wt, n, cut, rows, a, as, nt, out, ostride);
+    gemm_iq_matmul(&wt, n, 0, cut, a, as, NULL, nt, out, ostride);
+    gemm_iq_matmul(&wt, n, cut, rows, a, as, NULL, nt, out, ostride);
     for (int c = 0; c < nt; c++)
         for (int64_t r = 0; r < rows; r++) {
             const void *wr = w + rs * (size_t)r, *ar = a + as * (size_t)c;
@@ -181,6 +228,7 @@ static void check_case_acts(enum tensor_type t, int64_t n, int64_t rows, int nt,
             if (c + 1 < nt)
                 assert_true(f2u(want[c * rows + r]) != f2u(want[(c + 1) * rows + r]));
         }
+    check_shared_tokens(&wt, n, rows, a, as, nt, cut, want);
     free(w);
     free(a);
     free(out);
