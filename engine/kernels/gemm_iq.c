@@ -45,7 +45,9 @@
  *
  * Either way each output's 8 float lanes (acc[k] = fma(d_w * d_act, lane k,
  * acc[k]) per super-block) and their hsum_float_8 are vec_dot's. The
- * scratch (panel, d_w, token bytes) is per thread and kept between calls.
+ * scratch (panel, d_w, token bytes) is per thread and kept between calls;
+ * on AVX-512 the tokens' bytes and d come prepared once per matmul for
+ * every thread where the caller has them (gemm_iq_prep_tokens).
  * On AVX-512 the rows, tokens and super-blocks are cut by the driver
  * gemm_iq1.c's IQ1_M GEMM shares (gemm_iq_drive.h); this file gives it the
  * types' panels, token bytes and tiles. */
