@@ -136,8 +136,8 @@ bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, i
         return false;
     uint8_t *yqp = scr + panel_bytes + dw_bytes + tok_bytes;
     drive(k, wd, rs, nbl, r0, r1, act, act_stride, n_tok, out, out_stride, scr, (float *)(void *)(scr + panel_bytes),
-          tok ? (uint8_t *)(uintptr_t)tok : scr + panel_bytes + dw_bytes, tok != NULL, (float *)(void *)yqp, (float(*)[16][16])(void *)(yqp + yq_bytes), pr, tc,
-          tb);
+          tok ? (uint8_t *)(uintptr_t)tok : scr + panel_bytes + dw_bytes, tok != NULL, (float *)(void *)yqp,
+          (float(*)[16][16])(void *)(yqp + yq_bytes), pr, tc, tb);
     return true;
 }
 #endif
