@@ -12,6 +12,25 @@
 /* Prepared token bytes a block holds by default: they stay in L2. */
 #define TOK_BLK_BYTES (256 * 1024)
 
+size_t gemm_iq_drive_tok_rec(const struct gemm_iq_kind *k, int64_t nbl)
+{
+    return (size_t)nbl * k->tok_sb + (((size_t)nbl * sizeof(float) + 63) & ~(size_t)63);
+}
+
+void gemm_iq_drive_prep(const struct gemm_iq_kind *k, const uint8_t *act, size_t act_stride, int n_tok, int64_t nbl,
+                        uint8_t *dst)
+{
+    const size_t rec = gemm_iq_drive_tok_rec(k, nbl);
+    for (int t = 0; t < n_tok; t++) {
+        const block_q8_K *y = (const block_q8_K *)(const void *)(act + (size_t)t * act_stride);
+        uint8_t *o = dst + (size_t)t * rec;
+        k->prep(y, nbl, o);
+        float *d = (float *)(void *)(o + (size_t)nbl * k->tok_sb);
+        for (int64_t i = 0; i < nbl; i++)
+            d[i] = y[i].d;
+    }
+}
+
 /* Rows [r0, r1) against tokens [0, n_tok), in passes of tc tokens (their
  * prepared bytes); per pass, panels of pr rows (in pairs) written once;
  * per panel, blocks of tb tokens, and per block slices of sb_slice
@@ -25,26 +44,24 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
 {
     const int tt = k->tile_t;
     const int64_t slice = k->sb_slice ? k->sb_slice : nbl;
-    const size_t pair_bytes = (size_t)nbl * k->pair_sb,
-                 tok_bytes = ready ? gemm_iq_drive_tok_rec(k, nbl) : (size_t)nbl * k->tok_sb;
-#define ACT(t) ((const block_q8_K *)(const void *)(act + (size_t)(t)*act_stride))
-/* token t's d of super-block i: from the shared record, whose lines this
- * thread has not read yet (reading it from act took a miss a token and
- * super-block, 1 % of an IQ1_M prompt), or from act beside its bytes */
-#define YD(t, i)                                                                                                 \
-    (ready ? ((const float *)(const void *)(tok + (size_t)(t)*tok_bytes + (size_t)nbl * k->tok_sb))[i]          \
-           : ACT(t)[i].d)
+    /* tokens as gemm_iq_drive_prep's records, whether shared or made here */
+    const size_t pair_bytes = (size_t)nbl * k->pair_sb, tok_bytes = gemm_iq_drive_tok_rec(k, nbl),
+                 d_off = (size_t)nbl * k->tok_sb;
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         const int cn = n_tok - c0 < tc ? n_tok - c0 : tc;
-        if (!ready) /* else tok holds every token's bytes, prepared once for all threads */
-            for (int t = 0; t < cn; t++)
-                k->prep(ACT(c0 + t), nbl, tok + (size_t)t * tok_bytes);
+        if (!ready) /* else tok holds every token's record, made once for all threads */
+            gemm_iq_drive_prep(k, act + (size_t)c0 * act_stride, act_stride, cn, nbl, tok);
         /* yq: groups of tt tokens (tiles start at multiples of tt), the
-         * last group's missing tokens as its last one */
+         * last group's missing tokens as its last one; their d from the
+         * records (from act's rows, whose lines a thread sharing the
+         * records has not read, it took a miss a token and super-block: 1 %
+         * of an IQ1_M prompt) */
         for (int g = 0; g < cn; g += tt)
             for (int64_t i = 0; i < nbl; i++)
                 for (int j = 0; j < tt; j++)
-                    yq[(int64_t)g * nbl + i * tt + j] = YD(c0 + (g + j < cn ? g + j : cn - 1), i);
+                    yq[(int64_t)g * nbl + i * tt + j] =
+                        ((const float *)(const void *)(tok + (size_t)(g + j < cn ? g + j : cn - 1) * tok_bytes +
+                                                       d_off))[i];
         for (int64_t p0 = r0; p0 < r1; p0 += pr) {
             const int64_t np = r1 - p0 < pr ? r1 - p0 : pr;
             for (int64_t r = 0; r < np + np % 2; r++) { /* an odd last row fills its pair's second half too */
@@ -81,27 +98,6 @@ static void drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, in
             }
         }
     }
-#undef YD
-#undef ACT
-}
-
-size_t gemm_iq_drive_tok_rec(const struct gemm_iq_kind *k, int64_t nbl)
-{
-    return (size_t)nbl * k->tok_sb + (((size_t)nbl * sizeof(float) + 63) & ~(size_t)63);
-}
-
-void gemm_iq_drive_prep(const struct gemm_iq_kind *k, const uint8_t *act, size_t act_stride, int n_tok, int64_t nbl,
-                        uint8_t *dst)
-{
-    const size_t rec = gemm_iq_drive_tok_rec(k, nbl);
-    for (int t = 0; t < n_tok; t++) {
-        const block_q8_K *y = (const block_q8_K *)(const void *)(act + (size_t)t * act_stride);
-        uint8_t *o = dst + (size_t)t * rec;
-        k->prep(y, nbl, o);
-        float *d = (float *)(void *)(o + (size_t)nbl * k->tok_sb);
-        for (int64_t i = 0; i < nbl; i++)
-            d[i] = y[i].d;
-    }
 }
 
 bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, int64_t nbl, int64_t r0, int64_t r1,
@@ -119,11 +115,12 @@ bool gemm_iq_drive(const struct gemm_iq_kind *k, const uint8_t *wd, size_t rs, i
 #define UP64(x) (((size_t)(x) + 63) & ~(size_t)63)
     const size_t panel_bytes = UP64((size_t)prp * (size_t)nbl * row_sb);
     const size_t dw_bytes = UP64((size_t)prp * (size_t)nbl * sizeof(float));
-    int tc = tok ? n_tok : (int)(ACT_BYTES / ((size_t)nbl * k->tok_sb));
+    const size_t rec = gemm_iq_drive_tok_rec(k, nbl);
+    int tc = tok ? n_tok : (int)(ACT_BYTES / rec);
     tc = tc < k->tile_t ? k->tile_t : tc;
     if (tc > n_tok)
         tc = n_tok;
-    const size_t tok_bytes = tok ? 0 : UP64((size_t)tc * (size_t)nbl * k->tok_sb);
+    const size_t tok_bytes = tok ? 0 : UP64((size_t)tc * rec);
     const size_t yq_bytes = UP64((size_t)(tc + k->tile_t) * (size_t)nbl * sizeof(float));
     int tb = k->tok_blk ? k->tok_blk : (int)(TOK_BLK_BYTES / ((size_t)nbl * k->tok_sb));
     tb = tb < k->tile_t ? k->tile_t : tb - tb % k->tile_t;

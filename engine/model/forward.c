@@ -457,9 +457,8 @@ forward_ctx *forward_build(const model *m, const forward_params *pp, char *err, 
         f->act_cap = B * maxin * sizeof(float); /* F32 is the widest dot type */
         for (int i = 0; i < 3; i++) {
             f->act[i] = aligned_alloc(64, (f->act_cap + 63) & ~(size_t)63); /* whole-line vector loads */
-            const size_t side = packed_act_bytes_max((int64_t)maxin) > gemm_iq_tok_bytes_max((int64_t)maxin)
-                                    ? packed_act_bytes_max((int64_t)maxin)
-                                    : gemm_iq_tok_bytes_max((int64_t)maxin);
+            const size_t pk = packed_act_bytes_max((int64_t)maxin), iq = gemm_iq_tok_bytes_max((int64_t)maxin);
+            const size_t side = pk > iq ? pk : iq; /* forward_matmul's side data: either kind */
             f->act_sum[i] = aligned_alloc(64, (B * side + 127) & ~(size_t)63);
             ok = ok && f->act[i] && f->act_sum[i];
         }

@@ -129,6 +129,9 @@ static void round_f16_row(const float *x, float *y, int64_t n)
         y[i] = tensor_fp16_to_fp32(tensor_fp32_to_fp16(x[i]));
 }
 
+/* Side data of n_tok activation rows for a weight's kernel, into dst. */
+typedef void (*side_prep_fn)(const gguf_tensor *w, const uint8_t *act, size_t act_stride, int n_tok, uint8_t *dst);
+
 /* The activation rows of one matmul job, converted to each distinct dot
  * type its weights need, plus the side data a packed weight wants
  * (packed_act_prepare: one buffer per dot type and weight type). F32 uses x directly. F16 activations are stored as floats,
@@ -143,7 +146,7 @@ struct prep_job {
     int n_extra;
     int extra_dot[3];                /* index into dot / act */
     const gguf_tensor *extra_w[3];   /* a weight of the type the side data is for */
-    bool extra_iq[3];                /* gemm_iq_prep_tokens' bytes, not packed_act_prepare's */
+    side_prep_fn extra_prep[3];      /* what makes it: packed_act_prepare or gemm_iq_prep_tokens */
     size_t extra_bytes[3];           /* per token */
     uint8_t *extra[3];
 };
@@ -164,9 +167,8 @@ static void prep_worker(void *arg, int ith, int64_t chunk, int64_t n_chunks)
         }
     for (int e = 0; e < j->n_extra; e++) {
         const int d = j->extra_dot[e];
-        (j->extra_iq[e] ? gemm_iq_prep_tokens : packed_act_prepare)(
-            j->extra_w[e], j->act[d] + (size_t)t0 * j->stride[d], j->stride[d], t1 - t0,
-            j->extra[e] + (size_t)t0 * j->extra_bytes[e]);
+        j->extra_prep[e](j->extra_w[e], j->act[d] + (size_t)t0 * j->stride[d], j->stride[d], t1 - t0,
+                         j->extra[e] + (size_t)t0 * j->extra_bytes[e]);
     }
 }
 
@@ -234,17 +236,18 @@ void forward_matmul(forward_ctx *f, const float *x, int64_t x_stride, int n_tok,
         /* side data made once for every thread, per weight type: a packed
          * weight's, or the tokens an IQ GEMM prepares (each thread made
          * them all itself: 2 % of a native IQ3_S prompt) */
-        const size_t pb = packed[s] ? packed_act_bytes(ws[s]) : 0, ib = packed[s] ? 0 : gemm_iq_tok_bytes(ws[s], n_tok);
-        if (pb > 0 || ib > 0) {
+        const size_t sb = packed[s] ? packed_act_bytes(ws[s]) : gemm_iq_tok_bytes(ws[s], n_tok);
+        const side_prep_fn prep = packed[s] ? packed_act_prepare : gemm_iq_prep_tokens;
+        if (sb > 0) {
             int e = 0;
             while (e < pj.n_extra &&
-                   (pj.extra_dot[e] != d || pj.extra_iq[e] != (ib > 0) || pj.extra_w[e]->type != ws[s]->type))
+                   (pj.extra_dot[e] != d || pj.extra_prep[e] != prep || pj.extra_w[e]->type != ws[s]->type))
                 e++;
             if (e == pj.n_extra) {
                 pj.extra_dot[e] = d;
                 pj.extra_w[e] = ws[s];
-                pj.extra_iq[e] = ib > 0;
-                pj.extra_bytes[e] = pb > 0 ? pb : ib;
+                pj.extra_prep[e] = prep;
+                pj.extra_bytes[e] = sb;
                 pj.extra[e] = f->act_sum[e];
                 pj.n_extra++;
                 any = true;
