@@ -222,13 +222,19 @@ static void quantize_q8_K_avx2(const float *src, void *dst, int64_t n)
             memset(&y[i], 0, sizeof y[i]);
             continue;
         }
-        /* the first element of largest magnitude gives the sign */
+        /* the first element of largest magnitude gives the sign (8 at a
+         * time: element by element the search took a third of this
+         * function) */
         float max = 0;
-        for (int j = 0; j < QK_K; j++)
-            if (fabsf(src[j]) == amax) {
-                max = src[j];
+        const __m256 am = _mm256_set1_ps(amax), absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+        for (int j = 0; j < QK_K; j += 8) {
+            const __m256 x = _mm256_loadu_ps(src + j);
+            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(x, absm), am, _CMP_EQ_OQ));
+            if (hit) {
+                max = src[j + __builtin_ctz((unsigned)hit)];
                 break;
             }
+        }
         const float iscale = -127.f / max;
         const __m256 mul = _mm256_set1_ps(iscale);
         for (int j = 0; j < QK_K; j += 32) {
