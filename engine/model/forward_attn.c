@@ -870,7 +870,10 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
             if (Mnew > Mold) {
                 const float ms = expf(Mold - Mnew);
                 float *acc = vkq + (size_t)i * hd;
-                for (int d = 0; d < hd; d++)
+                int d = 0;
+                for (; d + 16 <= hd; d += 16) /* GCC 12 at -O2 left it scalar */
+                    _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), _mm512_set1_ps(ms)));
+                for (; d < hd; d++)
                     acc[d] *= ms;
                 Ss[i] *= ms;
             }
