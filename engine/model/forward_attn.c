@@ -588,7 +588,12 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     const float Mold = *M, Mnew = tile_max(Mold, tmax);
     if (Mnew > Mold) {
         const float ms = expf(Mold - Mnew);
-        for (int d = 0; d < hd; d++)
+        int d = 0;
+#ifdef FWD_F16C
+        for (; d + 8 <= hd; d += 8) /* GCC 12 at -O2 left it scalar */
+            _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(ms)));
+#endif
+        for (; d < hd; d++)
             acc[d] *= ms;
         *S *= ms;
     }
