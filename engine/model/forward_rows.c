@@ -376,8 +376,10 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         const int64_t hd = forward_hd(f, op->il), nh = n_heads(f, op->dst, op->il, hd);
         for (int64_t h = 0; h < nh; h += 4) {
             const int nr = nh - h < 4 ? (int)(nh - h) : 4;
-            float *const o[4] = {d + h * hd, d + (h + 1) * hd, d + (h + 2) * hd, d + (h + 3) * hd};
-            const float *const xs[4] = {o[0], o[1], o[2], o[3]};
+            float *o[4];
+            const float *xs[4];
+            for (int k = 0; k < 4; k++) /* past the last head: the group's first, unread */
+                xs[k] = o[k] = d + (h + (k < nr ? k : 0)) * hd;
             rmsnorm_rows(o, xs, nr, op->w ? op->w->data : NULL, hd, hp->rms_eps);
         }
         break;
