@@ -1,5 +1,6 @@
 /* Scalar and 8-lane helpers shared by the forward pass and its attention
- * kernels: F16 conversion and exp the way ggml's AVX-512 build computes it. */
+ * kernels: F16 conversion and exp the way ggml's AVX-512 build computes it,
+ * elementwise row operations. */
 #ifndef TOKSCOPE_FORWARD_MATH_H
 #define TOKSCOPE_FORWARD_MATH_H
 
@@ -32,6 +33,43 @@ static inline fp16_t f2h(float f)
 #else
     return tensor_fp32_to_fp16(f);
 #endif
+}
+
+/* y = y * s, y = y + v, y = y * v, lane by lane (ggml_vec_scale_f32 and
+ * ggml's elementwise add and mul: one rounding per element, so any vector
+ * width gives the same bits); GCC 12 at -O2 leaves these loops scalar for
+ * a runtime n. y and v are the same row or rows that do not overlap. */
+static inline void vec_scale(float *y, int64_t n, float s)
+{
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_set1_ps(s)));
+#endif
+    for (; i < n; i++)
+        y[i] *= s;
+}
+
+static inline void vec_add(float *y, const float *v, int64_t n)
+{
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(v + i)));
+#endif
+    for (; i < n; i++)
+        y[i] += v[i];
+}
+
+static inline void vec_mul(float *y, const float *v, int64_t n)
+{
+    int64_t i = 0;
+#ifdef FWD_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(v + i)));
+#endif
+    for (; i < n; i++)
+        y[i] *= v[i];
 }
 
 /* 16 floats reduced the way GCC's _mm512_reduce_add_ps does: halves of 8,

@@ -135,9 +135,8 @@ static void write_row(const void *row, int64_t nbl, uint8_t *p, int h, float *dw
                 pk = _mm_or_si128(pk, e ? _mm_slli_epi32(dv, 16) : dv);
             }
             /* int32 lane k (elements 4k..4k+3) is in group k / 2 */
-            const __m128i v = pk;
             _mm256_storeu_si256((__m256i *)(p + P_D + 64 * m + 32 * h),
-                                _mm256_setr_m128i(_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)));
+                                _mm256_setr_m128i(_mm_unpacklo_epi32(pk, pk), _mm_unpackhi_epi32(pk, pk)));
         }
         /* minus 128 * the weight sums: the accumulators' start, per byte
          * pair (AVX2: |128 x 240| fits an int16) or per lane (the pairs'

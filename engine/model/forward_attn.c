@@ -238,20 +238,10 @@ static void one_chunk(const attn_kv *kv, const float *q, int32_t k0, int32_t k1,
     *S_out = S;
 }
 
-/* y = y * s and y = fma(v, s, y), lane by lane (ggml_vec_scale_f32 and
- * ggml_vec_mad_f32: one rounding per element, so any vector width gives
- * the same bits); GCC's -O2 leaves these loops scalar for a runtime hd */
-static void vec_scale(float *y, int n, float s)
-{
-    int i = 0;
-#ifdef FWD_F16C
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_set1_ps(s)));
-#endif
-    for (; i < n; i++)
-        y[i] *= s;
-}
-
+/* y = fma(v, s, y), lane by lane (ggml_vec_mad_f32: one rounding per
+ * element, so any vector width gives the same bits; vec_scale, its
+ * partner, is forward_math.h's); GCC's -O2 leaves this loop scalar for a
+ * runtime hd */
 static void vec_mad(float *y, const float *v, int n, float s)
 {
     int i = 0;
@@ -588,13 +578,7 @@ static bool tile_softmax(float *kq, int32_t ic, int32_t lo, int32_t pos, float *
     const float Mold = *M, Mnew = tile_max(Mold, tmax);
     if (Mnew > Mold) {
         const float ms = expf(Mold - Mnew);
-        int d = 0;
-#ifdef FWD_F16C
-        for (; d + 8 <= hd; d += 8) /* GCC 12 at -O2 left it scalar */
-            _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(ms)));
-#endif
-        for (; d < hd; d++)
-            acc[d] *= ms;
+        vec_scale(acc, hd, ms);
         *S *= ms;
     }
     *M = Mnew;
@@ -874,12 +858,7 @@ static void tile_queries4(const attn_kv *kv, const float *q, int64_t q_stride, i
         if (k < n) {
             if (Mnew > Mold) {
                 const float ms = expf(Mold - Mnew);
-                float *acc = vkq + (size_t)i * hd;
-                int d = 0;
-                for (; d + 16 <= hd; d += 16) /* GCC 12 at -O2 left it scalar */
-                    _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), _mm512_set1_ps(ms)));
-                for (; d < hd; d++)
-                    acc[d] *= ms;
+                vec_scale(vkq + (size_t)i * hd, hd, ms);
                 Ss[i] *= ms;
             }
             Ms[i] = Mnew;

@@ -18,49 +18,11 @@
 #include "model/forward_internal.h"
 #include "model/rope_yarn.h"
 
-/* Elementwise d = d + s, d = d * s, d = d * c: each element's one rounded
- * operation, as ggml's, 8 lanes at a time (GCC 12 at -O2 left these
- * loops scalar: a tenth of a prompt's time outside the matmuls). d and s
- * are the same row or rows that do not overlap. */
-static void add_row(float *d, const float *s, int64_t n)
-{
-    int64_t i = 0;
-#ifdef FWD_F16C
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(d + i, _mm256_add_ps(_mm256_loadu_ps(d + i), _mm256_loadu_ps(s + i)));
-#endif
-    for (; i < n; i++)
-        d[i] += s[i];
-}
-
-static void mul_row(float *d, const float *s, int64_t n)
-{
-    int64_t i = 0;
-#ifdef FWD_F16C
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_loadu_ps(d + i), _mm256_loadu_ps(s + i)));
-#endif
-    for (; i < n; i++)
-        d[i] *= s[i];
-}
-
-static void scale_row(float *d, float c, int64_t n)
-{
-    int64_t i = 0;
-#ifdef FWD_F16C
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_loadu_ps(d + i), _mm256_set1_ps(c)));
-#endif
-    for (; i < n; i++)
-        d[i] *= c;
-}
-
 /* ggml_rms_norm's scaling, then (w) ggml_mul: two roundings an element */
 static void rmsnorm_scale(float *out, const float *x, const float *w, int64_t n, double sum, float eps)
 {
     const float mean = (float)(sum / n);
     const float scale = 1.0f / sqrtf(mean + eps);
-    /* ggml_rms_norm, then (w) ggml_mul: two roundings an element */
     int64_t i = 0;
 #ifdef FWD_F16C
     const __m256 sc = _mm256_set1_ps(scale);
@@ -88,7 +50,6 @@ static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float
  * x. */
 static void rmsnorm_rows(float *const out[4], const float *const x[4], int nr, const float *w, int64_t n, float eps)
 {
-    double sum[4] = {0.0, 0.0, 0.0, 0.0};
 #ifdef FWD_F16C
     if (nr > 1) {
         const float *x1 = x[1], *x2 = x[nr > 2 ? 2 : 0], *x3 = x[nr > 3 ? 3 : 0];
@@ -97,14 +58,15 @@ static void rmsnorm_rows(float *const out[4], const float *const x[4], int nr, c
             const __m128 v = _mm_setr_ps(x[0][i], x1[i], x2[i], x3[i]);
             acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm_mul_ps(v, v)));
         }
+        double sum[4];
         _mm256_storeu_pd(sum, acc);
-    } else
-#endif
         for (int j = 0; j < nr; j++)
-            for (int64_t i = 0; i < n; i++)
-                sum[j] += (double)(x[j][i] * x[j][i]);
+            rmsnorm_scale(out[j], x[j], w, n, sum[j], eps);
+        return;
+    }
+#endif
     for (int j = 0; j < nr; j++)
-        rmsnorm_scale(out[j], x[j], w, n, sum[j], eps);
+        rmsnorm(out[j], x[j], w, n, eps);
 }
 
 /* ggml_vec_swiglu_f32: 16-lane groups use the vector silu, the tail libm expf. */
@@ -385,13 +347,13 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         break;
     }
     case OP_ADD:
-        add_row(d, row(f, op->src, t), width[op->dst]);
+        vec_add(d, row(f, op->src, t), width[op->dst]);
         break;
     case OP_BIAS:
-        add_row(d, op->w->data, width[op->dst]);
+        vec_add(d, op->w->data, width[op->dst]);
         break;
     case OP_SCALE:
-        scale_row(d, op->s, width[op->dst]);
+        vec_scale(d, width[op->dst], op->s);
         break;
     case OP_ROPE: {
         const int tab = f->n_rope_tables > 1 && hp->swa_layer[op->il];
@@ -437,7 +399,7 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
                                           sizeof(float));
         break;
     case OP_MUL:
-        mul_row(d, op->w->data, op->w->ne[0]);
+        vec_mul(d, op->w->data, op->w->ne[0]);
         break;
     case OP_PLE_INPUT: ple_input(f, op, d, t); break;
     case OP_PLE_GATE: {
