@@ -72,6 +72,64 @@ static inline void vec_mul(float *y, const float *v, int64_t n)
         y[i] *= v[i];
 }
 
+/* RoPE's rotation of a head's first n_rot values by cs (each pair's cos
+ * and sin side by side, mscale in them): adjacent pairs (neox false, NORM)
+ * or x[i] with x[i + n_rot / 2] (NEOX). With FMA each output is one fused
+ * step over one rounded product, the contraction GCC made of the scalar
+ * form that matches the reference's goldens: x0 c - x1 s as fma(x0, c,
+ * -(x1 s)) and x0 s + x1 c as fma(x0, s, x1 c); a different fusion changes
+ * bits (test_attn's rope cases). 8 pairs a step: GCC 12 at -O2 left the
+ * loops scalar. */
+static inline void rope_rotate(float *x, const float *cs, uint32_t n_rot, int neox)
+{
+    const uint32_t half = n_rot / 2;
+    uint32_t i = 0;
+    if (neox) {
+#ifdef FWD_F16C
+        for (; i + 8 <= half; i += 8) {
+            /* cs[2i..2i+15]: cos in the even floats, sin in the odd */
+            const __m256 a = _mm256_loadu_ps(cs + 2 * i), b = _mm256_loadu_ps(cs + 2 * i + 8);
+            const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+            const __m256 c = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), order);
+            const __m256 s = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)), order);
+            const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + half);
+            _mm256_storeu_ps(x + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+            _mm256_storeu_ps(x + i + half, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
+        }
+#endif
+        for (; i < half; i++) {
+            const float x0 = x[i], x1 = x[i + half], c = cs[2 * i], s = cs[2 * i + 1];
+#ifdef FWD_F16C
+            x[i] = fmaf(x0, c, -(x1 * s));
+            x[i + half] = fmaf(x0, s, x1 * c);
+#else
+            x[i] = x0 * c - x1 * s;
+            x[i + half] = x0 * s + x1 * c;
+#endif
+        }
+        return;
+    }
+#ifdef FWD_F16C
+    /* fmaddsub: even lanes x0 c - (x1 s), odd lanes x0 s + (x1 c), from
+     * x0 in both lanes of a pair, (c, s) and x1 (s, c) */
+    for (; 2 * i + 8 <= n_rot; i += 4) {
+        const __m256 v = _mm256_loadu_ps(x + 2 * i), t = _mm256_loadu_ps(cs + 2 * i);
+        const __m256 x1t = _mm256_mul_ps(_mm256_movehdup_ps(v), _mm256_permute_ps(t, _MM_SHUFFLE(2, 3, 0, 1)));
+        _mm256_storeu_ps(x + 2 * i, _mm256_fmaddsub_ps(_mm256_moveldup_ps(v), t, x1t));
+    }
+#endif
+    for (; i < half; i++) {
+        const float x0 = x[2 * i], x1 = x[2 * i + 1], c = cs[2 * i], s = cs[2 * i + 1];
+#ifdef FWD_F16C
+        x[2 * i] = fmaf(x0, c, -(x1 * s));
+        x[2 * i + 1] = fmaf(x0, s, x1 * c);
+#else
+        x[2 * i] = x0 * c - x1 * s;
+        x[2 * i + 1] = x0 * s + x1 * c;
+#endif
+    }
+}
+
 /* 16 floats reduced the way GCC's _mm512_reduce_add_ps does: halves of 8,
  * then 4, then (0+2) + (1+3). */
 static inline float red16(const float v[16])

@@ -167,24 +167,6 @@ static void rope_table(float *cs, int32_t pos, uint32_t n_rot, float base, float
     }
 }
 
-static void rope_apply(float *x, const float *cs, uint32_t n_rot, enum model_rope_type type)
-{
-    if (type == MODEL_ROPE_NEOX) {
-        const uint32_t half = n_rot / 2;
-        for (uint32_t i = 0; i < half; i++) {
-            const float x0 = x[i], x1 = x[i + half];
-            x[i] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
-            x[i + half] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
-        }
-        return;
-    }
-    for (uint32_t i = 0; i < n_rot; i += 2) {
-        const float x0 = x[i], x1 = x[i + 1];
-        x[i] = x0 * cs[i] - x1 * cs[i + 1];
-        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
-    }
-}
-
 /* The cache is head-major (forward_internal.h): each KV head's rows are
  * contiguous, so attention streams them. A row of a head is converted alone;
  * for the block types that is the whole row's quantization (heads are whole
@@ -360,7 +342,7 @@ static void run_op(forward_ctx *f, const struct fwd_op *op, int t)
         const float *cs = f->rope + ((size_t)t * f->n_rope_tables + tab) * f->rope_stride;
         const int64_t hd = forward_hd(f, op->il);
         for (int64_t h = 0; h < n_heads(f, op->dst, op->il, hd); h++)
-            rope_apply(d + h * hd, cs, model_n_rot(hp, op->il), hp->rope_type);
+            rope_rotate(d + h * hd, cs, model_n_rot(hp, op->il), hp->rope_type == MODEL_ROPE_NEOX);
         break;
     }
     case OP_KV_STORE:

@@ -588,12 +588,54 @@ static void test_generic_heads(void **state)
     free(buf);
 }
 
+/* RoPE's rotation (forward_math.h rope_rotate), both pairings, against
+ * the scalar form one pair at a time: fused as GCC contracts it where FMA
+ * is on (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)), plain otherwise. Head
+ * sizes with and without a vector tail; the values past n_rot untouched. */
+static float rope_one(float x0, float x1, float c, float s, int second)
+{
+#ifdef FWD_F16C
+    return second ? fmaf(x0, s, x1 * c) : fmaf(x0, c, -(x1 * s));
+#else
+    return second ? x0 * s + x1 * c : x0 * c - x1 * s;
+#endif
+}
+
+static void test_rope_rotate_bits(void **st)
+{
+    (void)st;
+    const uint32_t n_rots[] = {2, 6, 16, 24, 32, 40, 64, 128, 256};
+    enum { HD = 272 };
+    float x[HD], y[HD], cs[HD];
+    for (int neox = 0; neox < 2; neox++)
+        for (size_t k = 0; k < sizeof n_rots / sizeof n_rots[0]; k++) {
+            const uint32_t n = n_rots[k], half = n / 2;
+            for (int r = 0; r < 20; r++) {
+                for (int i = 0; i < HD; i++) {
+                    x[i] = y[i] = rnd() * 8.0f;
+                    cs[i] = rnd() * 1.1f;
+                }
+                rope_rotate(x, cs, n, neox);
+                for (uint32_t i = 0; i < half; i++) {
+                    const uint32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+                    const float c = cs[2 * i], s = cs[2 * i + 1];
+                    const float e0 = rope_one(y[a], y[b], c, s, 0), e1 = rope_one(y[a], y[b], c, s, 1);
+                    if (memcmp(&x[a], &e0, 4) != 0 || memcmp(&x[b], &e1, 4) != 0)
+                        fail_msg("rope %s n_rot %u pair %u: %a %a, expected %a %a", neox ? "neox" : "norm", n, i,
+                                 (double)x[a], (double)x[b], (double)e0, (double)e1);
+                }
+                assert_memory_equal(x + n, y + n, (HD - n) * sizeof(float));
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_are_attention),
         cmocka_unit_test(test_expf_edges),
         cmocka_unit_test(test_expf_scaling_bits),
+        cmocka_unit_test(test_rope_rotate_bits),
 #ifdef FWD_F16C
         cmocka_unit_test(test_expf8_lanes),
 #endif
