@@ -489,14 +489,19 @@ EOF_LIST
     THREADS=$threads_before
 fi
 
+# iq_stem LAYERS: the IQ files' name stem for the TinyLlama-1.1B shape cut
+# to LAYERS layers
+iq_stem() {
+    if [ "$1" = 22 ]; then echo tinyllama-1.1b; else echo "tinyllama-1.1b-l$1"; fi
+}
+
 # iq_prepare LAYERS: the F16 TinyLlama-1.1B shape with LAYERS layers and a
 # random importance matrix for it, written once (IQ_F16, IQ_IMAT, IQ_STEM),
 # and the reference's llama-quantize (QUANT); fails saying why
 iq_prepare() {
     QUANT=${LLAMA_QUANTIZE:-}
     [ -z "$QUANT" ] && [ -n "${LLAMA_BENCH:-}" ] && QUANT=$(dirname "$LLAMA_BENCH")/llama-quantize
-    IQ_STEM=tinyllama-1.1b
-    [ "$1" = 22 ] || IQ_STEM=tinyllama-1.1b-l$1
+    IQ_STEM=$(iq_stem "$1")
     src="$TESTDATA/models/tiny-spm-q4_0.gguf"
     IQ_F16="$BUILD/bench-models/$IQ_STEM-f16.gguf"
     IQ_IMAT="$BUILD/bench-models/$IQ_STEM.imatrix.dat"
@@ -602,11 +607,17 @@ for g in deep:
                 --heads 32 --kv-heads 4 --ffn 5632 "$F" >/dev/null 2>&1 || { echo "gguf_random failed for $row"; continue; }
             ;;
         iq* | mxfp4)
-            iq_prepare "${BENCH_IQ_LAYERS:-22}" || continue
-            if [ "$row" = mxfp4 ]; then
-                iq_quantize "$IQ_STEM-mxfp4" Q8_0 --tensor-type attn=mxfp4 --tensor-type ffn=mxfp4 || continue
-            else
-                iq_quantize "$IQ_STEM-$row" "$upper" || continue
+            # a file written before is measured as it is: llama-quantize
+            # (iq_prepare) only to write a missing one, so that
+            # LLAMA_BENCH=true (llama.cpp left out) still runs these rows
+            F="$BUILD/bench-models/$(iq_stem "${BENCH_IQ_LAYERS:-22}")-$row.gguf"
+            if [ ! -f "$F" ]; then
+                iq_prepare "${BENCH_IQ_LAYERS:-22}" || continue
+                if [ "$row" = mxfp4 ]; then
+                    iq_quantize "$IQ_STEM-mxfp4" Q8_0 --tensor-type attn=mxfp4 --tensor-type ffn=mxfp4 || continue
+                else
+                    iq_quantize "$IQ_STEM-$row" "$upper" || continue
+                fi
             fi
             ;;
         *.gguf)

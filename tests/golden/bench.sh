@@ -228,3 +228,19 @@ ok = ok and rows['pp8 @ d16'][4].startswith('- (cannot: no prompt test at a dept
 ok = ok and 'ik    200.00 rtr  ratio' in out and 'ik cannot: no prompt test at a depth' in out
 sys.exit(0 if ok else 1)" "$OUT/bench-ik.out" "$OUT/bench-ik.md" "$OUT/ik.args" "$OUT/bench-ik.jsonl"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(tail -n 8 "$OUT/bench-ik.out")" "$(cat "$OUT/ik.args")"; fi
+# an IQ or MXFP4 row whose file was written before runs without
+# llama-quantize: LLAMA_BENCH=true (llama.cpp left out) has none beside it
+# (the rows were skipped, "no llama-quantize"). The file: a stand-in under
+# a layer count no real run uses, removed after.
+name="make bench, section 9: an IQ row's written file measured with llama.cpp left out"
+IQF="${BUILD:-build}/bench-models/tinyllama-1.1b-lgolden-iq4_xs.gguf"
+mkdir -p "$(dirname "$IQF")" && ln -sf "$M_ABS" "$IQF"
+BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 BENCH_2026=0 BENCH_IQ=0 BENCH_IK_TABLE=1 \
+    BENCH_IK_ROWS=iq4_xs BENCH_IQ_LAYERS=golden BENCH_IK_TESTS=pp8 BENCH_IK_ROUNDS=1 BENCH_REPS=1 \
+    BENCH_IK_OUT="$OUT/bench-ik-iq" LLAMA_BENCH=true LLAMA_QUANTIZE='' IK_BENCH="$OUT/fake_ik" BIN=$BIN \
+    sh tests/bench.sh >"$OUT/bench-ik-iq.out" 2>&1
+rc=$?
+rm -f "$IQF"
+if [ $rc -eq 0 ] && grep -q '^| iq4_xs | pp8 | .* | 200 (rtr) |' "$OUT/bench-ik-iq.md" &&
+    ! grep -q 'no llama-quantize' "$OUT/bench-ik-iq.out"; then ok "$name"
+else not_ok "$name" "exit $rc" "$(tail -n 6 "$OUT/bench-ik-iq.out")"; fi
