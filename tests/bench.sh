@@ -610,13 +610,14 @@ for g in deep:
             # a file written before is measured as it is: llama-quantize
             # (iq_prepare) only to write a missing one, so that
             # LLAMA_BENCH=true (llama.cpp left out) still runs these rows
-            F="$BUILD/bench-models/$(iq_stem "${BENCH_IQ_LAYERS:-22}")-$row.gguf"
+            name=$(iq_stem "${BENCH_IQ_LAYERS:-22}")-$row
+            F="$BUILD/bench-models/$name.gguf"
             if [ ! -f "$F" ]; then
                 iq_prepare "${BENCH_IQ_LAYERS:-22}" || continue
                 if [ "$row" = mxfp4 ]; then
-                    iq_quantize "$IQ_STEM-mxfp4" Q8_0 --tensor-type attn=mxfp4 --tensor-type ffn=mxfp4 || continue
+                    iq_quantize "$name" Q8_0 --tensor-type attn=mxfp4 --tensor-type ffn=mxfp4 || continue
                 else
-                    iq_quantize "$IQ_STEM-$row" "$upper" || continue
+                    iq_quantize "$name" "$upper" || continue
                 fi
             fi
             ;;

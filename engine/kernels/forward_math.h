@@ -78,8 +78,20 @@ static inline void vec_mul(float *y, const float *v, int64_t n)
  * step over one rounded product, the contraction GCC made of the scalar
  * form that matches the reference's goldens: x0 c - x1 s as fma(x0, c,
  * -(x1 s)) and x0 s + x1 c as fma(x0, s, x1 c); a different fusion changes
- * bits (test_attn's rope cases). 8 pairs a step: GCC 12 at -O2 left the
- * loops scalar. */
+ * bits (test_attn's rope cases). 8 values a step: GCC 12 at -O2 left the
+ * loops scalar; rope_pair is one pair (the tails) in that form. */
+static inline void rope_pair(float *a, float *b, float c, float s)
+{
+    const float x0 = *a, x1 = *b;
+#ifdef FWD_F16C
+    *a = fmaf(x0, c, -(x1 * s));
+    *b = fmaf(x0, s, x1 * c);
+#else
+    *a = x0 * c - x1 * s;
+    *b = x0 * s + x1 * c;
+#endif
+}
+
 static inline void rope_rotate(float *x, const float *cs, uint32_t n_rot, int neox)
 {
     const uint32_t half = n_rot / 2;
@@ -97,16 +109,8 @@ static inline void rope_rotate(float *x, const float *cs, uint32_t n_rot, int ne
             _mm256_storeu_ps(x + i + half, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
         }
 #endif
-        for (; i < half; i++) {
-            const float x0 = x[i], x1 = x[i + half], c = cs[2 * i], s = cs[2 * i + 1];
-#ifdef FWD_F16C
-            x[i] = fmaf(x0, c, -(x1 * s));
-            x[i + half] = fmaf(x0, s, x1 * c);
-#else
-            x[i] = x0 * c - x1 * s;
-            x[i + half] = x0 * s + x1 * c;
-#endif
-        }
+        for (; i < half; i++)
+            rope_pair(x + i, x + i + half, cs[2 * i], cs[2 * i + 1]);
         return;
     }
 #ifdef FWD_F16C
@@ -118,16 +122,8 @@ static inline void rope_rotate(float *x, const float *cs, uint32_t n_rot, int ne
         _mm256_storeu_ps(x + 2 * i, _mm256_fmaddsub_ps(_mm256_moveldup_ps(v), t, x1t));
     }
 #endif
-    for (; i < half; i++) {
-        const float x0 = x[2 * i], x1 = x[2 * i + 1], c = cs[2 * i], s = cs[2 * i + 1];
-#ifdef FWD_F16C
-        x[2 * i] = fmaf(x0, c, -(x1 * s));
-        x[2 * i + 1] = fmaf(x0, s, x1 * c);
-#else
-        x[2 * i] = x0 * c - x1 * s;
-        x[2 * i + 1] = x0 * s + x1 * c;
-#endif
-    }
+    for (; i < half; i++)
+        rope_pair(x + 2 * i, x + 2 * i + 1, cs[2 * i], cs[2 * i + 1]);
 }
 
 /* 16 floats reduced the way GCC's _mm512_reduce_add_ps does: halves of 8,
