@@ -147,6 +147,19 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
      * numbers; the sums S advance in the first */
     const int W = hd / 16 < W_MAX ? hd / 16 : W_MAX;
     const int P = W <= 4 ? 4 : 2;
+    /* more heads than one pass takes: the block's V rows as floats, over
+     * its K rows (done with), which each pass loads from L1. Converted
+     * per pass, they were a fifth of the accumulators' time at 8 heads
+     * (the F16 round trips are the rest, and bound the loop); at one pass
+     * the copy costs more than it saves. */
+    const bool vf = nh > P;
+    if (vf)
+        for (int j = 0; j < nb; j++) {
+            const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride;
+            for (int d = 0; d < hd; d += 16)
+                _mm512_storeu_ps(kf + (size_t)j * hd + d,
+                                 _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + d))));
+        }
     for (int d0 = 0; d0 < hd; d0 += 16 * W) {
         const bool first = d0 == 0;
         for (int h0 = 0; h0 < nh; h0 += P) {
@@ -159,10 +172,16 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
             for (int p = 0; p < np; p++)
                 Sh[p] = S[h0 + p];
             for (int j = 0; j < nb; j++) {
-                const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
                 __m512 V[W_MAX];
-                _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
-                    V[w] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * w)));
+                if (vf) {
+                    const float *vr = kf + (size_t)j * hd + d0;
+                    _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
+                        V[w] = _mm512_loadu_ps(vr + 16 * w);
+                } else {
+                    const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride + d0;
+                    _Pragma("GCC unroll 8") for (int w = 0; w < W; w++)
+                        V[w] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * w)));
+                }
                 _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
                     if (p >= np)
                         break;

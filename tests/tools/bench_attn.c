@@ -4,10 +4,14 @@
  * at positions depth .. depth + 63, random keys, values and queries.
  * Prints ns per query x key and the FMA rate it implies (2 FMAs a head
  * element: K.Q and P.V), CPU time, best of 5.
- * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] */
+ * With "one" as the fifth argument: generation's attention instead, one
+ * query per head at position depth over keys 0..depth (attn_group_row),
+ * ns per key for the whole group.
+ * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] [one] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gguf/tensor.h"
 #include "model/forward_attn.h"
@@ -45,6 +49,27 @@ int main(int argc, char **argv)
         .k = k, .v = v, .stride = hd, .f16 = true, .hd = hd, .scale = 1.0f / sqrtf((float)hd)};
     attn_scratch s;
     attn_scratch_init(&s, buf, half, hd, n_ctx);
+    if (argc > 5 && strcmp(argv[5], "one") == 0) {
+        if (!attn_group_ok(&kv) || heads > ATTN_GROUP_MAX) {
+            fprintf(stderr, "bench_attn: no group kernel for this build, hd or head count\n");
+            return 2;
+        }
+        double best = 1e30;
+        for (int rep = 0; rep < 5; rep++) {
+            int iters = 0;
+            double el, t0 = now();
+            do {
+                attn_group_row(&kv, q, heads, depth + 1, buf, out);
+                iters++;
+            } while ((el = now() - t0) < secs / 5);
+            const double ns = 1e9 * el / iters / (depth + 1);
+            best = ns < best ? ns : best;
+        }
+        printf("hd %d, %d query heads, one query each at depth %d, one thread: %.3f ns per key (all heads), "
+               "%.2f ns per head x key (best of 5); out[0] %g\n",
+               hd, heads, (int)depth, best, best / heads, (double)out[0]);
+        return 0;
+    }
     const double pairs = (double)heads * ROWS * ((double)depth + (ROWS + 1) / 2.0);
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
