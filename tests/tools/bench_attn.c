@@ -33,7 +33,11 @@ int main(int argc, char **argv)
              *v = malloc(sizeof(uint16_t) * (size_t)n_ctx * hd);
     float *q = malloc(sizeof(float) * (size_t)ROWS * heads * hd),
           *out = malloc(sizeof(float) * (size_t)ROWS * heads * hd);
-    float *buf = aligned_alloc(64, (sizeof(float) * attn_scratch_floats(hd, n_ctx, heads) + 63) / 64 * 64);
+    /* the tiled kernel's scratch, or the group kernel's where larger */
+    size_t floats = attn_scratch_floats(hd, n_ctx, heads);
+    if (attn_group_scratch_floats(hd) > floats)
+        floats = attn_group_scratch_floats(hd);
+    float *buf = aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64);
     uint16_t *half = malloc(sizeof(uint16_t) * 2 * (size_t)hd);
     if (!k || !v || !q || !out || !buf || !half) {
         fprintf(stderr, "bench_attn: out of memory\n");
