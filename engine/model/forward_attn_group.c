@@ -101,6 +101,17 @@ static inline __attribute__((always_inline)) __m512 dot_lanes(const float *k, co
     return _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
 }
 
+/* n cache rows from row r0 on as floats, hd each, into dst (a block's K
+ * rows, then its V rows over them) */
+static inline void rows_f32(const fp16_t *c, int64_t stride, int32_t r0, int n, int hd, float *dst)
+{
+    for (int j = 0; j < n; j++) {
+        const fp16_t *r = c + (int64_t)(r0 + j) * stride;
+        for (int d = 0; d < hd; d += 16)
+            _mm512_storeu_ps(dst + (size_t)j * hd + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + d))));
+    }
+}
+
 /* One block of keys [kb, kb + nb) of a chunk, all heads: the scores, each
  * key's new-maximum bit and exp (sc[h][j]; bit j of nm[h][j / 16]), with
  * the running maxima M; then the accumulators and sums. */
@@ -110,11 +121,7 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
 {
     const fp16_t *kc = (const fp16_t *)kv->k, *vc = (const fp16_t *)kv->v;
     const int nb16 = (nb + 15) & ~15;
-    for (int j = 0; j < nb; j++) {
-        const fp16_t *kr = kc + (int64_t)(kb + j) * kv->stride;
-        for (int d = 0; d < hd; d += 16)
-            _mm512_storeu_ps(kf + (size_t)j * hd + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + d))));
-    }
+    rows_f32(kc, kv->stride, kb, nb, hd, kf);
     const __m512 ninf = _mm512_set1_ps(-INFINITY), scale = _mm512_set1_ps(kv->scale);
     for (int h = 0; h < nh; h++) {
         const float *qh = qf + (size_t)h * hd;
@@ -154,12 +161,7 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
      * the copy costs more than it saves. */
     const bool vf = nh > P;
     if (vf)
-        for (int j = 0; j < nb; j++) {
-            const fp16_t *vr = vc + (int64_t)(kb + j) * kv->stride;
-            for (int d = 0; d < hd; d += 16)
-                _mm512_storeu_ps(kf + (size_t)j * hd + d,
-                                 _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + d))));
-        }
+        rows_f32(vc, kv->stride, kb, nb, hd, kf);
     for (int d0 = 0; d0 < hd; d0 += 16 * W) {
         const bool first = d0 == 0;
         for (int h0 = 0; h0 < nh; h0 += P) {

@@ -17,6 +17,27 @@
 #include "model/forward_attn.h"
 #include "bench_util.h"
 
+/* one call of the kernel under test, for bench_best */
+struct call {
+    const attn_kv *kv;
+    const float *q;
+    float *out, *buf;
+    attn_scratch *s;
+    int hd, heads, rows;
+    int32_t depth;
+};
+static void run_tile(void *arg)
+{
+    const struct call *c = arg;
+    attn_tile(c->kv, c->q, (int64_t)c->heads * c->hd, c->heads, c->rows, c->depth, c->s, c->out,
+              (int64_t)c->heads * c->hd);
+}
+static void run_group(void *arg)
+{
+    const struct call *c = arg;
+    attn_group_row(c->kv, c->q, c->heads, c->depth + 1, c->buf, c->out);
+}
+
 int main(int argc, char **argv)
 {
     const int hd = argc > 1 ? atoi(argv[1]) : 128;
@@ -53,47 +74,30 @@ int main(int argc, char **argv)
         .k = k, .v = v, .stride = hd, .f16 = true, .hd = hd, .scale = 1.0f / sqrtf((float)hd)};
     attn_scratch s;
     attn_scratch_init(&s, buf, half, hd, n_ctx);
+    struct call c = {&kv, q, out, buf, &s, hd, heads, ROWS, depth};
+    int rc = 0;
     if (argc > 5 && strcmp(argv[5], "one") == 0) {
         if (!attn_group_ok(&kv) || heads > ATTN_GROUP_MAX) {
             fprintf(stderr, "bench_attn: no group kernel for this build, hd or head count\n");
-            return 2;
+            rc = 2;
+        } else {
+            const double best = 1e9 * bench_best(run_group, &c, secs) / (depth + 1);
+            printf("hd %d, %d query heads, one query each at depth %d, one thread: %.3f ns per key (all heads), "
+                   "%.2f ns per head x key (best of 5); out[0] %g\n",
+                   hd, heads, (int)depth, best, best / heads, (double)out[0]);
         }
-        double best = 1e30;
-        for (int rep = 0; rep < 5; rep++) {
-            int iters = 0;
-            double el, t0 = now();
-            do {
-                attn_group_row(&kv, q, heads, depth + 1, buf, out);
-                iters++;
-            } while ((el = now() - t0) < secs / 5);
-            const double ns = 1e9 * el / iters / (depth + 1);
-            best = ns < best ? ns : best;
-        }
-        printf("hd %d, %d query heads, one query each at depth %d, one thread: %.3f ns per key (all heads), "
-               "%.2f ns per head x key (best of 5); out[0] %g\n",
-               hd, heads, (int)depth, best, best / heads, (double)out[0]);
-        return 0;
+    } else {
+        const double pairs = (double)heads * ROWS * ((double)depth + (ROWS + 1) / 2.0);
+        const double best = 1e9 * bench_best(run_tile, &c, secs) / pairs;
+        printf("hd %d, %d query heads, 64 queries at depth %d, one thread: %.3f ns per query x key, %.1f GFMA/s "
+               "(best of 5); out[0] %g\n",
+               hd, heads, (int)depth, best, 2.0 * hd / best, (double)out[0]);
     }
-    const double pairs = (double)heads * ROWS * ((double)depth + (ROWS + 1) / 2.0);
-    double best = 1e30;
-    for (int rep = 0; rep < 5; rep++) {
-        int iters = 0;
-        double el, t0 = now();
-        do {
-            attn_tile(&kv, q, (int64_t)heads * hd, heads, ROWS, depth, &s, out, (int64_t)heads * hd);
-            iters++;
-        } while ((el = now() - t0) < secs / 5);
-        const double ns = 1e9 * el / iters / pairs;
-        best = ns < best ? ns : best;
-    }
-    printf("hd %d, %d query heads, 64 queries at depth %d, one thread: %.3f ns per query x key, %.1f GFMA/s "
-           "(best of 5); out[0] %g\n",
-           hd, heads, (int)depth, best, 2.0 * hd / best, (double)out[0]);
     free(k);
     free(v);
     free(q);
     free(out);
     free(buf);
     free(half);
-    return 0;
+    return rc;
 }

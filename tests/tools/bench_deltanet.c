@@ -10,6 +10,20 @@
 #include "model/forward_internal.h"
 #include "bench_util.h"
 
+/* one call of forward_deltanet_steps, for bench_best */
+struct call {
+    float *s;
+    int64_t S;
+    int n;
+    const float *q, *k, *v, *beta, *eg;
+    float *o;
+};
+static void run_steps(void *arg)
+{
+    const struct call *c = arg;
+    forward_deltanet_steps(c->s, c->S, c->n, c->q, c->k, c->v, c->beta, c->eg, 1.0f / sqrtf((float)c->S), c->o);
+}
+
 int main(int argc, char **argv)
 {
     const int64_t S = argc > 1 ? atoll(argv[1]) : 128;
@@ -30,18 +44,8 @@ int main(int argc, char **argv)
         beta[t] = 0.5f + 0.4f * rndf();
         eg[t] = 0.97f + 0.02f * rndf();
     }
-    const float *q = qkv, *k = qkv + (size_t)n * S, *v = qkv + 2 * (size_t)n * S;
-    double best = 1e30;
-    for (int rep = 0; rep < 5; rep++) {
-        int iters = 0;
-        double el, t0 = now();
-        do {
-            forward_deltanet_steps(s, S, n, q, k, v, beta, eg, 1.0f / sqrtf((float)S), o);
-            iters++;
-        } while ((el = now() - t0) < secs / 5);
-        const double ns = 1e9 * el / iters / n;
-        best = ns < best ? ns : best;
-    }
+    struct call c = {s, S, n, qkv, qkv + (size_t)n * S, qkv + 2 * (size_t)n * S, beta, eg, o};
+    const double best = 1e9 * bench_best(run_steps, &c, secs) / n;
     printf("S=%lld, %d tokens a call, one thread: %.1f ns per token and head (best of 5); out[0] %g\n", (long long)S,
            n, best, (double)o[0]);
     free(s);

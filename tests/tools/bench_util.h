@@ -14,6 +14,23 @@ static inline double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The fastest of 5 stretches of secs / 5 CPU seconds each, calling
+ * run(arg) over and over: seconds per call */
+static inline double bench_best(void (*run)(void *), void *arg, double secs)
+{
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        int iters = 0;
+        double el, t0 = now();
+        do {
+            run(arg);
+            iters++;
+        } while ((el = now() - t0) < secs / 5);
+        best = el / iters < best ? el / iters : best;
+    }
+    return best;
+}
+
 static uint32_t rng = 12345;
 static inline float rndf(void)
 {
