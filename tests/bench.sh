@@ -176,13 +176,13 @@ if sys.argv[8]:  # section 9 keeps every result
     with open(sys.argv[8], 'a') as f:
         for prog, L in (('tokscope', ours), ('llama.cpp', ref.values()), ('ik', ik.values())):
             for d in L:
-                d.update(row=sys.argv[9], prog=prog, bw=bw / 1e9, active=active,
+                d.update(row=sys.argv[9], prog=prog, bw=bw / 1e9, active=active, round=int(sys.argv[10] or 0),
                          file_bytes=os.path.getsize(d['model_filename']))
                 if prog == 'tokscope' and use_ik and key(d) not in ik:
                     d['ik_note'] = ik_note or 'failed'
                 f.write(json.dumps(d) + '\n')
 " "$1" "$2" "$BW" "${ACTIVE_BYTES:-}" "${3:-}" "$([ -n "${IK_BENCH:-}" ] && echo 1 || echo 0)" "${4:-}" \
-        "${BENCH_RESULTS:-}" "${BENCH_ROW:-}"
+        "${BENCH_RESULTS:-}" "${BENCH_ROW:-}" "${BENCH_ROUND:-}"
 }
 
 # ik_run MODEL ARGS...: ik_llama.cpp's llama-bench (IK_BENCH) on llama-bench's
@@ -569,8 +569,9 @@ fi
 # BENCH_IK_OUT.jsonl and a Markdown table of them to BENCH_IK_OUT.md
 # (BENCH_IK_OUT: $BUILD/bench-ik) and the output: per row
 # and test the range over the rounds, tokscope / llama.cpp and tokscope / ik
-# (of the means), tokscope's peak RSS beside the file's size, and for tg
-# the fraction of the read bandwidth tokscope reached.
+# (of the means), tokscope's peak RSS beside the file's size, for tg the
+# fraction of the read bandwidth tokscope reached, and tokscope / ik of each
+# round alone (the runs side by side) with their median.
 if [ "${BENCH_IK_TABLE:-0}" = 1 ]; then
     threads_before=$THREADS
     THREADS=${BENCH_IK_THREADS:-2}
@@ -640,7 +641,7 @@ for g in deep:
         for round in $(seq "${BENCH_IK_ROUNDS:-2}"); do
             echo "$row: round $round"
             echo "$groups" | while read -r p n d; do
-                BENCH_ROW=$row run "$F" -ctk f16 -ctv f16 -p "$p" -n "$n" -d "$d"
+                BENCH_ROW=$row BENCH_ROUND=$round run "$F" -ctk f16 -ctv f16 -p "$p" -n "$n" -d "$d"
             done
         done
         ACTIVE_BYTES=""
@@ -664,8 +665,20 @@ def rng(v):
 print('%s, %s threads, %s rounds of %s repetitions; tokscope %s (%s build)%s; F16 cache'
       % (cpu, threads, rounds, reps, commit, isa, '; ik %s build' % ik_isa if ik_isa else ''))
 print()
-print('| file | test | tokscope | llama.cpp | ik best | ÷ llama.cpp | ÷ ik | tokscope peak RSS / file | tg: % of read bandwidth |')
-print('|---|---|---|---|---|---|---|---|---|')
+print('| file | test | tokscope | llama.cpp | ik best | ÷ llama.cpp | ÷ ik | tokscope peak RSS / file | tg: % of read bandwidth | ÷ ik by round |')
+print('|---|---|---|---|---|---|---|---|---|---|')
+def by_round(rs):
+    # each round's tokscope against the ik run beside it: the host swings
+    # between rounds by more than some gaps, a paired ratio does not
+    per = []
+    for n in sorted({r.get('round', 0) for r in rs}):
+        t = [r['avg_ts'] for r in rs if r['prog'] == 'tokscope' and r.get('round', 0) == n]
+        k = [r['avg_ts'] for r in rs if r['prog'] == 'ik' and r.get('round', 0) == n]
+        if t and k:
+            per.append(statistics.mean(t) / statistics.mean(k))
+    if not per:
+        return '-'
+    return ', '.join('%.2f' % x for x in per) + (' (median %.2f)' % statistics.median(per) if len(per) > 1 else '')
 for row in rows:
     for (rw, test), rs in cells.items():
         if rw != row:
@@ -686,8 +699,8 @@ for row in rows:
             fr = [((r['active'] or r['weight_bytes']) + r['kv_bytes_per_pos'] * (r['n_depth'] + (r['n_gen'] - 1) / 2))
                   * r['avg_ts'] / (r['bw'] * 1e9) for r in tsr]
             bw = '%.0f%% of %.1f GB/s' % (100 * statistics.mean(fr), tsr[0]['bw'])
-        print('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (row, test, rng(ts) if ts else '-', rng(lc) if lc else '-',
-            iks, ratio(ts, lc), ratio(ts, ikv), rss, bw))
+        print('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (row, test, rng(ts) if ts else '-', rng(lc) if lc else '-',
+            iks, ratio(ts, lc), ratio(ts, ikv), rss, bw, by_round(rs)))
 EOF_SUM
         tee "${BENCH_IK_OUT:-$BUILD/bench-ik}.md"
     THREADS=$threads_before

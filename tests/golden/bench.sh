@@ -208,7 +208,7 @@ rm -f "$OUT/llama.args" "$OUT/ik.args"
 name="make bench IK_BENCH=...: the ik_llama.cpp column, best of -rtr 0 and 1, -gp for a depth, both ratios"
 M_ABS=$(cd "$(dirname "$M")" && pwd)/$(basename "$M")
 BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 BENCH_2026=0 BENCH_IQ=0 BENCH_IK_TABLE=1 \
-    BENCH_IK_ROWS="$M_ABS" BENCH_IK_TESTS=pp8,tg4,tg4@d16,pp8@d16 BENCH_IK_ROUNDS=1 BENCH_REPS=1 \
+    BENCH_IK_ROWS="$M_ABS" BENCH_IK_TESTS=pp8,tg4,tg4@d16,pp8@d16 BENCH_IK_ROUNDS=2 BENCH_REPS=1 \
     BENCH_IK_OUT="$OUT/bench-ik" LLAMA_BENCH="$OUT/fake_llama" IK_BENCH="$OUT/fake_ik" BIN=$BIN \
     sh tests/bench.sh >"$OUT/bench-ik.out" 2>&1
 rc=$?
@@ -219,12 +219,18 @@ rows = {l.split(' | ')[1]: l.strip('| \n').split(' | ') for l in open(sys.argv[2
 recs = [json.loads(l) for l in open(sys.argv[4])]
 ts = lambda t: statistics.mean(r['avg_ts'] for r in recs if r['prog'] == 'tokscope' and
     ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '') == t)
-ok = sorted(rows) == ['pp8', 'pp8 @ d16', 'tg4', 'tg4 @ d16'] and len(ik_args) == 4
-ok = ok and sum('-rtr 1 -p 0 -n 0 -gp 16,4' in a for a in ik_args) == 1 and sum('-rtr 0 -p 8 -n 4' in a for a in ik_args) == 1
+ok = sorted(rows) == ['pp8', 'pp8 @ d16', 'tg4', 'tg4 @ d16'] and len(ik_args) == 8
+ok = ok and sum('-rtr 1 -p 0 -n 0 -gp 16,4' in a for a in ik_args) == 2 and sum('-rtr 0 -p 8 -n 4' in a for a in ik_args) == 2
 for t in ('pp8', 'tg4', 'tg4 @ d16'):
     r = rows[t]
     ok = ok and r[3] == '50.0' and r[4] == '200 (rtr)' and r[5] == '%.2f' % (ts(t) / 50) and r[6] == '%.2f' % (ts(t) / 200)
+    # each round's own ratio: two rounds, the median between them
+    per = [statistics.mean(r['avg_ts'] for r in recs if r['prog'] == 'tokscope' and r['round'] == n and
+        ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '') == t) / 200
+        for n in (1, 2)]
+    ok = ok and r[9] == '%.2f, %.2f (median %.2f)' % (per[0], per[1], statistics.median(per))
 ok = ok and rows['pp8 @ d16'][4].startswith('- (cannot: no prompt test at a depth') and rows['pp8 @ d16'][6] == '-'
+ok = ok and rows['pp8 @ d16'][9] == '-'
 ok = ok and 'ik    200.00 rtr  ratio' in out and 'ik cannot: no prompt test at a depth' in out
 sys.exit(0 if ok else 1)" "$OUT/bench-ik.out" "$OUT/bench-ik.md" "$OUT/ik.args" "$OUT/bench-ik.jsonl"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(tail -n 8 "$OUT/bench-ik.out")" "$(cat "$OUT/ik.args")"; fi
