@@ -425,7 +425,8 @@ static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v
 
 /* A one-token matvec of QK_K-block rows, one row after the other, each row's
  * dot prefetching the row AHEAD on (QUANT_PF_AHEAD or quant_prefetch_far_steps
- * of rs: 1-2 KB rows are streams the hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an
+ * of rs: 1-2 KB rows are streams the hardware prefetcher keeps losing), or
+ * none with AHEAD 0. DOT(n, row, act, pf, step) is an
  * always-inline body that returns the row's sum: vec_dot's own, so the bits
  * are vec_dot's. STORAGE is empty or static. */
 #define QUANT_MATVEC_PF(STORAGE, NAME, DOT, AHEAD)                                                                \
@@ -435,7 +436,7 @@ static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v
         const int64_t pa = (AHEAD);                                                                               \
         for (int64_t r = 0; r < rows; r++) {                                                                      \
             const char *x = (const char *)w + (size_t)r * rs;                                                     \
-            const bool ahead = r + pa < rows; /* no prefetch past the matrix */                                   \
+            const bool ahead = pa > 0 && r + pa < rows; /* no prefetch past the matrix */                         \
             out[r] = DOT(n, x, act, ahead ? x + pa * rs : NULL, ahead ? step : 0);                                \
         }                                                                                                         \
     }
