@@ -50,18 +50,20 @@ void packed_q6_K_matmul(int64_t n, const uint8_t *w, size_t rs, int64_t r0, int6
 {
     if (r0 >= r1 || n_tok < 1)
         return;
-    if (n_tok == 1) {
-        quant_avx2_matvec_q6_Kx(n, w + (size_t)r0 * rs, rs, r1 - r0, act, out + r0);
-        return;
-    }
     if (n_tok >= GEMM_KQ6_MIN_TOK &&
         gemm_kq6_encoded_rows(n, w, rs, r0, r1, act, act_stride, n_tok, out, out_stride))
         return;
-    /* a few tokens (or no GEMM scratch): tensor_matmul's loop over the
-     * re-encoded rows' kernels, 4 tokens a pass */
+    /* one token, a few (or no GEMM scratch): tensor_matmul's loop over the
+     * re-encoded rows' kernels, 4 tokens a pass. No matvec: one token is
+     * vec_dot row by row, with no software prefetch. On two threads of an
+     * AMD EPYC Zen 5 the Qwen3.5 width's 248320 x 2048 output head read
+     * 33.8-34.9 GB/s so, 30.9-31.9 with the L2 prefetch 16 KB ahead of the
+     * other Q6_K matvecs and 32.6-34.4 4 rows ahead, a plain read of its
+     * bytes 33.7-35.1 (alternating); that row's tg64 went from 52.0 to 63.9
+     * tok/s (medians of 6 alternations), TinyLlama Q6_K's stayed level (35.3,
+     * 36.5), and on one thread both stayed level. */
     static const struct quant_kernels k = {
         .vec_dot = quant_avx2_dot_q6_Kx,
-        .matvec = quant_avx2_matvec_q6_Kx,
         .dot4 = quant_avx2_dot4_q6_Kx,
     };
     quant_kernels_matmul(&k, n, rs, w + (size_t)r0 * rs, r1 - r0, act, n_tok, act_stride, out + r0, out_stride);

@@ -425,8 +425,7 @@ static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v
 
 /* A one-token matvec of QK_K-block rows, one row after the other, each row's
  * dot prefetching the row AHEAD on (QUANT_PF_AHEAD or quant_prefetch_far_steps
- * of rs: 1-2 KB rows are streams the hardware prefetcher keeps losing), or
- * none with AHEAD 0. DOT(n, row, act, pf, step) is an
+ * of rs: 1-2 KB rows are streams the hardware prefetcher keeps losing). DOT(n, row, act, pf, step) is an
  * always-inline body that returns the row's sum: vec_dot's own, so the bits
  * are vec_dot's. STORAGE is empty or static. */
 #define QUANT_MATVEC_PF(STORAGE, NAME, DOT, AHEAD)                                                                \
@@ -436,7 +435,7 @@ static inline __attribute__((always_inline)) __m256i quant_dword_bcast(__m256i v
         const int64_t pa = (AHEAD);                                                                               \
         for (int64_t r = 0; r < rows; r++) {                                                                      \
             const char *x = (const char *)w + (size_t)r * rs;                                                     \
-            const bool ahead = pa > 0 && r + pa < rows; /* no prefetch past the matrix */                         \
+            const bool ahead = r + pa < rows; /* no prefetch past the matrix */                                   \
             out[r] = DOT(n, x, act, ahead ? x + pa * rs : NULL, ahead ? step : 0);                                \
         }                                                                                                         \
     }
@@ -629,7 +628,6 @@ void quant_avx2_dot4_q6_K(int64_t n, const void *w, const void *const act[4], fl
  * without AVX-512): the same bits */
 float quant_avx2_dot_q6_Kx(int64_t n, const void *w, const void *act);
 void quant_avx2_dot4_q6_Kx(int64_t n, const void *w, const void *const act[4], float out[4]);
-void quant_avx2_matvec_q6_Kx(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, float *out);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* Two rows' 32 bytes, one per 256-bit half: the kernels that put a pair of
  * weight rows in one register (Q6_K, Q5_0, Q2_K). */

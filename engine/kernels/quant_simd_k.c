@@ -393,9 +393,6 @@ Q6_ROWS(q6_Kx, true)
     }
 K_DOT1_PF(q6_K)
 K_DOT1_PF(q5_K)
-#ifdef PACKED_Q6_K
-K_DOT1_PF(q6_Kx)
-#endif
 
 /* Q6_K's rows prefetch into L2 (q6_K_rows_pf), quant_prefetch_far_steps
  * ahead: the Qwen3-30B-A3B width's Q6_K output head, AVX2 build, one
@@ -403,16 +400,6 @@ K_DOT1_PF(q6_Kx)
  * 49.7-51.4 with 16 rows into L2, 50.0-50.1 with 8. */
 QUANT_MATVEC_PF(, quant_avx2_matvec_q6_K, q6_K_dot1_pf, quant_prefetch_far_steps(rs))
 QUANT_MATVEC_PF(, quant_avx2_matvec_q5_K, q5_K_dot1_pf, QUANT_PF_AHEAD)
-#ifdef PACKED_Q6_K
-/* The re-encoded rows (every Q6_K matrix of an AVX2 build) go without a
- * software prefetch: on two threads of an AMD EPYC Zen 5 the Qwen3.5 width's
- * 248320 x 2048 output head read 33.8-34.9 GB/s without one, 30.9-31.9 with
- * the L2 prefetch 16 KB ahead and 32.6-34.4 4 rows ahead, a plain read of
- * its bytes 33.7-35.1 (alternating); that row's tg64 went from 52.0 to 63.9
- * tok/s (medians of 6 alternations), TinyLlama Q6_K's stayed level (35.3,
- * 36.5), and on one thread both stayed level. */
-QUANT_MATVEC_PF(, quant_avx2_matvec_q6_Kx, q6_Kx_dot1_pf, 0)
-#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* One token through the few-token kernels (quant_kfew.h): row pairs, each

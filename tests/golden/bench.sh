@@ -217,17 +217,17 @@ import json, statistics, sys
 out, ik_args = open(sys.argv[1]).read(), open(sys.argv[3]).read().splitlines()
 rows = {l.split(' | ')[1]: l.strip('| \n').split(' | ') for l in open(sys.argv[2]) if l.startswith('| stories260K |')}
 recs = [json.loads(l) for l in open(sys.argv[4])]
-ts = lambda t: statistics.mean(r['avg_ts'] for r in recs if r['prog'] == 'tokscope' and
-    ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '') == t)
+name = lambda r: ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '')
+# tokscope's mean on test t, over every round or over one
+ts = lambda t, rnd=None: statistics.mean(r['avg_ts'] for r in recs if r['prog'] == 'tokscope' and name(r) == t and
+    rnd in (None, r['round']))
 ok = sorted(rows) == ['pp8', 'pp8 @ d16', 'tg4', 'tg4 @ d16'] and len(ik_args) == 8
 ok = ok and sum('-rtr 1 -p 0 -n 0 -gp 16,4' in a for a in ik_args) == 2 and sum('-rtr 0 -p 8 -n 4' in a for a in ik_args) == 2
 for t in ('pp8', 'tg4', 'tg4 @ d16'):
     r = rows[t]
     ok = ok and r[3] == '50.0' and r[4] == '200 (rtr)' and r[5] == '%.2f' % (ts(t) / 50) and r[6] == '%.2f' % (ts(t) / 200)
     # each round's own ratio: two rounds, the median between them
-    per = [statistics.mean(r['avg_ts'] for r in recs if r['prog'] == 'tokscope' and r['round'] == n and
-        ('pp%d' % r['n_prompt'] if r['n_prompt'] else 'tg%d' % r['n_gen']) + (' @ d%d' % r['n_depth'] if r['n_depth'] else '') == t) / 200
-        for n in (1, 2)]
+    per = [ts(t, n) / 200 for n in (1, 2)]
     ok = ok and r[9] == '%.2f, %.2f (median %.2f)' % (per[0], per[1], statistics.median(per))
 ok = ok and rows['pp8 @ d16'][4].startswith('- (cannot: no prompt test at a depth') and rows['pp8 @ d16'][6] == '-'
 ok = ok and rows['pp8 @ d16'][9] == '-'
