@@ -120,9 +120,16 @@ isa_of() {
     echo AVX2
 }
 ISA=$(isa_of "$BIN")
+# llama.cpp's too, unless left out (LLAMA_BENCH=true) or missing: an AVX2
+# tokscope may be set against either of its builds
+LLAMA_ISA=""
+case "${LLAMA_BENCH:-true}" in
+true) ;;
+*) command -v "$LLAMA_BENCH" >/dev/null 2>&1 && LLAMA_ISA=$(isa_of "$(command -v "$LLAMA_BENCH")") ;;
+esac
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
     "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions" \
-    "${IK_BENCH:+; ik $(isa_of "$IK_BENCH") build}"
+    "${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_BENCH:+; ik $(isa_of "$IK_BENCH") build}"
 BW=0
 
 # measure_bw: the read bandwidth now (GB/s), into BW; run right before
@@ -648,9 +655,9 @@ for g in deep:
     done
     python3 - "$BENCH_RESULTS" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
         "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" \
-        "$ISA" "${IK_BENCH:+$(isa_of "$IK_BENCH")}" <<'EOF_SUM' |
+        "$ISA" "$LLAMA_ISA" "${IK_BENCH:+$(isa_of "$IK_BENCH")}" <<'EOF_SUM' |
 import json, os, statistics, sys
-path, cpu, commit, threads, rounds, reps, isa, ik_isa = sys.argv[1:]
+path, cpu, commit, threads, rounds, reps, isa, llama_isa, ik_isa = sys.argv[1:]
 recs = [json.loads(l) for l in open(path) if l.strip()]
 rows, cells = [], {}
 for r in recs:
@@ -662,8 +669,9 @@ def rng(v):
     lo, hi = min(v), max(v)
     f = '%.0f' if hi >= 100 else '%.1f'
     return f % lo if f % lo == f % hi else (f + '-' + f) % (lo, hi)
-print('%s, %s threads, %s rounds of %s repetitions; tokscope %s (%s build)%s; F16 cache'
-      % (cpu, threads, rounds, reps, commit, isa, '; ik %s build' % ik_isa if ik_isa else ''))
+print('%s, %s threads, %s rounds of %s repetitions; tokscope %s (%s build)%s%s; F16 cache'
+      % (cpu, threads, rounds, reps, commit, isa, '; llama.cpp %s build' % llama_isa if llama_isa else '',
+         '; ik %s build' % ik_isa if ik_isa else ''))
 print()
 print('| file | test | tokscope | llama.cpp | ik best | ÷ llama.cpp | ÷ ik | tokscope peak RSS / file | tg: % of read bandwidth | ÷ ik by round |')
 print('|---|---|---|---|---|---|---|---|---|---|')

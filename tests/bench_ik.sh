@@ -19,7 +19,9 @@
 # BIN names the tokscope to measure (./tokscope): with the AVX2 build
 # (BIN=build/avx2/tokscope, what `make` builds beside the native one) and an
 # AVX2 build of ik (IK_BENCH=../ref-ik/build-avx2/bin/llama-bench; docs/
-# speed-ik.md has its cmake line) the table is AVX2's on this CPU. The
+# speed-ik.md has its cmake line), and of llama.cpp for its column
+# (LLAMA_BENCH=../ref/build-avx2/bin/llama-bench; llama-quantize then
+# from LLAMA_QUANTIZE), the table is AVX2's on this CPU. The
 # first line and the table's heading name each build's widest vector code
 # (AVX-512 when the program or its libggml uses zmm registers, else AVX2).
 case "${1:-}" in
