@@ -127,9 +127,9 @@ case "${LLAMA_BENCH:-true}" in
 true) ;;
 *) command -v "$LLAMA_BENCH" >/dev/null 2>&1 && LLAMA_ISA=$(isa_of "$(command -v "$LLAMA_BENCH")") ;;
 esac
+others="${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_BENCH:+; ik $(isa_of "$IK_BENCH") build}"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
-    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions" \
-    "${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_BENCH:+; ik $(isa_of "$IK_BENCH") build}"
+    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$others"
 BW=0
 
 # measure_bw: the read bandwidth now (GB/s), into BW; run right before

@@ -234,7 +234,7 @@ ok = ok and rows['pp8 @ d16'][9] == '-'
 ok = ok and 'ik    200.00 rtr  ratio' in out and 'ik cannot: no prompt test at a depth' in out
 # the builds compared, each named (the stand-ins hold no AVX-512 code)
 ok = ok and open(sys.argv[2]).readline().endswith('build); llama.cpp AVX2 build; ik AVX2 build; F16 cache\n')
-ok = ok and '; llama.cpp AVX2 build; ik AVX2 build' in out.splitlines()[0]
+ok = ok and out.splitlines()[0].endswith(' repetitions; llama.cpp AVX2 build; ik AVX2 build')
 sys.exit(0 if ok else 1)" "$OUT/bench-ik.out" "$OUT/bench-ik.md" "$OUT/ik.args" "$OUT/bench-ik.jsonl"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(tail -n 8 "$OUT/bench-ik.out")" "$(cat "$OUT/ik.args")"; fi
 # an IQ or MXFP4 row whose file was written before runs without
