@@ -122,14 +122,15 @@ isa_of() {
 ISA=$(isa_of "$BIN")
 # llama.cpp's too, unless left out (LLAMA_BENCH=true) or missing: an AVX2
 # tokscope may be set against either of its builds
-LLAMA_ISA=""
-case "${LLAMA_BENCH:-true}" in
+LLAMA_ISA="" IK_ISA=""
+case "$(basename "${LLAMA_BENCH:-true}")" in
 true) ;;
 *) command -v "$LLAMA_BENCH" >/dev/null 2>&1 && LLAMA_ISA=$(isa_of "$(command -v "$LLAMA_BENCH")") ;;
 esac
-others="${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_BENCH:+; ik $(isa_of "$IK_BENCH") build}"
+[ -n "${IK_BENCH:-}" ] && IK_ISA=$(isa_of "$IK_BENCH")
+compared="${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_ISA:+; ik $IK_ISA build}"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
-    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$others"
+    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$compared"
 BW=0
 
 # measure_bw: the read bandwidth now (GB/s), into BW; run right before
@@ -655,7 +656,7 @@ for g in deep:
     done
     python3 - "$BENCH_RESULTS" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
         "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" \
-        "$ISA" "$LLAMA_ISA" "${IK_BENCH:+$(isa_of "$IK_BENCH")}" <<'EOF_SUM' |
+        "$ISA" "$LLAMA_ISA" "$IK_ISA" <<'EOF_SUM' |
 import json, os, statistics, sys
 path, cpu, commit, threads, rounds, reps, isa, llama_isa, ik_isa = sys.argv[1:]
 recs = [json.loads(l) for l in open(path) if l.strip()]
