@@ -133,7 +133,7 @@ test: deps
 # (test_attn_group: the grouped generation kernel has an AVX2 form; the
 # quantized-cache one is AVX-512 only and skips there)
 VARIANT_UNITS := test_quant test_packed test_blas test_gemm_iq test_mxfp4 test_iq4 test_attn test_attn_sinks test_gemm_kq5 \
-                 test_gemm_kq6 test_moe_kernels test_recurrent test_iq2 test_matvec_iq test_attn_group
+                 test_gemm_kq6 test_moe_kernels test_recurrent test_iq1 test_iq2 test_matvec_iq test_attn_group
 has_flags = $(shell for f in $(1); do grep -qw $$f /proc/cpuinfo 2>/dev/null || exit 0; done; echo y)
 AVX2_VARIANT := $(if $(filter 1,$(NATIVE)),$(call has_flags,avx2))
 SKX_VARIANT  := $(if $(filter 1,$(NATIVE)),$(call has_flags,avx512f avx512cd avx512bw avx512dq avx512vl))
