@@ -194,10 +194,13 @@ float quant_dot_iq1_m_x86order(int64_t n, const void *w, const void *act)
 
 #if defined(QUANT_HAVE_AVX2)
 /* Lanes of scale * (4-weight sums) for 32 grid bytes g (-1/0/+1) and
- * activations: |g| unsigned times q with g's sign (maddubs, exact). */
+ * activations. The reference's maddubs takes |g| times q with g's sign; |g|
+ * is 0 only where that signed q is 0 already, so ones give the same pair
+ * sums (and neither can saturate) without the sign step, which shares the
+ * multiply pipes on a Zen 5. */
 static inline __m256i grid_lanes(__m256i g, __m256i q8, __m256i scale)
 {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(g, g), _mm256_sign_epi8(q8, g)), scale);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(q8, g)), scale);
 }
 
 /* The four grid entries of one sub-block: qs[0..3] and 4 x 3 high index
