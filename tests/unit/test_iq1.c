@@ -352,7 +352,7 @@ static void test_matvec_s(void **state)
 static void test_matvec_m(void **state)
 {
     (void)state;
-#if defined(__AVX2__)
+#if defined(QUANT_HAVE_AVX2)
     assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ1_M)->matvec); /* the kernel under test */
 #endif
     check_matvec(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_x86order, 5, 9, 40);
