@@ -3,8 +3,7 @@
  * dequantize_row; the dot orders (generic, x86 portable C, the installed SIMD
  * kernel, the batched tile) against the reference's vec_dot bits
  * (tests/unit/data, made by tests/golden/reference/iq_dump.c), against each
- * other on random blocks, and against the exact dot; the one-token matvec
- * against vec_dot row by row. */
+ * other on random blocks, and against the exact dot. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -311,55 +310,6 @@ static void test_orders_m(void **state)
     check_orders(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_scalar, quant_dot_iq1_m_x86order);
 }
 
-/* ---- one token against many rows (generation: tensor_matvec) ---- */
-
-/* Each row's output is vec_dot's bits for that row: the x86 order, as
- * check_orders holds it. The rows are distinct random rows, so an output
- * written for another row fails. IQ1_M's matvec (the AVX2 one, which the
- * native builds run too) makes the token's 4-value sums once per call; past
- * IQ1M_MV_MAX_SB super-blocks it runs vec_dot row by row. */
-static void check_matvec(enum tensor_type t, dot_fn x86, int64_t nsb, int rows_max, int reps)
-{
-    const size_t rs = tensor_row_size(t, nsb * QK_K);
-    uint8_t *w = malloc(rs * (size_t)rows_max);
-    block_q8_K *act = malloc((size_t)nsb * sizeof *act);
-    float *out = malloc((size_t)rows_max * sizeof *out);
-    assert_non_null(w);
-    assert_non_null(act);
-    assert_non_null(out);
-    for (int rep = 0; rep < reps; rep++) {
-        const int64_t n = (rep == reps - 1 ? nsb : 1 + rep % nsb) * QK_K; /* the last at full length */
-        const int64_t rows = 1 + rep % rows_max;
-        const size_t rsn = tensor_row_size(t, n);
-        for (int64_t r = 0; r < rows; r++)
-            rnd_row(t, w + (size_t)r * rsn, n);
-        rnd_act(act, n);
-        tensor_matvec(t, n, w, rows, act, out);
-        for (int64_t r = 0; r < rows; r++)
-            assert_int_equal(iq_f2u(out[r]), iq_f2u(x86(n, w + (size_t)r * rsn, act)));
-    }
-    free(w);
-    free(act);
-    free(out);
-}
-
-static void test_matvec_s(void **state)
-{
-    (void)state;
-    check_matvec(TENSOR_TYPE_IQ1_S, quant_dot_iq1_s_x86order, 5, 9, 40);
-}
-
-static void test_matvec_m(void **state)
-{
-    (void)state;
-#if defined(QUANT_HAVE_AVX2)
-    assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ1_M)->matvec); /* the kernel under test */
-#endif
-    check_matvec(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_x86order, 5, 9, 40);
-    /* 257 super-blocks: one past the token sums it keeps (the vec_dot loop) */
-    check_matvec(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_x86order, 257, 2, 2);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,7 +318,6 @@ int main(void)
         cmocka_unit_test(test_dequant_m_spec), cmocka_unit_test(test_ref_s),
         cmocka_unit_test(test_ref_m),          cmocka_unit_test(test_ref_models),
         cmocka_unit_test(test_orders_s),       cmocka_unit_test(test_orders_m),
-        cmocka_unit_test(test_matvec_s),       cmocka_unit_test(test_matvec_m),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,11 @@
 /* The one-token matvecs of IQ2_XXS, IQ3_S and IQ4_XS (tensor_matvec: the AVX-512
- * kernels of matvec_iq.c where built, else the vec_dot loop) held bit for
- * bit to the portable x86 order of each row (which test_iq2 and test_iq4
+ * kernels of matvec_iq.c where built, else the vec_dot loop) and of IQ1_S
+ * and IQ1_M (IQ1_M's AVX2 matvec in every x86 build) held bit for bit to
+ * the portable x86 order of each row (which test_iq1, test_iq2 and test_iq4
  * hold to llama.cpp 34af94cd's own outputs), on random blocks: row counts
- * odd and even, 1..9 super-blocks, activations with -128 bytes for IQ2
- * and IQ3 (the reference's sign trick keeps them -128), rows past the IQ4_XS
- * kernel's stack budget. Each check would fail with two rows or two
+ * odd and even, 1..9 super-blocks, activations with -128 bytes for IQ1,
+ * IQ2 and IQ3 (the reference's sign trick keeps them -128), rows past the
+ * IQ4_XS kernel's stack budget and past the token sums IQ1_M's keeps. Each check would fail with two rows or two
  * activation blocks swapped: the test asserts that the expected values
  * themselves differ under such a swap. */
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include "gguf/tensor.h"
 #include "kernels/matvec_iq.h"
 #include "kernels/quant_internal.h"
+#include "kernels/quant_iq1.h"
 #include "kernels/quant_iq2.h"
 #include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
@@ -33,7 +35,7 @@ static uint32_t rnd_u32(void)
 typedef float (*dot_fn)(int64_t n, const void *w, const void *act);
 
 /* Random bytes with a random F16 scale (either sign, around 2^-6) at the
- * start of each block. */
+ * start of each block (IQ1_M: in its scales' top nibbles). */
 static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
 {
     for (size_t i = 0; i < bytes; i++)
@@ -42,7 +44,13 @@ static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
     for (size_t o = 0; o < bytes; o += bs) {
         const uint16_t h =
             tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
-        memcpy(w + o, &h, 2);
+        if (t == TENSOR_TYPE_IQ1_M) {
+            uint8_t *sc = ((block_iq1_m *)(void *)(w + o))->scales;
+            for (int k = 0; k < 4; k++)
+                sc[2 * k + 1] = (uint8_t)((sc[2 * k + 1] & 0x0F) | ((h >> (4 * k)) & 15) << 4);
+        } else {
+            memcpy(w + o, &h, 2);
+        }
     }
 }
 
@@ -128,6 +136,22 @@ static void test_iq4_xs(void **state)
     check_type(TENSOR_TYPE_IQ4_XS, quant_dot_iq4_xs_x86order, 0, 129, 3);
 }
 
+static void test_iq1_s(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_IQ1_S, quant_dot_iq1_s_x86order, 1, 9, 60);
+}
+
+static void test_iq1_m(void **state)
+{
+    (void)state;
+    check_type(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_x86order, 0, 9, 60);
+    check_type(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_x86order, 1, 9, 60);
+    /* 257 super-blocks: past the token sums the matvec keeps (vec_dot row
+     * by row there) */
+    check_type(TENSOR_TYPE_IQ1_M, quant_dot_iq1_m_x86order, 1, 257, 2);
+}
+
 /* Where the AVX-512 kernels are built they are what tensor_matvec runs (so
  * the tests above test them); in the AVX2 builds, the AVX2 ones. */
 static void test_installed(void **state)
@@ -137,6 +161,7 @@ static void test_installed(void **state)
     assert_true(quant_kernels_get(TENSOR_TYPE_IQ2_XXS)->matvec == quant_avx512_matvec_iq2_xxs);
     assert_true(quant_kernels_get(TENSOR_TYPE_IQ3_S)->matvec == quant_avx512_matvec_iq3_s);
     assert_true(quant_kernels_get(TENSOR_TYPE_IQ4_XS)->matvec == quant_avx512_matvec_iq4_xs);
+    assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ1_M)->matvec); /* the AVX2 one */
 #elif defined(QUANT_HAVE_AVX2)
     /* AVX2 (the variant builds): IQ4_XS has a matvec of its own (the token's
      * |a| made once), IQ2_XXS one that prefetches the rows ahead (its sign
@@ -144,6 +169,7 @@ static void test_installed(void **state)
     assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ4_XS)->matvec);
     assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ2_XXS)->matvec);
     assert_null(quant_kernels_get(TENSOR_TYPE_IQ3_S)->matvec);
+    assert_non_null(quant_kernels_get(TENSOR_TYPE_IQ1_M)->matvec);
 #else
     skip();
 #endif
@@ -156,6 +182,8 @@ int main(void)
         cmocka_unit_test(test_iq2_xxs),
         cmocka_unit_test(test_iq3_s),
         cmocka_unit_test(test_iq4_xs),
+        cmocka_unit_test(test_iq1_s),
+        cmocka_unit_test(test_iq1_m),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
