@@ -120,14 +120,14 @@ isa_of() {
     echo AVX2
 }
 ISA=$(isa_of "$BIN")
-# llama.cpp's too, unless left out (LLAMA_BENCH=true) or missing: an AVX2
-# tokscope may be set against either of its builds
-LLAMA_ISA="" IK_ISA=""
-case "$(basename "${LLAMA_BENCH:-true}")" in
-true) ;;
-*) command -v "$LLAMA_BENCH" >/dev/null 2>&1 && LLAMA_ISA=$(isa_of "$(command -v "$LLAMA_BENCH")") ;;
-esac
-[ -n "${IK_BENCH:-}" ] && IK_ISA=$(isa_of "$IK_BENCH")
+# build_of PROGRAM: isa_of a reference program that runs, nothing for one
+# unset, missing or left out (`true`); an AVX2 tokscope may be set against
+# either build of llama.cpp and of ik
+build_of() {
+    bo_path=$(command -v "${1:-true}" 2>/dev/null) || return 0
+    [ "$(basename "$bo_path")" = true ] || isa_of "$bo_path"
+}
+LLAMA_ISA=$(build_of "${LLAMA_BENCH:-}") IK_ISA=$(build_of "${IK_BENCH:-}")
 compared="${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_ISA:+; ik $IK_ISA build}"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
     "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$compared"

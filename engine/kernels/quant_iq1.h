@@ -46,6 +46,14 @@ static inline uint16_t quant_iq1m_d(const block_iq1_m *x)
     return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
 }
 
+/* Its inverse, the scales' low nibbles kept (for blocks written by hand:
+ * the tests' random ones). */
+static inline void quant_iq1m_set_d(block_iq1_m *x, uint16_t d)
+{
+    for (int k = 0; k < 4; k++)
+        x->scales[2 * k + 1] = (uint8_t)((x->scales[2 * k + 1] & 0x0F) | ((d >> (4 * k)) & 15) << 4);
+}
+
 /* ggml's dequantize_row_iq1_s / _iq1_m (same float operations). */
 void quant_dequantize_iq1_s(const void *src, float *dst, int64_t n);
 void quant_dequantize_iq1_m(const void *src, float *dst, int64_t n);

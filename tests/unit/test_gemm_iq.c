@@ -57,12 +57,8 @@ static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
         const uint16_t h =
             tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
         memcpy(w + o, &h, 2);
-        if (t == TENSOR_TYPE_IQ1_M) { /* its d: the top nibbles of the four scales */
-            block_iq1_m *x = (block_iq1_m *)(void *)(w + o);
-            for (int k = 0; k < 4; k++) {
-                x->scales[2 * k + 1] = (uint8_t)((x->scales[2 * k + 1] & 0x0F) | ((h >> 4 * k) & 15) << 4);
-            }
-        }
+        if (t == TENSOR_TYPE_IQ1_M) /* its d: the top nibbles of the four scales */
+            quant_iq1m_set_d((block_iq1_m *)(void *)(w + o), h);
     }
 }
 

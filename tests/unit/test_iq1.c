@@ -174,9 +174,7 @@ static void rnd_row(enum tensor_type t, uint8_t *row, int64_t n)
         if (t == TENSOR_TYPE_IQ1_S) {
             memcpy(b, &d, 2);
         } else { /* the fp16 in the scales' top nibbles */
-            block_iq1_m *m = (block_iq1_m *)b;
-            for (int k = 0; k < 4; k++)
-                m->scales[2 * k + 1] = (uint8_t)((m->scales[2 * k + 1] & 0x0F) | ((d >> (4 * k)) & 15) << 4);
+            quant_iq1m_set_d((block_iq1_m *)b, d);
         }
     }
 }

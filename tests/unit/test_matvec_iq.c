@@ -5,9 +5,9 @@
  * hold to llama.cpp 34af94cd's own outputs), on random blocks: row counts
  * odd and even, 1..9 super-blocks, activations with -128 bytes for IQ1,
  * IQ2 and IQ3 (the reference's sign trick keeps them -128), rows past the
- * IQ4_XS kernel's stack budget and past the token sums IQ1_M's keeps. Each check would fail with two rows or two
- * activation blocks swapped: the test asserts that the expected values
- * themselves differ under such a swap. */
+ * IQ4_XS kernel's stack budget and past the token sums IQ1_M's keeps. Each
+ * check would fail with two rows or two activation blocks swapped: the test
+ * asserts that the expected values themselves differ under such a swap. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,13 +44,10 @@ static void random_weights(enum tensor_type t, uint8_t *w, size_t bytes)
     for (size_t o = 0; o < bytes; o += bs) {
         const uint16_t h =
             tensor_fp32_to_fp16((rnd_u32() & 1 ? -1.0f : 1.0f) * (float)(1 + rnd_u32() % 4096) / 65536.0f);
-        if (t == TENSOR_TYPE_IQ1_M) {
-            uint8_t *sc = ((block_iq1_m *)(void *)(w + o))->scales;
-            for (int k = 0; k < 4; k++)
-                sc[2 * k + 1] = (uint8_t)((sc[2 * k + 1] & 0x0F) | ((h >> (4 * k)) & 15) << 4);
-        } else {
+        if (t == TENSOR_TYPE_IQ1_M)
+            quant_iq1m_set_d((block_iq1_m *)(void *)(w + o), h);
+        else
             memcpy(w + o, &h, 2);
-        }
     }
 }
 
