@@ -98,6 +98,7 @@ case "${1:-}" in
     exit 0
     ;;
 esac
+. tests/lib_cpu.sh
 TESTDATA=${TOKSCOPE_TESTDATA:-../shared}
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
@@ -129,7 +130,7 @@ build_of() {
 }
 LLAMA_ISA=$(build_of "${LLAMA_BENCH:-}") IK_ISA=$(build_of "${IK_BENCH:-}")
 compared="${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_ISA:+; ik $IK_ISA build}"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
+echo "machine: $(cpu_name), $(nproc) cores;" \
     "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$compared"
 BW=0
 
@@ -654,7 +655,7 @@ for g in deep:
         done
         ACTIVE_BYTES=""
     done
-    python3 - "$BENCH_RESULTS" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+    python3 - "$BENCH_RESULTS" "$(cpu_name)" \
         "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" \
         "$ISA" "$LLAMA_ISA" "$IK_ISA" <<'EOF_SUM' |
 import json, os, statistics, sys

@@ -9,6 +9,7 @@
 #   sh tests/tui_overhead.sh [MODEL]     (default: the TinyLlama-1.1B-shaped
 #                                         Q4_0 file make bench writes)
 # TUI_BENCH_N tokens per reply (200), TUI_BENCH_PASSES (5), BENCH_THREADS.
+. tests/lib_cpu.sh
 BUILD=${BUILD:-build}
 BIN=${BIN:-./tokscope}
 case "$BIN" in /*) ;; *) BIN="$(pwd)/${BIN#./}" ;; esac
@@ -85,7 +86,7 @@ tui_tps() {
 }
 
 echo "TUI overhead: $(basename "$MODEL"), $N tokens, $THREADS threads, $PASSES passes," \
-    "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+    "$(cpu_name)"
 : >"$TMP/ratios"
 : >"$TMP/cpu"
 p=1

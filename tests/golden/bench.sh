@@ -237,6 +237,26 @@ ok = ok and open(sys.argv[2]).readline().endswith('build); llama.cpp AVX2 build;
 ok = ok and out.splitlines()[0].endswith(' repetitions; llama.cpp AVX2 build; ik AVX2 build')
 sys.exit(0 if ok else 1)" "$OUT/bench-ik.out" "$OUT/bench-ik.md" "$OUT/ik.args" "$OUT/bench-ik.jsonl"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(tail -n 8 "$OUT/bench-ik.out")" "$(cat "$OUT/ik.args")"; fi
+# the machine named by family, model and core in both first lines (the
+# model name alone, "AMD EPYC" on a cloud VM, let three sessions take a Zen 4
+# for a Zen 5), and cpu_name's core for each kind of /proc/cpuinfo
+. tests/lib_cpu.sh
+name="make bench, section 9: the CPU named by family, model and core"
+cpu=$(cpu_name)
+cores=""
+for fm in "AuthenticAMD 26 2 Zen 5" "AuthenticAMD 25 17 Zen 4" "AuthenticAMD 25 97 Zen 4" "AuthenticAMD 25 1 Zen 3" \
+    "AuthenticAMD 25 80 Zen 3" "AuthenticAMD 23 49 Zen 2" "GenuineIntel 6 143"; do
+    set -- $fm
+    printf 'processor\t: 0\nvendor_id\t: %s\ncpu family\t: %s\nmodel\t\t: %s\nmodel name\t: X\n' "$1" "$2" "$3" >"$OUT/cpuinfo"
+    cores="$cores$(cpu_name "$OUT/cpuinfo");"
+done
+want="X (family 26 model 2, Zen 5);X (family 25 model 17, Zen 4);X (family 25 model 97, Zen 4);X (family 25 model 1, Zen 3);"
+want="${want}X (family 25 model 80, Zen 3);X (family 23 model 49, Zen 2);X (family 6 model 143);"
+if case "$cpu" in *"(family "*" model "*) true ;; *) false ;; esac &&
+    [ "$(head -n 1 "$OUT/bench-ik.md" | cut -c1-${#cpu})" = "$cpu" ] &&
+    [ "$(head -n 1 "$OUT/bench-ik.out" | cut -c1-$((${#cpu} + 9)))" = "machine: $cpu" ] && [ "$cores" = "$want" ]; then
+    ok "$name"
+else not_ok "$name" "cpu_name: $cpu" "$(head -n 1 "$OUT/bench-ik.md")" "$(head -n 1 "$OUT/bench-ik.out")" "$cores"; fi
 # an IQ or MXFP4 row whose file was written before runs without
 # llama-quantize: LLAMA_BENCH=true (llama.cpp left out) has none beside it
 # (the rows were skipped, "no llama-quantize"). The file: a stand-in under

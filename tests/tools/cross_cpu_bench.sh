@@ -58,7 +58,8 @@ iq) types=${TYPES:-IQ4_XS IQ3_S IQ2_XXS IQ1_M} layers=4 ;;
 depth) types=${TYPES:-Q8_0 Q4_K_M} layers=22 ;;
 *) echo "cross_cpu_bench: no test '$test'" >&2 && exit 2 ;;
 esac
-{ grep -m1 'model name' /proc/cpuinfo; nproc; } | tee "$OUT/cpu.txt"
+. "$(dirname "$0")/../lib_cpu.sh"
+{ cpu_name; nproc; } | tee "$OUT/cpu.txt"
 shape="--dim 2048 --layers $layers --heads 32 --kv-heads 4 --ffn 5632"
 if [ "$test" = iq ]; then
     # shellcheck disable=SC2086 # the shape is meant to split
