@@ -11,8 +11,9 @@
 PACKED_BLOCK_AT(q8_0, PACKED_Q8_0_QS, PACKED_Q8_0_SC)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
-/* VNNI: a block's 32 bytes offset to VNNI's unsigned operand */
-#define Q8_0_ACT_QB 32
+/* VNNI: a block's 32 bytes as they are, then its 8 lanes' starting values
+ * (int32, -128 x the sum of the lane's four bytes) */
+#define Q8_0_ACT_QB 64
 #define Q8_0_ACT_RAW 0
 #else
 /* without VNNI: per lane l (bytes 4l..4l+3 = a0..a3) the int16 pairs
@@ -40,9 +41,12 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
     float *d = (float *)(void *)(dst + q8_0_act_d(nb));
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *q = dst + (size_t)b * Q8_0_ACT_QB;
-#if Q8_0_ACT_QB == 32
-        for (int i = 0; i < 32; i++)
-            q[i] = (uint8_t)y[b].qs[i] ^ 0x80;
+#if Q8_0_ACT_RAW == 0
+        memcpy(q, y[b].qs, 32);
+        for (int l = 0; l < 8; l++) {
+            const int32_t s = -128 * (y[b].qs[4 * l] + y[b].qs[4 * l + 1] + y[b].qs[4 * l + 2] + y[b].qs[4 * l + 3]);
+            memcpy(q + 32 + 4 * l, &s, 4);
+        }
         d[b] = h2f(y[b].d);
 #else
         for (int l = 0; l < 8; l++) {
@@ -55,12 +59,21 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
     }
 }
 
+/* the weights' bytes offset to unsigned with VNNI (w + 128: VNNI's unsigned
+ * operand), as they are on AVX2 */
+#if Q8_0_ACT_RAW == 0
+#define Q8_0_W_XOR 0x80
+#else
+#define Q8_0_W_XOR 0
+#endif
+
 void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *q = o + packed_q8_0_q(b) + 4 * r;
         for (int l = 0; l < 8; l++)
-            memcpy(q + 64 * l, x[b].qs + 4 * l, 4);
+            for (int i = 0; i < 4; i++)
+                q[64 * l + i] = (uint8_t)x[b].qs[4 * l + i] ^ Q8_0_W_XOR;
         memcpy(o + packed_q8_0_sc(b) + 2 * r, &x[b].d, 2);
     }
 }
@@ -75,29 +88,25 @@ static inline int32_t ld32(const void *p)
     return v;
 }
 
-/* How a tile gets each weight vector's starting value -128 * (sum of its
- * row's four bytes): from one VNNI dot of 128s against it (DOT), the same
- * and kept in starts for the next tokens of the pass (STORE), or from
- * starts (LOAD). */
-enum q8_0_start { Q8_0_DOT, Q8_0_STORE, Q8_0_LOAD };
-
-/* Blocks [b0, b1) of one group against nt <= 3 tokens (a constant after
- * inlining: the 8 * nt accumulators stay in registers), each weight vector
- * and starting value loaded once for the nt tokens (kept in registers: GCC
- * would otherwise fold them into each dot as memory operands, one more load
- * per dot; the loads bound this loop, not the arithmetic). The accumulators start at zero (b0 == 0)
- * or from spill (8 vectors per token), and end in spill or, at the row's
- * last block, reduced into out. starts: 8 vectors per block of the pass.
- * No software prefetch: forward_packed.c's PK_AVX512 kernels say why. */
-static inline __attribute__((always_inline)) void
-q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *act, size_t act_bytes, int nt,
-          __m512 *spill, float *out, int64_t out_stride, __mmask16 keep, __m512i *starts, enum q8_0_start mode)
+/* One group against nt <= 3 tokens (a constant after inlining: the 8 * nt
+ * accumulators stay in registers), reduced into out. Per weight vector (w +
+ * 128, loaded once for the nt tokens) and token one VNNI dot from the
+ * token's starting value for the lane (-128 x its four bytes' sum, a
+ * broadcast load) against the token's four bytes (a broadcast): the exact
+ * sum of the lane's products, then the reference's FMA. A tile runs over
+ * the whole row: on the Zen 4 passes of 32 blocks (the pass's weights kept
+ * in L1 for the next tiles, the accumulators spilled between passes) were
+ * 8 % slower at 512 tokens. No software prefetch: forward_packed.c's
+ * PK_AVX512 kernels say why. */
+static inline __attribute__((always_inline)) void q8_0_tile(const uint8_t *pw, int64_t nb, const uint8_t *act,
+                                                           size_t act_bytes, int nt, float *out, int64_t out_stride,
+                                                           __mmask16 keep)
 {
     __m512 acc[3][8];
     for (int k = 0; k < nt; k++)
         for (int l = 0; l < 8; l++)
-            acc[k][l] = b0 == 0 ? _mm512_setzero_ps() : spill[8 * k + l];
-    for (int64_t b = b0; b < b1; b++) {
+            acc[k][l] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
         const uint8_t *q = pw + packed_q8_0_q(b);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pw + packed_q8_0_sc(b))));
         __m512 sc[3];
@@ -106,37 +115,19 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
             const float *da = (const float *)(const void *)(act + (size_t)k * act_bytes + q8_0_act_d(nb));
             sc[k] = _mm512_mul_ps(dw, _mm512_set1_ps(da[b]));
         }
-        __m512i *st = mode == Q8_0_DOT ? NULL : starts + 8 * (b - b0);
         _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)
         {
-            __m512i w = _mm512_loadu_si512(q + 64 * l), s0;
-            /* w in a register before the starting value's dot: GCC folded
-             * the load into that dot and loaded w again for the token's, 8
-             * of the one-token loop's 35 loads per block (the loads, 2 a
-             * cycle, bound that loop in the caches) */
+            __m512i w = _mm512_loadu_si512(q + 64 * l);
+            /* w in a register: GCC would fold the load into each token's dot */
             __asm__("" : "+v"(w));
-            if (mode == Q8_0_LOAD)
-                s0 = _mm512_load_si512(st + l);
-            else {
-                s0 = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(-128), w));
-                if (mode == Q8_0_STORE)
-                    _mm512_store_si512(st + l, s0);
-            }
-            __asm__("" : "+v"(w), "+v"(s0));
             _Pragma("GCC unroll 3") for (int k = 0; k < nt; k++)
             {
-                const uint8_t *a = act + (size_t)k * act_bytes + (size_t)b * 32;
-                const __m512i s = _mm512_dpbusd_epi32(s0, _mm512_set1_epi32(ld32(a + 4 * l)), w);
+                const uint8_t *a = act + (size_t)k * act_bytes + (size_t)b * Q8_0_ACT_QB;
+                const __m512i s =
+                    _mm512_dpbusd_epi32(_mm512_set1_epi32(ld32(a + 32 + 4 * l)), w, _mm512_set1_epi32(ld32(a + 4 * l)));
                 acc[k][l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc[k], acc[k][l]);
             }
         }
-    }
-    if (b1 < nb) {
-        for (int k = 0; k < nt; k++)
-            for (int l = 0; l < 8; l++)
-                spill[8 * k + l] = acc[k][l];
-        return;
     }
     /* hsum_float_8's order per row: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) */
     for (int k = 0; k < nt; k++) {
@@ -146,41 +137,17 @@ q8_0_tile(const uint8_t *pw, int64_t nb, int64_t b0, int64_t b1, const uint8_t *
     }
 }
 
-/* Blocks per pass when several tiles of tokens share a group: the pass's
- * weights (32 x 544 bytes) and starting values (32 x 512) stay in the L1
- * cache from one tile to the next, where a whole group (34-95 KB on
- * TinyLlama's shapes) came from L2 for every pair. The accumulators wait in
- * spill between passes. */
-#define Q8_0_PASS 32
-
 void packed_q8_0_group(const uint8_t *pw, int64_t nb, const uint8_t *act, size_t act_bytes, int n_tok, float *out,
                        int64_t out_stride, int lo, int hi)
 {
     const __mmask16 keep = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-    __m512 spill[PACKED_Q8_0_TILE * 8];
-    if (n_tok <= 2) { /* one tile: the starts from the dots, kept nowhere */
-        if (n_tok == 2)
-            q8_0_tile(pw, nb, 0, nb, act, act_bytes, 2, spill, out, out_stride, keep, NULL, Q8_0_DOT);
-        else
-            q8_0_tile(pw, nb, 0, nb, act, act_bytes, 1, spill, out, out_stride, keep, NULL, Q8_0_DOT);
-        return;
-    }
-    __m512i starts[Q8_0_PASS * 8];
-    for (int64_t b0 = 0; b0 < nb; b0 += Q8_0_PASS) {
-        const int64_t b1 = nb - b0 < Q8_0_PASS ? nb : b0 + Q8_0_PASS;
-        /* the mode a constant in each call: one loop per mode */
-        q8_0_tile(pw, nb, b0, b1, act, act_bytes, 2, spill, out, out_stride, keep, starts, Q8_0_STORE);
-        int t = 2;
-        for (; t + 3 <= n_tok; t += 3)
-            q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 3, spill + 8 * t,
-                      out + (int64_t)t * out_stride, out_stride, keep, starts, Q8_0_LOAD);
-        for (; t + 2 <= n_tok; t += 2)
-            q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 2, spill + 8 * t,
-                      out + (int64_t)t * out_stride, out_stride, keep, starts, Q8_0_LOAD);
-        if (t < n_tok)
-            q8_0_tile(pw, nb, b0, b1, act + (size_t)t * act_bytes, act_bytes, 1, spill + 8 * t,
-                      out + (int64_t)t * out_stride, out_stride, keep, starts, Q8_0_LOAD);
-    }
+    int t = 0;
+    for (; t + 3 <= n_tok; t += 3)
+        q8_0_tile(pw, nb, act + (size_t)t * act_bytes, act_bytes, 3, out + (int64_t)t * out_stride, out_stride, keep);
+    if (t + 2 == n_tok)
+        q8_0_tile(pw, nb, act + (size_t)t * act_bytes, act_bytes, 2, out + (int64_t)t * out_stride, out_stride, keep);
+    else if (t < n_tok)
+        q8_0_tile(pw, nb, act + (size_t)t * act_bytes, act_bytes, 1, out + (int64_t)t * out_stride, out_stride, keep);
 }
 
 #define PACKED_Q8_0_KERNELS 1

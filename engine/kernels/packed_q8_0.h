@@ -8,18 +8,21 @@
  * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
  *
  * A group of 16 rows holds, per block, eight 64-byte vectors: vector l has
- * in dword lane r the bytes 4l..4l+3 of row r, as they are (signed). One
- * VNNI dot of the vector against a broadcast of the token's four bytes,
- * offset to unsigned (a + 128, as VNNI takes them), gives lane l of all 16
- * rows, so each register is one float lane of 16 rows, the scales of the 16
- * rows multiply in one instruction and the final reduction is vertical adds.
- * The offset comes back off through the dot's starting value, -128 * (sum
- * of the row's four bytes): a vector per weight vector that does not depend
- * on the token, so the kernel forms it once per pass of blocks and reuses it
- * for every token (packed_q8_0.c). With the offset on the weights instead
- * (the layout before), the starting value depended on the token and cost a
- * broadcast load per dot, and the loads, not the arithmetic, bounded the
- * kernel.
+ * in dword lane r the bytes 4l..4l+3 of row r, with VNNI offset to unsigned
+ * (w + 128, as VNNI takes them), on AVX2 as they are (signed). One VNNI dot
+ * of the vector against a broadcast of the token's four bytes (signed)
+ * gives lane l of all 16 rows, so each register is one float lane of 16
+ * rows, the scales of the 16 rows multiply in one instruction and the final
+ * reduction is vertical adds. The offset comes back off through the dot's
+ * starting value, -128 * (sum of the token's four bytes), a broadcast load
+ * from the token's side data. With the offset on the token instead, the
+ * starting value depends on the row: formed once per pass of 32 blocks, it
+ * took a register copy before every dot, and the passes spilled the
+ * accumulators; on a Zen 4 (512-bit instructions take two of its four
+ * vector pipes' slots) that form was 8 % slower at 512 tokens and 1.6
+ * times slower at 3 (docs/speed-ik.md, thirty-seventh session). It loads
+ * less per dot, which a Zen 5 (2 loads a cycle) may still prefer: not
+ * measured there.
  *
  * AVX2 (and AVX-512 without VNNI) builds run the same layout as two halves
  * of 8 rows, bytes 0-31 and 32-63 of each vector, one float lane of 8 rows
@@ -44,7 +47,8 @@
 #define PACKED_Q8_0_SC 32  /* and 16 fp16 scales, where forward_packed.h's packed_scale_at says */
 
 /* Bytes of one token's side data for nb blocks: with VNNI per block its 32
- * quants offset to unsigned (q ^ 0x80), then nb float scales; on AVX2 per
+ * quants as they are and its 8 lanes' starting values (int32), then nb
+ * float scales; on AVX2 per
  * block its int16 pairs (64 bytes), then every block's 32 quants as they
  * are, then nb float scales divided by 256 (packed_q8_0.c). */
 size_t packed_q8_0_act_bytes(int64_t nb);
