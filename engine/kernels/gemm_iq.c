@@ -278,7 +278,8 @@ bool gemm_iq_applies(const gguf_tensor *w, int n_tok)
 #define GEMM_IQ_512 1
 #define TILE_T 8
 /* Panel bytes per row pair and super-block: 8 sub-blocks of 2 x 32 value
- * bytes, 8 of 2 x 8 int32 lane scales, 2 x 8 int32 offset corrections. */
+ * bytes, 8 of 2 x 8 int32 lane scales, 2 x 8 int32 offset corrections
+ * (negated: the lanes start from them). */
 #define PAIR_SB (8 * 64 + 8 * 64 + 64)
 
 /* Row h (0, 1) of the pair at p: its super-blocks as PAIR_SB blocks. */
@@ -300,7 +301,8 @@ static void write_pair_row(decode_fn decode, const void *row, int64_t nbl, uint8
                 _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), vb), _mm256_set1_epi16(1));
             corr = _mm256_add_epi32(corr, _mm256_mullo_epi32(w4, l));
         }
-        _mm256_storeu_si256((__m256i *)(p + 1024 + 32 * h), _mm256_slli_epi32(corr, 7));
+        _mm256_storeu_si256((__m256i *)(p + 1024 + 32 * h),
+                            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
     }
 }
 
@@ -365,7 +367,7 @@ static inline __m512i dpbusd0(__m512i a, __m512i w)
  * 8 tokens st bytes apart from p0 (their offset bytes), the C tile's steps
  * in one asm loop over the 8 sub-blocks: GCC 12 spilled the scales and
  * copied accumulators around the intrinsics (8 % slower). acc[j][t] are
- * the lanes before the offset correction. */
+ * the lanes, from their starting values (acc as it comes in). */
 #define SB_HEAD                                                                                                \
     "mov $8, %[cnt]\n"                                                                                         \
     "1:\n\t"                                                                                                   \
@@ -467,7 +469,7 @@ static inline __attribute__((always_inline)) void superblock_2x6(const uint8_t *
 {
     const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
     int cnt;
-    __asm__("vpxord %[c00], %[c00], %[c00]\n\t" "vpxord %[c10], %[c10], %[c10]\n\t" "vpxord %[c01], %[c01], %[c01]\n\t" "vpxord %[c11], %[c11], %[c11]\n\t" "vpxord %[c02], %[c02], %[c02]\n\t" "vpxord %[c12], %[c12], %[c12]\n\t" "vpxord %[c03], %[c03], %[c03]\n\t" "vpxord %[c13], %[c13], %[c13]\n\t" "vpxord %[c04], %[c04], %[c04]\n\t" "vpxord %[c14], %[c14], %[c14]\n\t" "vpxord %[c05], %[c05], %[c05]\n\t" "vpxord %[c15], %[c15], %[c15]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_TAIL
+    __asm__("vmovdqu64 1024(%[w0]), %[c00]\n\t" "vmovdqu64 1024(%[w1]), %[c10]\n\t" "vmovdqa64 %[c00], %[c01]\n\t" "vmovdqa64 %[c10], %[c11]\n\t" "vmovdqa64 %[c00], %[c02]\n\t" "vmovdqa64 %[c10], %[c12]\n\t" "vmovdqa64 %[c00], %[c03]\n\t" "vmovdqa64 %[c10], %[c13]\n\t" "vmovdqa64 %[c00], %[c04]\n\t" "vmovdqa64 %[c10], %[c14]\n\t" "vmovdqa64 %[c00], %[c05]\n\t" "vmovdqa64 %[c10], %[c15]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_TAIL
             : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]), [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]), [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
             : [st] "r"(st)
             : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
@@ -478,7 +480,7 @@ static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *
 {
     const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
     int cnt;
-    __asm__("vpxord %[c00], %[c00], %[c00]\n\t" "vpxord %[c10], %[c10], %[c10]\n\t" "vpxord %[c01], %[c01], %[c01]\n\t" "vpxord %[c11], %[c11], %[c11]\n\t" "vpxord %[c02], %[c02], %[c02]\n\t" "vpxord %[c12], %[c12], %[c12]\n\t" "vpxord %[c03], %[c03], %[c03]\n\t" "vpxord %[c13], %[c13], %[c13]\n\t" "vpxord %[c04], %[c04], %[c04]\n\t" "vpxord %[c14], %[c14], %[c14]\n\t" "vpxord %[c05], %[c05], %[c05]\n\t" "vpxord %[c15], %[c15], %[c15]\n\t" "vpxord %[c06], %[c06], %[c06]\n\t" "vpxord %[c16], %[c16], %[c16]\n\t" "vpxord %[c07], %[c07], %[c07]\n\t" "vpxord %[c17], %[c17], %[c17]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_STEP6 SB_STEP7 SB_TAIL
+    __asm__("vmovdqu64 1024(%[w0]), %[c00]\n\t" "vmovdqu64 1024(%[w1]), %[c10]\n\t" "vmovdqa64 %[c00], %[c01]\n\t" "vmovdqa64 %[c10], %[c11]\n\t" "vmovdqa64 %[c00], %[c02]\n\t" "vmovdqa64 %[c10], %[c12]\n\t" "vmovdqa64 %[c00], %[c03]\n\t" "vmovdqa64 %[c10], %[c13]\n\t" "vmovdqa64 %[c00], %[c04]\n\t" "vmovdqa64 %[c10], %[c14]\n\t" "vmovdqa64 %[c00], %[c05]\n\t" "vmovdqa64 %[c10], %[c15]\n\t" "vmovdqa64 %[c00], %[c06]\n\t" "vmovdqa64 %[c10], %[c16]\n\t" "vmovdqa64 %[c00], %[c07]\n\t" "vmovdqa64 %[c10], %[c17]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_STEP6 SB_STEP7 SB_TAIL
             : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]), [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]), [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]), [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
             : [st] "r"(st)
             : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
@@ -677,12 +679,17 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
         for (int t = 0; t < NT; t++)
             facc[j][t] = i == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(fs[8 * j + t]);
     for (; i < i1; i++) {
+        /* the lanes start at minus the offset correction (the PAIR_SB
+         * panel's; the PK lanes are exact from zero), so the float step
+         * converts them as they end */
         __m512i acc[2][TILE_T];
 #pragma GCC unroll 2
-        for (int j = 0; j < NP; j++)
+        for (int j = 0; j < NP; j++) {
+            const __m512i start = PK ? _mm512_setzero_si512() : _mm512_loadu_si512(wp[j] + i * sbb + 1024);
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++)
-                acc[j][t] = _mm512_setzero_si512();
+                acc[j][t] = start;
+        }
         if (!PK && NP == 2 && NT == 6 && even) {
             superblock_2x6(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
             goto epilogue;
@@ -738,8 +745,6 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
     epilogue:
 #pragma GCC unroll 2
         for (int j = 0; j < NP; j++) {
-            /* the PK lanes are exact already */
-            const __m512i corr = PK ? _mm512_setzero_si512() : _mm512_loadu_si512(wp[j] + i * sbb + 1024);
             /* d_w of row 2j in lanes 0-7, of row 2j + 1 in 8-15 */
             const __m512 dwv = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(dw[2 * j][i])),
                                                                    _mm256_castps_pd(_mm256_set1_ps(dw[2 * j + 1][i])), 1));
@@ -755,9 +760,7 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
                     const int t = 4 * h + e;
                     if (t < NT)
                         facc[j][t] =
-                            _mm512_fmadd_ps(spread4_ps(d4, e),
-                                            _mm512_cvtepi32_ps(PK ? acc[j][t] : _mm512_sub_epi32(acc[j][t], corr)),
-                                            facc[j][t]);
+                            _mm512_fmadd_ps(spread4_ps(d4, e), _mm512_cvtepi32_ps(acc[j][t]), facc[j][t]);
                 }
             }
         }
