@@ -22,8 +22,10 @@
 # speed-ik.md has its cmake line), and of llama.cpp for its column
 # (LLAMA_BENCH=../ref/build-avx2/bin/llama-bench; llama-quantize then
 # from LLAMA_QUANTIZE), the table is AVX2's on this CPU. The
-# first line and the table's heading name each build's widest vector code
-# (AVX-512 when the program or its libggml uses zmm registers, else AVX2).
+# first line and the table's heading name the CPU (model name, family,
+# model and, for an AMD, the core: tests/lib_cpu.sh) and each build's
+# widest vector code (AVX-512 when the program or its libggml uses zmm
+# registers, else AVX2).
 case "${1:-}" in
 -h | --help)
     sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
