@@ -367,7 +367,8 @@ static inline __m512i dpbusd0(__m512i a, __m512i w)
  * 8 tokens st bytes apart from p0 (their offset bytes), the C tile's steps
  * in one asm loop over the 8 sub-blocks: GCC 12 spilled the scales and
  * copied accumulators around the intrinsics (8 % slower). acc[j][t] are
- * the lanes, from their starting values (acc as it comes in). */
+ * the lanes, started from the pair's negated offset correction (1024 bytes
+ * into its panel block: a load a pair, register copies for the tokens). */
 #define SB_HEAD                                                                                                \
     "mov $8, %[cnt]\n"                                                                                         \
     "1:\n\t"                                                                                                   \
