@@ -367,8 +367,8 @@ static inline __m512i dpbusd0(__m512i a, __m512i w)
  * 8 tokens st bytes apart from p0 (their offset bytes), the C tile's steps
  * in one asm loop over the 8 sub-blocks: GCC 12 spilled the scales and
  * copied accumulators around the intrinsics (8 % slower). acc[j][t] are
- * the lanes, started from the pair's negated offset correction (1024 bytes
- * into its panel block: a load a pair, register copies for the tokens). */
+ * the lanes, each started from its pair's starting value (s0, s1: register
+ * copies). */
 #define SB_HEAD                                                                                                \
     "mov $8, %[cnt]\n"                                                                                         \
     "1:\n\t"                                                                                                   \
@@ -466,24 +466,26 @@ static inline __m512i dpbusd0(__m512i a, __m512i w)
     "vpaddd %%zmm25, %[c17], %[c17]\n\t"
 
 static inline __attribute__((always_inline)) void superblock_2x6(const uint8_t *w0, const uint8_t *w1,
-                                                                const uint8_t *p0, size_t st, __m512i acc[2][TILE_T])
+                                                                const uint8_t *p0, size_t st, __m512i s0, __m512i s1,
+                                                                __m512i acc[2][TILE_T])
 {
     const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
     int cnt;
-    __asm__("vmovdqu64 1024(%[w0]), %[c00]\n\t" "vmovdqu64 1024(%[w1]), %[c10]\n\t" "vmovdqa64 %[c00], %[c01]\n\t" "vmovdqa64 %[c10], %[c11]\n\t" "vmovdqa64 %[c00], %[c02]\n\t" "vmovdqa64 %[c10], %[c12]\n\t" "vmovdqa64 %[c00], %[c03]\n\t" "vmovdqa64 %[c10], %[c13]\n\t" "vmovdqa64 %[c00], %[c04]\n\t" "vmovdqa64 %[c10], %[c14]\n\t" "vmovdqa64 %[c00], %[c05]\n\t" "vmovdqa64 %[c10], %[c15]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_TAIL
+    __asm__("vmovdqa64 %[s0], %[c00]\n\t" "vmovdqa64 %[s1], %[c10]\n\t" "vmovdqa64 %[c00], %[c01]\n\t" "vmovdqa64 %[c10], %[c11]\n\t" "vmovdqa64 %[c00], %[c02]\n\t" "vmovdqa64 %[c10], %[c12]\n\t" "vmovdqa64 %[c00], %[c03]\n\t" "vmovdqa64 %[c10], %[c13]\n\t" "vmovdqa64 %[c00], %[c04]\n\t" "vmovdqa64 %[c10], %[c14]\n\t" "vmovdqa64 %[c00], %[c05]\n\t" "vmovdqa64 %[c10], %[c15]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_TAIL
             : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]), [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]), [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
-            : [st] "r"(st)
+            : [st] "r"(st), [s0] "v"(s0), [s1] "v"(s1)
             : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
 }
 
 static inline __attribute__((always_inline)) void superblock_2x8(const uint8_t *w0, const uint8_t *w1,
-                                                                const uint8_t *p0, size_t st, __m512i acc[2][TILE_T])
+                                                                const uint8_t *p0, size_t st, __m512i s0, __m512i s1,
+                                                                __m512i acc[2][TILE_T])
 {
     const uint8_t *p3 = p0 + 3 * st, *p6 = p0 + 6 * st;
     int cnt;
-    __asm__("vmovdqu64 1024(%[w0]), %[c00]\n\t" "vmovdqu64 1024(%[w1]), %[c10]\n\t" "vmovdqa64 %[c00], %[c01]\n\t" "vmovdqa64 %[c10], %[c11]\n\t" "vmovdqa64 %[c00], %[c02]\n\t" "vmovdqa64 %[c10], %[c12]\n\t" "vmovdqa64 %[c00], %[c03]\n\t" "vmovdqa64 %[c10], %[c13]\n\t" "vmovdqa64 %[c00], %[c04]\n\t" "vmovdqa64 %[c10], %[c14]\n\t" "vmovdqa64 %[c00], %[c05]\n\t" "vmovdqa64 %[c10], %[c15]\n\t" "vmovdqa64 %[c00], %[c06]\n\t" "vmovdqa64 %[c10], %[c16]\n\t" "vmovdqa64 %[c00], %[c07]\n\t" "vmovdqa64 %[c10], %[c17]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_STEP6 SB_STEP7 SB_TAIL
+    __asm__("vmovdqa64 %[s0], %[c00]\n\t" "vmovdqa64 %[s1], %[c10]\n\t" "vmovdqa64 %[c00], %[c01]\n\t" "vmovdqa64 %[c10], %[c11]\n\t" "vmovdqa64 %[c00], %[c02]\n\t" "vmovdqa64 %[c10], %[c12]\n\t" "vmovdqa64 %[c00], %[c03]\n\t" "vmovdqa64 %[c10], %[c13]\n\t" "vmovdqa64 %[c00], %[c04]\n\t" "vmovdqa64 %[c10], %[c14]\n\t" "vmovdqa64 %[c00], %[c05]\n\t" "vmovdqa64 %[c10], %[c15]\n\t" "vmovdqa64 %[c00], %[c06]\n\t" "vmovdqa64 %[c10], %[c16]\n\t" "vmovdqa64 %[c00], %[c07]\n\t" "vmovdqa64 %[c10], %[c17]\n\t" SB_HEAD SB_STEP0 SB_STEP1 SB_STEP2 SB_STEP3 SB_STEP4 SB_STEP5 SB_STEP6 SB_STEP7 SB_TAIL
             : [c00] "=&v"(acc[0][0]), [c10] "=&v"(acc[1][0]), [c01] "=&v"(acc[0][1]), [c11] "=&v"(acc[1][1]), [c02] "=&v"(acc[0][2]), [c12] "=&v"(acc[1][2]), [c03] "=&v"(acc[0][3]), [c13] "=&v"(acc[1][3]), [c04] "=&v"(acc[0][4]), [c14] "=&v"(acc[1][4]), [c05] "=&v"(acc[0][5]), [c15] "=&v"(acc[1][5]), [c06] "=&v"(acc[0][6]), [c16] "=&v"(acc[1][6]), [c07] "=&v"(acc[0][7]), [c17] "=&v"(acc[1][7]), [cnt] "=&r"(cnt), [w0] "+r"(w0), [w1] "+r"(w1), [p0] "+r"(p0), [p3] "+r"(p3), [p6] "+r"(p6)
-            : [st] "r"(st)
+            : [st] "r"(st), [s0] "v"(s0), [s1] "v"(s1)
             : "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
 }
 
@@ -692,11 +694,11 @@ static inline __attribute__((always_inline)) void tile512(int PK, int NP, int NT
                 acc[j][t] = start;
         }
         if (!PK && NP == 2 && NT == 6 && even) {
-            superblock_2x6(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
+            superblock_2x6(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc[0][0], acc[1][0], acc);
             goto epilogue;
         }
         if (!PK && NP == 2 && NT == 8 && even) {
-            superblock_2x8(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc);
+            superblock_2x8(wp[0] + i * sbb, wp[1] + i * sbb, a[0] + QK_K * i, st, acc[0][0], acc[1][0], acc);
             goto epilogue;
         }
         if (PK) {

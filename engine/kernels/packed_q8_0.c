@@ -11,10 +11,13 @@
 PACKED_BLOCK_AT(q8_0, PACKED_Q8_0_QS, PACKED_Q8_0_SC)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
+#define Q8_0_VNNI 1
 /* VNNI: a block's 32 bytes as they are, then its 8 lanes' starting values
- * (int32, -128 x the sum of the lane's four bytes) */
+ * (int32, -128 x the sum of the lane's four bytes); the weights' bytes
+ * offset to unsigned (w + 128: VNNI's unsigned operand) */
 #define Q8_0_ACT_QB 64
 #define Q8_0_ACT_RAW 0
+#define Q8_0_W_XOR 0x80
 #else
 /* without VNNI: per lane l (bytes 4l..4l+3 = a0..a3) the int16 pairs
  * (a0, a2) and (a1, a3), 64 bytes a block, for the token pairs' tiles
@@ -23,6 +26,7 @@ PACKED_BLOCK_AT(q8_0, PACKED_Q8_0_QS, PACKED_Q8_0_SC)
  * beside its pairs the tiles read 96-byte strides, 10 % slower. */
 #define Q8_0_ACT_QB 64
 #define Q8_0_ACT_RAW 32
+#define Q8_0_W_XOR 0 /* the weights' bytes as they are */
 #endif
 
 /* where a token's side data keeps the scales */
@@ -41,7 +45,7 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
     float *d = (float *)(void *)(dst + q8_0_act_d(nb));
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *q = dst + (size_t)b * Q8_0_ACT_QB;
-#if Q8_0_ACT_RAW == 0
+#ifdef Q8_0_VNNI
         memcpy(q, y[b].qs, 32);
         for (int l = 0; l < 8; l++) {
             const int32_t s = -128 * (y[b].qs[4 * l] + y[b].qs[4 * l + 1] + y[b].qs[4 * l + 2] + y[b].qs[4 * l + 3]);
@@ -59,14 +63,6 @@ void packed_q8_0_act(const block_q8_0 *y, int64_t nb, uint8_t *dst)
     }
 }
 
-/* the weights' bytes offset to unsigned with VNNI (w + 128: VNNI's unsigned
- * operand), as they are on AVX2 */
-#if Q8_0_ACT_RAW == 0
-#define Q8_0_W_XOR 0x80
-#else
-#define Q8_0_W_XOR 0
-#endif
-
 void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
 {
     for (int64_t b = 0; b < nb; b++) {
@@ -78,7 +74,7 @@ void packed_q8_0_pack_row(const block_q8_0 *x, int64_t nb, int r, uint8_t *o)
     }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
+#ifdef Q8_0_VNNI
 #include <immintrin.h>
 
 static inline int32_t ld32(const void *p)
