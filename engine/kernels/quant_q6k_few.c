@@ -19,6 +19,8 @@
  * 15 ns per row x token x block, now 3.7 (docs/speculative.md). */
 #include "kernels/quant_kfew.h"
 
+#include <stdlib.h>
+
 #ifdef QUANT_HAVE_KFEW
 #include "kernels/quant_internal.h"
 
@@ -42,10 +44,10 @@ static const int16_t k_q6f_sidx[4][32] = {
 /* (a & 0x0F) | b, b already masked to bits 4-5 */
 #define Q6F_OR_LO(a, b, m4) _mm512_ternarylogic_epi32((a), (b), (m4), 0xEC)
 
-static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const block_q6_K *xa, const block_q6_K *xb,
-                                                           const uint8_t *act, size_t act_stride, int nt, float *oa,
-                                                           float *ob, int64_t out_stride, const char *pf,
-                                                           size_t pf_step)
+static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const block_q6_K *xa,
+                                                           const block_q6_K *xb, const uint8_t *act,
+                                                           size_t act_stride, int nt, float *oa, float *ob,
+                                                           int64_t out_stride, const char *pf, size_t pf_step)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
     /* chunk 0 takes qh << 4, chunk 1 qh << 2 (low / high half); chunk 2
@@ -61,16 +63,21 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
     }
     for (int64_t i = 0; i < nb; i++) {
         quant_prefetch_step_l2(pf, i, pf_step);
-        const __m512i sa = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
-        const __m512i sb = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales)));
+        const __m512i sa =
+            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
+        const __m512i sb =
+            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales)));
         __m512i ia[QUANT_KFEW_MAX], ib[QUANT_KFEW_MAX];
         for (int t = 0; t < nt; t++)
             ia[t] = ib[t] = _mm512_setzero_si512();
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
         {
-            const __m512i la = _mm512_loadu_si512(xa[i].ql + 64 * h), lb = _mm512_loadu_si512(xb[i].ql + 64 * h);
-            const __m512i ha = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xa[i].qh + 32 * h)));
-            const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qh + 32 * h)));
+            const __m512i la = _mm512_loadu_si512(xa[i].ql + 64 * h),
+                          lb = _mm512_loadu_si512(xb[i].ql + 64 * h);
+            const __m512i ha =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xa[i].qh + 32 * h)));
+            const __m512i hb =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qh + 32 * h)));
             _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
             {
                 __m512i qa, qb;
@@ -78,8 +85,10 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
                     qa = Q6F_OR_LO(la, _mm512_and_si512(_mm512_sllv_epi16(ha, sh01), m2), m4);
                     qb = Q6F_OR_LO(lb, _mm512_and_si512(_mm512_sllv_epi16(hb, sh01), m2), m4);
                 } else {
-                    qa = Q6F_OR_LO(_mm512_srli_epi16(la, 4), _mm512_and_si512(_mm512_srlv_epi16(ha, sh23), m2), m4);
-                    qb = Q6F_OR_LO(_mm512_srli_epi16(lb, 4), _mm512_and_si512(_mm512_srlv_epi16(hb, sh23), m2), m4);
+                    qa = Q6F_OR_LO(_mm512_srli_epi16(la, 4),
+                                   _mm512_and_si512(_mm512_srlv_epi16(ha, sh23), m2), m4);
+                    qb = Q6F_OR_LO(_mm512_srli_epi16(lb, 4),
+                                   _mm512_and_si512(_mm512_srlv_epi16(hb, sh23), m2), m4);
                 }
                 const __m512i idx = _mm512_loadu_si512(k_q6f_sidx[2 * h + p]);
                 const __m512i ca = _mm512_permutexvar_epi16(idx, sa), cb = _mm512_permutexvar_epi16(idx, sb);
@@ -94,12 +103,16 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
         /* -32 * sc of both rows (|32 sc| <= 4096 fits 16 bits), against each
          * token's bsums: lane m gets sub-blocks 2m, 2m+1, as the reference */
         const __m512i off = _mm512_mullo_epi16(_mm512_inserti64x4(sa, _mm512_castsi512_si256(sb), 1), m32);
-        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        const __m512 xd =
+            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
         _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
         {
-            __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44), _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
-            s = Q6F_DPWSSD(s, off, _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].bsums)));
-            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
+            __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44),
+                                         _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
+            s = Q6F_DPWSSD(s, off,
+                           _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].bsums)));
+            acc[t] =
+                _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
         }
     }
     for (int t = 0; t < nt; t++) {
@@ -109,27 +122,160 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
     }
 }
 
+/* One row's block against one token: the 16 int32 lanes q6f_pass keeps
+ * per row before its fold, the same integer terms. */
+static inline __attribute__((always_inline)) __m512i q6f_block(const block_q6_K *x, const block_q8_K *y)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
+    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i sc =
+        _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)));
+    __m512i acc = _mm512_setzero_si512();
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+    {
+        const __m512i l = _mm512_loadu_si512(x->ql + 64 * h);
+        const __m512i hh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
+        _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
+        {
+            const __m512i q = p == 0 ? Q6F_OR_LO(l, _mm512_and_si512(_mm512_sllv_epi16(hh, sh01), m2), m4)
+                                     : Q6F_OR_LO(_mm512_srli_epi16(l, 4),
+                                                 _mm512_and_si512(_mm512_srlv_epi16(hh, sh23), m2), m4);
+            const __m512i c = _mm512_permutexvar_epi16(_mm512_loadu_si512(k_q6f_sidx[2 * h + p]), sc);
+            acc = Q6F_DPWSSD(acc, c, _mm512_maddubs_epi16(q, _mm512_loadu_si512(y->qs + 128 * h + 64 * p)));
+        }
+    }
+    return acc;
+}
+
+/* One token against a row pair read one row after the other: row A's
+ * blocks (their lanes into la), then row B's, each folded with A's lanes
+ * and taken through the float step in block order as q6f_pass does: the
+ * same integers, the same float operations in the same order, the same
+ * bits. Its reads are one stream in address order, which the hardware
+ * prefetchers follow without a software prefetch. */
+static void q6f_pass_seq(int64_t nb, const block_q6_K *xa, const block_q6_K *xb, const block_q8_K *y,
+                         float *oa, float *ob, __m512i *la)
+{
+    const __m512i m32 = _mm512_set1_epi16(-32);
+    for (int64_t i = 0; i < nb; i++)
+        la[i] = q6f_block(&xa[i], &y[i]);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const __m512i ib = q6f_block(&xb[i], &y[i]);
+        const __m512i sa =
+            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
+        const __m256i sb = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales));
+        const __m512i off = _mm512_mullo_epi16(_mm512_inserti64x4(sa, sb, 1), m32);
+        const __m512 xd =
+            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        __m512i s =
+            _mm512_add_epi32(_mm512_shuffle_i64x2(la[i], ib, 0x44), _mm512_shuffle_i64x2(la[i], ib, 0xEE));
+        s = Q6F_DPWSSD(s, off, _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].bsums)));
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[i].d)), _mm512_cvtepi32_ps(s), acc);
+    }
+    *oa = hsum_ps(_mm512_castps512_ps256(acc));
+    if (ob)
+        *ob = hsum_ps(_mm512_extractf32x8_ps(acc, 1));
+}
+
+/* How a one-token matvec streams from memory. Which way is faster depends
+ * on the host's memory, and on a VM it changes from one second to the next
+ * (docs/speed-ik.md, thirty-eighth session; the Qwen3.5 width's 417 MB
+ * Q6_K output head, token by token alternating the two, same state): where
+ * a plain two-thread read gets 24-35 GB/s the sequential pass takes 0.90-0.92
+ * of the paired pass's time, where it gets 45-59 GB/s 1.23 times it (the
+ * hardware prefetchers alone fall behind there). So each thread measures:
+ * Q6K_PROBE calls of a megabyte or more from memory in one way or the
+ * other at random, then the way with the lower median cycles per byte for
+ * the next Q6K_KEEP, then again. A call's cost depends on what the other
+ * thread does meanwhile (a chunk alone at a matvec's end reads faster), so
+ * the ways are compared by medians over many calls, not call by call. */
+int quant_q6k_stream = QUANT_Q6K_STREAM_AUTO;
+
+#define Q6F_STREAM_MIN ((size_t)1 << 20) /* bytes of a call that come from memory, not L2 */
+#define Q6F_SEQ_MAX_BLOCKS 128           /* row A's lanes on the stack: 8 KB */
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static float q6k_median(float *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_float);
+    return v[n / 2];
+}
+
+int quant_q6k_tuner_next(quant_q6k_tuner *t)
+{
+    if (t->keep > 0)
+        return t->way;
+    t->rng = t->rng * 1664525u + 1013904223u;
+    int way = (int)(t->rng >> 31);
+    if (t->n[way] >= Q6K_PROBE / 2)
+        way = 1 - way;
+    return way;
+}
+
+void quant_q6k_tuner_seen(quant_q6k_tuner *t, int way, float cost)
+{
+    if (t->keep > 0) {
+        t->keep--;
+        return;
+    }
+    t->cost[way][t->n[way]++] = cost;
+    if (t->n[0] + t->n[1] < Q6K_PROBE)
+        return;
+    const float m0 = q6k_median(t->cost[0], t->n[0]), m1 = q6k_median(t->cost[1], t->n[1]);
+    t->way = m1 < m0 ? QUANT_Q6K_STREAM_SEQ : QUANT_Q6K_STREAM_PAIRS;
+    t->keep = Q6K_KEEP;
+    t->n[0] = t->n[1] = 0;
+}
+
+static _Thread_local quant_q6k_tuner q6f_tuner;
+
 /* nt as a constant in each instance: the token loops unroll and the
  * accumulators stay in registers. */
 static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void *w, size_t rs, int64_t rows,
-                                                           const void *act, size_t act_stride, int nt, float *out,
-                                                           int64_t out_stride, int pf)
+                                                           const void *act, size_t act_stride, int nt,
+                                                           float *out, int64_t out_stride, int pf)
 {
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
-    for (int64_t r = 0; r < rows; r += 2) {
-        const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
-        const bool pair = r + 1 < rows;
-        const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
-        const bool ahead = pf && r + 2 * ahead_pairs + 1 < rows; /* no prefetch past the matrix */
-        q6f_pass(nb, xa, xb, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
-                 ahead ? (const char *)xa + 2 * ahead_pairs * rs : NULL, ahead ? step : 0);
+    const size_t bytes = (size_t)rows * rs;
+    const bool auto_way = quant_q6k_stream == QUANT_Q6K_STREAM_AUTO;
+    const bool choose = nt == 1 && nb <= Q6F_SEQ_MAX_BLOCKS && (!auto_way || (pf && bytes >= Q6F_STREAM_MIN));
+    const int way = !choose    ? QUANT_Q6K_STREAM_PAIRS
+                    : auto_way ? quant_q6k_tuner_next(&q6f_tuner)
+                               : quant_q6k_stream;
+    const uint64_t t0 = choose && auto_way ? __rdtsc() : 0;
+    if (way == QUANT_Q6K_STREAM_SEQ) {
+        __m512i la[Q6F_SEQ_MAX_BLOCKS];
+        for (int64_t r = 0; r < rows; r += 2) {
+            const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
+            const bool pair = r + 1 < rows;
+            const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
+            q6f_pass_seq(nb, xa, xb, (const block_q8_K *)act, out + r, pair ? out + r + 1 : NULL, la);
+        }
+    } else {
+        for (int64_t r = 0; r < rows; r += 2) {
+            const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
+            const bool pair = r + 1 < rows;
+            const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
+            const bool ahead = pf && r + 2 * ahead_pairs + 1 < rows; /* no prefetch past the matrix */
+            q6f_pass(nb, xa, xb, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
+                     ahead ? (const char *)xa + 2 * ahead_pairs * rs : NULL, ahead ? step : 0);
+        }
     }
+    if (choose && auto_way)
+        quant_q6k_tuner_seen(&q6f_tuner, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
 }
 
-void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride, int nt,
-                    float *out, int64_t out_stride, int pf)
+void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
+                    int nt, float *out, int64_t out_stride, int pf)
 {
     switch (nt) {
     case 1:

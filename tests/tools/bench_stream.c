@@ -8,8 +8,10 @@
  * default is the Qwen3.5 width's output head (248320 x 2048 Q6_K, 417 MB),
  * which generation runs through tensor_matvec; types the engine repacks at
  * load (Q4_0, Q8_0, Q4_K, MXFP4) take other kernels there. The outputs are
- * checked against tensor_vec_dot's bits.
- * Not part of make test. Usage: bench_stream [type] [n] [rows] [pairs] */
+ * checked against tensor_vec_dot's bits. WAY (AVX-512 builds, Q6_K) forces
+ * how the matvec streams its rows (quant_kfew.h): auto (the default),
+ * pairs or seq.
+ * Not part of make test. Usage: bench_stream [type] [n] [rows] [pairs] [way] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #include "gguf/tensor.h"
+#include "kernels/quant_kfew.h"
 #include "bench_util.h"
 
 #if defined(__AVX2__)
@@ -125,6 +128,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_stream [type] [n, a multiple of 256] [rows >= 2] [pairs >= 1]\n");
         return 1;
     }
+    const char *way = argc > 5 ? argv[5] : "auto";
+#ifdef QUANT_HAVE_KFEW
+    quant_q6k_stream = !strcmp(way, "seq")     ? QUANT_Q6K_STREAM_SEQ
+                       : !strcmp(way, "pairs") ? QUANT_Q6K_STREAM_PAIRS
+                                               : QUANT_Q6K_STREAM_AUTO;
+#endif
+    if (strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) {
+        fprintf(stderr, "bench_stream: way: auto, pairs or seq\n");
+        return 1;
+    }
     const enum tensor_type dot = tensor_dot_type(type);
     const size_t rs = tensor_row_size(type, n), bytes = rs * (size_t)rows, huge = (size_t)2 << 20;
     /* 2 MB aligned, huge pages advised: as the engine's resident weights */
@@ -161,8 +174,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_stream: no second thread\n");
         return 1;
     }
-    printf("%s %lld x %lld (%.0f MB), two threads, matvec then plain read:\n", tensor_type_name(type),
-           (long long)rows, (long long)n, (double)bytes / 1e6);
+    printf("%s %lld x %lld (%.0f MB), two threads, matvec (%s) then plain read:\n", tensor_type_name(type),
+           (long long)rows, (long long)n, (double)bytes / 1e6, way);
     double *ratio = malloc(sizeof(double) * (size_t)pairs);
     for (int p = 0; p < pairs; p++) {
         const double k = timed(&j, 0), r = timed(&j, 1);
