@@ -25,31 +25,35 @@
  * quant_q6k_few.c and quant_q5k_few.c. */
 void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
                     int nt, float *out, int64_t out_stride, int pf);
-/* How quant_q6_K_few's one-token rows stream from memory: in row pairs side
- * by side with a software prefetch, or one row after the other without
- * one (the same bits either way). AUTO (the default) measures both on the
- * calls of a megabyte or more that prefetch and keeps the cheaper, as the
- * host's memory allows (quant_q6k_few.c); the tests force each. */
-enum { QUANT_Q6K_STREAM_AUTO = -1, QUANT_Q6K_STREAM_PAIRS = 0, QUANT_Q6K_STREAM_SEQ = 1 };
-extern int quant_q6k_stream;
+void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
+                    int nt, float *out, int64_t out_stride, int pf);
 
-/* AUTO's choice, one per thread: Q6K_PROBE calls split between the ways
- * at random, then the way with the lower median cost for Q6K_KEEP calls. */
-#define Q6K_PROBE 32
-#define Q6K_KEEP 480
+/* How quant_q6_K_few's and quant_q5_K_few's one-token rows stream from
+ * memory: in row pairs side by side with a software prefetch, or one row
+ * after the other without one (the same bits either way). AUTO (the
+ * default) measures both on the calls of QUANT_KFEW_STREAM_MIN bytes or
+ * more that prefetch and keeps the cheaper, as the host's memory allows
+ * (quant_kfew_stream.c); the tests force each. */
+enum { QUANT_KFEW_STREAM_AUTO = -1, QUANT_KFEW_STREAM_PAIRS = 0, QUANT_KFEW_STREAM_SEQ = 1 };
+extern int quant_kfew_stream;
+#define QUANT_KFEW_STREAM_MIN ((size_t)1 << 17) /* a call's bytes, from memory (a matvec's chunk) */
+
+/* AUTO's choice, one per thread and kernel: KFEW_PROBE calls split between
+ * the ways at random, then the way with the lower median cost for
+ * KFEW_KEEP calls. */
+#define KFEW_PROBE 32
+#define KFEW_KEEP 480
 typedef struct {
-    float cost[2][Q6K_PROBE]; /* cycles per byte of the probe's calls, per way */
+    float cost[2][KFEW_PROBE]; /* cycles per byte of the probe's calls, per way */
     int n[2];
     int way; /* kept while keep > 0 */
     int keep;
     uint32_t rng;
-} quant_q6k_tuner;
-/* The way for the next call, and what it cost (quant_q6k_tuner_seen). */
-int quant_q6k_tuner_next(quant_q6k_tuner *t);
-void quant_q6k_tuner_seen(quant_q6k_tuner *t, int way, float cost);
+} quant_kfew_tuner;
+/* The way for the next call, and what it cost (quant_kfew_tuner_seen). */
+int quant_kfew_tuner_next(quant_kfew_tuner *t);
+void quant_kfew_tuner_seen(quant_kfew_tuner *t, int way, float cost);
 
-void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
-                    int nt, float *out, int64_t out_stride, int pf);
 #endif
 
 #endif

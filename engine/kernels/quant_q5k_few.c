@@ -61,17 +61,16 @@ static inline __m512i q5f_shifts(int a, int b)
     return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
 }
 
-static inline __attribute__((always_inline)) void q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb,
-                                                           const __m256i *mv, const uint8_t *act, size_t act_stride,
-                                                           int nt, float *oa,
-                                                           float *ob, int64_t out_stride, const char *pf,
-                                                           size_t pf_step)
+static inline __attribute__((always_inline)) void
+q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *mv, const uint8_t *act,
+         size_t act_stride, int nt, float *oa, float *ob, int64_t out_stride, const char *pf, size_t pf_step)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
     const __m512i s04 = q5f_shifts(0, 4);
     /* high bit j to bit 4: chunks 0/1 qh << 4 / << 3, 2/3 << 2 / << 1,
      * 4/5 >> 0 / >> 1, 6/7 >> 2 / >> 3 */
-    const __m512i hs0 = q5f_shifts(4, 3), hs1 = q5f_shifts(2, 1), hs2 = q5f_shifts(0, 1), hs3 = q5f_shifts(2, 3);
+    const __m512i hs0 = q5f_shifts(4, 3), hs1 = q5f_shifts(2, 1), hs2 = q5f_shifts(0, 1),
+                  hs3 = q5f_shifts(2, 3);
     const block_q8_K *y[QUANT_KFEW_MAX];
     __m512 acc[QUANT_KFEW_MAX];
     __m256 summs = _mm256_setzero_ps(); /* lanes: row A tokens 0-3, row B tokens 0-3 */
@@ -91,8 +90,10 @@ static inline __attribute__((always_inline)) void q5f_pass(int64_t nb, const blo
             ia[t] = ib[t] = _mm512_setzero_si512();
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         {
-            const __m512i la = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xa[i].qs + 32 * k)));
-            const __m512i lb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qs + 32 * k)));
+            const __m512i la =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xa[i].qs + 32 * k)));
+            const __m512i lb =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qs + 32 * k)));
             const __m512i hs = k == 0 ? hs0 : k == 1 ? hs1 : k == 2 ? hs2 : hs3;
             __m512i hba, hbb;
             if (k < 2) {
@@ -103,8 +104,10 @@ static inline __attribute__((always_inline)) void q5f_pass(int64_t nb, const blo
                 hbb = _mm512_srlv_epi16(hb, hs);
             }
             /* (low bits) | (high bit & 0x10) */
-            const __m512i qa = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(la, s04), m4), hba, m10, 0xF8);
-            const __m512i qb = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(lb, s04), m4), hbb, m10, 0xF8);
+            const __m512i qa =
+                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(la, s04), m4), hba, m10, 0xF8);
+            const __m512i qb =
+                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(lb, s04), m4), hbb, m10, 0xF8);
             const __m512i idx = _mm512_loadu_si512(k_q5f_sidx[k]);
             const __m512i ca = _mm512_permutexvar_epi16(idx, sa), cb = _mm512_permutexvar_epi16(idx, sb);
             _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
@@ -114,12 +117,14 @@ static inline __attribute__((always_inline)) void q5f_pass(int64_t nb, const blo
                 ib[t] = Q5F_DPWSSD(ib[t], cb, _mm512_maddubs_epi16(qb, yv));
             }
         }
-        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        const __m512 xd =
+            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
         _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
         {
-            const __m512i s =
-                _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44), _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
-            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
+            const __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44),
+                                               _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
+            acc[t] =
+                _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
         }
         /* min totals of both rows and 4 tokens in 8 lanes: dword pair jp
          * of each row's mins (min 2jp, 2jp+1) against the tokens' bsum pair
@@ -155,7 +160,8 @@ static void q5f_act(int64_t nb, const uint8_t *act, size_t act_stride, int nt, _
         __m128i q[4];
         float nyd[4];
         for (int t = 0; t < 4; t++) {
-            const block_q8_K *y = (const block_q8_K *)(const void *)(act + (size_t)(t < nt ? t : 0) * act_stride) + i;
+            const block_q8_K *y =
+                (const block_q8_K *)(const void *)(act + (size_t)(t < nt ? t : 0) * act_stride) + i;
             const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
             q[t] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
             nyd[t] = -y->d;
@@ -171,26 +177,116 @@ static void q5f_act(int64_t nb, const uint8_t *act, size_t act_stride, int nt, _
     }
 }
 
+/* One row's block against one token: the 16 int32 lanes q5f_pass keeps per
+ * row before its fold (the same integer terms), and the block's scales and
+ * mins widened to words (*sm). */
+static inline __attribute__((always_inline)) __m512i q5f_block(const block_q5_K *x, const block_q8_K *y,
+                                                               __m256i *sm)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i s04 = q5f_shifts(0, 4);
+    const __m512i hs0 = q5f_shifts(4, 3), hs1 = q5f_shifts(2, 1), hs2 = q5f_shifts(0, 1),
+                  hs3 = q5f_shifts(2, 3);
+    *sm = _mm256_cvtepu8_epi16(q5f_scales_mins(x->scales));
+    const __m512i sc = _mm512_castsi256_si512(*sm);
+    const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x->qh));
+    __m512i acc = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+    {
+        const __m512i l = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qs + 32 * k)));
+        const __m512i hs = k == 0 ? hs0 : k == 1 ? hs1 : k == 2 ? hs2 : hs3;
+        const __m512i hb = k < 2 ? _mm512_sllv_epi16(h, hs) : _mm512_srlv_epi16(h, hs);
+        const __m512i q =
+            _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(l, s04), m4), hb, m10, 0xF8);
+        const __m512i c = _mm512_permutexvar_epi16(_mm512_loadu_si512(k_q5f_sidx[k]), sc);
+        acc = Q5F_DPWSSD(acc, c, _mm512_maddubs_epi16(q, _mm512_loadu_si512(y->qs + 64 * k)));
+    }
+    return acc;
+}
+
+/* One token against a row pair read one row after the other (as
+ * quant_q6k_few.c's q6f_pass_seq): row A's blocks, their lanes and scales
+ * kept, then row B's, each block through q5f_pass's fold, float step and
+ * min totals in block order: the same bits. */
+static void q5f_pass_seq(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *mv,
+                         const block_q8_K *y, float *oa, float *ob, __m512i *la, __m256i *lsm)
+{
+    for (int64_t i = 0; i < nb; i++)
+        la[i] = q5f_block(&xa[i], &y[i], &lsm[i]);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 summs = _mm256_setzero_ps(); /* lane 0 row A's, lane 4 row B's */
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i smb;
+        const __m512i ib = q5f_block(&xb[i], &y[i], &smb);
+        const __m512 xd =
+            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        const __m512i s =
+            _mm512_add_epi32(_mm512_shuffle_i64x2(la[i], ib, 0x44), _mm512_shuffle_i64x2(la[i], ib, 0xEE));
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[i].d)), _mm512_cvtepi32_ps(s), acc);
+        const __m256i mins = _mm256_permute2x128_si256(lsm[i], smb, 0x31);
+        const __m256i *v = mv + 5 * i;
+        __m256i tot = _mm256_madd_epi16(_mm256_shuffle_epi32(mins, 0x00), v[0]);
+        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0x55), v[1]);
+        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xAA), v[2]);
+        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xFF), v[3]);
+        const __m256 dmin = _mm256_mul_ps(_mm256_castsi256_ps(v[4]),
+                                          _mm256_insertf128_ps(_mm256_set1_ps(fp16_to_f32(xa[i].dmin)),
+                                                               _mm_set1_ps(fp16_to_f32(xb[i].dmin)), 1));
+        summs = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(tot), summs);
+    }
+    float sm[8];
+    _mm256_storeu_ps(sm, summs);
+    *oa = hsum_ps(_mm512_castps512_ps256(acc)) + sm[0];
+    if (ob)
+        *ob = hsum_ps(_mm512_extractf32x8_ps(acc, 1)) + sm[4];
+}
+
+#define Q5F_SEQ_MAX_BLOCKS 128 /* row A's lanes and scales on the stack: 12 KB */
+
+static _Thread_local quant_kfew_tuner q5f_tuner;
+
 static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void *w, size_t rs, int64_t rows,
-                                                           const void *act, size_t act_stride, int nt, float *out,
-                                                           int64_t out_stride, int pf)
+                                                           const void *act, size_t act_stride, int nt,
+                                                           float *out, int64_t out_stride, int pf)
 {
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     __m256i mv[5 * nb]; /* 160 bytes a block */
     q5f_act(nb, act, act_stride, nt, mv);
-    for (int64_t r = 0; r < rows; r += 2) {
-        const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
-        const bool pair = r + 1 < rows;
-        const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
-        const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
-        q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
-                 ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+    const size_t bytes = (size_t)rows * rs;
+    const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
+    const bool choose =
+        nt == 1 && nb <= Q5F_SEQ_MAX_BLOCKS && (!auto_way || (pf && bytes >= QUANT_KFEW_STREAM_MIN));
+    const int way = !choose    ? QUANT_KFEW_STREAM_PAIRS
+                    : auto_way ? quant_kfew_tuner_next(&q5f_tuner)
+                               : quant_kfew_stream;
+    const uint64_t t0 = choose && auto_way ? __rdtsc() : 0;
+    if (way == QUANT_KFEW_STREAM_SEQ) {
+        __m512i la[Q5F_SEQ_MAX_BLOCKS];
+        __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
+        for (int64_t r = 0; r < rows; r += 2) {
+            const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
+            const bool pair = r + 1 < rows;
+            const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
+            q5f_pass_seq(nb, xa, xb, mv, (const block_q8_K *)act, out + r, pair ? out + r + 1 : NULL, la,
+                         lsm);
+        }
+    } else {
+        for (int64_t r = 0; r < rows; r += 2) {
+            const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
+            const bool pair = r + 1 < rows;
+            const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
+            const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
+            q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
+                     ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+        }
     }
+    if (choose && auto_way)
+        quant_kfew_tuner_seen(&q5f_tuner, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
 }
 
-void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride, int nt,
-                    float *out, int64_t out_stride, int pf)
+void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
+                    int nt, float *out, int64_t out_stride, int pf)
 {
     switch (nt) {
     case 1:

@@ -19,8 +19,6 @@
  * 15 ns per row x token x block, now 3.7 (docs/speculative.md). */
 #include "kernels/quant_kfew.h"
 
-#include <stdlib.h>
-
 #ifdef QUANT_HAVE_KFEW
 #include "kernels/quant_internal.h"
 
@@ -179,62 +177,9 @@ static void q6f_pass_seq(int64_t nb, const block_q6_K *xa, const block_q6_K *xb,
         *ob = hsum_ps(_mm512_extractf32x8_ps(acc, 1));
 }
 
-/* How a one-token matvec streams from memory. Which way is faster depends
- * on the host's memory, and on a VM it changes from one second to the next
- * (docs/speed-ik.md, thirty-eighth session; the Qwen3.5 width's 417 MB
- * Q6_K output head, token by token alternating the two, same state): where
- * a plain two-thread read gets 24-35 GB/s the sequential pass takes 0.90-0.92
- * of the paired pass's time, where it gets 45-59 GB/s 1.23 times it (the
- * hardware prefetchers alone fall behind there). So each thread measures:
- * Q6K_PROBE calls of a megabyte or more from memory in one way or the
- * other at random, then the way with the lower median cycles per byte for
- * the next Q6K_KEEP, then again. A call's cost depends on what the other
- * thread does meanwhile (a chunk alone at a matvec's end reads faster), so
- * the ways are compared by medians over many calls, not call by call. */
-int quant_q6k_stream = QUANT_Q6K_STREAM_AUTO;
+#define Q6F_SEQ_MAX_BLOCKS 128 /* row A's lanes on the stack: 8 KB */
 
-#define Q6F_STREAM_MIN ((size_t)1 << 20) /* bytes of a call that come from memory, not L2 */
-#define Q6F_SEQ_MAX_BLOCKS 128           /* row A's lanes on the stack: 8 KB */
-
-static int cmp_float(const void *a, const void *b)
-{
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static float q6k_median(float *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_float);
-    return v[n / 2];
-}
-
-int quant_q6k_tuner_next(quant_q6k_tuner *t)
-{
-    if (t->keep > 0)
-        return t->way;
-    t->rng = t->rng * 1664525u + 1013904223u;
-    int way = (int)(t->rng >> 31);
-    if (t->n[way] >= Q6K_PROBE / 2)
-        way = 1 - way;
-    return way;
-}
-
-void quant_q6k_tuner_seen(quant_q6k_tuner *t, int way, float cost)
-{
-    if (t->keep > 0) {
-        t->keep--;
-        return;
-    }
-    t->cost[way][t->n[way]++] = cost;
-    if (t->n[0] + t->n[1] < Q6K_PROBE)
-        return;
-    const float m0 = q6k_median(t->cost[0], t->n[0]), m1 = q6k_median(t->cost[1], t->n[1]);
-    t->way = m1 < m0 ? QUANT_Q6K_STREAM_SEQ : QUANT_Q6K_STREAM_PAIRS;
-    t->keep = Q6K_KEEP;
-    t->n[0] = t->n[1] = 0;
-}
-
-static _Thread_local quant_q6k_tuner q6f_tuner;
+static _Thread_local quant_kfew_tuner q6f_tuner;
 
 /* nt as a constant in each instance: the token loops unroll and the
  * accumulators stay in registers. */
@@ -246,13 +191,14 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
     const size_t bytes = (size_t)rows * rs;
-    const bool auto_way = quant_q6k_stream == QUANT_Q6K_STREAM_AUTO;
-    const bool choose = nt == 1 && nb <= Q6F_SEQ_MAX_BLOCKS && (!auto_way || (pf && bytes >= Q6F_STREAM_MIN));
-    const int way = !choose    ? QUANT_Q6K_STREAM_PAIRS
-                    : auto_way ? quant_q6k_tuner_next(&q6f_tuner)
-                               : quant_q6k_stream;
+    const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
+    const bool choose =
+        nt == 1 && nb <= Q6F_SEQ_MAX_BLOCKS && (!auto_way || (pf && bytes >= QUANT_KFEW_STREAM_MIN));
+    const int way = !choose    ? QUANT_KFEW_STREAM_PAIRS
+                    : auto_way ? quant_kfew_tuner_next(&q6f_tuner)
+                               : quant_kfew_stream;
     const uint64_t t0 = choose && auto_way ? __rdtsc() : 0;
-    if (way == QUANT_Q6K_STREAM_SEQ) {
+    if (way == QUANT_KFEW_STREAM_SEQ) {
         __m512i la[Q6F_SEQ_MAX_BLOCKS];
         for (int64_t r = 0; r < rows; r += 2) {
             const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
@@ -271,7 +217,7 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
         }
     }
     if (choose && auto_way)
-        quant_q6k_tuner_seen(&q6f_tuner, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
+        quant_kfew_tuner_seen(&q6f_tuner, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
 }
 
 void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,

@@ -130,9 +130,9 @@ int main(int argc, char **argv)
     }
     const char *way = argc > 5 ? argv[5] : "auto";
 #ifdef QUANT_HAVE_KFEW
-    quant_q6k_stream = !strcmp(way, "seq")     ? QUANT_Q6K_STREAM_SEQ
-                       : !strcmp(way, "pairs") ? QUANT_Q6K_STREAM_PAIRS
-                                               : QUANT_Q6K_STREAM_AUTO;
+    quant_kfew_stream = !strcmp(way, "seq")     ? QUANT_KFEW_STREAM_SEQ
+                       : !strcmp(way, "pairs") ? QUANT_KFEW_STREAM_PAIRS
+                                               : QUANT_KFEW_STREAM_AUTO;
 #endif
     if (strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) {
         fprintf(stderr, "bench_stream: way: auto, pairs or seq\n");

@@ -737,88 +737,126 @@ static void test_q6_K_pairs(void **state)
 }
 
 #ifdef QUANT_HAVE_KFEW
-/* The one-token Q6_K matvec's two ways of streaming its rows (row pairs
- * side by side, or one row after the other: quant_q6k_stream) give every
- * row vec_dot's bits, at 1-16 blocks a row (the sequential way keeps row
- * A's lanes per block) and with an odd last row. */
-static void test_q6_K_stream_ways(void **state)
+/* The one-token Q6_K and Q5_K matvecs' two ways of streaming their rows
+ * (row pairs side by side, or one row after the other: quant_kfew_stream)
+ * give every row vec_dot's bits, at 1-16 blocks a row (the sequential way
+ * keeps row A's lanes per block) and with an odd last row. */
+static void test_kfew_stream_ways(void **state)
 {
     (void)state;
     enum { ROWS = 9 };
+    const enum tensor_type types[] = {TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q5_K};
     const int64_t ns[] = {256, 2048, 4096};
-    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
-        const int64_t n = ns[k];
-        const size_t rs = tensor_row_size(TENSOR_TYPE_Q6_K, n), as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
-        uint8_t *w = malloc(rs * ROWS), *act = malloc(as);
-        float *x = malloc(sizeof(float) * (size_t)n);
-        for (int r = 0; r < ROWS; r++) {
-            fill_random(x, n, 1.0f + (float)r);
-            tensor_quantize_row(TENSOR_TYPE_Q6_K, x, w + rs * r, n);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            const enum tensor_type type = types[ti];
+            const int64_t n = ns[k];
+            const size_t rs = tensor_row_size(type, n), as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
+            uint8_t *w = malloc(rs * ROWS), *act = malloc(as);
+            float *x = malloc(sizeof(float) * (size_t)n);
+            for (int r = 0; r < ROWS; r++) {
+                fill_random(x, n, 1.0f + (float)r);
+                tensor_quantize_row(type, x, w + rs * r, n);
+            }
+            fill_random(x, n, 1.0f);
+            tensor_quantize_row(TENSOR_TYPE_Q8_K, x, act, n);
+            const int ways[] = {QUANT_KFEW_STREAM_PAIRS, QUANT_KFEW_STREAM_SEQ, QUANT_KFEW_STREAM_AUTO};
+            for (size_t wy = 0; wy < sizeof ways / sizeof ways[0]; wy++) {
+                quant_kfew_stream = ways[wy];
+                for (int rows = 1; rows <= ROWS; rows += 2) {
+                    float out[ROWS];
+                    tensor_matvec(type, n, w, rows, act, out);
+                    for (int r = 0; r < rows; r++) {
+                        const float want = tensor_vec_dot(type, n, w + rs * r, act);
+                        if (f2u(out[r]) != f2u(want))
+                            fail_msg("%s n %lld way %d, %d rows: row %d %.9g want %.9g", tensor_type_name(type),
+                                     (long long)n, ways[wy], rows, r, (double)out[r], (double)want);
+                    }
+                }
+            }
+            quant_kfew_stream = QUANT_KFEW_STREAM_AUTO;
+            free(w);
+            free(act);
+            free(x);
+        }
+}
+
+/* AUTO on a matvec large enough for the choice (QUANT_KFEW_STREAM_MIN):
+ * its probe runs both ways at random, call after call; every call has
+ * vec_dot's bits. */
+static void test_kfew_stream_auto(void **state)
+{
+    (void)state;
+    const enum tensor_type types[] = {TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q5_K};
+    const int64_t n = 2048;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const size_t rs = tensor_row_size(types[ti], n), as = tensor_row_size(TENSOR_TYPE_Q8_K, n);
+        const int rows = (int)(QUANT_KFEW_STREAM_MIN / rs) + 3; /* odd or even, past the bound */
+        uint8_t *w = malloc(rs * (size_t)rows), *act = malloc(as);
+        float *x = malloc(sizeof(float) * (size_t)n), *out = malloc(sizeof(float) * (size_t)rows),
+              *want = malloc(sizeof(float) * (size_t)rows);
+        for (int r = 0; r < rows; r++) {
+            fill_random(x, n, 1.0f);
+            tensor_quantize_row(types[ti], x, w + rs * r, n);
         }
         fill_random(x, n, 1.0f);
         tensor_quantize_row(TENSOR_TYPE_Q8_K, x, act, n);
-        const int ways[] = {QUANT_Q6K_STREAM_PAIRS, QUANT_Q6K_STREAM_SEQ, QUANT_Q6K_STREAM_AUTO};
-        for (size_t wy = 0; wy < sizeof ways / sizeof ways[0]; wy++) {
-            quant_q6k_stream = ways[wy];
-            for (int rows = 1; rows <= ROWS; rows += 2) {
-                float out[ROWS];
-                tensor_matvec(TENSOR_TYPE_Q6_K, n, w, rows, act, out);
-                for (int r = 0; r < rows; r++) {
-                    const float want = tensor_vec_dot(TENSOR_TYPE_Q6_K, n, w + rs * r, act);
-                    if (f2u(out[r]) != f2u(want))
-                        fail_msg("Q6_K n %lld way %d, %d rows: row %d %.9g want %.9g", (long long)n, ways[wy], rows, r,
-                                 (double)out[r], (double)want);
-                }
-            }
+        for (int r = 0; r < rows; r++)
+            want[r] = tensor_vec_dot(types[ti], n, w + rs * r, act);
+        quant_kfew_stream = QUANT_KFEW_STREAM_AUTO;
+        for (int call = 0; call < KFEW_PROBE + 8; call++) {
+            tensor_matvec(types[ti], n, w, rows, act, out);
+            assert_memory_equal(out, want, sizeof(float) * (size_t)rows);
         }
-        quant_q6k_stream = QUANT_Q6K_STREAM_AUTO;
         free(w);
         free(act);
         free(x);
+        free(out);
+        free(want);
     }
 }
 
 /* a failed check leaves the way it forced */
-static int q6_K_stream_auto(void **state)
+static int kfew_stream_auto(void **state)
 {
     (void)state;
-    quant_q6k_stream = QUANT_Q6K_STREAM_AUTO;
+    quant_kfew_stream = QUANT_KFEW_STREAM_AUTO;
     return 0;
 }
 
-/* AUTO's choice: Q6K_PROBE calls split evenly between the ways, then the
- * way with the lower median cost for Q6K_KEEP calls (one slow call in the
+/* AUTO's choice: KFEW_PROBE calls split evenly between the ways, then the
+ * way with the lower median cost for KFEW_KEEP calls (one slow call in the
  * cheaper way does not turn it), then a new probe. */
-static int tuner_run(quant_q6k_tuner *t, const float cost[2], int calls, int *used)
+static int tuner_run(quant_kfew_tuner *t, const float cost[2], int calls, int *used)
 {
     int way = -1;
     for (int c = 0; c < calls; c++) {
-        way = quant_q6k_tuner_next(t);
+        way = quant_kfew_tuner_next(t);
         used[way]++;
         /* every fifth call of the cheaper way as slow as the other way's worst */
-        quant_q6k_tuner_seen(t, way, cost[way] * (c % 5 == 0 ? 3.0f : 1.0f));
+        quant_kfew_tuner_seen(t, way, cost[way] * (c % 5 == 0 ? 3.0f : 1.0f));
     }
     return way;
 }
 
-static void test_q6_K_stream_tuner(void **state)
+static void test_kfew_stream_tuner(void **state)
 {
     (void)state;
-    quant_q6k_tuner t;
+    quant_kfew_tuner t;
     memset(&t, 0, sizeof t);
     int used[2] = {0, 0};
     const float seq_cheaper[2] = {1.0f, 0.9f}, pairs_cheaper[2] = {1.0f, 1.2f};
-    tuner_run(&t, seq_cheaper, Q6K_PROBE, used);
-    assert_int_equal(used[0], Q6K_PROBE / 2);
-    assert_int_equal(used[1], Q6K_PROBE / 2);
+    tuner_run(&t, seq_cheaper, KFEW_PROBE, used);
+    assert_int_equal(used[0], KFEW_PROBE / 2);
+    assert_int_equal(used[1], KFEW_PROBE / 2);
     used[0] = used[1] = 0;
-    tuner_run(&t, seq_cheaper, Q6K_KEEP, used);
-    assert_int_equal(used[QUANT_Q6K_STREAM_SEQ], Q6K_KEEP);
+    tuner_run(&t, seq_cheaper, KFEW_KEEP, used);
+    assert_int_equal(used[QUANT_KFEW_STREAM_SEQ], KFEW_KEEP);
     /* the host changes: the next probe finds the pairs cheaper */
     used[0] = used[1] = 0;
-    tuner_run(&t, pairs_cheaper, Q6K_PROBE + Q6K_KEEP, used);
-    assert_int_equal(used[QUANT_Q6K_STREAM_PAIRS], Q6K_PROBE / 2 + Q6K_KEEP);
-    assert_int_equal(used[QUANT_Q6K_STREAM_SEQ], Q6K_PROBE / 2);
+    tuner_run(&t, pairs_cheaper, KFEW_PROBE + KFEW_KEEP, used);
+    assert_int_equal(used[QUANT_KFEW_STREAM_PAIRS], KFEW_PROBE / 2 + KFEW_KEEP);
+    assert_int_equal(used[QUANT_KFEW_STREAM_SEQ], KFEW_PROBE / 2);
 }
 #endif
 
@@ -1564,8 +1602,9 @@ int main(void)
         cmocka_unit_test(test_matvec_matmul),
         cmocka_unit_test(test_q6_K_pairs),
 #ifdef QUANT_HAVE_KFEW
-        cmocka_unit_test_teardown(test_q6_K_stream_ways, q6_K_stream_auto),
-        cmocka_unit_test(test_q6_K_stream_tuner),
+        cmocka_unit_test_teardown(test_kfew_stream_ways, kfew_stream_auto),
+        cmocka_unit_test(test_kfew_stream_tuner),
+        cmocka_unit_test(test_kfew_stream_auto),
 #endif
         cmocka_unit_test(test_real_tensors),
         cmocka_unit_test(test_reference_q2_K_repacked),
