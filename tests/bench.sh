@@ -67,7 +67,11 @@
 # runs as its -gp DEPTH,N; a prompt test at a depth as its llama-sweep-bench
 # (IK_SWEEP, default next to IK_BENCH; without it, "ik cannot").
 #
-# Knobs (comma lists where it makes sense): BENCH_REPS (3), BENCH_THREADS
+# ik's two runs a test (-rtr 0 and 1) give it two chances at a moment of
+# the host's when memory is fast; BENCH_TRIES=2 gives tokscope and
+# llama.cpp two runs a test too, the faster kept (default 1: one run).
+#
+# Knobs (comma lists where it makes sense): BENCH_REPS (3), BENCH_TRIES (1), BENCH_THREADS
 # (all cores), BENCH_CACHE (f16,q8_0), BENCH_PP (512,2048), BENCH_TG (64),
 # BENCH_DEPTH (4096, the depth of the extra generation test; 0 for none),
 # BENCH_MODELS (a subset of tinyllama-1.1b-q4_0, tinyllama-1.1b-q4_k_m,
@@ -106,6 +110,8 @@ case "$BIN" in */*) ;; *) BIN=./$BIN ;; esac
 GEN=$BUILD/tools/gguf_random
 THREADS=${BENCH_THREADS:-$(nproc)}
 REPS=${BENCH_REPS:-3}
+TRIES=${BENCH_TRIES:-1}
+case "$TRIES" in '' | *[!0-9]* | 0) echo "bench: BENCH_TRIES: a count of runs, not '$TRIES'" >&2; exit 2 ;; esac
 CACHES=$(echo "${BENCH_CACHE:-f16,q8_0}" | tr , ' ')
 PP=${BENCH_PP:-512,2048}
 TG=${BENCH_TG:-64}
@@ -130,8 +136,10 @@ build_of() {
 }
 LLAMA_ISA=$(build_of "${LLAMA_BENCH:-}") IK_ISA=$(build_of "${IK_BENCH:-}")
 compared="${LLAMA_ISA:+; llama.cpp $LLAMA_ISA build}${IK_ISA:+; ik $IK_ISA build}"
+TRIES_NOTE=""
+[ "$TRIES" -gt 1 ] && TRIES_NOTE="; tokscope and llama.cpp the faster of $TRIES runs a test"
 echo "machine: $(cpu_name), $(nproc) cores;" \
-    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$compared"
+    "tokscope $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($ISA build), $THREADS threads, $REPS repetitions$compared$TRIES_NOTE"
 BW=0
 
 # measure_bw: the read bandwidth now (GB/s), into BW; run right before
@@ -321,18 +329,47 @@ print(json.dumps([{'model_filename': sys.argv[1], 'test': 'pp$sw_p', 'n_prompt':
     IK_OUT=$(printf '%s' "$ik_json" | ik_best)
 }
 
+# best_lines: the JSON lines of several runs of the same tests on stdin,
+# the faster line of each test, in the first run's order
+best_lines() {
+    python3 -c "
+import json, sys
+best, order = {}, []
+for line in sys.stdin:
+    if not line.startswith('{'):
+        continue
+    d = json.loads(line)
+    k = (d.get('n_prompt'), d.get('n_gen'), d.get('n_depth', 0), d.get('type_k'), d.get('type_v'))
+    if k not in best:
+        order.append(k)
+    if k not in best or d['avg_ts'] > best[k]['avg_ts']:
+        best[k] = d
+for k in order:
+    print(json.dumps(best[k]))"
+}
+
 # run ARGS...: tokscope bench with these tests, then llama-bench with the
-# same (with LLAMA_BENCH), then ik_llama.cpp's (with IK_BENCH), one table
+# same (with LLAMA_BENCH), then ik_llama.cpp's (with IK_BENCH), one table;
+# with BENCH_TRIES=N each of the first two runs N times, the faster kept
 run() {
     m=$1
     shift
-    out=$("$BIN" bench -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@") ||
-        { echo "tokscope bench failed on $m $*"; out=""; }
-    ref=""
+    out="" ref=""
+    for _ in $(seq "$TRIES"); do
+        o=$("$BIN" bench -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@") ||
+            { echo "tokscope bench failed on $m $*"; out=""; break; }
+        out="$out$o
+"
+    done
     if [ -n "${LLAMA_BENCH:-}" ]; then
-        ref=$("$LLAMA_BENCH" -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@" 2>/dev/null) ||
-            { echo "llama-bench failed on $m $*"; ref=""; }
+        for _ in $(seq "$TRIES"); do
+            o=$("$LLAMA_BENCH" -m "$m" -r "$REPS" -t "$THREADS" -o jsonl "$@" 2>/dev/null) ||
+                { echo "llama-bench failed on $m $*"; ref=""; break; }
+            ref="$ref$o
+"
+        done
     fi
+    [ "$TRIES" -gt 1 ] && out=$(printf '%s' "$out" | best_lines) && ref=$(printf '%s' "$ref" | best_lines)
     IK_OUT="" IK_NOTE=""
     [ -n "${IK_BENCH:-}" ] && ik_run "$m" "$@"
     table "$out" "$ref" "$IK_OUT" "$IK_NOTE"
@@ -657,9 +694,9 @@ for g in deep:
     done
     python3 - "$BENCH_RESULTS" "$(cpu_name)" \
         "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" "$THREADS" "${BENCH_IK_ROUNDS:-2}" "$REPS" \
-        "$ISA" "$LLAMA_ISA" "$IK_ISA" <<'EOF_SUM' |
+        "$ISA" "$LLAMA_ISA" "$IK_ISA" "$TRIES_NOTE" <<'EOF_SUM' |
 import json, os, statistics, sys
-path, cpu, commit, threads, rounds, reps, isa, llama_isa, ik_isa = sys.argv[1:]
+path, cpu, commit, threads, rounds, reps, isa, llama_isa, ik_isa, tries_note = sys.argv[1:]
 recs = [json.loads(l) for l in open(path) if l.strip()]
 rows, cells = [], {}
 for r in recs:
@@ -671,9 +708,9 @@ def rng(v):
     lo, hi = min(v), max(v)
     f = '%.0f' if hi >= 100 else '%.1f'
     return f % lo if f % lo == f % hi else (f + '-' + f) % (lo, hi)
-print('%s, %s threads, %s rounds of %s repetitions; tokscope %s (%s build)%s%s; F16 cache'
+print('%s, %s threads, %s rounds of %s repetitions; tokscope %s (%s build)%s%s%s; F16 cache'
       % (cpu, threads, rounds, reps, commit, isa, '; llama.cpp %s build' % llama_isa if llama_isa else '',
-         '; ik %s build' % ik_isa if ik_isa else ''))
+         '; ik %s build' % ik_isa if ik_isa else '', tries_note))
 print()
 print('| file | test | tokscope | llama.cpp | ik best | ÷ llama.cpp | ÷ ik | tokscope peak RSS / file | tg: % of read bandwidth | ÷ ik by round |')
 print('|---|---|---|---|---|---|---|---|---|---|')

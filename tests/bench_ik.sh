@@ -13,7 +13,9 @@
 # LLAMA_BENCH (../ref/build/bin/llama-bench) and IK_BENCH
 # (../ref-ik/build/bin/llama-bench) name the two; llama-quantize is taken
 # from LLAMA_BENCH's folder. Any BENCH_IK_* knob of tests/bench.sh narrows
-# it, e.g. BENCH_IK_ROWS=q4_0,iq4_xs BENCH_IK_TESTS=pp512,tg64. Writing the
+# it, e.g. BENCH_IK_ROWS=q4_0,iq4_xs BENCH_IK_TESTS=pp512,tg64; BENCH_TRIES=2
+# runs tokscope and llama.cpp twice a test as ik runs twice (-rtr 0 and 1),
+# the faster kept, where a host's bandwidth swings between runs. Writing the
 # files takes a while the first time (the IQ2/IQ1 searches most: minutes
 # per layer on a loaded 2-core machine; BENCH_IQ_LAYERS cuts them).
 # BIN names the tokscope to measure (./tokscope): with the AVX2 build

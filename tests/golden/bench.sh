@@ -177,7 +177,7 @@ done
 # a pp at a depth (said so), the faster -rtr wins, the ratios are tokscope's
 # mean over the other's.
 cat >"$OUT/fake_bench.py" <<'EOF_FAKE'
-import json, sys
+import json, os, sys
 ik = sys.argv[1] == 'ik'
 a, o = sys.argv[2:], {}
 open(sys.argv[1] + '.args', 'a').write(' '.join(a) + '\n')
@@ -188,6 +188,9 @@ if ik and '-d' in o:
 rtr = int(o.get('-rtr', 0))
 base = {'model_filename': o['-m'], 'n_threads': int(o['-t']), 'type_k': o.get('-ctk', 'f16'),
         'type_v': o.get('-ctv', 'f16'), 'avg_ts': (200.0 if rtr else 100.0) if ik else 50.0, 'stddev_ts': 0.0}
+# FAKE_ALT: llama.cpp's runs alternate between 50 and 70 tok/s
+if not ik and os.environ.get('FAKE_ALT') and len(open('llama.args').read().splitlines()) % 2 == 0:
+    base['avg_ts'] = 70.0
 out = [dict(base, n_prompt=int(p), n_gen=0) for p in o['-p'].split(',') if p != '0'] + \
       [dict(base, n_prompt=0, n_gen=int(n)) for n in o['-n'].split(',') if n != '0']
 if ik:
@@ -237,6 +240,30 @@ ok = ok and open(sys.argv[2]).readline().endswith('build); llama.cpp AVX2 build;
 ok = ok and out.splitlines()[0].endswith(' repetitions; llama.cpp AVX2 build; ik AVX2 build')
 sys.exit(0 if ok else 1)" "$OUT/bench-ik.out" "$OUT/bench-ik.md" "$OUT/ik.args" "$OUT/bench-ik.jsonl"; then ok "$name"
 else not_ok "$name" "exit $rc" "$(tail -n 8 "$OUT/bench-ik.out")" "$(cat "$OUT/ik.args")"; fi
+# BENCH_TRIES=2: tokscope and llama.cpp run twice a test, as ik does (-rtr 0
+# and 1), and the faster run is kept; the first lines say so; a count that
+# is not one is refused
+name="make bench BENCH_TRIES=2: tokscope and llama.cpp the faster of two runs a test"
+rm -f "$OUT/llama.args" "$OUT/ik.args"
+FAKE_ALT=1 BENCH_TRIES=2 BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 BENCH_2026=0 BENCH_IQ=0 \
+    BENCH_IK_TABLE=1 BENCH_IK_ROWS="$M_ABS" BENCH_IK_TESTS=pp8,tg4 BENCH_IK_ROUNDS=1 BENCH_REPS=1 \
+    BENCH_IK_OUT="$OUT/bench-tries" LLAMA_BENCH="$OUT/fake_llama" IK_BENCH="$OUT/fake_ik" BIN=$BIN \
+    sh tests/bench.sh >"$OUT/bench-tries.out" 2>&1
+rc=$?
+BENCH_TRIES=x BENCH_SMALL=0 BENCH_BIG=0 BENCH_FAMILIES=0 BENCH_BLAS=0 BENCH_TUI=0 BENCH_2026=0 BENCH_IQ=0 \
+    BIN=$BIN sh tests/bench.sh >"$OUT/bench-tries-bad.out" 2>&1
+rc_bad=$?
+if [ $rc -eq 0 ] && [ $rc_bad -eq 2 ] && grep -q "BENCH_TRIES: a count of runs, not 'x'" "$OUT/bench-tries-bad.out" &&
+    [ "$(wc -l <"$OUT/llama.args")" -eq 2 ] && python3 -c "
+import json, sys
+rows = {l.split(' | ')[1]: l.strip('| \n').split(' | ') for l in open(sys.argv[1]) if l.startswith('| stories260K |')}
+recs = [json.loads(l) for l in open(sys.argv[2])]
+ok = sorted(rows) == ['pp8', 'tg4'] and all(rows[t][3] == '70.0' for t in rows)
+ok = ok and sum(r['prog'] == 'tokscope' for r in recs) == 2 and sum(r['prog'] == 'llama.cpp' for r in recs) == 2
+ok = ok and 'tokscope and llama.cpp the faster of 2 runs a test; F16 cache' in open(sys.argv[1]).readline()
+ok = ok and open(sys.argv[3]).readline().rstrip().endswith('; tokscope and llama.cpp the faster of 2 runs a test')
+sys.exit(0 if ok else 1)" "$OUT/bench-tries.md" "$OUT/bench-tries.jsonl" "$OUT/bench-tries.out"; then ok "$name"
+else not_ok "$name" "exit $rc, $rc_bad" "$(tail -n 6 "$OUT/bench-tries.out")" "$(head -n 3 "$OUT/bench-tries.md")"; fi
 # the machine named by family, model and core in both first lines (the
 # model name alone, "AMD EPYC" on a cloud VM, let three sessions take a Zen 4
 # for a Zen 5), and cpu_name's core for each kind of /proc/cpuinfo
