@@ -7,6 +7,7 @@
 #ifndef TOKSCOPE_QUANT_KFEW_H
 #define TOKSCOPE_QUANT_KFEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,20 @@ typedef struct {
 /* The way for the next call, and what it cost (quant_kfew_tuner_seen). */
 int quant_kfew_tuner_next(quant_kfew_tuner *t);
 void quant_kfew_tuner_seen(quant_kfew_tuner *t, int way, float cost);
+
+/* The way one call of nt tokens against `bytes` of rows takes (fits: its
+ * row A fits the sequential way's stack), and whether AUTO times it for
+ * the tuner t (*timed) */
+static inline int quant_kfew_way(quant_kfew_tuner *t, int nt, bool fits, int pf, size_t bytes, bool *timed)
+{
+    const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
+    *timed = auto_way && nt == 1 && fits && pf && bytes >= QUANT_KFEW_STREAM_MIN;
+    if (nt != 1 || !fits)
+        return QUANT_KFEW_STREAM_PAIRS;
+    if (!auto_way)
+        return quant_kfew_stream;
+    return *timed ? quant_kfew_tuner_next(t) : QUANT_KFEW_STREAM_PAIRS;
+}
 
 #endif
 

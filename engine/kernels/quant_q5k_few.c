@@ -61,6 +61,24 @@ static inline __m512i q5f_shifts(int a, int b)
     return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
 }
 
+/* One block's min totals of both rows and 4 tokens in 8 lanes, into summs:
+ * dword pair jp of each row's mins (min 2jp, 2jp+1; the rows' scale and
+ * min words sma, smb) against the tokens' bsum pair sums v, as laid out by
+ * q5f_act */
+static inline __attribute__((always_inline)) __m256
+q5f_mins(__m256 summs, __m256i sma, __m256i smb, const __m256i *v, const block_q5_K *xa, const block_q5_K *xb)
+{
+    const __m256i mins = _mm256_permute2x128_si256(sma, smb, 0x31);
+    __m256i tot = _mm256_madd_epi16(_mm256_shuffle_epi32(mins, 0x00), v[0]);
+    tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0x55), v[1]);
+    tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xAA), v[2]);
+    tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xFF), v[3]);
+    const __m256 dmin =
+        _mm256_mul_ps(_mm256_castsi256_ps(v[4]), _mm256_insertf128_ps(_mm256_set1_ps(fp16_to_f32(xa->dmin)),
+                                                                      _mm_set1_ps(fp16_to_f32(xb->dmin)), 1));
+    return _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(tot), summs);
+}
+
 static inline __attribute__((always_inline)) void
 q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *mv, const uint8_t *act,
          size_t act_stride, int nt, float *oa, float *ob, int64_t out_stride, const char *pf, size_t pf_step)
@@ -126,19 +144,7 @@ q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *
             acc[t] =
                 _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
         }
-        /* min totals of both rows and 4 tokens in 8 lanes: dword pair jp
-         * of each row's mins (min 2jp, 2jp+1) against the tokens' bsum pair
-         * sums, as laid out by q5f_act */
-        const __m256i mins = _mm256_permute2x128_si256(sma, smb, 0x31);
-        const __m256i *v = mv + 5 * i;
-        __m256i tot = _mm256_madd_epi16(_mm256_shuffle_epi32(mins, 0x00), v[0]);
-        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0x55), v[1]);
-        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xAA), v[2]);
-        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xFF), v[3]);
-        const __m256 dmin = _mm256_mul_ps(_mm256_castsi256_ps(v[4]),
-                                          _mm256_insertf128_ps(_mm256_set1_ps(fp16_to_f32(xa[i].dmin)),
-                                                               _mm_set1_ps(fp16_to_f32(xb[i].dmin)), 1));
-        summs = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(tot), summs);
+        summs = q5f_mins(summs, sma, smb, mv + 5 * i, &xa[i], &xb[i]);
     }
     float sm[8];
     _mm256_storeu_ps(sm, summs);
@@ -223,16 +229,7 @@ static void q5f_pass_seq(int64_t nb, const block_q5_K *xa, const block_q5_K *xb,
         const __m512i s =
             _mm512_add_epi32(_mm512_shuffle_i64x2(la[i], ib, 0x44), _mm512_shuffle_i64x2(la[i], ib, 0xEE));
         acc = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[i].d)), _mm512_cvtepi32_ps(s), acc);
-        const __m256i mins = _mm256_permute2x128_si256(lsm[i], smb, 0x31);
-        const __m256i *v = mv + 5 * i;
-        __m256i tot = _mm256_madd_epi16(_mm256_shuffle_epi32(mins, 0x00), v[0]);
-        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0x55), v[1]);
-        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xAA), v[2]);
-        tot = Q5F_DPWSSD256(tot, _mm256_shuffle_epi32(mins, 0xFF), v[3]);
-        const __m256 dmin = _mm256_mul_ps(_mm256_castsi256_ps(v[4]),
-                                          _mm256_insertf128_ps(_mm256_set1_ps(fp16_to_f32(xa[i].dmin)),
-                                                               _mm_set1_ps(fp16_to_f32(xb[i].dmin)), 1));
-        summs = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(tot), summs);
+        summs = q5f_mins(summs, lsm[i], smb, mv + 5 * i, &xa[i], &xb[i]);
     }
     float sm[8];
     _mm256_storeu_ps(sm, summs);
@@ -253,14 +250,9 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     __m256i mv[5 * nb]; /* 160 bytes a block */
     q5f_act(nb, act, act_stride, nt, mv);
-    const size_t bytes = (size_t)rows * rs;
-    const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
-    const bool choose =
-        nt == 1 && nb <= Q5F_SEQ_MAX_BLOCKS && (!auto_way || (pf && bytes >= QUANT_KFEW_STREAM_MIN));
-    const int way = !choose    ? QUANT_KFEW_STREAM_PAIRS
-                    : auto_way ? quant_kfew_tuner_next(&q5f_tuner)
-                               : quant_kfew_stream;
-    const uint64_t t0 = choose && auto_way ? __rdtsc() : 0;
+    bool timed;
+    const int way = quant_kfew_way(&q5f_tuner, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
+    const uint64_t t0 = timed ? __rdtsc() : 0;
     if (way == QUANT_KFEW_STREAM_SEQ) {
         __m512i la[Q5F_SEQ_MAX_BLOCKS];
         __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
@@ -281,8 +273,9 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
                      ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
         }
     }
-    if (choose && auto_way)
-        quant_kfew_tuner_seen(&q5f_tuner, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
+    if (timed)
+        quant_kfew_tuner_seen(&q5f_tuner, way,
+                              (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
 }
 
 void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,

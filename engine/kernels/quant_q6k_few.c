@@ -190,14 +190,9 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
-    const size_t bytes = (size_t)rows * rs;
-    const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
-    const bool choose =
-        nt == 1 && nb <= Q6F_SEQ_MAX_BLOCKS && (!auto_way || (pf && bytes >= QUANT_KFEW_STREAM_MIN));
-    const int way = !choose    ? QUANT_KFEW_STREAM_PAIRS
-                    : auto_way ? quant_kfew_tuner_next(&q6f_tuner)
-                               : quant_kfew_stream;
-    const uint64_t t0 = choose && auto_way ? __rdtsc() : 0;
+    bool timed;
+    const int way = quant_kfew_way(&q6f_tuner, nt, nb <= Q6F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
+    const uint64_t t0 = timed ? __rdtsc() : 0;
     if (way == QUANT_KFEW_STREAM_SEQ) {
         __m512i la[Q6F_SEQ_MAX_BLOCKS];
         for (int64_t r = 0; r < rows; r += 2) {
@@ -216,8 +211,9 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
                      ahead ? (const char *)xa + 2 * ahead_pairs * rs : NULL, ahead ? step : 0);
         }
     }
-    if (choose && auto_way)
-        quant_kfew_tuner_seen(&q6f_tuner, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
+    if (timed)
+        quant_kfew_tuner_seen(&q6f_tuner, way,
+                              (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
 }
 
 void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
