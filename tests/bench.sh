@@ -255,27 +255,22 @@ ik_run() {
 }
 
 # ik_best: llama-bench's JSON arrays (ik's, or ik_sweep's in their shape) on
-# stdin, the faster of each test as one JSON line
+# stdin as JSON lines (a tg at a depth, ik's tgN@ppD, as n_depth D), the
+# faster of each test (best_lines)
 ik_best() {
     python3 -c "
 import json, re, sys
-best, text, at, arrays = {}, sys.stdin.read(), 0, []
-# each run prints one JSON array; keep the faster per test
+text, at = sys.stdin.read(), 0
+# each run prints one JSON array
 while text.find('[', at) >= 0:
-    a, at = json.JSONDecoder().raw_decode(text, text.find('[', at))
-    arrays.append(a)
-for arr in arrays:
+    arr, at = json.JSONDecoder().raw_decode(text, text.find('[', at))
     for d in arr:
         g = re.fullmatch(r'tg(\d+)@pp(\d+)', d['test'])
         d['n_depth'] = int(g.group(2)) if g else d.get('n_depth', 0)
         if g:
             d['n_prompt'] = 0
-        k = (d['n_prompt'], d['n_gen'], d['n_depth'], d['type_k'], d['type_v'])
-        if k not in best or d['avg_ts'] > best[k]['avg_ts']:
-            best[k] = d
-for d in best.values():
-    print(json.dumps({f: d[f] for f in ('model_filename', 'n_prompt', 'n_gen', 'n_depth', 'n_threads', 'type_k',
-        'type_v', 'avg_ts', 'stddev_ts', 'repack')}))"
+        print(json.dumps({f: d[f] for f in ('model_filename', 'n_prompt', 'n_gen', 'n_depth', 'n_threads', 'type_k',
+            'type_v', 'avg_ts', 'stddev_ts', 'repack')}))" | best_lines
 }
 
 # ik_sweep MODEL P D ARGS...: ppP @ dD by ik's llama-sweep-bench (IK_SWEEP),

@@ -61,6 +61,39 @@ static inline __m512i q5f_shifts(int a, int b)
     return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
 }
 
+/* Chunk pair k (0-3) of a block's 4-bit values (l: its 32 qs bytes in
+ * both 256-bit halves, shifted 0 or 4) with their high bits (h: the 32 qh
+ * bytes in both halves; high bit j to bit 4: chunks 0/1 qh << 4 / << 3,
+ * 2/3 << 2 / << 1, 4/5 >> 0 / >> 1, 6/7 >> 2 / >> 3) */
+static inline __attribute__((always_inline)) __m512i q5f_unpack(__m512i l, __m512i h, int k)
+{
+    const __m512i hs = k == 0   ? q5f_shifts(4, 3)
+                       : k == 1 ? q5f_shifts(2, 1)
+                       : k == 2 ? q5f_shifts(0, 1)
+                                : q5f_shifts(2, 3);
+    const __m512i hb = k < 2 ? _mm512_sllv_epi16(h, hs) : _mm512_srlv_epi16(h, hs);
+    /* (low bits) | (high bit & 0x10) */
+    return _mm512_ternarylogic_epi32(
+        _mm512_and_si512(_mm512_srlv_epi16(l, q5f_shifts(0, 4)), _mm512_set1_epi8(0x0F)), hb,
+        _mm512_set1_epi8(0x10), 0xF8);
+}
+
+/* One block's float step for a row pair and one token: the 16-lane sums
+ * folded to [row A's 8 | row B's 8], one convert and one FMA with both
+ * rows' d (q5f_xd) */
+static inline __attribute__((always_inline)) __m512 q5f_step(__m512 acc, __m512i ia, __m512i ib, __m512 xd,
+                                                             const block_q8_K *y)
+{
+    const __m512i s =
+        _mm512_add_epi32(_mm512_shuffle_i64x2(ia, ib, 0x44), _mm512_shuffle_i64x2(ia, ib, 0xEE));
+    return _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(s), acc);
+}
+
+static inline __attribute__((always_inline)) __m512 q5f_xd(const block_q5_K *xa, const block_q5_K *xb)
+{
+    return _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa->d)), _mm256_set1_ps(fp16_to_f32(xb->d)), 1);
+}
+
 /* One block's min totals of both rows and 4 tokens in 8 lanes, into summs:
  * dword pair jp of each row's mins (min 2jp, 2jp+1; the rows' scale and
  * min words sma, smb) against the tokens' bsum pair sums v, as laid out by
@@ -83,12 +116,6 @@ static inline __attribute__((always_inline)) void
 q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *mv, const uint8_t *act,
          size_t act_stride, int nt, float *oa, float *ob, int64_t out_stride, const char *pf, size_t pf_step)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
-    const __m512i s04 = q5f_shifts(0, 4);
-    /* high bit j to bit 4: chunks 0/1 qh << 4 / << 3, 2/3 << 2 / << 1,
-     * 4/5 >> 0 / >> 1, 6/7 >> 2 / >> 3 */
-    const __m512i hs0 = q5f_shifts(4, 3), hs1 = q5f_shifts(2, 1), hs2 = q5f_shifts(0, 1),
-                  hs3 = q5f_shifts(2, 3);
     const block_q8_K *y[QUANT_KFEW_MAX];
     __m512 acc[QUANT_KFEW_MAX];
     __m256 summs = _mm256_setzero_ps(); /* lanes: row A tokens 0-3, row B tokens 0-3 */
@@ -112,20 +139,7 @@ q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *
                 _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xa[i].qs + 32 * k)));
             const __m512i lb =
                 _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qs + 32 * k)));
-            const __m512i hs = k == 0 ? hs0 : k == 1 ? hs1 : k == 2 ? hs2 : hs3;
-            __m512i hba, hbb;
-            if (k < 2) {
-                hba = _mm512_sllv_epi16(ha, hs);
-                hbb = _mm512_sllv_epi16(hb, hs);
-            } else {
-                hba = _mm512_srlv_epi16(ha, hs);
-                hbb = _mm512_srlv_epi16(hb, hs);
-            }
-            /* (low bits) | (high bit & 0x10) */
-            const __m512i qa =
-                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(la, s04), m4), hba, m10, 0xF8);
-            const __m512i qb =
-                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(lb, s04), m4), hbb, m10, 0xF8);
+            const __m512i qa = q5f_unpack(la, ha, k), qb = q5f_unpack(lb, hb, k);
             const __m512i idx = _mm512_loadu_si512(k_q5f_sidx[k]);
             const __m512i ca = _mm512_permutexvar_epi16(idx, sa), cb = _mm512_permutexvar_epi16(idx, sb);
             _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
@@ -135,14 +149,10 @@ q5f_pass(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *
                 ib[t] = Q5F_DPWSSD(ib[t], cb, _mm512_maddubs_epi16(qb, yv));
             }
         }
-        const __m512 xd =
-            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        const __m512 xd = q5f_xd(&xa[i], &xb[i]);
         _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
         {
-            const __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44),
-                                               _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
-            acc[t] =
-                _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
+            acc[t] = q5f_step(acc[t], ia[t], ib[t], xd, &y[t][i]);
         }
         summs = q5f_mins(summs, sma, smb, mv + 5 * i, &xa[i], &xb[i]);
     }
@@ -189,10 +199,6 @@ static void q5f_act(int64_t nb, const uint8_t *act, size_t act_stride, int nt, _
 static inline __attribute__((always_inline)) __m512i q5f_block(const block_q5_K *x, const block_q8_K *y,
                                                                __m256i *sm)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
-    const __m512i s04 = q5f_shifts(0, 4);
-    const __m512i hs0 = q5f_shifts(4, 3), hs1 = q5f_shifts(2, 1), hs2 = q5f_shifts(0, 1),
-                  hs3 = q5f_shifts(2, 3);
     *sm = _mm256_cvtepu8_epi16(q5f_scales_mins(x->scales));
     const __m512i sc = _mm512_castsi256_si512(*sm);
     const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x->qh));
@@ -200,12 +206,9 @@ static inline __attribute__((always_inline)) __m512i q5f_block(const block_q5_K 
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
     {
         const __m512i l = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qs + 32 * k)));
-        const __m512i hs = k == 0 ? hs0 : k == 1 ? hs1 : k == 2 ? hs2 : hs3;
-        const __m512i hb = k < 2 ? _mm512_sllv_epi16(h, hs) : _mm512_srlv_epi16(h, hs);
-        const __m512i q =
-            _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srlv_epi16(l, s04), m4), hb, m10, 0xF8);
         const __m512i c = _mm512_permutexvar_epi16(_mm512_loadu_si512(k_q5f_sidx[k]), sc);
-        acc = Q5F_DPWSSD(acc, c, _mm512_maddubs_epi16(q, _mm512_loadu_si512(y->qs + 64 * k)));
+        acc =
+            Q5F_DPWSSD(acc, c, _mm512_maddubs_epi16(q5f_unpack(l, h, k), _mm512_loadu_si512(y->qs + 64 * k)));
     }
     return acc;
 }
@@ -223,12 +226,7 @@ static void q5f_pass_seq(int64_t nb, const block_q5_K *xa, const block_q5_K *xb,
     __m256 summs = _mm256_setzero_ps(); /* lane 0 row A's, lane 4 row B's */
     for (int64_t i = 0; i < nb; i++) {
         __m256i smb;
-        const __m512i ib = q5f_block(&xb[i], &y[i], &smb);
-        const __m512 xd =
-            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
-        const __m512i s =
-            _mm512_add_epi32(_mm512_shuffle_i64x2(la[i], ib, 0x44), _mm512_shuffle_i64x2(la[i], ib, 0xEE));
-        acc = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[i].d)), _mm512_cvtepi32_ps(s), acc);
+        acc = q5f_step(acc, la[i], q5f_block(&xb[i], &y[i], &smb), q5f_xd(&xa[i], &xb[i]), &y[i]);
         summs = q5f_mins(summs, lsm[i], smb, mv + 5 * i, &xa[i], &xb[i]);
     }
     float sm[8];
@@ -253,21 +251,16 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
     bool timed;
     const int way = quant_kfew_way(&q5f_tuner, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
     const uint64_t t0 = timed ? __rdtsc() : 0;
-    if (way == QUANT_KFEW_STREAM_SEQ) {
-        __m512i la[Q5F_SEQ_MAX_BLOCKS];
-        __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
-        for (int64_t r = 0; r < rows; r += 2) {
-            const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
-            const bool pair = r + 1 < rows;
-            const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
+    __m512i la[Q5F_SEQ_MAX_BLOCKS]; /* the sequential way's */
+    __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
+    for (int64_t r = 0; r < rows; r += 2) {
+        const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
+        const bool pair = r + 1 < rows;
+        const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
+        if (way == QUANT_KFEW_STREAM_SEQ) {
             q5f_pass_seq(nb, xa, xb, mv, (const block_q8_K *)act, out + r, pair ? out + r + 1 : NULL, la,
                          lsm);
-        }
-    } else {
-        for (int64_t r = 0; r < rows; r += 2) {
-            const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
-            const bool pair = r + 1 < rows;
-            const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
+        } else {
             const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
             q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
                      ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);

@@ -39,20 +39,61 @@ static const int16_t k_q6f_sidx[4][32] = {
 #undef Q6F_L
 };
 
+/* a in the low 256-bit half's words, b in the high half's */
+static inline __m512i q6f_shifts(int a, int b)
+{
+    return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
+}
+
 /* (a & 0x0F) | b, b already masked to bits 4-5 */
 #define Q6F_OR_LO(a, b, m4) _mm512_ternarylogic_epi32((a), (b), (m4), 0xEC)
+
+/* A block's 16 scales widened to words (the low 256 bits) */
+static inline __attribute__((always_inline)) __m512i q6f_scales(const block_q6_K *x)
+{
+    return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)));
+}
+
+/* Chunk pair p (0, 1) of a half's 64 values: l its ql bytes, hh its 32 qh
+ * bytes in both 256-bit halves. Chunk 0 takes qh << 4, chunk 1 qh << 2
+ * (low / high half); chunk 2 qh, chunk 3 qh >> 2. */
+static inline __attribute__((always_inline)) __m512i q6f_unpack(__m512i l, __m512i hh, int p)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
+    if (p == 0)
+        return Q6F_OR_LO(l, _mm512_and_si512(_mm512_sllv_epi16(hh, q6f_shifts(4, 2)), m2), m4);
+    return Q6F_OR_LO(_mm512_srli_epi16(l, 4), _mm512_and_si512(_mm512_srlv_epi16(hh, q6f_shifts(0, 2)), m2),
+                     m4);
+}
+
+/* One block's float step for a row pair and one token: the 16-lane sums
+ * folded to [row A's 8 | row B's 8], the offset taken against the token's
+ * bsums (off: -32 x both rows' scales, |32 sc| <= 4096 fits 16 bits; lane
+ * m gets sub-blocks 2m, 2m+1, as the reference), one convert and one FMA
+ * with both rows' d (xd) */
+static inline __attribute__((always_inline)) __m512 q6f_step(__m512 acc, __m512i ia, __m512i ib, __m512i off,
+                                                             __m512 xd, const block_q8_K *y)
+{
+    __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia, ib, 0x44), _mm512_shuffle_i64x2(ia, ib, 0xEE));
+    s = Q6F_DPWSSD(s, off, _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y->bsums)));
+    return _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(s), acc);
+}
+
+/* off and xd of q6f_step for block pair xa, xb (their scales sa, sb) */
+static inline __attribute__((always_inline)) __m512i q6f_off(__m512i sa, __m512i sb)
+{
+    return _mm512_mullo_epi16(_mm512_inserti64x4(sa, _mm512_castsi512_si256(sb), 1), _mm512_set1_epi16(-32));
+}
+static inline __attribute__((always_inline)) __m512 q6f_xd(const block_q6_K *xa, const block_q6_K *xb)
+{
+    return _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa->d)), _mm256_set1_ps(fp16_to_f32(xb->d)), 1);
+}
 
 static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const block_q6_K *xa,
                                                            const block_q6_K *xb, const uint8_t *act,
                                                            size_t act_stride, int nt, float *oa, float *ob,
                                                            int64_t out_stride, const char *pf, size_t pf_step)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
-    /* chunk 0 takes qh << 4, chunk 1 qh << 2 (low / high half); chunk 2
-     * qh, chunk 3 qh >> 2 */
-    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    const __m512i m32 = _mm512_set1_epi16(-32);
     const block_q8_K *y[QUANT_KFEW_MAX];
     __m512 acc[QUANT_KFEW_MAX];
     for (int t = 0; t < QUANT_KFEW_MAX; t++) {
@@ -61,10 +102,7 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
     }
     for (int64_t i = 0; i < nb; i++) {
         quant_prefetch_step_l2(pf, i, pf_step);
-        const __m512i sa =
-            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
-        const __m512i sb =
-            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales)));
+        const __m512i sa = q6f_scales(&xa[i]), sb = q6f_scales(&xb[i]);
         __m512i ia[QUANT_KFEW_MAX], ib[QUANT_KFEW_MAX];
         for (int t = 0; t < nt; t++)
             ia[t] = ib[t] = _mm512_setzero_si512();
@@ -78,16 +116,7 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
                 _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb[i].qh + 32 * h)));
             _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
             {
-                __m512i qa, qb;
-                if (p == 0) {
-                    qa = Q6F_OR_LO(la, _mm512_and_si512(_mm512_sllv_epi16(ha, sh01), m2), m4);
-                    qb = Q6F_OR_LO(lb, _mm512_and_si512(_mm512_sllv_epi16(hb, sh01), m2), m4);
-                } else {
-                    qa = Q6F_OR_LO(_mm512_srli_epi16(la, 4),
-                                   _mm512_and_si512(_mm512_srlv_epi16(ha, sh23), m2), m4);
-                    qb = Q6F_OR_LO(_mm512_srli_epi16(lb, 4),
-                                   _mm512_and_si512(_mm512_srlv_epi16(hb, sh23), m2), m4);
-                }
+                const __m512i qa = q6f_unpack(la, ha, p), qb = q6f_unpack(lb, hb, p);
                 const __m512i idx = _mm512_loadu_si512(k_q6f_sidx[2 * h + p]);
                 const __m512i ca = _mm512_permutexvar_epi16(idx, sa), cb = _mm512_permutexvar_epi16(idx, sb);
                 _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
@@ -98,19 +127,11 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
                 }
             }
         }
-        /* -32 * sc of both rows (|32 sc| <= 4096 fits 16 bits), against each
-         * token's bsums: lane m gets sub-blocks 2m, 2m+1, as the reference */
-        const __m512i off = _mm512_mullo_epi16(_mm512_inserti64x4(sa, _mm512_castsi512_si256(sb), 1), m32);
-        const __m512 xd =
-            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
+        const __m512i off = q6f_off(sa, sb);
+        const __m512 xd = q6f_xd(&xa[i], &xb[i]);
         _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
         {
-            __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(ia[t], ib[t], 0x44),
-                                         _mm512_shuffle_i64x2(ia[t], ib[t], 0xEE));
-            s = Q6F_DPWSSD(s, off,
-                           _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].bsums)));
-            acc[t] =
-                _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[t][i].d)), _mm512_cvtepi32_ps(s), acc[t]);
+            acc[t] = q6f_step(acc[t], ia[t], ib[t], off, xd, &y[t][i]);
         }
     }
     for (int t = 0; t < nt; t++) {
@@ -124,11 +145,7 @@ static inline __attribute__((always_inline)) void q6f_pass(int64_t nb, const blo
  * per row before its fold, the same integer terms. */
 static inline __attribute__((always_inline)) __m512i q6f_block(const block_q6_K *x, const block_q8_K *y)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
-    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    const __m512i sc =
-        _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)));
+    const __m512i sc = q6f_scales(x);
     __m512i acc = _mm512_setzero_si512();
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
     {
@@ -136,11 +153,10 @@ static inline __attribute__((always_inline)) __m512i q6f_block(const block_q6_K 
         const __m512i hh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
         _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
         {
-            const __m512i q = p == 0 ? Q6F_OR_LO(l, _mm512_and_si512(_mm512_sllv_epi16(hh, sh01), m2), m4)
-                                     : Q6F_OR_LO(_mm512_srli_epi16(l, 4),
-                                                 _mm512_and_si512(_mm512_srlv_epi16(hh, sh23), m2), m4);
             const __m512i c = _mm512_permutexvar_epi16(_mm512_loadu_si512(k_q6f_sidx[2 * h + p]), sc);
-            acc = Q6F_DPWSSD(acc, c, _mm512_maddubs_epi16(q, _mm512_loadu_si512(y->qs + 128 * h + 64 * p)));
+            acc = Q6F_DPWSSD(
+                acc, c,
+                _mm512_maddubs_epi16(q6f_unpack(l, hh, p), _mm512_loadu_si512(y->qs + 128 * h + 64 * p)));
         }
     }
     return acc;
@@ -155,23 +171,12 @@ static inline __attribute__((always_inline)) __m512i q6f_block(const block_q6_K 
 static void q6f_pass_seq(int64_t nb, const block_q6_K *xa, const block_q6_K *xb, const block_q8_K *y,
                          float *oa, float *ob, __m512i *la)
 {
-    const __m512i m32 = _mm512_set1_epi16(-32);
     for (int64_t i = 0; i < nb; i++)
         la[i] = q6f_block(&xa[i], &y[i]);
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const __m512i ib = q6f_block(&xb[i], &y[i]);
-        const __m512i sa =
-            _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xa[i].scales)));
-        const __m256i sb = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[i].scales));
-        const __m512i off = _mm512_mullo_epi16(_mm512_inserti64x4(sa, sb, 1), m32);
-        const __m512 xd =
-            _mm512_insertf32x8(_mm512_set1_ps(fp16_to_f32(xa[i].d)), _mm256_set1_ps(fp16_to_f32(xb[i].d)), 1);
-        __m512i s =
-            _mm512_add_epi32(_mm512_shuffle_i64x2(la[i], ib, 0x44), _mm512_shuffle_i64x2(la[i], ib, 0xEE));
-        s = Q6F_DPWSSD(s, off, _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].bsums)));
-        acc = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(y[i].d)), _mm512_cvtepi32_ps(s), acc);
-    }
+    for (int64_t i = 0; i < nb; i++)
+        acc = q6f_step(acc, la[i], q6f_block(&xb[i], &y[i]), q6f_off(q6f_scales(&xa[i]), q6f_scales(&xb[i])),
+                       q6f_xd(&xa[i], &xb[i]), &y[i]);
     *oa = hsum_ps(_mm512_castps512_ps256(acc));
     if (ob)
         *ob = hsum_ps(_mm512_extractf32x8_ps(acc, 1));
@@ -193,19 +198,14 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
     bool timed;
     const int way = quant_kfew_way(&q6f_tuner, nt, nb <= Q6F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
     const uint64_t t0 = timed ? __rdtsc() : 0;
-    if (way == QUANT_KFEW_STREAM_SEQ) {
-        __m512i la[Q6F_SEQ_MAX_BLOCKS];
-        for (int64_t r = 0; r < rows; r += 2) {
-            const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
-            const bool pair = r + 1 < rows;
-            const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
+    __m512i la[Q6F_SEQ_MAX_BLOCKS]; /* the sequential way's */
+    for (int64_t r = 0; r < rows; r += 2) {
+        const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
+        const bool pair = r + 1 < rows;
+        const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
+        if (way == QUANT_KFEW_STREAM_SEQ) {
             q6f_pass_seq(nb, xa, xb, (const block_q8_K *)act, out + r, pair ? out + r + 1 : NULL, la);
-        }
-    } else {
-        for (int64_t r = 0; r < rows; r += 2) {
-            const block_q6_K *xa = (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs);
-            const bool pair = r + 1 < rows;
-            const block_q6_K *xb = pair ? (const block_q6_K *)(const void *)((const char *)xa + rs) : xa;
+        } else {
             const bool ahead = pf && r + 2 * ahead_pairs + 1 < rows; /* no prefetch past the matrix */
             q6f_pass(nb, xa, xb, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
                      ahead ? (const char *)xa + 2 * ahead_pairs * rs : NULL, ahead ? step : 0);
