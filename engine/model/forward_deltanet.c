@@ -23,6 +23,7 @@
  * order: the same bits at vector speed. Products the reference rounds are
  * kept rounded (an empty asm stops GCC from fusing them into the adds). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,30 +301,49 @@ static inline void coldot_row(const struct coldot *c, int64_t i, const float *r,
  * copied block's (dn_block_tokens). In place, a column chunk (ni x 64 rows
  * of 64 bytes) was meant to stay in L1 between the passes, but at S = 128
  * its rows 512 bytes apart fall into 8 of L1's 64 sets; prompts copy it
- * out first (dn_tokens), a lone token keeps it in place (the copy costs
- * what it saves there: 5.0-5.5 against 4.3-5.0 us). The old form went
- * over the whole state and the 64 x S lanes twice each. */
+ * out first (dn_tokens), a lone token keeps it in place (late: the copy
+ * cost what it saved there, 5.0-5.5 against 4.3-5.0 us before the loads
+ * went ahead of the stores). The old form went over the whole state and
+ * the 64 x S lanes twice each. */
 static inline __attribute__((always_inline)) __m512 dn_chunk16(float *s, int64_t S, int64_t ni, int64_t c0,
-                                                                const float *y, int pass2, __m512 eg, __m512 d,
-                                                                const float *k)
+                                                                const float *y, int pass2, int late, __m512 eg,
+                                                                __m512 d, const float *k)
 {
     __m512 v[16];
     for (int l = 0; l < 16; l++) {
-        __m512 lm[4];
+        /* late (in place, one token): an l's rows (all one 4 KB alias
+         * class at S = 128) loaded before any of them is stored, as a load
+         * behind a store to an address equal in its low 12 bits waited for
+         * that store, and the next chunk fetched during pass 2 (prefetch
+         * never faults past the last head). Zen 4, one thread, a 128 x 128
+         * step: 4.7 -> 3.0 us in L2, 3.5 -> 3.1 in L3, 5.7-6.9 -> 4.3-4.5
+         * from memory (bench_deltanet 128 1 1 H), where a token finds the
+         * states after its weights went by. The prompts' copied blocks
+         * (late 0) are as before. */
+        __m512 x[16], lm[4];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++)
+            for (int64_t it = 0; it < ni; it++) {
+                const int64_t i = 64 * it + 16 * m + l;
+                const __m512 xs = _mm512_mul_ps(_mm512_loadu_ps(s + i * S + c0), eg);
+                if (late && pass2) /* in place: the row's next 16 columns, or the next head's first */
+                    _mm_prefetch((const char *)((uintptr_t)(s + i * S + c0) +
+                                                (c0 + 16 < S ? 64 : (uintptr_t)(S * S - c0) * sizeof(float))),
+                                 _MM_HINT_T0);
+                x[4 * m + it] = pass2 ? _mm512_fmadd_ps(_mm512_set1_ps(k[i]), d, xs) : xs;
+                if (pass2 && !late)
+                    _mm512_storeu_ps(s + i * S + c0, x[4 * m + it]);
+            }
+        if (pass2 && late)
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++)
+                for (int64_t it = 0; it < ni; it++)
+                    _mm512_storeu_ps(s + (64 * it + 16 * m + l) * S + c0, x[4 * m + it]);
 #pragma GCC unroll 4
         for (int m = 0; m < 4; m++) {
             __m512 acc = _mm512_setzero_ps();
-            for (int64_t it = 0; it < ni; it++) {
-                const int64_t i = 64 * it + 16 * m + l;
-                float *r = s + i * S + c0;
-                const __m512 xs = _mm512_mul_ps(_mm512_loadu_ps(r), eg);
-                __m512 x = xs;
-                if (pass2) {
-                    x = _mm512_fmadd_ps(_mm512_set1_ps(k[i]), d, xs);
-                    _mm512_storeu_ps(r, x);
-                }
-                acc = _mm512_fmadd_ps(x, _mm512_set1_ps(y[i]), acc);
-            }
+            for (int64_t it = 0; it < ni; it++)
+                acc = _mm512_fmadd_ps(x[4 * m + it], _mm512_set1_ps(y[64 * it + 16 * m + l]), acc);
             lm[m] = acc;
         }
         v[l] = _mm512_add_ps(_mm512_add_ps(lm[0], lm[2]), _mm512_add_ps(lm[1], lm[3]));
@@ -334,6 +354,57 @@ static inline __attribute__((always_inline)) __m512 dn_chunk16(float *s, int64_t
         v[l] = _mm512_add_ps(v[4 + l], v[l]);
     return _mm512_add_ps(_mm512_add_ps(v[0], v[2]), _mm512_add_ps(v[1], v[3]));
 }
+#elif defined(FWD_F16C)
+/* AVX2: the same block, each half of a row (8 columns) one vector, a
+ * column a lane: dn_chunk16's chains and tree on 8 lanes. Its 16 sums
+ * v[l] are added as they come, x[l] = (v[l + 12] + v[l + 4]) + (v[l + 8]
+ * + v[l]) (the same additions of the same pairs), so that AVX2's 16
+ * registers hold them. The transposed block this replaced (a column's
+ * chains in 8 lanes, red16's tree across them a column at a time) ran
+ * 3.8 us a 128 x 128 step on one Zen 4 thread. */
+static inline __attribute__((always_inline)) __m256 dn_v8(float *blk, int64_t st, int64_t ni, int l, const float *y,
+                                                         int pass2, __m256 eg, __m256 d, const float *k)
+{
+    __m256 lm[4];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t it = 0; it < ni; it++) {
+            const int64_t i = 64 * it + 16 * m + l;
+            float *r = blk + i * st;
+            const __m256 xs = _mm256_mul_ps(_mm256_loadu_ps(r), eg);
+            __m256 x = xs;
+            if (pass2) {
+                x = _mm256_fmadd_ps(_mm256_set1_ps(k[i]), d, xs);
+                _mm256_storeu_ps(r, x);
+            }
+            acc = _mm256_fmadd_ps(x, _mm256_set1_ps(y[i]), acc);
+        }
+        lm[m] = acc;
+    }
+    return _mm256_add_ps(_mm256_add_ps(lm[0], lm[2]), _mm256_add_ps(lm[1], lm[3]));
+}
+
+/* blk's row stride st: DN_CB in a copied block, S in the state itself
+ * (one token, in place: 5.5 us a 128 x 128 step in L2 against the lanes
+ * form's 5.8, 7.1-7.6 against 8.5 from memory, Zen 4; neither an l's loads
+ * ahead of its stores as in dn_chunk16 nor a prefetch of the next columns
+ * helped here, the prefetch cost 1.5-2 us) */
+static inline __attribute__((always_inline)) __m256 dn_chunk8(float *blk, int64_t st, int64_t ni, const float *y,
+                                                             int pass2, __m256 eg, __m256 d, const float *k)
+{
+    __m256 x[4];
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; l++) {
+        const __m256 v0 = dn_v8(blk, st, ni, l, y, pass2, eg, d, k),
+                     v4 = dn_v8(blk, st, ni, l + 4, y, pass2, eg, d, k);
+        const __m256 v8 = dn_v8(blk, st, ni, l + 8, y, pass2, eg, d, k),
+                     v12 = dn_v8(blk, st, ni, l + 12, y, pass2, eg, d, k);
+        x[l] = _mm256_add_ps(_mm256_add_ps(v12, v4), _mm256_add_ps(v8, v0));
+    }
+    return _mm256_add_ps(_mm256_add_ps(x[0], x[2]), _mm256_add_ps(x[1], x[3]));
+}
+
 #endif
 
 /* One token of ggml_gated_delta_net on one head's state s[S][S] (key index
@@ -350,12 +421,26 @@ static void delta_step(float *s, int64_t S, const float *k, const float *q, cons
         for (int64_t c0 = 0; c0 < S; c0 += 16) {
             /* Qwen3.5's 128 with the chains' length a constant */
             const __m512 veg = _mm512_set1_ps(eg), z = _mm512_setzero_ps();
-            const __m512 sk = S == 128 ? dn_chunk16(s, 128, 2, c0, k, 0, veg, z, k)
-                                       : dn_chunk16(s, S, S / 64, c0, k, 0, veg, z, k);
+            const __m512 sk = S == 128 ? dn_chunk16(s, 128, 2, c0, k, 0, 1, veg, z, k)
+                                       : dn_chunk16(s, S, S / 64, c0, k, 0, 1, veg, z, k);
             const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + c0), sk), _mm512_set1_ps(beta));
-            const __m512 o = S == 128 ? dn_chunk16(s, 128, 2, c0, q, 1, veg, d, k)
-                                      : dn_chunk16(s, S, S / 64, c0, q, 1, veg, d, k);
+            const __m512 o = S == 128 ? dn_chunk16(s, 128, 2, c0, q, 1, 1, veg, d, k)
+                                      : dn_chunk16(s, S, S / 64, c0, q, 1, 1, veg, d, k);
             _mm512_storeu_ps(out + c0, _mm512_mul_ps(o, _mm512_set1_ps(scale)));
+        }
+        return;
+    }
+#elif defined(FWD_F16C)
+    /* AVX2: the same per 8 columns, in place */
+    if (S % 64 == 0) {
+        for (int64_t c0 = 0; c0 < S; c0 += 8) {
+            const __m256 veg = _mm256_set1_ps(eg), z = _mm256_setzero_ps();
+            const __m256 sk = S == 128 ? dn_chunk8(s + c0, 128, 2, k, 0, veg, z, k)
+                                       : dn_chunk8(s + c0, S, S / 64, k, 0, veg, z, k);
+            const __m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + c0), sk), _mm256_set1_ps(beta));
+            const __m256 o = S == 128 ? dn_chunk8(s + c0, 128, 2, q, 1, veg, d, k)
+                                      : dn_chunk8(s + c0, S, S / 64, q, 1, veg, d, k);
+            _mm256_storeu_ps(out + c0, _mm256_mul_ps(o, _mm256_set1_ps(scale)));
         }
         return;
     }
@@ -457,59 +542,16 @@ static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const floa
     for (int t = 0; t < n; t++) {
         const float *q = qk + (size_t)t * 2 * S, *k = q + S;
         const __m512 veg = _mm512_set1_ps(eg[t]);
-        const __m512 sk = S == 128 ? dn_chunk16(blk, DN_CB, 2, 0, k, 0, veg, z, k)
-                                   : dn_chunk16(blk, DN_CB, S / 64, 0, k, 0, veg, z, k);
+        const __m512 sk = S == 128 ? dn_chunk16(blk, DN_CB, 2, 0, k, 0, 0, veg, z, k)
+                                   : dn_chunk16(blk, DN_CB, S / 64, 0, k, 0, 0, veg, z, k);
         const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v[t] + c0), sk), _mm512_set1_ps(beta[t]));
-        const __m512 oc = S == 128 ? dn_chunk16(blk, DN_CB, 2, 0, q, 1, veg, d, k)
-                                   : dn_chunk16(blk, DN_CB, S / 64, 0, q, 1, veg, d, k);
+        const __m512 oc = S == 128 ? dn_chunk16(blk, DN_CB, 2, 0, q, 1, 0, veg, d, k)
+                                   : dn_chunk16(blk, DN_CB, S / 64, 0, q, 1, 0, veg, d, k);
         _mm512_storeu_ps(o + (size_t)t * S + c0, _mm512_mul_ps(oc, _mm512_set1_ps(scale)));
     }
 }
 
 #else
-/* AVX2: the same block, each half of a row (8 columns) one vector, a
- * column a lane: dn_chunk16's chains and tree on 8 lanes. Its 16 sums
- * v[l] are added as they come, x[l] = (v[l + 12] + v[l + 4]) + (v[l + 8]
- * + v[l]) (the same additions of the same pairs), so that AVX2's 16
- * registers hold them. The transposed block this replaced (a column's
- * chains in 8 lanes, red16's tree across them a column at a time) ran
- * 3.8 us a 128 x 128 step on one Zen 4 thread. */
-static inline __attribute__((always_inline)) __m256 dn_v8(float *blk, int64_t ni, int l, const float *y, int pass2,
-                                                         __m256 eg, __m256 d, const float *k)
-{
-    __m256 lm[4];
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; m++) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t it = 0; it < ni; it++) {
-            const int64_t i = 64 * it + 16 * m + l;
-            float *r = blk + i * DN_CB;
-            const __m256 xs = _mm256_mul_ps(_mm256_loadu_ps(r), eg);
-            __m256 x = xs;
-            if (pass2) {
-                x = _mm256_fmadd_ps(_mm256_set1_ps(k[i]), d, xs);
-                _mm256_storeu_ps(r, x);
-            }
-            acc = _mm256_fmadd_ps(x, _mm256_set1_ps(y[i]), acc);
-        }
-        lm[m] = acc;
-    }
-    return _mm256_add_ps(_mm256_add_ps(lm[0], lm[2]), _mm256_add_ps(lm[1], lm[3]));
-}
-
-static inline __attribute__((always_inline)) __m256 dn_chunk8(float *blk, int64_t ni, const float *y, int pass2,
-                                                             __m256 eg, __m256 d, const float *k)
-{
-    __m256 x[4];
-#pragma GCC unroll 4
-    for (int l = 0; l < 4; l++) {
-        const __m256 v0 = dn_v8(blk, ni, l, y, pass2, eg, d, k), v4 = dn_v8(blk, ni, l + 4, y, pass2, eg, d, k);
-        const __m256 v8 = dn_v8(blk, ni, l + 8, y, pass2, eg, d, k), v12 = dn_v8(blk, ni, l + 12, y, pass2, eg, d, k);
-        x[l] = _mm256_add_ps(_mm256_add_ps(v12, v4), _mm256_add_ps(v8, v0));
-    }
-    return _mm256_add_ps(_mm256_add_ps(x[0], x[2]), _mm256_add_ps(x[1], x[3]));
-}
-
 static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const float *qk, const float *const *v,
                             const float *beta, const float *eg, float scale, float *o)
 {
@@ -519,10 +561,12 @@ static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const floa
         const __m256 veg = _mm256_set1_ps(eg[t]);
         for (int hc = 0; hc < DN_CB; hc += 8) {
             float *b = blk + hc;
-            const __m256 sk = S == 128 ? dn_chunk8(b, 2, k, 0, veg, z, k) : dn_chunk8(b, S / 64, k, 0, veg, z, k);
+            const __m256 sk = S == 128 ? dn_chunk8(b, DN_CB, 2, k, 0, veg, z, k)
+                                   : dn_chunk8(b, DN_CB, S / 64, k, 0, veg, z, k);
             const __m256 d =
                 _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v[t] + c0 + hc), sk), _mm256_set1_ps(beta[t]));
-            const __m256 oc = S == 128 ? dn_chunk8(b, 2, q, 1, veg, d, k) : dn_chunk8(b, S / 64, q, 1, veg, d, k);
+            const __m256 oc = S == 128 ? dn_chunk8(b, DN_CB, 2, q, 1, veg, d, k)
+                                   : dn_chunk8(b, DN_CB, S / 64, q, 1, veg, d, k);
             _mm256_storeu_ps(o + (size_t)t * S + c0 + hc, _mm256_mul_ps(oc, _mm256_set1_ps(scale)));
         }
     }
