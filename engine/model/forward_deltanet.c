@@ -306,8 +306,8 @@ static inline void coldot_row(const struct coldot *c, int64_t i, const float *r,
  * went ahead of the stores). The old form went over the whole state and
  * the 64 x S lanes twice each. */
 static inline __attribute__((always_inline)) __m512 dn_chunk16(float *s, int64_t S, int64_t ni, int64_t c0,
-                                                                const float *y, int pass2, int late, __m512 eg,
-                                                                __m512 d, const float *k)
+                                                               const float *y, int pass2, int late, __m512 eg,
+                                                               __m512 d, const float *k)
 {
     __m512 v[16];
     for (int l = 0; l < 16; l++) {
@@ -362,8 +362,9 @@ static inline __attribute__((always_inline)) __m512 dn_chunk16(float *s, int64_t
  * registers hold them. The transposed block this replaced (a column's
  * chains in 8 lanes, red16's tree across them a column at a time) ran
  * 3.8 us a 128 x 128 step on one Zen 4 thread. */
-static inline __attribute__((always_inline)) __m256 dn_v8(float *blk, int64_t st, int64_t ni, int l, const float *y,
-                                                         int pass2, __m256 eg, __m256 d, const float *k)
+static inline __attribute__((always_inline)) __m256 dn_v8(float *blk, int64_t st, int64_t ni, int l,
+                                                          const float *y, int pass2, __m256 eg, __m256 d,
+                                                          const float *k)
 {
     __m256 lm[4];
 #pragma GCC unroll 4
@@ -390,8 +391,8 @@ static inline __attribute__((always_inline)) __m256 dn_v8(float *blk, int64_t st
  * form's 5.8, 7.1-7.6 against 8.5 from memory, Zen 4; neither an l's loads
  * ahead of its stores as in dn_chunk16 nor a prefetch of the next columns
  * helped here, the prefetch cost 1.5-2 us) */
-static inline __attribute__((always_inline)) __m256 dn_chunk8(float *blk, int64_t st, int64_t ni, const float *y,
-                                                             int pass2, __m256 eg, __m256 d, const float *k)
+static inline __attribute__((always_inline)) __m256
+dn_chunk8(float *blk, int64_t st, int64_t ni, const float *y, int pass2, __m256 eg, __m256 d, const float *k)
 {
     __m256 x[4];
 #pragma GCC unroll 4
@@ -562,11 +563,11 @@ static void dn_block_tokens(float *blk, int64_t S, int64_t c0, int n, const floa
         for (int hc = 0; hc < DN_CB; hc += 8) {
             float *b = blk + hc;
             const __m256 sk = S == 128 ? dn_chunk8(b, DN_CB, 2, k, 0, veg, z, k)
-                                   : dn_chunk8(b, DN_CB, S / 64, k, 0, veg, z, k);
+                                       : dn_chunk8(b, DN_CB, S / 64, k, 0, veg, z, k);
             const __m256 d =
                 _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v[t] + c0 + hc), sk), _mm256_set1_ps(beta[t]));
             const __m256 oc = S == 128 ? dn_chunk8(b, DN_CB, 2, q, 1, veg, d, k)
-                                   : dn_chunk8(b, DN_CB, S / 64, q, 1, veg, d, k);
+                                       : dn_chunk8(b, DN_CB, S / 64, q, 1, veg, d, k);
             _mm256_storeu_ps(o + (size_t)t * S + c0 + hc, _mm256_mul_ps(oc, _mm256_set1_ps(scale)));
         }
     }

@@ -39,8 +39,8 @@ static void run_one(void *arg)
                 s[i] *= one;
             continue;
         }
-        forward_deltanet_step(s, c->S, c->k + h % 16 * c->S, c->q + h % 16 * c->S, c->v + h % 16 * c->S, 0.7f, 0.99f,
-                              1.0f / sqrtf((float)c->S), c->o + h % 16 * c->S);
+        forward_deltanet_step(s, c->S, c->k + h % 16 * c->S, c->q + h % 16 * c->S, c->v + h % 16 * c->S, 0.7f,
+                              0.99f, 1.0f / sqrtf((float)c->S), c->o + h % 16 * c->S);
     }
 }
 
@@ -59,9 +59,11 @@ static int bench_one(int64_t S, int64_t H, double secs)
         const double step = 1e9 * bench_best(run_one, &c, secs) / (double)H;
         c.plain = 1;
         const double plain = 1e9 * bench_best(run_one, &c, secs) / (double)H;
-        printf("S=%lld, one token over %lld heads (%.1f MB), one thread: step %.0f ns a head, plain read and write "
+        printf("S=%lld, one token over %lld heads (%.1f MB), one thread: step %.0f ns a head, plain read and "
+               "write "
                "%.0f ns (step / plain %.2f); out[0] %g\n",
-               (long long)S, (long long)H, 4e-6 * (double)(H * S * S), step, plain, step / plain, (double)o[0]);
+               (long long)S, (long long)H, 4e-6 * (double)(H * S * S), step, plain, step / plain,
+               (double)o[0]);
     }
     free(s);
     free(qkv);
