@@ -59,9 +59,8 @@ static int bench_one(int64_t S, int64_t H, double secs)
         const double step = 1e9 * bench_best(run_one, &c, secs) / (double)H;
         c.plain = 1;
         const double plain = 1e9 * bench_best(run_one, &c, secs) / (double)H;
-        printf("S=%lld, one token over %lld heads (%.1f MB), one thread: step %.0f ns a head, plain read and "
-               "write "
-               "%.0f ns (step / plain %.2f); out[0] %g\n",
+        printf("S=%lld, one token over %lld heads (%.1f MB), one thread: step %.0f ns a head, "
+               "plain read and write %.0f ns (step / plain %.2f); out[0] %g\n",
                (long long)S, (long long)H, 4e-6 * (double)(H * S * S), step, plain, step / plain,
                (double)o[0]);
     }
