@@ -10,7 +10,9 @@
  * load (Q4_0, Q8_0, Q4_K, MXFP4) take other kernels there. The outputs are
  * checked against tensor_vec_dot's bits. WAY (AVX-512 builds, Q6_K) forces
  * how the matvec streams its rows (quant_kfew.h): auto (the default),
- * pairs or seq.
+ * pairs or seq; refk (refk-pairs, refk-seq) runs Q4_K or Q2_K through
+ * refk_matmul instead, the kernels generation takes for them (the
+ * reference's repacked order, its bits not checked here).
  * Not part of make test. Usage: bench_stream [type] [n] [rows] [pairs] [way] */
 #include <pthread.h>
 #include <stdio.h>
@@ -20,7 +22,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "gguf/gguf.h"
 #include "gguf/tensor.h"
+#include "kernels/forward_repack.h"
 #include "kernels/quant_kfew.h"
 #include "bench_util.h"
 
@@ -34,7 +38,7 @@ struct job {
     size_t rs;
     const uint8_t *w, *act;
     float *out;
-    int plain;
+    int plain, refk;
     unsigned long sink;
 };
 
@@ -52,6 +56,11 @@ static double wall(void)
 static void run_half(struct job *j, int ith)
 {
     const int64_t r0 = ith ? j->rows / 2 : 0, r1 = ith ? j->rows : j->rows / 2;
+    if (!j->plain && j->refk) {
+        const gguf_tensor t = {.type = j->type, .data = j->w, .ne = {j->n, j->rows, 1, 1}, .n_dims = 2};
+        refk_matmul(&t, j->n, r0, r1, j->act, 0, 1, j->out, 0);
+        return;
+    }
     if (!j->plain) {
         tensor_matvec(j->type, j->n, j->w + (size_t)r0 * j->rs, r1 - r0, j->act, j->out + r0);
         return;
@@ -129,13 +138,17 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *way = argc > 5 ? argv[5] : "auto";
+    const int refk = !strncmp(way, "refk", 4); /* refk, refk-pairs or refk-seq */
+    if (refk)
+        way = way[4] == '-' ? way + 5 : "auto";
 #ifdef QUANT_HAVE_KFEW
     quant_kfew_stream = !strcmp(way, "seq")     ? QUANT_KFEW_STREAM_SEQ
                        : !strcmp(way, "pairs") ? QUANT_KFEW_STREAM_PAIRS
                                                : QUANT_KFEW_STREAM_AUTO;
 #endif
-    if (strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) {
-        fprintf(stderr, "bench_stream: way: auto, pairs or seq\n");
+    if ((strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) ||
+        (refk && type != TENSOR_TYPE_Q4_K && type != TENSOR_TYPE_Q2_K)) {
+        fprintf(stderr, "bench_stream: way: auto, pairs or seq, or refk, refk-pairs, refk-seq (Q4_K, Q2_K)\n");
         return 1;
     }
     const enum tensor_type dot = tensor_dot_type(type);
@@ -166,7 +179,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n; i++)
         x[i] = rndf();
     tensor_quantize_row(dot, x, act, n);
-    struct job j = {type, n, rows, rs, w, act, out, 0, 0};
+    struct job j = {type, n, rows, rs, w, act, out, 0, refk, 0};
     pthread_barrier_init(&start, NULL, 2);
     pthread_barrier_init(&stop, NULL, 2);
     pthread_t t;
@@ -174,8 +187,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_stream: no second thread\n");
         return 1;
     }
-    printf("%s %lld x %lld (%.0f MB), two threads, matvec (%s) then plain read:\n", tensor_type_name(type),
-           (long long)rows, (long long)n, (double)bytes / 1e6, way);
+    printf("%s %lld x %lld (%.0f MB), two threads, %s (%s) then plain read:\n", tensor_type_name(type),
+           (long long)rows, (long long)n, (double)bytes / 1e6, refk ? "refk_matmul" : "matvec", way);
     double *ratio = malloc(sizeof(double) * (size_t)pairs);
     for (int p = 0; p < pairs; p++) {
         const double k = timed(&j, 0), r = timed(&j, 1);
@@ -187,7 +200,7 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&start);
     pthread_join(t, NULL);
     int bad = 0;
-    for (int64_t r = 0; r < rows; r += rows / 97 + 1) {
+    for (int64_t r = 0; r < rows && !refk; r += rows / 97 + 1) {
         const float v = tensor_vec_dot(type, n, w + rs * (size_t)r, act);
         bad += memcmp(&v, &out[r], sizeof v) != 0;
     }
