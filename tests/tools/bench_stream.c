@@ -10,9 +10,9 @@
  * load (Q4_0, Q8_0, Q4_K, MXFP4) take other kernels there. The outputs are
  * checked against tensor_vec_dot's bits. WAY (AVX-512 builds, Q6_K) forces
  * how the matvec streams its rows (quant_kfew.h): auto (the default),
- * pairs or seq; refk (refk-pairs, refk-seq) runs Q4_K or Q2_K through
- * refk_matmul instead, the kernels generation takes for them (the
- * reference's repacked order, its bits not checked here).
+ * pairs or seq; refk runs Q4_K or Q2_K through refk_matmul instead, the
+ * kernels generation takes for them (the reference's repacked order, its
+ * bits not checked here).
  * Not part of make test. Usage: bench_stream [type] [n] [rows] [pairs] [way] */
 #include <pthread.h>
 #include <stdio.h>
@@ -138,9 +138,9 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *way = argc > 5 ? argv[5] : "auto";
-    const int refk = !strncmp(way, "refk", 4); /* refk, refk-pairs or refk-seq */
+    const int refk = !strcmp(way, "refk");
     if (refk)
-        way = way[4] == '-' ? way + 5 : "auto";
+        way = "auto";
 #ifdef QUANT_HAVE_KFEW
     quant_kfew_stream = !strcmp(way, "seq")     ? QUANT_KFEW_STREAM_SEQ
                        : !strcmp(way, "pairs") ? QUANT_KFEW_STREAM_PAIRS
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 #endif
     if ((strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) ||
         (refk && type != TENSOR_TYPE_Q4_K && type != TENSOR_TYPE_Q2_K)) {
-        fprintf(stderr, "bench_stream: way: auto, pairs or seq, or refk, refk-pairs, refk-seq (Q4_K, Q2_K)\n");
+        fprintf(stderr, "bench_stream: way: auto, pairs, seq, or refk (Q4_K, Q2_K)\n");
         return 1;
     }
     const enum tensor_type dot = tensor_dot_type(type);
