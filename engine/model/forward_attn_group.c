@@ -495,29 +495,26 @@ static inline __attribute__((always_inline)) void group_chunk_hd(const attn_kv *
      * then b + 1's scores: every head's numbers in the same order. One
      * Zen 4 thread, depth 4096, 8 heads, ns a key (bench_attn HD 8 4096 1
      * one): hd 128 113 -> 108, 256 252-256 -> 206-210, 512 513-524 ->
-     * 471-478 */
+     * 471-478. The first block's scores, and every block's for 64-wide
+     * heads (where the lanes' trip through memory cost more than the
+     * overlap gave: 61 against 57 ns a key for 8 heads), come straight
+     * from registers. */
     const fp16_t *kc = (const fp16_t *)kv->k;
     float *kf2 = sc + (size_t)ATTN_GROUP_MAX * GB, *ln = kf2 + (size_t)GB * hd;
-    /* 64-wide heads: a block's scores straight from registers, then its
-     * accumulators (the lanes' trip through memory cost more than the
-     * overlap gave: 61 against 57 ns a key for 8 heads) */
-    const bool pipe = hd >= 128;
-    int nb = k1 - k0 < gb ? k1 - k0 : gb;
-    if (nb > 0 && pipe) {
-        rows_f32(kc, kv->stride, k0, nb, hd, kf2);
-        block_dots(kf2, qf, nb, 0, nh * ((nb + 15) & ~15), ln, hd);
-        block_scores(kv, qf, nh, nb, kf2, ln, sc, nm, M, false, hd);
+    const bool pipe = hd >= 128; /* known per instance: each loop keeps one way to its scores */
+    if (pipe && k0 < k1) {
+        const int nb = k1 - k0 < gb ? k1 - k0 : gb;
+        rows_f32(kc, kv->stride, k0, nb, hd, kf);
+        block_scores(kv, qf, nh, nb, kf, ln, sc, nm, M, true, hd);
     }
     for (int32_t kb = k0; kb < k1; kb += gb) {
-        nb = k1 - kb < gb ? k1 - kb : gb;
+        const int nb = k1 - kb < gb ? k1 - kb : gb;
         if (!pipe) {
             rows_f32(kc, kv->stride, kb, nb, hd, kf);
             block_scores(kv, qf, nh, nb, kf, ln, sc, nm, M, true, hd);
-            block_acc(kv, qf, nh, kb, nb, kf, sc, nm, vkq, S, kf2, 0, ln, hd);
-            continue;
         }
         const int32_t kb2 = kb + gb;
-        const int nb2 = kb2 < k1 ? (k1 - kb2 < gb ? k1 - kb2 : gb) : 0;
+        const int nb2 = pipe && kb2 < k1 ? (k1 - kb2 < gb ? k1 - kb2 : gb) : 0;
         if (nb2)
             rows_f32(kc, kv->stride, kb2, nb2, hd, kf2);
         block_acc(kv, qf, nh, kb, nb, kf, sc, nm, vkq, S, kf2, nb2, ln, hd);
