@@ -78,6 +78,29 @@ static inline float key_step(bool new_max, float e, bool first, float *S)
         *S += e;
     return e;
 }
+
+/* Cache rows the next blocks will convert, fetched while this block's
+ * accumulators run: at depth generation finds K and V in memory (the
+ * token's weights streamed through every cache level since the layer's
+ * last visit), and the hardware prefetcher alone left the conversions
+ * waiting on it. Rows [k0, k0 + nk) of K, then [v0, v0 + nv) of V. */
+typedef struct {
+    int32_t k0, nk, v0, nv;
+} kv_ahead;
+
+/* lines [q0, q1) of the rows in a (hd / 32 lines a row) into L2 (T0 and
+ * T2 measured the same) */
+static inline __attribute__((always_inline)) void ahead_fetch(const attn_kv *kv, const kv_ahead *a, int q0, int q1,
+                                                              const int hd)
+{
+    const int lpr = hd / 32; /* 64-byte lines in an F16 row */
+    for (int q = q0; q < q1; q++) {
+        const int r = q / lpr, l = q % lpr;
+        const fp16_t *row = r < a->nk ? (const fp16_t *)kv->k + (int64_t)(a->k0 + r) * kv->stride
+                                      : (const fp16_t *)kv->v + (int64_t)(a->v0 + r - a->nk) * kv->stride;
+        _mm_prefetch((const char *)(row + 32 * l), _MM_HINT_T1);
+    }
+}
 #endif
 
 #ifdef GROUP_AVX512
@@ -182,7 +205,7 @@ static inline __attribute__((always_inline)) void block_scores(const attn_kv *kv
 static inline __attribute__((always_inline)) void block_acc(const attn_kv *kv, const float *qf, int nh, int32_t kb,
                                                             int nb, float *kf, const float *sc, const uint16_t *nm,
                                                             float *acc, float *S, const float *kf2, int nb2,
-                                                            float *ln, const int hd)
+                                                            float *ln, const kv_ahead *ah, const int hd)
 {
     const fp16_t *vc = (const fp16_t *)kv->v;
     /* the accumulators, up to 4 heads side by side (independent chains) */
@@ -205,6 +228,9 @@ static inline __attribute__((always_inline)) void block_acc(const attn_kv *kv, c
     const int t_all = nh * ((nb2 + 15) & ~15), iters = (hd / (16 * W)) * ((nh + P - 1) / P) * nb;
     const int per = (t_all + iters - 1) / iters;
     int t = 0;
+    /* and the rows ahead, `pper` lines a key and pass */
+    const int q_all = (ah->nk + ah->nv) * (hd / 32), pper = (q_all + iters - 1) / iters;
+    int q = 0;
     for (int d0 = 0; d0 < hd; d0 += 16 * W) {
         const bool first = d0 == 0;
         for (int h0 = 0; h0 < nh; h0 += P) {
@@ -246,6 +272,11 @@ static inline __attribute__((always_inline)) void block_acc(const attn_kv *kv, c
                     const int t1 = t + per < t_all ? t + per : t_all;
                     block_dots(kf2, qf, nb2, t, t1, ln, hd);
                     t = t1;
+                }
+                if (q < q_all) {
+                    const int q1 = q + pper < q_all ? q + pper : q_all;
+                    ahead_fetch(kv, ah, q, q1, hd);
+                    q = q1;
                 }
             }
             _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {
@@ -354,7 +385,7 @@ static inline __attribute__((always_inline)) int scan8(__m256 s, __m256 ninf, __
  * nm[h][j / 8]. */
 static inline __attribute__((always_inline)) void group_block(const attn_kv *kv, const float *qf, int nh, int32_t kb,
                                                               int nb, float *kf, float *sc, uint8_t *nm, float *acc,
-                                                               float *M, float *S, const int hd)
+                                                              float *M, float *S, const kv_ahead *ah, const int hd)
 {
     const fp16_t *kc = (const fp16_t *)kv->k, *vc = (const fp16_t *)kv->v;
     const int nb8 = (nb + 7) & ~7;
@@ -393,6 +424,10 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
      * serves four heads (two: 3 % slower; the F16 round trips after every
      * multiply-add bound this loop) */
     enum { W = 2, P = 4 };
+    /* the rows ahead, `pper` lines a group of 8 keys and pass */
+    const int iters = (hd / (8 * W)) * ((nh + P - 1) / P) * ((nb + 7) / 8);
+    const int q_all = (ah->nk + ah->nv) * (hd / 32), pper = (q_all + iters - 1) / iters;
+    int q = 0;
     for (int d0 = 0; d0 < hd; d0 += 8 * W) {
         const bool first = d0 == 0; /* the sums S advance in the first pass */
         for (int h0 = 0; h0 < nh; h0 += P) {
@@ -405,6 +440,11 @@ static inline __attribute__((always_inline)) void group_block(const attn_kv *kv,
                     A[p][w] = p < np ? _mm256_loadu_ps(acc + (size_t)(h0 + p) * hd + d0 + 8 * w) : _mm256_setzero_ps();
             }
             for (int g = 0; g < nb; g += 8) {
+                if (q < q_all) {
+                    const int q1 = q + pper < q_all ? q + pper : q_all;
+                    ahead_fetch(kv, ah, q, q1, hd);
+                    q = q1;
+                }
                 unsigned any_new = 0;
                 for (int p = 0; p < np; p++)
                     any_new |= nm[(h0 + p) * (GB / 8) + g / 8];
@@ -517,14 +557,23 @@ static inline __attribute__((always_inline)) void group_chunk_hd(const attn_kv *
         const int nb2 = pipe && kb2 < k1 ? (k1 - kb2 < gb ? k1 - kb2 : gb) : 0;
         if (nb2)
             rows_f32(kc, kv->stride, kb2, nb2, hd, kf2);
-        block_acc(kv, qf, nh, kb, nb, kf, sc, nm, vkq, S, kf2, nb2, ln, hd);
+        /* ahead: the next block's V, and the K of the block after it (of
+         * the next block when its K.Q comes first, !pipe) */
+        const int32_t kn = kb + gb, kn2 = pipe ? kn + gb : kn;
+        const kv_ahead ah = {kn2, kn2 < k1 ? (k1 - kn2 < gb ? k1 - kn2 : gb) : 0, kn,
+                             kn < k1 ? (k1 - kn < gb ? k1 - kn : gb) : 0};
+        block_acc(kv, qf, nh, kb, nb, kf, sc, nm, vkq, S, kf2, nb2, ln, &ah, hd);
         if (nb2)
             block_scores(kv, qf, nh, nb2, kf2, ln, sc, nm, M, false, hd);
     }
 #else
     for (int32_t kb = k0; kb < k1; kb += gb) {
         const int nb = k1 - kb < gb ? k1 - kb : gb;
-        group_block(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, hd);
+        /* ahead: the next block's K and V */
+        const int32_t kn = kb + gb;
+        const int nn = kn < k1 ? (k1 - kn < gb ? k1 - kn : gb) : 0;
+        const kv_ahead ah = {kn, nn, kn, nn};
+        group_block(kv, qf, nh, kb, nb, kf, sc, nm, vkq, M, S, &ah, hd);
     }
 #endif
 }

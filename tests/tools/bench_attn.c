@@ -7,11 +7,14 @@
  * With "one" as the fifth argument: generation's attention instead, one
  * query per head at position depth over keys 0..depth (attn_group_row),
  * ns per key for the whole group.
- * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] [one] */
+ * With "cold" as the sixth: K and V flushed from the caches before each
+ * call (its own time taken off), as generation meets them at depth.
+ * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] [one [cold]] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <immintrin.h>
 
 #include "gguf/tensor.h"
 #include "model/forward_attn.h"
@@ -36,6 +39,23 @@ static void run_group(void *arg)
 {
     const struct call *c = arg;
     attn_group_row(c->kv, c->q, c->heads, c->depth + 1, c->buf, c->out);
+}
+/* the cache's K and V rows out of every cache level, as generation finds
+ * them after a token's weights streamed through */
+static void flush_kv(void *arg)
+{
+    const struct call *c = arg;
+    const size_t bytes = sizeof(uint16_t) * (size_t)(c->depth + 1) * c->hd;
+    for (size_t i = 0; i < bytes; i += 64) {
+        _mm_clflush((const char *)c->kv->k + i);
+        _mm_clflush((const char *)c->kv->v + i);
+    }
+    _mm_mfence();
+}
+static void run_group_cold(void *arg)
+{
+    flush_kv(arg);
+    run_group(arg);
 }
 
 int main(int argc, char **argv)
@@ -81,7 +101,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_attn: no group kernel for this build, hd or head count\n");
             rc = 2;
         } else {
-            const double best = 1e9 * bench_best(run_group, &c, secs) / (depth + 1);
+            const bool cold = argc > 6 && strcmp(argv[6], "cold") == 0;
+            double best = 1e9 * bench_best(cold ? run_group_cold : run_group, &c, secs) / (depth + 1);
+            if (cold) /* less the flush's own time */
+                best -= 1e9 * bench_best(flush_kv, &c, secs) / (depth + 1);
             printf("hd %d, %d query heads, one query each at depth %d, one thread: %.3f ns per key (all heads), "
                    "%.2f ns per head x key (best of 5); out[0] %g\n",
                    hd, heads, (int)depth, best, best / heads, (double)out[0]);
