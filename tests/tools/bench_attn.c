@@ -7,9 +7,10 @@
  * With "one" as the fifth argument: generation's attention instead, one
  * query per head at position depth over keys 0..depth (attn_group_row),
  * ns per key for the whole group.
+ * With "oneq": the same over a Q8_0 cache (attn_quant_queries).
  * With "cold" as the sixth: K and V flushed from the caches before each
  * call (its own time taken off), as generation meets them at depth.
- * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] [one [cold]] */
+ * Not part of make test. Usage: bench_attn [hd] [heads] [depth] [seconds] [one|oneq [cold]] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,36 @@ static void run_group(void *arg)
     const struct call *c = arg;
     attn_group_row(c->kv, c->q, c->heads, c->depth + 1, c->buf, c->out);
 }
+/* generation over a Q8_0 cache (attn_quant_queries): one query a head */
+struct qcall {
+    const attn_kv *kv;
+    const attn_query *qs;
+    int nq;
+    float *buf;
+    int32_t depth;
+    const void *k, *v;
+    size_t bytes;
+};
+static void run_quant(void *arg)
+{
+    const struct qcall *c = arg;
+    attn_quant_queries(c->kv, c->qs, c->nq, c->buf);
+}
+static void flush_q(void *arg)
+{
+    const struct qcall *c = arg;
+    for (size_t i = 0; i < c->bytes; i += 64) {
+        _mm_clflush((const char *)c->k + i);
+        _mm_clflush((const char *)c->v + i);
+    }
+    _mm_mfence();
+}
+static void run_quant_cold(void *arg)
+{
+    flush_q(arg);
+    run_quant(arg);
+}
+
 /* the cache's K and V rows out of every cache level, as generation finds
  * them after a token's weights streamed through */
 static void flush_kv(void *arg)
@@ -96,7 +127,49 @@ int main(int argc, char **argv)
     attn_scratch_init(&s, buf, half, hd, n_ctx);
     struct call c = {&kv, q, out, buf, &s, hd, heads, ROWS, depth};
     int rc = 0;
-    if (argc > 5 && strcmp(argv[5], "one") == 0) {
+    if (argc > 5 && strcmp(argv[5], "oneq") == 0) {
+        /* the same keys and values as Q8_0 rows */
+        const size_t row = (size_t)hd / 32 * 34, bytes = row * (size_t)(depth + 1);
+        uint8_t *kq = malloc(row * n_ctx), *vq = malloc(row * n_ctx);
+        float *src = malloc(sizeof(float) * (size_t)hd);
+        attn_query qs[64];
+        const size_t qfloats = attn_quant_scratch_floats(hd);
+        float *qbuf = aligned_alloc(64, (sizeof(float) * qfloats + 63) / 64 * 64);
+        if (!kq || !vq || !src || !qbuf || heads > ATTN_GROUP_MAX) {
+            fprintf(stderr, "bench_attn: out of memory, or more heads than the kernel takes\n");
+            return 1;
+        }
+        for (uint32_t r = 0; r < n_ctx; r++) {
+            for (int i = 0; i < hd; i++)
+                src[i] = tensor_fp16_to_fp32(k[(size_t)r * hd + i]);
+            tensor_quantize_row(TENSOR_TYPE_Q8_0, src, kq + row * r, hd);
+            for (int i = 0; i < hd; i++)
+                src[i] = tensor_fp16_to_fp32(v[(size_t)r * hd + i]);
+            tensor_quantize_row(TENSOR_TYPE_Q8_0, src, vq + row * r, hd);
+        }
+        const attn_kv kvq = {.k = kq, .v = vq, .generic = true, .k_type = TENSOR_TYPE_Q8_0,
+                             .v_type = TENSOR_TYPE_Q8_0, .k_row = row, .v_row = row, .hd = hd,
+                             .scale = 1.0f / sqrtf((float)hd)};
+        for (int h = 0; h < heads; h++)
+            qs[h] = (attn_query){q + (size_t)h * hd, out + (size_t)h * hd, 0, depth + 1};
+        if (!attn_quant_ok(&kvq)) {
+            fprintf(stderr, "bench_attn: no quantized-cache kernel for this build or hd\n");
+            rc = 2;
+        } else {
+            struct qcall qc = {&kvq, qs, heads, qbuf, depth, kq, vq, bytes};
+            const bool cold = argc > 6 && strcmp(argv[6], "cold") == 0;
+            double best = 1e9 * bench_best(cold ? run_quant_cold : run_quant, &qc, secs) / (depth + 1);
+            if (cold)
+                best -= 1e9 * bench_best(flush_q, &qc, secs) / (depth + 1);
+            printf("hd %d, %d query heads, one query each at depth %d, Q8_0 cache, one thread: %.3f ns per key "
+                   "(all heads), %.2f ns per head x key (best of 5)%s; out[0] %g\n",
+                   hd, heads, (int)depth, best, best / heads, cold ? ", cold" : "", (double)out[0]);
+        }
+        free(kq);
+        free(vq);
+        free(src);
+        free(qbuf);
+    } else if (argc > 5 && strcmp(argv[5], "one") == 0) {
         if (!attn_group_ok(&kv) || heads > ATTN_GROUP_MAX) {
             fprintf(stderr, "bench_attn: no group kernel for this build, hd or head count\n");
             rc = 2;
