@@ -87,7 +87,9 @@ typedef struct {
     uintptr_t line, end;
 } rows_ahead;
 
-/* the next line, false when every row's lines have gone */
+/* the next line, false when every row's lines have gone. always_inline:
+ * as a plain static inline function GCC counted no side effect in it and
+ * dropped every call (the object had no prefetch instruction). */
 static inline __attribute__((always_inline)) bool ahead_line(const attn_kv *kv, rows_ahead *a, size_t kb_row,
                                                              size_t vb_row)
 {
