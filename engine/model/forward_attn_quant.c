@@ -146,9 +146,7 @@ static inline __attribute__((always_inline)) void quant_queries_hd(const attn_kv
     }
     const __m512 ninf = _mm512_set1_ps(-INFINITY), scale = _mm512_set1_ps(kv->scale);
     /* a K and a V row's bytes (the prefetch's) */
-    const size_t kb_row = (size_t)nblk * (kt == TENSOR_TYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0)),
-                 vb_row = v16 ? (size_t)hd * 2
-                              : (size_t)nblk * (vt == TENSOR_TYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
+    const size_t kb_row = tensor_row_size((uint32_t)kt, hd), vb_row = tensor_row_size((uint32_t)vt, hd);
     for (int32_t kb = lo; kb < hi; kb += QB) {
         const int nb = hi - kb < QB ? hi - kb : QB;
         const int nb16 = (nb + 15) & ~15;

@@ -47,46 +47,47 @@ struct qcall {
     const attn_query *qs;
     int nq;
     float *buf;
-    int32_t depth;
-    const void *k, *v;
-    size_t bytes;
 };
 static void run_quant(void *arg)
 {
     const struct qcall *c = arg;
     attn_quant_queries(c->kv, c->qs, c->nq, c->buf);
 }
-static void flush_q(void *arg)
+
+/* A call with its cache's K and V bytes out of every cache level first, as
+ * generation finds them after a token's weights streamed through */
+struct cold {
+    void (*run)(void *);
+    void *arg;
+    const void *k, *v;
+    size_t bytes;
+};
+static void flush_kv(void *arg)
 {
-    const struct qcall *c = arg;
+    const struct cold *c = arg;
     for (size_t i = 0; i < c->bytes; i += 64) {
         _mm_clflush((const char *)c->k + i);
         _mm_clflush((const char *)c->v + i);
     }
     _mm_mfence();
 }
-static void run_quant_cold(void *arg)
+static void run_cold(void *arg)
 {
-    flush_q(arg);
-    run_quant(arg);
+    const struct cold *c = arg;
+    flush_kv(arg);
+    c->run(c->arg);
 }
 
-/* the cache's K and V rows out of every cache level, as generation finds
- * them after a token's weights streamed through */
-static void flush_kv(void *arg)
+/* ns a key of run(arg) over depth + 1 keys, best of 5; cold: K and V
+ * (bytes of each) flushed before each call, the flush's own time taken off */
+static double ns_per_key(void (*run)(void *), void *arg, bool cold, const void *k, const void *v, size_t bytes,
+                         int32_t depth, double secs)
 {
-    const struct call *c = arg;
-    const size_t bytes = sizeof(uint16_t) * (size_t)(c->depth + 1) * c->hd;
-    for (size_t i = 0; i < bytes; i += 64) {
-        _mm_clflush((const char *)c->kv->k + i);
-        _mm_clflush((const char *)c->kv->v + i);
-    }
-    _mm_mfence();
-}
-static void run_group_cold(void *arg)
-{
-    flush_kv(arg);
-    run_group(arg);
+    struct cold c = {run, arg, k, v, bytes};
+    double best = 1e9 * (cold ? bench_best(run_cold, &c, secs) : bench_best(run, arg, secs)) / (depth + 1);
+    if (cold)
+        best -= 1e9 * bench_best(flush_kv, &c, secs) / (depth + 1);
+    return best;
 }
 
 int main(int argc, char **argv)
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
     attn_scratch_init(&s, buf, half, hd, n_ctx);
     struct call c = {&kv, q, out, buf, &s, hd, heads, ROWS, depth};
     int rc = 0;
+    const bool cold = argc > 6 && strcmp(argv[6], "cold") == 0;
     if (argc > 5 && strcmp(argv[5], "oneq") == 0) {
         /* the same keys and values as Q8_0 rows */
         const size_t row = (size_t)hd / 32 * 34, bytes = row * (size_t)(depth + 1);
@@ -156,11 +158,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_attn: no quantized-cache kernel for this build or hd\n");
             rc = 2;
         } else {
-            struct qcall qc = {&kvq, qs, heads, qbuf, depth, kq, vq, bytes};
-            const bool cold = argc > 6 && strcmp(argv[6], "cold") == 0;
-            double best = 1e9 * bench_best(cold ? run_quant_cold : run_quant, &qc, secs) / (depth + 1);
-            if (cold)
-                best -= 1e9 * bench_best(flush_q, &qc, secs) / (depth + 1);
+            struct qcall qc = {&kvq, qs, heads, qbuf};
+            const double best = ns_per_key(run_quant, &qc, cold, kq, vq, bytes, depth, secs);
             printf("hd %d, %d query heads, one query each at depth %d, Q8_0 cache, one thread: %.3f ns per key "
                    "(all heads), %.2f ns per head x key (best of 5)%s; out[0] %g\n",
                    hd, heads, (int)depth, best, best / heads, cold ? ", cold" : "", (double)out[0]);
@@ -174,13 +173,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_attn: no group kernel for this build, hd or head count\n");
             rc = 2;
         } else {
-            const bool cold = argc > 6 && strcmp(argv[6], "cold") == 0;
-            double best = 1e9 * bench_best(cold ? run_group_cold : run_group, &c, secs) / (depth + 1);
-            if (cold) /* less the flush's own time */
-                best -= 1e9 * bench_best(flush_kv, &c, secs) / (depth + 1);
+            const double best =
+                ns_per_key(run_group, &c, cold, k, v, sizeof(uint16_t) * (size_t)(depth + 1) * hd, depth, secs);
             printf("hd %d, %d query heads, one query each at depth %d, one thread: %.3f ns per key (all heads), "
-                   "%.2f ns per head x key (best of 5); out[0] %g\n",
-                   hd, heads, (int)depth, best, best / heads, (double)out[0]);
+                   "%.2f ns per head x key (best of 5)%s; out[0] %g\n",
+                   hd, heads, (int)depth, best, best / heads, cold ? ", cold" : "", (double)out[0]);
         }
     } else {
         const double pairs = (double)heads * ROWS * ((double)depth + (ROWS + 1) / 2.0);
