@@ -39,9 +39,9 @@ enum { QUANT_KFEW_STREAM_AUTO = -1, QUANT_KFEW_STREAM_PAIRS = 0, QUANT_KFEW_STRE
 extern int quant_kfew_stream;
 #define QUANT_KFEW_STREAM_MIN ((size_t)1 << 17) /* a call's bytes, from memory (a matvec's chunk) */
 
-/* AUTO's choice, one per thread and kernel: KFEW_PROBE calls split between
- * the ways at random, then the way with the lower median cost for
- * KFEW_KEEP calls. */
+/* AUTO's choice, one per thread, kernel and row length: KFEW_PROBE calls
+ * split between the ways at random, then the way with the lower median cost
+ * for KFEW_KEEP calls. */
 #define KFEW_PROBE 32
 #define KFEW_KEEP 480
 typedef struct {
@@ -54,6 +54,22 @@ typedef struct {
 /* The way for the next call, and what it cost (quant_kfew_tuner_seen). */
 int quant_kfew_tuner_next(quant_kfew_tuner *t);
 void quant_kfew_tuner_seen(quant_kfew_tuner *t, int way, float cost);
+
+/* A thread's tuners for one kernel, one per row length (nb blocks): the
+ * calls of one row length come from one kind of matrix, and the ways' costs
+ * differ between kinds. On a Zen 5 the Qwen3.5 width's 2048-wide output
+ * head streamed 1.5-1.9x slower one row after the other while its 512-wide
+ * experts' calls were level, and one tuner fed both (about six expert calls
+ * to a head chunk) let the experts choose the head's way: tg64 read
+ * 0.87-0.95 of the paired way's tokens a second (quant_kfew_stream.c). The
+ * first KFEW_TUNERS - 1 row lengths seen get their own, the last tuner
+ * takes the rest. */
+#define KFEW_TUNERS 4
+typedef struct {
+    int64_t nb[KFEW_TUNERS]; /* 0: free */
+    quant_kfew_tuner t[KFEW_TUNERS];
+} quant_kfew_tuners;
+quant_kfew_tuner *quant_kfew_tuner_of(quant_kfew_tuners *s, int64_t nb);
 
 /* The way one call of nt tokens against `bytes` of rows takes (fits: its
  * row A fits the sequential way's stack), and whether AUTO times it for

@@ -13,7 +13,14 @@
  * lower median cycles per byte for the next KFEW_KEEP, then again. A
  * call's cost depends on what the other thread does meanwhile (a chunk
  * alone at a matvec's end reads faster), so the ways are compared by
- * medians over many calls, not call by call. */
+ * medians over many calls, not call by call.
+ *
+ * Each row length has its own tuner (quant_kfew_tuner_of). The Qwen3.5
+ * width's token makes about six calls of 512-wide expert rows to one chunk
+ * of its 2048-wide output head; on a Zen 5 (forty-first session) the
+ * experts' calls cost the same either way while the head streamed 1.5-1.9x
+ * slower one row after the other, so a tuner shared by both kept choosing
+ * the sequential way for the head on the experts' evidence. */
 #include "kernels/quant_kfew.h"
 
 #ifdef QUANT_HAVE_KFEW
@@ -57,5 +64,15 @@ void quant_kfew_tuner_seen(quant_kfew_tuner *t, int way, float cost)
     t->way = m1 < m0 ? QUANT_KFEW_STREAM_SEQ : QUANT_KFEW_STREAM_PAIRS;
     t->keep = KFEW_KEEP;
     t->n[0] = t->n[1] = 0;
+}
+
+quant_kfew_tuner *quant_kfew_tuner_of(quant_kfew_tuners *s, int64_t nb)
+{
+    int i = 0;
+    while (i < KFEW_TUNERS - 1 && s->nb[i] != nb && s->nb[i] != 0)
+        i++;
+    if (i < KFEW_TUNERS - 1)
+        s->nb[i] = nb;
+    return &s->t[i];
 }
 #endif

@@ -238,7 +238,7 @@ static void q5f_pass_seq(int64_t nb, const block_q5_K *xa, const block_q5_K *xb,
 
 #define Q5F_SEQ_MAX_BLOCKS 128 /* row A's lanes and scales on the stack: 12 KB */
 
-static _Thread_local quant_kfew_tuner q5f_tuner;
+static _Thread_local quant_kfew_tuners q5f_tuners;
 
 static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void *w, size_t rs, int64_t rows,
                                                            const void *act, size_t act_stride, int nt,
@@ -249,7 +249,8 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
     __m256i mv[5 * nb]; /* 160 bytes a block */
     q5f_act(nb, act, act_stride, nt, mv);
     bool timed;
-    const int way = quant_kfew_way(&q5f_tuner, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
+    quant_kfew_tuner *tuner = quant_kfew_tuner_of(&q5f_tuners, nb);
+    const int way = quant_kfew_way(tuner, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
     const uint64_t t0 = timed ? __rdtsc() : 0;
     __m512i la[Q5F_SEQ_MAX_BLOCKS]; /* the sequential way's */
     __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
@@ -267,7 +268,7 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
         }
     }
     if (timed)
-        quant_kfew_tuner_seen(&q5f_tuner, way,
+        quant_kfew_tuner_seen(tuner, way,
                               (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
 }
 

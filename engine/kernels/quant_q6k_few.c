@@ -184,7 +184,7 @@ static void q6f_pass_seq(int64_t nb, const block_q6_K *xa, const block_q6_K *xb,
 
 #define Q6F_SEQ_MAX_BLOCKS 128 /* row A's lanes on the stack: 8 KB */
 
-static _Thread_local quant_kfew_tuner q6f_tuner;
+static _Thread_local quant_kfew_tuners q6f_tuners;
 
 /* nt as a constant in each instance: the token loops unroll and the
  * accumulators stay in registers. */
@@ -196,7 +196,8 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
     bool timed;
-    const int way = quant_kfew_way(&q6f_tuner, nt, nb <= Q6F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
+    quant_kfew_tuner *tuner = quant_kfew_tuner_of(&q6f_tuners, nb);
+    const int way = quant_kfew_way(tuner, nt, nb <= Q6F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
     const uint64_t t0 = timed ? __rdtsc() : 0;
     __m512i la[Q6F_SEQ_MAX_BLOCKS]; /* the sequential way's */
     for (int64_t r = 0; r < rows; r += 2) {
@@ -212,7 +213,7 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
         }
     }
     if (timed)
-        quant_kfew_tuner_seen(&q6f_tuner, way,
+        quant_kfew_tuner_seen(tuner, way,
                               (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
 }
 

@@ -858,6 +858,40 @@ static void test_kfew_stream_tuner(void **state)
     assert_int_equal(used[QUANT_KFEW_STREAM_PAIRS], KFEW_PROBE / 2 + KFEW_KEEP);
     assert_int_equal(used[QUANT_KFEW_STREAM_SEQ], KFEW_PROBE / 2);
 }
+
+/* Calls of two row lengths interleaved (a 512-wide expert's and a 2048-wide
+ * output head's, as the Qwen3.5 width's tokens make them), the sequential
+ * way cheaper for the first and dearer for the second: each row length is
+ * tuned on its own calls and keeps its own way. A shared tuner let the many
+ * expert calls choose the head's way (forty-first session). */
+static void test_kfew_stream_tuners(void **state)
+{
+    (void)state;
+    quant_kfew_tuners set;
+    memset(&set, 0, sizeof set);
+    const float seq_cheaper[2] = {1.0f, 0.9f}, pairs_cheaper[2] = {1.0f, 1.7f};
+    int used[2][2] = {{0, 0}, {0, 0}}, last[2] = {-1, -1};
+    for (int c = 0; c < 4 * (KFEW_PROBE + KFEW_KEEP); c++) {
+        const int head = c % 4 == 3; /* three expert calls to a head's */
+        quant_kfew_tuner *t = quant_kfew_tuner_of(&set, head ? 8 : 2);
+        const int way = quant_kfew_tuner_next(t);
+        used[head][way]++;
+        last[head] = way;
+        quant_kfew_tuner_seen(t, way, (head ? pairs_cheaper : seq_cheaper)[way]);
+    }
+    assert_int_equal(last[0], QUANT_KFEW_STREAM_SEQ);
+    assert_int_equal(last[1], QUANT_KFEW_STREAM_PAIRS);
+    /* the head's sequential calls are its probes' only */
+    assert_true(used[1][QUANT_KFEW_STREAM_SEQ] <= 2 * (KFEW_PROBE / 2));
+    assert_true(used[0][QUANT_KFEW_STREAM_PAIRS] <= 4 * (KFEW_PROBE / 2));
+    /* one tuner a row length, the same one each time; past KFEW_TUNERS
+     * lengths the last tuner takes the rest */
+    assert_ptr_equal(quant_kfew_tuner_of(&set, 8), quant_kfew_tuner_of(&set, 8));
+    assert_ptr_not_equal(quant_kfew_tuner_of(&set, 8), quant_kfew_tuner_of(&set, 2));
+    for (int64_t nb = 100; nb < 100 + KFEW_TUNERS; nb++)
+        assert_non_null(quant_kfew_tuner_of(&set, nb));
+    assert_ptr_equal(quant_kfew_tuner_of(&set, 1000), &set.t[KFEW_TUNERS - 1]);
+}
 #endif
 
 /* ---- the reference's float summation order ----
@@ -1604,6 +1638,7 @@ int main(void)
 #ifdef QUANT_HAVE_KFEW
         cmocka_unit_test_teardown(test_kfew_stream_ways, kfew_stream_auto),
         cmocka_unit_test(test_kfew_stream_tuner),
+        cmocka_unit_test(test_kfew_stream_tuners),
         cmocka_unit_test(test_kfew_stream_auto),
 #endif
         cmocka_unit_test(test_real_tensors),
