@@ -62,8 +62,8 @@ void quant_kfew_tuner_seen(quant_kfew_tuner *t, int way, float cost);
  * experts' calls were level, and one tuner fed both (about six expert calls
  * to a head chunk) let the experts choose the head's way: tg64 read
  * 0.87-0.95 of the paired way's tokens a second (quant_kfew_stream.c). The
- * first KFEW_TUNERS - 1 row lengths seen get their own, the last tuner
- * takes the rest. */
+ * first KFEW_TUNERS - 1 row lengths AUTO times get their own, the last
+ * tuner takes the rest. */
 #define KFEW_TUNERS 4
 typedef struct {
     int64_t nb[KFEW_TUNERS]; /* 0: free */
@@ -71,18 +71,21 @@ typedef struct {
 } quant_kfew_tuners;
 quant_kfew_tuner *quant_kfew_tuner_of(quant_kfew_tuners *s, int64_t nb);
 
-/* The way one call of nt tokens against `bytes` of rows takes (fits: its
- * row A fits the sequential way's stack), and whether AUTO times it for
- * the tuner t (*timed) */
-static inline int quant_kfew_way(quant_kfew_tuner *t, int nt, bool fits, int pf, size_t bytes, bool *timed)
+/* The way one call of nt tokens against `bytes` of rows nb blocks long
+ * takes (fits: its row A fits the sequential way's stack), and the tuner of
+ * set that AUTO times it for (*timed; NULL when untimed, so that only the
+ * row lengths AUTO times take a tuner) */
+static inline int quant_kfew_way(quant_kfew_tuners *set, int64_t nb, int nt, bool fits, int pf, size_t bytes,
+                                 quant_kfew_tuner **timed)
 {
     const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
-    *timed = auto_way && nt == 1 && fits && pf && bytes >= QUANT_KFEW_STREAM_MIN;
+    *timed = auto_way && nt == 1 && fits && pf && bytes >= QUANT_KFEW_STREAM_MIN ? quant_kfew_tuner_of(set, nb)
+                                                                                 : NULL;
     if (nt != 1 || !fits)
         return QUANT_KFEW_STREAM_PAIRS;
     if (!auto_way)
         return quant_kfew_stream;
-    return *timed ? quant_kfew_tuner_next(t) : QUANT_KFEW_STREAM_PAIRS;
+    return *timed ? quant_kfew_tuner_next(*timed) : QUANT_KFEW_STREAM_PAIRS;
 }
 
 #endif

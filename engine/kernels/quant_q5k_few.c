@@ -248,9 +248,8 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     __m256i mv[5 * nb]; /* 160 bytes a block */
     q5f_act(nb, act, act_stride, nt, mv);
-    bool timed;
-    quant_kfew_tuner *tuner = quant_kfew_tuner_of(&q5f_tuners, nb);
-    const int way = quant_kfew_way(tuner, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
+    quant_kfew_tuner *timed;
+    const int way = quant_kfew_way(&q5f_tuners, nb, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
     const uint64_t t0 = timed ? __rdtsc() : 0;
     __m512i la[Q5F_SEQ_MAX_BLOCKS]; /* the sequential way's */
     __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
@@ -268,7 +267,7 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
         }
     }
     if (timed)
-        quant_kfew_tuner_seen(tuner, way,
+        quant_kfew_tuner_seen(timed, way,
                               (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
 }
 

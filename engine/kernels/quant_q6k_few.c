@@ -195,9 +195,8 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
-    bool timed;
-    quant_kfew_tuner *tuner = quant_kfew_tuner_of(&q6f_tuners, nb);
-    const int way = quant_kfew_way(tuner, nt, nb <= Q6F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
+    quant_kfew_tuner *timed;
+    const int way = quant_kfew_way(&q6f_tuners, nb, nt, nb <= Q6F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
     const uint64_t t0 = timed ? __rdtsc() : 0;
     __m512i la[Q6F_SEQ_MAX_BLOCKS]; /* the sequential way's */
     for (int64_t r = 0; r < rows; r += 2) {
@@ -213,7 +212,7 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
         }
     }
     if (timed)
-        quant_kfew_tuner_seen(tuner, way,
+        quant_kfew_tuner_seen(timed, way,
                               (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
 }
 

@@ -891,6 +891,18 @@ static void test_kfew_stream_tuners(void **state)
     for (int64_t nb = 100; nb < 100 + KFEW_TUNERS; nb++)
         assert_non_null(quant_kfew_tuner_of(&set, nb));
     assert_ptr_equal(quant_kfew_tuner_of(&set, 1000), &set.t[KFEW_TUNERS - 1]);
+    /* only the calls AUTO times take a row length's tuner */
+    quant_kfew_stream = QUANT_KFEW_STREAM_AUTO;
+    memset(&set, 0, sizeof set);
+    quant_kfew_tuner *timed;
+    quant_kfew_way(&set, 5, 2, true, 1, QUANT_KFEW_STREAM_MIN, &timed); /* two tokens */
+    assert_null(timed);
+    quant_kfew_way(&set, 6, 1, true, 1, QUANT_KFEW_STREAM_MIN - 1, &timed); /* a small call */
+    assert_null(timed);
+    quant_kfew_way(&set, 7, 1, true, 1, QUANT_KFEW_STREAM_MIN, &timed);
+    assert_ptr_equal(timed, &set.t[0]);
+    assert_int_equal(set.nb[0], 7);
+    assert_int_equal(set.nb[1], 0);
 }
 #endif
 
