@@ -15,6 +15,8 @@
     defined(__F16C__)
 #define QUANT_HAVE_KFEW 1
 
+#include <x86intrin.h>
+
 /* Tokens one pass takes: the integer lanes of 2 rows x 4 tokens, the float
  * lanes of 4 tokens and an unpacked chunk pair fill the 32 registers. */
 #define QUANT_KFEW_MAX 4
@@ -56,14 +58,10 @@ int quant_kfew_tuner_next(quant_kfew_tuner *t);
 void quant_kfew_tuner_seen(quant_kfew_tuner *t, int way, float cost);
 
 /* A thread's tuners for one kernel, one per row length (nb blocks): the
- * calls of one row length come from one kind of matrix, and the ways' costs
- * differ between kinds. On a Zen 5 the Qwen3.5 width's 2048-wide output
- * head streamed 1.5-1.9x slower one row after the other while its 512-wide
- * experts' calls were level, and one tuner fed both (about six expert calls
- * to a head chunk) let the experts choose the head's way: tg64 read
- * 0.87-0.95 of the paired way's tokens a second (quant_kfew_stream.c). The
- * first KFEW_TUNERS - 1 row lengths AUTO times get their own, the last
- * tuner takes the rest. */
+ * calls of one row length come from one kind of matrix, whose ways cost
+ * differently from another's (quant_kfew_stream.c says where that was
+ * measured). The first KFEW_TUNERS - 1 row lengths AUTO times get their
+ * own, the last tuner takes the rest. */
 #define KFEW_TUNERS 4
 typedef struct {
     int64_t nb[KFEW_TUNERS]; /* 0: free */
@@ -86,6 +84,14 @@ static inline int quant_kfew_way(quant_kfew_tuners *set, int64_t nb, int nt, boo
     if (!auto_way)
         return quant_kfew_stream;
     return *timed ? quant_kfew_tuner_next(*timed) : QUANT_KFEW_STREAM_PAIRS;
+}
+
+/* A call's end: when timed, its TSC ticks since t0 per byte of its rows to
+ * its tuner */
+static inline void quant_kfew_timed_end(quant_kfew_tuner *timed, int way, uint64_t t0, size_t bytes)
+{
+    if (timed)
+        quant_kfew_tuner_seen(timed, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
 }
 
 #endif

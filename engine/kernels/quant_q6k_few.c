@@ -211,9 +211,7 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
                      ahead ? (const char *)xa + 2 * ahead_pairs * rs : NULL, ahead ? step : 0);
         }
     }
-    if (timed)
-        quant_kfew_tuner_seen(timed, way,
-                              (float)((double)(__rdtsc() - t0) / ((double)rows * (double)rs)));
+    quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
 }
 
 void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
