@@ -70,16 +70,14 @@ typedef struct {
 quant_kfew_tuner *quant_kfew_tuner_of(quant_kfew_tuners *s, int64_t nb);
 
 /* The way one call of nt tokens against `bytes` of rows nb blocks long
- * takes (fits: its row A fits the sequential way's stack), and the tuner of
- * set that AUTO times it for (*timed; NULL when untimed, so that only the
- * row lengths AUTO times take a tuner) */
-static inline int quant_kfew_way(quant_kfew_tuners *set, int64_t nb, int nt, bool fits, int pf, size_t bytes,
+ * takes, and the tuner of set that AUTO times it for (*timed; NULL when
+ * untimed, so that only the row lengths AUTO times take a tuner) */
+static inline int quant_kfew_way(quant_kfew_tuners *set, int64_t nb, int nt, int pf, size_t bytes,
                                  quant_kfew_tuner **timed)
 {
     const bool auto_way = quant_kfew_stream == QUANT_KFEW_STREAM_AUTO;
-    *timed = auto_way && nt == 1 && fits && pf && bytes >= QUANT_KFEW_STREAM_MIN ? quant_kfew_tuner_of(set, nb)
-                                                                                 : NULL;
-    if (nt != 1 || !fits)
+    *timed = auto_way && nt == 1 && pf && bytes >= QUANT_KFEW_STREAM_MIN ? quant_kfew_tuner_of(set, nb) : NULL;
+    if (nt != 1)
         return QUANT_KFEW_STREAM_PAIRS;
     if (!auto_way)
         return quant_kfew_stream;

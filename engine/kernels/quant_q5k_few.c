@@ -213,30 +213,30 @@ static inline __attribute__((always_inline)) __m512i q5f_block(const block_q5_K 
     return acc;
 }
 
-/* One token against a row pair read one row after the other (as
- * quant_q6k_few.c's q6f_pass_seq): row A's blocks, their lanes and scales
- * kept, then row B's, each block through q5f_pass's fold, float step and
- * min totals in block order: the same bits. */
-static void q5f_pass_seq(int64_t nb, const block_q5_K *xa, const block_q5_K *xb, const __m256i *mv,
-                         const block_q8_K *y, float *oa, float *ob, __m512i *la, __m256i *lsm)
+/* One token against one row, its blocks in turn (as quant_q6k_few.c's
+ * q6f_row, whose comment says why): q5f_block's lanes folded to the
+ * reference's 8 through q5f_step's float operations for that row, and the
+ * min total of each block (the reference's hadd of the bsums, madd with
+ * the mins, horizontal sum) through q5f_mins' FMA: the same bits. */
+static inline __attribute__((always_inline)) float q5f_row(int64_t nb, const block_q5_K *x, const block_q8_K *y)
 {
-    for (int64_t i = 0; i < nb; i++)
-        la[i] = q5f_block(&xa[i], &y[i], &lsm[i]);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 summs = _mm256_setzero_ps(); /* lane 0 row A's, lane 4 row B's */
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        __m256i smb;
-        acc = q5f_step(acc, la[i], q5f_block(&xb[i], &y[i], &smb), q5f_xd(&xa[i], &xb[i]), &y[i]);
-        summs = q5f_mins(summs, lsm[i], smb, mv + 5 * i, &xa[i], &xb[i]);
+        __m256i sm;
+        const __m512i l = q5f_block(&x[i], &y[i], &sm);
+        const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(x[i].d) * y[i].d), _mm256_cvtepi32_ps(s), acc);
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        __m128i t = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
+                                   _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+        t = _mm_add_epi32(t, _mm_unpackhi_epi64(t, t));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 1));
+        const __m128 dmin = _mm_set_ss(-y[i].d * fp16_to_f32(x[i].dmin));
+        summs = _mm_fmadd_ss(dmin, _mm_cvtepi32_ps(t), summs);
     }
-    float sm[8];
-    _mm256_storeu_ps(sm, summs);
-    *oa = hsum_ps(_mm512_castps512_ps256(acc)) + sm[0];
-    if (ob)
-        *ob = hsum_ps(_mm512_extractf32x8_ps(acc, 1)) + sm[4];
+    return hsum_ps(acc) + _mm_cvtss_f32(summs);
 }
-
-#define Q5F_SEQ_MAX_BLOCKS 128 /* row A's lanes and scales on the stack: 12 KB */
 
 static _Thread_local quant_kfew_tuners q5f_tuners;
 
@@ -246,25 +246,25 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
 {
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
+    quant_kfew_tuner *timed;
+    const int way = quant_kfew_way(&q5f_tuners, nb, nt, pf, (size_t)rows * rs, &timed);
+    const uint64_t t0 = timed ? __rdtsc() : 0;
+    if (way == QUANT_KFEW_STREAM_SEQ) {
+        for (int64_t r = 0; r < rows; r++)
+            out[r] = q5f_row(nb, (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs),
+                             (const block_q8_K *)act);
+        quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
+        return;
+    }
     __m256i mv[5 * nb]; /* 160 bytes a block */
     q5f_act(nb, act, act_stride, nt, mv);
-    quant_kfew_tuner *timed;
-    const int way = quant_kfew_way(&q5f_tuners, nb, nt, nb <= Q5F_SEQ_MAX_BLOCKS, pf, (size_t)rows * rs, &timed);
-    const uint64_t t0 = timed ? __rdtsc() : 0;
-    __m512i la[Q5F_SEQ_MAX_BLOCKS]; /* the sequential way's */
-    __m256i lsm[Q5F_SEQ_MAX_BLOCKS];
     for (int64_t r = 0; r < rows; r += 2) {
         const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
         const bool pair = r + 1 < rows;
         const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
-        if (way == QUANT_KFEW_STREAM_SEQ) {
-            q5f_pass_seq(nb, xa, xb, mv, (const block_q8_K *)act, out + r, pair ? out + r + 1 : NULL, la,
-                         lsm);
-        } else {
-            const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
-            q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
-                     ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
-        }
+        const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
+        q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
+                 ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
     }
     quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
 }

@@ -739,14 +739,15 @@ static void test_q6_K_pairs(void **state)
 #ifdef QUANT_HAVE_KFEW
 /* The one-token Q6_K and Q5_K matvecs' two ways of streaming their rows
  * (row pairs side by side, or one row after the other: quant_kfew_stream)
- * give every row vec_dot's bits, at 1-16 blocks a row (the sequential way
- * keeps row A's lanes per block) and with an odd last row. */
+ * give every row vec_dot's bits, at 1-16 blocks a row and at 160 (past
+ * the 128 the sequential way once kept on its stack), with an odd last
+ * row. */
 static void test_kfew_stream_ways(void **state)
 {
     (void)state;
     enum { ROWS = 9 };
     const enum tensor_type types[] = {TENSOR_TYPE_Q6_K, TENSOR_TYPE_Q5_K};
-    const int64_t ns[] = {256, 2048, 4096};
+    const int64_t ns[] = {256, 2048, 4096, 160 * 256};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
             const enum tensor_type type = types[ti];
@@ -895,11 +896,11 @@ static void test_kfew_stream_tuners(void **state)
     quant_kfew_stream = QUANT_KFEW_STREAM_AUTO;
     memset(&set, 0, sizeof set);
     quant_kfew_tuner *timed;
-    quant_kfew_way(&set, 5, 2, true, 1, QUANT_KFEW_STREAM_MIN, &timed); /* two tokens */
+    quant_kfew_way(&set, 5, 2, 1, QUANT_KFEW_STREAM_MIN, &timed); /* two tokens */
     assert_null(timed);
-    quant_kfew_way(&set, 6, 1, true, 1, QUANT_KFEW_STREAM_MIN - 1, &timed); /* a small call */
+    quant_kfew_way(&set, 6, 1, 1, QUANT_KFEW_STREAM_MIN - 1, &timed); /* a small call */
     assert_null(timed);
-    quant_kfew_way(&set, 7, 1, true, 1, QUANT_KFEW_STREAM_MIN, &timed);
+    quant_kfew_way(&set, 7, 1, 1, QUANT_KFEW_STREAM_MIN, &timed);
     assert_ptr_equal(timed, &set.t[0]);
     assert_int_equal(set.nb[0], 7);
     assert_int_equal(set.nb[1], 0);
