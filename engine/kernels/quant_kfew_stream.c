@@ -20,7 +20,10 @@
  * of its 2048-wide output head; on a Zen 5 (forty-first session) the
  * experts' calls cost the same either way while the head streamed 1.5-1.9x
  * slower one row after the other, so a tuner shared by both kept choosing
- * the sequential way for the head on the experts' evidence. */
+ * the sequential way for the head on the experts' evidence. (Those
+ * measurements are of the sequential way as it was then, row pairs with
+ * row A's lanes on the stack; reading single rows it streams the head
+ * faster than the pairs on that Zen 5: quant_q6k_few.c's q6f_row.) */
 #include "kernels/quant_kfew.h"
 
 #ifdef QUANT_HAVE_KFEW

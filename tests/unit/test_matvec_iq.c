@@ -24,6 +24,7 @@
 #include "kernels/quant_iq2.h"
 #include "kernels/quant_iq3.h"
 #include "kernels/quant_iq4.h"
+#include "kernels/quant_kfew.h"
 #include "testutil.h"
 
 static uint64_t rng_state = 0x6d61747665637571ull;
@@ -125,12 +126,28 @@ static void test_iq3_s(void **state)
     check_type(TENSOR_TYPE_IQ3_S, quant_dot_iq3_s_x86order, 1, 9, 60);
 }
 
+/* IQ4_XS in each of the AVX-512 kernel's ways of streaming its rows (row
+ * pairs or one row after the other, quant_kfew.h; the calls here are too
+ * small for AUTO to time, so it takes the pairs) */
 static void test_iq4_xs(void **state)
 {
     (void)state;
-    check_type(TENSOR_TYPE_IQ4_XS, quant_dot_iq4_xs_x86order, 0, 9, 60);
-    /* 129 super-blocks: past the AVX-512 kernel's prepared activations */
-    check_type(TENSOR_TYPE_IQ4_XS, quant_dot_iq4_xs_x86order, 0, 129, 3);
+#ifdef QUANT_HAVE_KFEW
+    const int ways[] = {QUANT_KFEW_STREAM_AUTO, QUANT_KFEW_STREAM_PAIRS, QUANT_KFEW_STREAM_SEQ};
+#else
+    const int ways[] = {0};
+#endif
+    for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+#ifdef QUANT_HAVE_KFEW
+        quant_kfew_stream = ways[i];
+#endif
+        check_type(TENSOR_TYPE_IQ4_XS, quant_dot_iq4_xs_x86order, 0, 9, 60);
+        /* 129 super-blocks: past the AVX-512 kernel's prepared activations */
+        check_type(TENSOR_TYPE_IQ4_XS, quant_dot_iq4_xs_x86order, 0, 129, 3);
+    }
+#ifdef QUANT_HAVE_KFEW
+    quant_kfew_stream = QUANT_KFEW_STREAM_AUTO;
+#endif
 }
 
 static void test_iq1_s(void **state)
