@@ -31,9 +31,10 @@ void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const voi
 void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
                     int nt, float *out, int64_t out_stride, int pf);
 
-/* How quant_q6_K_few's and quant_q5_K_few's one-token rows stream from
- * memory: in row pairs side by side with a software prefetch, or one row
- * after the other without one (the same bits either way). AUTO (the
+/* How quant_q6_K_few's and quant_q5_K_few's one-token rows (and those of
+ * matvec_iq.c's IQ4_XS matvec) stream from memory: in row pairs side by
+ * side with a software prefetch, or one row after the other without one
+ * (the same bits either way). AUTO (the
  * default) measures both on the calls of QUANT_KFEW_STREAM_MIN bytes or
  * more that prefetch and keeps the cheaper, as the host's memory allows
  * (quant_kfew_stream.c); the tests force each. */
