@@ -341,15 +341,13 @@ void quant_avx512_matvec_iq4_xs(int64_t n, const void *w, size_t rs, int64_t row
     for (int e = 0; e < 64; e++)
         t[e] = (uint8_t)(quant_kvalues_iq4nl[e & 15] + 128);
     const __m512i lut = _mm512_loadu_si512(t);
-    quant_kfew_tuner *timed;
-    const int way = quant_kfew_way(&xs_tuners, nb, 1, 1, (size_t)rows * rs, &timed);
-    const uint64_t t0 = timed ? __rdtsc() : 0;
-    if (way == QUANT_KFEW_STREAM_SEQ)
+    const quant_kfew_call call = quant_kfew_start(&xs_tuners, nb, 1, 1, (size_t)rows * rs);
+    if (call.way == QUANT_KFEW_STREAM_SEQ)
         for (int64_t r = 0; r < rows; r++)
             out[r] = xs_row(nb, (const block_iq4_xs *)(const void *)((const char *)w + (size_t)r * rs), prep, lut);
     else
         xs_pairs(nb, w, rs, rows, prep, lut, out);
-    quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
+    quant_kfew_end(&call);
 }
 
 /* ---- IQ3_S ---- */

@@ -85,12 +85,29 @@ static inline int quant_kfew_way(quant_kfew_tuners *set, int64_t nb, int nt, int
     return *timed ? quant_kfew_tuner_next(*timed) : QUANT_KFEW_STREAM_PAIRS;
 }
 
-/* A call's end: when timed, its TSC ticks since t0 per byte of its rows to
- * its tuner */
-static inline void quant_kfew_timed_end(quant_kfew_tuner *timed, int way, uint64_t t0, size_t bytes)
+/* One call of a kernel that streams its rows either way: the way it
+ * takes and, when AUTO times it, the tuner, the TSC at its start and its
+ * bytes (quant_kfew_start, quant_kfew_end) */
+typedef struct {
+    int way;
+    quant_kfew_tuner *timed; /* NULL: untimed */
+    uint64_t t0;
+    size_t bytes;
+} quant_kfew_call;
+
+static inline quant_kfew_call quant_kfew_start(quant_kfew_tuners *set, int64_t nb, int nt, int pf, size_t bytes)
 {
-    if (timed)
-        quant_kfew_tuner_seen(timed, way, (float)((double)(__rdtsc() - t0) / (double)bytes));
+    quant_kfew_call c = {.bytes = bytes};
+    c.way = quant_kfew_way(set, nb, nt, pf, bytes, &c.timed);
+    c.t0 = c.timed ? __rdtsc() : 0;
+    return c;
+}
+
+/* A call's end: when timed, its TSC ticks per byte of its rows to its tuner */
+static inline void quant_kfew_end(const quant_kfew_call *c)
+{
+    if (c->timed)
+        quant_kfew_tuner_seen(c->timed, c->way, (float)((double)(__rdtsc() - c->t0) / (double)c->bytes));
 }
 
 #endif

@@ -246,27 +246,24 @@ static inline __attribute__((always_inline)) void q5f_rows(int64_t n, const void
 {
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
-    quant_kfew_tuner *timed;
-    const int way = quant_kfew_way(&q5f_tuners, nb, nt, pf, (size_t)rows * rs, &timed);
-    const uint64_t t0 = timed ? __rdtsc() : 0;
-    if (way == QUANT_KFEW_STREAM_SEQ) {
+    const quant_kfew_call call = quant_kfew_start(&q5f_tuners, nb, nt, pf, (size_t)rows * rs);
+    if (call.way == QUANT_KFEW_STREAM_SEQ) {
         for (int64_t r = 0; r < rows; r++)
             out[r] = q5f_row(nb, (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs),
                              (const block_q8_K *)act);
-        quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
-        return;
+    } else {
+        __m256i mv[5 * nb]; /* 160 bytes a block */
+        q5f_act(nb, act, act_stride, nt, mv);
+        for (int64_t r = 0; r < rows; r += 2) {
+            const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
+            const bool pair = r + 1 < rows;
+            const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
+            const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
+            q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
+                     ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
+        }
     }
-    __m256i mv[5 * nb]; /* 160 bytes a block */
-    q5f_act(nb, act, act_stride, nt, mv);
-    for (int64_t r = 0; r < rows; r += 2) {
-        const block_q5_K *xa = (const block_q5_K *)(const void *)((const char *)w + (size_t)r * rs);
-        const bool pair = r + 1 < rows;
-        const block_q5_K *xb = pair ? (const block_q5_K *)(const void *)((const char *)xa + rs) : xa;
-        const bool ahead = pf && r + 2 * QUANT_PF_AHEAD + 1 < rows; /* no prefetch past the matrix */
-        q5f_pass(nb, xa, xb, mv, act, act_stride, nt, out + r, pair ? out + r + 1 : NULL, out_stride,
-                 ahead ? (const char *)xa + 2 * QUANT_PF_AHEAD * rs : NULL, ahead ? step : 0);
-    }
-    quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
+    quant_kfew_end(&call);
 }
 
 void quant_q5_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,

@@ -198,10 +198,8 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
     const int64_t nb = n / QK_K;
     const size_t step = pf ? quant_prefetch_step_size(rs, 2, nb) : 0;
     const int64_t ahead_pairs = quant_prefetch_far_steps(2 * rs); /* into L2 (q6f_pass) */
-    quant_kfew_tuner *timed;
-    const int way = quant_kfew_way(&q6f_tuners, nb, nt, pf, (size_t)rows * rs, &timed);
-    const uint64_t t0 = timed ? __rdtsc() : 0;
-    if (way == QUANT_KFEW_STREAM_SEQ) {
+    const quant_kfew_call call = quant_kfew_start(&q6f_tuners, nb, nt, pf, (size_t)rows * rs);
+    if (call.way == QUANT_KFEW_STREAM_SEQ) {
         for (int64_t r = 0; r < rows; r++)
             out[r] = q6f_row(nb, (const block_q6_K *)(const void *)((const char *)w + (size_t)r * rs),
                              (const block_q8_K *)act);
@@ -215,7 +213,7 @@ static inline __attribute__((always_inline)) void q6f_rows(int64_t n, const void
                      ahead ? (const char *)xa + 2 * ahead_pairs * rs : NULL, ahead ? step : 0);
         }
     }
-    quant_kfew_timed_end(timed, way, t0, (size_t)rows * rs);
+    quant_kfew_end(&call);
 }
 
 void quant_q6_K_few(int64_t n, const void *w, size_t rs, int64_t rows, const void *act, size_t act_stride,
