@@ -12,7 +12,9 @@
  * how the matvec streams its rows (quant_kfew.h): auto (the default),
  * pairs or seq; refk runs Q4_K or Q2_K through refk_matmul instead, the
  * kernels generation takes for them (the reference's repacked order, its
- * bits not checked here).
+ * bits not checked here); enc (AVX2 builds, Q6_K) re-encodes the rows as
+ * the engine does at load (packed_q6_K.h) and runs them through
+ * packed_q6_K_matmul, the kernel of the AVX2 build's Q6_K generation.
  * Not part of make test. Usage: bench_stream [type] [n] [rows] [pairs] [way] */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include "gguf/gguf.h"
 #include "gguf/tensor.h"
 #include "kernels/forward_repack.h"
+#include "kernels/packed_q6_K.h"
 #include "kernels/quant_kfew.h"
 #include "bench_util.h"
 
@@ -38,7 +41,7 @@ struct job {
     size_t rs;
     const uint8_t *w, *act;
     float *out;
-    int plain, refk;
+    int plain, refk, enc;
     unsigned long sink;
 };
 
@@ -61,6 +64,12 @@ static void run_half(struct job *j, int ith)
         refk_matmul(&t, j->n, r0, r1, j->act, 0, 1, j->out, 0);
         return;
     }
+#ifdef PACKED_Q6_K
+    if (!j->plain && j->enc) {
+        packed_q6_K_matmul(j->n, j->w, j->rs, r0, r1, j->act, 0, 1, j->out, 0);
+        return;
+    }
+#endif
     if (!j->plain) {
         tensor_matvec(j->type, j->n, j->w + (size_t)r0 * j->rs, r1 - r0, j->act, j->out + r0);
         return;
@@ -138,8 +147,8 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *way = argc > 5 ? argv[5] : "auto";
-    const int refk = !strcmp(way, "refk");
-    if (refk)
+    const int refk = !strcmp(way, "refk"), enc = !strcmp(way, "enc");
+    if (refk || enc)
         way = "auto";
 #ifdef QUANT_HAVE_KFEW
     quant_kfew_stream = !strcmp(way, "seq")     ? QUANT_KFEW_STREAM_SEQ
@@ -148,7 +157,7 @@ int main(int argc, char **argv)
 #endif
     if ((strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) ||
         (refk && type != TENSOR_TYPE_Q4_K && type != TENSOR_TYPE_Q2_K)) {
-        fprintf(stderr, "bench_stream: way: auto, pairs, seq, or refk (Q4_K, Q2_K)\n");
+        fprintf(stderr, "bench_stream: way: auto, pairs, seq, refk (Q4_K, Q2_K) or enc (Q6_K, AVX2 builds)\n");
         return 1;
     }
     const enum tensor_type dot = tensor_dot_type(type);
@@ -179,7 +188,27 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n; i++)
         x[i] = rndf();
     tensor_quantize_row(dot, x, act, n);
-    struct job j = {type, n, rows, rs, w, act, out, 0, refk, 0};
+    /* the distinct rows as the file has them, for the check below */
+    uint8_t *file = malloc(rs * DISTINCT);
+    if (!file) {
+        fprintf(stderr, "bench_stream: out of memory\n");
+        return 1;
+    }
+    memcpy(file, w, rs * DISTINCT);
+    if (enc) {
+#ifdef PACKED_Q6_K
+        if (type != TENSOR_TYPE_Q6_K) {
+            fprintf(stderr, "bench_stream: enc takes Q6_K\n");
+            return 1;
+        }
+        for (int64_t r = 0; r < rows; r++)
+            packed_q6_K_encode(file + rs * (size_t)(r % DISTINCT), w + rs * (size_t)r, n / 256);
+#else
+        fprintf(stderr, "bench_stream: enc: this build does not re-encode Q6_K (AVX2 builds do)\n");
+        return 1;
+#endif
+    }
+    struct job j = {type, n, rows, rs, w, act, out, 0, refk, enc, 0};
     pthread_barrier_init(&start, NULL, 2);
     pthread_barrier_init(&stop, NULL, 2);
     pthread_t t;
@@ -188,7 +217,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("%s %lld x %lld (%.0f MB), two threads, %s (%s) then plain read:\n", tensor_type_name(type),
-           (long long)rows, (long long)n, (double)bytes / 1e6, refk ? "refk_matmul" : "matvec", way);
+           (long long)rows, (long long)n, (double)bytes / 1e6, refk ? "refk_matmul" : enc ? "packed_q6_K_matmul" : "matvec", way);
     double *ratio = malloc(sizeof(double) * (size_t)pairs);
     for (int p = 0; p < pairs; p++) {
         const double k = timed(&j, 0), r = timed(&j, 1);
@@ -201,7 +230,7 @@ int main(int argc, char **argv)
     pthread_join(t, NULL);
     int bad = 0;
     for (int64_t r = 0; r < rows && !refk; r += rows / 97 + 1) {
-        const float v = tensor_vec_dot(type, n, w + rs * (size_t)r, act);
+        const float v = tensor_vec_dot(type, n, file + rs * (size_t)(r % DISTINCT), act);
         bad += memcmp(&v, &out[r], sizeof v) != 0;
     }
     qsort(ratio, (size_t)pairs, sizeof *ratio, cmp_d);
