@@ -189,12 +189,13 @@ int main(int argc, char **argv)
         x[i] = rndf();
     tensor_quantize_row(dot, x, act, n);
     /* the distinct rows as the file has them, for the check below */
-    uint8_t *file = malloc(rs * DISTINCT);
+    const int64_t nd = rows < DISTINCT ? rows : DISTINCT;
+    uint8_t *file = malloc(rs * (size_t)nd);
     if (!file) {
         fprintf(stderr, "bench_stream: out of memory\n");
         return 1;
     }
-    memcpy(file, w, rs * DISTINCT);
+    memcpy(file, w, rs * (size_t)nd);
     if (enc) {
 #ifdef PACKED_Q6_K
         if (type != TENSOR_TYPE_Q6_K) {
