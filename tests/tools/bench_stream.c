@@ -45,6 +45,28 @@ struct job {
     unsigned long sink;
 };
 
+#ifdef PACKED_Q6_K
+#define CAN_ENC 1
+#else
+#define CAN_ENC 0
+#endif
+
+/* A quantized row q into the matrix at dst: as it is, or re-encoded as the
+ * engine's AVX2 builds do at load (enc) */
+static void put_row(int enc, const uint8_t *q, uint8_t *dst, size_t rs, int64_t n)
+{
+#ifdef PACKED_Q6_K
+    if (enc) {
+        packed_q6_K_encode(q, dst, n / 256);
+        return;
+    }
+#else
+    (void)enc;
+    (void)n;
+#endif
+    memcpy(dst, q, rs);
+}
+
 static pthread_barrier_t start, stop;
 static volatile int quit;
 
@@ -156,7 +178,8 @@ int main(int argc, char **argv)
                                                : QUANT_KFEW_STREAM_AUTO;
 #endif
     if ((strcmp(way, "auto") && strcmp(way, "seq") && strcmp(way, "pairs")) ||
-        (refk && type != TENSOR_TYPE_Q4_K && type != TENSOR_TYPE_Q2_K)) {
+        (refk && type != TENSOR_TYPE_Q4_K && type != TENSOR_TYPE_Q2_K) ||
+        (enc && (type != TENSOR_TYPE_Q6_K || !CAN_ENC))) {
         fprintf(stderr, "bench_stream: way: auto, pairs, seq, refk (Q4_K, Q2_K) or enc (Q6_K, AVX2 builds)\n");
         return 1;
     }
@@ -174,13 +197,21 @@ int main(int argc, char **argv)
 #ifdef MADV_HUGEPAGE
     madvise(w, bytes, MADV_HUGEPAGE);
 #endif
-    /* 64 random rows repeated: real blocks without quantizing 400 MB */
+    /* 64 random rows repeated: real blocks without quantizing 400 MB; the
+     * distinct rows also as quantized (file), for the check below */
     enum { DISTINCT = 64 };
+    const int64_t nd = rows < DISTINCT ? rows : DISTINCT;
+    uint8_t *file = malloc(rs * (size_t)nd);
+    if (!file) {
+        fprintf(stderr, "bench_stream: out of memory\n");
+        return 1;
+    }
     for (int64_t r = 0; r < rows; r++) {
         if (r < DISTINCT) {
             for (int64_t i = 0; i < n; i++)
                 x[i] = rndf();
-            tensor_quantize_row(type, x, w + rs * (size_t)r, n);
+            tensor_quantize_row(type, x, file + rs * (size_t)r, n);
+            put_row(enc, file + rs * (size_t)r, w + rs * (size_t)r, rs, n);
         } else {
             memcpy(w + rs * (size_t)r, w + rs * (size_t)(r % DISTINCT), rs);
         }
@@ -188,27 +219,6 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n; i++)
         x[i] = rndf();
     tensor_quantize_row(dot, x, act, n);
-    /* the distinct rows as the file has them, for the check below */
-    const int64_t nd = rows < DISTINCT ? rows : DISTINCT;
-    uint8_t *file = malloc(rs * (size_t)nd);
-    if (!file) {
-        fprintf(stderr, "bench_stream: out of memory\n");
-        return 1;
-    }
-    memcpy(file, w, rs * (size_t)nd);
-    if (enc) {
-#ifdef PACKED_Q6_K
-        if (type != TENSOR_TYPE_Q6_K) {
-            fprintf(stderr, "bench_stream: enc takes Q6_K\n");
-            return 1;
-        }
-        for (int64_t r = 0; r < rows; r++)
-            packed_q6_K_encode(file + rs * (size_t)(r % DISTINCT), w + rs * (size_t)r, n / 256);
-#else
-        fprintf(stderr, "bench_stream: enc: this build does not re-encode Q6_K (AVX2 builds do)\n");
-        return 1;
-#endif
-    }
     struct job j = {type, n, rows, rs, w, act, out, 0, refk, enc, 0};
     pthread_barrier_init(&start, NULL, 2);
     pthread_barrier_init(&stop, NULL, 2);
