@@ -370,6 +370,13 @@ static const int32_t up8_idx[15] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7}
  * maximum bits returned, *Mv the maximum after them (every lane). */
 static inline __attribute__((always_inline)) int scan8(__m256 s, __m256 ninf, __m256 *Mv, float *arg)
 {
+    /* no score above the running maximum (most groups once it has
+     * settled): every maximum before a key is M itself, the steps below
+     * would give s - M and no bits (a NaN score is never above it) */
+    if (_mm256_movemask_ps(_mm256_cmp_ps(s, *Mv, _CMP_GT_OQ)) == 0) {
+        _mm256_storeu_ps(arg, _mm256_sub_ps(s, *Mv));
+        return 0;
+    }
     __m256 p = _mm256_max_ps(s, UP8(s, ninf, 1));
     p = _mm256_max_ps(p, UP8(p, ninf, 2));
     p = _mm256_max_ps(p, UP8(p, ninf, 4));
